@@ -1,0 +1,36 @@
+// `npm start`: the service on http://127.0.0.1:8787 (PORT=NNNN picks another) with the demo
+// feed on. npm runs this on the Node of the `node` devDependency, which wrangler needs (>= 22.12).
+import { spawn } from "node:child_process";
+import { ensureDevSecrets } from "./dev-secrets.mjs";
+
+const port = Number(process.env.PORT ?? 8787);
+if (ensureDevSecrets()) console.log("Generated local secrets in .dev.vars (git-ignored).");
+
+const args = [
+  "dev",
+  "--ip", "127.0.0.1",
+  "--port", String(port),
+  "--var", "DEMO_FEED:on",
+  "--show-interactive-dev-session=false",
+  ...(process.env.WRANGLER_LOG ? ["--log-level", process.env.WRANGLER_LOG] : []),
+  ...process.argv.slice(2),
+];
+const wrangler = spawn("wrangler", args, { stdio: "inherit", env: { ...process.env, WRANGLER_SEND_METRICS: "false" } });
+
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => wrangler.kill(signal));
+wrangler.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+
+// The demo feed starts with the first request; make it so nobody has to.
+const base = `http://127.0.0.1:${port}`;
+for (let attempt = 0; attempt < 240; attempt++) {
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  try {
+    const response = await fetch(`${base}/api/time`);
+    if (response.ok) {
+      console.log(`Market Data Service: ${base}  (demo feed on; try ${base}/api/ticker/BTCUSDT or ${base}/docs)`);
+      break;
+    }
+  } catch {
+    // not listening yet
+  }
+}

@@ -1,0 +1,17 @@
+import { createMiddleware } from "hono/factory";
+
+/** Incoming ids are echoed only when they are short and printable, so logs stay clean. */
+const VALID_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function chooseRequestId(incoming: string | null | undefined): string {
+  return incoming && VALID_REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID();
+}
+
+/** Sets `requestId` for handlers and `X-Request-Id` on every response (contract 1.6). */
+export const requestId = createMiddleware<{ Variables: { requestId: string } }>(async (c, next) => {
+  const id = chooseRequestId(c.req.header("X-Request-Id"));
+  c.set("requestId", id);
+  await next();
+  // WebSocket upgrades carry an immutable response; their id is in the handshake request only.
+  if (c.res.status !== 101) c.res.headers.set("X-Request-Id", id);
+});

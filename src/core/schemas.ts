@@ -1,0 +1,62 @@
+import { z } from "@hono/zod-openapi";
+import { DECIMAL_PATTERN } from "./decimal";
+import { PROBLEM_CODES } from "./problem";
+
+/** A decimal as a JSON string in plain notation (contract section 1.3). */
+export const DecimalString = z
+  .string()
+  .max(80)
+  .regex(DECIMAL_PATTERN, "must be a decimal string in plain notation, e.g. \"97000.10\"")
+  .openapi({ example: "97000.10", description: "Decimal as a string, plain notation, exact" });
+
+/** A Unix time in milliseconds. */
+export const TimestampMs = z.number().int().nonnegative().max(8_640_000_000_000_000).openapi({ example: 1763800000000, description: "Unix time in milliseconds" });
+
+export const ProblemSchema = z
+  .object({
+    type: z.string().openapi({ example: "/docs/errors#unknown-symbol" }),
+    title: z.string().openapi({ example: "Unknown Symbol" }),
+    status: z.number().int().openapi({ example: 404 }),
+    code: z.enum(Object.keys(PROBLEM_CODES) as [keyof typeof PROBLEM_CODES, ...(keyof typeof PROBLEM_CODES)[]]),
+    detail: z.string(),
+    requestId: z.string().optional(),
+    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  })
+  .passthrough()
+  .openapi("Problem", { description: "RFC 9457 problem details (contract section 8)" });
+
+/** OpenAPI response entries for problem+json answers with the given statuses. */
+export function problemResponses(...statuses: number[]) {
+  return Object.fromEntries(
+    statuses.map((status) => [
+      status,
+      { description: describeStatus(status), content: { "application/problem+json": { schema: ProblemSchema } } },
+    ]),
+  );
+}
+
+function describeStatus(status: number): string {
+  const codes = Object.entries(PROBLEM_CODES)
+    .filter(([, entry]) => entry.status === status)
+    .map(([code]) => code);
+  return `Problem: ${codes.join(", ")}`;
+}
+
+/** Query integers arrive as text; this accepts only plain base-10 integers in range. */
+function wholeNumber(min: number, max: number) {
+  return z
+    .string()
+    .regex(/^\d{1,16}$/, "must be a whole number")
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+}
+
+export function queryInt(min: number, max: number) {
+  return wholeNumber(min, max).optional();
+}
+
+export function queryIntOr(min: number, max: number, fallback: number) {
+  return wholeNumber(min, max)
+    .optional()
+    .transform((value): number => value ?? fallback);
+}

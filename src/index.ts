@@ -1,0 +1,12 @@
+import { createApp } from "./app";
+import type { Env } from "./env";
+
+export { DemoFeed } from "./market/demo-feed-object";
+export { MarketObject } from "./market/market-object";
+export { PriceIndex } from "./market/price-index-object";
+
+const app = createApp();
+
+export default {
+  fetch: app.fetch,
+} satisfies ExportedHandler<Env>;

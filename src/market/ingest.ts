@@ -1,0 +1,93 @@
+import { DecimalError, exactAtScale, parseDecimal } from "../core/decimal";
+import { problem, type FieldError, unwrap } from "../core/problem";
+import type { Env } from "../env";
+import { resolveMarket } from "./lookup";
+import type { BookUpdate, UnitLevel } from "./order-book";
+import type { MarketConfig } from "./registry";
+import type { IngestBody } from "./schemas";
+
+/** A trade ready for its MarketObject: integer units at the market's scales. */
+export interface UnitTradeInput {
+  id: string;
+  price: bigint;
+  quantity: bigint;
+  side: "buy" | "sell";
+  time: number;
+}
+
+export interface IngestBatch {
+  trades: UnitTradeInput[];
+  book?: BookUpdate;
+}
+
+export interface IngestResult {
+  symbol: string;
+  acceptedTrades: number;
+  duplicateTrades: number;
+  sequence: number;
+}
+
+/** Trades may be late (a publisher catching up) but not from the future or from long ago. */
+export const MAX_TRADE_FUTURE_MS = 5_000;
+export const MAX_TRADE_AGE_MS = 7 * 86_400_000;
+
+/**
+ * Checks a validated ingest body against its market's scales and turns every decimal into
+ * integer units, once, here at the edge. Collects every failure (400 `VALIDATION_FAILED` with
+ * `errors`) instead of stopping at the first.
+ */
+export function toIngestBatch(market: MarketConfig, body: IngestBody, now: number): IngestBatch {
+  const errors: FieldError[] = [];
+  const units = (text: string, scale: number, path: string, allowZero: boolean): bigint => {
+    let value: bigint | null = null;
+    try {
+      value = exactAtScale(parseDecimal(text), scale);
+    } catch (error) {
+      if (!(error instanceof DecimalError)) throw error;
+    }
+    if (value === null) errors.push({ path, message: `has more than ${scale} decimals` });
+    else if (value < 0n || (value === 0n && !allowZero)) errors.push({ path, message: allowZero ? "cannot be negative" : "must be positive" });
+    return value ?? 0n;
+  };
+
+  const trades = (body.trades ?? []).map((trade, i) => {
+    if (trade.time > now + MAX_TRADE_FUTURE_MS) errors.push({ path: `trades.${i}.time`, message: "is in the future" });
+    if (trade.time < now - MAX_TRADE_AGE_MS) errors.push({ path: `trades.${i}.time`, message: "is more than 7 days old" });
+    return {
+      id: trade.id,
+      price: units(trade.price, market.priceScale, `trades.${i}.price`, false),
+      quantity: units(trade.quantity, market.quantityScale, `trades.${i}.quantity`, false),
+      side: trade.side,
+      time: trade.time,
+    };
+  });
+
+  let book: BookUpdate | undefined;
+  if (body.book) {
+    // In a delta, quantity "0" removes a level; a snapshot holds only positive quantities.
+    const zeroRemoves = body.book.type === "delta";
+    const levels = (side: "bids" | "asks"): UnitLevel[] =>
+      body.book![side].map(([price, quantity], i) => [
+        units(price, market.priceScale, `book.${side}.${i}.0`, false),
+        units(quantity, market.quantityScale, `book.${side}.${i}.1`, zeroRemoves),
+      ]);
+    book = { type: body.book.type, sequence: body.book.sequence, bids: levels("bids"), asks: levels("asks") };
+  }
+
+  if (errors.length > 0) {
+    throw problem("VALIDATION_FAILED", `the ${market.symbol} batch does not fit the market (priceScale ${market.priceScale}, quantityScale ${market.quantityScale})`, {
+      errors,
+    });
+  }
+  return { trades, ...(book ? { book } : {}) };
+}
+
+/**
+ * The one ingest path: `POST /v1/ingest` and the demo feed both come through here with a
+ * schema-validated body, and the market's single writer applies it.
+ */
+export async function ingest(env: Env, body: IngestBody, now = Date.now()): Promise<IngestResult> {
+  const market = resolveMarket(body.symbol);
+  const batch = toIngestBatch(market, body, now);
+  return unwrap(await env.MARKET.getByName(market.symbol).ingest(market.symbol, batch));
+}

@@ -1,0 +1,16 @@
+import { problem } from "../core/problem";
+import { requireSymbol } from "../core/symbols";
+import { findMarket, type MarketConfig } from "./registry";
+
+/**
+ * Resolves what a client wrote (`btc-usdt`, `BTC/USDT`, `BTCUSDT`) to a listed market:
+ * 400 `INVALID_SYMBOL` when malformed, 404 `UNKNOWN_SYMBOL` when well-formed but not listed.
+ */
+export function resolveMarket(raw: string): MarketConfig {
+  const parsed = requireSymbol(raw);
+  const market = findMarket(parsed.symbol);
+  if (!market || (parsed.base !== undefined && (parsed.base !== market.base || parsed.quote !== market.quote))) {
+    throw problem("UNKNOWN_SYMBOL", `${parsed.base ? `${parsed.base}/${parsed.quote}` : parsed.symbol} is not a listed market; GET /api/markets lists them`);
+  }
+  return market;
+}

@@ -1,0 +1,325 @@
+import { DurableObject } from "cloudflare:workers";
+import { formatUnits } from "../core/decimal";
+import { problem, ProblemError, toProblemResult, type ProblemResult } from "../core/problem";
+import type { Env } from "../env";
+import type { IngestBatch, IngestResult } from "./ingest";
+import { aggregateCandles, alignDown, KLINE_INTERVALS, type Kline, type KlineQuery } from "./klines";
+import { MarketStore, type StoredTrade } from "./market-store";
+import { OrderBook, type WireLevel } from "./order-book";
+import type { PriceReport } from "./price-index";
+import { findMarket, type MarketConfig, type MarketStatus } from "./registry";
+import { addToBucket, changePercent, DAY_MS, formatTicker, minuteOf, tickerStats, windowOpenTime, type MinuteBucket, type TickerRecord, type TickerStats } from "./rolling-window";
+
+export interface OrderBookSnapshot {
+  symbol: string;
+  sequence: number;
+  timestamp: number;
+  bids: WireLevel[];
+  asks: WireLevel[];
+}
+
+export interface WireTrade {
+  id: string;
+  price: string;
+  quantity: string;
+  side: "buy" | "sell";
+  time: number;
+}
+
+export interface MarketView {
+  symbol: string;
+  base: string;
+  quote: string;
+  status: MarketStatus;
+  priceScale: number;
+  quantityScale: number;
+}
+
+/** Trades kept beyond 24 h anyway, so `/trades` always has a page to show. */
+const KEEP_TRADES = 1000;
+/** Trade ids are remembered this long for de-duplication of publisher retries. */
+const TRADE_RETENTION_MS = DAY_MS + 3_600_000;
+/** Minute buckets feed klines; a month covers 1000 4h candles and 30 daily ones. */
+const BUCKET_RETENTION_MS = 30 * DAY_MS;
+const PRUNE_EVERY_MS = 60_000;
+/** The price index hears from a market at most this often (KV takes one write a second). */
+const PRICE_REPORT_EVERY_MS = 1_000;
+
+const STATUS_TRANSITIONS: Record<MarketStatus, readonly MarketStatus[]> = {
+  TRADING: ["TRADING", "HALTED", "DELISTED"],
+  HALTED: ["HALTED", "TRADING", "DELISTED"],
+  DELISTED: ["DELISTED"],
+};
+
+/** What one market holds in memory; storage is the source it is rebuilt from. */
+interface MarketState {
+  market: MarketConfig;
+  status: MarketStatus;
+  book: OrderBook;
+  /** Buckets of the last ~25 h, ascending by minute: all the ticker window can need. */
+  recentBuckets: MinuteBucket[];
+  lastTradePrice: bigint | undefined;
+  lastTradeTime: number;
+  tradeSeq: number;
+  /** Bumped by every applied batch; keys the caches below. */
+  version: number;
+  tickerCache?: { version: number; minute: number; stats: TickerStats };
+  tradesCache?: { version: number; trades: WireTrade[] };
+}
+
+/**
+ * One market's single writer (one object per pair). Applies ingest batches exactly once,
+ * keeps the L2 book, trades and minute buckets in SQLite, and answers every read of the
+ * market from memory it rebuilds from that storage after eviction.
+ */
+export class MarketObject extends DurableObject<Env> {
+  private readonly store: MarketStore;
+  private state: MarketState | undefined;
+  private lastPruneAt = 0;
+  private lastPriceReportAt = 0;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.store = new MarketStore(ctx.storage);
+  }
+
+  /** Loads the market on first use: the object learns its symbol from the first call. */
+  private load(symbol: string): MarketState {
+    if (this.state) {
+      if (this.state.market.symbol !== symbol) throw new Error(`MarketObject for ${this.state.market.symbol} called as ${symbol}`);
+      return this.state;
+    }
+    const market = findMarket(symbol);
+    if (!market) throw new Error(`no market ${symbol} in the registry`);
+    const meta = this.store.readMeta();
+    if (meta.symbol !== symbol) this.store.writeMeta("symbol", symbol);
+    const book = new OrderBook(market.priceScale, market.quantityScale);
+    const levels = this.store.readBook();
+    book.restore(meta.bookSequence, meta.bookUpdatedAt, levels.bids, levels.asks);
+    const latest = this.store.latestBucket();
+    const now = Date.now();
+    this.state = {
+      market,
+      status: meta.status ?? market.initialStatus,
+      book,
+      recentBuckets: [...this.store.bucketsBetween(now - TRADE_RETENTION_MS, Number.MAX_SAFE_INTEGER, "ASC")],
+      lastTradePrice: latest?.close,
+      lastTradeTime: latest?.lastTradeTime ?? 0,
+      tradeSeq: meta.tradeSeq,
+      version: 0,
+    };
+    return this.state;
+  }
+
+  /** Runs a read or write, turning expected failures into values that survive RPC. */
+  private guarded<T>(work: () => T): T | ProblemResult {
+    try {
+      return work();
+    } catch (error) {
+      if (error instanceof ProblemError) return toProblemResult(error);
+      throw error;
+    }
+  }
+
+  private readable(symbol: string): MarketState {
+    const state = this.load(symbol);
+    if (state.status === "DELISTED") throw problem("UNKNOWN_SYMBOL", `${symbol} is delisted`);
+    return state;
+  }
+
+  /** Applies one validated batch (contract 3.1): book first, all or nothing, then trades. */
+  ingest(symbol: string, batch: IngestBatch): IngestResult | ProblemResult {
+    return this.guarded(() => {
+      const state = this.load(symbol);
+      if (state.status !== "TRADING") throw problem("MARKET_NOT_TRADING", `${symbol} is ${state.status.toLowerCase()} and accepts no ingest`);
+      const now = Date.now();
+      let acceptedTrades = 0;
+      let duplicateTrades = 0;
+      const changedBuckets = new Map<number, MinuteBucket>();
+      try {
+        this.store.transaction(() => {
+          if (batch.book) {
+            state.book.apply(batch.book, now); // validates before it changes anything
+            if (batch.book.type === "snapshot") this.store.replaceBook(batch.book.bids, batch.book.asks);
+            else {
+              this.store.writeLevels("bids", batch.book.bids);
+              this.store.writeLevels("asks", batch.book.asks);
+            }
+            this.store.writeMeta("bookSequence", state.book.sequence);
+            this.store.writeMeta("bookUpdatedAt", now);
+          }
+          for (const trade of batch.trades) {
+            if (this.store.hasTrade(trade.id)) {
+              duplicateTrades += 1;
+              continue;
+            }
+            const stored: StoredTrade = { ...trade, seq: state.tradeSeq + acceptedTrades + 1 };
+            this.store.insertTrade(stored);
+            const minute = minuteOf(trade.time);
+            const bucket = addToBucket(changedBuckets.get(minute) ?? this.bucketAt(state, minute), trade);
+            changedBuckets.set(minute, bucket);
+            this.store.upsertBucket(bucket);
+            acceptedTrades += 1;
+          }
+          if (acceptedTrades > 0) this.store.writeMeta("tradeSeq", state.tradeSeq + acceptedTrades);
+        });
+      } catch (error) {
+        // A storage fault after the book changed in memory: start again from storage.
+        if (!(error instanceof ProblemError)) this.ctx.abort("ingest failed to persist");
+        throw error;
+      }
+      state.tradeSeq += acceptedTrades;
+      for (const bucket of changedBuckets.values()) this.rememberBucket(state, bucket, now);
+      state.version += 1;
+      if (acceptedTrades > 0) this.schedulePriceReport(state, now);
+      if (now - this.lastPruneAt > PRUNE_EVERY_MS) this.prune(state, now);
+      return { symbol, acceptedTrades, duplicateTrades, sequence: state.book.sequence };
+    });
+  }
+
+  private bucketAt(state: MarketState, minute: number): MinuteBucket | undefined {
+    const recent = state.recentBuckets;
+    if (recent.length > 0 && minute >= recent[0]!.minute) return recent.find((b) => b.minute === minute);
+    return this.store.bucketsBetween(minute, minute, "ASC").next().value ?? undefined;
+  }
+
+  /** Keeps the in-memory window in order and the last price current. */
+  private rememberBucket(state: MarketState, bucket: MinuteBucket, now: number): void {
+    if (bucket.lastTradeTime >= state.lastTradeTime) {
+      state.lastTradeTime = bucket.lastTradeTime;
+      state.lastTradePrice = bucket.close;
+    }
+    if (bucket.minute < now - TRADE_RETENTION_MS) return;
+    const recent = state.recentBuckets;
+    let i = recent.length;
+    while (i > 0 && recent[i - 1]!.minute > bucket.minute) i -= 1;
+    if (i > 0 && recent[i - 1]!.minute === bucket.minute) recent[i - 1] = bucket;
+    else recent.splice(i, 0, bucket);
+  }
+
+  private prune(state: MarketState, now: number): void {
+    this.lastPruneAt = now;
+    this.store.prune(now - TRADE_RETENTION_MS, KEEP_TRADES, now - BUCKET_RETENTION_MS);
+    const cutoff = now - TRADE_RETENTION_MS;
+    const firstKept = state.recentBuckets.findIndex((b) => b.minute >= cutoff);
+    state.recentBuckets.splice(0, firstKept === -1 ? state.recentBuckets.length : firstKept);
+  }
+
+  private stats(state: MarketState, now: number): TickerStats {
+    const minute = minuteOf(now);
+    const cached = state.tickerCache;
+    if (cached && cached.version === state.version && cached.minute === minute) return cached.stats;
+    const stats = tickerStats(state.recentBuckets, state.lastTradePrice, now);
+    state.tickerCache = { version: state.version, minute, stats };
+    return stats;
+  }
+
+  ticker(symbol: string): TickerRecord | ProblemResult {
+    return this.guarded(() => {
+      const state = this.readable(symbol);
+      const now = Date.now();
+      return formatTicker(symbol, this.stats(state, now), state.market, now, state.book.bestBid(), state.book.bestAsk());
+    });
+  }
+
+  orderBook(symbol: string, depth: number): OrderBookSnapshot | ProblemResult {
+    return this.guarded(() => {
+      const state = this.readable(symbol);
+      const { bids, asks } = state.book.levels(depth);
+      return { symbol, sequence: state.book.sequence, timestamp: Date.now(), bids, asks };
+    });
+  }
+
+  trades(symbol: string, limit: number): WireTrade[] | ProblemResult {
+    return this.guarded(() => {
+      const state = this.readable(symbol);
+      if (state.tradesCache?.version !== state.version) {
+        const { priceScale, quantityScale } = state.market;
+        const trades = this.store.latestTrades(KEEP_TRADES).map((t) => ({
+          id: t.id,
+          price: formatUnits(t.price, priceScale),
+          quantity: formatUnits(t.quantity, quantityScale),
+          side: t.side,
+          time: t.time,
+        }));
+        state.tradesCache = { version: state.version, trades };
+      }
+      return state.tradesCache.trades.slice(0, limit);
+    });
+  }
+
+  klines(symbol: string, query: KlineQuery): Kline[] | ProblemResult {
+    return this.guarded(() => {
+      const state = this.readable(symbol);
+      const interval = KLINE_INTERVALS[query.interval];
+      const to = query.endTime ?? Number.MAX_SAFE_INTEGER;
+      if (query.startTime !== undefined) {
+        const from = alignDown(query.startTime, interval);
+        return aggregateCandles(this.store.bucketsBetween(from, to, "ASC"), interval, state.market, query.limit);
+      }
+      return aggregateCandles(this.store.bucketsBetween(0, to, "DESC"), interval, state.market, query.limit);
+    });
+  }
+
+  describe(symbol: string): MarketView {
+    const { market, status } = this.load(symbol);
+    return { symbol, base: market.base, quote: market.quote, status, priceScale: market.priceScale, quantityScale: market.quantityScale };
+  }
+
+  /** Operator status change (contract 2): TRADING ⇄ HALTED, either → DELISTED, which is final. */
+  setStatus(symbol: string, status: MarketStatus): MarketView | ProblemResult {
+    return this.guarded(() => {
+      const state = this.load(symbol);
+      if (!STATUS_TRANSITIONS[state.status].includes(status)) {
+        throw problem("MARKET_NOT_TRADING", `${symbol} is delisted; delisting is final`);
+      }
+      this.store.writeMeta("status", status);
+      state.status = status;
+      this.sendPriceReport(state, Date.now());
+      return this.describe(symbol);
+    });
+  }
+
+  /** The market's price summary for the price index, or undefined before its first trade. */
+  private priceReport(state: MarketState, now: number): PriceReport | undefined {
+    if (state.lastTradePrice === undefined) return undefined;
+    const stats = this.stats(state, now);
+    const { symbol, priceScale } = state.market;
+    return {
+      symbol,
+      status: state.status,
+      lastPrice: formatUnits(stats.lastPrice, priceScale),
+      openPrice: formatUnits(stats.openPrice, priceScale),
+      changePercent24h: changePercent(stats.lastPrice, stats.openPrice),
+      updatedAt: state.lastTradeTime,
+    };
+  }
+
+  /** Reports at most once a second; a report held back goes out from the alarm. */
+  private schedulePriceReport(state: MarketState, now: number): void {
+    if (now - this.lastPriceReportAt >= PRICE_REPORT_EVERY_MS) {
+      this.sendPriceReport(state, now);
+    } else {
+      void this.ctx.storage.getAlarm().then((alarm) => {
+        if (alarm === null) return this.ctx.storage.setAlarm(this.lastPriceReportAt + PRICE_REPORT_EVERY_MS);
+      });
+    }
+  }
+
+  private sendPriceReport(state: MarketState, now: number): void {
+    const report = this.priceReport(state, now);
+    if (!report) return;
+    this.lastPriceReportAt = now;
+    this.ctx.waitUntil(
+      this.env.PRICE_INDEX.getByName("global")
+        .report(report)
+        .catch((error: unknown) => console.error("price report failed", state.market.symbol, error)),
+    );
+  }
+
+  override async alarm(): Promise<void> {
+    // After an eviction the object knows its market only from storage.
+    const symbol = this.state?.market.symbol ?? this.store.readMeta().symbol;
+    if (symbol) this.sendPriceReport(this.load(symbol), Date.now());
+  }
+}

@@ -1,0 +1,193 @@
+import { formatUnits } from "../core/decimal";
+import { problem } from "../core/problem";
+
+/** A price level in integer units at the market's scales: `[price, quantity]`. */
+export type UnitLevel = readonly [price: bigint, quantity: bigint];
+/** A price level as sent on the wire: `["97000.10", "0.50000"]`. */
+export type WireLevel = [price: string, quantity: string];
+
+export type BookSide = "bids" | "asks";
+
+export interface BookUpdate {
+  type: "snapshot" | "delta";
+  sequence: number;
+  bids: readonly UnitLevel[];
+  asks: readonly UnitLevel[];
+}
+
+/** Bounds memory and snapshot cost; a real venue's L2 feed rarely exceeds a few thousand. */
+export const MAX_LEVELS_PER_SIDE = 5000;
+
+/**
+ * One side of an L2 book: quantities by price, and the prices kept sorted best first, so a
+ * snapshot of depth N is a slice and the best price is element 0.
+ */
+class SideLevels {
+  readonly quantities = new Map<bigint, bigint>();
+  /** Best first: descending for bids, ascending for asks. */
+  readonly prices: bigint[] = [];
+
+  constructor(readonly side: BookSide) {}
+
+  /** True when `a` is a better price than `b` on this side. */
+  better(a: bigint, b: bigint): boolean {
+    return this.side === "bids" ? a > b : a < b;
+  }
+
+  set(price: bigint, quantity: bigint): void {
+    if (quantity === 0n) {
+      if (this.quantities.delete(price)) this.prices.splice(this.indexOf(price), 1);
+      return;
+    }
+    if (!this.quantities.has(price)) this.prices.splice(this.indexOf(price), 0, price);
+    this.quantities.set(price, quantity);
+  }
+
+  clear(): void {
+    this.quantities.clear();
+    this.prices.length = 0;
+  }
+
+  /** Binary search: the index of `price`, or where it would be inserted. */
+  private indexOf(price: bigint): number {
+    let low = 0;
+    let high = this.prices.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (this.better(this.prices[middle]!, price)) low = middle + 1;
+      else high = middle;
+    }
+    return low;
+  }
+
+  /** The best price once `changes` are applied, without applying them. */
+  bestAfter(changes: readonly UnitLevel[]): bigint | undefined {
+    const removed = new Set<bigint>();
+    let best: bigint | undefined;
+    for (const [price, quantity] of changes) {
+      if (quantity === 0n) removed.add(price);
+      else if (best === undefined || this.better(price, best)) best = price;
+    }
+    const firstKept = this.prices.find((price) => !removed.has(price));
+    if (firstKept !== undefined && (best === undefined || this.better(firstKept, best))) best = firstKept;
+    return best;
+  }
+
+  sizeAfter(changes: readonly UnitLevel[]): number {
+    let size = this.quantities.size;
+    for (const [price, quantity] of changes) {
+      const present = this.quantities.has(price);
+      if (quantity === 0n && present) size -= 1;
+      else if (quantity !== 0n && !present) size += 1;
+    }
+    return size;
+  }
+}
+
+/**
+ * A market's L2 order book: snapshot and delta application with sequence checks, never
+ * crossed, always sorted. Pure (no storage); the MarketObject persists what it applies.
+ */
+export class OrderBook {
+  readonly bids = new SideLevels("bids");
+  readonly asks = new SideLevels("asks");
+  sequence = 0;
+  /** Time of the last applied update (ms). */
+  updatedAt = 0;
+  private wireCache: { sequence: number; bids: WireLevel[]; asks: WireLevel[] } | undefined;
+
+  constructor(
+    readonly priceScale: number,
+    readonly quantityScale: number,
+  ) {}
+
+  /**
+   * Validates and applies an update, all or nothing. Throws 409 `SEQUENCE_GAP` for a delta
+   * that does not follow the last sequence, 400 `VALIDATION_FAILED` for a crossed or
+   * malformed book.
+   */
+  apply(update: BookUpdate, now: number): void {
+    checkLevels(update, this.priceScale);
+    if (update.type === "delta") {
+      if (update.sequence !== this.sequence + 1) {
+        throw problem("SEQUENCE_GAP", `book delta sequence ${update.sequence} does not follow ${this.sequence}; send a snapshot`, {
+          expectedSequence: this.sequence + 1,
+        });
+      }
+      this.checkResult(this.bids.bestAfter(update.bids), this.asks.bestAfter(update.asks), this.bids.sizeAfter(update.bids), this.asks.sizeAfter(update.asks));
+      for (const [price, quantity] of update.bids) this.bids.set(price, quantity);
+      for (const [price, quantity] of update.asks) this.asks.set(price, quantity);
+    } else {
+      if (update.bids.some(([, q]) => q === 0n) || update.asks.some(([, q]) => q === 0n)) {
+        throw problem("VALIDATION_FAILED", "a book snapshot cannot hold a zero quantity");
+      }
+      if (update.sequence < 1) throw problem("VALIDATION_FAILED", "a book snapshot's sequence must be at least 1");
+      const bestBid = update.bids.reduce<bigint | undefined>((best, [p]) => (best === undefined || p > best ? p : best), undefined);
+      const bestAsk = update.asks.reduce<bigint | undefined>((best, [p]) => (best === undefined || p < best ? p : best), undefined);
+      this.checkResult(bestBid, bestAsk, update.bids.length, update.asks.length);
+      this.bids.clear();
+      this.asks.clear();
+      for (const [price, quantity] of update.bids) this.bids.set(price, quantity);
+      for (const [price, quantity] of update.asks) this.asks.set(price, quantity);
+    }
+    this.sequence = update.sequence;
+    this.updatedAt = now;
+    this.wireCache = undefined;
+  }
+
+  private checkResult(bestBid: bigint | undefined, bestAsk: bigint | undefined, bidCount: number, askCount: number): void {
+    if (bestBid !== undefined && bestAsk !== undefined && bestBid >= bestAsk) {
+      throw problem(
+        "VALIDATION_FAILED",
+        `the book would be crossed: best bid ${formatUnits(bestBid, this.priceScale)} >= best ask ${formatUnits(bestAsk, this.priceScale)}`,
+      );
+    }
+    if (bidCount > MAX_LEVELS_PER_SIDE || askCount > MAX_LEVELS_PER_SIDE) {
+      throw problem("VALIDATION_FAILED", `a book side may hold at most ${MAX_LEVELS_PER_SIDE} levels`);
+    }
+  }
+
+  bestBid(): bigint | undefined {
+    return this.bids.prices[0];
+  }
+
+  bestAsk(): bigint | undefined {
+    return this.asks.prices[0];
+  }
+
+  /** Up to `depth` levels a side, best first, formatted at the market's scales. */
+  levels(depth: number): { bids: WireLevel[]; asks: WireLevel[] } {
+    if (this.wireCache?.sequence !== this.sequence) {
+      this.wireCache = { sequence: this.sequence, bids: this.formatSide(this.bids), asks: this.formatSide(this.asks) };
+    }
+    const { bids, asks } = this.wireCache;
+    return { bids: depth >= bids.length ? bids : bids.slice(0, depth), asks: depth >= asks.length ? asks : asks.slice(0, depth) };
+  }
+
+  private formatSide(side: SideLevels): WireLevel[] {
+    return side.prices.map((price) => [formatUnits(price, this.priceScale), formatUnits(side.quantities.get(price)!, this.quantityScale)]);
+  }
+
+  /** Replaces the whole state (used when restoring from storage). */
+  restore(sequence: number, updatedAt: number, bids: readonly UnitLevel[], asks: readonly UnitLevel[]): void {
+    this.bids.clear();
+    this.asks.clear();
+    for (const [price, quantity] of bids) this.bids.set(price, quantity);
+    for (const [price, quantity] of asks) this.asks.set(price, quantity);
+    this.sequence = sequence;
+    this.updatedAt = updatedAt;
+    this.wireCache = undefined;
+  }
+}
+
+function checkLevels(update: BookUpdate, priceScale: number): void {
+  for (const side of ["bids", "asks"] as const) {
+    const seen = new Set<bigint>();
+    for (const [price, quantity] of update[side]) {
+      if (price <= 0n) throw problem("VALIDATION_FAILED", `book ${side}: prices must be positive`);
+      if (quantity < 0n) throw problem("VALIDATION_FAILED", `book ${side}: quantities cannot be negative`);
+      if (seen.has(price)) throw problem("VALIDATION_FAILED", `book ${side}: price ${formatUnits(price, priceScale)} appears twice`);
+      seen.add(price);
+    }
+  }
+}

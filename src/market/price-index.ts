@@ -1,0 +1,82 @@
+import { formatDecimal, multiply, parseDecimal, type Decimal } from "../core/decimal";
+import { ASSETS, MARKETS, findAsset } from "./registry";
+import { changePercent } from "./rolling-window";
+import type { MarketStatus } from "./registry";
+
+/** What a market tells the price index after it trades (at most once a second). */
+export interface PriceReport {
+  symbol: string;
+  status: MarketStatus;
+  lastPrice: string;
+  openPrice: string;
+  changePercent24h: string;
+  /** Time of the market's latest trade. */
+  updatedAt: number;
+}
+
+/** The snapshot kept in KV: the latest report of every market that has traded. */
+export interface PriceSnapshot {
+  asOf: number;
+  markets: Record<string, PriceReport>;
+}
+
+export interface AssetPrice {
+  asset: string;
+  name: string;
+  decimals: number;
+  price: string;
+  changePercent24h: string;
+  source: string;
+  updatedAt: number;
+}
+
+interface Leg {
+  report: PriceReport;
+  last: Decimal;
+  open: Decimal;
+}
+
+function leg(snapshot: PriceSnapshot, base: string, quote: string): Leg | undefined {
+  const report = snapshot.markets[base + quote];
+  const market = MARKETS.find((m) => m.base === base && m.quote === quote);
+  if (!report || !market || report.status === "DELISTED") return undefined;
+  return { report, last: parseDecimal(report.lastPrice), open: parseDecimal(report.openPrice) };
+}
+
+/**
+ * Prices of active assets in `quote` (contract 3, `/api/prices`): the direct pair
+ * `ASSETQUOTE`, else the first route through one bridge asset in registry order
+ * (`SOLBTC×BTCUSDT`). A route's price is exact, then rounded half away from zero to the finer
+ * of its two legs' scales; its change is computed from the legs' opening prices.
+ */
+export function pricesIn(snapshot: PriceSnapshot, quote: string, assets?: readonly string[]): AssetPrice[] {
+  const wanted = assets ? assets.map((code) => findAsset(code)).filter((a) => a !== undefined) : ASSETS;
+  const out: AssetPrice[] = [];
+  for (const asset of wanted) {
+    if (asset.status !== "ACTIVE" || asset.asset === quote) continue;
+    const common = { asset: asset.asset, name: asset.name, decimals: asset.decimals };
+    const direct = leg(snapshot, asset.asset, quote);
+    if (direct) {
+      const { lastPrice, changePercent24h, updatedAt, symbol } = direct.report;
+      out.push({ ...common, price: lastPrice, changePercent24h, source: symbol, updatedAt });
+      continue;
+    }
+    for (const first of MARKETS) {
+      if (first.base !== asset.asset) continue;
+      const a = leg(snapshot, asset.asset, first.quote);
+      const b = a && leg(snapshot, first.quote, quote);
+      if (!a || !b) continue;
+      const last = multiply(a.last, b.last);
+      const open = multiply(a.open, b.open);
+      out.push({
+        ...common,
+        price: formatDecimal(last, Math.max(a.last.scale, b.last.scale)),
+        changePercent24h: changePercent(last.units, open.units),
+        source: `${a.report.symbol}×${b.report.symbol}`,
+        updatedAt: Math.max(a.report.updatedAt, b.report.updatedAt),
+      });
+      break;
+    }
+  }
+  return out;
+}

@@ -1,0 +1,50 @@
+import { unwrap } from "../core/problem";
+import type { Env } from "../env";
+import type { Kline, KlineQuery } from "./klines";
+import { resolveMarket } from "./lookup";
+import type { MarketView, OrderBookSnapshot, WireTrade } from "./market-object";
+import { readPriceSnapshot } from "./price-cache";
+import { pricesIn, type AssetPrice } from "./price-index";
+import { ASSETS, MARKETS, type AssetConfig } from "./registry";
+import type { TickerRecord } from "./rolling-window";
+
+/**
+ * The market reads behind both surfaces: `/api/*` (public) and `/v1/*` (signed) answer the
+ * same records from the same code, as the contract requires.
+ */
+function marketStub(env: Env, symbol: string) {
+  return env.MARKET.getByName(symbol);
+}
+
+export async function readTicker(env: Env, pair: string): Promise<TickerRecord> {
+  const { symbol } = resolveMarket(pair);
+  return unwrap(await marketStub(env, symbol).ticker(symbol));
+}
+
+export async function readOrderBook(env: Env, pair: string, depth: number): Promise<OrderBookSnapshot> {
+  const { symbol } = resolveMarket(pair);
+  // RPC typing widens tuples to arrays; the object returns WireLevel pairs.
+  return unwrap(await marketStub(env, symbol).orderBook(symbol, depth)) as OrderBookSnapshot;
+}
+
+export async function readTrades(env: Env, pair: string, limit: number): Promise<WireTrade[]> {
+  const { symbol } = resolveMarket(pair);
+  return unwrap(await marketStub(env, symbol).trades(symbol, limit));
+}
+
+export async function readKlines(env: Env, pair: string, query: KlineQuery): Promise<Kline[]> {
+  const { symbol } = resolveMarket(pair);
+  return unwrap(await marketStub(env, symbol).klines(symbol, query));
+}
+
+/** Every market with its current status (asked of each market's object, in parallel). */
+export async function readMarkets(env: Env): Promise<{ markets: MarketView[]; assets: AssetConfig[] }> {
+  const markets = await Promise.all(MARKETS.map((m) => marketStub(env, m.symbol).describe(m.symbol)));
+  return { markets, assets: [...ASSETS] };
+}
+
+export async function readPrices(env: Env, quote: string, assets?: string[]): Promise<{ quote: string; asOf: number | null; data: AssetPrice[] }> {
+  const snapshot = await readPriceSnapshot(env);
+  if (!snapshot) return { quote, asOf: null, data: [] };
+  return { quote, asOf: snapshot.asOf, data: pricesIn(snapshot, quote, assets) };
+}

@@ -1,0 +1,184 @@
+import { divideRounded, formatUnits } from "../core/decimal";
+
+/** A trade in integer units at its market's scales. */
+export interface UnitTrade {
+  price: bigint;
+  quantity: bigint;
+  time: number;
+}
+
+/**
+ * One minute of trades. `open`/`close` follow trade *time*, not arrival, so late or
+ * out-of-order trades land where they belong (`openTime`/`closeTime` of the trades break ties
+ * by arrival: the first trade seen at a time opens, the last closes).
+ */
+export interface MinuteBucket {
+  minute: number;
+  open: bigint;
+  high: bigint;
+  low: bigint;
+  close: bigint;
+  firstTradeTime: number;
+  lastTradeTime: number;
+  volume: bigint;
+  quoteVolume: bigint;
+  count: number;
+}
+
+export const MINUTE_MS = 60_000;
+export const DAY_MS = 86_400_000;
+
+export function minuteOf(time: number): number {
+  return Math.floor(time / MINUTE_MS) * MINUTE_MS;
+}
+
+/** Folds one trade into its minute's bucket (or starts the bucket). */
+export function addToBucket(bucket: MinuteBucket | undefined, trade: UnitTrade): MinuteBucket {
+  const notional = trade.price * trade.quantity;
+  if (!bucket) {
+    return {
+      minute: minuteOf(trade.time),
+      open: trade.price,
+      high: trade.price,
+      low: trade.price,
+      close: trade.price,
+      firstTradeTime: trade.time,
+      lastTradeTime: trade.time,
+      volume: trade.quantity,
+      quoteVolume: notional,
+      count: 1,
+    };
+  }
+  const earlier = trade.time < bucket.firstTradeTime;
+  const laterOrSame = trade.time >= bucket.lastTradeTime;
+  return {
+    minute: bucket.minute,
+    open: earlier ? trade.price : bucket.open,
+    high: trade.price > bucket.high ? trade.price : bucket.high,
+    low: trade.price < bucket.low ? trade.price : bucket.low,
+    close: laterOrSame ? trade.price : bucket.close,
+    firstTradeTime: earlier ? trade.time : bucket.firstTradeTime,
+    lastTradeTime: laterOrSame ? trade.time : bucket.lastTradeTime,
+    volume: bucket.volume + trade.quantity,
+    quoteVolume: bucket.quoteVolume + notional,
+    count: bucket.count + 1,
+  };
+}
+
+/** Merges consecutive buckets (sorted by minute) into one candle's totals. */
+export function mergeBuckets(buckets: readonly MinuteBucket[]): Omit<MinuteBucket, "minute"> | undefined {
+  const first = buckets[0];
+  if (!first) return undefined;
+  let { high, low, volume, quoteVolume, count } = first;
+  for (let i = 1; i < buckets.length; i++) {
+    const b = buckets[i]!;
+    if (b.high > high) high = b.high;
+    if (b.low < low) low = b.low;
+    volume += b.volume;
+    quoteVolume += b.quoteVolume;
+    count += b.count;
+  }
+  const last = buckets[buckets.length - 1]!;
+  return { open: first.open, high, low, close: last.close, firstTradeTime: first.firstTradeTime, lastTradeTime: last.lastTradeTime, volume, quoteVolume, count };
+}
+
+/**
+ * The window of contract section 2: from the start of the current minute minus 24 h to now.
+ * Aligning the start to a minute makes it exactly a union of minute buckets.
+ */
+export function windowOpenTime(now: number): number {
+  return minuteOf(now) - DAY_MS;
+}
+
+export interface TickerStats {
+  lastPrice: bigint;
+  openPrice: bigint;
+  high: bigint;
+  low: bigint;
+  volume: bigint;
+  quoteVolume: bigint;
+  tradeCount: number;
+  openTime: number;
+}
+
+/**
+ * Rolling 24-hour statistics from minute buckets (sorted ascending) and the market's latest
+ * trade. Follows the contract's edge cases: no trade in the window but one before → open, high
+ * and low are the last price and volumes are zero; never traded → all zero.
+ */
+export function tickerStats(buckets: readonly MinuteBucket[], lastTradePrice: bigint | undefined, now: number): TickerStats {
+  const openTime = windowOpenTime(now);
+  let start = buckets.length;
+  while (start > 0 && buckets[start - 1]!.minute >= openTime) start -= 1;
+  const merged = mergeBuckets(start === 0 ? buckets : buckets.slice(start));
+  const lastPrice = lastTradePrice ?? 0n;
+  if (!merged) {
+    return { lastPrice, openPrice: lastPrice, high: lastPrice, low: lastPrice, volume: 0n, quoteVolume: 0n, tradeCount: 0, openTime };
+  }
+  return {
+    lastPrice,
+    openPrice: merged.open,
+    high: merged.high,
+    low: merged.low,
+    volume: merged.volume,
+    quoteVolume: merged.quoteVolume,
+    tradeCount: merged.count,
+    openTime,
+  };
+}
+
+/** `change / open × 100` at 2 decimals, half away from zero; `"0.00"` when open is 0. */
+export function changePercent(lastPrice: bigint, openPrice: bigint): string {
+  if (openPrice === 0n) return "0.00";
+  return formatUnits(divideRounded((lastPrice - openPrice) * 10_000n, openPrice), 2);
+}
+
+export interface TickerRecord {
+  symbol: string;
+  lastPrice: string;
+  openPrice: string;
+  high24h: string;
+  low24h: string;
+  change24h: string;
+  changePercent24h: string;
+  volume24h: string;
+  quoteVolume24h: string;
+  tradeCount24h: number;
+  openTime: number;
+  closeTime: number;
+  bestBid: string | null;
+  bestAsk: string | null;
+}
+
+export interface Scales {
+  priceScale: number;
+  quantityScale: number;
+}
+
+/** The wire form of the ticker record. Quote volume is exact at priceScale + quantityScale. */
+export function formatTicker(
+  symbol: string,
+  stats: TickerStats,
+  scales: Scales,
+  closeTime: number,
+  bestBid: bigint | undefined,
+  bestAsk: bigint | undefined,
+): TickerRecord {
+  const price = (units: bigint) => formatUnits(units, scales.priceScale);
+  return {
+    symbol,
+    lastPrice: price(stats.lastPrice),
+    openPrice: price(stats.openPrice),
+    high24h: price(stats.high),
+    low24h: price(stats.low),
+    change24h: price(stats.lastPrice - stats.openPrice),
+    changePercent24h: changePercent(stats.lastPrice, stats.openPrice),
+    volume24h: formatUnits(stats.volume, scales.quantityScale),
+    quoteVolume24h: formatUnits(stats.quoteVolume, scales.priceScale + scales.quantityScale),
+    tradeCount24h: stats.tradeCount,
+    openTime: stats.openTime,
+    closeTime,
+    bestBid: bestBid === undefined ? null : price(bestBid),
+    bestAsk: bestAsk === undefined ? null : price(bestAsk),
+  };
+}

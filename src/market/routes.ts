@@ -1,0 +1,105 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { problemResponses } from "../core/schemas";
+import { createRouter } from "../core/router";
+import { readKlines, readMarkets, readOrderBook, readPrices, readTicker, readTrades } from "./reads";
+import {
+  DepthQuery,
+  KlineSchema,
+  KlinesQuery,
+  MarketsSchema,
+  OrderBookSchema,
+  PairParam,
+  PricesQuery,
+  PricesSchema,
+  ServerTimeSchema,
+  TickerSchema,
+  TradeSchema,
+  TradesQuery,
+} from "./schemas";
+
+const json = <T extends z.ZodType>(schema: T, description: string) => ({ 200: { description, content: { "application/json": { schema } } } });
+const tags = ["Public market data"];
+
+export const marketRoutes = createRouter()
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/api/prices",
+      tags,
+      summary: "Current prices of active assets",
+      description: "From the KV price cache (at most one write a second; other locations may lag up to ~60 s). `asOf` is the snapshot time.",
+      request: { query: PricesQuery },
+      responses: { ...json(PricesSchema, "Prices in the quote asset"), ...problemResponses(400, 429) },
+    }),
+    async (c) => {
+      const { quote, assets } = c.req.valid("query");
+      return c.json(await readPrices(c.env, quote, assets), 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/api/orderbook/{pair}",
+      tags,
+      summary: "Order book snapshot",
+      request: { params: PairParam, query: DepthQuery },
+      responses: { ...json(OrderBookSchema, "Up to `depth` levels a side, best first"), ...problemResponses(400, 404, 429) },
+    }),
+    async (c) => c.json(await readOrderBook(c.env, c.req.valid("param").pair, c.req.valid("query").depth), 200),
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/api/ticker/{pair}",
+      tags,
+      summary: "24-hour rolling ticker",
+      description: "The window runs from the start of the current minute − 24 h to the response time. Same record as the signed `GET /v1/ticker/24hr?symbol=`.",
+      request: { params: PairParam },
+      responses: { ...json(TickerSchema, "Ticker record"), ...problemResponses(400, 404, 429) },
+    }),
+    async (c) => c.json(await readTicker(c.env, c.req.valid("param").pair), 200),
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/api/trades/{pair}",
+      tags,
+      summary: "Latest trades, newest first",
+      request: { params: PairParam, query: TradesQuery },
+      responses: { ...json(z.array(TradeSchema), "Trades"), ...problemResponses(400, 404, 429) },
+    }),
+    async (c) => c.json(await readTrades(c.env, c.req.valid("param").pair, c.req.valid("query").limit), 200),
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/api/klines/{pair}",
+      tags,
+      summary: "Candles from minute buckets",
+      description:
+        "Ascending by open time; intervals without trades have no candle. Without `startTime`, the newest `limit` candles (up to `endTime`); with it, the first `limit` from there. Minute buckets are kept 30 days.",
+      request: { params: PairParam, query: KlinesQuery },
+      responses: { ...json(z.array(KlineSchema), "Candles"), ...problemResponses(400, 404, 429) },
+    }),
+    async (c) => c.json(await readKlines(c.env, c.req.valid("param").pair, c.req.valid("query")), 200),
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/api/markets",
+      tags,
+      summary: "All markets with status and scales, and the assets",
+      responses: { ...json(MarketsSchema, "Markets and assets"), ...problemResponses(429) },
+    }),
+    async (c) => c.json(await readMarkets(c.env), 200),
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/api/time",
+      tags,
+      summary: "Server time, for clients that sign requests",
+      responses: { ...json(ServerTimeSchema, "Server time"), ...problemResponses(429) },
+    }),
+    (c) => c.json({ serverTime: Date.now() }, 200),
+  );

@@ -1,0 +1,185 @@
+import { z } from "@hono/zod-openapi";
+import { DecimalString, TimestampMs, queryInt, queryIntOr } from "../core/schemas";
+import { KLINE_INTERVALS } from "./klines";
+
+/** The `{pair}` path parameter: canonical or separated, any case (contract 1.7). */
+export const PairParam = z.object({
+  pair: z.string().openapi({ param: { name: "pair", in: "path" }, example: "BTCUSDT", description: "BTCUSDT, BTC-USDT, BTC_USDT or BTC%2FUSDT, any case" }),
+});
+
+const Level = z.tuple([DecimalString, DecimalString]).openapi({ example: ["97000.10", "0.50000"], description: "[price, quantity]" });
+
+export const OrderBookSchema = z
+  .object({
+    symbol: z.string().openapi({ example: "BTCUSDT" }),
+    sequence: z.number().int().openapi({ description: "Increases by 1 with every book update" }),
+    timestamp: TimestampMs,
+    bids: z.array(Level).openapi({ description: "Best (highest) first" }),
+    asks: z.array(Level).openapi({ description: "Best (lowest) first" }),
+  })
+  .openapi("OrderBook");
+
+export const TickerSchema = z
+  .object({
+    symbol: z.string().openapi({ example: "BTCUSDT" }),
+    lastPrice: DecimalString,
+    openPrice: DecimalString,
+    high24h: DecimalString,
+    low24h: DecimalString,
+    change24h: DecimalString.openapi({ description: "Absolute change in quote currency: lastPrice − openPrice" }),
+    changePercent24h: DecimalString.openapi({ example: "-1.23", description: "Percent, 2 decimals, half away from zero" }),
+    volume24h: DecimalString.openapi({ description: "Base-asset volume in the window" }),
+    quoteVolume24h: DecimalString.openapi({ description: "Σ price × quantity, exact (priceScale + quantityScale decimals)" }),
+    tradeCount24h: z.number().int(),
+    openTime: TimestampMs.openapi({ description: "Start of the current minute − 24 h" }),
+    closeTime: TimestampMs.openapi({ description: "Time of the response" }),
+    bestBid: DecimalString.nullable(),
+    bestAsk: DecimalString.nullable(),
+  })
+  .openapi("Ticker");
+
+export const TradeSchema = z
+  .object({
+    id: z.string(),
+    price: DecimalString,
+    quantity: DecimalString,
+    side: z.enum(["buy", "sell"]).openapi({ description: "The taker's side" }),
+    time: TimestampMs,
+  })
+  .openapi("Trade");
+
+export const KlineSchema = z
+  .object({
+    openTime: TimestampMs,
+    closeTime: TimestampMs,
+    open: DecimalString,
+    high: DecimalString,
+    low: DecimalString,
+    close: DecimalString,
+    volume: DecimalString,
+    quoteVolume: DecimalString,
+    tradeCount: z.number().int(),
+  })
+  .openapi("Kline");
+
+export const MarketSchema = z
+  .object({
+    symbol: z.string().openapi({ example: "BTCUSDT" }),
+    base: z.string().openapi({ example: "BTC" }),
+    quote: z.string().openapi({ example: "USDT" }),
+    status: z.enum(["TRADING", "HALTED", "DELISTED"]),
+    priceScale: z.number().int(),
+    quantityScale: z.number().int(),
+  })
+  .openapi("Market");
+
+export const AssetSchema = z
+  .object({ asset: z.string(), name: z.string(), decimals: z.number().int(), status: z.enum(["ACTIVE", "INACTIVE"]) })
+  .openapi("Asset");
+
+export const MarketsSchema = z.object({ markets: z.array(MarketSchema), assets: z.array(AssetSchema) }).openapi("Markets");
+
+export const PriceSchema = z
+  .object({
+    asset: z.string().openapi({ example: "SOL" }),
+    name: z.string().openapi({ example: "Solana" }),
+    decimals: z.number().int(),
+    price: DecimalString,
+    changePercent24h: DecimalString,
+    source: z.string().openapi({ example: "SOLBTC×BTCUSDT", description: "The pair, or the route through one bridge asset" }),
+    updatedAt: TimestampMs,
+  })
+  .openapi("Price");
+
+export const PricesSchema = z
+  .object({
+    quote: z.string().openapi({ example: "USDT" }),
+    asOf: TimestampMs.nullable().openapi({ description: "Time of the cached snapshot; null before the first one" }),
+    data: z.array(PriceSchema),
+  })
+  .openapi("Prices");
+
+export const ServerTimeSchema = z.object({ serverTime: TimestampMs }).openapi("ServerTime");
+
+const AssetCode = z.string().regex(/^[A-Za-z0-9]{1,16}$/, "must be an asset code such as BTC");
+
+export const PricesQuery = z.object({
+  assets: z
+    .string()
+    .max(512)
+    .optional()
+    .openapi({ example: "BTC,ETH", description: "Comma-separated asset codes; all active assets when absent" })
+    .transform((value, ctx) => {
+      if (value === undefined) return undefined;
+      const codes = value.split(",").map((code) => code.trim());
+      for (const code of codes) {
+        if (!AssetCode.safeParse(code).success) {
+          ctx.addIssue({ code: "custom", message: `"${code.slice(0, 20)}" is not an asset code` });
+          return z.NEVER;
+        }
+      }
+      return codes.map((code) => code.toUpperCase());
+    }),
+  quote: AssetCode.optional().openapi({ example: "USDT", description: "Quote asset, default USDT" }).transform((v) => (v ?? "USDT").toUpperCase()),
+});
+
+export const DepthQuery = z.object({
+  depth: queryIntOr(1, 1000, 100).openapi({ example: "100", description: "Levels per side, 1–1000, default 100", type: "integer" }),
+});
+
+export const TradesQuery = z.object({
+  limit: queryIntOr(1, 1000, 100).openapi({ example: "100", description: "1–1000, default 100", type: "integer" }),
+});
+
+export const KlinesQuery = z
+  .object({
+    interval: z
+      .enum(Object.keys(KLINE_INTERVALS) as [keyof typeof KLINE_INTERVALS, ...(keyof typeof KLINE_INTERVALS)[]])
+      .default("1m")
+      .openapi({ description: "1m 5m 15m 1h 4h 1d, default 1m" }),
+    limit: queryIntOr(1, 1000, 500).openapi({ example: "500", description: "1–1000, default 500", type: "integer" }),
+    startTime: queryInt(0, 8_640_000_000_000).openapi({ description: "Unix ms: candles that end at or after it", type: "integer" }),
+    endTime: queryInt(0, 8_640_000_000_000).openapi({ description: "Unix ms: candles that start at or before it", type: "integer" }),
+  })
+  .refine((q) => q.startTime === undefined || q.endTime === undefined || q.startTime <= q.endTime, {
+    message: "startTime must not be after endTime",
+    path: ["startTime"],
+  });
+
+/** The body of `POST /v1/ingest` (contract 3.1). */
+export const IngestBodySchema = z
+  .object({
+    symbol: z.string().min(1).max(64),
+    trades: z
+      .array(
+        z.object({
+          id: z.string().min(1).max(64),
+          price: DecimalString,
+          quantity: DecimalString,
+          side: z.enum(["buy", "sell"]),
+          time: TimestampMs,
+        }),
+      )
+      .max(1000)
+      .optional(),
+    book: z
+      .object({
+        type: z.enum(["snapshot", "delta"]),
+        sequence: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
+        bids: z.array(Level).max(5000),
+        asks: z.array(Level).max(5000),
+      })
+      .optional(),
+  })
+  .openapi("IngestRequest");
+
+export type IngestBody = z.infer<typeof IngestBodySchema>;
+
+export const IngestResultSchema = z
+  .object({
+    symbol: z.string(),
+    acceptedTrades: z.number().int(),
+    duplicateTrades: z.number().int(),
+    sequence: z.number().int().openapi({ description: "The book's sequence after this batch" }),
+  })
+  .openapi("IngestResult");

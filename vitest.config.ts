@@ -1,0 +1,41 @@
+import path from "node:path";
+import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
+import { defineConfig } from "vitest/config";
+
+const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        // Unit and integration tests run inside workerd with real KV, Durable Objects and D1.
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: {
+              // Tests drive the demo feed themselves, so data stays deterministic.
+              bindings: { TEST_MIGRATIONS: migrations, DEMO_FEED: "off", SEALING_KEY: "dGVzdC1zZWFsaW5nLWtleS0zMi1ieXRlcy1sb25nISE=", ADMIN_TOKEN: "test-admin-token" },
+            },
+          }),
+        ],
+        test: {
+          name: "workers",
+          include: ["test/unit/**/*.test.ts", "test/integration/**/*.test.ts"],
+          setupFiles: ["test/integration/apply-migrations.ts"],
+        },
+      },
+      {
+        // End-to-end tests start the service as the README does and talk to it from Node.
+        test: {
+          name: "e2e",
+          include: ["test/e2e/**/*.test.ts"],
+          environment: "node",
+          globalSetup: ["test/e2e/global-setup.ts"],
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});
