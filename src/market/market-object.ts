@@ -63,7 +63,7 @@ interface MarketState {
   tradeSeq: number;
   /** Bumped by every applied batch; keys the caches below. */
   version: number;
-  tickerCache?: { version: number; minute: number; stats: TickerStats };
+  tickerCache?: { version: number; minute: number; bookSequence: number; stats: TickerStats; record: TickerRecord };
   tradesCache?: { version: number; trades: WireTrade[] };
 }
 
@@ -205,20 +205,28 @@ export class MarketObject extends DurableObject<Env> {
     state.recentBuckets.splice(0, firstKept === -1 ? state.recentBuckets.length : firstKept);
   }
 
-  private stats(state: MarketState, now: number): TickerStats {
+  /**
+   * The ticker changes only when a batch is applied or the window moves to the next minute,
+   * so it is computed once per (batch, minute) and only `closeTime` is set per read.
+   */
+  private tickerOf(state: MarketState, now: number): { stats: TickerStats; record: TickerRecord } {
     const minute = minuteOf(now);
     const cached = state.tickerCache;
-    if (cached && cached.version === state.version && cached.minute === minute) return cached.stats;
+    if (cached && cached.version === state.version && cached.minute === minute && cached.bookSequence === state.book.sequence) return cached;
     const stats = tickerStats(state.recentBuckets, state.lastTradePrice, now);
-    state.tickerCache = { version: state.version, minute, stats };
-    return stats;
+    const record = formatTicker(state.market.symbol, stats, state.market, now, state.book.bestBid(), state.book.bestAsk());
+    state.tickerCache = { version: state.version, minute, bookSequence: state.book.sequence, stats, record };
+    return state.tickerCache;
+  }
+
+  private stats(state: MarketState, now: number): TickerStats {
+    return this.tickerOf(state, now).stats;
   }
 
   ticker(symbol: string): TickerRecord | ProblemResult {
     return this.guarded(() => {
-      const state = this.readable(symbol);
       const now = Date.now();
-      return formatTicker(symbol, this.stats(state, now), state.market, now, state.book.bestBid(), state.book.bestAsk());
+      return { ...this.tickerOf(this.readable(symbol), now).record, closeTime: now };
     });
   }
 

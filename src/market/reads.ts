@@ -2,7 +2,7 @@ import { unwrap } from "../core/problem";
 import type { Env } from "../env";
 import type { Kline, KlineQuery } from "./klines";
 import { resolveMarket } from "./lookup";
-import type { MarketView, OrderBookSnapshot, WireTrade } from "./market-object";
+import type { MarketObject, MarketView, OrderBookSnapshot, WireTrade } from "./market-object";
 import { readPriceSnapshot } from "./price-cache";
 import { pricesIn, type AssetPrice } from "./price-index";
 import { ASSETS, MARKETS, type AssetConfig } from "./registry";
@@ -12,34 +12,45 @@ import type { TickerRecord } from "./rolling-window";
  * The market reads behind both surfaces: `/api/*` (public) and `/v1/*` (signed) answer the
  * same records from the same code, as the contract requires.
  */
-function marketStub(env: Env, symbol: string) {
-  return env.MARKET.getByName(symbol);
+/**
+ * Object ids are derived by hashing the name, so they are kept per isolate; stubs are made per
+ * request, because a stub belongs to the request that made it and workerd refuses I/O through
+ * it from another one.
+ */
+const marketIds = new WeakMap<Env["MARKET"], Map<string, DurableObjectId>>();
+
+function viaMarket<T>(env: Env, symbol: string, call: (stub: DurableObjectStub<MarketObject>) => Promise<T>): Promise<T> {
+  let ids = marketIds.get(env.MARKET);
+  if (!ids) marketIds.set(env.MARKET, (ids = new Map()));
+  let id = ids.get(symbol);
+  if (!id) ids.set(symbol, (id = env.MARKET.idFromName(symbol)));
+  return call(env.MARKET.get(id));
 }
 
 export async function readTicker(env: Env, pair: string): Promise<TickerRecord> {
   const { symbol } = resolveMarket(pair);
-  return unwrap(await marketStub(env, symbol).ticker(symbol));
+  return unwrap(await viaMarket(env, symbol, (stub) => stub.ticker(symbol)));
 }
 
 export async function readOrderBook(env: Env, pair: string, depth: number): Promise<OrderBookSnapshot> {
   const { symbol } = resolveMarket(pair);
   // RPC typing widens tuples to arrays; the object returns WireLevel pairs.
-  return unwrap(await marketStub(env, symbol).orderBook(symbol, depth)) as OrderBookSnapshot;
+  return unwrap(await viaMarket(env, symbol, (stub) => stub.orderBook(symbol, depth))) as unknown as OrderBookSnapshot;
 }
 
 export async function readTrades(env: Env, pair: string, limit: number): Promise<WireTrade[]> {
   const { symbol } = resolveMarket(pair);
-  return unwrap(await marketStub(env, symbol).trades(symbol, limit));
+  return unwrap(await viaMarket(env, symbol, (stub) => stub.trades(symbol, limit)));
 }
 
 export async function readKlines(env: Env, pair: string, query: KlineQuery): Promise<Kline[]> {
   const { symbol } = resolveMarket(pair);
-  return unwrap(await marketStub(env, symbol).klines(symbol, query));
+  return unwrap(await viaMarket(env, symbol, (stub) => stub.klines(symbol, query)));
 }
 
 /** Every market with its current status (asked of each market's object, in parallel). */
 export async function readMarkets(env: Env): Promise<{ markets: MarketView[]; assets: AssetConfig[] }> {
-  const markets = await Promise.all(MARKETS.map((m) => marketStub(env, m.symbol).describe(m.symbol)));
+  const markets = await Promise.all(MARKETS.map((m) => viaMarket(env, m.symbol, (stub) => stub.describe(m.symbol))));
   return { markets, assets: [...ASSETS] };
 }
 

@@ -10,7 +10,7 @@ export function call(path: string, init: RequestInit & { ip?: string } = {}): Pr
   counter += 1;
   const headers = new Headers(init.headers);
   if (!headers.has("CF-Connecting-IP")) headers.set("CF-Connecting-IP", init.ip ?? `198.51.${(counter >> 8) & 255}.${counter & 255}`);
-  return exports.default.fetch(new Request(`http://service.test${path}`, { ...init, headers }));
+  return (exports as unknown as { default: Fetcher }).default.fetch(new Request(`http://service.test${path}`, { ...init, headers }));
 }
 
 export async function callJson<T = any>(path: string, init?: RequestInit & { ip?: string }): Promise<{ status: number; body: T; response: Response }> {
