@@ -1,4 +1,7 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
+import { publicLimit } from "./access/middleware";
+import { dashboardRoutes } from "./accounts/pages";
+import { accountRoutes } from "./accounts/routes";
 import { createMiddleware } from "hono/factory";
 import { handleError, notFoundHandler } from "./core/errors";
 import { requestId } from "./core/request-id";
@@ -6,6 +9,7 @@ import { createRouter } from "./core/router";
 import { docsRoutes } from "./docs/routes";
 import type { AppEnv } from "./env";
 import { marketRoutes } from "./market/routes";
+import { signedRoutes } from "./v1/routes";
 
 let demoFeedStarted = false;
 
@@ -22,7 +26,13 @@ export function createApp(): OpenAPIHono<AppEnv> {
   const app = createRouter();
   app.use(requestId);
   app.use(startDemoFeed);
+  // Public surface: 10 requests a second per client IP. Gateways have their own limit.
+  app.use("/api/*", async (c, next) => (c.req.path === "/api/gateway/callback" ? next() : publicLimit(c, next)));
+  app.use("/account/*", publicLimit);
   app.route("/", marketRoutes);
+  app.route("/", signedRoutes);
+  app.route("/", accountRoutes);
+  app.route("/", dashboardRoutes);
   app.route("/", docsRoutes);
   app.doc31("/openapi.json", {
     openapi: "3.1.0",
@@ -32,6 +42,15 @@ export function createApp(): OpenAPIHono<AppEnv> {
       description: "Market data for trading assets and pairs at the edge. Decimals are strings, timestamps Unix milliseconds, errors RFC 9457 problem+json.",
     },
   });
+  app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", { type: "apiKey", in: "header", name: "X-API-KEY", description: "API key id (mk_…), from the dashboard's API Management" });
+  app.openAPIRegistry.registerComponent("securitySchemes", "Signature", {
+    type: "apiKey",
+    in: "header",
+    name: "X-SIGNATURE",
+    description: "hex HMAC-SHA256 of `X-TIMESTAMP\\nMETHOD\\nrequestTarget\\nbody` keyed by the API secret (contract section 4)",
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "Timestamp", { type: "apiKey", in: "header", name: "X-TIMESTAMP", description: "Unix ms; optional X-RECV-WINDOW (1–60000, default 5000)" });
+  app.openAPIRegistry.registerComponent("securitySchemes", "Session", { type: "apiKey", in: "cookie", name: "mds_session", description: "Set by POST /account/login" });
   app.onError(handleError);
   app.notFound(notFoundHandler(() => app.routes));
   return app;

@@ -1,3 +1,4 @@
+import type { AccessGuard } from "./access/access-guard";
 import type { DemoFeed } from "./market/demo-feed-object";
 import type { MarketObject } from "./market/market-object";
 import type { PriceIndex } from "./market/price-index-object";
@@ -9,6 +10,7 @@ export interface Env {
   MARKET: DurableObjectNamespace<MarketObject>;
   PRICE_INDEX: DurableObjectNamespace<PriceIndex>;
   DEMO_FEED_OBJECT: DurableObjectNamespace<DemoFeed>;
+  ACCESS_GUARD: DurableObjectNamespace<AccessGuard>;
   /** "on" runs the demo feed (local development); anything else leaves it off. */
   DEMO_FEED?: string;
   /** Seed of the demo feed's random walk, so runs can be reproduced. */

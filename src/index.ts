@@ -1,6 +1,7 @@
 import { createApp } from "./app";
 import type { Env } from "./env";
 
+export { AccessGuard } from "./access/access-guard";
 export { DemoFeed } from "./market/demo-feed-object";
 export { MarketObject } from "./market/market-object";
 export { PriceIndex } from "./market/price-index-object";

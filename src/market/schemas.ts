@@ -131,20 +131,25 @@ export const TradesQuery = z.object({
   limit: queryIntOr(1, 1000, 100).openapi({ example: "100", description: "1–1000, default 100", type: "integer" }),
 });
 
-export const KlinesQuery = z
-  .object({
-    interval: z
-      .enum(Object.keys(KLINE_INTERVALS) as [keyof typeof KLINE_INTERVALS, ...(keyof typeof KLINE_INTERVALS)[]])
-      .default("1m")
-      .openapi({ description: "1m 5m 15m 1h 4h 1d, default 1m" }),
-    limit: queryIntOr(1, 1000, 500).openapi({ example: "500", description: "1–1000, default 500", type: "integer" }),
-    startTime: queryInt(0, 8_640_000_000_000).openapi({ description: "Unix ms: candles that end at or after it", type: "integer" }),
-    endTime: queryInt(0, 8_640_000_000_000).openapi({ description: "Unix ms: candles that start at or before it", type: "integer" }),
-  })
-  .refine((q) => q.startTime === undefined || q.endTime === undefined || q.startTime <= q.endTime, {
+export const KlinesQueryFields = z.object({
+  interval: z
+    .enum(Object.keys(KLINE_INTERVALS) as [keyof typeof KLINE_INTERVALS, ...(keyof typeof KLINE_INTERVALS)[]])
+    .default("1m")
+    .openapi({ description: "1m 5m 15m 1h 4h 1d, default 1m" }),
+  limit: queryIntOr(1, 1000, 500).openapi({ example: "500", description: "1–1000, default 500", type: "integer" }),
+  startTime: queryInt(0, 8_640_000_000_000).openapi({ description: "Unix ms: candles that end at or after it", type: "integer" }),
+  endTime: queryInt(0, 8_640_000_000_000).openapi({ description: "Unix ms: candles that start at or before it", type: "integer" }),
+});
+
+/** Adds the rule that a time range runs forwards (kept apart so the fields can be extended). */
+export function forwardTimeRange<T extends z.ZodType<{ startTime?: number; endTime?: number }>>(schema: T) {
+  return schema.refine((q) => q.startTime === undefined || q.endTime === undefined || q.startTime <= q.endTime, {
     message: "startTime must not be after endTime",
     path: ["startTime"],
   });
+}
+
+export const KlinesQuery = forwardTimeRange(KlinesQueryFields);
 
 /** The body of `POST /v1/ingest` (contract 3.1). */
 export const IngestBodySchema = z

@@ -1,0 +1,125 @@
+import { DurableObject } from "cloudflare:workers";
+import { problem, ProblemError, toProblemResult, type ProblemResult } from "../core/problem";
+import { unseal } from "../core/seal";
+import type { Env } from "../env";
+import { allowListAdmits } from "./cidr";
+import type { KeyRecord, Permission } from "./keys";
+import { importSecret, signingPayload, verifySignature } from "./signature";
+import { SlidingWindow, type Admission } from "./sliding-window";
+
+/** What the Worker sends for one signed request: everything the guard needs in one call. */
+export interface SignedCheck {
+  timestamp: number;
+  recvWindow: number;
+  method: string;
+  requestTarget: string;
+  body: string;
+  signature: string;
+  ip: string;
+  permission: Permission;
+  limit: number;
+}
+
+export interface KeyStatus {
+  lastUsedAt: number | null;
+  revokedAt: number | null;
+}
+
+/** A signed request may be at most this far ahead of the server clock (contract 4). */
+const FUTURE_TOLERANCE_MS = 1_000;
+/** Last use is written at most this often: no storage write per request. */
+const LAST_USE_WRITE_EVERY_MS = 60_000;
+
+/**
+ * One per principal (`key:<id>`, `ip:<addr>`, `gateway:<id>`). Answers "who is this, may they,
+ * are they within their rate" in one call. The rate window lives in memory: losing it on
+ * eviction only forgets at most one second of history.
+ */
+export class AccessGuard extends DurableObject<Env> {
+  private window: SlidingWindow | undefined;
+  private record: KeyRecord | null | undefined;
+  private cryptoKey: Promise<CryptoKey> | undefined;
+  private lastUsedAt: number | null = null;
+  private lastUseWrittenAt = 0;
+
+  private admitAt(limit: number, now: number): Admission {
+    if (this.window?.limit !== limit) this.window = new SlidingWindow(limit);
+    return this.window.admit(now);
+  }
+
+  /** Rate admission only (client IPs, gateways). */
+  admit(limit: number): Admission {
+    return this.admitAt(limit, Date.now());
+  }
+
+  private async keyRecord(): Promise<KeyRecord | null> {
+    if (this.record === undefined) {
+      this.record = (await this.ctx.storage.get<KeyRecord>("key")) ?? null;
+      this.lastUsedAt = (await this.ctx.storage.get<number>("lastUsedAt")) ?? null;
+    }
+    return this.record;
+  }
+
+  async installKey(record: KeyRecord): Promise<void> {
+    await this.ctx.storage.put("key", record);
+    this.record = record;
+    this.cryptoKey = undefined;
+  }
+
+  /** Revocation lands here first, so the very next request with the key fails. */
+  async revokeKey(now = Date.now()): Promise<void> {
+    const record = await this.keyRecord();
+    if (!record || record.revokedAt !== null) return;
+    const revoked = { ...record, revokedAt: now };
+    await this.ctx.storage.put("key", revoked);
+    this.record = revoked;
+    this.cryptoKey = undefined;
+  }
+
+  async keyStatus(): Promise<KeyStatus> {
+    const record = await this.keyRecord();
+    return { lastUsedAt: this.lastUsedAt, revokedAt: record?.revokedAt ?? null };
+  }
+
+  /** Verifies a signed request and admits it against the key's window (contract 4 and 5). */
+  async authorize(check: SignedCheck): Promise<Admission | ProblemResult> {
+    try {
+      const now = Date.now();
+      const record = await this.keyRecord();
+      if (!record || record.revokedAt !== null || (record.expiresAt !== null && record.expiresAt <= now)) {
+        throw problem("INVALID_API_KEY", record ? "the API key is revoked or expired" : "no such API key");
+      }
+      if (check.timestamp < now - check.recvWindow || check.timestamp > now + FUTURE_TOLERANCE_MS) {
+        throw problem("TIMESTAMP_OUT_OF_WINDOW", `X-TIMESTAMP must be within [serverTime − ${check.recvWindow} ms, serverTime + ${FUTURE_TOLERANCE_MS} ms]`, {
+          serverTime: now,
+        });
+      }
+      this.cryptoKey ??= unseal(this.env.SEALING_KEY, record.sealedSecret, record.keyId).then(importSecret);
+      const payload = signingPayload(check.timestamp, check.method, check.requestTarget, check.body);
+      if (!(await verifySignature(await this.cryptoKey, payload, check.signature))) {
+        throw problem("INVALID_SIGNATURE", "the signature does not match: sign timestamp\\nMETHOD\\nrequestTarget\\nbody with the key's secret");
+      }
+      if (!record.permissions.includes(check.permission)) {
+        throw problem("PERMISSION_DENIED", `the API key lacks the ${check.permission} permission`);
+      }
+      if (!allowListAdmits(record.allowCidrs, check.ip)) {
+        throw problem("IP_NOT_ALLOWED", `${check.ip} is not in the API key's allow-list`);
+      }
+      const admission = this.admitAt(check.limit, now);
+      if (admission.allowed) this.noteUse(now);
+      return admission;
+    } catch (error) {
+      if (error instanceof ProblemError) return toProblemResult(error);
+      this.cryptoKey = undefined;
+      throw error;
+    }
+  }
+
+  private noteUse(now: number): void {
+    this.lastUsedAt = now;
+    if (now - this.lastUseWrittenAt >= LAST_USE_WRITE_EVERY_MS) {
+      this.lastUseWrittenAt = now;
+      void this.ctx.storage.put("lastUsedAt", now);
+    }
+  }
+}

@@ -1,0 +1,40 @@
+/** API keys: ids, permissions and the record an AccessGuard holds for its key. */
+export const PERMISSIONS = ["read", "stream", "publish"] as const;
+export type Permission = (typeof PERMISSIONS)[number];
+
+export const KEY_ID_PATTERN = /^mk_[0-9a-f]{24}$/;
+export const MAX_ACTIVE_KEYS = 20;
+
+/** What the guard stores; the secret only sealed (AES-256-GCM, the key id as associated data). */
+export interface KeyRecord {
+  keyId: string;
+  accountId: string;
+  sealedSecret: string;
+  permissions: Permission[];
+  allowCidrs: string[];
+  expiresAt: number | null;
+  createdAt: number;
+  revokedAt: number | null;
+}
+
+function randomHex(bytes: number): string {
+  return [...crypto.getRandomValues(new Uint8Array(bytes))].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+export function newKeyId(): string {
+  return `mk_${randomHex(12)}`;
+}
+
+/** 32 random bytes, base64url: what the account holder signs with. */
+export function newKeySecret(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+}
+
+export function principalOfKey(keyId: string): string {
+  return `key:${keyId}`;
+}
+
+export function principalOfIp(ip: string): string {
+  return `ip:${ip}`;
+}

@@ -1,0 +1,135 @@
+import type { Context } from "hono";
+import { createMiddleware } from "hono/factory";
+import { isProblemResult, problem, ProblemError, unwrap } from "../core/problem";
+import type { AppEnv, Env } from "../env";
+import { KEY_ID_PATTERN, principalOfIp, principalOfKey, type Permission } from "./keys";
+import { requestTargetOf, SIGNATURE_PATTERN } from "./signature";
+import { rateLimitHeaders, type Admission } from "./sliding-window";
+
+/** Contract section 5. */
+export const PUBLIC_LIMIT = 10;
+export const SIGNED_LIMIT = 30;
+const DEFAULT_RECV_WINDOW = 5_000;
+const MAX_RECV_WINDOW = 60_000;
+
+/** The client's address: `CF-Connecting-IP` only, which Cloudflare sets and clients cannot. */
+export function clientIp(request: Request): string {
+  return request.headers.get("CF-Connecting-IP") ?? "unknown";
+}
+
+function guard(env: Env, principal: string) {
+  return env.ACCESS_GUARD.getByName(principal);
+}
+
+function refusal(admission: Admission, detail: string): ProblemError {
+  const retryAfterMs = Math.max(1, admission.resetMs);
+  return problem("RATE_LIMITED", detail, { retryAfterMs }, { ...rateLimitHeaders(admission), "Retry-After": String(Math.max(1, Math.ceil(retryAfterMs / 1000))) });
+}
+
+/** Admits one request of `principal` against `limit` per second, or throws 429 `RATE_LIMITED`. */
+export async function admit(env: Env, principal: string, limit: number, detail = `${limit} requests per second`): Promise<Admission> {
+  const admission = await guard(env, principal).admit(limit);
+  if (!admission.allowed) throw refusal(admission, detail);
+  return admission;
+}
+
+/** Puts the RateLimit-* headers on whatever response the route produced, errors included. */
+function withLimitHeaders(c: Context<AppEnv>, admission: Admission): void {
+  const headers = rateLimitHeaders(admission);
+  try {
+    for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
+  } catch {
+    // Responses with immutable headers (WebSocket upgrades) go out as they are.
+  }
+}
+
+/** 10 requests per second per client IP on the public surface (contract 5). */
+export const publicLimit = createMiddleware<AppEnv>(async (c, next) => {
+  const admission = await admit(c.env, principalOfIp(clientIp(c.req.raw)), PUBLIC_LIMIT, `${PUBLIC_LIMIT} requests per second per IP`);
+  await next();
+  withLimitHeaders(c, admission);
+});
+
+export interface SignedOptions {
+  permission: Permission;
+  /** Browsers cannot set headers on a WebSocket: `apiKey`, `timestamp`, `signature` in the query (contract 6). */
+  allowQueryForm?: boolean;
+}
+
+interface Credentials {
+  keyId: string;
+  timestamp: number;
+  signature: string;
+  recvWindow: number;
+  requestTarget: string;
+}
+
+function readCredentials(request: Request, allowQueryForm: boolean): Credentials {
+  const url = new URL(request.url);
+  const fromQuery = allowQueryForm && !request.headers.has("X-API-KEY") && url.searchParams.has("apiKey");
+  const read = (header: string, query: string) => (fromQuery ? url.searchParams.get(query) : request.headers.get(header));
+  const names = fromQuery ? { key: "apiKey", timestamp: "timestamp", signature: "signature" } : { key: "X-API-KEY", timestamp: "X-TIMESTAMP", signature: "X-SIGNATURE" };
+  const keyId = read("X-API-KEY", "apiKey");
+  const timestamp = read("X-TIMESTAMP", "timestamp");
+  const signature = read("X-SIGNATURE", "signature");
+  const recvWindow = request.headers.get("X-RECV-WINDOW");
+  if (!keyId) throw problem("MISSING_CREDENTIALS", `${names.key} is missing`);
+  if (!KEY_ID_PATTERN.test(keyId)) throw problem("MISSING_CREDENTIALS", `${names.key} is malformed: expected mk_ and 24 hex digits`);
+  if (!timestamp) throw problem("MISSING_CREDENTIALS", `${names.timestamp} is missing`);
+  if (!/^\d{1,16}$/.test(timestamp)) throw problem("MISSING_CREDENTIALS", `${names.timestamp} is malformed: expected Unix milliseconds`);
+  if (!signature) throw problem("MISSING_CREDENTIALS", `${names.signature} is missing`);
+  if (!SIGNATURE_PATTERN.test(signature)) throw problem("MISSING_CREDENTIALS", `${names.signature} is malformed: expected 64 hex digits`);
+  let window = DEFAULT_RECV_WINDOW;
+  if (recvWindow !== null) {
+    if (!/^\d{1,5}$/.test(recvWindow) || Number(recvWindow) < 1 || Number(recvWindow) > MAX_RECV_WINDOW) {
+      throw problem("MISSING_CREDENTIALS", `X-RECV-WINDOW is malformed: expected 1–${MAX_RECV_WINDOW} ms`);
+    }
+    window = Number(recvWindow);
+  }
+  // In the query form only the path is signed (the credentials travel in the query itself).
+  const requestTarget = fromQuery ? url.pathname : requestTargetOf(request.url);
+  return { keyId, timestamp: Number(timestamp), signature, recvWindow: window, requestTarget };
+}
+
+/**
+ * Authenticates a signed request and admits it against its key's limit: one AccessGuard call.
+ * A failure counts against the client IP's public limit (contract 5), so a flood of bad
+ * signatures is refused with 429 like any other.
+ */
+export async function authenticateSigned(env: Env, request: Request, options: SignedOptions, body = ""): Promise<{ keyId: string; admission: Admission }> {
+  const ip = clientIp(request);
+  try {
+    const credentials = readCredentials(request, options.allowQueryForm ?? false);
+    const result = await guard(env, principalOfKey(credentials.keyId)).authorize({
+      timestamp: credentials.timestamp,
+      recvWindow: credentials.recvWindow,
+      method: request.method,
+      requestTarget: credentials.requestTarget,
+      body,
+      signature: credentials.signature,
+      ip,
+      permission: options.permission,
+      limit: SIGNED_LIMIT,
+    });
+    if (isProblemResult(result)) unwrap(result);
+    const admission = result as Admission;
+    if (!admission.allowed) throw refusal(admission, `${SIGNED_LIMIT} requests per second per API key`);
+    return { keyId: credentials.keyId, admission };
+  } catch (error) {
+    if (error instanceof ProblemError && error.code !== "RATE_LIMITED") {
+      await admit(env, principalOfIp(ip), PUBLIC_LIMIT, `${PUBLIC_LIMIT} requests per second per IP, failed authentications included`);
+    }
+    throw error;
+  }
+}
+
+/** Signed surface (`/v1/*`): verifies the signature over the raw body and limits per key. */
+export function signedAccess(permission: Permission) {
+  return createMiddleware<AppEnv & { Variables: { keyId: string } }>(async (c, next) => {
+    const body = c.req.method === "GET" || c.req.method === "HEAD" ? "" : await c.req.text();
+    const { keyId, admission } = await authenticateSigned(c.env, c.req.raw, { permission }, body);
+    c.set("keyId", keyId);
+    await next();
+    withLimitHeaders(c as unknown as Context<AppEnv>, admission);
+  });
+}

@@ -1,0 +1,42 @@
+/**
+ * Request signatures (contract section 4):
+ * `payload = X-TIMESTAMP + "\n" + METHOD + "\n" + requestTarget + "\n" + body`,
+ * signature = hex of HMAC-SHA256 keyed by the API secret's UTF-8 bytes. Verified with
+ * `crypto.subtle.verify`, which compares in constant time.
+ */
+const encoder = new TextEncoder();
+
+export function signingPayload(timestamp: string | number, method: string, requestTarget: string, body: string): string {
+  return `${timestamp}\n${method.toUpperCase()}\n${requestTarget}\n${body}`;
+}
+
+export function importSecret(secret: string): Promise<CryptoKey> {
+  return crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
+}
+
+export const SIGNATURE_PATTERN = /^[0-9a-fA-F]{64}$/;
+
+function hexToBytes(hex: string): Uint8Array<ArrayBuffer> {
+  const bytes = new Uint8Array(hex.length / 2);
+  for (let i = 0; i < bytes.length; i++) bytes[i] = Number.parseInt(hex.slice(i * 2, i * 2 + 2), 16);
+  return bytes;
+}
+
+/** True when `signatureHex` (either case) is the HMAC of `payload` under `key`. */
+export async function verifySignature(key: CryptoKey, payload: string, signatureHex: string): Promise<boolean> {
+  if (!SIGNATURE_PATTERN.test(signatureHex)) return false;
+  return crypto.subtle.verify("HMAC", key, hexToBytes(signatureHex), encoder.encode(payload));
+}
+
+export async function sign(secret: string, payload: string): Promise<string> {
+  const mac = await crypto.subtle.sign("HMAC", await importSecret(secret), encoder.encode(payload));
+  return [...new Uint8Array(mac)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** The path plus `?` and the query exactly as sent: the part of the URL after the origin. */
+export function requestTargetOf(url: string): string {
+  const pathStart = url.indexOf("/", url.indexOf("//") + 2);
+  const target = pathStart === -1 ? "/" : url.slice(pathStart);
+  const hash = target.indexOf("#");
+  return hash === -1 ? target : target.slice(0, hash);
+}

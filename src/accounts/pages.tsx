@@ -1,0 +1,276 @@
+/** @jsxImportSource hono/jsx */
+import { Hono, type Context } from "hono";
+import type { Child } from "hono/jsx";
+import { clientIp } from "../access/middleware";
+import { PERMISSIONS, type Permission } from "../access/keys";
+import { ProblemError } from "../core/problem";
+import type { AppEnv } from "../env";
+import { NewKeySchema } from "./schemas";
+import { createApiKey, listApiKeys, revokeApiKey, signIn, signUp, type ApiKeyView } from "./service";
+import { currentSession, endSession, requireCsrfToken, requireSameOrigin, startSession, type Session } from "./sessions";
+
+/**
+ * The dashboard: server-rendered, no CDN, every form works without JavaScript. Its section
+ * "API Management" creates, lists and revokes keys through the same service as the JSON API.
+ */
+const STYLE = `
+body{font:15px/1.5 system-ui,sans-serif;margin:0 auto;max-width:900px;padding:1rem;color:#1b1f24}
+h1 a{color:inherit;text-decoration:none}section{border:1px solid #dde;border-radius:8px;padding:1rem;margin:1rem 0}
+label{display:block;margin:.4rem 0}input[type=text],input[type=email],input[type=password],input[type=datetime-local],textarea{width:100%;max-width:28rem;padding:.35rem;box-sizing:border-box}
+button{padding:.4rem .9rem;border-radius:6px;border:1px solid #888;background:#f4f6f8;cursor:pointer}button.primary{background:#1f5fa8;color:#fff;border-color:#1f5fa8}
+button.danger{background:#b3261e;color:#fff;border-color:#b3261e}table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #dde;padding:.3rem;text-align:left;font-size:14px}
+.secret{font:14px ui-monospace,monospace;background:#fff8e1;border:1px solid #e0b000;padding:.6rem;word-break:break-all}.warning{color:#8a5a00;font-weight:600}
+.error{color:#b3261e;font-weight:600}.muted{color:#666}.grid{display:flex;gap:1rem;flex-wrap:wrap}.grid section{flex:1;min-width:260px}
+`;
+
+function Layout(props: { title: string; children: Child; session?: Session | null }) {
+  return (
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <title>{props.title} — Market Data Service</title>
+        <style>{STYLE}</style>
+      </head>
+      <body>
+        <h1>
+          <a href="/dashboard">Market Data Service — Dashboard</a>
+        </h1>
+        <nav class="muted">
+          <a href="/">Markets</a> · <a href="/docs">API reference</a>
+          {props.session ? (
+            <>
+              {" "}
+              · signed in as {props.session.email}{" "}
+              <form method="post" action="/dashboard/logout" style="display:inline">
+                <input type="hidden" name="csrf" value={props.session.csrfToken} />
+                <button type="submit">Sign out</button>
+              </form>
+            </>
+          ) : null}
+        </nav>
+        {props.children}
+      </body>
+    </html>
+  );
+}
+
+function SignInPage(props: { error?: string }) {
+  return (
+    <Layout title="Sign in">
+      {props.error ? <p class="error">{props.error}</p> : null}
+      <div class="grid">
+        <section>
+          <h2>Sign in</h2>
+          <form method="post" action="/dashboard/login">
+            <label>Email <input type="email" name="email" required autocomplete="username" /></label>
+            <label>Password <input type="password" name="password" required autocomplete="current-password" /></label>
+            <button class="primary" type="submit">Sign in</button>
+          </form>
+        </section>
+        <section>
+          <h2>Create an account</h2>
+          <form method="post" action="/dashboard/signup">
+            <label>Email <input type="email" name="email" required autocomplete="username" /></label>
+            <label>Password (10–128 characters) <input type="password" name="password" required minlength={10} maxlength={128} autocomplete="new-password" /></label>
+            <button class="primary" type="submit">Sign up</button>
+          </form>
+        </section>
+      </div>
+    </Layout>
+  );
+}
+
+const formatTime = (ms: number | null) => (ms === null ? "—" : new Date(ms).toISOString().replace("T", " ").slice(0, 19) + " UTC");
+
+function ApiManagementPage(props: { session: Session; keys: ApiKeyView[]; created?: ApiKeyView & { secret: string }; error?: string }) {
+  const { session, keys, created } = props;
+  return (
+    <Layout title="API Management" session={session}>
+      <section id="api-management">
+        <h2>API Management</h2>
+        {props.error ? <p class="error">{props.error}</p> : null}
+        {created ? (
+          <div id="new-secret">
+            <p class="warning">
+              Copy the secret of key <code>{created.id}</code> now: it is shown this once and cannot be retrieved again.
+            </p>
+            <p class="secret" id="secret-value">
+              {created.secret}
+            </p>
+            <button type="button" id="copy-secret" data-secret={created.secret}>
+              Copy secret
+            </button>
+            <script>{`document.getElementById("copy-secret").addEventListener("click",function(e){navigator.clipboard.writeText(e.target.dataset.secret).then(function(){e.target.textContent="Copied"})})`}</script>
+          </div>
+        ) : null}
+        <h3>Create a key</h3>
+        <form method="post" action="/dashboard/keys">
+          <input type="hidden" name="csrf" value={session.csrfToken} />
+          <label>Label <input type="text" name="label" required maxlength={64} /></label>
+          <fieldset>
+            <legend>Permissions</legend>
+            {PERMISSIONS.map((p) => (
+              <label style="display:inline-block;margin-right:1rem">
+                <input type="checkbox" name="permissions" value={p} checked={p === "read"} /> {p}
+              </label>
+            ))}
+          </fieldset>
+          <label>
+            IP allow-list (optional; one IPv4/IPv6 address or CIDR per line) <textarea name="allowCidrs" rows={2} placeholder="203.0.113.0/24"></textarea>
+          </label>
+          <label>Expires (optional, UTC) <input type="datetime-local" name="expiresAt" /></label>
+          <button class="primary" type="submit">Create key</button>
+        </form>
+        <h3>Your keys</h3>
+        {keys.length === 0 ? (
+          <p class="muted">No keys yet.</p>
+        ) : (
+          <table id="keys">
+            <tr>
+              <th>id</th>
+              <th>label</th>
+              <th>permissions</th>
+              <th>created</th>
+              <th>last used</th>
+              <th>status</th>
+              <th></th>
+            </tr>
+            {keys.map((key) => (
+              <tr data-key-id={key.id}>
+                <td>
+                  <code>{key.id}</code>
+                </td>
+                <td>{key.label}</td>
+                <td>{key.permissions.join(", ")}</td>
+                <td>{formatTime(key.createdAt)}</td>
+                <td>{formatTime(key.lastUsedAt)}</td>
+                <td class="status">{key.status}</td>
+                <td>
+                  {key.status === "active" ? (
+                    <a href={`/dashboard/keys/${key.id}/revoke`} class="revoke">
+                      Revoke…
+                    </a>
+                  ) : null}
+                </td>
+              </tr>
+            ))}
+          </table>
+        )}
+      </section>
+    </Layout>
+  );
+}
+
+function ConfirmRevokePage(props: { session: Session; keyId: string }) {
+  return (
+    <Layout title="Revoke key" session={props.session}>
+      <section>
+        <h2>Revoke key {props.keyId}?</h2>
+        <p>Every request signed with this key will be refused from the next one on. This cannot be undone.</p>
+        <form method="post" action={`/dashboard/keys/${props.keyId}/revoke`}>
+          <input type="hidden" name="csrf" value={props.session.csrfToken} />
+          <button class="danger" type="submit" id="confirm-revoke">
+            Revoke key
+          </button>{" "}
+          <a href="/dashboard">Cancel</a>
+        </form>
+      </section>
+    </Layout>
+  );
+}
+
+async function managementPage(c: Context<AppEnv>, session: Session, extra: { created?: ApiKeyView & { secret: string }; error?: string } = {}, status: 200 | 201 | 400 = 200) {
+  const keys = await listApiKeys(c.env, session.accountId);
+  return c.html(<ApiManagementPage session={session} keys={keys} {...extra} />, status);
+}
+
+/** Form failures are shown on the page they came from rather than as problem JSON. */
+function messageOf(error: unknown): string {
+  if (error instanceof ProblemError) {
+    const first = error.extras.errors?.[0];
+    return first ? `${error.message} (${first.path.replace(/^body\./, "")}: ${first.message})` : error.message;
+  }
+  throw error;
+}
+
+function formString(form: Record<string, unknown>, name: string): string {
+  const value = form[name];
+  return typeof value === "string" ? value : "";
+}
+
+export const dashboardRoutes = new Hono<AppEnv>()
+  .get("/dashboard", async (c) => {
+    const session = await currentSession(c);
+    return session ? managementPage(c, session) : c.html(<SignInPage />);
+  })
+  .post("/dashboard/signup", async (c) => {
+    requireSameOrigin(c);
+    const form = await c.req.parseBody();
+    try {
+      const account = await signUp(c.env, formString(form, "email"), formString(form, "password"));
+      await startSession(c, account.id);
+      return c.redirect("/dashboard", 303);
+    } catch (error) {
+      return c.html(<SignInPage error={messageOf(error)} />, 400);
+    }
+  })
+  .post("/dashboard/login", async (c) => {
+    requireSameOrigin(c);
+    const form = await c.req.parseBody();
+    try {
+      const account = await signIn(c.env, formString(form, "email"), formString(form, "password"), clientIp(c.req.raw));
+      await startSession(c, account.id);
+      return c.redirect("/dashboard", 303);
+    } catch (error) {
+      return c.html(<SignInPage error={messageOf(error)} />, 400);
+    }
+  })
+  .post("/dashboard/logout", async (c) => {
+    requireSameOrigin(c);
+    const session = await currentSession(c);
+    if (session) requireCsrfToken(session, (await c.req.parseBody()).csrf);
+    await endSession(c);
+    return c.redirect("/dashboard", 303);
+  })
+  .post("/dashboard/keys", async (c) => {
+    requireSameOrigin(c);
+    const session = await currentSession(c);
+    if (!session) return c.redirect("/dashboard", 303);
+    const form = await c.req.parseBody({ all: true });
+    requireCsrfToken(session, form.csrf);
+    const permissions = ([] as unknown[]).concat(form.permissions ?? []).filter((p): p is Permission => typeof p === "string");
+    const expires = formString(form, "expiresAt");
+    const parsed = NewKeySchema.safeParse({
+      label: formString(form, "label"),
+      permissions,
+      allowCidrs: formString(form, "allowCidrs").split(/[\s,]+/).filter(Boolean),
+      expiresAt: expires ? Date.parse(`${expires}Z`) || -1 : null,
+    });
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      return managementPage(c, session, { error: `${issue.path.join(".")}: ${issue.message}` }, 400);
+    }
+    try {
+      return await managementPage(c, session, { created: await createApiKey(c.env, session.accountId, parsed.data) }, 201);
+    } catch (error) {
+      return managementPage(c, session, { error: messageOf(error) }, 400);
+    }
+  })
+  .get("/dashboard/keys/:id/revoke", async (c) => {
+    const session = await currentSession(c);
+    if (!session) return c.redirect("/dashboard", 303);
+    return c.html(<ConfirmRevokePage session={session} keyId={c.req.param("id").slice(0, 64)} />);
+  })
+  .post("/dashboard/keys/:id/revoke", async (c) => {
+    requireSameOrigin(c);
+    const session = await currentSession(c);
+    if (!session) return c.redirect("/dashboard", 303);
+    requireCsrfToken(session, (await c.req.parseBody()).csrf);
+    try {
+      await revokeApiKey(c.env, session.accountId, c.req.param("id"));
+      return c.redirect("/dashboard", 303);
+    } catch (error) {
+      return managementPage(c, session, { error: messageOf(error) }, 400);
+    }
+  });

@@ -1,0 +1,120 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { createMiddleware } from "hono/factory";
+import { clientIp } from "../access/middleware";
+import { createRouter } from "../core/router";
+import { problemResponses } from "../core/schemas";
+import type { AppEnv } from "../env";
+import { AccountSchema, ApiKeySchema, CreatedKeySchema, Credentials, KeyIdParam, NewKeySchema } from "./schemas";
+import { createApiKey, listApiKeys, revokeApiKey, signIn, signUp } from "./service";
+import { endSession, requireSameOrigin, requireSession, startSession } from "./sessions";
+
+const tags = ["Account and API keys"];
+const jsonBody = <T extends z.ZodType>(schema: T) => ({ body: { required: true, content: { "application/json": { schema } } } });
+const cookieAuth = [{ Session: [] }];
+
+/** State changes must come from this origin (CSRF, contract 4). */
+const sameOrigin = createMiddleware<AppEnv>(async (c, next) => {
+  requireSameOrigin(c);
+  await next();
+});
+
+export const accountRoutes = createRouter()
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/account/signup",
+      tags,
+      middleware: [sameOrigin],
+      summary: "Create an account (and sign in)",
+      description: "Passwords: 10–128 characters, not easily guessed. Stored as PBKDF2-SHA256 (100,000 iterations, 16-byte salt).",
+      request: jsonBody(Credentials),
+      responses: { 201: { description: "Created; the session cookie is set", content: { "application/json": { schema: AccountSchema } } }, ...problemResponses(400, 403, 429) },
+    }),
+    async (c) => {
+      const { email, password } = c.req.valid("json");
+      const account = await signUp(c.env, email, password);
+      await startSession(c, account.id);
+      return c.json(account, 201);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/account/login",
+      tags,
+      middleware: [sameOrigin],
+      summary: "Sign in: sets the session cookie (HttpOnly; Secure; SameSite=Lax)",
+      description: "Failed sign-ins are throttled: 5 per account and 20 per IP in 15 minutes, then 429.",
+      request: jsonBody(Credentials),
+      responses: { 200: { description: "Signed in", content: { "application/json": { schema: AccountSchema } } }, ...problemResponses(400, 401, 403, 429) },
+    }),
+    async (c) => {
+      const { email, password } = c.req.valid("json");
+      const account = await signIn(c.env, email, password, clientIp(c.req.raw));
+      await startSession(c, account.id);
+      return c.json(account, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/account/logout",
+      tags,
+      security: cookieAuth,
+      middleware: [sameOrigin],
+      summary: "Sign out: ends the session",
+      responses: { 204: { description: "Signed out" }, ...problemResponses(403, 429) },
+    }),
+    async (c) => {
+      await endSession(c);
+      return c.body(null, 204);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/account/api-keys",
+      tags,
+      security: cookieAuth,
+      summary: "List the account's API keys (never their secrets)",
+      responses: { 200: { description: "Keys, newest first", content: { "application/json": { schema: z.object({ keys: z.array(ApiKeySchema) }) } } }, ...problemResponses(401, 429) },
+    }),
+    async (c) => {
+      const session = await requireSession(c);
+      return c.json({ keys: await listApiKeys(c.env, session.accountId) }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/account/api-keys",
+      tags,
+      security: cookieAuth,
+      middleware: [sameOrigin],
+      summary: "Create an API key; its secret is in this answer and never again",
+      description: "At most 20 active keys per account.",
+      request: jsonBody(NewKeySchema),
+      responses: { 201: { description: "Created", content: { "application/json": { schema: CreatedKeySchema } } }, ...problemResponses(400, 401, 403, 429) },
+    }),
+    async (c) => {
+      const session = await requireSession(c);
+      return c.json(await createApiKey(c.env, session.accountId, c.req.valid("json")), 201);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "delete",
+      path: "/account/api-keys/{id}",
+      tags,
+      security: cookieAuth,
+      middleware: [sameOrigin],
+      summary: "Revoke an API key: the very next request with it fails",
+      request: { params: KeyIdParam },
+      responses: { 204: { description: "Revoked" }, ...problemResponses(401, 403, 404, 429) },
+    }),
+    async (c) => {
+      const session = await requireSession(c);
+      await revokeApiKey(c.env, session.accountId, c.req.valid("param").id);
+      return c.body(null, 204);
+    },
+  );

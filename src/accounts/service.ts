@@ -1,0 +1,182 @@
+import { KEY_ID_PATTERN, MAX_ACTIVE_KEYS, newKeyId, newKeySecret, principalOfKey, type KeyRecord, type Permission } from "../access/keys";
+import { problem } from "../core/problem";
+import { seal } from "../core/seal";
+import type { Env } from "../env";
+import { checkPasswordPolicy, hashPassword, verifyPassword } from "./passwords";
+
+/**
+ * Accounts and API keys, shared by the JSON API and the dashboard. D1 holds the account and
+ * the key index; the key's secret exists only sealed inside its AccessGuard.
+ */
+export interface ApiKeyView {
+  id: string;
+  label: string;
+  permissions: Permission[];
+  allowCidrs: string[];
+  expiresAt: number | null;
+  createdAt: number;
+  lastUsedAt: number | null;
+  status: "active" | "revoked" | "expired";
+}
+
+export interface NewApiKey {
+  label: string;
+  permissions: Permission[];
+  allowCidrs: string[];
+  expiresAt: number | null;
+}
+
+const FAILURE_WINDOW_MS = 15 * 60_000;
+export const MAX_FAILURES_PER_ACCOUNT = 5;
+export const MAX_FAILURES_PER_IP = 20;
+
+export function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+function randomId(prefix: string): string {
+  return `${prefix}_${[...crypto.getRandomValues(new Uint8Array(12))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
+
+export async function signUp(env: Env, email: string, password: string, now = Date.now()): Promise<{ id: string; email: string; createdAt: number }> {
+  checkPasswordPolicy(password);
+  const normalized = normalizeEmail(email);
+  const { hash, salt } = await hashPassword(password);
+  const id = randomId("acct");
+  const inserted = await env.DB.prepare(
+    "INSERT INTO accounts (id, email, password_hash, password_salt, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (email) DO NOTHING",
+  )
+    .bind(id, normalized, hash, salt, now)
+    .run();
+  if (inserted.meta.changes === 0) {
+    throw problem("VALIDATION_FAILED", "an account with this email exists; sign in instead", { errors: [{ path: "body.email", message: "is already registered" }] });
+  }
+  return { id, email: normalized, createdAt: now };
+}
+
+async function throttled(env: Env, scopes: [string, number][], now: number): Promise<void> {
+  for (const [scope, max] of scopes) {
+    const row = await env.DB.prepare("SELECT failures, window_start FROM login_failures WHERE scope = ?").bind(scope).first<{ failures: number; window_start: number }>();
+    if (row && row.window_start > now - FAILURE_WINDOW_MS && row.failures >= max) {
+      const retryAfterMs = row.window_start + FAILURE_WINDOW_MS - now;
+      throw problem("RATE_LIMITED", "too many failed sign-ins; try again later", { retryAfterMs }, { "Retry-After": String(Math.ceil(retryAfterMs / 1000)) });
+    }
+  }
+}
+
+async function recordFailure(env: Env, scopes: string[], now: number): Promise<void> {
+  const expired = now - FAILURE_WINDOW_MS;
+  await env.DB.batch(
+    scopes.map((scope) =>
+      env.DB.prepare(
+        `INSERT INTO login_failures (scope, failures, window_start) VALUES (?, 1, ?)
+         ON CONFLICT (scope) DO UPDATE SET
+           failures = CASE WHEN window_start <= ? THEN 1 ELSE failures + 1 END,
+           window_start = CASE WHEN window_start <= ? THEN excluded.window_start ELSE window_start END`,
+      ).bind(scope, now, expired, expired),
+    ),
+  );
+}
+
+/** Checks the password; failed sign-ins are throttled per account and per client IP. */
+export async function signIn(env: Env, email: string, password: string, ip: string, now = Date.now()): Promise<{ id: string; email: string }> {
+  const normalized = normalizeEmail(email);
+  const scopes: [string, number][] = [
+    [`account:${normalized}`, MAX_FAILURES_PER_ACCOUNT],
+    [`ip:${ip}`, MAX_FAILURES_PER_IP],
+  ];
+  await throttled(env, scopes, now);
+  const account = await env.DB.prepare("SELECT id, password_hash, password_salt FROM accounts WHERE email = ?")
+    .bind(normalized)
+    .first<{ id: string; password_hash: string; password_salt: string }>();
+  // Without an account, hash anyway: the answer takes as long either way.
+  const valid = account
+    ? password.length <= 1024 && (await verifyPassword(password, account.password_hash, account.password_salt))
+    : (await hashPassword(password.slice(0, 1024)), false);
+  if (!account || !valid) {
+    await recordFailure(env, scopes.map(([scope]) => scope), now);
+    throw problem("UNAUTHENTICATED", "wrong email or password");
+  }
+  await env.DB.prepare("DELETE FROM login_failures WHERE scope = ?").bind(`account:${normalized}`).run();
+  return { id: account.id, email: normalized };
+}
+
+function guard(env: Env, keyId: string) {
+  return env.ACCESS_GUARD.getByName(principalOfKey(keyId));
+}
+
+/** Creates a key: its guard first (so a listed key always works), then the index. The secret is returned once. */
+export async function createApiKey(env: Env, accountId: string, input: NewApiKey, now = Date.now()): Promise<ApiKeyView & { secret: string }> {
+  if (input.expiresAt !== null && input.expiresAt <= now) {
+    throw problem("VALIDATION_FAILED", "expiresAt must be in the future", { errors: [{ path: "body.expiresAt", message: "is in the past" }] });
+  }
+  const active = await env.DB.prepare("SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)")
+    .bind(accountId, now)
+    .first<{ n: number }>();
+  if ((active?.n ?? 0) >= MAX_ACTIVE_KEYS) {
+    throw problem("VALIDATION_FAILED", `an account has at most ${MAX_ACTIVE_KEYS} active keys; revoke one first`);
+  }
+  const keyId = newKeyId();
+  const secret = newKeySecret();
+  const record: KeyRecord = {
+    keyId,
+    accountId,
+    sealedSecret: await seal(env.SEALING_KEY, secret, keyId),
+    permissions: input.permissions,
+    allowCidrs: input.allowCidrs,
+    expiresAt: input.expiresAt,
+    createdAt: now,
+    revokedAt: null,
+  };
+  await guard(env, keyId).installKey(record);
+  try {
+    await env.DB.prepare("INSERT INTO api_keys (id, account_id, label, permissions, allow_cidrs, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
+      .bind(keyId, accountId, input.label, input.permissions.join(","), JSON.stringify(input.allowCidrs), input.expiresAt, now)
+      .run();
+  } catch (error) {
+    await guard(env, keyId).revokeKey(now);
+    throw error;
+  }
+  return { id: keyId, ...input, createdAt: now, lastUsedAt: null, status: "active", secret };
+}
+
+interface KeyRow {
+  id: string;
+  label: string;
+  permissions: string;
+  allow_cidrs: string;
+  expires_at: number | null;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+/** Every key of the account, newest first, with last use as its guard knows it; never a secret. */
+export async function listApiKeys(env: Env, accountId: string, now = Date.now()): Promise<ApiKeyView[]> {
+  const { results } = await env.DB.prepare("SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at DESC").bind(accountId).all<KeyRow>();
+  return Promise.all(
+    results.map(async (row) => {
+      const status = row.revoked_at !== null ? "revoked" : row.expires_at !== null && row.expires_at <= now ? "expired" : "active";
+      const lastUsedAt = (await guard(env, row.id).keyStatus()).lastUsedAt;
+      return {
+        id: row.id,
+        label: row.label,
+        permissions: row.permissions.split(",").filter(Boolean) as Permission[],
+        allowCidrs: JSON.parse(row.allow_cidrs) as string[],
+        expiresAt: row.expires_at,
+        createdAt: row.created_at,
+        lastUsedAt,
+        status,
+      };
+    }),
+  );
+}
+
+/** Revokes at the guard first, so the very next request with the key fails; then the index. */
+export async function revokeApiKey(env: Env, accountId: string, keyId: string, now = Date.now()): Promise<void> {
+  const owned = KEY_ID_PATTERN.test(keyId)
+    ? await env.DB.prepare("SELECT id FROM api_keys WHERE id = ? AND account_id = ?").bind(keyId, accountId).first()
+    : null;
+  if (!owned) throw problem("NOT_FOUND", `no API key ${keyId.slice(0, 40)} in this account`);
+  await guard(env, keyId).revokeKey(now);
+  await env.DB.prepare("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL").bind(now, keyId).run();
+}

@@ -1,0 +1,162 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { bodyLimit } from "hono/body-limit";
+import { createMiddleware } from "hono/factory";
+import { signedAccess } from "../access/middleware";
+import { problem } from "../core/problem";
+import { createRouter } from "../core/router";
+import { problemResponses } from "../core/schemas";
+import { ingest } from "../market/ingest";
+import { readKlines, readMarkets, readOrderBook, readPrices, readTicker, readTrades } from "../market/reads";
+import { MARKETS } from "../market/registry";
+import {
+  IngestBodySchema,
+  IngestResultSchema,
+  KlineSchema,
+  MarketsSchema,
+  OrderBookSchema,
+  PricesQuery,
+  PricesSchema,
+  TickerSchema,
+  TradeSchema,
+} from "../market/schemas";
+import { SymbolDepthQuery, SymbolKlinesQuery, SymbolTradesQuery, TickerQuery } from "./schemas";
+
+export const INGEST_MAX_BYTES = 256 * 1024;
+const tags = ["Signed (API key)"];
+const security = [{ ApiKey: [], Signature: [], Timestamp: [] }];
+const signedProblems = problemResponses(400, 401, 403, 404, 429);
+const json = <T extends z.ZodType>(schema: T, description: string) => ({ 200: { description, content: { "application/json": { schema } } } });
+const read = signedAccess("read");
+
+/** JSON only, and at most 256 KiB, checked before the signature is computed over the body. */
+const ingestBodyRules = [
+  createMiddleware(async (c, next) => {
+    const type = c.req.header("Content-Type") ?? "";
+    if (!/^application\/json\s*(;|$)/i.test(type)) throw problem("UNSUPPORTED_MEDIA_TYPE", "send the batch as Content-Type: application/json");
+    await next();
+  }),
+  bodyLimit({
+    maxSize: INGEST_MAX_BYTES,
+    onError: () => {
+      throw problem("PAYLOAD_TOO_LARGE", `an ingest batch is at most ${INGEST_MAX_BYTES} bytes`);
+    },
+  }),
+  signedAccess("publish"),
+];
+
+export const signedRoutes = createRouter()
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/ticker/24hr",
+      tags,
+      security,
+      middleware: [read],
+      summary: "24-hour ticker: one record with `symbol`, an array with `symbols` or none",
+      request: { query: TickerQuery },
+      responses: { ...json(z.union([TickerSchema, z.array(TickerSchema)]), "Ticker record(s)"), ...signedProblems },
+    }),
+    async (c) => {
+      const { symbol, symbols } = c.req.valid("query");
+      if (symbol !== undefined) return c.json(await readTicker(c.env, symbol), 200);
+      const wanted = symbols !== undefined ? symbols.split(",").map((s) => s.trim()) : MARKETS.map((m) => m.symbol);
+      if (symbols !== undefined) return c.json(await Promise.all(wanted.map((s) => readTicker(c.env, s))), 200);
+      // Without a symbol: every market that is not delisted.
+      const settled = await Promise.allSettled(wanted.map((s) => readTicker(c.env, s)));
+      return c.json(settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : [])), 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/orderbook",
+      tags,
+      security,
+      middleware: [read],
+      summary: "Order book snapshot (as /api/orderbook)",
+      request: { query: SymbolDepthQuery },
+      responses: { ...json(OrderBookSchema, "Order book"), ...signedProblems },
+    }),
+    async (c) => {
+      const { symbol, depth } = c.req.valid("query");
+      return c.json(await readOrderBook(c.env, symbol, depth), 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/prices",
+      tags,
+      security,
+      middleware: [read],
+      summary: "Prices of active assets (as /api/prices)",
+      request: { query: PricesQuery },
+      responses: { ...json(PricesSchema, "Prices"), ...signedProblems },
+    }),
+    async (c) => {
+      const { quote, assets } = c.req.valid("query");
+      return c.json(await readPrices(c.env, quote, assets), 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/trades",
+      tags,
+      security,
+      middleware: [read],
+      summary: "Latest trades, newest first (as /api/trades)",
+      request: { query: SymbolTradesQuery },
+      responses: { ...json(z.array(TradeSchema), "Trades"), ...signedProblems },
+    }),
+    async (c) => {
+      const { symbol, limit } = c.req.valid("query");
+      return c.json(await readTrades(c.env, symbol, limit), 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/klines",
+      tags,
+      security,
+      middleware: [read],
+      summary: "Candles (as /api/klines)",
+      request: { query: SymbolKlinesQuery },
+      responses: { ...json(z.array(KlineSchema), "Candles"), ...signedProblems },
+    }),
+    async (c) => {
+      const { symbol, ...query } = c.req.valid("query");
+      return c.json(await readKlines(c.env, symbol, query), 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/markets",
+      tags,
+      security,
+      middleware: [read],
+      summary: "Markets and assets (as /api/markets)",
+      responses: { ...json(MarketsSchema, "Markets"), ...signedProblems },
+    }),
+    async (c) => c.json(await readMarkets(c.env), 200),
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/ingest",
+      tags,
+      security,
+      middleware: ingestBodyRules,
+      summary: "Publish trades and book updates of one market (permission publish)",
+      description:
+        "Trade ids already seen are skipped (retries are safe). A delta whose sequence is not the last + 1 is 409 SEQUENCE_GAP: send a snapshot next. Values finer than the market's scales, non-positive values or a crossed book: 400. Halted or delisted market: 409 MARKET_NOT_TRADING. Body at most 256 KiB.",
+      request: { body: { required: true, content: { "application/json": { schema: IngestBodySchema } } } },
+      responses: {
+        ...json(IngestResultSchema, "Applied"),
+        ...problemResponses(400, 401, 403, 404, 409, 413, 415, 429),
+      },
+    }),
+    async (c) => c.json(await ingest(c.env, c.req.valid("json")), 200),
+  );
