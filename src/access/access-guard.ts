@@ -4,7 +4,7 @@ import { unseal } from "../core/seal";
 import type { Env } from "../env";
 import { allowListAdmits } from "./cidr";
 import type { KeyRecord, Permission } from "./keys";
-import { importSecret, signingPayload, verifySignature } from "./signature";
+import { FUTURE_TOLERANCE_MS, importSecret, isOnTime, signingPayload, verifySignature } from "./signature";
 import { SlidingWindow, type Admission } from "./sliding-window";
 
 /** What the Worker sends for one signed request: everything the guard needs in one call. */
@@ -25,8 +25,6 @@ export interface KeyStatus {
   revokedAt: number | null;
 }
 
-/** A signed request may be at most this far ahead of the server clock (contract 4). */
-const FUTURE_TOLERANCE_MS = 1_000;
 /** Last use is written at most this often: no storage write per request. */
 const LAST_USE_WRITE_EVERY_MS = 60_000;
 
@@ -89,7 +87,7 @@ export class AccessGuard extends DurableObject<Env> {
       if (!record || record.revokedAt !== null || (record.expiresAt !== null && record.expiresAt <= now)) {
         throw problem("INVALID_API_KEY", record ? "the API key is revoked or expired" : "no such API key");
       }
-      if (check.timestamp < now - check.recvWindow || check.timestamp > now + FUTURE_TOLERANCE_MS) {
+      if (!isOnTime(check.timestamp, now, check.recvWindow)) {
         throw problem("TIMESTAMP_OUT_OF_WINDOW", `X-TIMESTAMP must be within [serverTime − ${check.recvWindow} ms, serverTime + ${FUTURE_TOLERANCE_MS} ms]`, {
           serverTime: now,
         });

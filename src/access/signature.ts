@@ -40,3 +40,11 @@ export function requestTargetOf(url: string): string {
   const hash = target.indexOf("#");
   return hash === -1 ? target : target.slice(0, hash);
 }
+
+/** A signed request may be at most this far ahead of the server clock (contract 4). */
+export const FUTURE_TOLERANCE_MS = 1_000;
+
+/** On time when `serverTime − recvWindow ≤ timestamp ≤ serverTime + 1000`, both ends inclusive. */
+export function isOnTime(timestamp: number, serverTime: number, recvWindow: number): boolean {
+  return timestamp >= serverTime - recvWindow && timestamp <= serverTime + FUTURE_TOLERANCE_MS;
+}

@@ -1,0 +1,99 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { newAccount, newKey } from "../support/accounts";
+import { call, callJson } from "../support/http";
+
+const json = (body: unknown, extra: Record<string, string> = {}) => ({
+  method: "POST",
+  headers: { "Content-Type": "application/json", ...extra },
+  body: JSON.stringify(body),
+});
+
+describe("accounts (contract 4)", () => {
+  it("sign-up stores a PBKDF2 hash, never the password, and sets a Secure HttpOnly SameSite=Lax cookie", async () => {
+    const response = await call("/account/signup", json({ email: "Ada@Example.com", password: "analytical engine 1843" }));
+    expect(response.status).toBe(201);
+    expect(await response.json()).toMatchObject({ email: "ada@example.com" });
+    const cookie = response.headers.get("Set-Cookie")!;
+    expect(cookie).toMatch(/mds_session=/);
+    expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/Secure/);
+    expect(cookie).toMatch(/SameSite=Lax/);
+    const row = await env.DB.prepare("SELECT * FROM accounts WHERE email = ?").bind("ada@example.com").first<Record<string, string>>();
+    expect(JSON.stringify(row)).not.toContain("analytical engine 1843");
+    expect(row!.password_salt).toHaveLength(24); // 16 bytes, base64
+  });
+
+  it("a duplicate email, a weak password and an oversized one are refused with 400", async () => {
+    await call("/account/signup", json({ email: "dup@example.com", password: "first password 1" }));
+    const duplicate = await callJson("/account/signup", json({ email: "DUP@example.com", password: "second password 2" }));
+    expect([duplicate.status, duplicate.body.code]).toEqual([400, "VALIDATION_FAILED"]);
+    for (const password of ["short", "aaaaaaaaaaaaaaaa", "password123", "x".repeat(129)]) {
+      const weak = await callJson("/account/signup", json({ email: `weak${password.length}@example.com`, password }));
+      expect([weak.status, weak.body.code], password).toEqual([400, "VALIDATION_FAILED"]);
+    }
+    const notEmail = await callJson("/account/signup", json({ email: "nope", password: "good password 9" }));
+    expect(notEmail.body.errors[0].path).toBe("body.email");
+  });
+
+  it("a wrong password is 401; five failures throttle the account with 429 even for the right password", async () => {
+    const { email, password } = await newAccount();
+    const ip = "192.0.2.77";
+    const wrong = await callJson("/account/login", { ...json({ email, password: "not the password" }), ip } as RequestInit & { ip: string });
+    expect([wrong.status, wrong.body.code]).toEqual([401, "UNAUTHENTICATED"]);
+    for (let i = 0; i < 4; i++) await call("/account/login", { ...json({ email, password: "still wrong pw" }), ip: `192.0.2.${80 + i}` });
+    const throttled = await call("/account/login", { ...json({ email, password }), ip: "192.0.2.99" });
+    expect(throttled.status).toBe(429);
+    expect(Number(throttled.headers.get("Retry-After"))).toBeGreaterThan(0);
+    expect(((await throttled.json()) as { code: string }).code).toBe("RATE_LIMITED");
+  });
+
+  it("failed sign-ins are throttled per IP across accounts", async () => {
+    const ip = "192.0.2.150";
+    const statuses: number[] = [];
+    for (let i = 0; i < 21; i++) {
+      // Spread over time so the public limit (10/s) is not what refuses them.
+      if (i % 9 === 8) await new Promise((resolve) => setTimeout(resolve, 1000));
+      statuses.push((await call("/account/login", { ...json({ email: `nobody${i}@example.com`, password: "whatever pass" }), ip })).status);
+    }
+    expect(statuses.slice(0, 20).every((s) => s === 401)).toBe(true);
+    expect(statuses[20]).toBe(429);
+  }, 20_000);
+
+  it("state changes from another origin are refused (CSRF)", async () => {
+    const { cookie } = await newAccount();
+    const cross = await callJson("/account/api-keys", json({ label: "x", permissions: ["read"] }, { Cookie: cookie, Origin: "https://evil.example" }));
+    expect([cross.status, cross.body.code]).toEqual([403, "PERMISSION_DENIED"]);
+    const site = await call("/account/api-keys", json({ label: "x", permissions: ["read"] }, { Cookie: cookie, "Sec-Fetch-Site": "cross-site" }));
+    expect(site.status).toBe(403);
+    const same = await call("/account/api-keys", json({ label: "x", permissions: ["read"] }, { Cookie: cookie, Origin: "http://service.test" }));
+    expect(same.status).toBe(201);
+    const form = await call("/dashboard/keys", { method: "POST", headers: { Cookie: cookie, "Content-Type": "application/x-www-form-urlencoded" }, body: "label=x&permissions=read&csrf=wrong" });
+    expect(form.status).toBe(403);
+  });
+
+  it("key management needs a session; logout and expiry end it", async () => {
+    expect((await callJson("/account/api-keys")).body.code).toBe("UNAUTHENTICATED");
+    const { cookie } = await newAccount();
+    expect((await call("/account/api-keys", { headers: { Cookie: cookie } })).status).toBe(200);
+    expect((await call("/account/logout", { method: "POST", headers: { Cookie: cookie } })).status).toBe(204);
+    expect((await call("/account/api-keys", { headers: { Cookie: cookie } })).status).toBe(401);
+
+    const second = await newAccount();
+    await env.DB.prepare("UPDATE sessions SET expires_at = ? WHERE account_id = (SELECT id FROM accounts WHERE email = ?)").bind(Date.now() - 1, second.email).run();
+    expect((await call("/account/api-keys", { headers: { Cookie: second.cookie } })).status).toBe(401);
+  });
+
+  it("an account holds at most 20 active keys; revoking one frees a place", async () => {
+    const { cookie } = await newAccount();
+    const keys = [];
+    for (let i = 0; i < 20; i++) keys.push(await newKey({ cookie }));
+    const create = () => callJson("/account/api-keys", json({ label: "21st", permissions: ["read"] }, { Cookie: cookie }));
+    const refused = await create();
+    expect([refused.status, refused.body.code]).toEqual([400, "VALIDATION_FAILED"]);
+    expect((await call(`/account/api-keys/${keys[0]!.id}`, { method: "DELETE", headers: { Cookie: cookie } })).status).toBe(204);
+    expect((await create()).status).toBe(201);
+    const other = await newAccount();
+    expect((await callJson(`/account/api-keys/${keys[1]!.id}`, { method: "DELETE", headers: { Cookie: other.cookie } })).body.code).toBe("NOT_FOUND");
+  }, 30_000);
+});
