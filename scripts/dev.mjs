@@ -1,10 +1,23 @@
 // `npm start`: the service on http://127.0.0.1:8787 (PORT=NNNN picks another) with the demo
 // feed on. npm runs this on the Node of the `node` devDependency, which wrangler needs (>= 22.12).
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { ensureDevSecrets } from "./dev-secrets.mjs";
 
 const port = Number(process.env.PORT ?? 8787);
 if (ensureDevSecrets()) console.log("Generated local secrets in .dev.vars (git-ignored).");
+
+// The local D1 database gets every migration before the Worker starts (idempotent).
+const extra = process.argv.slice(2);
+const persistAt = extra.indexOf("--persist-to");
+const persist = persistAt >= 0 ? ["--persist-to", extra[persistAt + 1]] : [];
+const migrate = spawnSync("wrangler", ["d1", "migrations", "apply", "DB", "--local", ...persist], {
+  stdio: ["ignore", "ignore", "inherit"],
+  env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" },
+});
+if (migrate.status !== 0) {
+  console.error("Could not apply the D1 migrations locally (wrangler d1 migrations apply DB --local).");
+  process.exit(migrate.status ?? 1);
+}
 
 const args = [
   "dev",
@@ -13,7 +26,7 @@ const args = [
   "--var", "DEMO_FEED:on",
   "--show-interactive-dev-session=false",
   ...(process.env.WRANGLER_LOG ? ["--log-level", process.env.WRANGLER_LOG] : []),
-  ...process.argv.slice(2),
+  ...extra,
 ];
 const wrangler = spawn("wrangler", args, { stdio: "inherit", env: { ...process.env, WRANGLER_SEND_METRICS: "false" } });
 

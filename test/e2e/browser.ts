@@ -1,0 +1,25 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { chromium, type BrowserContext } from "playwright-core";
+
+/** Debian's Chromium, headless, with a fresh profile directory and no background traffic. */
+export async function launchChromium(options: { viewport?: { width: number; height: number } } = {}): Promise<BrowserContext> {
+  const profile = mkdtempSync(path.join(tmpdir(), "mds-chromium-"));
+  return chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
+    viewport: options.viewport ?? { width: 1100, height: 900 },
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+}
+
+export const SCREENSHOTS = path.resolve(import.meta.dirname, "../../docs/screenshots");
