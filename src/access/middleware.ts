@@ -1,5 +1,6 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
+import { stubByName } from "../core/object-ids";
 import { isProblemResult, problem, ProblemError, unwrap } from "../core/problem";
 import type { AppEnv, Env } from "../env";
 import { KEY_ID_PATTERN, principalOfIp, principalOfKey, type Permission } from "./keys";
@@ -18,7 +19,7 @@ export function clientIp(request: Request): string {
 }
 
 function guard(env: Env, principal: string) {
-  return env.ACCESS_GUARD.getByName(principal);
+  return stubByName(env.ACCESS_GUARD, principal);
 }
 
 function refusal(admission: Admission, detail: string): ProblemError {

@@ -1,3 +1,4 @@
+import { stubByName } from "../core/object-ids";
 import { unwrap } from "../core/problem";
 import type { Env } from "../env";
 import type { Kline, KlineQuery } from "./klines";
@@ -12,19 +13,8 @@ import type { TickerRecord } from "./rolling-window";
  * The market reads behind both surfaces: `/api/*` (public) and `/v1/*` (signed) answer the
  * same records from the same code, as the contract requires.
  */
-/**
- * Object ids are derived by hashing the name, so they are kept per isolate; stubs are made per
- * request, because a stub belongs to the request that made it and workerd refuses I/O through
- * it from another one.
- */
-const marketIds = new WeakMap<Env["MARKET"], Map<string, DurableObjectId>>();
-
 function viaMarket<T>(env: Env, symbol: string, call: (stub: DurableObjectStub<MarketObject>) => Promise<T>): Promise<T> {
-  let ids = marketIds.get(env.MARKET);
-  if (!ids) marketIds.set(env.MARKET, (ids = new Map()));
-  let id = ids.get(symbol);
-  if (!id) ids.set(symbol, (id = env.MARKET.idFromName(symbol)));
-  return call(env.MARKET.get(id));
+  return call(stubByName(env.MARKET, symbol));
 }
 
 export async function readTicker(env: Env, pair: string): Promise<TickerRecord> {
