@@ -1,6 +1,7 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { publicLimit } from "./access/middleware";
 import { dashboardRoutes } from "./accounts/pages";
+import { adminRoutes } from "./admin/routes";
 import { accountRoutes } from "./accounts/routes";
 import { createMiddleware } from "hono/factory";
 import { handleError, notFoundHandler } from "./core/errors";
@@ -9,6 +10,7 @@ import { createRouter } from "./core/router";
 import { docsRoutes } from "./docs/routes";
 import type { AppEnv } from "./env";
 import { marketRoutes } from "./market/routes";
+import { callbackRoutes } from "./settlements/routes";
 import { signedRoutes } from "./v1/routes";
 
 let demoFeedStarted = false;
@@ -33,6 +35,8 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.route("/", signedRoutes);
   app.route("/", accountRoutes);
   app.route("/", dashboardRoutes);
+  app.route("/", callbackRoutes);
+  app.route("/", adminRoutes);
   app.route("/", docsRoutes);
   app.doc31("/openapi.json", {
     openapi: "3.1.0",
@@ -50,6 +54,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
     description: "hex HMAC-SHA256 of `X-TIMESTAMP\\nMETHOD\\nrequestTarget\\nbody` keyed by the API secret (contract section 4)",
   });
   app.openAPIRegistry.registerComponent("securitySchemes", "Timestamp", { type: "apiKey", in: "header", name: "X-TIMESTAMP", description: "Unix ms; optional X-RECV-WINDOW (1–60000, default 5000)" });
+  app.openAPIRegistry.registerComponent("securitySchemes", "AdminToken", { type: "http", scheme: "bearer", description: "ADMIN_TOKEN (a Worker secret; locally in .dev.vars)" });
   app.openAPIRegistry.registerComponent("securitySchemes", "Session", { type: "apiKey", in: "cookie", name: "mds_session", description: "Set by POST /account/login" });
   app.onError(handleError);
   app.notFound(notFoundHandler(() => app.routes));

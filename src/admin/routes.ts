@@ -1,0 +1,128 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { createRouter } from "../core/router";
+import { problemResponses, queryIntOr } from "../core/schemas";
+import { unwrap } from "../core/problem";
+import { resolveMarket } from "../market/lookup";
+import { MarketSchema, PairParam } from "../market/schemas";
+import { approveGateway, listGateways, readGateway, retireSecret, revokeGateway, rotateSecret } from "../settlements/gateways";
+import { listSettlements, readSettlement } from "../settlements/queries";
+import { EventSchema, SettlementSchema, SettlementStatusSchema, TransitionSchema } from "../settlements/schemas";
+import { requireAdmin } from "./auth";
+
+const tags = ["Operator (admin)"];
+const security = [{ AdminToken: [] }];
+const middleware = [requireAdmin];
+const ok = <T extends z.ZodType>(schema: T, description: string) => ({ 200: { description, content: { "application/json": { schema } } } });
+const created = <T extends z.ZodType>(schema: T, description: string) => ({ 201: { description, content: { "application/json": { schema } } } });
+
+const SecretSchema = z.object({ id: z.string(), status: z.enum(["active", "retired"]), createdAt: z.number().int(), retiredAt: z.number().int().nullable() });
+const GatewaySchema = z
+  .object({ id: z.string(), name: z.string(), status: z.enum(["active", "revoked"]), createdAt: z.number().int(), revokedAt: z.number().int().nullable(), secrets: z.array(SecretSchema) })
+  .openapi("Gateway");
+const NewSecretSchema = z.object({ id: z.string(), secret: z.string().openapi({ example: "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3", description: "Shown once" }) }).openapi("GatewaySecret");
+const GatewayParam = z.object({ id: z.string().max(64).openapi({ param: { name: "id", in: "path" }, example: "gw_0123456789abcdef" }) });
+const SecretParams = GatewayParam.extend({ secretId: z.string().max(64).openapi({ param: { name: "secretId", in: "path" } }) });
+const body = <T extends z.ZodType>(schema: T) => ({ body: { required: true, content: { "application/json": { schema } } } });
+
+export const adminRoutes = createRouter()
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/admin/gateways",
+      tags,
+      security,
+      middleware,
+      summary: "Approve a gateway; its whsec_ secret is in this answer only",
+      request: body(z.object({ name: z.string().trim().min(1).max(100).openapi({ example: "Acme Chain Gateway" }) })),
+      responses: { ...created(GatewaySchema.extend({ secret: NewSecretSchema }), "Approved"), ...problemResponses(400, 401, 503) },
+    }),
+    async (c) => c.json(await approveGateway(c.env, c.req.valid("json").name), 201),
+  )
+  .openapi(
+    createRoute({ method: "get", path: "/admin/gateways", tags, security, middleware, summary: "List gateways (never their secrets)", responses: { ...ok(z.object({ gateways: z.array(GatewaySchema) }), "Gateways"), ...problemResponses(401, 503) } }),
+    async (c) => c.json({ gateways: await listGateways(c.env) }, 200),
+  )
+  .openapi(
+    createRoute({ method: "get", path: "/admin/gateways/{id}", tags, security, middleware, summary: "One gateway", request: { params: GatewayParam }, responses: { ...ok(GatewaySchema, "Gateway"), ...problemResponses(401, 404, 503) } }),
+    async (c) => c.json(await readGateway(c.env, c.req.valid("param").id), 200),
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/admin/gateways/{id}/secrets",
+      tags,
+      security,
+      middleware,
+      summary: "Rotate: add a second active secret (at most two); retire the old one when the gateway has switched",
+      request: { params: GatewayParam },
+      responses: { ...created(NewSecretSchema, "The new secret, shown once"), ...problemResponses(400, 401, 404, 503) },
+    }),
+    async (c) => c.json(await rotateSecret(c.env, c.req.valid("param").id), 201),
+  )
+  .openapi(
+    createRoute({ method: "delete", path: "/admin/gateways/{id}/secrets/{secretId}", tags, security, middleware, summary: "Retire a secret", request: { params: SecretParams }, responses: { 204: { description: "Retired" }, ...problemResponses(401, 404, 503) } }),
+    async (c) => {
+      const { id, secretId } = c.req.valid("param");
+      await retireSecret(c.env, id, secretId);
+      return c.body(null, 204);
+    },
+  )
+  .openapi(
+    createRoute({ method: "delete", path: "/admin/gateways/{id}", tags, security, middleware, summary: "Revoke a gateway: its callbacks are refused from now on", request: { params: GatewayParam }, responses: { 204: { description: "Revoked" }, ...problemResponses(401, 404, 503) } }),
+    async (c) => {
+      await revokeGateway(c.env, c.req.valid("param").id);
+      return c.body(null, 204);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/admin/settlements",
+      tags,
+      security,
+      middleware,
+      summary: "Settlements, newest first, with cursor pagination",
+      request: {
+        query: z.object({
+          status: SettlementStatusSchema.optional(),
+          gatewayId: z.string().max(64).optional(),
+          limit: queryIntOr(1, 200, 50).openapi({ type: "integer", description: "1–200, default 50" }),
+          cursor: z.string().max(512).optional().openapi({ description: "nextCursor of the previous page" }),
+        }),
+      },
+      responses: { ...ok(z.object({ data: z.array(SettlementSchema), nextCursor: z.string().nullable() }), "A page"), ...problemResponses(400, 401, 503) },
+    }),
+    async (c) => c.json(await listSettlements(c.env.DB, c.req.valid("query")), 200),
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/admin/settlements/{id}",
+      tags,
+      security,
+      middleware,
+      summary: "A settlement with its append-only transition history and every event received for it",
+      request: { params: z.object({ id: z.string().max(128).openapi({ param: { name: "id", in: "path" }, example: "stl_42" }) }) },
+      responses: {
+        ...ok(z.object({ settlement: SettlementSchema.nullable(), history: z.array(TransitionSchema), events: z.array(EventSchema) }), "Settlement"),
+        ...problemResponses(401, 404, 503),
+      },
+    }),
+    async (c) => c.json(await readSettlement(c.env.DB, c.req.valid("param").id), 200),
+  )
+  .openapi(
+    createRoute({
+      method: "put",
+      path: "/admin/markets/{pair}/status",
+      tags,
+      security,
+      middleware,
+      summary: "Change a market's status: TRADING ⇄ HALTED, either → DELISTED (final)",
+      request: { params: PairParam, ...body(z.object({ status: z.enum(["TRADING", "HALTED", "DELISTED"]) })) },
+      responses: { ...ok(MarketSchema, "The market"), ...problemResponses(400, 401, 404, 409, 503) },
+    }),
+    async (c) => {
+      const { symbol } = resolveMarket(c.req.valid("param").pair);
+      return c.json(unwrap(await c.env.MARKET.getByName(symbol).setStatus(symbol, c.req.valid("json").status)), 200);
+    },
+  );

@@ -1,0 +1,103 @@
+import { admit } from "../access/middleware";
+import { problem } from "../core/problem";
+import { createRouter, fieldErrors } from "../core/router";
+import { problemResponses } from "../core/schemas";
+import { activeSecrets } from "./gateways";
+import { recordEvent, sha256Hex } from "./ledger";
+import { CallbackAnswerSchema, CallbackBodySchema } from "./schemas";
+import { isTimestampFresh, verifyWebhook } from "./webhook-signature";
+
+export const CALLBACK_MAX_BYTES = 64 * 1024;
+export const GATEWAY_LIMIT = 50;
+
+/** Reads at most `limit` bytes of the body; more is 413 without reading the rest. */
+async function readLimited(request: Request, limit: number): Promise<Uint8Array<ArrayBuffer>> {
+  const declared = Number(request.headers.get("Content-Length") ?? "NaN");
+  if (declared > limit) throw problem("PAYLOAD_TOO_LARGE", `a callback body is at most ${limit} bytes`);
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  if (request.body) {
+    const reader = request.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.length;
+      if (size > limit) {
+        await reader.cancel();
+        throw problem("PAYLOAD_TOO_LARGE", `a callback body is at most ${limit} bytes`);
+      }
+      chunks.push(value);
+    }
+  }
+  const body = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    body.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return body;
+}
+
+function header(request: Request, name: string): string {
+  const value = request.headers.get(name);
+  if (!value) throw problem("INVALID_SIGNATURE", `the ${name} header is missing`);
+  return value;
+}
+
+const callbackDoc = {
+    method: "post" as const,
+    path: "/api/gateway/callback",
+    tags: ["Settlement callbacks"],
+    summary: "Settlement callback from an approved gateway (Standard Webhooks)",
+    description:
+      "Headers: X-GATEWAY-ID, webhook-id, webhook-timestamp (Unix seconds, ±300 s), webhook-signature (`v1,<base64 HMAC-SHA256(secret, id.timestamp.rawBody)>`, space-separated). Body ≤ 64 KiB, verified as raw bytes before parsing. Every accepted event is written to D1 before the answer. 50 requests per second per gateway.",
+    request: { body: { required: true, content: { "application/json": { schema: CallbackBodySchema } } } },
+    responses: {
+      200: { description: "applied, duplicate or stale", content: { "application/json": { schema: CallbackAnswerSchema } } },
+      202: { description: "quarantined (illegal transition) or held (waits for an earlier sequence)", content: { "application/json": { schema: CallbackAnswerSchema } } },
+      ...problemResponses(400, 401, 409, 413, 415, 429, 500),
+    },
+};
+
+export const callbackRoutes = createRouter();
+// Documented for OpenAPI but not validated by the router: the body must be verified as raw
+// bytes before anything parses it.
+callbackRoutes.openAPIRegistry.registerPath(callbackDoc);
+callbackRoutes.post(
+  "/api/gateway/callback",
+  // The body is verified as raw bytes before it is parsed, so validation is done by hand here.
+  async (c) => {
+    const request = c.req.raw;
+    const type = request.headers.get("Content-Type") ?? "";
+    if (!/^application\/json\s*(;|$)/i.test(type)) throw problem("UNSUPPORTED_MEDIA_TYPE", "send the callback as Content-Type: application/json");
+    const rawBytes = await readLimited(request, CALLBACK_MAX_BYTES);
+    const gatewayId = request.headers.get("X-GATEWAY-ID");
+    if (!gatewayId || gatewayId.length > 128) throw problem("UNKNOWN_GATEWAY", "the X-GATEWAY-ID header is missing");
+    const webhookId = header(request, "webhook-id");
+    const timestamp = header(request, "webhook-timestamp");
+    const signature = header(request, "webhook-signature");
+    const secrets = await activeSecrets(c.env, gatewayId);
+    if (!secrets) throw problem("UNKNOWN_GATEWAY", `gateway ${gatewayId.slice(0, 40)} is not approved or was revoked`);
+    await admit(c.env, `gateway:${gatewayId}`, GATEWAY_LIMIT, `${GATEWAY_LIMIT} callbacks per second per gateway`);
+    if (!/^\d{1,12}$/.test(timestamp) || !isTimestampFresh(Number(timestamp), Date.now())) {
+      throw problem("TIMESTAMP_OUT_OF_WINDOW", "webhook-timestamp must be Unix seconds within ±300 s of the server time", { serverTime: Date.now() });
+    }
+    if (!(await verifyWebhook(secrets, webhookId, timestamp, rawBytes, signature))) {
+      throw problem("INVALID_SIGNATURE", "no signature in webhook-signature matches an active secret of this gateway over the raw body");
+    }
+    const rawBody = new TextDecoder().decode(rawBytes);
+    let json: unknown;
+    try {
+      json = JSON.parse(rawBody);
+    } catch {
+      throw problem("VALIDATION_FAILED", "the body is not valid JSON", { errors: [{ path: "body", message: "malformed JSON" }] });
+    }
+    const parsed = CallbackBodySchema.safeParse(json);
+    if (!parsed.success) throw problem("VALIDATION_FAILED", "the callback does not match the schema", { errors: fieldErrors(parsed.error.issues, "body") });
+    if (parsed.data.id !== webhookId) throw problem("VALIDATION_FAILED", "the body's id must equal the webhook-id header", { errors: [{ path: "body.id", message: "differs from webhook-id" }] });
+    if (parsed.data.gatewayId !== gatewayId) throw problem("VALIDATION_FAILED", "the body's gatewayId must equal the X-GATEWAY-ID header", { errors: [{ path: "body.gatewayId", message: "differs from X-GATEWAY-ID" }] });
+    const recorded = await recordEvent(c.env.DB, { gatewayId, webhookId, rawBody, bodySha256: await sha256Hex(rawBytes), body: parsed.data, receivedAt: Date.now() });
+    const status = recorded.outcome === "quarantined" || recorded.outcome === "held" ? 202 : 200;
+    return c.json({ received: true as const, ...recorded }, status);
+  },
+);

@@ -1,0 +1,235 @@
+import { env } from "cloudflare:workers";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { signWebhook } from "../../src/settlements/webhook-signature";
+import vectors from "../fixtures/signing-vectors.json";
+import { ADMIN, approveGateway, callbackBody, deliver } from "../support/gateways";
+import { call, callJson } from "../support/http";
+
+async function answer(response: Response) {
+  return { status: response.status, body: (await response.json()) as Record<string, any> };
+}
+
+async function countEvents(gatewayId: string) {
+  return (await env.DB.prepare("SELECT COUNT(*) AS n FROM gateway_events WHERE gateway_id = ?").bind(gatewayId).first<{ n: number }>())!.n;
+}
+
+describe("settlement callbacks (contract 7)", () => {
+  it("the contract's webhook vector signs to the documented signature", async () => {
+    const v = vectors.webhookSigning[0]!;
+    expect(await signWebhook(v.secret, v.webhookId, String(v.webhookTimestamp), new TextEncoder().encode(v.body))).toBe(v.webhookSignature);
+  });
+
+  it("pending → confirming → confirmed → finalized, with a duplicate and an out-of-order delivery", async () => {
+    const gateway = await approveGateway();
+    const events = (["pending", "confirming", "confirmed", "finalized"] as const).map((status, i) => callbackBody(gateway.id, { settlementId: "stl_flow", sequence: i + 1, status }));
+    expect(await answer(await deliver(gateway, events[0]))).toEqual({ status: 200, body: { received: true, outcome: "applied", settlementId: "stl_flow", status: "pending" } });
+    expect((await answer(await deliver(gateway, events[0]))).body.outcome).toBe("duplicate");
+    expect(await answer(await deliver(gateway, events[2]))).toMatchObject({ status: 202, body: { outcome: "held", status: "pending" } });
+    expect(await answer(await deliver(gateway, events[1]))).toMatchObject({ status: 200, body: { outcome: "applied", status: "confirmed" } });
+    expect(await answer(await deliver(gateway, events[3]))).toMatchObject({ status: 200, body: { outcome: "applied", status: "finalized" } });
+    const { body } = await callJson("/admin/settlements/stl_flow", { headers: ADMIN });
+    expect(body.settlement).toMatchObject({ status: "finalized", sequence: 4, amount: "1250.500000", gatewayId: gateway.id });
+    expect(body.history.map((h: any) => `${h.from}>${h.to}`)).toEqual(["null>pending", "pending>confirming", "confirming>confirmed", "confirmed>finalized"]);
+    expect(body.events.map((e: any) => e.outcome)).toEqual(["applied", "applied", "applied", "applied"]);
+  });
+
+  it("stale, quarantined and conflicting deliveries are stored and answered as the contract says", async () => {
+    const gateway = await approveGateway();
+    await deliver(gateway, callbackBody(gateway.id, { settlementId: "stl_q", sequence: 1, status: "pending" }));
+    const illegal = await answer(await deliver(gateway, callbackBody(gateway.id, { settlementId: "stl_q", sequence: 2, status: "finalized" })));
+    expect(illegal).toMatchObject({ status: 202, body: { outcome: "quarantined", status: "pending" } });
+    const stale = await answer(await deliver(gateway, callbackBody(gateway.id, { settlementId: "stl_q", sequence: 1, status: "confirming" })));
+    expect(stale).toMatchObject({ status: 200, body: { outcome: "stale", status: "pending" } });
+    const first = callbackBody(gateway.id, { settlementId: "stl_q", sequence: 3, status: "confirming" }, "evt_conflict");
+    await deliver(gateway, first);
+    const conflicting = await answer(await deliver(gateway, { ...first, data: { ...first.data, amount: "9999.00" } }));
+    expect(conflicting).toMatchObject({ status: 409, body: { code: "EVENT_ID_CONFLICT" } });
+    expect(await countEvents(gateway.id)).toBe(4);
+  });
+
+  it("50 concurrent deliveries of one event make exactly one event row and one transition", async () => {
+    const gateway = await approveGateway();
+    const event = callbackBody(gateway.id, { settlementId: "stl_race", sequence: 1, status: "pending" });
+    const responses = await Promise.all(Array.from({ length: 50 }, () => deliver(gateway, event)));
+    const outcomes = await Promise.all(responses.map(async (r) => ((await r.json()) as { outcome: string }).outcome));
+    expect(responses.every((r) => r.status === 200)).toBe(true);
+    expect(outcomes.filter((o) => o === "applied")).toHaveLength(1);
+    expect(outcomes.filter((o) => o === "duplicate")).toHaveLength(49);
+    expect(await countEvents(gateway.id)).toBe(1);
+    const transitions = await env.DB.prepare("SELECT COUNT(*) AS n FROM settlement_transitions WHERE settlement_id = 'stl_race'").first<{ n: number }>();
+    expect(transitions!.n).toBe(1);
+  });
+
+  it("through D1, any delivery order ends in the in-order state and history", async () => {
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.constantFrom("pending", "confirming", "confirmed", "reorged", "dropped", "finalized"), { minLength: 2, maxLength: 6 }),
+        fc.infiniteStream(fc.nat()),
+        async (statuses, randomness) => {
+          run += 1;
+          // A gateway per run keeps each under its 50 callbacks a second.
+          const gateway = await approveGateway();
+          const settlementId = `stl_prop_${run}`;
+          const events = statuses.map((status, i) => callbackBody(gateway.id, { settlementId, sequence: i + 1, status }));
+          const order = [...events, events[0]!].map((e) => ({ e, k: randomness.next().value })).sort((a, b) => a.k - b.k).map((x) => x.e);
+          for (const e of order) expect((await deliver(gateway, e)).status).toBeLessThan(300);
+          // The in-order result, computed by the same rules on a fresh settlement.
+          const reference = `${settlementId}_ref`;
+          for (const e of events) await deliver(gateway, { ...e, id: `${e.id}_ref`, data: { ...e.data, settlementId: reference } });
+          const [actual, expected] = await Promise.all([callJson(`/admin/settlements/${settlementId}`, { headers: ADMIN }), callJson(`/admin/settlements/${reference}`, { headers: ADMIN })]);
+          const shape = (b: any) => ({ status: b.settlement?.status, sequence: b.settlement?.sequence, history: b.history.map((h: any) => [h.sequence, h.from, h.to]) });
+          expect(shape(actual.body)).toEqual(shape(expected.body));
+        },
+      ),
+      { numRuns: 8 },
+    );
+  }, 60_000);
+});
+
+describe("callback verification", () => {
+  it("either of two active secrets passes; a retired one fails", async () => {
+    const gateway = await approveGateway();
+    const rotated = await callJson(`/admin/gateways/${gateway.id}/secrets`, { method: "POST", headers: ADMIN });
+    expect(rotated.status).toBe(201);
+    const third = await callJson(`/admin/gateways/${gateway.id}/secrets`, { method: "POST", headers: ADMIN });
+    expect([third.status, third.body.code]).toEqual([400, "VALIDATION_FAILED"]);
+    const body = (n: number) => callbackBody(gateway.id, { settlementId: `stl_rot_${n}`, sequence: 1, status: "pending" });
+    expect((await deliver(gateway, body(1))).status).toBe(200);
+    expect((await deliver(gateway, body(2), { secret: rotated.body.secret })).status).toBe(200);
+    expect((await call(`/admin/gateways/${gateway.id}/secrets/${gateway.secretId}`, { method: "DELETE", headers: ADMIN })).status).toBe(204);
+    const retired = await answer(await deliver(gateway, body(3)));
+    expect([retired.status, retired.body.code]).toEqual([401, "INVALID_SIGNATURE"]);
+    expect((await deliver(gateway, body(4), { secret: rotated.body.secret })).status).toBe(200);
+  });
+
+  it("a body re-serialized with other whitespace fails: the raw bytes are signed", async () => {
+    const gateway = await approveGateway();
+    const event = callbackBody(gateway.id, { settlementId: "stl_ws", sequence: 1, status: "pending" });
+    const signedOver = JSON.stringify(event);
+    const signature = await signWebhook(gateway.secret, event.id, String(Math.floor(Date.now() / 1000)), new TextEncoder().encode(signedOver));
+    const response = await call("/api/gateway/callback", {
+      method: "POST",
+      body: JSON.stringify(event, null, 2),
+      headers: { "Content-Type": "application/json", "X-GATEWAY-ID": gateway.id, "webhook-id": event.id, "webhook-timestamp": String(Math.floor(Date.now() / 1000)), "webhook-signature": signature },
+    });
+    expect((await answer(response)).body.code).toBe("INVALID_SIGNATURE");
+    expect(await countEvents(gateway.id)).toBe(0);
+  });
+
+  it("timestamps at ±300 s pass and ±301 s fail", async () => {
+    const gateway = await approveGateway();
+    const now = Math.floor(Date.now() / 1000);
+    const send = (offset: number) => deliver(gateway, callbackBody(gateway.id, { settlementId: `stl_t${offset}`, sequence: 1, status: "pending" }), { timestamp: now + offset });
+    // One second of slack for the clock ticking between here and the check.
+    expect((await send(299)).status).toBe(200);
+    expect((await send(-299)).status).toBe(200);
+    const late = await answer(await send(-302));
+    const early = await answer(await send(302));
+    expect([late.status, late.body.code]).toEqual([401, "TIMESTAMP_OUT_OF_WINDOW"]);
+    expect([early.status, early.body.code]).toEqual([401, "TIMESTAMP_OUT_OF_WINDOW"]);
+  });
+
+  it("unknown gateway, revoked gateway and missing headers are refused and nothing is written", async () => {
+    const gateway = await approveGateway();
+    const event = callbackBody(gateway.id, { settlementId: "stl_x", sequence: 1, status: "pending" });
+    const unknown = await answer(await deliver({ id: "gw_nobody", secret: gateway.secret }, { ...event, gatewayId: "gw_nobody" }));
+    expect([unknown.status, unknown.body.code]).toEqual([401, "UNKNOWN_GATEWAY"]);
+    for (const missing of ["webhook-id", "webhook-timestamp", "webhook-signature"]) {
+      const response = await deliver(gateway, event, { headers: { [missing]: "" } });
+      expect((await answer(response)).body.code, missing).toBe("INVALID_SIGNATURE");
+    }
+    const noGateway = await deliver(gateway, event, { headers: { "X-GATEWAY-ID": "" } });
+    expect((await answer(noGateway)).body.code).toBe("UNKNOWN_GATEWAY");
+    expect((await call(`/admin/gateways/${gateway.id}`, { method: "DELETE", headers: ADMIN })).status).toBe(204);
+    const revoked = await answer(await deliver(gateway, event));
+    expect([revoked.status, revoked.body.code]).toEqual([401, "UNKNOWN_GATEWAY"]);
+    expect(await countEvents(gateway.id)).toBe(0);
+  });
+});
+
+describe("bad input is refused with its problem and nothing is written", () => {
+  it("truncated JSON, wrong types, negative or over-precise amounts, mismatched id, oversized body, wrong content type", async () => {
+    const gateway = await approveGateway();
+    const good = callbackBody(gateway.id, { settlementId: "stl_bad", sequence: 1, status: "pending" });
+    const cases: [string, Parameters<typeof deliver>[2], number, string][] = [
+      ["truncated", { raw: JSON.stringify(good).slice(0, 40) }, 400, "VALIDATION_FAILED"],
+      ["wrong types", { raw: JSON.stringify({ ...good, data: { ...good.data, sequence: "1" } }) }, 400, "VALIDATION_FAILED"],
+      ["negative", { raw: JSON.stringify({ ...good, data: { ...good.data, amount: "-1.00" } }) }, 400, "VALIDATION_FAILED"],
+      ["over-precise", { raw: JSON.stringify({ ...good, data: { ...good.data, amount: "1.0000000000000000001" } }) }, 400, "VALIDATION_FAILED"],
+      ["exponent", { raw: JSON.stringify({ ...good, data: { ...good.data, amount: "1e3" } }) }, 400, "VALIDATION_FAILED"],
+      ["unknown status", { raw: JSON.stringify({ ...good, data: { ...good.data, status: "done" } }) }, 400, "VALIDATION_FAILED"],
+      ["id differs", { raw: JSON.stringify(good), webhookId: "evt_other" }, 400, "VALIDATION_FAILED"],
+      ["64 KiB + 1", { raw: JSON.stringify({ ...good, pad: "" }).replace('"pad":""', `"pad":"${"x".repeat(64 * 1024)}"`) }, 413, "PAYLOAD_TOO_LARGE"],
+      ["content type", { headers: { "Content-Type": "text/plain" } }, 415, "UNSUPPORTED_MEDIA_TYPE"],
+    ];
+    for (const [name, options, status, code] of cases) {
+      const result = await answer(await deliver(gateway, good, options));
+      expect([result.status, result.body.code], name).toEqual([status, code]);
+    }
+    const sized = JSON.stringify({ ...good, pad: "" });
+    const exactly = sized.replace('"pad":""', `"pad":"${"x".repeat(64 * 1024 - sized.length)}"`);
+    expect(new TextEncoder().encode(exactly).length).toBe(64 * 1024);
+    expect((await deliver(gateway, good, { raw: exactly })).status).toBe(200);
+    expect(await countEvents(gateway.id)).toBe(1);
+  });
+
+  it("nothing lost: a 2xx event is in D1 with its raw body; a failed write is a 5xx so the gateway retries", async () => {
+    const gateway = await approveGateway();
+    const event = callbackBody(gateway.id, { settlementId: "stl_lost", sequence: 1, status: "pending" });
+    const raw = JSON.stringify(event);
+    expect((await deliver(gateway, event, { raw })).status).toBe(200);
+    const row = await env.DB.prepare("SELECT raw_body FROM gateway_events WHERE webhook_id = ?").bind(event.id).first<{ raw_body: string }>();
+    expect(row!.raw_body).toBe(raw);
+
+    // Break the history table for real: the batch fails as a whole and nothing is kept.
+    await env.DB.exec("ALTER TABLE settlement_transitions RENAME TO settlement_transitions_away");
+    try {
+      const next = callbackBody(gateway.id, { settlementId: "stl_lost", sequence: 2, status: "confirming" });
+      const failed = await deliver(gateway, next);
+      expect(failed.status).toBe(500);
+      expect(((await failed.json()) as { code: string }).code).toBe("INTERNAL_ERROR");
+      expect(await env.DB.prepare("SELECT 1 FROM gateway_events WHERE webhook_id = ?").bind(next.id).first()).toBeNull();
+      await env.DB.exec("ALTER TABLE settlement_transitions_away RENAME TO settlement_transitions");
+      const retried = await deliver(gateway, next);
+      expect(((await retried.json()) as { outcome: string }).outcome).toBe("applied");
+    } finally {
+      await env.DB.exec("ALTER TABLE settlement_transitions_away RENAME TO settlement_transitions").catch(() => undefined);
+    }
+  });
+});
+
+describe("operator API", () => {
+  it("needs the bearer token; lists settlements with filters and cursor pages", async () => {
+    expect((await callJson("/admin/settlements")).body.code).toBe("UNAUTHENTICATED");
+    expect((await callJson("/admin/settlements", { headers: { Authorization: "Bearer wrong" } })).status).toBe(401);
+    const gateway = await approveGateway();
+    for (let i = 0; i < 5; i++) await deliver(gateway, callbackBody(gateway.id, { settlementId: `stl_page_${i}`, sequence: 1, status: i % 2 ? "pending" : "confirming" }));
+    const first = await callJson(`/admin/settlements?gatewayId=${gateway.id}&limit=2`, { headers: ADMIN });
+    expect(first.body.data).toHaveLength(2);
+    const second = await callJson(`/admin/settlements?gatewayId=${gateway.id}&limit=2&cursor=${first.body.nextCursor}`, { headers: ADMIN });
+    const third = await callJson(`/admin/settlements?gatewayId=${gateway.id}&limit=2&cursor=${second.body.nextCursor}`, { headers: ADMIN });
+    const ids = [...first.body.data, ...second.body.data, ...third.body.data].map((s: any) => s.id);
+    expect(new Set(ids).size).toBe(5);
+    expect(third.body.nextCursor).toBeNull();
+    const pending = await callJson(`/admin/settlements?gatewayId=${gateway.id}&status=pending`, { headers: ADMIN });
+    expect(pending.body.data.every((s: any) => s.status === "pending")).toBe(true);
+    expect(pending.body.data).toHaveLength(2);
+    expect((await callJson("/admin/settlements?cursor=garbage", { headers: ADMIN })).body.code).toBe("VALIDATION_FAILED");
+  });
+
+  it("changes a market's status", async () => {
+    const put = (status: string) => callJson("/admin/markets/SOL-BTC/status", { method: "PUT", headers: { ...ADMIN, "Content-Type": "application/json" }, body: JSON.stringify({ status }) });
+    expect((await put("HALTED")).body).toMatchObject({ symbol: "SOLBTC", status: "HALTED" });
+    expect((await put("TRADING")).body.status).toBe("TRADING");
+    expect((await put("PAUSED")).body.code).toBe("VALIDATION_FAILED");
+  });
+
+  it("without ADMIN_TOKEN configured, operator routes answer 503 NOT_CONFIGURED", async () => {
+    const { createApp } = await import("../../src/app");
+    const response = await createApp().request("/admin/settlements", { headers: ADMIN }, { ...env, ADMIN_TOKEN: undefined });
+    expect(response.status).toBe(503);
+    expect(((await response.json()) as { code: string }).code).toBe("NOT_CONFIGURED");
+  });
+});
