@@ -11,6 +11,7 @@ import { docsRoutes } from "./docs/routes";
 import type { AppEnv } from "./env";
 import { marketRoutes } from "./market/routes";
 import { callbackRoutes } from "./settlements/routes";
+import { streamRoutes } from "./streams/routes";
 import { signedRoutes } from "./v1/routes";
 
 let demoFeedStarted = false;
@@ -36,6 +37,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.route("/", accountRoutes);
   app.route("/", dashboardRoutes);
   app.route("/", callbackRoutes);
+  app.route("/", streamRoutes);
   app.route("/", adminRoutes);
   app.route("/", docsRoutes);
   app.doc31("/openapi.json", {

@@ -2,6 +2,7 @@ import type { AccessGuard } from "./access/access-guard";
 import type { DemoFeed } from "./market/demo-feed-object";
 import type { MarketObject } from "./market/market-object";
 import type { PriceIndex } from "./market/price-index-object";
+import type { StreamHub } from "./streams/stream-hub";
 
 /** The Worker's bindings, as declared in wrangler.toml (and `.dev.vars` for secrets). */
 export interface Env {
@@ -11,6 +12,9 @@ export interface Env {
   PRICE_INDEX: DurableObjectNamespace<PriceIndex>;
   DEMO_FEED_OBJECT: DurableObjectNamespace<DemoFeed>;
   ACCESS_GUARD: DurableObjectNamespace<AccessGuard>;
+  STREAM_HUB: DurableObjectNamespace<StreamHub>;
+  /** How many StreamHub shards share the WebSocket connections. */
+  STREAM_SHARDS?: string;
   /** "on" runs the demo feed (local development); anything else leaves it off. */
   DEMO_FEED?: string;
   /** Seed of the demo feed's random walk, so runs can be reproduced. */

@@ -5,6 +5,7 @@ export { AccessGuard } from "./access/access-guard";
 export { DemoFeed } from "./market/demo-feed-object";
 export { MarketObject } from "./market/market-object";
 export { PriceIndex } from "./market/price-index-object";
+export { StreamHub } from "./streams/stream-hub";
 
 const app = createApp();
 

@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { stubByName } from "../core/object-ids";
+import { setResponseHeaders } from "../core/response-headers";
 import { isProblemResult, problem, ProblemError, unwrap } from "../core/problem";
 import type { AppEnv, Env } from "../env";
 import { KEY_ID_PATTERN, principalOfIp, principalOfKey, type Permission } from "./keys";
@@ -36,12 +37,7 @@ export async function admit(env: Env, principal: string, limit: number, detail =
 
 /** Puts the RateLimit-* headers on whatever response the route produced, errors included. */
 function withLimitHeaders(c: Context<AppEnv>, admission: Admission): void {
-  const headers = rateLimitHeaders(admission);
-  try {
-    for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
-  } catch {
-    // Responses with immutable headers (WebSocket upgrades) go out as they are.
-  }
+  setResponseHeaders(c, rateLimitHeaders(admission));
 }
 
 /** 10 requests per second per client IP on the public surface (contract 5). */

@@ -1,4 +1,5 @@
 import { createMiddleware } from "hono/factory";
+import { setResponseHeaders } from "./response-headers";
 
 /** Incoming ids are echoed only when they are short and printable, so logs stay clean. */
 const VALID_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -12,6 +13,5 @@ export const requestId = createMiddleware<{ Variables: { requestId: string } }>(
   const id = chooseRequestId(c.req.header("X-Request-Id"));
   c.set("requestId", id);
   await next();
-  // WebSocket upgrades carry an immutable response; their id is in the handshake request only.
-  if (c.res.status !== 101) c.res.headers.set("X-Request-Id", id);
+  setResponseHeaders(c, { "X-Request-Id": id });
 });

@@ -7,6 +7,8 @@ import { aggregateCandles, alignDown, KLINE_INTERVALS, type Kline, type KlineQue
 import { MarketStore, type StoredTrade } from "./market-store";
 import { OrderBook, type WireLevel } from "./order-book";
 import type { PriceReport } from "./price-index";
+import { ShardPublisher } from "../streams/publisher";
+import type { StreamEvent } from "../streams/stream-hub";
 import { findMarket, type MarketConfig, type MarketStatus } from "./registry";
 import { addToBucket, changePercent, DAY_MS, formatTicker, minuteOf, tickerStats, windowOpenTime, type MinuteBucket, type TickerRecord, type TickerStats } from "./rolling-window";
 
@@ -42,8 +44,8 @@ const TRADE_RETENTION_MS = DAY_MS + 3_600_000;
 /** Minute buckets feed klines; a month covers 1000 4h candles and 30 daily ones. */
 const BUCKET_RETENTION_MS = 30 * DAY_MS;
 const PRUNE_EVERY_MS = 60_000;
-/** The price index hears from a market at most this often (KV takes one write a second). */
-const PRICE_REPORT_EVERY_MS = 1_000;
+/** The price index and ticker subscribers hear from a market at most this often (KV takes one write a second). */
+const SECONDLY_MS = 1_000;
 
 const STATUS_TRANSITIONS: Record<MarketStatus, readonly MarketStatus[]> = {
   TRADING: ["TRADING", "HALTED", "DELISTED"],
@@ -76,7 +78,8 @@ export class MarketObject extends DurableObject<Env> {
   private readonly store: MarketStore;
   private state: MarketState | undefined;
   private lastPruneAt = 0;
-  private lastPriceReportAt = 0;
+  private lastSecondlyAt = 0;
+  private publisher: ShardPublisher | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -98,6 +101,7 @@ export class MarketObject extends DurableObject<Env> {
     book.restore(meta.bookSequence, meta.bookUpdatedAt, levels.bids, levels.asks);
     const latest = this.store.latestBucket();
     const now = Date.now();
+    this.publisher = new ShardPublisher(this.env, this.ctx, meta.shards, (shards) => this.store.writeMeta("shards", JSON.stringify(shards)));
     this.state = {
       market,
       status: meta.status ?? market.initialStatus,
@@ -136,6 +140,7 @@ export class MarketObject extends DurableObject<Env> {
       let acceptedTrades = 0;
       let duplicateTrades = 0;
       const changedBuckets = new Map<number, MinuteBucket>();
+      const accepted = new Set<string>();
       try {
         this.store.transaction(() => {
           if (batch.book) {
@@ -153,6 +158,11 @@ export class MarketObject extends DurableObject<Env> {
               duplicateTrades += 1;
               continue;
             }
+            if (accepted.has(trade.id)) {
+              duplicateTrades += 1;
+              continue;
+            }
+            accepted.add(trade.id);
             const stored: StoredTrade = { ...trade, seq: state.tradeSeq + acceptedTrades + 1 };
             this.store.insertTrade(stored);
             const minute = minuteOf(trade.time);
@@ -171,7 +181,8 @@ export class MarketObject extends DurableObject<Env> {
       state.tradeSeq += acceptedTrades;
       for (const bucket of changedBuckets.values()) this.rememberBucket(state, bucket, now);
       state.version += 1;
-      if (acceptedTrades > 0) this.schedulePriceReport(state, now);
+      this.publishBatch(state, batch, acceptedTrades > 0 ? batch.trades.filter((t) => accepted.has(t.id)) : []);
+      if (acceptedTrades > 0 || batch.book) this.scheduleSecondly(state, now);
       if (now - this.lastPruneAt > PRUNE_EVERY_MS) this.prune(state, now);
       return { symbol, acceptedTrades, duplicateTrades, sequence: state.book.sequence };
     });
@@ -283,7 +294,7 @@ export class MarketObject extends DurableObject<Env> {
       }
       this.store.writeMeta("status", status);
       state.status = status;
-      this.sendPriceReport(state, Date.now());
+      this.secondly(state, Date.now());
       return this.describe(symbol);
     });
   }
@@ -303,31 +314,70 @@ export class MarketObject extends DurableObject<Env> {
     };
   }
 
-  /** Reports at most once a second; a report held back goes out from the alarm. */
-  private schedulePriceReport(state: MarketState, now: number): void {
-    if (now - this.lastPriceReportAt >= PRICE_REPORT_EVERY_MS) {
-      this.sendPriceReport(state, now);
+  /**
+   * Once a second at most: the price index hears the market's price, and `ticker.{SYMBOL}`
+   * subscribers get the ticker (contract 6). A tick held back goes out from the alarm.
+   */
+  private scheduleSecondly(state: MarketState, now: number): void {
+    if (now - this.lastSecondlyAt >= SECONDLY_MS) {
+      this.secondly(state, now);
     } else {
       void this.ctx.storage.getAlarm().then((alarm) => {
-        if (alarm === null) return this.ctx.storage.setAlarm(this.lastPriceReportAt + PRICE_REPORT_EVERY_MS);
+        if (alarm === null) return this.ctx.storage.setAlarm(this.lastSecondlyAt + SECONDLY_MS);
       });
     }
   }
 
-  private sendPriceReport(state: MarketState, now: number): void {
+  private secondly(state: MarketState, now: number): void {
+    this.lastSecondlyAt = now;
     const report = this.priceReport(state, now);
-    if (!report) return;
-    this.lastPriceReportAt = now;
-    this.ctx.waitUntil(
-      this.env.PRICE_INDEX.getByName("global")
-        .report(report)
-        .catch((error: unknown) => console.error("price report failed", state.market.symbol, error)),
-    );
+    if (report) {
+      this.ctx.waitUntil(
+        this.env.PRICE_INDEX.getByName("global")
+          .report(report)
+          .catch((error: unknown) => console.error("price report failed", state.market.symbol, error)),
+      );
+    }
+    if (this.publisher?.size) {
+      const { symbol } = state.market;
+      this.publisher.publish([{ stream: `ticker.${symbol}`, data: { ...this.tickerOf(state, now).record, closeTime: now } }]);
+    }
+  }
+
+  /** Every accepted trade and the applied book update go to the subscribed shards, once. */
+  private publishBatch(state: MarketState, batch: IngestBatch, trades: IngestBatch["trades"]): void {
+    if (!this.publisher?.size) return;
+    const { symbol, priceScale, quantityScale } = state.market;
+    const events: StreamEvent[] = trades.map((t) => ({
+      stream: `trades.${symbol}`,
+      data: { id: t.id, price: formatUnits(t.price, priceScale), quantity: formatUnits(t.quantity, quantityScale), side: t.side, time: t.time },
+    }));
+    if (batch.book) {
+      const level = ([price, quantity]: readonly [bigint, bigint]) => [formatUnits(price, priceScale), quantity === 0n ? "0" : formatUnits(quantity, quantityScale)];
+      events.push({ stream: `book.${symbol}`, data: { type: batch.book.type, sequence: batch.book.sequence, bids: batch.book.bids.map(level), asks: batch.book.asks.map(level) } });
+    }
+    this.publisher.publish(events);
+  }
+
+  /**
+   * A shard subscribes; the answer is the whole book at the sequence from which the shard
+   * will receive every delta (registering and reading happen in one step).
+   */
+  async subscribeShard(symbol: string, shard: string): Promise<OrderBookSnapshot> {
+    const state = this.load(symbol);
+    await this.publisher!.add(shard);
+    const { bids, asks } = state.book.levels(Number.MAX_SAFE_INTEGER);
+    return { symbol, sequence: state.book.sequence, timestamp: Date.now(), bids, asks };
+  }
+
+  async unsubscribeShard(symbol: string, shard: string): Promise<void> {
+    this.load(symbol);
+    await this.publisher!.remove(shard);
   }
 
   override async alarm(): Promise<void> {
     // After an eviction the object knows its market only from storage.
     const symbol = this.state?.market.symbol ?? this.store.readMeta().symbol;
-    if (symbol) this.sendPriceReport(this.load(symbol), Date.now());
+    if (symbol) this.secondly(this.load(symbol), Date.now());
   }
 }

@@ -14,6 +14,8 @@ export interface StoredTrade {
 
 export interface MarketMeta {
   symbol: string | undefined;
+  /** StreamHub shards subscribed to this market. */
+  shards: string[];
   status: MarketStatus | undefined;
   bookSequence: number;
   bookUpdatedAt: number;
@@ -81,6 +83,7 @@ export class MarketStore {
     for (const row of this.sql.exec<{ key: string; value: string }>("SELECT key, value FROM meta")) values.set(row.key, row.value);
     return {
       symbol: values.get("symbol"),
+      shards: JSON.parse(values.get("shards") ?? "[]") as string[],
       status: values.get("status") as MarketStatus | undefined,
       bookSequence: Number(values.get("bookSequence") ?? 0),
       bookUpdatedAt: Number(values.get("bookUpdatedAt") ?? 0),

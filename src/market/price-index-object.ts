@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
-import type { PriceReport, PriceSnapshot } from "./price-index";
+import { ShardPublisher } from "../streams/publisher";
+import { pricesIn, type PriceReport, type PriceSnapshot } from "./price-index";
 
 export const PRICE_SNAPSHOT_KEY = "prices/snapshot";
 /** Workers KV accepts one write per second per key. */
@@ -13,6 +14,32 @@ const KV_WRITE_EVERY_MS = 1_000;
 export class PriceIndex extends DurableObject<Env> {
   private markets: Record<string, PriceReport> | undefined;
   private lastWriteAt = 0;
+  /** Shards subscribed to `prices.{QUOTE}`, per quote. */
+  private publishers: Map<string, ShardPublisher> | undefined;
+
+  private async publishersByQuote(): Promise<Map<string, ShardPublisher>> {
+    if (!this.publishers) {
+      const stored = (await this.ctx.storage.get<Record<string, string[]>>("shards")) ?? {};
+      this.publishers = new Map();
+      for (const [quote, shards] of Object.entries(stored)) this.publishers.set(quote, this.publisherFor(quote, shards));
+    }
+    return this.publishers;
+  }
+
+  private publisherFor(quote: string, shards: readonly string[]): ShardPublisher {
+    return new ShardPublisher(this.env, this.ctx, shards, async () => {
+      const all: Record<string, string[]> = {};
+      for (const [q, publisher] of this.publishers!) all[q] = publisher.list();
+      await this.ctx.storage.put("shards", all);
+    });
+  }
+
+  async subscribeShard(quote: string, shard: string): Promise<void> {
+    const publishers = await this.publishersByQuote();
+    let publisher = publishers.get(quote);
+    if (!publisher) publishers.set(quote, (publisher = this.publisherFor(quote, [])));
+    await publisher.add(shard);
+  }
 
   private async loaded(): Promise<Record<string, PriceReport>> {
     this.markets ??= (await this.ctx.storage.get<Record<string, PriceReport>>("markets")) ?? {};
@@ -37,6 +64,9 @@ export class PriceIndex extends DurableObject<Env> {
     this.lastWriteAt = now;
     const snapshot: PriceSnapshot = { asOf: now, markets: await this.loaded() };
     await this.env.PRICES.put(PRICE_SNAPSHOT_KEY, JSON.stringify(snapshot));
+    for (const [quote, publisher] of await this.publishersByQuote()) {
+      publisher.publish([{ stream: `prices.${quote}`, data: { quote, asOf: now, data: pricesIn(snapshot, quote) } }]);
+    }
   }
 
   override async alarm(): Promise<void> {

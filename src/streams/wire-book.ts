@@ -1,0 +1,46 @@
+import { compare, parseDecimal } from "../core/decimal";
+import type { WireLevel } from "../market/order-book";
+
+export interface BookMessage {
+  type: "snapshot" | "delta";
+  sequence: number;
+  bids: WireLevel[];
+  asks: WireLevel[];
+}
+
+/**
+ * A shard's copy of one market's book, kept from the market's snapshot and deltas, so every
+ * new subscriber gets a snapshot that the following deltas continue exactly.
+ */
+export class WireBook {
+  sequence = 0;
+  private readonly sides = { bids: new Map<string, string>(), asks: new Map<string, string>() };
+  private sorted: { bids: WireLevel[]; asks: WireLevel[] } | undefined;
+
+  /** Applies a message; false when a delta does not follow (the copy must be rebuilt). */
+  apply(message: BookMessage): boolean {
+    if (message.type === "delta" && message.sequence !== this.sequence + 1) return false;
+    if (message.type === "snapshot") {
+      this.sides.bids.clear();
+      this.sides.asks.clear();
+    }
+    for (const side of ["bids", "asks"] as const) {
+      for (const [price, quantity] of message[side]) {
+        if (/^0(\.0*)?$/.test(quantity)) this.sides[side].delete(price);
+        else this.sides[side].set(price, quantity);
+      }
+    }
+    this.sequence = message.sequence;
+    this.sorted = undefined;
+    return true;
+  }
+
+  snapshot(depth: number): BookMessage {
+    if (!this.sorted) {
+      const order = (side: "bids" | "asks") =>
+        [...this.sides[side]].sort(([a], [b]) => (side === "bids" ? compare(parseDecimal(b), parseDecimal(a)) : compare(parseDecimal(a), parseDecimal(b))));
+      this.sorted = { bids: order("bids"), asks: order("asks") };
+    }
+    return { type: "snapshot", sequence: this.sequence, bids: this.sorted.bids.slice(0, depth), asks: this.sorted.asks.slice(0, depth) };
+  }
+}
