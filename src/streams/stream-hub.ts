@@ -137,6 +137,9 @@ export class StreamHub extends DurableObject<Env> {
 
   private async subscribe(ws: WebSocket, id: number | string | null, names: unknown[]): Promise<void> {
     const attachment = ws.deserializeAttachment() as Attachment;
+    if (names.length > MAX_STREAMS_PER_CONNECTION) {
+      return this.error(ws, id, "TOO_MANY_STREAMS", `at most ${MAX_STREAMS_PER_CONNECTION} streams per request and per connection`);
+    }
     const streams: StreamName[] = [];
     for (const name of names) {
       const stream = parseStreamName(name);

@@ -1,0 +1,130 @@
+import { describe, expect, inject, it } from "vitest";
+import { connect, isOpen, type Connection } from "./ws-client";
+
+const baseUrl = inject("baseUrl");
+let ipCounter = 0;
+const freshIp = () => `198.18.${Math.floor(++ipCounter / 200)}.${ipCounter % 200}`;
+
+async function open(path: string, ip = freshIp()): Promise<Connection> {
+  const connection = await connect(baseUrl, path, ip);
+  if (!isOpen(connection)) throw new Error(`refused: ${connection.status} ${JSON.stringify(connection.body)}`);
+  return connection;
+}
+
+type Side = Map<string, string>;
+function applyBook(book: { bids: Side; asks: Side; sequence: number }, data: { type: string; sequence: number; bids: [string, string][]; asks: [string, string][] }) {
+  if (data.type === "snapshot") {
+    book.bids.clear();
+    book.asks.clear();
+  } else if (data.sequence !== book.sequence + 1) {
+    throw new Error(`gap: ${book.sequence} → ${data.sequence}`);
+  }
+  for (const side of ["bids", "asks"] as const) {
+    for (const [price, quantity] of data[side]) {
+      if (Number(quantity) === 0) book[side].delete(price);
+      else book[side].set(price, quantity);
+    }
+  }
+  book.sequence = data.sequence;
+}
+const sorted = (side: Side, descending: boolean) => [...side].sort(([a], [b]) => (descending ? Number(b) - Number(a) : Number(a) - Number(b)));
+
+describe("WebSocket streams (contract 6)", () => {
+  it("subscribe, ack, list and unsubscribe; data arrives on ticker, trades and book", async () => {
+    const c = await open("/api/ws");
+    c.ws.send(JSON.stringify({ op: "subscribe", id: 1, streams: ["ticker.BTCUSDT", "trades.btcusdt", "book.BTCUSDT"] }));
+    expect(await c.next((m) => m.id === 1)).toEqual({ id: 1, result: { streams: ["ticker.BTCUSDT", "trades.BTCUSDT", "book.BTCUSDT"] } });
+    expect((await c.next((m) => m.stream === "book.BTCUSDT")).data.type).toBe("snapshot");
+    expect((await c.next((m) => m.stream === "trades.BTCUSDT")).data).toMatchObject({ price: expect.stringMatching(/^\d+\.\d{2}$/), side: expect.stringMatching(/buy|sell/) });
+    expect((await c.next((m) => m.stream === "ticker.BTCUSDT", 5000)).data).toMatchObject({ symbol: "BTCUSDT", lastPrice: expect.any(String) });
+    c.ws.send(JSON.stringify({ op: "unsubscribe", id: 2, streams: ["trades.BTCUSDT"] }));
+    expect(await c.next((m) => m.id === 2)).toEqual({ id: 2, result: { streams: ["ticker.BTCUSDT", "book.BTCUSDT"] } });
+    c.ws.send(JSON.stringify({ op: "list", id: 3 }));
+    expect((await c.next((m) => m.id === 3)).result.streams).toEqual(["ticker.BTCUSDT", "book.BTCUSDT"]);
+    c.ws.send(JSON.stringify({ op: "ping", id: 4 }));
+    expect(await c.next((m) => m.op === "pong" && m.id === 4)).toMatchObject({ time: expect.any(Number) });
+    c.ws.send(JSON.stringify({ op: "subscribe", id: 5, streams: ["book.DOGEUSDT"] }));
+    expect((await c.next((m) => m.id === 5)).error.code).toBe("UNKNOWN_STREAM");
+    c.ws.close();
+  });
+
+  it("a client applying the book stream ends with exactly the book GET /api/orderbook returns at the same sequence", async () => {
+    const c = await open("/api/ws?streams=book.ETHUSDT");
+    const book = { bids: new Map<string, string>(), asks: new Map<string, string>(), sequence: 0 };
+    const states = new Map<number, string>();
+    const apply = (m: any) => {
+      if (m.stream !== "book.ETHUSDT") return;
+      applyBook(book, m.data);
+      states.set(book.sequence, JSON.stringify({ bids: sorted(book.bids, true), asks: sorted(book.asks, false) }));
+    };
+    for (const m of c.messages) apply(m);
+    c.ws.on("message", (data) => apply(JSON.parse(String(data))));
+    let compared = 0;
+    const deadline = Date.now() + 20_000;
+    while (compared < 3 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      const rest = (await (await fetch(`${baseUrl}/api/orderbook/ETHUSDT?depth=1000`, { headers: { "CF-Connecting-IP": freshIp() } })).json()) as any;
+      const mine = states.get(rest.sequence);
+      if (!mine) continue;
+      expect(mine).toBe(JSON.stringify({ bids: rest.bids, asks: rest.asks }));
+      compared += 1;
+    }
+    expect(compared).toBe(3);
+    c.ws.close();
+  });
+
+  it("a sixth connection of one IP is refused with 429 STREAM_LIMIT; a closed or dropped one frees its slot at once", async () => {
+    const ip = freshIp();
+    const five = await Promise.all(Array.from({ length: 5 }, () => open("/api/ws", ip)));
+    const sixth = await connect(baseUrl, "/api/ws", ip);
+    expect(isOpen(sixth)).toBe(false);
+    expect(sixth).toMatchObject({ status: 429, body: { code: "STREAM_LIMIT" } });
+    five[0]!.ws.close();
+    await five[0]!.closed;
+    const replacement = await connect(baseUrl, "/api/ws", ip);
+    expect(isOpen(replacement)).toBe(true);
+    five[1]!.ws.terminate(); // the TCP connection drops without a close frame
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const afterDrop = await connect(baseUrl, "/api/ws", ip);
+    expect(isOpen(afterDrop)).toBe(true);
+    expect(isOpen(await connect(baseUrl, "/api/ws", freshIp()))).toBe(true); // another IP has its own five
+    for (const c of [...five, replacement, afterDrop]) if (isOpen(c)) c.ws.close();
+  });
+
+  it("abuse: oversized frames, floods, non-JSON, unknown ops and 51 streams get their answers; others stay served", async () => {
+    const bystander = await open("/api/ws?streams=trades.BTCUSDT");
+
+    const big = await open("/api/ws");
+    big.ws.send(JSON.stringify({ op: "subscribe", id: 1, streams: ["x".repeat(5000)] }));
+    expect(await big.closed).toEqual({ code: 1008, reason: expect.stringContaining("4096") });
+
+    const flood = await open("/api/ws");
+    for (let i = 0; i < 15; i++) flood.ws.send(JSON.stringify({ op: "list", id: i }));
+    expect((await flood.closed).code).toBe(1008);
+
+    const junk = await open("/api/ws");
+    junk.ws.send("not json");
+    expect((await junk.next((m) => m.error)).error.code).toBe("INVALID_MESSAGE");
+    junk.ws.send(JSON.stringify({ op: "dance", id: 9 }));
+    expect((await junk.next((m) => m.id === 9)).error.code).toBe("UNKNOWN_OP");
+    junk.ws.send(JSON.stringify({ op: "subscribe", id: 10, streams: Array.from({ length: 51 }, (_, i) => (i % 2 ? "ticker.BTCUSDT" : "book.ETHUSDT")) }));
+    expect((await junk.next((m) => m.id === 10)).error.code).toBe("TOO_MANY_STREAMS");
+    junk.ws.send("still not json");
+    junk.ws.send("nor this");
+    junk.ws.send("nor that");
+    expect((await junk.closed).code).toBe(1008);
+
+    const before = bystander.messages.length;
+    await bystander.next((m) => m.stream === "trades.BTCUSDT" && bystander.messages.indexOf(m) >= before, 10_000);
+    bystander.ws.close();
+  });
+
+  it("a connection may hold every stream there is (24 < 50)", async () => {
+    const c = await open("/api/ws");
+    const names = ["ticker", "trades", "book"].flatMap((kind) => ["BTCUSDT", "ETHUSDT", "SOLUSDT", "XRPUSDT", "ETHBTC", "SOLBTC", "BTCUSDC"].map((s) => `${kind}.${s}`));
+    c.ws.send(JSON.stringify({ op: "subscribe", id: 1, streams: [...names, "prices.USDT", "prices.BTC", "prices.USDC"] }));
+    expect((await c.next((m) => m.id === 1)).result.streams).toHaveLength(24);
+    expect((await c.next((m) => m.stream === "prices.USDT", 10_000)).data).toMatchObject({ quote: "USDT", data: expect.any(Array) });
+    c.ws.close();
+  });
+});

@@ -1,0 +1,53 @@
+import WebSocket from "ws";
+
+export interface Connection {
+  ws: WebSocket;
+  messages: any[];
+  closed: Promise<{ code: number; reason: string }>;
+  next(predicate: (message: any) => boolean, timeoutMs?: number): Promise<any>;
+}
+
+/** Opens a WebSocket from a given client IP; resolves with the connection or the refusal. */
+export function connect(baseUrl: string, path: string, ip: string): Promise<Connection | { status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(baseUrl.replace(/^http/, "ws") + path, { headers: { "CF-Connecting-IP": ip } });
+    const messages: any[] = [];
+    const waiters: { predicate: (m: any) => boolean; resolve: (m: any) => void }[] = [];
+    ws.on("message", (data) => {
+      const message = JSON.parse(String(data));
+      messages.push(message);
+      for (const waiter of [...waiters]) {
+        if (waiter.predicate(message)) {
+          waiters.splice(waiters.indexOf(waiter), 1);
+          waiter.resolve(message);
+        }
+      }
+    });
+    const closed = new Promise<{ code: number; reason: string }>((done) => ws.on("close", (code, reason) => done({ code, reason: String(reason) })));
+    ws.on("unexpected-response", (_request, response) => {
+      let body = "";
+      response.on("data", (chunk) => (body += chunk));
+      response.on("end", () => resolve({ status: response.statusCode ?? 0, body: JSON.parse(body) }));
+    });
+    ws.on("error", (error) => reject(error));
+    ws.on("open", () =>
+      resolve({
+        ws,
+        messages,
+        closed,
+        next(predicate, timeoutMs = 10_000) {
+          const seen = messages.find(predicate);
+          if (seen) return Promise.resolve(seen);
+          return new Promise((done, fail) => {
+            const timer = setTimeout(() => fail(new Error("no such message in time")), timeoutMs);
+            waiters.push({ predicate, resolve: (m) => (clearTimeout(timer), done(m)) });
+          });
+        },
+      }),
+    );
+  });
+}
+
+export function isOpen(value: Connection | { status: number }): value is Connection {
+  return "ws" in value;
+}
