@@ -10,6 +10,7 @@ import { createRouter } from "./core/router";
 import { docsRoutes } from "./docs/routes";
 import type { AppEnv } from "./env";
 import { marketRoutes } from "./market/routes";
+import { pageRoutes } from "./pages/routes";
 import { callbackRoutes } from "./settlements/routes";
 import { streamRoutes } from "./streams/routes";
 import { signedRoutes } from "./v1/routes";
@@ -40,6 +41,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.route("/", streamRoutes);
   app.route("/", adminRoutes);
   app.route("/", docsRoutes);
+  app.route("/", pageRoutes);
   app.doc31("/openapi.json", {
     openapi: "3.1.0",
     info: {

@@ -1,0 +1,33 @@
+import { LiveSocket } from "./socket";
+
+/** The landing page: every market's row updates from its ticker stream. */
+const rows = new Map<string, HTMLTableRowElement>();
+for (const row of document.querySelectorAll<HTMLTableRowElement>("tr[data-symbol]")) rows.set(row.dataset.symbol!, row);
+const state = document.getElementById("connection")!;
+
+function update(ticker: { symbol: string; lastPrice: string; changePercent24h: string; volume24h: string }): void {
+  const row = rows.get(ticker.symbol);
+  if (!row) return;
+  const cell = (name: string) => row.querySelector<HTMLElement>(`[data-field="${name}"]`)!;
+  if (cell("lastPrice").textContent !== ticker.lastPrice) {
+    cell("lastPrice").textContent = ticker.lastPrice;
+    row.classList.remove("flash");
+    void row.offsetWidth;
+    row.classList.add("flash");
+  }
+  const change = cell("change");
+  change.textContent = `${ticker.changePercent24h.startsWith("-") ? "" : "+"}${ticker.changePercent24h}%`;
+  change.className = ticker.changePercent24h.startsWith("-") ? "down" : Number(ticker.changePercent24h) > 0 ? "up" : "";
+  cell("volume").textContent = ticker.volume24h;
+}
+
+new LiveSocket(
+  [...rows.keys()].map((symbol) => `ticker.${symbol}`),
+  (message) => {
+    if (typeof message.stream === "string" && message.stream.startsWith("ticker.")) update(message.data);
+  },
+  (connection) => {
+    state.textContent = connection;
+    state.className = connection;
+  },
+);

@@ -1,0 +1,164 @@
+/** @jsxImportSource hono/jsx */
+import { Hono } from "hono";
+import type { Child } from "hono/jsx";
+import { ProblemError } from "../core/problem";
+import type { AppEnv } from "../env";
+import { resolveMarket } from "../market/lookup";
+import { readMarkets, readTicker } from "../market/reads";
+import type { TickerRecord } from "../market/rolling-window";
+import { CLIENT_SCRIPTS } from "./generated/client-bundle";
+
+/**
+ * The pages for people: `/` lists the markets live, `/markets/{pair}` shows one market live.
+ * Server-rendered with their current numbers, then kept live by the page's own script over
+ * `/api/ws`. Everything is served by the Worker itself: no CDN.
+ */
+const STYLE = `
+*{box-sizing:border-box}body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1100px;padding:.8rem;color:#1b1f24}
+a{color:#1f5fa8}header{display:flex;gap:1rem;align-items:baseline;flex-wrap:wrap}header nav{margin-left:auto}
+table{border-collapse:collapse;width:100%}td,th{padding:.3rem .5rem;text-align:right;border-bottom:1px solid #e4e7eb;font-variant-numeric:tabular-nums}
+td:first-child,th:first-child{text-align:left}.up{color:#1f7a4d}.down{color:#b3261e}
+#connection{font-size:13px;padding:.1rem .5rem;border-radius:9px;background:#eee}#connection.live{background:#d8f3e3;color:#1f7a4d}
+#connection.reconnecting,#connection.resyncing{background:#fde7c8;color:#8a5a00}
+.flash{animation:flash .8s}@keyframes flash{from{background:#fff3b0}to{background:transparent}}
+.grid{display:grid;grid-template-columns:1fr 1fr;gap:1rem}@media (max-width:720px){.grid{grid-template-columns:1fr}}
+section{border:1px solid #e4e7eb;border-radius:8px;padding:.6rem}h2{font-size:15px;margin:.2rem 0 .5rem}
+canvas{width:100%;height:220px;display:block}tr.bids td:first-child,tr.buy td:nth-child(2){color:#1f7a4d}tr.asks td:first-child,tr.sell td:nth-child(2){color:#b3261e}
+#ticker{display:flex;gap:1.2rem;flex-wrap:wrap;align-items:baseline}#ticker .price{font-size:28px;font-weight:600}.muted{color:#666;font-size:13px}
+`;
+
+function Page(props: { title: string; children: Child; script: keyof typeof CLIENT_SCRIPTS }) {
+  return (
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <title>{props.title} — Market Data Service</title>
+        <style>{STYLE}</style>
+      </head>
+      <body>
+        <header>
+          <h1 style="margin:.3rem 0">
+            <a href="/" style="color:inherit;text-decoration:none">Market Data Service</a>
+          </h1>
+          <span id="connection">connecting</span>
+          <nav>
+            <a href="/docs">API reference</a> · <a href="/dashboard">Dashboard (API keys)</a>
+          </nav>
+        </header>
+        {props.children}
+        <script src={`/assets/${props.script}.js`} defer></script>
+      </body>
+    </html>
+  );
+}
+
+const changeClass = (t: TickerRecord) => (t.changePercent24h.startsWith("-") ? "down" : Number(t.changePercent24h) > 0 ? "up" : "");
+const signed = (percent: string) => `${percent.startsWith("-") ? "" : "+"}${percent}%`;
+
+export const pageRoutes = new Hono<AppEnv>()
+  .get("/", async (c) => {
+    const { markets } = await readMarkets(c.env);
+    const listed = markets.filter((m) => m.status !== "DELISTED");
+    const tickers = await Promise.all(listed.map((m) => readTicker(c.env, m.symbol)));
+    return c.html(
+      <Page title="Markets" script="landing">
+        <p class="muted">Live prices over WebSocket. Decimals exactly as the API serves them.</p>
+        <table id="markets">
+          <tr>
+            <th>market</th>
+            <th>last price</th>
+            <th>24 h change</th>
+            <th>24 h volume</th>
+            <th>status</th>
+          </tr>
+          {tickers.map((t, i) => (
+            <tr data-symbol={t.symbol}>
+              <td>
+                <a href={`/markets/${t.symbol}`}>
+                  {listed[i]!.base}/{listed[i]!.quote}
+                </a>
+              </td>
+              <td data-field="lastPrice">{t.lastPrice}</td>
+              <td data-field="change" class={changeClass(t)}>
+                {signed(t.changePercent24h)}
+              </td>
+              <td data-field="volume">{t.volume24h}</td>
+              <td>{listed[i]!.status}</td>
+            </tr>
+          ))}
+        </table>
+      </Page>,
+    );
+  })
+  .get("/markets/:pair", async (c) => {
+    let ticker: TickerRecord;
+    let market;
+    try {
+      market = resolveMarket(c.req.param("pair"));
+      ticker = await readTicker(c.env, market.symbol);
+    } catch (error) {
+      if (!(error instanceof ProblemError)) throw error;
+      return c.html(
+        <Page title="Unknown market" script="landing">
+          <h2>{error.message}</h2>
+          <p>
+            <a href="/">All markets</a>
+          </p>
+        </Page>,
+        error.status === 400 ? 400 : 404,
+      );
+    }
+    return c.html(
+      <Page title={`${market.base}/${market.quote}`} script="market">
+        <div id="market" data-symbol={market.symbol}>
+          <div id="ticker" class={changeClass(ticker)}>
+            <h2 style="margin:0">
+              {market.base}/{market.quote}
+            </h2>
+            <span class="price" data-ticker="lastPrice">
+              {ticker.lastPrice}
+            </span>
+            <span>
+              <span data-ticker="change24h">{ticker.change24h}</span> (<span data-ticker="changePercent24h">{ticker.changePercent24h}%</span>)
+            </span>
+            <span class="muted">
+              high <span data-ticker="high24h">{ticker.high24h}</span> · low <span data-ticker="low24h">{ticker.low24h}</span> · volume{" "}
+              <span data-ticker="volume24h">{ticker.volume24h}</span> {market.base}
+            </span>
+          </div>
+          <div class="grid">
+            <section>
+              <h2>Depth</h2>
+              <canvas id="depth"></canvas>
+            </section>
+            <section>
+              <h2>1-minute candles</h2>
+              <canvas id="candles"></canvas>
+            </section>
+            <section id="book">
+              <h2>
+                Order book <span id="spread" class="muted"></span>
+              </h2>
+              <table>
+                <tbody id="ladder-asks"></tbody>
+                <tbody id="ladder-bids"></tbody>
+              </table>
+            </section>
+            <section>
+              <h2>Trades</h2>
+              <table>
+                <tbody id="trades"></tbody>
+              </table>
+            </section>
+          </div>
+        </div>
+      </Page>,
+    );
+  })
+  .get("/assets/:name{[a-z]+\\.js}", (c) => {
+    const name = c.req.param("name").replace(/\.js$/, "") as keyof typeof CLIENT_SCRIPTS;
+    const script = CLIENT_SCRIPTS[name];
+    if (!script) return c.notFound();
+    return c.body(script, 200, { "Content-Type": "text/javascript; charset=utf-8", "Cache-Control": "public, max-age=300" });
+  });

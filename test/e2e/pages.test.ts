@@ -1,0 +1,106 @@
+import path from "node:path";
+import type { BrowserContext, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { launchChromium, SCREENSHOTS } from "./browser";
+
+const baseUrl = inject("baseUrl");
+let browser: BrowserContext;
+
+beforeAll(async () => {
+  browser = await launchChromium({ viewport: { width: 1200, height: 900 } });
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
+const SYMBOLS = ["BTCUSDT", "ETHUSDT", "SOLUSDT", "XRPUSDT", "ETHBTC", "SOLBTC", "BTCUSDC"];
+
+async function bookState(page: Page) {
+  return page.evaluate(() => {
+    const el = document.getElementById("book")!;
+    return { sequence: Number(el.dataset.sequence), bestBid: Number(el.dataset.bestBid), bestAsk: Number(el.dataset.bestAsk) };
+  });
+}
+
+/** The page's book equals the REST book at the same sequence (sampled until one matches). */
+async function expectBookMatchesRest(page: Page, symbol: string) {
+  for (let attempt = 0; attempt < 40; attempt++) {
+    // Each read from its own client IP, so the page's own budget is not spent by the test.
+    const rest = (await (await fetch(`${baseUrl}/api/orderbook/${symbol}?depth=1000`, { headers: { "CF-Connecting-IP": `198.19.7.${attempt}` } })).json()) as { sequence: number; bids: [string, string][]; asks: [string, string][] };
+    const mine = await page.evaluate(() => {
+      const { book } = (window as any).__mds;
+      return { sequence: book.sequence, bids: book.ladder("bids"), asks: book.ladder("asks") };
+    });
+    if (mine.sequence === rest.sequence) {
+      expect(mine.bids).toEqual(rest.bids.map(([p, q]) => [Number(p), Number(q)]));
+      expect(mine.asks).toEqual(rest.asks.map(([p, q]) => [Number(p), Number(q)]));
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 150));
+  }
+  throw new Error("never caught the page and REST at the same sequence");
+}
+
+describe("pages in a real browser", () => {
+  it("the landing page lists every market and its prices change within 5 s", async () => {
+    const page = await browser.newPage();
+    await page.goto(baseUrl + "/");
+    const listed = await page.locator("tr[data-symbol]").evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.symbol));
+    expect(listed).toEqual(SYMBOLS);
+    const prices = () => page.locator('[data-field="lastPrice"]').allTextContents();
+    const before = await prices();
+    await expect.poll(prices, { timeout: 5000, interval: 250 }).not.toEqual(before);
+    await expect.poll(() => page.locator("#connection").textContent()).toBe("live");
+    await page.screenshot({ path: path.join(SCREENSHOTS, "landing.png"), fullPage: true });
+    await page.close();
+  });
+
+  it("the market page draws depth and ladder (best bid below best ask, equal to REST), and the tape grows", async () => {
+    const page = await browser.newPage();
+    await page.goto(`${baseUrl}/markets/BTCUSDT`);
+    await expect.poll(() => page.locator("#connection").textContent()).toBe("live");
+    await expect.poll(async () => Number(await page.locator("#depth").getAttribute("data-drawn")), { timeout: 10_000 }).toBeGreaterThan(10);
+    const state = await bookState(page);
+    expect(state.bestBid).toBeLessThan(state.bestAsk);
+    expect(await page.locator("#ladder-bids tr").count()).toBe(15);
+    await expectBookMatchesRest(page, "BTCUSDT");
+    const count = Number(await page.locator("#trades").getAttribute("data-count"));
+    await expect.poll(async () => Number(await page.locator("#trades").getAttribute("data-count")), { timeout: 10_000 }).toBeGreaterThan(count);
+    await expect.poll(async () => Number(await page.locator("#candles").getAttribute("data-drawn")), { timeout: 10_000 }).toBeGreaterThan(0);
+    await page.screenshot({ path: path.join(SCREENSHOTS, "market.png"), fullPage: true });
+    await page.close();
+  });
+
+  it("killing the WebSocket makes the page reconnect and resume", async () => {
+    const page = await browser.newPage();
+    await page.goto(`${baseUrl}/markets/ETHUSDT`);
+    await expect.poll(() => page.locator("#connection").textContent()).toBe("live");
+    await expect.poll(async () => (await bookState(page)).sequence, { timeout: 10_000 }).toBeGreaterThan(0);
+    await page.evaluate(() => (window as any).__mds.live.socket.close());
+    await expect.poll(() => page.locator("#connection").textContent(), { interval: 20 }).toMatch(/reconnecting|resyncing/);
+    await expect.poll(() => page.locator("#connection").textContent(), { timeout: 10_000 }).toBe("live");
+    const resumed = (await bookState(page)).sequence;
+    await expect.poll(async () => (await bookState(page)).sequence, { timeout: 10_000 }).toBeGreaterThan(resumed);
+    await expectBookMatchesRest(page, "ETHUSDT");
+    await page.close();
+  });
+
+  it("the page keeps a correct book across a forced sequence gap (it resyncs)", async () => {
+    const page = await browser.newPage();
+    await page.goto(`${baseUrl}/markets/SOLUSDT`);
+    await expect.poll(async () => (await bookState(page)).sequence, { timeout: 10_000 }).toBeGreaterThan(0);
+    await page.evaluate(() => (window as any).__mds.dropNextDelta());
+    await expect.poll(() => page.evaluate(() => (window as any).__mds.resyncs), { timeout: 10_000 }).toBeGreaterThan(0);
+    await expect.poll(() => page.locator("#connection").textContent(), { timeout: 10_000 }).toBe("live");
+    await expectBookMatchesRest(page, "SOLUSDT");
+    await page.close();
+  });
+
+  it("an unknown market is a clear 404 page", async () => {
+    const page = await browser.newPage();
+    const response = await page.goto(`${baseUrl}/markets/DOGEUSDT`);
+    expect(response!.status()).toBe(404);
+    expect(await page.locator("h2").textContent()).toContain("not a listed market");
+    await page.close();
+  });
+});
