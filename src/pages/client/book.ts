@@ -14,8 +14,9 @@ export interface BookMessage {
 export class ClientBook {
   sequence = 0;
   ready = false;
-  readonly bids = new Map<string, number>();
-  readonly asks = new Map<string, number>();
+  /** Price → quantity, both exactly as the service wrote them. */
+  readonly bids = new Map<string, string>();
+  readonly asks = new Map<string, string>();
 
   /** Applies a message; returns false on a sequence gap (the caller resubscribes). */
   apply(message: BookMessage): boolean {
@@ -29,25 +30,24 @@ export class ClientBook {
     }
     for (const side of ["bids", "asks"] as const) {
       for (const [price, quantity] of message[side]) {
-        const q = Number(quantity);
-        if (q === 0) this[side].delete(price);
-        else this[side].set(price, q);
+        if (Number(quantity) === 0) this[side].delete(price);
+        else this[side].set(price, quantity);
       }
     }
     this.sequence = message.sequence;
     return true;
   }
 
-  /** Best first: bids descending, asks ascending. */
-  ladder(side: "bids" | "asks", depth = Infinity): [number, number][] {
-    const levels = [...this[side]].map(([p, q]) => [Number(p), q] as [number, number]);
-    levels.sort((a, b) => (side === "bids" ? b[0] - a[0] : a[0] - b[0]));
+  /** Best first (bids descending, asks ascending), as exact strings for display. */
+  ladder(side: "bids" | "asks", depth = Infinity): Level[] {
+    const levels = [...this[side]];
+    levels.sort((a, b) => (side === "bids" ? Number(b[0]) - Number(a[0]) : Number(a[0]) - Number(b[0])));
     return levels.slice(0, depth);
   }
 
-  /** Cumulative quantity from the touch outwards, for the depth chart. */
+  /** Cumulative quantity from the touch outwards, for the depth chart (numbers: it is a drawing). */
   depth(side: "bids" | "asks", levels = 50): [price: number, cumulative: number][] {
     let total = 0;
-    return this.ladder(side, levels).map(([price, quantity]) => [price, (total += quantity)]);
+    return this.ladder(side, levels).map(([price, quantity]) => [Number(price), (total += Number(quantity))]);
   }
 }

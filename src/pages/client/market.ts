@@ -87,9 +87,9 @@ function renderLadder(): void {
   $("book").dataset.sequence = String(book.sequence);
   const bestBid = book.ladder("bids", 1)[0]?.[0];
   const bestAsk = book.ladder("asks", 1)[0]?.[0];
-  $("book").dataset.bestBid = String(bestBid ?? "");
-  $("book").dataset.bestAsk = String(bestAsk ?? "");
-  $("spread").textContent = bestBid !== undefined && bestAsk !== undefined ? `spread ${(bestAsk - bestBid).toPrecision(6)}` : "";
+  $("book").dataset.bestBid = bestBid ?? "";
+  $("book").dataset.bestAsk = bestAsk ?? "";
+  $("spread").textContent = bestBid !== undefined && bestAsk !== undefined ? `spread ${(Number(bestAsk) - Number(bestBid)).toPrecision(6)}` : "";
 }
 
 function canvasContext(id: string): [CanvasRenderingContext2D, number, number] {
