@@ -4,13 +4,9 @@
 // bare Hono Worker (the baseline) in the same runtime, warms both, then loads the routes in
 // interleaved rounds at 32 connections and reports medians and each route's ratio to the
 // baseline's requests/s. Loopback only; it stops everything it started.
-import { execFileSync } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync } from "node:fs";
-import path from "node:path";
+import { mkdirSync } from "node:fs";
 import autocannon from "autocannon";
-import { build } from "esbuild";
-import { convertV4MiniflareOptions, Miniflare } from "miniflare";
-import { unstable_getMiniflareWorkerOptions } from "wrangler";
+import { bundleBaseline, bundleService, startBaseline, startService, work } from "./service.mjs";
 import { prepareSignedLoad } from "./signed-load.mjs";
 
 const args = process.argv.slice(2);
@@ -22,64 +18,9 @@ const option = (name, fallback) => {
 const SECONDS = option("seconds", 4);
 const ROUNDS = option("rounds", 3);
 const CONNECTIONS = 32;
-const root = path.resolve(import.meta.dirname, "..");
-const work = path.join(root, ".bench");
 const log = (...line) => {
   if (!asJson) console.log(...line);
 };
-
-function bundleService() {
-  execFileSync("wrangler", ["deploy", "--dry-run", "--outdir", path.join(work, "service")], {
-    cwd: root,
-    stdio: asJson ? "ignore" : ["ignore", "ignore", "inherit"],
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
-  });
-  return path.join(work, "service", "index.js");
-}
-
-async function bundleBaseline() {
-  const outfile = path.join(work, "baseline", "index.js");
-  await build({ entryPoints: [path.join(root, "bench/baseline-worker.ts")], bundle: true, format: "esm", platform: "neutral", outfile, logLevel: "silent" });
-  return outfile;
-}
-
-async function startService(scriptPath) {
-  // Bindings come from wrangler.toml, so the bench follows the real configuration; the module
-  // rules do not apply to an already bundled script.
-  const { modulesRules, ...workerOptions } = unstable_getMiniflareWorkerOptions(path.join(root, "wrangler.toml")).workerOptions;
-  // Miniflare 5 takes its own option shape; convert from the v4 shape wrangler produces.
-  const mf = new Miniflare(convertV4MiniflareOptions({
-    host: "127.0.0.1",
-    port: 0,
-    workers: [
-      {
-        ...workerOptions,
-        name: "service",
-        modules: true,
-        scriptPath,
-        bindings: {
-          ...workerOptions.bindings,
-          DEMO_FEED: "on",
-          SEALING_KEY: Buffer.alloc(32, 7).toString("base64"),
-          ADMIN_TOKEN: "bench-admin-token",
-        },
-      },
-    ],
-  }));
-  const url = await mf.ready;
-  // Apply D1 migrations the way `wrangler d1 migrations apply` would.
-  const db = await mf.getD1Database("DB");
-  const dir = path.join(root, "migrations");
-  for (const file of readdirSync(dir).filter((f) => f.endsWith(".sql")).sort()) {
-    await db.exec(readFileSync(path.join(dir, file), "utf8").replace(/--.*$/gm, "").replace(/\s*\n\s*/g, " "));
-  }
-  return { mf, url: url.origin };
-}
-
-async function startBaseline(scriptPath) {
-  const mf = new Miniflare(convertV4MiniflareOptions({ host: "127.0.0.1", port: 0, workers: [{ name: "baseline", modules: true, scriptPath, compatibilityDate: "2026-10-01" }] }));
-  return { mf, url: (await mf.ready).origin };
-}
 
 /**
  * Client IPs for the load, used round-robin: 512 of them keep each far under the public limit
@@ -115,8 +56,8 @@ const median = (values) => {
 async function main() {
   mkdirSync(work, { recursive: true });
   log("bundling the service and the baseline…");
-  const [serviceScript, baselineScript] = [bundleService(), await bundleBaseline()];
-  const service = await startService(serviceScript);
+  const [serviceScript, baselineScript] = [bundleService(asJson), await bundleBaseline()];
+  const service = await startService(serviceScript, { DEMO_FEED: "on" });
   const baseline = await startBaseline(baselineScript);
   try {
     // Warm up: the first request starts the demo feed; wait until the book and the prices exist.
