@@ -6,6 +6,7 @@ const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrat
 
 export default defineConfig({
   test: {
+    reporters: ["default", "./test/summary-reporter.ts"],
     projects: [
       {
         // Unit and integration tests run inside workerd with real KV, Durable Objects and D1.

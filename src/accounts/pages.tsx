@@ -5,6 +5,7 @@ import { clientIp } from "../access/middleware";
 import { PERMISSIONS, type Permission } from "../access/keys";
 import { ProblemError } from "../core/problem";
 import type { AppEnv } from "../env";
+import { HtmlDocument } from "../pages/document";
 import { NewKeySchema } from "./schemas";
 import { createApiKey, listApiKeys, revokeApiKey, signIn, signUp, type ApiKeyView } from "./service";
 import { currentSession, endSession, requireCsrfToken, requireSameOrigin, startSession, type Session } from "./sessions";
@@ -25,33 +26,25 @@ button.danger{background:#b3261e;color:#fff;border-color:#b3261e}table{border-co
 
 function Layout(props: { title: string; children: Child; session?: Session | null }) {
   return (
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <title>{props.title} — Market Data Service</title>
-        <style>{STYLE}</style>
-      </head>
-      <body>
-        <h1>
-          <a href="/dashboard">Market Data Service — Dashboard</a>
-        </h1>
-        <nav class="muted">
-          <a href="/">Markets</a> · <a href="/docs">API reference</a>
-          {props.session ? (
-            <>
-              {" "}
-              · signed in as {props.session.email}{" "}
-              <form method="post" action="/dashboard/logout" style="display:inline">
-                <input type="hidden" name="csrf" value={props.session.csrfToken} />
-                <button type="submit">Sign out</button>
-              </form>
-            </>
-          ) : null}
-        </nav>
-        {props.children}
-      </body>
-    </html>
+    <HtmlDocument title={props.title} style={STYLE}>
+      <h1>
+        <a href="/dashboard">Market Data Service — Dashboard</a>
+      </h1>
+      <nav class="muted">
+        <a href="/">Markets</a> · <a href="/docs">API reference</a>
+        {props.session ? (
+          <>
+            {" "}
+            · signed in as {props.session.email}{" "}
+            <form method="post" action="/dashboard/logout" style="display:inline">
+              <input type="hidden" name="csrf" value={props.session.csrfToken} />
+              <button type="submit">Sign out</button>
+            </form>
+          </>
+        ) : null}
+      </nav>
+      {props.children}
+    </HtmlDocument>
   );
 }
 

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { createRouter } from "../core/router";
-import { problemResponses, queryIntOr } from "../core/schemas";
+import { createdJson, okJson, problemResponses, queryIntOr } from "../core/schemas";
 import { unwrap } from "../core/problem";
 import { resolveMarket } from "../market/lookup";
 import { MarketSchema, PairParam } from "../market/schemas";
@@ -12,8 +12,6 @@ import { requireAdmin } from "./auth";
 const tags = ["Operator (admin)"];
 const security = [{ AdminToken: [] }];
 const middleware = [requireAdmin];
-const ok = <T extends z.ZodType>(schema: T, description: string) => ({ 200: { description, content: { "application/json": { schema } } } });
-const created = <T extends z.ZodType>(schema: T, description: string) => ({ 201: { description, content: { "application/json": { schema } } } });
 
 const SecretSchema = z.object({ id: z.string(), status: z.enum(["active", "retired"]), createdAt: z.number().int(), retiredAt: z.number().int().nullable() });
 const GatewaySchema = z
@@ -34,16 +32,16 @@ export const adminRoutes = createRouter()
       middleware,
       summary: "Approve a gateway; its whsec_ secret is in this answer only",
       request: body(z.object({ name: z.string().trim().min(1).max(100).openapi({ example: "Acme Chain Gateway" }) })),
-      responses: { ...created(GatewaySchema.extend({ secret: NewSecretSchema }), "Approved"), ...problemResponses(400, 401, 503) },
+      responses: { ...createdJson(GatewaySchema.extend({ secret: NewSecretSchema }), "Approved"), ...problemResponses(400, 401, 503) },
     }),
     async (c) => c.json(await approveGateway(c.env, c.req.valid("json").name), 201),
   )
   .openapi(
-    createRoute({ method: "get", path: "/admin/gateways", tags, security, middleware, summary: "List gateways (never their secrets)", responses: { ...ok(z.object({ gateways: z.array(GatewaySchema) }), "Gateways"), ...problemResponses(401, 503) } }),
+    createRoute({ method: "get", path: "/admin/gateways", tags, security, middleware, summary: "List gateways (never their secrets)", responses: { ...okJson(z.object({ gateways: z.array(GatewaySchema) }), "Gateways"), ...problemResponses(401, 503) } }),
     async (c) => c.json({ gateways: await listGateways(c.env) }, 200),
   )
   .openapi(
-    createRoute({ method: "get", path: "/admin/gateways/{id}", tags, security, middleware, summary: "One gateway", request: { params: GatewayParam }, responses: { ...ok(GatewaySchema, "Gateway"), ...problemResponses(401, 404, 503) } }),
+    createRoute({ method: "get", path: "/admin/gateways/{id}", tags, security, middleware, summary: "One gateway", request: { params: GatewayParam }, responses: { ...okJson(GatewaySchema, "Gateway"), ...problemResponses(401, 404, 503) } }),
     async (c) => c.json(await readGateway(c.env, c.req.valid("param").id), 200),
   )
   .openapi(
@@ -55,7 +53,7 @@ export const adminRoutes = createRouter()
       middleware,
       summary: "Rotate: add a second active secret (at most two); retire the old one when the gateway has switched",
       request: { params: GatewayParam },
-      responses: { ...created(NewSecretSchema, "The new secret, shown once"), ...problemResponses(400, 401, 404, 503) },
+      responses: { ...createdJson(NewSecretSchema, "The new secret, shown once"), ...problemResponses(400, 401, 404, 503) },
     }),
     async (c) => c.json(await rotateSecret(c.env, c.req.valid("param").id), 201),
   )
@@ -90,7 +88,7 @@ export const adminRoutes = createRouter()
           cursor: z.string().max(512).optional().openapi({ description: "nextCursor of the previous page" }),
         }),
       },
-      responses: { ...ok(z.object({ data: z.array(SettlementSchema), nextCursor: z.string().nullable() }), "A page"), ...problemResponses(400, 401, 503) },
+      responses: { ...okJson(z.object({ data: z.array(SettlementSchema), nextCursor: z.string().nullable() }), "A page"), ...problemResponses(400, 401, 503) },
     }),
     async (c) => c.json(await listSettlements(c.env.DB, c.req.valid("query")), 200),
   )
@@ -104,7 +102,7 @@ export const adminRoutes = createRouter()
       summary: "A settlement with its append-only transition history and every event received for it",
       request: { params: z.object({ id: z.string().max(128).openapi({ param: { name: "id", in: "path" }, example: "stl_42" }) }) },
       responses: {
-        ...ok(z.object({ settlement: SettlementSchema.nullable(), history: z.array(TransitionSchema), events: z.array(EventSchema) }), "Settlement"),
+        ...okJson(z.object({ settlement: SettlementSchema.nullable(), history: z.array(TransitionSchema), events: z.array(EventSchema) }), "Settlement"),
         ...problemResponses(401, 404, 503),
       },
     }),
@@ -119,7 +117,7 @@ export const adminRoutes = createRouter()
       middleware,
       summary: "Change a market's status: TRADING ⇄ HALTED, either → DELISTED (final)",
       request: { params: PairParam, ...body(z.object({ status: z.enum(["TRADING", "HALTED", "DELISTED"]) })) },
-      responses: { ...ok(MarketSchema, "The market"), ...problemResponses(400, 401, 404, 409, 503) },
+      responses: { ...okJson(MarketSchema, "The market"), ...problemResponses(400, 401, 404, 409, 503) },
     }),
     async (c) => {
       const { symbol } = resolveMarket(c.req.valid("param").pair);

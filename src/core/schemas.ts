@@ -25,6 +25,16 @@ export const ProblemSchema = z
   .passthrough()
   .openapi("Problem", { description: "RFC 9457 problem details (contract section 8)" });
 
+/** OpenAPI response entry: 200 with a JSON body of `schema`. */
+export function okJson<T extends z.ZodType>(schema: T, description: string) {
+  return { 200: { description, content: { "application/json": { schema } } } };
+}
+
+/** OpenAPI response entry: 201 with a JSON body of `schema`. */
+export function createdJson<T extends z.ZodType>(schema: T, description: string) {
+  return { 201: { description, content: { "application/json": { schema } } } };
+}
+
 /** OpenAPI response entries for problem+json answers with the given statuses. */
 export function problemResponses(...statuses: number[]) {
   return Object.fromEntries(

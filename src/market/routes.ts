@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { problemResponses } from "../core/schemas";
+import { okJson, problemResponses } from "../core/schemas";
 import { createRouter } from "../core/router";
 import { readKlines, readMarkets, readOrderBook, readPrices, readTicker, readTrades } from "./reads";
 import {
@@ -17,7 +17,6 @@ import {
   TradesQuery,
 } from "./schemas";
 
-const json = <T extends z.ZodType>(schema: T, description: string) => ({ 200: { description, content: { "application/json": { schema } } } });
 const tags = ["Public market data"];
 
 export const marketRoutes = createRouter()
@@ -29,7 +28,7 @@ export const marketRoutes = createRouter()
       summary: "Current prices of active assets",
       description: "From the KV price cache (at most one write a second; other locations may lag up to ~60 s). `asOf` is the snapshot time.",
       request: { query: PricesQuery },
-      responses: { ...json(PricesSchema, "Prices in the quote asset"), ...problemResponses(400, 429) },
+      responses: { ...okJson(PricesSchema, "Prices in the quote asset"), ...problemResponses(400, 429) },
     }),
     async (c) => {
       const { quote, assets } = c.req.valid("query");
@@ -43,7 +42,7 @@ export const marketRoutes = createRouter()
       tags,
       summary: "Order book snapshot",
       request: { params: PairParam, query: DepthQuery },
-      responses: { ...json(OrderBookSchema, "Up to `depth` levels a side, best first"), ...problemResponses(400, 404, 429) },
+      responses: { ...okJson(OrderBookSchema, "Up to `depth` levels a side, best first"), ...problemResponses(400, 404, 429) },
     }),
     async (c) => c.json(await readOrderBook(c.env, c.req.valid("param").pair, c.req.valid("query").depth), 200),
   )
@@ -55,7 +54,7 @@ export const marketRoutes = createRouter()
       summary: "24-hour rolling ticker",
       description: "The window runs from the start of the current minute − 24 h to the response time. Same record as the signed `GET /v1/ticker/24hr?symbol=`.",
       request: { params: PairParam },
-      responses: { ...json(TickerSchema, "Ticker record"), ...problemResponses(400, 404, 429) },
+      responses: { ...okJson(TickerSchema, "Ticker record"), ...problemResponses(400, 404, 429) },
     }),
     async (c) => c.json(await readTicker(c.env, c.req.valid("param").pair), 200),
   )
@@ -66,7 +65,7 @@ export const marketRoutes = createRouter()
       tags,
       summary: "Latest trades, newest first",
       request: { params: PairParam, query: TradesQuery },
-      responses: { ...json(z.array(TradeSchema), "Trades"), ...problemResponses(400, 404, 429) },
+      responses: { ...okJson(z.array(TradeSchema), "Trades"), ...problemResponses(400, 404, 429) },
     }),
     async (c) => c.json(await readTrades(c.env, c.req.valid("param").pair, c.req.valid("query").limit), 200),
   )
@@ -79,7 +78,7 @@ export const marketRoutes = createRouter()
       description:
         "Ascending by open time; intervals without trades have no candle. Without `startTime`, the newest `limit` candles (up to `endTime`); with it, the first `limit` from there. Minute buckets are kept 30 days.",
       request: { params: PairParam, query: KlinesQuery },
-      responses: { ...json(z.array(KlineSchema), "Candles"), ...problemResponses(400, 404, 429) },
+      responses: { ...okJson(z.array(KlineSchema), "Candles"), ...problemResponses(400, 404, 429) },
     }),
     async (c) => c.json(await readKlines(c.env, c.req.valid("param").pair, c.req.valid("query")), 200),
   )
@@ -89,7 +88,7 @@ export const marketRoutes = createRouter()
       path: "/api/markets",
       tags,
       summary: "All markets with status and scales, and the assets",
-      responses: { ...json(MarketsSchema, "Markets and assets"), ...problemResponses(429) },
+      responses: { ...okJson(MarketsSchema, "Markets and assets"), ...problemResponses(429) },
     }),
     async (c) => c.json(await readMarkets(c.env), 200),
   )
@@ -99,7 +98,7 @@ export const marketRoutes = createRouter()
       path: "/api/time",
       tags,
       summary: "Server time, for clients that sign requests",
-      responses: { ...json(ServerTimeSchema, "Server time"), ...problemResponses(429) },
+      responses: { ...okJson(ServerTimeSchema, "Server time"), ...problemResponses(429) },
     }),
     (c) => c.json({ serverTime: Date.now() }, 200),
   );

@@ -6,6 +6,7 @@ import type { AppEnv } from "../env";
 import { resolveMarket } from "../market/lookup";
 import { readMarkets, readTicker } from "../market/reads";
 import type { TickerRecord } from "../market/rolling-window";
+import { HtmlDocument } from "./document";
 import { CLIENT_SCRIPTS } from "./generated/client-bundle";
 
 /**
@@ -29,27 +30,19 @@ canvas{width:100%;height:220px;display:block}tr.bids td:first-child,tr.buy td:nt
 
 function Page(props: { title: string; children: Child; script: keyof typeof CLIENT_SCRIPTS }) {
   return (
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <title>{props.title} — Market Data Service</title>
-        <style>{STYLE}</style>
-      </head>
-      <body>
-        <header>
-          <h1 style="margin:.3rem 0">
-            <a href="/" style="color:inherit;text-decoration:none">Market Data Service</a>
-          </h1>
-          <span id="connection">connecting</span>
-          <nav>
-            <a href="/docs">API reference</a> · <a href="/dashboard">Dashboard (API keys)</a>
-          </nav>
-        </header>
-        {props.children}
-        <script src={`/assets/${props.script}.js`} defer></script>
-      </body>
-    </html>
+    <HtmlDocument title={props.title} style={STYLE}>
+      <header>
+        <h1 style="margin:.3rem 0">
+          <a href="/" style="color:inherit;text-decoration:none">Market Data Service</a>
+        </h1>
+        <span id="connection">connecting</span>
+        <nav>
+          <a href="/docs">API reference</a> · <a href="/dashboard">Dashboard (API keys)</a>
+        </nav>
+      </header>
+      {props.children}
+      <script src={`/assets/${props.script}.js`} defer></script>
+    </HtmlDocument>
   );
 }
 

@@ -82,6 +82,11 @@ async function currentStatus(db: D1Database, settlementId: string): Promise<Sett
   return row?.status ?? null;
 }
 
+/** The settlement's detail columns, in the order both statements below name them. */
+function detailValues(d: CallbackBody["data"]): (string | number | null)[] {
+  return [d.chain, d.asset, d.amount, d.fee ?? null, d.txHash ?? null, d.blockNumber ?? null, d.confirmations ?? null, d.requiredConfirmations ?? null, d.from ?? null, d.to ?? null, d.reference ?? null];
+}
+
 /** Statements of one decision; each runs only while the settlement's version is unchanged. */
 function writeStatements(
   db: D1Database,
@@ -146,27 +151,7 @@ function writeStatements(
                required_confirmations, from_address, to_address, reference, created_at, updated_at)
              SELECT ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE ${guard}`,
           )
-          .bind(
-            settlementId,
-            next.gatewayId,
-            next.status,
-            next.sequence,
-            d.chain,
-            d.asset,
-            d.amount,
-            d.fee ?? null,
-            d.txHash ?? null,
-            d.blockNumber ?? null,
-            d.confirmations ?? null,
-            d.requiredConfirmations ?? null,
-            d.from ?? null,
-            d.to ?? null,
-            d.reference ?? null,
-            event.receivedAt,
-            event.receivedAt,
-            settlementId,
-            version,
-          ),
+          .bind(settlementId, next.gatewayId, next.status, next.sequence, ...detailValues(d), event.receivedAt, event.receivedAt, settlementId, version),
       );
     } else if (lastApplied) {
       const d = lastApplied;
@@ -177,24 +162,7 @@ function writeStatements(
                block_number = ?, confirmations = ?, required_confirmations = ?, from_address = ?, to_address = ?, reference = ?, updated_at = ?
              WHERE id = ? AND version = ?`,
           )
-          .bind(
-            next.status,
-            next.sequence,
-            d.chain,
-            d.asset,
-            d.amount,
-            d.fee ?? null,
-            d.txHash ?? null,
-            d.blockNumber ?? null,
-            d.confirmations ?? null,
-            d.requiredConfirmations ?? null,
-            d.from ?? null,
-            d.to ?? null,
-            d.reference ?? null,
-            event.receivedAt,
-            settlementId,
-            version,
-          ),
+          .bind(next.status, next.sequence, ...detailValues(d), event.receivedAt, settlementId, version),
       );
     } else {
       // Only quarantined steps: the sequence is consumed, the state is not changed.

@@ -4,7 +4,7 @@ import { createMiddleware } from "hono/factory";
 import { signedAccess } from "../access/middleware";
 import { problem } from "../core/problem";
 import { createRouter } from "../core/router";
-import { problemResponses } from "../core/schemas";
+import { okJson, problemResponses } from "../core/schemas";
 import { ingest } from "../market/ingest";
 import { readKlines, readMarkets, readOrderBook, readPrices, readTicker, readTrades } from "../market/reads";
 import { MARKETS } from "../market/registry";
@@ -25,7 +25,6 @@ export const INGEST_MAX_BYTES = 256 * 1024;
 const tags = ["Signed (API key)"];
 const security = [{ ApiKey: [], Signature: [], Timestamp: [] }];
 const signedProblems = problemResponses(400, 401, 403, 404, 429);
-const json = <T extends z.ZodType>(schema: T, description: string) => ({ 200: { description, content: { "application/json": { schema } } } });
 const read = signedAccess("read");
 
 /** JSON only, and at most 256 KiB, checked before the signature is computed over the body. */
@@ -54,7 +53,7 @@ export const signedRoutes = createRouter()
       middleware: [read],
       summary: "24-hour ticker: one record with `symbol`, an array with `symbols` or none",
       request: { query: TickerQuery },
-      responses: { ...json(z.union([TickerSchema, z.array(TickerSchema)]), "Ticker record(s)"), ...signedProblems },
+      responses: { ...okJson(z.union([TickerSchema, z.array(TickerSchema)]), "Ticker record(s)"), ...signedProblems },
     }),
     async (c) => {
       const { symbol, symbols } = c.req.valid("query");
@@ -75,7 +74,7 @@ export const signedRoutes = createRouter()
       middleware: [read],
       summary: "Order book snapshot (as /api/orderbook)",
       request: { query: SymbolDepthQuery },
-      responses: { ...json(OrderBookSchema, "Order book"), ...signedProblems },
+      responses: { ...okJson(OrderBookSchema, "Order book"), ...signedProblems },
     }),
     async (c) => {
       const { symbol, depth } = c.req.valid("query");
@@ -91,7 +90,7 @@ export const signedRoutes = createRouter()
       middleware: [read],
       summary: "Prices of active assets (as /api/prices)",
       request: { query: PricesQuery },
-      responses: { ...json(PricesSchema, "Prices"), ...signedProblems },
+      responses: { ...okJson(PricesSchema, "Prices"), ...signedProblems },
     }),
     async (c) => {
       const { quote, assets } = c.req.valid("query");
@@ -107,7 +106,7 @@ export const signedRoutes = createRouter()
       middleware: [read],
       summary: "Latest trades, newest first (as /api/trades)",
       request: { query: SymbolTradesQuery },
-      responses: { ...json(z.array(TradeSchema), "Trades"), ...signedProblems },
+      responses: { ...okJson(z.array(TradeSchema), "Trades"), ...signedProblems },
     }),
     async (c) => {
       const { symbol, limit } = c.req.valid("query");
@@ -123,7 +122,7 @@ export const signedRoutes = createRouter()
       middleware: [read],
       summary: "Candles (as /api/klines)",
       request: { query: SymbolKlinesQuery },
-      responses: { ...json(z.array(KlineSchema), "Candles"), ...signedProblems },
+      responses: { ...okJson(z.array(KlineSchema), "Candles"), ...signedProblems },
     }),
     async (c) => {
       const { symbol, ...query } = c.req.valid("query");
@@ -138,7 +137,7 @@ export const signedRoutes = createRouter()
       security,
       middleware: [read],
       summary: "Markets and assets (as /api/markets)",
-      responses: { ...json(MarketsSchema, "Markets"), ...signedProblems },
+      responses: { ...okJson(MarketsSchema, "Markets"), ...signedProblems },
     }),
     async (c) => c.json(await readMarkets(c.env), 200),
   )
@@ -154,7 +153,7 @@ export const signedRoutes = createRouter()
         "Trade ids already seen are skipped (retries are safe). A delta whose sequence is not the last + 1 is 409 SEQUENCE_GAP: send a snapshot next. Values finer than the market's scales, non-positive values or a crossed book: 400. Halted or delisted market: 409 MARKET_NOT_TRADING. Body at most 256 KiB.",
       request: { body: { required: true, content: { "application/json": { schema: IngestBodySchema } } } },
       responses: {
-        ...json(IngestResultSchema, "Applied"),
+        ...okJson(IngestResultSchema, "Applied"),
         ...problemResponses(400, 401, 403, 404, 409, 413, 415, 429),
       },
     }),

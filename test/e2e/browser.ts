@@ -2,6 +2,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { chromium, type BrowserContext } from "playwright-core";
+import { afterAll, beforeAll } from "vitest";
 
 /** Debian's Chromium, headless, with a fresh profile directory and no background traffic. */
 export async function launchChromium(options: { viewport?: { width: number; height: number } } = {}): Promise<BrowserContext> {
@@ -23,3 +24,15 @@ export async function launchChromium(options: { viewport?: { width: number; heig
 }
 
 export const SCREENSHOTS = path.resolve(import.meta.dirname, "../../docs/screenshots");
+
+/** One Chromium for a test file: launched before its tests, closed after them. */
+export function useChromium(options?: Parameters<typeof launchChromium>[0]): () => BrowserContext {
+  let browser: BrowserContext | undefined;
+  beforeAll(async () => {
+    browser = await launchChromium(options);
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+  return () => browser!;
+}

@@ -1,18 +1,10 @@
 import { createHmac } from "node:crypto";
 import path from "node:path";
-import type { BrowserContext } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { launchChromium, SCREENSHOTS } from "./browser";
+import { describe, expect, inject, it } from "vitest";
+import { SCREENSHOTS, useChromium } from "./browser";
 
 const baseUrl = inject("baseUrl");
-let browser: BrowserContext;
-
-beforeAll(async () => {
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
+const chromium = useChromium();
 
 async function signedTicker(keyId: string, secret: string): Promise<Response> {
   const target = "/v1/ticker/24hr?symbol=BTCUSDT";
@@ -23,7 +15,7 @@ async function signedTicker(keyId: string, secret: string): Promise<Response> {
 
 describe("API Management in a real browser", () => {
   it("sign up → create a key → the secret is shown once → a signed request works → revoke → it fails", async () => {
-    const page = await browser.newPage();
+    const page = await chromium().newPage();
     await page.goto(`${baseUrl}/dashboard`);
     const email = `browser-${Date.now()}@example.com`;
     const signUp = page.locator('form[action="/dashboard/signup"]');

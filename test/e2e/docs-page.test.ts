@@ -1,20 +1,12 @@
-import type { BrowserContext } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { launchChromium } from "./browser";
+import { describe, expect, inject, it } from "vitest";
+import { useChromium } from "./browser";
 
 const baseUrl = inject("baseUrl");
-let browser: BrowserContext;
-
-beforeAll(async () => {
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
+const chromium = useChromium();
 
 describe("/docs", () => {
   it("renders the endpoint list from /openapi.json with the network cut off from anything but the service", async () => {
-    const page = await browser.newPage();
+    const page = await chromium().newPage();
     const foreign: string[] = [];
     await page.route("**/*", (route) => {
       if (route.request().url().startsWith(baseUrl)) return route.continue();

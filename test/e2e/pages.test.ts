@@ -1,17 +1,10 @@
 import path from "node:path";
-import type { BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { launchChromium, SCREENSHOTS } from "./browser";
+import type { Page } from "playwright-core";
+import { describe, expect, inject, it } from "vitest";
+import { SCREENSHOTS, useChromium } from "./browser";
 
 const baseUrl = inject("baseUrl");
-let browser: BrowserContext;
-
-beforeAll(async () => {
-  browser = await launchChromium({ viewport: { width: 1200, height: 900 } });
-});
-afterAll(async () => {
-  await browser?.close();
-});
+const chromium = useChromium({ viewport: { width: 1200, height: 900 } });
 
 const SYMBOLS = ["BTCUSDT", "ETHUSDT", "SOLUSDT", "XRPUSDT", "ETHBTC", "SOLBTC", "BTCUSDC"];
 
@@ -43,7 +36,7 @@ async function expectBookMatchesRest(page: Page, symbol: string) {
 
 describe("pages in a real browser", () => {
   it("the landing page lists every market and its prices change within 5 s", async () => {
-    const page = await browser.newPage();
+    const page = await chromium().newPage();
     await page.goto(baseUrl + "/");
     const listed = await page.locator("tr[data-symbol]").evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.symbol));
     expect(listed).toEqual(SYMBOLS);
@@ -56,7 +49,7 @@ describe("pages in a real browser", () => {
   });
 
   it("the market page draws depth and ladder (best bid below best ask, equal to REST), and the tape grows", async () => {
-    const page = await browser.newPage();
+    const page = await chromium().newPage();
     await page.goto(`${baseUrl}/markets/BTCUSDT`);
     await expect.poll(() => page.locator("#connection").textContent()).toBe("live");
     await expect.poll(async () => Number(await page.locator("#depth").getAttribute("data-drawn")), { timeout: 10_000 }).toBeGreaterThan(10);
@@ -72,7 +65,7 @@ describe("pages in a real browser", () => {
   });
 
   it("killing the WebSocket makes the page reconnect and resume", async () => {
-    const page = await browser.newPage();
+    const page = await chromium().newPage();
     await page.goto(`${baseUrl}/markets/ETHUSDT`);
     await expect.poll(() => page.locator("#connection").textContent()).toBe("live");
     await expect.poll(async () => (await bookState(page)).sequence, { timeout: 10_000 }).toBeGreaterThan(0);
@@ -86,7 +79,7 @@ describe("pages in a real browser", () => {
   });
 
   it("the page keeps a correct book across a forced sequence gap (it resyncs)", async () => {
-    const page = await browser.newPage();
+    const page = await chromium().newPage();
     await page.goto(`${baseUrl}/markets/SOLUSDT`);
     await expect.poll(async () => (await bookState(page)).sequence, { timeout: 10_000 }).toBeGreaterThan(0);
     await page.evaluate(() => (window as any).__mds.dropNextDelta());
@@ -97,7 +90,7 @@ describe("pages in a real browser", () => {
   });
 
   it("an unknown market is a clear 404 page", async () => {
-    const page = await browser.newPage();
+    const page = await chromium().newPage();
     const response = await page.goto(`${baseUrl}/markets/DOGEUSDT`);
     expect(response!.status()).toBe(404);
     expect(await page.locator("h2").textContent()).toContain("not a listed market");
