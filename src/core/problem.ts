@@ -21,7 +21,6 @@ export const PROBLEM_CODES = {
   EVENT_ID_CONFLICT: { status: 409, title: "Event Id Conflict" },
   SEQUENCE_GAP: { status: 409, title: "Sequence Gap" },
   MARKET_NOT_TRADING: { status: 409, title: "Market Not Trading" },
-  CONFLICT: { status: 409, title: "Conflict" },
   PAYLOAD_TOO_LARGE: { status: 413, title: "Payload Too Large" },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: "Unsupported Media Type" },
   RATE_LIMITED: { status: 429, title: "Too Many Requests" },
