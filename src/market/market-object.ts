@@ -10,7 +10,7 @@ import type { PriceReport } from "./price-index";
 import { ShardPublisher } from "../streams/publisher";
 import type { StreamEvent } from "../streams/stream-hub";
 import { findMarket, type MarketConfig, type MarketStatus } from "./registry";
-import { addToBucket, changePercent, DAY_MS, formatTicker, minuteOf, tickerStats, windowOpenTime, type MinuteBucket, type TickerRecord, type TickerStats } from "./rolling-window";
+import { addToBucket, changePercent, DAY_MS, formatTicker, minuteOf, tickerStats, type MinuteBucket, type TickerRecord, type TickerStats } from "./rolling-window";
 
 export interface OrderBookSnapshot {
   symbol: string;
@@ -140,7 +140,7 @@ export class MarketObject extends DurableObject<Env> {
       let acceptedTrades = 0;
       let duplicateTrades = 0;
       const changedBuckets = new Map<number, MinuteBucket>();
-      const accepted = new Set<string>();
+      const accepted: IngestBatch["trades"] = [];
       try {
         this.store.transaction(() => {
           if (batch.book) {
@@ -154,15 +154,12 @@ export class MarketObject extends DurableObject<Env> {
             this.store.writeMeta("bookUpdatedAt", now);
           }
           for (const trade of batch.trades) {
+            // Inserted rows are visible inside the transaction: a repeat within the batch is caught too.
             if (this.store.hasTrade(trade.id)) {
               duplicateTrades += 1;
               continue;
             }
-            if (accepted.has(trade.id)) {
-              duplicateTrades += 1;
-              continue;
-            }
-            accepted.add(trade.id);
+            accepted.push(trade);
             const stored: StoredTrade = { ...trade, seq: state.tradeSeq + acceptedTrades + 1 };
             this.store.insertTrade(stored);
             const minute = minuteOf(trade.time);
@@ -181,7 +178,7 @@ export class MarketObject extends DurableObject<Env> {
       state.tradeSeq += acceptedTrades;
       for (const bucket of changedBuckets.values()) this.rememberBucket(state, bucket, now);
       state.version += 1;
-      this.publishBatch(state, batch, acceptedTrades > 0 ? batch.trades.filter((t) => accepted.has(t.id)) : []);
+      this.publishBatch(state, batch, accepted);
       if (acceptedTrades > 0 || batch.book) this.scheduleSecondly(state, now);
       if (now - this.lastPruneAt > PRUNE_EVERY_MS) this.prune(state, now);
       return { symbol, acceptedTrades, duplicateTrades, sequence: state.book.sequence };

@@ -21,12 +21,13 @@ export class PriceIndex extends DurableObject<Env> {
     if (!this.publishers) {
       const stored = (await this.ctx.storage.get<Record<string, string[]>>("shards")) ?? {};
       this.publishers = new Map();
-      for (const [quote, shards] of Object.entries(stored)) this.publishers.set(quote, this.publisherFor(quote, shards));
+      for (const [quote, shards] of Object.entries(stored)) this.publishers.set(quote, this.publisherFor(shards));
     }
     return this.publishers;
   }
 
-  private publisherFor(quote: string, shards: readonly string[]): ShardPublisher {
+  /** The shards of every quote are stored together, whichever quote's set changed. */
+  private publisherFor(shards: readonly string[]): ShardPublisher {
     return new ShardPublisher(this.env, this.ctx, shards, async () => {
       const all: Record<string, string[]> = {};
       for (const [q, publisher] of this.publishers!) all[q] = publisher.list();
@@ -37,7 +38,7 @@ export class PriceIndex extends DurableObject<Env> {
   async subscribeShard(quote: string, shard: string): Promise<void> {
     const publishers = await this.publishersByQuote();
     let publisher = publishers.get(quote);
-    if (!publisher) publishers.set(quote, (publisher = this.publisherFor(quote, [])));
+    if (!publisher) publishers.set(quote, (publisher = this.publisherFor([])));
     await publisher.add(shard);
   }
 
