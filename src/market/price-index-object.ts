@@ -42,6 +42,10 @@ export class PriceIndex extends DurableObject<Env> {
     await publisher.add(shard);
   }
 
+  async unsubscribeShard(quote: string, shard: string): Promise<void> {
+    await (await this.publishersByQuote()).get(quote)?.remove(shard);
+  }
+
   private async loaded(): Promise<Record<string, PriceReport>> {
     this.markets ??= (await this.ctx.storage.get<Record<string, PriceReport>>("markets")) ?? {};
     return this.markets;

@@ -49,6 +49,7 @@ export class StreamHub extends DurableObject<Env> {
   private readonly pendingBooks = new Map<string, BookMessage[]>();
   private readonly registrations = new Map<string, Promise<void>>();
   private readonly inbound = new Map<WebSocket, number[]>();
+  private readonly releasing = new Set<string>();
   private shardName: string | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -206,11 +207,53 @@ export class StreamHub extends DurableObject<Env> {
     this.books.set(symbol, book);
   }
 
+  /** True while any stream of the stream's source (a market's three, or a quote) has a subscriber here. */
+  private sourceWanted(stream: StreamName): boolean {
+    const names = stream.kind === "prices" ? [stream.name] : ["ticker", "trades", "book"].map((kind) => `${kind}.${stream.subject}`);
+    return names.some((name) => (this.subscribers.get(name)?.size ?? 0) > 0);
+  }
+
+  /**
+   * Nobody here wants a source any more: stop its publishing to this shard. Should someone
+   * subscribe meanwhile, register again afterwards and give book subscribers a new snapshot.
+   */
+  private async release(stream: StreamName): Promise<void> {
+    const source = sourceOf(stream);
+    if (this.releasing.has(source)) return;
+    this.releasing.add(source);
+    this.registrations.delete(source);
+    this.books.delete(stream.subject);
+    try {
+      const shard = await this.shard();
+      if (stream.kind === "prices") await this.env.PRICE_INDEX.getByName("global").unsubscribeShard(stream.subject, shard);
+      else await this.env.MARKET.getByName(stream.subject).unsubscribeShard(stream.subject, shard);
+    } finally {
+      this.releasing.delete(source);
+    }
+    if (this.sourceWanted(stream)) {
+      this.registrations.delete(source);
+      await this.register(stream);
+      this.resendSnapshot(stream.subject);
+    }
+  }
+
+  private resendSnapshot(symbol: string): void {
+    const book = this.books.get(symbol);
+    if (!book) return;
+    const name = `book.${symbol}`;
+    const text = JSON.stringify({ stream: name, data: book.snapshot(SNAPSHOT_DEPTH) });
+    for (const ws of this.subscribers.get(name) ?? []) this.send(ws, text);
+  }
+
   /** Called by a market or the price index: each event goes to this shard's subscribers. */
   async publish(events: StreamEvent[]): Promise<void> {
     for (const event of events) {
       const stream = parseStreamName(event.stream);
       if (!stream) continue;
+      if (!this.sourceWanted(stream)) {
+        void this.release(stream).catch((error: unknown) => console.error("release failed", String(error)));
+        continue;
+      }
       if (stream.kind === "book" && !this.trackBook(stream, event.data as BookMessage)) continue;
       const sockets = this.subscribers.get(stream.name);
       if (!sockets || sockets.size === 0) continue;
@@ -232,12 +275,7 @@ export class StreamHub extends DurableObject<Env> {
     // No copy (woken from hibernation) or a gap: rebuild it, then resend a snapshot to everyone.
     this.books.delete(symbol);
     this.registrations.delete(`market:${symbol}`);
-    void this.register(stream).then(() => {
-      const rebuilt = this.books.get(symbol);
-      if (!rebuilt) return;
-      const text = JSON.stringify({ stream: stream.name, data: rebuilt.snapshot(SNAPSHOT_DEPTH) });
-      for (const ws of this.subscribers.get(stream.name) ?? []) this.send(ws, text);
-    });
+    void this.register(stream).then(() => this.resendSnapshot(symbol));
     return false;
   }
 

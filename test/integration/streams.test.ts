@@ -89,3 +89,26 @@ describe("streams in workerd", () => {
     expect(response.headers.get("Content-Type")).toBe("application/problem+json");
   });
 });
+
+describe("shards stop hearing from markets nobody there watches", () => {
+  it("after the last subscriber leaves, the next update unsubscribes the shard from the market", async () => {
+    const { runInDurableObject } = await import("cloudflare:test");
+    const shardsOf = () =>
+      runInDurableObject(env.MARKET.getByName("ETHBTC"), async (_instance, state) => {
+        const row = state.storage.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'shards'").toArray()[0];
+        return JSON.parse(row?.value ?? "[]") as string[];
+      });
+    const { ws, messages } = await openSocket("/api/ws?streams=trades.ETHBTC", "192.0.2.210");
+    await until(() => messages.find((m) => m.result));
+    expect(await shardsOf()).toHaveLength(1);
+    ws.close(1000, "done");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await ingest(env, { symbol: "ETHBTC", trades: [{ id: "release-1", price: "0.035", quantity: "1", side: "buy", time: Date.now() }] });
+    let shards: string[] = ["pending"];
+    for (let attempt = 0; attempt < 40 && shards.length > 0; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      shards = await shardsOf();
+    }
+    expect(shards).toEqual([]);
+  });
+});
