@@ -24,10 +24,12 @@ export function signWebhook(secret, webhookId, timestamp, rawBody) {
 
 /** Delivers one event; resolves with the final response (or throws after the attempts). */
 export async function deliver({ base, gatewayId, secret, body, attempts = 3, backoffScale = 1, schedule = RETRY_SCHEDULE_MS, log = console.error }) {
-  const raw = JSON.stringify(body);
+  const raw = JSON.stringify(body); // every attempt sends these very bytes: same id, same body
   let last;
+  let retryAfterMs = 0;
   for (let attempt = 0; attempt < Math.min(attempts, schedule.length); attempt++) {
-    const wait = schedule[attempt] * backoffScale;
+    // A 429's Retry-After is a floor under the schedule's wait.
+    const wait = Math.max(schedule[attempt] * backoffScale, retryAfterMs);
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     const timestamp = String(Math.floor(Date.now() / 1000)); // fresh for every attempt
     try {
@@ -45,10 +47,12 @@ export async function deliver({ base, gatewayId, secret, body, attempts = 3, bac
       const text = await response.text();
       log(`attempt ${attempt + 1}: HTTP ${response.status} ${text}`);
       last = { status: response.status, text };
+      retryAfterMs = response.status === 429 ? Number(response.headers.get("Retry-After") ?? 1) * 1000 : 0;
       // 2xx: delivered. 4xx other than 429: the event itself is wrong; retrying will not help.
       if (response.ok || (response.status >= 400 && response.status < 500 && response.status !== 429)) return last;
     } catch (error) {
       log(`attempt ${attempt + 1}: ${error.message}`);
+      retryAfterMs = 0;
     }
   }
   return last ?? { status: 0, text: "no answer" };
@@ -68,7 +72,14 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const gatewayId = flags.gateway ?? process.env.GATEWAY_ID;
   const secret = flags.secret ?? process.env.GATEWAY_SECRET;
   if (command !== "send" || !gatewayId || !secret || !flags.settlement || !flags.sequence || !flags.status) {
-    console.error("usage: npm run gateway -- send --gateway gw_… --secret whsec_… --settlement stl_1 --sequence 1 --status pending [--amount 10.00] [--id evt_…]");
+    console.error(
+      [
+        "usage: npm run gateway -- send --gateway gw_… --secret whsec_… --settlement stl_1 --sequence 1 --status pending",
+        "         [--amount 1250.500000] [--fee 0.12] [--asset USDC] [--chain eip155:1] [--id evt_…] [--reference acct_7]",
+        "         [--base http://127.0.0.1:8787] [--attempts 3] [--backoff-scale 1] [--repeat 1]",
+        "GATEWAY_ID, GATEWAY_SECRET and MDS_BASE_URL may stand for --gateway, --secret and --base.",
+      ].join("\n"),
+    );
     process.exit(64);
   }
   const body = {

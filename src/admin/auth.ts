@@ -14,7 +14,7 @@ async function digest(text: string): Promise<ArrayBuffer> {
 export const requireAdmin = createMiddleware<AppEnv>(async (c, next) => {
   const token = c.env.ADMIN_TOKEN;
   if (!token) throw problem("NOT_CONFIGURED", "ADMIN_TOKEN is not set: set it with `wrangler secret put ADMIN_TOKEN`");
-  const presented = /^Bearer (.+)$/.exec(c.req.header("Authorization") ?? "")?.[1];
+  const presented = /^Bearer +(\S+) *$/i.exec(c.req.header("Authorization") ?? "")?.[1];
   if (!presented || !crypto.subtle.timingSafeEqual(await digest(presented), await digest(token))) {
     throw problem("UNAUTHENTICATED", "send Authorization: Bearer <ADMIN_TOKEN>");
   }

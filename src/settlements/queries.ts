@@ -46,13 +46,16 @@ function toSettlement(row: SettlementRow) {
 
 export type Settlement = ReturnType<typeof toSettlement>;
 
+/** Opaque to clients; base64url, so it can be pasted into a query string as it is. */
 function encodeCursor(row: { created_at: number; id: string }): string {
-  return btoa(JSON.stringify([row.created_at, row.id])).replace(/=+$/, "");
+  const bytes = new TextEncoder().encode(JSON.stringify([row.created_at, row.id]));
+  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
 function decodeCursor(cursor: string): [number, string] {
   try {
-    const value = JSON.parse(atob(cursor)) as unknown;
+    const binary = atob(cursor.replace(/-/g, "+").replace(/_/g, "/"));
+    const value = JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(Uint8Array.from(binary, (c) => c.charCodeAt(0)))) as unknown;
     if (Array.isArray(value) && typeof value[0] === "number" && typeof value[1] === "string") return [value[0], value[1]];
   } catch {
     // fall through

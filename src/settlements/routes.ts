@@ -1,3 +1,4 @@
+import { z } from "@hono/zod-openapi";
 import { admit } from "../access/middleware";
 import { problem } from "../core/problem";
 import { createRouter, fieldErrors } from "../core/router";
@@ -51,7 +52,15 @@ const callbackDoc = {
     summary: "Settlement callback from an approved gateway (Standard Webhooks)",
     description:
       "Headers: X-GATEWAY-ID, webhook-id, webhook-timestamp (Unix seconds, ±300 s), webhook-signature (`v1,<base64 HMAC-SHA256(secret, id.timestamp.rawBody)>`, space-separated). Body ≤ 64 KiB, verified as raw bytes before parsing. Every accepted event is written to D1 before the answer. 50 requests per second per gateway.",
-    request: { body: { required: true, content: { "application/json": { schema: CallbackBodySchema } } } },
+    request: {
+      headers: z.object({
+        "X-GATEWAY-ID": z.string().openapi({ example: "gw_0123456789abcdef", description: "The approved gateway's id" }),
+        "webhook-id": z.string().openapi({ example: "evt_1", description: "The event id; equals the body's id" }),
+        "webhook-timestamp": z.string().openapi({ example: "1763800000", description: "Unix seconds, within ±300 s of the server's clock" }),
+        "webhook-signature": z.string().openapi({ example: "v1,l8X1h3dHy7/0Kmt9EBXxggPzfCKYT23exiC4VfKs0XY=", description: "Space-separated v1,<base64 signature> entries" }),
+      }),
+      body: { required: true, content: { "application/json": { schema: CallbackBodySchema } } },
+    },
     responses: {
       200: { description: "applied, duplicate or stale", content: { "application/json": { schema: CallbackAnswerSchema } } },
       202: { description: "quarantined (illegal transition) or held (waits for an earlier sequence)", content: { "application/json": { schema: CallbackAnswerSchema } } },
@@ -85,12 +94,14 @@ callbackRoutes.post(
     if (!(await verifyWebhook(secrets, webhookId, timestamp, rawBytes, signature))) {
       throw problem("INVALID_SIGNATURE", "no signature in webhook-signature matches an active secret of this gateway over the raw body");
     }
-    const rawBody = new TextDecoder().decode(rawBytes);
+    // JSON is UTF-8 (RFC 8259); decoding strictly keeps the stored raw body byte-for-byte the signed one.
+    let rawBody: string;
     let json: unknown;
     try {
+      rawBody = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(rawBytes);
       json = JSON.parse(rawBody);
     } catch {
-      throw problem("VALIDATION_FAILED", "the body is not valid JSON", { errors: [{ path: "body", message: "malformed JSON" }] });
+      throw problem("VALIDATION_FAILED", "the body is not valid UTF-8 JSON", { errors: [{ path: "body", message: "malformed JSON" }] });
     }
     const parsed = CallbackBodySchema.safeParse(json);
     if (!parsed.success) throw problem("VALIDATION_FAILED", "the callback does not match the schema", { errors: fieldErrors(parsed.error.issues, "body") });

@@ -56,24 +56,29 @@ export interface Decision<E extends SettlementEvent> {
 /**
  * Decides an incoming event against the settlement's state and its held events. Stale: its
  * sequence was processed already. Held: a sequence before it is missing. Otherwise it is
- * processed: applied if the transition is allowed (and the gateway is the settlement's own),
- * else quarantined — stored, its sequence consumed, the state unchanged.
+ * processed: applied if the transition is allowed, else quarantined — stored, its sequence
+ * consumed, the state unchanged.
+ *
+ * A settlement belongs to the gateway whose event created it. Another gateway's event for it
+ * is quarantined at once and never takes part in the sequence, so one gateway cannot consume
+ * (and so make stale) the sequence numbers of another's settlement.
  */
 export function decide<E extends SettlementEvent>(state: SettlementState | null, incoming: E, held: readonly E[]): Decision<E> {
+  const owner = state?.gatewayId ?? incoming.gatewayId;
+  if (incoming.gatewayId !== owner) return { outcome: "quarantined", steps: [], state };
   const processed = state?.sequence ?? 0;
   if (incoming.sequence <= processed) return { outcome: "stale", steps: [], state };
   if (incoming.sequence > processed + 1) return { outcome: "held", steps: [], state };
-  const waiting = new Map(held.map((event) => [event.sequence, event]));
+  const waiting = new Map(held.filter((event) => event.gatewayId === owner).map((event) => [event.sequence, event]));
   waiting.set(incoming.sequence, incoming);
   const steps: Step<E>[] = [];
   let current = state;
   for (let next = processed + 1; waiting.has(next); next++) {
     const event = waiting.get(next)!;
     const from = current?.status ?? null;
-    const ownGateway = current === null || current.gatewayId === event.gatewayId;
-    if (ownGateway && isAllowed(from, event.status)) {
+    if (isAllowed(from, event.status)) {
       steps.push({ event, outcome: "applied", from });
-      current = { status: event.status, sequence: next, gatewayId: current?.gatewayId ?? event.gatewayId };
+      current = { status: event.status, sequence: next, gatewayId: owner };
     } else {
       steps.push({ event, outcome: "quarantined", from });
       current = { ...current!, sequence: next };

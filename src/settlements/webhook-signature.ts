@@ -27,10 +27,13 @@ export function signedContent(webhookId: string, timestamp: string, rawBody: Uin
   return content;
 }
 
+/** More than a gateway with two secrets ever sends; bounds the work one request can cause. */
+export const MAX_SIGNATURES = 8;
+
 /** The `v1` signatures of the header, decoded; anything else in the list is ignored. */
 export function parseSignatureHeader(header: string): Uint8Array<ArrayBuffer>[] {
   const signatures: Uint8Array<ArrayBuffer>[] = [];
-  for (const entry of header.trim().split(/\s+/)) {
+  for (const entry of header.trim().split(/\s+/).slice(0, MAX_SIGNATURES)) {
     const [version, value] = entry.split(",", 2);
     if (version !== "v1" || !value || !/^[A-Za-z0-9+/]{43}=$/.test(value)) continue;
     signatures.push(base64ToBytes(value));

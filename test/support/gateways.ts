@@ -25,15 +25,18 @@ export function callbackBody(gatewayId: string, data: { settlementId: string; se
 export async function deliver(
   gateway: { id: string; secret: string },
   body: unknown,
-  options: { raw?: string; timestamp?: number; webhookId?: string; secret?: string; headers?: Record<string, string> } = {},
+  options: { raw?: string | Uint8Array; stream?: boolean; timestamp?: number; webhookId?: string; secret?: string; headers?: Record<string, string> } = {},
 ): Promise<Response> {
   const raw = options.raw ?? JSON.stringify(body);
   const webhookId = options.webhookId ?? (body as { id: string }).id;
   const timestamp = String(options.timestamp ?? Math.floor(Date.now() / 1000));
-  const signature = await signWebhook(options.secret ?? gateway.secret, webhookId, timestamp, new TextEncoder().encode(raw));
+  const bytes = typeof raw === "string" ? new TextEncoder().encode(raw) : new Uint8Array(raw);
+  const signature = await signWebhook(options.secret ?? gateway.secret, webhookId, timestamp, bytes);
+  // `stream`: a body of unknown length (no Content-Length), as a chunked upload arrives.
+  const payload = options.stream ? new Blob([bytes]).stream() : typeof raw === "string" ? raw : bytes;
   return call("/api/gateway/callback", {
     method: "POST",
-    body: raw,
+    body: payload,
     headers: { "Content-Type": "application/json", "X-GATEWAY-ID": gateway.id, "webhook-id": webhookId, "webhook-timestamp": timestamp, "webhook-signature": signature, ...options.headers },
   });
 }

@@ -17,7 +17,11 @@ describe("settlement state table (contract 7)", () => {
       for (const to of SETTLEMENT_STATUSES) {
         const state: SettlementState = { status: from, sequence: 1, gatewayId: "gw" };
         const decision = decide(state, { webhookId: "e2", gatewayId: "gw", sequence: 2, status: to }, []);
-        expect(decision.outcome, `${from} → ${to}`).toBe(ALLOWED.has(`${from}>${to}`) ? "applied" : "quarantined");
+        const allowed = ALLOWED.has(`${from}>${to}`);
+        expect(decision.outcome, `${from} → ${to}`).toBe(allowed ? "applied" : "quarantined");
+        // Applied: the settlement moves. Quarantined: it stays, and the sequence is consumed.
+        expect(decision.state, `${from} → ${to}`).toEqual({ status: allowed ? to : from, sequence: 2, gatewayId: "gw" });
+        expect(decision.steps).toEqual([{ event: expect.objectContaining({ webhookId: "e2" }), outcome: decision.outcome, from }]);
         expect(isAllowed(from, to)).toBe(ALLOWED.has(`${from}>${to}`));
       }
     }
@@ -41,6 +45,18 @@ describe("settlement state table (contract 7)", () => {
     expect(decide(state, { webhookId: "a", gatewayId: "gw", sequence: 3, status: "confirmed" }, []).outcome).toBe("stale");
     expect(decide(state, { webhookId: "b", gatewayId: "gw", sequence: 5, status: "confirmed" }, []).outcome).toBe("held");
     expect(decide(state, { webhookId: "c", gatewayId: "other", sequence: 4, status: "confirmed" }, []).outcome).toBe("quarantined");
+  });
+
+  it("another gateway's event is quarantined without consuming the owner's sequence, and its held events are never released", () => {
+    const state: SettlementState = { status: "pending", sequence: 1, gatewayId: "gw" };
+    for (const sequence of [1, 2, 3]) {
+      const decision = decide(state, { webhookId: `x${sequence}`, gatewayId: "intruder", sequence, status: "confirming" }, []);
+      expect(decision).toEqual({ outcome: "quarantined", steps: [], state });
+    }
+    const foreignHeld: SettlementEvent[] = [{ webhookId: "x3", gatewayId: "intruder", sequence: 3, status: "failed" }];
+    const own = decide(state, { webhookId: "e2", gatewayId: "gw", sequence: 2, status: "confirming" }, foreignHeld);
+    expect(own.steps.map((s) => s.event.webhookId)).toEqual(["e2"]);
+    expect(own.state).toEqual({ status: "confirming", sequence: 2, gatewayId: "gw" });
   });
 
   it("an arriving event releases the held events that follow it, in order", () => {
