@@ -103,8 +103,11 @@ export class AccessGuard extends DurableObject<Env> {
       if (!allowListAdmits(record.allowCidrs, check.ip)) {
         throw problem("IP_NOT_ALLOWED", `${check.ip} is not in the API key's allow-list`);
       }
-      const admission = this.admitAt(check.limit, now);
-      if (admission.allowed) this.noteUse(now);
+      // Admitted at the moment of admission, not when the check began: the awaits above may
+      // have let other requests of this key through first.
+      const admittedAt = Date.now();
+      const admission = this.admitAt(check.limit, admittedAt);
+      if (admission.allowed) this.noteUse(admittedAt);
       return admission;
     } catch (error) {
       if (error instanceof ProblemError) return toProblemResult(error);

@@ -5,34 +5,31 @@ import { setResponseHeaders } from "../core/response-headers";
 import { isProblemResult, problem, ProblemError, unwrap } from "../core/problem";
 import type { AppEnv, Env } from "../env";
 import { KEY_ID_PATTERN, principalOfIp, principalOfKey, type Permission } from "./keys";
+import { admit, PUBLIC_LIMIT, rateLimited, SIGNED_LIMIT } from "./rate-limit";
 import { requestTargetOf, SIGNATURE_PATTERN } from "./signature";
 import { rateLimitHeaders, type Admission } from "./sliding-window";
 
-/** Contract section 5. */
-export const PUBLIC_LIMIT = 10;
-export const SIGNED_LIMIT = 30;
+export { admit, PUBLIC_LIMIT, SIGNED_LIMIT };
 const DEFAULT_RECV_WINDOW = 5_000;
 const MAX_RECV_WINDOW = 60_000;
+
+function guard(env: Env, principal: string) {
+  return stubByName(env.ACCESS_GUARD, principal);
+}
 
 /** The client's address: `CF-Connecting-IP` only, which Cloudflare sets and clients cannot. */
 export function clientIp(request: Request): string {
   return request.headers.get("CF-Connecting-IP") ?? "unknown";
 }
 
-function guard(env: Env, principal: string) {
-  return stubByName(env.ACCESS_GUARD, principal);
-}
-
-function refusal(admission: Admission, detail: string): ProblemError {
-  const retryAfterMs = Math.max(1, admission.resetMs);
-  return problem("RATE_LIMITED", detail, { retryAfterMs }, { ...rateLimitHeaders(admission), "Retry-After": String(Math.max(1, Math.ceil(retryAfterMs / 1000))) });
-}
-
-/** Admits one request of `principal` against `limit` per second, or throws 429 `RATE_LIMITED`. */
-export async function admit(env: Env, principal: string, limit: number, detail = `${limit} requests per second`): Promise<Admission> {
-  const admission = await guard(env, principal).admit(limit);
-  if (!admission.allowed) throw refusal(admission, detail);
-  return admission;
+/**
+ * A request refused before any key vouched for it counts against the client IP's public limit
+ * (contract 5) and carries that limit's headers; over the limit it becomes the 429 instead.
+ */
+export async function chargeClientIp(env: Env, request: Request, refusal: ProblemError): Promise<ProblemError> {
+  const admission = await admit(env, principalOfIp(clientIp(request)), PUBLIC_LIMIT, `${PUBLIC_LIMIT} requests per second per IP, failed authentications included`);
+  Object.assign(refusal.headers, rateLimitHeaders(admission));
+  return refusal;
 }
 
 /** Puts the RateLimit-* headers on whatever response the route produced, errors included. */
@@ -110,12 +107,10 @@ export async function authenticateSigned(env: Env, request: Request, options: Si
     });
     if (isProblemResult(result)) unwrap(result);
     const admission = result as Admission;
-    if (!admission.allowed) throw refusal(admission, `${SIGNED_LIMIT} requests per second per API key`);
+    if (!admission.allowed) throw rateLimited(admission, `${SIGNED_LIMIT} requests per second per API key`);
     return { keyId: credentials.keyId, admission };
   } catch (error) {
-    if (error instanceof ProblemError && error.code !== "RATE_LIMITED") {
-      await admit(env, principalOfIp(ip), PUBLIC_LIMIT, `${PUBLIC_LIMIT} requests per second per IP, failed authentications included`);
-    }
+    if (error instanceof ProblemError && error.code !== "RATE_LIMITED") throw await chargeClientIp(env, request, error);
     throw error;
   }
 }

@@ -26,7 +26,9 @@ export class SlidingWindow {
     if (drop > 0) this.admitted.splice(0, drop);
   }
 
-  admit(now: number): Admission {
+  admit(at: number): Admission {
+    // The log stays sorted even if a caller's clock steps back; erring late only refuses sooner.
+    const now = Math.max(at, this.admitted.at(-1) ?? at);
     this.expire(now);
     const allowed = this.admitted.length < this.limit;
     if (allowed) this.admitted.push(now);

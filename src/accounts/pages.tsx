@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 import { Hono, type Context } from "hono";
 import type { Child } from "hono/jsx";
-import { clientIp } from "../access/middleware";
+import { clientIp, publicLimit } from "../access/middleware";
 import { PERMISSIONS, type Permission } from "../access/keys";
 import { ProblemError } from "../core/problem";
 import type { AppEnv } from "../env";
@@ -74,6 +74,23 @@ function SignInPage(props: { error?: string }) {
   );
 }
 
+/**
+ * The copy button (the only script on the page; without JavaScript the secret stays selectable).
+ * Outside a secure context there is no `navigator.clipboard`, so it falls back to a selection.
+ */
+const COPY_SCRIPT = `document.getElementById("copy-secret").addEventListener("click", function (e) {
+  var button = e.currentTarget, secret = button.getAttribute("data-secret");
+  function done(ok) { button.textContent = ok ? "Copied" : "Select and copy the secret above"; }
+  function fallback() {
+    var range = document.createRange();
+    range.selectNodeContents(document.getElementById("secret-value"));
+    var selection = window.getSelection(); selection.removeAllRanges(); selection.addRange(range);
+    try { done(document.execCommand("copy")); } catch (_) { done(false); }
+  }
+  if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(secret).then(function () { done(true); }, fallback);
+  else fallback();
+});`;
+
 const formatTime = (ms: number | null) => (ms === null ? "—" : new Date(ms).toISOString().replace("T", " ").slice(0, 19) + " UTC");
 
 function ApiManagementPage(props: { session: Session; keys: ApiKeyView[]; created?: ApiKeyView & { secret: string }; error?: string }) {
@@ -94,7 +111,7 @@ function ApiManagementPage(props: { session: Session; keys: ApiKeyView[]; create
             <button type="button" id="copy-secret" data-secret={created.secret}>
               Copy secret
             </button>
-            <script>{`document.getElementById("copy-secret").addEventListener("click",function(e){navigator.clipboard.writeText(e.target.dataset.secret).then(function(){e.target.textContent="Copied"})})`}</script>
+            <script dangerouslySetInnerHTML={{ __html: COPY_SCRIPT }} />
           </div>
         ) : null}
         <h3>Create a key</h3>
@@ -193,6 +210,8 @@ function formString(form: Record<string, unknown>, name: string): string {
 }
 
 export const dashboardRoutes = new Hono<AppEnv>()
+  // The forms are the account API in HTML, so their posts share its per-IP limit (contract 5).
+  .use("/dashboard/*", async (c, next) => (c.req.method === "POST" ? publicLimit(c, next) : next()))
   .get("/dashboard", async (c) => {
     const session = await currentSession(c);
     return session ? managementPage(c, session) : c.html(<SignInPage />);

@@ -1,9 +1,10 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { bodyLimit } from "hono/body-limit";
 import { createMiddleware } from "hono/factory";
-import { signedAccess } from "../access/middleware";
+import { chargeClientIp, signedAccess } from "../access/middleware";
 import { problem } from "../core/problem";
 import { createRouter } from "../core/router";
+import type { AppEnv, Env } from "../env";
 import { okJson, problemResponses } from "../core/schemas";
 import { ingest } from "../market/ingest";
 import { readKlines, readMarkets, readOrderBook, readPrices, readTicker, readTrades } from "../market/reads";
@@ -27,17 +28,23 @@ const security = [{ ApiKey: [], Signature: [], Timestamp: [] }];
 const signedProblems = problemResponses(400, 401, 403, 404, 429);
 const read = signedAccess("read");
 
-/** JSON only, and at most 256 KiB, checked before the signature is computed over the body. */
+/**
+ * JSON only, and at most 256 KiB, checked before the signature is computed over the body.
+ * These refusals come before any key vouched for the request, so they count against the
+ * client IP's public limit, like a failed authentication.
+ */
 const ingestBodyRules = [
-  createMiddleware(async (c, next) => {
+  createMiddleware<AppEnv>(async (c, next) => {
     const type = c.req.header("Content-Type") ?? "";
-    if (!/^application\/json\s*(;|$)/i.test(type)) throw problem("UNSUPPORTED_MEDIA_TYPE", "send the batch as Content-Type: application/json");
+    if (!/^application\/json\s*(;|$)/i.test(type)) {
+      throw await chargeClientIp(c.env, c.req.raw, problem("UNSUPPORTED_MEDIA_TYPE", "send the batch as Content-Type: application/json"));
+    }
     await next();
   }),
   bodyLimit({
     maxSize: INGEST_MAX_BYTES,
-    onError: () => {
-      throw problem("PAYLOAD_TOO_LARGE", `an ingest batch is at most ${INGEST_MAX_BYTES} bytes`);
+    onError: async (c) => {
+      throw await chargeClientIp(c.env as Env, c.req.raw, problem("PAYLOAD_TOO_LARGE", `an ingest batch is at most ${INGEST_MAX_BYTES} bytes`));
     },
   }),
   signedAccess("publish"),

@@ -1,4 +1,6 @@
+import { execFile } from "node:child_process";
 import { createHmac } from "node:crypto";
+import { promisify } from "node:util";
 import path from "node:path";
 import { describe, expect, inject, it } from "vitest";
 import { SCREENSHOTS, useChromium } from "./browser";
@@ -32,6 +34,11 @@ describe("API Management in a real browser", () => {
     expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(keyId).toMatch(/^mk_[0-9a-f]{24}$/);
     await expect.poll(() => page.locator(".warning").textContent()).toContain("shown this once");
+    // The copy button puts exactly the secret on the clipboard.
+    await chromium().grantPermissions(["clipboard-read", "clipboard-write"], { origin: baseUrl });
+    await page.locator("#copy-secret").click();
+    await expect.poll(() => page.locator("#copy-secret").textContent()).toBe("Copied");
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret);
     await page.screenshot({ path: path.join(SCREENSHOTS, "api-management.png"), fullPage: true });
 
     // Shown once: the next view of the page does not have it.
@@ -50,5 +57,36 @@ describe("API Management in a real browser", () => {
     expect(refused.status).toBe(401);
     expect(((await refused.json()) as { code: string }).code).toBe("INVALID_API_KEY");
     await page.close();
+  });
+
+  it("npm run sign prints the headers, a curl command, or sends the request", async () => {
+    const json = (body: unknown, cookie?: string) => ({
+      method: "POST",
+      headers: { "Content-Type": "application/json", "CF-Connecting-IP": "192.0.2.210", ...(cookie ? { Cookie: cookie } : {}) },
+      body: JSON.stringify(body),
+    });
+    const signUp = await fetch(`${baseUrl}/account/signup`, json({ email: `cli-${Date.now()}@example.com`, password: "command line secrets" }));
+    const cookie = signUp.headers.get("Set-Cookie")!.split(";")[0]!;
+    const key = (await (await fetch(`${baseUrl}/account/api-keys`, json({ label: "cli", permissions: ["read"] }, cookie))).json()) as { id: string; secret: string };
+    const sign = (...args: string[]) =>
+      promisify(execFile)(process.execPath, [path.resolve(import.meta.dirname, "../../scripts/sign.mjs"), ...args], {
+        env: { ...process.env, MDS_API_KEY: key.id, MDS_API_SECRET: key.secret, MDS_BASE_URL: baseUrl },
+      });
+
+    const printed = (await sign("GET", "/v1/ticker/24hr?symbol=BTCUSDT")).stdout;
+    const headers = Object.fromEntries(printed.trim().split("\n").map((line) => line.split(": ") as [string, string]));
+    expect(Object.keys(headers)).toEqual(["X-API-KEY", "X-TIMESTAMP", "X-SIGNATURE"]);
+    const viaHeaders = await fetch(`${baseUrl}/v1/ticker/24hr?symbol=BTCUSDT`, { headers });
+    expect(viaHeaders.status).toBe(200);
+
+    const sent = await sign("GET", "/v1/markets", "--send");
+    expect(sent.stderr).toContain("HTTP 200");
+    expect(sent.stderr).toContain("RateLimit-Limit: 30");
+    expect(JSON.parse(sent.stdout)).toHaveProperty("markets");
+
+    const curl = (await sign("GET", "/v1/orderbook?symbol=ETHUSDT&depth=5", "--curl")).stdout;
+    const ran = await promisify(execFile)("bash", ["-c", curl]);
+    expect(JSON.parse(ran.stdout)).toMatchObject({ symbol: "ETHUSDT" });
+    expect(curl).toMatch(/^curl -sS -H 'X-API-KEY: mk_[0-9a-f]{24}' -H 'X-TIMESTAMP: \d+' -H 'X-SIGNATURE: [0-9a-f]{64}' '.*\/v1\/orderbook\?symbol=ETHUSDT&depth=5'\n$/);
   });
 });

@@ -1,5 +1,9 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { admit, GATEWAY_LIMIT } from "../../src/access/rate-limit";
+import type { ProblemError } from "../../src/core/problem";
 import { newKey, signedCall } from "../support/accounts";
+import { approveGateway, callbackBody, deliver } from "../support/gateways";
 import { call } from "../support/http";
 
 async function burst(count: number, send: () => Promise<Response>) {
@@ -14,15 +18,18 @@ describe("rate limits (contract 5): exact, per IP and per key", () => {
     expect(limited).toHaveLength(40);
     for (const response of ok) expect(response.headers.get("RateLimit-Limit")).toBe("10");
     expect(ok.map((r) => Number(r.headers.get("RateLimit-Remaining"))).sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
-    const refused = limited[0]!;
-    expect(refused.headers.get("Content-Type")).toBe("application/problem+json");
-    expect(refused.headers.get("RateLimit-Remaining")).toBe("0");
-    expect(Number(refused.headers.get("RateLimit-Reset"))).toBeGreaterThanOrEqual(1);
-    expect(Number(refused.headers.get("Retry-After"))).toBeGreaterThanOrEqual(1);
-    const body = (await refused.json()) as { code: string; retryAfterMs: number };
-    expect(body.code).toBe("RATE_LIMITED");
-    expect(body.retryAfterMs).toBeGreaterThan(0);
-    expect(body.retryAfterMs).toBeLessThanOrEqual(1000);
+    for (const refused of limited) {
+      expect(refused.headers.get("Content-Type")).toBe("application/problem+json");
+      expect(refused.headers.get("RateLimit-Limit")).toBe("10");
+      expect(refused.headers.get("RateLimit-Remaining")).toBe("0");
+      expect(refused.headers.get("RateLimit-Reset")).toBe("1");
+      expect(refused.headers.get("Retry-After")).toBe("1");
+      const body = (await refused.json()) as { code: string; status: number; retryAfterMs: number; detail: string };
+      expect([body.status, body.code]).toEqual([429, "RATE_LIMITED"]);
+      expect(body.detail).toBe("10 requests per second per IP");
+      expect(body.retryAfterMs).toBeGreaterThan(0);
+      expect(body.retryAfterMs).toBeLessThanOrEqual(1000);
+    }
   });
 
   it("after the window passes, requests are admitted again", async () => {
@@ -57,5 +64,65 @@ describe("rate limits (contract 5): exact, per IP and per key", () => {
     expect(statuses.filter((s) => s === 401)).toHaveLength(10);
     expect(statuses.filter((s) => s === 429)).toHaveLength(4);
     expect((await call("/api/time", { ip })).status).toBe(429);
+  });
+
+  it("error answers of limited routes carry the headers too", async () => {
+    const ip = "203.0.113.54";
+    const unknown = await call("/api/ticker/DOGEUSDT", { ip });
+    expect(unknown.status).toBe(404);
+    expect([unknown.headers.get("RateLimit-Limit"), unknown.headers.get("RateLimit-Remaining")]).toEqual(["10", "9"]);
+    const unauthenticated = await call("/account/api-keys", { ip });
+    expect(unauthenticated.status).toBe(401);
+    expect(unauthenticated.headers.get("RateLimit-Remaining")).toBe("8");
+    const key = await newKey();
+    const notFound = await signedCall(key, "GET", "/v1/orderbook?symbol=DOGEUSDT");
+    expect(notFound.status).toBe(404);
+    expect([notFound.headers.get("RateLimit-Limit"), notFound.headers.get("RateLimit-Remaining")]).toEqual(["30", "29"]);
+  });
+
+  it("a failed authentication answers with the client IP's headers", async () => {
+    const ip = "203.0.113.55";
+    const bad = { id: "mk_000000000000000000000001", secret: "nope" };
+    const first = await signedCall(bad, "GET", "/v1/markets", { ip });
+    expect(first.status).toBe(401);
+    expect([first.headers.get("RateLimit-Limit"), first.headers.get("RateLimit-Remaining")]).toEqual(["10", "9"]);
+    const missing = await call("/v1/markets", { ip });
+    expect(missing.headers.get("RateLimit-Remaining")).toBe("8");
+  });
+
+  it("ingest refused before any key vouched for it (415, 413) counts against the client IP", async () => {
+    const ip = "203.0.113.56";
+    const publisher = await newKey({ permissions: ["publish"] });
+    const send = () => signedCall(publisher, "POST", "/v1/ingest", { ip, body: "symbol=BTCUSDT", headers: { "Content-Type": "text/plain" } });
+    const statuses = (await Promise.all(Array.from({ length: 12 }, send))).map((r) => r.status).sort();
+    expect(statuses).toEqual([...Array(10).fill(415), 429, 429]);
+  });
+
+  it("a gateway is admitted 50 times in a second through admit()", async () => {
+    const outcomes = await Promise.allSettled(Array.from({ length: 60 }, () => admit(env, "gateway:gw_rate_test", GATEWAY_LIMIT)));
+    expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(50);
+    const refused = outcomes.filter((o): o is PromiseRejectedResult => o.status === "rejected").map((o) => o.reason as ProblemError);
+    expect(refused).toHaveLength(10);
+    for (const error of refused) {
+      expect([error.status, error.code]).toEqual([429, "RATE_LIMITED"]);
+      expect(error.headers).toMatchObject({ "RateLimit-Limit": "50", "RateLimit-Remaining": "0", "Retry-After": "1" });
+      expect(error.extras.retryAfterMs).toBeGreaterThan(0);
+    }
+  });
+
+  it("gateway callbacks are not under the public per-IP limit", async () => {
+    const ip = "203.0.113.57";
+    await burst(12, () => call("/api/time", { ip }));
+    expect((await call("/api/time", { ip })).status).toBe(429);
+    const gateway = await approveGateway("rate test gateway");
+    const response = await deliver(gateway, callbackBody(gateway.id, { settlementId: "stl_rate_1", sequence: 1, status: "pending" }), { headers: { "CF-Connecting-IP": ip } });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("RateLimit-Limit")).not.toBe("10");
+  });
+
+  it("dashboard form posts share the per-IP limit of the account API", async () => {
+    const ip = "203.0.113.58";
+    const statuses = (await Promise.all(Array.from({ length: 12 }, () => call("/dashboard/logout", { method: "POST", ip, redirect: "manual" })))).map((r) => r.status).sort();
+    expect(statuses).toEqual([...Array(10).fill(303), 429, 429]);
   });
 });

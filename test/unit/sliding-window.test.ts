@@ -36,6 +36,14 @@ describe("sliding window: at most N admitted in any rolling 1,000 ms", () => {
     expect(window.admit(6000)).toMatchObject({ allowed: true });
   });
 
+  it("a clock that steps back counts as the latest admission's time: never more than N in a window", () => {
+    const window = new SlidingWindow(3);
+    expect([5000, 5001, 4990].map((t) => window.admit(t).allowed)).toEqual([true, true, true]);
+    expect(window.admit(4000).allowed).toBe(false);
+    expect(window.admit(5999).allowed).toBe(false);
+    expect(window.admit(6000)).toMatchObject({ allowed: true, remaining: 0 });
+  });
+
   it("headers: Reset is whole seconds, at least 1 when nothing is left", () => {
     expect(rateLimitHeaders({ allowed: false, limit: 10, remaining: 0, resetMs: 20 })).toEqual({ "RateLimit-Limit": "10", "RateLimit-Remaining": "0", "RateLimit-Reset": "1" });
     expect(rateLimitHeaders({ allowed: true, limit: 30, remaining: 29, resetMs: 1000 })).toEqual({ "RateLimit-Limit": "30", "RateLimit-Remaining": "29", "RateLimit-Reset": "1" });

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { sign, signingPayload } from "../../src/access/signature";
 import { ingest } from "../../src/market/ingest";
 import { newAccount, newKey, signedCall } from "../support/accounts";
 import { call, callJson } from "../support/http";
@@ -53,6 +54,62 @@ describe("signed endpoints (contract 3 and 4)", () => {
     expect(staleBody.serverTime).toBeGreaterThan(0);
     const badWindow = await signedCall(key, "GET", target, { headers: { "X-RECV-WINDOW": "60001" } });
     expect((await problemOf(badWindow)).detail).toContain("X-RECV-WINDOW");
+  });
+
+  it("each header of section 4 is named when it is missing or malformed", async () => {
+    const key = await newKey();
+    const target = "/v1/markets";
+    const timestamp = String(Date.now());
+    const cases: [Record<string, string>, string][] = [
+      [{}, "X-API-KEY is missing"],
+      [{ "X-API-KEY": "not-a-key", "X-TIMESTAMP": timestamp, "X-SIGNATURE": "ab".repeat(32) }, "X-API-KEY is malformed"],
+      [{ "X-API-KEY": key.id, "X-SIGNATURE": "ab".repeat(32) }, "X-TIMESTAMP is missing"],
+      [{ "X-API-KEY": key.id, "X-TIMESTAMP": "1.5e12", "X-SIGNATURE": "ab".repeat(32) }, "X-TIMESTAMP is malformed"],
+      [{ "X-API-KEY": key.id, "X-TIMESTAMP": timestamp }, "X-SIGNATURE is missing"],
+      [{ "X-API-KEY": key.id, "X-TIMESTAMP": timestamp, "X-SIGNATURE": "ab".repeat(31) }, "X-SIGNATURE is malformed"],
+      [{ "X-API-KEY": key.id, "X-TIMESTAMP": timestamp, "X-SIGNATURE": "ab".repeat(32), "X-RECV-WINDOW": "0" }, "X-RECV-WINDOW is malformed"],
+    ];
+    for (const [headers, detail] of cases) {
+      const response = await call(target, { headers });
+      const body = await problemOf(response);
+      expect([response.status, body.code], detail).toEqual([401, "MISSING_CREDENTIALS"]);
+      expect(body.detail).toContain(detail);
+    }
+  });
+
+  it("X-RECV-WINDOW widens the window up to 60 s; more than 1 s ahead of the server is refused", async () => {
+    const key = await newKey();
+    const target = "/v1/markets";
+    const old = Date.now() - 30_000;
+    expect((await signedCall(key, "GET", target, { timestamp: old })).status).toBe(401);
+    expect((await signedCall(key, "GET", target, { timestamp: old, headers: { "X-RECV-WINDOW": "60000" } })).status).toBe(200);
+    const late = await signedCall(key, "GET", target, { timestamp: Date.now() - 500, headers: { "X-RECV-WINDOW": "100" } });
+    expect((await problemOf(late)).code).toBe("TIMESTAMP_OUT_OF_WINDOW");
+    const ahead = await signedCall(key, "GET", target, { timestamp: Date.now() + 3_000 });
+    const body = await problemOf(ahead);
+    expect([ahead.status, body.code]).toEqual([401, "TIMESTAMP_OUT_OF_WINDOW"]);
+    expect(Math.abs(body.serverTime! - Date.now())).toBeLessThan(2_000);
+    expect((await signedCall(key, "GET", target, { timestamp: Date.now() + 500 })).status).toBe(200);
+  });
+
+  it("the signature covers the query exactly as sent: reordering it breaks the signature", async () => {
+    const key = await newKey();
+    const timestamp = Date.now();
+    const signed = await sign(key.secret, signingPayload(timestamp, "GET", "/v1/orderbook?symbol=BTCUSDT&depth=5", ""));
+    const reordered = await call("/v1/orderbook?depth=5&symbol=BTCUSDT", { headers: { "X-API-KEY": key.id, "X-TIMESTAMP": String(timestamp), "X-SIGNATURE": signed } });
+    expect((await problemOf(reordered)).code).toBe("INVALID_SIGNATURE");
+    const asSigned = await call("/v1/orderbook?symbol=BTCUSDT&depth=5", { headers: { "X-API-KEY": key.id, "X-TIMESTAMP": String(timestamp), "X-SIGNATURE": signed.toUpperCase() } });
+    expect(asSigned.status).toBe(200);
+  });
+
+  it("the OpenAPI document describes the signature headers as a security scheme on every /v1 endpoint", async () => {
+    const doc = (await callJson("/openapi.json")).body;
+    expect(Object.keys(doc.components.securitySchemes)).toEqual(expect.arrayContaining(["ApiKey", "Signature", "Timestamp"]));
+    expect(doc.components.securitySchemes.Signature).toMatchObject({ type: "apiKey", in: "header", name: "X-SIGNATURE" });
+    for (const path of ["/v1/ticker/24hr", "/v1/orderbook", "/v1/prices", "/v1/trades", "/v1/klines", "/v1/markets"]) {
+      expect(doc.paths[path].get.security, path).toEqual([{ ApiKey: [], Signature: [], Timestamp: [] }]);
+    }
+    expect(doc.paths["/v1/ingest"].post.security).toEqual([{ ApiKey: [], Signature: [], Timestamp: [] }]);
   });
 
   it("read cannot ingest; publish can, through the same ingest path as the demo feed", async () => {

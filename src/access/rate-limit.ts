@@ -1,0 +1,35 @@
+import { stubByName } from "../core/object-ids";
+import { problem, type ProblemError } from "../core/problem";
+import type { Env } from "../env";
+import { rateLimitHeaders, type Admission } from "./sliding-window";
+
+/** Contract section 5. */
+export const PUBLIC_LIMIT = 10;
+export const SIGNED_LIMIT = 30;
+export const GATEWAY_LIMIT = 50;
+
+/**
+ * The 429 of contract section 5: `Retry-After` in whole seconds (at least 1), `retryAfterMs`
+ * in the body, and the RateLimit-* headers of the window that refused.
+ */
+export function rateLimited(admission: Admission, detail: string): ProblemError {
+  const retryAfterMs = Math.max(1, admission.resetMs);
+  return problem("RATE_LIMITED", detail, { retryAfterMs }, { ...rateLimitHeaders(admission), "Retry-After": String(Math.ceil(retryAfterMs / 1000)) });
+}
+
+/**
+ * Admits one request of `principal` (`ip:<addr>`, `key:<id>`, `gateway:<id>`) against `limit`
+ * per rolling second in that principal's AccessGuard, or throws 429 `RATE_LIMITED`.
+ * The returned admission gives the RateLimit-* headers for the answer ({@link rateLimitHeaders}).
+ *
+ * @example
+ * const admission = await admit(env, `gateway:${id}`, GATEWAY_LIMIT);
+ * setResponseHeaders(c, rateLimitHeaders(admission));
+ */
+export async function admit(env: Env, principal: string, limit: number, detail = `${limit} requests per second`): Promise<Admission> {
+  const admission = await stubByName(env.ACCESS_GUARD, principal).admit(limit);
+  if (!admission.allowed) throw rateLimited(admission, detail);
+  return admission;
+}
+
+export { rateLimitHeaders, type Admission };
