@@ -357,14 +357,13 @@ export class MarketObject extends DurableObject<Env> {
   }
 
   /**
-   * A shard subscribes; the answer is the whole book at the sequence from which the shard
-   * will receive every delta (registering and reading happen in one step).
+   * A shard subscribes. Its first message is the whole book, sent down the same ordered
+   * channel as every delta after it, so the shard's copy continues exactly.
    */
-  async subscribeShard(symbol: string, shard: string): Promise<OrderBookSnapshot> {
+  async subscribeShard(symbol: string, shard: string): Promise<void> {
     const state = this.load(symbol);
-    await this.publisher!.add(shard);
     const { bids, asks } = state.book.levels(Number.MAX_SAFE_INTEGER);
-    return { symbol, sequence: state.book.sequence, timestamp: Date.now(), bids, asks };
+    await this.publisher!.add(shard, [{ stream: `book.${symbol}`, data: { type: "snapshot", sequence: state.book.sequence, bids, asks } }]);
   }
 
   async unsubscribeShard(symbol: string, shard: string): Promise<void> {

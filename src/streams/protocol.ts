@@ -1,8 +1,9 @@
+import { parseSymbol } from "../core/symbols";
 import { findMarket, QUOTE_ASSETS } from "../market/registry";
 
 /**
- * The WebSocket protocol of contract section 6, pure: stream names, client messages and the
- * inbound limits. The StreamHub applies what this decides.
+ * The WebSocket protocol of contract section 6, pure: stream names, client messages, the plans
+ * for subscribe / unsubscribe and the inbound limits. The StreamHub applies what this decides.
  */
 export const MAX_STREAMS_PER_CONNECTION = 50;
 export const MAX_MESSAGE_BYTES = 4096;
@@ -10,39 +11,70 @@ export const MAX_MESSAGES_PER_SECOND = 10;
 /** Non-JSON or malformed messages tolerated (each answered with an error) before closing. */
 export const MAX_WARNINGS = 3;
 export const MAX_CONNECTIONS_PER_PRINCIPAL = 5;
+/** WebSocket close code for abuse (RFC 6455 "policy violation"). */
 export const POLICY_VIOLATION = 1008;
+/**
+ * The heartbeat the runtime answers by itself, without waking a hibernated shard. The
+ * contract's `{"op":"ping"}` is answered by the shard with `{"op":"pong","time":…}` (a time
+ * cannot be part of a fixed auto-response), so the zero-cost keepalive is this bare text frame.
+ */
+export const KEEPALIVE_REQUEST = "ping";
+export const KEEPALIVE_RESPONSE = "pong";
 
 export type StreamKind = "ticker" | "trades" | "book" | "prices";
+const STREAM_KINDS: readonly string[] = ["ticker", "trades", "book", "prices"];
 
 export interface StreamName {
+  /** Canonical name: `book.BTCUSDT`, `prices.USDT`. */
   name: string;
   kind: StreamKind;
   /** A market symbol, or a quote asset for `prices`. */
   subject: string;
 }
 
-/** `ticker.BTCUSDT`, `trades.BTCUSDT`, `book.BTCUSDT`, `prices.USDT` (subject in any case). */
+/**
+ * `ticker.BTCUSDT`, `trades.BTCUSDT`, `book.BTCUSDT`, `prices.USDT`; the subject in any case
+ * and, for markets, in the separated forms of contract 1.7 (`book.btc-usdt`). Null when it
+ * names no stream there is.
+ */
 export function parseStreamName(raw: unknown): StreamName | null {
   if (typeof raw !== "string" || raw.length > 64) return null;
   const dot = raw.indexOf(".");
   if (dot <= 0) return null;
   const kind = raw.slice(0, dot);
-  const subject = raw.slice(dot + 1).toUpperCase();
-  if (kind === "prices") return QUOTE_ASSETS.includes(subject) ? { name: `prices.${subject}`, kind, subject } : null;
-  if (kind !== "ticker" && kind !== "trades" && kind !== "book") return null;
-  return findMarket(subject) ? { name: `${kind}.${subject}`, kind, subject } : null;
+  if (!STREAM_KINDS.includes(kind)) return null;
+  const subject = raw.slice(dot + 1);
+  if (kind === "prices") {
+    const quote = subject.toUpperCase();
+    return QUOTE_ASSETS.includes(quote) ? { name: `prices.${quote}`, kind, subject: quote } : null;
+  }
+  const parsed = parseSymbol(subject);
+  const market = parsed && findMarket(parsed.symbol);
+  if (!parsed || !market) return null;
+  if (parsed.base !== undefined && (parsed.base !== market.base || parsed.quote !== market.quote)) return null;
+  return { name: `${kind}.${market.symbol}`, kind: kind as StreamKind, subject: market.symbol };
 }
 
+/** The streams a market publishes; a shard registers with the market for any of them. */
+export function marketStreams(symbol: string): string[] {
+  return [`ticker.${symbol}`, `trades.${symbol}`, `book.${symbol}`];
+}
+
+export type MessageId = number | string | null;
+
 export type ClientMessage =
-  | { op: "subscribe" | "unsubscribe"; id: number | string | null; streams: unknown[] }
-  | { op: "list"; id: number | string | null }
-  | { op: "ping"; id: number | string | null };
+  | { op: "subscribe" | "unsubscribe"; id: MessageId; streams: unknown[] }
+  | { op: "list"; id: MessageId }
+  | { op: "ping"; id: MessageId };
 
-export type ParseResult = { ok: true; message: ClientMessage } | { ok: false; code: "INVALID_MESSAGE" | "UNKNOWN_OP"; message: string; id: number | string | null };
+export type ErrorCode = "INVALID_MESSAGE" | "UNKNOWN_OP" | "UNKNOWN_STREAM" | "TOO_MANY_STREAMS";
 
-function idOf(value: Record<string, unknown>): number | string | null {
+export type ParseResult = { ok: true; message: ClientMessage } | { ok: false; code: "INVALID_MESSAGE" | "UNKNOWN_OP"; message: string; id: MessageId };
+
+/** A client's `id` is echoed when it is a number or a short string; anything else is null. */
+function idOf(value: Record<string, unknown>): MessageId {
   const id = value.id;
-  return typeof id === "number" || (typeof id === "string" && id.length <= 64) ? id : null;
+  return (typeof id === "number" && Number.isFinite(id)) || (typeof id === "string" && id.length <= 64) ? id : null;
 }
 
 export function parseClientMessage(text: string): ParseResult {
@@ -68,12 +100,73 @@ export function parseClientMessage(text: string): ParseResult {
   }
 }
 
-/** The shard that holds every connection of a principal (FNV-1a of its name). */
+export type Plan = { ok: true; streams: StreamName[] } | { ok: false; code: "UNKNOWN_STREAM" | "TOO_MANY_STREAMS"; message: string };
+
+function describe(name: unknown): string {
+  return JSON.stringify(name)?.slice(0, 70) ?? String(name);
+}
+
+/** Parses every requested name, all or nothing (a request with one bad name changes nothing). */
+function parseAll(requested: unknown[]): Plan {
+  if (requested.length > MAX_STREAMS_PER_CONNECTION) {
+    return { ok: false, code: "TOO_MANY_STREAMS", message: `at most ${MAX_STREAMS_PER_CONNECTION} streams per request and per connection` };
+  }
+  const streams: StreamName[] = [];
+  for (const name of requested) {
+    const stream = parseStreamName(name);
+    if (!stream) return { ok: false, code: "UNKNOWN_STREAM", message: `${describe(name)} is not a stream: ticker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, prices.{QUOTE} (GET /api/markets)` };
+    if (!streams.some((s) => s.name === stream.name)) streams.push(stream);
+  }
+  return { ok: true, streams };
+}
+
+/** The streams a subscribe adds to a connection that holds `current`; nothing if any is wrong. */
+export function planSubscribe(current: readonly string[], requested: unknown[]): Plan {
+  const parsed = parseAll(requested);
+  if (!parsed.ok) return parsed;
+  const added = parsed.streams.filter((s) => !current.includes(s.name));
+  if (current.length + added.length > MAX_STREAMS_PER_CONNECTION) {
+    return { ok: false, code: "TOO_MANY_STREAMS", message: `at most ${MAX_STREAMS_PER_CONNECTION} streams per connection (this one holds ${current.length})` };
+  }
+  return { ok: true, streams: added };
+}
+
+/** The streams an unsubscribe removes; names not held are ignored, unknown names refuse it all. */
+export function planUnsubscribe(current: readonly string[], requested: unknown[]): Plan {
+  const parsed = parseAll(requested);
+  if (!parsed.ok) return parsed;
+  return { ok: true, streams: parsed.streams.filter((s) => current.includes(s.name)) };
+}
+
+/**
+ * The inbound rate: records a message at `now` in `times` (the arrival times of the last
+ * second, oldest first) and says whether it is within 10 in any rolling second.
+ */
+export function admitMessage(times: number[], now: number): boolean {
+  while (times.length > 0 && times[0]! <= now - 1000) times.shift();
+  times.push(now);
+  return times.length <= MAX_MESSAGES_PER_SECOND;
+}
+
+/** UTF-8 size of a frame, for the 4 KiB limit. */
+export function frameBytes(message: string | ArrayBuffer): number {
+  if (typeof message !== "string") return message.byteLength;
+  // UTF-8 never takes fewer bytes than UTF-16 code units: a long string needs no encoding.
+  return message.length > MAX_MESSAGE_BYTES ? message.length : new TextEncoder().encode(message).length;
+}
+
+/** The shard that holds every connection of a principal (FNV-1a of its name, mod N). */
 export function shardOf(principal: string, shards: number): string {
   let hash = 0x811c9dc5;
   for (let i = 0; i < principal.length; i++) {
     hash ^= principal.charCodeAt(i);
     hash = Math.imul(hash, 0x01000193);
   }
-  return `shard-${(hash >>> 0) % Math.max(1, shards)}`;
+  return `shard-${(hash >>> 0) % Math.max(1, Math.floor(shards) || 1)}`;
+}
+
+/** `STREAM_SHARDS` from configuration: a positive integer, else 1. */
+export function shardCount(configured: string | undefined): number {
+  const n = Number(configured);
+  return Number.isInteger(n) && n >= 1 ? n : 1;
 }

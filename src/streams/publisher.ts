@@ -1,14 +1,24 @@
 import type { Env } from "../env";
 import type { StreamEvent } from "./stream-hub";
 
+/** Events waiting for one shard, and whether a send to it is under way. */
+interface Outbox {
+  queued: StreamEvent[];
+  sending: boolean;
+}
+
 /**
  * The shards a source (a market, the price index) publishes to. Each change goes once to every
- * subscribed shard, which fans out locally. Sends to one shard are chained, so a shard sees a
- * market's messages in the order the market produced them.
+ * subscribed shard, which fans out locally.
+ *
+ * Sends to a shard are batched without a timer: one RPC is in flight per shard, and whatever
+ * the source publishes meanwhile goes together in the next one. A quiet market pays no delay;
+ * a busy one sends one call per round trip instead of one per update. Order is kept, since a
+ * shard's batches leave one after another.
  */
 export class ShardPublisher {
   private readonly shards: Set<string>;
-  private readonly chains = new Map<string, Promise<void>>();
+  private readonly outboxes = new Map<string, Outbox>();
 
   constructor(
     private readonly env: Env,
@@ -27,27 +37,49 @@ export class ShardPublisher {
     return [...this.shards];
   }
 
-  async add(shard: string): Promise<void> {
-    if (this.shards.has(shard)) return;
+  /** Publishes to `shard` from now on, starting with `welcome` (e.g. the base book), in order. */
+  async add(shard: string, welcome: StreamEvent[] = []): Promise<void> {
+    const known = this.shards.has(shard);
     this.shards.add(shard);
-    await this.persist([...this.shards]);
+    this.enqueue(shard, welcome);
+    if (!known) await this.persist([...this.shards]);
   }
 
   async remove(shard: string): Promise<void> {
     if (!this.shards.delete(shard)) return;
-    this.chains.delete(shard);
+    this.outboxes.delete(shard);
     await this.persist([...this.shards]);
   }
 
   publish(events: StreamEvent[]): void {
     if (events.length === 0) return;
-    for (const shard of this.shards) {
-      const previous = this.chains.get(shard) ?? Promise.resolve();
-      const next = previous
-        .then(() => this.env.STREAM_HUB.getByName(shard).publish(events))
-        .catch((error: unknown) => console.error("publish to", shard, "failed", String(error)));
-      this.chains.set(shard, next);
-      this.ctx.waitUntil(next);
+    for (const shard of this.shards) this.enqueue(shard, events);
+  }
+
+  private enqueue(shard: string, events: StreamEvent[]): void {
+    if (events.length === 0) return;
+    let outbox = this.outboxes.get(shard);
+    if (!outbox) this.outboxes.set(shard, (outbox = { queued: [], sending: false }));
+    outbox.queued.push(...events);
+    if (!outbox.sending) this.ctx.waitUntil(this.drain(shard, outbox));
+  }
+
+  private async drain(shard: string, outbox: Outbox): Promise<void> {
+    outbox.sending = true;
+    try {
+      // Stops when the shard was removed meanwhile (its outbox is no longer the current one).
+      while (outbox.queued.length > 0 && this.outboxes.get(shard) === outbox) {
+        const batch = outbox.queued;
+        outbox.queued = [];
+        try {
+          await this.env.STREAM_HUB.getByName(shard).publish(batch);
+        } catch (error) {
+          // Lost events: the shard sees the book's sequence jump and rebuilds its copy.
+          console.error("publish to", shard, "failed", String(error));
+        }
+      }
+    } finally {
+      outbox.sending = false;
     }
   }
 }

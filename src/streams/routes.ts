@@ -1,23 +1,33 @@
 import { z } from "@hono/zod-openapi";
 import { authenticateSigned, clientIp } from "../access/middleware";
 import { principalOfIp, principalOfKey } from "../access/keys";
-import { problem } from "../core/problem";
+import { rateLimitHeaders } from "../access/sliding-window";
+import { problem, type ProblemResult } from "../core/problem";
 import { createRouter } from "../core/router";
 import { problemResponses } from "../core/schemas";
 import type { Env } from "../env";
-import { shardOf } from "./protocol";
+import { shardCount, shardOf } from "./protocol";
 import { PRINCIPAL_HEADER, SHARD_HEADER } from "./stream-hub";
 
-/** Hands the upgrade to the shard that holds every connection of the principal. */
-function toShard(env: Env, request: Request, principal: string): Promise<Response> {
+/**
+ * Hands the upgrade to the shard that holds every connection of the principal. The shard
+ * answers 101 with the socket, or a `ProblemResult` (429 `STREAM_LIMIT`) that becomes problem
+ * JSON here, with the request id, like every other error. The 101 is re-made here so it can
+ * carry `headers` (a response from an object has immutable headers, and a 101 cannot be copied).
+ */
+async function toShard(env: Env, request: Request, principal: string, headers: Record<string, string>): Promise<Response> {
   if (request.headers.get("Upgrade")?.toLowerCase() !== "websocket") {
-    throw problem("VALIDATION_FAILED", "this is a WebSocket endpoint: connect with Upgrade: websocket");
+    throw problem("VALIDATION_FAILED", "this is a WebSocket endpoint: connect with Upgrade: websocket", undefined, headers);
   }
-  const shard = shardOf(principal, Number(env.STREAM_SHARDS ?? "1") || 1);
-  const headers = new Headers(request.headers);
-  headers.set(PRINCIPAL_HEADER, principal);
-  headers.set(SHARD_HEADER, shard);
-  return env.STREAM_HUB.getByName(shard).fetch(new Request(request, { headers }));
+  const shard = shardOf(principal, shardCount(env.STREAM_SHARDS));
+  const forwarded = new Headers(request.headers);
+  forwarded.set(PRINCIPAL_HEADER, principal);
+  forwarded.set(SHARD_HEADER, shard);
+  const response = await env.STREAM_HUB.getByName(shard).fetch(new Request(request, { headers: forwarded }));
+  if (response.webSocket) return new Response(null, { status: 101, webSocket: response.webSocket, headers });
+  const refusal = await response.json<ProblemResult>();
+  const code = refusal.problem?.code ?? "INTERNAL_ERROR";
+  throw problem(code, refusal.problem?.detail ?? "the stream shard refused the connection", refusal.problem?.extras, headers);
 }
 
 /**
@@ -42,8 +52,8 @@ for (const [path, summary] of [
   });
 }
 streamRoutes
-  .get("/api/ws", (c) => toShard(c.env, c.req.raw, principalOfIp(clientIp(c.req.raw))))
+  .get("/api/ws", (c) => toShard(c.env, c.req.raw, principalOfIp(clientIp(c.req.raw)), { "X-Request-Id": c.get("requestId") }))
   .get("/v1/ws", async (c) => {
-    const { keyId } = await authenticateSigned(c.env, c.req.raw, { permission: "stream", allowQueryForm: true });
-    return toShard(c.env, c.req.raw, principalOfKey(keyId));
+    const { keyId, admission } = await authenticateSigned(c.env, c.req.raw, { permission: "stream", allowQueryForm: true });
+    return toShard(c.env, c.req.raw, principalOfKey(keyId), { "X-Request-Id": c.get("requestId"), ...rateLimitHeaders(admission) });
   });

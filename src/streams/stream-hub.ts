@@ -1,7 +1,12 @@
 import { DurableObject } from "cloudflare:workers";
-import { problem, problemResponse } from "../core/problem";
+import { problem, toProblemResult } from "../core/problem";
 import type { Env } from "../env";
 import {
+  admitMessage,
+  frameBytes,
+  KEEPALIVE_REQUEST,
+  KEEPALIVE_RESPONSE,
+  marketStreams,
   MAX_CONNECTIONS_PER_PRINCIPAL,
   MAX_MESSAGE_BYTES,
   MAX_MESSAGES_PER_SECOND,
@@ -9,7 +14,10 @@ import {
   MAX_WARNINGS,
   parseClientMessage,
   parseStreamName,
+  planSubscribe,
+  planUnsubscribe,
   POLICY_VIOLATION,
+  type MessageId,
   type StreamName,
 } from "./protocol";
 import { WireBook, type BookMessage } from "./wire-book";
@@ -20,6 +28,7 @@ export interface StreamEvent {
   data: unknown;
 }
 
+/** What a socket carries through hibernation (small: at most 50 stream names). */
 interface Attachment {
   principal: string;
   streams: string[];
@@ -29,33 +38,49 @@ interface Attachment {
 export const PRINCIPAL_HEADER = "X-Stream-Principal";
 export const SHARD_HEADER = "X-Stream-Shard";
 /** The book snapshot a subscriber gets first (contract 6). */
-const SNAPSHOT_DEPTH = 100;
+export const SNAPSHOT_DEPTH = 100;
+/** A market's base book that has not come this long after registering is asked for again. */
+const BASE_TIMEOUT_MS = 5_000;
 
 /** Markets and quotes publish to shards; this names what a shard registered for. */
 function sourceOf(stream: StreamName): string {
   return stream.kind === "prices" ? `prices:${stream.subject}` : `market:${stream.subject}`;
 }
 
+function attachmentOf(ws: WebSocket): Attachment {
+  return ws.deserializeAttachment() as Attachment;
+}
+
 /**
  * One shard of the WebSocket fan-out. All connections of a principal land on one shard, so
- * the 5-connection limit is an exact count of this shard's sockets tagged with it. Sockets
- * hibernate; a socket's subscriptions live in its attachment, and everything in memory here
- * is rebuilt from those after a wake-up.
+ * the 5-connection limit is an exact count of this shard's sockets tagged with it — the runtime
+ * keeps that list through hibernation and drops a socket the moment it closes or fails.
+ *
+ * Sockets hibernate; a socket's subscriptions live in its attachment, and the subscriber index
+ * here is rebuilt from those after a wake-up. Per market the shard keeps a copy of the book
+ * (`WireBook`), built from the base book the market sends when the shard registers and kept by
+ * every delta after it, in the order the market produced them (one ordered channel per shard,
+ * see `ShardPublisher`). Every snapshot a client gets comes from that copy, so the deltas that
+ * follow it continue it exactly. Without a copy (after a wake-up or a gap) the shard forwards
+ * no book messages until a fresh base arrives, and then sends every book subscriber a snapshot.
  */
 export class StreamHub extends DurableObject<Env> {
   private readonly subscribers = new Map<string, Set<WebSocket>>();
   private readonly books = new Map<string, WireBook>();
-  /** Book messages that arrived while the shard was fetching the base snapshot. */
-  private readonly pendingBooks = new Map<string, BookMessage[]>();
+  /** Markets whose base book is on its way, since when. */
+  private readonly awaitingBase = new Map<string, number>();
   private readonly registrations = new Map<string, Promise<void>>();
+  private readonly releases = new Map<string, Promise<void>>();
+  /** Subscribes waiting for their source's registration, per source: they keep it wanted. */
+  private readonly joining = new Map<string, number>();
+  /** Arrival times of each socket's messages in the last second (lost on hibernation: harmless). */
   private readonly inbound = new Map<WebSocket, number[]>();
-  private readonly releasing = new Set<string>();
   private shardName: string | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    // A bare ping is answered by the runtime without waking the shard.
-    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair('{"op":"ping"}', '{"op":"pong"}'));
+    // The keepalive is answered by the runtime, so idle connections never wake the shard.
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(KEEPALIVE_REQUEST, KEEPALIVE_RESPONSE));
     for (const ws of ctx.getWebSockets()) {
       const attachment = ws.deserializeAttachment() as Attachment | null;
       for (const stream of attachment?.streams ?? []) this.subscribersOf(stream).add(ws);
@@ -73,24 +98,28 @@ export class StreamHub extends DurableObject<Env> {
     return this.shardName;
   }
 
-  /** Upgrades a connection, or refuses a sixth one of the same principal before the upgrade. */
+  /**
+   * Upgrades a connection, or refuses a sixth one of the same principal before the upgrade
+   * (a `ProblemResult` with status 429, which the route turns into problem JSON).
+   */
   override async fetch(request: Request): Promise<Response> {
     const principal = request.headers.get(PRINCIPAL_HEADER);
     const shard = request.headers.get(SHARD_HEADER);
-    if (!principal || !shard) return new Response("missing principal", { status: 400 });
+    if (!principal || !shard) return Response.json(toProblemResult(problem("VALIDATION_FAILED", "not a stream connection")), { status: 400 });
     if (this.shardName !== shard) {
       this.shardName = shard;
       await this.ctx.storage.put("shard", shard);
     }
-    // No await between the count and the accept: the check and the slot are one step.
+    // No await between the count and the accept: checking and taking the slot are one step.
     if (this.ctx.getWebSockets(principal).length >= MAX_CONNECTIONS_PER_PRINCIPAL) {
-      return problemResponse(problem("STREAM_LIMIT", `at most ${MAX_CONNECTIONS_PER_PRINCIPAL} concurrent WebSocket connections per ${principal.startsWith("key:") ? "API key" : "IP"}`), undefined);
+      const who = principal.startsWith("key:") ? "API key" : "client IP";
+      return Response.json(toProblemResult(problem("STREAM_LIMIT", `at most ${MAX_CONNECTIONS_PER_PRINCIPAL} concurrent WebSocket connections per ${who}; close one first`)), { status: 429 });
     }
     const { 0: client, 1: server } = new WebSocketPair();
     this.ctx.acceptWebSocket(server, [principal]);
     server.serializeAttachment({ principal, streams: [], warnings: 0 } satisfies Attachment);
     const initial = new URL(request.url).searchParams.get("streams");
-    if (initial) await this.subscribe(server, null, initial.split(",").slice(0, MAX_STREAMS_PER_CONNECTION + 1));
+    if (initial) await this.subscribe(server, null, initial.split(",", MAX_STREAMS_PER_CONNECTION + 1).filter((name) => name !== ""));
     return new Response(null, { status: 101, webSocket: client });
   }
 
@@ -102,33 +131,39 @@ export class StreamHub extends DurableObject<Env> {
     }
   }
 
-  private error(ws: WebSocket, id: number | string | null, code: string, message: string): void {
+  private error(ws: WebSocket, id: MessageId, code: string, message: string): void {
     this.send(ws, { id, error: { code, message } });
   }
 
-  override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
-    const size = typeof message === "string" ? new TextEncoder().encode(message).length : message.byteLength;
-    if (size > MAX_MESSAGE_BYTES) return ws.close(POLICY_VIOLATION, `messages are at most ${MAX_MESSAGE_BYTES} bytes`);
-    const now = Date.now();
-    const times = (this.inbound.get(ws) ?? []).filter((t) => t > now - 1000);
-    times.push(now);
-    this.inbound.set(ws, times);
-    if (times.length > MAX_MESSAGES_PER_SECOND) return ws.close(POLICY_VIOLATION, `at most ${MAX_MESSAGES_PER_SECOND} messages per second`);
+  private closeForAbuse(ws: WebSocket, reason: string): void {
+    this.forget(ws);
+    try {
+      ws.close(POLICY_VIOLATION, reason);
+    } catch {
+      // already closing
+    }
+  }
 
-    const attachment = ws.deserializeAttachment() as Attachment;
-    const parsed = typeof message === "string" ? parseClientMessage(message) : ({ ok: false, code: "INVALID_MESSAGE", message: "messages are JSON text", id: null } as const);
+  override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    if (frameBytes(message) > MAX_MESSAGE_BYTES) return this.closeForAbuse(ws, `messages are at most ${MAX_MESSAGE_BYTES} bytes`);
+    let times = this.inbound.get(ws);
+    if (!times) this.inbound.set(ws, (times = []));
+    if (!admitMessage(times, Date.now())) return this.closeForAbuse(ws, `at most ${MAX_MESSAGES_PER_SECOND} messages per second`);
+
+    const parsed = typeof message === "string" ? parseClientMessage(message) : ({ ok: false, code: "INVALID_MESSAGE", message: "messages are JSON text, not binary", id: null } as const);
     if (!parsed.ok) {
+      const attachment = attachmentOf(ws);
       attachment.warnings += 1;
       ws.serializeAttachment(attachment);
-      if (attachment.warnings > MAX_WARNINGS) return ws.close(POLICY_VIOLATION, "too many invalid messages");
+      if (attachment.warnings > MAX_WARNINGS) return this.closeForAbuse(ws, `more than ${MAX_WARNINGS} invalid messages`);
       return this.error(ws, parsed.id, parsed.code, parsed.message);
     }
     const request = parsed.message;
     switch (request.op) {
       case "ping":
-        return this.send(ws, { op: "pong", ...(request.id !== null ? { id: request.id } : {}), time: Date.now() });
+        return this.send(ws, request.id === null ? { op: "pong", time: Date.now() } : { op: "pong", id: request.id, time: Date.now() });
       case "list":
-        return this.send(ws, { id: request.id, result: { streams: attachment.streams } });
+        return this.send(ws, { id: request.id, result: { streams: attachmentOf(ws).streams } });
       case "subscribe":
         return this.subscribe(ws, request.id, request.streams);
       case "unsubscribe":
@@ -136,53 +171,66 @@ export class StreamHub extends DurableObject<Env> {
     }
   }
 
-  private async subscribe(ws: WebSocket, id: number | string | null, names: unknown[]): Promise<void> {
-    const attachment = ws.deserializeAttachment() as Attachment;
-    if (names.length > MAX_STREAMS_PER_CONNECTION) {
-      return this.error(ws, id, "TOO_MANY_STREAMS", `at most ${MAX_STREAMS_PER_CONNECTION} streams per request and per connection`);
-    }
-    const streams: StreamName[] = [];
-    for (const name of names) {
-      const stream = parseStreamName(name);
-      if (!stream) return this.error(ws, id, "UNKNOWN_STREAM", `${JSON.stringify(name).slice(0, 70)} is not a stream: ticker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, prices.{QUOTE}`);
-      streams.push(stream);
-    }
-    const added = streams.filter((s, i) => !attachment.streams.includes(s.name) && streams.findIndex((t) => t.name === s.name) === i);
-    if (attachment.streams.length + added.length > MAX_STREAMS_PER_CONNECTION) {
-      return this.error(ws, id, "TOO_MANY_STREAMS", `at most ${MAX_STREAMS_PER_CONNECTION} streams per connection`);
-    }
-    attachment.streams.push(...added.map((s) => s.name));
+  /**
+   * Adds streams to a connection: the ack comes once every source publishes to this shard,
+   * and a book stream's snapshot right after it (or, while the base book is still on its
+   * way, as soon as it arrives).
+   */
+  private async subscribe(ws: WebSocket, id: MessageId, names: unknown[]): Promise<void> {
+    const attachment = attachmentOf(ws);
+    const plan = planSubscribe(attachment.streams, names);
+    if (!plan.ok) return this.error(ws, id, plan.code, plan.message);
+    attachment.streams.push(...plan.streams.map((s) => s.name));
     ws.serializeAttachment(attachment);
+    const sources = [...new Map(plan.streams.map((s) => [sourceOf(s), s])).values()];
+    for (const s of sources) this.joining.set(sourceOf(s), (this.joining.get(sourceOf(s)) ?? 0) + 1);
+    try {
+      await Promise.all(sources.map((s) => this.register(s)));
+    } catch (error) {
+      console.error("subscribe failed", String(error));
+      const current = attachmentOf(ws);
+      current.streams = current.streams.filter((name) => !plan.streams.some((s) => s.name === name));
+      ws.serializeAttachment(current);
+      return this.error(ws, id, "INTERNAL_ERROR", "the streams could not be subscribed; try again");
+    } finally {
+      for (const s of sources) this.joining.set(sourceOf(s), (this.joining.get(sourceOf(s)) ?? 1) - 1);
+    }
+    if (ws.readyState !== WebSocket.OPEN) return; // closed while waiting
+    // An unsubscribe may have come meanwhile: the attachment is the truth.
+    const held = attachmentOf(ws).streams;
+    const added = plan.streams.filter((s) => held.includes(s.name));
     for (const stream of added) this.subscribersOf(stream.name).add(ws);
-    await Promise.all(added.map((stream) => this.register(stream)));
-    this.send(ws, { id, result: { streams: attachment.streams } });
-    // A book subscriber starts from a snapshot that the following deltas continue.
+    this.send(ws, { id, result: { streams: held } });
     for (const stream of added) {
       const book = stream.kind === "book" ? this.books.get(stream.subject) : undefined;
       if (book) this.send(ws, { stream: stream.name, data: book.snapshot(SNAPSHOT_DEPTH) });
     }
   }
 
-  private unsubscribe(ws: WebSocket, id: number | string | null, names: unknown[]): void {
-    const attachment = ws.deserializeAttachment() as Attachment;
-    for (const name of names) {
-      const stream = parseStreamName(name);
-      if (!stream) return this.error(ws, id, "UNKNOWN_STREAM", `${JSON.stringify(name).slice(0, 70)} is not a stream`);
-      attachment.streams = attachment.streams.filter((s) => s !== stream.name);
-      this.subscribers.get(stream.name)?.delete(ws);
-    }
+  private unsubscribe(ws: WebSocket, id: MessageId, names: unknown[]): void {
+    const attachment = attachmentOf(ws);
+    const plan = planUnsubscribe(attachment.streams, names);
+    if (!plan.ok) return this.error(ws, id, plan.code, plan.message);
+    attachment.streams = attachment.streams.filter((name) => !plan.streams.some((s) => s.name === name));
     ws.serializeAttachment(attachment);
+    for (const stream of plan.streams) this.subscribers.get(stream.name)?.delete(ws);
     this.send(ws, { id, result: { streams: attachment.streams } });
   }
 
-  /** Makes sure the source publishes to this shard; for a market, also fetches the base book. */
+  /** Makes sure the source publishes to this shard (after any release of it has finished). */
   private register(stream: StreamName): Promise<void> {
     const source = sourceOf(stream);
     let registration = this.registrations.get(source);
     if (!registration) {
-      registration = this.registerSource(stream).catch((error: unknown) => {
-        this.registrations.delete(source);
-        throw error;
+      if (stream.kind !== "prices") {
+        // A new registration brings a new base book; until then there is no copy to trust.
+        this.books.delete(stream.subject);
+        this.awaitingBase.set(stream.subject, Date.now());
+      }
+      const released = this.releases.get(source) ?? Promise.resolve();
+      registration = released.then(() => this.registerSource(stream));
+      registration.catch(() => {
+        if (this.registrations.get(source) === registration) this.registrations.delete(source);
       });
       this.registrations.set(source, registration);
     }
@@ -191,58 +239,40 @@ export class StreamHub extends DurableObject<Env> {
 
   private async registerSource(stream: StreamName): Promise<void> {
     const shard = await this.shard();
-    if (stream.kind === "prices") {
-      await this.env.PRICE_INDEX.getByName("global").subscribeShard(stream.subject, shard);
-      return;
+    if (stream.kind === "prices") return this.env.PRICE_INDEX.getByName("global").subscribeShard(stream.subject, shard);
+    // The market answers by sending its whole book down the channel of the deltas that follow.
+    try {
+      await this.env.MARKET.getByName(stream.subject).subscribeShard(stream.subject, shard);
+    } catch (error) {
+      this.awaitingBase.delete(stream.subject);
+      throw error;
     }
-    const symbol = stream.subject;
-    this.pendingBooks.set(symbol, this.pendingBooks.get(symbol) ?? []);
-    const base = await this.env.MARKET.getByName(symbol).subscribeShard(symbol, shard);
-    const book = new WireBook();
-    book.apply({ type: "snapshot", sequence: base.sequence, bids: base.bids as BookMessage["bids"], asks: base.asks as BookMessage["asks"] });
-    for (const message of this.pendingBooks.get(symbol) ?? []) {
-      if (message.type === "snapshot" || message.sequence > book.sequence) book.apply(message);
-    }
-    this.pendingBooks.delete(symbol);
-    this.books.set(symbol, book);
   }
 
-  /** True while any stream of the stream's source (a market's three, or a quote) has a subscriber here. */
+  /** True while any stream of the source (a market's three, or a quote) has a subscriber here. */
   private sourceWanted(stream: StreamName): boolean {
-    const names = stream.kind === "prices" ? [stream.name] : ["ticker", "trades", "book"].map((kind) => `${kind}.${stream.subject}`);
+    if ((this.joining.get(sourceOf(stream)) ?? 0) > 0) return true;
+    const names = stream.kind === "prices" ? [stream.name] : marketStreams(stream.subject);
     return names.some((name) => (this.subscribers.get(name)?.size ?? 0) > 0);
   }
 
-  /**
-   * Nobody here wants a source any more: stop its publishing to this shard. Should someone
-   * subscribe meanwhile, register again afterwards and give book subscribers a new snapshot.
-   */
-  private async release(stream: StreamName): Promise<void> {
+  /** Nobody here wants a source any more: stop its publishing to this shard. */
+  private release(stream: StreamName): void {
     const source = sourceOf(stream);
-    if (this.releasing.has(source)) return;
-    this.releasing.add(source);
+    if (this.releases.has(source)) return;
     this.registrations.delete(source);
-    this.books.delete(stream.subject);
-    try {
+    if (stream.kind !== "prices") {
+      this.books.delete(stream.subject);
+      this.awaitingBase.delete(stream.subject);
+    }
+    const released = (async () => {
       const shard = await this.shard();
       if (stream.kind === "prices") await this.env.PRICE_INDEX.getByName("global").unsubscribeShard(stream.subject, shard);
       else await this.env.MARKET.getByName(stream.subject).unsubscribeShard(stream.subject, shard);
-    } finally {
-      this.releasing.delete(source);
-    }
-    if (this.sourceWanted(stream)) {
-      this.registrations.delete(source);
-      await this.register(stream);
-      this.resendSnapshot(stream.subject);
-    }
-  }
-
-  private resendSnapshot(symbol: string): void {
-    const book = this.books.get(symbol);
-    if (!book) return;
-    const name = `book.${symbol}`;
-    const text = JSON.stringify({ stream: name, data: book.snapshot(SNAPSHOT_DEPTH) });
-    for (const ws of this.subscribers.get(name) ?? []) this.send(ws, text);
+    })()
+      .catch((error: unknown) => console.error("release failed", String(error)))
+      .finally(() => this.releases.delete(source));
+    this.releases.set(source, released);
   }
 
   /** Called by a market or the price index: each event goes to this shard's subscribers. */
@@ -251,32 +281,44 @@ export class StreamHub extends DurableObject<Env> {
       const stream = parseStreamName(event.stream);
       if (!stream) continue;
       if (!this.sourceWanted(stream)) {
-        void this.release(stream).catch((error: unknown) => console.error("release failed", String(error)));
+        this.release(stream);
         continue;
       }
-      if (stream.kind === "book" && !this.trackBook(stream, event.data as BookMessage)) continue;
+      const data = stream.kind === "book" ? this.trackBook(stream, event.data as BookMessage) : event.data;
+      if (data === undefined) continue;
       const sockets = this.subscribers.get(stream.name);
       if (!sockets || sockets.size === 0) continue;
-      const text = JSON.stringify(event);
+      // Serialized once, sent as the same string to every subscriber.
+      const text = JSON.stringify({ stream: stream.name, data });
       for (const ws of sockets) this.send(ws, text);
     }
   }
 
-  /** Keeps the shard's copy of a book; false when the message must not be forwarded as it is. */
-  private trackBook(stream: StreamName, message: BookMessage): boolean {
+  /**
+   * Keeps the shard's copy of a book and says what its subscribers get: a delta as it came,
+   * a snapshot (a market's base or a publisher's snapshot) as the copy's 100 best levels, or
+   * nothing while the copy is missing.
+   */
+  private trackBook(stream: StreamName, message: BookMessage): BookMessage | undefined {
     const symbol = stream.subject;
-    const pending = this.pendingBooks.get(symbol);
-    if (pending) {
-      pending.push(message);
-      return false; // subscribers get the snapshot the registration builds
+    if (message.type === "snapshot") {
+      const book = new WireBook();
+      book.apply(message);
+      this.books.set(symbol, book);
+      this.awaitingBase.delete(symbol);
+      return book.snapshot(SNAPSHOT_DEPTH);
     }
     const book = this.books.get(symbol);
-    if (book && book.apply(message)) return true;
-    // No copy (woken from hibernation) or a gap: rebuild it, then resend a snapshot to everyone.
+    if (book?.apply(message)) return message;
+    // No copy (woken from hibernation), or a delta that does not follow it: ask for a new base,
+    // unless one is on its way. Its snapshot goes to every book subscriber.
     this.books.delete(symbol);
-    this.registrations.delete(`market:${symbol}`);
-    void this.register(stream).then(() => this.resendSnapshot(symbol));
-    return false;
+    const since = this.awaitingBase.get(symbol);
+    if (since === undefined || Date.now() - since > BASE_TIMEOUT_MS) {
+      this.registrations.delete(sourceOf(stream));
+      this.register(stream).catch((error: unknown) => console.error("book resync failed", symbol, String(error)));
+    }
+    return undefined;
   }
 
   private forget(ws: WebSocket): void {
@@ -290,7 +332,7 @@ export class StreamHub extends DurableObject<Env> {
     try {
       ws.close(code === 1005 || code === 1006 ? 1000 : code, reason);
     } catch {
-      // already closed
+      // already closed (the runtime answers Close frames itself)
     }
   }
 

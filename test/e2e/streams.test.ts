@@ -41,8 +41,13 @@ describe("WebSocket streams (contract 6)", () => {
     expect(await c.next((m) => m.id === 2)).toEqual({ id: 2, result: { streams: ["ticker.BTCUSDT", "book.BTCUSDT"] } });
     c.ws.send(JSON.stringify({ op: "list", id: 3 }));
     expect((await c.next((m) => m.id === 3)).result.streams).toEqual(["ticker.BTCUSDT", "book.BTCUSDT"]);
+    c.ws.send(JSON.stringify({ op: "ping" }));
+    expect(await c.next((m) => m.op === "pong")).toEqual({ op: "pong", time: expect.any(Number) });
     c.ws.send(JSON.stringify({ op: "ping", id: 4 }));
     expect(await c.next((m) => m.op === "pong" && m.id === 4)).toMatchObject({ time: expect.any(Number) });
+    c.ws.send("ping"); // the keepalive, answered by the runtime
+    for (let i = 0; i < 50 && !c.texts.includes("pong"); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(c.texts).toEqual(["pong"]);
     c.ws.send(JSON.stringify({ op: "subscribe", id: 5, streams: ["book.DOGEUSDT"] }));
     expect((await c.next((m) => m.id === 5)).error.code).toBe("UNKNOWN_STREAM");
     c.ws.close();
@@ -78,7 +83,7 @@ describe("WebSocket streams (contract 6)", () => {
     const five = await Promise.all(Array.from({ length: 5 }, () => open("/api/ws", ip)));
     const sixth = await connect(baseUrl, "/api/ws", ip);
     expect(isOpen(sixth)).toBe(false);
-    expect(sixth).toMatchObject({ status: 429, body: { code: "STREAM_LIMIT" } });
+    expect(sixth).toMatchObject({ status: 429, body: { status: 429, code: "STREAM_LIMIT", requestId: expect.any(String) } });
     five[0]!.ws.close();
     await five[0]!.closed;
     const replacement = await connect(baseUrl, "/api/ws", ip);

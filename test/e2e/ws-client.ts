@@ -3,6 +3,8 @@ import WebSocket from "ws";
 export interface Connection {
   ws: WebSocket;
   messages: any[];
+  /** Frames that are not JSON (the keepalive's `pong`). */
+  texts: string[];
   closed: Promise<{ code: number; reason: string }>;
   next(predicate: (message: any) => boolean, timeoutMs?: number): Promise<any>;
 }
@@ -12,9 +14,16 @@ export function connect(baseUrl: string, path: string, ip: string): Promise<Conn
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(baseUrl.replace(/^http/, "ws") + path, { headers: { "CF-Connecting-IP": ip } });
     const messages: any[] = [];
+    const texts: string[] = [];
     const waiters: { predicate: (m: any) => boolean; resolve: (m: any) => void }[] = [];
     ws.on("message", (data) => {
-      const message = JSON.parse(String(data));
+      let message: any;
+      try {
+        message = JSON.parse(String(data));
+      } catch {
+        texts.push(String(data));
+        return;
+      }
       messages.push(message);
       for (const waiter of [...waiters]) {
         if (waiter.predicate(message)) {
@@ -34,6 +43,7 @@ export function connect(baseUrl: string, path: string, ip: string): Promise<Conn
       resolve({
         ws,
         messages,
+        texts,
         closed,
         next(predicate, timeoutMs = 10_000) {
           const seen = messages.find(predicate);

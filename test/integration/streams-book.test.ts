@@ -1,0 +1,253 @@
+import { evictDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { ingest } from "../../src/market/ingest";
+import { shardOf } from "../../src/streams/protocol";
+import { callJson } from "../support/http";
+import { openSocket, sleep, until, type TestSocket } from "./streams-support";
+
+type Level = [string, string];
+type Side = Map<string, string>;
+
+const shardCount = Number(env.STREAM_SHARDS);
+const shardOfIp = (ip: string) => shardOf(`ip:${ip}`, shardCount);
+
+/** Client IPs from `prefix`, the first on any shard and the second on another (when there are two). */
+function ipsOnTwoShards(prefix: string): [string, string] {
+  const first = `${prefix}.1`;
+  for (let i = 2; i < 250; i++) if (shardOfIp(`${prefix}.${i}`) !== shardOfIp(first) || shardCount === 1) return [first, `${prefix}.${i}`];
+  throw new Error("no second shard");
+}
+
+/** A deterministic pseudo-random source, so a failure replays. */
+function random(seed: number): () => number {
+  return () => {
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    return seed / 2 ** 32;
+  };
+}
+
+/**
+ * What a client does with the book stream (README recipe): a snapshot replaces the book, a
+ * delta must follow the last sequence and sets or ("0") removes levels.
+ */
+class ClientBook {
+  bids: Side = new Map();
+  asks: Side = new Map();
+  sequence = -1;
+  snapshots = 0;
+  gaps = 0;
+
+  constructor(socket: TestSocket, private readonly stream: string) {
+    const apply = (message: any) => {
+      if (message.stream === this.stream) this.apply(message.data);
+    };
+    for (const message of socket.messages) apply(message);
+    socket.ws.addEventListener("message", (event) => {
+      apply(JSON.parse(event.data as string));
+    });
+  }
+
+  private apply(data: { type: string; sequence: number; bids: Level[]; asks: Level[] }): void {
+    if (data.type === "snapshot") {
+      this.snapshots += 1;
+      this.bids.clear();
+      this.asks.clear();
+    } else if (this.sequence < 0 || data.sequence !== this.sequence + 1) {
+      this.gaps += 1;
+      return;
+    }
+    for (const side of ["bids", "asks"] as const) {
+      for (const [price, quantity] of data[side]) {
+        if (Number(quantity) === 0) this[side].delete(price);
+        else this[side].set(price, quantity);
+      }
+    }
+    this.sequence = data.sequence;
+  }
+
+  levels(): { bids: Level[]; asks: Level[] } {
+    const sorted = (side: Side, descending: boolean) => [...side].sort(([a], [b]) => (descending ? Number(b) - Number(a) : Number(a) - Number(b)));
+    return { bids: sorted(this.bids, true), asks: sorted(this.asks, false) };
+  }
+}
+
+/** A publisher that changes a book at random, never crossing it, and remembers what it holds. */
+class Publisher {
+  private readonly bids = new Map<string, string>();
+  private readonly asks = new Map<string, string>();
+  sequence = 0;
+  private readonly next: () => number;
+
+  constructor(
+    private readonly symbol: string,
+    seed: number,
+    private readonly quantityScale: number,
+  ) {
+    this.next = random(seed);
+  }
+
+  private price(side: "bids" | "asks"): string {
+    const cents = Math.floor(this.next() * 10_000);
+    return side === "bids" ? (900 + cents / 100).toFixed(2) : (1000.01 + cents / 100).toFixed(2);
+  }
+
+  private quantity(): string {
+    return ((1 + Math.floor(this.next() * 99_999)) / 10 ** this.quantityScale).toFixed(this.quantityScale);
+  }
+
+  async snapshot(perSide: number): Promise<void> {
+    this.bids.clear();
+    this.asks.clear();
+    while (this.bids.size < perSide) this.bids.set(this.price("bids"), this.quantity());
+    while (this.asks.size < perSide) this.asks.set(this.price("asks"), this.quantity());
+    this.sequence += 1;
+    await ingest(env, { symbol: this.symbol, book: { type: "snapshot", sequence: this.sequence, bids: [...this.bids], asks: [...this.asks] } });
+  }
+
+  async delta(): Promise<void> {
+    const change = (side: "bids" | "asks"): Level[] => {
+      const levels = new Map<string, string>();
+      for (let i = 0, n = 1 + Math.floor(this.next() * 3); i < n; i++) {
+        const existing = [...this[side].keys()];
+        const roll = this.next();
+        const price = roll < 0.35 && existing.length > 0 ? existing[Math.floor(this.next() * existing.length)]! : this.price(side);
+        levels.set(price, roll < 0.35 ? "0" : this.quantity());
+      }
+      for (const [price, quantity] of levels) {
+        if (quantity === "0") this[side].delete(price);
+        else this[side].set(price, quantity);
+      }
+      return [...levels];
+    };
+    this.sequence += 1;
+    await ingest(env, { symbol: this.symbol, book: { type: "delta", sequence: this.sequence, bids: change("bids"), asks: change("asks") } });
+  }
+
+  async deltas(count: number): Promise<void> {
+    for (let i = 0; i < count; i++) await this.delta();
+  }
+}
+
+async function restBook(symbol: string, depth = 1000) {
+  const { status, body } = await callJson<{ sequence: number; bids: Level[]; asks: Level[] }>(`/api/orderbook/${symbol}?depth=${depth}`);
+  expect(status).toBe(200);
+  return body;
+}
+
+describe("book stream consistency (contract 6)", () => {
+  it("clients that apply the snapshot and deltas end with exactly GET /api/orderbook at the same sequence — joining mid-stream, on two shards, across hibernation", async () => {
+    const publisher = new Publisher("BTCUSDT", 7, 5);
+    await publisher.snapshot(60);
+    const [ipA, ipB] = ipsOnTwoShards("203.0.113");
+    const first = await openSocket("/api/ws?streams=book.BTCUSDT", ipA);
+    const firstBook = new ClientBook(first, "book.BTCUSDT");
+    await publisher.deltas(25);
+
+    // Joins while deltas are in flight: one on the same shard (its snapshot comes from the
+    // shard's copy), one on another shard (which registers with the market now).
+    const joining = publisher.deltas(25);
+    const sameShard = await openSocket("/api/ws", ipA);
+    sameShard.ws.send(JSON.stringify({ op: "subscribe", id: 1, streams: ["book.BTCUSDT"] }));
+    const sameShardBook = new ClientBook(sameShard, "book.BTCUSDT");
+    const otherShard = await openSocket("/api/ws?streams=book.btc-usdt", ipB);
+    const otherShardBook = new ClientBook(otherShard, "book.BTCUSDT");
+    await joining;
+
+    // The first shard hibernates: it loses its copy, gets a new base from the market on the
+    // next delta and sends its book subscribers a fresh snapshot.
+    await until(() => firstBook.sequence === publisher.sequence);
+    await evictDurableObject(env.STREAM_HUB.getByName(shardOfIp(ipA)), { webSockets: "hibernate" });
+    await publisher.deltas(25);
+
+    const books = [firstBook, sameShardBook, otherShardBook];
+    await until(() => books.every((b) => b.sequence === publisher.sequence));
+    const rest = await restBook("BTCUSDT");
+    expect(rest.sequence).toBe(publisher.sequence);
+    for (const book of books) {
+      expect(book.gaps).toBe(0);
+      expect(book.levels()).toEqual({ bids: rest.bids, asks: rest.asks });
+    }
+    expect(firstBook.snapshots).toBe(2); // at connect, and after the shard woke up
+    expect(sameShard.messages.find((m) => m.id === 1)).toEqual({ id: 1, result: { streams: ["book.BTCUSDT"] } });
+    // The ack comes before the stream's first message.
+    expect(sameShard.messages.findIndex((m) => m.id === 1)).toBeLessThan(sameShard.messages.findIndex((m) => m.stream));
+    for (const s of [first, sameShard, otherShard]) s.ws.close();
+  });
+
+  it("a deep book's snapshot carries the 100 best levels a side; a publisher's snapshot reaches clients cut to 100 as well", async () => {
+    const publisher = new Publisher("ETHUSDT", 11, 4);
+    await publisher.snapshot(150);
+    const socket = await openSocket("/api/ws?streams=book.ETHUSDT", "203.0.114.1");
+    const snapshot = await until(() => socket.messages.find((m) => m.stream === "book.ETHUSDT")?.data);
+    const top = await restBook("ETHUSDT", 100);
+    expect(snapshot).toEqual({ type: "snapshot", sequence: top.sequence, bids: top.bids, asks: top.asks });
+
+    await publisher.snapshot(150);
+    const republished = await until(() => socket.messages.filter((m) => m.stream === "book.ETHUSDT")[1]?.data);
+    const after = await restBook("ETHUSDT", 100);
+    expect(republished).toEqual({ type: "snapshot", sequence: after.sequence, bids: after.bids, asks: after.asks });
+    socket.ws.close();
+  });
+
+  it("an unsubscribe and a new subscribe give a fresh snapshot (the recipe for a gap)", async () => {
+    const publisher = new Publisher("SOLBTC", 13, 2);
+    await publisher.snapshot(10);
+    const socket = await openSocket("/api/ws?streams=book.SOLBTC", "203.0.114.2");
+    await until(() => socket.messages.find((m) => m.stream === "book.SOLBTC"));
+    await publisher.deltas(3);
+    socket.ws.send(JSON.stringify({ op: "unsubscribe", id: 2, streams: ["book.SOLBTC"] }));
+    socket.ws.send(JSON.stringify({ op: "subscribe", id: 3, streams: ["book.SOLBTC"] }));
+    await until(() => socket.messages.find((m) => m.id === 3));
+    const snapshots = await until(() => {
+      const found = socket.messages.filter((m) => m.stream === "book.SOLBTC" && m.data.type === "snapshot");
+      return found.length === 2 && found;
+    });
+    expect(snapshots[1].data.sequence).toBe(publisher.sequence);
+    socket.ws.close();
+  });
+});
+
+describe("trades, ticker and prices streams", () => {
+  it("each accepted trade is published once; a retried trade id is not", async () => {
+    const socket = await openSocket("/api/ws?streams=trades.XRPUSDT", "203.0.114.3");
+    await until(() => socket.messages.find((m) => m.result));
+    const time = Date.now();
+    await ingest(env, { symbol: "XRPUSDT", trades: [{ id: "x-1", price: "0.5000", quantity: "10.0", side: "buy", time }] });
+    await ingest(env, { symbol: "XRPUSDT", trades: [{ id: "x-1", price: "0.5000", quantity: "10.0", side: "buy", time }, { id: "x-2", price: "0.5001", quantity: "2.5", side: "sell", time }] });
+    await until(() => socket.messages.filter((m) => m.stream === "trades.XRPUSDT").length >= 2);
+    await sleep(200);
+    expect(socket.messages.filter((m) => m.stream === "trades.XRPUSDT").map((m) => m.data)).toEqual([
+      { id: "x-1", price: "0.5000", quantity: "10.0", side: "buy", time },
+      { id: "x-2", price: "0.5001", quantity: "2.5", side: "sell", time },
+    ]);
+    socket.ws.close();
+  });
+
+  it("ticker messages come at most once a second, however often the market trades", async () => {
+    const socket = await openSocket("/api/ws?streams=ticker.SOLUSDT", "203.0.114.4");
+    await until(() => socket.messages.find((m) => m.result));
+    const started = Date.now();
+    for (let i = 0; Date.now() - started < 2500; i++) {
+      await ingest(env, { symbol: "SOLUSDT", trades: [{ id: `s-${i}`, price: "150.000", quantity: "1.00", side: "buy", time: Date.now() }] });
+      await sleep(50);
+    }
+    await sleep(1200);
+    const tickers = socket.messages.filter((m) => m.stream === "ticker.SOLUSDT").map((m) => m.data);
+    expect(tickers.length).toBeGreaterThanOrEqual(2);
+    expect(tickers.length).toBeLessThanOrEqual(4);
+    expect(tickers[0]).toMatchObject({ symbol: "SOLUSDT", lastPrice: "150.000" });
+    for (let i = 1; i < tickers.length; i++) expect(tickers[i].closeTime - tickers[i - 1].closeTime).toBeGreaterThanOrEqual(1000);
+    socket.ws.close();
+  });
+
+  it("prices.{QUOTE} carries the /api/prices body when the price index takes a new price", async () => {
+    const socket = await openSocket("/api/ws?streams=prices.USDC", "203.0.114.5");
+    await until(() => socket.messages.find((m) => m.result));
+    await ingest(env, { symbol: "BTCUSDC", trades: [{ id: "p-1", price: "97000.00", quantity: "0.10000", side: "buy", time: Date.now() }] });
+    // Earlier messages may predate this price (other markets report too): wait for the one with it.
+    const prices = await until(() => socket.messages.find((m) => m.stream === "prices.USDC" && m.data.data.length > 0)?.data, 5000);
+    expect(prices).toMatchObject({ quote: "USDC", asOf: expect.any(Number), data: expect.arrayContaining([expect.objectContaining({ asset: "BTC", price: "97000.00", source: "BTCUSDC" })]) });
+    socket.ws.close();
+  });
+});

@@ -1,0 +1,52 @@
+import { expect } from "vitest";
+import { call } from "../support/http";
+
+/** A WebSocket opened through the Worker in workerd, with every message it received. */
+export interface TestSocket {
+  ws: WebSocket;
+  /** Parsed JSON messages, in arrival order. */
+  messages: any[];
+  /** Frames that were not JSON (the keepalive's `pong`). */
+  texts: string[];
+  closed: Promise<{ code: number; reason: string }>;
+}
+
+export function upgrade(path: string, ip: string, headers: Record<string, string> = {}): Promise<Response> {
+  return call(path, { ip, headers: { Upgrade: "websocket", ...headers } });
+}
+
+export async function openSocket(path: string, ip: string, headers?: Record<string, string>): Promise<TestSocket> {
+  const response = await upgrade(path, ip, headers);
+  expect(response.status).toBe(101);
+  const ws = response.webSocket!;
+  const messages: any[] = [];
+  const texts: string[] = [];
+  const closed = new Promise<{ code: number; reason: string }>((resolve) => {
+    ws.addEventListener("close", (event) => {
+      resolve({ code: event.code, reason: event.reason });
+    });
+  });
+  ws.addEventListener("message", (event) => {
+    const text = event.data as string;
+    try {
+      messages.push(JSON.parse(text));
+    } catch {
+      texts.push(text);
+    }
+  });
+  ws.accept();
+  return { ws, messages, texts, closed };
+}
+
+/** Polls until `read` gives a value (or throws after the timeout). */
+export async function until<T>(read: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 5000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error("timed out");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
