@@ -7,7 +7,7 @@ import { resolveMarket } from "../market/lookup";
 import { readMarkets, readTicker } from "../market/reads";
 import type { TickerRecord } from "../market/rolling-window";
 import { HtmlDocument } from "./document";
-import { CLIENT_SCRIPTS } from "./generated/client-bundle";
+import { CLIENT_SCRIPTS, CLIENT_VERSIONS } from "./generated/client-bundle";
 
 /**
  * The pages for people: `/` lists the markets live, `/markets/{pair}` shows one market live.
@@ -23,25 +23,26 @@ td:first-child,th:first-child{text-align:left}.up{color:#1f7a4d}.down{color:#b32
 #connection.reconnecting,#connection.resyncing{background:#fde7c8;color:#8a5a00}
 .flash{animation:flash .8s}@keyframes flash{from{background:#fff3b0}to{background:transparent}}
 .grid{display:grid;grid-template-columns:1fr 1fr;gap:1rem}@media (max-width:720px){.grid{grid-template-columns:1fr}}
+@media (max-width:520px){body{font-size:14px;padding:.5rem}td,th{padding:.3rem .25rem}.status{display:none}}
 section{border:1px solid #e4e7eb;border-radius:8px;padding:.6rem}h2{font-size:15px;margin:.2rem 0 .5rem}
 canvas{width:100%;height:220px;display:block}tr.bids td:first-child,tr.buy td:nth-child(2){color:#1f7a4d}tr.asks td:first-child,tr.sell td:nth-child(2){color:#b3261e}
 #ticker{display:flex;gap:1.2rem;flex-wrap:wrap;align-items:baseline}#ticker .price{font-size:28px;font-weight:600}.muted{color:#666;font-size:13px}
 `;
 
-function Page(props: { title: string; children: Child; script: keyof typeof CLIENT_SCRIPTS }) {
+function Page(props: { title: string; children: Child; script?: keyof typeof CLIENT_SCRIPTS }) {
   return (
     <HtmlDocument title={props.title} style={STYLE}>
       <header>
         <h1 style="margin:.3rem 0">
           <a href="/" style="color:inherit;text-decoration:none">Market Data Service</a>
         </h1>
-        <span id="connection">connecting</span>
+        {props.script && <span id="connection">connecting</span>}
         <nav>
           <a href="/docs">API reference</a> · <a href="/dashboard">Dashboard (API keys)</a>
         </nav>
       </header>
       {props.children}
-      <script src={`/assets/${props.script}.js`} defer></script>
+      {props.script && <script src={`/assets/${props.script}.js?v=${CLIENT_VERSIONS[props.script]}`} defer></script>}
     </HtmlDocument>
   );
 }
@@ -56,14 +57,17 @@ export const pageRoutes = new Hono<AppEnv>()
     const tickers = await Promise.all(listed.map((m) => readTicker(c.env, m.symbol)));
     return c.html(
       <Page title="Markets" script="landing">
-        <p class="muted">Live prices over WebSocket. Decimals exactly as the API serves them.</p>
+        <p>
+          Live market data for people and programs: REST and WebSocket (<code>/api/ws</code>), signed <code>/v1</code> access with API keys.
+          Prices below move live over the same WebSocket any client can use; open a market for its order book, trades and candles.
+        </p>
         <table id="markets">
           <tr>
             <th>market</th>
             <th>last price</th>
             <th>24 h change</th>
             <th>24 h volume</th>
-            <th>status</th>
+            <th class="status">status</th>
           </tr>
           {tickers.map((t, i) => (
             <tr data-symbol={t.symbol}>
@@ -77,7 +81,7 @@ export const pageRoutes = new Hono<AppEnv>()
                 {signed(t.changePercent24h)}
               </td>
               <td data-field="volume">{t.volume24h}</td>
-              <td>{listed[i]!.status}</td>
+              <td class="status">{listed[i]!.status}</td>
             </tr>
           ))}
         </table>
@@ -93,7 +97,7 @@ export const pageRoutes = new Hono<AppEnv>()
     } catch (error) {
       if (!(error instanceof ProblemError)) throw error;
       return c.html(
-        <Page title="Unknown market" script="landing">
+        <Page title="Unknown market">
           <h2>{error.message}</h2>
           <p>
             <a href="/">All markets</a>
@@ -134,6 +138,13 @@ export const pageRoutes = new Hono<AppEnv>()
                 Order book <span id="spread" class="muted"></span>
               </h2>
               <table>
+                <thead>
+                  <tr>
+                    <th>price ({market.quote})</th>
+                    <th>quantity ({market.base})</th>
+                    <th>total</th>
+                  </tr>
+                </thead>
                 <tbody id="ladder-asks"></tbody>
                 <tbody id="ladder-bids"></tbody>
               </table>
@@ -141,6 +152,13 @@ export const pageRoutes = new Hono<AppEnv>()
             <section>
               <h2>Trades</h2>
               <table>
+                <thead>
+                  <tr>
+                    <th>time (UTC)</th>
+                    <th>price</th>
+                    <th>quantity</th>
+                  </tr>
+                </thead>
                 <tbody id="trades"></tbody>
               </table>
             </section>
@@ -150,8 +168,10 @@ export const pageRoutes = new Hono<AppEnv>()
     );
   })
   .get("/assets/:name{[a-z]+\\.js}", (c) => {
-    const name = c.req.param("name").replace(/\.js$/, "") as keyof typeof CLIENT_SCRIPTS;
-    const script = CLIENT_SCRIPTS[name];
-    if (!script) return c.notFound();
-    return c.body(script, 200, { "Content-Type": "text/javascript; charset=utf-8", "Cache-Control": "public, max-age=300" });
+    const name = c.req.param("name").replace(/\.js$/, "");
+    if (!Object.hasOwn(CLIENT_SCRIPTS, name)) return c.notFound();
+    const script = CLIENT_SCRIPTS[name as keyof typeof CLIENT_SCRIPTS];
+    // Pages ask for `?v={content hash}`: such a URL never changes meaning, so it may be cached for good.
+    const cache = c.req.query("v") === CLIENT_VERSIONS[name as keyof typeof CLIENT_SCRIPTS] ? "public, max-age=31536000, immutable" : "public, max-age=300";
+    return c.body(script, 200, { "Content-Type": "text/javascript; charset=utf-8", "Cache-Control": cache });
   });

@@ -22,9 +22,9 @@ async function expectBookMatchesRest(page: Page, symbol: string) {
     const rest = (await (await fetch(`${baseUrl}/api/orderbook/${symbol}?depth=1000`, { headers: { "CF-Connecting-IP": `198.19.7.${attempt}` } })).json()) as { sequence: number; bids: [string, string][]; asks: [string, string][] };
     const mine = await page.evaluate(() => {
       const { book } = (window as any).__mds;
-      return { sequence: book.sequence, bids: book.ladder("bids"), asks: book.ladder("asks") };
+      return { ready: book.ready, sequence: book.sequence, bids: book.ladder("bids"), asks: book.ladder("asks") };
     });
-    if (mine.sequence === rest.sequence) {
+    if (mine.ready && mine.sequence === rest.sequence) {
       expect(mine.bids).toEqual(rest.bids);
       expect(mine.asks).toEqual(rest.asks);
       return;
@@ -44,7 +44,9 @@ describe("pages in a real browser", () => {
     const before = await prices();
     await expect.poll(prices, { timeout: 5000, interval: 250 }).not.toEqual(before);
     await expect.poll(() => page.locator("#connection").textContent()).toBe("live");
-    await page.screenshot({ path: path.join(SCREENSHOTS, "landing.png"), fullPage: true });
+    // A short viewport: the full-page shot is then as tall as the content, not the window.
+    await page.setViewportSize({ width: 1200, height: 300 });
+    await page.screenshot({ path: path.join(SCREENSHOTS, "landing.png"), fullPage: true, animations: "disabled" });
     await page.close();
   });
 
@@ -57,10 +59,14 @@ describe("pages in a real browser", () => {
     expect(state.bestBid).toBeLessThan(state.bestAsk);
     expect(await page.locator("#ladder-bids tr").count()).toBe(15);
     await expectBookMatchesRest(page, "BTCUSDT");
-    const count = Number(await page.locator("#trades").getAttribute("data-count"));
-    await expect.poll(async () => Number(await page.locator("#trades").getAttribute("data-count")), { timeout: 10_000 }).toBeGreaterThan(count);
+    const streamed = Number(await page.locator("#trades").getAttribute("data-streamed"));
+    const newest = await page.locator("#trades tr").first().getAttribute("data-id");
+    await expect.poll(async () => Number(await page.locator("#trades").getAttribute("data-streamed")), { timeout: 10_000 }).toBeGreaterThan(streamed);
+    await expect.poll(() => page.locator("#trades tr").first().getAttribute("data-id")).not.toBe(newest);
     await expect.poll(async () => Number(await page.locator("#candles").getAttribute("data-drawn")), { timeout: 10_000 }).toBeGreaterThan(0);
-    await page.screenshot({ path: path.join(SCREENSHOTS, "market.png"), fullPage: true });
+    // The tape keeps growing row by row (the README's screenshot shows a full one).
+    await expect.poll(() => page.locator("#trades tr").count(), { timeout: 15_000 }).toBeGreaterThanOrEqual(20);
+    await page.screenshot({ path: path.join(SCREENSHOTS, "market.png"), fullPage: true, animations: "disabled" });
     await page.close();
   });
 
@@ -69,6 +75,8 @@ describe("pages in a real browser", () => {
     await page.goto(`${baseUrl}/markets/ETHUSDT`);
     await expect.poll(() => page.locator("#connection").textContent()).toBe("live");
     await expect.poll(async () => (await bookState(page)).sequence, { timeout: 10_000 }).toBeGreaterThan(0);
+    // The page exposes its socket to tests (window.__mds); closing it is what a dropped
+    // connection looks like to the page: its close handler runs and the back-off starts.
     await page.evaluate(() => (window as any).__mds.live.socket.close());
     await expect.poll(() => page.locator("#connection").textContent(), { interval: 20 }).toMatch(/reconnecting|resyncing/);
     await expect.poll(() => page.locator("#connection").textContent(), { timeout: 10_000 }).toBe("live");
@@ -86,14 +94,49 @@ describe("pages in a real browser", () => {
     await expect.poll(() => page.evaluate(() => (window as any).__mds.resyncs), { timeout: 10_000 }).toBeGreaterThan(0);
     await expect.poll(() => page.locator("#connection").textContent(), { timeout: 10_000 }).toBe("live");
     await expectBookMatchesRest(page, "SOLUSDT");
+    // One lost delta costs one resubscription: deltas in flight meanwhile do not trigger more.
+    expect(await page.evaluate(() => (window as any).__mds.resyncs)).toBe(1);
     await page.close();
   });
 
-  it("an unknown market is a clear 404 page", async () => {
+  it("an unknown market is a clear 404 page that opens no stream", async () => {
     const page = await chromium().newPage();
+    const sockets: string[] = [];
+    page.on("websocket", (ws) => sockets.push(ws.url()));
     const response = await page.goto(`${baseUrl}/markets/DOGEUSDT`);
     expect(response!.status()).toBe(404);
     expect(await page.locator("h2").textContent()).toContain("not a listed market");
+    expect(await page.locator("a[href='/']").count()).toBeGreaterThan(0);
+    expect(sockets).toEqual([]);
+    await page.close();
+  });
+
+  it("on a phone-sized screen nothing is wider than the screen", async () => {
+    const page = await chromium().newPage();
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const url of ["/", "/markets/BTCUSDT"]) {
+      await page.goto(baseUrl + url);
+      await expect.poll(() => page.locator("#connection").textContent()).toBe("live");
+      if (url !== "/") await expect.poll(async () => Number(await page.locator("#depth").getAttribute("data-drawn")), { timeout: 10_000 }).toBeGreaterThan(0);
+      const widths = await page.evaluate(() => ({ page: document.documentElement.scrollWidth, screen: window.innerWidth }));
+      expect(widths.page, url).toBeLessThanOrEqual(widths.screen);
+    }
+    await page.close();
+  });
+
+  it("scripts are served by the service itself, cached for good only under their content hash", async () => {
+    const page = await chromium().newPage();
+    const foreign: string[] = [];
+    page.on("request", (request) => {
+      if (!request.url().startsWith(baseUrl)) foreign.push(request.url());
+    });
+    await page.goto(`${baseUrl}/markets/BTCUSDT`);
+    const src = await page.locator("script[src]").getAttribute("src");
+    expect(src).toMatch(/^\/assets\/market\.js\?v=[0-9a-f]{12}$/);
+    expect((await fetch(baseUrl + src!)).headers.get("cache-control")).toContain("immutable");
+    expect((await fetch(`${baseUrl}/assets/market.js`)).headers.get("cache-control")).toBe("public, max-age=300");
+    expect((await fetch(`${baseUrl}/assets/constructor.js`)).status).toBe(404);
+    expect(foreign).toEqual([]);
     await page.close();
   });
 });

@@ -11,37 +11,82 @@ export interface BookMessage {
   asks: Level[];
 }
 
+/**
+ * What `apply` did: `applied`; `gap` — a delta did not continue the book, which is now stale
+ * (the caller resubscribes for a new snapshot, once); `ignored` — a delta while no snapshot
+ * is held (before the first one, or after a gap until the new one), which must not trigger
+ * another resubscription: the server allows 10 client messages a second.
+ */
+export type ApplyResult = "applied" | "gap" | "ignored";
+
+/** Orders two non-negative decimal strings exactly (no float rounding of long prices). */
+export function compareDecimal(a: string, b: string): number {
+  const [aInt = "", aFrac = ""] = a.split(".");
+  const [bInt = "", bFrac = ""] = b.split(".");
+  const aWhole = aInt.replace(/^0+(?=\d)/, "");
+  const bWhole = bInt.replace(/^0+(?=\d)/, "");
+  if (aWhole.length !== bWhole.length) return aWhole.length - bWhole.length;
+  if (aWhole !== bWhole) return aWhole < bWhole ? -1 : 1;
+  const width = Math.max(aFrac.length, bFrac.length);
+  const aPadded = aFrac.padEnd(width, "0");
+  const bPadded = bFrac.padEnd(width, "0");
+  return aPadded === bPadded ? 0 : aPadded < bPadded ? -1 : 1;
+}
+
+/** `a − b` for decimal strings, exactly, at the larger of their scales (the spread, for display). */
+export function subtractDecimal(a: string, b: string): string {
+  const scale = Math.max(a.split(".")[1]?.length ?? 0, b.split(".")[1]?.length ?? 0);
+  const units = (text: string) => {
+    const [whole = "", fraction = ""] = text.split(".");
+    return BigInt((whole || "0") + fraction.padEnd(scale, "0"));
+  };
+  const difference = units(a) - units(b);
+  const sign = difference < 0n ? "-" : "";
+  const digits = (difference < 0n ? -difference : difference).toString().padStart(scale + 1, "0");
+  return scale === 0 ? sign + digits : `${sign}${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
+}
+
+const isZero = (quantity: string) => /^0*(\.0*)?$/.test(quantity);
+
 export class ClientBook {
   sequence = 0;
+  /** True while the book continues a snapshot without a gap. */
   ready = false;
   /** Price → quantity, both exactly as the service wrote them. */
   readonly bids = new Map<string, string>();
   readonly asks = new Map<string, string>();
 
-  /** Applies a message; returns false on a sequence gap (the caller resubscribes). */
-  apply(message: BookMessage): boolean {
-    if (message.type === "snapshot") {
+  apply(message: BookMessage): ApplyResult {
+    if (message.type === "delta") {
+      if (!this.ready) return "ignored";
+      if (message.sequence !== this.sequence + 1) {
+        this.ready = false;
+        return "gap";
+      }
+    } else {
       this.bids.clear();
       this.asks.clear();
       this.ready = true;
-    } else if (!this.ready || message.sequence !== this.sequence + 1) {
-      this.ready = false;
-      return false;
     }
     for (const side of ["bids", "asks"] as const) {
       for (const [price, quantity] of message[side]) {
-        if (Number(quantity) === 0) this[side].delete(price);
+        if (isZero(quantity)) this[side].delete(price);
         else this[side].set(price, quantity);
       }
     }
     this.sequence = message.sequence;
-    return true;
+    return "applied";
+  }
+
+  /** Forgets continuity (a new connection): deltas are ignored until the next snapshot. */
+  invalidate(): void {
+    this.ready = false;
   }
 
   /** Best first (bids descending, asks ascending), as exact strings for display. */
   ladder(side: "bids" | "asks", depth = Infinity): Level[] {
     const levels = [...this[side]];
-    levels.sort((a, b) => (side === "bids" ? Number(b[0]) - Number(a[0]) : Number(a[0]) - Number(b[0])));
+    levels.sort((a, b) => (side === "bids" ? compareDecimal(b[0], a[0]) : compareDecimal(a[0], b[0])));
     return levels.slice(0, depth);
   }
 

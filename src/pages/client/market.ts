@@ -1,4 +1,4 @@
-import { ClientBook, type BookMessage } from "./book";
+import { ClientBook, subtractDecimal, type BookMessage, type Level } from "./book";
 import { LiveSocket } from "./socket";
 
 /**
@@ -28,6 +28,7 @@ const trades: Trade[] = [];
 let candles: Candle[] = [];
 let dirty = true;
 let resyncs = 0;
+let streamedTrades = 0;
 let dropNextDelta = false;
 
 function setConnection(state: string): void {
@@ -44,7 +45,11 @@ function onTicker(ticker: Record<string, string>): void {
   $("ticker").className = ticker.changePercent24h!.startsWith("-") ? "down" : "up";
 }
 
+/** Server strings go into the page as text, never as markup (a trade id is any 1–64 characters). */
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
 function onTrade(trade: Trade): void {
+  streamedTrades += 1;
   trades.unshift(trade);
   trades.length = Math.min(trades.length, 60);
   const minute = Math.floor(trade.time / 60_000) * 60_000;
@@ -61,36 +66,62 @@ function onTrade(trade: Trade): void {
   dirty = true;
 }
 
+/** After a gap: one resubscription, repeated only if no snapshot came within RESYNC_RETRY_MS. */
+const RESYNC_RETRY_MS = 5000;
+let resyncTimer: ReturnType<typeof setTimeout> | undefined;
+
+function resync(): void {
+  resyncs += 1;
+  setConnection("resyncing");
+  live.resubscribe(`book.${symbol}`);
+  clearTimeout(resyncTimer);
+  resyncTimer = setTimeout(() => {
+    if (!book.ready && live.socket?.readyState === WebSocket.OPEN) resync();
+  }, RESYNC_RETRY_MS);
+}
+
 function onBook(message: BookMessage): void {
-  if (dropNextDelta && message.type === "delta") {
+  if (dropNextDelta && message.type === "delta" && book.ready) {
     dropNextDelta = false; // test hook: lose one delta, as a flaky network would
     return;
   }
-  if (!book.apply(message)) {
-    resyncs += 1;
-    setConnection("resyncing");
-    live.resubscribe(`book.${symbol}`);
-    return;
-  }
+  const result = book.apply(message);
+  if (result === "gap") return resync();
+  if (result === "ignored") return;
+  if (message.type === "snapshot") clearTimeout(resyncTimer);
   if (live.socket?.readyState === WebSocket.OPEN && $("connection").textContent !== "live") setConnection("live");
   dirty = true;
 }
 
-function renderLadder(): void {
-  const rows = (side: "bids" | "asks") =>
-    book
-      .ladder(side, 15)
-      .map(([p, q]) => `<tr class="${side}" data-price="${p}"><td>${p}</td><td>${q}</td></tr>`)
-      .join("");
-  $("ladder-asks").innerHTML = rows("asks").split("</tr>").filter(Boolean).reverse().map((r) => `${r}</tr>`).join("");
-  $("ladder-bids").innerHTML = rows("bids");
-  $("book").dataset.sequence = String(book.sequence);
-  const bestBid = book.ladder("bids", 1)[0]?.[0];
-  const bestAsk = book.ladder("asks", 1)[0]?.[0];
-  $("book").dataset.bestBid = bestBid ?? "";
-  $("book").dataset.bestAsk = bestAsk ?? "";
-  $("spread").textContent = bestBid !== undefined && bestAsk !== undefined ? `spread ${(Number(bestAsk) - Number(bestBid)).toPrecision(6)}` : "";
+const LADDER_LEVELS = 15;
+
+/** Rows with the cumulative total from the touch, shaded in proportion to it (the depth, as a bar). */
+function ladderRows(side: "bids" | "asks", levels: Level[], maxTotal: number): string[] {
+  let total = 0;
+  return levels.map(([price, quantity]) => {
+    total += Number(quantity);
+    const share = ((total / maxTotal) * 100).toFixed(1);
+    const colour = side === "bids" ? "rgba(31,122,77,.12)" : "rgba(179,38,30,.12)";
+    return `<tr class="${side}" data-price="${escapeHtml(price)}" style="background:linear-gradient(to left,${colour} ${share}%,transparent ${share}%)"><td>${escapeHtml(price)}</td><td>${escapeHtml(quantity)}</td><td>${total.toFixed(quantity.split(".")[1]?.length ?? 0)}</td></tr>`;
+  });
 }
+
+function renderLadder(): void {
+  const bids = book.ladder("bids", LADDER_LEVELS);
+  const asks = book.ladder("asks", LADDER_LEVELS);
+  const sum = (levels: Level[]) => levels.reduce((total, [, quantity]) => total + Number(quantity), 0);
+  const maxTotal = Math.max(sum(bids), sum(asks)) || 1;
+  // Asks above bids, the best of each next to the spread.
+  $("ladder-asks").innerHTML = ladderRows("asks", asks, maxTotal).reverse().join("");
+  $("ladder-bids").innerHTML = ladderRows("bids", bids, maxTotal).join("");
+  const bestBid = bids[0]?.[0];
+  const bestAsk = asks[0]?.[0];
+  Object.assign($("book").dataset, { sequence: String(book.sequence), ready: String(book.ready), bestBid: bestBid ?? "", bestAsk: bestAsk ?? "" });
+  $("spread").textContent = bestBid !== undefined && bestAsk !== undefined ? `spread ${subtractDecimal(bestAsk, bestBid)}` : "";
+}
+
+const LABEL_FONT = "11px system-ui,sans-serif";
+const priceLabel = (price: number) => price.toPrecision(6);
 
 function canvasContext(id: string): [CanvasRenderingContext2D, number, number] {
   const canvas = $(id) as HTMLCanvasElement;
@@ -131,18 +162,34 @@ function renderDepth(): void {
     context.strokeStyle = `${color}1)`;
     context.stroke();
   }
+  context.fillStyle = "#555";
+  context.font = LABEL_FONT;
+  context.textBaseline = "bottom";
+  context.textAlign = "left";
+  context.fillText(priceLabel(low), 2, height - 2);
+  context.textAlign = "right";
+  context.fillText(priceLabel(high), width - 2, height - 2);
+  context.textAlign = "center";
+  context.textBaseline = "top";
+  context.fillText(`mid ${priceLabel((bids[0]![0] + asks[0]![0]) / 2)}`, width / 2, 2);
   ($("depth") as HTMLCanvasElement).dataset.drawn = String(bids.length + asks.length);
 }
 
+/** Candles placed by their minute (a minute without trades is a gap), prices labelled on the right. */
 function renderCandles(): void {
-  const [context, width, height] = canvasContext("candles");
+  const [context, fullWidth, height] = canvasContext("candles");
   if (candles.length === 0) return;
+  const gutter = 64;
+  const width = fullWidth - gutter;
   const high = Math.max(...candles.map((c) => c.high));
   const low = Math.min(...candles.map((c) => c.low));
-  const y = (price: number) => 8 + ((high - price) / (high - low || 1)) * (height - 16);
-  const step = width / Math.max(candles.length, 30);
-  candles.forEach((candle, i) => {
-    const cx = i * step + step / 2;
+  const y = (price: number) => 14 + ((high - price) / (high - low || 1)) * (height - 30);
+  const lastMinute = candles[candles.length - 1]!.openTime;
+  const minutes = Math.max(30, (lastMinute - candles[0]!.openTime) / 60_000 + 1);
+  const firstMinute = lastMinute - (minutes - 1) * 60_000;
+  const step = width / minutes;
+  for (const candle of candles) {
+    const cx = ((candle.openTime - firstMinute) / 60_000) * step + step / 2;
     context.strokeStyle = context.fillStyle = candle.close >= candle.open ? "#1f7a4d" : "#b3261e";
     context.beginPath();
     context.moveTo(cx, y(candle.high));
@@ -150,16 +197,31 @@ function renderCandles(): void {
     context.stroke();
     const top = y(Math.max(candle.open, candle.close));
     context.fillRect(cx - step * 0.35, top, step * 0.7, Math.max(1, y(Math.min(candle.open, candle.close)) - top));
-  });
+  }
+  context.fillStyle = "#555";
+  context.font = LABEL_FONT;
+  context.textAlign = "left";
+  context.textBaseline = "middle";
+  context.fillText(priceLabel(high), width + 6, y(high));
+  context.fillText(priceLabel(low), width + 6, y(low));
+  context.textBaseline = "bottom";
+  const time = (ms: number) => new Date(ms).toISOString().slice(11, 16);
+  context.fillText(time(firstMinute), 0, height);
+  context.textAlign = "right";
+  context.fillText(`${time(lastMinute)} UTC`, width, height);
   ($("candles") as HTMLCanvasElement).dataset.drawn = String(candles.length);
 }
 
 function renderTrades(): void {
   $("trades").innerHTML = trades
     .slice(0, 30)
-    .map((t) => `<tr class="${t.side}" data-id="${t.id}"><td>${new Date(t.time).toISOString().slice(11, 19)}</td><td>${t.price}</td><td>${t.quantity}</td></tr>`)
+    .map(
+      (t) =>
+        `<tr class="${t.side === "buy" ? "buy" : "sell"}" data-id="${escapeHtml(t.id)}"><td>${new Date(t.time).toISOString().slice(11, 19)}</td><td>${escapeHtml(t.price)}</td><td>${escapeHtml(t.quantity)}</td></tr>`,
+    )
     .join("");
   $("trades").dataset.count = String(trades.length);
+  $("trades").dataset.streamed = String(streamedTrades);
 }
 
 function frame(): void {
@@ -177,12 +239,15 @@ const live = new LiveSocket(
   [`ticker.${symbol}`, `trades.${symbol}`, `book.${symbol}`],
   (message) => {
     if (message.stream === `ticker.${symbol}`) onTicker(message.data);
-    else if (message.stream === `trades.${symbol}`) onTrade(message.data);
+    else if (message.stream === `trades.${symbol}`) for (const trade of [message.data].flat() as Trade[]) onTrade(trade);
     else if (message.stream === `book.${symbol}`) onBook(message.data);
   },
   (state) => {
     setConnection(state);
-    if (state !== "live") book.ready = false; // a new connection starts from a new snapshot
+    if (state !== "live") {
+      book.invalidate(); // a new connection starts from a new snapshot
+      clearTimeout(resyncTimer);
+    }
   },
 );
 
