@@ -1,65 +1,139 @@
-// Runs the service and the baseline on workerd through Miniflare, as the benchmarks need them:
-// the real bundle, the bindings of wrangler.toml, the D1 migrations applied, no logging proxy.
+// Runs the service and the baseline on workerd through Miniflare's API, as the benchmarks need
+// them: the real bundle (`wrangler deploy --dry-run`), the bindings of wrangler.toml read at run
+// time, the D1 migrations applied, request logging off and no wrangler dev proxy in front.
+//
+// `direct: true` serves a Worker on its own workerd socket (Miniflare's `unsafeDirectSockets`),
+// so requests skip Miniflare's entry worker as well — the closest local stand-in for how
+// Cloudflare calls a Worker. The HTTP bench uses it for the service and the baseline alike.
 import { execFileSync } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import path from "node:path";
-import { build } from "esbuild";
 import { convertV4MiniflareOptions, Miniflare } from "miniflare";
-import { unstable_getMiniflareWorkerOptions } from "wrangler";
+import { unstable_getMiniflareWorkerOptions, unstable_readConfig } from "wrangler";
 
 export const root = path.resolve(import.meta.dirname, "..");
 export const work = path.join(root, ".bench");
+const require = createRequire(import.meta.url);
+// wrangler's config helpers log ("Using secrets defined in .dev.vars") to stdout, which is the
+// bench's report: keep them to warnings unless the caller asked for more.
+process.env.WRANGLER_LOG ??= "warn";
 
-export function bundleService(quiet = false) {
-  execFileSync("wrangler", ["deploy", "--dry-run", "--outdir", path.join(work, "service")], {
+function wrangler(args, quiet) {
+  // wrangler's own CLI on this Node (npm scripts run Node 24 from the `node` devDependency).
+  const cli = path.join(path.dirname(require.resolve("wrangler/package.json")), "bin", "wrangler.js");
+  execFileSync(process.execPath, [cli, ...args], {
     cwd: root,
     stdio: quiet ? "ignore" : ["ignore", "ignore", "inherit"],
     env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
   });
-  return path.join(work, "service", "index.js");
 }
 
-export async function bundleBaseline() {
-  const outfile = path.join(work, "baseline", "index.js");
-  await build({ entryPoints: [path.join(root, "bench/baseline-worker.ts")], bundle: true, format: "esm", platform: "neutral", outfile, logLevel: "silent" });
-  return outfile;
+/** Bundles the Worker exactly as `npm run build` / `wrangler deploy` would; returns the script path. */
+export function bundleService(quiet = false) {
+  const outdir = path.join(work, "service");
+  wrangler(["deploy", "--dry-run", "--outdir", outdir], quiet);
+  return path.join(outdir, "index.js");
 }
 
-export async function startService(scriptPath, vars = {}) {
+/**
+ * Bundles a reference Worker of bench/ with the same tool and build settings as the service
+ * (wrangler; the compatibility date and flags, keep_names and minify of wrangler.toml), so it
+ * differs from the service only in what the Worker does.
+ */
+function bundleReference(name, entry, extra, quiet) {
+  const config = unstable_readConfig({ config: path.join(root, "wrangler.toml") });
+  const dir = path.join(work, name);
+  mkdirSync(dir, { recursive: true });
+  const referenceConfig = {
+    name: `bench-${name}`,
+    main: path.join(root, "bench", entry),
+    compatibility_date: config.compatibility_date,
+    compatibility_flags: config.compatibility_flags,
+    send_metrics: false,
+    ...extra,
+    ...(config.keep_names === undefined ? {} : { keep_names: config.keep_names }),
+    ...(config.minify === undefined ? {} : { minify: config.minify }),
+  };
+  const configPath = path.join(dir, "wrangler.json");
+  writeFileSync(configPath, JSON.stringify(referenceConfig, null, 2));
+  wrangler(["deploy", "--dry-run", "--config", configPath, "--outdir", path.join(dir, "out")], quiet);
+  return { name, scriptPath: path.join(dir, "out", entry.replace(/\.ts$/, ".js")), configPath };
+}
+
+/** The baseline: bench/baseline-worker.ts, a bare Hono Worker answering a small JSON body. */
+export function bundleBaseline(quiet = false) {
+  return bundleReference("baseline", "baseline-worker.ts", {}, quiet);
+}
+
+/**
+ * The floor: bench/floor-worker.ts, the baseline plus one or two calls per request to a trivial
+ * SQLite-backed Durable Object (like the service's objects).
+ */
+export function bundleFloor(quiet = false) {
+  const objects = { durable_objects: { bindings: [{ name: "COUNTER", class_name: "Counter" }] }, migrations: [{ tag: "v1", new_sqlite_classes: ["Counter"] }] };
+  return bundleReference("floor", "floor-worker.ts", objects, quiet);
+}
+
+/** Starts a reference Worker bundled by bundleBaseline or bundleFloor, with its config's bindings. */
+export async function startReference({ name, scriptPath, configPath }, { direct = false } = {}) {
+  const { modulesRules, ...workerOptions } = unstable_getMiniflareWorkerOptions(configPath).workerOptions;
+  const mf = miniflareFor({ ...workerOptions, name, modules: true, modulesRoot: path.dirname(scriptPath), scriptPath }, direct);
+  return { mf, ...(await urlsOf(mf, name, direct)) };
+}
+
+function miniflareFor(worker, direct, inspectorPort) {
+  return new Miniflare(
+    convertV4MiniflareOptions({
+      host: "127.0.0.1",
+      port: 0,
+      logRequests: false,
+      // The Worker's console output goes to stderr: stdout is the bench's report (and its JSON).
+      handleStructuredLogs: ({ level, message }) => process.stderr.write(`[workerd ${level}] ${message}\n`),
+      ...(inspectorPort ? { inspectorPort } : {}),
+      workers: [{ ...worker, ...(direct ? { unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }] } : {}) }],
+    }),
+  );
+}
+
+/** `url` to load (the direct socket's with `direct`), `entryUrl` through Miniflare's entry worker. */
+async function urlsOf(mf, name, direct) {
+  const entryUrl = (await mf.ready).origin;
+  return { url: direct ? (await mf.unsafeGetDirectURL(name)).origin : entryUrl, entryUrl };
+}
+
+/**
+ * Starts the bundled service with wrangler.toml's bindings (plus `vars`) and local secrets.
+ * Returns `{ mf, url, entryUrl }`.
+ */
+export async function startService(scriptPath, vars = {}, { direct = false, inspectorPort } = {}) {
   // Bindings come from wrangler.toml, so the bench follows the real configuration; the module
   // rules do not apply to an already bundled script.
   const { modulesRules, ...workerOptions } = unstable_getMiniflareWorkerOptions(path.join(root, "wrangler.toml")).workerOptions;
-  // Miniflare 5 takes its own option shape; convert from the v4 shape wrangler produces.
-  const mf = new Miniflare(convertV4MiniflareOptions({
-    host: "127.0.0.1",
-    port: 0,
-    workers: [
-      {
-        ...workerOptions,
-        name: "service",
-        modules: true,
-        scriptPath,
-        bindings: {
-          ...workerOptions.bindings,
-          ...vars,
-          SEALING_KEY: Buffer.alloc(32, 7).toString("base64"),
-          ADMIN_TOKEN: "bench-admin-token",
-        },
+  const mf = miniflareFor(
+    {
+      ...workerOptions,
+      name: "service",
+      modules: true,
+      modulesRoot: path.dirname(scriptPath),
+      scriptPath,
+      bindings: {
+        ...workerOptions.bindings,
+        ...vars,
+        SEALING_KEY: Buffer.alloc(32, 7).toString("base64"),
+        ADMIN_TOKEN: "bench-admin-token",
       },
-    ],
-  }));
-  const url = await mf.ready;
+    },
+    direct,
+    inspectorPort,
+  );
+  const urls = await urlsOf(mf, "service", direct);
   // Apply D1 migrations the way `wrangler d1 migrations apply` would.
   const db = await mf.getD1Database("DB");
   const dir = path.join(root, "migrations");
   for (const file of readdirSync(dir).filter((f) => f.endsWith(".sql")).sort()) {
     await db.exec(readFileSync(path.join(dir, file), "utf8").replace(/--.*$/gm, "").replace(/\s*\n\s*/g, " "));
   }
-  return { mf, url: url.origin };
-}
-
-export async function startBaseline(scriptPath) {
-  const mf = new Miniflare(convertV4MiniflareOptions({ host: "127.0.0.1", port: 0, workers: [{ name: "baseline", modules: true, scriptPath, compatibilityDate: "2026-10-01" }] }));
-  return { mf, url: (await mf.ready).origin };
+  return { mf, ...urls };
 }
 

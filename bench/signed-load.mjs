@@ -1,44 +1,72 @@
-// Signed load for the bench: accounts and API keys made through the JSON API, then every
-// request signed afresh by the load generator (contract section 4), spread over enough keys
-// that none passes its 30 requests a second.
+// Signed load for the bench: accounts and real API keys made through the JSON API of contract
+// section 4, then every request signed afresh by the load generator (timestamp and HMAC per
+// request), spread over enough keys that none passes its 30 requests a second.
 import { createHmac } from "node:crypto";
 
+/** 8 accounts × 20 keys (the per-account maximum): 160 keys carry 4,800 signed req/s under their limits. */
 const ACCOUNTS = 8;
 const KEYS_PER_ACCOUNT = 20;
 
-export async function prepareSignedLoad(baseUrl, requestTarget) {
+/** Contract section 4: lowercase hex HMAC-SHA256 of `timestamp\nMETHOD\nrequestTarget\nbody`. */
+export function sign(secret, timestamp, method, requestTarget, body = "") {
+  return createHmac("sha256", secret).update(`${timestamp}\n${method}\n${requestTarget}\n${body}`).digest("hex");
+}
+
+async function expectStatus(response, status, what) {
+  if (response.status !== status) throw new Error(`${what} answered ${response.status}: ${(await response.text()).slice(0, 200)}`);
+  return response;
+}
+
+/**
+ * Creates the accounts and keys; returns `{ path, keys, setupRequest }` for autocannon.
+ * The account API is limited per client IP like the rest of the public surface, so every set-up
+ * call comes from the next address of `nextIp`.
+ */
+export async function prepareSignedLoad(baseUrl, requestTarget, nextIp) {
+  const stamp = Date.now().toString(36);
+  const accounts = await Promise.all(
+    Array.from({ length: ACCOUNTS }, async (_, a) => {
+      const signup = await fetch(`${baseUrl}/account/signup`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", "CF-Connecting-IP": nextIp() },
+        body: JSON.stringify({ email: `bench-${stamp}-${a}@example.com`, password: "bench password 1234" }),
+      });
+      await expectStatus(signup, 201, "POST /account/signup");
+      return signup.headers.get("set-cookie").split(";")[0];
+    }),
+  );
   const keys = [];
-  for (let a = 0; a < ACCOUNTS; a++) {
-    const ip = `10.99.${a}.1`;
-    const signup = await fetch(`${baseUrl}/account/signup`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json", "CF-Connecting-IP": ip },
-      body: JSON.stringify({ email: `bench-${Date.now()}-${a}@example.com`, password: "bench password 1234" }),
-    });
-    if (signup.status !== 201) throw new Error(`signup answered ${signup.status}`);
-    const cookie = signup.headers.get("set-cookie").split(";")[0];
+  for (const [a, cookie] of accounts.entries()) {
     for (let k = 0; k < KEYS_PER_ACCOUNT; k++) {
-      if (k % 8 === 7) await new Promise((resolve) => setTimeout(resolve, 1000)); // the account API is limited per IP too
       const created = await fetch(`${baseUrl}/account/api-keys`, {
         method: "POST",
-        headers: { "Content-Type": "application/json", Cookie: cookie, "CF-Connecting-IP": ip },
-        body: JSON.stringify({ label: `bench ${k}`, permissions: ["read"] }),
+        // Same-origin request (the CSRF rule for state changes).
+        headers: { "Content-Type": "application/json", Cookie: cookie, Origin: baseUrl, "CF-Connecting-IP": nextIp() },
+        body: JSON.stringify({ label: `bench ${a}.${k}`, permissions: ["read"] }),
       });
-      if (created.status !== 201) throw new Error(`key creation answered ${created.status}`);
-      keys.push(await created.json());
+      await expectStatus(created, 201, "POST /account/api-keys");
+      const { id, secret } = await created.json();
+      keys.push({ id, secret });
     }
   }
+  // Check one signed request before the load, so a broken path fails loudly, not as non-2xx.
+  const probe = keys[0];
+  const timestamp = String(Date.now());
+  const check = await fetch(baseUrl + requestTarget, {
+    headers: { "X-API-KEY": probe.id, "X-TIMESTAMP": timestamp, "X-SIGNATURE": sign(probe.secret, timestamp, "GET", requestTarget), "CF-Connecting-IP": nextIp() },
+  });
+  await expectStatus(check, 200, `signed GET ${requestTarget}`);
+
   let next = 0;
   return {
     path: requestTarget,
     keys: keys.length,
     setupRequest(request) {
       const key = keys[next++ % keys.length];
-      const timestamp = String(Date.now());
-      const signature = createHmac("sha256", key.secret).update(`${timestamp}\nGET\n${requestTarget}\n`).digest("hex");
+      const now = String(Date.now());
       return {
         ...request,
-        headers: { ...request.headers, "X-API-KEY": key.id, "X-TIMESTAMP": timestamp, "X-SIGNATURE": signature, "CF-Connecting-IP": `10.98.${next & 255}.1` },
+        headers: { ...request.headers, "X-API-KEY": key.id, "X-TIMESTAMP": now, "X-SIGNATURE": sign(key.secret, now, "GET", requestTarget), "CF-Connecting-IP": nextIp() },
       };
     },
   };

@@ -1,0 +1,37 @@
+import { DurableObject } from "cloudflare:workers";
+import { Hono } from "hono";
+
+/**
+ * The floor for designs that call Durable Objects per request: the baseline's bare Hono Worker
+ * plus one (`/rpc1`) or two (`/rpc2`) calls to a trivial Durable Object method per request — an
+ * in-memory counter per client address, like a rate limiter with no logic. Whatever the
+ * service does beyond these calls is its own cost; the calls themselves are the runtime's.
+ */
+export class Counter extends DurableObject {
+  private count = 0;
+
+  hit(limit: number): { allowed: boolean; limit: number; remaining: number; resetMs: number } {
+    this.count += 1;
+    return { allowed: true, limit, remaining: limit - 1, resetMs: 0 };
+  }
+}
+
+interface Env {
+  COUNTER: DurableObjectNamespace<Counter>;
+}
+
+const body = { symbol: "BTCUSDT", lastPrice: "97000.10", volume24h: "1.00000" };
+const app = new Hono<{ Bindings: Env }>();
+const client = (c: { req: { header(name: string): string | undefined } }) => c.req.header("CF-Connecting-IP") ?? "unknown";
+
+app.get("/rpc1", async (c) => {
+  await c.env.COUNTER.getByName(`ip:${client(c)}`).hit(10);
+  return c.json(body);
+});
+app.get("/rpc2", async (c) => {
+  await c.env.COUNTER.getByName(`ip:${client(c)}`).hit(10);
+  await c.env.COUNTER.getByName("market:BTCUSDT").hit(1);
+  return c.json(body);
+});
+
+export default app;

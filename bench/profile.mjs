@@ -1,0 +1,131 @@
+// `npm run bench:profile [-- --route ticker|orderbook|prices|signed-ticker] [-- --seconds N] [-- --top N]`
+//
+// Where a route's time goes: runs the service as `npm run bench` does, loads one route at 32
+// connections while V8's sampling profiler records the service's isolate (the Worker and its
+// Durable Objects share it), and prints self time by source file (mapped through the bundle's
+// source map back to src/ and node_modules/) and the top functions. Time spent in workerd's
+// C++ outside a JavaScript call (HTTP, RPC dispatch between the Worker and its objects)
+// shows up as "(program)". Loopback only; it stops everything it started.
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { SourceMap } from "node:module";
+import path from "node:path";
+import autocannon from "autocannon";
+import WebSocket from "ws";
+import { clientIps, touchClients, warmUp } from "./load.mjs";
+import { bundleService, root, startService, work } from "./service.mjs";
+import { prepareSignedLoad } from "./signed-load.mjs";
+
+const args = process.argv.slice(2);
+const option = (name, fallback) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : fallback;
+};
+const ROUTE = option("route", "ticker");
+const SECONDS = Number(option("seconds", 6));
+const TOP = Number(option("top", 25));
+const INSPECTOR_PORT = Number(option("inspector-port", 9339));
+/** A bundle built elsewhere (e.g. a variant of src/ under study); default: build this tree's. */
+const SCRIPT = option("script", undefined);
+const PATHS = {
+  ticker: "/api/ticker/BTCUSDT",
+  orderbook: "/api/orderbook/BTCUSDT?depth=100",
+  prices: "/api/prices",
+  "signed-ticker": "/v1/ticker/24hr?symbol=BTCUSDT",
+};
+if (!PATHS[ROUTE]) throw new Error(`--route must be one of ${Object.keys(PATHS).join(", ")}`);
+
+function inspector(url) {
+  const socket = new WebSocket(url);
+  let id = 0;
+  const pending = new Map();
+  socket.on("message", (data) => {
+    const message = JSON.parse(String(data));
+    pending.get(message.id)?.(message);
+    pending.delete(message.id);
+  });
+  const opened = new Promise((resolve, reject) => {
+    socket.once("open", resolve);
+    socket.once("error", reject);
+  });
+  return {
+    opened,
+    send: (method, params = {}) =>
+      new Promise((resolve, reject) => {
+        const messageId = ++id;
+        pending.set(messageId, (message) => (message.error ? reject(new Error(`${method}: ${message.error.message}`)) : resolve(message.result)));
+        socket.send(JSON.stringify({ id: messageId, method, params }));
+      }),
+    close: () => socket.close(),
+  };
+}
+
+/** Maps a bundle position to `file:function` of the original source. */
+function sourceMapper(scriptPath) {
+  const map = new SourceMap(JSON.parse(readFileSync(`${scriptPath}.map`, "utf8")));
+  return (frame) => {
+    if (!frame.url || frame.lineNumber < 0) return { file: frame.functionName || frame.url || "(native)", name: frame.functionName || "(anonymous)" };
+    const entry = map.findEntry(frame.lineNumber, frame.columnNumber);
+    const source = entry?.originalSource ? path.relative(root, new URL(entry.originalSource, "file:///").pathname.replace(/^.*?(?=\/(src|node_modules)\/)/, root)) : frame.url;
+    return { file: source, name: `${frame.functionName || "(anonymous)"} ${source}:${(entry?.originalLine ?? frame.lineNumber) + 1}` };
+  };
+}
+
+async function main() {
+  mkdirSync(work, { recursive: true });
+  const script = SCRIPT ? path.resolve(SCRIPT) : bundleService(true);
+  const service = await startService(script, { DEMO_FEED: "on" }, { direct: true, inspectorPort: INSPECTOR_PORT });
+  const nextIp = clientIps();
+  try {
+    await warmUp(service.url, nextIp);
+    await touchClients(service.url, nextIp);
+    let setupRequest = (request) => ({ ...request, headers: { ...request.headers, "CF-Connecting-IP": nextIp() } });
+    if (ROUTE === "signed-ticker") setupRequest = (await prepareSignedLoad(service.url, PATHS[ROUTE], nextIp)).setupRequest;
+    const run = () =>
+      new Promise((resolve, reject) =>
+        autocannon({ url: service.url + PATHS[ROUTE], connections: 32, duration: SECONDS, requests: [{ setupRequest }] }, (e, r) => (e ? reject(e) : resolve(r))),
+      );
+    await run(); // warm the path (objects created, code optimised)
+    const client = inspector(`ws://127.0.0.1:${INSPECTOR_PORT}/core:user:service`);
+    await client.opened;
+    await client.send("Profiler.enable");
+    await client.send("Profiler.setSamplingInterval", { interval: 200 });
+    await client.send("Profiler.start");
+    const result = await run();
+    const { profile } = await client.send("Profiler.stop");
+    client.close();
+    const saved = path.join(work, `profile-${ROUTE}.cpuprofile`);
+    writeFileSync(saved, JSON.stringify(profile));
+
+    const map = sourceMapper(script);
+    const intervals = new Map();
+    for (let i = 0; i < profile.samples.length; i++) intervals.set(profile.samples[i], (intervals.get(profile.samples[i]) ?? 0) + (profile.timeDeltas[i] ?? 0));
+    const byFile = new Map();
+    const byFunction = new Map();
+    let total = 0;
+    const parents = new Map();
+    for (const node of profile.nodes) for (const child of node.children ?? []) parents.set(child, node);
+    for (const node of profile.nodes) {
+      const us = intervals.get(node.id) ?? 0;
+      if (!us) continue;
+      total += us;
+      let { file, name } = map(node.callFrame);
+      if (!node.callFrame.url && !name.startsWith("(") && parents.get(node.id)) name = `${name} ← ${map(parents.get(node.id).callFrame).name}`;
+      else if (name === "(anonymous)" && !node.callFrame.url && parents.get(node.id)) name = `(native) ← ${map(parents.get(node.id).callFrame).name}`;
+      const group = file.startsWith("node_modules/") ? file.split("/").slice(0, file.split("/")[1].startsWith("@") ? 3 : 2).join("/") : file;
+      byFile.set(group, (byFile.get(group) ?? 0) + us);
+      byFunction.set(name, (byFunction.get(name) ?? 0) + us);
+    }
+    const requests = result.requests.total;
+    const line = ([name, us]) => `${((100 * us) / total).toFixed(1).padStart(5)}%  ${(us / requests).toFixed(1).padStart(7)} µs/req  ${name}`;
+    console.log(`${ROUTE} ${PATHS[ROUTE]}: ${result.requests.average.toFixed(0)} req/s over ${SECONDS} s (profiler on), ${requests} requests, ${(total / 1000).toFixed(0)} ms sampled`);
+    console.log("\nself time by source (the isolate's wall clock, idle included):");
+    for (const entry of [...byFile].sort((a, b) => b[1] - a[1]).slice(0, TOP)) console.log(line(entry));
+    console.log("\ntop functions by self time (native frames named with their caller):");
+    for (const entry of [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, TOP)) console.log(line(entry));
+    console.log(`\nthe whole profile: ${path.relative(root, saved)} (Chrome DevTools → Performance → Load profile)`);
+  } finally {
+    await service.mf.dispose();
+  }
+}
+
+await main();
