@@ -85,7 +85,7 @@ async function main() {
         const result = await run(route, SECONDS);
         const failed = result.non2xx + result.errors + result.timeouts;
         samples.get(route.name).push({ rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, failed });
-        log(`round ${round + 1} ${route.name.padEnd(13)} ${result.requests.average.toFixed(0).padStart(6)} req/s  p50 ${result.latency.p50} ms  p99 ${result.latency.p99} ms${failed ? `  (${failed} non-2xx/errors)` : ""}`);
+        log(`round ${round + 1} ${route.name.padEnd(13)} ${result.requests.average.toFixed(0).padStart(6)} req/s  p50 ${result.latency.p50} ms  p99 ${result.latency.p99} ms${failed ? `  (${failed} failed: ${JSON.stringify(result.statusCodeStats)}, ${result.errors} errors, ${result.timeouts} timeouts)` : ""}`);
       }
     }
     // A route's ratio is the median over rounds of its requests/s over the baseline's in the same

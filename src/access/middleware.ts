@@ -37,12 +37,31 @@ function withLimitHeaders(c: Context<AppEnv>, admission: Admission): void {
   setResponseHeaders(c, rateLimitHeaders(admission));
 }
 
+/** A read with no effect: a GET or HEAD that is not a WebSocket upgrade (which takes a slot). */
+function isPlainRead(request: Request): boolean {
+  return (request.method === "GET" || request.method === "HEAD") && !request.headers.has("Upgrade");
+}
+
+/**
+ * Runs the route once `admission` allows it, with the RateLimit headers on its answer. A plain
+ * read runs *while* the admission is decided — one round trip instead of two — and its answer
+ * is dropped for the problem if the admission fails; anything else waits for the admission.
+ */
+async function runAdmitted(c: Context<AppEnv>, next: () => Promise<void>, admission: Promise<Admission>): Promise<void> {
+  if (!isPlainRead(c.req.raw)) {
+    const admitted = await admission;
+    await next();
+    return withLimitHeaders(c, admitted);
+  }
+  const [decided] = await Promise.allSettled([admission, next()]);
+  if (decided.status === "rejected") throw decided.reason;
+  withLimitHeaders(c, decided.value);
+}
+
 /** 10 requests per second per client IP on the public surface (contract 5). */
-export const publicLimit = createMiddleware<AppEnv>(async (c, next) => {
-  const admission = await admit(c.env, principalOfIp(clientIp(c.req.raw)), PUBLIC_LIMIT, `${PUBLIC_LIMIT} requests per second per IP`);
-  await next();
-  withLimitHeaders(c, admission);
-});
+export const publicLimit = createMiddleware<AppEnv>((c, next) =>
+  runAdmitted(c, next, admit(c.env, principalOfIp(clientIp(c.req.raw)), PUBLIC_LIMIT, `${PUBLIC_LIMIT} requests per second per IP`)),
+);
 
 export interface SignedOptions {
   permission: Permission;
@@ -59,8 +78,9 @@ interface Credentials {
 }
 
 function readCredentials(request: Request, allowQueryForm: boolean): Credentials {
-  const url = new URL(request.url);
-  const fromQuery = allowQueryForm && !request.headers.has("X-API-KEY") && url.searchParams.has("apiKey");
+  // The URL is parsed only when the query form may apply (most requests use headers).
+  const url = allowQueryForm && !request.headers.has("X-API-KEY") ? new URL(request.url) : undefined;
+  const fromQuery = url !== undefined && url.searchParams.has("apiKey");
   const read = (header: string, query: string) => (fromQuery ? url.searchParams.get(query) : request.headers.get(header));
   const names = fromQuery ? { key: "apiKey", timestamp: "timestamp", signature: "signature" } : { key: "X-API-KEY", timestamp: "X-TIMESTAMP", signature: "X-SIGNATURE" };
   const keyId = read("X-API-KEY", "apiKey");
@@ -119,9 +139,10 @@ export async function authenticateSigned(env: Env, request: Request, options: Si
 export function signedAccess(permission: Permission) {
   return createMiddleware<AppEnv & { Variables: { keyId: string } }>(async (c, next) => {
     const body = c.req.method === "GET" || c.req.method === "HEAD" ? "" : await c.req.text();
-    const { keyId, admission } = await authenticateSigned(c.env, c.req.raw, { permission }, body);
-    c.set("keyId", keyId);
-    await next();
-    withLimitHeaders(c as unknown as Context<AppEnv>, admission);
+    const authenticated = authenticateSigned(c.env, c.req.raw, { permission }, body).then(({ keyId, admission }) => {
+      c.set("keyId", keyId);
+      return admission;
+    });
+    await runAdmitted(c as unknown as Context<AppEnv>, next, authenticated);
   });
 }

@@ -47,6 +47,35 @@ describe("rate limits (contract 5): exact, per IP and per key", () => {
     expect(second.ok).toHaveLength(10);
   });
 
+  it("concurrent reads from several IPs: exactly 10 each, and a refused read gets the problem, never the data", async () => {
+    const ips = ["198.19.7.1", "198.19.7.2", "198.19.200.3"];
+    const bursts = await Promise.all(ips.map((ip) => burst(14, () => call("/api/ticker/BTCUSDT", { ip }))));
+    for (const { ok, limited } of bursts) {
+      expect(ok).toHaveLength(10);
+      expect(limited).toHaveLength(4);
+      for (const refused of limited) {
+        const body = (await refused.json()) as { code: string; symbol?: string };
+        expect(body.code).toBe("RATE_LIMITED");
+        expect(body.symbol).toBeUndefined();
+      }
+    }
+  });
+
+  it("a request with effects waits for its admission: refused sign-ups create no account", async () => {
+    const ip = "198.19.9.9";
+    const stamp = Date.now().toString(36);
+    const emails = Array.from({ length: 13 }, (_, i) => `limit-${stamp}-${i}@example.test`);
+    const responses = await Promise.all(
+      emails.map((email) => call("/account/signup", { ip, method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ email, password: "correct horse battery staple" }) })),
+    );
+    const refused = emails.filter((_, i) => responses[i]!.status === 429);
+    expect(refused).toHaveLength(3);
+    for (const email of refused) {
+      const signIn = await call("/account/login", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ email, password: "correct horse battery staple" }) });
+      expect(signIn.status).toBe(401);
+    }
+  });
+
   it("a key is admitted 30 times in a second, from any number of IPs", async () => {
     const key = await newKey();
     let n = 0;
