@@ -1,11 +1,12 @@
-// `npm run bench:profile [-- --route ticker|orderbook|prices|signed-ticker] [-- --seconds N] [-- --top N]`
+// `npm run bench:profile [-- --route ticker|orderbook|prices|signed-ticker] [-- --seconds N] [-- --top N] [-- --entry]`
 //
 // Where a route's time goes: runs the service as `npm run bench` does, loads one route at 32
 // connections while V8's sampling profiler records the service's isolate (the Worker and its
 // Durable Objects share it), and prints self time by source file (mapped through the bundle's
 // source map back to src/ and node_modules/) and the top functions. Time spent in workerd's
 // C++ outside a JavaScript call (HTTP, RPC dispatch between the Worker and its objects)
-// shows up as "(program)". Loopback only; it stops everything it started.
+// shows up as "(program)". The Worker is served on its own socket; `--entry` puts Miniflare's
+// entry worker in front, as `npm run bench` does. Loopback only; it stops everything it started.
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { SourceMap } from "node:module";
 import path from "node:path";
@@ -73,7 +74,7 @@ function sourceMapper(scriptPath) {
 async function main() {
   mkdirSync(work, { recursive: true });
   const script = SCRIPT ? path.resolve(SCRIPT) : bundleService(true);
-  const service = await startService(script, { DEMO_FEED: "on" }, { direct: true, inspectorPort: INSPECTOR_PORT });
+  const service = await startService(script, { DEMO_FEED: "on" }, { direct: !args.includes("--entry"), inspectorPort: INSPECTOR_PORT });
   const nextIp = clientIps();
   try {
     await warmUp(service.url, nextIp);

@@ -5,7 +5,7 @@ import type { Kline, KlineQuery } from "./klines";
 import { resolveMarket } from "./lookup";
 import type { MarketObject, MarketView, OrderBookSnapshot, WireTrade } from "./market-object";
 import { readPriceSnapshot } from "./price-cache";
-import { pricesIn, type AssetPrice } from "./price-index";
+import { pricesIn, type AssetPrice, type PriceSnapshot } from "./price-index";
 import { ASSETS, MARKETS, type AssetConfig } from "./registry";
 import type { TickerRecord } from "./rolling-window";
 
@@ -44,8 +44,19 @@ export async function readMarkets(env: Env): Promise<{ markets: MarketView[]; as
   return { markets, assets: [...ASSETS] };
 }
 
+/** Prices computed from the snapshot this isolate holds, per question; reset with each new snapshot. */
+let computed: { snapshot: PriceSnapshot; answers: Map<string, AssetPrice[]> } | undefined;
+
 export async function readPrices(env: Env, quote: string, assets?: string[]): Promise<{ quote: string; asOf: number | null; data: AssetPrice[] }> {
   const snapshot = await readPriceSnapshot(env);
   if (!snapshot) return { quote, asOf: null, data: [] };
-  return { quote, asOf: snapshot.asOf, data: pricesIn(snapshot, quote, assets) };
+  if (computed?.snapshot !== snapshot) computed = { snapshot, answers: new Map() };
+  const question = `${quote}:${assets?.join(",") ?? "*"}`;
+  let data = computed.answers.get(question);
+  if (!data) {
+    data = pricesIn(snapshot, quote, assets);
+    // Bounded: the assets list is the client's, so only so many distinct questions are kept.
+    if (computed.answers.size < 256) computed.answers.set(question, data);
+  }
+  return { quote, asOf: snapshot.asOf, data };
 }
