@@ -12,6 +12,15 @@ import type { StreamEvent } from "../streams/stream-hub";
 import { findMarket, type MarketConfig, type MarketStatus } from "./registry";
 import { addToBucket, changePercent, DAY_MS, formatTicker, minuteOf, tickerStats, type MinuteBucket, type TickerRecord, type TickerStats } from "./rolling-window";
 
+/** An order book snapshot whose levels are already JSON text (see `orderBookText`). */
+export interface OrderBookText {
+  symbol: string;
+  sequence: number;
+  timestamp: number;
+  /** `{"bids":[…],"asks":[…]}` */
+  levels: string;
+}
+
 export interface OrderBookSnapshot {
   symbol: string;
   sequence: number;
@@ -80,6 +89,8 @@ export class MarketObject extends DurableObject<Env> {
   private lastPruneAt = 0;
   private lastSecondlyAt = 0;
   private publisher: ShardPublisher | undefined;
+  /** The book's levels as JSON text per depth, for the sequence they were made at. */
+  private bookTexts: { sequence: number; byDepth: Map<number, string> } | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -243,6 +254,25 @@ export class MarketObject extends DurableObject<Env> {
       const state = this.readable(symbol);
       const { bids, asks } = state.book.levels(depth);
       return { symbol, sequence: state.book.sequence, timestamp: Date.now(), bids, asks };
+    });
+  }
+
+  /**
+   * The order book for `GET /api/orderbook`, its levels as JSON text (`{"bids":[…],"asks":[…]}`):
+   * one string crosses the RPC boundary instead of up to 2,000 small arrays, and the text is
+   * kept until the book changes, so repeated reads of an unchanged book cost nothing here.
+   */
+  orderBookText(symbol: string, depth: number): OrderBookText | ProblemResult {
+    return this.guarded(() => {
+      const state = this.readable(symbol);
+      const sequence = state.book.sequence;
+      if (this.bookTexts?.sequence !== sequence) this.bookTexts = { sequence, byDepth: new Map() };
+      let levels = this.bookTexts.byDepth.get(depth);
+      if (levels === undefined) {
+        levels = JSON.stringify(state.book.levels(depth));
+        if (this.bookTexts.byDepth.size < 32) this.bookTexts.byDepth.set(depth, levels);
+      }
+      return { symbol, sequence, timestamp: Date.now(), levels };
     });
   }
 

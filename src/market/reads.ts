@@ -3,7 +3,7 @@ import { unwrap } from "../core/problem";
 import type { Env } from "../env";
 import type { Kline, KlineQuery } from "./klines";
 import { resolveMarket } from "./lookup";
-import type { MarketObject, MarketView, OrderBookSnapshot, WireTrade } from "./market-object";
+import type { MarketObject, MarketView, WireTrade } from "./market-object";
 import { readPriceSnapshot } from "./price-cache";
 import { pricesIn, type AssetPrice, type PriceSnapshot } from "./price-index";
 import { ASSETS, MARKETS, type AssetConfig } from "./registry";
@@ -22,10 +22,14 @@ export async function readTicker(env: Env, pair: string): Promise<TickerRecord> 
   return unwrap(await viaMarket(env, symbol, (stub) => stub.ticker(symbol)));
 }
 
-export async function readOrderBook(env: Env, pair: string, depth: number): Promise<OrderBookSnapshot> {
+/**
+ * The order book snapshot (contract 2) as the JSON text of the response: the market sends its
+ * levels already serialized, and only the scalar fields are written around them here.
+ */
+export async function readOrderBookJson(env: Env, pair: string, depth: number): Promise<string> {
   const { symbol } = resolveMarket(pair);
-  // RPC typing widens tuples to arrays; the object returns WireLevel pairs.
-  return unwrap(await viaMarket(env, symbol, (stub) => stub.orderBook(symbol, depth))) as unknown as OrderBookSnapshot;
+  const book = unwrap(await viaMarket(env, symbol, (stub) => stub.orderBookText(symbol, depth)));
+  return `{"symbol":${JSON.stringify(book.symbol)},"sequence":${book.sequence},"timestamp":${book.timestamp},${book.levels.slice(1)}`;
 }
 
 export async function readTrades(env: Env, pair: string, limit: number): Promise<WireTrade[]> {

@@ -1,7 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { okJson, problemResponses } from "../core/schemas";
+import { jsonText } from "../core/json-text";
 import { createRouter } from "../core/router";
-import { readKlines, readMarkets, readOrderBook, readPrices, readTicker, readTrades } from "./reads";
+import { readKlines, readMarkets, readOrderBookJson, readPrices, readTicker, readTrades } from "./reads";
 import {
   DepthQuery,
   KlineSchema,
@@ -44,7 +45,7 @@ export const marketRoutes = createRouter()
       request: { params: PairParam, query: DepthQuery },
       responses: { ...okJson(OrderBookSchema, "Up to `depth` levels a side, best first"), ...problemResponses(400, 404, 429) },
     }),
-    async (c) => c.json(await readOrderBook(c.env, c.req.valid("param").pair, c.req.valid("query").depth), 200),
+    async (c) => jsonText<z.infer<typeof OrderBookSchema>>(c, await readOrderBookJson(c.env, c.req.valid("param").pair, c.req.valid("query").depth)),
   )
   .openapi(
     createRoute({

@@ -5,9 +5,10 @@ import { chargeClientIp, signedAccess } from "../access/middleware";
 import { problem } from "../core/problem";
 import { createRouter } from "../core/router";
 import type { AppEnv, Env } from "../env";
+import { jsonText } from "../core/json-text";
 import { okJson, problemResponses } from "../core/schemas";
 import { ingest } from "../market/ingest";
-import { readKlines, readMarkets, readOrderBook, readPrices, readTicker, readTrades } from "../market/reads";
+import { readKlines, readMarkets, readOrderBookJson, readPrices, readTicker, readTrades } from "../market/reads";
 import { MARKETS } from "../market/registry";
 import {
   IngestBodySchema,
@@ -85,7 +86,7 @@ export const signedRoutes = createRouter()
     }),
     async (c) => {
       const { symbol, depth } = c.req.valid("query");
-      return c.json(await readOrderBook(c.env, symbol, depth), 200);
+      return jsonText<z.infer<typeof OrderBookSchema>>(c, await readOrderBookJson(c.env, symbol, depth));
     },
   )
   .openapi(
