@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
-import { admit } from "../access/middleware";
-import { problem } from "../core/problem";
+import { admit, chargeClientIp } from "../access/middleware";
+import { GATEWAY_LIMIT, rateLimitHeaders } from "../access/rate-limit";
+import { problem, ProblemError } from "../core/problem";
 import { createRouter, fieldErrors } from "../core/router";
 import { problemResponses } from "../core/schemas";
 import { activeSecrets } from "./gateways";
@@ -9,7 +10,6 @@ import { CallbackAnswerSchema, CallbackBodySchema } from "./schemas";
 import { isTimestampFresh, verifyWebhook } from "./webhook-signature";
 
 export const CALLBACK_MAX_BYTES = 64 * 1024;
-export const GATEWAY_LIMIT = 50;
 
 /** Reads at most `limit` bytes of the body; more is 413 without reading the rest. */
 async function readLimited(request: Request, limit: number): Promise<Uint8Array<ArrayBuffer>> {
@@ -81,34 +81,42 @@ callbackRoutes.post(
     if (!/^application\/json\s*(;|$)/i.test(type)) throw problem("UNSUPPORTED_MEDIA_TYPE", "send the callback as Content-Type: application/json");
     const rawBytes = await readLimited(request, CALLBACK_MAX_BYTES);
     const gatewayId = request.headers.get("X-GATEWAY-ID");
-    if (!gatewayId || gatewayId.length > 128) throw problem("UNKNOWN_GATEWAY", "the X-GATEWAY-ID header is missing");
+    // A callback naming no approved gateway is a failed authentication: it counts against the IP.
+    if (!gatewayId || gatewayId.length > 128) throw await chargeClientIp(c.env, request, problem("UNKNOWN_GATEWAY", "the X-GATEWAY-ID header is missing"));
     const webhookId = header(request, "webhook-id");
     const timestamp = header(request, "webhook-timestamp");
     const signature = header(request, "webhook-signature");
     const secrets = await activeSecrets(c.env, gatewayId);
-    if (!secrets) throw problem("UNKNOWN_GATEWAY", `gateway ${gatewayId.slice(0, 40)} is not approved or was revoked`);
-    await admit(c.env, `gateway:${gatewayId}`, GATEWAY_LIMIT, `${GATEWAY_LIMIT} callbacks per second per gateway`);
-    if (!/^\d{1,12}$/.test(timestamp) || !isTimestampFresh(Number(timestamp), Date.now())) {
-      throw problem("TIMESTAMP_OUT_OF_WINDOW", "webhook-timestamp must be Unix seconds within ±300 s of the server time", { serverTime: Date.now() });
-    }
-    if (!(await verifyWebhook(secrets, webhookId, timestamp, rawBytes, signature))) {
-      throw problem("INVALID_SIGNATURE", "no signature in webhook-signature matches an active secret of this gateway over the raw body");
-    }
-    // JSON is UTF-8 (RFC 8259); decoding strictly keeps the stored raw body byte-for-byte the signed one.
-    let rawBody: string;
-    let json: unknown;
+    if (!secrets) throw await chargeClientIp(c.env, request, problem("UNKNOWN_GATEWAY", `gateway ${gatewayId.slice(0, 40)} is not approved or was revoked`));
+    const admission = await admit(c.env, `gateway:${gatewayId}`, GATEWAY_LIMIT, `${GATEWAY_LIMIT} callbacks per second per gateway`);
+    const limitHeaders = rateLimitHeaders(admission);
     try {
-      rawBody = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(rawBytes);
-      json = JSON.parse(rawBody);
-    } catch {
-      throw problem("VALIDATION_FAILED", "the body is not valid UTF-8 JSON", { errors: [{ path: "body", message: "malformed JSON" }] });
+      if (!/^\d{1,12}$/.test(timestamp) || !isTimestampFresh(Number(timestamp), Date.now())) {
+        throw problem("TIMESTAMP_OUT_OF_WINDOW", "webhook-timestamp must be Unix seconds within ±300 s of the server time", { serverTime: Date.now() });
+      }
+      if (!(await verifyWebhook(secrets, webhookId, timestamp, rawBytes, signature))) {
+        throw problem("INVALID_SIGNATURE", "no signature in webhook-signature matches an active secret of this gateway over the raw body");
+      }
+      // JSON is UTF-8 (RFC 8259); decoding strictly keeps the stored raw body byte-for-byte the signed one.
+      let rawBody: string;
+      let json: unknown;
+      try {
+        rawBody = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(rawBytes);
+        json = JSON.parse(rawBody);
+      } catch {
+        throw problem("VALIDATION_FAILED", "the body is not valid UTF-8 JSON", { errors: [{ path: "body", message: "malformed JSON" }] });
+      }
+      const parsed = CallbackBodySchema.safeParse(json);
+      if (!parsed.success) throw problem("VALIDATION_FAILED", "the callback does not match the schema", { errors: fieldErrors(parsed.error.issues, "body") });
+      if (parsed.data.id !== webhookId) throw problem("VALIDATION_FAILED", "the body's id must equal the webhook-id header", { errors: [{ path: "body.id", message: "differs from webhook-id" }] });
+      if (parsed.data.gatewayId !== gatewayId) throw problem("VALIDATION_FAILED", "the body's gatewayId must equal the X-GATEWAY-ID header", { errors: [{ path: "body.gatewayId", message: "differs from X-GATEWAY-ID" }] });
+      const recorded = await recordEvent(c.env.DB, { gatewayId, webhookId, rawBody, bodySha256: await sha256Hex(rawBytes), body: parsed.data, receivedAt: Date.now() });
+      const status = recorded.outcome === "quarantined" || recorded.outcome === "held" ? 202 : 200;
+      return c.json({ received: true as const, ...recorded }, status, limitHeaders);
+    } catch (error) {
+      // The gateway's RateLimit headers go on its errors too (contract 5).
+      if (error instanceof ProblemError) Object.assign(error.headers, limitHeaders);
+      throw error;
     }
-    const parsed = CallbackBodySchema.safeParse(json);
-    if (!parsed.success) throw problem("VALIDATION_FAILED", "the callback does not match the schema", { errors: fieldErrors(parsed.error.issues, "body") });
-    if (parsed.data.id !== webhookId) throw problem("VALIDATION_FAILED", "the body's id must equal the webhook-id header", { errors: [{ path: "body.id", message: "differs from webhook-id" }] });
-    if (parsed.data.gatewayId !== gatewayId) throw problem("VALIDATION_FAILED", "the body's gatewayId must equal the X-GATEWAY-ID header", { errors: [{ path: "body.gatewayId", message: "differs from X-GATEWAY-ID" }] });
-    const recorded = await recordEvent(c.env.DB, { gatewayId, webhookId, rawBody, bodySha256: await sha256Hex(rawBytes), body: parsed.data, receivedAt: Date.now() });
-    const status = recorded.outcome === "quarantined" || recorded.outcome === "held" ? 202 : 200;
-    return c.json({ received: true as const, ...recorded }, status);
   },
 );

@@ -146,7 +146,29 @@ describe("rate limits (contract 5): exact, per IP and per key", () => {
     const gateway = await approveGateway("rate test gateway");
     const response = await deliver(gateway, callbackBody(gateway.id, { settlementId: "stl_rate_1", sequence: 1, status: "pending" }), { headers: { "CF-Connecting-IP": ip } });
     expect(response.status).toBe(200);
-    expect(response.headers.get("RateLimit-Limit")).not.toBe("10");
+    expect(response.headers.get("RateLimit-Limit")).toBe("50");
+    expect(Number(response.headers.get("RateLimit-Remaining"))).toBe(49);
+  });
+
+  it("a gateway's errors after admission carry its RateLimit headers too", async () => {
+    const gateway = await approveGateway("rate header gateway");
+    const body = callbackBody(gateway.id, { settlementId: "stl_rate_2", sequence: 1, status: "pending" });
+    const refused = await deliver(gateway, body, { secret: "whsec_d3Jvbmctc2VjcmV0LWZvci10ZXN0cw==" });
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get("RateLimit-Limit")).toBe("50");
+    expect(refused.headers.get("RateLimit-Remaining")).not.toBeNull();
+  });
+
+  it("callbacks naming no approved gateway count against the client IP, like failed authentications", async () => {
+    const ip = "203.0.113.59";
+    const stranger = { id: "gw_not_approved", secret: "whsec_c3RyYW5nZXItc2VjcmV0LWZvci10ZXN0" };
+    const send = () => deliver(stranger, callbackBody(stranger.id, { settlementId: "stl_rate_3", sequence: 1, status: "pending" }), { headers: { "CF-Connecting-IP": ip } });
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i++) statuses.push((await send()).status);
+    expect(statuses).toEqual(Array(10).fill(401));
+    const last = await send();
+    expect(last.status).toBe(429);
+    expect(last.headers.get("RateLimit-Limit")).toBe("10");
   });
 
   it("dashboard form posts share the per-IP limit of the account API", async () => {
