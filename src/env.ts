@@ -27,6 +27,8 @@ export interface Env {
 
 export interface AppVariables {
   requestId: string;
+  /** The RateLimit-* headers of the admission in force, for answers made outside Hono (a 101). */
+  rateLimitHeaders?: Record<string, string>;
 }
 
 export type AppEnv = { Bindings: Env; Variables: AppVariables };

@@ -50,6 +50,7 @@ function isPlainRead(request: Request): boolean {
 async function runAdmitted(c: Context<AppEnv>, next: () => Promise<void>, admission: Promise<Admission>): Promise<void> {
   if (!isPlainRead(c.req.raw)) {
     const admitted = await admission;
+    c.set("rateLimitHeaders", rateLimitHeaders(admitted));
     await next();
     return withLimitHeaders(c, admitted);
   }

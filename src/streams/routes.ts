@@ -52,7 +52,7 @@ for (const [path, summary] of [
   });
 }
 streamRoutes
-  .get("/api/ws", (c) => toShard(c.env, c.req.raw, principalOfIp(clientIp(c.req.raw)), { "X-Request-Id": c.get("requestId") }))
+  .get("/api/ws", (c) => toShard(c.env, c.req.raw, principalOfIp(clientIp(c.req.raw)), { "X-Request-Id": c.get("requestId"), ...c.get("rateLimitHeaders") }))
   .get("/v1/ws", async (c) => {
     const { keyId, admission } = await authenticateSigned(c.env, c.req.raw, { permission: "stream", allowQueryForm: true });
     return toShard(c.env, c.req.raw, principalOfKey(keyId), { "X-Request-Id": c.get("requestId"), ...rateLimitHeaders(admission) });

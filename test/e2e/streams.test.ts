@@ -81,6 +81,9 @@ describe("WebSocket streams (contract 6)", () => {
   it("a sixth connection of one IP is refused with 429 STREAM_LIMIT; a closed or dropped one frees its slot at once", async () => {
     const ip = freshIp();
     const five = await Promise.all(Array.from({ length: 5 }, () => open("/api/ws", ip)));
+    // Upgrades are limited responses too: the 101 carries the IP's RateLimit headers.
+    expect(five[0]!.upgradeHeaders["ratelimit-limit"]).toBe("10");
+    expect(Number(five[0]!.upgradeHeaders["ratelimit-remaining"])).toBeLessThan(10);
     const sixth = await connect(baseUrl, "/api/ws", ip);
     expect(isOpen(sixth)).toBe(false);
     expect(sixth).toMatchObject({ status: 429, body: { status: 429, code: "STREAM_LIMIT", requestId: expect.any(String) } });

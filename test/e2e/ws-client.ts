@@ -6,6 +6,8 @@ export interface Connection {
   /** Frames that are not JSON (the keepalive's `pong`). */
   texts: string[];
   closed: Promise<{ code: number; reason: string }>;
+  /** The 101 answer's headers. */
+  upgradeHeaders: Record<string, string | string[] | undefined>;
   next(predicate: (message: any) => boolean, timeoutMs?: number): Promise<any>;
 }
 
@@ -32,6 +34,8 @@ export function connect(baseUrl: string, path: string, ip: string): Promise<Conn
         }
       }
     });
+    let upgradeHeaders: Record<string, string | string[] | undefined> = {};
+    ws.on("upgrade", (response) => (upgradeHeaders = response.headers));
     const closed = new Promise<{ code: number; reason: string }>((done) => ws.on("close", (code, reason) => done({ code, reason: String(reason) })));
     ws.on("unexpected-response", (_request, response) => {
       let body = "";
@@ -45,6 +49,7 @@ export function connect(baseUrl: string, path: string, ip: string): Promise<Conn
         messages,
         texts,
         closed,
+        upgradeHeaders,
         next(predicate, timeoutMs = 10_000) {
           const seen = messages.find(predicate);
           if (seen) return Promise.resolve(seen);
