@@ -136,14 +136,16 @@ export async function authenticateSigned(env: Env, request: Request, options: Si
   }
 }
 
-/** Signed surface (`/v1/*`): verifies the signature over the raw body and limits per key. */
+/**
+ * Signed surface (`/v1/*`): verifies the signature over the raw body and limits per key. The
+ * `/v1` reads are public market data, so they run while the key is checked (see `runAdmitted`)
+ * and need nothing of it; a route that answered with the key's own data would have to await
+ * the check first.
+ */
 export function signedAccess(permission: Permission) {
-  return createMiddleware<AppEnv & { Variables: { keyId: string } }>(async (c, next) => {
+  return createMiddleware<AppEnv>(async (c, next) => {
     const body = c.req.method === "GET" || c.req.method === "HEAD" ? "" : await c.req.text();
-    const authenticated = authenticateSigned(c.env, c.req.raw, { permission }, body).then(({ keyId, admission }) => {
-      c.set("keyId", keyId);
-      return admission;
-    });
-    await runAdmitted(c as unknown as Context<AppEnv>, next, authenticated);
+    const authenticated = authenticateSigned(c.env, c.req.raw, { permission }, body).then(({ admission }) => admission);
+    await runAdmitted(c, next, authenticated);
   });
 }
