@@ -1,3 +1,5 @@
+import { compare, formatDecimal, isZero, parseDecimal, subtract } from "../../core/decimal";
+
 /**
  * The market page's order book, pure: snapshot and deltas with gap detection, sorted ladders
  * and cumulative depth. Runs in the browser; unit-tested on its own.
@@ -19,34 +21,15 @@ export interface BookMessage {
  */
 export type ApplyResult = "applied" | "gap" | "ignored";
 
-/** Orders two non-negative decimal strings exactly (no float rounding of long prices). */
+/** Orders two decimal strings exactly (no float rounding of long prices). */
 export function compareDecimal(a: string, b: string): number {
-  const [aInt = "", aFrac = ""] = a.split(".");
-  const [bInt = "", bFrac = ""] = b.split(".");
-  const aWhole = aInt.replace(/^0+(?=\d)/, "");
-  const bWhole = bInt.replace(/^0+(?=\d)/, "");
-  if (aWhole.length !== bWhole.length) return aWhole.length - bWhole.length;
-  if (aWhole !== bWhole) return aWhole < bWhole ? -1 : 1;
-  const width = Math.max(aFrac.length, bFrac.length);
-  const aPadded = aFrac.padEnd(width, "0");
-  const bPadded = bFrac.padEnd(width, "0");
-  return aPadded === bPadded ? 0 : aPadded < bPadded ? -1 : 1;
+  return compare(parseDecimal(a), parseDecimal(b));
 }
 
 /** `a − b` for decimal strings, exactly, at the larger of their scales (the spread, for display). */
 export function subtractDecimal(a: string, b: string): string {
-  const scale = Math.max(a.split(".")[1]?.length ?? 0, b.split(".")[1]?.length ?? 0);
-  const units = (text: string) => {
-    const [whole = "", fraction = ""] = text.split(".");
-    return BigInt((whole || "0") + fraction.padEnd(scale, "0"));
-  };
-  const difference = units(a) - units(b);
-  const sign = difference < 0n ? "-" : "";
-  const digits = (difference < 0n ? -difference : difference).toString().padStart(scale + 1, "0");
-  return scale === 0 ? sign + digits : `${sign}${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
+  return formatDecimal(subtract(parseDecimal(a), parseDecimal(b)));
 }
-
-const isZero = (quantity: string) => /^0*(\.0*)?$/.test(quantity);
 
 export class ClientBook {
   sequence = 0;
@@ -70,7 +53,7 @@ export class ClientBook {
     }
     for (const side of ["bids", "asks"] as const) {
       for (const [price, quantity] of message[side]) {
-        if (isZero(quantity)) this[side].delete(price);
+        if (isZero(parseDecimal(quantity))) this[side].delete(price);
         else this[side].set(price, quantity);
       }
     }
