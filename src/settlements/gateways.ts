@@ -19,16 +19,20 @@ function randomId(prefix: string): string {
   return `${prefix}_${[...crypto.getRandomValues(new Uint8Array(8))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
 
-/** A new secret and the statement that stores it sealed (the secret's id is the associated data). */
+/**
+ * A new secret and the statement that stores it sealed (the secret's id is the associated
+ * data). The insert itself checks that the gateway is active and below its active secrets, so
+ * concurrent rotations cannot make a third one; it changes no row when the check fails.
+ */
 async function addSecret(env: Env, gatewayId: string, now: number): Promise<{ id: string; secret: string; statement: D1PreparedStatement }> {
   const id = randomId("whk");
   const secret = newGatewaySecret();
-  const statement = env.DB.prepare("INSERT INTO gateway_secrets (id, gateway_id, sealed_secret, status, created_at) VALUES (?, ?, ?, 'active', ?)").bind(
-    id,
-    gatewayId,
-    await seal(env.SEALING_KEY, secret, id),
-    now,
-  );
+  const statement = env.DB.prepare(
+    `INSERT INTO gateway_secrets (id, gateway_id, sealed_secret, status, created_at)
+     SELECT ?1, ?2, ?3, 'active', ?4
+     WHERE (SELECT COUNT(*) FROM gateway_secrets WHERE gateway_id = ?2 AND status = 'active') < ?5
+       AND EXISTS (SELECT 1 FROM gateways WHERE id = ?2 AND status = 'active')`,
+  ).bind(id, gatewayId, await seal(env.SEALING_KEY, secret, id), now, MAX_ACTIVE_SECRETS);
   return { id, secret, statement };
 }
 
@@ -64,23 +68,12 @@ export async function listGateways(env: Env): Promise<GatewayView[]> {
   return Promise.all(results.map((g) => readGateway(env, g.id)));
 }
 
-/**
- * Rotation: adds a second active secret; the old one keeps working until it is retired. The
- * insert itself checks the count, so concurrent rotations cannot make a third active secret.
- */
+/** Rotation: adds a second active secret; the old one keeps working until it is retired. */
 export async function rotateSecret(env: Env, gatewayId: string, now = Date.now()): Promise<{ id: string; secret: string }> {
   const gateway = await readGateway(env, gatewayId);
   if (gateway.status !== "active") throw problem("NOT_FOUND", `gateway ${gatewayId} is revoked`);
-  const id = randomId("whk");
-  const secret = newGatewaySecret();
-  const result = await env.DB.prepare(
-    `INSERT INTO gateway_secrets (id, gateway_id, sealed_secret, status, created_at)
-     SELECT ?1, ?2, ?3, 'active', ?4
-     WHERE (SELECT COUNT(*) FROM gateway_secrets WHERE gateway_id = ?2 AND status = 'active') < ?5
-       AND EXISTS (SELECT 1 FROM gateways WHERE id = ?2 AND status = 'active')`,
-  )
-    .bind(id, gatewayId, await seal(env.SEALING_KEY, secret, id), now, MAX_ACTIVE_SECRETS)
-    .run();
+  const { id, secret, statement } = await addSecret(env, gatewayId, now);
+  const result = await statement.run();
   if (result.meta.changes === 0) {
     throw problem("VALIDATION_FAILED", `a gateway has at most ${MAX_ACTIVE_SECRETS} active secrets; retire one first`, {
       errors: [{ path: "secrets", message: `at most ${MAX_ACTIVE_SECRETS} active` }],
