@@ -9,7 +9,6 @@ import { admit, PUBLIC_LIMIT, rateLimited, SIGNED_LIMIT } from "./rate-limit";
 import { requestTargetOf, SIGNATURE_PATTERN } from "./signature";
 import { rateLimitHeaders, type Admission } from "./sliding-window";
 
-export { admit, PUBLIC_LIMIT, SIGNED_LIMIT };
 const DEFAULT_RECV_WINDOW = 5_000;
 const MAX_RECV_WINDOW = 60_000;
 
@@ -49,10 +48,10 @@ function isPlainRead(request: Request): boolean {
  */
 async function runAdmitted(c: Context<AppEnv>, next: () => Promise<void>, admission: Promise<Admission>): Promise<void> {
   if (!isPlainRead(c.req.raw)) {
-    const admitted = await admission;
-    c.set("rateLimitHeaders", rateLimitHeaders(admitted));
+    const headers = rateLimitHeaders(await admission);
+    c.set("rateLimitHeaders", headers);
     await next();
-    return withLimitHeaders(c, admitted);
+    return setResponseHeaders(c, headers);
   }
   const [decided] = await Promise.allSettled([admission, next()]);
   if (decided.status === "rejected") throw decided.reason;

@@ -1,6 +1,13 @@
 import { problem } from "../core/problem";
-import { requireSymbol } from "../core/symbols";
+import { requireSymbol, type ParsedSymbol } from "../core/symbols";
 import { findMarket, type MarketConfig } from "./registry";
+
+/** The listed market a parsed symbol names, if any; a separated form (`BTC-USDT`) must match its legs. */
+export function listedMarket(parsed: ParsedSymbol): MarketConfig | undefined {
+  const market = findMarket(parsed.symbol);
+  if (!market || (parsed.base !== undefined && (parsed.base !== market.base || parsed.quote !== market.quote))) return undefined;
+  return market;
+}
 
 /**
  * Resolves what a client wrote (`btc-usdt`, `BTC/USDT`, `BTCUSDT`) to a listed market:
@@ -8,8 +15,8 @@ import { findMarket, type MarketConfig } from "./registry";
  */
 export function resolveMarket(raw: string): MarketConfig {
   const parsed = requireSymbol(raw);
-  const market = findMarket(parsed.symbol);
-  if (!market || (parsed.base !== undefined && (parsed.base !== market.base || parsed.quote !== market.quote))) {
+  const market = listedMarket(parsed);
+  if (!market) {
     throw problem("UNKNOWN_SYMBOL", `${parsed.base ? `${parsed.base}/${parsed.quote}` : parsed.symbol} is not a listed market; GET /api/markets lists them`);
   }
   return market;

@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
-import { admit, chargeClientIp } from "../access/middleware";
-import { GATEWAY_LIMIT, rateLimitHeaders } from "../access/rate-limit";
+import { chargeClientIp } from "../access/middleware";
+import { admit, GATEWAY_LIMIT, rateLimitHeaders } from "../access/rate-limit";
+import { isJsonRequest } from "../core/json-text";
 import { problem, ProblemError } from "../core/problem";
 import { createRouter, fieldErrors } from "../core/router";
 import { problemResponses } from "../core/schemas";
@@ -77,8 +78,7 @@ callbackRoutes.post(
   // The body is verified as raw bytes before it is parsed, so validation is done by hand here.
   async (c) => {
     const request = c.req.raw;
-    const type = request.headers.get("Content-Type") ?? "";
-    if (!/^application\/json\s*(;|$)/i.test(type)) throw problem("UNSUPPORTED_MEDIA_TYPE", "send the callback as Content-Type: application/json");
+    if (!isJsonRequest(request)) throw problem("UNSUPPORTED_MEDIA_TYPE", "send the callback as Content-Type: application/json");
     const rawBytes = await readLimited(request, CALLBACK_MAX_BYTES);
     const gatewayId = request.headers.get("X-GATEWAY-ID");
     // A callback naming no approved gateway is a failed authentication: it counts against the IP.

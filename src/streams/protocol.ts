@@ -1,5 +1,6 @@
 import { parseSymbol } from "../core/symbols";
-import { findMarket, QUOTE_ASSETS } from "../market/registry";
+import { listedMarket } from "../market/lookup";
+import { QUOTE_ASSETS } from "../market/registry";
 
 /**
  * The WebSocket protocol of contract section 6, pure: stream names, client messages, the plans
@@ -21,8 +22,12 @@ export const POLICY_VIOLATION = 1008;
 export const KEEPALIVE_REQUEST = "ping";
 export const KEEPALIVE_RESPONSE = "pong";
 
-export type StreamKind = "ticker" | "trades" | "book" | "prices";
-const STREAM_KINDS: readonly string[] = ["ticker", "trades", "book", "prices"];
+const STREAM_KINDS = ["ticker", "trades", "book", "prices"] as const;
+export type StreamKind = (typeof STREAM_KINDS)[number];
+
+function isStreamKind(kind: string): kind is StreamKind {
+  return (STREAM_KINDS as readonly string[]).includes(kind);
+}
 
 export interface StreamName {
   /** Canonical name: `book.BTCUSDT`, `prices.USDT`. */
@@ -42,17 +47,16 @@ export function parseStreamName(raw: unknown): StreamName | null {
   const dot = raw.indexOf(".");
   if (dot <= 0) return null;
   const kind = raw.slice(0, dot);
-  if (!STREAM_KINDS.includes(kind)) return null;
+  if (!isStreamKind(kind)) return null;
   const subject = raw.slice(dot + 1);
   if (kind === "prices") {
     const quote = subject.toUpperCase();
     return QUOTE_ASSETS.includes(quote) ? { name: `prices.${quote}`, kind, subject: quote } : null;
   }
   const parsed = parseSymbol(subject);
-  const market = parsed && findMarket(parsed.symbol);
-  if (!parsed || !market) return null;
-  if (parsed.base !== undefined && (parsed.base !== market.base || parsed.quote !== market.quote)) return null;
-  return { name: `${kind}.${market.symbol}`, kind: kind as StreamKind, subject: market.symbol };
+  const market = parsed && listedMarket(parsed);
+  if (!market) return null;
+  return { name: `${kind}.${market.symbol}`, kind, subject: market.symbol };
 }
 
 /** The streams a market publishes; a shard registers with the market for any of them. */

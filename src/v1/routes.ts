@@ -5,7 +5,7 @@ import { chargeClientIp, signedAccess } from "../access/middleware";
 import { problem } from "../core/problem";
 import { createRouter } from "../core/router";
 import type { AppEnv, Env } from "../env";
-import { jsonText } from "../core/json-text";
+import { isJsonRequest, jsonText } from "../core/json-text";
 import { okJson, problemResponses } from "../core/schemas";
 import { ingest } from "../market/ingest";
 import { readKlines, readMarkets, readOrderBookJson, readPrices, readTicker, readTrades } from "../market/reads";
@@ -36,8 +36,7 @@ const read = signedAccess("read");
  */
 const ingestBodyRules = [
   createMiddleware<AppEnv>(async (c, next) => {
-    const type = c.req.header("Content-Type") ?? "";
-    if (!/^application\/json\s*(;|$)/i.test(type)) {
+    if (!isJsonRequest(c.req.raw)) {
       throw await chargeClientIp(c.env, c.req.raw, problem("UNSUPPORTED_MEDIA_TYPE", "send the batch as Content-Type: application/json"));
     }
     await next();
