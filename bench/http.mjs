@@ -16,17 +16,13 @@
 // `--json` prints one JSON object on the last line of stdout: {"routes": [...], "floors": [...]}.
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import { clientIps, CONNECTIONS, fromManyIps, load, median, touchClients, warmUp } from "./load.mjs";
+import { clientIps, CONNECTIONS, fromManyIps, load, median, option, touchClients, warmUp } from "./load.mjs";
 import { bundleBaseline, bundleFloor, bundleService, startReference, startService, work } from "./service.mjs";
 import { prepareSignedLoad } from "./signed-load.mjs";
 
 const args = process.argv.slice(2);
 const asJson = args.includes("--json");
 const direct = args.includes("--direct");
-const option = (name, fallback) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1] : fallback;
-};
 const SECONDS = Number(option("seconds", 2));
 const ROUNDS = Number(option("rounds", 7));
 const SCRIPT = option("script", undefined);

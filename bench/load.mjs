@@ -3,6 +3,13 @@ import autocannon from "autocannon";
 
 export const CONNECTIONS = 32;
 
+/** The value after `--name` on the command line, or `fallback`. */
+export function option(name, fallback) {
+  const args = process.argv.slice(2);
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : fallback;
+}
+
 /**
  * Client addresses (`CF-Connecting-IP`) handed out round-robin, so each stays far under the
  * public limit of 10 requests a second: 1,024 of them carry ~10,000 req/s before any nears it.

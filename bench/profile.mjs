@@ -10,17 +10,12 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { SourceMap } from "node:module";
 import path from "node:path";
-import autocannon from "autocannon";
 import WebSocket from "ws";
-import { clientIps, touchClients, warmUp } from "./load.mjs";
+import { clientIps, fromManyIps, load, option, touchClients, warmUp } from "./load.mjs";
 import { bundleService, root, startService, work } from "./service.mjs";
 import { prepareSignedLoad } from "./signed-load.mjs";
 
 const args = process.argv.slice(2);
-const option = (name, fallback) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1] : fallback;
-};
 const ROUTE = option("route", "ticker");
 const SECONDS = Number(option("seconds", 6));
 const TOP = Number(option("top", 25));
@@ -79,12 +74,8 @@ async function main() {
   try {
     await warmUp(service.url, nextIp);
     await touchClients(service.url, nextIp);
-    let setupRequest = (request) => ({ ...request, headers: { ...request.headers, "CF-Connecting-IP": nextIp() } });
-    if (ROUTE === "signed-ticker") setupRequest = (await prepareSignedLoad(service.url, PATHS[ROUTE], nextIp)).setupRequest;
-    const run = () =>
-      new Promise((resolve, reject) =>
-        autocannon({ url: service.url + PATHS[ROUTE], connections: 32, duration: SECONDS, requests: [{ setupRequest }] }, (e, r) => (e ? reject(e) : resolve(r))),
-      );
+    const setupRequest = ROUTE === "signed-ticker" ? (await prepareSignedLoad(service.url, PATHS[ROUTE], nextIp)).setupRequest : fromManyIps(nextIp);
+    const run = () => load({ url: service.url + PATHS[ROUTE], seconds: SECONDS, setupRequest });
     await run(); // warm the path (objects created, code optimised)
     const client = inspector(`ws://127.0.0.1:${INSPECTOR_PORT}/core:user:service`);
     await client.opened;

@@ -13,18 +13,15 @@
 // runtime's memory and CPU, and checks that every client got every delta exactly once and in
 // sequence. Loopback only; bounded in time (a watchdog ends it); exits 1 when a delta was lost or
 // out of sequence.
-import { createHmac } from "node:crypto";
 import { readFileSync, readdirSync } from "node:fs";
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
+import { option } from "./load.mjs";
+import { sign } from "./signed-load.mjs";
 
 const args = process.argv.slice(2);
-const option = (name, fallback) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : fallback;
-};
-const CLIENTS = option("clients", 1000);
-const RATE = option("rate", 10);
-const SECONDS = option("seconds", 10);
+const CLIENTS = Number(option("clients", 1000));
+const RATE = Number(option("rate", 10));
+const SECONDS = Number(option("seconds", 10));
 const asJson = args.includes("--json");
 const log = (...line) => {
   if (!asJson) console.log(...line);
@@ -92,7 +89,7 @@ async function publisherKey(base) {
 function signedIngest(base, key, body) {
   const raw = JSON.stringify(body);
   const timestamp = String(Date.now());
-  const signature = createHmac("sha256", key.secret).update(`${timestamp}\nPOST\n/v1/ingest\n${raw}`).digest("hex");
+  const signature = sign(key.secret, timestamp, "POST", "/v1/ingest", raw);
   return fetch(`${base}/v1/ingest`, {
     method: "POST",
     body: raw,
