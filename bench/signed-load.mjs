@@ -22,32 +22,36 @@ async function expectStatus(response, status, what) {
  * The account API is limited per client IP like the rest of the public surface, so every set-up
  * call comes from the next address of `nextIp`.
  */
+/** Signs up an account through the JSON API (contract 4); returns its session cookie. */
+export async function signUp(baseUrl, email, ip) {
+  const signup = await fetch(`${baseUrl}/account/signup`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", "CF-Connecting-IP": ip },
+    body: JSON.stringify({ email, password: "bench password 1234" }),
+  });
+  await expectStatus(signup, 201, "POST /account/signup");
+  return signup.headers.get("set-cookie").split(";")[0];
+}
+
+/** Creates an API key for the signed-in account; returns `{ id, secret }`. */
+export async function createKey(baseUrl, cookie, label, permissions, ip) {
+  const created = await fetch(`${baseUrl}/account/api-keys`, {
+    method: "POST",
+    // Same-origin request (the CSRF rule for state changes).
+    headers: { "Content-Type": "application/json", Cookie: cookie, Origin: baseUrl, "CF-Connecting-IP": ip },
+    body: JSON.stringify({ label, permissions }),
+  });
+  await expectStatus(created, 201, "POST /account/api-keys");
+  const { id, secret } = await created.json();
+  return { id, secret };
+}
+
 export async function prepareSignedLoad(baseUrl, requestTarget, nextIp) {
   const stamp = Date.now().toString(36);
-  const accounts = await Promise.all(
-    Array.from({ length: ACCOUNTS }, async (_, a) => {
-      const signup = await fetch(`${baseUrl}/account/signup`, {
-        method: "POST",
-        headers: { "Content-Type": "application/json", "CF-Connecting-IP": nextIp() },
-        body: JSON.stringify({ email: `bench-${stamp}-${a}@example.com`, password: "bench password 1234" }),
-      });
-      await expectStatus(signup, 201, "POST /account/signup");
-      return signup.headers.get("set-cookie").split(";")[0];
-    }),
-  );
+  const accounts = await Promise.all(Array.from({ length: ACCOUNTS }, (_, a) => signUp(baseUrl, `bench-${stamp}-${a}@example.com`, nextIp())));
   const keys = [];
   for (const [a, cookie] of accounts.entries()) {
-    for (let k = 0; k < KEYS_PER_ACCOUNT; k++) {
-      const created = await fetch(`${baseUrl}/account/api-keys`, {
-        method: "POST",
-        // Same-origin request (the CSRF rule for state changes).
-        headers: { "Content-Type": "application/json", Cookie: cookie, Origin: baseUrl, "CF-Connecting-IP": nextIp() },
-        body: JSON.stringify({ label: `bench ${a}.${k}`, permissions: ["read"] }),
-      });
-      await expectStatus(created, 201, "POST /account/api-keys");
-      const { id, secret } = await created.json();
-      keys.push({ id, secret });
-    }
+    for (let k = 0; k < KEYS_PER_ACCOUNT; k++) keys.push(await createKey(baseUrl, cookie, `bench ${a}.${k}`, ["read"], nextIp()));
   }
   // Check one signed request before the load, so a broken path fails loudly, not as non-2xx.
   const probe = keys[0];

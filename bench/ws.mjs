@@ -16,7 +16,7 @@
 import { readFileSync, readdirSync } from "node:fs";
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
 import { option } from "./load.mjs";
-import { sign } from "./signed-load.mjs";
+import { createKey, sign, signUp } from "./signed-load.mjs";
 
 const args = process.argv.slice(2);
 const CLIENTS = Number(option("clients", 1000));
@@ -77,13 +77,8 @@ function runtimeCpuSeconds() {
 }
 
 async function publisherKey(base) {
-  const headers = { "Content-Type": "application/json", "CF-Connecting-IP": "10.250.0.1" };
-  const signup = await fetch(`${base}/account/signup`, { method: "POST", headers, body: JSON.stringify({ email: `ws-bench-${Date.now()}@example.com`, password: "bench password 1234" }) });
-  if (!signup.ok) throw new Error(`signup answered ${signup.status}: ${await signup.text()}`);
-  const cookie = signup.headers.get("set-cookie").split(";")[0];
-  const key = await fetch(`${base}/account/api-keys`, { method: "POST", headers: { ...headers, Cookie: cookie }, body: JSON.stringify({ label: "ws bench", permissions: ["publish"] }) });
-  if (!key.ok) throw new Error(`key answered ${key.status}: ${await key.text()}`);
-  return key.json();
+  const cookie = await signUp(base, `ws-bench-${Date.now()}@example.com`, "10.250.0.1");
+  return createKey(base, cookie, "ws bench", ["publish"], "10.250.0.1");
 }
 
 function signedIngest(base, key, body) {
