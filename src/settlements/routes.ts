@@ -3,6 +3,7 @@ import { chargeClientIp } from "../access/middleware";
 import { admit, GATEWAY_LIMIT, rateLimitHeaders } from "../access/rate-limit";
 import { isJsonRequest } from "../core/json-text";
 import { problem, ProblemError } from "../core/problem";
+import type { Env } from "../env";
 import { createRouter, fieldErrors } from "../core/router";
 import { problemResponses } from "../core/schemas";
 import { activeSecrets } from "./gateways";
@@ -46,13 +47,44 @@ function header(request: Request, name: string): string {
   return value;
 }
 
+/**
+ * Who sent the callback: an approved gateway, one of whose active secrets signed these raw
+ * bytes within ±300 s. Anything refused here — media type and size included, like ingest —
+ * is refused before a gateway vouched for it, so it counts against the client IP (contract 5)
+ * and never against the gateway it names: anyone can name a gateway, and must not be able to
+ * spend its budget.
+ */
+async function authenticateCallback(env: Env, request: Request): Promise<{ gatewayId: string; webhookId: string; rawBytes: Uint8Array<ArrayBuffer> }> {
+  try {
+    if (!isJsonRequest(request)) throw problem("UNSUPPORTED_MEDIA_TYPE", "send the callback as Content-Type: application/json");
+    const rawBytes = await readLimited(request, CALLBACK_MAX_BYTES);
+    const gatewayId = request.headers.get("X-GATEWAY-ID");
+    if (!gatewayId || gatewayId.length > 128) throw problem("UNKNOWN_GATEWAY", "the X-GATEWAY-ID header is missing or longer than 128 characters");
+    const webhookId = header(request, "webhook-id");
+    const timestamp = header(request, "webhook-timestamp");
+    const signature = header(request, "webhook-signature");
+    const secrets = await activeSecrets(env, gatewayId);
+    if (!secrets) throw problem("UNKNOWN_GATEWAY", `gateway ${gatewayId.slice(0, 40)} is not approved or was revoked`);
+    if (!/^\d{1,12}$/.test(timestamp) || !isTimestampFresh(Number(timestamp), Date.now())) {
+      throw problem("TIMESTAMP_OUT_OF_WINDOW", "webhook-timestamp must be Unix seconds within ±300 s of the server time", { serverTime: Date.now() });
+    }
+    if (!(await verifyWebhook(secrets, webhookId, timestamp, rawBytes, signature))) {
+      throw problem("INVALID_SIGNATURE", "no signature in webhook-signature matches an active secret of this gateway over the raw body");
+    }
+    return { gatewayId, webhookId, rawBytes };
+  } catch (error) {
+    if (error instanceof ProblemError) throw await chargeClientIp(env, request, error);
+    throw error;
+  }
+}
+
 const callbackDoc = {
     method: "post" as const,
     path: "/api/gateway/callback",
     tags: ["Settlement callbacks"],
     summary: "Settlement callback from an approved gateway (Standard Webhooks)",
     description:
-      "Headers: X-GATEWAY-ID, webhook-id, webhook-timestamp (Unix seconds, ±300 s), webhook-signature (`v1,<base64 HMAC-SHA256(secret, id.timestamp.rawBody)>`, space-separated). Body ≤ 64 KiB, verified as raw bytes before parsing. Every accepted event is written to D1 before the answer. 50 requests per second per gateway.",
+      "Headers: X-GATEWAY-ID, webhook-id, webhook-timestamp (Unix seconds, ±300 s), webhook-signature (`v1,<base64 HMAC-SHA256(secret, id.timestamp.rawBody)>`, space-separated). Body ≤ 64 KiB, verified as raw bytes before parsing. Every accepted event is written to D1 before the answer. 50 requests per second per gateway once authenticated; a callback refused before that (415, 413, 401) counts against the client IP's public limit.",
     request: {
       headers: z.object({
         "X-GATEWAY-ID": z.string().openapi({ example: "gw_0123456789abcdef", description: "The approved gateway's id" }),
@@ -75,28 +107,13 @@ export const callbackRoutes = createRouter();
 callbackRoutes.openAPIRegistry.registerPath(callbackDoc);
 callbackRoutes.post(
   "/api/gateway/callback",
-  // The body is verified as raw bytes before it is parsed, so validation is done by hand here.
+  // The body is verified as raw bytes before it is parsed, so validation is done by hand here;
+  // the gateway's limit applies once the gateway is authenticated.
   async (c) => {
-    const request = c.req.raw;
-    if (!isJsonRequest(request)) throw problem("UNSUPPORTED_MEDIA_TYPE", "send the callback as Content-Type: application/json");
-    const rawBytes = await readLimited(request, CALLBACK_MAX_BYTES);
-    const gatewayId = request.headers.get("X-GATEWAY-ID");
-    // A callback naming no approved gateway is a failed authentication: it counts against the IP.
-    if (!gatewayId || gatewayId.length > 128) throw await chargeClientIp(c.env, request, problem("UNKNOWN_GATEWAY", "the X-GATEWAY-ID header is missing"));
-    const webhookId = header(request, "webhook-id");
-    const timestamp = header(request, "webhook-timestamp");
-    const signature = header(request, "webhook-signature");
-    const secrets = await activeSecrets(c.env, gatewayId);
-    if (!secrets) throw await chargeClientIp(c.env, request, problem("UNKNOWN_GATEWAY", `gateway ${gatewayId.slice(0, 40)} is not approved or was revoked`));
+    const { gatewayId, webhookId, rawBytes } = await authenticateCallback(c.env, c.req.raw);
     const admission = await admit(c.env, `gateway:${gatewayId}`, GATEWAY_LIMIT, `${GATEWAY_LIMIT} callbacks per second per gateway`);
     const limitHeaders = rateLimitHeaders(admission);
     try {
-      if (!/^\d{1,12}$/.test(timestamp) || !isTimestampFresh(Number(timestamp), Date.now())) {
-        throw problem("TIMESTAMP_OUT_OF_WINDOW", "webhook-timestamp must be Unix seconds within ±300 s of the server time", { serverTime: Date.now() });
-      }
-      if (!(await verifyWebhook(secrets, webhookId, timestamp, rawBytes, signature))) {
-        throw problem("INVALID_SIGNATURE", "no signature in webhook-signature matches an active secret of this gateway over the raw body");
-      }
       // JSON is UTF-8 (RFC 8259); decoding strictly keeps the stored raw body byte-for-byte the signed one.
       let rawBody: string;
       let json: unknown;

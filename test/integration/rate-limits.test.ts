@@ -150,25 +150,34 @@ describe("rate limits (contract 5): exact, per IP and per key", () => {
     expect(Number(response.headers.get("RateLimit-Remaining"))).toBe(49);
   });
 
-  it("a gateway's errors after admission carry its RateLimit headers too", async () => {
+  it("a gateway's errors after authentication carry its RateLimit headers too", async () => {
     const gateway = await approveGateway("rate header gateway");
     const body = callbackBody(gateway.id, { settlementId: "stl_rate_2", sequence: 1, status: "pending" });
-    const refused = await deliver(gateway, body, { secret: "whsec_d3Jvbmctc2VjcmV0LWZvci10ZXN0cw==" });
-    expect(refused.status).toBe(401);
+    const refused = await deliver(gateway, body, { webhookId: "evt_not_the_body_id" });
+    expect(refused.status).toBe(400);
     expect(refused.headers.get("RateLimit-Limit")).toBe("50");
-    expect(refused.headers.get("RateLimit-Remaining")).not.toBeNull();
+    expect(refused.headers.get("RateLimit-Remaining")).toBe("49");
   });
 
-  it("callbacks naming no approved gateway count against the client IP, like failed authentications", async () => {
+  it("callbacks that fail authentication count against the client IP, never against the gateway they name", async () => {
     const ip = "203.0.113.59";
+    const gateway = await approveGateway("rate impostor gateway");
+    const forged = (n: number) => deliver(gateway, callbackBody(gateway.id, { settlementId: `stl_forged_${n}`, sequence: 1, status: "pending" }), { secret: "whsec_d3Jvbmctc2VjcmV0LWZvci10ZXN0cw==", headers: { "CF-Connecting-IP": ip } });
     const stranger = { id: "gw_not_approved", secret: "whsec_c3RyYW5nZXItc2VjcmV0LWZvci10ZXN0" };
-    const send = () => deliver(stranger, callbackBody(stranger.id, { settlementId: "stl_rate_3", sequence: 1, status: "pending" }), { headers: { "CF-Connecting-IP": ip } });
-    const statuses: number[] = [];
-    for (let i = 0; i < 10; i++) statuses.push((await send()).status);
-    expect(statuses).toEqual(Array(10).fill(401));
-    const last = await send();
-    expect(last.status).toBe(429);
-    expect(last.headers.get("RateLimit-Limit")).toBe("10");
+    const unknown = () => deliver(stranger, callbackBody(stranger.id, { settlementId: "stl_rate_3", sequence: 1, status: "pending" }), { headers: { "CF-Connecting-IP": ip } });
+    const noSignature = () => deliver(gateway, callbackBody(gateway.id, { settlementId: "stl_rate_4", sequence: 1, status: "pending" }), { headers: { "CF-Connecting-IP": ip, "webhook-signature": "" } });
+    const wrongType = () => deliver(gateway, callbackBody(gateway.id, { settlementId: "stl_rate_5", sequence: 1, status: "pending" }), { headers: { "CF-Connecting-IP": ip, "Content-Type": "text/plain" } });
+    const answers: Response[] = [];
+    for (let i = 0; i < 7; i++) answers.push(await forged(i));
+    answers.push(await unknown(), await noSignature(), await wrongType());
+    expect(answers.map((r) => r.status)).toEqual([...Array(9).fill(401), 415]);
+    expect(answers.map((r) => r.headers.get("RateLimit-Limit"))).toEqual(Array(10).fill("10"));
+    expect(answers.map((r) => Number(r.headers.get("RateLimit-Remaining")))).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
+    const last = await forged(99);
+    expect([last.status, last.headers.get("RateLimit-Limit"), last.headers.get("Retry-After")]).toEqual([429, "10", "1"]);
+    // The gateway named by the forgeries has spent nothing: its first genuine callback sees 49 left.
+    const genuine = await deliver(gateway, callbackBody(gateway.id, { settlementId: "stl_rate_genuine", sequence: 1, status: "pending" }));
+    expect([genuine.status, genuine.headers.get("RateLimit-Limit"), genuine.headers.get("RateLimit-Remaining")]).toEqual([200, "50", "49"]);
   });
 
   it("dashboard form posts share the per-IP limit of the account API", async () => {
