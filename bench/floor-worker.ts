@@ -1,11 +1,14 @@
 import { DurableObject } from "cloudflare:workers";
 import { Hono } from "hono";
+import { stubByName } from "../src/core/object-ids";
 
 /**
  * The floor for designs that call Durable Objects per request: the baseline's bare Hono Worker
  * plus one (`/rpc1`) or two (`/rpc2`) calls to a trivial Durable Object method per request — an
  * in-memory counter per client address, like a rate limiter with no logic. Whatever the
  * service does beyond these calls is its own cost; the calls themselves are the runtime's.
+ * Ids are kept per isolate exactly as the service keeps them (`stubByName`), so the floor
+ * is what the service's own technique could reach, not a slower way of calling.
  */
 export class Counter extends DurableObject {
   private count = 0;
@@ -25,12 +28,12 @@ const app = new Hono<{ Bindings: Env }>();
 const client = (c: { req: { header(name: string): string | undefined } }) => c.req.header("CF-Connecting-IP") ?? "unknown";
 
 app.get("/rpc1", async (c) => {
-  await c.env.COUNTER.getByName(`ip:${client(c)}`).hit(10);
+  await stubByName(c.env.COUNTER, `ip:${client(c)}`).hit(10);
   return c.json(body);
 });
 app.get("/rpc2", async (c) => {
-  await c.env.COUNTER.getByName(`ip:${client(c)}`).hit(10);
-  await c.env.COUNTER.getByName("market:BTCUSDT").hit(1);
+  await stubByName(c.env.COUNTER, `ip:${client(c)}`).hit(10);
+  await stubByName(c.env.COUNTER, "market:BTCUSDT").hit(1);
   return c.json(body);
 });
 
