@@ -168,10 +168,10 @@ export const pageRoutes = new Hono<AppEnv>()
     );
   })
   .get("/assets/:name{[a-z]+\\.js}", (c) => {
-    const name = c.req.param("name").replace(/\.js$/, "");
-    if (!Object.hasOwn(CLIENT_SCRIPTS, name)) return c.notFound();
-    const script = CLIENT_SCRIPTS[name as keyof typeof CLIENT_SCRIPTS];
+    const asked = c.req.param("name").replace(/\.js$/, "");
+    if (!Object.hasOwn(CLIENT_SCRIPTS, asked)) return c.notFound();
+    const name = asked as keyof typeof CLIENT_SCRIPTS;
     // Pages ask for `?v={content hash}`: such a URL never changes meaning, so it may be cached for good.
-    const cache = c.req.query("v") === CLIENT_VERSIONS[name as keyof typeof CLIENT_SCRIPTS] ? "public, max-age=31536000, immutable" : "public, max-age=300";
-    return c.body(script, 200, { "Content-Type": "text/javascript; charset=utf-8", "Cache-Control": cache });
+    const cache = c.req.query("v") === CLIENT_VERSIONS[name] ? "public, max-age=31536000, immutable" : "public, max-age=300";
+    return c.body(CLIENT_SCRIPTS[name], 200, { "Content-Type": "text/javascript; charset=utf-8", "Cache-Control": cache });
   });
