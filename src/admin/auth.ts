@@ -1,4 +1,5 @@
 import { createMiddleware } from "hono/factory";
+import { chargeClientIp } from "../access/middleware";
 import { problem } from "../core/problem";
 import type { AppEnv } from "../env";
 
@@ -16,7 +17,8 @@ export const requireAdmin = createMiddleware<AppEnv>(async (c, next) => {
   if (!token) throw problem("NOT_CONFIGURED", "ADMIN_TOKEN is not set: set it with `wrangler secret put ADMIN_TOKEN`");
   const presented = /^Bearer +(\S+) *$/i.exec(c.req.header("Authorization") ?? "")?.[1];
   if (!presented || !crypto.subtle.timingSafeEqual(await digest(presented), await digest(token))) {
-    throw problem("UNAUTHENTICATED", "send Authorization: Bearer <ADMIN_TOKEN>");
+    // A failed authentication counts against the client IP (contract 5): guessing is throttled.
+    throw await chargeClientIp(c.env, c.req.raw, problem("UNAUTHENTICATED", "send Authorization: Bearer <ADMIN_TOKEN>"));
   }
   await next();
 });

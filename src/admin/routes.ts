@@ -32,16 +32,16 @@ export const adminRoutes = createRouter()
       middleware,
       summary: "Approve a gateway; its whsec_ secret is in this answer only",
       request: body(z.object({ name: z.string().trim().min(1).max(100).openapi({ example: "Acme Chain Gateway" }) })),
-      responses: { ...createdJson(GatewaySchema.extend({ secret: NewSecretSchema }), "Approved"), ...problemResponses(400, 401, 503) },
+      responses: { ...createdJson(GatewaySchema.extend({ secret: NewSecretSchema }), "Approved"), ...problemResponses(400, 401, 429, 503) },
     }),
     async (c) => c.json(await approveGateway(c.env, c.req.valid("json").name), 201),
   )
   .openapi(
-    createRoute({ method: "get", path: "/admin/gateways", tags, security, middleware, summary: "List gateways (never their secrets)", responses: { ...okJson(z.object({ gateways: z.array(GatewaySchema) }), "Gateways"), ...problemResponses(401, 503) } }),
+    createRoute({ method: "get", path: "/admin/gateways", tags, security, middleware, summary: "List gateways (never their secrets)", responses: { ...okJson(z.object({ gateways: z.array(GatewaySchema) }), "Gateways"), ...problemResponses(401, 429, 503) } }),
     async (c) => c.json({ gateways: await listGateways(c.env) }, 200),
   )
   .openapi(
-    createRoute({ method: "get", path: "/admin/gateways/{id}", tags, security, middleware, summary: "One gateway", request: { params: GatewayParam }, responses: { ...okJson(GatewaySchema, "Gateway"), ...problemResponses(401, 404, 503) } }),
+    createRoute({ method: "get", path: "/admin/gateways/{id}", tags, security, middleware, summary: "One gateway", request: { params: GatewayParam }, responses: { ...okJson(GatewaySchema, "Gateway"), ...problemResponses(401, 404, 429, 503) } }),
     async (c) => c.json(await readGateway(c.env, c.req.valid("param").id), 200),
   )
   .openapi(
@@ -53,12 +53,12 @@ export const adminRoutes = createRouter()
       middleware,
       summary: "Rotate: add a second active secret (at most two); retire the old one when the gateway has switched",
       request: { params: GatewayParam },
-      responses: { ...createdJson(NewSecretSchema, "The new secret, shown once"), ...problemResponses(400, 401, 404, 503) },
+      responses: { ...createdJson(NewSecretSchema, "The new secret, shown once"), ...problemResponses(400, 401, 404, 429, 503) },
     }),
     async (c) => c.json(await rotateSecret(c.env, c.req.valid("param").id), 201),
   )
   .openapi(
-    createRoute({ method: "delete", path: "/admin/gateways/{id}/secrets/{secretId}", tags, security, middleware, summary: "Retire a secret", request: { params: SecretParams }, responses: { 204: { description: "Retired" }, ...problemResponses(401, 404, 503) } }),
+    createRoute({ method: "delete", path: "/admin/gateways/{id}/secrets/{secretId}", tags, security, middleware, summary: "Retire a secret", request: { params: SecretParams }, responses: { 204: { description: "Retired" }, ...problemResponses(401, 404, 429, 503) } }),
     async (c) => {
       const { id, secretId } = c.req.valid("param");
       await retireSecret(c.env, id, secretId);
@@ -66,7 +66,7 @@ export const adminRoutes = createRouter()
     },
   )
   .openapi(
-    createRoute({ method: "delete", path: "/admin/gateways/{id}", tags, security, middleware, summary: "Revoke a gateway: its callbacks are refused from now on", request: { params: GatewayParam }, responses: { 204: { description: "Revoked" }, ...problemResponses(401, 404, 503) } }),
+    createRoute({ method: "delete", path: "/admin/gateways/{id}", tags, security, middleware, summary: "Revoke a gateway: its callbacks are refused from now on", request: { params: GatewayParam }, responses: { 204: { description: "Revoked" }, ...problemResponses(401, 404, 429, 503) } }),
     async (c) => {
       await revokeGateway(c.env, c.req.valid("param").id);
       return c.body(null, 204);
@@ -88,7 +88,7 @@ export const adminRoutes = createRouter()
           cursor: z.string().max(512).optional().openapi({ description: "nextCursor of the previous page" }),
         }),
       },
-      responses: { ...okJson(z.object({ data: z.array(SettlementSchema), nextCursor: z.string().nullable() }), "A page"), ...problemResponses(400, 401, 503) },
+      responses: { ...okJson(z.object({ data: z.array(SettlementSchema), nextCursor: z.string().nullable() }), "A page"), ...problemResponses(400, 401, 429, 503) },
     }),
     async (c) => c.json(await listSettlements(c.env.DB, c.req.valid("query")), 200),
   )
@@ -103,7 +103,7 @@ export const adminRoutes = createRouter()
       request: { params: z.object({ id: z.string().max(128).openapi({ param: { name: "id", in: "path" }, example: "stl_42" }) }) },
       responses: {
         ...okJson(z.object({ settlement: SettlementSchema.nullable(), history: z.array(TransitionSchema), events: z.array(EventSchema) }), "Settlement"),
-        ...problemResponses(401, 404, 503),
+        ...problemResponses(401, 404, 429, 503),
       },
     }),
     async (c) => c.json(await readSettlement(c.env.DB, c.req.valid("param").id), 200),
@@ -117,7 +117,7 @@ export const adminRoutes = createRouter()
       middleware,
       summary: "Change a market's status: TRADING ⇄ HALTED, either → DELISTED (final)",
       request: { params: PairParam, ...body(z.object({ status: z.enum(["TRADING", "HALTED", "DELISTED"]) })) },
-      responses: { ...okJson(MarketSchema, "The market"), ...problemResponses(400, 401, 404, 409, 503) },
+      responses: { ...okJson(MarketSchema, "The market"), ...problemResponses(400, 401, 404, 409, 429, 503) },
     }),
     async (c) => {
       const { symbol } = resolveMarket(c.req.valid("param").pair);

@@ -54,6 +54,17 @@ describe("operator API: the bearer token (contract 4)", () => {
     expect((await callJson("/admin/gateways", { headers: { Authorization: "bearer test-admin-token" } })).status).toBe(200);
   });
 
+  it("wrong tokens count against the client IP like any failed authentication: the eleventh in a second is 429", async () => {
+    const ip = "203.0.113.90";
+    const answers: Response[] = [];
+    for (let i = 0; i < 11; i++) answers.push(await call("/admin/gateways", { ip, headers: { Authorization: `Bearer guess-${i}` } }));
+    expect(answers.map((r) => r.status)).toEqual([...Array(10).fill(401), 429]);
+    expect(answers.slice(0, 10).map((r) => r.headers.get("RateLimit-Remaining"))).toEqual(["9", "8", "7", "6", "5", "4", "3", "2", "1", "0"]);
+    expect(answers[10]!.headers.get("Retry-After")).toBe("1");
+    // The right token is not limited: operators are not throttled by their own address's guesses.
+    expect((await call("/admin/gateways", { ip, headers: ADMIN })).status).toBe(200);
+  });
+
   it("without ADMIN_TOKEN configured, every operator route answers 503 NOT_CONFIGURED — there is no default token", async () => {
     const app = createApp();
     for (const { method, path } of await operatorRoutes()) {
