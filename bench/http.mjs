@@ -4,7 +4,8 @@
 // makes, the bindings of wrangler.toml, D1 migrations applied, the demo feed on — not through
 // `wrangler dev` and its logging proxy. Next to it, in the same runtime and built by the same
 // bundler: the baseline (a bare Hono Worker answering a small JSON body) and the floor (the
-// baseline plus one or two calls per request to a trivial Durable Object). After warming up it
+// baseline plus one or two calls per request to a trivial Durable Object); and, as a third
+// reference, the service's own `GET /api/time` (its public path with no work of its own). After warming up it
 // loads every route in interleaved rounds at 32 connections, each run preceded by a 1 s re-warm,
 // and reports medians and each route's ratio to the baseline's requests/s (median of the
 // per-round ratios).
@@ -13,7 +14,7 @@
 // request logging off); `--direct` serves each on its own workerd socket instead (see the README
 // for what the two views mean). `--script` measures an already built bundle instead of this
 // tree's (for studying a change to src/). Loopback only; it stops everything it started.
-// `--json` prints one JSON object on the last line of stdout: {"routes": [...], "floors": [...]}.
+// `--json` prints one JSON object on the last line of stdout: {"routes": [...], "references": [...]}.
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { clientIps, CONNECTIONS, fromManyIps, load, median, option, touchClients, warmUp } from "./load.mjs";
@@ -66,6 +67,8 @@ async function main() {
       // References, not targets: what one or two trivial Durable Object calls per request cost here.
       { name: "floor-1rpc", path: "/rpc1", url: floor.url, setupRequest: publicLoad, reference: true },
       { name: "floor-2rpc", path: "/rpc2", url: floor.url, setupRequest: publicLoad, reference: true },
+      // The service's public chain (routing, request id, limiter, headers) around no work at all.
+      { name: "limiter-only", path: "/api/time", url: service.url, setupRequest: publicLoad, reference: true },
     ];
     const run = (route, seconds) => load({ url: route.url + route.path, seconds, setupRequest: route.setupRequest });
     for (const route of routes) await run(route, 2); // every path once: code optimised, objects warm
@@ -104,13 +107,13 @@ async function main() {
     const failed = report.reduce((n, r) => n + r.failed, 0);
     if (asJson) {
       const shape = ({ failed, reference, ...r }) => r;
-      console.log(JSON.stringify({ routes: report.filter((r) => !r.reference).map(shape), floors: report.filter((r) => r.reference).map(shape) }));
+      console.log(JSON.stringify({ routes: report.filter((r) => !r.reference).map(shape), references: report.filter((r) => r.reference).map(shape) }));
     } else {
       const seconds = Math.round((Date.now() - startedAt) / 1000);
       console.log(`\nmedians of ${ROUNDS} interleaved rounds × ${SECONDS} s (ratio: median of per-round ratios) at ${CONNECTIONS} connections, one workerd per Worker, ${direct ? "direct sockets" : "through Miniflare's entry worker"} (${seconds} s in all):`);
       console.log("route           req/s  p50 ms  p99 ms  ratio  target");
       for (const r of report) {
-        if (r.name === "floor-1rpc") console.log("references (the runtime's cost of Durable Object calls; no target):");
+        if (r.name === "floor-1rpc") console.log("references (the runtime's cost of Durable Object calls, and the service's public path with no work; no target):");
         const target = TARGETS[r.name];
         const verdict = target === undefined ? "" : `${r.ratio >= target ? "≥" : "<"} ${target.toFixed(2)}  ${r.ratio >= target ? "met" : "MISSED"}`;
         console.log(`${r.name.padEnd(13)} ${String(r.rps).padStart(7)}  ${String(r.p50Ms).padStart(6)}  ${String(r.p99Ms).padStart(6)}  ${r.ratio.toFixed(2).padStart(5)}  ${verdict}${r.failed ? `  (${r.failed} failed)` : ""}`);
