@@ -7,7 +7,12 @@ import path from "node:path";
 import { build } from "esbuild";
 
 const root = path.resolve(import.meta.dirname, "..");
-const entries = { landing: "src/pages/client/landing.ts", market: "src/pages/client/market.ts" };
+const entries = {
+  landing: "src/pages/client/landing.ts",
+  market: "src/pages/client/market.ts",
+  docs: "src/pages/client/docs.ts",
+  dashboard: "src/pages/client/dashboard.ts",
+};
 const out = {};
 for (const [name, entry] of Object.entries(entries)) {
   const result = await build({ entryPoints: [path.join(root, entry)], bundle: true, format: "iife", target: "es2022", minify: true, write: false, logLevel: "error" });

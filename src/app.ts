@@ -3,9 +3,12 @@ import { publicLimit } from "./access/middleware";
 import { dashboardRoutes } from "./accounts/pages";
 import { adminRoutes } from "./admin/routes";
 import { accountRoutes } from "./accounts/routes";
+import { bodyLimit } from "hono/body-limit";
 import { createMiddleware } from "hono/factory";
 import { handleError, notFoundHandler } from "./core/errors";
+import { problem } from "./core/problem";
 import { requestId } from "./core/request-id";
+import { noStore, securityHeaders } from "./core/security-headers";
 import { createRouter } from "./core/router";
 import { docsRoutes } from "./docs/routes";
 import type { AppEnv } from "./env";
@@ -26,10 +29,25 @@ const startDemoFeed = createMiddleware<AppEnv>(async (c, next) => {
   await next();
 });
 
+/** Forms and account or operator JSON are small; anything larger is refused before it is read. */
+const SMALL_BODY_BYTES = 64 * 1024;
+const smallBodies = bodyLimit({
+  maxSize: SMALL_BODY_BYTES,
+  onError: () => {
+    throw problem("PAYLOAD_TOO_LARGE", `a body here is at most ${SMALL_BODY_BYTES} bytes`);
+  },
+});
+
 export function createApp(): OpenAPIHono<AppEnv> {
   const app = createRouter();
   app.use(requestId);
+  app.use(securityHeaders);
   app.use(startDemoFeed);
+  // Accounts, keys, sessions and gateway secrets: never cached anywhere; small bodies only.
+  for (const path of ["/account/*", "/dashboard", "/dashboard/*", "/admin/*"]) {
+    app.use(path, noStore);
+    app.use(path, smallBodies);
+  }
   // Public surface: 10 requests a second per client IP. Gateways have their own limit.
   app.use("/api/*", async (c, next) => (c.req.path === "/api/gateway/callback" ? next() : publicLimit(c, next)));
   app.use("/account/*", publicLimit);

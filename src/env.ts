@@ -23,6 +23,8 @@ export interface Env {
   SEALING_KEY?: string;
   /** Worker secret: bearer token of the operator API. */
   ADMIN_TOKEN?: string;
+  /** How long (ms) a missing settlement sequence may hold later events back; default 600000 (10 minutes). */
+  SETTLEMENT_GAP_HOLD_MS?: string;
 }
 
 export interface AppVariables {

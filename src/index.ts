@@ -1,5 +1,6 @@
 import { createApp } from "./app";
 import type { Env } from "./env";
+import { ledgerOptions, releaseExpiredHolds } from "./settlements/ledger";
 
 export { AccessGuard } from "./access/access-guard";
 export { DemoFeed } from "./market/demo-feed-object";
@@ -11,4 +12,8 @@ const app = createApp();
 
 export default {
   fetch: app.fetch,
+  /** The Cron Trigger (wrangler.toml): settlement gaps that held events long enough are released. */
+  scheduled(controller, env, ctx) {
+    ctx.waitUntil(releaseExpiredHolds(env.DB, controller.scheduledTime, ledgerOptions(env)));
+  },
 } satisfies ExportedHandler<Env>;

@@ -2,7 +2,8 @@ import { DurableObject } from "cloudflare:workers";
 import { problem, ProblemError, toProblemResult, type ProblemResult } from "../core/problem";
 import { unseal } from "../core/seal";
 import type { Env } from "../env";
-import { allowListAdmits } from "./cidr";
+import { allowListAdmits } from "./client-address";
+import { reserveLogin, settleLogin, type LoginAttempts, type LoginReservation, type LoginScope, type LoginSettlement } from "./login-throttle";
 import type { KeyRecord, Permission } from "./keys";
 import { FUTURE_TOLERANCE_MS, importSecret, isOnTime, signingPayload, verifySignature } from "./signature";
 import { SlidingWindow, type Admission } from "./sliding-window";
@@ -27,6 +28,8 @@ export interface KeyStatus {
 
 /** Last use is written at most this often: no storage write per request. */
 const LAST_USE_WRITE_EVERY_MS = 60_000;
+/** Storage key of the sign-in throttle's record, apart from the API key's. */
+const LOGIN_KEY = "login";
 
 /**
  * One per principal (`key:<id>`, `ip:<addr>`, `gateway:<id>`). Answers "who is this, may they,
@@ -48,6 +51,22 @@ export class AccessGuard extends DurableObject<Env> {
   /** Rate admission only (client IPs, gateways). */
   admit(limit: number): Admission {
     return this.admitAt(limit, Date.now());
+  }
+
+  /**
+   * Reserves one sign-in attempt of this principal (`login:<email>` or `ip:<address>`), or
+   * refuses it (`login-throttle.ts`). Synchronous storage and no await: concurrent attempts are
+   * decided one after another, each seeing the reservations before it.
+   */
+  reserveLogin(scope: LoginScope, now = Date.now()): LoginReservation {
+    const reservation = reserveLogin(scope, this.ctx.storage.kv.get<LoginAttempts>(LOGIN_KEY), now);
+    if (reservation.allowed) this.ctx.storage.kv.put(LOGIN_KEY, reservation.attempts);
+    return reservation;
+  }
+
+  /** Reports a reserved attempt that did not fail (a failure is counted already). */
+  settleLogin(scope: LoginScope, outcome: LoginSettlement, now = Date.now()): void {
+    this.ctx.storage.kv.put(LOGIN_KEY, settleLogin(scope, this.ctx.storage.kv.get<LoginAttempts>(LOGIN_KEY), outcome, now));
   }
 
   private async keyRecord(): Promise<KeyRecord | null> {

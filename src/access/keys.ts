@@ -34,7 +34,3 @@ export function newKeySecret(): string {
 export function principalOfKey(keyId: string): string {
   return `key:${keyId}`;
 }
-
-export function principalOfIp(ip: string): string {
-  return `ip:${ip}`;
-}

@@ -4,21 +4,18 @@ import { stubByName } from "../core/object-ids";
 import { setResponseHeaders } from "../core/response-headers";
 import { isProblemResult, problem, ProblemError, unwrap } from "../core/problem";
 import type { AppEnv, Env } from "../env";
-import { KEY_ID_PATTERN, principalOfIp, principalOfKey, type Permission } from "./keys";
+import { clientIp, ipPrincipal } from "./client-address";
+import { KEY_ID_PATTERN, principalOfKey, type Permission } from "./keys";
 import { admit, PUBLIC_LIMIT, rateLimited, SIGNED_LIMIT } from "./rate-limit";
 import { requestTargetOf, SIGNATURE_PATTERN } from "./signature";
 import { rateLimitHeaders, type Admission } from "./sliding-window";
 
 const DEFAULT_RECV_WINDOW = 5_000;
 const MAX_RECV_WINDOW = 60_000;
+const TIMESTAMP_PATTERN = /^[1-9]\d{0,15}$/;
 
 function guard(env: Env, principal: string) {
   return stubByName(env.ACCESS_GUARD, principal);
-}
-
-/** The client's address: `CF-Connecting-IP` only, which Cloudflare sets and clients cannot. */
-export function clientIp(request: Request): string {
-  return request.headers.get("CF-Connecting-IP") ?? "unknown";
 }
 
 /**
@@ -26,7 +23,7 @@ export function clientIp(request: Request): string {
  * (contract 5) and carries that limit's headers; over the limit it becomes the 429 instead.
  */
 export async function chargeClientIp(env: Env, request: Request, refusal: ProblemError): Promise<ProblemError> {
-  const admission = await admit(env, principalOfIp(clientIp(request)), PUBLIC_LIMIT, `${PUBLIC_LIMIT} requests per second per IP, failed authentications included`);
+  const admission = await admit(env, ipPrincipal(clientIp(request)), PUBLIC_LIMIT, `${PUBLIC_LIMIT} requests per second per IP, failed authentications included`);
   Object.assign(refusal.headers, rateLimitHeaders(admission));
   return refusal;
 }
@@ -60,7 +57,7 @@ async function runAdmitted(c: Context<AppEnv>, next: () => Promise<void>, admiss
 
 /** 10 requests per second per client IP on the public surface (contract 5). */
 export const publicLimit = createMiddleware<AppEnv>((c, next) =>
-  runAdmitted(c, next, admit(c.env, principalOfIp(clientIp(c.req.raw)), PUBLIC_LIMIT, `${PUBLIC_LIMIT} requests per second per IP`)),
+  runAdmitted(c, next, admit(c.env, ipPrincipal(clientIp(c.req.raw)), PUBLIC_LIMIT, `${PUBLIC_LIMIT} requests per second per IP`)),
 );
 
 export interface SignedOptions {
@@ -87,16 +84,19 @@ function readCredentials(request: Request, allowQueryForm: boolean): Credentials
   const timestamp = read("X-TIMESTAMP", "timestamp");
   const signature = read("X-SIGNATURE", "signature");
   const recvWindow = request.headers.get("X-RECV-WINDOW");
+  // Missing is MISSING_CREDENTIALS; present but not of the documented form is MALFORMED_CREDENTIALS,
+  // except a key id, which is INVALID_API_KEY like an unknown key (no key has that id).
   if (!keyId) throw problem("MISSING_CREDENTIALS", `${names.key} is missing`);
-  if (!KEY_ID_PATTERN.test(keyId)) throw problem("MISSING_CREDENTIALS", `${names.key} is malformed: expected mk_ and 24 hex digits`);
+  if (!KEY_ID_PATTERN.test(keyId)) throw problem("INVALID_API_KEY", `${names.key} is not an API key id (mk_ and 24 hex digits)`);
   if (!timestamp) throw problem("MISSING_CREDENTIALS", `${names.timestamp} is missing`);
-  if (!/^\d{1,16}$/.test(timestamp)) throw problem("MISSING_CREDENTIALS", `${names.timestamp} is malformed: expected Unix milliseconds`);
+  // Canonical digits only: what is signed is the text sent, so it must have one spelling.
+  if (!TIMESTAMP_PATTERN.test(timestamp)) throw problem("MALFORMED_CREDENTIALS", `${names.timestamp} is malformed: expected Unix milliseconds, digits without leading zeros`);
   if (!signature) throw problem("MISSING_CREDENTIALS", `${names.signature} is missing`);
-  if (!SIGNATURE_PATTERN.test(signature)) throw problem("MISSING_CREDENTIALS", `${names.signature} is malformed: expected 64 hex digits`);
+  if (!SIGNATURE_PATTERN.test(signature)) throw problem("MALFORMED_CREDENTIALS", `${names.signature} is malformed: expected 64 hex digits`);
   let window = DEFAULT_RECV_WINDOW;
   if (recvWindow !== null) {
-    if (!/^\d{1,5}$/.test(recvWindow) || Number(recvWindow) < 1 || Number(recvWindow) > MAX_RECV_WINDOW) {
-      throw problem("MISSING_CREDENTIALS", `X-RECV-WINDOW is malformed: expected 1–${MAX_RECV_WINDOW} ms`);
+    if (!/^[1-9]\d{0,4}$/.test(recvWindow) || Number(recvWindow) > MAX_RECV_WINDOW) {
+      throw problem("MALFORMED_CREDENTIALS", `X-RECV-WINDOW is malformed: expected 1–${MAX_RECV_WINDOW} ms, digits without leading zeros`);
     }
     window = Number(recvWindow);
   }

@@ -1,11 +1,14 @@
 /** @jsxImportSource hono/jsx */
 import { Hono, type Context } from "hono";
 import type { Child } from "hono/jsx";
-import { clientIp, publicLimit } from "../access/middleware";
+import { clientIp } from "../access/client-address";
+import { publicLimit } from "../access/middleware";
 import { PERMISSIONS, type Permission } from "../access/keys";
+import { readForm } from "../core/forms";
 import { ProblemError } from "../core/problem";
 import type { AppEnv } from "../env";
 import { HtmlDocument } from "../pages/document";
+import { CLIENT_VERSIONS } from "../pages/generated/client-bundle";
 import { NewKeySchema } from "./schemas";
 import { createApiKey, listApiKeys, revokeApiKey, signIn, signUp, type ApiKeyView } from "./service";
 import { currentSession, endSession, requireCsrfToken, requireSameOrigin, startSession, type Session } from "./sessions";
@@ -74,22 +77,6 @@ function SignInPage(props: { error?: string }) {
   );
 }
 
-/**
- * The copy button (the only script on the page; without JavaScript the secret stays selectable).
- * Outside a secure context there is no `navigator.clipboard`, so it falls back to a selection.
- */
-const COPY_SCRIPT = `document.getElementById("copy-secret").addEventListener("click", function (e) {
-  var button = e.currentTarget, secret = button.getAttribute("data-secret");
-  function done(ok) { button.textContent = ok ? "Copied" : "Select and copy the secret above"; }
-  function fallback() {
-    var range = document.createRange();
-    range.selectNodeContents(document.getElementById("secret-value"));
-    var selection = window.getSelection(); selection.removeAllRanges(); selection.addRange(range);
-    try { done(document.execCommand("copy")); } catch (_) { done(false); }
-  }
-  if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(secret).then(function () { done(true); }, fallback);
-  else fallback();
-});`;
 
 const formatTime = (ms: number | null) => (ms === null ? "—" : new Date(ms).toISOString().replace("T", " ").slice(0, 19) + " UTC");
 
@@ -111,7 +98,7 @@ function ApiManagementPage(props: { session: Session; keys: ApiKeyView[]; create
             <button type="button" id="copy-secret" data-secret={created.secret}>
               Copy secret
             </button>
-            <script dangerouslySetInnerHTML={{ __html: COPY_SCRIPT }} />
+            <script src={`/assets/dashboard.js?v=${CLIENT_VERSIONS.dashboard}`} defer></script>
           </div>
         ) : null}
         <h3>Create a key</h3>
@@ -218,7 +205,7 @@ export const dashboardRoutes = new Hono<AppEnv>()
   })
   .post("/dashboard/signup", async (c) => {
     requireSameOrigin(c);
-    const form = await c.req.parseBody();
+    const form = await readForm(c);
     try {
       const account = await signUp(c.env, formString(form, "email"), formString(form, "password"));
       await startSession(c, account.id);
@@ -229,7 +216,7 @@ export const dashboardRoutes = new Hono<AppEnv>()
   })
   .post("/dashboard/login", async (c) => {
     requireSameOrigin(c);
-    const form = await c.req.parseBody();
+    const form = await readForm(c);
     try {
       const account = await signIn(c.env, formString(form, "email"), formString(form, "password"), clientIp(c.req.raw));
       await startSession(c, account.id);
@@ -241,7 +228,7 @@ export const dashboardRoutes = new Hono<AppEnv>()
   .post("/dashboard/logout", async (c) => {
     requireSameOrigin(c);
     const session = await currentSession(c);
-    if (session) requireCsrfToken(session, (await c.req.parseBody()).csrf);
+    if (session) requireCsrfToken(session, (await readForm(c)).csrf);
     await endSession(c);
     return c.redirect("/dashboard", 303);
   })
@@ -249,7 +236,7 @@ export const dashboardRoutes = new Hono<AppEnv>()
     requireSameOrigin(c);
     const session = await currentSession(c);
     if (!session) return c.redirect("/dashboard", 303);
-    const form = await c.req.parseBody({ all: true });
+    const form = await readForm(c, { all: true });
     requireCsrfToken(session, form.csrf);
     const permissions = ([] as unknown[]).concat(form.permissions ?? []).filter((p): p is Permission => typeof p === "string");
     const expires = formString(form, "expiresAt");
@@ -278,7 +265,7 @@ export const dashboardRoutes = new Hono<AppEnv>()
     requireSameOrigin(c);
     const session = await currentSession(c);
     if (!session) return c.redirect("/dashboard", 303);
-    requireCsrfToken(session, (await c.req.parseBody()).csrf);
+    requireCsrfToken(session, (await readForm(c)).csrf);
     try {
       await revokeApiKey(c.env, session.accountId, c.req.param("id"));
       return c.redirect("/dashboard", 303);

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { createMiddleware } from "hono/factory";
-import { clientIp } from "../access/middleware";
+import { clientIp } from "../access/client-address";
 import { createRouter } from "../core/router";
 import { problemResponses } from "../core/schemas";
 import type { AppEnv } from "../env";
@@ -44,7 +44,8 @@ export const accountRoutes = createRouter()
       tags,
       middleware: [sameOrigin],
       summary: "Sign in: sets the session cookie (HttpOnly; Secure; SameSite=Lax)",
-      description: "Failed sign-ins are throttled: 5 per account and 20 per IP in 15 minutes, then 429.",
+      description:
+        "Failed sign-ins are throttled before the password is checked. Per account: 5 failures are free, then each attempt waits 1 s, 2 s, 4 s … (at most 5 minutes) after the previous failure; forgotten 15 minutes after the last failure, cleared by a success. Per client address: 20 failures, then none until 15 minutes after the last. Refusals are 429 RATE_LIMITED with Retry-After.",
       request: jsonBody(Credentials),
       responses: { 200: { description: "Signed in", content: { "application/json": { schema: AccountSchema } } }, ...problemResponses(400, 401, 403, 429) },
     }),

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { parseCidr } from "../access/cidr";
+import { isValidCidr } from "../access/client-address";
 import { PERMISSIONS } from "../access/keys";
 import { MAX_PASSWORD_LENGTH } from "./passwords";
 
@@ -16,7 +16,7 @@ export const AccountSchema = z.object({ id: z.string(), email: z.string(), creat
 export const Cidr = z
   .string()
   .max(64)
-  .refine((text) => parseCidr(text) !== null, "must be an IPv4 or IPv6 address or CIDR range, e.g. 203.0.113.0/24 or 2001:db8::/32");
+  .refine((text) => isValidCidr(text), "must be an IPv4 or IPv6 address or CIDR range, e.g. 203.0.113.0/24 or 2001:db8::/32");
 
 export const NewKeySchema = z
   .object({

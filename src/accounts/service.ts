@@ -1,4 +1,6 @@
+import { ipPrincipal } from "../access/client-address";
 import { KEY_ID_PATTERN, MAX_ACTIVE_KEYS, newKeyId, newKeySecret, principalOfKey, type KeyRecord, type Permission } from "../access/keys";
+import { stubByName } from "../core/object-ids";
 import { problem } from "../core/problem";
 import { seal } from "../core/seal";
 import type { Env } from "../env";
@@ -26,10 +28,6 @@ export interface NewApiKey {
   expiresAt: number | null;
 }
 
-const FAILURE_WINDOW_MS = 15 * 60_000;
-export const MAX_FAILURES_PER_ACCOUNT = 5;
-export const MAX_FAILURES_PER_IP = 20;
-
 export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
 }
@@ -54,38 +52,26 @@ export async function signUp(env: Env, email: string, password: string, now = Da
   return { id, email: normalized, createdAt: now };
 }
 
-async function throttled(env: Env, scopes: [string, number][], now: number): Promise<void> {
-  for (const [scope, max] of scopes) {
-    const row = await env.DB.prepare("SELECT failures, window_start FROM login_failures WHERE scope = ?").bind(scope).first<{ failures: number; window_start: number }>();
-    if (row && row.window_start > now - FAILURE_WINDOW_MS && row.failures >= max) {
-      const retryAfterMs = row.window_start + FAILURE_WINDOW_MS - now;
-      throw problem("RATE_LIMITED", "too many failed sign-ins; try again later", { retryAfterMs }, { "Retry-After": String(Math.ceil(retryAfterMs / 1000)) });
-    }
-  }
+function tooManySignIns(retryAfterMs: number) {
+  return problem("RATE_LIMITED", "too many failed sign-ins; try again later", { retryAfterMs }, { "Retry-After": String(Math.max(1, Math.ceil(retryAfterMs / 1000))) });
 }
 
-async function recordFailure(env: Env, scopes: string[], now: number): Promise<void> {
-  const expired = now - FAILURE_WINDOW_MS;
-  await env.DB.batch(
-    scopes.map((scope) =>
-      env.DB.prepare(
-        `INSERT INTO login_failures (scope, failures, window_start) VALUES (?, 1, ?)
-         ON CONFLICT (scope) DO UPDATE SET
-           failures = CASE WHEN window_start <= ? THEN 1 ELSE failures + 1 END,
-           window_start = CASE WHEN window_start <= ? THEN excluded.window_start ELSE window_start END`,
-      ).bind(scope, now, expired, expired),
-    ),
-  );
-}
-
-/** Checks the password; failed sign-ins are throttled per account and per client IP. */
-export async function signIn(env: Env, email: string, password: string, ip: string, now = Date.now()): Promise<{ id: string; email: string }> {
+/**
+ * Checks the password, throttled per account and per client address (`access/login-throttle.ts`):
+ * an attempt is reserved with both guards before the password is checked, so no more checks
+ * happen than the throttle allows however many attempts arrive at once.
+ */
+export async function signIn(env: Env, email: string, password: string, ip: string): Promise<{ id: string; email: string }> {
   const normalized = normalizeEmail(email);
-  const scopes: [string, number][] = [
-    [`account:${normalized}`, MAX_FAILURES_PER_ACCOUNT],
-    [`ip:${ip}`, MAX_FAILURES_PER_IP],
-  ];
-  await throttled(env, scopes, now);
+  const ipGuard = stubByName(env.ACCESS_GUARD, ipPrincipal(ip));
+  const accountGuard = stubByName(env.ACCESS_GUARD, `login:${normalized}`);
+  const byIp = await ipGuard.reserveLogin("ip");
+  if (!byIp.allowed) throw tooManySignIns(byIp.retryAfterMs);
+  const byAccount = await accountGuard.reserveLogin("account");
+  if (!byAccount.allowed) {
+    await ipGuard.settleLogin("ip", "released");
+    throw tooManySignIns(byAccount.retryAfterMs);
+  }
   const account = await env.DB.prepare("SELECT id, password_hash, password_salt FROM accounts WHERE email = ?")
     .bind(normalized)
     .first<{ id: string; password_hash: string; password_salt: string }>();
@@ -93,11 +79,9 @@ export async function signIn(env: Env, email: string, password: string, ip: stri
   const valid = account
     ? password.length <= 1024 && (await verifyPassword(password, account.password_hash, account.password_salt))
     : (await hashPassword(password.slice(0, 1024)), false);
-  if (!account || !valid) {
-    await recordFailure(env, scopes.map(([scope]) => scope), now);
-    throw problem("UNAUTHENTICATED", "wrong email or password");
-  }
-  await env.DB.prepare("DELETE FROM login_failures WHERE scope = ?").bind(`account:${normalized}`).run();
+  // A failure stays counted (its reservation was one); a success gives both back.
+  if (!account || !valid) throw problem("UNAUTHENTICATED", "wrong email or password");
+  await Promise.all([accountGuard.settleLogin("account", "success"), ipGuard.settleLogin("ip", "success")]);
   return { id: account.id, email: normalized };
 }
 

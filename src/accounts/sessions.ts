@@ -62,15 +62,9 @@ export async function endSession(c: Context<AppEnv>): Promise<void> {
  */
 export function requireSameOrigin(c: Context<AppEnv>): void {
   const origin = c.req.header("Origin");
-  const host = c.req.header("Host") ?? new URL(c.req.url).host;
   if (origin !== undefined) {
-    let originHost: string | undefined;
-    try {
-      originHost = new URL(origin).host;
-    } catch {
-      originHost = undefined;
-    }
-    if (originHost !== host) throw problem("PERMISSION_DENIED", "cross-site request refused (CSRF protection): the Origin is not this service");
+    // The whole origin (scheme, host and port): https://host is another origin than http://host.
+    if (origin !== new URL(c.req.url).origin) throw problem("PERMISSION_DENIED", "cross-site request refused (CSRF protection): the Origin is not this service");
     return;
   }
   const site = c.req.header("Sec-Fetch-Site");

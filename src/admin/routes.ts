@@ -4,9 +4,9 @@ import { createdJson, okJson, problemResponses, queryIntOr } from "../core/schem
 import { unwrap } from "../core/problem";
 import { resolveMarket } from "../market/lookup";
 import { MarketSchema, PairParam } from "../market/schemas";
-import { approveGateway, listGateways, readGateway, retireSecret, revokeGateway, rotateSecret } from "../settlements/gateways";
+import { approveGateway, GATEWAY_ID_PATTERN, GATEWAY_ID_RULE, listGateways, readGateway, retireSecret, revokeGateway, rotateSecret } from "../settlements/gateways";
 import { listSettlements, readSettlement } from "../settlements/queries";
-import { EventSchema, SettlementSchema, SettlementStatusSchema, TransitionSchema } from "../settlements/schemas";
+import { CurrentStatusSchema, EventSchema, SettlementSchema, TransitionSchema } from "../settlements/schemas";
 import { requireAdmin } from "./auth";
 
 const tags = ["Operator (admin)"];
@@ -31,10 +31,21 @@ export const adminRoutes = createRouter()
       security,
       middleware,
       summary: "Approve a gateway; its whsec_ secret is in this answer only",
-      request: body(z.object({ name: z.string().trim().min(1).max(100).openapi({ example: "Acme Chain Gateway" }) })),
-      responses: { ...createdJson(GatewaySchema.extend({ secret: NewSecretSchema }), "Approved"), ...problemResponses(400, 401, 429, 503) },
+      description: `An operator may choose the gateway's id (${GATEWAY_ID_RULE}); without one the service assigns gw_ and 16 hex digits. An id in use is 409 ALREADY_EXISTS. Unknown fields are refused.`,
+      request: body(
+        z
+          .object({
+            name: z.string().trim().min(1).max(100).openapi({ example: "Acme Chain Gateway" }),
+            id: z.string().regex(GATEWAY_ID_PATTERN, GATEWAY_ID_RULE).optional().openapi({ example: "gw_acme" }),
+          })
+          .strict(),
+      ),
+      responses: { ...createdJson(GatewaySchema.extend({ secret: NewSecretSchema }), "Approved"), ...problemResponses(400, 401, 409, 413, 415, 429, 503) },
     }),
-    async (c) => c.json(await approveGateway(c.env, c.req.valid("json").name), 201),
+    async (c) => {
+      const { name, id } = c.req.valid("json");
+      return c.json(await approveGateway(c.env, name, id), 201);
+    },
   )
   .openapi(
     createRoute({ method: "get", path: "/admin/gateways", tags, security, middleware, summary: "List gateways (never their secrets)", responses: { ...okJson(z.object({ gateways: z.array(GatewaySchema) }), "Gateways"), ...problemResponses(401, 429, 503) } }),
@@ -82,7 +93,7 @@ export const adminRoutes = createRouter()
       summary: "Settlements, newest first, with cursor pagination",
       request: {
         query: z.object({
-          status: SettlementStatusSchema.optional(),
+          status: CurrentStatusSchema.optional(),
           gatewayId: z.string().max(64).optional(),
           limit: queryIntOr(1, 200, 50).openapi({ type: "integer", description: "1–200, default 50" }),
           cursor: z.string().max(512).optional().openapi({ description: "nextCursor of the previous page" }),
@@ -95,18 +106,22 @@ export const adminRoutes = createRouter()
   .openapi(
     createRoute({
       method: "get",
-      path: "/admin/settlements/{id}",
+      path: "/admin/gateways/{id}/settlements/{settlementId}",
       tags,
       security,
       middleware,
-      summary: "A settlement with its append-only transition history and every event received for it",
-      request: { params: z.object({ id: z.string().max(128).openapi({ param: { name: "id", in: "path" }, example: "stl_42" }) }) },
+      summary: "One gateway's settlement, with its append-only transition history and every event received for it",
+      description: "Settlement ids belong to the gateway that reports them, so a settlement is named by its gateway and its id together.",
+      request: { params: GatewayParam.extend({ settlementId: z.string().max(128).openapi({ param: { name: "settlementId", in: "path" }, example: "stl_42" }) }) },
       responses: {
-        ...okJson(z.object({ settlement: SettlementSchema.nullable(), history: z.array(TransitionSchema), events: z.array(EventSchema) }), "Settlement"),
-        ...problemResponses(401, 404, 429, 503),
+        ...okJson(z.object({ settlement: SettlementSchema, history: z.array(TransitionSchema), events: z.array(EventSchema) }), "Settlement"),
+        ...problemResponses(400, 401, 404, 429, 503),
       },
     }),
-    async (c) => c.json(await readSettlement(c.env.DB, c.req.valid("param").id), 200),
+    async (c) => {
+      const { id, settlementId } = c.req.valid("param");
+      return c.json(await readSettlement(c.env.DB, id, settlementId), 200);
+    },
   )
   .openapi(
     createRoute({

@@ -7,19 +7,31 @@ import { problem, problemResponse, ProblemError } from "./problem";
 export const handleError: ErrorHandler<AppEnv> = (error, c) => {
   const requestId = c.get("requestId");
   if (error instanceof ProblemError) return problemResponse(error, requestId);
-  if (error instanceof HTTPException) {
-    // Hono's own refusals (malformed JSON in a validator, a body over its limit).
-    const known =
-      error.status === 413
-        ? problem("PAYLOAD_TOO_LARGE", error.message || "the body is too large")
-        : error.status === 400
-          ? problem("VALIDATION_FAILED", error.message || "the request is malformed", { errors: [{ path: "body", message: error.message || "malformed" }] })
-          : undefined;
-    if (known) return problemResponse(known, requestId);
+  if (error instanceof HTTPException && error.status >= 400 && error.status < 500) {
+    // Hono's own refusals (malformed JSON or form data, a body over its limit, a media type a
+    // route does not declare) are the client's mistakes: 4xx problems like every other.
+    return problemResponse(fromHttpException(error), requestId);
   }
   console.error(JSON.stringify({ level: "error", requestId, method: c.req.method, path: c.req.path, error: String(error), stack: error instanceof Error ? error.stack : undefined }));
   return problemResponse(problem("INTERNAL_ERROR", "an unexpected error occurred; quote the requestId when reporting it"), requestId);
 };
+
+/** The problem a framework refusal stands for; a 4xx status this service does not name is a 400. */
+function fromHttpException(error: HTTPException): ProblemError {
+  const message = error.message || "the request is malformed";
+  switch (error.status) {
+    case 413:
+      return problem("PAYLOAD_TOO_LARGE", message);
+    case 415:
+      return problem("UNSUPPORTED_MEDIA_TYPE", `${message}: send the body as this endpoint's documented Content-Type (GET /openapi.json)`);
+    case 401:
+      return problem("UNAUTHENTICATED", message);
+    case 404:
+      return problem("NOT_FOUND", message);
+    default:
+      return problem("VALIDATION_FAILED", message, { errors: [{ path: "body", message }] });
+  }
+}
 
 type RouteEntry = { method: string; path: string };
 let routeMatchers: { method: string; pattern: RegExp }[] | undefined;

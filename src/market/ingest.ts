@@ -2,7 +2,7 @@ import { DecimalError, exactAtScale, parseDecimal } from "../core/decimal";
 import { problem, type FieldError, unwrap } from "../core/problem";
 import type { Env } from "../env";
 import { resolveMarket } from "./lookup";
-import type { BookUpdate, UnitLevel } from "./order-book";
+import type { BookOutcome, BookUpdate, UnitLevel } from "./order-book";
 import type { MarketConfig } from "./registry";
 import type { IngestBody } from "./schemas";
 
@@ -25,6 +25,8 @@ export interface IngestResult {
   acceptedTrades: number;
   duplicateTrades: number;
   sequence: number;
+  /** What the batch's book update did, when it had one: `duplicate` is an identical replay, a no-op. */
+  book?: BookOutcome;
 }
 
 /** Trades may be late (a publisher catching up) but not from the future or from long ago. */

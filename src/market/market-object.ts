@@ -5,7 +5,7 @@ import type { Env } from "../env";
 import type { IngestBatch, IngestResult } from "./ingest";
 import { aggregateCandles, alignDown, KLINE_INTERVALS, type Kline, type KlineQuery } from "./klines";
 import { MarketStore, type StoredTrade } from "./market-store";
-import { OrderBook, type WireLevel } from "./order-book";
+import { OrderBook, type BookOutcome, type WireLevel } from "./order-book";
 import type { PriceReport } from "./price-index";
 import { ShardPublisher } from "../streams/publisher";
 import type { StreamEvent } from "../streams/stream-hub";
@@ -109,7 +109,7 @@ export class MarketObject extends DurableObject<Env> {
     if (meta.symbol !== symbol) this.store.writeMeta("symbol", symbol);
     const book = new OrderBook(market.priceScale, market.quantityScale);
     const levels = this.store.readBook();
-    book.restore(meta.bookSequence, meta.bookUpdatedAt, levels.bids, levels.asks);
+    book.restore(meta.bookSequence, meta.bookUpdatedAt, levels.bids, levels.asks, meta.bookFingerprint);
     const latest = this.store.latestBucket();
     const now = Date.now();
     this.publisher = new ShardPublisher(this.env, this.ctx, meta.shards, (shards) => this.store.writeMeta("shards", JSON.stringify(shards)));
@@ -152,10 +152,12 @@ export class MarketObject extends DurableObject<Env> {
       let duplicateTrades = 0;
       const changedBuckets = new Map<number, MinuteBucket>();
       const accepted: IngestBatch["trades"] = [];
+      let bookOutcome: BookOutcome | undefined;
       try {
         this.store.transaction(() => {
-          if (batch.book) {
-            state.book.apply(batch.book, now); // validates before it changes anything
+          // Validates before it changes anything; an identical replay changes nothing at all.
+          bookOutcome = batch.book ? state.book.apply(batch.book, now) : undefined;
+          if (batch.book && bookOutcome === "applied") {
             if (batch.book.type === "snapshot") this.store.replaceBook(batch.book.bids, batch.book.asks);
             else {
               this.store.writeLevels("bids", batch.book.bids);
@@ -163,6 +165,7 @@ export class MarketObject extends DurableObject<Env> {
             }
             this.store.writeMeta("bookSequence", state.book.sequence);
             this.store.writeMeta("bookUpdatedAt", now);
+            this.store.writeMeta("bookFingerprint", state.book.lastFingerprint);
           }
           for (const trade of batch.trades) {
             // Inserted rows are visible inside the transaction: a repeat within the batch is caught too.
@@ -188,11 +191,12 @@ export class MarketObject extends DurableObject<Env> {
       }
       state.tradeSeq += acceptedTrades;
       for (const bucket of changedBuckets.values()) this.rememberBucket(state, bucket, now);
+      const bookApplied = bookOutcome === "applied";
       state.version += 1;
-      this.publishBatch(state, batch, accepted);
-      if (acceptedTrades > 0 || batch.book) this.scheduleSecondly(state, now);
+      this.publishBatch(state, bookApplied ? batch : { trades: batch.trades }, accepted);
+      if (acceptedTrades > 0 || bookApplied) this.scheduleSecondly(state, now);
       if (now - this.lastPruneAt > PRUNE_EVERY_MS) this.prune(state, now);
-      return { symbol, acceptedTrades, duplicateTrades, sequence: state.book.sequence };
+      return { symbol, acceptedTrades, duplicateTrades, sequence: state.book.sequence, ...(bookOutcome ? { book: bookOutcome } : {}) };
     });
   }
 

@@ -19,6 +19,8 @@ export interface MarketMeta {
   status: MarketStatus | undefined;
   bookSequence: number;
   bookUpdatedAt: number;
+  /** Fingerprint of the last applied book update: a replay is recognised after an eviction too. */
+  bookFingerprint: string;
   tradeSeq: number;
 }
 
@@ -87,6 +89,7 @@ export class MarketStore {
       status: values.get("status") as MarketStatus | undefined,
       bookSequence: Number(values.get("bookSequence") ?? 0),
       bookUpdatedAt: Number(values.get("bookUpdatedAt") ?? 0),
+      bookFingerprint: values.get("bookFingerprint") ?? "",
       tradeSeq: Number(values.get("tradeSeq") ?? 0),
     };
   }

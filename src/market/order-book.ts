@@ -19,6 +19,34 @@ export interface BookUpdate {
 export const MAX_LEVELS_PER_SIDE = 5000;
 
 /**
+ * How far one snapshot may move the sequence forward. Sequences stop at 2^53 − 1 (exact in
+ * JSON); bounding each step keeps that ceiling ~2^29 updates away from any state a request can
+ * reach, so no single request can leave a market with no next sequence.
+ */
+export const MAX_SNAPSHOT_STEP = 2 ** 24;
+
+/** What an update did: applied, or an identical replay of the last applied one (a no-op). */
+export type BookOutcome = "applied" | "duplicate";
+
+/**
+ * A short fingerprint of an update (53-bit cyrb53 over its text): recognises an identical replay
+ * of the last applied update without keeping the update itself.
+ */
+export function bookFingerprint(update: BookUpdate): string {
+  const text = `${update.type}|${update.sequence}|${update.bids.map(([p, q]) => `${p}:${q}`).join(",")}|${update.asks.map(([p, q]) => `${p}:${q}`).join(",")}`;
+  let h1 = 0xdeadbeef;
+  let h2 = 0x41c6ce57;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ ch, 2654435761);
+    h2 = Math.imul(h2 ^ ch, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  return (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(36);
+}
+
+/**
  * One side of an L2 book: quantities by price, and the prices kept sorted best first, so a
  * snapshot of depth N is a slice and the best price is element 0.
  */
@@ -94,6 +122,8 @@ export class OrderBook {
   sequence = 0;
   /** Time of the last applied update (ms). */
   updatedAt = 0;
+  /** {@link bookFingerprint} of the last applied update, to tell a replay from a conflict. */
+  lastFingerprint = "";
   private wireCache: { sequence: number; bids: WireLevel[]; asks: WireLevel[] } | undefined;
 
   constructor(
@@ -102,16 +132,27 @@ export class OrderBook {
   ) {}
 
   /**
-   * Validates and applies an update, all or nothing. Throws 409 `SEQUENCE_GAP` for a delta
-   * that does not follow the last sequence, 400 `VALIDATION_FAILED` for a crossed or
-   * malformed book.
+   * Validates and applies an update, all or nothing. The sequence never goes back:
+   * - an identical replay of the last applied update is a no-op (`duplicate`);
+   * - any other update at or below the current sequence is 409 `STALE_SEQUENCE`;
+   * - a delta must be the current sequence + 1, else 409 `SEQUENCE_GAP` (send a snapshot);
+   * - a snapshot may move forward by at most {@link MAX_SNAPSHOT_STEP}, else 409 `SEQUENCE_GAP`;
+   * - a crossed or malformed book is 400 `VALIDATION_FAILED`.
    */
-  apply(update: BookUpdate, now: number): void {
+  apply(update: BookUpdate, now: number): BookOutcome {
     checkLevels(update, this.priceScale);
+    const fingerprint = bookFingerprint(update);
+    if (update.sequence <= this.sequence) {
+      if (update.sequence === this.sequence && fingerprint === this.lastFingerprint) return "duplicate";
+      throw problem("STALE_SEQUENCE", `book ${update.type} sequence ${update.sequence} is not after the book's ${this.sequence}; a book never goes back — continue from ${this.sequence + 1}`, {
+        currentSequence: this.sequence,
+      });
+    }
     if (update.type === "delta") {
       if (update.sequence !== this.sequence + 1) {
         throw problem("SEQUENCE_GAP", `book delta sequence ${update.sequence} does not follow ${this.sequence}; send a snapshot`, {
           expectedSequence: this.sequence + 1,
+          currentSequence: this.sequence,
         });
       }
       this.checkResult(this.bids.bestAfter(update.bids), this.asks.bestAfter(update.asks), this.bids.sizeAfter(update.bids), this.asks.sizeAfter(update.asks));
@@ -121,7 +162,12 @@ export class OrderBook {
       if (update.bids.some(([, q]) => q === 0n) || update.asks.some(([, q]) => q === 0n)) {
         throw problem("VALIDATION_FAILED", "a book snapshot cannot hold a zero quantity");
       }
-      if (update.sequence < 1) throw problem("VALIDATION_FAILED", "a book snapshot's sequence must be at least 1");
+      if (update.sequence - this.sequence > MAX_SNAPSHOT_STEP) {
+        throw problem("SEQUENCE_GAP", `a book snapshot may move the sequence forward by at most ${MAX_SNAPSHOT_STEP}; continue from ${this.sequence + 1}`, {
+          currentSequence: this.sequence,
+          maxSequence: this.sequence + MAX_SNAPSHOT_STEP,
+        });
+      }
       const bestBid = update.bids.reduce<bigint | undefined>((best, [p]) => (best === undefined || p > best ? p : best), undefined);
       const bestAsk = update.asks.reduce<bigint | undefined>((best, [p]) => (best === undefined || p < best ? p : best), undefined);
       this.checkResult(bestBid, bestAsk, update.bids.length, update.asks.length);
@@ -132,7 +178,9 @@ export class OrderBook {
     }
     this.sequence = update.sequence;
     this.updatedAt = now;
+    this.lastFingerprint = fingerprint;
     this.wireCache = undefined;
+    return "applied";
   }
 
   private checkResult(bestBid: bigint | undefined, bestAsk: bigint | undefined, bidCount: number, askCount: number): void {
@@ -169,13 +217,14 @@ export class OrderBook {
   }
 
   /** Replaces the whole state (used when restoring from storage). */
-  restore(sequence: number, updatedAt: number, bids: readonly UnitLevel[], asks: readonly UnitLevel[]): void {
+  restore(sequence: number, updatedAt: number, bids: readonly UnitLevel[], asks: readonly UnitLevel[], lastFingerprint = ""): void {
     this.bids.clear();
     this.asks.clear();
     for (const [price, quantity] of bids) this.bids.set(price, quantity);
     for (const [price, quantity] of asks) this.asks.set(price, quantity);
     this.sequence = sequence;
     this.updatedAt = updatedAt;
+    this.lastFingerprint = lastFingerprint;
     this.wireCache = undefined;
   }
 }

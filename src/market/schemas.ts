@@ -186,5 +186,9 @@ export const IngestResultSchema = z
     acceptedTrades: z.number().int(),
     duplicateTrades: z.number().int(),
     sequence: z.number().int().openapi({ description: "The book's sequence after this batch" }),
+    book: z
+      .enum(["applied", "duplicate"])
+      .optional()
+      .openapi({ description: "With a book update: applied, or duplicate — an identical replay of the last applied update, which changes nothing" }),
   })
   .openapi("IngestResult");

@@ -6,6 +6,10 @@ import { newGatewaySecret } from "./webhook-signature";
 /** Approved gateways and their secrets (at most two active, for rotation), sealed in D1. */
 export const MAX_ACTIVE_SECRETS = 2;
 
+/** An operator-chosen gateway id: what `X-GATEWAY-ID` and the callback body's `gatewayId` accept, at most 64 characters. */
+export const GATEWAY_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;
+export const GATEWAY_ID_RULE = "1–64 letters, digits and _ . : -, starting with a letter or digit";
+
 export interface GatewayView {
   id: string;
   name: string;
@@ -37,10 +41,18 @@ async function addSecret(env: Env, gatewayId: string, now: number): Promise<{ id
 }
 
 /** Approves a gateway; its first secret is in this answer and never again. */
-export async function approveGateway(env: Env, name: string, now = Date.now()): Promise<GatewayView & { secret: { id: string; secret: string } }> {
-  const id = randomId("gw");
+export async function approveGateway(env: Env, name: string, chosenId?: string, now = Date.now()): Promise<GatewayView & { secret: { id: string; secret: string } }> {
+  const id = chosenId ?? randomId("gw");
+  const taken = () => problem("ALREADY_EXISTS", `a gateway ${id} exists already; choose another id`, { errors: [{ path: "body.id", message: "is in use" }] });
+  if (await env.DB.prepare("SELECT 1 FROM gateways WHERE id = ?").bind(id).first()) throw taken();
   const secret = await addSecret(env, id, now);
-  await env.DB.batch([env.DB.prepare("INSERT INTO gateways (id, name, status, created_at) VALUES (?, ?, 'active', ?)").bind(id, name, now), secret.statement]);
+  try {
+    // One transaction: a concurrent approval of the same id fails the insert, and with it the secret.
+    await env.DB.batch([env.DB.prepare("INSERT INTO gateways (id, name, status, created_at) VALUES (?, ?, 'active', ?)").bind(id, name, now), secret.statement]);
+  } catch (error) {
+    if (String(error).includes("UNIQUE")) throw taken();
+    throw error;
+  }
   return { ...(await readGateway(env, id)), secret: { id: secret.id, secret: secret.secret } };
 }
 

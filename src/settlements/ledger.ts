@@ -1,19 +1,28 @@
+import { sha256Hex } from "../core/encoding";
 import { problem } from "../core/problem";
 import type { CallbackBody } from "./schemas";
-import { decide, type Outcome, type SettlementEvent, type SettlementState, type SettlementStatus, type Step } from "./state-machine";
+import {
+  AWAITING,
+  decide,
+  release,
+  type Outcome,
+  type QuarantineReason,
+  type SettlementEvent,
+  type SettlementState,
+  type SettlementStatus,
+  type Step,
+} from "./state-machine";
 
 /**
  * The settlement ledger in D1. Every accepted event is written in one `batch()` (a
  * transaction) before the gateway gets its answer.
  *
- * Concurrent deliveries are resolved by optimistic concurrency. A decision is made on a
- * snapshot: the settlement's `version` and the number of its held events. The batch's first
- * statement inserts the event only while both are unchanged (and only if the id is new); every
- * later statement of the batch runs only if that very insert happened (its `delivery_id`).
- * The batch reads back the insert's outcome: a batch that lost a race wrote nothing and the
- * event is decided again — as a duplicate when its twin won, against the new state otherwise.
- * Held events count in the snapshot because a held event that lands between another event's
- * read and its write would otherwise never be released.
+ * Concurrent deliveries are resolved by optimistic concurrency on the settlement row, which every
+ * decision reads and every write *claims*: the batch's first statement bumps the row's `version`
+ * from the one the decision saw (or creates the row) and stamps it with the batch's own `writer`
+ * token; every later statement runs only while the row carries that token. A batch that lost a
+ * race wrote nothing and the event is decided again — as a duplicate when its twin won, against
+ * the new state otherwise. Held events need no counting of their own: holding one claims the row.
  */
 export interface VerifiedEvent {
   gatewayId: string;
@@ -24,164 +33,241 @@ export interface VerifiedEvent {
   receivedAt: number;
 }
 
+export type CurrentStatus = SettlementStatus | typeof AWAITING;
+
 export interface Recorded {
   outcome: Outcome | "duplicate";
+  /** Why a quarantined event was not applied. */
+  reason?: QuarantineReason;
   settlementId: string;
-  status: SettlementStatus | null;
+  status: CurrentStatus;
 }
 
+export interface LedgerOptions {
+  /** How long a gap may hold events back (`SETTLEMENT_GAP_HOLD_MS`). */
+  holdMs: number;
+  /** Held events per settlement; past it a callback is refused (429 `HELD_LIMIT`) and retried later. */
+  maxHeld: number;
+}
+
+export const DEFAULT_GAP_HOLD_MS = 10 * 60_000;
+export const MAX_HELD_PER_SETTLEMENT = 100;
+
+/** Reads `SETTLEMENT_GAP_HOLD_MS` (a whole number of ms), else the default of 10 minutes. */
+export function ledgerOptions(env: { SETTLEMENT_GAP_HOLD_MS?: string }): LedgerOptions {
+  const configured = Number(env.SETTLEMENT_GAP_HOLD_MS);
+  return { holdMs: Number.isSafeInteger(configured) && configured >= 0 ? configured : DEFAULT_GAP_HOLD_MS, maxHeld: MAX_HELD_PER_SETTLEMENT };
+}
+
+/** An event as a decision sees it: the columns it needs, never a held event's raw body. */
 interface LedgerEvent extends SettlementEvent {
-  body: CallbackBody;
+  occurredAt: number;
+  /** Present for the incoming event; a released held event's body is read only if it sets the details. */
+  body?: CallbackBody;
 }
 
-/** Each lost race means another writer won, so this bounds contention, not work; past it, a 5xx makes the gateway retry. */
-const MAX_ATTEMPTS = 16;
-
-function asLedgerEvent(gatewayId: string, webhookId: string, body: CallbackBody): LedgerEvent {
-  return { webhookId, gatewayId, sequence: body.data.sequence, status: body.data.status, body };
+interface SettlementKey {
+  gatewayId: string;
+  settlementId: string;
 }
 
-export async function sha256Hex(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", bytes);
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+interface Snapshot {
+  state: SettlementState | null;
+  version: number;
+  held: LedgerEvent[];
+}
+
+/** Each lost race means another writer won, so this bounds contention, not work. */
+const MAX_ATTEMPTS = 32;
+
+async function readSnapshot(db: D1Database, key: SettlementKey, extra: D1PreparedStatement[] = []): Promise<{ snapshot: Snapshot; extra: D1Result[] }> {
+  const [settlementRows, heldRows, ...rest] = await db.batch([
+    db.prepare("SELECT status, sequence, version FROM settlements WHERE gateway_id = ? AND id = ?").bind(key.gatewayId, key.settlementId),
+    db
+      .prepare("SELECT webhook_id, sequence, status, received_at, occurred_at FROM gateway_events WHERE gateway_id = ? AND settlement_id = ? AND outcome = 'held' ORDER BY sequence")
+      .bind(key.gatewayId, key.settlementId),
+    ...extra,
+  ]);
+  const row = settlementRows!.results[0] as { status: CurrentStatus; sequence: number; version: number } | undefined;
+  const held = (heldRows!.results as { webhook_id: string; sequence: number; status: SettlementStatus; received_at: number; occurred_at: number }[]).map((h) => ({
+    webhookId: h.webhook_id,
+    sequence: h.sequence,
+    status: h.status,
+    receivedAt: h.received_at,
+    occurredAt: h.occurred_at,
+  }));
+  return { snapshot: { state: row ? { status: row.status, sequence: row.sequence } : null, version: row?.version ?? 0, held }, extra: rest };
 }
 
 /** Records one verified event exactly once and applies what it (and the held events it releases) may. */
-export async function recordEvent(db: D1Database, event: VerifiedEvent): Promise<Recorded> {
-  const settlementId = event.body.data.settlementId;
+export async function recordEvent(db: D1Database, event: VerifiedEvent, options: LedgerOptions): Promise<Recorded> {
+  const key = { gatewayId: event.gatewayId, settlementId: event.body.data.settlementId };
+  const incoming: LedgerEvent = {
+    webhookId: event.webhookId,
+    sequence: event.body.data.sequence,
+    status: event.body.data.status,
+    receivedAt: event.receivedAt,
+    occurredAt: event.body.occurredAt,
+    body: event.body,
+  };
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    // One consistent snapshot: this id's earlier record, the settlement, its held events.
-    const [existingRows, settlementRows, heldRows] = await db.batch([
+    // One consistent snapshot: the settlement, its held events, this id's earlier record, and
+    // whether the event's sequence already has an event.
+    const { snapshot, extra } = await readSnapshot(db, key, [
       db.prepare("SELECT body_sha256 FROM gateway_events WHERE gateway_id = ? AND webhook_id = ?").bind(event.gatewayId, event.webhookId),
-      db.prepare("SELECT status, sequence, gateway_id, version FROM settlements WHERE id = ?").bind(settlementId),
-      db.prepare("SELECT gateway_id, webhook_id, raw_body FROM gateway_events WHERE settlement_id = ? AND outcome = 'held' ORDER BY sequence").bind(settlementId),
+      db
+        .prepare("SELECT 1 FROM gateway_events WHERE gateway_id = ? AND settlement_id = ? AND sequence = ? AND outcome IN ('applied', 'quarantined') LIMIT 1")
+        .bind(key.gatewayId, key.settlementId, incoming.sequence),
     ]);
-    const existing = existingRows!.results[0] as { body_sha256: string } | undefined;
-    const row = settlementRows!.results[0] as { status: SettlementStatus; sequence: number; gateway_id: string; version: number } | undefined;
+    const existing = extra[0]!.results[0] as { body_sha256: string } | undefined;
     if (existing) {
       if (existing.body_sha256 !== event.bodySha256) {
         throw problem("EVENT_ID_CONFLICT", `event ${event.webhookId} was received before with a different body; a new event needs a new id`);
       }
-      return { outcome: "duplicate", settlementId, status: row?.status ?? null };
+      return { outcome: "duplicate", settlementId: key.settlementId, status: snapshot.state?.status ?? AWAITING };
     }
-    const state: SettlementState | null = row ? { status: row.status, sequence: row.sequence, gatewayId: row.gateway_id } : null;
-    const held = (heldRows!.results as { gateway_id: string; webhook_id: string; raw_body: string }[]).map((h) =>
-      asLedgerEvent(h.gateway_id, h.webhook_id, JSON.parse(h.raw_body) as CallbackBody),
-    );
-    const decision = decide(state, asLedgerEvent(event.gatewayId, event.webhookId, event.body), held);
-    const snapshot = { exists: row !== undefined, version: row?.version ?? 0, heldCount: held.length };
-    const results = await db.batch(writeStatements(db, event, decision.outcome, decision.steps, decision.state, snapshot));
+    const context = { now: event.receivedAt, holdMs: options.holdMs, processedHasEvent: extra[1]!.results.length > 0 };
+    const decision = decide(snapshot.state, incoming, snapshot.held, context);
+    if (decision.outcome === "held" && snapshot.held.length >= options.maxHeld) throw heldLimit(snapshot.held, options, event.receivedAt);
+    const statements = await writeStatements(db, key, snapshot, decision.steps, decision.state, event.receivedAt, {
+      event,
+      outcome: decision.outcome,
+      reason: decision.reason,
+    });
+    const results = await db.batch(statements);
     if (results[0]!.meta.changes === 1) {
-      return { outcome: decision.outcome, settlementId, status: decision.state?.status ?? null };
+      return { outcome: decision.outcome, ...(decision.reason ? { reason: decision.reason } : {}), settlementId: key.settlementId, status: decision.state.status };
     }
     // Lost a race (another delivery of this event, or another event of this settlement): decide again.
   }
-  throw new Error(`settlement ${settlementId}: could not record event ${event.webhookId} after ${MAX_ATTEMPTS} attempts`);
+  throw problem("UNAVAILABLE", `settlement ${key.settlementId} is being updated by many deliveries at once; retry this one`, {}, { "Retry-After": "1" });
 }
 
-/** The settlement's detail columns, in the order both statements below name them. */
+/** 429 `HELD_LIMIT`: retry once the oldest held event's gap has been released. */
+function heldLimit(held: readonly LedgerEvent[], options: LedgerOptions, now: number) {
+  const oldest = Math.min(...held.map((e) => e.receivedAt));
+  const retryAfterMs = Math.max(1000, oldest + options.holdMs - now);
+  return problem(
+    "HELD_LIMIT",
+    `this settlement already holds ${held.length} events waiting for a missing sequence; deliver the missing one, or retry after the gap is released`,
+    { retryAfterMs },
+    { "Retry-After": String(Math.ceil(retryAfterMs / 1000)) },
+  );
+}
+
+/**
+ * Releases the held events of every settlement whose gap has held them `holdMs` (run by the
+ * Cron Trigger, so nothing waits for traffic). Returns how many settlements moved.
+ */
+export async function releaseExpiredHolds(db: D1Database, now: number, options: LedgerOptions, limit = 100): Promise<number> {
+  const { results } = await db
+    .prepare("SELECT DISTINCT gateway_id, settlement_id FROM gateway_events WHERE outcome = 'held' AND received_at <= ? LIMIT ?")
+    .bind(now - options.holdMs, limit)
+    .all<{ gateway_id: string; settlement_id: string }>();
+  let moved = 0;
+  for (const row of results) {
+    if (await releaseSettlement(db, { gatewayId: row.gateway_id, settlementId: row.settlement_id }, now, options)) moved += 1;
+  }
+  return moved;
+}
+
+async function releaseSettlement(db: D1Database, key: SettlementKey, now: number, options: LedgerOptions): Promise<boolean> {
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    const { snapshot } = await readSnapshot(db, key);
+    const released = release(snapshot.state ?? { status: AWAITING, sequence: 0 }, snapshot.held, { now, holdMs: options.holdMs });
+    if (released.steps.length === 0) return false;
+    const results = await db.batch(await writeStatements(db, key, snapshot, released.steps, released.state, now));
+    if (results[0]!.meta.changes === 1) return true;
+  }
+  return false;
+}
+
+/** The settlement's detail columns, in the order the statements below name them. */
 function detailValues(d: CallbackBody["data"]): (string | number | null)[] {
   return [d.chain, d.asset, d.amount, d.fee ?? null, d.txHash ?? null, d.blockNumber ?? null, d.confirmations ?? null, d.requiredConfirmations ?? null, d.from ?? null, d.to ?? null, d.reference ?? null];
 }
 
-interface Snapshot {
-  exists: boolean;
-  version: number;
-  heldCount: number;
+/** The body of the last applied step: the incoming event's, or one released held event's (read once). */
+async function lastAppliedBody(db: D1Database, gatewayId: string, steps: readonly Step<LedgerEvent>[]): Promise<CallbackBody | undefined> {
+  const last = [...steps].reverse().find((s) => s.outcome === "applied")?.event;
+  if (!last) return undefined;
+  if (last.body) return last.body;
+  const row = await db.prepare("SELECT raw_body FROM gateway_events WHERE gateway_id = ? AND webhook_id = ?").bind(gatewayId, last.webhookId).first<{ raw_body: string }>();
+  return JSON.parse(row!.raw_body) as CallbackBody;
 }
 
 /**
- * Statements of one decision. The first inserts the event while the snapshot still holds; the
- * others run only if that insert happened, which the batch's transaction makes all or nothing.
+ * Statements of one decision. The first claims the settlement row (creating it if the snapshot
+ * had none); the others run only while the row carries this batch's token, which the batch's
+ * transaction makes all or nothing.
  */
-function writeStatements(
+async function writeStatements(
   db: D1Database,
-  event: VerifiedEvent,
-  outcome: Outcome,
-  steps: Step<LedgerEvent>[],
-  next: SettlementState | null,
+  key: SettlementKey,
   snapshot: Snapshot,
-): D1PreparedStatement[] {
-  const settlementId = event.body.data.settlementId;
-  const deliveryId = crypto.randomUUID();
-  const snapshotHolds = `COALESCE((SELECT version FROM settlements WHERE id = ?1), 0) = ?2
-    AND (SELECT COUNT(*) FROM gateway_events WHERE settlement_id = ?1 AND outcome = 'held') = ?3`;
-  const inserted = "EXISTS (SELECT 1 FROM gateway_events WHERE gateway_id = ?1 AND webhook_id = ?2 AND delivery_id = ?3)";
-  const ours = [event.gatewayId, event.webhookId, deliveryId] as const;
+  steps: Step<LedgerEvent>[],
+  next: SettlementState,
+  now: number,
+  incoming?: { event: VerifiedEvent; outcome: Outcome; reason?: QuarantineReason },
+): Promise<D1PreparedStatement[]> {
+  const writer = crypto.randomUUID();
+  const claimed = "EXISTS (SELECT 1 FROM settlements WHERE gateway_id = ?1 AND id = ?2 AND writer = ?3)";
+  const ours = [key.gatewayId, key.settlementId, writer] as const;
   const statements: D1PreparedStatement[] = [
-    db
-      .prepare(
-        `INSERT INTO gateway_events (gateway_id, webhook_id, body_sha256, raw_body, received_at, settlement_id, sequence, status, outcome, delivery_id)
-         SELECT ?4, ?5, ?6, ?7, ?8, ?1, ?9, ?10, ?11, ?12 WHERE ${snapshotHolds}
-         ON CONFLICT (gateway_id, webhook_id) DO NOTHING`,
-      )
-      .bind(
-        settlementId,
-        snapshot.version,
-        snapshot.heldCount,
-        event.gatewayId,
-        event.webhookId,
-        event.bodySha256,
-        event.rawBody,
-        event.receivedAt,
-        event.body.data.sequence,
-        event.body.data.status,
-        outcome,
-        deliveryId,
-      ),
+    snapshot.state === null
+      ? db
+          .prepare(
+            `INSERT INTO settlements (gateway_id, id, status, sequence, version, writer, created_at, updated_at)
+             VALUES (?1, ?2, '${AWAITING}', 0, 1, ?3, ?4, ?4) ON CONFLICT (gateway_id, id) DO NOTHING`,
+          )
+          .bind(...ours, now)
+      : db.prepare("UPDATE settlements SET version = version + 1, writer = ?3 WHERE gateway_id = ?1 AND id = ?2 AND version = ?4").bind(...ours, snapshot.version),
   ];
+  if (incoming) {
+    const { event, outcome, reason } = incoming;
+    statements.push(
+      db
+        .prepare(
+          `INSERT INTO gateway_events (gateway_id, webhook_id, body_sha256, raw_body, received_at, settlement_id, sequence, status, outcome, reason, occurred_at, delivery_id)
+           SELECT ?1, ?4, ?5, ?6, ?7, ?2, ?8, ?9, ?10, ?11, ?12, ?3 WHERE ${claimed}`,
+        )
+        .bind(...ours, event.webhookId, event.bodySha256, event.rawBody, event.receivedAt, event.body.data.sequence, event.body.data.status, outcome, reason ?? null, event.body.occurredAt),
+    );
+  }
   for (const step of steps) {
-    if (step.event.webhookId !== event.webhookId || step.event.gatewayId !== event.gatewayId) {
-      // A held event this one releases.
+    if (!step.event.body) {
+      // A held event this decision releases.
       statements.push(
         db
-          .prepare(`UPDATE gateway_events SET outcome = ?4 WHERE gateway_id = ?5 AND webhook_id = ?6 AND outcome = 'held' AND ${inserted}`)
-          .bind(...ours, step.outcome, step.event.gatewayId, step.event.webhookId),
+          .prepare(`UPDATE gateway_events SET outcome = ?4, reason = ?5 WHERE gateway_id = ?1 AND webhook_id = ?6 AND outcome = 'held' AND ${claimed}`)
+          .bind(...ours, step.outcome, step.reason ?? null, step.event.webhookId),
       );
     }
     if (step.outcome === "applied") {
       statements.push(
         db
           .prepare(
-            `INSERT INTO settlement_transitions (settlement_id, sequence, from_status, to_status, webhook_id, occurred_at, recorded_at)
-             SELECT ?4, ?5, ?6, ?7, ?8, ?9, ?10 WHERE ${inserted}`,
+            `INSERT INTO settlement_transitions (gateway_id, settlement_id, sequence, from_status, to_status, webhook_id, occurred_at, recorded_at, skipped_from)
+             SELECT ?1, ?2, ?4, ?5, ?6, ?7, ?8, ?9, ?10 WHERE ${claimed}`,
           )
-          .bind(...ours, settlementId, step.event.sequence, step.from, step.event.status, step.event.webhookId, step.event.body.occurredAt, event.receivedAt),
+          .bind(...ours, step.event.sequence, step.from, step.event.status, step.event.webhookId, step.event.occurredAt, now, step.skippedFrom ?? null),
       );
     }
   }
-  // Last: the settlement itself, which moves the version the next decision is checked against.
-  if (steps.length > 0 && next) {
-    const lastApplied = [...steps].reverse().find((s) => s.outcome === "applied")?.event.body.data;
-    if (!snapshot.exists) {
-      // A new settlement starts with an applied event (any state is allowed from none).
-      statements.push(
-        db
-          .prepare(
-            `INSERT INTO settlements (id, gateway_id, status, sequence, version, chain, asset, amount, fee, tx_hash, block_number, confirmations,
-               required_confirmations, from_address, to_address, reference, created_at, updated_at)
-             SELECT ?4, ?5, ?6, ?7, 1, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?19 WHERE ${inserted}`,
-          )
-          .bind(...ours, settlementId, next.gatewayId, next.status, next.sequence, ...detailValues(lastApplied!), event.receivedAt),
-      );
-    } else if (lastApplied) {
-      statements.push(
-        db
-          .prepare(
-            `UPDATE settlements SET status = ?4, sequence = ?5, version = version + 1, chain = ?6, asset = ?7, amount = ?8, fee = ?9, tx_hash = ?10,
-               block_number = ?11, confirmations = ?12, required_confirmations = ?13, from_address = ?14, to_address = ?15, reference = ?16, updated_at = ?17
-             WHERE id = ?18 AND ${inserted}`,
-          )
-          .bind(...ours, next.status, next.sequence, ...detailValues(lastApplied), event.receivedAt, settlementId),
-      );
-    } else {
-      // Only quarantined steps: the sequence is consumed, the state is not changed.
-      statements.push(
-        db
-          .prepare(`UPDATE settlements SET sequence = ?4, version = version + 1, updated_at = ?5 WHERE id = ?6 AND ${inserted}`)
-          .bind(...ours, next.sequence, event.receivedAt, settlementId),
-      );
-    }
+  // Last: the settlement itself. Quarantined steps consume their sequence and change nothing else.
+  if (steps.length > 0) {
+    const body = await lastAppliedBody(db, key.gatewayId, steps);
+    statements.push(
+      body
+        ? db
+            .prepare(
+              `UPDATE settlements SET status = ?4, sequence = ?5, chain = ?6, asset = ?7, amount = ?8, fee = ?9, tx_hash = ?10, block_number = ?11,
+                 confirmations = ?12, required_confirmations = ?13, from_address = ?14, to_address = ?15, reference = ?16, updated_at = ?17
+               WHERE gateway_id = ?1 AND id = ?2 AND writer = ?3`,
+            )
+            .bind(...ours, next.status, next.sequence, ...detailValues(body.data), now)
+        : db.prepare("UPDATE settlements SET sequence = ?4, updated_at = ?5 WHERE gateway_id = ?1 AND id = ?2 AND writer = ?3").bind(...ours, next.sequence, now),
+    );
   }
   return statements;
 }

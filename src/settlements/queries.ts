@@ -1,11 +1,12 @@
 import { problem } from "../core/problem";
-import type { SettlementStatus } from "./state-machine";
+import type { CurrentStatus } from "./ledger";
+import type { QuarantineReason, SettlementStatus } from "./state-machine";
 
 /** Operator reads of settlements: filtered, cursor-paginated, with history and events. */
 interface SettlementRow {
   id: string;
   gateway_id: string;
-  status: SettlementStatus;
+  status: CurrentStatus;
   sequence: number;
   chain: string | null;
   asset: string | null;
@@ -47,16 +48,16 @@ function toSettlement(row: SettlementRow) {
 export type Settlement = ReturnType<typeof toSettlement>;
 
 /** Opaque to clients; base64url, so it can be pasted into a query string as it is. */
-function encodeCursor(row: { created_at: number; id: string }): string {
-  const bytes = new TextEncoder().encode(JSON.stringify([row.created_at, row.id]));
+function encodeCursor(row: { created_at: number; gateway_id: string; id: string }): string {
+  const bytes = new TextEncoder().encode(JSON.stringify([row.created_at, row.gateway_id, row.id]));
   return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
-function decodeCursor(cursor: string): [number, string] {
+function decodeCursor(cursor: string): [number, string, string] {
   try {
     const binary = atob(cursor.replace(/-/g, "+").replace(/_/g, "/"));
     const value = JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(Uint8Array.from(binary, (c) => c.charCodeAt(0)))) as unknown;
-    if (Array.isArray(value) && typeof value[0] === "number" && typeof value[1] === "string") return [value[0], value[1]];
+    if (Array.isArray(value) && typeof value[0] === "number" && typeof value[1] === "string" && typeof value[2] === "string") return [value[0], value[1], value[2]];
   } catch {
     // fall through
   }
@@ -65,37 +66,49 @@ function decodeCursor(cursor: string): [number, string] {
 
 export async function listSettlements(
   db: D1Database,
-  filter: { status?: SettlementStatus; gatewayId?: string; limit: number; cursor?: string },
+  filter: { status?: CurrentStatus; gatewayId?: string; limit: number; cursor?: string },
 ): Promise<{ data: Settlement[]; nextCursor: string | null }> {
   const where: string[] = [];
   const binds: unknown[] = [];
   if (filter.status) where.push("status = ?") && binds.push(filter.status);
   if (filter.gatewayId) where.push("gateway_id = ?") && binds.push(filter.gatewayId);
   if (filter.cursor) {
-    const [createdAt, id] = decodeCursor(filter.cursor);
-    where.push("(created_at < ? OR (created_at = ? AND id < ?))");
-    binds.push(createdAt, createdAt, id);
+    const [createdAt, gatewayId, id] = decodeCursor(filter.cursor);
+    where.push("(created_at < ? OR (created_at = ? AND (gateway_id < ? OR (gateway_id = ? AND id < ?))))");
+    binds.push(createdAt, createdAt, gatewayId, gatewayId, id);
   }
-  const sql = `SELECT * FROM settlements ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY created_at DESC, id DESC LIMIT ?`;
+  const sql = `SELECT * FROM settlements ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY created_at DESC, gateway_id DESC, id DESC LIMIT ?`;
   const { results } = await db.prepare(sql).bind(...binds, filter.limit + 1).all<SettlementRow>();
   const page = results.slice(0, filter.limit);
   return { data: page.map(toSettlement), nextCursor: results.length > filter.limit ? encodeCursor(page[page.length - 1]!) : null };
 }
 
-export async function readSettlement(db: D1Database, id: string) {
-  const row = await db.prepare("SELECT * FROM settlements WHERE id = ?").bind(id).first<SettlementRow>();
-  const { results: events } = await db
-    .prepare("SELECT webhook_id, sequence, status, outcome, received_at FROM gateway_events WHERE settlement_id = ? ORDER BY received_at, sequence")
-    .bind(id)
-    .all<{ webhook_id: string; sequence: number; status: SettlementStatus; outcome: "applied" | "stale" | "quarantined" | "held"; received_at: number }>();
-  if (!row && events.length === 0) throw problem("NOT_FOUND", `no settlement ${id.slice(0, 64)}`);
-  const { results: history } = await db
-    .prepare("SELECT sequence, from_status, to_status, webhook_id, occurred_at, recorded_at FROM settlement_transitions WHERE settlement_id = ? ORDER BY sequence")
-    .bind(id)
-    .all<{ sequence: number; from_status: SettlementStatus | null; to_status: SettlementStatus; webhook_id: string; occurred_at: number; recorded_at: number }>();
+/** One gateway's settlement (ids are the gateway's own: the pair names it), its history and every event received for it. */
+export async function readSettlement(db: D1Database, gatewayId: string, id: string) {
+  const [settlementRows, historyRows, eventRows] = await db.batch([
+    db.prepare("SELECT * FROM settlements WHERE gateway_id = ? AND id = ?").bind(gatewayId, id),
+    db
+      .prepare("SELECT sequence, from_status, to_status, webhook_id, occurred_at, recorded_at, skipped_from FROM settlement_transitions WHERE gateway_id = ? AND settlement_id = ? ORDER BY sequence")
+      .bind(gatewayId, id),
+    db
+      .prepare("SELECT webhook_id, sequence, status, outcome, reason, received_at FROM gateway_events WHERE gateway_id = ? AND settlement_id = ? ORDER BY received_at, sequence")
+      .bind(gatewayId, id),
+  ]);
+  const row = settlementRows!.results[0] as SettlementRow | undefined;
+  if (!row) throw problem("NOT_FOUND", `gateway ${gatewayId.slice(0, 64)} has no settlement ${id.slice(0, 64)}`);
+  type HistoryRow = { sequence: number; from_status: SettlementStatus | null; to_status: SettlementStatus; webhook_id: string; occurred_at: number; recorded_at: number; skipped_from: number | null };
+  type EventRow = { webhook_id: string; sequence: number; status: SettlementStatus; outcome: "applied" | "stale" | "quarantined" | "held"; reason: QuarantineReason | null; received_at: number };
   return {
-    settlement: row ? toSettlement(row) : null,
-    history: history.map((h) => ({ sequence: h.sequence, from: h.from_status, to: h.to_status, webhookId: h.webhook_id, occurredAt: h.occurred_at, recordedAt: h.recorded_at })),
-    events: events.map((e) => ({ webhookId: e.webhook_id, sequence: e.sequence, status: e.status, outcome: e.outcome, receivedAt: e.received_at })),
+    settlement: toSettlement(row),
+    history: (historyRows!.results as HistoryRow[]).map((h) => ({
+      sequence: h.sequence,
+      from: h.from_status,
+      to: h.to_status,
+      webhookId: h.webhook_id,
+      occurredAt: h.occurred_at,
+      recordedAt: h.recorded_at,
+      skipped: h.skipped_from === null ? null : { from: h.skipped_from, to: h.sequence - 1 },
+    })),
+    events: (eventRows!.results as EventRow[]).map((e) => ({ webhookId: e.webhook_id, sequence: e.sequence, status: e.status, outcome: e.outcome, reason: e.reason, receivedAt: e.received_at })),
   };
 }

@@ -7,7 +7,8 @@ import type { Env } from "../env";
 import { createRouter, fieldErrors } from "../core/router";
 import { problemResponses } from "../core/schemas";
 import { activeSecrets } from "./gateways";
-import { recordEvent, sha256Hex } from "./ledger";
+import { sha256Hex } from "../core/encoding";
+import { ledgerOptions, recordEvent } from "./ledger";
 import { CallbackAnswerSchema, CallbackBodySchema } from "./schemas";
 import { isTimestampFresh, verifyWebhook } from "./webhook-signature";
 
@@ -84,7 +85,7 @@ const callbackDoc = {
     tags: ["Settlement callbacks"],
     summary: "Settlement callback from an approved gateway (Standard Webhooks)",
     description:
-      "Headers: X-GATEWAY-ID, webhook-id, webhook-timestamp (Unix seconds, ±300 s), webhook-signature (`v1,<base64 HMAC-SHA256(secret, id.timestamp.rawBody)>`, space-separated). Body ≤ 64 KiB, verified as raw bytes before parsing. Every accepted event is written to D1 before the answer. 50 requests per second per gateway once authenticated; a callback refused before that (415, 413, 401) counts against the client IP's public limit.",
+      "Headers: X-GATEWAY-ID, webhook-id, webhook-timestamp (Unix seconds, ±300 s), webhook-signature (`v1,<base64 HMAC-SHA256(secret, id.timestamp.rawBody)>`, space-separated). Body ≤ 64 KiB, verified as raw bytes before parsing. Every accepted event is written to D1 before the answer. Settlements are keyed by (gateway, settlementId): a gateway only ever touches its own. A settlement holds at most 100 events waiting for a gap; past that 429 HELD_LIMIT with Retry-After. 50 requests per second per gateway once authenticated; a callback refused before that (415, 413, 401) counts against the client IP's public limit.",
     request: {
       headers: z.object({
         "X-GATEWAY-ID": z.string().openapi({ example: "gw_0123456789abcdef", description: "The approved gateway's id" }),
@@ -96,8 +97,11 @@ const callbackDoc = {
     },
     responses: {
       200: { description: "applied, duplicate or stale", content: { "application/json": { schema: CallbackAnswerSchema } } },
-      202: { description: "quarantined (illegal transition) or held (waits for an earlier sequence)", content: { "application/json": { schema: CallbackAnswerSchema } } },
-      ...problemResponses(400, 401, 409, 413, 415, 429, 500),
+      202: {
+        description: "quarantined (reason transition: the table forbids the step; reason conflict: the sequence already has another event) or held (waits for an earlier sequence, at most SETTLEMENT_GAP_HOLD_MS)",
+        content: { "application/json": { schema: CallbackAnswerSchema } },
+      },
+      ...problemResponses(400, 401, 409, 413, 415, 429, 503),
     },
 };
 
@@ -127,7 +131,11 @@ callbackRoutes.post(
       if (!parsed.success) throw problem("VALIDATION_FAILED", "the callback does not match the schema", { errors: fieldErrors(parsed.error.issues, "body") });
       if (parsed.data.id !== webhookId) throw problem("VALIDATION_FAILED", "the body's id must equal the webhook-id header", { errors: [{ path: "body.id", message: "differs from webhook-id" }] });
       if (parsed.data.gatewayId !== gatewayId) throw problem("VALIDATION_FAILED", "the body's gatewayId must equal the X-GATEWAY-ID header", { errors: [{ path: "body.gatewayId", message: "differs from X-GATEWAY-ID" }] });
-      const recorded = await recordEvent(c.env.DB, { gatewayId, webhookId, rawBody, bodySha256: await sha256Hex(rawBytes), body: parsed.data, receivedAt: Date.now() });
+      const recorded = await recordEvent(
+        c.env.DB,
+        { gatewayId, webhookId, rawBody, bodySha256: await sha256Hex(rawBytes), body: parsed.data, receivedAt: Date.now() },
+        ledgerOptions(c.env),
+      );
       const status = recorded.outcome === "quarantined" || recorded.outcome === "held" ? 202 : 200;
       return c.json({ received: true as const, ...recorded }, status, limitHeaders);
     } catch (error) {

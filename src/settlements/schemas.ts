@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { DecimalString, TimestampMs } from "../core/schemas";
-import { SETTLEMENT_STATUSES } from "./state-machine";
+import { AWAITING, SETTLEMENT_STATUSES } from "./state-machine";
 
 const Id = z.string().min(1).max(128).regex(/^[A-Za-z0-9_.:-]+$/, "letters, digits and _ . : - only");
 const Text = z.string().max(128);
@@ -8,6 +8,9 @@ const Text = z.string().max(128);
 const Amount = DecimalString.refine((v) => !v.includes(".") || v.split(".")[1]!.length <= 18, "at most 18 decimals");
 
 export const SettlementStatusSchema = z.enum(SETTLEMENT_STATUSES);
+/** A settlement's current state: a table state, or `awaiting` while only held events are known. */
+export const CurrentStatusSchema = z.enum([...SETTLEMENT_STATUSES, AWAITING]).openapi({ description: "A state of the table, or awaiting: only held events are known so far" });
+const ReasonSchema = z.enum(["transition", "conflict"]).openapi({ description: "Why an event was quarantined: transition (the table forbids the step) or conflict (its sequence already has another event)" });
 
 export const CallbackBodySchema = z
   .object({
@@ -40,8 +43,9 @@ export const CallbackAnswerSchema = z
   .object({
     received: z.literal(true),
     outcome: z.enum(["applied", "duplicate", "stale", "quarantined", "held"]),
+    reason: ReasonSchema.optional(),
     settlementId: z.string(),
-    status: SettlementStatusSchema.nullable().openapi({ description: "The settlement's current state (null while nothing is applied)" }),
+    status: CurrentStatusSchema,
   })
   .openapi("CallbackAnswer");
 
@@ -49,7 +53,7 @@ export const SettlementSchema = z
   .object({
     id: z.string(),
     gatewayId: z.string(),
-    status: SettlementStatusSchema,
+    status: CurrentStatusSchema,
     sequence: z.number().int(),
     chain: z.string().nullable(),
     asset: z.string().nullable(),
@@ -68,9 +72,27 @@ export const SettlementSchema = z
   .openapi("Settlement");
 
 export const TransitionSchema = z
-  .object({ sequence: z.number().int(), from: SettlementStatusSchema.nullable(), to: SettlementStatusSchema, webhookId: z.string(), occurredAt: TimestampMs, recordedAt: TimestampMs })
+  .object({
+    sequence: z.number().int(),
+    from: SettlementStatusSchema.nullable(),
+    to: SettlementStatusSchema,
+    webhookId: z.string(),
+    occurredAt: TimestampMs,
+    recordedAt: TimestampMs,
+    skipped: z
+      .object({ from: z.number().int(), to: z.number().int() })
+      .nullable()
+      .openapi({ description: "Sequences this step skipped: never delivered while the gap held (SETTLEMENT_GAP_HOLD_MS), then stepped over" }),
+  })
   .openapi("SettlementTransition");
 
 export const EventSchema = z
-  .object({ webhookId: z.string(), sequence: z.number().int(), status: SettlementStatusSchema, outcome: z.enum(["applied", "stale", "quarantined", "held"]), receivedAt: TimestampMs })
+  .object({
+    webhookId: z.string(),
+    sequence: z.number().int(),
+    status: SettlementStatusSchema,
+    outcome: z.enum(["applied", "stale", "quarantined", "held"]),
+    reason: ReasonSchema.nullable(),
+    receivedAt: TimestampMs,
+  })
   .openapi("SettlementEvent");

@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
-import { authenticateSigned, clientIp } from "../access/middleware";
-import { principalOfIp, principalOfKey } from "../access/keys";
+import { clientIp, ipPrincipal } from "../access/client-address";
+import { authenticateSigned } from "../access/middleware";
+import { principalOfKey } from "../access/keys";
 import { rateLimitHeaders } from "../access/sliding-window";
 import { problem, type ProblemResult } from "../core/problem";
 import { createRouter } from "../core/router";
@@ -52,7 +53,7 @@ for (const [path, summary] of [
   });
 }
 streamRoutes
-  .get("/api/ws", (c) => toShard(c.env, c.req.raw, principalOfIp(clientIp(c.req.raw)), { "X-Request-Id": c.get("requestId"), ...c.get("rateLimitHeaders") }))
+  .get("/api/ws", (c) => toShard(c.env, c.req.raw, ipPrincipal(clientIp(c.req.raw)), { "X-Request-Id": c.get("requestId"), ...c.get("rateLimitHeaders") }))
   .get("/v1/ws", async (c) => {
     const { keyId, admission } = await authenticateSigned(c.env, c.req.raw, { permission: "stream", allowQueryForm: true });
     return toShard(c.env, c.req.raw, principalOfKey(keyId), { "X-Request-Id": c.get("requestId"), ...rateLimitHeaders(admission) });

@@ -43,7 +43,7 @@ describe("signed endpoints (contract 3 and 4)", () => {
     expect((await problemOf(missing)).detail).toContain("X-TIMESTAMP");
     const badSig = await signedCall(key, "GET", target, { signatureOverride: "zz".repeat(32) });
     expect(badSig.status).toBe(401);
-    expect((await problemOf(badSig)).code).toBe("MISSING_CREDENTIALS");
+    expect((await problemOf(badSig)).code).toBe("MALFORMED_CREDENTIALS");
     const wrong = await signedCall(key, "GET", target, { signatureOverride: "ab".repeat(32) });
     expect([wrong.status, (await problemOf(wrong)).code]).toEqual([401, "INVALID_SIGNATURE"]);
     const unknown = await signedCall({ id: "mk_000000000000000000000000", secret: "x" }, "GET", target);
@@ -56,23 +56,25 @@ describe("signed endpoints (contract 3 and 4)", () => {
     expect((await problemOf(badWindow)).detail).toContain("X-RECV-WINDOW");
   });
 
-  it("each header of section 4 is named when it is missing or malformed", async () => {
+  it("each header of section 4 is named when it is missing or malformed, with a code that says which", async () => {
     const key = await newKey();
     const target = "/v1/markets";
     const timestamp = String(Date.now());
-    const cases: [Record<string, string>, string][] = [
-      [{}, "X-API-KEY is missing"],
-      [{ "X-API-KEY": "not-a-key", "X-TIMESTAMP": timestamp, "X-SIGNATURE": "ab".repeat(32) }, "X-API-KEY is malformed"],
-      [{ "X-API-KEY": key.id, "X-SIGNATURE": "ab".repeat(32) }, "X-TIMESTAMP is missing"],
-      [{ "X-API-KEY": key.id, "X-TIMESTAMP": "1.5e12", "X-SIGNATURE": "ab".repeat(32) }, "X-TIMESTAMP is malformed"],
-      [{ "X-API-KEY": key.id, "X-TIMESTAMP": timestamp }, "X-SIGNATURE is missing"],
-      [{ "X-API-KEY": key.id, "X-TIMESTAMP": timestamp, "X-SIGNATURE": "ab".repeat(31) }, "X-SIGNATURE is malformed"],
-      [{ "X-API-KEY": key.id, "X-TIMESTAMP": timestamp, "X-SIGNATURE": "ab".repeat(32), "X-RECV-WINDOW": "0" }, "X-RECV-WINDOW is malformed"],
+    const cases: [Record<string, string>, string, string][] = [
+      [{}, "X-API-KEY is missing", "MISSING_CREDENTIALS"],
+      [{ "X-API-KEY": "not-a-key", "X-TIMESTAMP": timestamp, "X-SIGNATURE": "ab".repeat(32) }, "X-API-KEY is not an API key id", "INVALID_API_KEY"],
+      [{ "X-API-KEY": key.id, "X-SIGNATURE": "ab".repeat(32) }, "X-TIMESTAMP is missing", "MISSING_CREDENTIALS"],
+      [{ "X-API-KEY": key.id, "X-TIMESTAMP": "1.5e12", "X-SIGNATURE": "ab".repeat(32) }, "X-TIMESTAMP is malformed", "MALFORMED_CREDENTIALS"],
+      [{ "X-API-KEY": key.id, "X-TIMESTAMP": `00${timestamp}`, "X-SIGNATURE": "ab".repeat(32) }, "X-TIMESTAMP is malformed", "MALFORMED_CREDENTIALS"],
+      [{ "X-API-KEY": key.id, "X-TIMESTAMP": timestamp }, "X-SIGNATURE is missing", "MISSING_CREDENTIALS"],
+      [{ "X-API-KEY": key.id, "X-TIMESTAMP": timestamp, "X-SIGNATURE": "ab".repeat(31) }, "X-SIGNATURE is malformed", "MALFORMED_CREDENTIALS"],
+      [{ "X-API-KEY": key.id, "X-TIMESTAMP": timestamp, "X-SIGNATURE": "ab".repeat(32), "X-RECV-WINDOW": "0" }, "X-RECV-WINDOW is malformed", "MALFORMED_CREDENTIALS"],
+      [{ "X-API-KEY": key.id, "X-TIMESTAMP": timestamp, "X-SIGNATURE": "ab".repeat(32), "X-RECV-WINDOW": "05000" }, "X-RECV-WINDOW is malformed", "MALFORMED_CREDENTIALS"],
     ];
-    for (const [headers, detail] of cases) {
+    for (const [headers, detail, code] of cases) {
       const response = await call(target, { headers });
       const body = await problemOf(response);
-      expect([response.status, body.code], detail).toEqual([401, "MISSING_CREDENTIALS"]);
+      expect([response.status, body.code], detail).toEqual([401, code]);
       expect(body.detail).toContain(detail);
     }
   });

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { OrderBook, type UnitLevel } from "../../src/market/order-book";
+import { MAX_SNAPSHOT_STEP, OrderBook, type BookUpdate, type UnitLevel } from "../../src/market/order-book";
 
 /** The naive model: a map per side, sorted only when read. */
 class NaiveBook {
@@ -100,5 +100,56 @@ describe("order book: random snapshot and deltas behave like a naive model", () 
     const book = new OrderBook(2, 5);
     book.apply({ type: "snapshot", sequence: 1, bids: [[9700010n, 50000n], [9700020n, 1n]], asks: [[9700100n, 123456n]] }, 0);
     expect(book.levels(10)).toEqual({ bids: [["97000.20", "0.00001"], ["97000.10", "0.50000"]], asks: [["97001.00", "1.23456"]] });
+  });
+});
+
+describe("a book's sequence never goes back (publisher rules)", () => {
+  const snapshot = (sequence: number, bid = 100n): BookUpdate => ({ type: "snapshot", sequence, bids: [[bid, 1n]], asks: [[200n, 1n]] });
+  const codeOf = (work: () => unknown) => {
+    try {
+      work();
+    } catch (error) {
+      return (error as { code?: string }).code;
+    }
+    return "applied";
+  };
+
+  it("an identical replay is a duplicate no-op; a different update at the same sequence or an older one is refused", () => {
+    const book = new OrderBook(0, 0);
+    expect(book.apply(snapshot(10), 1)).toBe("applied");
+    expect(book.apply(snapshot(10), 2), "replayed snapshot").toBe("duplicate");
+    expect(book.updatedAt).toBe(1);
+    expect(codeOf(() => book.apply(snapshot(10, 99n), 3)), "same sequence, other levels").toBe("STALE_SEQUENCE");
+    expect(codeOf(() => book.apply(snapshot(9), 3)), "older snapshot").toBe("STALE_SEQUENCE");
+    const delta: BookUpdate = { type: "delta", sequence: 11, bids: [[101n, 2n]], asks: [] };
+    expect(book.apply(delta, 4)).toBe("applied");
+    expect(book.apply(delta, 5), "replayed delta").toBe("duplicate");
+    expect(codeOf(() => book.apply(snapshot(10), 6)), "snapshot replayed after a delta").toBe("STALE_SEQUENCE");
+    expect([book.sequence, book.bestBid()]).toEqual([11, 101n]);
+  });
+
+  it("no accepted update leaves the market without a next sequence", () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.boolean(), fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER })), { maxLength: 30 }), (updates) => {
+        const book = new OrderBook(0, 0);
+        for (const [isSnapshot, sequence] of updates) {
+          const before = book.sequence;
+          const update: BookUpdate = isSnapshot ? snapshot(sequence) : { type: "delta", sequence: before + 1, bids: [], asks: [] };
+          const outcome = codeOf(() => book.apply(update, 0));
+          expect(book.sequence, `after ${update.type} ${update.sequence}: ${outcome}`).toBeGreaterThanOrEqual(before);
+          expect(book.sequence - before).toBeLessThanOrEqual(MAX_SNAPSHOT_STEP);
+        }
+        // There is always a next delta.
+        expect(codeOf(() => book.apply({ type: "delta", sequence: book.sequence + 1, bids: [], asks: [] }, 0))).toBe("applied");
+      }),
+    );
+  });
+
+  it("a snapshot at the largest sequence is refused as a jump, and the market moves on", () => {
+    const book = new OrderBook(0, 0);
+    book.apply(snapshot(5), 0);
+    expect(codeOf(() => book.apply(snapshot(Number.MAX_SAFE_INTEGER), 0))).toBe("SEQUENCE_GAP");
+    expect(book.apply(snapshot(5 + MAX_SNAPSHOT_STEP), 0)).toBe("applied");
+    expect(book.apply({ type: "delta", sequence: 6 + MAX_SNAPSHOT_STEP, bids: [], asks: [] }, 0)).toBe("applied");
   });
 });
