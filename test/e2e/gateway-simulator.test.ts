@@ -43,7 +43,7 @@ describe("the gateway simulator against the running service", () => {
     expect(JSON.parse((await send(3, "confirmed")).stdout).outcome).toBe("held");
     expect(JSON.parse((await send(2, "confirming")).stdout)).toMatchObject({ outcome: "applied", status: "confirmed" });
     expect(JSON.parse((await send(4, "finalized")).stdout)).toMatchObject({ outcome: "applied", status: "finalized" });
-    const read = (await (await admin("/admin/settlements/stl_sim")).json()) as { settlement: { status: string }; history: { to: string }[] };
+    const read = (await (await admin(`/admin/gateways/${approved.id}/settlements/stl_sim`)).json()) as { settlement: { status: string }; history: { to: string }[] };
     expect(read.settlement.status).toBe("finalized");
     expect(read.history.map((h) => h.to)).toEqual(["pending", "confirming", "confirmed", "finalized"]);
   });

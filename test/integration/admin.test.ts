@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { base64ToBytes, unseal } from "../../src/core/seal";
-import { ADMIN, approveGateway, callbackBody, deliver } from "../support/gateways";
+import { ADMIN, approveGateway, callbackBody, deliver, settlementOf } from "../support/gateways";
 import { call, callJson } from "../support/http";
 
 const json = { ...ADMIN, "Content-Type": "application/json" };
@@ -26,7 +26,7 @@ describe("operator API: the bearer token (contract 4)", () => {
         "GET /admin/gateways",
         "GET /admin/gateways/x_1",
         "GET /admin/settlements",
-        "GET /admin/settlements/x_1",
+        "GET /admin/gateways/x_1/settlements/x_1",
         "POST /admin/gateways",
         "POST /admin/gateways/x_1/secrets",
         "PUT /admin/markets/BTC-USDT/status",
@@ -38,7 +38,7 @@ describe("operator API: the bearer token (contract 4)", () => {
     expect(callback.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`).sort()).toEqual(
       ["header:X-GATEWAY-ID", "header:webhook-id", "header:webhook-signature", "header:webhook-timestamp"].sort(),
     );
-    expect(Object.keys(callback.responses).sort()).toEqual(["200", "202", "400", "401", "409", "413", "415", "429", "500"]);
+    expect(Object.keys(callback.responses).sort()).toEqual(["200", "202", "400", "401", "409", "413", "415", "429", "503"]);
   });
 
   it("every operator route refuses a missing, wrong or malformed token with 401 UNAUTHENTICATED", async () => {
@@ -144,7 +144,7 @@ describe("operator API: gateways and their secrets", () => {
     expect((await callJson(`/admin/gateways/${gateway.id}`, { method: "DELETE", headers: ADMIN })).status).toBe(404);
     expect((await callJson(`/admin/gateways/${gateway.id}/secrets`, { method: "POST", headers: ADMIN })).status).toBe(404);
     // Its settlements stay readable.
-    expect((await callJson("/admin/settlements/stl_rv", { headers: ADMIN })).body.settlement.status).toBe("pending");
+    expect((await settlementOf(gateway, "stl_rv")).body.settlement.status).toBe("pending");
   });
 
   it("unknown gateways are 404 NOT_FOUND", async () => {
@@ -198,19 +198,19 @@ describe("operator API: settlements", () => {
     const gateway = await approveGateway();
     const path = ["pending", "confirming", "confirmed", "reorged", "confirming", "confirmed", "finalized"];
     for (const [i, status] of path.entries()) await deliver(gateway, callbackBody(gateway.id, { settlementId: "stl_reorg", sequence: i + 1, status }));
-    const before = (await callJson("/admin/settlements/stl_reorg", { headers: ADMIN })).body;
+    const before = (await settlementOf(gateway, "stl_reorg")).body;
     expect(before.settlement).toMatchObject({ id: "stl_reorg", status: "finalized", sequence: 7 });
     expect(before.history.map((t: any) => [t.sequence, t.from, t.to])).toEqual(path.map((to, i) => [i + 1, i === 0 ? null : path[i - 1], to]));
     // A late, illegal event is kept as an event but changes no history entry.
     await deliver(gateway, callbackBody(gateway.id, { settlementId: "stl_reorg", sequence: 8, status: "pending" }));
-    const after = (await callJson("/admin/settlements/stl_reorg", { headers: ADMIN })).body;
+    const after = (await settlementOf(gateway, "stl_reorg")).body;
     expect(after.history).toEqual(before.history);
     expect(after.events.at(-1)).toMatchObject({ sequence: 8, status: "pending", outcome: "quarantined" });
     expect(after.settlement.status).toBe("finalized");
   });
 
   it("an unknown settlement is 404 NOT_FOUND", async () => {
-    const { status, body } = await callJson("/admin/settlements/stl_never", { headers: ADMIN });
+    const { status, body } = await settlementOf(await approveGateway(), "stl_never");
     expect([status, body.code]).toEqual([404, "NOT_FOUND"]);
   });
 });

@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { signWebhook } from "../../src/settlements/webhook-signature";
 import vectors from "../fixtures/signing-vectors.json";
-import { ADMIN, approveGateway, callbackBody, deliver } from "../support/gateways";
+import { ADMIN, approveGateway, callbackBody, deliver, settlementOf } from "../support/gateways";
 import { call, callJson } from "../support/http";
 
 async function answer(response: Response) {
@@ -29,7 +29,7 @@ describe("settlement callbacks (contract 7)", () => {
     expect(await answer(await deliver(gateway, events[2]))).toMatchObject({ status: 202, body: { outcome: "held", status: "pending" } });
     expect(await answer(await deliver(gateway, events[1]))).toMatchObject({ status: 200, body: { outcome: "applied", status: "confirmed" } });
     expect(await answer(await deliver(gateway, events[3]))).toMatchObject({ status: 200, body: { outcome: "applied", status: "finalized" } });
-    const { body } = await callJson("/admin/settlements/stl_flow", { headers: ADMIN });
+    const { body } = await settlementOf(gateway, "stl_flow");
     expect(body.settlement).toMatchObject({ status: "finalized", sequence: 4, amount: "1250.500000", gatewayId: gateway.id });
     expect(body.history.map((h: any) => `${h.from}>${h.to}`)).toEqual(["null>pending", "pending>confirming", "confirming>confirmed", "confirmed>finalized"]);
     expect(body.events.map((e: any) => e.outcome)).toEqual(["applied", "applied", "applied", "applied"]);
@@ -40,8 +40,8 @@ describe("settlement callbacks (contract 7)", () => {
     await deliver(gateway, callbackBody(gateway.id, { settlementId: "stl_q", sequence: 1, status: "pending" }));
     const illegal = await answer(await deliver(gateway, callbackBody(gateway.id, { settlementId: "stl_q", sequence: 2, status: "finalized" })));
     expect(illegal).toMatchObject({ status: 202, body: { outcome: "quarantined", status: "pending" } });
-    const stale = await answer(await deliver(gateway, callbackBody(gateway.id, { settlementId: "stl_q", sequence: 1, status: "confirming" })));
-    expect(stale).toMatchObject({ status: 200, body: { outcome: "stale", status: "pending" } });
+    const claimed = await answer(await deliver(gateway, callbackBody(gateway.id, { settlementId: "stl_q", sequence: 1, status: "confirming" })));
+    expect(claimed, "a second event for sequence 1").toMatchObject({ status: 202, body: { outcome: "quarantined", reason: "conflict", status: "pending" } });
     const first = callbackBody(gateway.id, { settlementId: "stl_q", sequence: 3, status: "confirming" }, "evt_conflict");
     await deliver(gateway, first);
     const conflicting = await answer(await deliver(gateway, { ...first, data: { ...first.data, amount: "9999.00" } }));
@@ -78,7 +78,7 @@ describe("settlement callbacks (contract 7)", () => {
       // The in-order result: the same events, one at a time, for a second settlement.
       const reference = `${settlementId}_ref`;
       for (const e of events) await deliver(gateway, { ...e, id: `${e.id}_ref`, data: { ...e.data, settlementId: reference } });
-      const [actual, expected] = await Promise.all([callJson(`/admin/settlements/${settlementId}`, { headers: ADMIN }), callJson(`/admin/settlements/${reference}`, { headers: ADMIN })]);
+      const [actual, expected] = await Promise.all([settlementOf(gateway, settlementId), settlementOf(gateway, reference)]);
       const shape = (b: any) => ({ status: b.settlement?.status, sequence: b.settlement?.sequence, history: b.history.map((t: any) => [t.sequence, t.from, t.to]) });
       expect(shape(actual.body), statuses.join(" ")).toEqual(shape(expected.body));
       expect(actual.body.settlement.sequence).toBe(events.length);
@@ -88,17 +88,22 @@ describe("settlement callbacks (contract 7)", () => {
     }
   });
 
-  it("another gateway cannot move a settlement it does not own, nor use up its sequence numbers", async () => {
+  it("settlement ids are per gateway: another gateway's events for the same id make its own settlement and never touch this one", async () => {
     const owner = await approveGateway("Owner");
     const intruder = await approveGateway("Intruder");
-    await deliver(owner, callbackBody(owner.id, { settlementId: "stl_owned", sequence: 1, status: "pending" }));
-    const foreign = await answer(await deliver(intruder, callbackBody(intruder.id, { settlementId: "stl_owned", sequence: 2, status: "failed" })));
-    expect(foreign).toMatchObject({ status: 202, body: { outcome: "quarantined", status: "pending" } });
+    // The intruder speaks first, for an id the owner has not used yet: it cannot squat it.
+    expect((await answer(await deliver(intruder, callbackBody(intruder.id, { settlementId: "stl_owned", sequence: 1, status: "failed" })))).body).toMatchObject({ outcome: "applied", status: "failed" });
+    const first = await answer(await deliver(owner, callbackBody(owner.id, { settlementId: "stl_owned", sequence: 1, status: "pending" })));
+    expect(first).toMatchObject({ status: 200, body: { outcome: "applied", status: "pending" } });
+    await deliver(intruder, callbackBody(intruder.id, { settlementId: "stl_owned", sequence: 2, status: "failed" }));
     const own = await answer(await deliver(owner, callbackBody(owner.id, { settlementId: "stl_owned", sequence: 2, status: "confirming" })));
     expect(own).toMatchObject({ status: 200, body: { outcome: "applied", status: "confirming" } });
-    const { body } = await callJson("/admin/settlements/stl_owned", { headers: ADMIN });
+    const { body } = await settlementOf(owner, "stl_owned");
     expect(body.settlement).toMatchObject({ gatewayId: owner.id, status: "confirming", sequence: 2 });
     expect(body.history.map((t: any) => t.to)).toEqual(["pending", "confirming"]);
+    expect(body.events.map((e: any) => e.outcome)).toEqual(["applied", "applied"]);
+    // Its own: failed is final, so its second event was quarantined and consumed sequence 2.
+    expect((await settlementOf(intruder, "stl_owned")).body.settlement).toMatchObject({ gatewayId: intruder.id, status: "failed", sequence: 2 });
   });
 
   it("through D1, any delivery order ends in the in-order state and history", async () => {
@@ -118,7 +123,7 @@ describe("settlement callbacks (contract 7)", () => {
           // The in-order result, computed by the same rules on a fresh settlement.
           const reference = `${settlementId}_ref`;
           for (const e of events) await deliver(gateway, { ...e, id: `${e.id}_ref`, data: { ...e.data, settlementId: reference } });
-          const [actual, expected] = await Promise.all([callJson(`/admin/settlements/${settlementId}`, { headers: ADMIN }), callJson(`/admin/settlements/${reference}`, { headers: ADMIN })]);
+          const [actual, expected] = await Promise.all([settlementOf(gateway, settlementId), settlementOf(gateway, reference)]);
           const shape = (b: any) => ({ status: b.settlement?.status, sequence: b.settlement?.sequence, history: b.history.map((h: any) => [h.sequence, h.from, h.to]) });
           expect(shape(actual.body)).toEqual(shape(expected.body));
         },
@@ -258,7 +263,7 @@ describe("nothing lost, and each gateway's own rate", () => {
     const sends: { body: { id: string }; raw: string }[] = [
       { body: first, raw: JSON.stringify(first, null, 1) },
       { body: first, raw: JSON.stringify(first, null, 1) }, // duplicate
-      ...[e(3, "confirmed"), e(2, "confirming"), e(1, "failed"), e(4, "pending")].map((body) => ({ body, raw: JSON.stringify(body) })), // held, applied, stale, quarantined
+      ...[e(3, "confirmed"), e(2, "confirming"), e(1, "failed"), e(4, "pending")].map((body) => ({ body, raw: JSON.stringify(body) })), // held, applied, a conflict (sequence 1 has its event), an illegal step
     ];
     const outcomes: string[] = [];
     for (const { body, raw } of sends) {
@@ -270,7 +275,7 @@ describe("nothing lost, and each gateway's own rate", () => {
       const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(raw)));
       expect(row?.body_sha256).toBe([...digest].map((b) => b.toString(16).padStart(2, "0")).join(""));
     }
-    expect(outcomes).toEqual(["applied", "duplicate", "held", "applied", "stale", "quarantined"]);
+    expect(outcomes).toEqual(["applied", "duplicate", "held", "applied", "quarantined", "quarantined"]);
     expect(await countEvents(gateway.id)).toBe(5);
   });
 
