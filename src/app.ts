@@ -6,6 +6,7 @@ import { accountRoutes } from "./accounts/routes";
 import { bodyLimit } from "hono/body-limit";
 import { createMiddleware } from "hono/factory";
 import { handleError, notFoundHandler } from "./core/errors";
+import { withSharedAnswers } from "./core/openapi";
 import { problem } from "./core/problem";
 import { requestId } from "./core/request-id";
 import { noStore, securityHeaders } from "./core/security-headers";
@@ -38,6 +39,15 @@ const smallBodies = bodyLimit({
   },
 });
 
+const OPENAPI_INFO = {
+  openapi: "3.1.0",
+  info: {
+    title: "Market Data Service",
+    version: "1.0.0",
+    description: "Market data for trading assets and pairs at the edge. Decimals are strings, timestamps Unix milliseconds, errors RFC 9457 problem+json.",
+  },
+};
+
 export function createApp(): OpenAPIHono<AppEnv> {
   const app = createRouter();
   app.use(requestId);
@@ -60,14 +70,9 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.route("/", adminRoutes);
   app.route("/", docsRoutes);
   app.route("/", pageRoutes);
-  app.doc31("/openapi.json", {
-    openapi: "3.1.0",
-    info: {
-      title: "Market Data Service",
-      version: "1.0.0",
-      description: "Market data for trading assets and pairs at the edge. Decimals are strings, timestamps Unix milliseconds, errors RFC 9457 problem+json.",
-    },
-  });
+  // Made once per isolate: the routes do not change while it lives.
+  let document: ReturnType<typeof app.getOpenAPI31Document> | undefined;
+  app.get("/openapi.json", (c) => c.json((document ??= withSharedAnswers(app.getOpenAPI31Document(OPENAPI_INFO)))));
   app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", { type: "apiKey", in: "header", name: "X-API-KEY", description: "API key id (mk_…), from the dashboard's API Management" });
   app.openAPIRegistry.registerComponent("securitySchemes", "Signature", {
     type: "apiKey",
