@@ -17,7 +17,7 @@ const errorRows = Object.entries(PROBLEM_CODES)
 export function docsPage(): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>API reference — Market Data Service</title>
+<title>API reference — Market Data Service</title><link rel="icon" href="data:,">
 <style>
 body{font:15px/1.5 system-ui,sans-serif;margin:0 auto;max-width:960px;padding:1rem;color:#1b1f24}
 code,pre{font:13px ui-monospace,monospace}pre{background:#f4f6f8;padding:.6rem;overflow:auto;border-radius:6px}

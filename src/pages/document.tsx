@@ -9,6 +9,8 @@ export function HtmlDocument(props: { title: string; style: string; children: Ch
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title>{props.title} — Market Data Service</title>
+        {/* No favicon request: the pages make no request they do not need. */}
+        <link rel="icon" href="data:," />
         <style>{props.style}</style>
       </head>
       <body>{props.children}</body>

@@ -60,7 +60,7 @@ describe("pages under their Content-Security-Policy", () => {
       expect(headers["content-security-policy"], path).toContain("script-src 'self'");
       expect(headers["x-frame-options"], path).toBe("DENY");
       expect(headers["x-content-type-options"], path).toBe("nosniff");
-      expect(headers["referrer-policy"], path).toBe("no-referrer");
+      expect(headers["referrer-policy"], path).toBe("same-origin");
       expect(headers["strict-transport-security"], path).toMatch(/max-age=\d+/);
       await response.arrayBuffer();
     }
