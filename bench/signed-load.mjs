@@ -1,5 +1,5 @@
-// Signed load for the bench: accounts and real API keys made through the JSON API of contract
-// section 4, then every request signed afresh by the load generator (timestamp and HMAC per
+// Signed load for the bench: accounts and real API keys made through the account JSON API
+// (docs/signing.md), then every request signed afresh by the load generator (timestamp and HMAC per
 // request), spread over enough keys that none passes its 30 requests a second.
 import { createHmac } from "node:crypto";
 
@@ -7,7 +7,7 @@ import { createHmac } from "node:crypto";
 const ACCOUNTS = 8;
 const KEYS_PER_ACCOUNT = 20;
 
-/** Contract section 4: lowercase hex HMAC-SHA256 of `timestamp\nMETHOD\nrequestTarget\nbody`. */
+/** docs/signing.md: lowercase hex HMAC-SHA256 of `timestamp\nMETHOD\nrequestTarget\nbody`. */
 export function sign(secret, timestamp, method, requestTarget, body = "") {
   return createHmac("sha256", secret).update(`${timestamp}\n${method}\n${requestTarget}\n${body}`).digest("hex");
 }
@@ -22,7 +22,7 @@ async function expectStatus(response, status, what) {
  * The account API is limited per client IP like the rest of the public surface, so every set-up
  * call comes from the next address of `nextIp`.
  */
-/** Signs up an account through the JSON API (contract 4); returns its session cookie. */
+/** Signs up an account through the JSON API (docs/signing.md); returns its session cookie. */
 export async function signUp(baseUrl, email, ip) {
   const signup = await fetch(`${baseUrl}/account/signup`, {
     method: "POST",

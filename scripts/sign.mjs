@@ -1,4 +1,4 @@
-// Signs a request as contract section 4 says and prints the headers, a curl command (--curl),
+// Signs a request as docs/signing.md says and prints the headers, a curl command (--curl),
 // or sends it (--send).
 //
 //   MDS_API_KEY=mk_… MDS_API_SECRET=… npm run sign -- GET '/v1/ticker/24hr?symbol=BTCUSDT'

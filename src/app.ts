@@ -78,7 +78,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
     type: "apiKey",
     in: "header",
     name: "X-SIGNATURE",
-    description: "hex HMAC-SHA256 of `X-TIMESTAMP\\nMETHOD\\nrequestTarget\\nbody` keyed by the API secret (contract section 4)",
+    description: "hex HMAC-SHA256 of `X-TIMESTAMP\\nMETHOD\\nrequestTarget\\nbody` keyed by the API secret (docs/signing.md)",
   });
   app.openAPIRegistry.registerComponent("securitySchemes", "Timestamp", { type: "apiKey", in: "header", name: "X-TIMESTAMP", description: "Unix ms; optional X-RECV-WINDOW (1–60000, default 5000)" });
   app.openAPIRegistry.registerComponent("securitySchemes", "AdminToken", { type: "http", scheme: "bearer", description: "ADMIN_TOKEN (a Worker secret; locally in .dev.vars)" });

@@ -98,7 +98,7 @@ export class AccessGuard extends DurableObject<Env> {
     return { lastUsedAt: this.lastUsedAt, revokedAt: record?.revokedAt ?? null };
   }
 
-  /** Verifies a signed request and admits it against the key's window (contract 4 and 5). */
+  /** Verifies a signed request and admits it against the key's window (docs/signing.md, docs/limits.md). */
   async authorize(check: SignedCheck): Promise<Admission | ProblemResult> {
     try {
       const now = Date.now();

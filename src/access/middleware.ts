@@ -20,7 +20,7 @@ function guard(env: Env, principal: string) {
 
 /**
  * A request refused before any key vouched for it counts against the client IP's public limit
- * (contract 5) and carries that limit's headers; over the limit it becomes the 429 instead.
+ * (docs/limits.md) and carries that limit's headers; over the limit it becomes the 429 instead.
  */
 export async function chargeClientIp(env: Env, request: Request, refusal: ProblemError): Promise<ProblemError> {
   const admission = await admit(env, ipPrincipal(clientIp(request)), PUBLIC_LIMIT, `${PUBLIC_LIMIT} requests per second per IP, failed authentications included`);
@@ -55,14 +55,14 @@ async function runAdmitted(c: Context<AppEnv>, next: () => Promise<void>, admiss
   withLimitHeaders(c, decided.value);
 }
 
-/** 10 requests per second per client IP on the public surface (contract 5). */
+/** 10 requests per second per client IP on the public surface (docs/limits.md). */
 export const publicLimit = createMiddleware<AppEnv>((c, next) =>
   runAdmitted(c, next, admit(c.env, ipPrincipal(clientIp(c.req.raw)), PUBLIC_LIMIT, `${PUBLIC_LIMIT} requests per second per IP`)),
 );
 
 export interface SignedOptions {
   permission: Permission;
-  /** Browsers cannot set headers on a WebSocket: `apiKey`, `timestamp`, `signature` in the query (contract 6). */
+  /** Browsers cannot set headers on a WebSocket: `apiKey`, `timestamp`, `signature` in the query (docs/streams.md). */
   allowQueryForm?: boolean;
 }
 
@@ -107,7 +107,7 @@ function readCredentials(request: Request, allowQueryForm: boolean): Credentials
 
 /**
  * Authenticates a signed request and admits it against its key's limit: one AccessGuard call.
- * A failure counts against the client IP's public limit (contract 5), so a flood of bad
+ * A failure counts against the client IP's public limit (docs/limits.md), so a flood of bad
  * signatures is refused with 429 like any other.
  */
 export async function authenticateSigned(env: Env, request: Request, options: SignedOptions, body = ""): Promise<{ keyId: string; admission: Admission }> {

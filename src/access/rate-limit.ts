@@ -3,13 +3,13 @@ import { problem, type ProblemError } from "../core/problem";
 import type { Env } from "../env";
 import { rateLimitHeaders, type Admission } from "./sliding-window";
 
-/** Contract section 5. */
+/** docs/limits.md */
 export const PUBLIC_LIMIT = 10;
 export const SIGNED_LIMIT = 30;
 export const GATEWAY_LIMIT = 50;
 
 /**
- * The 429 of contract section 5: `Retry-After` in whole seconds (at least 1), `retryAfterMs`
+ * The 429 of docs/limits.md: `Retry-After` in whole seconds (at least 1), `retryAfterMs`
  * in the body, and the RateLimit-* headers of the window that refused.
  */
 export function rateLimited(admission: Admission, detail: string): ProblemError {

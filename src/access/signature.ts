@@ -1,5 +1,5 @@
 /**
- * Request signatures (contract section 4):
+ * Request signatures (docs/signing.md):
  * `payload = X-TIMESTAMP + "\n" + METHOD + "\n" + requestTarget + "\n" + body`,
  * signature = hex of HMAC-SHA256 keyed by the API secret's UTF-8 bytes. Verified with
  * `crypto.subtle.verify`, which compares in constant time.
@@ -41,7 +41,7 @@ export function requestTargetOf(url: string): string {
   return hash === -1 ? target : target.slice(0, hash);
 }
 
-/** A signed request may be at most this far ahead of the server clock (contract 4). */
+/** A signed request may be at most this far ahead of the server clock (docs/signing.md). */
 export const FUTURE_TOLERANCE_MS = 1_000;
 
 /** On time when `serverTime − recvWindow ≤ timestamp ≤ serverTime + 1000`, both ends inclusive. */

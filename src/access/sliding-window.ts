@@ -42,7 +42,7 @@ export class SlidingWindow {
   }
 }
 
-/** The contract's headers (section 5): Reset in whole seconds, at least 1 when nothing is left. */
+/** the documented headers (section 5): Reset in whole seconds, at least 1 when nothing is left. */
 export function rateLimitHeaders(admission: Admission): Record<string, string> {
   const resetSeconds = Math.ceil(admission.resetMs / 1000);
   return {

@@ -197,7 +197,7 @@ function formString(form: Record<string, unknown>, name: string): string {
 }
 
 export const dashboardRoutes = new Hono<AppEnv>()
-  // The forms are the account API in HTML, so their posts share its per-IP limit (contract 5).
+  // The forms are the account API in HTML, so their posts share its per-IP limit (docs/limits.md).
   .use("/dashboard/*", async (c, next) => (c.req.method === "POST" ? publicLimit(c, next) : next()))
   .get("/dashboard", async (c) => {
     const session = await currentSession(c);

@@ -12,7 +12,7 @@ const tags = ["Account and API keys"];
 const jsonBody = <T extends z.ZodType>(schema: T) => ({ body: { required: true, content: { "application/json": { schema } } } });
 const cookieAuth = [{ Session: [] }];
 
-/** State changes must come from this origin (CSRF, contract 4). */
+/** State changes must come from this origin (CSRF, docs/signing.md). */
 const sameOrigin = createMiddleware<AppEnv>(async (c, next) => {
   requireSameOrigin(c);
   await next();

@@ -17,7 +17,7 @@ export const requireAdmin = createMiddleware<AppEnv>(async (c, next) => {
   if (!token) throw problem("NOT_CONFIGURED", "ADMIN_TOKEN is not set: set it with `wrangler secret put ADMIN_TOKEN`");
   const presented = /^Bearer +(\S+) *$/i.exec(c.req.header("Authorization") ?? "")?.[1];
   if (!presented || !crypto.subtle.timingSafeEqual(await digest(presented), await digest(token))) {
-    // A failed authentication counts against the client IP (contract 5): guessing is throttled.
+    // A failed authentication counts against the client IP (docs/limits.md): guessing is throttled.
     throw await chargeClientIp(c.env, c.req.raw, problem("UNAUTHENTICATED", "send Authorization: Bearer <ADMIN_TOKEN>"));
   }
   await next();

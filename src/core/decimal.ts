@@ -2,14 +2,14 @@
  * Exact fixed-point decimals on bigint.
  *
  * A value is `units / 10^scale`. Prices, quantities and volumes never touch binary floating
- * point: the contract (section 1.3) demands exact arithmetic on decimal strings.
+ * point: the API (docs/api.md) demands exact arithmetic on decimal strings.
  */
 export interface Decimal {
   readonly units: bigint;
   readonly scale: number;
 }
 
-/** Plain decimal notation, as the contract allows it on the wire. */
+/** Plain decimal notation, as the API allows it on the wire. */
 export const DECIMAL_PATTERN = /^-?\d+(\.\d+)?$/;
 
 /** More fractional digits than any market or asset uses; bounds work done on hostile input. */

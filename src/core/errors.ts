@@ -3,7 +3,7 @@ import { HTTPException } from "hono/http-exception";
 import type { AppEnv } from "../env";
 import { problem, problemResponse, ProblemError } from "./problem";
 
-/** The single error path: every thrown value leaves as problem+json (contract section 8). */
+/** The single error path: every thrown value leaves as problem+json (docs/api.md#errors). */
 export const handleError: ErrorHandler<AppEnv> = (error, c) => {
   const requestId = c.get("requestId");
   if (error instanceof ProblemError) return problemResponse(error, requestId);

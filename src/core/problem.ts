@@ -1,5 +1,5 @@
 /**
- * Problem details (RFC 9457) with the contract's error codes (section 8).
+ * Problem details (RFC 9457) with the documented error codes (section 8).
  *
  * Every failure in the service is a {@link ProblemError}; one `onError` turns it into
  * `application/problem+json`, so no handler formats errors itself.

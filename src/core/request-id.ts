@@ -8,7 +8,7 @@ export function chooseRequestId(incoming: string | null | undefined): string {
   return incoming && VALID_REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID();
 }
 
-/** Sets `requestId` for handlers and `X-Request-Id` on every response (contract 1.6). */
+/** Sets `requestId` for handlers and `X-Request-Id` on every response (docs/api.md). */
 export const requestId = createMiddleware<{ Variables: { requestId: string } }>(async (c, next) => {
   const id = chooseRequestId(c.req.header("X-Request-Id"));
   c.set("requestId", id);

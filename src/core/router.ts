@@ -3,7 +3,7 @@ import type { Hook } from "@hono/zod-openapi";
 import type { AppEnv } from "../env";
 import { problem, type FieldError } from "./problem";
 
-/** Turns zod issues into the contract's `errors: [{path, message}]`. */
+/** Turns zod issues into the documented `errors: [{path, message}]`. */
 export function fieldErrors(issues: readonly { path: readonly PropertyKey[]; message: string }[], prefix?: string): FieldError[] {
   return issues.map((issue) => ({
     path: [prefix, ...issue.path.map(String)].filter((part) => part !== undefined && part !== "").join("."),

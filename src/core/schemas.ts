@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { DECIMAL_PATTERN } from "./decimal";
 import { PROBLEM_CODES } from "./problem";
 
-/** A decimal as a JSON string in plain notation (contract section 1.3). */
+/** A decimal as a JSON string in plain notation (docs/api.md). */
 export const DecimalString = z
   .string()
   .max(80)
@@ -23,7 +23,7 @@ export const ProblemSchema = z
     errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
   })
   .passthrough()
-  .openapi("Problem", { description: "RFC 9457 problem details (contract section 8)" });
+  .openapi("Problem", { description: "RFC 9457 problem details (docs/api.md#errors)" });
 
 /** OpenAPI response entry: 200 with a JSON body of `schema`. */
 export function okJson<T extends z.ZodType>(schema: T, description: string) {

@@ -1,7 +1,7 @@
 import { problem } from "./problem";
 
 /**
- * Market pair symbols (contract section 1.7).
+ * Market pair symbols (docs/api.md).
  *
  * The canonical form is `BASEQUOTE`, upper case. Clients may also write `BTC-USDT`, `BTC_USDT`
  * or `BTC/USDT` in any case; those name the base and the quote explicitly.

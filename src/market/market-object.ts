@@ -142,7 +142,7 @@ export class MarketObject extends DurableObject<Env> {
     return state;
   }
 
-  /** Applies one validated batch (contract 3.1): book first, all or nothing, then trades. */
+  /** Applies one validated batch (docs/publishing.md): book first, all or nothing, then trades. */
   ingest(symbol: string, batch: IngestBatch): IngestResult | ProblemResult {
     return this.guarded(() => {
       const state = this.load(symbol);
@@ -316,7 +316,7 @@ export class MarketObject extends DurableObject<Env> {
     return { symbol, base: market.base, quote: market.quote, status, priceScale: market.priceScale, quantityScale: market.quantityScale };
   }
 
-  /** Operator status change (contract 2): TRADING ⇄ HALTED, either → DELISTED, which is final. */
+  /** Operator status change (docs/api.md): TRADING ⇄ HALTED, either → DELISTED, which is final. */
   setStatus(symbol: string, status: MarketStatus): MarketView | ProblemResult {
     return this.guarded(() => {
       const state = this.load(symbol);
@@ -347,7 +347,7 @@ export class MarketObject extends DurableObject<Env> {
 
   /**
    * Once a second at most: the price index hears the market's price, and `ticker.{SYMBOL}`
-   * subscribers get the ticker (contract 6). A tick held back goes out from the alarm.
+   * subscribers get the ticker (docs/streams.md). A tick held back goes out from the alarm.
    */
   private scheduleSecondly(state: MarketState, now: number): void {
     if (now - this.lastSecondlyAt >= SECONDLY_MS) {

@@ -44,7 +44,7 @@ function leg(snapshot: PriceSnapshot, base: string, quote: string): Leg | undefi
 }
 
 /**
- * Prices of active assets in `quote` (contract 3, `/api/prices`): the direct pair
+ * Prices of active assets in `quote` (docs/api.md, `/api/prices`): the direct pair
  * `ASSETQUOTE`, else the first route through one bridge asset in registry order
  * (`SOLBTC×BTCUSDT`). A route's price is exact, then rounded half away from zero to the finer
  * of its two legs' scales; its change is computed from the legs' opening prices.

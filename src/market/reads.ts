@@ -11,7 +11,7 @@ import type { TickerRecord } from "./rolling-window";
 
 /**
  * The market reads behind both surfaces: `/api/*` (public) and `/v1/*` (signed) answer the
- * same records from the same code, as the contract requires.
+ * same records from the same code, as documented.
  */
 function viaMarket<T>(env: Env, symbol: string, call: (stub: DurableObjectStub<MarketObject>) => Promise<T>): Promise<T> {
   return call(stubByName(env.MARKET, symbol));
@@ -23,7 +23,7 @@ export async function readTicker(env: Env, pair: string): Promise<TickerRecord> 
 }
 
 /**
- * The order book snapshot (contract 2) as the JSON text of the response: the market sends its
+ * The order book snapshot (docs/api.md) as the JSON text of the response: the market sends its
  * levels already serialized, and only the scalar fields are written around them here.
  */
 export async function readOrderBookJson(env: Env, pair: string, depth: number): Promise<string> {

@@ -83,7 +83,7 @@ export function mergeBuckets(buckets: readonly MinuteBucket[]): Omit<MinuteBucke
 }
 
 /**
- * The window of contract section 2: from the start of the current minute minus 24 h to now.
+ * The window of docs/api.md: from the start of the current minute minus 24 h to now.
  * Aligning the start to a minute makes it exactly a union of minute buckets.
  */
 export function windowOpenTime(now: number): number {
@@ -103,7 +103,7 @@ export interface TickerStats {
 
 /**
  * Rolling 24-hour statistics from minute buckets (sorted ascending) and the market's latest
- * trade. Follows the contract's edge cases: no trade in the window but one before → open, high
+ * trade. Follows the documented edge cases: no trade in the window but one before → open, high
  * and low are the last price and volumes are zero; never traded → all zero.
  */
 export function tickerStats(buckets: readonly MinuteBucket[], lastTradePrice: bigint | undefined, now: number): TickerStats {

@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { DecimalString, TimestampMs, queryInt, queryIntOr } from "../core/schemas";
 import { KLINE_INTERVALS } from "./klines";
 
-/** The `{pair}` path parameter: canonical or separated, any case (contract 1.7). */
+/** The `{pair}` path parameter: canonical or separated, any case (docs/api.md). */
 export const PairParam = z.object({
   pair: z.string().openapi({ param: { name: "pair", in: "path" }, example: "BTCUSDT", description: "BTCUSDT, BTC-USDT, BTC_USDT or BTC%2FUSDT, any case" }),
 });
@@ -151,7 +151,7 @@ export function forwardTimeRange<T extends z.ZodType<{ startTime?: number; endTi
 
 export const KlinesQuery = forwardTimeRange(KlinesQueryFields);
 
-/** The body of `POST /v1/ingest` (contract 3.1). */
+/** The body of `POST /v1/ingest` (docs/publishing.md). */
 export const IngestBodySchema = z
   .object({
     symbol: z.string().min(1).max(64),

@@ -51,7 +51,7 @@ function header(request: Request, name: string): string {
 /**
  * Who sent the callback: an approved gateway, one of whose active secrets signed these raw
  * bytes within ±300 s. Anything refused here — media type and size included, like ingest —
- * is refused before a gateway vouched for it, so it counts against the client IP (contract 5)
+ * is refused before a gateway vouched for it, so it counts against the client IP (docs/limits.md)
  * and never against the gateway it names: anyone can name a gateway, and must not be able to
  * spend its budget.
  */
@@ -139,7 +139,7 @@ callbackRoutes.post(
       const status = recorded.outcome === "quarantined" || recorded.outcome === "held" ? 202 : 200;
       return c.json({ received: true as const, ...recorded }, status, limitHeaders);
     } catch (error) {
-      // The gateway's RateLimit headers go on its errors too (contract 5).
+      // The gateway's RateLimit headers go on its errors too (docs/limits.md).
       if (error instanceof ProblemError) Object.assign(error.headers, limitHeaders);
       throw error;
     }

@@ -1,5 +1,5 @@
 /**
- * Settlement states (contract section 7) and what one event does to a settlement.
+ * Settlement states (docs/settlements.md) and what one event does to a settlement.
  *
  * A settlement is one gateway's: it is keyed by (gateway, settlement id), so no gateway can
  * create, advance or block another's. Sequences start at 1 and increase by 1 with every update.

@@ -1,7 +1,7 @@
 import { base64ToBytes } from "../core/seal";
 
 /**
- * Standard Webhooks signatures (contract section 7): `v1,<base64 HMAC-SHA256(secret,
+ * Standard Webhooks signatures (docs/settlements.md): `v1,<base64 HMAC-SHA256(secret,
  * id + "." + timestamp + "." + rawBody)>`, space-separated when several secrets are active.
  * A secret is `whsec_` + base64 of the key bytes.
  */

@@ -3,7 +3,7 @@ import { listedMarket } from "../market/lookup";
 import { QUOTE_ASSETS } from "../market/registry";
 
 /**
- * The WebSocket protocol of contract section 6, pure: stream names, client messages, the plans
+ * The WebSocket protocol of docs/streams.md, pure: stream names, client messages, the plans
  * for subscribe / unsubscribe and the inbound limits. The StreamHub applies what this decides.
  */
 export const MAX_STREAMS_PER_CONNECTION = 50;
@@ -16,7 +16,7 @@ export const MAX_CONNECTIONS_PER_PRINCIPAL = 5;
 export const POLICY_VIOLATION = 1008;
 /**
  * The heartbeat the runtime answers by itself, without waking a hibernated shard. The
- * contract's `{"op":"ping"}` is answered by the shard with `{"op":"pong","time":…}` (a time
+ * JSON `{"op":"ping"}` is answered by the shard with `{"op":"pong","time":…}` (a time
  * cannot be part of a fixed auto-response), so the zero-cost keepalive is this bare text frame.
  */
 export const KEEPALIVE_REQUEST = "ping";
@@ -39,7 +39,7 @@ export interface StreamName {
 
 /**
  * `ticker.BTCUSDT`, `trades.BTCUSDT`, `book.BTCUSDT`, `prices.USDT`; the subject in any case
- * and, for markets, in the separated forms of contract 1.7 (`book.btc-usdt`). Null when it
+ * and, for markets, in the separated forms of docs/api.md (`book.btc-usdt`). Null when it
  * names no stream there is.
  */
 export function parseStreamName(raw: unknown): StreamName | null {

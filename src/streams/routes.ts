@@ -47,7 +47,7 @@ for (const [path, summary] of [
     tags: ["Streams"],
     summary,
     description:
-      "Upgrade: websocket. Streams ticker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, prices.{QUOTE}; messages subscribe / unsubscribe / list / ping (contract section 6, README 'WebSocket streams'). A sixth connection is refused before the upgrade.",
+      "Upgrade: websocket. Streams ticker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, prices.{QUOTE}; messages subscribe / unsubscribe / list / ping (docs/streams.md). A sixth connection is refused before the upgrade.",
     request: { query: z.object({ streams: z.string().optional().openapi({ example: "book.BTCUSDT,ticker.BTCUSDT", description: "Subscribe at connect" }) }) },
     responses: { 101: { description: "Switching Protocols" }, ...problemResponses(400, 401, 403, 429) },
   });

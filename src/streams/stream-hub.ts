@@ -37,7 +37,7 @@ interface Attachment {
 
 export const PRINCIPAL_HEADER = "X-Stream-Principal";
 export const SHARD_HEADER = "X-Stream-Shard";
-/** The book snapshot a subscriber gets first (contract 6). */
+/** The book snapshot a subscriber gets first (docs/streams.md). */
 export const SNAPSHOT_DEPTH = 100;
 /** A market's base book that has not come this long after registering is asked for again. */
 const BASE_TIMEOUT_MS = 5_000;

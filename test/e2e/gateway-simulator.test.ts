@@ -75,7 +75,7 @@ describe("the gateway simulator against the running service", () => {
     }
   }, 30_000);
 
-  it("signs exactly like the contract's webhook vector", () => {
+  it("signs exactly like the documented webhook vector", () => {
     const vectors = JSON.parse(readFileSync("test/fixtures/signing-vectors.json", "utf8")) as { webhookSigning: { secret: string; webhookId: string; webhookTimestamp: number; body: string; webhookSignature: string }[] };
     for (const v of vectors.webhookSigning) expect(signWebhook(v.secret, v.webhookId, String(v.webhookTimestamp), v.body)).toBe(v.webhookSignature);
   });

@@ -29,7 +29,7 @@ function applyBook(book: { bids: Side; asks: Side; sequence: number }, data: { t
 }
 const sorted = (side: Side, descending: boolean) => [...side].sort(([a], [b]) => (descending ? Number(b) - Number(a) : Number(a) - Number(b)));
 
-describe("WebSocket streams (contract 6)", () => {
+describe("WebSocket streams (docs/streams.md)", () => {
   it("subscribe, ack, list and unsubscribe; data arrives on ticker, trades and book", async () => {
     const c = await open("/api/ws");
     c.ws.send(JSON.stringify({ op: "subscribe", id: 1, streams: ["ticker.BTCUSDT", "trades.btcusdt", "book.BTCUSDT"] }));

@@ -11,7 +11,7 @@ async function problemOf(response: Response) {
   return (await response.json()) as { code: string; detail: string; serverTime?: number };
 }
 
-describe("signed endpoints (contract 3 and 4)", () => {
+describe("signed endpoints (docs/api.md, docs/signing.md)", () => {
   it("GET /v1/ticker/24hr with a valid signature returns the same record as /api/ticker", async () => {
     await ingest(env, { symbol: "BTCUSDT", trades: [{ id: "s1", price: "97000.10", quantity: "0.5", side: "buy", time: Date.now() - 100 }] });
     const key = await newKey();

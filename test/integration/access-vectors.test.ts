@@ -17,7 +17,7 @@ async function installVectorKey(secret: string, permissions: KeyRecord["permissi
   return keyId;
 }
 
-describe("the contract's request-signing vectors, through the service", () => {
+describe("the documented request-signing vectors, through the service", () => {
   afterEach(() => {
     vi.useRealTimers();
   });
@@ -41,7 +41,7 @@ describe("the contract's request-signing vectors, through the service", () => {
     expect(((await refused.json()) as { code: string }).code).toBe("INVALID_SIGNATURE");
   });
 
-  it("the /v1/ws vector signs the path alone: the query form of contract 6 accepts it", async () => {
+  it("the /v1/ws vector signs the path alone: the query form of docs/streams.md accepts it", async () => {
     const vector = vectors.requestSigning.find((v) => v.requestTarget === "/v1/ws")!;
     vi.useFakeTimers({ toFake: ["Date"], now: vector.timestamp });
     const keyId = await installVectorKey(vector.secret, ["stream"]);

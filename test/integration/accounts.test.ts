@@ -11,7 +11,7 @@ const json = (body: unknown, extra: Record<string, string> = {}) => ({
   body: JSON.stringify(body),
 });
 
-describe("accounts (contract 4)", () => {
+describe("accounts (docs/signing.md)", () => {
   it("sign-up stores a PBKDF2 hash, never the password, and sets a Secure HttpOnly SameSite=Lax cookie", async () => {
     const response = await call("/account/signup", json({ email: "Ada@Example.com", password: "analytical engine 1843" }));
     expect(response.status).toBe(201);

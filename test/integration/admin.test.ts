@@ -15,7 +15,7 @@ async function operatorRoutes(): Promise<{ method: string; path: string }[]> {
     .flatMap(([path, methods]) => Object.keys(methods).map((method) => ({ method: method.toUpperCase(), path: path.replace("{pair}", "BTC-USDT").replace(/\{[^}]+\}/g, "x_1") })));
 }
 
-describe("operator API: the bearer token (contract 4)", () => {
+describe("operator API: the bearer token (docs/signing.md)", () => {
   it("the OpenAPI document lists every operator route with the bearer scheme", async () => {
     const routes = await operatorRoutes();
     const listed = routes.map((r) => `${r.method} ${r.path}`).sort();
@@ -215,7 +215,7 @@ describe("operator API: settlements", () => {
   });
 });
 
-describe("operator API: market status (contract 2)", () => {
+describe("operator API: market status (docs/api.md)", () => {
   const put = (pair: string, status: unknown) => callJson(`/admin/markets/${pair}/status`, { method: "PUT", headers: json, body: JSON.stringify({ status }) });
 
   it("TRADING ⇄ HALTED, either → DELISTED, which is final", async () => {

@@ -5,7 +5,7 @@ import { call } from "../support/http";
 const PATHS = ["/api/ticker/", "/api/orderbook/", "/api/trades/", "/api/klines/"];
 const QUERY_NAMES = ["depth", "limit", "interval", "startTime", "endTime", "assets", "quote"];
 
-describe("no request, however malformed, gets a 500 (contract 8)", () => {
+describe("no request, however malformed, gets a 500 (docs/api.md#errors)", () => {
   it("random pairs and query values are answered 2xx or a 4xx problem", async () => {
     await fc.assert(
       fc.asyncProperty(

@@ -20,7 +20,7 @@ async function seed(symbol: string, price: string, extra: { sequence?: number; t
   });
 }
 
-describe("public market endpoints answer the contract's shapes", () => {
+describe("public market endpoints answer the documented shapes", () => {
   it("GET /api/ticker/{pair}: every field, decimals as strings at the market's scales", async () => {
     await seed("BTCUSDT", "97000.1");
     const { status, body, response } = await callJson("/api/ticker/btc-usdt");
@@ -171,7 +171,7 @@ describe("public market endpoints answer the contract's shapes", () => {
   });
 });
 
-describe("market status (contract 2)", () => {
+describe("market status (docs/api.md)", () => {
   it("a halted market serves its data but refuses ingest; a delisted one is UNKNOWN_SYMBOL; delisting is final", async () => {
     await seed("XRPUSDT", "0.61", { sequence: 10 });
     const market = env.MARKET.getByName("XRPUSDT");
@@ -188,7 +188,7 @@ describe("market status (contract 2)", () => {
   });
 });
 
-describe("errors are problem+json with the contract's codes (section 8)", () => {
+describe("errors are problem+json with the documented codes (section 8)", () => {
   async function expectProblem(path: string, status: number, code: string, init?: RequestInit) {
     const response = await call(path, init);
     expect(response.status, path).toBe(status);

@@ -11,7 +11,7 @@ async function burst(count: number, send: () => Promise<Response>) {
   return { ok: responses.filter((r) => r.status === 200), limited: responses.filter((r) => r.status === 429) };
 }
 
-describe("rate limits (contract 5): exact, per IP and per key", () => {
+describe("rate limits (docs/limits.md): exact, per IP and per key", () => {
   it("a burst of 50 concurrent public requests from one IP admits exactly 10; the rest get 429 with headers", async () => {
     const { ok, limited } = await burst(50, () => call("/api/time", { ip: "203.0.113.50" }));
     expect(ok).toHaveLength(10);

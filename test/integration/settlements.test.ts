@@ -14,8 +14,8 @@ async function countEvents(gatewayId: string) {
   return (await env.DB.prepare("SELECT COUNT(*) AS n FROM gateway_events WHERE gateway_id = ?").bind(gatewayId).first<{ n: number }>())!.n;
 }
 
-describe("settlement callbacks (contract 7)", () => {
-  it("the contract's webhook vectors sign to the documented signatures", async () => {
+describe("settlement callbacks (docs/settlements.md)", () => {
+  it("the documented webhook vectors sign to the documented signatures", async () => {
     for (const v of vectors.webhookSigning) {
       expect(await signWebhook(v.secret, v.webhookId, String(v.webhookTimestamp), new TextEncoder().encode(v.body))).toBe(v.webhookSignature);
     }
@@ -35,7 +35,7 @@ describe("settlement callbacks (contract 7)", () => {
     expect(body.events.map((e: any) => e.outcome)).toEqual(["applied", "applied", "applied", "applied"]);
   });
 
-  it("stale, quarantined and conflicting deliveries are stored and answered as the contract says", async () => {
+  it("stale, quarantined and conflicting deliveries are stored and answered as documented", async () => {
     const gateway = await approveGateway();
     await deliver(gateway, callbackBody(gateway.id, { settlementId: "stl_q", sequence: 1, status: "pending" }));
     const illegal = await answer(await deliver(gateway, callbackBody(gateway.id, { settlementId: "stl_q", sequence: 2, status: "finalized" })));

@@ -135,7 +135,7 @@ async function restBook(symbol: string, depth = 1000) {
   return body;
 }
 
-describe("book stream consistency (contract 6)", () => {
+describe("book stream consistency (docs/streams.md)", () => {
   it("clients that apply the snapshot and deltas end with exactly GET /api/orderbook at the same sequence — joining mid-stream, on two shards, across hibernation", async () => {
     const publisher = new Publisher("BTCUSDT", 7, 5);
     await publisher.snapshot(60);

@@ -16,7 +16,7 @@ async function signedQuery(key: TestKey, timestamp = Date.now()): Promise<string
   return `apiKey=${key.id}&timestamp=${timestamp}&signature=${signature}`;
 }
 
-describe("the protocol in workerd (contract 6)", () => {
+describe("the protocol in workerd (docs/streams.md)", () => {
   it("subscribe is acked with its id and the connection's streams; list and unsubscribe answer the same way", async () => {
     const s = await openSocket("/api/ws", "192.0.2.1");
     s.ws.send(JSON.stringify({ op: "subscribe", id: 1, streams: ["ticker.BTCUSDT", "trades.eth-usdt"] }));

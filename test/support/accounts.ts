@@ -32,7 +32,7 @@ export async function newKey(options: { permissions?: string[]; allowCidrs?: str
   return { id: body.id, secret: body.secret, cookie };
 }
 
-/** A request signed as contract section 4 says, with optional overrides to break it. */
+/** A request signed as docs/signing.md says, with optional overrides to break it. */
 export async function signedCall(
   key: { id: string; secret: string },
   method: string,

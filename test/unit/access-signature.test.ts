@@ -3,8 +3,8 @@ import { describe, expect, it } from "vitest";
 import { importSecret, isOnTime, requestTargetOf, sign, signingPayload, verifySignature } from "../../src/access/signature";
 import vectors from "../fixtures/signing-vectors.json";
 
-describe("request signing (contract 4)", () => {
-  it.each(vectors.requestSigning)("matches the contract's vector for $method $requestTarget", async (vector) => {
+describe("request signing (docs/signing.md)", () => {
+  it.each(vectors.requestSigning)("matches the documented vector for $method $requestTarget", async (vector) => {
     const payload = signingPayload(vector.timestamp, vector.method, vector.requestTarget, vector.body);
     expect(payload).toBe(vector.payload);
     expect(await sign(vector.secret, payload)).toBe(vector.signature);

@@ -15,7 +15,7 @@ const decimalText = fc
   });
 
 const reference = (text: string) => new Decimal(text);
-/** decimal.js's ROUND_HALF_UP rounds half away from zero, as the contract does. */
+/** decimal.js's ROUND_HALF_UP rounds half away from zero, as the docs say. */
 const referenceFixed = (value: Decimal, scale: number) => value.toFixed(scale, Decimal.ROUND_HALF_UP);
 
 describe("decimal: exact fixed-point on bigint", () => {

@@ -25,7 +25,7 @@ function ticker(trades: UnitTrade[], now: number) {
 const now = Date.UTC(2026, 10, 22, 12, 34, 56, 789);
 const openTime = Date.UTC(2026, 10, 21, 12, 34, 0, 0);
 
-describe("ticker window: start of the current minute − 24 h to now (contract 2)", () => {
+describe("ticker window: start of the current minute − 24 h to now (docs/api.md)", () => {
   it("opens at the start of the current minute minus 24 h", () => {
     expect(windowOpenTime(now)).toBe(openTime);
     expect(ticker([], now)).toMatchObject({ openTime, closeTime: now });

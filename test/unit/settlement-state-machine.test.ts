@@ -11,7 +11,7 @@ import {
   type SettlementStatus,
 } from "../../src/settlements/state-machine";
 
-/** The contract's table, written out again independently of the code. */
+/** the documented table, written out again independently of the code. */
 const ALLOWED = new Set([
   "pending>confirming", "pending>dropped", "pending>failed",
   "confirming>confirming", "confirming>confirmed", "confirming>reorged", "confirming>failed",
@@ -24,7 +24,7 @@ const HOLD = 600_000;
 const at = (now: number, processedHasEvent = false) => ({ now, holdMs: HOLD, processedHasEvent });
 const event = (sequence: number, status: SettlementStatus, receivedAt = 0, webhookId = `e${sequence}`): SettlementEvent => ({ webhookId, sequence, status, receivedAt });
 
-describe("settlement state table (contract 7)", () => {
+describe("settlement state table (docs/settlements.md)", () => {
   it("every (from, to) pair is applied or quarantined exactly as the table says", () => {
     for (const from of SETTLEMENT_STATUSES) {
       for (const to of SETTLEMENT_STATUSES) {

@@ -16,8 +16,8 @@ const bytes = (text: string) => new TextEncoder().encode(text);
 const text = (content: Uint8Array) => new TextDecoder().decode(content);
 const SECRET_A = "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3";
 
-describe("Standard Webhooks signatures (contract 7)", () => {
-  it("every webhook vector of the contract: signed content, signature, and verification", async () => {
+describe("Standard Webhooks signatures (docs/settlements.md)", () => {
+  it("every webhook vector: signed content, signature, and verification", async () => {
     expect(vectors.webhookSigning.length).toBeGreaterThan(0);
     for (const v of vectors.webhookSigning) {
       const timestamp = String(v.webhookTimestamp);

@@ -16,7 +16,7 @@ import {
 
 const ALL_STREAMS = [...["ticker", "trades", "book"].flatMap((kind) => MARKETS.map((m) => `${kind}.${m.symbol}`)), ...QUOTE_ASSETS.map((q) => `prices.${q}`)];
 
-describe("stream names (contract 6)", () => {
+describe("stream names (docs/streams.md)", () => {
   it("every listed market has ticker, trades and book streams and every quote a prices stream", () => {
     for (const name of ALL_STREAMS) expect(parseStreamName(name)?.name).toBe(name);
     expect(parseStreamName("book.BTCUSDT")).toEqual({ name: "book.BTCUSDT", kind: "book", subject: "BTCUSDT" });

@@ -12,7 +12,7 @@ function randomCase(text: string, flips: boolean[]): string {
   return [...text].map((ch, i) => (flips[i % flips.length] ? ch.toLowerCase() : ch.toUpperCase())).join("");
 }
 
-describe("symbols: canonical BASEQUOTE, separators, any case (contract 1.7)", () => {
+describe("symbols: canonical BASEQUOTE, separators, any case (docs/api.md)", () => {
   it("every listed market resolves from every accepted spelling to its canonical symbol", () => {
     fc.assert(
       fc.property(fc.constantFrom(...MARKETS), separator, fc.array(fc.boolean(), { minLength: 1 }), (market, sep, flips) => {
