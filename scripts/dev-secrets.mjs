@@ -17,7 +17,7 @@ export function ensureDevSecrets(path = ".dev.vars") {
   if (missing.length === 0) return false;
   const lines = missing.map(([name, make]) => `${name}="${make()}"`);
   const prefix = text === "" ? "# Local development secrets, generated on first start. Never commit this file.\n" : text.endsWith("\n") ? "" : "\n";
-  writeFileSync(path, text + prefix + lines.join("\n") + "\n", { mode: 0o600 });
+  writeFileSync(path, `${text + prefix + lines.join("\n")}\n`, { mode: 0o600 });
   return true;
 }
 

@@ -22,7 +22,7 @@ const [methodArg = "GET", target] = positional;
 const method = methodArg.toUpperCase();
 const key = flags.key ?? process.env.MDS_API_KEY;
 const secret = flags.secret ?? process.env.MDS_API_SECRET;
-if (!target || !target.startsWith("/") || !key || !secret) {
+if (!target?.startsWith("/") || !key || !secret) {
   console.error("usage: npm run sign -- METHOD /path?query [--body JSON|@file] [--curl | --send]   (needs MDS_API_KEY and MDS_API_SECRET, or --key and --secret)");
   process.exit(2);
 }

@@ -1,4 +1,4 @@
-import { OpenAPIHono } from "@hono/zod-openapi";
+import type { OpenAPIHono } from "@hono/zod-openapi";
 import { publicLimit } from "./access/middleware";
 import { dashboardRoutes } from "./accounts/pages";
 import { adminRoutes } from "./admin/routes";

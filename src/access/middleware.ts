@@ -77,8 +77,9 @@ interface Credentials {
 function readCredentials(request: Request, allowQueryForm: boolean): Credentials {
   // The URL is parsed only when the query form may apply (most requests use headers).
   const url = allowQueryForm && !request.headers.has("X-API-KEY") ? new URL(request.url) : undefined;
-  const fromQuery = url !== undefined && url.searchParams.has("apiKey");
-  const read = (header: string, query: string) => (fromQuery ? url.searchParams.get(query) : request.headers.get(header));
+  const query = url?.searchParams.has("apiKey") ? url.searchParams : undefined;
+  const fromQuery = query !== undefined;
+  const read = (header: string, name: string) => (query ? query.get(name) : request.headers.get(header));
   const names = fromQuery ? { key: "apiKey", timestamp: "timestamp", signature: "signature" } : { key: "X-API-KEY", timestamp: "X-TIMESTAMP", signature: "X-SIGNATURE" };
   const keyId = read("X-API-KEY", "apiKey");
   const timestamp = read("X-TIMESTAMP", "timestamp");
@@ -101,7 +102,7 @@ function readCredentials(request: Request, allowQueryForm: boolean): Credentials
     window = Number(recvWindow);
   }
   // In the query form only the path is signed (the credentials travel in the query itself).
-  const requestTarget = fromQuery ? url.pathname : requestTargetOf(request.url);
+  const requestTarget = url && fromQuery ? url.pathname : requestTargetOf(request.url);
   return { keyId, timestamp: Number(timestamp), signature, recvWindow: window, requestTarget };
 }
 

@@ -78,7 +78,7 @@ function SignInPage(props: { error?: string }) {
 }
 
 
-const formatTime = (ms: number | null) => (ms === null ? "—" : new Date(ms).toISOString().replace("T", " ").slice(0, 19) + " UTC");
+const formatTime = (ms: number | null) => (ms === null ? "—" : `${new Date(ms).toISOString().replace("T", " ").slice(0, 19)} UTC`);
 
 function ApiManagementPage(props: { session: Session; keys: ApiKeyView[]; created?: ApiKeyView & { secret: string }; error?: string }) {
   const { session, keys, created } = props;

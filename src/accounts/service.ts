@@ -76,9 +76,9 @@ export async function signIn(env: Env, email: string, password: string, ip: stri
     .bind(normalized)
     .first<{ id: string; password_hash: string; password_salt: string }>();
   // Without an account, hash anyway: the answer takes as long either way.
-  const valid = account
-    ? password.length <= 1024 && (await verifyPassword(password, account.password_hash, account.password_salt))
-    : (await hashPassword(password.slice(0, 1024)), false);
+  let valid = false;
+  if (account) valid = password.length <= 1024 && (await verifyPassword(password, account.password_hash, account.password_salt));
+  else await hashPassword(password.slice(0, 1024));
   // A failure stays counted (its reservation was one); a success gives both back.
   if (!account || !valid) throw problem("UNAUTHENTICATED", "wrong email or password");
   await Promise.all([accountGuard.settleLogin("account", "success"), ipGuard.settleLogin("ip", "success")]);

@@ -4,6 +4,7 @@
  * Stubs are not kept: a stub belongs to the request that made it.
  */
 const MAX_IDS_PER_NAMESPACE = 10_000;
+// biome-ignore lint/suspicious/noExplicitAny: one map for namespaces of every object class
 const cache = new WeakMap<DurableObjectNamespace<any>, Map<string, DurableObjectId>>();
 
 export function stubByName<T extends Rpc.DurableObjectBranded | undefined>(namespace: DurableObjectNamespace<T>, name: string): DurableObjectStub<T> {

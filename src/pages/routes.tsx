@@ -4,6 +4,7 @@ import type { Child } from "hono/jsx";
 import { ProblemError } from "../core/problem";
 import type { AppEnv } from "../env";
 import { resolveMarket } from "../market/lookup";
+import type { MarketConfig } from "../market/registry";
 import { readMarkets, readTicker } from "../market/reads";
 import type { TickerRecord } from "../market/rolling-window";
 import { HtmlDocument } from "./document";
@@ -90,7 +91,7 @@ export const pageRoutes = new Hono<AppEnv>()
   })
   .get("/markets/:pair", async (c) => {
     let ticker: TickerRecord;
-    let market;
+    let market: MarketConfig;
     try {
       market = resolveMarket(c.req.param("pair"));
       ticker = await readTicker(c.env, market.symbol);

@@ -1,4 +1,4 @@
-import { sha256Hex } from "../core/encoding";
+
 import { problem } from "../core/problem";
 import type { CallbackBody } from "./schemas";
 import {

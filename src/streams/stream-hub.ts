@@ -210,7 +210,10 @@ export class StreamHub extends DurableObject<Env> {
   private unsubscribe(ws: WebSocket, id: MessageId, names: unknown[]): void {
     const attachment = attachmentOf(ws);
     const plan = planUnsubscribe(attachment.streams, names);
-    if (!plan.ok) return this.error(ws, id, plan.code, plan.message);
+    if (!plan.ok) {
+      this.error(ws, id, plan.code, plan.message);
+      return;
+    }
     attachment.streams = attachment.streams.filter((name) => !plan.streams.some((s) => s.name === name));
     ws.serializeAttachment(attachment);
     for (const stream of plan.streams) this.subscribers.get(stream.name)?.delete(ws);

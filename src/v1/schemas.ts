@@ -1,15 +1,15 @@
 import { z } from "@hono/zod-openapi";
 import { DepthQuery, forwardTimeRange, KlinesQueryFields, TradesQuery } from "../market/schemas";
 
-const Symbol = z.string().max(64).openapi({ example: "BTCUSDT", description: "Market symbol; BTC-USDT, BTC_USDT, BTC/USDT also accepted" });
+const SymbolParam = z.string().max(64).openapi({ example: "BTCUSDT", description: "Market symbol; BTC-USDT, BTC_USDT, BTC/USDT also accepted" });
 
 export const TickerQuery = z
   .object({
-    symbol: Symbol.optional(),
+    symbol: SymbolParam.optional(),
     symbols: z.string().max(1024).optional().openapi({ example: "BTCUSDT,ETHUSDT", description: "Comma-separated symbols; answers an array" }),
   })
   .refine((q) => q.symbol === undefined || q.symbols === undefined, { message: "send symbol or symbols, not both", path: ["symbols"] });
 
-export const SymbolDepthQuery = DepthQuery.extend({ symbol: Symbol });
-export const SymbolTradesQuery = TradesQuery.extend({ symbol: Symbol });
-export const SymbolKlinesQuery = forwardTimeRange(KlinesQueryFields.extend({ symbol: Symbol }));
+export const SymbolDepthQuery = DepthQuery.extend({ symbol: SymbolParam });
+export const SymbolTradesQuery = TradesQuery.extend({ symbol: SymbolParam });
+export const SymbolKlinesQuery = forwardTimeRange(KlinesQueryFields.extend({ symbol: SymbolParam }));

@@ -37,7 +37,7 @@ async function expectBookMatchesRest(page: Page, symbol: string) {
 describe("pages in a real browser", () => {
   it("the landing page lists every market and its prices change within 5 s", async () => {
     const page = await chromium().newPage();
-    await page.goto(baseUrl + "/");
+    await page.goto(`${baseUrl}/`);
     const listed = await page.locator("tr[data-symbol]").evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.symbol));
     expect(listed).toEqual(SYMBOLS);
     const prices = () => page.locator('[data-field="lastPrice"]').allTextContents();

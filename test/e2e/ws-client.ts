@@ -55,7 +55,13 @@ export function connect(baseUrl: string, path: string, ip: string): Promise<Conn
           if (seen) return Promise.resolve(seen);
           return new Promise((done, fail) => {
             const timer = setTimeout(() => fail(new Error("no such message in time")), timeoutMs);
-            waiters.push({ predicate, resolve: (m) => (clearTimeout(timer), done(m)) });
+            waiters.push({
+              predicate,
+              resolve: (m) => {
+                clearTimeout(timer);
+                done(m);
+              },
+            });
           });
         },
       }),

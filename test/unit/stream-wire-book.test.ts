@@ -40,7 +40,7 @@ describe("a shard's copy of a book", () => {
         fc.integer({ min: 1, max: 120 }),
         (start, bids, asks, deltas, depth) => {
           const messages: BookMessage[] = [{ type: "snapshot", sequence: start, bids: bids.filter(([, q]) => Number(q) > 0), asks: asks.filter(([, q]) => Number(q) > 0) }];
-          deltas.forEach(([b, a], i) => messages.push({ type: "delta", sequence: start + i + 1, bids: b, asks: a }));
+          for (const [i, [b, a]] of deltas.entries()) messages.push({ type: "delta", sequence: start + i + 1, bids: b, asks: a });
           const book = new WireBook();
           for (const m of messages) expect(book.apply(m)).toBe(true);
           const expected = model(messages);

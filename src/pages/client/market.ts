@@ -86,7 +86,10 @@ function onBook(message: BookMessage): void {
     return;
   }
   const result = book.apply(message);
-  if (result === "gap") return resync();
+  if (result === "gap") {
+    resync();
+    return;
+  }
   if (result === "ignored") return;
   if (message.type === "snapshot") clearTimeout(resyncTimer);
   if (live.socket?.readyState === WebSocket.OPEN && $("connection").textContent !== "live") setConnection("live");

@@ -11,6 +11,7 @@ export class LiveSocket {
 
   constructor(
     private readonly streams: string[],
+    // biome-ignore lint/suspicious/noExplicitAny: server messages are untyped JSON; each page narrows what it reads
     private readonly onMessage: (message: any) => void,
     private readonly onState: (state: ConnectionState) => void,
   ) {
