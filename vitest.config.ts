@@ -15,7 +15,12 @@ export default defineConfig({
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: {
               // Tests drive the demo feed themselves, so data stays deterministic.
-              bindings: { TEST_MIGRATIONS: migrations, DEMO_FEED: "off", SEALING_KEY: "dGVzdC1zZWFsaW5nLWtleS0zMi1ieXRlcy1sb25nISE=", ADMIN_TOKEN: "test-admin-token" },
+              bindings: {
+                TEST_MIGRATIONS: migrations,
+                DEMO_FEED: "off",
+                SEALING_KEY: "dGVzdC1zZWFsaW5nLWtleS0zMi1ieXRlcy1sb25nISE=",
+                ADMIN_TOKEN: "test-admin-token",
+              },
             },
           }),
         ],

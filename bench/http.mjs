@@ -17,7 +17,7 @@
 // `--json` prints one JSON object on the last line of stdout: {"routes": [...], "references": [...]}.
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import { clientIps, CONNECTIONS, fromManyIps, load, median, option, touchClients, warmUp } from "./load.mjs";
+import { CONNECTIONS, clientIps, fromManyIps, load, median, option, touchClients, warmUp } from "./load.mjs";
 import { bundleBaseline, bundleFloor, bundleService, startReference, startService, work } from "./service.mjs";
 import { prepareSignedLoad } from "./signed-load.mjs";
 
@@ -84,7 +84,9 @@ async function main() {
         const result = await run(route, SECONDS);
         const failed = result.non2xx + result.errors + result.timeouts;
         samples.get(route.name).push({ rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, failed });
-        log(`round ${round + 1} ${route.name.padEnd(13)} ${result.requests.average.toFixed(0).padStart(6)} req/s  p50 ${result.latency.p50} ms  p99 ${result.latency.p99} ms${failed ? `  (${failed} failed: ${JSON.stringify(result.statusCodeStats)}, ${result.errors} errors, ${result.timeouts} timeouts)` : ""}`);
+        log(
+          `round ${round + 1} ${route.name.padEnd(13)} ${result.requests.average.toFixed(0).padStart(6)} req/s  p50 ${result.latency.p50} ms  p99 ${result.latency.p99} ms${failed ? `  (${failed} failed: ${JSON.stringify(result.statusCodeStats)}, ${result.errors} errors, ${result.timeouts} timeouts)` : ""}`,
+        );
       }
     }
     // A route's ratio is the median over rounds of its requests/s over the baseline's in the same
@@ -110,13 +112,18 @@ async function main() {
       console.log(JSON.stringify({ routes: report.filter((r) => !r.reference).map(shape), references: report.filter((r) => r.reference).map(shape) }));
     } else {
       const seconds = Math.round((Date.now() - startedAt) / 1000);
-      console.log(`\nmedians of ${ROUNDS} interleaved rounds × ${SECONDS} s (ratio: median of per-round ratios) at ${CONNECTIONS} connections, one workerd per Worker, ${direct ? "direct sockets" : "through Miniflare's entry worker"} (${seconds} s in all):`);
+      console.log(
+        `\nmedians of ${ROUNDS} interleaved rounds × ${SECONDS} s (ratio: median of per-round ratios) at ${CONNECTIONS} connections, one workerd per Worker, ${direct ? "direct sockets" : "through Miniflare's entry worker"} (${seconds} s in all):`,
+      );
       console.log("route           req/s  p50 ms  p99 ms  ratio  target");
       for (const r of report) {
-        if (r.name === "floor-1rpc") console.log("references (the runtime's cost of Durable Object calls, and the service's public path with no work; no target):");
+        if (r.name === "floor-1rpc")
+          console.log("references (the runtime's cost of Durable Object calls, and the service's public path with no work; no target):");
         const target = TARGETS[r.name];
         const verdict = target === undefined ? "" : `${r.ratio >= target ? "≥" : "<"} ${target.toFixed(2)}  ${r.ratio >= target ? "met" : "MISSED"}`;
-        console.log(`${r.name.padEnd(13)} ${String(r.rps).padStart(7)}  ${String(r.p50Ms).padStart(6)}  ${String(r.p99Ms).padStart(6)}  ${r.ratio.toFixed(2).padStart(5)}  ${verdict}${r.failed ? `  (${r.failed} failed)` : ""}`);
+        console.log(
+          `${r.name.padEnd(13)} ${String(r.rps).padStart(7)}  ${String(r.p50Ms).padStart(6)}  ${String(r.p99Ms).padStart(6)}  ${r.ratio.toFixed(2).padStart(5)}  ${verdict}${r.failed ? `  (${r.failed} failed)` : ""}`,
+        );
       }
     }
     // A refused or failed request means the load was not what the figures claim: say so.

@@ -36,7 +36,8 @@ export async function warmUp(url, nextIp, timeoutMs = 30_000) {
     const ticker = await (await fetch(`${url}/api/ticker/BTCUSDT`, { headers: { "CF-Connecting-IP": nextIp() } })).json().catch(() => ({}));
     const book = await (await fetch(`${url}/api/orderbook/BTCUSDT?depth=100`, { headers: { "CF-Connecting-IP": nextIp() } })).json().catch(() => ({}));
     if (prices.data?.length > 0 && Number(ticker.volume24h) > 0 && book.bids?.length >= 20) return { prices, ticker, book };
-    if (Date.now() > deadline) throw new Error(`the service did not warm up within ${timeoutMs} ms (prices ${prices.data?.length ?? "none"}, ticker volume ${ticker.volume24h})`);
+    if (Date.now() > deadline)
+      throw new Error(`the service did not warm up within ${timeoutMs} ms (prices ${prices.data?.length ?? "none"}, ticker volume ${ticker.volume24h})`);
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
 }

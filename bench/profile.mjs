@@ -61,7 +61,9 @@ function sourceMapper(scriptPath) {
   return (frame) => {
     if (!frame.url || frame.lineNumber < 0) return { file: frame.functionName || frame.url || "(native)", name: frame.functionName || "(anonymous)" };
     const entry = map.findEntry(frame.lineNumber, frame.columnNumber);
-    const source = entry?.originalSource ? path.relative(root, new URL(entry.originalSource, "file:///").pathname.replace(/^.*?(?=\/(src|node_modules)\/)/, root)) : frame.url;
+    const source = entry?.originalSource
+      ? path.relative(root, new URL(entry.originalSource, "file:///").pathname.replace(/^.*?(?=\/(src|node_modules)\/)/, root))
+      : frame.url;
     return { file: source, name: `${frame.functionName || "(anonymous)"} ${source}:${(entry?.originalLine ?? frame.lineNumber) + 1}` };
   };
 }
@@ -103,13 +105,20 @@ async function main() {
       let { file, name } = map(node.callFrame);
       if (!node.callFrame.url && !name.startsWith("(") && parents.get(node.id)) name = `${name} ← ${map(parents.get(node.id).callFrame).name}`;
       else if (name === "(anonymous)" && !node.callFrame.url && parents.get(node.id)) name = `(native) ← ${map(parents.get(node.id).callFrame).name}`;
-      const group = file.startsWith("node_modules/") ? file.split("/").slice(0, file.split("/")[1].startsWith("@") ? 3 : 2).join("/") : file;
+      const group = file.startsWith("node_modules/")
+        ? file
+            .split("/")
+            .slice(0, file.split("/")[1].startsWith("@") ? 3 : 2)
+            .join("/")
+        : file;
       byFile.set(group, (byFile.get(group) ?? 0) + us);
       byFunction.set(name, (byFunction.get(name) ?? 0) + us);
     }
     const requests = result.requests.total;
     const line = ([name, us]) => `${((100 * us) / total).toFixed(1).padStart(5)}%  ${(us / requests).toFixed(1).padStart(7)} µs/req  ${name}`;
-    console.log(`${ROUTE} ${PATHS[ROUTE]}: ${result.requests.average.toFixed(0)} req/s over ${SECONDS} s (profiler on), ${requests} requests, ${(total / 1000).toFixed(0)} ms sampled`);
+    console.log(
+      `${ROUTE} ${PATHS[ROUTE]}: ${result.requests.average.toFixed(0)} req/s over ${SECONDS} s (profiler on), ${requests} requests, ${(total / 1000).toFixed(0)} ms sampled`,
+    );
     console.log("\nself time by source (the isolate's wall clock, idle included):");
     for (const entry of [...byFile].sort((a, b) => b[1] - a[1]).slice(0, TOP)) console.log(line(entry));
     console.log("\ntop functions by self time (native frames named with their caller):");

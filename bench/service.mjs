@@ -131,9 +131,14 @@ export async function startService(scriptPath, vars = {}, { direct = false, insp
   // Apply D1 migrations the way `wrangler d1 migrations apply` would.
   const db = await mf.getD1Database("DB");
   const dir = path.join(root, "migrations");
-  for (const file of readdirSync(dir).filter((f) => f.endsWith(".sql")).sort()) {
-    await db.exec(readFileSync(path.join(dir, file), "utf8").replace(/--.*$/gm, "").replace(/\s*\n\s*/g, " "));
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith(".sql"))
+    .sort()) {
+    await db.exec(
+      readFileSync(path.join(dir, file), "utf8")
+        .replace(/--.*$/gm, "")
+        .replace(/\s*\n\s*/g, " "),
+    );
   }
   return { mf, ...urls };
 }
-

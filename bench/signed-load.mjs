@@ -57,7 +57,12 @@ export async function prepareSignedLoad(baseUrl, requestTarget, nextIp) {
   const probe = keys[0];
   const timestamp = String(Date.now());
   const check = await fetch(baseUrl + requestTarget, {
-    headers: { "X-API-KEY": probe.id, "X-TIMESTAMP": timestamp, "X-SIGNATURE": sign(probe.secret, timestamp, "GET", requestTarget), "CF-Connecting-IP": nextIp() },
+    headers: {
+      "X-API-KEY": probe.id,
+      "X-TIMESTAMP": timestamp,
+      "X-SIGNATURE": sign(probe.secret, timestamp, "GET", requestTarget),
+      "CF-Connecting-IP": nextIp(),
+    },
   });
   await expectStatus(check, 200, `signed GET ${requestTarget}`);
 
@@ -70,7 +75,13 @@ export async function prepareSignedLoad(baseUrl, requestTarget, nextIp) {
       const now = String(Date.now());
       return {
         ...request,
-        headers: { ...request.headers, "X-API-KEY": key.id, "X-TIMESTAMP": now, "X-SIGNATURE": sign(key.secret, now, "GET", requestTarget), "CF-Connecting-IP": nextIp() },
+        headers: {
+          ...request.headers,
+          "X-API-KEY": key.id,
+          "X-TIMESTAMP": now,
+          "X-SIGNATURE": sign(key.secret, now, "GET", requestTarget),
+          "CF-Connecting-IP": nextIp(),
+        },
       };
     },
   };

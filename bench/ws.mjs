@@ -13,7 +13,7 @@
 // runtime's memory and CPU, and checks that every client got every delta exactly once and in
 // sequence. Loopback only; bounded in time (a watchdog ends it); exits 1 when a delta was lost or
 // out of sequence.
-import { readFileSync, readdirSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
 import { option } from "./load.mjs";
 import { createKey, sign, signUp } from "./signed-load.mjs";
@@ -29,10 +29,13 @@ const log = (...line) => {
 
 // However the run goes, it ends: connecting, publishing and draining are bounded well inside this.
 if (isMainThread) {
-  setTimeout(() => {
-    console.error("bench:ws did not finish in time");
-    process.exit(2);
-  }, (SECONDS + 180) * 1000).unref();
+  setTimeout(
+    () => {
+      console.error("bench:ws did not finish in time");
+      process.exit(2);
+    },
+    (SECONDS + 180) * 1000,
+  ).unref();
 }
 
 /** The workerd processes this bench started (children of this process). */
@@ -106,7 +109,10 @@ async function publish({ url, key, rate, seconds, startSequence }) {
     if (wait > 0) await sleep(wait);
     sequence += 1;
     sentAt.push([sequence, now()]);
-    const response = await signedIngest(url, key, { symbol: "BTCUSDT", book: { type: "delta", sequence, bids: [level(-3 - (u % 5))], asks: [level(3 + (u % 5))] } });
+    const response = await signedIngest(url, key, {
+      symbol: "BTCUSDT",
+      book: { type: "delta", sequence, bids: [level(-3 - (u % 5))], asks: [level(3 + (u % 5))] },
+    });
     if (!response.ok) throw new Error(`ingest answered ${response.status}: ${await response.text()}`);
   }
   return sentAt;
@@ -149,7 +155,10 @@ async function main() {
   try {
     const key = await publisherKey(service.url);
     let sequence = 1;
-    const first = await signedIngest(service.url, key, { symbol: "BTCUSDT", book: { type: "snapshot", sequence, bids: [level(-1), level(-2)], asks: [level(1), level(2)] } });
+    const first = await signedIngest(service.url, key, {
+      symbol: "BTCUSDT",
+      book: { type: "snapshot", sequence, bids: [level(-1), level(-2)], asks: [level(1), level(2)] },
+    });
     if (!first.ok) throw new Error(`ingest answered ${first.status}: ${await first.text()}`);
     const rssBefore = runtimeRssMiB();
 
@@ -158,7 +167,9 @@ async function main() {
     const connectOne = (i) =>
       new Promise((resolve, reject) => {
         const ip = Math.floor(i / 5); // five clients per address: the most one IP may hold
-        const socket = new WebSocket(`${wsBase}/api/ws?streams=book.BTCUSDT`, { headers: { "CF-Connecting-IP": `10.${100 + (ip >> 16)}.${(ip >> 8) & 255}.${ip & 255}` } });
+        const socket = new WebSocket(`${wsBase}/api/ws?streams=book.BTCUSDT`, {
+          headers: { "CF-Connecting-IP": `10.${100 + (ip >> 16)}.${(ip >> 8) & 255}.${ip & 255}` },
+        });
         const client = { socket, sequence: 0, snapshots: 0, outOfSequence: 0, received: 0, receipts: [] };
         socket.on("message", (data) => {
           const receivedAt = now();
@@ -223,10 +234,16 @@ async function main() {
     };
     if (asJson) console.log(JSON.stringify(report));
     else {
-      console.log(`\ndelivered ${report.delivered}/${report.expected} deltas (lost ${report.lost}, out of sequence ${report.outOfSequence}, re-snapshots ${report.resnapshots})`);
-      console.log(`${report.messagesPerSecond} messages/s delivered; ingest→delivery p50 ${report.p50Ms} ms, p99 ${report.p99Ms} ms, max ${report.maxMs} ms (target p99 ≤ 100 ms)`);
+      console.log(
+        `\ndelivered ${report.delivered}/${report.expected} deltas (lost ${report.lost}, out of sequence ${report.outOfSequence}, re-snapshots ${report.resnapshots})`,
+      );
+      console.log(
+        `${report.messagesPerSecond} messages/s delivered; ingest→delivery p50 ${report.p50Ms} ms, p99 ${report.p99Ms} ms, max ${report.maxMs} ms (target p99 ≤ 100 ms)`,
+      );
       console.log(`workerd RSS: ${rssBefore} MiB idle, ${rssConnected} MiB with ${clients.length} clients, ${report.runtimeRssMiB.afterRun} MiB after the run`);
-      console.log(`CPU during the run: workerd ${report.cpuSeconds.workerd} s, load generator ${report.cpuSeconds.loadGenerator} s (${elapsed.toFixed(1)} s wall, 2 cores shared)`);
+      console.log(
+        `CPU during the run: workerd ${report.cpuSeconds.workerd} s, load generator ${report.cpuSeconds.loadGenerator} s (${elapsed.toFixed(1)} s wall, 2 cores shared)`,
+      );
     }
     process.exitCode = report.lost === 0 && report.outOfSequence === 0 && report.resnapshots === 0 ? 0 : 1;
   } finally {

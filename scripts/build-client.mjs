@@ -15,7 +15,15 @@ const entries = {
 };
 const out = {};
 for (const [name, entry] of Object.entries(entries)) {
-  const result = await build({ entryPoints: [path.join(root, entry)], bundle: true, format: "iife", target: "es2022", minify: true, write: false, logLevel: "error" });
+  const result = await build({
+    entryPoints: [path.join(root, entry)],
+    bundle: true,
+    format: "iife",
+    target: "es2022",
+    minify: true,
+    write: false,
+    logLevel: "error",
+  });
   out[name] = result.outputFiles[0].text;
 }
 const target = path.join(root, "src/pages/generated/client-bundle.ts");

@@ -57,7 +57,10 @@ if (asJson) {
   console.log(JSON.stringify(report));
 } else {
   console.log(`Worker bundle (dist/${modules.join(", dist/")}): ${kib(rawBytes)} raw, ${kib(gzipBytes)} gzipped`);
-  console.log(`budget ${kib(BUDGET_GZIP_BYTES)} gzipped (${((100 * gzipBytes) / BUDGET_GZIP_BYTES).toFixed(0)}% used); Cloudflare's limit is 3 MiB compressed on the free plan, 10 MiB paid`);
-  if (!report.withinBudget) console.error(`over budget by ${kib(gzipBytes - BUDGET_GZIP_BYTES)}: find what grew (npx esbuild --analyze, or the source map in dist/)`);
+  console.log(
+    `budget ${kib(BUDGET_GZIP_BYTES)} gzipped (${((100 * gzipBytes) / BUDGET_GZIP_BYTES).toFixed(0)}% used); Cloudflare's limit is 3 MiB compressed on the free plan, 10 MiB paid`,
+  );
+  if (!report.withinBudget)
+    console.error(`over budget by ${kib(gzipBytes - BUDGET_GZIP_BYTES)}: find what grew (npx esbuild --analyze, or the source map in dist/)`);
 }
 process.exit(report.withinBudget ? 0 : 1);

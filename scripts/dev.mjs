@@ -21,9 +21,12 @@ if (migrate.status !== 0) {
 
 const args = [
   "dev",
-  "--ip", "127.0.0.1",
-  "--port", String(port),
-  "--var", "DEMO_FEED:on",
+  "--ip",
+  "127.0.0.1",
+  "--port",
+  String(port),
+  "--var",
+  "DEMO_FEED:on",
   "--show-interactive-dev-session=false",
   ...(process.env.WRANGLER_LOG ? ["--log-level", process.env.WRANGLER_LOG] : []),
   ...extra,

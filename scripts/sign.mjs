@@ -23,7 +23,9 @@ const method = methodArg.toUpperCase();
 const key = flags.key ?? process.env.MDS_API_KEY;
 const secret = flags.secret ?? process.env.MDS_API_SECRET;
 if (!target?.startsWith("/") || !key || !secret) {
-  console.error("usage: npm run sign -- METHOD /path?query [--body JSON|@file] [--curl | --send]   (needs MDS_API_KEY and MDS_API_SECRET, or --key and --secret)");
+  console.error(
+    "usage: npm run sign -- METHOD /path?query [--body JSON|@file] [--curl | --send]   (needs MDS_API_KEY and MDS_API_SECRET, or --key and --secret)",
+  );
   process.exit(2);
 }
 // The body is signed byte for byte as it will be sent.

@@ -1,16 +1,16 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import { publicLimit } from "./access/middleware";
-import { dashboardRoutes } from "./accounts/pages";
-import { adminRoutes } from "./admin/routes";
-import { accountRoutes } from "./accounts/routes";
 import { bodyLimit } from "hono/body-limit";
 import { createMiddleware } from "hono/factory";
+import { publicLimit } from "./access/middleware";
+import { dashboardRoutes } from "./accounts/pages";
+import { accountRoutes } from "./accounts/routes";
+import { adminRoutes } from "./admin/routes";
 import { handleError, notFoundHandler } from "./core/errors";
 import { withSharedAnswers } from "./core/openapi";
 import { problem } from "./core/problem";
 import { requestId } from "./core/request-id";
-import { noStore, securityHeaders } from "./core/security-headers";
 import { createRouter } from "./core/router";
+import { noStore, securityHeaders } from "./core/security-headers";
 import { docsRoutes } from "./docs/routes";
 import type { AppEnv } from "./env";
 import { marketRoutes } from "./market/routes";
@@ -73,16 +73,35 @@ export function createApp(): OpenAPIHono<AppEnv> {
   // Made once per isolate: the routes do not change while it lives.
   let document: ReturnType<typeof app.getOpenAPI31Document> | undefined;
   app.get("/openapi.json", (c) => c.json((document ??= withSharedAnswers(app.getOpenAPI31Document(OPENAPI_INFO)))));
-  app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", { type: "apiKey", in: "header", name: "X-API-KEY", description: "API key id (mk_…), from the dashboard's API Management" });
+  app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", {
+    type: "apiKey",
+    in: "header",
+    name: "X-API-KEY",
+    description: "API key id (mk_…), from the dashboard's API Management",
+  });
   app.openAPIRegistry.registerComponent("securitySchemes", "Signature", {
     type: "apiKey",
     in: "header",
     name: "X-SIGNATURE",
     description: "hex HMAC-SHA256 of `X-TIMESTAMP\\nMETHOD\\nrequestTarget\\nbody` keyed by the API secret (docs/signing.md)",
   });
-  app.openAPIRegistry.registerComponent("securitySchemes", "Timestamp", { type: "apiKey", in: "header", name: "X-TIMESTAMP", description: "Unix ms; optional X-RECV-WINDOW (1–60000, default 5000)" });
-  app.openAPIRegistry.registerComponent("securitySchemes", "AdminToken", { type: "http", scheme: "bearer", description: "ADMIN_TOKEN (a Worker secret; locally in .dev.vars)" });
-  app.openAPIRegistry.registerComponent("securitySchemes", "Session", { type: "apiKey", in: "cookie", name: "mds_session", description: "Set by POST /account/login" });
+  app.openAPIRegistry.registerComponent("securitySchemes", "Timestamp", {
+    type: "apiKey",
+    in: "header",
+    name: "X-TIMESTAMP",
+    description: "Unix ms; optional X-RECV-WINDOW (1–60000, default 5000)",
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "AdminToken", {
+    type: "http",
+    scheme: "bearer",
+    description: "ADMIN_TOKEN (a Worker secret; locally in .dev.vars)",
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "Session", {
+    type: "apiKey",
+    in: "cookie",
+    name: "mds_session",
+    description: "Set by POST /account/login",
+  });
   app.onError(handleError);
   app.notFound(notFoundHandler(() => app.routes));
   return app;

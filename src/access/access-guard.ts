@@ -1,12 +1,12 @@
 import { DurableObject } from "cloudflare:workers";
-import { problem, ProblemError, toProblemResult, type ProblemResult } from "../core/problem";
+import { ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
 import { unseal } from "../core/seal";
 import type { Env } from "../env";
 import { allowListAdmits } from "./client-address";
-import { reserveLogin, settleLogin, type LoginAttempts, type LoginReservation, type LoginScope, type LoginSettlement } from "./login-throttle";
 import type { KeyRecord, Permission } from "./keys";
+import { type LoginAttempts, type LoginReservation, type LoginScope, type LoginSettlement, reserveLogin, settleLogin } from "./login-throttle";
 import { FUTURE_TOLERANCE_MS, importSecret, isOnTime, signingPayload, verifySignature } from "./signature";
-import { SlidingWindow, type Admission } from "./sliding-window";
+import { type Admission, SlidingWindow } from "./sliding-window";
 
 /** What the Worker sends for one signed request: everything the guard needs in one call. */
 export interface SignedCheck {

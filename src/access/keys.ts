@@ -28,7 +28,10 @@ export function newKeyId(): string {
 /** 32 random bytes, base64url: what the account holder signs with. */
 export function newKeySecret(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(32));
-  return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+  return btoa(String.fromCharCode(...bytes))
+    .replaceAll("+", "-")
+    .replaceAll("/", "_")
+    .replace(/=+$/, "");
 }
 
 export function principalOfKey(keyId: string): string {

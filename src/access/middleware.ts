@@ -1,14 +1,14 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { stubByName } from "../core/object-ids";
+import { isProblemResult, ProblemError, problem, unwrap } from "../core/problem";
 import { setResponseHeaders } from "../core/response-headers";
-import { isProblemResult, problem, ProblemError, unwrap } from "../core/problem";
 import type { AppEnv, Env } from "../env";
 import { clientIp, ipPrincipal } from "./client-address";
-import { KEY_ID_PATTERN, principalOfKey, type Permission } from "./keys";
+import { KEY_ID_PATTERN, type Permission, principalOfKey } from "./keys";
 import { admit, PUBLIC_LIMIT, rateLimited, SIGNED_LIMIT } from "./rate-limit";
 import { requestTargetOf, SIGNATURE_PATTERN } from "./signature";
-import { rateLimitHeaders, type Admission } from "./sliding-window";
+import { type Admission, rateLimitHeaders } from "./sliding-window";
 
 const DEFAULT_RECV_WINDOW = 5_000;
 const MAX_RECV_WINDOW = 60_000;
@@ -23,7 +23,12 @@ function guard(env: Env, principal: string) {
  * (docs/limits.md) and carries that limit's headers; over the limit it becomes the 429 instead.
  */
 export async function chargeClientIp(env: Env, request: Request, refusal: ProblemError): Promise<ProblemError> {
-  const admission = await admit(env, ipPrincipal(clientIp(request)), PUBLIC_LIMIT, `${PUBLIC_LIMIT} requests per second per IP, failed authentications included`);
+  const admission = await admit(
+    env,
+    ipPrincipal(clientIp(request)),
+    PUBLIC_LIMIT,
+    `${PUBLIC_LIMIT} requests per second per IP, failed authentications included`,
+  );
   Object.assign(refusal.headers, rateLimitHeaders(admission));
   return refusal;
 }
@@ -80,7 +85,9 @@ function readCredentials(request: Request, allowQueryForm: boolean): Credentials
   const query = url?.searchParams.has("apiKey") ? url.searchParams : undefined;
   const fromQuery = query !== undefined;
   const read = (header: string, name: string) => (query ? query.get(name) : request.headers.get(header));
-  const names = fromQuery ? { key: "apiKey", timestamp: "timestamp", signature: "signature" } : { key: "X-API-KEY", timestamp: "X-TIMESTAMP", signature: "X-SIGNATURE" };
+  const names = fromQuery
+    ? { key: "apiKey", timestamp: "timestamp", signature: "signature" }
+    : { key: "X-API-KEY", timestamp: "X-TIMESTAMP", signature: "X-SIGNATURE" };
   const keyId = read("X-API-KEY", "apiKey");
   const timestamp = read("X-TIMESTAMP", "timestamp");
   const signature = read("X-SIGNATURE", "signature");
@@ -91,7 +98,8 @@ function readCredentials(request: Request, allowQueryForm: boolean): Credentials
   if (!KEY_ID_PATTERN.test(keyId)) throw problem("INVALID_API_KEY", `${names.key} is not an API key id (mk_ and 24 hex digits)`);
   if (!timestamp) throw problem("MISSING_CREDENTIALS", `${names.timestamp} is missing`);
   // Canonical digits only: what is signed is the text sent, so it must have one spelling.
-  if (!TIMESTAMP_PATTERN.test(timestamp)) throw problem("MALFORMED_CREDENTIALS", `${names.timestamp} is malformed: expected Unix milliseconds, digits without leading zeros`);
+  if (!TIMESTAMP_PATTERN.test(timestamp))
+    throw problem("MALFORMED_CREDENTIALS", `${names.timestamp} is malformed: expected Unix milliseconds, digits without leading zeros`);
   if (!signature) throw problem("MISSING_CREDENTIALS", `${names.signature} is missing`);
   if (!SIGNATURE_PATTERN.test(signature)) throw problem("MALFORMED_CREDENTIALS", `${names.signature} is malformed: expected 64 hex digits`);
   let window = DEFAULT_RECV_WINDOW;

@@ -1,7 +1,7 @@
 import { stubByName } from "../core/object-ids";
-import { problem, type ProblemError } from "../core/problem";
+import { type ProblemError, problem } from "../core/problem";
 import type { Env } from "../env";
-import { rateLimitHeaders, type Admission } from "./sliding-window";
+import { type Admission, rateLimitHeaders } from "./sliding-window";
 
 /** docs/limits.md */
 export const PUBLIC_LIMIT = 10;
@@ -32,4 +32,4 @@ export async function admit(env: Env, principal: string, limit: number, detail =
   return admission;
 }
 
-export { rateLimitHeaders, type Admission };
+export { type Admission, rateLimitHeaders };

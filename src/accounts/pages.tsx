@@ -1,17 +1,17 @@
 /** @jsxImportSource hono/jsx */
-import { Hono, type Context } from "hono";
+import { type Context, Hono } from "hono";
 import type { Child } from "hono/jsx";
 import { clientIp } from "../access/client-address";
-import { publicLimit } from "../access/middleware";
 import { PERMISSIONS, type Permission } from "../access/keys";
+import { publicLimit } from "../access/middleware";
 import { readForm } from "../core/forms";
 import { ProblemError } from "../core/problem";
 import type { AppEnv } from "../env";
 import { HtmlDocument } from "../pages/document";
 import { CLIENT_VERSIONS } from "../pages/generated/client-bundle";
 import { NewKeySchema } from "./schemas";
-import { createApiKey, listApiKeys, revokeApiKey, signIn, signUp, type ApiKeyView } from "./service";
-import { currentSession, endSession, requireCsrfToken, requireSameOrigin, startSession, type Session } from "./sessions";
+import { type ApiKeyView, createApiKey, listApiKeys, revokeApiKey, signIn, signUp } from "./service";
+import { currentSession, endSession, requireCsrfToken, requireSameOrigin, type Session, startSession } from "./sessions";
 
 /**
  * The dashboard: server-rendered, no CDN, every form works without JavaScript. Its section
@@ -59,24 +59,35 @@ function SignInPage(props: { error?: string }) {
         <section>
           <h2>Sign in</h2>
           <form method="post" action="/dashboard/login">
-            <label>Email <input type="email" name="email" required autocomplete="username" /></label>
-            <label>Password <input type="password" name="password" required autocomplete="current-password" /></label>
-            <button class="primary" type="submit">Sign in</button>
+            <label>
+              Email <input type="email" name="email" required autocomplete="username" />
+            </label>
+            <label>
+              Password <input type="password" name="password" required autocomplete="current-password" />
+            </label>
+            <button class="primary" type="submit">
+              Sign in
+            </button>
           </form>
         </section>
         <section>
           <h2>Create an account</h2>
           <form method="post" action="/dashboard/signup">
-            <label>Email <input type="email" name="email" required autocomplete="username" /></label>
-            <label>Password (10–128 characters) <input type="password" name="password" required minlength={10} maxlength={128} autocomplete="new-password" /></label>
-            <button class="primary" type="submit">Sign up</button>
+            <label>
+              Email <input type="email" name="email" required autocomplete="username" />
+            </label>
+            <label>
+              Password (10–128 characters) <input type="password" name="password" required minlength={10} maxlength={128} autocomplete="new-password" />
+            </label>
+            <button class="primary" type="submit">
+              Sign up
+            </button>
           </form>
         </section>
       </div>
     </Layout>
   );
 }
-
 
 const formatTime = (ms: number | null) => (ms === null ? "—" : `${new Date(ms).toISOString().replace("T", " ").slice(0, 19)} UTC`);
 
@@ -104,7 +115,9 @@ function ApiManagementPage(props: { session: Session; keys: ApiKeyView[]; create
         <h3>Create a key</h3>
         <form method="post" action="/dashboard/keys">
           <input type="hidden" name="csrf" value={session.csrfToken} />
-          <label>Label <input type="text" name="label" required maxlength={64} /></label>
+          <label>
+            Label <input type="text" name="label" required maxlength={64} />
+          </label>
           <fieldset>
             <legend>Permissions</legend>
             {PERMISSIONS.map((p) => (
@@ -116,8 +129,12 @@ function ApiManagementPage(props: { session: Session; keys: ApiKeyView[]; create
           <label>
             IP allow-list (optional; one IPv4/IPv6 address or CIDR per line) <textarea name="allowCidrs" rows={2} placeholder="203.0.113.0/24"></textarea>
           </label>
-          <label>Expires (optional, UTC) <input type="datetime-local" name="expiresAt" /></label>
-          <button class="primary" type="submit">Create key</button>
+          <label>
+            Expires (optional, UTC) <input type="datetime-local" name="expiresAt" />
+          </label>
+          <button class="primary" type="submit">
+            Create key
+          </button>
         </form>
         <h3>Your keys</h3>
         {keys.length === 0 ? (
@@ -177,7 +194,12 @@ function ConfirmRevokePage(props: { session: Session; keyId: string }) {
   );
 }
 
-async function managementPage(c: Context<AppEnv>, session: Session, extra: { created?: ApiKeyView & { secret: string }; error?: string } = {}, status: 200 | 201 | 400 = 200) {
+async function managementPage(
+  c: Context<AppEnv>,
+  session: Session,
+  extra: { created?: ApiKeyView & { secret: string }; error?: string } = {},
+  status: 200 | 201 | 400 = 200,
+) {
   const keys = await listApiKeys(c.env, session.accountId);
   return c.html(<ApiManagementPage session={session} keys={keys} {...extra} />, status);
 }
@@ -243,7 +265,9 @@ export const dashboardRoutes = new Hono<AppEnv>()
     const parsed = NewKeySchema.safeParse({
       label: formString(form, "label"),
       permissions,
-      allowCidrs: formString(form, "allowCidrs").split(/[\s,]+/).filter(Boolean),
+      allowCidrs: formString(form, "allowCidrs")
+        .split(/[\s,]+/)
+        .filter(Boolean),
       expiresAt: expires ? Date.parse(`${expires}Z`) || -1 : null,
     });
     if (!parsed.success) {

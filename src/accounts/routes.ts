@@ -28,7 +28,10 @@ export const accountRoutes = createRouter()
       summary: "Create an account (and sign in)",
       description: "Passwords: 10–128 characters, not easily guessed. Stored as PBKDF2-SHA256 (100,000 iterations, 16-byte salt).",
       request: jsonBody(Credentials),
-      responses: { 201: { description: "Created; the session cookie is set", content: { "application/json": { schema: AccountSchema } } }, ...problemResponses(400, 403, 429) },
+      responses: {
+        201: { description: "Created; the session cookie is set", content: { "application/json": { schema: AccountSchema } } },
+        ...problemResponses(400, 403, 429),
+      },
     }),
     async (c) => {
       const { email, password } = c.req.valid("json");
@@ -78,7 +81,10 @@ export const accountRoutes = createRouter()
       tags,
       security: cookieAuth,
       summary: "List the account's API keys (never their secrets)",
-      responses: { 200: { description: "Keys, newest first", content: { "application/json": { schema: z.object({ keys: z.array(ApiKeySchema) }) } } }, ...problemResponses(401, 429) },
+      responses: {
+        200: { description: "Keys, newest first", content: { "application/json": { schema: z.object({ keys: z.array(ApiKeySchema) }) } } },
+        ...problemResponses(401, 429),
+      },
     }),
     async (c) => {
       const session = await requireSession(c);

@@ -21,8 +21,16 @@ export const Cidr = z
 export const NewKeySchema = z
   .object({
     label: z.string().trim().min(1).max(64).openapi({ example: "trading bot" }),
-    permissions: z.array(z.enum(PERMISSIONS)).min(1).max(3).openapi({ example: ["read", "stream"] }),
-    allowCidrs: z.array(Cidr).max(32).default([]).openapi({ example: ["203.0.113.0/24"], description: "Empty: any IP" }),
+    permissions: z
+      .array(z.enum(PERMISSIONS))
+      .min(1)
+      .max(3)
+      .openapi({ example: ["read", "stream"] }),
+    allowCidrs: z
+      .array(Cidr)
+      .max(32)
+      .default([])
+      .openapi({ example: ["203.0.113.0/24"], description: "Empty: any IP" }),
     expiresAt: z.number().int().positive().nullable().default(null).openapi({ description: "Unix ms; null: never" }),
   })
   .openapi("NewApiKey");
@@ -44,4 +52,9 @@ export const CreatedKeySchema = ApiKeySchema.extend({
   secret: z.string().openapi({ description: "Shown exactly once. Sign requests with it; it cannot be retrieved again." }),
 }).openapi("CreatedApiKey");
 
-export const KeyIdParam = z.object({ id: z.string().max(64).openapi({ param: { name: "id", in: "path" }, example: "mk_0123456789abcdef01234567" }) });
+export const KeyIdParam = z.object({
+  id: z
+    .string()
+    .max(64)
+    .openapi({ param: { name: "id", in: "path" }, example: "mk_0123456789abcdef01234567" }),
+});

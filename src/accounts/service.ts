@@ -1,5 +1,5 @@
 import { ipPrincipal } from "../access/client-address";
-import { KEY_ID_PATTERN, MAX_ACTIVE_KEYS, newKeyId, newKeySecret, principalOfKey, type KeyRecord, type Permission } from "../access/keys";
+import { KEY_ID_PATTERN, type KeyRecord, MAX_ACTIVE_KEYS, newKeyId, newKeySecret, type Permission, principalOfKey } from "../access/keys";
 import { stubByName } from "../core/object-ids";
 import { problem } from "../core/problem";
 import { seal } from "../core/seal";
@@ -47,13 +47,20 @@ export async function signUp(env: Env, email: string, password: string, now = Da
     .bind(id, normalized, hash, salt, now)
     .run();
   if (inserted.meta.changes === 0) {
-    throw problem("VALIDATION_FAILED", "an account with this email exists; sign in instead", { errors: [{ path: "body.email", message: "is already registered" }] });
+    throw problem("VALIDATION_FAILED", "an account with this email exists; sign in instead", {
+      errors: [{ path: "body.email", message: "is already registered" }],
+    });
   }
   return { id, email: normalized, createdAt: now };
 }
 
 function tooManySignIns(retryAfterMs: number) {
-  return problem("RATE_LIMITED", "too many failed sign-ins; try again later", { retryAfterMs }, { "Retry-After": String(Math.max(1, Math.ceil(retryAfterMs / 1000))) });
+  return problem(
+    "RATE_LIMITED",
+    "too many failed sign-ins; try again later",
+    { retryAfterMs },
+    { "Retry-After": String(Math.max(1, Math.ceil(retryAfterMs / 1000))) },
+  );
 }
 
 /**
@@ -94,7 +101,9 @@ export async function createApiKey(env: Env, accountId: string, input: NewApiKey
   if (input.expiresAt !== null && input.expiresAt <= now) {
     throw problem("VALIDATION_FAILED", "expiresAt must be in the future", { errors: [{ path: "body.expiresAt", message: "is in the past" }] });
   }
-  const active = await env.DB.prepare("SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)")
+  const active = await env.DB.prepare(
+    "SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)",
+  )
     .bind(accountId, now)
     .first<{ n: number }>();
   if ((active?.n ?? 0) >= MAX_ACTIVE_KEYS) {

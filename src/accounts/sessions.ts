@@ -14,7 +14,10 @@ export interface Session {
 }
 
 function randomToken(bytes = 32): string {
-  return btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(bytes)))).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+  return btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(bytes))))
+    .replaceAll("+", "-")
+    .replaceAll("/", "_")
+    .replace(/=+$/, "");
 }
 
 /** Sessions are stored by hash: a leaked table grants no sign-in. */
@@ -51,7 +54,10 @@ export async function requireSession(c: Context<AppEnv>): Promise<Session> {
 
 export async function endSession(c: Context<AppEnv>): Promise<void> {
   const id = getCookie(c, SESSION_COOKIE);
-  if (id && id.length <= 128) await c.env.DB.prepare("DELETE FROM sessions WHERE id_hash = ?").bind(await hashId(id)).run();
+  if (id && id.length <= 128)
+    await c.env.DB.prepare("DELETE FROM sessions WHERE id_hash = ?")
+      .bind(await hashId(id))
+      .run();
   deleteCookie(c, SESSION_COOKIE, { path: "/", secure: true });
 }
 
@@ -64,7 +70,8 @@ export function requireSameOrigin(c: Context<AppEnv>): void {
   const origin = c.req.header("Origin");
   if (origin !== undefined) {
     // The whole origin (scheme, host and port): https://host is another origin than http://host.
-    if (origin !== new URL(c.req.url).origin) throw problem("PERMISSION_DENIED", "cross-site request refused (CSRF protection): the Origin is not this service");
+    if (origin !== new URL(c.req.url).origin)
+      throw problem("PERMISSION_DENIED", "cross-site request refused (CSRF protection): the Origin is not this service");
     return;
   }
   const site = c.req.header("Sec-Fetch-Site");
@@ -75,5 +82,6 @@ export function requireSameOrigin(c: Context<AppEnv>): void {
 
 /** Forms also carry the session's CSRF token (double protection for cookie-authenticated posts). */
 export function requireCsrfToken(session: Session, token: unknown): void {
-  if (typeof token !== "string" || token !== session.csrfToken) throw problem("PERMISSION_DENIED", "the form's CSRF token is missing or stale; reload the page");
+  if (typeof token !== "string" || token !== session.csrfToken)
+    throw problem("PERMISSION_DENIED", "the form's CSRF token is missing or stale; reload the page");
 }

@@ -1,10 +1,19 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { unwrap } from "../core/problem";
 import { createRouter } from "../core/router";
 import { createdJson, okJson, problemResponses, queryIntOr } from "../core/schemas";
-import { unwrap } from "../core/problem";
 import { resolveMarket } from "../market/lookup";
 import { MarketSchema, PairParam } from "../market/schemas";
-import { approveGateway, GATEWAY_ID_PATTERN, GATEWAY_ID_RULE, listGateways, readGateway, retireSecret, revokeGateway, rotateSecret } from "../settlements/gateways";
+import {
+  approveGateway,
+  GATEWAY_ID_PATTERN,
+  GATEWAY_ID_RULE,
+  listGateways,
+  readGateway,
+  retireSecret,
+  revokeGateway,
+  rotateSecret,
+} from "../settlements/gateways";
 import { listSettlements, readSettlement } from "../settlements/queries";
 import { CurrentStatusSchema, EventSchema, SettlementSchema, TransitionSchema } from "../settlements/schemas";
 import { requireAdmin } from "./auth";
@@ -15,11 +24,30 @@ const middleware = [requireAdmin];
 
 const SecretSchema = z.object({ id: z.string(), status: z.enum(["active", "retired"]), createdAt: z.number().int(), retiredAt: z.number().int().nullable() });
 const GatewaySchema = z
-  .object({ id: z.string(), name: z.string(), status: z.enum(["active", "revoked"]), createdAt: z.number().int(), revokedAt: z.number().int().nullable(), secrets: z.array(SecretSchema) })
+  .object({
+    id: z.string(),
+    name: z.string(),
+    status: z.enum(["active", "revoked"]),
+    createdAt: z.number().int(),
+    revokedAt: z.number().int().nullable(),
+    secrets: z.array(SecretSchema),
+  })
   .openapi("Gateway");
-const NewSecretSchema = z.object({ id: z.string(), secret: z.string().openapi({ example: "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3", description: "Shown once" }) }).openapi("GatewaySecret");
-const GatewayParam = z.object({ id: z.string().max(64).openapi({ param: { name: "id", in: "path" }, example: "gw_0123456789abcdef" }) });
-const SecretParams = GatewayParam.extend({ secretId: z.string().max(64).openapi({ param: { name: "secretId", in: "path" } }) });
+const NewSecretSchema = z
+  .object({ id: z.string(), secret: z.string().openapi({ example: "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3", description: "Shown once" }) })
+  .openapi("GatewaySecret");
+const GatewayParam = z.object({
+  id: z
+    .string()
+    .max(64)
+    .openapi({ param: { name: "id", in: "path" }, example: "gw_0123456789abcdef" }),
+});
+const SecretParams = GatewayParam.extend({
+  secretId: z
+    .string()
+    .max(64)
+    .openapi({ param: { name: "secretId", in: "path" } }),
+});
 const body = <T extends z.ZodType>(schema: T) => ({ body: { required: true, content: { "application/json": { schema } } } });
 
 export const adminRoutes = createRouter()
@@ -48,11 +76,28 @@ export const adminRoutes = createRouter()
     },
   )
   .openapi(
-    createRoute({ method: "get", path: "/admin/gateways", tags, security, middleware, summary: "List gateways (never their secrets)", responses: { ...okJson(z.object({ gateways: z.array(GatewaySchema) }), "Gateways"), ...problemResponses(401, 429, 503) } }),
+    createRoute({
+      method: "get",
+      path: "/admin/gateways",
+      tags,
+      security,
+      middleware,
+      summary: "List gateways (never their secrets)",
+      responses: { ...okJson(z.object({ gateways: z.array(GatewaySchema) }), "Gateways"), ...problemResponses(401, 429, 503) },
+    }),
     async (c) => c.json({ gateways: await listGateways(c.env) }, 200),
   )
   .openapi(
-    createRoute({ method: "get", path: "/admin/gateways/{id}", tags, security, middleware, summary: "One gateway", request: { params: GatewayParam }, responses: { ...okJson(GatewaySchema, "Gateway"), ...problemResponses(401, 404, 429, 503) } }),
+    createRoute({
+      method: "get",
+      path: "/admin/gateways/{id}",
+      tags,
+      security,
+      middleware,
+      summary: "One gateway",
+      request: { params: GatewayParam },
+      responses: { ...okJson(GatewaySchema, "Gateway"), ...problemResponses(401, 404, 429, 503) },
+    }),
     async (c) => c.json(await readGateway(c.env, c.req.valid("param").id), 200),
   )
   .openapi(
@@ -69,7 +114,16 @@ export const adminRoutes = createRouter()
     async (c) => c.json(await rotateSecret(c.env, c.req.valid("param").id), 201),
   )
   .openapi(
-    createRoute({ method: "delete", path: "/admin/gateways/{id}/secrets/{secretId}", tags, security, middleware, summary: "Retire a secret", request: { params: SecretParams }, responses: { 204: { description: "Retired" }, ...problemResponses(401, 404, 429, 503) } }),
+    createRoute({
+      method: "delete",
+      path: "/admin/gateways/{id}/secrets/{secretId}",
+      tags,
+      security,
+      middleware,
+      summary: "Retire a secret",
+      request: { params: SecretParams },
+      responses: { 204: { description: "Retired" }, ...problemResponses(401, 404, 429, 503) },
+    }),
     async (c) => {
       const { id, secretId } = c.req.valid("param");
       await retireSecret(c.env, id, secretId);
@@ -77,7 +131,16 @@ export const adminRoutes = createRouter()
     },
   )
   .openapi(
-    createRoute({ method: "delete", path: "/admin/gateways/{id}", tags, security, middleware, summary: "Revoke a gateway: its callbacks are refused from now on", request: { params: GatewayParam }, responses: { 204: { description: "Revoked" }, ...problemResponses(401, 404, 429, 503) } }),
+    createRoute({
+      method: "delete",
+      path: "/admin/gateways/{id}",
+      tags,
+      security,
+      middleware,
+      summary: "Revoke a gateway: its callbacks are refused from now on",
+      request: { params: GatewayParam },
+      responses: { 204: { description: "Revoked" }, ...problemResponses(401, 404, 429, 503) },
+    }),
     async (c) => {
       await revokeGateway(c.env, c.req.valid("param").id);
       return c.body(null, 204);
@@ -99,7 +162,10 @@ export const adminRoutes = createRouter()
           cursor: z.string().max(512).optional().openapi({ description: "nextCursor of the previous page" }),
         }),
       },
-      responses: { ...okJson(z.object({ data: z.array(SettlementSchema), nextCursor: z.string().nullable() }), "A page"), ...problemResponses(400, 401, 429, 503) },
+      responses: {
+        ...okJson(z.object({ data: z.array(SettlementSchema), nextCursor: z.string().nullable() }), "A page"),
+        ...problemResponses(400, 401, 429, 503),
+      },
     }),
     async (c) => c.json(await listSettlements(c.env.DB, c.req.valid("query")), 200),
   )
@@ -112,7 +178,14 @@ export const adminRoutes = createRouter()
       middleware,
       summary: "One gateway's settlement, with its append-only transition history and every event received for it",
       description: "Settlement ids belong to the gateway that reports them, so a settlement is named by its gateway and its id together.",
-      request: { params: GatewayParam.extend({ settlementId: z.string().max(128).openapi({ param: { name: "settlementId", in: "path" }, example: "stl_42" }) }) },
+      request: {
+        params: GatewayParam.extend({
+          settlementId: z
+            .string()
+            .max(128)
+            .openapi({ param: { name: "settlementId", in: "path" }, example: "stl_42" }),
+        }),
+      },
       responses: {
         ...okJson(z.object({ settlement: SettlementSchema, history: z.array(TransitionSchema), events: z.array(EventSchema) }), "Settlement"),
         ...problemResponses(400, 401, 404, 429, 503),

@@ -1,7 +1,7 @@
 import type { Context, ErrorHandler, NotFoundHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { AppEnv } from "../env";
-import { problem, problemResponse, ProblemError } from "./problem";
+import { ProblemError, problem, problemResponse } from "./problem";
 
 /** The single error path: every thrown value leaves as problem+json (docs/api.md#errors). */
 export const handleError: ErrorHandler<AppEnv> = (error, c) => {
@@ -12,7 +12,16 @@ export const handleError: ErrorHandler<AppEnv> = (error, c) => {
     // route does not declare) are the client's mistakes: 4xx problems like every other.
     return problemResponse(fromHttpException(error), requestId);
   }
-  console.error(JSON.stringify({ level: "error", requestId, method: c.req.method, path: c.req.path, error: String(error), stack: error instanceof Error ? error.stack : undefined }));
+  console.error(
+    JSON.stringify({
+      level: "error",
+      requestId,
+      method: c.req.method,
+      path: c.req.path,
+      error: String(error),
+      stack: error instanceof Error ? error.stack : undefined,
+    }),
+  );
   return problemResponse(problem("INTERNAL_ERROR", "an unexpected error occurred; quote the requestId when reporting it"), requestId);
 };
 
@@ -41,7 +50,12 @@ function compileRoutes(routes: readonly RouteEntry[]) {
     .filter((route) => route.method !== "ALL")
     .map((route) => ({
       method: route.method,
-      pattern: new RegExp(`^${route.path.replace(/[.+?^${}()|[\]\\]/g, "\\$&").replace(/\/:[^/]+/g, "/[^/]+").replace(/\*/g, ".*")}$`),
+      pattern: new RegExp(
+        `^${route.path
+          .replace(/[.+?^${}()|[\]\\]/g, "\\$&")
+          .replace(/\/:[^/]+/g, "/[^/]+")
+          .replace(/\*/g, ".*")}$`,
+      ),
     }));
 }
 
@@ -54,7 +68,10 @@ export function notFoundHandler(routes: () => readonly RouteEntry[]): NotFoundHa
     const requestId = c.get("requestId");
     if (allowed.length > 0 && !allowed.includes(c.req.method)) {
       if (allowed.includes("GET")) allowed.push("HEAD");
-      return problemResponse(problem("METHOD_NOT_ALLOWED", `${c.req.method} is not allowed on ${path}; use ${allowed.join(", ")}`, {}, { Allow: allowed.join(", ") }), requestId);
+      return problemResponse(
+        problem("METHOD_NOT_ALLOWED", `${c.req.method} is not allowed on ${path}; use ${allowed.join(", ")}`, {}, { Allow: allowed.join(", ") }),
+        requestId,
+      );
     }
     return problemResponse(problem("NOT_FOUND", `nothing at ${path}; GET /openapi.json lists every endpoint`), requestId);
   };

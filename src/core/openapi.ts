@@ -30,7 +30,10 @@ export function withSharedAnswers<T extends object>(document: T): T {
       else if (SMALL_BODY_PATHS.test(path)) statuses.push(413);
       const responses = (operation.responses ??= {});
       for (const status of statuses) {
-        responses[String(status)] ??= { description: describe(status), content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } } };
+        responses[String(status)] ??= {
+          description: describe(status),
+          content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } },
+        };
       }
       operation.responses = Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b)));
     }

@@ -1,7 +1,7 @@
-import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Hook } from "@hono/zod-openapi";
+import { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppEnv } from "../env";
-import { problem, type FieldError } from "./problem";
+import { type FieldError, problem } from "./problem";
 
 /** Turns zod issues into the documented `errors: [{path, message}]`. */
 export function fieldErrors(issues: readonly { path: readonly PropertyKey[]; message: string }[], prefix?: string): FieldError[] {

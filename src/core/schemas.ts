@@ -6,11 +6,16 @@ import { PROBLEM_CODES } from "./problem";
 export const DecimalString = z
   .string()
   .max(80)
-  .regex(DECIMAL_PATTERN, "must be a decimal string in plain notation, e.g. \"97000.10\"")
+  .regex(DECIMAL_PATTERN, 'must be a decimal string in plain notation, e.g. "97000.10"')
   .openapi({ example: "97000.10", description: "Decimal as a string, plain notation, exact" });
 
 /** A Unix time in milliseconds. */
-export const TimestampMs = z.number().int().nonnegative().max(8_640_000_000_000_000).openapi({ example: 1763800000000, description: "Unix time in milliseconds" });
+export const TimestampMs = z
+  .number()
+  .int()
+  .nonnegative()
+  .max(8_640_000_000_000_000)
+  .openapi({ example: 1763800000000, description: "Unix time in milliseconds" });
 
 export const ProblemSchema = z
   .object({
@@ -38,10 +43,7 @@ export function createdJson<T extends z.ZodType>(schema: T, description: string)
 /** OpenAPI response entries for problem+json answers with the given statuses. */
 export function problemResponses(...statuses: number[]) {
   return Object.fromEntries(
-    statuses.map((status) => [
-      status,
-      { description: describeStatus(status), content: { "application/problem+json": { schema: ProblemSchema } } },
-    ]),
+    statuses.map((status) => [status, { description: describeStatus(status), content: { "application/problem+json": { schema: ProblemSchema } } }]),
   );
 }
 

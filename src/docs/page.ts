@@ -13,7 +13,6 @@ const errorRows = Object.entries(PROBLEM_CODES)
   })
   .join("");
 
-
 export function docsPage(): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">

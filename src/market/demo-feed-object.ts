@@ -1,7 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { ProblemError } from "../core/problem";
 import type { Env } from "../env";
-import { createDemoState, demoTick, DEMO_TICK_MS, resync, type DemoState } from "./demo-feed";
+import { createDemoState, DEMO_TICK_MS, type DemoState, demoTick, resync } from "./demo-feed";
 import { ingest } from "./ingest";
 import { MARKETS } from "./registry";
 import { IngestBodySchema } from "./schemas";

@@ -1,5 +1,5 @@
 import { DecimalError, exactAtScale, parseDecimal } from "../core/decimal";
-import { problem, type FieldError, unwrap } from "../core/problem";
+import { type FieldError, problem, unwrap } from "../core/problem";
 import type { Env } from "../env";
 import { resolveMarket } from "./lookup";
 import type { BookOutcome, BookUpdate, UnitLevel } from "./order-book";
@@ -77,9 +77,13 @@ export function toIngestBatch(market: MarketConfig, body: IngestBody, now: numbe
   }
 
   if (errors.length > 0) {
-    throw problem("VALIDATION_FAILED", `the ${market.symbol} batch does not fit the market (priceScale ${market.priceScale}, quantityScale ${market.quantityScale})`, {
-      errors,
-    });
+    throw problem(
+      "VALIDATION_FAILED",
+      `the ${market.symbol} batch does not fit the market (priceScale ${market.priceScale}, quantityScale ${market.quantityScale})`,
+      {
+        errors,
+      },
+    );
   }
   return { trades, ...(book ? { book } : {}) };
 }

@@ -1,5 +1,5 @@
 import { formatUnits } from "../core/decimal";
-import { mergeBuckets, type MinuteBucket, type Scales } from "./rolling-window";
+import { type MinuteBucket, mergeBuckets, type Scales } from "./rolling-window";
 
 export const KLINE_INTERVALS = {
   "1m": 60_000,

@@ -1,5 +1,5 @@
 import { problem } from "../core/problem";
-import { requireSymbol, type ParsedSymbol } from "../core/symbols";
+import { type ParsedSymbol, requireSymbol } from "../core/symbols";
 import { findMarket, type MarketConfig } from "./registry";
 
 /** The listed market a parsed symbol names, if any; a separated form (`BTC-USDT`) must match its legs. */

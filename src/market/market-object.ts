@@ -1,16 +1,26 @@
 import { DurableObject } from "cloudflare:workers";
 import { formatUnits } from "../core/decimal";
-import { problem, ProblemError, toProblemResult, type ProblemResult } from "../core/problem";
+import { ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
 import type { Env } from "../env";
+import { ShardPublisher } from "../streams/publisher";
+import type { StreamEvent } from "../streams/stream-hub";
 import type { IngestBatch, IngestResult } from "./ingest";
 import { aggregateCandles, alignDown, KLINE_INTERVALS, type Kline, type KlineQuery } from "./klines";
 import { MarketStore, type StoredTrade } from "./market-store";
-import { OrderBook, type BookOutcome, type WireLevel } from "./order-book";
+import { type BookOutcome, OrderBook, type WireLevel } from "./order-book";
 import type { PriceReport } from "./price-index";
-import { ShardPublisher } from "../streams/publisher";
-import type { StreamEvent } from "../streams/stream-hub";
 import { findMarket, type MarketConfig, type MarketStatus } from "./registry";
-import { addToBucket, changePercent, DAY_MS, formatTicker, minuteOf, tickerStats, type MinuteBucket, type TickerRecord, type TickerStats } from "./rolling-window";
+import {
+  addToBucket,
+  changePercent,
+  DAY_MS,
+  formatTicker,
+  type MinuteBucket,
+  minuteOf,
+  type TickerRecord,
+  type TickerStats,
+  tickerStats,
+} from "./rolling-window";
 
 /** An order book snapshot whose levels are already JSON text (see `orderBookText`). */
 export interface OrderBookText {
@@ -384,8 +394,14 @@ export class MarketObject extends DurableObject<Env> {
       data: { id: t.id, price: formatUnits(t.price, priceScale), quantity: formatUnits(t.quantity, quantityScale), side: t.side, time: t.time },
     }));
     if (batch.book) {
-      const level = ([price, quantity]: readonly [bigint, bigint]) => [formatUnits(price, priceScale), quantity === 0n ? "0" : formatUnits(quantity, quantityScale)];
-      events.push({ stream: `book.${symbol}`, data: { type: batch.book.type, sequence: batch.book.sequence, bids: batch.book.bids.map(level), asks: batch.book.asks.map(level) } });
+      const level = ([price, quantity]: readonly [bigint, bigint]) => [
+        formatUnits(price, priceScale),
+        quantity === 0n ? "0" : formatUnits(quantity, quantityScale),
+      ];
+      events.push({
+        stream: `book.${symbol}`,
+        data: { type: batch.book.type, sequence: batch.book.sequence, bids: batch.book.bids.map(level), asks: batch.book.asks.map(level) },
+      });
     }
     this.publisher.publish(events);
   }

@@ -1,5 +1,5 @@
-import type { MarketStatus } from "./registry";
 import type { UnitLevel } from "./order-book";
+import type { MarketStatus } from "./registry";
 import type { MinuteBucket } from "./rolling-window";
 
 /** A stored trade; prices and quantities are integer units at the market's scales. */
@@ -183,11 +183,7 @@ export class MarketStore {
    * `keepTrades`, and minute buckets older than `bucketsBefore`.
    */
   prune(tradesBefore: number, keepTrades: number, bucketsBefore: number): void {
-    this.sql.exec(
-      "DELETE FROM trades WHERE time < ? AND seq NOT IN (SELECT seq FROM trades ORDER BY seq DESC LIMIT ?)",
-      tradesBefore,
-      keepTrades,
-    );
+    this.sql.exec("DELETE FROM trades WHERE time < ? AND seq NOT IN (SELECT seq FROM trades ORDER BY seq DESC LIMIT ?)", tradesBefore, keepTrades);
     this.sql.exec("DELETE FROM minute_buckets WHERE minute < ?", bucketsBefore);
   }
 

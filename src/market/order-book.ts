@@ -144,9 +144,13 @@ export class OrderBook {
     const fingerprint = bookFingerprint(update);
     if (update.sequence <= this.sequence) {
       if (update.sequence === this.sequence && fingerprint === this.lastFingerprint) return "duplicate";
-      throw problem("STALE_SEQUENCE", `book ${update.type} sequence ${update.sequence} is not after the book's ${this.sequence}; a book never goes back — continue from ${this.sequence + 1}`, {
-        currentSequence: this.sequence,
-      });
+      throw problem(
+        "STALE_SEQUENCE",
+        `book ${update.type} sequence ${update.sequence} is not after the book's ${this.sequence}; a book never goes back — continue from ${this.sequence + 1}`,
+        {
+          currentSequence: this.sequence,
+        },
+      );
     }
     if (update.type === "delta") {
       if (update.sequence !== this.sequence + 1) {

@@ -1,7 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
 import { ShardPublisher } from "../streams/publisher";
-import { pricesIn, type PriceReport, type PriceSnapshot } from "./price-index";
+import { type PriceReport, type PriceSnapshot, pricesIn } from "./price-index";
 
 export const PRICE_SNAPSHOT_KEY = "prices/snapshot";
 /** Workers KV accepts one write per second per key. */

@@ -1,7 +1,7 @@
-import { formatDecimal, multiply, parseDecimal, type Decimal } from "../core/decimal";
-import { ASSETS, MARKETS, findAsset } from "./registry";
-import { changePercent } from "./rolling-window";
+import { type Decimal, formatDecimal, multiply, parseDecimal } from "../core/decimal";
 import type { MarketStatus } from "./registry";
+import { ASSETS, findAsset, MARKETS } from "./registry";
+import { changePercent } from "./rolling-window";
 
 /** What a market tells the price index after it trades (at most once a second). */
 export interface PriceReport {

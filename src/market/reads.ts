@@ -5,8 +5,8 @@ import type { Kline, KlineQuery } from "./klines";
 import { resolveMarket } from "./lookup";
 import type { MarketObject, MarketView, WireTrade } from "./market-object";
 import { readPriceSnapshot } from "./price-cache";
-import { pricesIn, type AssetPrice, type PriceSnapshot } from "./price-index";
-import { ASSETS, MARKETS, type AssetConfig } from "./registry";
+import { type AssetPrice, type PriceSnapshot, pricesIn } from "./price-index";
+import { ASSETS, type AssetConfig, MARKETS } from "./registry";
 import type { TickerRecord } from "./rolling-window";
 
 /**

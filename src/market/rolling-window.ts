@@ -79,7 +79,17 @@ export function mergeBuckets(buckets: readonly MinuteBucket[]): Omit<MinuteBucke
     count += b.count;
   }
   const last = buckets[buckets.length - 1]!;
-  return { open: first.open, high, low, close: last.close, firstTradeTime: first.firstTradeTime, lastTradeTime: last.lastTradeTime, volume, quoteVolume, count };
+  return {
+    open: first.open,
+    high,
+    low,
+    close: last.close,
+    firstTradeTime: first.firstTradeTime,
+    lastTradeTime: last.lastTradeTime,
+    volume,
+    quoteVolume,
+    count,
+  };
 }
 
 /**

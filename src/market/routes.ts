@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { okJson, problemResponses } from "../core/schemas";
 import { jsonText } from "../core/json-text";
 import { createRouter } from "../core/router";
+import { okJson, problemResponses } from "../core/schemas";
 import { readKlines, readMarkets, readOrderBookJson, readPrices, readTicker, readTrades } from "./reads";
 import {
   DepthQuery,

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { DecimalString, TimestampMs, queryInt, queryIntOr } from "../core/schemas";
+import { DecimalString, queryInt, queryIntOr, TimestampMs } from "../core/schemas";
 import { KLINE_INTERVALS } from "./klines";
 
 /** The `{pair}` path parameter: canonical or separated, any case (docs/api.md). */
@@ -120,7 +120,9 @@ export const PricesQuery = z.object({
       }
       return codes.map((code) => code.toUpperCase());
     }),
-  quote: AssetCode.optional().openapi({ example: "USDT", description: "Quote asset, default USDT" }).transform((v) => (v ?? "USDT").toUpperCase()),
+  quote: AssetCode.optional()
+    .openapi({ example: "USDT", description: "Quote asset, default USDT" })
+    .transform((v) => (v ?? "USDT").toUpperCase()),
 });
 
 export const DepthQuery = z.object({

@@ -4,8 +4,8 @@ import type { Child } from "hono/jsx";
 import { ProblemError } from "../core/problem";
 import type { AppEnv } from "../env";
 import { resolveMarket } from "../market/lookup";
-import type { MarketConfig } from "../market/registry";
 import { readMarkets, readTicker } from "../market/reads";
+import type { MarketConfig } from "../market/registry";
 import type { TickerRecord } from "../market/rolling-window";
 import { HtmlDocument } from "./document";
 import { CLIENT_SCRIPTS, CLIENT_VERSIONS } from "./generated/client-bundle";
@@ -35,7 +35,9 @@ function Page(props: { title: string; children: Child; script?: keyof typeof CLI
     <HtmlDocument title={props.title} style={STYLE}>
       <header>
         <h1 style="margin:.3rem 0">
-          <a href="/" style="color:inherit;text-decoration:none">Market Data Service</a>
+          <a href="/" style="color:inherit;text-decoration:none">
+            Market Data Service
+          </a>
         </h1>
         {props.script && <span id="connection">connecting</span>}
         <nav>
@@ -59,8 +61,8 @@ export const pageRoutes = new Hono<AppEnv>()
     return c.html(
       <Page title="Markets" script="landing">
         <p>
-          Live market data for people and programs: REST and WebSocket (<code>/api/ws</code>), signed <code>/v1</code> access with API keys.
-          Prices below move live over the same WebSocket any client can use; open a market for its order book, trades and candles.
+          Live market data for people and programs: REST and WebSocket (<code>/api/ws</code>), signed <code>/v1</code> access with API keys. Prices below move
+          live over the same WebSocket any client can use; open a market for its order book, trades and candles.
         </p>
         <table id="markets">
           <tr>

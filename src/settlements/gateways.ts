@@ -41,14 +41,22 @@ async function addSecret(env: Env, gatewayId: string, now: number): Promise<{ id
 }
 
 /** Approves a gateway; its first secret is in this answer and never again. */
-export async function approveGateway(env: Env, name: string, chosenId?: string, now = Date.now()): Promise<GatewayView & { secret: { id: string; secret: string } }> {
+export async function approveGateway(
+  env: Env,
+  name: string,
+  chosenId?: string,
+  now = Date.now(),
+): Promise<GatewayView & { secret: { id: string; secret: string } }> {
   const id = chosenId ?? randomId("gw");
   const taken = () => problem("ALREADY_EXISTS", `a gateway ${id} exists already; choose another id`, { errors: [{ path: "body.id", message: "is in use" }] });
   if (await env.DB.prepare("SELECT 1 FROM gateways WHERE id = ?").bind(id).first()) throw taken();
   const secret = await addSecret(env, id, now);
   try {
     // One transaction: a concurrent approval of the same id fails the insert, and with it the secret.
-    await env.DB.batch([env.DB.prepare("INSERT INTO gateways (id, name, status, created_at) VALUES (?, ?, 'active', ?)").bind(id, name, now), secret.statement]);
+    await env.DB.batch([
+      env.DB.prepare("INSERT INTO gateways (id, name, status, created_at) VALUES (?, ?, 'active', ?)").bind(id, name, now),
+      secret.statement,
+    ]);
   } catch (error) {
     if (String(error).includes("UNIQUE")) throw taken();
     throw error;
@@ -57,14 +65,18 @@ export async function approveGateway(env: Env, name: string, chosenId?: string, 
 }
 
 export async function readGateway(env: Env, gatewayId: string): Promise<GatewayView> {
-  const gateway = await env.DB.prepare("SELECT * FROM gateways WHERE id = ?").bind(gatewayId).first<{ id: string; name: string; status: "active" | "revoked"; created_at: number; revoked_at: number | null }>();
+  const gateway = await env.DB.prepare("SELECT * FROM gateways WHERE id = ?")
+    .bind(gatewayId)
+    .first<{ id: string; name: string; status: "active" | "revoked"; created_at: number; revoked_at: number | null }>();
   if (!gateway) throw problem("NOT_FOUND", `no gateway ${gatewayId.slice(0, 40)}`);
-  const { results } = await env.DB.prepare("SELECT id, status, created_at, retired_at FROM gateway_secrets WHERE gateway_id = ? ORDER BY created_at").bind(gatewayId).all<{
-    id: string;
-    status: "active" | "retired";
-    created_at: number;
-    retired_at: number | null;
-  }>();
+  const { results } = await env.DB.prepare("SELECT id, status, created_at, retired_at FROM gateway_secrets WHERE gateway_id = ? ORDER BY created_at")
+    .bind(gatewayId)
+    .all<{
+      id: string;
+      status: "active" | "retired";
+      created_at: number;
+      retired_at: number | null;
+    }>();
   return {
     id: gateway.id,
     name: gateway.name,

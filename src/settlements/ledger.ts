@@ -1,12 +1,11 @@
-
 import { problem } from "../core/problem";
 import type { CallbackBody } from "./schemas";
 import {
   AWAITING,
   decide,
-  release,
   type Outcome,
   type QuarantineReason,
+  release,
   type SettlementEvent,
   type SettlementState,
   type SettlementStatus,
@@ -84,18 +83,22 @@ async function readSnapshot(db: D1Database, key: SettlementKey, extra: D1Prepare
   const [settlementRows, heldRows, ...rest] = await db.batch([
     db.prepare("SELECT status, sequence, version FROM settlements WHERE gateway_id = ? AND id = ?").bind(key.gatewayId, key.settlementId),
     db
-      .prepare("SELECT webhook_id, sequence, status, received_at, occurred_at FROM gateway_events WHERE gateway_id = ? AND settlement_id = ? AND outcome = 'held' ORDER BY sequence")
+      .prepare(
+        "SELECT webhook_id, sequence, status, received_at, occurred_at FROM gateway_events WHERE gateway_id = ? AND settlement_id = ? AND outcome = 'held' ORDER BY sequence",
+      )
       .bind(key.gatewayId, key.settlementId),
     ...extra,
   ]);
   const row = settlementRows!.results[0] as { status: CurrentStatus; sequence: number; version: number } | undefined;
-  const held = (heldRows!.results as { webhook_id: string; sequence: number; status: SettlementStatus; received_at: number; occurred_at: number }[]).map((h) => ({
-    webhookId: h.webhook_id,
-    sequence: h.sequence,
-    status: h.status,
-    receivedAt: h.received_at,
-    occurredAt: h.occurred_at,
-  }));
+  const held = (heldRows!.results as { webhook_id: string; sequence: number; status: SettlementStatus; received_at: number; occurred_at: number }[]).map(
+    (h) => ({
+      webhookId: h.webhook_id,
+      sequence: h.sequence,
+      status: h.status,
+      receivedAt: h.received_at,
+      occurredAt: h.occurred_at,
+    }),
+  );
   return { snapshot: { state: row ? { status: row.status, sequence: row.sequence } : null, version: row?.version ?? 0, held }, extra: rest };
 }
 
@@ -136,7 +139,12 @@ export async function recordEvent(db: D1Database, event: VerifiedEvent, options:
     });
     const results = await db.batch(statements);
     if (results[0]!.meta.changes === 1) {
-      return { outcome: decision.outcome, ...(decision.reason ? { reason: decision.reason } : {}), settlementId: key.settlementId, status: decision.state.status };
+      return {
+        outcome: decision.outcome,
+        ...(decision.reason ? { reason: decision.reason } : {}),
+        settlementId: key.settlementId,
+        status: decision.state.status,
+      };
     }
     // Lost a race (another delivery of this event, or another event of this settlement): decide again.
   }
@@ -184,7 +192,19 @@ async function releaseSettlement(db: D1Database, key: SettlementKey, now: number
 
 /** The settlement's detail columns, in the order the statements below name them. */
 function detailValues(d: CallbackBody["data"]): (string | number | null)[] {
-  return [d.chain, d.asset, d.amount, d.fee ?? null, d.txHash ?? null, d.blockNumber ?? null, d.confirmations ?? null, d.requiredConfirmations ?? null, d.from ?? null, d.to ?? null, d.reference ?? null];
+  return [
+    d.chain,
+    d.asset,
+    d.amount,
+    d.fee ?? null,
+    d.txHash ?? null,
+    d.blockNumber ?? null,
+    d.confirmations ?? null,
+    d.requiredConfirmations ?? null,
+    d.from ?? null,
+    d.to ?? null,
+    d.reference ?? null,
+  ];
 }
 
 /** The body of the last applied step: the incoming event's, or one released held event's (read once). */
@@ -192,7 +212,10 @@ async function lastAppliedBody(db: D1Database, gatewayId: string, steps: readonl
   const last = [...steps].reverse().find((s) => s.outcome === "applied")?.event;
   if (!last) return undefined;
   if (last.body) return last.body;
-  const row = await db.prepare("SELECT raw_body FROM gateway_events WHERE gateway_id = ? AND webhook_id = ?").bind(gatewayId, last.webhookId).first<{ raw_body: string }>();
+  const row = await db
+    .prepare("SELECT raw_body FROM gateway_events WHERE gateway_id = ? AND webhook_id = ?")
+    .bind(gatewayId, last.webhookId)
+    .first<{ raw_body: string }>();
   return JSON.parse(row!.raw_body) as CallbackBody;
 }
 
@@ -221,7 +244,9 @@ async function writeStatements(
              VALUES (?1, ?2, '${AWAITING}', 0, 1, ?3, ?4, ?4) ON CONFLICT (gateway_id, id) DO NOTHING`,
           )
           .bind(...ours, now)
-      : db.prepare("UPDATE settlements SET version = version + 1, writer = ?3 WHERE gateway_id = ?1 AND id = ?2 AND version = ?4").bind(...ours, snapshot.version),
+      : db
+          .prepare("UPDATE settlements SET version = version + 1, writer = ?3 WHERE gateway_id = ?1 AND id = ?2 AND version = ?4")
+          .bind(...ours, snapshot.version),
   ];
   if (incoming) {
     const { event, outcome, reason } = incoming;
@@ -231,7 +256,18 @@ async function writeStatements(
           `INSERT INTO gateway_events (gateway_id, webhook_id, body_sha256, raw_body, received_at, settlement_id, sequence, status, outcome, reason, occurred_at, delivery_id)
            SELECT ?1, ?4, ?5, ?6, ?7, ?2, ?8, ?9, ?10, ?11, ?12, ?3 WHERE ${claimed}`,
         )
-        .bind(...ours, event.webhookId, event.bodySha256, event.rawBody, event.receivedAt, event.body.data.sequence, event.body.data.status, outcome, reason ?? null, event.body.occurredAt),
+        .bind(
+          ...ours,
+          event.webhookId,
+          event.bodySha256,
+          event.rawBody,
+          event.receivedAt,
+          event.body.data.sequence,
+          event.body.data.status,
+          outcome,
+          reason ?? null,
+          event.body.occurredAt,
+        ),
     );
   }
   for (const step of steps) {
@@ -266,7 +302,9 @@ async function writeStatements(
                WHERE gateway_id = ?1 AND id = ?2 AND writer = ?3`,
             )
             .bind(...ours, next.status, next.sequence, ...detailValues(body.data), now)
-        : db.prepare("UPDATE settlements SET sequence = ?4, updated_at = ?5 WHERE gateway_id = ?1 AND id = ?2 AND writer = ?3").bind(...ours, next.sequence, now),
+        : db
+            .prepare("UPDATE settlements SET sequence = ?4, updated_at = ?5 WHERE gateway_id = ?1 AND id = ?2 AND writer = ?3")
+            .bind(...ours, next.sequence, now),
     );
   }
   return statements;

@@ -50,14 +50,18 @@ export type Settlement = ReturnType<typeof toSettlement>;
 /** Opaque to clients; base64url, so it can be pasted into a query string as it is. */
 function encodeCursor(row: { created_at: number; gateway_id: string; id: string }): string {
   const bytes = new TextEncoder().encode(JSON.stringify([row.created_at, row.gateway_id, row.id]));
-  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "");
 }
 
 function decodeCursor(cursor: string): [number, string, string] {
   try {
     const binary = atob(cursor.replace(/-/g, "+").replace(/_/g, "/"));
     const value = JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(Uint8Array.from(binary, (c) => c.charCodeAt(0)))) as unknown;
-    if (Array.isArray(value) && typeof value[0] === "number" && typeof value[1] === "string" && typeof value[2] === "string") return [value[0], value[1], value[2]];
+    if (Array.isArray(value) && typeof value[0] === "number" && typeof value[1] === "string" && typeof value[2] === "string")
+      return [value[0], value[1], value[2]];
   } catch {
     // fall through
   }
@@ -78,7 +82,10 @@ export async function listSettlements(
     binds.push(createdAt, createdAt, gatewayId, gatewayId, id);
   }
   const sql = `SELECT * FROM settlements ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY created_at DESC, gateway_id DESC, id DESC LIMIT ?`;
-  const { results } = await db.prepare(sql).bind(...binds, filter.limit + 1).all<SettlementRow>();
+  const { results } = await db
+    .prepare(sql)
+    .bind(...binds, filter.limit + 1)
+    .all<SettlementRow>();
   const page = results.slice(0, filter.limit);
   return { data: page.map(toSettlement), nextCursor: results.length > filter.limit ? encodeCursor(page[page.length - 1]!) : null };
 }
@@ -88,16 +95,35 @@ export async function readSettlement(db: D1Database, gatewayId: string, id: stri
   const [settlementRows, historyRows, eventRows] = await db.batch([
     db.prepare("SELECT * FROM settlements WHERE gateway_id = ? AND id = ?").bind(gatewayId, id),
     db
-      .prepare("SELECT sequence, from_status, to_status, webhook_id, occurred_at, recorded_at, skipped_from FROM settlement_transitions WHERE gateway_id = ? AND settlement_id = ? ORDER BY sequence")
+      .prepare(
+        "SELECT sequence, from_status, to_status, webhook_id, occurred_at, recorded_at, skipped_from FROM settlement_transitions WHERE gateway_id = ? AND settlement_id = ? ORDER BY sequence",
+      )
       .bind(gatewayId, id),
     db
-      .prepare("SELECT webhook_id, sequence, status, outcome, reason, received_at FROM gateway_events WHERE gateway_id = ? AND settlement_id = ? ORDER BY received_at, sequence")
+      .prepare(
+        "SELECT webhook_id, sequence, status, outcome, reason, received_at FROM gateway_events WHERE gateway_id = ? AND settlement_id = ? ORDER BY received_at, sequence",
+      )
       .bind(gatewayId, id),
   ]);
   const row = settlementRows!.results[0] as SettlementRow | undefined;
   if (!row) throw problem("NOT_FOUND", `gateway ${gatewayId.slice(0, 64)} has no settlement ${id.slice(0, 64)}`);
-  type HistoryRow = { sequence: number; from_status: SettlementStatus | null; to_status: SettlementStatus; webhook_id: string; occurred_at: number; recorded_at: number; skipped_from: number | null };
-  type EventRow = { webhook_id: string; sequence: number; status: SettlementStatus; outcome: "applied" | "stale" | "quarantined" | "held"; reason: QuarantineReason | null; received_at: number };
+  type HistoryRow = {
+    sequence: number;
+    from_status: SettlementStatus | null;
+    to_status: SettlementStatus;
+    webhook_id: string;
+    occurred_at: number;
+    recorded_at: number;
+    skipped_from: number | null;
+  };
+  type EventRow = {
+    webhook_id: string;
+    sequence: number;
+    status: SettlementStatus;
+    outcome: "applied" | "stale" | "quarantined" | "held";
+    reason: QuarantineReason | null;
+    received_at: number;
+  };
   return {
     settlement: toSettlement(row),
     history: (historyRows!.results as HistoryRow[]).map((h) => ({
@@ -109,6 +135,13 @@ export async function readSettlement(db: D1Database, gatewayId: string, id: stri
       recordedAt: h.recorded_at,
       skipped: h.skipped_from === null ? null : { from: h.skipped_from, to: h.sequence - 1 },
     })),
-    events: (eventRows!.results as EventRow[]).map((e) => ({ webhookId: e.webhook_id, sequence: e.sequence, status: e.status, outcome: e.outcome, reason: e.reason, receivedAt: e.received_at })),
+    events: (eventRows!.results as EventRow[]).map((e) => ({
+      webhookId: e.webhook_id,
+      sequence: e.sequence,
+      status: e.status,
+      outcome: e.outcome,
+      reason: e.reason,
+      receivedAt: e.received_at,
+    })),
   };
 }

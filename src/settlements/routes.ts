@@ -1,13 +1,13 @@
 import { z } from "@hono/zod-openapi";
 import { chargeClientIp } from "../access/middleware";
 import { admit, GATEWAY_LIMIT, rateLimitHeaders } from "../access/rate-limit";
+import { sha256Hex } from "../core/encoding";
 import { isJsonRequest } from "../core/json-text";
-import { problem, ProblemError } from "../core/problem";
-import type { Env } from "../env";
+import { ProblemError, problem } from "../core/problem";
 import { createRouter, fieldErrors } from "../core/router";
 import { problemResponses } from "../core/schemas";
+import type { Env } from "../env";
 import { activeSecrets } from "./gateways";
-import { sha256Hex } from "../core/encoding";
 import { ledgerOptions, recordEvent } from "./ledger";
 import { CallbackAnswerSchema, CallbackBodySchema } from "./schemas";
 import { isTimestampFresh, verifyWebhook } from "./webhook-signature";
@@ -80,29 +80,32 @@ async function authenticateCallback(env: Env, request: Request): Promise<{ gatew
 }
 
 const callbackDoc = {
-    method: "post" as const,
-    path: "/api/gateway/callback",
-    tags: ["Settlement callbacks"],
-    summary: "Settlement callback from an approved gateway (Standard Webhooks)",
-    description:
-      "Headers: X-GATEWAY-ID, webhook-id, webhook-timestamp (Unix seconds, ±300 s), webhook-signature (`v1,<base64 HMAC-SHA256(secret, id.timestamp.rawBody)>`, space-separated). Body ≤ 64 KiB, verified as raw bytes before parsing. Every accepted event is written to D1 before the answer. Settlements are keyed by (gateway, settlementId): a gateway only ever touches its own. A settlement holds at most 100 events waiting for a gap; past that 429 HELD_LIMIT with Retry-After. 50 requests per second per gateway once authenticated; a callback refused before that (415, 413, 401) counts against the client IP's public limit.",
-    request: {
-      headers: z.object({
-        "X-GATEWAY-ID": z.string().openapi({ example: "gw_0123456789abcdef", description: "The approved gateway's id" }),
-        "webhook-id": z.string().openapi({ example: "evt_1", description: "The event id; equals the body's id" }),
-        "webhook-timestamp": z.string().openapi({ example: "1763800000", description: "Unix seconds, within ±300 s of the server's clock" }),
-        "webhook-signature": z.string().openapi({ example: "v1,l8X1h3dHy7/0Kmt9EBXxggPzfCKYT23exiC4VfKs0XY=", description: "Space-separated v1,<base64 signature> entries" }),
-      }),
-      body: { required: true, content: { "application/json": { schema: CallbackBodySchema } } },
+  method: "post" as const,
+  path: "/api/gateway/callback",
+  tags: ["Settlement callbacks"],
+  summary: "Settlement callback from an approved gateway (Standard Webhooks)",
+  description:
+    "Headers: X-GATEWAY-ID, webhook-id, webhook-timestamp (Unix seconds, ±300 s), webhook-signature (`v1,<base64 HMAC-SHA256(secret, id.timestamp.rawBody)>`, space-separated). Body ≤ 64 KiB, verified as raw bytes before parsing. Every accepted event is written to D1 before the answer. Settlements are keyed by (gateway, settlementId): a gateway only ever touches its own. A settlement holds at most 100 events waiting for a gap; past that 429 HELD_LIMIT with Retry-After. 50 requests per second per gateway once authenticated; a callback refused before that (415, 413, 401) counts against the client IP's public limit.",
+  request: {
+    headers: z.object({
+      "X-GATEWAY-ID": z.string().openapi({ example: "gw_0123456789abcdef", description: "The approved gateway's id" }),
+      "webhook-id": z.string().openapi({ example: "evt_1", description: "The event id; equals the body's id" }),
+      "webhook-timestamp": z.string().openapi({ example: "1763800000", description: "Unix seconds, within ±300 s of the server's clock" }),
+      "webhook-signature": z
+        .string()
+        .openapi({ example: "v1,l8X1h3dHy7/0Kmt9EBXxggPzfCKYT23exiC4VfKs0XY=", description: "Space-separated v1,<base64 signature> entries" }),
+    }),
+    body: { required: true, content: { "application/json": { schema: CallbackBodySchema } } },
+  },
+  responses: {
+    200: { description: "applied, duplicate or stale", content: { "application/json": { schema: CallbackAnswerSchema } } },
+    202: {
+      description:
+        "quarantined (reason transition: the table forbids the step; reason conflict: the sequence already has another event) or held (waits for an earlier sequence, at most SETTLEMENT_GAP_HOLD_MS)",
+      content: { "application/json": { schema: CallbackAnswerSchema } },
     },
-    responses: {
-      200: { description: "applied, duplicate or stale", content: { "application/json": { schema: CallbackAnswerSchema } } },
-      202: {
-        description: "quarantined (reason transition: the table forbids the step; reason conflict: the sequence already has another event) or held (waits for an earlier sequence, at most SETTLEMENT_GAP_HOLD_MS)",
-        content: { "application/json": { schema: CallbackAnswerSchema } },
-      },
-      ...problemResponses(400, 401, 409, 413, 415, 429, 503),
-    },
+    ...problemResponses(400, 401, 409, 413, 415, 429, 503),
+  },
 };
 
 export const callbackRoutes = createRouter();
@@ -129,8 +132,14 @@ callbackRoutes.post(
       }
       const parsed = CallbackBodySchema.safeParse(json);
       if (!parsed.success) throw problem("VALIDATION_FAILED", "the callback does not match the schema", { errors: fieldErrors(parsed.error.issues, "body") });
-      if (parsed.data.id !== webhookId) throw problem("VALIDATION_FAILED", "the body's id must equal the webhook-id header", { errors: [{ path: "body.id", message: "differs from webhook-id" }] });
-      if (parsed.data.gatewayId !== gatewayId) throw problem("VALIDATION_FAILED", "the body's gatewayId must equal the X-GATEWAY-ID header", { errors: [{ path: "body.gatewayId", message: "differs from X-GATEWAY-ID" }] });
+      if (parsed.data.id !== webhookId)
+        throw problem("VALIDATION_FAILED", "the body's id must equal the webhook-id header", {
+          errors: [{ path: "body.id", message: "differs from webhook-id" }],
+        });
+      if (parsed.data.gatewayId !== gatewayId)
+        throw problem("VALIDATION_FAILED", "the body's gatewayId must equal the X-GATEWAY-ID header", {
+          errors: [{ path: "body.gatewayId", message: "differs from X-GATEWAY-ID" }],
+        });
       const recorded = await recordEvent(
         c.env.DB,
         { gatewayId, webhookId, rawBody, bodySha256: await sha256Hex(rawBytes), body: parsed.data, receivedAt: Date.now() },

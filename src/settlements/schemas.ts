@@ -2,15 +2,23 @@ import { z } from "@hono/zod-openapi";
 import { DecimalString, TimestampMs } from "../core/schemas";
 import { AWAITING, SETTLEMENT_STATUSES } from "./state-machine";
 
-const Id = z.string().min(1).max(128).regex(/^[A-Za-z0-9_.:-]+$/, "letters, digits and _ . : - only");
+const Id = z
+  .string()
+  .min(1)
+  .max(128)
+  .regex(/^[A-Za-z0-9_.:-]+$/, "letters, digits and _ . : - only");
 const Text = z.string().max(128);
 /** Amounts: plain decimals, at most 18 decimals (the finest on-chain unit of common assets). */
 const Amount = DecimalString.refine((v) => !v.includes(".") || v.split(".")[1]!.length <= 18, "at most 18 decimals");
 
 export const SettlementStatusSchema = z.enum(SETTLEMENT_STATUSES);
 /** A settlement's current state: a table state, or `awaiting` while only held events are known. */
-export const CurrentStatusSchema = z.enum([...SETTLEMENT_STATUSES, AWAITING]).openapi({ description: "A state of the table, or awaiting: only held events are known so far" });
-const ReasonSchema = z.enum(["transition", "conflict"]).openapi({ description: "Why an event was quarantined: transition (the table forbids the step) or conflict (its sequence already has another event)" });
+export const CurrentStatusSchema = z
+  .enum([...SETTLEMENT_STATUSES, AWAITING])
+  .openapi({ description: "A state of the table, or awaiting: only held events are known so far" });
+const ReasonSchema = z
+  .enum(["transition", "conflict"])
+  .openapi({ description: "Why an event was quarantined: transition (the table forbids the step) or conflict (its sequence already has another event)" });
 
 export const CallbackBodySchema = z
   .object({

@@ -95,7 +95,11 @@ const statusOf = (state: SettlementState): SettlementStatus | null => (state.sta
  * order from `state`: consecutive ones directly, across a gap once every event still waiting
  * has waited `holdMs`.
  */
-function process<E extends SettlementEvent>(state: SettlementState, waiting: readonly E[], context: DecisionContext): { steps: Step<E>[]; state: SettlementState } {
+function process<E extends SettlementEvent>(
+  state: SettlementState,
+  waiting: readonly E[],
+  context: DecisionContext,
+): { steps: Step<E>[]; state: SettlementState } {
   const sorted = [...waiting].sort((a, b) => a.sequence - b.sequence);
   // The oldest arrival among the events from i on: a gap before event i has blocked them since then.
   const oldestFrom = sorted.map((e) => e.receivedAt);
@@ -128,9 +132,7 @@ export function decide<E extends SettlementEvent>(state: SettlementState | null,
   const known = state ?? { status: AWAITING, sequence: 0 };
   if (incoming.sequence <= known.sequence) {
     const released = process(known, held, context);
-    return context.processedHasEvent
-      ? { outcome: "quarantined", reason: "conflict", ...released }
-      : { outcome: "stale", ...released };
+    return context.processedHasEvent ? { outcome: "quarantined", reason: "conflict", ...released } : { outcome: "stale", ...released };
   }
   if (held.some((event) => event.sequence === incoming.sequence)) {
     return { outcome: "quarantined", reason: "conflict", ...process(known, held, context) };
@@ -141,6 +143,10 @@ export function decide<E extends SettlementEvent>(state: SettlementState | null,
 }
 
 /** Releases held events whose gap has held them `holdMs` (the Cron Trigger's work): no incoming event. */
-export function release<E extends SettlementEvent>(state: SettlementState, held: readonly E[], context: DecisionContext): { steps: Step<E>[]; state: SettlementState } {
+export function release<E extends SettlementEvent>(
+  state: SettlementState,
+  held: readonly E[],
+  context: DecisionContext,
+): { steps: Step<E>[]; state: SettlementState } {
   return process(state, held, context);
 }

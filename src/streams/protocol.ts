@@ -88,7 +88,8 @@ export function parseClientMessage(text: string): ParseResult {
   } catch {
     return { ok: false, code: "INVALID_MESSAGE", message: "messages are JSON text", id: null };
   }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return { ok: false, code: "INVALID_MESSAGE", message: "a message is a JSON object with op", id: null };
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    return { ok: false, code: "INVALID_MESSAGE", message: "a message is a JSON object with op", id: null };
   const record = value as Record<string, unknown>;
   const id = idOf(record);
   switch (record.op) {
@@ -118,7 +119,12 @@ function parseAll(requested: unknown[]): Plan {
   const streams: StreamName[] = [];
   for (const name of requested) {
     const stream = parseStreamName(name);
-    if (!stream) return { ok: false, code: "UNKNOWN_STREAM", message: `${describe(name)} is not a stream: ticker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, prices.{QUOTE} (GET /api/markets)` };
+    if (!stream)
+      return {
+        ok: false,
+        code: "UNKNOWN_STREAM",
+        message: `${describe(name)} is not a stream: ticker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, prices.{QUOTE} (GET /api/markets)`,
+      };
     if (!streams.some((s) => s.name === stream.name)) streams.push(stream);
   }
   return { ok: true, streams };

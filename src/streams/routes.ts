@@ -1,9 +1,9 @@
 import { z } from "@hono/zod-openapi";
 import { clientIp, ipPrincipal } from "../access/client-address";
-import { authenticateSigned } from "../access/middleware";
 import { principalOfKey } from "../access/keys";
+import { authenticateSigned } from "../access/middleware";
 import { rateLimitHeaders } from "../access/sliding-window";
-import { problem, type ProblemResult } from "../core/problem";
+import { type ProblemResult, problem } from "../core/problem";
 import { createRouter } from "../core/router";
 import { problemResponses } from "../core/schemas";
 import type { Env } from "../env";

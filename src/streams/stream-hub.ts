@@ -6,21 +6,21 @@ import {
   frameBytes,
   KEEPALIVE_REQUEST,
   KEEPALIVE_RESPONSE,
-  marketStreams,
   MAX_CONNECTIONS_PER_PRINCIPAL,
   MAX_MESSAGE_BYTES,
   MAX_MESSAGES_PER_SECOND,
   MAX_STREAMS_PER_CONNECTION,
   MAX_WARNINGS,
+  type MessageId,
+  marketStreams,
+  POLICY_VIOLATION,
   parseClientMessage,
   parseStreamName,
   planSubscribe,
   planUnsubscribe,
-  POLICY_VIOLATION,
-  type MessageId,
   type StreamName,
 } from "./protocol";
-import { WireBook, type BookMessage } from "./wire-book";
+import { type BookMessage, WireBook } from "./wire-book";
 
 /** One message for subscribers of `stream`, as a market or the price index publishes it. */
 export interface StreamEvent {
@@ -113,13 +113,21 @@ export class StreamHub extends DurableObject<Env> {
     // No await between the count and the accept: checking and taking the slot are one step.
     if (this.ctx.getWebSockets(principal).length >= MAX_CONNECTIONS_PER_PRINCIPAL) {
       const who = principal.startsWith("key:") ? "API key" : "client IP";
-      return Response.json(toProblemResult(problem("STREAM_LIMIT", `at most ${MAX_CONNECTIONS_PER_PRINCIPAL} concurrent WebSocket connections per ${who}; close one first`)), { status: 429 });
+      return Response.json(
+        toProblemResult(problem("STREAM_LIMIT", `at most ${MAX_CONNECTIONS_PER_PRINCIPAL} concurrent WebSocket connections per ${who}; close one first`)),
+        { status: 429 },
+      );
     }
     const { 0: client, 1: server } = new WebSocketPair();
     this.ctx.acceptWebSocket(server, [principal]);
     server.serializeAttachment({ principal, streams: [], warnings: 0 } satisfies Attachment);
     const initial = new URL(request.url).searchParams.get("streams");
-    if (initial) await this.subscribe(server, null, initial.split(",", MAX_STREAMS_PER_CONNECTION + 1).filter((name) => name !== ""));
+    if (initial)
+      await this.subscribe(
+        server,
+        null,
+        initial.split(",", MAX_STREAMS_PER_CONNECTION + 1).filter((name) => name !== ""),
+      );
     return new Response(null, { status: 101, webSocket: client });
   }
 
@@ -150,7 +158,10 @@ export class StreamHub extends DurableObject<Env> {
     if (!times) this.inbound.set(ws, (times = []));
     if (!admitMessage(times, Date.now())) return this.closeForAbuse(ws, `at most ${MAX_MESSAGES_PER_SECOND} messages per second`);
 
-    const parsed = typeof message === "string" ? parseClientMessage(message) : ({ ok: false, code: "INVALID_MESSAGE", message: "messages are JSON text, not binary", id: null } as const);
+    const parsed =
+      typeof message === "string"
+        ? parseClientMessage(message)
+        : ({ ok: false, code: "INVALID_MESSAGE", message: "messages are JSON text, not binary", id: null } as const);
     if (!parsed.ok) {
       const attachment = attachmentOf(ws);
       attachment.warnings += 1;

@@ -2,11 +2,11 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { bodyLimit } from "hono/body-limit";
 import { createMiddleware } from "hono/factory";
 import { chargeClientIp, signedAccess } from "../access/middleware";
+import { isJsonRequest, jsonText } from "../core/json-text";
 import { problem } from "../core/problem";
 import { createRouter } from "../core/router";
-import type { AppEnv, Env } from "../env";
-import { isJsonRequest, jsonText } from "../core/json-text";
 import { okJson, problemResponses } from "../core/schemas";
+import type { AppEnv, Env } from "../env";
 import { ingest } from "../market/ingest";
 import { readKlines, readMarkets, readOrderBookJson, readPrices, readTicker, readTrades } from "../market/reads";
 import { MARKETS } from "../market/registry";
@@ -69,7 +69,10 @@ export const signedRoutes = createRouter()
       if (symbols !== undefined) return c.json(await Promise.all(wanted.map((s) => readTicker(c.env, s))), 200);
       // Without a symbol: every market that is not delisted.
       const settled = await Promise.allSettled(wanted.map((s) => readTicker(c.env, s)));
-      return c.json(settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : [])), 200);
+      return c.json(
+        settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : [])),
+        200,
+      );
     },
   )
   .openapi(

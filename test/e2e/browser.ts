@@ -1,7 +1,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { chromium, type BrowserContext } from "playwright-core";
+import { type BrowserContext, chromium } from "playwright-core";
 import { afterAll, beforeAll } from "vitest";
 
 /** Debian's Chromium, headless, with a fresh profile directory and no background traffic. */

@@ -18,7 +18,11 @@ const root = path.resolve(import.meta.dirname, "../..");
 /** Runs `npm run build:report -- --json` (on this Node) and returns its report, whatever its exit code. */
 function buildReport(): { status: number; report: BuildReport } {
   try {
-    const output = execFileSync(process.execPath, [path.join(root, "scripts/build-report.mjs"), "--json"], { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+    const output = execFileSync(process.execPath, [path.join(root, "scripts/build-report.mjs"), "--json"], {
+      cwd: root,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     return { status: 0, report: JSON.parse(output.trim().split("\n").at(-1)!) as BuildReport };
   } catch (error) {
     const failed = error as { status: number; stdout: string; stderr: string };
@@ -31,7 +35,9 @@ function buildReport(): { status: number; report: BuildReport } {
 describe("the deployable build", () => {
   it("bundles with wrangler into dist/ and stays within its gzipped size budget, well under Cloudflare's limit", () => {
     const { status, report } = buildReport();
-    console.log(`Worker bundle ${report.rawBytes} bytes raw, ${report.gzipBytes} gzipped (wrangler: ${report.wranglerGzipBytes}); budget ${report.budgetGzipBytes}`);
+    console.log(
+      `Worker bundle ${report.rawBytes} bytes raw, ${report.gzipBytes} gzipped (wrangler: ${report.wranglerGzipBytes}); budget ${report.budgetGzipBytes}`,
+    );
     expect(report.modules).toContain("index.js");
     expect(existsSync(path.join(root, "dist", "index.js"))).toBe(true);
     expect(report.rawBytes).toBeGreaterThan(10_000);

@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { createHmac } from "node:crypto";
-import { promisify } from "node:util";
 import path from "node:path";
+import { promisify } from "node:util";
 import { describe, expect, inject, it } from "vitest";
 import { SCREENSHOTS, useChromium } from "./browser";
 
@@ -67,14 +67,22 @@ describe("API Management in a real browser", () => {
     });
     const signUp = await fetch(`${baseUrl}/account/signup`, json({ email: `cli-${Date.now()}@example.com`, password: "command line secrets" }));
     const cookie = signUp.headers.get("Set-Cookie")!.split(";")[0]!;
-    const key = (await (await fetch(`${baseUrl}/account/api-keys`, json({ label: "cli", permissions: ["read"] }, cookie))).json()) as { id: string; secret: string };
+    const key = (await (await fetch(`${baseUrl}/account/api-keys`, json({ label: "cli", permissions: ["read"] }, cookie))).json()) as {
+      id: string;
+      secret: string;
+    };
     const sign = (...args: string[]) =>
       promisify(execFile)(process.execPath, [path.resolve(import.meta.dirname, "../../scripts/sign.mjs"), ...args], {
         env: { ...process.env, MDS_API_KEY: key.id, MDS_API_SECRET: key.secret, MDS_BASE_URL: baseUrl },
       });
 
     const printed = (await sign("GET", "/v1/ticker/24hr?symbol=BTCUSDT")).stdout;
-    const headers = Object.fromEntries(printed.trim().split("\n").map((line) => line.split(": ") as [string, string]));
+    const headers = Object.fromEntries(
+      printed
+        .trim()
+        .split("\n")
+        .map((line) => line.split(": ") as [string, string]),
+    );
     expect(Object.keys(headers)).toEqual(["X-API-KEY", "X-TIMESTAMP", "X-SIGNATURE"]);
     const viaHeaders = await fetch(`${baseUrl}/v1/ticker/24hr?symbol=BTCUSDT`, { headers });
     expect(viaHeaders.status).toBe(200);
@@ -87,6 +95,8 @@ describe("API Management in a real browser", () => {
     const curl = (await sign("GET", "/v1/orderbook?symbol=ETHUSDT&depth=5", "--curl")).stdout;
     const ran = await promisify(execFile)("bash", ["-c", curl]);
     expect(JSON.parse(ran.stdout)).toMatchObject({ symbol: "ETHUSDT" });
-    expect(curl).toMatch(/^curl -sS -H 'X-API-KEY: mk_[0-9a-f]{24}' -H 'X-TIMESTAMP: \d+' -H 'X-SIGNATURE: [0-9a-f]{64}' '.*\/v1\/orderbook\?symbol=ETHUSDT&depth=5'\n$/);
+    expect(curl).toMatch(
+      /^curl -sS -H 'X-API-KEY: mk_[0-9a-f]{24}' -H 'X-TIMESTAMP: \d+' -H 'X-SIGNATURE: [0-9a-f]{64}' '.*\/v1\/orderbook\?symbol=ETHUSDT&depth=5'\n$/,
+    );
   });
 });

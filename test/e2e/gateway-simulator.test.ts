@@ -23,7 +23,9 @@ async function fakeService(reply: (attempt: number, response: ServerResponse, re
 const baseUrl = inject("baseUrl");
 
 function adminToken(): string {
-  const line = readFileSync(".dev.vars", "utf8").split("\n").find((l) => l.startsWith("ADMIN_TOKEN="));
+  const line = readFileSync(".dev.vars", "utf8")
+    .split("\n")
+    .find((l) => l.startsWith("ADMIN_TOKEN="));
   return JSON.parse(line!.slice("ADMIN_TOKEN=".length));
 }
 
@@ -33,17 +35,42 @@ async function admin(path: string, init: RequestInit = {}) {
 
 describe("the gateway simulator against the running service", () => {
   it("approve a gateway, send pending → confirming → confirmed → finalized (one duplicated, one out of order), read it back", async () => {
-    const approved = (await (await admin("/admin/gateways", { method: "POST", body: JSON.stringify({ name: "Simulator" }) })).json()) as { id: string; secret: { secret: string } };
+    const approved = (await (await admin("/admin/gateways", { method: "POST", body: JSON.stringify({ name: "Simulator" }) })).json()) as {
+      id: string;
+      secret: { secret: string };
+    };
     const send = (sequence: number, status: string, ...extra: string[]) =>
-      run("node", ["scripts/gateway.mjs", "send", "--gateway", approved.id, "--secret", approved.secret.secret, "--settlement", "stl_sim", "--sequence", String(sequence), "--status", status, "--base", baseUrl, ...extra]);
+      run("node", [
+        "scripts/gateway.mjs",
+        "send",
+        "--gateway",
+        approved.id,
+        "--secret",
+        approved.secret.secret,
+        "--settlement",
+        "stl_sim",
+        "--sequence",
+        String(sequence),
+        "--status",
+        status,
+        "--base",
+        baseUrl,
+        ...extra,
+      ]);
     const first = await send(1, "pending", "--repeat", "2");
-    const [once, again] = first.stdout.trim().split("\n").map((line) => JSON.parse(line));
+    const [once, again] = first.stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
     expect(once).toMatchObject({ outcome: "applied", status: "pending" });
     expect(again).toMatchObject({ outcome: "duplicate", status: "pending" });
     expect(JSON.parse((await send(3, "confirmed")).stdout).outcome).toBe("held");
     expect(JSON.parse((await send(2, "confirming")).stdout)).toMatchObject({ outcome: "applied", status: "confirmed" });
     expect(JSON.parse((await send(4, "finalized")).stdout)).toMatchObject({ outcome: "applied", status: "finalized" });
-    const read = (await (await admin(`/admin/gateways/${approved.id}/settlements/stl_sim`)).json()) as { settlement: { status: string }; history: { to: string }[] };
+    const read = (await (await admin(`/admin/gateways/${approved.id}/settlements/stl_sim`)).json()) as {
+      settlement: { status: string };
+      history: { to: string }[];
+    };
     expect(read.settlement.status).toBe("finalized");
     expect(read.history.map((h) => h.to)).toEqual(["pending", "confirming", "confirmed", "finalized"]);
   });
@@ -76,16 +103,28 @@ describe("the gateway simulator against the running service", () => {
   }, 30_000);
 
   it("signs exactly like the documented webhook vector", () => {
-    const vectors = JSON.parse(readFileSync("test/fixtures/signing-vectors.json", "utf8")) as { webhookSigning: { secret: string; webhookId: string; webhookTimestamp: number; body: string; webhookSignature: string }[] };
+    const vectors = JSON.parse(readFileSync("test/fixtures/signing-vectors.json", "utf8")) as {
+      webhookSigning: { secret: string; webhookId: string; webhookTimestamp: number; body: string; webhookSignature: string }[];
+    };
     for (const v of vectors.webhookSigning) expect(signWebhook(v.secret, v.webhookId, String(v.webhookTimestamp), v.body)).toBe(v.webhookSignature);
   });
 
   it("waits at least a 429's Retry-After before the next attempt", async () => {
     const service = await fakeService((attempt, response) =>
-      attempt === 1 ? response.writeHead(429, { "Retry-After": "1", "Content-Type": "application/problem+json" }).end('{"code":"RATE_LIMITED"}') : response.writeHead(200).end('{"received":true}'),
+      attempt === 1
+        ? response.writeHead(429, { "Retry-After": "1", "Content-Type": "application/problem+json" }).end('{"code":"RATE_LIMITED"}')
+        : response.writeHead(200).end('{"received":true}'),
     );
     try {
-      const result = await deliver({ base: service.base, gatewayId: "gw_x", secret: "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3", body: { id: "evt_429" }, attempts: 2, schedule: [0, 0], log: () => undefined });
+      const result = await deliver({
+        base: service.base,
+        gatewayId: "gw_x",
+        secret: "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3",
+        body: { id: "evt_429" },
+        attempts: 2,
+        schedule: [0, 0],
+        log: () => undefined,
+      });
       expect(result.status).toBe(200);
       expect(service.seen[1]!.at - service.seen[0]!.at).toBeGreaterThanOrEqual(1000);
     } finally {
@@ -97,7 +136,20 @@ describe("the gateway simulator against the running service", () => {
     const statusOf = async (code: number) => {
       const service = await fakeService((_, response) => response.writeHead(code).end("{}"));
       try {
-        const args = ["scripts/gateway.mjs", "send", "--gateway", "gw_x", "--secret", "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3", "--settlement", "stl_x", "--sequence", "1", "--status", "pending"];
+        const args = [
+          "scripts/gateway.mjs",
+          "send",
+          "--gateway",
+          "gw_x",
+          "--secret",
+          "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3",
+          "--settlement",
+          "stl_x",
+          "--sequence",
+          "1",
+          "--status",
+          "pending",
+        ];
         const result = await run("node", [...args, "--base", service.base, "--attempts", "2", "--backoff-scale", "0"]).then(
           () => 0,
           (error: { code: number }) => error.code,

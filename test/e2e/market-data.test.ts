@@ -31,8 +31,15 @@ describe("the service started with npm start serves live demo data", () => {
   });
 
   it("the order book is sorted, not crossed, and its sequence rises between reads", async () => {
-    const first = await eventually(() => getJson<Book>("/api/orderbook/BTCUSDT?depth=50"), (b) => b.bids.length > 0 && b.asks.length > 0);
-    const second = await eventually(() => getJson<Book>("/api/orderbook/BTC-USDT?depth=50"), (b) => b.sequence > first.sequence, 10_000);
+    const first = await eventually(
+      () => getJson<Book>("/api/orderbook/BTCUSDT?depth=50"),
+      (b) => b.bids.length > 0 && b.asks.length > 0,
+    );
+    const second = await eventually(
+      () => getJson<Book>("/api/orderbook/BTC-USDT?depth=50"),
+      (b) => b.sequence > first.sequence,
+      10_000,
+    );
     expect(second.sequence).toBeGreaterThan(first.sequence);
     for (const book of [first, second]) {
       const bids = book.bids.map(([p]) => Number(p));

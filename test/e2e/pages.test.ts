@@ -19,7 +19,11 @@ async function bookState(page: Page) {
 async function expectBookMatchesRest(page: Page, symbol: string) {
   for (let attempt = 0; attempt < 40; attempt++) {
     // Each read from its own client IP, so the page's own budget is not spent by the test.
-    const rest = (await (await fetch(`${baseUrl}/api/orderbook/${symbol}?depth=1000`, { headers: { "CF-Connecting-IP": `198.19.7.${attempt}` } })).json()) as { sequence: number; bids: [string, string][]; asks: [string, string][] };
+    const rest = (await (await fetch(`${baseUrl}/api/orderbook/${symbol}?depth=1000`, { headers: { "CF-Connecting-IP": `198.19.7.${attempt}` } })).json()) as {
+      sequence: number;
+      bids: [string, string][];
+      asks: [string, string][];
+    };
     const mine = await page.evaluate(() => {
       const { book } = (window as any).__mds;
       return { ready: book.ready, sequence: book.sequence, bids: book.ladder("bids"), asks: book.ladder("asks") };

@@ -44,11 +44,17 @@ describe("pages under their Content-Security-Policy", () => {
       .poll(async () => {
         // A blocked frame never holds the dashboard's document: either an error page or nothing readable.
         const url = frame?.url() ?? "";
-        const forms = await frame?.locator("form").count().catch(() => 0);
+        const forms = await frame
+          ?.locator("form")
+          .count()
+          .catch(() => 0);
         return { url: url.startsWith(baseUrl), forms };
       })
       .toEqual({ url: false, forms: 0 });
-    expect(refusals.some((text) => /frame-ancestors|Refused to (display|frame)/i.test(text)), refusals.join("\n")).toBe(true);
+    expect(
+      refusals.some((text) => /frame-ancestors|Refused to (display|frame)/i.test(text)),
+      refusals.join("\n"),
+    ).toBe(true);
     await page.close();
   });
 
@@ -67,7 +73,11 @@ describe("pages under their Content-Security-Policy", () => {
     const dashboard = await fetch(`${baseUrl}/dashboard`);
     expect(dashboard.headers.get("cache-control")).toBe("no-store");
     const email = `headers-${crypto.randomUUID().slice(0, 8)}@example.com`;
-    const signUp = await fetch(`${baseUrl}/account/signup`, { method: "POST", headers: { "Content-Type": "application/json", "CF-Connecting-IP": "198.18.40.2" }, body: JSON.stringify({ email, password: "a password for headers" }) });
+    const signUp = await fetch(`${baseUrl}/account/signup`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "CF-Connecting-IP": "198.18.40.2" },
+      body: JSON.stringify({ email, password: "a password for headers" }),
+    });
     expect(signUp.headers.get("cache-control")).toBe("no-store");
     const cookie = signUp.headers.get("Set-Cookie")!.split(";")[0]!;
     const created = await fetch(`${baseUrl}/account/api-keys`, {

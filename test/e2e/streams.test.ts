@@ -1,5 +1,5 @@
 import { describe, expect, inject, it } from "vitest";
-import { connect, isOpen, type Connection } from "./ws-client";
+import { type Connection, connect, isOpen } from "./ws-client";
 
 const baseUrl = inject("baseUrl");
 let ipCounter = 0;
@@ -12,7 +12,10 @@ async function open(path: string, ip = freshIp()): Promise<Connection> {
 }
 
 type Side = Map<string, string>;
-function applyBook(book: { bids: Side; asks: Side; sequence: number }, data: { type: string; sequence: number; bids: [string, string][]; asks: [string, string][] }) {
+function applyBook(
+  book: { bids: Side; asks: Side; sequence: number },
+  data: { type: string; sequence: number; bids: [string, string][]; asks: [string, string][] },
+) {
   if (data.type === "snapshot") {
     book.bids.clear();
     book.asks.clear();
@@ -35,7 +38,10 @@ describe("WebSocket streams (docs/streams.md)", () => {
     c.ws.send(JSON.stringify({ op: "subscribe", id: 1, streams: ["ticker.BTCUSDT", "trades.btcusdt", "book.BTCUSDT"] }));
     expect(await c.next((m) => m.id === 1)).toEqual({ id: 1, result: { streams: ["ticker.BTCUSDT", "trades.BTCUSDT", "book.BTCUSDT"] } });
     expect((await c.next((m) => m.stream === "book.BTCUSDT")).data.type).toBe("snapshot");
-    expect((await c.next((m) => m.stream === "trades.BTCUSDT")).data).toMatchObject({ price: expect.stringMatching(/^\d+\.\d{2}$/), side: expect.stringMatching(/buy|sell/) });
+    expect((await c.next((m) => m.stream === "trades.BTCUSDT")).data).toMatchObject({
+      price: expect.stringMatching(/^\d+\.\d{2}$/),
+      side: expect.stringMatching(/buy|sell/),
+    });
     expect((await c.next((m) => m.stream === "ticker.BTCUSDT", 5000)).data).toMatchObject({ symbol: "BTCUSDT", lastPrice: expect.any(String) });
     c.ws.send(JSON.stringify({ op: "unsubscribe", id: 2, streams: ["trades.BTCUSDT"] }));
     expect(await c.next((m) => m.id === 2)).toEqual({ id: 2, result: { streams: ["ticker.BTCUSDT", "book.BTCUSDT"] } });
@@ -129,7 +135,9 @@ describe("WebSocket streams (docs/streams.md)", () => {
 
   it("a connection may hold every stream there is (24 < 50)", async () => {
     const c = await open("/api/ws");
-    const names = ["ticker", "trades", "book"].flatMap((kind) => ["BTCUSDT", "ETHUSDT", "SOLUSDT", "XRPUSDT", "ETHBTC", "SOLBTC", "BTCUSDC"].map((s) => `${kind}.${s}`));
+    const names = ["ticker", "trades", "book"].flatMap((kind) =>
+      ["BTCUSDT", "ETHUSDT", "SOLUSDT", "XRPUSDT", "ETHBTC", "SOLBTC", "BTCUSDC"].map((s) => `${kind}.${s}`),
+    );
     c.ws.send(JSON.stringify({ op: "subscribe", id: 1, streams: [...names, "prices.USDT", "prices.BTC", "prices.USDC"] }));
     expect((await c.next((m) => m.id === 1)).result.streams).toHaveLength(24);
     expect((await c.next((m) => m.stream === "prices.USDT", 10_000)).data).toMatchObject({ quote: "USDT", data: expect.any(Array) });

@@ -1,9 +1,9 @@
-import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { authenticateSigned } from "../../src/access/middleware";
-import { ProblemError } from "../../src/core/problem";
 import { sign, signingPayload } from "../../src/access/signature";
+import { ProblemError } from "../../src/core/problem";
 import { newKey, signedCall } from "../support/accounts";
 import { call, callJson } from "../support/http";
 
@@ -28,10 +28,14 @@ async function refusal(promise: Promise<unknown>): Promise<ProblemError> {
 describe("authenticateSigned: the one AccessGuard call behind /v1 (and /v1/ws)", () => {
   it("the query form signs the path alone and needs the stream permission", async () => {
     const streamer = await newKey({ permissions: ["stream"] });
-    expect(await authenticateSigned(env, await queryFormRequest(streamer), { permission: "stream", allowQueryForm: true })).toMatchObject({ keyId: streamer.id });
+    expect(await authenticateSigned(env, await queryFormRequest(streamer), { permission: "stream", allowQueryForm: true })).toMatchObject({
+      keyId: streamer.id,
+    });
 
     const reader = await newKey({ permissions: ["read"] });
-    expect((await refusal(authenticateSigned(env, await queryFormRequest(reader), { permission: "stream", allowQueryForm: true }))).code).toBe("PERMISSION_DENIED");
+    expect((await refusal(authenticateSigned(env, await queryFormRequest(reader), { permission: "stream", allowQueryForm: true }))).code).toBe(
+      "PERMISSION_DENIED",
+    );
 
     const wholeTarget = await queryFormRequest(streamer, { signedTarget: "/v1/ws?streams=book.BTCUSDT" });
     expect((await refusal(authenticateSigned(env, wholeTarget, { permission: "stream", allowQueryForm: true }))).code).toBe("INVALID_SIGNATURE");
@@ -45,14 +49,17 @@ describe("authenticateSigned: the one AccessGuard call behind /v1 (and /v1/ws)",
 
   it("a refusal carries the client IP's RateLimit headers, since it counts against that IP", async () => {
     const streamer = await newKey({ permissions: ["stream"] });
-    const error = await refusal(authenticateSigned(env, await queryFormRequest({ ...streamer, secret: "wrong" }, { ip: "192.0.2.231" }), { permission: "stream", allowQueryForm: true }));
+    const error = await refusal(
+      authenticateSigned(env, await queryFormRequest({ ...streamer, secret: "wrong" }, { ip: "192.0.2.231" }), { permission: "stream", allowQueryForm: true }),
+    );
     expect(error.code).toBe("INVALID_SIGNATURE");
     expect(error.headers).toMatchObject({ "RateLimit-Limit": "10", "RateLimit-Remaining": "9" });
   });
 
   it("last use is recorded in memory and written to storage at most once a minute", async () => {
     const key = await newKey();
-    const storedLastUse = () => runInDurableObject(env.ACCESS_GUARD.getByName(`key:${key.id}`), async (_instance, state) => state.storage.get<number>("lastUsedAt"));
+    const storedLastUse = () =>
+      runInDurableObject(env.ACCESS_GUARD.getByName(`key:${key.id}`), async (_instance, state) => state.storage.get<number>("lastUsedAt"));
     const before = Date.now();
     expect((await signedCall(key, "GET", "/v1/markets")).status).toBe(200);
     const firstWrite = await storedLastUse();
@@ -68,7 +75,9 @@ describe("authenticateSigned: the one AccessGuard call behind /v1 (and /v1/ws)",
   it("revocation lands in the key's guard, and the next request fails", async () => {
     const key = await newKey();
     expect((await call(`/account/api-keys/${key.id}`, { method: "DELETE", headers: { Cookie: key.cookie } })).status).toBe(204);
-    const record = await runInDurableObject(env.ACCESS_GUARD.getByName(`key:${key.id}`), async (_instance, state) => state.storage.get<{ revokedAt: number | null }>("key"));
+    const record = await runInDurableObject(env.ACCESS_GUARD.getByName(`key:${key.id}`), async (_instance, state) =>
+      state.storage.get<{ revokedAt: number | null }>("key"),
+    );
     expect(record?.revokedAt).toBeGreaterThan(0);
     const next = await signedCall(key, "GET", "/v1/markets");
     expect([next.status, ((await next.json()) as { code: string }).code]).toEqual([401, "INVALID_API_KEY"]);

@@ -1,5 +1,5 @@
-import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sign, signingPayload } from "../../src/access/signature";
 import { ingest } from "../../src/market/ingest";
@@ -29,7 +29,13 @@ describe("signed endpoints (docs/api.md, docs/signing.md)", () => {
 
   it("every other read has its signed form", async () => {
     const key = await newKey();
-    for (const target of ["/v1/orderbook?symbol=BTCUSDT&depth=5", "/v1/prices?quote=USDT", "/v1/trades?symbol=BTCUSDT&limit=2", "/v1/klines?symbol=BTCUSDT&interval=1h", "/v1/markets"]) {
+    for (const target of [
+      "/v1/orderbook?symbol=BTCUSDT&depth=5",
+      "/v1/prices?quote=USDT",
+      "/v1/trades?symbol=BTCUSDT&limit=2",
+      "/v1/klines?symbol=BTCUSDT&interval=1h",
+      "/v1/markets",
+    ]) {
       expect((await signedCall(key, "GET", target)).status, target).toBe(200);
     }
     expect((await problemOf(await signedCall(key, "GET", "/v1/orderbook?symbol=DOGEUSDT"))).code).toBe("UNKNOWN_SYMBOL");
@@ -68,8 +74,16 @@ describe("signed endpoints (docs/api.md, docs/signing.md)", () => {
       [{ "X-API-KEY": key.id, "X-TIMESTAMP": `00${timestamp}`, "X-SIGNATURE": "ab".repeat(32) }, "X-TIMESTAMP is malformed", "MALFORMED_CREDENTIALS"],
       [{ "X-API-KEY": key.id, "X-TIMESTAMP": timestamp }, "X-SIGNATURE is missing", "MISSING_CREDENTIALS"],
       [{ "X-API-KEY": key.id, "X-TIMESTAMP": timestamp, "X-SIGNATURE": "ab".repeat(31) }, "X-SIGNATURE is malformed", "MALFORMED_CREDENTIALS"],
-      [{ "X-API-KEY": key.id, "X-TIMESTAMP": timestamp, "X-SIGNATURE": "ab".repeat(32), "X-RECV-WINDOW": "0" }, "X-RECV-WINDOW is malformed", "MALFORMED_CREDENTIALS"],
-      [{ "X-API-KEY": key.id, "X-TIMESTAMP": timestamp, "X-SIGNATURE": "ab".repeat(32), "X-RECV-WINDOW": "05000" }, "X-RECV-WINDOW is malformed", "MALFORMED_CREDENTIALS"],
+      [
+        { "X-API-KEY": key.id, "X-TIMESTAMP": timestamp, "X-SIGNATURE": "ab".repeat(32), "X-RECV-WINDOW": "0" },
+        "X-RECV-WINDOW is malformed",
+        "MALFORMED_CREDENTIALS",
+      ],
+      [
+        { "X-API-KEY": key.id, "X-TIMESTAMP": timestamp, "X-SIGNATURE": "ab".repeat(32), "X-RECV-WINDOW": "05000" },
+        "X-RECV-WINDOW is malformed",
+        "MALFORMED_CREDENTIALS",
+      ],
     ];
     for (const [headers, detail, code] of cases) {
       const response = await call(target, { headers });
@@ -98,9 +112,13 @@ describe("signed endpoints (docs/api.md, docs/signing.md)", () => {
     const key = await newKey();
     const timestamp = Date.now();
     const signed = await sign(key.secret, signingPayload(timestamp, "GET", "/v1/orderbook?symbol=BTCUSDT&depth=5", ""));
-    const reordered = await call("/v1/orderbook?depth=5&symbol=BTCUSDT", { headers: { "X-API-KEY": key.id, "X-TIMESTAMP": String(timestamp), "X-SIGNATURE": signed } });
+    const reordered = await call("/v1/orderbook?depth=5&symbol=BTCUSDT", {
+      headers: { "X-API-KEY": key.id, "X-TIMESTAMP": String(timestamp), "X-SIGNATURE": signed },
+    });
     expect((await problemOf(reordered)).code).toBe("INVALID_SIGNATURE");
-    const asSigned = await call("/v1/orderbook?symbol=BTCUSDT&depth=5", { headers: { "X-API-KEY": key.id, "X-TIMESTAMP": String(timestamp), "X-SIGNATURE": signed.toUpperCase() } });
+    const asSigned = await call("/v1/orderbook?symbol=BTCUSDT&depth=5", {
+      headers: { "X-API-KEY": key.id, "X-TIMESTAMP": String(timestamp), "X-SIGNATURE": signed.toUpperCase() },
+    });
     expect(asSigned.status).toBe(200);
   });
 

@@ -27,7 +27,11 @@ describe("dashboard: API Management with plain HTML forms", () => {
     expect(page).toContain("<h2>API Management</h2>");
     const csrf = csrfOf(page);
 
-    const created = await form("/dashboard/keys", { csrf, label: "forms key", permissions: ["read", "publish"], allowCidrs: "203.0.113.0/24\n2001:db8::/32", expiresAt: "2099-01-01T00:00" }, cookie);
+    const created = await form(
+      "/dashboard/keys",
+      { csrf, label: "forms key", permissions: ["read", "publish"], allowCidrs: "203.0.113.0/24\n2001:db8::/32", expiresAt: "2099-01-01T00:00" },
+      cookie,
+    );
     expect(created.status).toBe(201);
     const createdPage = await created.text();
     const secret = /id="secret-value">\s*([A-Za-z0-9_-]{43})\s*</.exec(createdPage)![1]!;

@@ -56,8 +56,14 @@ describe("accounts (docs/signing.md)", () => {
       Array.from({ length: 40 }, (_, i) => call("/account/login", { ...json({ email, password: `wrong password ${i}` }), ip: `192.0.2.${100 + i}` })),
     );
     const statuses = responses.map((r) => r.status);
-    expect(statuses.filter((s) => s === 401), "password checks (401)").toHaveLength(5);
-    expect(statuses.filter((s) => s === 429), "refused before a check (429)").toHaveLength(35);
+    expect(
+      statuses.filter((s) => s === 401),
+      "password checks (401)",
+    ).toHaveLength(5);
+    expect(
+      statuses.filter((s) => s === 429),
+      "refused before a check (429)",
+    ).toHaveLength(35);
   });
 
   it("a correct password in a concurrent batch past the limit is refused", async () => {
@@ -74,10 +80,18 @@ describe("accounts (docs/signing.md)", () => {
     // Ten at once after fifteen failures: five more checks, five refusals, also through other spellings.
     const spellings = ["192.0.2.150", "::ffff:192.0.2.150", "192.000.002.150", "::ffff:c000:296", "192.0.2.150:443"];
     const outcomes = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => signIn(env, `other${i}@example.com`, "whatever pass", canonicalIp(spellings[i % spellings.length])!).catch((error) => error.code as string)),
+      Array.from({ length: 10 }, (_, i) =>
+        signIn(env, `other${i}@example.com`, "whatever pass", canonicalIp(spellings[i % spellings.length])!).catch((error) => error.code as string),
+      ),
     );
-    expect(outcomes.filter((o) => o === "UNAUTHENTICATED"), "checked").toHaveLength(5);
-    expect(outcomes.filter((o) => o === "RATE_LIMITED"), "refused").toHaveLength(5);
+    expect(
+      outcomes.filter((o) => o === "UNAUTHENTICATED"),
+      "checked",
+    ).toHaveLength(5);
+    expect(
+      outcomes.filter((o) => o === "RATE_LIMITED"),
+      "refused",
+    ).toHaveLength(5);
   });
 
   it("state changes from another origin are refused (CSRF)", async () => {
@@ -88,7 +102,11 @@ describe("accounts (docs/signing.md)", () => {
     expect(site.status).toBe(403);
     const same = await call("/account/api-keys", json({ label: "x", permissions: ["read"] }, { Cookie: cookie, Origin: "http://service.test" }));
     expect(same.status).toBe(201);
-    const form = await call("/dashboard/keys", { method: "POST", headers: { Cookie: cookie, "Content-Type": "application/x-www-form-urlencoded" }, body: "label=x&permissions=read&csrf=wrong" });
+    const form = await call("/dashboard/keys", {
+      method: "POST",
+      headers: { Cookie: cookie, "Content-Type": "application/x-www-form-urlencoded" },
+      body: "label=x&permissions=read&csrf=wrong",
+    });
     expect(form.status).toBe(403);
   });
 
@@ -100,7 +118,9 @@ describe("accounts (docs/signing.md)", () => {
     expect((await call("/account/api-keys", { headers: { Cookie: cookie } })).status).toBe(401);
 
     const second = await newAccount();
-    await env.DB.prepare("UPDATE sessions SET expires_at = ? WHERE account_id = (SELECT id FROM accounts WHERE email = ?)").bind(Date.now() - 1, second.email).run();
+    await env.DB.prepare("UPDATE sessions SET expires_at = ? WHERE account_id = (SELECT id FROM accounts WHERE email = ?)")
+      .bind(Date.now() - 1, second.email)
+      .run();
     expect((await call("/account/api-keys", { headers: { Cookie: second.cookie } })).status).toBe(401);
   });
 

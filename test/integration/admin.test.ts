@@ -12,7 +12,9 @@ async function operatorRoutes(): Promise<{ method: string; path: string }[]> {
   const { body } = await callJson("/openapi.json");
   return Object.entries(body.paths as Record<string, Record<string, unknown>>)
     .filter(([path]) => path.startsWith("/admin/"))
-    .flatMap(([path, methods]) => Object.keys(methods).map((method) => ({ method: method.toUpperCase(), path: path.replace("{pair}", "BTC-USDT").replace(/\{[^}]+\}/g, "x_1") })));
+    .flatMap(([path, methods]) =>
+      Object.keys(methods).map((method) => ({ method: method.toUpperCase(), path: path.replace("{pair}", "BTC-USDT").replace(/\{[^}]+\}/g, "x_1") })),
+    );
 }
 
 describe("operator API: the bearer token (docs/signing.md)", () => {
@@ -43,7 +45,14 @@ describe("operator API: the bearer token (docs/signing.md)", () => {
 
   it("every operator route refuses a missing, wrong or malformed token with 401 UNAUTHENTICATED", async () => {
     for (const { method, path } of await operatorRoutes()) {
-      for (const authorization of [undefined, "Bearer wrong-token", "Bearer test-admin-token-and-more", "Basic dGVzdC1hZG1pbi10b2tlbg==", "test-admin-token", "Bearer "]) {
+      for (const authorization of [
+        undefined,
+        "Bearer wrong-token",
+        "Bearer test-admin-token-and-more",
+        "Basic dGVzdC1hZG1pbi10b2tlbg==",
+        "test-admin-token",
+        "Bearer ",
+      ]) {
         const headers: Record<string, string> = { "Content-Type": "application/json" };
         if (authorization !== undefined) headers.Authorization = authorization;
         const { status, body } = await callJson(path, { method, headers, body: method === "GET" || method === "DELETE" ? undefined : "{}" });
@@ -163,7 +172,8 @@ describe("operator API: gateways and their secrets", () => {
 describe("operator API: settlements", () => {
   it("lists settlements filtered by status and gateway, newest first, in cursor pages", async () => {
     const gateway = await approveGateway();
-    for (let i = 0; i < 5; i++) await deliver(gateway, callbackBody(gateway.id, { settlementId: `stl_page_${i}`, sequence: 1, status: i % 2 ? "pending" : "confirming" }));
+    for (let i = 0; i < 5; i++)
+      await deliver(gateway, callbackBody(gateway.id, { settlementId: `stl_page_${i}`, sequence: 1, status: i % 2 ? "pending" : "confirming" }));
     const pages: any[] = [];
     let cursor: string | null = null;
     do {

@@ -16,7 +16,10 @@ describe("a book never goes back (publisher rules)", () => {
     const start = (await book()).sequence as number;
     const first = JSON.stringify({ symbol: "SOLUSDT", book: snapshot(start + 10) });
     const applied = await signedCall(publisher, "POST", "/v1/ingest", { body: first });
-    expect([applied.status, await applied.json()]).toEqual([200, { symbol: "SOLUSDT", acceptedTrades: 0, duplicateTrades: 0, sequence: start + 10, book: "applied" }]);
+    expect([applied.status, await applied.json()]).toEqual([
+      200,
+      { symbol: "SOLUSDT", acceptedTrades: 0, duplicateTrades: 0, sequence: start + 10, book: "applied" },
+    ]);
     const delta = JSON.stringify({ symbol: "SOLUSDT", book: { type: "delta", sequence: start + 11, bids: [["101.00", "2.00000"]], asks: [] } });
     expect((await signedCall(publisher, "POST", "/v1/ingest", { body: delta })).status).toBe(200);
     // The same delta again (a resend within the receive window): nothing changes.
@@ -33,7 +36,9 @@ describe("a book never goes back (publisher rules)", () => {
   it("a snapshot at the largest sequence cannot freeze the market: it is refused, and the market moves on", async () => {
     const publisher = await newKey({ permissions: ["publish"] });
     const start = (await callJson("/api/orderbook/XRPUSDT?depth=1")).body.sequence as number;
-    const huge = await signedCall(publisher, "POST", "/v1/ingest", { body: JSON.stringify({ symbol: "XRPUSDT", book: snapshot(Number.MAX_SAFE_INTEGER, "0.5000") }) });
+    const huge = await signedCall(publisher, "POST", "/v1/ingest", {
+      body: JSON.stringify({ symbol: "XRPUSDT", book: snapshot(Number.MAX_SAFE_INTEGER, "0.5000") }),
+    });
     const problem = (await huge.json()) as { code: string; maxSequence: number };
     expect([huge.status, problem.code, problem.maxSequence]).toEqual([409, "SEQUENCE_GAP", start + MAX_SNAPSHOT_STEP]);
     const next = await signedCall(publisher, "POST", "/v1/ingest", { body: JSON.stringify({ symbol: "XRPUSDT", book: snapshot(start + 1, "0.5000") }) });
@@ -48,7 +53,15 @@ describe("client addresses are canonical (per-IP limits, stream slots, allow-lis
   }
 
   it("one IPv4 address in many spellings shares one budget of 10", async () => {
-    const spellings = ["198.18.1.7", "::ffff:198.18.1.7", "::ffff:c612:107", "0:0:0:0:0:ffff:c612:0107", "198.018.001.007", "198.18.1.7:443", "198.18.1.7, 10.0.0.1"];
+    const spellings = [
+      "198.18.1.7",
+      "::ffff:198.18.1.7",
+      "::ffff:c612:107",
+      "0:0:0:0:0:ffff:c612:0107",
+      "198.018.001.007",
+      "198.18.1.7:443",
+      "198.18.1.7, 10.0.0.1",
+    ];
     expect(await admitted(Array.from({ length: 25 }, (_, i) => spellings[i % spellings.length]!))).toBe(10);
   });
 
@@ -90,7 +103,12 @@ describe("smaller hardening", () => {
     expect([taken.status, taken.body.code]).toEqual([409, "ALREADY_EXISTS"]);
     const secrets = await env.DB.prepare("SELECT COUNT(*) AS n FROM gateway_secrets WHERE gateway_id = 'gw_chosen-1'").first<{ n: number }>();
     expect(secrets!.n, "the refused approval added no secret to the existing gateway").toBe(1);
-    for (const bad of [{ name: "x", id: "-starts-badly" }, { name: "x", id: "has space" }, { name: "x", id: "x".repeat(65) }, { name: "x", extra: true }]) {
+    for (const bad of [
+      { name: "x", id: "-starts-badly" },
+      { name: "x", id: "has space" },
+      { name: "x", id: "x".repeat(65) },
+      { name: "x", extra: true },
+    ]) {
       const refused = await post(bad);
       expect([refused.status, refused.body.code], JSON.stringify(bad)).toEqual([400, "VALIDATION_FAILED"]);
     }
@@ -98,7 +116,9 @@ describe("smaller hardening", () => {
 
   it("path parameters over their bound are 400 and the document lists 400 for them", async () => {
     const { body: doc } = await callJson("/openapi.json");
-    const withParams = Object.entries(doc.paths as Record<string, Record<string, { parameters?: { in: string }[]; responses: Record<string, unknown> }>>).flatMap(([path, item]) =>
+    const withParams = Object.entries(
+      doc.paths as Record<string, Record<string, { parameters?: { in: string }[]; responses: Record<string, unknown> }>>,
+    ).flatMap(([path, item]) =>
       Object.entries(item)
         .filter(([, op]) => op.parameters?.some((p) => p.in === "path"))
         .map(([method, op]) => [`${method} ${path}`, Object.keys(op.responses).includes("400")] as const),

@@ -16,7 +16,15 @@ async function seed(symbol: string, price: string, extra: { sequence?: number; t
       { id: `${symbol}-${time}-a`, price, quantity: "1", side: "buy", time: time - 10 },
       { id: `${symbol}-${time}-b`, price, quantity: "2", side: "sell", time },
     ],
-    book: { type: "snapshot", sequence: extra.sequence ?? 1, bids: [["1", "5"], ["0.5", "1"]], asks: [["100000", "3"]] },
+    book: {
+      type: "snapshot",
+      sequence: extra.sequence ?? 1,
+      bids: [
+        ["1", "5"],
+        ["0.5", "1"],
+      ],
+      asks: [["100000", "3"]],
+    },
   });
 }
 
@@ -47,7 +55,19 @@ describe("public market endpoints answer the documented shapes", () => {
   it("GET /api/orderbook/{pair}: sorted levels, depth, sequence", async () => {
     await ingest(env, {
       symbol: "ETHUSDT",
-      book: { type: "snapshot", sequence: 41, bids: [["3399", "1"], ["3400", "2"], ["3398.5", "3"]], asks: [["3401", "1"], ["3400.01", "0.5"]] },
+      book: {
+        type: "snapshot",
+        sequence: 41,
+        bids: [
+          ["3399", "1"],
+          ["3400", "2"],
+          ["3398.5", "3"],
+        ],
+        asks: [
+          ["3401", "1"],
+          ["3400.01", "0.5"],
+        ],
+      },
     });
     await ingest(env, { symbol: "ETHUSDT", book: { type: "delta", sequence: 42, bids: [["3398.5", "0"]], asks: [["3402", "7"]] } });
     const { status, body } = await callJson("/api/orderbook/ETH_USDT?depth=2");
@@ -55,8 +75,14 @@ describe("public market endpoints answer the documented shapes", () => {
     expect(body).toMatchObject({
       symbol: "ETHUSDT",
       sequence: 42,
-      bids: [["3400.00", "2.0000"], ["3399.00", "1.0000"]],
-      asks: [["3400.01", "0.5000"], ["3401.00", "1.0000"]],
+      bids: [
+        ["3400.00", "2.0000"],
+        ["3399.00", "1.0000"],
+      ],
+      asks: [
+        ["3400.01", "0.5000"],
+        ["3401.00", "1.0000"],
+      ],
     });
     expect(typeof body.timestamp).toBe("number");
   });
@@ -92,7 +118,13 @@ describe("public market endpoints answer the documented shapes", () => {
     const base = Date.now() - 10_000;
     await ingest(env, {
       symbol: "SOLBTC",
-      trades: [0, 1, 2, 3].map((i) => ({ id: `t${i}`, price: "0.0015", quantity: "1", side: i % 2 ? ("sell" as const) : ("buy" as const), time: base + i * 1000 })),
+      trades: [0, 1, 2, 3].map((i) => ({
+        id: `t${i}`,
+        price: "0.0015",
+        quantity: "1",
+        side: i % 2 ? ("sell" as const) : ("buy" as const),
+        time: base + i * 1000,
+      })),
     });
     const { status, body } = await callJson("/api/trades/SOL/BTC?limit=3".replace("/BTC", "%2FBTC"));
     expect(status).toBe(200);
@@ -117,7 +149,12 @@ describe("public market endpoints answer the documented shapes", () => {
     const total = fifteen.body.reduce((n: number, k: { tradeCount: number }) => n + k.tradeCount, 0);
     expect(total).toBe(3);
     // The three minutes may straddle a 15-minute boundary: compare across the candles.
-    expect(fifteen.body.map((k: { high: string }) => k.high).sort().at(-1)).toBe("0.03600");
+    expect(
+      fifteen.body
+        .map((k: { high: string }) => k.high)
+        .sort()
+        .at(-1),
+    ).toBe("0.03600");
     expect(fifteen.body.map((k: { low: string }) => k.low).sort()[0]).toBe("0.03400");
   });
 
@@ -242,7 +279,15 @@ describe("OpenAPI and docs", () => {
     const { status, body } = await callJson("/openapi.json");
     expect(status).toBe(200);
     expect(body.openapi).toBe("3.1.0");
-    for (const path of ["/api/prices", "/api/orderbook/{pair}", "/api/ticker/{pair}", "/api/trades/{pair}", "/api/klines/{pair}", "/api/markets", "/api/time"]) {
+    for (const path of [
+      "/api/prices",
+      "/api/orderbook/{pair}",
+      "/api/ticker/{pair}",
+      "/api/trades/{pair}",
+      "/api/klines/{pair}",
+      "/api/markets",
+      "/api/time",
+    ]) {
       expect(body.paths[path]?.get, path).toBeDefined();
     }
     expect(body.components.schemas.Ticker.properties.lastPrice.type).toBe("string");

@@ -66,12 +66,23 @@ describe("rate limits (docs/limits.md): exact, per IP and per key", () => {
     const stamp = Date.now().toString(36);
     const emails = Array.from({ length: 13 }, (_, i) => `limit-${stamp}-${i}@example.test`);
     const responses = await Promise.all(
-      emails.map((email) => call("/account/signup", { ip, method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ email, password: "correct horse battery staple" }) })),
+      emails.map((email) =>
+        call("/account/signup", {
+          ip,
+          method: "POST",
+          headers: { "Content-Type": "application/json" },
+          body: JSON.stringify({ email, password: "correct horse battery staple" }),
+        }),
+      ),
     );
     const refused = emails.filter((_, i) => responses[i]!.status === 429);
     expect(refused).toHaveLength(3);
     for (const email of refused) {
-      const signIn = await call("/account/login", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ email, password: "correct horse battery staple" }) });
+      const signIn = await call("/account/login", {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ email, password: "correct horse battery staple" }),
+      });
       expect(signIn.status).toBe(401);
     }
   });
@@ -144,7 +155,9 @@ describe("rate limits (docs/limits.md): exact, per IP and per key", () => {
     await burst(12, () => call("/api/time", { ip }));
     expect((await call("/api/time", { ip })).status).toBe(429);
     const gateway = await approveGateway("rate test gateway");
-    const response = await deliver(gateway, callbackBody(gateway.id, { settlementId: "stl_rate_1", sequence: 1, status: "pending" }), { headers: { "CF-Connecting-IP": ip } });
+    const response = await deliver(gateway, callbackBody(gateway.id, { settlementId: "stl_rate_1", sequence: 1, status: "pending" }), {
+      headers: { "CF-Connecting-IP": ip },
+    });
     expect(response.status).toBe(200);
     expect(response.headers.get("RateLimit-Limit")).toBe("50");
     expect(Number(response.headers.get("RateLimit-Remaining"))).toBe(49);
@@ -162,11 +175,22 @@ describe("rate limits (docs/limits.md): exact, per IP and per key", () => {
   it("callbacks that fail authentication count against the client IP, never against the gateway they name", async () => {
     const ip = "203.0.113.59";
     const gateway = await approveGateway("rate impostor gateway");
-    const forged = (n: number) => deliver(gateway, callbackBody(gateway.id, { settlementId: `stl_forged_${n}`, sequence: 1, status: "pending" }), { secret: "whsec_d3Jvbmctc2VjcmV0LWZvci10ZXN0cw==", headers: { "CF-Connecting-IP": ip } });
+    const forged = (n: number) =>
+      deliver(gateway, callbackBody(gateway.id, { settlementId: `stl_forged_${n}`, sequence: 1, status: "pending" }), {
+        secret: "whsec_d3Jvbmctc2VjcmV0LWZvci10ZXN0cw==",
+        headers: { "CF-Connecting-IP": ip },
+      });
     const stranger = { id: "gw_not_approved", secret: "whsec_c3RyYW5nZXItc2VjcmV0LWZvci10ZXN0" };
-    const unknown = () => deliver(stranger, callbackBody(stranger.id, { settlementId: "stl_rate_3", sequence: 1, status: "pending" }), { headers: { "CF-Connecting-IP": ip } });
-    const noSignature = () => deliver(gateway, callbackBody(gateway.id, { settlementId: "stl_rate_4", sequence: 1, status: "pending" }), { headers: { "CF-Connecting-IP": ip, "webhook-signature": "" } });
-    const wrongType = () => deliver(gateway, callbackBody(gateway.id, { settlementId: "stl_rate_5", sequence: 1, status: "pending" }), { headers: { "CF-Connecting-IP": ip, "Content-Type": "text/plain" } });
+    const unknown = () =>
+      deliver(stranger, callbackBody(stranger.id, { settlementId: "stl_rate_3", sequence: 1, status: "pending" }), { headers: { "CF-Connecting-IP": ip } });
+    const noSignature = () =>
+      deliver(gateway, callbackBody(gateway.id, { settlementId: "stl_rate_4", sequence: 1, status: "pending" }), {
+        headers: { "CF-Connecting-IP": ip, "webhook-signature": "" },
+      });
+    const wrongType = () =>
+      deliver(gateway, callbackBody(gateway.id, { settlementId: "stl_rate_5", sequence: 1, status: "pending" }), {
+        headers: { "CF-Connecting-IP": ip, "Content-Type": "text/plain" },
+      });
     const answers: Response[] = [];
     for (let i = 0; i < 7; i++) answers.push(await forged(i));
     answers.push(await unknown(), await noSignature(), await wrongType());
@@ -182,7 +206,9 @@ describe("rate limits (docs/limits.md): exact, per IP and per key", () => {
 
   it("dashboard form posts share the per-IP limit of the account API", async () => {
     const ip = "203.0.113.58";
-    const statuses = (await Promise.all(Array.from({ length: 12 }, () => call("/dashboard/logout", { method: "POST", ip, redirect: "manual" })))).map((r) => r.status).sort();
+    const statuses = (await Promise.all(Array.from({ length: 12 }, () => call("/dashboard/logout", { method: "POST", ip, redirect: "manual" }))))
+      .map((r) => r.status)
+      .sort();
     expect(statuses).toEqual([...Array(10).fill(303), 429, 429]);
   });
 });

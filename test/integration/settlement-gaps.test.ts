@@ -1,11 +1,11 @@
 import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import worker from "../../src/index";
 import { sha256Hex } from "../../src/core/encoding";
+import worker from "../../src/index";
 import { ledgerOptions, recordEvent, releaseExpiredHolds, type VerifiedEvent } from "../../src/settlements/ledger";
 import type { CallbackBody } from "../../src/settlements/schemas";
-import { TRANSITIONS, type SettlementStatus } from "../../src/settlements/state-machine";
+import { type SettlementStatus, TRANSITIONS } from "../../src/settlements/state-machine";
 import { ADMIN, approveGateway, callbackBody, deliver, settlementOf } from "../support/gateways";
 import { callJson } from "../support/http";
 
@@ -31,10 +31,18 @@ describe("a gap holds events at most SETTLEMENT_GAP_HOLD_MS", () => {
     const gateway = await approveGateway();
     const t0 = Date.now();
     const options = ledgerOptions(env);
-    expect((await recordEvent(env.DB, await verified(gateway.id, { settlementId: "stl_gap13", sequence: 1, status: "pending" }, t0), options)).outcome).toBe("applied");
-    expect((await recordEvent(env.DB, await verified(gateway.id, { settlementId: "stl_gap13", sequence: 3, status: "confirmed" }, t0 + 1), options)).outcome).toBe("held");
+    expect((await recordEvent(env.DB, await verified(gateway.id, { settlementId: "stl_gap13", sequence: 1, status: "pending" }, t0), options)).outcome).toBe(
+      "applied",
+    );
+    expect(
+      (await recordEvent(env.DB, await verified(gateway.id, { settlementId: "stl_gap13", sequence: 3, status: "confirmed" }, t0 + 1), options)).outcome,
+    ).toBe("held");
     // Within the hold nothing moves, whatever else arrives.
-    const early = await recordEvent(env.DB, await verified(gateway.id, { settlementId: "stl_gap13", sequence: 5, status: "finalized" }, t0 + HOLD - 1), options);
+    const early = await recordEvent(
+      env.DB,
+      await verified(gateway.id, { settlementId: "stl_gap13", sequence: 5, status: "finalized" }, t0 + HOLD - 1),
+      options,
+    );
     expect(early).toMatchObject({ outcome: "held", status: "pending" });
     // The next callback after the hold releases 3 (confirmed is reachable from pending); 5 has
     // waited less than the hold since it arrived, so it waits on.
@@ -56,7 +64,10 @@ describe("a gap holds events at most SETTLEMENT_GAP_HOLD_MS", () => {
 
   it("with only 2 and 3 delivered, the settlement is listed as awaiting, and the Cron Trigger applies them after the hold", async () => {
     const gateway = await approveGateway();
-    for (const [sequence, status] of [[3, "confirming"], [2, "pending"]] as const) {
+    for (const [sequence, status] of [
+      [3, "confirming"],
+      [2, "pending"],
+    ] as const) {
       const held = await answer(await deliver(gateway, callbackBody(gateway.id, { settlementId: "stl_gap23", sequence, status })));
       expect(held, `sequence ${sequence}`).toMatchObject({ status: 202, body: { outcome: "held", status: "awaiting" } });
     }
@@ -95,12 +106,21 @@ describe("a gap holds events at most SETTLEMENT_GAP_HOLD_MS", () => {
     const options = { ...ledgerOptions(env), maxHeld: 3 };
     const t0 = Date.now();
     await recordEvent(env.DB, await verified(gateway.id, { settlementId: "stl_bound", sequence: 1, status: "pending" }, t0), options);
-    for (const sequence of [3, 4, 5]) expect((await recordEvent(env.DB, await verified(gateway.id, { settlementId: "stl_bound", sequence, status: "confirming" }, t0), options)).outcome).toBe("held");
-    const refused = await recordEvent(env.DB, await verified(gateway.id, { settlementId: "stl_bound", sequence: 6, status: "confirming" }, t0 + 1_000), options).catch((error) => error);
+    for (const sequence of [3, 4, 5])
+      expect((await recordEvent(env.DB, await verified(gateway.id, { settlementId: "stl_bound", sequence, status: "confirming" }, t0), options)).outcome).toBe(
+        "held",
+      );
+    const refused = await recordEvent(
+      env.DB,
+      await verified(gateway.id, { settlementId: "stl_bound", sequence: 6, status: "confirming" }, t0 + 1_000),
+      options,
+    ).catch((error) => error);
     expect([refused.code, refused.status, refused.headers["Retry-After"]]).toEqual(["HELD_LIMIT", 429, String(Math.ceil((HOLD - 1_000) / 1000))]);
     expect((await settlementOf(gateway, "stl_bound")).body.events).toHaveLength(4);
     // The missing sequence still goes in and releases the held ones.
-    expect(await recordEvent(env.DB, await verified(gateway.id, { settlementId: "stl_bound", sequence: 2, status: "confirming" }, t0 + 2_000), options)).toMatchObject({ outcome: "applied", status: "confirming" });
+    expect(
+      await recordEvent(env.DB, await verified(gateway.id, { settlementId: "stl_bound", sequence: 2, status: "confirming" }, t0 + 2_000), options),
+    ).toMatchObject({ outcome: "applied", status: "confirming" });
   });
 
   it("two different events for one sequence: the first stays, the second is quarantined as a conflict, in every arrival order", async () => {
@@ -127,7 +147,10 @@ describe("a gap holds events at most SETTLEMENT_GAP_HOLD_MS", () => {
       const byId = Object.fromEntries(body.events.map((e: any) => [e.webhookId, e]));
       expect(byId[events[second]!.id], order.join(",")).toMatchObject({ outcome: "quarantined", reason: "conflict" });
       expect(byId[events[firstOfThree]!.id].outcome, order.join(",")).toBe("applied");
-      expect(body.events.filter((e: any) => e.outcome === "held"), order.join(",")).toEqual([]);
+      expect(
+        body.events.filter((e: any) => e.outcome === "held"),
+        order.join(","),
+      ).toEqual([]);
     }
   });
 });
@@ -184,15 +207,27 @@ describe("a shuffled, duplicated, multi-gateway delivery run", () => {
       const batch = await Promise.all(deliveries.slice(i, i + 100).map(async ({ gateway, body }) => (await deliver(gateway, body)).status));
       statuses.push(...batch);
     }
-    expect(statuses.filter((s) => s >= 300), "non-2xx answers").toEqual([]);
+    expect(
+      statuses.filter((s) => s >= 300),
+      "non-2xx answers",
+    ).toEqual([]);
 
-    const { results } = await env.DB.prepare("SELECT gateway_id, id, status, sequence FROM settlements WHERE gateway_id LIKE 'gw_run_%'").all<{ gateway_id: string; id: string; status: string; sequence: number }>();
+    const { results } = await env.DB.prepare("SELECT gateway_id, id, status, sequence FROM settlements WHERE gateway_id LIKE 'gw_run_%'").all<{
+      gateway_id: string;
+      id: string;
+      status: string;
+      sequence: number;
+    }>();
     const actual = new Map(results.map((r) => [`${r.gateway_id}/${r.id}`, { status: r.status, sequence: r.sequence }]));
-    const wrong = [...expected].filter(([key, want]) => JSON.stringify(actual.get(key)) !== JSON.stringify(want)).map(([key, want]) => ({ key, want, got: actual.get(key) }));
+    const wrong = [...expected]
+      .filter(([key, want]) => JSON.stringify(actual.get(key)) !== JSON.stringify(want))
+      .map(([key, want]) => ({ key, want, got: actual.get(key) }));
     expect(wrong, "settlements not at their highest sequence").toEqual([]);
     expect(actual.size).toBe(200);
     // Each event applied exactly once: one transition per sequence, one applied row per event.
-    const transitions = await env.DB.prepare("SELECT gateway_id, settlement_id, COUNT(*) AS n, MAX(sequence) AS top FROM settlement_transitions WHERE gateway_id LIKE 'gw_run_%' GROUP BY gateway_id, settlement_id").all<{
+    const transitions = await env.DB.prepare(
+      "SELECT gateway_id, settlement_id, COUNT(*) AS n, MAX(sequence) AS top FROM settlement_transitions WHERE gateway_id LIKE 'gw_run_%' GROUP BY gateway_id, settlement_id",
+    ).all<{
       gateway_id: string;
       settlement_id: string;
       n: number;
@@ -200,7 +235,10 @@ describe("a shuffled, duplicated, multi-gateway delivery run", () => {
     }>();
     const short = transitions.results.filter((t) => t.n !== expected.get(`${t.gateway_id}/${t.settlement_id}`)!.sequence || t.top !== t.n);
     expect(short, "histories with a missing or repeated step").toEqual([]);
-    const events = await env.DB.prepare("SELECT outcome, COUNT(*) AS n FROM gateway_events WHERE gateway_id LIKE 'gw_run_%' GROUP BY outcome").all<{ outcome: string; n: number }>();
+    const events = await env.DB.prepare("SELECT outcome, COUNT(*) AS n FROM gateway_events WHERE gateway_id LIKE 'gw_run_%' GROUP BY outcome").all<{
+      outcome: string;
+      n: number;
+    }>();
     const totalSteps = [...expected.values()].reduce((sum, e) => sum + e.sequence, 0);
     expect(Object.fromEntries(events.results.map((e) => [e.outcome, e.n]))).toEqual({ applied: totalSteps });
   }, 180_000);

@@ -23,8 +23,13 @@ describe("settlement callbacks (docs/settlements.md)", () => {
 
   it("pending → confirming → confirmed → finalized, with a duplicate and an out-of-order delivery", async () => {
     const gateway = await approveGateway();
-    const events = (["pending", "confirming", "confirmed", "finalized"] as const).map((status, i) => callbackBody(gateway.id, { settlementId: "stl_flow", sequence: i + 1, status }));
-    expect(await answer(await deliver(gateway, events[0]))).toEqual({ status: 200, body: { received: true, outcome: "applied", settlementId: "stl_flow", status: "pending" } });
+    const events = (["pending", "confirming", "confirmed", "finalized"] as const).map((status, i) =>
+      callbackBody(gateway.id, { settlementId: "stl_flow", sequence: i + 1, status }),
+    );
+    expect(await answer(await deliver(gateway, events[0]))).toEqual({
+      status: 200,
+      body: { received: true, outcome: "applied", settlementId: "stl_flow", status: "pending" },
+    });
     expect((await answer(await deliver(gateway, events[0]))).body.outcome).toBe("duplicate");
     expect(await answer(await deliver(gateway, events[2]))).toMatchObject({ status: 202, body: { outcome: "held", status: "pending" } });
     expect(await answer(await deliver(gateway, events[1]))).toMatchObject({ status: 200, body: { outcome: "applied", status: "confirmed" } });
@@ -79,7 +84,11 @@ describe("settlement callbacks (docs/settlements.md)", () => {
       const reference = `${settlementId}_ref`;
       for (const e of events) await deliver(gateway, { ...e, id: `${e.id}_ref`, data: { ...e.data, settlementId: reference } });
       const [actual, expected] = await Promise.all([settlementOf(gateway, settlementId), settlementOf(gateway, reference)]);
-      const shape = (b: any) => ({ status: b.settlement?.status, sequence: b.settlement?.sequence, history: b.history.map((t: any) => [t.sequence, t.from, t.to]) });
+      const shape = (b: any) => ({
+        status: b.settlement?.status,
+        sequence: b.settlement?.sequence,
+        history: b.history.map((t: any) => [t.sequence, t.from, t.to]),
+      });
       expect(shape(actual.body), statuses.join(" ")).toEqual(shape(expected.body));
       expect(actual.body.settlement.sequence).toBe(events.length);
       // One row per event, nothing left waiting.
@@ -92,7 +101,9 @@ describe("settlement callbacks (docs/settlements.md)", () => {
     const owner = await approveGateway("Owner");
     const intruder = await approveGateway("Intruder");
     // The intruder speaks first, for an id the owner has not used yet: it cannot squat it.
-    expect((await answer(await deliver(intruder, callbackBody(intruder.id, { settlementId: "stl_owned", sequence: 1, status: "failed" })))).body).toMatchObject({ outcome: "applied", status: "failed" });
+    expect((await answer(await deliver(intruder, callbackBody(intruder.id, { settlementId: "stl_owned", sequence: 1, status: "failed" })))).body).toMatchObject(
+      { outcome: "applied", status: "failed" },
+    );
     const first = await answer(await deliver(owner, callbackBody(owner.id, { settlementId: "stl_owned", sequence: 1, status: "pending" })));
     expect(first).toMatchObject({ status: 200, body: { outcome: "applied", status: "pending" } });
     await deliver(intruder, callbackBody(intruder.id, { settlementId: "stl_owned", sequence: 2, status: "failed" }));
@@ -118,13 +129,20 @@ describe("settlement callbacks (docs/settlements.md)", () => {
           const gateway = await approveGateway();
           const settlementId = `stl_prop_${run}`;
           const events = statuses.map((status, i) => callbackBody(gateway.id, { settlementId, sequence: i + 1, status }));
-          const order = [...events, events[0]!].map((e) => ({ e, k: randomness.next().value })).sort((a, b) => a.k - b.k).map((x) => x.e);
+          const order = [...events, events[0]!]
+            .map((e) => ({ e, k: randomness.next().value }))
+            .sort((a, b) => a.k - b.k)
+            .map((x) => x.e);
           for (const e of order) expect((await deliver(gateway, e)).status).toBeLessThan(300);
           // The in-order result, computed by the same rules on a fresh settlement.
           const reference = `${settlementId}_ref`;
           for (const e of events) await deliver(gateway, { ...e, id: `${e.id}_ref`, data: { ...e.data, settlementId: reference } });
           const [actual, expected] = await Promise.all([settlementOf(gateway, settlementId), settlementOf(gateway, reference)]);
-          const shape = (b: any) => ({ status: b.settlement?.status, sequence: b.settlement?.sequence, history: b.history.map((h: any) => [h.sequence, h.from, h.to]) });
+          const shape = (b: any) => ({
+            status: b.settlement?.status,
+            sequence: b.settlement?.sequence,
+            history: b.history.map((h: any) => [h.sequence, h.from, h.to]),
+          });
           expect(shape(actual.body)).toEqual(shape(expected.body));
         },
       ),
@@ -157,7 +175,13 @@ describe("callback verification", () => {
     const response = await call("/api/gateway/callback", {
       method: "POST",
       body: JSON.stringify(event, null, 2),
-      headers: { "Content-Type": "application/json", "X-GATEWAY-ID": gateway.id, "webhook-id": event.id, "webhook-timestamp": String(Math.floor(Date.now() / 1000)), "webhook-signature": signature },
+      headers: {
+        "Content-Type": "application/json",
+        "X-GATEWAY-ID": gateway.id,
+        "webhook-id": event.id,
+        "webhook-timestamp": String(Math.floor(Date.now() / 1000)),
+        "webhook-signature": signature,
+      },
     });
     expect((await answer(response)).body.code).toBe("INVALID_SIGNATURE");
     expect(await countEvents(gateway.id)).toBe(0);
@@ -168,7 +192,8 @@ describe("callback verification", () => {
     // Start early in a second, so the server's clock reads the same whole second as ours.
     await new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000) + 20));
     const now = Math.floor(Date.now() / 1000);
-    const send = (offset: number) => deliver(gateway, callbackBody(gateway.id, { settlementId: `stl_t${offset}`, sequence: 1, status: "pending" }), { timestamp: now + offset });
+    const send = (offset: number) =>
+      deliver(gateway, callbackBody(gateway.id, { settlementId: `stl_t${offset}`, sequence: 1, status: "pending" }), { timestamp: now + offset });
     const [pastEdge, futureEdge, late, early] = await Promise.all([send(-300), send(300), send(-301), send(301)].map(async (r) => answer(await r)));
     expect(pastEdge!.status).toBe(200);
     expect(futureEdge!.status).toBe(200);
@@ -214,7 +239,12 @@ describe("bad input is refused with its problem and nothing is written", () => {
       ["amount as a number", { raw: JSON.stringify({ ...good, data: { ...good.data, amount: 1250.5 } }) }, 400, "VALIDATION_FAILED"],
       ["empty body", { raw: "" }, 400, "VALIDATION_FAILED"],
       ["not UTF-8", { raw: new Uint8Array([...new TextEncoder().encode(JSON.stringify(good).slice(0, -2)), 0xff, 0x7d, 0x7d]) }, 400, "VALIDATION_FAILED"],
-      ["64 KiB + 1 without Content-Length", { raw: new TextEncoder().encode(`{"pad":"${"x".repeat(64 * 1024 - 9)}"}`), stream: true }, 413, "PAYLOAD_TOO_LARGE"],
+      [
+        "64 KiB + 1 without Content-Length",
+        { raw: new TextEncoder().encode(`{"pad":"${"x".repeat(64 * 1024 - 9)}"}`), stream: true },
+        413,
+        "PAYLOAD_TOO_LARGE",
+      ],
       ["content type", { headers: { "Content-Type": "text/plain" } }, 415, "UNSUPPORTED_MEDIA_TYPE"],
       ["no content type", { headers: { "Content-Type": "" } }, 415, "UNSUPPORTED_MEDIA_TYPE"],
     ];
@@ -270,7 +300,9 @@ describe("nothing lost, and each gateway's own rate", () => {
       const response = await deliver(gateway, body, { raw });
       expect(response.status).toBeLessThan(300);
       outcomes.push(((await response.json()) as { outcome: string }).outcome);
-      const row = await env.DB.prepare("SELECT raw_body, body_sha256 FROM gateway_events WHERE gateway_id = ? AND webhook_id = ?").bind(gateway.id, body.id).first<{ raw_body: string; body_sha256: string }>();
+      const row = await env.DB.prepare("SELECT raw_body, body_sha256 FROM gateway_events WHERE gateway_id = ? AND webhook_id = ?")
+        .bind(gateway.id, body.id)
+        .first<{ raw_body: string; body_sha256: string }>();
       expect(row?.raw_body).toBe(raw);
       const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(raw)));
       expect(row?.body_sha256).toBe([...digest].map((b) => b.toString(16).padStart(2, "0")).join(""));
@@ -298,7 +330,9 @@ describe("nothing lost, and each gateway's own rate", () => {
     const gateway = await approveGateway();
     const ip = { "CF-Connecting-IP": "203.0.113.77" };
     const responses = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => deliver(gateway, callbackBody(gateway.id, { settlementId: `stl_ip_${i}`, sequence: 1, status: "pending" }), { headers: ip })),
+      Array.from({ length: 20 }, (_, i) =>
+        deliver(gateway, callbackBody(gateway.id, { settlementId: `stl_ip_${i}`, sequence: 1, status: "pending" }), { headers: ip }),
+      ),
     );
     expect(responses.map((r) => r.status)).toEqual(Array.from({ length: 20 }, () => 200));
     // The same address on the public surface is limited.

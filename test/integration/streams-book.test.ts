@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { ingest } from "../../src/market/ingest";
 import { shardOf } from "../../src/streams/protocol";
 import { callJson } from "../support/http";
-import { openSocket, sleep, until, type TestSocket } from "./streams-support";
+import { openSocket, sleep, type TestSocket, until } from "./streams-support";
 
 type Level = [string, string];
 type Side = Map<string, string>;
@@ -38,7 +38,10 @@ class ClientBook {
   snapshots = 0;
   gaps = 0;
 
-  constructor(socket: TestSocket, private readonly stream: string) {
+  constructor(
+    socket: TestSocket,
+    private readonly stream: string,
+  ) {
     const apply = (message: any) => {
       if (message.stream === this.stream) this.apply(message.data);
     };
@@ -214,7 +217,13 @@ describe("trades, ticker and prices streams", () => {
     await until(() => socket.messages.find((m) => m.result));
     const time = Date.now();
     await ingest(env, { symbol: "XRPUSDT", trades: [{ id: "x-1", price: "0.5000", quantity: "10.0", side: "buy", time }] });
-    await ingest(env, { symbol: "XRPUSDT", trades: [{ id: "x-1", price: "0.5000", quantity: "10.0", side: "buy", time }, { id: "x-2", price: "0.5001", quantity: "2.5", side: "sell", time }] });
+    await ingest(env, {
+      symbol: "XRPUSDT",
+      trades: [
+        { id: "x-1", price: "0.5000", quantity: "10.0", side: "buy", time },
+        { id: "x-2", price: "0.5001", quantity: "2.5", side: "sell", time },
+      ],
+    });
     await until(() => socket.messages.filter((m) => m.stream === "trades.XRPUSDT").length >= 2);
     await sleep(200);
     expect(socket.messages.filter((m) => m.stream === "trades.XRPUSDT").map((m) => m.data)).toEqual([
@@ -247,7 +256,11 @@ describe("trades, ticker and prices streams", () => {
     await ingest(env, { symbol: "BTCUSDC", trades: [{ id: "p-1", price: "97000.00", quantity: "0.10000", side: "buy", time: Date.now() }] });
     // Earlier messages may predate this price (other markets report too): wait for the one with it.
     const prices = await until(() => socket.messages.find((m) => m.stream === "prices.USDC" && m.data.data.length > 0)?.data, 5000);
-    expect(prices).toMatchObject({ quote: "USDC", asOf: expect.any(Number), data: expect.arrayContaining([expect.objectContaining({ asset: "BTC", price: "97000.00", source: "BTCUSDC" })]) });
+    expect(prices).toMatchObject({
+      quote: "USDC",
+      asOf: expect.any(Number),
+      data: expect.arrayContaining([expect.objectContaining({ asset: "BTC", price: "97000.00", source: "BTCUSDC" })]),
+    });
     socket.ws.close();
   });
 });

@@ -26,7 +26,10 @@ describe("the protocol in workerd (docs/streams.md)", () => {
     s.ws.send(JSON.stringify({ op: "unsubscribe", id: 3, streams: ["ticker.BTCUSDT"] }));
     expect(await until(() => s.messages.find((m) => m.id === 3))).toEqual({ id: 3, result: { streams: ["trades.ETHUSDT"] } });
     s.ws.send(JSON.stringify({ op: "subscribe", id: 4, streams: ["book.DOGEUSDT"] }));
-    expect(await until(() => s.messages.find((m) => m.id === 4))).toEqual({ id: 4, error: { code: "UNKNOWN_STREAM", message: expect.stringContaining("book.DOGEUSDT") } });
+    expect(await until(() => s.messages.find((m) => m.id === 4))).toEqual({
+      id: 4,
+      error: { code: "UNKNOWN_STREAM", message: expect.stringContaining("book.DOGEUSDT") },
+    });
     s.ws.send(JSON.stringify({ op: "unsubscribe", id: 5, streams: ["trades.ETHUSDT", "nope"] }));
     expect((await until(() => s.messages.find((m) => m.id === 5))).error.code).toBe("UNKNOWN_STREAM");
     s.ws.send(JSON.stringify({ op: "list", id: 6 }));
@@ -59,7 +62,10 @@ describe("the protocol in workerd (docs/streams.md)", () => {
     const good = await openSocket("/api/ws?streams=ticker.BTCUSDT,book.ETHUSDT", "192.0.2.3");
     expect(await until(() => good.messages.find((m) => "result" in m))).toEqual({ id: null, result: { streams: ["ticker.BTCUSDT", "book.ETHUSDT"] } });
     const bad = await openSocket("/api/ws?streams=ticker.BTCUSDT,book.NOPE", "192.0.2.4");
-    expect(await until(() => bad.messages.find((m) => "error" in m))).toEqual({ id: null, error: { code: "UNKNOWN_STREAM", message: expect.stringContaining("book.NOPE") } });
+    expect(await until(() => bad.messages.find((m) => "error" in m))).toEqual({
+      id: null,
+      error: { code: "UNKNOWN_STREAM", message: expect.stringContaining("book.NOPE") },
+    });
     good.ws.close();
     bad.ws.close();
   });
@@ -148,7 +154,7 @@ describe("connection limit: 5 per client IP or API key", () => {
     for (let i = 0; i < 5; i++) sockets.push(await openSocket(`/v1/ws?${await signedQuery(key)}`, `192.0.2.${30 + i}`));
     const sixth = await upgrade(`/v1/ws?${await signedQuery(key)}`, "192.0.2.40");
     expect(sixth.status).toBe(429);
-    expect(((await sixth.json()) as { code: string; detail: string })).toMatchObject({ code: "STREAM_LIMIT", detail: expect.stringContaining("API key") });
+    expect((await sixth.json()) as { code: string; detail: string }).toMatchObject({ code: "STREAM_LIMIT", detail: expect.stringContaining("API key") });
     // The key's five do not count against the IPs' public connections.
     expect((await upgrade("/api/ws", "192.0.2.30")).status).toBe(101);
     for (const s of sockets) s.ws.close();
@@ -165,7 +171,12 @@ describe("/v1/ws authentication", () => {
     const timestamp = Date.now();
     const target = "/v1/ws?streams=ticker.BTCUSDT";
     const headerSig = await sign(streamer.secret, signingPayload(timestamp, "GET", target, ""));
-    const viaHeaders = await upgrade(target, "192.0.2.51", { "X-API-KEY": streamer.id, "X-TIMESTAMP": String(timestamp), "X-SIGNATURE": headerSig, "X-Request-Id": "signed-ws" });
+    const viaHeaders = await upgrade(target, "192.0.2.51", {
+      "X-API-KEY": streamer.id,
+      "X-TIMESTAMP": String(timestamp),
+      "X-SIGNATURE": headerSig,
+      "X-Request-Id": "signed-ws",
+    });
     expect(viaHeaders.status).toBe(101);
     // The upgrade is a limited response like any other: request id and the key's RateLimit headers.
     expect(viaHeaders.headers.get("X-Request-Id")).toBe("signed-ws");

@@ -32,7 +32,9 @@ const body = fc.oneof(
   fc.constant(""),
   fc.string({ maxLength: 200 }),
   fc.json({ maxDepth: 3 }),
-  fc.dictionary(fc.constantFrom("email", "password", "name", "id", "status", "label", "permissions", "csrf", "symbol"), fc.jsonValue({ maxDepth: 2 })).map((o) => JSON.stringify(o)),
+  fc
+    .dictionary(fc.constantFrom("email", "password", "name", "id", "status", "label", "permissions", "csrf", "symbol"), fc.jsonValue({ maxDepth: 2 }))
+    .map((o) => JSON.stringify(o)),
   fc.constant("email=a%40b.c&password=secret+pass+1&csrf=x"),
   fc.constant(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="email"\r\n\r\na@b.c\r\n--${BOUNDARY}--\r\n`),
   fc.constant(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="email"\r\n\r\nno end`),
@@ -56,7 +58,11 @@ async function operations(): Promise<Operation[]> {
 
 /** The pages and the dashboard's form posts: not JSON endpoints, so not in the OpenAPI document. */
 const PAGE_ROUTES: Operation[] = [
-  ...["/dashboard/signup", "/dashboard/login", "/dashboard/logout", "/dashboard/keys", "/dashboard/keys/{id}/revoke"].map((path) => ({ method: "POST", path, statuses: [] })),
+  ...["/dashboard/signup", "/dashboard/login", "/dashboard/logout", "/dashboard/keys", "/dashboard/keys/{id}/revoke"].map((path) => ({
+    method: "POST",
+    path,
+    statuses: [],
+  })),
   ...["/", "/markets/{pair}", "/docs", "/dashboard", "/dashboard/keys/{id}/revoke", "/assets/{name}"].map((path) => ({ method: "GET", path, statuses: [] })),
 ];
 
@@ -73,7 +79,9 @@ describe("the whole surface: no client input gets a 5xx (docs/api.md#errors)", (
         fc.constantFrom(...MEDIA_TYPES),
         body,
         fc.array(pathValue, { minLength: 3, maxLength: 3 }),
-        fc.dictionary(fc.constantFrom("symbol", "symbols", "depth", "limit", "interval", "startTime", "cursor", "status", "gatewayId", "streams"), pathValue, { maxKeys: 3 }),
+        fc.dictionary(fc.constantFrom("symbol", "symbols", "depth", "limit", "interval", "startTime", "cursor", "status", "gatewayId", "streams"), pathValue, {
+          maxKeys: 3,
+        }),
         fc.record({ admin: fc.boolean(), session: fc.boolean(), origin: fc.boolean() }),
         async (operation, otherMethod, mediaType, payload, values, query, who) => {
           let i = 0;
@@ -124,9 +132,19 @@ describe("the whole surface: no client input gets a 5xx (docs/api.md#errors)", (
   });
 
   it("malformed multipart on the dashboard's forms is 400, other media types 415", async () => {
-    for (const path of ["/dashboard/signup", "/dashboard/login", "/dashboard/keys", "/dashboard/keys/mk_0123456789abcdef01234567/revoke", "/dashboard/logout"]) {
+    for (const path of [
+      "/dashboard/signup",
+      "/dashboard/login",
+      "/dashboard/keys",
+      "/dashboard/keys/mk_0123456789abcdef01234567/revoke",
+      "/dashboard/logout",
+    ]) {
       const { cookie } = await newAccount();
-      const broken = await callJson(path, { method: "POST", headers: { "Content-Type": `multipart/form-data; boundary=${BOUNDARY}`, Cookie: cookie }, body: "--nope\r\ngarbage" });
+      const broken = await callJson(path, {
+        method: "POST",
+        headers: { "Content-Type": `multipart/form-data; boundary=${BOUNDARY}`, Cookie: cookie },
+        body: "--nope\r\ngarbage",
+      });
       expect([broken.status, broken.body.code], path).toEqual([400, "VALIDATION_FAILED"]);
       const json = await callJson(path, { method: "POST", headers: { "Content-Type": "application/json", Cookie: cookie }, body: "{}" });
       expect([json.status, json.body.code], path).toEqual([415, "UNSUPPORTED_MEDIA_TYPE"]);

@@ -8,7 +8,12 @@ export async function newAccount(ip?: string): Promise<{ cookie: string; email: 
   accounts += 1;
   const email = `trader${accounts}-${crypto.randomUUID().slice(0, 8)}@example.com`;
   const password = "correct horse battery staple";
-  const response = await call("/account/signup", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ email, password }), ip });
+  const response = await call("/account/signup", {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ email, password }),
+    ip,
+  });
   if (response.status !== 201) throw new Error(`signup: ${response.status} ${await response.text()}`);
   const cookie = response.headers.get("Set-Cookie")!.split(";")[0]!;
   return { cookie, email, password };
@@ -25,7 +30,12 @@ export async function newKey(options: { permissions?: string[]; allowCidrs?: str
   const response = await call("/account/api-keys", {
     method: "POST",
     headers: { "Content-Type": "application/json", Cookie: cookie },
-    body: JSON.stringify({ label: "test", permissions: options.permissions ?? ["read"], allowCidrs: options.allowCidrs ?? [], expiresAt: options.expiresAt ?? null }),
+    body: JSON.stringify({
+      label: "test",
+      permissions: options.permissions ?? ["read"],
+      allowCidrs: options.allowCidrs ?? [],
+      expiresAt: options.expiresAt ?? null,
+    }),
   });
   if (response.status !== 201) throw new Error(`create key: ${response.status} ${await response.text()}`);
   const body = (await response.json()) as { id: string; secret: string };
@@ -46,6 +56,12 @@ export async function signedCall(
     method,
     ip: options.ip,
     body: method === "GET" ? undefined : body,
-    headers: { "X-API-KEY": key.id, "X-TIMESTAMP": String(timestamp), "X-SIGNATURE": signature, ...(body ? { "Content-Type": "application/json" } : {}), ...options.headers },
+    headers: {
+      "X-API-KEY": key.id,
+      "X-TIMESTAMP": String(timestamp),
+      "X-SIGNATURE": signature,
+      ...(body ? { "Content-Type": "application/json" } : {}),
+      ...options.headers,
+    },
   });
 }

@@ -6,14 +6,22 @@ import { call, callJson } from "./http";
 export const ADMIN = { Authorization: "Bearer test-admin-token" };
 
 export async function approveGateway(name = "Test Gateway", id?: string): Promise<{ id: string; secret: string; secretId: string }> {
-  const { status, body } = await callJson("/admin/gateways", { method: "POST", headers: { ...ADMIN, "Content-Type": "application/json" }, body: JSON.stringify({ name, ...(id ? { id } : {}) }) });
+  const { status, body } = await callJson("/admin/gateways", {
+    method: "POST",
+    headers: { ...ADMIN, "Content-Type": "application/json" },
+    body: JSON.stringify({ name, ...(id ? { id } : {}) }),
+  });
   if (status !== 201) throw new Error(`approve: ${status} ${JSON.stringify(body)}`);
   return { id: body.id, secret: body.secret.secret, secretId: body.secret.id };
 }
 
 let events = 0;
 
-export function callbackBody(gatewayId: string, data: { settlementId: string; sequence: number; status: string; amount?: string } & Record<string, unknown>, id = `evt_${++events}_${crypto.randomUUID().slice(0, 8)}`) {
+export function callbackBody(
+  gatewayId: string,
+  data: { settlementId: string; sequence: number; status: string; amount?: string } & Record<string, unknown>,
+  id = `evt_${++events}_${crypto.randomUUID().slice(0, 8)}`,
+) {
   return {
     id,
     type: "settlement.updated",
@@ -60,6 +68,13 @@ export async function deliver(
   return call("/api/gateway/callback", {
     method: "POST",
     body: payload,
-    headers: { "Content-Type": "application/json", "X-GATEWAY-ID": gateway.id, "webhook-id": webhookId, "webhook-timestamp": timestamp, "webhook-signature": signature, ...options.headers },
+    headers: {
+      "Content-Type": "application/json",
+      "X-GATEWAY-ID": gateway.id,
+      "webhook-id": webhookId,
+      "webhook-timestamp": timestamp,
+      "webhook-signature": signature,
+      ...options.headers,
+    },
   });
 }

@@ -64,7 +64,7 @@ describe("client addresses: one address, one principal", () => {
     fc.assert(
       fc.property(groups, groups, (a, b) => {
         const network = a.slice(0, 4);
-        fc.pre(!(network.every((p) => p === 0)));
+        fc.pre(!network.every((p) => p === 0));
         const first = canonicalIp([...network, ...a.slice(4)].map((p) => p.toString(16)).join(":"))!;
         const second = canonicalIp([...network, ...b.slice(4)].map((p) => p.toString(16)).join(":"))!;
         fc.pre(first.includes(":") && second.includes(":"));

@@ -6,13 +6,11 @@ import { add, compare, DecimalError, divide, formatDecimal, multiply, parseDecim
 // decimal.js is the independent reference: used only here, never by the service.
 Decimal.set({ precision: 200, rounding: Decimal.ROUND_HALF_UP, toExpNeg: -200, toExpPos: 200 });
 
-const decimalText = fc
-  .tuple(fc.boolean(), fc.bigInt({ min: 0n, max: 10n ** 30n }), fc.integer({ min: 0, max: 18 }))
-  .map(([negative, units, scale]) => {
-    const digits = units.toString().padStart(scale + 1, "0");
-    const text = scale === 0 ? digits : `${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
-    return negative && units !== 0n ? `-${text}` : text;
-  });
+const decimalText = fc.tuple(fc.boolean(), fc.bigInt({ min: 0n, max: 10n ** 30n }), fc.integer({ min: 0, max: 18 })).map(([negative, units, scale]) => {
+  const digits = units.toString().padStart(scale + 1, "0");
+  const text = scale === 0 ? digits : `${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
+  return negative && units !== 0n ? `-${text}` : text;
+});
 
 const reference = (text: string) => new Decimal(text);
 /** decimal.js's ROUND_HALF_UP rounds half away from zero, as the docs say. */
@@ -20,9 +18,11 @@ const referenceFixed = (value: Decimal, scale: number) => value.toFixed(scale, D
 
 describe("decimal: exact fixed-point on bigint", () => {
   it("parse then format round-trips every plain decimal", () => {
-    fc.assert(fc.property(decimalText, (text) => {
+    fc.assert(
+      fc.property(decimalText, (text) => {
         expect(formatDecimal(parseDecimal(text))).toBe(text);
-      }));
+      }),
+    );
   });
 
   it("formatting at any scale rounds half away from zero like the reference", () => {
@@ -58,9 +58,11 @@ describe("decimal: exact fixed-point on bigint", () => {
   });
 
   it("compare orders like the reference", () => {
-    fc.assert(fc.property(decimalText, decimalText, (a, b) => {
+    fc.assert(
+      fc.property(decimalText, decimalText, (a, b) => {
         expect(compare(parseDecimal(a), parseDecimal(b))).toBe(reference(a).comparedTo(b));
-      }));
+      }),
+    );
   });
 
   it("exact halves round away from zero in both directions", () => {

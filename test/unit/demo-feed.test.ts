@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createDemoState, demoTick, DEMO_LEVELS_PER_SIDE } from "../../src/market/demo-feed";
+import { createDemoState, DEMO_LEVELS_PER_SIDE, demoTick } from "../../src/market/demo-feed";
 import { toIngestBatch } from "../../src/market/ingest";
 import { OrderBook } from "../../src/market/order-book";
 import { findMarket, MARKETS } from "../../src/market/registry";

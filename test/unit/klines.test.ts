@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { aggregateCandles, KLINE_INTERVALS } from "../../src/market/klines";
-import { addToBucket, minuteOf, type MinuteBucket } from "../../src/market/rolling-window";
+import { addToBucket, type MinuteBucket, minuteOf } from "../../src/market/rolling-window";
 
 const scales = { priceScale: 1, quantityScale: 0 };
 const day = Date.UTC(2026, 10, 22);
@@ -23,8 +23,28 @@ describe("klines: minute buckets aggregated per interval", () => {
   it("5m candles align to the epoch and carry open, high, low, close, volumes and count", () => {
     expect(aggregateCandles(history, KLINE_INTERVALS["5m"], scales)).toEqual([
       { openTime: day, closeTime: day + 299_999, open: "1.0", high: "3.0", low: "1.0", close: "2.0", volume: "6", quoteVolume: "12.0", tradeCount: 3 },
-      { openTime: day + 300_000, closeTime: day + 599_999, open: "5.0", high: "5.0", low: "5.0", close: "5.0", volume: "2", quoteVolume: "10.0", tradeCount: 1 },
-      { openTime: day + 3_600_000, closeTime: day + 3_899_999, open: "4.0", high: "4.0", low: "4.0", close: "4.0", volume: "2", quoteVolume: "8.0", tradeCount: 1 },
+      {
+        openTime: day + 300_000,
+        closeTime: day + 599_999,
+        open: "5.0",
+        high: "5.0",
+        low: "5.0",
+        close: "5.0",
+        volume: "2",
+        quoteVolume: "10.0",
+        tradeCount: 1,
+      },
+      {
+        openTime: day + 3_600_000,
+        closeTime: day + 3_899_999,
+        open: "4.0",
+        high: "4.0",
+        low: "4.0",
+        close: "4.0",
+        volume: "2",
+        quoteVolume: "8.0",
+        tradeCount: 1,
+      },
     ]);
   });
 

@@ -6,10 +6,10 @@ import {
   accountDelayMs,
   IP_MAX_FAILURES,
   LOGIN_WINDOW_MS,
-  reserveLogin,
-  settleLogin,
   type LoginAttempts,
   type LoginScope,
+  reserveLogin,
+  settleLogin,
 } from "../../src/access/login-throttle";
 
 /** Replays attempts (all failing) at the given times; returns which were allowed. */
@@ -25,7 +25,10 @@ function replay(scope: LoginScope, times: number[]) {
 describe("sign-in throttle rules", () => {
   it("an account: five free failures, then waits of 1 s, 2 s, 4 s … capped at five minutes", () => {
     expect([0, 1, 4, 5, 6, 7, 12, 20, 40].map(accountDelayMs)).toEqual([0, 0, 0, 1_000, 2_000, 4_000, 128_000, ACCOUNT_MAX_DELAY_MS, ACCOUNT_MAX_DELAY_MS]);
-    const burst = replay("account", Array.from({ length: 40 }, () => 0));
+    const burst = replay(
+      "account",
+      Array.from({ length: 40 }, () => 0),
+    );
     expect(burst.filter((r) => r.allowed)).toHaveLength(ACCOUNT_FREE_FAILURES);
     expect(burst[5]).toEqual({ allowed: false, retryAfterMs: 1_000 });
   });
@@ -42,7 +45,10 @@ describe("sign-in throttle rules", () => {
           else expect(reservation.retryAfterMs).toBeLessThanOrEqual(ACCOUNT_MAX_DELAY_MS);
         }
         expect(reserveLogin("account", stored, stored!.lastFailureAt + ACCOUNT_MAX_DELAY_MS).allowed).toBe(true);
-        expect(reserveLogin("account", stored, stored!.lastFailureAt + LOGIN_WINDOW_MS)).toEqual({ allowed: true, attempts: { failures: 1, lastFailureAt: stored!.lastFailureAt + LOGIN_WINDOW_MS } });
+        expect(reserveLogin("account", stored, stored!.lastFailureAt + LOGIN_WINDOW_MS)).toEqual({
+          allowed: true,
+          attempts: { failures: 1, lastFailureAt: stored!.lastFailureAt + LOGIN_WINDOW_MS },
+        });
       }),
     );
   });

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { MAX_SNAPSHOT_STEP, OrderBook, type BookUpdate, type UnitLevel } from "../../src/market/order-book";
+import { type BookUpdate, MAX_SNAPSHOT_STEP, OrderBook, type UnitLevel } from "../../src/market/order-book";
 
 /** The naive model: a map per side, sorted only when read. */
 class NaiveBook {
@@ -50,39 +50,43 @@ const deltaQuantity = fc.oneof(quantity, fc.constant(0n));
 describe("order book: random snapshot and deltas behave like a naive model", () => {
   it("equals the model, stays sorted and uncrossed, sequence continuous; refused deltas change nothing", () => {
     fc.assert(
-      fc.property(levels(quantity), fc.array(fc.tuple(levels(deltaQuantity), levels(deltaQuantity), fc.boolean()), { maxLength: 40 }), (snapshotLevels, deltas) => {
-        // A valid (uncrossed) snapshot: bids below 100, asks from 100 up.
-        const bids = snapshotLevels.filter(([p]) => p < 100n);
-        const asks = snapshotLevels.filter(([p]) => p >= 100n);
-        const book = new OrderBook(0, 0);
-        const model = new NaiveBook();
-        book.apply({ type: "snapshot", sequence: 7, bids, asks }, 1);
-        model.snapshot(7, bids, asks);
-        for (const [deltaBids, deltaAsks, skipSequence] of deltas) {
-          const sequence = book.sequence + (skipSequence ? 2 : 1);
-          const before = JSON.stringify(book.levels(1000));
-          let refused: unknown;
-          try {
-            book.apply({ type: "delta", sequence, bids: deltaBids, asks: deltaAsks }, 2);
-          } catch (error) {
-            refused = error;
+      fc.property(
+        levels(quantity),
+        fc.array(fc.tuple(levels(deltaQuantity), levels(deltaQuantity), fc.boolean()), { maxLength: 40 }),
+        (snapshotLevels, deltas) => {
+          // A valid (uncrossed) snapshot: bids below 100, asks from 100 up.
+          const bids = snapshotLevels.filter(([p]) => p < 100n);
+          const asks = snapshotLevels.filter(([p]) => p >= 100n);
+          const book = new OrderBook(0, 0);
+          const model = new NaiveBook();
+          book.apply({ type: "snapshot", sequence: 7, bids, asks }, 1);
+          model.snapshot(7, bids, asks);
+          for (const [deltaBids, deltaAsks, skipSequence] of deltas) {
+            const sequence = book.sequence + (skipSequence ? 2 : 1);
+            const before = JSON.stringify(book.levels(1000));
+            let refused: unknown;
+            try {
+              book.apply({ type: "delta", sequence, bids: deltaBids, asks: deltaAsks }, 2);
+            } catch (error) {
+              refused = error;
+            }
+            if (skipSequence) {
+              expect(refused).toMatchObject({ code: "SEQUENCE_GAP" });
+            } else if (model.crossedAfter(deltaBids, deltaAsks)) {
+              expect(refused).toMatchObject({ code: "VALIDATION_FAILED" });
+            } else {
+              expect(refused).toBeUndefined();
+              model.delta(sequence, deltaBids, deltaAsks);
+            }
+            if (refused) expect(JSON.stringify(book.levels(1000))).toBe(before);
+            expect(book.sequence).toBe(model.sequence);
+            expect(book.levels(1000)).toEqual(model.sorted(1000));
+            const best = [book.bestBid(), book.bestAsk()];
+            if (best[0] !== undefined && best[1] !== undefined) expect(best[0] < best[1]).toBe(true);
           }
-          if (skipSequence) {
-            expect(refused).toMatchObject({ code: "SEQUENCE_GAP" });
-          } else if (model.crossedAfter(deltaBids, deltaAsks)) {
-            expect(refused).toMatchObject({ code: "VALIDATION_FAILED" });
-          } else {
-            expect(refused).toBeUndefined();
-            model.delta(sequence, deltaBids, deltaAsks);
-          }
-          if (refused) expect(JSON.stringify(book.levels(1000))).toBe(before);
-          expect(book.sequence).toBe(model.sequence);
-          expect(book.levels(1000)).toEqual(model.sorted(1000));
-          const best = [book.bestBid(), book.bestAsk()];
-          if (best[0] !== undefined && best[1] !== undefined) expect(best[0] < best[1]).toBe(true);
-        }
-        expect(book.levels(5)).toEqual(model.sorted(5));
-      }),
+          expect(book.levels(5)).toEqual(model.sorted(5));
+        },
+      ),
     );
   });
 
@@ -91,15 +95,45 @@ describe("order book: random snapshot and deltas behave like a naive model", () 
     expect(() => book.apply({ type: "snapshot", sequence: 1, bids: [[101n, 1n]], asks: [[100n, 1n]] }, 0)).toThrow(/crossed/);
     expect(() => book.apply({ type: "snapshot", sequence: 1, bids: [[101n, 1n]], asks: [[101n, 1n]] }, 0)).toThrow(/crossed/);
     expect(() => book.apply({ type: "snapshot", sequence: 1, bids: [[99n, 0n]], asks: [] }, 0)).toThrow(/zero quantity/);
-    expect(() => book.apply({ type: "snapshot", sequence: 1, bids: [[99n, 1n], [99n, 2n]], asks: [] }, 0)).toThrow(/appears twice/);
+    expect(() =>
+      book.apply(
+        {
+          type: "snapshot",
+          sequence: 1,
+          bids: [
+            [99n, 1n],
+            [99n, 2n],
+          ],
+          asks: [],
+        },
+        0,
+      ),
+    ).toThrow(/appears twice/);
     expect(book.sequence).toBe(0);
     expect(book.levels(10)).toEqual({ bids: [], asks: [] });
   });
 
   it("formats levels at the market's scales, best first", () => {
     const book = new OrderBook(2, 5);
-    book.apply({ type: "snapshot", sequence: 1, bids: [[9700010n, 50000n], [9700020n, 1n]], asks: [[9700100n, 123456n]] }, 0);
-    expect(book.levels(10)).toEqual({ bids: [["97000.20", "0.00001"], ["97000.10", "0.50000"]], asks: [["97001.00", "1.23456"]] });
+    book.apply(
+      {
+        type: "snapshot",
+        sequence: 1,
+        bids: [
+          [9700010n, 50000n],
+          [9700020n, 1n],
+        ],
+        asks: [[9700100n, 123456n]],
+      },
+      0,
+    );
+    expect(book.levels(10)).toEqual({
+      bids: [
+        ["97000.20", "0.00001"],
+        ["97000.10", "0.50000"],
+      ],
+      asks: [["97001.00", "1.23456"]],
+    });
   });
 });
 
@@ -119,12 +153,21 @@ describe("a book's sequence never goes back (publisher rules)", () => {
     expect(book.apply(snapshot(10), 1)).toBe("applied");
     expect(book.apply(snapshot(10), 2), "replayed snapshot").toBe("duplicate");
     expect(book.updatedAt).toBe(1);
-    expect(codeOf(() => book.apply(snapshot(10, 99n), 3)), "same sequence, other levels").toBe("STALE_SEQUENCE");
-    expect(codeOf(() => book.apply(snapshot(9), 3)), "older snapshot").toBe("STALE_SEQUENCE");
+    expect(
+      codeOf(() => book.apply(snapshot(10, 99n), 3)),
+      "same sequence, other levels",
+    ).toBe("STALE_SEQUENCE");
+    expect(
+      codeOf(() => book.apply(snapshot(9), 3)),
+      "older snapshot",
+    ).toBe("STALE_SEQUENCE");
     const delta: BookUpdate = { type: "delta", sequence: 11, bids: [[101n, 2n]], asks: [] };
     expect(book.apply(delta, 4)).toBe("applied");
     expect(book.apply(delta, 5), "replayed delta").toBe("duplicate");
-    expect(codeOf(() => book.apply(snapshot(10), 6)), "snapshot replayed after a delta").toBe("STALE_SEQUENCE");
+    expect(
+      codeOf(() => book.apply(snapshot(10), 6)),
+      "snapshot replayed after a delta",
+    ).toBe("STALE_SEQUENCE");
     expect([book.sequence, book.bestBid()]).toEqual([11, 101n]);
   });
 

@@ -1,7 +1,7 @@
 import DecimalJs from "decimal.js";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ClientBook, compareDecimal, subtractDecimal, type BookMessage, type Level } from "../../src/pages/client/book";
+import { type BookMessage, ClientBook, compareDecimal, type Level, subtractDecimal } from "../../src/pages/client/book";
 
 /** Exact for every value generated here (the default keeps 20 significant digits). */
 const Decimal = DecimalJs.clone({ precision: 100 });
@@ -13,7 +13,10 @@ const levelsAt = (scale: number) =>
   fc.array(
     fc.tuple(
       fc.integer({ min: 1, max: 400 }).map((u) => atScale(u, scale)),
-      fc.oneof(fc.constant("0"), fc.integer({ min: 1, max: 9_999 }).map((u) => atScale(u, 3))),
+      fc.oneof(
+        fc.constant("0"),
+        fc.integer({ min: 1, max: 9_999 }).map((u) => atScale(u, 3)),
+      ),
     ),
     { maxLength: 6 },
   );
@@ -49,7 +52,9 @@ class NaiveBook {
 
 describe("the market page's book", () => {
   it("orders decimal strings exactly as decimal.js does", () => {
-    const decimal = fc.tuple(fc.bigInt({ min: 0n, max: 10n ** 30n }), fc.integer({ min: 0, max: 18 })).map(([units, scale]) => new Decimal(units.toString()).div(new Decimal(10).pow(scale)).toFixed(scale));
+    const decimal = fc
+      .tuple(fc.bigInt({ min: 0n, max: 10n ** 30n }), fc.integer({ min: 0, max: 18 }))
+      .map(([units, scale]) => new Decimal(units.toString()).div(new Decimal(10).pow(scale)).toFixed(scale));
     fc.assert(
       fc.property(decimal, decimal, (a, b) => {
         expect(Math.sign(compareDecimal(a, b))).toBe(new Decimal(a).cmp(b));
@@ -60,7 +65,9 @@ describe("the market page's book", () => {
   });
 
   it("subtracts decimal strings exactly (the spread), at the larger scale", () => {
-    const decimal = fc.tuple(fc.bigInt({ min: 0n, max: 10n ** 24n }), fc.integer({ min: 0, max: 12 })).map(([units, scale]) => new Decimal(units.toString()).div(new Decimal(10).pow(scale)).toFixed(scale));
+    const decimal = fc
+      .tuple(fc.bigInt({ min: 0n, max: 10n ** 24n }), fc.integer({ min: 0, max: 12 }))
+      .map(([units, scale]) => new Decimal(units.toString()).div(new Decimal(10).pow(scale)).toFixed(scale));
     fc.assert(
       fc.property(decimal, decimal, (a, b) => {
         const scale = Math.max(a.split(".")[1]?.length ?? 0, b.split(".")[1]?.length ?? 0);
@@ -73,7 +80,9 @@ describe("the market page's book", () => {
   it("follows snapshot and deltas like the naive model, sorted best first, with cumulative depth", () => {
     fc.assert(
       fc.property(
-        fc.integer({ min: 0, max: 8 }).chain((scale) => fc.tuple(levelsAt(scale), levelsAt(scale), fc.array(fc.tuple(levelsAt(scale), levelsAt(scale)), { maxLength: 25 }))),
+        fc
+          .integer({ min: 0, max: 8 })
+          .chain((scale) => fc.tuple(levelsAt(scale), levelsAt(scale), fc.array(fc.tuple(levelsAt(scale), levelsAt(scale)), { maxLength: 25 }))),
         ([snapshotBids, snapshotAsks, deltas]) => {
           const book = new ClientBook();
           const model = new NaiveBook();
@@ -89,7 +98,12 @@ describe("the market page's book", () => {
           expect(book.ladder("bids")).toEqual(model.ladder("bids"));
           expect(book.ladder("asks")).toEqual(model.ladder("asks"));
           let total = 0;
-          expect(book.depth("asks", 5)).toEqual(model.ladder("asks").slice(0, 5).map(([p, q]) => [Number(p), (total += Number(q))]));
+          expect(book.depth("asks", 5)).toEqual(
+            model
+              .ladder("asks")
+              .slice(0, 5)
+              .map(([p, q]) => [Number(p), (total += Number(q))]),
+          );
         },
       ),
     );

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { pricesIn, type PriceReport, type PriceSnapshot } from "../../src/market/price-index";
+import { type PriceReport, type PriceSnapshot, pricesIn } from "../../src/market/price-index";
 
 function report(symbol: string, lastPrice: string, openPrice: string, updatedAt = 1000, status: PriceReport["status"] = "TRADING"): PriceReport {
   return { symbol, status, lastPrice, openPrice, changePercent24h: "0.00", updatedAt };

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { addToBucket, DAY_MS, formatTicker, minuteOf, tickerStats, windowOpenTime, type MinuteBucket, type UnitTrade } from "../../src/market/rolling-window";
+import { addToBucket, DAY_MS, formatTicker, type MinuteBucket, minuteOf, tickerStats, type UnitTrade, windowOpenTime } from "../../src/market/rolling-window";
 
 const scales = { priceScale: 2, quantityScale: 3 };
 
@@ -108,7 +108,14 @@ describe("ticker window: start of the current minute − 24 h to now (docs/api.m
   it("matches a direct computation over the raw trades for random histories", () => {
     fc.assert(
       fc.property(
-        fc.array(fc.record({ price: fc.bigInt({ min: 1n, max: 10n ** 9n }), quantity: fc.bigInt({ min: 1n, max: 10n ** 6n }), time: fc.integer({ min: openTime - 2 * DAY_MS, max: now }) }), { maxLength: 60 }),
+        fc.array(
+          fc.record({
+            price: fc.bigInt({ min: 1n, max: 10n ** 9n }),
+            quantity: fc.bigInt({ min: 1n, max: 10n ** 6n }),
+            time: fc.integer({ min: openTime - 2 * DAY_MS, max: now }),
+          }),
+          { maxLength: 60 },
+        ),
         (trades) => {
           const inside = trades.filter((t) => t.time >= openTime);
           const record = ticker(trades, now);
@@ -128,7 +135,23 @@ describe("ticker window: start of the current minute − 24 h to now (docs/api.m
 
   it("rounds the change percent half away from zero", () => {
     // open 3.00, last 3.01 → 0.333…% → 0.33; open 8.00, last 7.99 → −0.125% → −0.13
-    expect(ticker([{ price: 300n, quantity: 1n, time: now - 2 }, { price: 301n, quantity: 1n, time: now - 1 }], now).changePercent24h).toBe("0.33");
-    expect(ticker([{ price: 800n, quantity: 1n, time: now - 2 }, { price: 799n, quantity: 1n, time: now - 1 }], now).changePercent24h).toBe("-0.13");
+    expect(
+      ticker(
+        [
+          { price: 300n, quantity: 1n, time: now - 2 },
+          { price: 301n, quantity: 1n, time: now - 1 },
+        ],
+        now,
+      ).changePercent24h,
+    ).toBe("0.33");
+    expect(
+      ticker(
+        [
+          { price: 800n, quantity: 1n, time: now - 2 },
+          { price: 799n, quantity: 1n, time: now - 1 },
+        ],
+        now,
+      ).changePercent24h,
+    ).toBe("-0.13");
   });
 });

@@ -13,16 +13,29 @@ import {
 
 /** the documented table, written out again independently of the code. */
 const ALLOWED = new Set([
-  "pending>confirming", "pending>dropped", "pending>failed",
-  "confirming>confirming", "confirming>confirmed", "confirming>reorged", "confirming>failed",
-  "confirmed>finalized", "confirmed>reorged",
-  "reorged>pending", "reorged>confirming", "reorged>dropped",
+  "pending>confirming",
+  "pending>dropped",
+  "pending>failed",
+  "confirming>confirming",
+  "confirming>confirmed",
+  "confirming>reorged",
+  "confirming>failed",
+  "confirmed>finalized",
+  "confirmed>reorged",
+  "reorged>pending",
+  "reorged>confirming",
+  "reorged>dropped",
   "dropped>pending",
 ]);
 
 const HOLD = 600_000;
 const at = (now: number, processedHasEvent = false) => ({ now, holdMs: HOLD, processedHasEvent });
-const event = (sequence: number, status: SettlementStatus, receivedAt = 0, webhookId = `e${sequence}`): SettlementEvent => ({ webhookId, sequence, status, receivedAt });
+const event = (sequence: number, status: SettlementStatus, receivedAt = 0, webhookId = `e${sequence}`): SettlementEvent => ({
+  webhookId,
+  sequence,
+  status,
+  receivedAt,
+});
 
 describe("settlement state table (docs/settlements.md)", () => {
   it("every (from, to) pair is applied or quarantined exactly as the table says", () => {
@@ -34,7 +47,9 @@ describe("settlement state table (docs/settlements.md)", () => {
         expect(decision.outcome, `${from} → ${to}`).toBe(allowed ? "applied" : "quarantined");
         // Applied: the settlement moves. Quarantined: it stays, and the sequence is consumed.
         expect(decision.state, `${from} → ${to}`).toEqual({ status: allowed ? to : from, sequence: 2 });
-        expect(decision.steps).toEqual([{ event: expect.objectContaining({ webhookId: "e2" }), outcome: decision.outcome, from, ...(allowed ? {} : { reason: "transition" }) }]);
+        expect(decision.steps).toEqual([
+          { event: expect.objectContaining({ webhookId: "e2" }), outcome: decision.outcome, from, ...(allowed ? {} : { reason: "transition" }) },
+        ]);
         expect(isAllowed(from, to)).toBe(ALLOWED.has(`${from}>${to}`));
       }
     }
@@ -113,7 +128,9 @@ describe("gaps are held at most holdMs", () => {
 
   it("a step across a gap to a state the table cannot reach is quarantined, and the sequence moves on", () => {
     const released = release({ status: "finalized", sequence: 4 }, [event(6, "pending")], at(HOLD));
-    expect(released.steps).toEqual([{ event: expect.objectContaining({ sequence: 6 }), outcome: "quarantined", reason: "transition", from: "finalized", skippedFrom: 5 }]);
+    expect(released.steps).toEqual([
+      { event: expect.objectContaining({ sequence: 6 }), outcome: "quarantined", reason: "transition", from: "finalized", skippedFrom: 5 },
+    ]);
     expect(released.state).toEqual({ status: "finalized", sequence: 6 });
   });
 
@@ -133,7 +150,9 @@ describe("one event per sequence, whatever the arrival order", () => {
     for (const incoming of events) {
       if (stored.has(incoming.webhookId)) continue; // duplicate or retry
       const held = [...stored.values()].filter((s) => s.outcome === "held").map((s) => s.event);
-      const processedHasEvent = [...stored.values()].some((s) => s.event.sequence === incoming.sequence && (s.outcome === "applied" || s.outcome === "quarantined"));
+      const processedHasEvent = [...stored.values()].some(
+        (s) => s.event.sequence === incoming.sequence && (s.outcome === "applied" || s.outcome === "quarantined"),
+      );
       const decision: ReturnType<typeof decide<SettlementEvent>> = decide(state, incoming, held, at(0, processedHasEvent));
       stored.set(incoming.webhookId, { event: incoming, outcome: decision.outcome, reason: decision.reason });
       for (const step of decision.steps) {
@@ -160,7 +179,10 @@ describe("one event per sequence, whatever the arrival order", () => {
       expect(state, label).toEqual({ status: first.status, sequence: 3 });
       expect(stored.get(second.webhookId), label).toMatchObject({ outcome: "quarantined", reason: "conflict" });
       expect(stored.get(first.webhookId)?.outcome, label).toBe("applied");
-      expect([...stored.values()].filter((s) => s.outcome === "held"), label).toEqual([]);
+      expect(
+        [...stored.values()].filter((s) => s.outcome === "held"),
+        label,
+      ).toEqual([]);
     }
   });
 
@@ -172,7 +194,10 @@ describe("one event per sequence, whatever the arrival order", () => {
         fc.array(status, { minLength: 1, maxLength: 12 }).chain((statuses) => {
           const events = statuses.map((s, i) => event(i + 1, s, 0, `evt_${i + 1}`));
           const withRetries = fc.array(fc.constantFrom(...events), { maxLength: 8 }).map((retries) => [...events, ...retries]);
-          return fc.tuple(fc.constant(events), withRetries.chain((all) => fc.shuffledSubarray(all, { minLength: all.length, maxLength: all.length })));
+          return fc.tuple(
+            fc.constant(events),
+            withRetries.chain((all) => fc.shuffledSubarray(all, { minLength: all.length, maxLength: all.length })),
+          );
         }),
         ([inOrder, shuffled]) => {
           const expected = deliverAll(inOrder);

@@ -45,7 +45,15 @@ describe("sliding window: at most N admitted in any rolling 1,000 ms", () => {
   });
 
   it("headers: Reset is whole seconds, at least 1 when nothing is left", () => {
-    expect(rateLimitHeaders({ allowed: false, limit: 10, remaining: 0, resetMs: 20 })).toEqual({ "RateLimit-Limit": "10", "RateLimit-Remaining": "0", "RateLimit-Reset": "1" });
-    expect(rateLimitHeaders({ allowed: true, limit: 30, remaining: 29, resetMs: 1000 })).toEqual({ "RateLimit-Limit": "30", "RateLimit-Remaining": "29", "RateLimit-Reset": "1" });
+    expect(rateLimitHeaders({ allowed: false, limit: 10, remaining: 0, resetMs: 20 })).toEqual({
+      "RateLimit-Limit": "10",
+      "RateLimit-Remaining": "0",
+      "RateLimit-Reset": "1",
+    });
+    expect(rateLimitHeaders({ allowed: true, limit: 30, remaining: 29, resetMs: 1000 })).toEqual({
+      "RateLimit-Limit": "30",
+      "RateLimit-Remaining": "29",
+      "RateLimit-Reset": "1",
+    });
   });
 });

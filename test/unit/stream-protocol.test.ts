@@ -32,7 +32,20 @@ describe("stream names (docs/streams.md)", () => {
   });
 
   it("unknown markets, quotes, kinds and malformed names are not streams", () => {
-    for (const name of ["book.DOGEUSDT", "book.BTCU-SDT", "prices.EUR", "prices.ETH", "candles.BTCUSDT", "BTCUSDT", ".BTCUSDT", "book.", "book", "", "book.BTC USDT", `book.${"A".repeat(70)}`]) {
+    for (const name of [
+      "book.DOGEUSDT",
+      "book.BTCU-SDT",
+      "prices.EUR",
+      "prices.ETH",
+      "candles.BTCUSDT",
+      "BTCUSDT",
+      ".BTCUSDT",
+      "book.",
+      "book",
+      "",
+      "book.BTC USDT",
+      `book.${"A".repeat(70)}`,
+    ]) {
       expect(parseStreamName(name)).toBeNull();
     }
     for (const value of [null, 1, {}, ["book.BTCUSDT"], undefined]) expect(parseStreamName(value)).toBeNull();
@@ -40,19 +53,28 @@ describe("stream names (docs/streams.md)", () => {
 
   it("any string is either no stream or one of the listed streams, and its canonical name parses to itself", () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string(), fc.constantFrom(...ALL_STREAMS).map((s) => s.toLowerCase())), (raw) => {
-        const parsed = parseStreamName(raw);
-        if (parsed === null) return;
-        expect(ALL_STREAMS).toContain(parsed.name);
-        expect(parseStreamName(parsed.name)).toEqual(parsed);
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string(),
+          fc.constantFrom(...ALL_STREAMS).map((s) => s.toLowerCase()),
+        ),
+        (raw) => {
+          const parsed = parseStreamName(raw);
+          if (parsed === null) return;
+          expect(ALL_STREAMS).toContain(parsed.name);
+          expect(parseStreamName(parsed.name)).toEqual(parsed);
+        },
+      ),
     );
   });
 });
 
 describe("client messages", () => {
   it("subscribe, unsubscribe, list and ping parse with their ids", () => {
-    expect(parseClientMessage('{"op":"subscribe","id":1,"streams":["book.BTCUSDT"]}')).toEqual({ ok: true, message: { op: "subscribe", id: 1, streams: ["book.BTCUSDT"] } });
+    expect(parseClientMessage('{"op":"subscribe","id":1,"streams":["book.BTCUSDT"]}')).toEqual({
+      ok: true,
+      message: { op: "subscribe", id: 1, streams: ["book.BTCUSDT"] },
+    });
     expect(parseClientMessage('{"op":"unsubscribe","id":"a","streams":[]}')).toEqual({ ok: true, message: { op: "unsubscribe", id: "a", streams: [] } });
     expect(parseClientMessage('{"op":"list","id":3}')).toEqual({ ok: true, message: { op: "list", id: 3 } });
     expect(parseClientMessage('{"op":"ping"}')).toEqual({ ok: true, message: { op: "ping", id: null } });
@@ -88,12 +110,21 @@ describe("subscribe and unsubscribe plans", () => {
   });
 
   it("one unknown name refuses the whole request with UNKNOWN_STREAM", () => {
-    expect(planSubscribe([], ["book.BTCUSDT", "book.DOGEUSDT"])).toMatchObject({ ok: false, code: "UNKNOWN_STREAM", message: expect.stringContaining("book.DOGEUSDT") });
+    expect(planSubscribe([], ["book.BTCUSDT", "book.DOGEUSDT"])).toMatchObject({
+      ok: false,
+      code: "UNKNOWN_STREAM",
+      message: expect.stringContaining("book.DOGEUSDT"),
+    });
     expect(planUnsubscribe(["book.BTCUSDT"], ["book.BTCUSDT", 42])).toMatchObject({ ok: false, code: "UNKNOWN_STREAM" });
   });
 
   it("51 names in one request, or more than 50 on a connection, are TOO_MANY_STREAMS", () => {
-    expect(planSubscribe([], Array.from({ length: 51 }, () => "book.BTCUSDT"))).toMatchObject({ ok: false, code: "TOO_MANY_STREAMS" });
+    expect(
+      planSubscribe(
+        [],
+        Array.from({ length: 51 }, () => "book.BTCUSDT"),
+      ),
+    ).toMatchObject({ ok: false, code: "TOO_MANY_STREAMS" });
     const fifty = Array.from({ length: MAX_STREAMS_PER_CONNECTION }, (_, i) => `s${i}`);
     expect(planSubscribe(fifty, ["book.BTCUSDT"])).toMatchObject({ ok: false, code: "TOO_MANY_STREAMS" });
     expect(planSubscribe(fifty.slice(1), ["book.BTCUSDT"])).toMatchObject({ ok: true });

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { WireBook, type BookMessage } from "../../src/streams/wire-book";
+import { type BookMessage, WireBook } from "../../src/streams/wire-book";
 
 type Level = [string, string];
 
@@ -26,7 +26,10 @@ function model(messages: BookMessage[]) {
 }
 
 const price = fc.integer({ min: 1, max: 400 }).map((n) => `${100 + n}.${String(n % 100).padStart(2, "0")}`);
-const quantity = fc.oneof(fc.constantFrom("0", "0.000"), fc.integer({ min: 1, max: 9999 }).map((n) => `${Math.floor(n / 1000)}.${String(n % 1000).padStart(3, "0")}`));
+const quantity = fc.oneof(
+  fc.constantFrom("0", "0.000"),
+  fc.integer({ min: 1, max: 9999 }).map((n) => `${Math.floor(n / 1000)}.${String(n % 1000).padStart(3, "0")}`),
+);
 const levels = fc.array(fc.tuple(price, quantity), { maxLength: 30 }) as fc.Arbitrary<Level[]>;
 
 describe("a shard's copy of a book", () => {
@@ -39,7 +42,9 @@ describe("a shard's copy of a book", () => {
         fc.array(fc.tuple(levels, levels), { maxLength: 40 }),
         fc.integer({ min: 1, max: 120 }),
         (start, bids, asks, deltas, depth) => {
-          const messages: BookMessage[] = [{ type: "snapshot", sequence: start, bids: bids.filter(([, q]) => Number(q) > 0), asks: asks.filter(([, q]) => Number(q) > 0) }];
+          const messages: BookMessage[] = [
+            { type: "snapshot", sequence: start, bids: bids.filter(([, q]) => Number(q) > 0), asks: asks.filter(([, q]) => Number(q) > 0) },
+          ];
           for (const [i, [b, a]] of deltas.entries()) messages.push({ type: "delta", sequence: start + i + 1, bids: b, asks: a });
           const book = new WireBook();
           for (const m of messages) expect(book.apply(m)).toBe(true);
@@ -59,7 +64,15 @@ describe("a shard's copy of a book", () => {
     expect(book.apply({ type: "delta", sequence: 10, bids: [["100.00", "0"]], asks: [] })).toBe(false);
     expect(book.snapshot(100)).toEqual(before);
     expect(book.apply({ type: "delta", sequence: 11, bids: [["100.00", "0"]], asks: [["101.50", "3.0"]] })).toBe(true);
-    expect(book.snapshot(100)).toEqual({ type: "snapshot", sequence: 11, bids: [], asks: [["101.00", "2.0"], ["101.50", "3.0"]] });
+    expect(book.snapshot(100)).toEqual({
+      type: "snapshot",
+      sequence: 11,
+      bids: [],
+      asks: [
+        ["101.00", "2.0"],
+        ["101.50", "3.0"],
+      ],
+    });
   });
 
   it("a snapshot replaces everything, whatever its sequence", () => {
@@ -71,7 +84,19 @@ describe("a shard's copy of a book", () => {
 
   it("prices are ordered as decimals, not as strings", () => {
     const book = new WireBook();
-    book.apply({ type: "snapshot", sequence: 1, bids: [["9.50", "1"], ["10.25", "1"], ["100.00", "1"]], asks: [["1000.1", "1"], ["999.9", "1"]] });
+    book.apply({
+      type: "snapshot",
+      sequence: 1,
+      bids: [
+        ["9.50", "1"],
+        ["10.25", "1"],
+        ["100.00", "1"],
+      ],
+      asks: [
+        ["1000.1", "1"],
+        ["999.9", "1"],
+      ],
+    });
     const snapshot = book.snapshot(2);
     expect(snapshot.bids.map(([p]) => p)).toEqual(["100.00", "10.25"]);
     expect(snapshot.asks.map(([p]) => p)).toEqual(["999.9", "1000.1"]);

@@ -38,8 +38,7 @@ describe("symbols: canonical BASEQUOTE, separators, any case (docs/api.md)", () 
   it("anything with other characters, two separators, empty parts or over 32 characters is INVALID_SYMBOL", () => {
     fc.assert(
       fc.property(fc.string({ maxLength: 40 }), (raw) => {
-        const wellFormed =
-          raw.length > 0 && raw.length <= MAX_SYMBOL_LENGTH && (/^[A-Za-z0-9]{2,}$/.test(raw) || /^[A-Za-z0-9]+[-_/][A-Za-z0-9]+$/.test(raw));
+        const wellFormed = raw.length > 0 && raw.length <= MAX_SYMBOL_LENGTH && (/^[A-Za-z0-9]{2,}$/.test(raw) || /^[A-Za-z0-9]+[-_/][A-Za-z0-9]+$/.test(raw));
         if (wellFormed) {
           expect(parseSymbol(raw)).not.toBeNull();
         } else {

@@ -1,4 +1,4 @@
-import { ClientBook, subtractDecimal, type BookMessage, type Level } from "./book";
+import { type BookMessage, ClientBook, type Level, subtractDecimal } from "./book";
 import { LiveSocket } from "./socket";
 
 /**
