@@ -1,5 +1,4 @@
 import { createApp } from "./app";
-import type { Env } from "./env";
 import { ledgerOptions, releaseExpiredHolds } from "./settlements/ledger";
 
 export { AccessGuard } from "./access/access-guard";

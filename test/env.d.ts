@@ -1,9 +1,9 @@
 import type { D1Migration } from "cloudflare:test";
-import type { Env as ServiceEnv } from "../src/env";
 
 declare global {
   namespace Cloudflare {
-    interface Env extends ServiceEnv {
+    // The Worker's bindings (worker-configuration.d.ts), plus the migrations the test setup applies.
+    interface Env {
       TEST_MIGRATIONS: D1Migration[];
     }
   }

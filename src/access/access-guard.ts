@@ -1,7 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
 import { unseal } from "../core/seal";
-import type { Env } from "../env";
 import { allowListAdmits } from "./client-address";
 import type { KeyRecord, Permission } from "./keys";
 import { type LoginAttempts, type LoginReservation, type LoginScope, type LoginSettlement, reserveLogin, settleLogin } from "./login-throttle";

@@ -3,7 +3,7 @@ import { createMiddleware } from "hono/factory";
 import { stubByName } from "../core/object-ids";
 import { isProblemResult, ProblemError, problem, unwrap } from "../core/problem";
 import { setResponseHeaders } from "../core/response-headers";
-import type { AppEnv, Env } from "../env";
+import type { AppEnv } from "../env";
 import { clientIp, ipPrincipal } from "./client-address";
 import { KEY_ID_PATTERN, type Permission, principalOfKey } from "./keys";
 import { admit, PUBLIC_LIMIT, rateLimited, SIGNED_LIMIT } from "./rate-limit";

@@ -1,6 +1,5 @@
 import { stubByName } from "../core/object-ids";
 import { type ProblemError, problem } from "../core/problem";
-import type { Env } from "../env";
 import { type Admission, rateLimitHeaders } from "./sliding-window";
 
 /** docs/limits.md */

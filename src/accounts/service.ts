@@ -3,7 +3,6 @@ import { KEY_ID_PATTERN, type KeyRecord, MAX_ACTIVE_KEYS, newKeyId, newKeySecret
 import { stubByName } from "../core/object-ids";
 import { problem } from "../core/problem";
 import { seal } from "../core/seal";
-import type { Env } from "../env";
 import { checkPasswordPolicy, hashPassword, verifyPassword } from "./passwords";
 
 /**

@@ -1,6 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
 import { ProblemError } from "../core/problem";
-import type { Env } from "../env";
 import { createDemoState, DEMO_TICK_MS, type DemoState, demoTick, resync } from "./demo-feed";
 import { ingest } from "./ingest";
 import { MARKETS } from "./registry";

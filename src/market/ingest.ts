@@ -1,6 +1,5 @@
 import { DecimalError, exactAtScale, parseDecimal } from "../core/decimal";
 import { type FieldError, problem, unwrap } from "../core/problem";
-import type { Env } from "../env";
 import { resolveMarket } from "./lookup";
 import type { BookOutcome, BookUpdate, UnitLevel } from "./order-book";
 import type { MarketConfig } from "./registry";

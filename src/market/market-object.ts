@@ -1,7 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { formatUnits } from "../core/decimal";
 import { ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
-import type { Env } from "../env";
 import { ShardPublisher } from "../streams/publisher";
 import type { StreamEvent } from "../streams/stream-hub";
 import type { IngestBatch, IngestResult } from "./ingest";

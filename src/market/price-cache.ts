@@ -1,4 +1,3 @@
-import type { Env } from "../env";
 import type { PriceSnapshot } from "./price-index";
 import { PRICE_SNAPSHOT_KEY } from "./price-index-object";
 

@@ -1,5 +1,4 @@
 import { DurableObject } from "cloudflare:workers";
-import type { Env } from "../env";
 import { ShardPublisher } from "../streams/publisher";
 import { type PriceReport, type PriceSnapshot, pricesIn } from "./price-index";
 

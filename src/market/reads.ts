@@ -1,6 +1,5 @@
 import { stubByName } from "../core/object-ids";
 import { unwrap } from "../core/problem";
-import type { Env } from "../env";
 import type { Kline, KlineQuery } from "./klines";
 import { resolveMarket } from "./lookup";
 import type { MarketObject, MarketView, WireTrade } from "./market-object";

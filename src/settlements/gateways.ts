@@ -1,6 +1,5 @@
 import { problem } from "../core/problem";
 import { seal, unseal } from "../core/seal";
-import type { Env } from "../env";
 import { newGatewaySecret } from "./webhook-signature";
 
 /** Approved gateways and their secrets (at most two active, for rotation), sealed in D1. */

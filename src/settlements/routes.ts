@@ -6,7 +6,6 @@ import { isJsonRequest } from "../core/json-text";
 import { ProblemError, problem } from "../core/problem";
 import { createRouter, fieldErrors } from "../core/router";
 import { problemResponses } from "../core/schemas";
-import type { Env } from "../env";
 import { activeSecrets } from "./gateways";
 import { ledgerOptions, recordEvent } from "./ledger";
 import { CallbackAnswerSchema, CallbackBodySchema } from "./schemas";

@@ -1,4 +1,3 @@
-import type { Env } from "../env";
 import type { StreamEvent } from "./stream-hub";
 
 /** Events waiting for one shard, and whether a send to it is under way. */

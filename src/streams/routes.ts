@@ -6,7 +6,6 @@ import { rateLimitHeaders } from "../access/sliding-window";
 import { type ProblemResult, problem } from "../core/problem";
 import { createRouter } from "../core/router";
 import { problemResponses } from "../core/schemas";
-import type { Env } from "../env";
 import { shardCount, shardOf } from "./protocol";
 import { PRINCIPAL_HEADER, SHARD_HEADER } from "./stream-hub";
 

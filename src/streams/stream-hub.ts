@@ -1,6 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
 import { problem, toProblemResult } from "../core/problem";
-import type { Env } from "../env";
 import {
   admitMessage,
   frameBytes,

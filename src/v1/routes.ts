@@ -6,7 +6,7 @@ import { isJsonRequest, jsonText } from "../core/json-text";
 import { problem } from "../core/problem";
 import { createRouter } from "../core/router";
 import { okJson, problemResponses } from "../core/schemas";
-import type { AppEnv, Env } from "../env";
+import type { AppEnv } from "../env";
 import { ingest } from "../market/ingest";
 import { readKlines, readMarkets, readOrderBookJson, readPrices, readTicker, readTrades } from "../market/reads";
 import { MARKETS } from "../market/registry";
