@@ -6,6 +6,7 @@ import { dashboardRoutes } from "./accounts/pages";
 import { accountRoutes } from "./accounts/routes";
 import { adminRoutes } from "./admin/routes";
 import { handleError, notFoundHandler } from "./core/errors";
+import { demoFeed } from "./core/object-ids";
 import { withSharedAnswers } from "./core/openapi";
 import { problem } from "./core/problem";
 import { requestId } from "./core/request-id";
@@ -25,7 +26,7 @@ let demoFeedStarted = false;
 const startDemoFeed = createMiddleware<AppEnv>(async (c, next) => {
   if (!demoFeedStarted && c.env.DEMO_FEED === "on") {
     demoFeedStarted = true;
-    c.executionCtx.waitUntil(c.env.DEMO_FEED_OBJECT.getByName("demo").ensureRunning());
+    c.executionCtx.waitUntil(demoFeed(c.env).ensureRunning());
   }
   await next();
 });

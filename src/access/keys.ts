@@ -1,3 +1,5 @@
+import { randomBase64Url, randomHex } from "../core/encoding";
+
 /** API keys: ids, permissions and the record an AccessGuard holds for its key. */
 export const PERMISSIONS = ["read", "stream", "publish"] as const;
 export type Permission = (typeof PERMISSIONS)[number];
@@ -17,21 +19,13 @@ export interface KeyRecord {
   revokedAt: number | null;
 }
 
-function randomHex(bytes: number): string {
-  return [...crypto.getRandomValues(new Uint8Array(bytes))].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
-
 export function newKeyId(): string {
   return `mk_${randomHex(12)}`;
 }
 
 /** 32 random bytes, base64url: what the account holder signs with. */
 export function newKeySecret(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(32));
-  return btoa(String.fromCharCode(...bytes))
-    .replaceAll("+", "-")
-    .replaceAll("/", "_")
-    .replace(/=+$/, "");
+  return randomBase64Url(32);
 }
 
 export function principalOfKey(keyId: string): string {

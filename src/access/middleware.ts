@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
-import { stubByName } from "../core/object-ids";
+import { accessGuard, stubByName } from "../core/object-ids";
 import { isProblemResult, ProblemError, problem, unwrap } from "../core/problem";
 import { setResponseHeaders } from "../core/response-headers";
 import type { AppEnv } from "../env";
@@ -13,10 +13,6 @@ import { type Admission, rateLimitHeaders } from "./sliding-window";
 const DEFAULT_RECV_WINDOW = 5_000;
 const MAX_RECV_WINDOW = 60_000;
 const TIMESTAMP_PATTERN = /^[1-9]\d{0,15}$/;
-
-function guard(env: Env, principal: string) {
-  return stubByName(env.ACCESS_GUARD, principal);
-}
 
 /**
  * A request refused before any key vouched for it counts against the client IP's public limit
@@ -123,7 +119,7 @@ export async function authenticateSigned(env: Env, request: Request, options: Si
   const ip = clientIp(request);
   try {
     const credentials = readCredentials(request, options.allowQueryForm ?? false);
-    const result = await guard(env, principalOfKey(credentials.keyId)).authorize({
+    const result = await accessGuard(env, principalOfKey(credentials.keyId)).authorize({
       timestamp: credentials.timestamp,
       recvWindow: credentials.recvWindow,
       method: request.method,

@@ -1,4 +1,4 @@
-import { stubByName } from "../core/object-ids";
+import { accessGuard, stubByName } from "../core/object-ids";
 import { type ProblemError, problem } from "../core/problem";
 import { type Admission, rateLimitHeaders } from "./sliding-window";
 
@@ -26,7 +26,7 @@ export function rateLimited(admission: Admission, detail: string): ProblemError 
  * setResponseHeaders(c, rateLimitHeaders(admission));
  */
 export async function admit(env: Env, principal: string, limit: number, detail = `${limit} requests per second`): Promise<Admission> {
-  const admission = await stubByName(env.ACCESS_GUARD, principal).admit(limit);
+  const admission = await accessGuard(env, principal).admit(limit);
   if (!admission.allowed) throw rateLimited(admission, detail);
   return admission;
 }

@@ -1,3 +1,5 @@
+import { fromHex, toHex } from "../core/encoding";
+
 /**
  * Request signatures (docs/signing.md):
  * `payload = X-TIMESTAMP + "\n" + METHOD + "\n" + requestTarget + "\n" + body`,
@@ -16,21 +18,15 @@ export function importSecret(secret: string): Promise<CryptoKey> {
 
 export const SIGNATURE_PATTERN = /^[0-9a-fA-F]{64}$/;
 
-function hexToBytes(hex: string): Uint8Array<ArrayBuffer> {
-  const bytes = new Uint8Array(hex.length / 2);
-  for (let i = 0; i < bytes.length; i++) bytes[i] = Number.parseInt(hex.slice(i * 2, i * 2 + 2), 16);
-  return bytes;
-}
-
 /** True when `signatureHex` (either case) is the HMAC of `payload` under `key`. */
 export async function verifySignature(key: CryptoKey, payload: string, signatureHex: string): Promise<boolean> {
   if (!SIGNATURE_PATTERN.test(signatureHex)) return false;
-  return crypto.subtle.verify("HMAC", key, hexToBytes(signatureHex), encoder.encode(payload));
+  return crypto.subtle.verify("HMAC", key, fromHex(signatureHex), encoder.encode(payload));
 }
 
 export async function sign(secret: string, payload: string): Promise<string> {
   const mac = await crypto.subtle.sign("HMAC", await importSecret(secret), encoder.encode(payload));
-  return [...new Uint8Array(mac)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return toHex(mac);
 }
 
 /** The path plus `?` and the query exactly as sent: the part of the URL after the origin. */

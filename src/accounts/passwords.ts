@@ -1,5 +1,5 @@
+import { fromBase64, toBase64 } from "../core/encoding";
 import { problem } from "../core/problem";
-import { base64ToBytes, bytesToBase64 } from "../core/seal";
 
 /** PBKDF2-SHA256 via Web Crypto, 100,000 iterations (the Workers maximum), 16-byte salt. */
 export const PBKDF2_ITERATIONS = 100_000;
@@ -25,11 +25,11 @@ async function derive(password: string, salt: Uint8Array<ArrayBuffer>): Promise<
 
 export async function hashPassword(password: string): Promise<{ hash: string; salt: string }> {
   const salt = crypto.getRandomValues(new Uint8Array(16));
-  return { hash: bytesToBase64(await derive(password, salt)), salt: bytesToBase64(salt) };
+  return { hash: toBase64(await derive(password, salt)), salt: toBase64(salt) };
 }
 
 export async function verifyPassword(password: string, hash: string, salt: string): Promise<boolean> {
-  const derived = await derive(password, base64ToBytes(salt));
-  const expected = base64ToBytes(hash);
+  const derived = await derive(password, fromBase64(salt));
+  const expected = fromBase64(hash);
   return derived.length === expected.length && crypto.subtle.timingSafeEqual(derived, expected);
 }

@@ -1,6 +1,7 @@
 import { ipPrincipal } from "../access/client-address";
 import { KEY_ID_PATTERN, type KeyRecord, MAX_ACTIVE_KEYS, newKeyId, newKeySecret, type Permission, principalOfKey } from "../access/keys";
-import { stubByName } from "../core/object-ids";
+import { randomId } from "../core/encoding";
+import { accessGuard, stubByName } from "../core/object-ids";
 import { problem } from "../core/problem";
 import { seal } from "../core/seal";
 import { checkPasswordPolicy, hashPassword, verifyPassword } from "./passwords";
@@ -31,15 +32,11 @@ export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 
-function randomId(prefix: string): string {
-  return `${prefix}_${[...crypto.getRandomValues(new Uint8Array(12))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
-}
-
 export async function signUp(env: Env, email: string, password: string, now = Date.now()): Promise<{ id: string; email: string; createdAt: number }> {
   checkPasswordPolicy(password);
   const normalized = normalizeEmail(email);
   const { hash, salt } = await hashPassword(password);
-  const id = randomId("acct");
+  const id = randomId("acct", 12);
   const inserted = await env.DB.prepare(
     "INSERT INTO accounts (id, email, password_hash, password_salt, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (email) DO NOTHING",
   )
@@ -69,8 +66,8 @@ function tooManySignIns(retryAfterMs: number) {
  */
 export async function signIn(env: Env, email: string, password: string, ip: string): Promise<{ id: string; email: string }> {
   const normalized = normalizeEmail(email);
-  const ipGuard = stubByName(env.ACCESS_GUARD, ipPrincipal(ip));
-  const accountGuard = stubByName(env.ACCESS_GUARD, `login:${normalized}`);
+  const ipGuard = accessGuard(env, ipPrincipal(ip));
+  const accountGuard = accessGuard(env, `login:${normalized}`);
   const byIp = await ipGuard.reserveLogin("ip");
   if (!byIp.allowed) throw tooManySignIns(byIp.retryAfterMs);
   const byAccount = await accountGuard.reserveLogin("account");
@@ -91,8 +88,9 @@ export async function signIn(env: Env, email: string, password: string, ip: stri
   return { id: account.id, email: normalized };
 }
 
-function guard(env: Env, keyId: string) {
-  return env.ACCESS_GUARD.getByName(principalOfKey(keyId));
+/** The guard that holds an API key's record. */
+function keyGuard(env: Env, keyId: string) {
+  return accessGuard(env, principalOfKey(keyId));
 }
 
 /** Creates a key: its guard first (so a listed key always works), then the index. The secret is returned once. */
@@ -120,13 +118,13 @@ export async function createApiKey(env: Env, accountId: string, input: NewApiKey
     createdAt: now,
     revokedAt: null,
   };
-  await guard(env, keyId).installKey(record);
+  await keyGuard(env, keyId).installKey(record);
   try {
     await env.DB.prepare("INSERT INTO api_keys (id, account_id, label, permissions, allow_cidrs, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
       .bind(keyId, accountId, input.label, input.permissions.join(","), JSON.stringify(input.allowCidrs), input.expiresAt, now)
       .run();
   } catch (error) {
-    await guard(env, keyId).revokeKey(now);
+    await keyGuard(env, keyId).revokeKey(now);
     throw error;
   }
   return { id: keyId, ...input, createdAt: now, lastUsedAt: null, status: "active", secret };
@@ -148,7 +146,7 @@ export async function listApiKeys(env: Env, accountId: string, now = Date.now())
   return Promise.all(
     results.map(async (row) => {
       const status = row.revoked_at !== null ? "revoked" : row.expires_at !== null && row.expires_at <= now ? "expired" : "active";
-      const lastUsedAt = (await guard(env, row.id).keyStatus()).lastUsedAt;
+      const lastUsedAt = (await keyGuard(env, row.id).keyStatus()).lastUsedAt;
       return {
         id: row.id,
         label: row.label,
@@ -169,6 +167,6 @@ export async function revokeApiKey(env: Env, accountId: string, keyId: string, n
     ? await env.DB.prepare("SELECT id FROM api_keys WHERE id = ? AND account_id = ?").bind(keyId, accountId).first()
     : null;
   if (!owned) throw problem("NOT_FOUND", `no API key ${keyId.slice(0, 40)} in this account`);
-  await guard(env, keyId).revokeKey(now);
+  await keyGuard(env, keyId).revokeKey(now);
   await env.DB.prepare("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL").bind(now, keyId).run();
 }

@@ -1,5 +1,6 @@
 import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
+import { randomBase64Url, sha256Hex } from "../core/encoding";
 import { problem } from "../core/problem";
 import type { AppEnv } from "../env";
 
@@ -13,23 +14,13 @@ export interface Session {
   expiresAt: number;
 }
 
-function randomToken(bytes = 32): string {
-  return btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(bytes))))
-    .replaceAll("+", "-")
-    .replaceAll("/", "_")
-    .replace(/=+$/, "");
-}
-
 /** Sessions are stored by hash: a leaked table grants no sign-in. */
-async function hashId(id: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(id));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
+const hashId = (id: string) => sha256Hex(id);
 
 export async function startSession(c: Context<AppEnv>, accountId: string, now = Date.now()): Promise<void> {
-  const id = randomToken();
+  const id = randomBase64Url(32);
   await c.env.DB.prepare("INSERT INTO sessions (id_hash, account_id, csrf_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?)")
-    .bind(await hashId(id), accountId, randomToken(24), now, now + SESSION_TTL_MS)
+    .bind(await hashId(id), accountId, randomBase64Url(24), now, now + SESSION_TTL_MS)
     .run();
   setCookie(c, SESSION_COOKIE, id, { httpOnly: true, secure: true, sameSite: "Lax", path: "/", maxAge: SESSION_TTL_MS / 1000 });
 }

@@ -1,4 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { marketObject } from "../core/object-ids";
 import { unwrap } from "../core/problem";
 import { createRouter } from "../core/router";
 import { createdJson, okJson, problemResponses, queryIntOr } from "../core/schemas";
@@ -209,6 +210,6 @@ export const adminRoutes = createRouter()
     }),
     async (c) => {
       const { symbol } = resolveMarket(c.req.valid("param").pair);
-      return c.json(unwrap(await c.env.MARKET.getByName(symbol).setStatus(symbol, c.req.valid("json").status)), 200);
+      return c.json(unwrap(await marketObject(c.env, symbol).setStatus(symbol, c.req.valid("json").status)), 200);
     },
   );

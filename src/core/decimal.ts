@@ -28,8 +28,6 @@ export function pow10(n: number): bigint {
   return cached;
 }
 
-export const ZERO: Decimal = { units: 0n, scale: 0 };
-
 /**
  * Parses a plain decimal string (`"-12.3400"`). Keeps the written scale, so `"1.50"` has
  * scale 2. Throws {@link DecimalError} on anything else (exponents, spaces, `+`, `.5`).

@@ -1,8 +1,7 @@
 import type { Context } from "hono";
 import type { BodyData, ParseBodyOptions } from "hono/utils/body";
+import { isFormRequest } from "./media-types";
 import { problem } from "./problem";
-
-const FORM_TYPE = /^(application\/x-www-form-urlencoded|multipart\/form-data)\s*(;|$)/i;
 
 /**
  * The fields of an HTML form post. Anything but form data is 415 `UNSUPPORTED_MEDIA_TYPE`, and
@@ -14,7 +13,7 @@ const FORM_TYPE = /^(application\/x-www-form-urlencoded|multipart\/form-data)\s*
  * const email = typeof form.email === "string" ? form.email : "";
  */
 export async function readForm<T extends Partial<ParseBodyOptions>>(c: Context, options?: T): Promise<BodyData<T>> {
-  if (!FORM_TYPE.test(c.req.header("Content-Type") ?? "")) {
+  if (!isFormRequest(c.req.raw)) {
     throw problem("UNSUPPORTED_MEDIA_TYPE", "send the form as application/x-www-form-urlencoded or multipart/form-data");
   }
   try {

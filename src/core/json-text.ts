@@ -1,10 +1,5 @@
 import type { Context, TypedResponse } from "hono";
 
-/** True when a request declares a JSON body (`application/json`, parameters allowed). */
-export function isJsonRequest(request: Request): boolean {
-  return /^application\/json\s*(;|$)/i.test(request.headers.get("Content-Type") ?? "");
-}
-
 /**
  * A 200 answer whose body is JSON text made elsewhere (a Durable Object that keeps a hot
  * record serialized), typed as the route's response record so the handler stays checked

@@ -17,3 +17,18 @@ export function stubByName<T extends Rpc.DurableObjectBranded | undefined>(names
   }
   return namespace.get(id);
 }
+
+/*
+ * One helper per Durable Object namespace: how each object is named lives here and only here.
+ */
+
+/** A market's single writer, named by its canonical symbol. */
+export const marketObject = (env: Env, symbol: string) => stubByName(env.MARKET, symbol);
+/** The guard of one principal: `ip:…`, `key:…`, `gateway:…`, `login:…`. */
+export const accessGuard = (env: Env, principal: string) => stubByName(env.ACCESS_GUARD, principal);
+/** A WebSocket shard, named by its shard id. */
+export const streamHub = (env: Env, shard: string) => stubByName(env.STREAM_HUB, shard);
+/** The one price index. */
+export const priceIndex = (env: Env) => stubByName(env.PRICE_INDEX, "global");
+/** The one demo feed. */
+export const demoFeed = (env: Env) => stubByName(env.DEMO_FEED_OBJECT, "demo");

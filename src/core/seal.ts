@@ -1,3 +1,4 @@
+import { fromBase64, toBase64 } from "./encoding";
 import { problem } from "./problem";
 
 /**
@@ -11,7 +12,7 @@ function importKey(sealingKey: string | undefined): Promise<CryptoKey> {
   if (!sealingKey) throw problem("NOT_CONFIGURED", "SEALING_KEY is not set: set it with `wrangler secret put SEALING_KEY`");
   let key = keyCache.get(sealingKey);
   if (!key) {
-    const raw = base64ToBytes(sealingKey);
+    const raw = fromBase64(sealingKey);
     if (raw.length !== 32) throw problem("NOT_CONFIGURED", "SEALING_KEY must be base64 of exactly 32 bytes");
     key = crypto.subtle.importKey("raw", raw, "AES-GCM", false, ["encrypt", "decrypt"]);
     keyCache.set(sealingKey, key);
@@ -27,7 +28,7 @@ export async function seal(sealingKey: string | undefined, plaintext: string, as
     key,
     new TextEncoder().encode(plaintext),
   );
-  return `v1.${bytesToBase64(iv)}.${bytesToBase64(new Uint8Array(ciphertext))}`;
+  return `v1.${toBase64(iv)}.${toBase64(new Uint8Array(ciphertext))}`;
 }
 
 /** Opens a sealed value; `associatedData` must match what it was sealed with (e.g. the key id). */
@@ -36,22 +37,9 @@ export async function unseal(sealingKey: string | undefined, sealed: string, ass
   const [version, iv, ciphertext] = sealed.split(".");
   if (version !== "v1" || !iv || !ciphertext) throw new Error("not a sealed value");
   const plaintext = await crypto.subtle.decrypt(
-    { name: "AES-GCM", iv: base64ToBytes(iv), additionalData: new TextEncoder().encode(associatedData) },
+    { name: "AES-GCM", iv: fromBase64(iv), additionalData: new TextEncoder().encode(associatedData) },
     key,
-    base64ToBytes(ciphertext),
+    fromBase64(ciphertext),
   );
   return new TextDecoder().decode(plaintext);
-}
-
-export function bytesToBase64(bytes: Uint8Array): string {
-  let binary = "";
-  for (const byte of bytes) binary += String.fromCharCode(byte);
-  return btoa(binary);
-}
-
-export function base64ToBytes(text: string): Uint8Array<ArrayBuffer> {
-  const binary = atob(text);
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-  return bytes;
 }

@@ -1,4 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
+import { marketObject } from "../core/object-ids";
 import { ProblemError } from "../core/problem";
 import { createDemoState, DEMO_TICK_MS, type DemoState, demoTick, resync } from "./demo-feed";
 import { ingest } from "./ingest";
@@ -30,7 +31,7 @@ export class DemoFeed extends DurableObject<Env> {
     // A new feed continues each market's book sequence rather than restarting it at 1.
     const sequences: Record<string, number> = {};
     for (const market of MARKETS) {
-      const snapshot = await this.env.MARKET.getByName(market.symbol).orderBook(market.symbol, 1);
+      const snapshot = await marketObject(this.env, market.symbol).orderBook(market.symbol, 1);
       sequences[market.symbol] = "sequence" in snapshot ? snapshot.sequence : 0;
     }
     const seed = Number.parseInt(this.env.DEMO_SEED ?? "1", 10) || 1;
@@ -50,7 +51,7 @@ export class DemoFeed extends DurableObject<Env> {
         } catch (error) {
           if (!(error instanceof ProblemError)) throw error;
           // Halted markets refuse ingest; a sequence gap means someone else published.
-          const current = await this.env.MARKET.getByName(body.symbol).orderBook(body.symbol, 1);
+          const current = await marketObject(this.env, body.symbol).orderBook(body.symbol, 1);
           resync(state, body.symbol, "sequence" in current ? current.sequence : 0);
         }
       }),

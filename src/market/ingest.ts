@@ -1,4 +1,5 @@
 import { DecimalError, exactAtScale, parseDecimal } from "../core/decimal";
+import { marketObject } from "../core/object-ids";
 import { type FieldError, problem, unwrap } from "../core/problem";
 import { resolveMarket } from "./lookup";
 import type { BookOutcome, BookUpdate, UnitLevel } from "./order-book";
@@ -94,5 +95,5 @@ export function toIngestBatch(market: MarketConfig, body: IngestBody, now: numbe
 export async function ingest(env: Env, body: IngestBody, now = Date.now()): Promise<IngestResult> {
   const market = resolveMarket(body.symbol);
   const batch = toIngestBatch(market, body, now);
-  return unwrap(await env.MARKET.getByName(market.symbol).ingest(market.symbol, batch));
+  return unwrap(await marketObject(env, market.symbol).ingest(market.symbol, batch));
 }

@@ -1,8 +1,9 @@
 import { DurableObject } from "cloudflare:workers";
 import { formatUnits } from "../core/decimal";
+import { priceIndex } from "../core/object-ids";
 import { ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
+import type { StreamEvent } from "../streams/protocol";
 import { ShardPublisher } from "../streams/publisher";
-import type { StreamEvent } from "../streams/stream-hub";
 import type { IngestBatch, IngestResult } from "./ingest";
 import { aggregateCandles, alignDown, KLINE_INTERVALS, type Kline, type KlineQuery } from "./klines";
 import { MarketStore, type StoredTrade } from "./market-store";
@@ -373,7 +374,7 @@ export class MarketObject extends DurableObject<Env> {
     const report = this.priceReport(state, now);
     if (report) {
       this.ctx.waitUntil(
-        this.env.PRICE_INDEX.getByName("global")
+        priceIndex(this.env)
           .report(report)
           .catch((error: unknown) => console.error("price report failed", state.market.symbol, error)),
       );

@@ -16,8 +16,3 @@ export async function readPriceSnapshot(env: Env, now = Date.now()): Promise<Pri
   cached = { snapshot, fetchedAt: now };
   return snapshot;
 }
-
-/** Forgets the isolate copy (tests that write a snapshot and read it back at once). */
-export function forgetPriceSnapshot(): void {
-  cached = undefined;
-}

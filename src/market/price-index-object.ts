@@ -59,11 +59,6 @@ export class PriceIndex extends DurableObject<Env> {
     else if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(this.lastWriteAt + KV_WRITE_EVERY_MS);
   }
 
-  /** The current snapshot, straight from the index (used when KV has none yet). */
-  async snapshot(): Promise<PriceSnapshot> {
-    return { asOf: Date.now(), markets: await this.loaded() };
-  }
-
   private async writeSnapshot(now: number): Promise<void> {
     this.lastWriteAt = now;
     const snapshot: PriceSnapshot = { asOf: now, markets: await this.loaded() };

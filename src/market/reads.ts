@@ -1,4 +1,4 @@
-import { stubByName } from "../core/object-ids";
+import { marketObject, stubByName } from "../core/object-ids";
 import { unwrap } from "../core/problem";
 import type { Kline, KlineQuery } from "./klines";
 import { resolveMarket } from "./lookup";
@@ -13,7 +13,7 @@ import type { TickerRecord } from "./rolling-window";
  * same records from the same code, as documented.
  */
 function viaMarket<T>(env: Env, symbol: string, call: (stub: DurableObjectStub<MarketObject>) => Promise<T>): Promise<T> {
-  return call(stubByName(env.MARKET, symbol));
+  return call(marketObject(env, symbol));
 }
 
 export async function readTicker(env: Env, pair: string): Promise<TickerRecord> {
@@ -50,7 +50,10 @@ export async function readMarkets(env: Env): Promise<{ markets: MarketView[]; as
 /** Prices computed from the snapshot this isolate holds, per question; reset with each new snapshot. */
 let computed: { snapshot: PriceSnapshot; answers: Map<string, AssetPrice[]> } | undefined;
 
-export async function readPrices(env: Env, quote: string, assets?: string[]): Promise<{ quote: string; asOf: number | null; data: AssetPrice[] }> {
+export async function readPrices(
+  env: Env,
+  { quote, assets }: { quote: string; assets?: string[] },
+): Promise<{ quote: string; asOf: number | null; data: AssetPrice[] }> {
   const snapshot = await readPriceSnapshot(env);
   if (!snapshot) return { quote, asOf: null, data: [] };
   if (computed?.snapshot !== snapshot) computed = { snapshot, answers: new Map() };

@@ -31,10 +31,7 @@ export const marketRoutes = createRouter()
       request: { query: PricesQuery },
       responses: { ...okJson(PricesSchema, "Prices in the quote asset"), ...problemResponses(400, 429) },
     }),
-    async (c) => {
-      const { quote, assets } = c.req.valid("query");
-      return c.json(await readPrices(c.env, quote, assets), 200);
-    },
+    async (c) => c.json(await readPrices(c.env, c.req.valid("query")), 200),
   )
   .openapi(
     createRoute({

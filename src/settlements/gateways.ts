@@ -1,3 +1,4 @@
+import { randomId } from "../core/encoding";
 import { problem } from "../core/problem";
 import { seal, unseal } from "../core/seal";
 import { newGatewaySecret } from "./webhook-signature";
@@ -18,17 +19,13 @@ export interface GatewayView {
   secrets: { id: string; status: "active" | "retired"; createdAt: number; retiredAt: number | null }[];
 }
 
-function randomId(prefix: string): string {
-  return `${prefix}_${[...crypto.getRandomValues(new Uint8Array(8))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
-}
-
 /**
  * A new secret and the statement that stores it sealed (the secret's id is the associated
  * data). The insert itself checks that the gateway is active and below its active secrets, so
  * concurrent rotations cannot make a third one; it changes no row when the check fails.
  */
 async function addSecret(env: Env, gatewayId: string, now: number): Promise<{ id: string; secret: string; statement: D1PreparedStatement }> {
-  const id = randomId("whk");
+  const id = randomId("whk", 8);
   const secret = newGatewaySecret();
   const statement = env.DB.prepare(
     `INSERT INTO gateway_secrets (id, gateway_id, sealed_secret, status, created_at)
@@ -46,7 +43,7 @@ export async function approveGateway(
   chosenId?: string,
   now = Date.now(),
 ): Promise<GatewayView & { secret: { id: string; secret: string } }> {
-  const id = chosenId ?? randomId("gw");
+  const id = chosenId ?? randomId("gw", 8);
   const taken = () => problem("ALREADY_EXISTS", `a gateway ${id} exists already; choose another id`, { errors: [{ path: "body.id", message: "is in use" }] });
   if (await env.DB.prepare("SELECT 1 FROM gateways WHERE id = ?").bind(id).first()) throw taken();
   const secret = await addSecret(env, id, now);

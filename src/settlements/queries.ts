@@ -1,3 +1,4 @@
+import { fromBase64Url, toBase64Url } from "../core/encoding";
 import { problem } from "../core/problem";
 import type { CurrentStatus } from "./ledger";
 import type { QuarantineReason, SettlementStatus } from "./state-machine";
@@ -49,17 +50,12 @@ export type Settlement = ReturnType<typeof toSettlement>;
 
 /** Opaque to clients; base64url, so it can be pasted into a query string as it is. */
 function encodeCursor(row: { created_at: number; gateway_id: string; id: string }): string {
-  const bytes = new TextEncoder().encode(JSON.stringify([row.created_at, row.gateway_id, row.id]));
-  return btoa(String.fromCharCode(...bytes))
-    .replace(/\+/g, "-")
-    .replace(/\//g, "_")
-    .replace(/=+$/, "");
+  return toBase64Url(new TextEncoder().encode(JSON.stringify([row.created_at, row.gateway_id, row.id])));
 }
 
 function decodeCursor(cursor: string): [number, string, string] {
   try {
-    const binary = atob(cursor.replace(/-/g, "+").replace(/_/g, "/"));
-    const value = JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(Uint8Array.from(binary, (c) => c.charCodeAt(0)))) as unknown;
+    const value = JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(fromBase64Url(cursor))) as unknown;
     if (Array.isArray(value) && typeof value[0] === "number" && typeof value[1] === "string" && typeof value[2] === "string")
       return [value[0], value[1], value[2]];
   } catch {

@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { chargeClientIp } from "../access/middleware";
 import { admit, GATEWAY_LIMIT, rateLimitHeaders } from "../access/rate-limit";
 import { sha256Hex } from "../core/encoding";
-import { isJsonRequest } from "../core/json-text";
+import { isJsonRequest } from "../core/media-types";
 import { ProblemError, problem } from "../core/problem";
 import { createRouter, fieldErrors } from "../core/router";
 import { problemResponses } from "../core/schemas";

@@ -1,4 +1,4 @@
-import { base64ToBytes } from "../core/seal";
+import { fromBase64, toBase64 } from "../core/encoding";
 
 /**
  * Standard Webhooks signatures (docs/settlements.md): `v1,<base64 HMAC-SHA256(secret,
@@ -10,12 +10,12 @@ export const SECRET_PREFIX = "whsec_";
 
 export function newGatewaySecret(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(32));
-  return SECRET_PREFIX + btoa(String.fromCharCode(...bytes));
+  return SECRET_PREFIX + toBase64(bytes);
 }
 
 export function secretKeyBytes(secret: string): Uint8Array<ArrayBuffer> {
   if (!secret.startsWith(SECRET_PREFIX)) throw new Error("a gateway secret starts with whsec_");
-  return base64ToBytes(secret.slice(SECRET_PREFIX.length));
+  return fromBase64(secret.slice(SECRET_PREFIX.length));
 }
 
 /** The bytes that are signed: id, timestamp and the raw body, joined by dots. */
@@ -36,7 +36,7 @@ export function parseSignatureHeader(header: string): Uint8Array<ArrayBuffer>[] 
   for (const entry of header.trim().split(/\s+/).slice(0, MAX_SIGNATURES)) {
     const [version, value] = entry.split(",", 2);
     if (version !== "v1" || !value || !/^[A-Za-z0-9+/]{43}=$/.test(value)) continue;
-    signatures.push(base64ToBytes(value));
+    signatures.push(fromBase64(value));
   }
   return signatures;
 }
@@ -63,5 +63,5 @@ export async function verifyWebhook(secrets: readonly string[], webhookId: strin
 export async function signWebhook(secret: string, webhookId: string, timestamp: string, rawBody: Uint8Array): Promise<string> {
   const key = await crypto.subtle.importKey("raw", secretKeyBytes(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
   const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, signedContent(webhookId, timestamp, rawBody)));
-  return `v1,${btoa(String.fromCharCode(...mac))}`;
+  return `v1,${toBase64(mac)}`;
 }

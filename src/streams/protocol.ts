@@ -180,3 +180,9 @@ export function shardCount(configured: string | undefined): number {
   const n = Number(configured);
   return Number.isInteger(n) && n >= 1 ? n : 1;
 }
+
+/** One message for subscribers of `stream`, as a market or the price index publishes it. */
+export interface StreamEvent {
+  stream: string;
+  data: unknown;
+}

@@ -1,4 +1,5 @@
-import type { StreamEvent } from "./stream-hub";
+import { streamHub } from "../core/object-ids";
+import type { StreamEvent } from "./protocol";
 
 /** Events waiting for one shard, and whether a send to it is under way. */
 interface Outbox {
@@ -71,7 +72,7 @@ export class ShardPublisher {
         const batch = outbox.queued;
         outbox.queued = [];
         try {
-          await this.env.STREAM_HUB.getByName(shard).publish(batch);
+          await streamHub(this.env, shard).publish(batch);
         } catch (error) {
           // Lost events: the shard sees the book's sequence jump and rebuilds its copy.
           console.error("publish to", shard, "failed", String(error));

@@ -3,6 +3,7 @@ import { clientIp, ipPrincipal } from "../access/client-address";
 import { principalOfKey } from "../access/keys";
 import { authenticateSigned } from "../access/middleware";
 import { rateLimitHeaders } from "../access/sliding-window";
+import { streamHub } from "../core/object-ids";
 import { type ProblemResult, problem } from "../core/problem";
 import { createRouter } from "../core/router";
 import { problemResponses } from "../core/schemas";
@@ -23,7 +24,7 @@ async function toShard(env: Env, request: Request, principal: string, headers: R
   const forwarded = new Headers(request.headers);
   forwarded.set(PRINCIPAL_HEADER, principal);
   forwarded.set(SHARD_HEADER, shard);
-  const response = await env.STREAM_HUB.getByName(shard).fetch(new Request(request, { headers: forwarded }));
+  const response = await streamHub(env, shard).fetch(new Request(request, { headers: forwarded }));
   if (response.webSocket) return new Response(null, { status: 101, webSocket: response.webSocket, headers });
   const refusal = await response.json<ProblemResult>();
   const code = refusal.problem?.code ?? "INTERNAL_ERROR";

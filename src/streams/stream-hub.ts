@@ -1,4 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
+import { marketObject, priceIndex } from "../core/object-ids";
 import { problem, toProblemResult } from "../core/problem";
 import {
   admitMessage,
@@ -17,15 +18,10 @@ import {
   parseStreamName,
   planSubscribe,
   planUnsubscribe,
+  type StreamEvent,
   type StreamName,
 } from "./protocol";
 import { type BookMessage, WireBook } from "./wire-book";
-
-/** One message for subscribers of `stream`, as a market or the price index publishes it. */
-export interface StreamEvent {
-  stream: string;
-  data: unknown;
-}
 
 /** What a socket carries through hibernation (small: at most 50 stream names). */
 interface Attachment {
@@ -252,10 +248,10 @@ export class StreamHub extends DurableObject<Env> {
 
   private async registerSource(stream: StreamName): Promise<void> {
     const shard = await this.shard();
-    if (stream.kind === "prices") return this.env.PRICE_INDEX.getByName("global").subscribeShard(stream.subject, shard);
+    if (stream.kind === "prices") return priceIndex(this.env).subscribeShard(stream.subject, shard);
     // The market answers by sending its whole book down the channel of the deltas that follow.
     try {
-      await this.env.MARKET.getByName(stream.subject).subscribeShard(stream.subject, shard);
+      await marketObject(this.env, stream.subject).subscribeShard(stream.subject, shard);
     } catch (error) {
       this.awaitingBase.delete(stream.subject);
       throw error;
@@ -280,8 +276,8 @@ export class StreamHub extends DurableObject<Env> {
     }
     const released = (async () => {
       const shard = await this.shard();
-      if (stream.kind === "prices") await this.env.PRICE_INDEX.getByName("global").unsubscribeShard(stream.subject, shard);
-      else await this.env.MARKET.getByName(stream.subject).unsubscribeShard(stream.subject, shard);
+      if (stream.kind === "prices") await priceIndex(this.env).unsubscribeShard(stream.subject, shard);
+      else await marketObject(this.env, stream.subject).unsubscribeShard(stream.subject, shard);
     })()
       .catch((error: unknown) => console.error("release failed", String(error)))
       .finally(() => this.releases.delete(source));
@@ -351,10 +347,5 @@ export class StreamHub extends DurableObject<Env> {
 
   override async webSocketError(ws: WebSocket): Promise<void> {
     this.forget(ws);
-  }
-
-  /** Open connections of a principal on this shard (tests and operators). */
-  connectionCount(principal: string): number {
-    return this.ctx.getWebSockets(principal).length;
   }
 }

@@ -2,7 +2,8 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { bodyLimit } from "hono/body-limit";
 import { createMiddleware } from "hono/factory";
 import { chargeClientIp, signedAccess } from "../access/middleware";
-import { isJsonRequest, jsonText } from "../core/json-text";
+import { jsonText } from "../core/json-text";
+import { isJsonRequest } from "../core/media-types";
 import { problem } from "../core/problem";
 import { createRouter } from "../core/router";
 import { okJson, problemResponses } from "../core/schemas";
@@ -102,10 +103,7 @@ export const signedRoutes = createRouter()
       request: { query: PricesQuery },
       responses: { ...okJson(PricesSchema, "Prices"), ...signedProblems },
     }),
-    async (c) => {
-      const { quote, assets } = c.req.valid("query");
-      return c.json(await readPrices(c.env, quote, assets), 200);
-    },
+    async (c) => c.json(await readPrices(c.env, c.req.valid("query")), 200),
   )
   .openapi(
     createRoute({

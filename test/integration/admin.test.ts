@@ -1,7 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
-import { base64ToBytes, unseal } from "../../src/core/seal";
+import { fromBase64 } from "../../src/core/encoding";
+import { unseal } from "../../src/core/seal";
 import { ADMIN, approveGateway, callbackBody, deliver, settlementOf } from "../support/gateways";
 import { call, callJson } from "../support/http";
 
@@ -93,7 +94,7 @@ describe("operator API: gateways and their secrets", () => {
     const { id, secret } = response.body;
     expect(response.body).toMatchObject({ name: "Acme Chain Gateway", status: "active", revokedAt: null, secrets: [{ id: secret.id, status: "active" }] });
     expect(secret.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
-    expect(base64ToBytes(secret.secret.slice("whsec_".length))).toHaveLength(32);
+    expect(fromBase64(secret.secret.slice("whsec_".length))).toHaveLength(32);
 
     const readings = [await call(`/admin/gateways/${id}`, { headers: ADMIN }), await call("/admin/gateways", { headers: ADMIN })];
     for (const reading of readings) {

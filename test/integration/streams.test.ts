@@ -126,7 +126,7 @@ describe("connection limit: 5 per client IP or API key", () => {
     expect((await upgrade("/api/ws", ip)).status).toBe(429);
     five[0]!.ws.close(1000, "bye");
     await five[0]!.closed;
-    expect(await runInDurableObject(shardStub(`ip:${ip}`), (hub) => hub.connectionCount(`ip:${ip}`))).toBe(4);
+    expect(await runInDurableObject(shardStub(`ip:${ip}`), (_hub, state) => state.getWebSockets(`ip:${ip}`).length)).toBe(4);
     const replacement = await openSocket("/api/ws", ip);
     expect((await upgrade("/api/ws", ip)).status).toBe(429);
     for (const s of [...five.slice(1), replacement]) s.ws.close();

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { base64ToBytes } from "../../src/core/seal";
+import { fromBase64 } from "../../src/core/encoding";
 import {
   isTimestampFresh,
   MAX_SIGNATURES,
@@ -31,7 +31,7 @@ describe("Standard Webhooks signatures (docs/settlements.md)", () => {
     const secrets = Array.from({ length: 20 }, newGatewaySecret);
     for (const secret of secrets) {
       expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
-      expect(base64ToBytes(secret.slice(6))).toHaveLength(32);
+      expect(fromBase64(secret.slice(6))).toHaveLength(32);
     }
     expect(new Set(secrets).size).toBe(secrets.length);
   });
