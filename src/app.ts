@@ -17,7 +17,7 @@ import type { AppEnv } from "./env";
 import { marketRoutes } from "./market/routes";
 import { pageRoutes } from "./pages/routes";
 import { callbackRoutes } from "./settlements/routes";
-import { streamRoutes } from "./streams/routes";
+import { publicStreamRoutes, signedStreamRoutes } from "./streams/routes";
 import { signedRoutes } from "./v1/routes";
 
 let demoFeedStarted = false;
@@ -49,28 +49,38 @@ const OPENAPI_INFO = {
   },
 };
 
+/**
+ * Accounts, sessions, keys and gateway secrets: never cached anywhere, and small bodies only.
+ * (Mounted before every router, so a request is refused before any of its routes reads a byte.)
+ */
+const privatePaths = [noStore, smallBodies];
+
 export function createApp(): OpenAPIHono<AppEnv> {
   const app = createRouter();
   app.use(requestId);
   app.use(securityHeaders);
   app.use(startDemoFeed);
-  // Accounts, keys, sessions and gateway secrets: never cached anywhere; small bodies only.
-  for (const path of ["/account/*", "/dashboard", "/dashboard/*", "/admin/*"]) {
-    app.use(path, noStore);
-    app.use(path, smallBodies);
+
+  // The route table: every router, where it is mounted, and the limit in front of it.
+  //   publicLimit: 10 requests a second per client address (docs/limits.md)
+  //   per key:     30 a second per API key, inside the signature check (signedAccess)
+  //   per gateway: 50 a second per gateway, once its signature is verified
+  //   failures:    a failed authentication counts against the client address
+  for (const [prefix, router, ...guards] of [
+    ["/api", marketRoutes(publicLimit)], //                   market data: publicLimit
+    ["/api", publicStreamRoutes(publicLimit)], //             GET /api/ws: publicLimit, 5 connections per address
+    ["/api/gateway", callbackRoutes], //                      settlement callbacks: per gateway; failures
+    ["/v1", signedRoutes], //                                 signed market data and ingest: per key; failures
+    ["/v1", signedStreamRoutes], //                           GET /v1/ws: per key, 5 connections per key; failures
+    ["/account", accountRoutes(publicLimit), ...privatePaths], // account JSON API: publicLimit
+    ["/dashboard", dashboardRoutes(publicLimit), ...privatePaths], // form posts: publicLimit; pages: none
+    ["/admin", adminRoutes, ...privatePaths], //              operator API: bearer token; failures
+    ["/docs", docsRoutes], //                                 the API reference page: none
+    ["/", pageRoutes], //                                     pages and their scripts: none
+  ] as const) {
+    if (guards.length > 0) app.use(`${prefix}/*`, ...guards);
+    app.route(prefix, router);
   }
-  // Public surface: 10 requests a second per client IP. Gateways have their own limit.
-  app.use("/api/*", async (c, next) => (c.req.path === "/api/gateway/callback" ? next() : publicLimit(c, next)));
-  app.use("/account/*", publicLimit);
-  app.route("/", marketRoutes);
-  app.route("/", signedRoutes);
-  app.route("/", accountRoutes);
-  app.route("/", dashboardRoutes);
-  app.route("/", callbackRoutes);
-  app.route("/", streamRoutes);
-  app.route("/", adminRoutes);
-  app.route("/", docsRoutes);
-  app.route("/", pageRoutes);
   // Made once per isolate: the routes do not change while it lives.
   let document: ReturnType<typeof app.getOpenAPI31Document> | undefined;
   app.get("/openapi.json", (c) => c.json((document ??= withSharedAnswers(app.getOpenAPI31Document(OPENAPI_INFO)))));

@@ -1,9 +1,8 @@
 /** @jsxImportSource hono/jsx */
-import { type Context, Hono } from "hono";
+import { type Context, Hono, type MiddlewareHandler } from "hono";
 import type { Child } from "hono/jsx";
 import { clientIp } from "../access/client-address";
 import { PERMISSIONS, type Permission } from "../access/keys";
-import { publicLimit } from "../access/middleware";
 import { readForm } from "../core/forms";
 import { ProblemError } from "../core/problem";
 import type { AppEnv } from "../env";
@@ -91,86 +90,100 @@ function SignInPage(props: { error?: string }) {
 
 const formatTime = (ms: number | null) => (ms === null ? "—" : `${new Date(ms).toISOString().replace("T", " ").slice(0, 19)} UTC`);
 
-function ApiManagementPage(props: { session: Session; keys: ApiKeyView[]; created?: ApiKeyView & { secret: string }; error?: string }) {
-  const { session, keys, created } = props;
+/** A new key's secret, shown this once, with its copy button. */
+function NewSecret({ created }: { created: ApiKeyView & { secret: string } }) {
   return (
-    <Layout title="API Management" session={session}>
+    <div id="new-secret">
+      <p class="warning">
+        Copy the secret of key <code>{created.id}</code> now: it is shown this once and cannot be retrieved again.
+      </p>
+      <p class="secret" id="secret-value">
+        {created.secret}
+      </p>
+      <button type="button" id="copy-secret" data-secret={created.secret}>
+        Copy secret
+      </button>
+      <script src={`/assets/dashboard.js?v=${CLIENT_VERSIONS.dashboard}`} defer></script>
+    </div>
+  );
+}
+
+function CreateKeyForm({ csrfToken }: { csrfToken: string }) {
+  return (
+    <form method="post" action="/dashboard/keys">
+      <input type="hidden" name="csrf" value={csrfToken} />
+      <label>
+        Label <input type="text" name="label" required maxlength={64} />
+      </label>
+      <fieldset>
+        <legend>Permissions</legend>
+        {PERMISSIONS.map((p) => (
+          <label style="display:inline-block;margin-right:1rem">
+            <input type="checkbox" name="permissions" value={p} checked={p === "read"} /> {p}
+          </label>
+        ))}
+      </fieldset>
+      <label>
+        IP allow-list (optional; one IPv4/IPv6 address or CIDR per line) <textarea name="allowCidrs" rows={2} placeholder="203.0.113.0/24"></textarea>
+      </label>
+      <label>
+        Expires (optional, UTC) <input type="datetime-local" name="expiresAt" />
+      </label>
+      <button class="primary" type="submit">
+        Create key
+      </button>
+    </form>
+  );
+}
+
+/** The account's keys, never their secrets; an active one links to its revoke confirmation. */
+function KeyTable({ keys }: { keys: ApiKeyView[] }) {
+  if (keys.length === 0) return <p class="muted">No keys yet.</p>;
+  return (
+    <table id="keys">
+      <tr>
+        <th>id</th>
+        <th>label</th>
+        <th>permissions</th>
+        <th>created</th>
+        <th>last used</th>
+        <th>status</th>
+        <th></th>
+      </tr>
+      {keys.map((key) => (
+        <tr data-key-id={key.id}>
+          <td>
+            <code>{key.id}</code>
+          </td>
+          <td>{key.label}</td>
+          <td>{key.permissions.join(", ")}</td>
+          <td>{formatTime(key.createdAt)}</td>
+          <td>{formatTime(key.lastUsedAt)}</td>
+          <td class="status">{key.status}</td>
+          <td>
+            {key.status === "active" ? (
+              <a href={`/dashboard/keys/${key.id}/revoke`} class="revoke">
+                Revoke…
+              </a>
+            ) : null}
+          </td>
+        </tr>
+      ))}
+    </table>
+  );
+}
+
+function ApiManagementPage(props: { session: Session; keys: ApiKeyView[]; created?: ApiKeyView & { secret: string }; error?: string }) {
+  return (
+    <Layout title="API Management" session={props.session}>
       <section id="api-management">
         <h2>API Management</h2>
         {props.error ? <p class="error">{props.error}</p> : null}
-        {created ? (
-          <div id="new-secret">
-            <p class="warning">
-              Copy the secret of key <code>{created.id}</code> now: it is shown this once and cannot be retrieved again.
-            </p>
-            <p class="secret" id="secret-value">
-              {created.secret}
-            </p>
-            <button type="button" id="copy-secret" data-secret={created.secret}>
-              Copy secret
-            </button>
-            <script src={`/assets/dashboard.js?v=${CLIENT_VERSIONS.dashboard}`} defer></script>
-          </div>
-        ) : null}
+        {props.created ? <NewSecret created={props.created} /> : null}
         <h3>Create a key</h3>
-        <form method="post" action="/dashboard/keys">
-          <input type="hidden" name="csrf" value={session.csrfToken} />
-          <label>
-            Label <input type="text" name="label" required maxlength={64} />
-          </label>
-          <fieldset>
-            <legend>Permissions</legend>
-            {PERMISSIONS.map((p) => (
-              <label style="display:inline-block;margin-right:1rem">
-                <input type="checkbox" name="permissions" value={p} checked={p === "read"} /> {p}
-              </label>
-            ))}
-          </fieldset>
-          <label>
-            IP allow-list (optional; one IPv4/IPv6 address or CIDR per line) <textarea name="allowCidrs" rows={2} placeholder="203.0.113.0/24"></textarea>
-          </label>
-          <label>
-            Expires (optional, UTC) <input type="datetime-local" name="expiresAt" />
-          </label>
-          <button class="primary" type="submit">
-            Create key
-          </button>
-        </form>
+        <CreateKeyForm csrfToken={props.session.csrfToken} />
         <h3>Your keys</h3>
-        {keys.length === 0 ? (
-          <p class="muted">No keys yet.</p>
-        ) : (
-          <table id="keys">
-            <tr>
-              <th>id</th>
-              <th>label</th>
-              <th>permissions</th>
-              <th>created</th>
-              <th>last used</th>
-              <th>status</th>
-              <th></th>
-            </tr>
-            {keys.map((key) => (
-              <tr data-key-id={key.id}>
-                <td>
-                  <code>{key.id}</code>
-                </td>
-                <td>{key.label}</td>
-                <td>{key.permissions.join(", ")}</td>
-                <td>{formatTime(key.createdAt)}</td>
-                <td>{formatTime(key.lastUsedAt)}</td>
-                <td class="status">{key.status}</td>
-                <td>
-                  {key.status === "active" ? (
-                    <a href={`/dashboard/keys/${key.id}/revoke`} class="revoke">
-                      Revoke…
-                    </a>
-                  ) : null}
-                </td>
-              </tr>
-            ))}
-          </table>
-        )}
+        <KeyTable keys={props.keys} />
       </section>
     </Layout>
   );
@@ -218,82 +231,88 @@ function formString(form: Record<string, unknown>, name: string): string {
   return typeof value === "string" ? value : "";
 }
 
-export const dashboardRoutes = new Hono<AppEnv>()
-  // The forms are the account API in HTML, so their posts share its per-IP limit (docs/limits.md).
-  .use("/dashboard/*", async (c, next) => (c.req.method === "POST" ? publicLimit(c, next) : next()))
-  .get("/dashboard", async (c) => {
-    const session = await currentSession(c);
-    return session ? managementPage(c, session) : c.html(<SignInPage />);
-  })
-  .post("/dashboard/signup", async (c) => {
-    requireSameOrigin(c);
-    const form = await readForm(c);
-    try {
-      const account = await signUp(c.env, formString(form, "email"), formString(form, "password"));
-      await startSession(c, account.id);
-      return c.redirect("/dashboard", 303);
-    } catch (error) {
-      return c.html(<SignInPage error={messageOf(error)} />, 400);
-    }
-  })
-  .post("/dashboard/login", async (c) => {
-    requireSameOrigin(c);
-    const form = await readForm(c);
-    try {
-      const account = await signIn(c.env, formString(form, "email"), formString(form, "password"), clientIp(c.req.raw));
-      await startSession(c, account.id);
-      return c.redirect("/dashboard", 303);
-    } catch (error) {
-      return c.html(<SignInPage error={messageOf(error)} />, 400);
-    }
-  })
-  .post("/dashboard/logout", async (c) => {
-    requireSameOrigin(c);
-    const session = await currentSession(c);
-    if (session) requireCsrfToken(session, (await readForm(c)).csrf);
-    await endSession(c);
+/**
+ * Sign-up and sign-in from their forms: a session on success, the sign-in page with the reason
+ * otherwise (a form's failure is shown where the person is, not as problem JSON).
+ */
+async function enterWithForm(c: Context<AppEnv>, enter: (email: string, password: string) => Promise<{ id: string }>) {
+  requireSameOrigin(c);
+  const form = await readForm(c);
+  try {
+    const account = await enter(formString(form, "email"), formString(form, "password"));
+    await startSession(c, account.id);
     return c.redirect("/dashboard", 303);
-  })
-  .post("/dashboard/keys", async (c) => {
-    requireSameOrigin(c);
-    const session = await currentSession(c);
-    if (!session) return c.redirect("/dashboard", 303);
-    const form = await readForm(c, { all: true });
-    requireCsrfToken(session, form.csrf);
-    const permissions = ([] as unknown[]).concat(form.permissions ?? []).filter((p): p is Permission => typeof p === "string");
-    const expires = formString(form, "expiresAt");
-    const parsed = NewKeySchema.safeParse({
-      label: formString(form, "label"),
-      permissions,
-      allowCidrs: formString(form, "allowCidrs")
-        .split(/[\s,]+/)
-        .filter(Boolean),
-      expiresAt: expires ? Date.parse(`${expires}Z`) || -1 : null,
-    });
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      return managementPage(c, session, { error: `${issue.path.join(".")}: ${issue.message}` }, 400);
-    }
-    try {
-      return await managementPage(c, session, { created: await createApiKey(c.env, session.accountId, parsed.data) }, 201);
-    } catch (error) {
-      return managementPage(c, session, { error: messageOf(error) }, 400);
-    }
-  })
-  .get("/dashboard/keys/:id/revoke", async (c) => {
-    const session = await currentSession(c);
-    if (!session) return c.redirect("/dashboard", 303);
-    return c.html(<ConfirmRevokePage session={session} keyId={c.req.param("id").slice(0, 64)} />);
-  })
-  .post("/dashboard/keys/:id/revoke", async (c) => {
-    requireSameOrigin(c);
-    const session = await currentSession(c);
-    if (!session) return c.redirect("/dashboard", 303);
-    requireCsrfToken(session, (await readForm(c)).csrf);
-    try {
-      await revokeApiKey(c.env, session.accountId, c.req.param("id"));
+  } catch (error) {
+    return c.html(<SignInPage error={messageOf(error)} />, 400);
+  }
+}
+
+/**
+ * The dashboard, mounted at `/dashboard`. Its forms are the account API in HTML, so each form
+ * post has `limit` in front of it, as the account API has; showing a page does not.
+ *
+ * @example
+ * app.route("/dashboard", dashboardRoutes(publicLimit));
+ */
+export const dashboardRoutes = (limit: MiddlewareHandler<AppEnv>) =>
+  new Hono<AppEnv>()
+    .get("/", async (c) => {
+      const session = await currentSession(c);
+      return session ? managementPage(c, session) : c.html(<SignInPage />);
+    })
+    .post("/signup", limit, async (c) => {
+      return enterWithForm(c, (email, password) => signUp(c.env, email, password));
+    })
+    .post("/login", limit, async (c) => {
+      return enterWithForm(c, (email, password) => signIn(c.env, email, password, clientIp(c.req.raw)));
+    })
+    .post("/logout", limit, async (c) => {
+      requireSameOrigin(c);
+      const session = await currentSession(c);
+      if (session) requireCsrfToken(session, (await readForm(c)).csrf);
+      await endSession(c);
       return c.redirect("/dashboard", 303);
-    } catch (error) {
-      return managementPage(c, session, { error: messageOf(error) }, 400);
-    }
-  });
+    })
+    .post("/keys", limit, async (c) => {
+      requireSameOrigin(c);
+      const session = await currentSession(c);
+      if (!session) return c.redirect("/dashboard", 303);
+      const form = await readForm(c, { all: true });
+      requireCsrfToken(session, form.csrf);
+      const permissions = ([] as unknown[]).concat(form.permissions ?? []).filter((p): p is Permission => typeof p === "string");
+      const expires = formString(form, "expiresAt");
+      const parsed = NewKeySchema.safeParse({
+        label: formString(form, "label"),
+        permissions,
+        allowCidrs: formString(form, "allowCidrs")
+          .split(/[\s,]+/)
+          .filter(Boolean),
+        expiresAt: expires ? Date.parse(`${expires}Z`) || -1 : null,
+      });
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0]!;
+        return managementPage(c, session, { error: `${issue.path.join(".")}: ${issue.message}` }, 400);
+      }
+      try {
+        return await managementPage(c, session, { created: await createApiKey(c.env, session.accountId, parsed.data) }, 201);
+      } catch (error) {
+        return managementPage(c, session, { error: messageOf(error) }, 400);
+      }
+    })
+    .get("/keys/:id/revoke", async (c) => {
+      const session = await currentSession(c);
+      if (!session) return c.redirect("/dashboard", 303);
+      return c.html(<ConfirmRevokePage session={session} keyId={c.req.param("id").slice(0, 64)} />);
+    })
+    .post("/keys/:id/revoke", limit, async (c) => {
+      requireSameOrigin(c);
+      const session = await currentSession(c);
+      if (!session) return c.redirect("/dashboard", 303);
+      requireCsrfToken(session, (await readForm(c)).csrf);
+      try {
+        await revokeApiKey(c.env, session.accountId, c.req.param("id"));
+        return c.redirect("/dashboard", 303);
+      } catch (error) {
+        return managementPage(c, session, { error: messageOf(error) }, 400);
+      }
+    });

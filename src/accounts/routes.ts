@@ -1,4 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import type { MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import { clientIp } from "../access/client-address";
 import { createRouter } from "../core/router";
@@ -18,110 +19,118 @@ const sameOrigin = createMiddleware<AppEnv>(async (c, next) => {
   await next();
 });
 
-export const accountRoutes = createRouter()
-  .openapi(
-    createRoute({
-      method: "post",
-      path: "/account/signup",
-      tags,
-      middleware: [sameOrigin],
-      summary: "Create an account (and sign in)",
-      description: "Passwords: 10–128 characters, not easily guessed. Stored as PBKDF2-SHA256 (100,000 iterations, 16-byte salt).",
-      request: jsonBody(Credentials),
-      responses: {
-        201: { description: "Created; the session cookie is set", content: { "application/json": { schema: AccountSchema } } },
-        ...problemResponses(400, 403, 429),
+/**
+ * The account JSON API, mounted at `/account`; `limit` stands in front of every route.
+ *
+ * @example
+ * app.route("/account", accountRoutes(publicLimit));
+ */
+export const accountRoutes = (limit: MiddlewareHandler<AppEnv>) =>
+  createRouter()
+    .openapi(
+      createRoute({
+        method: "post",
+        path: "/signup",
+        tags,
+        middleware: [limit, sameOrigin],
+        summary: "Create an account (and sign in)",
+        description: "Passwords: 10–128 characters, not easily guessed. Stored as PBKDF2-SHA256 (100,000 iterations, 16-byte salt).",
+        request: jsonBody(Credentials),
+        responses: {
+          201: { description: "Created; the session cookie is set", content: { "application/json": { schema: AccountSchema } } },
+          ...problemResponses(400, 403, 429),
+        },
+      }),
+      async (c) => {
+        const { email, password } = c.req.valid("json");
+        const account = await signUp(c.env, email, password);
+        await startSession(c, account.id);
+        return c.json(account, 201);
       },
-    }),
-    async (c) => {
-      const { email, password } = c.req.valid("json");
-      const account = await signUp(c.env, email, password);
-      await startSession(c, account.id);
-      return c.json(account, 201);
-    },
-  )
-  .openapi(
-    createRoute({
-      method: "post",
-      path: "/account/login",
-      tags,
-      middleware: [sameOrigin],
-      summary: "Sign in: sets the session cookie (HttpOnly; Secure; SameSite=Lax)",
-      description:
-        "Failed sign-ins are throttled before the password is checked. Per account: 5 failures are free, then each attempt waits 1 s, 2 s, 4 s … (at most 5 minutes) after the previous failure; forgotten 15 minutes after the last failure, cleared by a success. Per client address: 20 failures, then none until 15 minutes after the last. Refusals are 429 RATE_LIMITED with Retry-After.",
-      request: jsonBody(Credentials),
-      responses: { 200: { description: "Signed in", content: { "application/json": { schema: AccountSchema } } }, ...problemResponses(400, 401, 403, 429) },
-    }),
-    async (c) => {
-      const { email, password } = c.req.valid("json");
-      const account = await signIn(c.env, email, password, clientIp(c.req.raw));
-      await startSession(c, account.id);
-      return c.json(account, 200);
-    },
-  )
-  .openapi(
-    createRoute({
-      method: "post",
-      path: "/account/logout",
-      tags,
-      security: cookieAuth,
-      middleware: [sameOrigin],
-      summary: "Sign out: ends the session",
-      responses: { 204: { description: "Signed out" }, ...problemResponses(403, 429) },
-    }),
-    async (c) => {
-      await endSession(c);
-      return c.body(null, 204);
-    },
-  )
-  .openapi(
-    createRoute({
-      method: "get",
-      path: "/account/api-keys",
-      tags,
-      security: cookieAuth,
-      summary: "List the account's API keys (never their secrets)",
-      responses: {
-        200: { description: "Keys, newest first", content: { "application/json": { schema: z.object({ keys: z.array(ApiKeySchema) }) } } },
-        ...problemResponses(401, 429),
+    )
+    .openapi(
+      createRoute({
+        method: "post",
+        path: "/login",
+        tags,
+        middleware: [limit, sameOrigin],
+        summary: "Sign in: sets the session cookie (HttpOnly; Secure; SameSite=Lax)",
+        description:
+          "Failed sign-ins are throttled before the password is checked. Per account: 5 failures are free, then each attempt waits 1 s, 2 s, 4 s … (at most 5 minutes) after the previous failure; forgotten 15 minutes after the last failure, cleared by a success. Per client address: 20 failures, then none until 15 minutes after the last. Refusals are 429 RATE_LIMITED with Retry-After.",
+        request: jsonBody(Credentials),
+        responses: { 200: { description: "Signed in", content: { "application/json": { schema: AccountSchema } } }, ...problemResponses(400, 401, 403, 429) },
+      }),
+      async (c) => {
+        const { email, password } = c.req.valid("json");
+        const account = await signIn(c.env, email, password, clientIp(c.req.raw));
+        await startSession(c, account.id);
+        return c.json(account, 200);
       },
-    }),
-    async (c) => {
-      const session = await requireSession(c);
-      return c.json({ keys: await listApiKeys(c.env, session.accountId) }, 200);
-    },
-  )
-  .openapi(
-    createRoute({
-      method: "post",
-      path: "/account/api-keys",
-      tags,
-      security: cookieAuth,
-      middleware: [sameOrigin],
-      summary: "Create an API key; its secret is in this answer and never again",
-      description: "At most 20 active keys per account.",
-      request: jsonBody(NewKeySchema),
-      responses: { 201: { description: "Created", content: { "application/json": { schema: CreatedKeySchema } } }, ...problemResponses(400, 401, 403, 429) },
-    }),
-    async (c) => {
-      const session = await requireSession(c);
-      return c.json(await createApiKey(c.env, session.accountId, c.req.valid("json")), 201);
-    },
-  )
-  .openapi(
-    createRoute({
-      method: "delete",
-      path: "/account/api-keys/{id}",
-      tags,
-      security: cookieAuth,
-      middleware: [sameOrigin],
-      summary: "Revoke an API key: the very next request with it fails",
-      request: { params: KeyIdParam },
-      responses: { 204: { description: "Revoked" }, ...problemResponses(401, 403, 404, 429) },
-    }),
-    async (c) => {
-      const session = await requireSession(c);
-      await revokeApiKey(c.env, session.accountId, c.req.valid("param").id);
-      return c.body(null, 204);
-    },
-  );
+    )
+    .openapi(
+      createRoute({
+        method: "post",
+        path: "/logout",
+        tags,
+        security: cookieAuth,
+        middleware: [limit, sameOrigin],
+        summary: "Sign out: ends the session",
+        responses: { 204: { description: "Signed out" }, ...problemResponses(403, 429) },
+      }),
+      async (c) => {
+        await endSession(c);
+        return c.body(null, 204);
+      },
+    )
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/api-keys",
+        tags,
+        middleware: [limit],
+        security: cookieAuth,
+        summary: "List the account's API keys (never their secrets)",
+        responses: {
+          200: { description: "Keys, newest first", content: { "application/json": { schema: z.object({ keys: z.array(ApiKeySchema) }) } } },
+          ...problemResponses(401, 429),
+        },
+      }),
+      async (c) => {
+        const session = await requireSession(c);
+        return c.json({ keys: await listApiKeys(c.env, session.accountId) }, 200);
+      },
+    )
+    .openapi(
+      createRoute({
+        method: "post",
+        path: "/api-keys",
+        tags,
+        security: cookieAuth,
+        middleware: [limit, sameOrigin],
+        summary: "Create an API key; its secret is in this answer and never again",
+        description: "At most 20 active keys per account.",
+        request: jsonBody(NewKeySchema),
+        responses: { 201: { description: "Created", content: { "application/json": { schema: CreatedKeySchema } } }, ...problemResponses(400, 401, 403, 429) },
+      }),
+      async (c) => {
+        const session = await requireSession(c);
+        return c.json(await createApiKey(c.env, session.accountId, c.req.valid("json")), 201);
+      },
+    )
+    .openapi(
+      createRoute({
+        method: "delete",
+        path: "/api-keys/{id}",
+        tags,
+        security: cookieAuth,
+        middleware: [limit, sameOrigin],
+        summary: "Revoke an API key: the very next request with it fails",
+        request: { params: KeyIdParam },
+        responses: { 204: { description: "Revoked" }, ...problemResponses(401, 403, 404, 429) },
+      }),
+      async (c) => {
+        const session = await requireSession(c);
+        await revokeApiKey(c.env, session.accountId, c.req.valid("param").id);
+        return c.body(null, 204);
+      },
+    );

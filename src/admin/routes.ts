@@ -55,7 +55,7 @@ export const adminRoutes = createRouter()
   .openapi(
     createRoute({
       method: "post",
-      path: "/admin/gateways",
+      path: "/gateways",
       tags,
       security,
       middleware,
@@ -79,7 +79,7 @@ export const adminRoutes = createRouter()
   .openapi(
     createRoute({
       method: "get",
-      path: "/admin/gateways",
+      path: "/gateways",
       tags,
       security,
       middleware,
@@ -91,7 +91,7 @@ export const adminRoutes = createRouter()
   .openapi(
     createRoute({
       method: "get",
-      path: "/admin/gateways/{id}",
+      path: "/gateways/{id}",
       tags,
       security,
       middleware,
@@ -104,7 +104,7 @@ export const adminRoutes = createRouter()
   .openapi(
     createRoute({
       method: "post",
-      path: "/admin/gateways/{id}/secrets",
+      path: "/gateways/{id}/secrets",
       tags,
       security,
       middleware,
@@ -117,7 +117,7 @@ export const adminRoutes = createRouter()
   .openapi(
     createRoute({
       method: "delete",
-      path: "/admin/gateways/{id}/secrets/{secretId}",
+      path: "/gateways/{id}/secrets/{secretId}",
       tags,
       security,
       middleware,
@@ -134,7 +134,7 @@ export const adminRoutes = createRouter()
   .openapi(
     createRoute({
       method: "delete",
-      path: "/admin/gateways/{id}",
+      path: "/gateways/{id}",
       tags,
       security,
       middleware,
@@ -150,7 +150,7 @@ export const adminRoutes = createRouter()
   .openapi(
     createRoute({
       method: "get",
-      path: "/admin/settlements",
+      path: "/settlements",
       tags,
       security,
       middleware,
@@ -173,7 +173,7 @@ export const adminRoutes = createRouter()
   .openapi(
     createRoute({
       method: "get",
-      path: "/admin/gateways/{id}/settlements/{settlementId}",
+      path: "/gateways/{id}/settlements/{settlementId}",
       tags,
       security,
       middleware,
@@ -200,7 +200,7 @@ export const adminRoutes = createRouter()
   .openapi(
     createRoute({
       method: "put",
-      path: "/admin/markets/{pair}/status",
+      path: "/markets/{pair}/status",
       tags,
       security,
       middleware,

@@ -1,7 +1,9 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import type { MiddlewareHandler } from "hono";
 import { jsonText } from "../core/json-text";
 import { createRouter } from "../core/router";
 import { okJson, problemResponses } from "../core/schemas";
+import type { AppEnv } from "../env";
 import { readKlines, readMarkets, readOrderBookJson, readPrices, readTicker, readTrades } from "./reads";
 import {
   DepthQuery,
@@ -20,83 +22,98 @@ import {
 
 const tags = ["Public market data"];
 
-export const marketRoutes = createRouter()
-  .openapi(
-    createRoute({
-      method: "get",
-      path: "/api/prices",
-      tags,
-      summary: "Current prices of active assets",
-      description: "From the KV price cache (at most one write a second; other locations may lag up to ~60 s). `asOf` is the snapshot time.",
-      request: { query: PricesQuery },
-      responses: { ...okJson(PricesSchema, "Prices in the quote asset"), ...problemResponses(400, 429) },
-    }),
-    async (c) => c.json(await readPrices(c.env, c.req.valid("query")), 200),
-  )
-  .openapi(
-    createRoute({
-      method: "get",
-      path: "/api/orderbook/{pair}",
-      tags,
-      summary: "Order book snapshot",
-      request: { params: PairParam, query: DepthQuery },
-      responses: { ...okJson(OrderBookSchema, "Up to `depth` levels a side, best first"), ...problemResponses(400, 404, 429) },
-    }),
-    async (c) => jsonText<z.infer<typeof OrderBookSchema>>(c, await readOrderBookJson(c.env, c.req.valid("param").pair, c.req.valid("query").depth)),
-  )
-  .openapi(
-    createRoute({
-      method: "get",
-      path: "/api/ticker/{pair}",
-      tags,
-      summary: "24-hour rolling ticker",
-      description: "The window runs from the start of the current minute − 24 h to the response time. Same record as the signed `GET /v1/ticker/24hr?symbol=`.",
-      request: { params: PairParam },
-      responses: { ...okJson(TickerSchema, "Ticker record"), ...problemResponses(400, 404, 429) },
-    }),
-    async (c) => c.json(await readTicker(c.env, c.req.valid("param").pair), 200),
-  )
-  .openapi(
-    createRoute({
-      method: "get",
-      path: "/api/trades/{pair}",
-      tags,
-      summary: "Latest trades, newest first",
-      request: { params: PairParam, query: TradesQuery },
-      responses: { ...okJson(z.array(TradeSchema), "Trades"), ...problemResponses(400, 404, 429) },
-    }),
-    async (c) => c.json(await readTrades(c.env, c.req.valid("param").pair, c.req.valid("query").limit), 200),
-  )
-  .openapi(
-    createRoute({
-      method: "get",
-      path: "/api/klines/{pair}",
-      tags,
-      summary: "Candles from minute buckets",
-      description:
-        "Ascending by open time; intervals without trades have no candle. Without `startTime`, the newest `limit` candles (up to `endTime`); with it, the first `limit` from there. Minute buckets are kept 30 days.",
-      request: { params: PairParam, query: KlinesQuery },
-      responses: { ...okJson(z.array(KlineSchema), "Candles"), ...problemResponses(400, 404, 429) },
-    }),
-    async (c) => c.json(await readKlines(c.env, c.req.valid("param").pair, c.req.valid("query")), 200),
-  )
-  .openapi(
-    createRoute({
-      method: "get",
-      path: "/api/markets",
-      tags,
-      summary: "All markets with status and scales, and the assets",
-      responses: { ...okJson(MarketsSchema, "Markets and assets"), ...problemResponses(429) },
-    }),
-    async (c) => c.json(await readMarkets(c.env), 200),
-  )
-  .openapi(
-    createRoute({
-      method: "get",
-      path: "/api/time",
-      tags,
-      summary: "Server time, for clients that sign requests",
-      responses: { ...okJson(ServerTimeSchema, "Server time"), ...problemResponses(429) },
-    }),
-    (c) => c.json({ serverTime: Date.now() }, 200),
-  );
+/**
+ * Public market data, mounted at `/api`; `limit` stands in front of every route.
+ *
+ * @example
+ * app.route("/api", marketRoutes(publicLimit));
+ */
+export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
+  createRouter()
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/prices",
+        tags,
+        middleware: [limit],
+        summary: "Current prices of active assets",
+        description: "From the KV price cache (at most one write a second; other locations may lag up to ~60 s). `asOf` is the snapshot time.",
+        request: { query: PricesQuery },
+        responses: { ...okJson(PricesSchema, "Prices in the quote asset"), ...problemResponses(400, 429) },
+      }),
+      async (c) => c.json(await readPrices(c.env, c.req.valid("query")), 200),
+    )
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/orderbook/{pair}",
+        tags,
+        middleware: [limit],
+        summary: "Order book snapshot",
+        request: { params: PairParam, query: DepthQuery },
+        responses: { ...okJson(OrderBookSchema, "Up to `depth` levels a side, best first"), ...problemResponses(400, 404, 429) },
+      }),
+      async (c) => jsonText<z.infer<typeof OrderBookSchema>>(c, await readOrderBookJson(c.env, c.req.valid("param").pair, c.req.valid("query").depth)),
+    )
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/ticker/{pair}",
+        tags,
+        middleware: [limit],
+        summary: "24-hour rolling ticker",
+        description:
+          "The window runs from the start of the current minute − 24 h to the response time. Same record as the signed `GET /v1/ticker/24hr?symbol=`.",
+        request: { params: PairParam },
+        responses: { ...okJson(TickerSchema, "Ticker record"), ...problemResponses(400, 404, 429) },
+      }),
+      async (c) => c.json(await readTicker(c.env, c.req.valid("param").pair), 200),
+    )
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/trades/{pair}",
+        tags,
+        middleware: [limit],
+        summary: "Latest trades, newest first",
+        request: { params: PairParam, query: TradesQuery },
+        responses: { ...okJson(z.array(TradeSchema), "Trades"), ...problemResponses(400, 404, 429) },
+      }),
+      async (c) => c.json(await readTrades(c.env, c.req.valid("param").pair, c.req.valid("query").limit), 200),
+    )
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/klines/{pair}",
+        tags,
+        middleware: [limit],
+        summary: "Candles from minute buckets",
+        description:
+          "Ascending by open time; intervals without trades have no candle. Without `startTime`, the newest `limit` candles (up to `endTime`); with it, the first `limit` from there. Minute buckets are kept 30 days.",
+        request: { params: PairParam, query: KlinesQuery },
+        responses: { ...okJson(z.array(KlineSchema), "Candles"), ...problemResponses(400, 404, 429) },
+      }),
+      async (c) => c.json(await readKlines(c.env, c.req.valid("param").pair, c.req.valid("query")), 200),
+    )
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/markets",
+        tags,
+        middleware: [limit],
+        summary: "All markets with status and scales, and the assets",
+        responses: { ...okJson(MarketsSchema, "Markets and assets"), ...problemResponses(429) },
+      }),
+      async (c) => c.json(await readMarkets(c.env), 200),
+    )
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/time",
+        tags,
+        middleware: [limit],
+        summary: "Server time, for clients that sign requests",
+        responses: { ...okJson(ServerTimeSchema, "Server time"), ...problemResponses(429) },
+      }),
+      (c) => c.json({ serverTime: Date.now() }, 200),
+    );

@@ -53,6 +53,70 @@ function Page(props: { title: string; children: Child; script?: keyof typeof CLI
 const changeClass = (t: TickerRecord) => (t.changePercent24h.startsWith("-") ? "down" : Number(t.changePercent24h) > 0 ? "up" : "");
 const signed = (percent: string) => `${percent.startsWith("-") ? "" : "+"}${percent}%`;
 
+/** One market live: ticker, depth chart, ladder, tape and candles (kept live by `client/market.ts`). */
+function MarketPage({ market, ticker }: { market: MarketConfig; ticker: TickerRecord }) {
+  return (
+    <Page title={`${market.base}/${market.quote}`} script="market">
+      <div id="market" data-symbol={market.symbol}>
+        <div id="ticker" class={changeClass(ticker)}>
+          <h2 style="margin:0">
+            {market.base}/{market.quote}
+          </h2>
+          <span class="price" data-ticker="lastPrice">
+            {ticker.lastPrice}
+          </span>
+          <span>
+            <span data-ticker="change24h">{ticker.change24h}</span> (<span data-ticker="changePercent24h">{ticker.changePercent24h}%</span>)
+          </span>
+          <span class="muted">
+            high <span data-ticker="high24h">{ticker.high24h}</span> · low <span data-ticker="low24h">{ticker.low24h}</span> · volume{" "}
+            <span data-ticker="volume24h">{ticker.volume24h}</span> {market.base}
+          </span>
+        </div>
+        <div class="grid">
+          <section>
+            <h2>Depth</h2>
+            <canvas id="depth"></canvas>
+          </section>
+          <section>
+            <h2>1-minute candles</h2>
+            <canvas id="candles"></canvas>
+          </section>
+          <section id="book">
+            <h2>
+              Order book <span id="spread" class="muted"></span>
+            </h2>
+            <table>
+              <thead>
+                <tr>
+                  <th>price ({market.quote})</th>
+                  <th>quantity ({market.base})</th>
+                  <th>total</th>
+                </tr>
+              </thead>
+              <tbody id="ladder-asks"></tbody>
+              <tbody id="ladder-bids"></tbody>
+            </table>
+          </section>
+          <section>
+            <h2>Trades</h2>
+            <table>
+              <thead>
+                <tr>
+                  <th>time (UTC)</th>
+                  <th>price</th>
+                  <th>quantity</th>
+                </tr>
+              </thead>
+              <tbody id="trades"></tbody>
+            </table>
+          </section>
+        </div>
+      </div>
+    </Page>
+  );
+}
+
 export const pageRoutes = new Hono<AppEnv>()
   .get("/", async (c) => {
     const { markets } = await readMarkets(c.env);
@@ -109,66 +173,7 @@ export const pageRoutes = new Hono<AppEnv>()
         error.status === 400 ? 400 : 404,
       );
     }
-    return c.html(
-      <Page title={`${market.base}/${market.quote}`} script="market">
-        <div id="market" data-symbol={market.symbol}>
-          <div id="ticker" class={changeClass(ticker)}>
-            <h2 style="margin:0">
-              {market.base}/{market.quote}
-            </h2>
-            <span class="price" data-ticker="lastPrice">
-              {ticker.lastPrice}
-            </span>
-            <span>
-              <span data-ticker="change24h">{ticker.change24h}</span> (<span data-ticker="changePercent24h">{ticker.changePercent24h}%</span>)
-            </span>
-            <span class="muted">
-              high <span data-ticker="high24h">{ticker.high24h}</span> · low <span data-ticker="low24h">{ticker.low24h}</span> · volume{" "}
-              <span data-ticker="volume24h">{ticker.volume24h}</span> {market.base}
-            </span>
-          </div>
-          <div class="grid">
-            <section>
-              <h2>Depth</h2>
-              <canvas id="depth"></canvas>
-            </section>
-            <section>
-              <h2>1-minute candles</h2>
-              <canvas id="candles"></canvas>
-            </section>
-            <section id="book">
-              <h2>
-                Order book <span id="spread" class="muted"></span>
-              </h2>
-              <table>
-                <thead>
-                  <tr>
-                    <th>price ({market.quote})</th>
-                    <th>quantity ({market.base})</th>
-                    <th>total</th>
-                  </tr>
-                </thead>
-                <tbody id="ladder-asks"></tbody>
-                <tbody id="ladder-bids"></tbody>
-              </table>
-            </section>
-            <section>
-              <h2>Trades</h2>
-              <table>
-                <thead>
-                  <tr>
-                    <th>time (UTC)</th>
-                    <th>price</th>
-                    <th>quantity</th>
-                  </tr>
-                </thead>
-                <tbody id="trades"></tbody>
-              </table>
-            </section>
-          </div>
-        </div>
-      </Page>,
-    );
+    return c.html(<MarketPage market={market} ticker={ticker} />);
   })
   .get("/assets/:name{[a-z]+\\.js}", (c) => {
     const asked = c.req.param("name").replace(/\.js$/, "");

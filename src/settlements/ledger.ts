@@ -219,10 +219,95 @@ async function lastAppliedBody(db: D1Database, gatewayId: string, steps: readonl
   return JSON.parse(row!.raw_body) as CallbackBody;
 }
 
+/** What every statement of one batch binds first: the settlement's key and the batch's writer token (?1, ?2, ?3). */
+type Ours = readonly [gatewayId: string, settlementId: string, writer: string];
+
+/** True while the settlement row carries this batch's writer token. */
+const CLAIMED = "EXISTS (SELECT 1 FROM settlements WHERE gateway_id = ?1 AND id = ?2 AND writer = ?3)";
+
+/** Claims the settlement row for this batch: creates it (awaiting) or bumps the version the decision saw. */
+function claimStatement(db: D1Database, ours: Ours, snapshot: Snapshot, now: number): D1PreparedStatement {
+  if (snapshot.state === null) {
+    return db
+      .prepare(
+        `INSERT INTO settlements (gateway_id, id, status, sequence, version, writer, created_at, updated_at)
+         VALUES (?1, ?2, '${AWAITING}', 0, 1, ?3, ?4, ?4) ON CONFLICT (gateway_id, id) DO NOTHING`,
+      )
+      .bind(...ours, now);
+  }
+  return db
+    .prepare("UPDATE settlements SET version = version + 1, writer = ?3 WHERE gateway_id = ?1 AND id = ?2 AND version = ?4")
+    .bind(...ours, snapshot.version);
+}
+
+/** Records the incoming event with its outcome. */
+function eventStatement(db: D1Database, ours: Ours, { event, outcome, reason }: Incoming): D1PreparedStatement {
+  return db
+    .prepare(
+      `INSERT INTO gateway_events (gateway_id, webhook_id, body_sha256, raw_body, received_at, settlement_id, sequence, status, outcome, reason, occurred_at, delivery_id)
+       SELECT ?1, ?4, ?5, ?6, ?7, ?2, ?8, ?9, ?10, ?11, ?12, ?3 WHERE ${CLAIMED}`,
+    )
+    .bind(
+      ...ours,
+      event.webhookId,
+      event.bodySha256,
+      event.rawBody,
+      event.receivedAt,
+      event.body.data.sequence,
+      event.body.data.status,
+      outcome,
+      reason ?? null,
+      event.body.occurredAt,
+    );
+}
+
+/** A processed step: a released held event gets its outcome; an applied one appends to the history. */
+function stepStatements(db: D1Database, ours: Ours, step: Step<LedgerEvent>, now: number): D1PreparedStatement[] {
+  const statements: D1PreparedStatement[] = [];
+  if (!step.event.body) {
+    statements.push(
+      db
+        .prepare(`UPDATE gateway_events SET outcome = ?4, reason = ?5 WHERE gateway_id = ?1 AND webhook_id = ?6 AND outcome = 'held' AND ${CLAIMED}`)
+        .bind(...ours, step.outcome, step.reason ?? null, step.event.webhookId),
+    );
+  }
+  if (step.outcome === "applied") {
+    statements.push(
+      db
+        .prepare(
+          `INSERT INTO settlement_transitions (gateway_id, settlement_id, sequence, from_status, to_status, webhook_id, occurred_at, recorded_at, skipped_from)
+           SELECT ?1, ?2, ?4, ?5, ?6, ?7, ?8, ?9, ?10 WHERE ${CLAIMED}`,
+        )
+        .bind(...ours, step.event.sequence, step.from, step.event.status, step.event.webhookId, step.event.occurredAt, now, step.skippedFrom ?? null),
+    );
+  }
+  return statements;
+}
+
+/** The settlement after the steps: state and details of the last applied event, or only the sequence the quarantined ones consumed. */
+function settlementStatement(db: D1Database, ours: Ours, next: SettlementState, body: CallbackBody | undefined, now: number): D1PreparedStatement {
+  if (!body)
+    return db
+      .prepare("UPDATE settlements SET sequence = ?4, updated_at = ?5 WHERE gateway_id = ?1 AND id = ?2 AND writer = ?3")
+      .bind(...ours, next.sequence, now);
+  return db
+    .prepare(
+      `UPDATE settlements SET status = ?4, sequence = ?5, chain = ?6, asset = ?7, amount = ?8, fee = ?9, tx_hash = ?10, block_number = ?11,
+         confirmations = ?12, required_confirmations = ?13, from_address = ?14, to_address = ?15, reference = ?16, updated_at = ?17
+       WHERE gateway_id = ?1 AND id = ?2 AND writer = ?3`,
+    )
+    .bind(...ours, next.status, next.sequence, ...detailValues(body.data), now);
+}
+
+interface Incoming {
+  event: VerifiedEvent;
+  outcome: Outcome;
+  reason?: QuarantineReason;
+}
+
 /**
- * Statements of one decision. The first claims the settlement row (creating it if the snapshot
- * had none); the others run only while the row carries this batch's token, which the batch's
- * transaction makes all or nothing.
+ * Statements of one decision. The first claims the settlement row; the others run only while
+ * the row carries this batch's token, which the batch's transaction makes all or nothing.
  */
 async function writeStatements(
   db: D1Database,
@@ -231,81 +316,13 @@ async function writeStatements(
   steps: Step<LedgerEvent>[],
   next: SettlementState,
   now: number,
-  incoming?: { event: VerifiedEvent; outcome: Outcome; reason?: QuarantineReason },
+  incoming?: Incoming,
 ): Promise<D1PreparedStatement[]> {
-  const writer = crypto.randomUUID();
-  const claimed = "EXISTS (SELECT 1 FROM settlements WHERE gateway_id = ?1 AND id = ?2 AND writer = ?3)";
-  const ours = [key.gatewayId, key.settlementId, writer] as const;
-  const statements: D1PreparedStatement[] = [
-    snapshot.state === null
-      ? db
-          .prepare(
-            `INSERT INTO settlements (gateway_id, id, status, sequence, version, writer, created_at, updated_at)
-             VALUES (?1, ?2, '${AWAITING}', 0, 1, ?3, ?4, ?4) ON CONFLICT (gateway_id, id) DO NOTHING`,
-          )
-          .bind(...ours, now)
-      : db
-          .prepare("UPDATE settlements SET version = version + 1, writer = ?3 WHERE gateway_id = ?1 AND id = ?2 AND version = ?4")
-          .bind(...ours, snapshot.version),
-  ];
-  if (incoming) {
-    const { event, outcome, reason } = incoming;
-    statements.push(
-      db
-        .prepare(
-          `INSERT INTO gateway_events (gateway_id, webhook_id, body_sha256, raw_body, received_at, settlement_id, sequence, status, outcome, reason, occurred_at, delivery_id)
-           SELECT ?1, ?4, ?5, ?6, ?7, ?2, ?8, ?9, ?10, ?11, ?12, ?3 WHERE ${claimed}`,
-        )
-        .bind(
-          ...ours,
-          event.webhookId,
-          event.bodySha256,
-          event.rawBody,
-          event.receivedAt,
-          event.body.data.sequence,
-          event.body.data.status,
-          outcome,
-          reason ?? null,
-          event.body.occurredAt,
-        ),
-    );
-  }
-  for (const step of steps) {
-    if (!step.event.body) {
-      // A held event this decision releases.
-      statements.push(
-        db
-          .prepare(`UPDATE gateway_events SET outcome = ?4, reason = ?5 WHERE gateway_id = ?1 AND webhook_id = ?6 AND outcome = 'held' AND ${claimed}`)
-          .bind(...ours, step.outcome, step.reason ?? null, step.event.webhookId),
-      );
-    }
-    if (step.outcome === "applied") {
-      statements.push(
-        db
-          .prepare(
-            `INSERT INTO settlement_transitions (gateway_id, settlement_id, sequence, from_status, to_status, webhook_id, occurred_at, recorded_at, skipped_from)
-             SELECT ?1, ?2, ?4, ?5, ?6, ?7, ?8, ?9, ?10 WHERE ${claimed}`,
-          )
-          .bind(...ours, step.event.sequence, step.from, step.event.status, step.event.webhookId, step.event.occurredAt, now, step.skippedFrom ?? null),
-      );
-    }
-  }
-  // Last: the settlement itself. Quarantined steps consume their sequence and change nothing else.
-  if (steps.length > 0) {
-    const body = await lastAppliedBody(db, key.gatewayId, steps);
-    statements.push(
-      body
-        ? db
-            .prepare(
-              `UPDATE settlements SET status = ?4, sequence = ?5, chain = ?6, asset = ?7, amount = ?8, fee = ?9, tx_hash = ?10, block_number = ?11,
-                 confirmations = ?12, required_confirmations = ?13, from_address = ?14, to_address = ?15, reference = ?16, updated_at = ?17
-               WHERE gateway_id = ?1 AND id = ?2 AND writer = ?3`,
-            )
-            .bind(...ours, next.status, next.sequence, ...detailValues(body.data), now)
-        : db
-            .prepare("UPDATE settlements SET sequence = ?4, updated_at = ?5 WHERE gateway_id = ?1 AND id = ?2 AND writer = ?3")
-            .bind(...ours, next.sequence, now),
-    );
-  }
+  const ours: Ours = [key.gatewayId, key.settlementId, crypto.randomUUID()];
+  const statements = [claimStatement(db, ours, snapshot, now)];
+  if (incoming) statements.push(eventStatement(db, ours, incoming));
+  for (const step of steps) statements.push(...stepStatements(db, ours, step, now));
+  // Last: the settlement itself.
+  if (steps.length > 0) statements.push(settlementStatement(db, ours, next, await lastAppliedBody(db, key.gatewayId, steps), now));
   return statements;
 }

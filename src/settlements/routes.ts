@@ -80,7 +80,7 @@ async function authenticateCallback(env: Env, request: Request): Promise<{ gatew
 
 const callbackDoc = {
   method: "post" as const,
-  path: "/api/gateway/callback",
+  path: "/callback",
   tags: ["Settlement callbacks"],
   summary: "Settlement callback from an approved gateway (Standard Webhooks)",
   description:
@@ -112,7 +112,7 @@ export const callbackRoutes = createRouter();
 // bytes before anything parses it.
 callbackRoutes.openAPIRegistry.registerPath(callbackDoc);
 callbackRoutes.post(
-  "/api/gateway/callback",
+  "/callback",
   // The body is verified as raw bytes before it is parsed, so validation is done by hand here;
   // the gateway's limit applies once the gateway is authenticated.
   async (c) => {

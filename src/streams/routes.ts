@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import type { MiddlewareHandler } from "hono";
 import { clientIp, ipPrincipal } from "../access/client-address";
 import { principalOfKey } from "../access/keys";
 import { authenticateSigned } from "../access/middleware";
@@ -7,6 +8,7 @@ import { streamHub } from "../core/object-ids";
 import { type ProblemResult, problem } from "../core/problem";
 import { createRouter } from "../core/router";
 import { problemResponses } from "../core/schemas";
+import type { AppEnv } from "../env";
 import { shardCount, shardOf } from "./protocol";
 import { PRINCIPAL_HEADER, SHARD_HEADER } from "./stream-hub";
 
@@ -36,14 +38,11 @@ async function toShard(env: Env, request: Request, principal: string, headers: R
  * `GET /v1/ws` (per API key with permission `stream`; signed headers, or for browsers the
  * query form `apiKey`, `timestamp`, `signature` over the path `/v1/ws`).
  */
-export const streamRoutes = createRouter();
-for (const [path, summary] of [
-  ["/api/ws", "WebSocket streams, public (5 connections per client IP)"],
-  ["/v1/ws", "WebSocket streams, signed (permission stream; 5 connections per key; headers or ?apiKey=&timestamp=&signature= over /v1/ws)"],
-] as const) {
-  streamRoutes.openAPIRegistry.registerPath({
+/** The OpenAPI entry of a WebSocket endpoint (an upgrade has no body schema to validate). */
+function documentStream(router: ReturnType<typeof createRouter>, summary: string): void {
+  router.openAPIRegistry.registerPath({
     method: "get",
-    path,
+    path: "/ws",
     tags: ["Streams"],
     summary,
     description:
@@ -52,9 +51,29 @@ for (const [path, summary] of [
     responses: { 101: { description: "Switching Protocols" }, ...problemResponses(400, 401, 403, 429) },
   });
 }
-streamRoutes
-  .get("/api/ws", (c) => toShard(c.env, c.req.raw, ipPrincipal(clientIp(c.req.raw)), { "X-Request-Id": c.get("requestId"), ...c.get("rateLimitHeaders") }))
-  .get("/v1/ws", async (c) => {
-    const { keyId, admission } = await authenticateSigned(c.env, c.req.raw, { permission: "stream", allowQueryForm: true });
-    return toShard(c.env, c.req.raw, principalOfKey(keyId), { "X-Request-Id": c.get("requestId"), ...rateLimitHeaders(admission) });
-  });
+
+/**
+ * `GET /ws` for anyone, mounted at `/api`: 5 connections per client address; `limit` stands in
+ * front of the upgrade request.
+ *
+ * @example
+ * app.route("/api", publicStreamRoutes(publicLimit));
+ */
+export function publicStreamRoutes(limit: MiddlewareHandler<AppEnv>) {
+  const router = createRouter();
+  documentStream(router, "WebSocket streams, public (5 connections per client address)");
+  return router.get("/ws", limit, (c) =>
+    toShard(c.env, c.req.raw, ipPrincipal(clientIp(c.req.raw)), { "X-Request-Id": c.get("requestId"), ...c.get("rateLimitHeaders") }),
+  );
+}
+
+/** `GET /ws` with an API key (permission `stream`), mounted at `/v1`: 5 connections per key; the key's limit applies to the upgrade. */
+export const signedStreamRoutes = createRouter();
+documentStream(
+  signedStreamRoutes,
+  "WebSocket streams, signed (permission stream; 5 connections per key; headers or ?apiKey=&timestamp=&signature= over /v1/ws)",
+);
+signedStreamRoutes.get("/ws", async (c) => {
+  const { keyId, admission } = await authenticateSigned(c.env, c.req.raw, { permission: "stream", allowQueryForm: true });
+  return toShard(c.env, c.req.raw, principalOfKey(keyId), { "X-Request-Id": c.get("requestId"), ...rateLimitHeaders(admission) });
+});

@@ -55,7 +55,7 @@ export const signedRoutes = createRouter()
   .openapi(
     createRoute({
       method: "get",
-      path: "/v1/ticker/24hr",
+      path: "/ticker/24hr",
       tags,
       security,
       middleware: [read],
@@ -79,7 +79,7 @@ export const signedRoutes = createRouter()
   .openapi(
     createRoute({
       method: "get",
-      path: "/v1/orderbook",
+      path: "/orderbook",
       tags,
       security,
       middleware: [read],
@@ -95,7 +95,7 @@ export const signedRoutes = createRouter()
   .openapi(
     createRoute({
       method: "get",
-      path: "/v1/prices",
+      path: "/prices",
       tags,
       security,
       middleware: [read],
@@ -108,7 +108,7 @@ export const signedRoutes = createRouter()
   .openapi(
     createRoute({
       method: "get",
-      path: "/v1/trades",
+      path: "/trades",
       tags,
       security,
       middleware: [read],
@@ -124,7 +124,7 @@ export const signedRoutes = createRouter()
   .openapi(
     createRoute({
       method: "get",
-      path: "/v1/klines",
+      path: "/klines",
       tags,
       security,
       middleware: [read],
@@ -140,7 +140,7 @@ export const signedRoutes = createRouter()
   .openapi(
     createRoute({
       method: "get",
-      path: "/v1/markets",
+      path: "/markets",
       tags,
       security,
       middleware: [read],
@@ -152,7 +152,7 @@ export const signedRoutes = createRouter()
   .openapi(
     createRoute({
       method: "post",
-      path: "/v1/ingest",
+      path: "/ingest",
       tags,
       security,
       middleware: ingestBodyRules,
