@@ -7,7 +7,7 @@ import { readForm } from "../core/forms";
 import { ProblemError } from "../core/problem";
 import type { AppEnv } from "../env";
 import { HtmlDocument } from "../pages/document";
-import { CLIENT_VERSIONS } from "../pages/generated/client-bundle";
+import { ASSETS } from "../pages/generated/assets";
 import { NewKeySchema } from "./schemas";
 import { type ApiKeyView, createApiKey, listApiKeys, revokeApiKey, signIn, signUp } from "./service";
 import { currentSession, endSession, requireCsrfToken, requireSameOrigin, type Session, startSession } from "./sessions";
@@ -16,19 +16,10 @@ import { currentSession, endSession, requireCsrfToken, requireSameOrigin, type S
  * The dashboard: server-rendered, no CDN, every form works without JavaScript. Its section
  * "API Management" creates, lists and revokes keys through the same service as the JSON API.
  */
-const STYLE = `
-body{font:15px/1.5 system-ui,sans-serif;margin:0 auto;max-width:900px;padding:1rem;color:#1b1f24}
-h1 a{color:inherit;text-decoration:none}section{border:1px solid #dde;border-radius:8px;padding:1rem;margin:1rem 0}
-label{display:block;margin:.4rem 0}input[type=text],input[type=email],input[type=password],input[type=datetime-local],textarea{width:100%;max-width:28rem;padding:.35rem;box-sizing:border-box}
-button{padding:.4rem .9rem;border-radius:6px;border:1px solid #888;background:#f4f6f8;cursor:pointer}button.primary{background:#1f5fa8;color:#fff;border-color:#1f5fa8}
-button.danger{background:#b3261e;color:#fff;border-color:#b3261e}table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #dde;padding:.3rem;text-align:left;font-size:14px}
-.secret{font:14px ui-monospace,monospace;background:#fff8e1;border:1px solid #e0b000;padding:.6rem;word-break:break-all}.warning{color:#8a5a00;font-weight:600}
-.error{color:#b3261e;font-weight:600}.muted{color:#666}.grid{display:flex;gap:1rem;flex-wrap:wrap}.grid section{flex:1;min-width:260px}
-`;
 
 function Layout(props: { title: string; children: Child; session?: Session | null }) {
   return (
-    <HtmlDocument title={props.title} style={STYLE}>
+    <HtmlDocument title={props.title} stylesheet={ASSETS["dashboard.css"]}>
       <h1>
         <a href="/dashboard">Market Data Service — Dashboard</a>
       </h1>
@@ -103,7 +94,7 @@ function NewSecret({ created }: { created: ApiKeyView & { secret: string } }) {
       <button type="button" id="copy-secret" data-secret={created.secret}>
         Copy secret
       </button>
-      <script src={`/assets/dashboard.js?v=${CLIENT_VERSIONS.dashboard}`} defer></script>
+      <script src={ASSETS["dashboard.js"]} defer></script>
     </div>
   );
 }

@@ -1,8 +1,8 @@
 /** @jsxImportSource hono/jsx */
 import type { Child } from "hono/jsx";
 
-/** The HTML shell every page shares: phone-ready viewport, its own inline style, no CDN. */
-export function HtmlDocument(props: { title: string; style: string; children: Child }) {
+/** The HTML shell every page shares: phone-ready viewport, its stylesheet from the service itself, no CDN. */
+export function HtmlDocument(props: { title: string; stylesheet: string; children: Child }) {
   return (
     <html lang="en">
       <head>
@@ -11,7 +11,7 @@ export function HtmlDocument(props: { title: string; style: string; children: Ch
         <title>{props.title} — Market Data Service</title>
         {/* No favicon request: the pages make no request they do not need. */}
         <link rel="icon" href="data:," />
-        <style>{props.style}</style>
+        <link rel="stylesheet" href={props.stylesheet} />
       </head>
       <body>{props.children}</body>
     </html>

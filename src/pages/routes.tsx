@@ -8,31 +8,17 @@ import { readMarkets, readTicker } from "../market/reads";
 import type { MarketConfig } from "../market/registry";
 import type { TickerRecord } from "../market/rolling-window";
 import { HtmlDocument } from "./document";
-import { CLIENT_SCRIPTS, CLIENT_VERSIONS } from "./generated/client-bundle";
+import { ASSETS } from "./generated/assets";
 
 /**
  * The pages for people: `/` lists the markets live, `/markets/{pair}` shows one market live.
  * Server-rendered with their current numbers, then kept live by the page's own script over
  * `/api/ws`. Everything is served by the Worker itself: no CDN.
  */
-const STYLE = `
-*{box-sizing:border-box}body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1100px;padding:.8rem;color:#1b1f24}
-a{color:#1f5fa8}header{display:flex;gap:1rem;align-items:baseline;flex-wrap:wrap}header nav{margin-left:auto}
-table{border-collapse:collapse;width:100%}td,th{padding:.3rem .5rem;text-align:right;border-bottom:1px solid #e4e7eb;font-variant-numeric:tabular-nums}
-td:first-child,th:first-child{text-align:left}.up{color:#1f7a4d}.down{color:#b3261e}
-#connection{font-size:13px;padding:.1rem .5rem;border-radius:9px;background:#eee}#connection.live{background:#d8f3e3;color:#1f7a4d}
-#connection.reconnecting,#connection.resyncing{background:#fde7c8;color:#8a5a00}
-.flash{animation:flash .8s}@keyframes flash{from{background:#fff3b0}to{background:transparent}}
-.grid{display:grid;grid-template-columns:1fr 1fr;gap:1rem}@media (max-width:720px){.grid{grid-template-columns:1fr}}
-@media (max-width:520px){body{font-size:14px;padding:.5rem}td,th{padding:.3rem .25rem}.status{display:none}}
-section{border:1px solid #e4e7eb;border-radius:8px;padding:.6rem}h2{font-size:15px;margin:.2rem 0 .5rem}
-canvas{width:100%;height:220px;display:block}tr.bids td:first-child,tr.buy td:nth-child(2){color:#1f7a4d}tr.asks td:first-child,tr.sell td:nth-child(2){color:#b3261e}
-#ticker{display:flex;gap:1.2rem;flex-wrap:wrap;align-items:baseline}#ticker .price{font-size:28px;font-weight:600}.muted{color:#666;font-size:13px}
-`;
 
-function Page(props: { title: string; children: Child; script?: keyof typeof CLIENT_SCRIPTS }) {
+function Page(props: { title: string; children: Child; script?: "landing.js" | "market.js" }) {
   return (
-    <HtmlDocument title={props.title} style={STYLE}>
+    <HtmlDocument title={props.title} stylesheet={ASSETS["site.css"]}>
       <header>
         <h1 style="margin:.3rem 0">
           <a href="/" style="color:inherit;text-decoration:none">
@@ -45,7 +31,7 @@ function Page(props: { title: string; children: Child; script?: keyof typeof CLI
         </nav>
       </header>
       {props.children}
-      {props.script && <script src={`/assets/${props.script}.js?v=${CLIENT_VERSIONS[props.script]}`} defer></script>}
+      {props.script && <script src={ASSETS[props.script]} defer></script>}
     </HtmlDocument>
   );
 }
@@ -56,7 +42,7 @@ const signed = (percent: string) => `${percent.startsWith("-") ? "" : "+"}${perc
 /** One market live: ticker, depth chart, ladder, tape and candles (kept live by `client/market.ts`). */
 function MarketPage({ market, ticker }: { market: MarketConfig; ticker: TickerRecord }) {
   return (
-    <Page title={`${market.base}/${market.quote}`} script="market">
+    <Page title={`${market.base}/${market.quote}`} script="market.js">
       <div id="market" data-symbol={market.symbol}>
         <div id="ticker" class={changeClass(ticker)}>
           <h2 style="margin:0">
@@ -123,7 +109,7 @@ export const pageRoutes = new Hono<AppEnv>()
     const listed = markets.filter((m) => m.status !== "DELISTED");
     const tickers = await Promise.all(listed.map((m) => readTicker(c.env, m.symbol)));
     return c.html(
-      <Page title="Markets" script="landing">
+      <Page title="Markets" script="landing.js">
         <p>
           Live market data for people and programs: REST and WebSocket (<code>/api/ws</code>), signed <code>/v1</code> access with API keys. Prices below move
           live over the same WebSocket any client can use; open a market for its order book, trades and candles.
@@ -174,12 +160,4 @@ export const pageRoutes = new Hono<AppEnv>()
       );
     }
     return c.html(<MarketPage market={market} ticker={ticker} />);
-  })
-  .get("/assets/:name{[a-z]+\\.js}", (c) => {
-    const asked = c.req.param("name").replace(/\.js$/, "");
-    if (!Object.hasOwn(CLIENT_SCRIPTS, asked)) return c.notFound();
-    const name = asked as keyof typeof CLIENT_SCRIPTS;
-    // Pages ask for `?v={content hash}`: such a URL never changes meaning, so it may be cached for good.
-    const cache = c.req.query("v") === CLIENT_VERSIONS[name] ? "public, max-age=31536000, immutable" : "public, max-age=300";
-    return c.body(CLIENT_SCRIPTS[name], 200, { "Content-Type": "text/javascript; charset=utf-8", "Cache-Control": cache });
   });

@@ -128,7 +128,7 @@ describe("pages in a real browser", () => {
     await page.close();
   });
 
-  it("scripts are served by the service itself, cached for good only under their content hash", async () => {
+  it("scripts and styles are static assets: content-hashed names, cached for good, served without running the Worker", async () => {
     const page = await chromium().newPage();
     const foreign: string[] = [];
     page.on("request", (request) => {
@@ -136,9 +136,17 @@ describe("pages in a real browser", () => {
     });
     await page.goto(`${baseUrl}/markets/BTCUSDT`);
     const src = await page.locator("script[src]").getAttribute("src");
-    expect(src).toMatch(/^\/assets\/market\.js\?v=[0-9a-f]{12}$/);
-    expect((await fetch(baseUrl + src!)).headers.get("cache-control")).toContain("immutable");
-    expect((await fetch(`${baseUrl}/assets/market.js`)).headers.get("cache-control")).toBe("public, max-age=300");
+    const href = await page.locator('link[rel="stylesheet"]').getAttribute("href");
+    expect(src).toMatch(/^\/assets\/market\.[0-9a-f]{12}\.js$/);
+    expect(href).toMatch(/^\/assets\/site\.[0-9a-f]{12}\.css$/);
+    for (const asset of [src!, href!]) {
+      const response = await fetch(baseUrl + asset);
+      expect([response.status, response.headers.get("cache-control")], asset).toEqual([200, "public, max-age=31536000, immutable"]);
+      // The Worker sets X-Request-Id on everything it answers: an asset never reaches it.
+      expect(response.headers.get("x-request-id"), asset).toBeNull();
+      await response.arrayBuffer();
+    }
+    expect((await fetch(`${baseUrl}/assets/market.js`)).status).toBe(404);
     expect((await fetch(`${baseUrl}/assets/constructor.js`)).status).toBe(404);
     expect(foreign).toEqual([]);
     await page.close();
