@@ -47,9 +47,9 @@ export class AccessGuard extends DurableObject<Env> {
     return this.window.admit(now);
   }
 
-  /** Rate admission only (client IPs, gateways). */
-  admit(limit: number): Admission {
-    return this.admitAt(limit, Date.now());
+  /** Rate admission only (client IPs, gateways). `now` is the guard's clock, passed in only by tests. */
+  admit(limit: number, now = Date.now()): Admission {
+    return this.admitAt(limit, now);
   }
 
   /**

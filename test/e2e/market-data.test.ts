@@ -1,4 +1,5 @@
 import { describe, expect, inject, it } from "vitest";
+import { until } from "../support/poll";
 
 const baseUrl = inject("baseUrl");
 
@@ -8,13 +9,15 @@ async function getJson<T>(path: string): Promise<T> {
   return (await response.json()) as T;
 }
 
-async function eventually<T>(read: () => Promise<T>, ok: (value: T) => boolean, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (ok(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
+/** Reads until the demo feed's data satisfies `ok`. */
+function eventually<T>(read: () => Promise<T>, ok: (value: T) => boolean, timeoutMs = 30_000): Promise<T> {
+  return until(
+    async () => {
+      const value = await read();
+      return ok(value) ? value : undefined;
+    },
+    { timeoutMs, intervalMs: 500, what: "the demo feed's data" },
+  );
 }
 
 type Book = { sequence: number; bids: [string, string][]; asks: [string, string][] };

@@ -1,6 +1,7 @@
 import path from "node:path";
 import type { Page } from "playwright-core";
 import { describe, expect, inject, it } from "vitest";
+import { until } from "../support/poll";
 import { SCREENSHOTS, useChromium } from "./browser";
 
 const baseUrl = inject("baseUrl");
@@ -17,25 +18,29 @@ async function bookState(page: Page) {
 
 /** The page's book equals the REST book at the same sequence (sampled until one matches). */
 async function expectBookMatchesRest(page: Page, symbol: string) {
-  for (let attempt = 0; attempt < 40; attempt++) {
-    // Each read from its own client IP, so the page's own budget is not spent by the test.
-    const rest = (await (await fetch(`${baseUrl}/api/orderbook/${symbol}?depth=1000`, { headers: { "CF-Connecting-IP": `198.19.7.${attempt}` } })).json()) as {
-      sequence: number;
-      bids: [string, string][];
-      asks: [string, string][];
-    };
-    const mine = await page.evaluate(() => {
-      const { book } = (window as any).__mds;
-      return { ready: book.ready, sequence: book.sequence, bids: book.ladder("bids"), asks: book.ladder("asks") };
-    });
-    if (mine.ready && mine.sequence === rest.sequence) {
+  let attempt = 0;
+  await until(
+    async () => {
+      // Each read from its own client IP, so the page's own budget is not spent by the test.
+      attempt += 1;
+      const rest = (await (
+        await fetch(`${baseUrl}/api/orderbook/${symbol}?depth=1000`, { headers: { "CF-Connecting-IP": `198.19.7.${attempt % 250}` } })
+      ).json()) as {
+        sequence: number;
+        bids: [string, string][];
+        asks: [string, string][];
+      };
+      const mine = await page.evaluate(() => {
+        const { book } = (window as any).__mds;
+        return { ready: book.ready, sequence: book.sequence, bids: book.ladder("bids"), asks: book.ladder("asks") };
+      });
+      if (!mine.ready || mine.sequence !== rest.sequence) return false;
       expect(mine.bids).toEqual(rest.bids);
       expect(mine.asks).toEqual(rest.asks);
-      return;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 150));
-  }
-  throw new Error("never caught the page and REST at the same sequence");
+      return true;
+    },
+    { timeoutMs: 8000, intervalMs: 150, what: "the page and REST at the same sequence" },
+  );
 }
 
 describe("pages in a real browser", () => {

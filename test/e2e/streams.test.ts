@@ -1,4 +1,5 @@
 import { describe, expect, inject, it } from "vitest";
+import { until } from "../support/poll";
 import { type Connection, connect, isOpen } from "./ws-client";
 
 const baseUrl = inject("baseUrl");
@@ -52,7 +53,7 @@ describe("WebSocket streams (docs/streams.md)", () => {
     c.ws.send(JSON.stringify({ op: "ping", id: 4 }));
     expect(await c.next((m) => m.op === "pong" && m.id === 4)).toMatchObject({ time: expect.any(Number) });
     c.ws.send("ping"); // the keepalive, answered by the runtime
-    for (let i = 0; i < 50 && !c.texts.includes("pong"); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    await until(() => c.texts.includes("pong"), { timeoutMs: 1000, what: "the runtime's pong" });
     expect(c.texts).toEqual(["pong"]);
     c.ws.send(JSON.stringify({ op: "subscribe", id: 5, streams: ["book.DOGEUSDT"] }));
     expect((await c.next((m) => m.id === 5)).error.code).toBe("UNKNOWN_STREAM");
@@ -70,17 +71,20 @@ describe("WebSocket streams (docs/streams.md)", () => {
     };
     for (const m of c.messages) apply(m);
     c.ws.on("message", (data) => apply(JSON.parse(String(data))));
+    // Three times, catch the client and REST at the same sequence and compare the whole book.
     let compared = 0;
-    const deadline = Date.now() + 20_000;
-    while (compared < 3 && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 700));
-      const rest = (await (await fetch(`${baseUrl}/api/orderbook/ETHUSDT?depth=1000`, { headers: { "CF-Connecting-IP": freshIp() } })).json()) as any;
-      const mine = states.get(rest.sequence);
-      if (!mine) continue;
-      expect(mine).toBe(JSON.stringify({ bids: rest.bids, asks: rest.asks }));
-      compared += 1;
-    }
-    expect(compared).toBe(3);
+    await until(
+      async () => {
+        const rest = (await (await fetch(`${baseUrl}/api/orderbook/ETHUSDT?depth=1000`, { headers: { "CF-Connecting-IP": freshIp() } })).json()) as any;
+        const mine = states.get(rest.sequence);
+        if (mine) {
+          expect(mine, `the book at sequence ${rest.sequence}`).toBe(JSON.stringify({ bids: rest.bids, asks: rest.asks }));
+          compared += 1;
+        }
+        return compared >= 3;
+      },
+      { timeoutMs: 20_000, intervalMs: 700, what: "three comparisons at the same sequence" },
+    );
     c.ws.close();
   });
 
@@ -98,8 +102,14 @@ describe("WebSocket streams (docs/streams.md)", () => {
     const replacement = await connect(baseUrl, "/api/ws", ip);
     expect(isOpen(replacement)).toBe(true);
     five[1]!.ws.terminate(); // the TCP connection drops without a close frame
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    const afterDrop = await connect(baseUrl, "/api/ws", ip);
+    // The service learns of the drop from the network, not at once: retry until the slot is free.
+    const afterDrop = await until(
+      async () => {
+        const attempt = await connect(baseUrl, "/api/ws", ip);
+        return isOpen(attempt) ? attempt : undefined;
+      },
+      { timeoutMs: 3000, intervalMs: 150, what: "the dropped connection's slot" },
+    );
     expect(isOpen(afterDrop)).toBe(true);
     expect(isOpen(await connect(baseUrl, "/api/ws", freshIp()))).toBe(true); // another IP has its own five
     for (const c of [...five, replacement, afterDrop]) if (isOpen(c)) c.ws.close();

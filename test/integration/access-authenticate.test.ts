@@ -6,6 +6,7 @@ import { sign, signingPayload } from "../../src/access/signature";
 import { ProblemError } from "../../src/core/problem";
 import { newKey, signedCall } from "../support/accounts";
 import { call, callJson } from "../support/http";
+import { until } from "../support/poll";
 
 /** A `/v1/ws` request as a browser sends it: the credentials in the query, the path signed alone. */
 async function queryFormRequest(key: { id: string; secret: string }, options: { signedTarget?: string; ip?: string } = {}): Promise<Request> {
@@ -64,7 +65,8 @@ describe("authenticateSigned: the one AccessGuard call behind /v1 (and /v1/ws)",
     expect((await signedCall(key, "GET", "/v1/markets")).status).toBe(200);
     const firstWrite = await storedLastUse();
     expect(firstWrite).toBeGreaterThanOrEqual(before);
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // The next use must be a later millisecond than the first (an event, not a pause).
+    await until(() => Date.now() > firstWrite!, { what: "the clock to pass the first use" });
     for (let i = 0; i < 3; i++) expect((await signedCall(key, "GET", "/v1/markets")).status).toBe(200);
     // Later uses within the minute move the in-memory value the list shows, not storage.
     expect(await storedLastUse()).toBe(firstWrite);

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { ingest } from "../../src/market/ingest";
 import { MARKETS } from "../../src/market/registry";
 import { call, callJson } from "../support/http";
+import { until } from "../support/poll";
 
 const DECIMAL = /^-?\d+(\.\d+)?$/;
 
@@ -174,12 +175,13 @@ describe("public market endpoints answer the documented shapes", () => {
 
   it("GET /api/prices serves the KV snapshot the price index wrote, with asOf", async () => {
     await seed("BTCUSDC", "96990.5");
-    let body: any;
-    for (let attempt = 0; attempt < 40; attempt++) {
-      body = (await callJson("/api/prices?quote=usdc")).body;
-      if (body.data.length > 0) break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    const body = await until(
+      async () => {
+        const answer = (await callJson("/api/prices?quote=usdc")).body;
+        return answer.data.length > 0 && answer;
+      },
+      { intervalMs: 100, what: "a price in the KV snapshot" },
+    );
     expect(body.quote).toBe("USDC");
     expect(body.asOf).toBeGreaterThan(0);
     expect(body.data).toContainEqual(expect.objectContaining({ asset: "BTC", price: "96990.50", source: "BTCUSDC" }));

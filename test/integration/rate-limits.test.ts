@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { admit, GATEWAY_LIMIT } from "../../src/access/rate-limit";
+import { accessGuard } from "../../src/core/object-ids";
 import type { ProblemError } from "../../src/core/problem";
 import { newKey, signedCall } from "../support/accounts";
 import { approveGateway, callbackBody, deliver } from "../support/gateways";
@@ -32,12 +33,15 @@ describe("rate limits (docs/limits.md): exact, per IP and per key", () => {
     }
   });
 
-  it("after the window passes, requests are admitted again", async () => {
-    const ip = "203.0.113.51";
-    await burst(12, () => call("/api/time", { ip }));
-    expect((await call("/api/time", { ip })).status).toBe(429);
-    await new Promise((resolve) => setTimeout(resolve, 1050));
-    expect((await call("/api/time", { ip })).status).toBe(200);
+  it("after the window passes, requests are admitted again: exactly when the oldest admission leaves it", async () => {
+    // The guard's own clock, injected: the 11th is refused until the first admission is 1,000 ms old.
+    const guard = accessGuard(env, "ip:203.0.113.51");
+    const t = 1_800_000_000_000;
+    for (let i = 0; i < 10; i++) expect((await guard.admit(10, t + i)).allowed, `admission ${i + 1}`).toBe(true);
+    const refused = await guard.admit(10, t + 999);
+    expect([refused.allowed, refused.resetMs]).toEqual([false, 1]);
+    expect((await guard.admit(10, t + 1000)).allowed, "at t + 1000 the first admission has left the window").toBe(true);
+    expect((await guard.admit(10, t + 1000)).allowed, "one slot freed, one taken").toBe(false);
   });
 
   it("two IPs do not share a budget", async () => {

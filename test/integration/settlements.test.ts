@@ -59,7 +59,10 @@ describe("settlement callbacks (docs/settlements.md)", () => {
     const event = callbackBody(gateway.id, { settlementId: "stl_race", sequence: 1, status: "pending" });
     const responses = await Promise.all(Array.from({ length: 50 }, () => deliver(gateway, event)));
     const outcomes = await Promise.all(responses.map(async (r) => ((await r.json()) as { outcome: string }).outcome));
-    expect(responses.every((r) => r.status === 200)).toBe(true);
+    expect(
+      responses.map((r) => r.status).filter((status) => status !== 200),
+      "answers other than 200",
+    ).toEqual([]);
     expect(outcomes.filter((o) => o === "applied")).toHaveLength(1);
     expect(outcomes.filter((o) => o === "duplicate")).toHaveLength(49);
     expect(await countEvents(gateway.id)).toBe(1);
@@ -79,7 +82,10 @@ describe("settlement callbacks (docs/settlements.md)", () => {
       const events = statuses.map((status, i) => callbackBody(gateway.id, { settlementId, sequence: i + 1, status }));
       const burst = [...events, ...events.slice(0, 3), events[events.length - 1]!].reverse();
       const responses = await Promise.all(burst.map((e) => deliver(gateway, e)));
-      expect(responses.map((r) => r.status).every((status) => status === 200 || status === 202)).toBe(true);
+      expect(
+        responses.map((r) => r.status).filter((status) => status !== 200 && status !== 202),
+        statuses.join(" "),
+      ).toEqual([]);
       // The in-order result: the same events, one at a time, for a second settlement.
       const reference = `${settlementId}_ref`;
       for (const e of events) await deliver(gateway, { ...e, id: `${e.id}_ref`, data: { ...e.data, settlementId: reference } });
@@ -187,14 +193,13 @@ describe("callback verification", () => {
     expect(await countEvents(gateway.id)).toBe(0);
   });
 
-  it("timestamps at ±300 s pass and ±301 s fail", async () => {
+  it("timestamps within ±300 s pass and beyond fail (the exact edges are unit-tested with an injected clock)", async () => {
     const gateway = await approveGateway();
-    // Start early in a second, so the server's clock reads the same whole second as ours.
-    await new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000) + 20));
+    // Our second and the server's may differ by one, so the margins here are a second wide.
     const now = Math.floor(Date.now() / 1000);
     const send = (offset: number) =>
       deliver(gateway, callbackBody(gateway.id, { settlementId: `stl_t${offset}`, sequence: 1, status: "pending" }), { timestamp: now + offset });
-    const [pastEdge, futureEdge, late, early] = await Promise.all([send(-300), send(300), send(-301), send(301)].map(async (r) => answer(await r)));
+    const [pastEdge, futureEdge, late, early] = await Promise.all([send(-299), send(299), send(-302), send(302)].map(async (r) => answer(await r)));
     expect(pastEdge!.status).toBe(200);
     expect(futureEdge!.status).toBe(200);
     expect([late!.status, late!.body.code]).toEqual([401, "TIMESTAMP_OUT_OF_WINDOW"]);

@@ -37,16 +37,3 @@ export async function openSocket(path: string, ip: string, headers?: Record<stri
   ws.accept();
   return { ws, messages, texts, closed };
 }
-
-/** Polls until `read` gives a value (or throws after the timeout). */
-export async function until<T>(read: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error("timed out");
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

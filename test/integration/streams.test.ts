@@ -6,7 +6,8 @@ import { ingest } from "../../src/market/ingest";
 import { shardOf } from "../../src/streams/protocol";
 import { newKey, type TestKey } from "../support/accounts";
 import { call } from "../support/http";
-import { openSocket, sleep, until, upgrade } from "./streams-support";
+import { until } from "../support/poll";
+import { openSocket, upgrade } from "./streams-support";
 
 const shardCount = Number(env.STREAM_SHARDS);
 const shardStub = (principal: string) => env.STREAM_HUB.getByName(shardOf(principal, shardCount));
@@ -92,12 +93,12 @@ describe("the protocol in workerd (docs/streams.md)", () => {
     expect(await flood.closed).toEqual({ code: 1008, reason: "at most 10 messages per second" });
     expect(flood.messages.filter((m) => m.result)).toHaveLength(10);
 
+    // Ten in a second are fine: all answered, the connection stays open. (That the window then
+    // reopens is the protocol's rule, tested with an injected clock in stream-protocol.test.ts.)
     const calm = await openSocket("/api/ws", "192.0.2.8");
     for (let i = 0; i < 10; i++) calm.ws.send(JSON.stringify({ op: "list", id: i }));
-    await until(() => calm.messages.length === 10);
-    await sleep(1100);
-    calm.ws.send(JSON.stringify({ op: "list", id: "later" }));
-    expect(await until(() => calm.messages.find((m) => m.id === "later"))).toBeTruthy();
+    await until(() => calm.messages.length === 10, { what: "ten answers" });
+    expect(calm.ws.readyState).toBe(WebSocket.OPEN);
     calm.ws.close();
   });
 });
