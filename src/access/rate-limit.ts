@@ -1,5 +1,6 @@
-import { accessGuard, stubByName } from "../core/object-ids";
+import { accessGuard } from "../core/object-ids";
 import { type ProblemError, problem } from "../core/problem";
+import { localRefusal, rememberRefusal } from "./local-refusals";
 import { type Admission, rateLimitHeaders } from "./sliding-window";
 
 /** docs/limits.md */
@@ -26,8 +27,15 @@ export function rateLimited(admission: Admission, detail: string): ProblemError 
  * setResponseHeaders(c, rateLimitHeaders(admission));
  */
 export async function admit(env: Env, principal: string, limit: number, detail = `${limit} requests per second`): Promise<Admission> {
+  const refused = localRefusal(principal, Date.now());
+  if (refused) throw rateLimited(refused, detail);
   const admission = await accessGuard(env, principal).admit(limit);
-  if (!admission.allowed) throw rateLimited(admission, detail);
+  if (!admission.allowed) {
+    // The guard's answer is as of its own clock; the isolate's may be a little behind, which
+    // only makes the local refusal end sooner (the guard then decides again): never too long.
+    rememberRefusal(principal, admission, Date.now());
+    throw rateLimited(admission, detail);
+  }
   return admission;
 }
 

@@ -22,10 +22,23 @@ export function stubByName<T extends Rpc.DurableObjectBranded | undefined>(names
  * One helper per Durable Object namespace: how each object is named lives here and only here.
  */
 
+/**
+ * Calls this isolate has made to the market objects and to the guards, counted where the stubs
+ * are made (one stub, one call): what the edge read path saves is measured, not estimated.
+ */
+export const objectCalls = { market: 0, guard: 0 };
+
 /** A market's single writer, named by its canonical symbol. */
-export const marketObject = (env: Env, symbol: string) => stubByName(env.MARKET, symbol);
+export function marketObject(env: Env, symbol: string) {
+  objectCalls.market += 1;
+  return stubByName(env.MARKET, symbol);
+}
+
 /** The guard of one principal: `ip:…`, `key:…`, `gateway:…`, `login:…`. */
-export const accessGuard = (env: Env, principal: string) => stubByName(env.ACCESS_GUARD, principal);
+export function accessGuard(env: Env, principal: string) {
+  objectCalls.guard += 1;
+  return stubByName(env.ACCESS_GUARD, principal);
+}
 /** A WebSocket shard, named by its shard id. */
 export const streamHub = (env: Env, shard: string) => stubByName(env.STREAM_HUB, shard);
 /** The one price index. */

@@ -1,7 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { localRefusal, rememberRefusal } from "../../src/access/local-refusals";
 import { admit, GATEWAY_LIMIT } from "../../src/access/rate-limit";
-import { accessGuard } from "../../src/core/object-ids";
+import { accessGuard, objectCalls } from "../../src/core/object-ids";
 import type { ProblemError } from "../../src/core/problem";
 import { newKey, signedCall } from "../support/accounts";
 import { approveGateway, callbackBody, deliver } from "../support/gateways";
@@ -42,6 +43,39 @@ describe("rate limits (docs/limits.md): exact, per IP and per key", () => {
     expect([refused.allowed, refused.resetMs]).toEqual([false, 1]);
     expect((await guard.admit(10, t + 1000)).allowed, "at t + 1000 the first admission has left the window").toBe(true);
     expect((await guard.admit(10, t + 1000)).allowed, "one slot freed, one taken").toBe(false);
+  });
+
+  it("a flood from one address: after the guard's first refusal, the isolate refuses by itself until the reset (counted calls)", async () => {
+    const ip = "203.0.113.63";
+    const before = objectCalls.guard;
+    const answers: Response[] = [];
+    for (let i = 0; i < 25; i++) answers.push(await call("/api/time", { ip }));
+    const statuses = answers.map((r) => r.status);
+    expect(
+      statuses.filter((s) => s === 200),
+      "admitted",
+    ).toHaveLength(10);
+    expect(
+      statuses.slice(10).filter((s) => s !== 429),
+      "refused after the tenth",
+    ).toEqual([]);
+    // Ten admissions and the first refusal asked the guard; the fourteen after it did not.
+    expect(objectCalls.guard - before, "guard calls for 25 requests").toBe(11);
+    // The local refusal is the guard's, word for word: same body and headers.
+    const [first, local] = [answers[10]!, answers[24]!];
+    for (const header of ["RateLimit-Limit", "RateLimit-Remaining", "Content-Type"]) expect(local.headers.get(header), header).toBe(first.headers.get(header));
+    expect(Number(local.headers.get("Retry-After"))).toBeGreaterThanOrEqual(1);
+    const [firstBody, localBody] = [(await first.json()) as Record<string, unknown>, (await local.json()) as Record<string, unknown>];
+    expect({ ...localBody, requestId: undefined, retryAfterMs: undefined }).toEqual({ ...firstBody, requestId: undefined, retryAfterMs: undefined });
+    expect(localBody.retryAfterMs as number).toBeLessThanOrEqual(firstBody.retryAfterMs as number);
+  });
+
+  it("local refusals last exactly until the guard's reset", () => {
+    const principal = "ip:local-refusal-test";
+    rememberRefusal(principal, { allowed: false, limit: 10, remaining: 0, resetMs: 400 }, 1_000);
+    expect(localRefusal(principal, 1_000)).toEqual({ allowed: false, limit: 10, remaining: 0, resetMs: 400 });
+    expect(localRefusal(principal, 1_399)?.resetMs).toBe(1);
+    expect(localRefusal(principal, 1_400), "at the reset the guard decides again").toBeUndefined();
   });
 
   it("two IPs do not share a budget", async () => {

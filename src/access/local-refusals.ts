@@ -1,0 +1,34 @@
+import type { Admission } from "./sliding-window";
+
+/**
+ * Refusal without a call: once a principal's guard refuses it, this isolate refuses the
+ * principal's further requests itself until the guard's reset time, with the same 429. That is
+ * exact: the guard's window was full, and no admission leaves it before the reset, so the guard
+ * would refuse them too. A flood from one address then costs one guard call per window, not
+ * one per request. Only for rate admissions (addresses, gateways): a signed request always asks
+ * its key's guard, which checks the signature and revocation as well.
+ */
+const refusedUntil = new Map<string, { until: number; limit: number }>();
+/** Bounded, so a flood of distinct addresses cannot grow it without end. */
+const MAX_REMEMBERED = 10_000;
+
+/** The refusal this isolate can give `principal` at `now` without asking its guard, if any. */
+export function localRefusal(principal: string, now: number): Admission | undefined {
+  const refused = refusedUntil.get(principal);
+  if (!refused) return undefined;
+  if (now >= refused.until) {
+    refusedUntil.delete(principal);
+    return undefined;
+  }
+  return { allowed: false, limit: refused.limit, remaining: 0, resetMs: refused.until - now };
+}
+
+/** Remembers a guard's refusal until its reset. */
+export function rememberRefusal(principal: string, admission: Admission, now: number): void {
+  if (admission.allowed || admission.resetMs <= 0) return;
+  if (refusedUntil.size >= MAX_REMEMBERED) {
+    for (const [key, refused] of refusedUntil) if (refused.until <= now) refusedUntil.delete(key);
+    if (refusedUntil.size >= MAX_REMEMBERED) refusedUntil.clear();
+  }
+  refusedUntil.set(principal, { until: now + admission.resetMs, limit: admission.limit });
+}
