@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
-import { accessGuard, stubByName } from "../core/object-ids";
+import { accessGuard } from "../core/object-ids";
 import { isProblemResult, ProblemError, problem, unwrap } from "../core/problem";
 import { setResponseHeaders } from "../core/response-headers";
 import type { AppEnv } from "../env";

@@ -1,7 +1,7 @@
 import { ipPrincipal } from "../access/client-address";
 import { KEY_ID_PATTERN, type KeyRecord, MAX_ACTIVE_KEYS, newKeyId, newKeySecret, type Permission, principalOfKey } from "../access/keys";
 import { randomId } from "../core/encoding";
-import { accessGuard, stubByName } from "../core/object-ids";
+import { accessGuard } from "../core/object-ids";
 import { problem } from "../core/problem";
 import { seal } from "../core/seal";
 import { checkPasswordPolicy, hashPassword, verifyPassword } from "./passwords";

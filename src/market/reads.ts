@@ -1,4 +1,4 @@
-import { marketObject, stubByName } from "../core/object-ids";
+import { marketObject } from "../core/object-ids";
 import { unwrap } from "../core/problem";
 import type { Kline, KlineQuery } from "./klines";
 import { resolveMarket } from "./lookup";
