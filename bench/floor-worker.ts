@@ -23,18 +23,25 @@ interface Env {
   COUNTER: DurableObjectNamespace<Counter>;
 }
 
+/** Calls made since the isolate started, as the service counts its own (per client, per market); read at `/calls`. */
+const calls = { guard: 0, market: 0 };
 const body = { symbol: "BTCUSDT", lastPrice: "97000.10", volume24h: "1.00000" };
 const app = new Hono<{ Bindings: Env }>();
 const client = (c: { req: { header(name: string): string | undefined } }) => c.req.header("CF-Connecting-IP") ?? "unknown";
 
 app.get("/rpc1", async (c) => {
+  calls.guard += 1;
   await stubByName(c.env.COUNTER, `ip:${client(c)}`).hit(10);
   return c.json(body);
 });
 app.get("/rpc2", async (c) => {
+  calls.guard += 1;
+  calls.market += 1;
   await stubByName(c.env.COUNTER, `ip:${client(c)}`).hit(10);
   await stubByName(c.env.COUNTER, "market:BTCUSDT").hit(1);
   return c.json(body);
 });
+
+app.get("/calls", (c) => c.json({ ...calls }));
 
 export default app;

@@ -17,7 +17,7 @@
 // `--json` prints one JSON object on the last line of stdout: {"routes": [...], "references": [...]}.
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import { CONNECTIONS, clientIps, fromManyIps, load, median, option, touchClients, warmUp } from "./load.mjs";
+import { CONNECTIONS, clientIps, fromManyIps, fromOneIp, load, median, option, touchClients, warmUp } from "./load.mjs";
 import { bundleBaseline, bundleFloor, bundleService, startReference, startService, work } from "./service.mjs";
 import { prepareSignedLoad } from "./signed-load.mjs";
 
@@ -28,7 +28,10 @@ const SECONDS = Number(option("seconds", 2));
 const ROUNDS = Number(option("rounds", 7));
 const SCRIPT = option("script", undefined);
 const WARM_SECONDS = 1;
-const TARGETS = { ticker: 0.6, orderbook: 0.45, prices: 0.7, "signed-ticker": 0.5 };
+const TARGETS = { ticker: 0.65, orderbook: 0.55, prices: 0.65, "signed-ticker": 0.5, flood: 0.85 };
+/** Market calls per 1,000 requests the edge read path may make on these routes (docs/edge-reads.md). */
+const MARKET_CALL_TARGETS = { ticker: 5, orderbook: 5 };
+const ADMIN = { Authorization: "Bearer bench-admin-token", "CF-Connecting-IP": "10.250.0.1" };
 const log = (...line) => {
   if (!asJson) console.log(...line);
 };
@@ -58,17 +61,28 @@ async function main() {
     await touchClients(floor.url, nextIp, 1024, "/rpc1");
     const signed = await prepareSignedLoad(service.url, "/v1/ticker/24hr?symbol=BTCUSDT", nextIp);
     const publicLoad = fromManyIps(nextIp);
+    // Durable Object calls counted by each Worker itself (the service's operator counters; the
+    // floor's own), read around every measured run: calls per 1,000 requests, not estimates.
+    const serviceCalls = async () => {
+      const { objectCalls } = await (await fetch(`${service.url}/admin/isolate`, { headers: ADMIN })).json();
+      return { market: objectCalls.marketReads, guard: objectCalls.guard };
+    };
+    const floorCalls = async () => (await fetch(`${floor.url}/calls`)).json();
+    const noCalls = async () => ({ market: 0, guard: 0 });
     const routes = [
-      { name: "baseline", path: "/api/ticker/BTCUSDT", url: baseline.url, setupRequest: publicLoad },
-      { name: "ticker", path: "/api/ticker/BTCUSDT", url: service.url, setupRequest: publicLoad },
-      { name: "orderbook", path: "/api/orderbook/BTCUSDT?depth=100", url: service.url, setupRequest: publicLoad },
-      { name: "prices", path: "/api/prices", url: service.url, setupRequest: publicLoad },
-      { name: "signed-ticker", path: signed.path, url: service.url, setupRequest: signed.setupRequest },
+      { name: "baseline", path: "/api/ticker/BTCUSDT", url: baseline.url, setupRequest: publicLoad, calls: noCalls },
+      { name: "ticker", path: "/api/ticker/BTCUSDT", url: service.url, setupRequest: publicLoad, calls: serviceCalls },
+      { name: "orderbook", path: "/api/orderbook/BTCUSDT?depth=100", url: service.url, setupRequest: publicLoad, calls: serviceCalls },
+      { name: "prices", path: "/api/prices", url: service.url, setupRequest: publicLoad, calls: serviceCalls },
+      { name: "signed-ticker", path: signed.path, url: service.url, setupRequest: signed.setupRequest, calls: serviceCalls, signed: true },
+      // One client address far over its limit: after its first refusal every request is a 429
+      // that the isolate gives by itself until the guard's reset.
+      { name: "flood", path: "/api/ticker/BTCUSDT", url: service.url, setupRequest: fromOneIp("10.251.0.1"), calls: serviceCalls, refusals: true },
       // References, not targets: what one or two trivial Durable Object calls per request cost here.
-      { name: "floor-1rpc", path: "/rpc1", url: floor.url, setupRequest: publicLoad, reference: true },
-      { name: "floor-2rpc", path: "/rpc2", url: floor.url, setupRequest: publicLoad, reference: true },
+      { name: "floor-1rpc", path: "/rpc1", url: floor.url, setupRequest: publicLoad, reference: true, calls: floorCalls },
+      { name: "floor-2rpc", path: "/rpc2", url: floor.url, setupRequest: publicLoad, reference: true, calls: floorCalls },
       // The service's public chain (routing, request id, limiter, headers) around no work at all.
-      { name: "limiter-only", path: "/api/time", url: service.url, setupRequest: publicLoad, reference: true },
+      { name: "limiter-only", path: "/api/time", url: service.url, setupRequest: publicLoad, reference: true, calls: serviceCalls },
     ];
     const run = (route, seconds) => load({ url: route.url + route.path, seconds, setupRequest: route.setupRequest });
     for (const route of routes) await run(route, 2); // every path once: code optimised, objects warm
@@ -79,11 +93,27 @@ async function main() {
       for (let i = 0; i < routes.length; i++) {
         const route = routes[(i + round) % routes.length];
         // workerd evicts a Durable Object ~10 s after its last request, and this Worker sat idle
-        // while the others were loaded: re-warm for a second so the measured run is steady state.
+        // while the others were loaded: every run starts from the same warm state — each of the
+        // 1,024 client addresses' objects touched through this route, then a second of load.
+        if (!route.signed) await touchClients(route.url, nextIp, 1024, route.path);
         await run(route, WARM_SECONDS);
+        const before = await route.calls();
         const result = await run(route, SECONDS);
-        const failed = result.non2xx + result.errors + result.timeouts;
-        samples.get(route.name).push({ rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, failed });
+        const after = await route.calls();
+        const served = result.requests.total;
+        const perThousand = (n) => (served > 0 ? Number(((n * 1000) / served).toFixed(1)) : 0);
+        // A flood is meant to be refused: what fails there is an answer other than 200 or 429.
+        const failed = route.refusals
+          ? result.errors + result.timeouts + countOther(result.statusCodeStats, ["200", "429"])
+          : result.non2xx + result.errors + result.timeouts;
+        samples.get(route.name).push({
+          rps: result.requests.average,
+          p50: result.latency.p50,
+          p99: result.latency.p99,
+          failed,
+          marketCallsPer1k: perThousand(after.market - before.market),
+          guardCallsPer1k: perThousand(after.guard - before.guard),
+        });
         log(
           `round ${round + 1} ${route.name.padEnd(13)} ${result.requests.average.toFixed(0).padStart(6)} req/s  p50 ${result.latency.p50} ms  p99 ${result.latency.p99} ms${failed ? `  (${failed} failed: ${JSON.stringify(result.statusCodeStats)}, ${result.errors} errors, ${result.timeouts} timeouts)` : ""}`,
         );
@@ -102,6 +132,8 @@ async function main() {
         p50Ms: median(runs.map((s) => s.p50)),
         p99Ms: median(runs.map((s) => s.p99)),
         ratio: Number(median(runs.map((s, round) => s.rps / baselineByRound[round])).toFixed(2)),
+        marketCallsPer1k: median(runs.map((s) => s.marketCallsPer1k)),
+        guardCallsPer1k: median(runs.map((s) => s.guardCallsPer1k)),
         failed: runs.reduce((n, s) => n + s.failed, 0),
         reference: route.reference === true,
       };
@@ -115,14 +147,16 @@ async function main() {
       console.log(
         `\nmedians of ${ROUNDS} interleaved rounds × ${SECONDS} s (ratio: median of per-round ratios) at ${CONNECTIONS} connections, one workerd per Worker, ${direct ? "direct sockets" : "through Miniflare's entry worker"} (${seconds} s in all):`,
       );
-      console.log("route           req/s  p50 ms  p99 ms  ratio  target");
+      console.log("route           req/s  p50 ms  p99 ms  market/1k  guard/1k  ratio  target");
       for (const r of report) {
         if (r.name === "floor-1rpc")
           console.log("references (the runtime's cost of Durable Object calls, and the service's public path with no work; no target):");
         const target = TARGETS[r.name];
+        const callTarget = MARKET_CALL_TARGETS[r.name];
         const verdict = target === undefined ? "" : `${r.ratio >= target ? "≥" : "<"} ${target.toFixed(2)}  ${r.ratio >= target ? "met" : "MISSED"}`;
+        const callVerdict = callTarget === undefined ? "" : `; market calls ≤ ${callTarget}/1k ${r.marketCallsPer1k <= callTarget ? "met" : "MISSED"}`;
         console.log(
-          `${r.name.padEnd(13)} ${String(r.rps).padStart(7)}  ${String(r.p50Ms).padStart(6)}  ${String(r.p99Ms).padStart(6)}  ${r.ratio.toFixed(2).padStart(5)}  ${verdict}${r.failed ? `  (${r.failed} failed)` : ""}`,
+          `${r.name.padEnd(13)} ${String(r.rps).padStart(7)}  ${String(r.p50Ms).padStart(6)}  ${String(r.p99Ms).padStart(6)}  ${String(r.marketCallsPer1k).padStart(9)}  ${String(r.guardCallsPer1k).padStart(8)}  ${r.ratio.toFixed(2).padStart(5)}  ${verdict}${callVerdict}${r.failed ? `  (${r.failed} failed)` : ""}`,
         );
       }
     }
@@ -134,6 +168,11 @@ async function main() {
   } finally {
     await stopAll();
   }
+}
+
+/** Responses whose status is none of `allowed` (autocannon's per-status counts). */
+function countOther(statusCodeStats, allowed) {
+  return Object.entries(statusCodeStats ?? {}).reduce((n, [status, { count }]) => n + (allowed.includes(status) ? 0 : count), 0);
 }
 
 await main();

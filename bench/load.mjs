@@ -27,6 +27,11 @@ export function fromManyIps(nextIp) {
   return (request) => ({ ...request, headers: { ...request.headers, "CF-Connecting-IP": nextIp() } });
 }
 
+/** Every request from the same client address: a flood far over its limit. */
+export function fromOneIp(ip) {
+  return (request) => ({ ...request, headers: { ...request.headers, "CF-Connecting-IP": ip } });
+}
+
 /** Waits until the demo feed has produced prices and a traded BTCUSDT market (first request starts it). */
 export async function warmUp(url, nextIp, timeoutMs = 30_000) {
   const deadline = Date.now() + timeoutMs;

@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { marketObject } from "../core/object-ids";
+import { marketObject, objectCalls } from "../core/object-ids";
 import { unwrap } from "../core/problem";
 import { createRouter } from "../core/router";
 import { createdJson, okJson, problemResponses, queryIntOr } from "../core/schemas";
@@ -212,4 +212,21 @@ export const adminRoutes = createRouter()
       const { symbol } = resolveMarket(c.req.valid("param").pair);
       return c.json(unwrap(await marketObject(c.env, symbol).setStatus(symbol, c.req.valid("json").status)), 200);
     },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/isolate",
+      tags,
+      security,
+      middleware,
+      summary: "This isolate's Durable Object call counters (what the edge read path saves, counted)",
+      description:
+        "Counters since the isolate started: calls to market objects (`market`, of which `marketReads` by the read path) and to access guards (`guard`). Another request may land in another isolate; `npm run bench` reads them around each run on a single local isolate.",
+      responses: {
+        ...okJson(z.object({ objectCalls: z.object({ market: z.number().int(), marketReads: z.number().int(), guard: z.number().int() }) }), "Counters"),
+        ...problemResponses(401, 429, 503),
+      },
+    }),
+    (c) => c.json({ objectCalls: { ...objectCalls } }, 200),
   );

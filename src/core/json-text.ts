@@ -5,6 +5,6 @@ import type { Context, TypedResponse } from "hono";
  * record serialized), typed as the route's response record so the handler stays checked
  * against its OpenAPI entry.
  */
-export function jsonText<T>(c: Context, text: string): Response & TypedResponse<T, 200, "json"> {
-  return c.body(text, 200, { "Content-Type": "application/json" }) as unknown as Response & TypedResponse<T, 200, "json">;
+export function jsonText<T>(c: Context, text: string, headers: Record<string, string> = {}): Response & TypedResponse<T, 200, "json"> {
+  return c.body(text, 200, { ...headers, "Content-Type": "application/json" }) as unknown as Response & TypedResponse<T, 200, "json">;
 }

@@ -25,8 +25,9 @@ export function stubByName<T extends Rpc.DurableObjectBranded | undefined>(names
 /**
  * Calls this isolate has made to the market objects and to the guards, counted where the stubs
  * are made (one stub, one call): what the edge read path saves is measured, not estimated.
+ * `marketReads` is the part of `market` that the read path made (the rest is ingest).
  */
-export const objectCalls = { market: 0, guard: 0 };
+export const objectCalls = { market: 0, guard: 0, marketReads: 0 };
 
 /** A market's single writer, named by its canonical symbol. */
 export function marketObject(env: Env, symbol: string) {

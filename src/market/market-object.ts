@@ -1,9 +1,10 @@
 import { DurableObject } from "cloudflare:workers";
 import { formatUnits } from "../core/decimal";
 import { priceIndex } from "../core/object-ids";
-import { ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
+import { isProblemResult, mapResult, ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
 import type { StreamEvent } from "../streams/protocol";
 import { ShardPublisher } from "../streams/publisher";
+import type { MarketAnswer, MarketQuestion } from "./edge-copies";
 import type { IngestBatch, IngestResult } from "./ingest";
 import { aggregateCandles, alignDown, KLINE_INTERVALS, type Kline, type KlineQuery } from "./klines";
 import { MarketStore, type StoredTrade } from "./market-store";
@@ -319,6 +320,35 @@ export class MarketObject extends DurableObject<Env> {
       }
       return aggregateCandles(this.store.bucketsBetween(0, to, "DESC"), interval, state.market, query.limit);
     });
+  }
+
+  /**
+   * One read for the edge copies (docs/edge-reads.md): the answer as JSON text, with the moment
+   * it shows, so an isolate serves it as it is and never puts an older answer over a newer one.
+   */
+  answer(symbol: string, question: MarketQuestion): MarketAnswer {
+    const at = Date.now();
+    const result = this.answerOf(symbol, question);
+    const version = this.state?.version ?? 0;
+    return isProblemResult(result) ? { text: "", problem: result.problem, at, version } : { text: result, at, version };
+  }
+
+  private answerOf(symbol: string, question: MarketQuestion): string | ProblemResult {
+    switch (question.kind) {
+      case "ticker":
+        return mapResult(this.ticker(symbol), JSON.stringify);
+      case "book":
+        return mapResult(
+          this.orderBookText(symbol, question.depth),
+          (book) => `{"symbol":${JSON.stringify(book.symbol)},"sequence":${book.sequence},"timestamp":${book.timestamp},${book.levels.slice(1)}`,
+        );
+      case "trades":
+        return mapResult(this.trades(symbol, question.limit), JSON.stringify);
+      case "klines":
+        return mapResult(this.klines(symbol, question.query), JSON.stringify);
+      case "describe":
+        return JSON.stringify(this.describe(symbol));
+    }
   }
 
   describe(symbol: string): MarketView {

@@ -1,68 +1,111 @@
-import { marketObject } from "../core/object-ids";
-import { unwrap } from "../core/problem";
-import type { Kline, KlineQuery } from "./klines";
+import type { Context, TypedResponse } from "hono";
+import { jsonText } from "../core/json-text";
+import type { AppEnv } from "../env";
+import { type EdgeRead, edgePolicy, type ReadContext, readMarket } from "./edge-reads";
+import type { KlineQuery } from "./klines";
 import { resolveMarket } from "./lookup";
-import type { MarketObject, MarketView, WireTrade } from "./market-object";
+import type { MarketView } from "./market-object";
 import { readPriceSnapshot } from "./price-cache";
-import { type AssetPrice, type PriceSnapshot, pricesIn } from "./price-index";
-import { ASSETS, type AssetConfig, MARKETS } from "./registry";
+import { pricesIn } from "./price-index";
+import { ASSETS, MARKETS } from "./registry";
 import type { TickerRecord } from "./rolling-window";
 
 /**
  * The market reads behind both surfaces: `/api/*` (public) and `/v1/*` (signed) answer the
- * same records from the same code, as documented.
+ * same records from the same code, through the edge copies (docs/edge-reads.md). Each read
+ * gives the answer's JSON text with the moment it shows; `sendRead` writes it out.
  */
-function viaMarket<T>(env: Env, symbol: string, call: (stub: DurableObjectStub<MarketObject>) => Promise<T>): Promise<T> {
-  return call(marketObject(env, symbol));
-}
 
-export async function readTicker(env: Env, pair: string): Promise<TickerRecord> {
-  const { symbol } = resolveMarket(pair);
-  return unwrap(await viaMarket(env, symbol, (stub) => stub.ticker(symbol)));
+/** The read context of a request: Hono throws when asked for an execution context it lacks. */
+export function readContext(c: Context<AppEnv>): ReadContext {
+  let waitUntil: ReadContext["waitUntil"];
+  try {
+    const execution = c.executionCtx;
+    waitUntil = (promise) => execution.waitUntil(promise);
+  } catch {
+    waitUntil = undefined;
+  }
+  return { env: c.env, waitUntil };
 }
 
 /**
- * The order book snapshot (docs/api.md) as the JSON text of the response: the market sends its
- * levels already serialized, and only the scalar fields are written around them here.
+ * Writes a read out with what a client or a CDN needs to judge it: `X-As-Of` (the moment it
+ * shows, Unix ms), `Age` (whole seconds since it was fetched), and, past the max age because
+ * the market failed, `Warning: 110`. `max-age=0`: a copy may already be up to the max age old.
  */
-export async function readOrderBookJson(env: Env, pair: string, depth: number): Promise<string> {
+export function sendRead<T>(c: Context<AppEnv>, read: EdgeRead): Response & TypedResponse<T, 200, "json"> {
+  const staleIfError = Math.ceil(edgePolicy(c.env).staleIfErrorMs / 1000);
+  const headers: Record<string, string> = {
+    "Cache-Control": `public, max-age=0, stale-if-error=${staleIfError}`,
+    Age: String(Math.floor(read.ageMs / 1000)),
+    "X-As-Of": String(read.asOf),
+  };
+  if (read.stale) headers.Warning = '110 - "Response is Stale"';
+  return jsonText<T>(c, read.text, headers);
+}
+
+export function readTicker(ctx: ReadContext, pair: string): Promise<EdgeRead> {
   const { symbol } = resolveMarket(pair);
-  const book = unwrap(await viaMarket(env, symbol, (stub) => stub.orderBookText(symbol, depth)));
-  return `{"symbol":${JSON.stringify(book.symbol)},"sequence":${book.sequence},"timestamp":${book.timestamp},${book.levels.slice(1)}`;
+  return readMarket(ctx, symbol, { kind: "ticker" });
 }
 
-export async function readTrades(env: Env, pair: string, limit: number): Promise<WireTrade[]> {
+/** The ticker as a record, for the pages (which render it rather than send it). */
+export async function readTickerRecord(ctx: ReadContext, pair: string): Promise<TickerRecord> {
+  return JSON.parse((await readTicker(ctx, pair)).text) as TickerRecord;
+}
+
+export function readOrderBook(ctx: ReadContext, pair: string, depth: number): Promise<EdgeRead> {
   const { symbol } = resolveMarket(pair);
-  return unwrap(await viaMarket(env, symbol, (stub) => stub.trades(symbol, limit)));
+  return readMarket(ctx, symbol, { kind: "book", depth });
 }
 
-export async function readKlines(env: Env, pair: string, query: KlineQuery): Promise<Kline[]> {
+export function readTrades(ctx: ReadContext, pair: string, limit: number): Promise<EdgeRead> {
   const { symbol } = resolveMarket(pair);
-  return unwrap(await viaMarket(env, symbol, (stub) => stub.klines(symbol, query)));
+  return readMarket(ctx, symbol, { kind: "trades", limit });
 }
 
-/** Every market with its current status (asked of each market's object, in parallel). */
-export async function readMarkets(env: Env): Promise<{ markets: MarketView[]; assets: AssetConfig[] }> {
-  const markets = await Promise.all(MARKETS.map((m) => viaMarket(env, m.symbol, (stub) => stub.describe(m.symbol))));
-  return { markets, assets: [...ASSETS] };
+export function readKlines(ctx: ReadContext, pair: string, query: KlineQuery): Promise<EdgeRead> {
+  const { symbol } = resolveMarket(pair);
+  return readMarket(ctx, symbol, { kind: "klines", query });
 }
 
-/** Prices computed from the snapshot this isolate holds, per question; reset with each new snapshot. */
-let computed: { snapshot: PriceSnapshot; answers: Map<string, AssetPrice[]> } | undefined;
+const ASSETS_TEXT = JSON.stringify(ASSETS);
 
-export async function readPrices(
-  env: Env,
-  { quote, assets }: { quote: string; assets?: string[] },
-): Promise<{ quote: string; asOf: number | null; data: AssetPrice[] }> {
-  const snapshot = await readPriceSnapshot(env);
-  if (!snapshot) return { quote, asOf: null, data: [] };
+/** Answers put together into one JSON array: it shows the oldest moment among them. */
+export function combineReads(reads: EdgeRead[], wrap: (texts: string) => string = (texts) => `[${texts}]`): EdgeRead {
+  return {
+    text: wrap(reads.map((r) => r.text).join(",")),
+    asOf: Math.min(...reads.map((r) => r.asOf)),
+    ageMs: Math.max(0, ...reads.map((r) => r.ageMs)),
+    stale: reads.some((r) => r.stale),
+  };
+}
+
+/** Every market with its current status (each market's copy), and the assets. */
+export async function readMarkets(ctx: ReadContext): Promise<EdgeRead> {
+  const reads = await Promise.all(MARKETS.map((m) => readMarket(ctx, m.symbol, { kind: "describe" })));
+  return combineReads(reads, (markets) => `{"markets":[${markets}],"assets":${ASSETS_TEXT}}`);
+}
+
+/** The markets as records, for the pages. */
+export async function readMarketViews(ctx: ReadContext): Promise<MarketView[]> {
+  return (JSON.parse((await readMarkets(ctx)).text) as { markets: MarketView[] }).markets;
+}
+
+/** Prices answered per question from the snapshot this isolate holds; reset with each new snapshot. */
+let computed: { snapshot: object; answers: Map<string, string> } | undefined;
+
+export async function readPrices(ctx: ReadContext, { quote, assets }: { quote: string; assets?: string[] }): Promise<EdgeRead> {
+  const snapshot = await readPriceSnapshot(ctx.env);
+  const now = Date.now();
+  if (!snapshot) return { text: JSON.stringify({ quote, asOf: null, data: [] }), asOf: now, ageMs: 0, stale: false };
   if (computed?.snapshot !== snapshot) computed = { snapshot, answers: new Map() };
   const question = `${quote}:${assets?.join(",") ?? "*"}`;
-  let data = computed.answers.get(question);
-  if (!data) {
-    data = pricesIn(snapshot, quote, assets);
+  let text = computed.answers.get(question);
+  if (text === undefined) {
+    text = JSON.stringify({ quote, asOf: snapshot.asOf, data: pricesIn(snapshot, quote, assets) });
     // Bounded: the assets list is the client's, so only so many distinct questions are kept.
-    if (computed.answers.size < 256) computed.answers.set(question, data);
+    if (computed.answers.size < 256) computed.answers.set(question, text);
   }
-  return { quote, asOf: snapshot.asOf, data };
+  return { text, asOf: snapshot.asOf, ageMs: Math.max(0, now - snapshot.asOf), stale: false };
 }

@@ -1,10 +1,9 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
-import { jsonText } from "../core/json-text";
 import { createRouter } from "../core/router";
 import { okJson, problemResponses } from "../core/schemas";
 import type { AppEnv } from "../env";
-import { readKlines, readMarkets, readOrderBookJson, readPrices, readTicker, readTrades } from "./reads";
+import { readContext, readKlines, readMarkets, readOrderBook, readPrices, readTicker, readTrades, sendRead } from "./reads";
 import {
   DepthQuery,
   KlineSchema,
@@ -41,7 +40,7 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
         request: { query: PricesQuery },
         responses: { ...okJson(PricesSchema, "Prices in the quote asset"), ...problemResponses(400, 429) },
       }),
-      async (c) => c.json(await readPrices(c.env, c.req.valid("query")), 200),
+      async (c) => sendRead<z.infer<typeof PricesSchema>>(c, await readPrices(readContext(c), c.req.valid("query"))),
     )
     .openapi(
       createRoute({
@@ -53,7 +52,7 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
         request: { params: PairParam, query: DepthQuery },
         responses: { ...okJson(OrderBookSchema, "Up to `depth` levels a side, best first"), ...problemResponses(400, 404, 429) },
       }),
-      async (c) => jsonText<z.infer<typeof OrderBookSchema>>(c, await readOrderBookJson(c.env, c.req.valid("param").pair, c.req.valid("query").depth)),
+      async (c) => sendRead<z.infer<typeof OrderBookSchema>>(c, await readOrderBook(readContext(c), c.req.valid("param").pair, c.req.valid("query").depth)),
     )
     .openapi(
       createRoute({
@@ -67,7 +66,7 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
         request: { params: PairParam },
         responses: { ...okJson(TickerSchema, "Ticker record"), ...problemResponses(400, 404, 429) },
       }),
-      async (c) => c.json(await readTicker(c.env, c.req.valid("param").pair), 200),
+      async (c) => sendRead<z.infer<typeof TickerSchema>>(c, await readTicker(readContext(c), c.req.valid("param").pair)),
     )
     .openapi(
       createRoute({
@@ -79,7 +78,7 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
         request: { params: PairParam, query: TradesQuery },
         responses: { ...okJson(z.array(TradeSchema), "Trades"), ...problemResponses(400, 404, 429) },
       }),
-      async (c) => c.json(await readTrades(c.env, c.req.valid("param").pair, c.req.valid("query").limit), 200),
+      async (c) => sendRead<z.infer<typeof TradeSchema>[]>(c, await readTrades(readContext(c), c.req.valid("param").pair, c.req.valid("query").limit)),
     )
     .openapi(
       createRoute({
@@ -93,7 +92,7 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
         request: { params: PairParam, query: KlinesQuery },
         responses: { ...okJson(z.array(KlineSchema), "Candles"), ...problemResponses(400, 404, 429) },
       }),
-      async (c) => c.json(await readKlines(c.env, c.req.valid("param").pair, c.req.valid("query")), 200),
+      async (c) => sendRead<z.infer<typeof KlineSchema>[]>(c, await readKlines(readContext(c), c.req.valid("param").pair, c.req.valid("query"))),
     )
     .openapi(
       createRoute({
@@ -104,7 +103,7 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
         summary: "All markets with status and scales, and the assets",
         responses: { ...okJson(MarketsSchema, "Markets and assets"), ...problemResponses(429) },
       }),
-      async (c) => c.json(await readMarkets(c.env), 200),
+      async (c) => sendRead<z.infer<typeof MarketsSchema>>(c, await readMarkets(readContext(c))),
     )
     .openapi(
       createRoute({

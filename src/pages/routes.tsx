@@ -4,7 +4,7 @@ import type { Child } from "hono/jsx";
 import { ProblemError } from "../core/problem";
 import type { AppEnv } from "../env";
 import { resolveMarket } from "../market/lookup";
-import { readMarkets, readTicker } from "../market/reads";
+import { readContext, readMarketViews, readTickerRecord } from "../market/reads";
 import type { MarketConfig } from "../market/registry";
 import type { TickerRecord } from "../market/rolling-window";
 import { HtmlDocument } from "./document";
@@ -105,9 +105,10 @@ function MarketPage({ market, ticker }: { market: MarketConfig; ticker: TickerRe
 
 export const pageRoutes = new Hono<AppEnv>()
   .get("/", async (c) => {
-    const { markets } = await readMarkets(c.env);
+    const ctx = readContext(c);
+    const markets = await readMarketViews(ctx);
     const listed = markets.filter((m) => m.status !== "DELISTED");
-    const tickers = await Promise.all(listed.map((m) => readTicker(c.env, m.symbol)));
+    const tickers = await Promise.all(listed.map((m) => readTickerRecord(ctx, m.symbol)));
     return c.html(
       <Page title="Markets" script="landing.js">
         <p>
@@ -146,7 +147,7 @@ export const pageRoutes = new Hono<AppEnv>()
     let market: MarketConfig;
     try {
       market = resolveMarket(c.req.param("pair"));
-      ticker = await readTicker(c.env, market.symbol);
+      ticker = await readTickerRecord(readContext(c), market.symbol);
     } catch (error) {
       if (!(error instanceof ProblemError)) throw error;
       return c.html(

@@ -1,4 +1,5 @@
 import { problem } from "../core/problem";
+import { msSetting } from "../core/settings";
 import type { CallbackBody } from "./schemas";
 import {
   AWAITING,
@@ -54,8 +55,7 @@ export const MAX_HELD_PER_SETTLEMENT = 100;
 
 /** Reads `SETTLEMENT_GAP_HOLD_MS` (a whole number of ms), else the default of 10 minutes. */
 export function ledgerOptions(env: { SETTLEMENT_GAP_HOLD_MS?: string }): LedgerOptions {
-  const configured = Number(env.SETTLEMENT_GAP_HOLD_MS);
-  return { holdMs: Number.isSafeInteger(configured) && configured >= 0 ? configured : DEFAULT_GAP_HOLD_MS, maxHeld: MAX_HELD_PER_SETTLEMENT };
+  return { holdMs: msSetting(env.SETTLEMENT_GAP_HOLD_MS, DEFAULT_GAP_HOLD_MS), maxHeld: MAX_HELD_PER_SETTLEMENT };
 }
 
 /** An event as a decision sees it: the columns it needs, never a held event's raw body. */

@@ -2,14 +2,13 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { bodyLimit } from "hono/body-limit";
 import { createMiddleware } from "hono/factory";
 import { chargeClientIp, signedAccess } from "../access/middleware";
-import { jsonText } from "../core/json-text";
 import { isJsonRequest } from "../core/media-types";
 import { problem } from "../core/problem";
 import { createRouter } from "../core/router";
 import { okJson, problemResponses } from "../core/schemas";
 import type { AppEnv } from "../env";
 import { ingest } from "../market/ingest";
-import { readKlines, readMarkets, readOrderBookJson, readPrices, readTicker, readTrades } from "../market/reads";
+import { combineReads, readContext, readKlines, readMarkets, readOrderBook, readPrices, readTicker, readTrades, sendRead } from "../market/reads";
 import { MARKETS } from "../market/registry";
 import {
   IngestBodySchema,
@@ -65,15 +64,14 @@ export const signedRoutes = createRouter()
     }),
     async (c) => {
       const { symbol, symbols } = c.req.valid("query");
-      if (symbol !== undefined) return c.json(await readTicker(c.env, symbol), 200);
+      const ctx = readContext(c);
+      type Answer = z.infer<typeof TickerSchema> | z.infer<typeof TickerSchema>[];
+      if (symbol !== undefined) return sendRead<Answer>(c, await readTicker(ctx, symbol));
       const wanted = symbols !== undefined ? symbols.split(",").map((s) => s.trim()) : MARKETS.map((m) => m.symbol);
-      if (symbols !== undefined) return c.json(await Promise.all(wanted.map((s) => readTicker(c.env, s))), 200);
+      if (symbols !== undefined) return sendRead<Answer>(c, combineReads(await Promise.all(wanted.map((s) => readTicker(ctx, s)))));
       // Without a symbol: every market that is not delisted.
-      const settled = await Promise.allSettled(wanted.map((s) => readTicker(c.env, s)));
-      return c.json(
-        settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : [])),
-        200,
-      );
+      const settled = await Promise.allSettled(wanted.map((s) => readTicker(ctx, s)));
+      return sendRead<Answer>(c, combineReads(settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []))));
     },
   )
   .openapi(
@@ -89,7 +87,7 @@ export const signedRoutes = createRouter()
     }),
     async (c) => {
       const { symbol, depth } = c.req.valid("query");
-      return jsonText<z.infer<typeof OrderBookSchema>>(c, await readOrderBookJson(c.env, symbol, depth));
+      return sendRead<z.infer<typeof OrderBookSchema>>(c, await readOrderBook(readContext(c), symbol, depth));
     },
   )
   .openapi(
@@ -103,7 +101,7 @@ export const signedRoutes = createRouter()
       request: { query: PricesQuery },
       responses: { ...okJson(PricesSchema, "Prices"), ...signedProblems },
     }),
-    async (c) => c.json(await readPrices(c.env, c.req.valid("query")), 200),
+    async (c) => sendRead<z.infer<typeof PricesSchema>>(c, await readPrices(readContext(c), c.req.valid("query"))),
   )
   .openapi(
     createRoute({
@@ -118,7 +116,7 @@ export const signedRoutes = createRouter()
     }),
     async (c) => {
       const { symbol, limit } = c.req.valid("query");
-      return c.json(await readTrades(c.env, symbol, limit), 200);
+      return sendRead<z.infer<typeof TradeSchema>[]>(c, await readTrades(readContext(c), symbol, limit));
     },
   )
   .openapi(
@@ -134,7 +132,7 @@ export const signedRoutes = createRouter()
     }),
     async (c) => {
       const { symbol, ...query } = c.req.valid("query");
-      return c.json(await readKlines(c.env, symbol, query), 200);
+      return sendRead<z.infer<typeof KlineSchema>[]>(c, await readKlines(readContext(c), symbol, query));
     },
   )
   .openapi(
@@ -147,7 +145,7 @@ export const signedRoutes = createRouter()
       summary: "Markets and assets (as /api/markets)",
       responses: { ...okJson(MarketsSchema, "Markets"), ...signedProblems },
     }),
-    async (c) => c.json(await readMarkets(c.env), 200),
+    async (c) => sendRead<z.infer<typeof MarketsSchema>>(c, await readMarkets(readContext(c))),
   )
   .openapi(
     createRoute({

@@ -30,6 +30,7 @@ describe("operator API: the bearer token (docs/signing.md)", () => {
         "GET /admin/gateways/x_1",
         "GET /admin/settlements",
         "GET /admin/gateways/x_1/settlements/x_1",
+        "GET /admin/isolate",
         "POST /admin/gateways",
         "POST /admin/gateways/x_1/secrets",
         "PUT /admin/markets/BTC-USDT/status",

@@ -1,0 +1,107 @@
+/**
+ * Copies of market answers held in an isolate (docs/edge-reads.md). Pure bookkeeping, with the
+ * clock passed in: which copy may be served, which copy wins when two refreshes cross, and how
+ * many refreshes of one key may be in flight. The I/O around it is in `edge-reads.ts`.
+ */
+
+import type { ProblemResult } from "../core/problem";
+import type { KlineQuery } from "./klines";
+
+/** What an edge copy holds the answer to: one market read with its parameters. */
+export type MarketQuestion =
+  | { kind: "ticker" }
+  | { kind: "book"; depth: number }
+  | { kind: "trades"; limit: number }
+  | { kind: "klines"; query: KlineQuery }
+  | { kind: "describe" };
+
+/** The key of a question's copy: one copy per market and question. */
+export function copyKey(symbol: string, question: MarketQuestion): string {
+  switch (question.kind) {
+    case "book":
+      return `${symbol}:book:${question.depth}`;
+    case "trades":
+      return `${symbol}:trades:${question.limit}`;
+    case "klines": {
+      const { interval, limit, startTime, endTime } = question.query;
+      return `${symbol}:klines:${interval}:${limit}:${startTime ?? ""}:${endTime ?? ""}`;
+    }
+    default:
+      return `${symbol}:${question.kind}`;
+  }
+}
+
+/** One answer as the market gave it: its JSON text and the moment it shows. */
+export interface MarketAnswer {
+  /** The JSON text of the answer ("" when the market answered with a problem). */
+  text: string;
+  /** Set when the market answered with a problem (e.g. a delisted market): served as that problem. */
+  problem?: ProblemResult["problem"];
+  /** The market's clock when it answered: the moment the copy shows. */
+  at: number;
+  /** The market's change counter at `at`: orders two answers given in the same millisecond. */
+  version: number;
+}
+
+export interface Copy extends MarketAnswer {
+  /** This isolate's clock when the refresh that brought the copy began: its age counts from here. */
+  fetchedAt: number;
+}
+
+/** Bounded: klines questions are the client's, so only so many distinct ones are kept. */
+const MAX_COPIES = 1_024;
+
+/** True when `a` shows a later moment of the market than `b`. */
+export function isNewer(a: MarketAnswer, b: MarketAnswer): boolean {
+  return a.at > b.at || (a.at === b.at && a.version > b.version);
+}
+
+export class EdgeCopies {
+  private readonly copies = new Map<string, Copy>();
+  private readonly inFlight = new Map<string, number>();
+
+  /** The copy of `key`, whatever its age. */
+  latest(key: string): Copy | undefined {
+    return this.copies.get(key);
+  }
+
+  /** The copy of `key` if it is younger than `maxAgeMs` at `now`. */
+  fresh(key: string, now: number, maxAgeMs: number): Copy | undefined {
+    const copy = this.copies.get(key);
+    return copy && now - copy.fetchedAt < maxAgeMs ? copy : undefined;
+  }
+
+  /**
+   * Takes a refreshed copy unless the held one shows a later moment (refreshes can cross):
+   * within an isolate a market's answers never go back. Returns the copy now held.
+   */
+  offer(key: string, copy: Copy): Copy {
+    const held = this.copies.get(key);
+    if (held && !isNewer(copy, held)) {
+      // The held answer is as new, but the refresh proves it still current at the later start.
+      if (!isNewer(held, copy) && copy.fetchedAt > held.fetchedAt) held.fetchedAt = copy.fetchedAt;
+      return held;
+    }
+    if (!held && this.copies.size >= MAX_COPIES) this.copies.delete(this.copies.keys().next().value!);
+    this.copies.set(key, copy);
+    return copy;
+  }
+
+  /** Claims one of at most `bound` concurrent refreshes of `key`; false when all are taken. */
+  claimRefresh(key: string, bound: number): boolean {
+    const n = this.inFlight.get(key) ?? 0;
+    if (n >= bound) return false;
+    this.inFlight.set(key, n + 1);
+    return true;
+  }
+
+  releaseRefresh(key: string): void {
+    const n = (this.inFlight.get(key) ?? 1) - 1;
+    if (n <= 0) this.inFlight.delete(key);
+    else this.inFlight.set(key, n);
+  }
+
+  refreshing(key: string): number {
+    return this.inFlight.get(key) ?? 0;
+  }
+}

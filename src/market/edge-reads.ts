@@ -1,0 +1,164 @@
+import { marketObject, objectCalls } from "../core/object-ids";
+import { problem } from "../core/problem";
+import { msSetting } from "../core/settings";
+import { type Copy, copyKey, EdgeCopies, type MarketAnswer, type MarketQuestion } from "./edge-copies";
+
+/**
+ * The edge read path (docs/edge-reads.md): market answers served from copies in this isolate,
+ * shared with the location's other isolates through the Cache API, never older than
+ * `MARKET_READ_MAX_AGE_MS`. A busy key is refreshed ahead, in the background, by the request
+ * that finds its copy past half that age, so steady load never waits for the market.
+ */
+
+export const DEFAULT_MAX_AGE_MS = 250;
+export const DEFAULT_STALE_IF_ERROR_MS = 5_000;
+/** A market that has not answered by then counts as failed (the copy or 503 answers instead). */
+export const MARKET_TIMEOUT_MS = 2_000;
+/** Refreshes of one key in flight at once; a request that finds them all taken waits for one. */
+const REFRESH_BOUND = 1;
+/** How often a waiting request looks at the copies again (it may not await another request's promise). */
+const WAIT_STEP_MS = 1;
+
+export interface EdgePolicy {
+  maxAgeMs: number;
+  staleIfErrorMs: number;
+}
+
+export function edgePolicy(env: Env): EdgePolicy {
+  return {
+    maxAgeMs: msSetting(env.MARKET_READ_MAX_AGE_MS, DEFAULT_MAX_AGE_MS),
+    staleIfErrorMs: msSetting(env.MARKET_READ_STALE_IF_ERROR_MS, DEFAULT_STALE_IF_ERROR_MS),
+  };
+}
+
+/** What a read needs of its request: the bindings, and a way to finish work after answering. */
+export interface ReadContext {
+  env: Env;
+  waitUntil?: (promise: Promise<unknown>) => void;
+}
+
+/** An answer as served: the market's text, the moment it shows, its age, and whether it is past the max age. */
+export interface EdgeRead {
+  text: string;
+  asOf: number;
+  ageMs: number;
+  stale: boolean;
+}
+
+const copies = new EdgeCopies();
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The location's shared copy of a key, through the Cache API (absent where there is none). */
+const SHARED_ORIGIN = "https://edge-copies.market-data.internal/";
+
+async function sharedCopy(key: string): Promise<Copy | undefined> {
+  if (typeof caches === "undefined") return undefined;
+  try {
+    const hit = await caches.default.match(SHARED_ORIGIN + encodeURIComponent(key));
+    return hit ? ((await hit.json()) as Copy) : undefined;
+  } catch {
+    return undefined; // the shared tier is an optimisation: the market is asked instead
+  }
+}
+
+function shareCopy(key: string, copy: Copy, policy: EdgePolicy): Promise<unknown> {
+  if (typeof caches === "undefined") return Promise.resolve();
+  // Kept as long as it can serve as a stale-if-error answer; freshness is judged by fetchedAt.
+  const seconds = Math.max(1, Math.ceil(policy.staleIfErrorMs / 1000));
+  const response = new Response(JSON.stringify(copy), { headers: { "Content-Type": "application/json", "Cache-Control": `max-age=${seconds}` } });
+  return caches.default.put(SHARED_ORIGIN + encodeURIComponent(key), response).catch(() => undefined);
+}
+
+function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Brings a fresh copy of `key`: the location's shared copy if another isolate refreshed it
+ * within half the max age, else the market's answer (then shared). Held only if it is newer.
+ */
+async function refresh(ctx: ReadContext, policy: EdgePolicy, key: string, ask: () => Promise<MarketAnswer>): Promise<Copy> {
+  const fetchedAt = Date.now();
+  if (policy.maxAgeMs > 0) {
+    const shared = await sharedCopy(key);
+    if (shared && fetchedAt - shared.fetchedAt < policy.maxAgeMs / 2) return copies.offer(key, shared);
+  }
+  const answer = await withTimeout(ask(), MARKET_TIMEOUT_MS);
+  const held = copies.offer(key, { ...answer, fetchedAt });
+  if (policy.maxAgeMs > 0) {
+    const sharing = shareCopy(key, held, policy);
+    if (ctx.waitUntil) ctx.waitUntil(sharing);
+  }
+  return held;
+}
+
+function served(copy: Copy, now: number, stale: boolean): EdgeRead {
+  if (copy.problem) {
+    const { code, detail, extras } = copy.problem;
+    throw problem(code, detail, extras);
+  }
+  return { text: copy.text, asOf: copy.at, ageMs: Math.max(0, now - copy.fetchedAt), stale };
+}
+
+/**
+ * Answers `key` from its copy if it is fresh, else refreshes it (at most REFRESH_BOUND at once;
+ * others wait for that refresh). If the market fails or is slow, a copy younger than the
+ * stale-if-error bound answers, marked stale; past it, 503 `UNAVAILABLE` — never a hang.
+ */
+export async function readThroughEdge(ctx: ReadContext, key: string, ask: () => Promise<MarketAnswer>): Promise<EdgeRead> {
+  const policy = edgePolicy(ctx.env);
+  const arrivedAt = Date.now();
+  const fresh = copies.fresh(key, arrivedAt, policy.maxAgeMs);
+  if (fresh) {
+    if (arrivedAt - fresh.fetchedAt >= policy.maxAgeMs / 2 && ctx.waitUntil && copies.claimRefresh(key, REFRESH_BOUND)) {
+      ctx.waitUntil(
+        refresh(ctx, policy, key, ask)
+          .catch(() => undefined)
+          .finally(() => copies.releaseRefresh(key)),
+      );
+    }
+    return served(fresh, arrivedAt, false);
+  }
+  // With no max age every read asks the market itself: nothing to wait for.
+  const bound = policy.maxAgeMs > 0 ? REFRESH_BOUND : Number.POSITIVE_INFINITY;
+  while (!copies.claimRefresh(key, bound)) {
+    await pause(WAIT_STEP_MS);
+    const now = Date.now();
+    const latest = copies.latest(key);
+    // A copy whose refresh began after this request arrived shows a moment after the request.
+    if (latest && (latest.fetchedAt >= arrivedAt || now - latest.fetchedAt < policy.maxAgeMs)) return served(latest, now, false);
+    if (now - arrivedAt >= MARKET_TIMEOUT_MS) return staleOrUnavailable(policy, key, now);
+  }
+  try {
+    return served(await refresh(ctx, policy, key, ask), Date.now(), false);
+  } catch (error) {
+    if (error instanceof Error && error.name === "ProblemError") throw error;
+    return staleOrUnavailable(policy, key, Date.now());
+  } finally {
+    copies.releaseRefresh(key);
+  }
+}
+
+function staleOrUnavailable(policy: EdgePolicy, key: string, now: number): EdgeRead {
+  const latest = copies.latest(key);
+  if (latest && now - latest.fetchedAt < policy.staleIfErrorMs) return served(latest, now, true);
+  throw problem("UNAVAILABLE", "the market did not answer in time and no recent copy is held; try again shortly", {}, { "Retry-After": "1" });
+}
+
+/**
+ * One market question through the edge copies.
+ *
+ * @example
+ * const read = await readMarket({ env: c.env, waitUntil }, "BTCUSDT", { kind: "ticker" });
+ */
+export function readMarket(ctx: ReadContext, symbol: string, question: MarketQuestion): Promise<EdgeRead> {
+  return readThroughEdge(ctx, copyKey(symbol, question), () => {
+    objectCalls.marketReads += 1;
+    return marketObject(ctx.env, symbol).answer(symbol, question);
+  });
+}
