@@ -6,7 +6,7 @@ import { setResponseHeaders } from "../core/response-headers";
 import type { AppEnv } from "../env";
 import { clientIp, ipPrincipal } from "./client-address";
 import { KEY_ID_PATTERN, type Permission, principalOfKey } from "./keys";
-import { admit, PUBLIC_LIMIT, rateLimited, SIGNED_LIMIT } from "./rate-limit";
+import { admit, fromGuard, PUBLIC_LIMIT, rateLimited, SIGNED_LIMIT } from "./rate-limit";
 import { requestTargetOf, SIGNATURE_PATTERN } from "./signature";
 import { type Admission, rateLimitHeaders } from "./sliding-window";
 
@@ -119,23 +119,26 @@ export async function authenticateSigned(env: Env, request: Request, options: Si
   const ip = clientIp(request);
   try {
     const credentials = readCredentials(request, options.allowQueryForm ?? false);
-    const result = await accessGuard(env, principalOfKey(credentials.keyId)).authorize({
-      timestamp: credentials.timestamp,
-      recvWindow: credentials.recvWindow,
-      method: request.method,
-      requestTarget: credentials.requestTarget,
-      body,
-      signature: credentials.signature,
-      ip,
-      permission: options.permission,
-      limit: SIGNED_LIMIT,
-    });
+    const result = await fromGuard(
+      accessGuard(env, principalOfKey(credentials.keyId)).authorize({
+        timestamp: credentials.timestamp,
+        recvWindow: credentials.recvWindow,
+        method: request.method,
+        requestTarget: credentials.requestTarget,
+        body,
+        signature: credentials.signature,
+        ip,
+        permission: options.permission,
+        limit: SIGNED_LIMIT,
+      }),
+    );
     if (isProblemResult(result)) unwrap(result);
     const admission = result as Admission;
     if (!admission.allowed) throw rateLimited(admission, `${SIGNED_LIMIT} requests per second per API key`);
     return { keyId: credentials.keyId, admission };
   } catch (error) {
-    if (error instanceof ProblemError && error.code !== "RATE_LIMITED") throw await chargeClientIp(env, request, error);
+    // Refused credentials count against the address; a refusal of the rate or an unreachable guard does not.
+    if (error instanceof ProblemError && error.code !== "RATE_LIMITED" && error.code !== "UNAVAILABLE") throw await chargeClientIp(env, request, error);
     throw error;
   }
 }

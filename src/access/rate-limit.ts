@@ -18,6 +18,19 @@ export function rateLimited(admission: Admission, detail: string): ProblemError 
 }
 
 /**
+ * A guard's answer, or 503 `UNAVAILABLE` if the guard cannot be reached: the limits fail
+ * closed, so a request is never admitted without its guard's word.
+ */
+export async function fromGuard<T>(call: Promise<T>): Promise<T> {
+  try {
+    return await call;
+  } catch (error) {
+    console.error(JSON.stringify({ level: "error", message: "access guard unavailable", error: String(error) }));
+    throw problem("UNAVAILABLE", "the rate limiter did not answer; try again shortly", {}, { "Retry-After": "1" });
+  }
+}
+
+/**
  * Admits one request of `principal` (`ip:<addr>`, `key:<id>`, `gateway:<id>`) against `limit`
  * per rolling second in that principal's AccessGuard, or throws 429 `RATE_LIMITED`.
  * The returned admission gives the RateLimit-* headers for the answer ({@link rateLimitHeaders}).
@@ -29,7 +42,7 @@ export function rateLimited(admission: Admission, detail: string): ProblemError 
 export async function admit(env: Env, principal: string, limit: number, detail = `${limit} requests per second`): Promise<Admission> {
   const refused = localRefusal(principal, Date.now());
   if (refused) throw rateLimited(refused, detail);
-  const admission = await accessGuard(env, principal).admit(limit);
+  const admission = await fromGuard(accessGuard(env, principal).admit(limit));
   if (!admission.allowed) {
     // The guard's answer is as of its own clock; the isolate's may be a little behind, which
     // only makes the local refusal end sooner (the guard then decides again): never too long.

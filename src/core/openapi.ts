@@ -16,7 +16,9 @@ function describe(status: number): string {
  * lists every status it can answer without each route repeating them: 400 where there is
  * anything to validate, 415 and 413 where a body is taken (413 on the account, dashboard and
  * operator paths for any method), 429 everywhere (every route is limited: per IP, per key, per
- * gateway, failed authentications included). A route's own entries are kept.
+ * gateway, failed authentications included), and 503 everywhere (a limiter that cannot be reached
+ * fails closed; a market that cannot answer past its stale-if-error bound). A route's own
+ * entries are kept.
  *
  * @example
  * app.get("/openapi.json", (c) => c.json(withSharedAnswers(app.getOpenAPI31Document(config))));
@@ -24,7 +26,7 @@ function describe(status: number): string {
 export function withSharedAnswers<T extends object>(document: T): T {
   for (const [path, item] of Object.entries((document as Document).paths ?? {})) {
     for (const operation of Object.values(item)) {
-      const statuses: number[] = [429];
+      const statuses: number[] = [429, 503];
       if ((operation.parameters?.length ?? 0) > 0 || operation.requestBody) statuses.push(400);
       if (operation.requestBody) statuses.push(413, 415);
       else if (SMALL_BODY_PATHS.test(path)) statuses.push(413);

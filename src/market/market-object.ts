@@ -257,9 +257,8 @@ export class MarketObject extends DurableObject<Env> {
     return this.tickerOf(state, now).stats;
   }
 
-  ticker(symbol: string): TickerRecord | ProblemResult {
+  ticker(symbol: string, now = Date.now()): TickerRecord | ProblemResult {
     return this.guarded(() => {
-      const now = Date.now();
       return { ...this.tickerOf(this.readable(symbol), now).record, closeTime: now };
     });
   }
@@ -277,7 +276,7 @@ export class MarketObject extends DurableObject<Env> {
    * one string crosses the RPC boundary instead of up to 2,000 small arrays, and the text is
    * kept until the book changes, so repeated reads of an unchanged book cost nothing here.
    */
-  orderBookText(symbol: string, depth: number): OrderBookText | ProblemResult {
+  orderBookText(symbol: string, depth: number, now = Date.now()): OrderBookText | ProblemResult {
     return this.guarded(() => {
       const state = this.readable(symbol);
       const sequence = state.book.sequence;
@@ -287,7 +286,7 @@ export class MarketObject extends DurableObject<Env> {
         levels = JSON.stringify(state.book.levels(depth));
         if (this.bookTexts.byDepth.size < 32) this.bookTexts.byDepth.set(depth, levels);
       }
-      return { symbol, sequence, timestamp: Date.now(), levels };
+      return { symbol, sequence, timestamp: now, levels };
     });
   }
 
@@ -328,18 +327,19 @@ export class MarketObject extends DurableObject<Env> {
    */
   answer(symbol: string, question: MarketQuestion): MarketAnswer {
     const at = Date.now();
-    const result = this.answerOf(symbol, question);
+    const result = this.answerOf(symbol, question, at);
     const version = this.state?.version ?? 0;
     return isProblemResult(result) ? { text: "", problem: result.problem, at, version } : { text: result, at, version };
   }
 
-  private answerOf(symbol: string, question: MarketQuestion): string | ProblemResult {
+  /** The answer's text, showing the market at `at` (the ticker's closeTime, the book's timestamp). */
+  private answerOf(symbol: string, question: MarketQuestion, at: number): string | ProblemResult {
     switch (question.kind) {
       case "ticker":
-        return mapResult(this.ticker(symbol), JSON.stringify);
+        return mapResult(this.ticker(symbol, at), JSON.stringify);
       case "book":
         return mapResult(
-          this.orderBookText(symbol, question.depth),
+          this.orderBookText(symbol, question.depth, at),
           (book) => `{"symbol":${JSON.stringify(book.symbol)},"sequence":${book.sequence},"timestamp":${book.timestamp},${book.levels.slice(1)}`,
         );
       case "trades":

@@ -32,7 +32,7 @@ export const TickerSchema = z
     quoteVolume24h: DecimalString.openapi({ description: "Σ price × quantity, exact (priceScale + quantityScale decimals)" }),
     tradeCount24h: z.number().int(),
     openTime: TimestampMs.openapi({ description: "Start of the current minute − 24 h" }),
-    closeTime: TimestampMs.openapi({ description: "Time of the response" }),
+    closeTime: TimestampMs.openapi({ description: "The moment the record shows: at most MARKET_READ_MAX_AGE_MS before the response (also in X-As-Of)" }),
     bestBid: DecimalString.nullable(),
     bestAsk: DecimalString.nullable(),
   })

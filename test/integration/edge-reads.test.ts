@@ -1,8 +1,9 @@
 import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import type { AccessGuard } from "../../src/access/access-guard";
 import { createApp } from "../../src/app";
-import { marketObject, objectCalls } from "../../src/core/object-ids";
+import { accessGuard, marketObject, objectCalls } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import { until } from "../support/poll";
@@ -147,5 +148,30 @@ describe("edge read path (docs/edge-reads.md)", () => {
     await read("/api/ticker/BTCUSDC", { MARKET_READ_MAX_AGE_MS: "0" });
     const after = await counters();
     expect([after.marketReads! - before.marketReads!, after.guard! - before.guard!], "[market reads, guard calls]").toEqual([1, 1]);
+  });
+
+  it("an unreachable guard fails closed: 503 UNAVAILABLE, never an admission without it", async () => {
+    const ip = "192.0.2.251";
+    const stub = accessGuard(env, `ip:${ip}`);
+    let restore = () => {};
+    await runInDurableObject(stub, (instance: AccessGuard) => {
+      const prototype = Object.getPrototypeOf(instance) as { admit: AccessGuard["admit"] };
+      const original = prototype.admit;
+      prototype.admit = () => {
+        throw new Error("guard down (test)");
+      };
+      restore = () => {
+        prototype.admit = original;
+      };
+    });
+    try {
+      const response = await app.request("/api/ticker/BTCUSDT", { headers: { "CF-Connecting-IP": ip } }, env);
+      expect(response.status).toBe(503);
+      expect(((await response.json()) as { code: string }).code).toBe("UNAVAILABLE");
+      expect(response.headers.get("Retry-After")).toBe("1");
+    } finally {
+      await runInDurableObject(stub, () => restore());
+    }
+    expect((await app.request("/api/ticker/BTCUSDT", { headers: { "CF-Connecting-IP": ip } }, env)).status).toBe(200);
   });
 });
