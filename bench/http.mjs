@@ -6,9 +6,11 @@
 // bundler: the baseline (a bare Hono Worker answering a small JSON body) and the floor (the
 // baseline plus one or two calls per request to a trivial Durable Object); and, as a third
 // reference, the service's own `GET /api/time` (its public path with no work of its own). After warming up it
-// loads every route in interleaved rounds at 32 connections, each run preceded by a 1 s re-warm,
-// and reports medians and each route's ratio to the baseline's requests/s (median of the
-// per-round ratios).
+// loads every route in interleaved rounds at 32 connections, each run from the same warm state
+// (every client address's object touched, then a 1 s re-warm), and reports medians, each route's
+// ratio to the baseline's requests/s (median of the per-round ratios) and its Durable Object
+// calls per 1,000 requests, counted by the Worker itself. `flood` sends from one address far
+// over its limit (its 429s are expected).
 //
 // Requests reach each Worker through Miniflare's entry worker (its standard serving path, with
 // request logging off); `--direct` serves each on its own workerd socket instead (see the README
