@@ -1,4 +1,4 @@
-// `npm run bench:profile [-- --route ticker|orderbook|prices|signed-ticker] [-- --seconds N] [-- --top N] [-- --entry]`
+// `npm run bench:profile [-- --route ticker|orderbook|prices|signed-ticker|limiter-only] [-- --seconds N] [-- --top N] [-- --entry]`
 //
 // Where a route's time goes: runs the service as `npm run bench` does, loads one route at 32
 // connections while V8's sampling profiler records the service's isolate (the Worker and its
@@ -27,6 +27,8 @@ const PATHS = {
   orderbook: "/api/orderbook/BTCUSDT?depth=100",
   prices: "/api/prices",
   "signed-ticker": "/v1/ticker/24hr?symbol=BTCUSDT",
+  // The service's public path around no work (the bench's limiter-only reference).
+  "limiter-only": "/api/time",
 };
 if (!PATHS[ROUTE]) throw new Error(`--route must be one of ${Object.keys(PATHS).join(", ")}`);
 
