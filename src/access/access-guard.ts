@@ -5,7 +5,7 @@ import { allowListAdmits } from "./client-address";
 import type { KeyRecord, Permission } from "./keys";
 import { type LoginAttempts, type LoginReservation, type LoginScope, type LoginSettlement, reserveLogin, settleLogin } from "./login-throttle";
 import { FUTURE_TOLERANCE_MS, importSecret, isOnTime, signingPayload, verifySignature } from "./signature";
-import { type Admission, SlidingWindow } from "./sliding-window";
+import { type Admission, type LeasedAdmission, SlidingWindow } from "./sliding-window";
 
 /** What the Worker sends for one signed request: everything the guard needs in one call. */
 export interface SignedCheck {
@@ -47,9 +47,15 @@ export class AccessGuard extends DurableObject<Env> {
     return this.window.admit(now);
   }
 
-  /** Rate admission only (client IPs, gateways). `now` is the guard's clock, passed in only by tests. */
-  admit(limit: number, now = Date.now()): Admission {
-    return this.admitAt(limit, now);
+  /**
+   * Rate admission only (client IPs, gateways). `now` is the guard's clock, passed in only by
+   * tests. A busy isolate may ask for a lease of admissions and hands back what it did not spend
+   * of its last one (docs/limits.md#leased-admissions).
+   */
+  admit(limit: number, now = Date.now(), options: { lease?: number; handBack?: { id: string; unused: number } } = {}): LeasedAdmission {
+    if (this.window?.limit !== limit) this.window = new SlidingWindow(limit);
+    if (options.handBack) this.window.handBack(options.handBack.id, options.handBack.unused, now);
+    return this.window.admit(now, options.lease ?? 0);
   }
 
   /**

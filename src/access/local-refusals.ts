@@ -1,5 +1,8 @@
 import type { Admission } from "./sliding-window";
 
+/** Bounded, so a flood of distinct addresses cannot grow it without end. */
+const MAX_REMEMBERED = 10_000;
+
 /**
  * Refusal without a call: once a principal's guard refuses it, this isolate refuses the
  * principal's further requests itself until the guard's reset time, with the same 429. That is
@@ -8,27 +11,27 @@ import type { Admission } from "./sliding-window";
  * one per request. Only for rate admissions (addresses, gateways): a signed request always asks
  * its key's guard, which checks the signature and revocation as well.
  */
-const refusedUntil = new Map<string, { until: number; limit: number }>();
-/** Bounded, so a flood of distinct addresses cannot grow it without end. */
-const MAX_REMEMBERED = 10_000;
+export class LocalRefusals {
+  private readonly refusedUntil = new Map<string, { until: number; limit: number }>();
 
-/** The refusal this isolate can give `principal` at `now` without asking its guard, if any. */
-export function localRefusal(principal: string, now: number): Admission | undefined {
-  const refused = refusedUntil.get(principal);
-  if (!refused) return undefined;
-  if (now >= refused.until) {
-    refusedUntil.delete(principal);
-    return undefined;
+  /** The refusal this isolate can give `principal` at `now` without asking its guard, if any. */
+  refusal(principal: string, now: number): Admission | undefined {
+    const refused = this.refusedUntil.get(principal);
+    if (!refused) return undefined;
+    if (now >= refused.until) {
+      this.refusedUntil.delete(principal);
+      return undefined;
+    }
+    return { allowed: false, limit: refused.limit, remaining: 0, resetMs: refused.until - now };
   }
-  return { allowed: false, limit: refused.limit, remaining: 0, resetMs: refused.until - now };
-}
 
-/** Remembers a guard's refusal until its reset. */
-export function rememberRefusal(principal: string, admission: Admission, now: number): void {
-  if (admission.allowed || admission.resetMs <= 0) return;
-  if (refusedUntil.size >= MAX_REMEMBERED) {
-    for (const [key, refused] of refusedUntil) if (refused.until <= now) refusedUntil.delete(key);
-    if (refusedUntil.size >= MAX_REMEMBERED) refusedUntil.clear();
+  /** Remembers a guard's refusal until its reset. */
+  remember(principal: string, admission: Admission, now: number): void {
+    if (admission.allowed || admission.resetMs <= 0) return;
+    if (this.refusedUntil.size >= MAX_REMEMBERED) {
+      for (const [key, refused] of this.refusedUntil) if (refused.until <= now) this.refusedUntil.delete(key);
+      if (this.refusedUntil.size >= MAX_REMEMBERED) this.refusedUntil.clear();
+    }
+    this.refusedUntil.set(principal, { until: now + admission.resetMs, limit: admission.limit });
   }
-  refusedUntil.set(principal, { until: now + admission.resetMs, limit: admission.limit });
 }

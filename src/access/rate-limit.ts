@@ -1,7 +1,12 @@
 import { accessGuard } from "../core/object-ids";
 import { type ProblemError, problem } from "../core/problem";
-import { localRefusal, rememberRefusal } from "./local-refusals";
-import { type Admission, rateLimitHeaders } from "./sliding-window";
+import { IsolateLeases } from "./leases";
+import { LocalRefusals } from "./local-refusals";
+import { type Admission, type LeasedAdmission, rateLimitHeaders } from "./sliding-window";
+
+/** This isolate's refusals and leases, per principal (docs/limits.md). */
+const refusals = new LocalRefusals();
+const leases = new IsolateLeases();
 
 /** docs/limits.md */
 export const PUBLIC_LIMIT = 10;
@@ -40,15 +45,25 @@ export async function fromGuard<T>(call: Promise<T>): Promise<T> {
  * setResponseHeaders(c, rateLimitHeaders(admission));
  */
 export async function admit(env: Env, principal: string, limit: number, detail = `${limit} requests per second`): Promise<Admission> {
-  const refused = localRefusal(principal, Date.now());
+  const now = Date.now();
+  const refused = refusals.refusal(principal, now);
   if (refused) throw rateLimited(refused, detail);
-  const admission = await fromGuard(accessGuard(env, principal).admit(limit));
+  const leased = leases.spend(principal, now);
+  if (leased) return leased;
+  const options = { lease: leases.asked(principal, now), handBack: leases.takeHandBack(principal) };
+  let admission: LeasedAdmission;
+  try {
+    admission = await fromGuard(accessGuard(env, principal).admit(limit, undefined, options));
+  } finally {
+    leases.done(principal);
+  }
   if (!admission.allowed) {
     // The guard's answer is as of its own clock; the isolate's may be a little behind, which
     // only makes the local refusal end sooner (the guard then decides again): never too long.
-    rememberRefusal(principal, admission, Date.now());
+    refusals.remember(principal, admission, Date.now());
     throw rateLimited(admission, detail);
   }
+  leases.keep(principal, admission, now);
   return admission;
 }
 
