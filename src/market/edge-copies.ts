@@ -10,6 +10,7 @@ import type { KlineQuery } from "./klines";
 /** What an edge copy holds the answer to: one market read with its parameters. */
 export type MarketQuestion =
   | { kind: "ticker" }
+  | { kind: "bookTicker" }
   | { kind: "book"; depth: number }
   | { kind: "trades"; limit: number }
   | { kind: "klines"; query: KlineQuery }

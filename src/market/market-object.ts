@@ -23,6 +23,17 @@ import {
   tickerStats,
 } from "./rolling-window";
 
+/** Best bid and ask with quantities at one book sequence. */
+export interface BookTicker {
+  symbol: string;
+  bidPrice: string | null;
+  bidQty: string | null;
+  askPrice: string | null;
+  askQty: string | null;
+  sequence: number;
+  timestamp: number;
+}
+
 /** An order book snapshot whose levels are already JSON text (see `orderBookText`). */
 export interface OrderBookText {
   symbol: string;
@@ -271,6 +282,24 @@ export class MarketObject extends DurableObject<Env> {
     });
   }
 
+  /** The best bid and ask with their quantities (`GET /api/book-ticker`); null for an empty side. */
+  bookTicker(symbol: string, now = Date.now()): BookTicker | ProblemResult {
+    return this.guarded(() => {
+      const state = this.readable(symbol);
+      const { bids, asks } = state.book.levels(1);
+      const [bid, ask] = [bids[0], asks[0]];
+      return {
+        symbol,
+        bidPrice: bid?.[0] ?? null,
+        bidQty: bid?.[1] ?? null,
+        askPrice: ask?.[0] ?? null,
+        askQty: ask?.[1] ?? null,
+        sequence: state.book.sequence,
+        timestamp: now,
+      };
+    });
+  }
+
   /**
    * The order book for `GET /api/orderbook`, its levels as JSON text (`{"bids":[…],"asks":[…]}`):
    * one string crosses the RPC boundary instead of up to 2,000 small arrays, and the text is
@@ -342,6 +371,8 @@ export class MarketObject extends DurableObject<Env> {
           this.orderBookText(symbol, question.depth, at),
           (book) => `{"symbol":${JSON.stringify(book.symbol)},"sequence":${book.sequence},"timestamp":${book.timestamp},${book.levels.slice(1)}`,
         );
+      case "bookTicker":
+        return mapResult(this.bookTicker(symbol, at), JSON.stringify);
       case "trades":
         return mapResult(this.trades(symbol, question.limit), JSON.stringify);
       case "klines":

@@ -1,6 +1,7 @@
 import type { Context, TypedResponse } from "hono";
 import { jsonText } from "../core/json-text";
 import type { AppEnv } from "../env";
+import type { MarketQuestion } from "./edge-copies";
 import { type EdgeRead, edgePolicy, type ReadContext, readMarket } from "./edge-reads";
 import type { KlineQuery } from "./klines";
 import { resolveMarket } from "./lookup";
@@ -9,6 +10,7 @@ import { readPriceSnapshot } from "./price-cache";
 import { pricesIn } from "./price-index";
 import { ASSETS, MARKETS } from "./registry";
 import type { TickerRecord } from "./rolling-window";
+import { resolveSymbolList } from "./symbol-lists";
 
 /**
  * The market reads behind both surfaces: `/api/*` (public) and `/v1/*` (signed) answer the
@@ -49,6 +51,25 @@ export function readTicker(ctx: ReadContext, pair: string): Promise<EdgeRead> {
   return readMarket(ctx, symbol, { kind: "ticker" });
 }
 
+export function readBookTicker(ctx: ReadContext, pair: string): Promise<EdgeRead> {
+  const { symbol } = resolveMarket(pair);
+  return readMarket(ctx, symbol, { kind: "bookTicker" });
+}
+
+/**
+ * One question about many markets, answered as one array from the edge copies
+ * (docs/api.md#many-markets-in-one-call): the markets `symbols` names, in its order, or without
+ * it every market that is not delisted, in registry order.
+ */
+export async function readMany(ctx: ReadContext, symbols: string | undefined, question: MarketQuestion): Promise<EdgeRead> {
+  if (symbols !== undefined) return combineReads(await Promise.all(resolveSymbolList(symbols).map((m) => readMarket(ctx, m.symbol, question))));
+  const settled = await Promise.allSettled(MARKETS.map((m) => readMarket(ctx, m.symbol, question)));
+  // A delisted market answers UNKNOWN_SYMBOL and is left out; any other failure is the answer.
+  const failure = settled.find((r) => r.status === "rejected" && (r.reason as { code?: string }).code !== "UNKNOWN_SYMBOL");
+  if (failure?.status === "rejected") throw failure.reason;
+  return combineReads(settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : [])));
+}
+
 /** The ticker as a record, for the pages (which render it rather than send it). */
 export async function readTickerRecord(ctx: ReadContext, pair: string): Promise<TickerRecord> {
   return JSON.parse((await readTicker(ctx, pair)).text) as TickerRecord;
@@ -75,7 +96,7 @@ const ASSETS_TEXT = JSON.stringify(ASSETS);
 export function combineReads(reads: EdgeRead[], wrap: (texts: string) => string = (texts) => `[${texts}]`): EdgeRead {
   return {
     text: wrap(reads.map((r) => r.text).join(",")),
-    asOf: Math.min(...reads.map((r) => r.asOf)),
+    asOf: reads.length > 0 ? Math.min(...reads.map((r) => r.asOf)) : Date.now(),
     ageMs: Math.max(0, ...reads.map((r) => r.ageMs)),
     stale: reads.some((r) => r.stale),
   };

@@ -3,8 +3,9 @@ import type { MiddlewareHandler } from "hono";
 import { createRouter } from "../core/router";
 import { okJson, problemResponses } from "../core/schemas";
 import type { AppEnv } from "../env";
-import { readContext, readKlines, readMarkets, readOrderBook, readPrices, readTicker, readTrades, sendRead } from "./reads";
+import { readBookTicker, readContext, readKlines, readMany, readMarkets, readOrderBook, readPrices, readTicker, readTrades, sendRead } from "./reads";
 import {
+  BookTickerSchema,
   DepthQuery,
   KlineSchema,
   KlinesQuery,
@@ -14,6 +15,7 @@ import {
   PricesQuery,
   PricesSchema,
   ServerTimeSchema,
+  SymbolsQuery,
   TickerSchema,
   TradeSchema,
   TradesQuery,
@@ -67,6 +69,45 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
         responses: { ...okJson(TickerSchema, "Ticker record"), ...problemResponses(400, 404, 429) },
       }),
       async (c) => sendRead<z.infer<typeof TickerSchema>>(c, await readTicker(readContext(c), c.req.valid("param").pair)),
+    )
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/ticker",
+        tags,
+        middleware: [limit],
+        summary: "24-hour tickers of many markets in one call",
+        description:
+          "The markets `symbols` names, in its order, or every market that is not delisted. One request against the rate limit, whatever the number of markets. Unknown symbols: 404 UNKNOWN_SYMBOL naming them all (`symbols` in the problem).",
+        request: { query: SymbolsQuery },
+        responses: { ...okJson(z.array(TickerSchema), "Ticker records, in the order asked"), ...problemResponses(400, 404, 429) },
+      }),
+      async (c) => sendRead<z.infer<typeof TickerSchema>[]>(c, await readMany(readContext(c), c.req.valid("query").symbols, { kind: "ticker" })),
+    )
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/book-ticker/{pair}",
+        tags,
+        middleware: [limit],
+        summary: "Best bid and ask with their quantities",
+        request: { params: PairParam },
+        responses: { ...okJson(BookTickerSchema, "Top of the book"), ...problemResponses(400, 404, 429) },
+      }),
+      async (c) => sendRead<z.infer<typeof BookTickerSchema>>(c, await readBookTicker(readContext(c), c.req.valid("param").pair)),
+    )
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/book-ticker",
+        tags,
+        middleware: [limit],
+        summary: "Best bid and ask of many markets in one call",
+        description: "As `GET /api/ticker` with `symbols`: in the order asked, or every market; one request against the rate limit.",
+        request: { query: SymbolsQuery },
+        responses: { ...okJson(z.array(BookTickerSchema), "Tops of the books, in the order asked"), ...problemResponses(400, 404, 429) },
+      }),
+      async (c) => sendRead<z.infer<typeof BookTickerSchema>[]>(c, await readMany(readContext(c), c.req.valid("query").symbols, { kind: "bookTicker" })),
     )
     .openapi(
       createRoute({

@@ -38,6 +38,27 @@ export const TickerSchema = z
   })
   .openapi("Ticker");
 
+export const BookTickerSchema = z
+  .object({
+    symbol: z.string().openapi({ example: "BTCUSDT" }),
+    bidPrice: DecimalString.nullable().openapi({ description: "Best bid; null when the bid side is empty" }),
+    bidQty: DecimalString.nullable(),
+    askPrice: DecimalString.nullable().openapi({ description: "Best ask; null when the ask side is empty" }),
+    askQty: DecimalString.nullable(),
+    sequence: z.number().int().openapi({ description: "The book sequence these levels belong to" }),
+    timestamp: TimestampMs.openapi({ description: "The moment shown (also in X-As-Of)" }),
+  })
+  .openapi("BookTicker");
+
+/** `symbols=A,B`: markets in the order written; none → every market that is not delisted. */
+export const SymbolsQuery = z.object({
+  symbols: z
+    .string()
+    .max(1024)
+    .optional()
+    .openapi({ example: "BTCUSDT,ETHUSDT", description: "Comma-separated symbols (any accepted spelling), answered in this order; omit for every market" }),
+});
+
 export const TradeSchema = z
   .object({
     id: z.string(),

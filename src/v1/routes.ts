@@ -8,9 +8,9 @@ import { createRouter } from "../core/router";
 import { okJson, problemResponses } from "../core/schemas";
 import type { AppEnv } from "../env";
 import { ingest } from "../market/ingest";
-import { combineReads, readContext, readKlines, readMarkets, readOrderBook, readPrices, readTicker, readTrades, sendRead } from "../market/reads";
-import { MARKETS } from "../market/registry";
+import { readBookTicker, readContext, readKlines, readMany, readMarkets, readOrderBook, readPrices, readTicker, readTrades, sendRead } from "../market/reads";
 import {
+  BookTickerSchema,
   IngestBodySchema,
   IngestResultSchema,
   KlineSchema,
@@ -21,7 +21,7 @@ import {
   TickerSchema,
   TradeSchema,
 } from "../market/schemas";
-import { SymbolDepthQuery, SymbolKlinesQuery, SymbolTradesQuery, TickerQuery } from "./schemas";
+import { SymbolDepthQuery, SymbolKlinesQuery, SymbolOrSymbolsQuery, SymbolTradesQuery } from "./schemas";
 
 export const INGEST_MAX_BYTES = 256 * 1024;
 const tags = ["Signed (API key)"];
@@ -59,19 +59,32 @@ export const signedRoutes = createRouter()
       security,
       middleware: [read],
       summary: "24-hour ticker: one record with `symbol`, an array with `symbols` or none",
-      request: { query: TickerQuery },
+      request: { query: SymbolOrSymbolsQuery },
       responses: { ...okJson(z.union([TickerSchema, z.array(TickerSchema)]), "Ticker record(s)"), ...signedProblems },
     }),
     async (c) => {
       const { symbol, symbols } = c.req.valid("query");
-      const ctx = readContext(c);
       type Answer = z.infer<typeof TickerSchema> | z.infer<typeof TickerSchema>[];
-      if (symbol !== undefined) return sendRead<Answer>(c, await readTicker(ctx, symbol));
-      const wanted = symbols !== undefined ? symbols.split(",").map((s) => s.trim()) : MARKETS.map((m) => m.symbol);
-      if (symbols !== undefined) return sendRead<Answer>(c, combineReads(await Promise.all(wanted.map((s) => readTicker(ctx, s)))));
-      // Without a symbol: every market that is not delisted.
-      const settled = await Promise.allSettled(wanted.map((s) => readTicker(ctx, s)));
-      return sendRead<Answer>(c, combineReads(settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []))));
+      const ctx = readContext(c);
+      return sendRead<Answer>(c, symbol !== undefined ? await readTicker(ctx, symbol) : await readMany(ctx, symbols, { kind: "ticker" }));
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/book-ticker",
+      tags,
+      security,
+      middleware: [read],
+      summary: "Best bid and ask: one record with `symbol`, an array with `symbols` or none (as /api/book-ticker)",
+      request: { query: SymbolOrSymbolsQuery },
+      responses: { ...okJson(z.union([BookTickerSchema, z.array(BookTickerSchema)]), "Top(s) of the book"), ...signedProblems },
+    }),
+    async (c) => {
+      const { symbol, symbols } = c.req.valid("query");
+      type Answer = z.infer<typeof BookTickerSchema> | z.infer<typeof BookTickerSchema>[];
+      const ctx = readContext(c);
+      return sendRead<Answer>(c, symbol !== undefined ? await readBookTicker(ctx, symbol) : await readMany(ctx, symbols, { kind: "bookTicker" }));
     },
   )
   .openapi(

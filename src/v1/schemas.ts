@@ -3,7 +3,8 @@ import { DepthQuery, forwardTimeRange, KlinesQueryFields, TradesQuery } from "..
 
 const SymbolParam = z.string().max(64).openapi({ example: "BTCUSDT", description: "Market symbol; BTC-USDT, BTC_USDT, BTC/USDT also accepted" });
 
-export const TickerQuery = z
+/** `symbol` answers one record, `symbols` an array in its order, neither every market. */
+export const SymbolOrSymbolsQuery = z
   .object({
     symbol: SymbolParam.optional(),
     symbols: z.string().max(1024).optional().openapi({ example: "BTCUSDT,ETHUSDT", description: "Comma-separated symbols; answers an array" }),

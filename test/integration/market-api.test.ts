@@ -261,7 +261,7 @@ describe("errors are problem+json with the documented codes (section 8)", () => 
 
   it("unknown paths are 404 NOT_FOUND; known paths with another method 405 with Allow", async () => {
     await expectProblem("/api/nothing-here", 404, "NOT_FOUND");
-    await expectProblem("/api/ticker", 404, "NOT_FOUND");
+    await expectProblem("/api/tickers", 404, "NOT_FOUND");
     const response = await call("/api/ticker/BTCUSDT", { method: "POST", body: "{}" });
     expect(response.status).toBe(405);
     expect(response.headers.get("Allow")).toContain("GET");
