@@ -1,5 +1,6 @@
 import { accessGuard } from "../core/object-ids";
 import { type ProblemError, problem } from "../core/problem";
+import { MAX_CONNECTIONS_PER_PRINCIPAL } from "../streams/protocol";
 import { IsolateLeases } from "./leases";
 import { LocalRefusals } from "./local-refusals";
 import { type Admission, type LeasedAdmission, rateLimitHeaders } from "./sliding-window";
@@ -12,6 +13,15 @@ const leases = new IsolateLeases();
 export const PUBLIC_LIMIT = 10;
 export const SIGNED_LIMIT = 30;
 export const GATEWAY_LIMIT = 50;
+
+/** The limits in machine-readable form, as `/api/markets` publishes them (docs/limits.md). */
+export const RATE_LIMITS = [
+  { scope: "ip", kind: "requests", limit: PUBLIC_LIMIT, windowMs: 1_000, appliesTo: "/api/*, /account/*, the dashboard's form posts" },
+  { scope: "apiKey", kind: "requests", limit: SIGNED_LIMIT, windowMs: 1_000, appliesTo: "/v1/*" },
+  { scope: "gateway", kind: "requests", limit: GATEWAY_LIMIT, windowMs: 1_000, appliesTo: "POST /api/gateway/callback" },
+  { scope: "ip", kind: "connections", limit: MAX_CONNECTIONS_PER_PRINCIPAL, windowMs: null, appliesTo: "/api/ws" },
+  { scope: "apiKey", kind: "connections", limit: MAX_CONNECTIONS_PER_PRINCIPAL, windowMs: null, appliesTo: "/v1/ws" },
+] as const;
 
 /**
  * The 429 of docs/limits.md: `Retry-After` in whole seconds (at least 1), `retryAfterMs`

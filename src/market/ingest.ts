@@ -33,8 +33,37 @@ export interface IngestResult {
 export const MAX_TRADE_FUTURE_MS = 5_000;
 export const MAX_TRADE_AGE_MS = 7 * 86_400_000;
 
+/** A market's trading rules in integer units: prices and quantities at its scales, notional at both. */
+interface RuleUnits {
+  tick: bigint;
+  step: bigint;
+  minQty: bigint;
+  maxQty: bigint;
+  minNotional: bigint;
+}
+
+const ruleUnitsCache = new WeakMap<MarketConfig, RuleUnits>();
+
+function ruleUnits(market: MarketConfig): RuleUnits {
+  let units = ruleUnitsCache.get(market);
+  if (!units) {
+    const at = (text: string, scale: number) => exactAtScale(parseDecimal(text), scale)!;
+    const { rules, priceScale, quantityScale } = market;
+    units = {
+      tick: at(rules.tickSize, priceScale),
+      step: at(rules.stepSize, quantityScale),
+      minQty: at(rules.minQty, quantityScale),
+      maxQty: at(rules.maxQty, quantityScale),
+      minNotional: at(rules.minNotional, priceScale + quantityScale),
+    };
+    ruleUnitsCache.set(market, units);
+  }
+  return units;
+}
+
 /**
- * Checks a validated ingest body against its market's scales and turns every decimal into
+ * Checks a validated ingest body against its market's scales and trading rules (docs/publishing.md)
+ * and turns every decimal into
  * integer units, once, here at the edge. Collects every failure (400 `VALIDATION_FAILED` with
  * `errors`) instead of stopping at the first.
  */
@@ -52,16 +81,29 @@ export function toIngestBatch(market: MarketConfig, body: IngestBody, now: numbe
     return value ?? 0n;
   };
 
+  const rules = ruleUnits(market);
+  const price = (text: string, path: string): bigint => {
+    const value = units(text, market.priceScale, path, false);
+    if (value > 0n && value % rules.tick !== 0n) errors.push({ path, message: `is not a multiple of the tick size ${market.rules.tickSize}` });
+    return value;
+  };
+  const quantity = (text: string, path: string, zeroRemoves: boolean): bigint => {
+    const value = units(text, market.quantityScale, path, zeroRemoves);
+    if (value === 0n) return value;
+    if (value % rules.step !== 0n) errors.push({ path, message: `is not a multiple of the step size ${market.rules.stepSize}` });
+    if (value > 0n && value < rules.minQty) errors.push({ path, message: `is below minQty ${market.rules.minQty}` });
+    if (value > rules.maxQty) errors.push({ path, message: `is above maxQty ${market.rules.maxQty}` });
+    return value;
+  };
+
   const trades = (body.trades ?? []).map((trade, i) => {
     if (trade.time > now + MAX_TRADE_FUTURE_MS) errors.push({ path: `trades.${i}.time`, message: "is in the future" });
     if (trade.time < now - MAX_TRADE_AGE_MS) errors.push({ path: `trades.${i}.time`, message: "is more than 7 days old" });
-    return {
-      id: trade.id,
-      price: units(trade.price, market.priceScale, `trades.${i}.price`, false),
-      quantity: units(trade.quantity, market.quantityScale, `trades.${i}.quantity`, false),
-      side: trade.side,
-      time: trade.time,
-    };
+    const unit = { price: price(trade.price, `trades.${i}.price`), quantity: quantity(trade.quantity, `trades.${i}.quantity`, false) };
+    if (unit.price > 0n && unit.quantity > 0n && unit.price * unit.quantity < rules.minNotional) {
+      errors.push({ path: `trades.${i}.quantity`, message: `price × quantity is below minNotional ${market.rules.minNotional} ${market.quote}` });
+    }
+    return { id: trade.id, ...unit, side: trade.side, time: trade.time };
   });
 
   let book: BookUpdate | undefined;
@@ -69,21 +111,17 @@ export function toIngestBatch(market: MarketConfig, body: IngestBody, now: numbe
     // In a delta, quantity "0" removes a level; a snapshot holds only positive quantities.
     const zeroRemoves = body.book.type === "delta";
     const levels = (side: "bids" | "asks"): UnitLevel[] =>
-      body.book![side].map(([price, quantity], i) => [
-        units(price, market.priceScale, `book.${side}.${i}.0`, false),
-        units(quantity, market.quantityScale, `book.${side}.${i}.1`, zeroRemoves),
+      body.book![side].map(([levelPrice, levelQuantity], i) => [
+        price(levelPrice, `book.${side}.${i}.0`),
+        quantity(levelQuantity, `book.${side}.${i}.1`, zeroRemoves),
       ]);
     book = { type: body.book.type, sequence: body.book.sequence, bids: levels("bids"), asks: levels("asks") };
   }
 
   if (errors.length > 0) {
-    throw problem(
-      "VALIDATION_FAILED",
-      `the ${market.symbol} batch does not fit the market (priceScale ${market.priceScale}, quantityScale ${market.quantityScale})`,
-      {
-        errors,
-      },
-    );
+    throw problem("VALIDATION_FAILED", `the ${market.symbol} batch does not fit the market's scales and trading rules (GET /api/markets)`, {
+      errors,
+    });
   }
   return { trades, ...(book ? { book } : {}) };
 }

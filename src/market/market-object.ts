@@ -10,7 +10,7 @@ import { aggregateCandles, alignDown, KLINE_INTERVALS, type Kline, type KlineQue
 import { MarketStore, type StoredTrade } from "./market-store";
 import { type BookOutcome, OrderBook, type WireLevel } from "./order-book";
 import type { PriceReport } from "./price-index";
-import { findMarket, type MarketConfig, type MarketStatus } from "./registry";
+import { findMarket, type MarketConfig, type MarketStatus, type TradingRules } from "./registry";
 import {
   addToBucket,
   changePercent,
@@ -59,7 +59,7 @@ export interface WireTrade {
   time: number;
 }
 
-export interface MarketView {
+export interface MarketView extends TradingRules {
   symbol: string;
   base: string;
   quote: string;
@@ -384,7 +384,7 @@ export class MarketObject extends DurableObject<Env> {
 
   describe(symbol: string): MarketView {
     const { market, status } = this.load(symbol);
-    return { symbol, base: market.base, quote: market.quote, status, priceScale: market.priceScale, quantityScale: market.quantityScale };
+    return { symbol, base: market.base, quote: market.quote, status, priceScale: market.priceScale, quantityScale: market.quantityScale, ...market.rules };
   }
 
   /** Operator status change (docs/api.md): TRADING ⇄ HALTED, either → DELISTED, which is final. */

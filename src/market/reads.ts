@@ -1,4 +1,5 @@
 import type { Context, TypedResponse } from "hono";
+import { RATE_LIMITS } from "../access/rate-limit";
 import { jsonText } from "../core/json-text";
 import type { AppEnv } from "../env";
 import type { MarketQuestion } from "./edge-copies";
@@ -91,6 +92,7 @@ export function readKlines(ctx: ReadContext, pair: string, query: KlineQuery): P
 }
 
 const ASSETS_TEXT = JSON.stringify(ASSETS);
+const RATE_LIMITS_TEXT = JSON.stringify(RATE_LIMITS);
 
 /** Answers put together into one JSON array: it shows the oldest moment among them. */
 export function combineReads(reads: EdgeRead[], wrap: (texts: string) => string = (texts) => `[${texts}]`): EdgeRead {
@@ -105,7 +107,7 @@ export function combineReads(reads: EdgeRead[], wrap: (texts: string) => string 
 /** Every market with its current status (each market's copy), and the assets. */
 export async function readMarkets(ctx: ReadContext): Promise<EdgeRead> {
   const reads = await Promise.all(MARKETS.map((m) => readMarket(ctx, m.symbol, { kind: "describe" })));
-  return combineReads(reads, (markets) => `{"markets":[${markets}],"assets":${ASSETS_TEXT}}`);
+  return combineReads(reads, (markets) => `{"markets":[${markets}],"assets":${ASSETS_TEXT},"rateLimits":${RATE_LIMITS_TEXT}}`);
 }
 
 /** The markets as records, for the pages. */

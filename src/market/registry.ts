@@ -7,6 +7,16 @@
 export type MarketStatus = "TRADING" | "HALTED" | "DELISTED";
 export type AssetStatus = "ACTIVE" | "INACTIVE";
 
+/** A market's trading rules as published in `/api/markets` (decimal strings at the market's scales). */
+export interface TradingRules {
+  tickSize: string;
+  stepSize: string;
+  minQty: string;
+  maxQty: string;
+  /** The least price × quantity of a trade, in the quote asset. */
+  minNotional: string;
+}
+
 export interface MarketConfig {
   symbol: string;
   base: string;
@@ -14,6 +24,7 @@ export interface MarketConfig {
   priceScale: number;
   quantityScale: number;
   initialStatus: MarketStatus;
+  rules: TradingRules;
 }
 
 export interface AssetConfig {
@@ -24,18 +35,24 @@ export interface AssetConfig {
   status: AssetStatus;
 }
 
-function market(base: string, quote: string, priceScale: number, quantityScale: number): MarketConfig {
-  return { symbol: base + quote, base, quote, priceScale, quantityScale, initialStatus: "TRADING" };
+function market(base: string, quote: string, priceScale: number, quantityScale: number, limits: { maxQty: string; minNotional: string }): MarketConfig {
+  // Tick and step are one unit of the market's scales; the least quantity is one step.
+  const unit = (scale: number) => (scale === 0 ? "1" : `0.${"0".repeat(scale - 1)}1`);
+  const rules = { tickSize: unit(priceScale), stepSize: unit(quantityScale), minQty: unit(quantityScale), ...limits };
+  return { symbol: base + quote, base, quote, priceScale, quantityScale, initialStatus: "TRADING", rules };
 }
 
+const IN_USD = { minNotional: "0.10" };
+const IN_BTC = { minNotional: "0.000001" };
+
 export const MARKETS: readonly MarketConfig[] = [
-  market("BTC", "USDT", 2, 5),
-  market("ETH", "USDT", 2, 4),
-  market("SOL", "USDT", 3, 2),
-  market("XRP", "USDT", 4, 1),
-  market("ETH", "BTC", 5, 4),
-  market("SOL", "BTC", 7, 2),
-  market("BTC", "USDC", 2, 5),
+  market("BTC", "USDT", 2, 5, { maxQty: "1000", ...IN_USD }),
+  market("ETH", "USDT", 2, 4, { maxQty: "10000", ...IN_USD }),
+  market("SOL", "USDT", 3, 2, { maxQty: "100000", ...IN_USD }),
+  market("XRP", "USDT", 4, 1, { maxQty: "10000000", ...IN_USD }),
+  market("ETH", "BTC", 5, 4, { maxQty: "10000", ...IN_BTC }),
+  market("SOL", "BTC", 7, 2, { maxQty: "100000", ...IN_BTC }),
+  market("BTC", "USDC", 2, 5, { maxQty: "1000", ...IN_USD }),
 ];
 
 export const ASSETS: readonly AssetConfig[] = [

@@ -91,14 +91,35 @@ export const MarketSchema = z
     status: z.enum(["TRADING", "HALTED", "DELISTED"]),
     priceScale: z.number().int(),
     quantityScale: z.number().int(),
+    tickSize: DecimalString.openapi({ example: "0.01", description: "Prices are multiples of it" }),
+    stepSize: DecimalString.openapi({ example: "0.00001", description: "Quantities are multiples of it" }),
+    minQty: DecimalString.openapi({ example: "0.00001" }),
+    maxQty: DecimalString.openapi({ example: "1000" }),
+    minNotional: DecimalString.openapi({ example: "0.10", description: "Least price × quantity of a trade, in the quote asset" }),
   })
   .openapi("Market");
+
+export const RateLimitSchema = z
+  .object({
+    scope: z.enum(["ip", "apiKey", "gateway"]).openapi({ description: "Who the limit counts: client address, API key or settlement gateway" }),
+    kind: z.enum(["requests", "connections"]),
+    limit: z.number().int(),
+    windowMs: z.number().int().nullable().openapi({ description: "Rolling window for requests; null for concurrent connections" }),
+    appliesTo: z.string().openapi({ example: "/api/*, /account/*" }),
+  })
+  .openapi("RateLimit");
 
 export const AssetSchema = z
   .object({ asset: z.string(), name: z.string(), decimals: z.number().int(), status: z.enum(["ACTIVE", "INACTIVE"]) })
   .openapi("Asset");
 
-export const MarketsSchema = z.object({ markets: z.array(MarketSchema), assets: z.array(AssetSchema) }).openapi("Markets");
+export const MarketsSchema = z
+  .object({
+    markets: z.array(MarketSchema),
+    assets: z.array(AssetSchema),
+    rateLimits: z.array(RateLimitSchema).openapi({ description: "The service's limits, so clients can pace themselves (docs/limits.md)" }),
+  })
+  .openapi("Markets");
 
 export const PriceSchema = z
   .object({

@@ -104,3 +104,39 @@ describe("best bid/ask and many markets in one call (docs/api.md#many-markets-in
     expect(both.status).toBe(400);
   });
 });
+
+describe("trading rules (docs/publishing.md#trading-rules)", () => {
+  const trade = (price: string, quantity: string) => ({ id: `rule-${price}-${quantity}`, price, quantity, side: "buy" as const, time: Date.now() });
+  const refusal = async (body: Parameters<typeof ingest>[1]) => {
+    try {
+      await ingest(env, body);
+    } catch (error) {
+      return error as { code: string; extras: { errors: { path: string; message: string }[] } };
+    }
+    throw new Error("the batch was accepted");
+  };
+
+  it("ingest refuses a price off the tick, a quantity off the step, under minQty or over maxQty, and a trade under minNotional, naming the field", async () => {
+    const cases: [Parameters<typeof ingest>[1], string, string][] = [
+      [{ symbol: "BTCUSDT", trades: [trade("97000.101", "0.1")] }, "trades.0.price", "has more than 2 decimals"],
+      [{ symbol: "BTCUSDT", trades: [trade("97000.10", "1000.00001")] }, "trades.0.quantity", "is above maxQty 1000"],
+      [{ symbol: "BTCUSDT", trades: [trade("0.01", "0.00001")] }, "trades.0.quantity", "price × quantity is below minNotional 0.10 USDT"],
+      [{ symbol: "XRPUSDT", book: { type: "snapshot", sequence: 1, bids: [["0.5000", "20000000"]], asks: [] } }, "book.bids.0.1", "is above maxQty 10000000"],
+    ];
+    for (const [body, path, message] of cases) {
+      const error = await refusal(body);
+      expect(error.code, path).toBe("VALIDATION_FAILED");
+      expect(error.extras.errors, path).toContainEqual({ path, message });
+    }
+  });
+
+  it("a batch inside the rules is applied; the rules /api/markets publishes are the ones ingest enforces", async () => {
+    const { body } = await callJson("/api/markets");
+    for (const m of body.markets as { symbol: string; minQty: string; maxQty: string; tickSize: string; minNotional: string }[]) {
+      const error = await refusal({ symbol: m.symbol, trades: [trade(m.tickSize, m.minQty)] }).catch(() => undefined);
+      // One tick times the least quantity is far under every market's minNotional.
+      expect(error?.extras.errors[0], m.symbol).toEqual({ path: "trades.0.quantity", message: expect.stringContaining(`minNotional ${m.minNotional}`) });
+    }
+    expect(await ingest(env, { symbol: "SOLUSDT", trades: [trade("150.000", "0.01")] })).toMatchObject({ acceptedTrades: 1 });
+  });
+});

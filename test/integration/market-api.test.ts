@@ -163,8 +163,28 @@ describe("public market endpoints answer the documented shapes", () => {
     const { status, body } = await callJson("/api/markets");
     expect(status).toBe(200);
     expect(body.markets.map((m: { symbol: string }) => m.symbol)).toEqual(MARKETS.map((m) => m.symbol));
-    expect(body.markets[0]).toEqual({ symbol: "BTCUSDT", base: "BTC", quote: "USDT", status: "TRADING", priceScale: 2, quantityScale: 5 });
+    expect(body.markets[0]).toEqual({
+      symbol: "BTCUSDT",
+      base: "BTC",
+      quote: "USDT",
+      status: "TRADING",
+      priceScale: 2,
+      quantityScale: 5,
+      tickSize: "0.01",
+      stepSize: "0.00001",
+      minQty: "0.00001",
+      maxQty: "1000",
+      minNotional: "0.10",
+    });
     expect(body.assets.map((a: { asset: string }) => a.asset)).toEqual(["BTC", "ETH", "SOL", "XRP", "USDT", "USDC"]);
+    expect(body.rateLimits).toContainEqual({
+      scope: "ip",
+      kind: "requests",
+      limit: 10,
+      windowMs: 1000,
+      appliesTo: "/api/*, /account/*, the dashboard's form posts",
+    });
+    expect(body.rateLimits).toContainEqual({ scope: "apiKey", kind: "connections", limit: 5, windowMs: null, appliesTo: "/v1/ws" });
   });
 
   it("GET /api/time returns the server time in ms", async () => {
