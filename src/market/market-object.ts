@@ -77,6 +77,8 @@ const BUCKET_RETENTION_MS = 30 * DAY_MS;
 const PRUNE_EVERY_MS = 60_000;
 /** The price index and ticker subscribers hear from a market at most this often (KV takes one write a second). */
 const SECONDLY_MS = 1_000;
+/** `bookTicker.{SYMBOL}` goes out on every change of the top of the book, at most this often. */
+const BOOK_TICKER_EVERY_MS = 100;
 
 const STATUS_TRANSITIONS: Record<MarketStatus, readonly MarketStatus[]> = {
   TRADING: ["TRADING", "HALTED", "DELISTED"],
@@ -111,6 +113,8 @@ export class MarketObject extends DurableObject<Env> {
   private lastPruneAt = 0;
   private lastSecondlyAt = 0;
   private publisher: ShardPublisher | undefined;
+  /** The top of the book last sent on `bookTicker.{SYMBOL}` (as text), when, and a send held back. */
+  private bookTickerSent = { top: "", at: 0, held: false };
   /** The book's levels as JSON text per depth, for the sequence they were made at. */
   private bookTexts: { sequence: number; byDepth: Map<number, string> } | undefined;
 
@@ -216,6 +220,7 @@ export class MarketObject extends DurableObject<Env> {
       const bookApplied = bookOutcome === "applied";
       state.version += 1;
       this.publishBatch(state, bookApplied ? batch : { trades: batch.trades }, accepted);
+      if (bookApplied) this.publishBookTicker(state, now);
       if (acceptedTrades > 0 || bookApplied) this.scheduleSecondly(state, now);
       if (now - this.lastPruneAt > PRUNE_EVERY_MS) this.prune(state, now);
       return { symbol, acceptedTrades, duplicateTrades, sequence: state.book.sequence, ...(bookOutcome ? { book: bookOutcome } : {}) };
@@ -444,6 +449,35 @@ export class MarketObject extends DurableObject<Env> {
       const { symbol } = state.market;
       this.publisher.publish([{ stream: `ticker.${symbol}`, data: { ...this.tickerOf(state, now).record, closeTime: now } }]);
     }
+  }
+
+  /**
+   * Sends the top of the book when it changed since the last send, at most once per
+   * BOOK_TICKER_EVERY_MS: a change inside that time is sent when it ends (the latest top then).
+   */
+  private publishBookTicker(state: MarketState, now: number): void {
+    if (!this.publisher?.size) return;
+    const sent = this.bookTickerSent;
+    if (now - sent.at < BOOK_TICKER_EVERY_MS) {
+      if (!sent.held) {
+        sent.held = true;
+        setTimeout(
+          () => {
+            sent.held = false;
+            if (this.state) this.publishBookTicker(this.state, Date.now());
+          },
+          sent.at + BOOK_TICKER_EVERY_MS - now,
+        );
+      }
+      return;
+    }
+    const top = this.bookTicker(state.market.symbol, now);
+    if (isProblemResult(top)) return;
+    const key = `${top.bidPrice}|${top.bidQty}|${top.askPrice}|${top.askQty}`;
+    if (key === sent.top) return;
+    sent.top = key;
+    sent.at = now;
+    this.publisher.publish([{ stream: `bookTicker.${state.market.symbol}`, data: top }]);
   }
 
   /** Every accepted trade and the applied book update go to the subscribed shards, once. */

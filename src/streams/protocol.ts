@@ -22,7 +22,7 @@ export const POLICY_VIOLATION = 1008;
 export const KEEPALIVE_REQUEST = "ping";
 export const KEEPALIVE_RESPONSE = "pong";
 
-const STREAM_KINDS = ["ticker", "trades", "book", "prices"] as const;
+const STREAM_KINDS = ["ticker", "bookTicker", "trades", "book", "prices"] as const;
 export type StreamKind = (typeof STREAM_KINDS)[number];
 
 function isStreamKind(kind: string): kind is StreamKind {
@@ -38,7 +38,7 @@ export interface StreamName {
 }
 
 /**
- * `ticker.BTCUSDT`, `trades.BTCUSDT`, `book.BTCUSDT`, `prices.USDT`; the subject in any case
+ * `ticker.BTCUSDT`, `bookTicker.BTCUSDT`, `trades.BTCUSDT`, `book.BTCUSDT`, `prices.USDT`; the subject in any case
  * and, for markets, in the separated forms of docs/api.md (`book.btc-usdt`). Null when it
  * names no stream there is.
  */
@@ -61,7 +61,7 @@ export function parseStreamName(raw: unknown): StreamName | null {
 
 /** The streams a market publishes; a shard registers with the market for any of them. */
 export function marketStreams(symbol: string): string[] {
-  return [`ticker.${symbol}`, `trades.${symbol}`, `book.${symbol}`];
+  return [`ticker.${symbol}`, `bookTicker.${symbol}`, `trades.${symbol}`, `book.${symbol}`];
 }
 
 export type MessageId = number | string | null;
