@@ -22,7 +22,10 @@ export const POLICY_VIOLATION = 1008;
 export const KEEPALIVE_REQUEST = "ping";
 export const KEEPALIVE_RESPONSE = "pong";
 
-const STREAM_KINDS = ["ticker", "bookTicker", "trades", "book", "prices"] as const;
+const STREAM_KINDS = ["ticker", "bookTicker", "trades", "book", "prices", "heartbeat"] as const;
+/** The server heartbeat: one name, no subject (docs/streams.md). */
+export const HEARTBEAT_STREAM = "heartbeat";
+export const HEARTBEAT_EVERY_MS = 5_000;
 export type StreamKind = (typeof STREAM_KINDS)[number];
 
 function isStreamKind(kind: string): kind is StreamKind {
@@ -43,11 +46,12 @@ export interface StreamName {
  * names no stream there is.
  */
 export function parseStreamName(raw: unknown): StreamName | null {
+  if (raw === HEARTBEAT_STREAM) return { name: HEARTBEAT_STREAM, kind: "heartbeat", subject: "" };
   if (typeof raw !== "string" || raw.length > 64) return null;
   const dot = raw.indexOf(".");
   if (dot <= 0) return null;
   const kind = raw.slice(0, dot);
-  if (!isStreamKind(kind)) return null;
+  if (!isStreamKind(kind) || kind === "heartbeat") return null;
   const subject = raw.slice(dot + 1);
   if (kind === "prices") {
     const quote = subject.toUpperCase();
@@ -123,7 +127,7 @@ function parseAll(requested: unknown[]): Plan {
       return {
         ok: false,
         code: "UNKNOWN_STREAM",
-        message: `${describe(name)} is not a stream: ticker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, prices.{QUOTE} (GET /api/markets)`,
+        message: `${describe(name)} is not a stream: ticker.{SYMBOL}, bookTicker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, prices.{QUOTE}, heartbeat (GET /api/markets)`,
       };
     if (!streams.some((s) => s.name === stream.name)) streams.push(stream);
   }

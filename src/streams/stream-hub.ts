@@ -4,6 +4,8 @@ import { problem, toProblemResult } from "../core/problem";
 import {
   admitMessage,
   frameBytes,
+  HEARTBEAT_EVERY_MS,
+  HEARTBEAT_STREAM,
   KEEPALIVE_REQUEST,
   KEEPALIVE_RESPONSE,
   MAX_CONNECTIONS_PER_PRINCIPAL,
@@ -39,8 +41,12 @@ const BASE_TIMEOUT_MS = 5_000;
 
 /** Markets and quotes publish to shards; this names what a shard registered for. */
 function sourceOf(stream: StreamName): string {
+  if (stream.kind === "heartbeat") return HEARTBEAT_STREAM;
   return stream.kind === "prices" ? `prices:${stream.subject}` : `market:${stream.subject}`;
 }
+
+/** Storage key of the heartbeat counter: it survives hibernation, so a client sees no step back. */
+const HEARTBEAT_KEY = "heartbeatSequence";
 
 function attachmentOf(ws: WebSocket): Attachment {
   return ws.deserializeAttachment() as Attachment;
@@ -231,7 +237,7 @@ export class StreamHub extends DurableObject<Env> {
     const source = sourceOf(stream);
     let registration = this.registrations.get(source);
     if (!registration) {
-      if (stream.kind !== "prices") {
+      if (stream.kind !== "prices" && stream.kind !== "heartbeat") {
         // A new registration brings a new base book; until then there is no copy to trust.
         this.books.delete(stream.subject);
         this.awaitingBase.set(stream.subject, Date.now());
@@ -247,6 +253,7 @@ export class StreamHub extends DurableObject<Env> {
   }
 
   private async registerSource(stream: StreamName): Promise<void> {
+    if (stream.kind === "heartbeat") return this.armHeartbeat();
     const shard = await this.shard();
     if (stream.kind === "prices") return priceIndex(this.env).subscribeShard(stream.subject, shard);
     // The market answers by sending its whole book down the channel of the deltas that follow.
@@ -258,15 +265,38 @@ export class StreamHub extends DurableObject<Env> {
     }
   }
 
+  /**
+   * The heartbeat is the shard's own alarm, set only while a connection here asked for it: a
+   * shard without heartbeat subscribers is never woken for it.
+   */
+  private async armHeartbeat(): Promise<void> {
+    if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + HEARTBEAT_EVERY_MS);
+  }
+
+  override async alarm(): Promise<void> {
+    const sockets = this.subscribers.get(HEARTBEAT_STREAM);
+    // Nobody left: no new alarm, and the registration goes, so a new subscriber arms it again.
+    if (!sockets || sockets.size === 0) {
+      this.registrations.delete(HEARTBEAT_STREAM);
+      return;
+    }
+    const sequence = (this.ctx.storage.kv.get<number>(HEARTBEAT_KEY) ?? 0) + 1;
+    this.ctx.storage.kv.put(HEARTBEAT_KEY, sequence);
+    const text = JSON.stringify({ stream: HEARTBEAT_STREAM, data: { time: Date.now(), sequence } });
+    for (const ws of sockets) this.send(ws, text);
+    await this.ctx.storage.setAlarm(Date.now() + HEARTBEAT_EVERY_MS);
+  }
+
   /** True while any stream of the source (a market's three, or a quote) has a subscriber here. */
   private sourceWanted(stream: StreamName): boolean {
     if ((this.joining.get(sourceOf(stream)) ?? 0) > 0) return true;
-    const names = stream.kind === "prices" ? [stream.name] : marketStreams(stream.subject);
+    const names = stream.kind === "prices" || stream.kind === "heartbeat" ? [stream.name] : marketStreams(stream.subject);
     return names.some((name) => (this.subscribers.get(name)?.size ?? 0) > 0);
   }
 
   /** Nobody here wants a source any more: stop its publishing to this shard. */
   private release(stream: StreamName): void {
+    if (stream.kind === "heartbeat") return; // the alarm stops by itself once nobody listens
     const source = sourceOf(stream);
     if (this.releases.has(source)) return;
     this.registrations.delete(source);

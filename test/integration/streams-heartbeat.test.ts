@@ -1,0 +1,37 @@
+import { runDurableObjectAlarm } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { shardOf } from "../../src/streams/protocol";
+import { until } from "../support/poll";
+import { openSocket } from "./streams-support";
+
+const shardStub = (ip: string) => env.STREAM_HUB.getByName(shardOf(`ip:${ip}`, Number(env.STREAM_SHARDS)));
+
+describe("the server heartbeat (docs/streams.md#heartbeat)", () => {
+  it("a connection that subscribes to heartbeat gets {time, sequence} from the shard's alarm, the sequence rising by one; others get nothing", async () => {
+    const ip = "192.0.2.90";
+    const s = await openSocket("/api/ws", ip);
+    s.ws.send(JSON.stringify({ op: "subscribe", id: 1, streams: ["heartbeat"] }));
+    expect(await until(() => s.messages.find((m) => m.id === 1))).toEqual({ id: 1, result: { streams: ["heartbeat"] } });
+    const quiet = await openSocket("/api/ws?streams=ticker.BTCUSDT", ip);
+    const shard = shardStub(ip);
+    expect(await runDurableObjectAlarm(shard), "the subscribe set the shard's alarm").toBe(true);
+    const first = await until(() => s.messages.find((m) => m.stream === "heartbeat"), { what: "a heartbeat" });
+    expect(first.data).toEqual({ time: expect.any(Number), sequence: expect.any(Number) });
+    expect(await runDurableObjectAlarm(shard), "the alarm set itself again").toBe(true);
+    const second = await until(() => s.messages.filter((m) => m.stream === "heartbeat")[1], { what: "a second heartbeat" });
+    expect(second.data.sequence).toBe(first.data.sequence + 1);
+    expect(
+      quiet.messages.filter((m) => m.stream === "heartbeat"),
+      "no heartbeat without the subscription",
+    ).toEqual([]);
+    // Unsubscribed: the next alarm sends nothing and sets no further one.
+    s.ws.send(JSON.stringify({ op: "unsubscribe", id: 2, streams: ["heartbeat"] }));
+    await until(() => s.messages.find((m) => m.id === 2));
+    expect(await runDurableObjectAlarm(shard)).toBe(true);
+    expect(await runDurableObjectAlarm(shard), "no alarm once nobody listens").toBe(false);
+    expect(s.messages.filter((m) => m.stream === "heartbeat")).toHaveLength(2);
+    s.ws.close();
+    quiet.ws.close();
+  });
+});
