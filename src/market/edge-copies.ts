@@ -6,13 +6,14 @@
 
 import type { ProblemResult } from "../core/problem";
 import type { KlineQuery } from "./klines";
+import type { TradePage } from "./market-store";
 
 /** What an edge copy holds the answer to: one market read with its parameters. */
 export type MarketQuestion =
   | { kind: "ticker" }
   | { kind: "bookTicker" }
   | { kind: "book"; depth: number }
-  | { kind: "trades"; limit: number }
+  | { kind: "trades"; limit: number; page?: Omit<TradePage, "limit"> }
   | { kind: "klines"; query: KlineQuery }
   | { kind: "describe" };
 
@@ -21,8 +22,10 @@ export function copyKey(symbol: string, question: MarketQuestion): string {
   switch (question.kind) {
     case "book":
       return `${symbol}:book:${question.depth}`;
-    case "trades":
-      return `${symbol}:trades:${question.limit}`;
+    case "trades": {
+      const { fromId, before, startTime, endTime } = question.page ?? {};
+      return `${symbol}:trades:${question.limit}:${fromId ?? ""}:${before ?? ""}:${startTime ?? ""}:${endTime ?? ""}`;
+    }
     case "klines": {
       const { interval, limit, startTime, endTime } = question.query;
       return `${symbol}:klines:${interval}:${limit}:${startTime ?? ""}:${endTime ?? ""}`;

@@ -7,7 +7,7 @@ import { ShardPublisher } from "../streams/publisher";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
 import type { IngestBatch, IngestResult } from "./ingest";
 import { aggregateCandles, alignDown, KLINE_INTERVALS, type Kline, type KlineQuery } from "./klines";
-import { MarketStore, type StoredTrade } from "./market-store";
+import { MarketStore, type StoredTrade, type TradePage } from "./market-store";
 import { type BookOutcome, OrderBook, type WireLevel } from "./order-book";
 import type { PriceReport } from "./price-index";
 import { findMarket, type MarketConfig, type MarketStatus, type TradingRules } from "./registry";
@@ -52,6 +52,8 @@ export interface OrderBookSnapshot {
 }
 
 export interface WireTrade {
+  /** Per market, rising by 1 in the order the market applied its trades. */
+  tradeId: number;
   id: string;
   price: string;
   quantity: string;
@@ -177,7 +179,7 @@ export class MarketObject extends DurableObject<Env> {
       let acceptedTrades = 0;
       let duplicateTrades = 0;
       const changedBuckets = new Map<number, MinuteBucket>();
-      const accepted: IngestBatch["trades"] = [];
+      const accepted: StoredTrade[] = [];
       let bookOutcome: BookOutcome | undefined;
       try {
         this.store.transaction(() => {
@@ -199,8 +201,8 @@ export class MarketObject extends DurableObject<Env> {
               duplicateTrades += 1;
               continue;
             }
-            accepted.push(trade);
             const stored: StoredTrade = { ...trade, seq: state.tradeSeq + acceptedTrades + 1 };
+            accepted.push(stored);
             this.store.insertTrade(stored);
             const minute = minuteOf(trade.time);
             const bucket = addToBucket(changedBuckets.get(minute) ?? this.bucketAt(state, minute), trade);
@@ -324,20 +326,13 @@ export class MarketObject extends DurableObject<Env> {
     });
   }
 
-  trades(symbol: string, limit: number): WireTrade[] | ProblemResult {
+  /** The newest `limit` trades, newest first; with any bound of `page`, that page in tradeId order. */
+  trades(symbol: string, limit: number, page: Omit<TradePage, "limit"> = {}): WireTrade[] | ProblemResult {
     return this.guarded(() => {
       const state = this.readable(symbol);
-      if (state.tradesCache?.version !== state.version) {
-        const { priceScale, quantityScale } = state.market;
-        const trades = this.store.latestTrades(KEEP_TRADES).map((t) => ({
-          id: t.id,
-          price: formatUnits(t.price, priceScale),
-          quantity: formatUnits(t.quantity, quantityScale),
-          side: t.side,
-          time: t.time,
-        }));
-        state.tradesCache = { version: state.version, trades };
-      }
+      const wire = (t: StoredTrade) => wireTrade(state.market, t);
+      if (Object.values(page).some((bound) => bound !== undefined)) return this.store.tradePage({ ...page, limit }).map(wire);
+      if (state.tradesCache?.version !== state.version) state.tradesCache = { version: state.version, trades: this.store.latestTrades(KEEP_TRADES).map(wire) };
       return state.tradesCache.trades.slice(0, limit);
     });
   }
@@ -379,7 +374,7 @@ export class MarketObject extends DurableObject<Env> {
       case "bookTicker":
         return mapResult(this.bookTicker(symbol, at), JSON.stringify);
       case "trades":
-        return mapResult(this.trades(symbol, question.limit), JSON.stringify);
+        return mapResult(this.trades(symbol, question.limit, question.page), JSON.stringify);
       case "klines":
         return mapResult(this.klines(symbol, question.query), JSON.stringify);
       case "describe":
@@ -481,13 +476,10 @@ export class MarketObject extends DurableObject<Env> {
   }
 
   /** Every accepted trade and the applied book update go to the subscribed shards, once. */
-  private publishBatch(state: MarketState, batch: IngestBatch, trades: IngestBatch["trades"]): void {
+  private publishBatch(state: MarketState, batch: IngestBatch, trades: StoredTrade[]): void {
     if (!this.publisher?.size) return;
     const { symbol, priceScale, quantityScale } = state.market;
-    const events: StreamEvent[] = trades.map((t) => ({
-      stream: `trades.${symbol}`,
-      data: { id: t.id, price: formatUnits(t.price, priceScale), quantity: formatUnits(t.quantity, quantityScale), side: t.side, time: t.time },
-    }));
+    const events: StreamEvent[] = trades.map((t) => ({ stream: `trades.${symbol}`, data: wireTrade(state.market, t) }));
     if (batch.book) {
       const level = ([price, quantity]: readonly [bigint, bigint]) => [
         formatUnits(price, priceScale),
@@ -521,4 +513,16 @@ export class MarketObject extends DurableObject<Env> {
     const symbol = this.state?.market.symbol ?? this.store.readMeta().symbol;
     if (symbol) this.secondly(this.load(symbol), Date.now());
   }
+}
+
+/** A stored trade as clients see it (REST and the trades stream alike). */
+function wireTrade(market: MarketConfig, t: StoredTrade): WireTrade {
+  return {
+    tradeId: t.seq,
+    id: t.id,
+    price: formatUnits(t.price, market.priceScale),
+    quantity: formatUnits(t.quantity, market.quantityScale),
+    side: t.side,
+    time: t.time,
+  };
 }

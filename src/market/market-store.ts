@@ -12,6 +12,15 @@ export interface StoredTrade {
   time: number;
 }
 
+/** A page of the trade history: any of the bounds, and how many. */
+export interface TradePage {
+  fromId?: number;
+  before?: number;
+  startTime?: number;
+  endTime?: number;
+  limit: number;
+}
+
 export interface MarketMeta {
   symbol: string | undefined;
   /** StreamHub shards subscribed to this market. */
@@ -112,6 +121,35 @@ export class MarketStore {
       trade.side,
       trade.time,
     );
+  }
+
+  /**
+   * One page of trades in the order the market applied them (`seq`, the public `tradeId`), for
+   * `GET /api/trades?fromId=|before=|startTime=|endTime=` (docs/api.md#trade-history): from
+   * `fromId` forwards, or the `limit` just before `before`, or within the time bounds — the
+   * first `limit` from `startTime`, else the last `limit` up to `endTime`.
+   */
+  tradePage(page: TradePage): StoredTrade[] {
+    const bounds: [string, number | undefined][] = [
+      ["seq >= ?", page.fromId],
+      ["seq < ?", page.before],
+      ["time >= ?", page.startTime],
+      ["time <= ?", page.endTime],
+    ];
+    const used = bounds.filter((bound): bound is [string, number] => bound[1] !== undefined);
+    const filter = used.length > 0 ? `WHERE ${used.map(([condition]) => condition).join(" AND ")}` : "";
+    const args = used.map(([, value]) => value);
+    const forwards = page.fromId !== undefined || (page.before === undefined && page.startTime !== undefined);
+    if (forwards)
+      return this.sql
+        .exec(`SELECT * FROM trades ${filter} ORDER BY seq ASC LIMIT ?`, ...args, page.limit)
+        .toArray()
+        .map(toTrade);
+    return this.sql
+      .exec(`SELECT * FROM trades ${filter} ORDER BY seq DESC LIMIT ?`, ...args, page.limit)
+      .toArray()
+      .map(toTrade)
+      .reverse();
   }
 
   /** The newest trades by time (ties: later arrival first). */

@@ -3,6 +3,10 @@ import { RATE_LIMITS } from "../access/rate-limit";
 import { jsonText } from "../core/json-text";
 import type { AppEnv } from "../env";
 import type { MarketQuestion } from "./edge-copies";
+import type { TradePage } from "./market-store";
+
+type TradeBounds = Omit<TradePage, "limit">;
+
 import { type EdgeRead, edgePolicy, type ReadContext, readMarket } from "./edge-reads";
 import type { KlineQuery } from "./klines";
 import { resolveMarket } from "./lookup";
@@ -81,9 +85,10 @@ export function readOrderBook(ctx: ReadContext, pair: string, depth: number): Pr
   return readMarket(ctx, symbol, { kind: "book", depth });
 }
 
-export function readTrades(ctx: ReadContext, pair: string, limit: number): Promise<EdgeRead> {
+/** The newest trades, or one page of the history (docs/api.md#trade-history). */
+export function readTrades(ctx: ReadContext, pair: string, { limit, ...page }: { limit: number } & TradeBounds): Promise<EdgeRead> {
   const { symbol } = resolveMarket(pair);
-  return readMarket(ctx, symbol, { kind: "trades", limit });
+  return readMarket(ctx, symbol, { kind: "trades", limit, page });
 }
 
 export function readKlines(ctx: ReadContext, pair: string, query: KlineQuery): Promise<EdgeRead> {

@@ -115,11 +115,13 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
         path: "/trades/{pair}",
         tags,
         middleware: [limit],
-        summary: "Latest trades, newest first",
+        summary: "Latest trades, newest first; or a page of the trade history",
+        description:
+          "Without a bound: the newest `limit`, newest first. With `fromId`: from that tradeId forwards; with `before`: the `limit` trades just before it; with `startTime`/`endTime`: within those times (the first `limit` from `startTime`, else the last up to `endTime`) — pages in ascending tradeId. Retained: the last 25 hours, and at least the last 1,000 trades.",
         request: { params: PairParam, query: TradesQuery },
         responses: { ...okJson(z.array(TradeSchema), "Trades"), ...problemResponses(400, 404, 429) },
       }),
-      async (c) => sendRead<z.infer<typeof TradeSchema>[]>(c, await readTrades(readContext(c), c.req.valid("param").pair, c.req.valid("query").limit)),
+      async (c) => sendRead<z.infer<typeof TradeSchema>[]>(c, await readTrades(readContext(c), c.req.valid("param").pair, c.req.valid("query"))),
     )
     .openapi(
       createRoute({

@@ -61,7 +61,8 @@ export const SymbolsQuery = z.object({
 
 export const TradeSchema = z
   .object({
-    id: z.string(),
+    tradeId: z.number().int().openapi({ example: 1042, description: "Per market, rising by 1 in the order the market applied its trades" }),
+    id: z.string().openapi({ description: "The publisher's id" }),
     price: DecimalString,
     quantity: DecimalString,
     side: z.enum(["buy", "sell"]).openapi({ description: "The taker's side" }),
@@ -171,9 +172,23 @@ export const DepthQuery = z.object({
   depth: queryIntOr(1, 1000, 100).openapi({ example: "100", description: "Levels per side, 1–1000, default 100", type: "integer" }),
 });
 
-export const TradesQuery = z.object({
+const TradeId = (description: string) => queryInt(1, Number.MAX_SAFE_INTEGER).openapi({ description, type: "integer" });
+
+export const TradesQueryFields = z.object({
   limit: queryIntOr(1, 1000, 100).openapi({ example: "100", description: "1–1000, default 100", type: "integer" }),
+  fromId: TradeId("Page forwards: trades with tradeId ≥ fromId, ascending"),
+  before: TradeId("Page backwards: the `limit` trades just before this tradeId, ascending"),
+  startTime: queryInt(0, 8_640_000_000_000).openapi({ description: "Unix ms: trades at or after it, ascending", type: "integer" }),
+  endTime: queryInt(0, 8_640_000_000_000).openapi({ description: "Unix ms: trades at or before it, ascending", type: "integer" }),
 });
+
+/** fromId and before page in opposite directions: one or the other. */
+export function tradePageRules<T extends z.ZodType<{ fromId?: number; before?: number; startTime?: number; endTime?: number }>>(schema: T) {
+  return forwardTimeRange(schema).refine((q) => q.fromId === undefined || q.before === undefined, {
+    message: "send fromId or before, not both",
+    path: ["before"],
+  });
+}
 
 export const KlinesQueryFields = z.object({
   interval: z
@@ -194,6 +209,7 @@ export function forwardTimeRange<T extends z.ZodType<{ startTime?: number; endTi
 }
 
 export const KlinesQuery = forwardTimeRange(KlinesQueryFields);
+export const TradesQuery = tradePageRules(TradesQueryFields);
 
 /** The body of `POST /v1/ingest` (docs/publishing.md). */
 export const IngestBodySchema = z

@@ -128,8 +128,8 @@ export const signedRoutes = createRouter()
       responses: { ...okJson(z.array(TradeSchema), "Trades"), ...signedProblems },
     }),
     async (c) => {
-      const { symbol, limit } = c.req.valid("query");
-      return sendRead<z.infer<typeof TradeSchema>[]>(c, await readTrades(readContext(c), symbol, limit));
+      const { symbol, ...query } = c.req.valid("query");
+      return sendRead<z.infer<typeof TradeSchema>[]>(c, await readTrades(readContext(c), symbol, query));
     },
   )
   .openapi(

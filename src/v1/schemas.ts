@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { DepthQuery, forwardTimeRange, KlinesQueryFields, TradesQuery } from "../market/schemas";
+import { DepthQuery, forwardTimeRange, KlinesQueryFields, TradesQueryFields, tradePageRules } from "../market/schemas";
 
 const SymbolParam = z.string().max(64).openapi({ example: "BTCUSDT", description: "Market symbol; BTC-USDT, BTC_USDT, BTC/USDT also accepted" });
 
@@ -12,5 +12,5 @@ export const SymbolOrSymbolsQuery = z
   .refine((q) => q.symbol === undefined || q.symbols === undefined, { message: "send symbol or symbols, not both", path: ["symbols"] });
 
 export const SymbolDepthQuery = DepthQuery.extend({ symbol: SymbolParam });
-export const SymbolTradesQuery = TradesQuery.extend({ symbol: SymbolParam });
+export const SymbolTradesQuery = tradePageRules(TradesQueryFields.extend({ symbol: SymbolParam }));
 export const SymbolKlinesQuery = forwardTimeRange(KlinesQueryFields.extend({ symbol: SymbolParam }));

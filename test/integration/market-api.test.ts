@@ -130,7 +130,8 @@ describe("public market endpoints answer the documented shapes", () => {
     const { status, body } = await callJson("/api/trades/SOL/BTC?limit=3".replace("/BTC", "%2FBTC"));
     expect(status).toBe(200);
     expect(body.map((t: { id: string }) => t.id)).toEqual(["t3", "t2", "t1"]);
-    expect(body[0]).toEqual({ id: "t3", price: "0.0015000", quantity: "1.00", side: "sell", time: base + 3000 });
+    expect(body[0]).toEqual({ tradeId: body[1].tradeId + 1, id: "t3", price: "0.0015000", quantity: "1.00", side: "sell", time: base + 3000 });
+    expect(body[2].tradeId, "tradeIds rise by 1 in the order applied").toBe(body[0].tradeId - 2);
   });
 
   it("GET /api/klines/{pair}: candles per interval from minute buckets", async () => {

@@ -230,10 +230,12 @@ describe("trades, ticker and prices streams", () => {
     // copy of x-1 would have been here before it.
     await ingest(env, { symbol: "XRPUSDT", trades: [{ id: "x-3", price: "0.5002", quantity: "1.0", side: "buy", time }] });
     await until(() => socket.messages.find((m) => m.stream === "trades.XRPUSDT" && m.data.id === "x-3"), { what: "trade x-3" });
-    expect(socket.messages.filter((m) => m.stream === "trades.XRPUSDT").map((m) => m.data)).toEqual([
-      { id: "x-1", price: "0.5000", quantity: "10.0", side: "buy", time },
-      { id: "x-2", price: "0.5001", quantity: "2.5", side: "sell", time },
-      { id: "x-3", price: "0.5002", quantity: "1.0", side: "buy", time },
+    const sent = socket.messages.filter((m) => m.stream === "trades.XRPUSDT").map((m) => m.data);
+    const first = sent[0].tradeId as number;
+    expect(sent).toEqual([
+      { tradeId: first, id: "x-1", price: "0.5000", quantity: "10.0", side: "buy", time },
+      { tradeId: first + 1, id: "x-2", price: "0.5001", quantity: "2.5", side: "sell", time },
+      { tradeId: first + 2, id: "x-3", price: "0.5002", quantity: "1.0", side: "buy", time },
     ]);
     socket.ws.close();
   });
