@@ -4,6 +4,7 @@ import { priceIndex } from "../core/object-ids";
 import { isProblemResult, mapResult, ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
 import type { StreamEvent } from "../streams/protocol";
 import { ShardPublisher } from "../streams/publisher";
+import { bookChecksum, CHECKSUM_DEPTH } from "./book-checksum";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
 import type { IngestBatch, IngestResult } from "./ingest";
 import { aggregateCandles, alignDown, KLINE_INTERVALS, type Kline, type KlineQuery } from "./klines";
@@ -39,6 +40,8 @@ export interface OrderBookText {
   symbol: string;
   sequence: number;
   timestamp: number;
+  /** CRC-32 of the best 25 levels a side at `sequence` (docs/streams.md#checksums). */
+  checksum: number;
   /** `{"bids":[…],"asks":[…]}` */
   levels: string;
 }
@@ -118,7 +121,7 @@ export class MarketObject extends DurableObject<Env> {
   /** The top of the book last sent on `bookTicker.{SYMBOL}` (as text), when, and a send held back. */
   private bookTickerSent = { top: "", at: 0, held: false };
   /** The book's levels as JSON text per depth, for the sequence they were made at. */
-  private bookTexts: { sequence: number; byDepth: Map<number, string> } | undefined;
+  private bookTexts: { sequence: number; byDepth: Map<number, string>; checksum: number } | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -289,6 +292,12 @@ export class MarketObject extends DurableObject<Env> {
     });
   }
 
+  /** The checksum of the book as it is now (docs/streams.md#checksums). */
+  private checksumOf(state: MarketState): number {
+    const { bids, asks } = state.book.levels(CHECKSUM_DEPTH);
+    return bookChecksum(bids, asks);
+  }
+
   /** The best bid and ask with their quantities (`GET /api/book-ticker`); null for an empty side. */
   bookTicker(symbol: string, now = Date.now()): BookTicker | ProblemResult {
     return this.guarded(() => {
@@ -316,13 +325,13 @@ export class MarketObject extends DurableObject<Env> {
     return this.guarded(() => {
       const state = this.readable(symbol);
       const sequence = state.book.sequence;
-      if (this.bookTexts?.sequence !== sequence) this.bookTexts = { sequence, byDepth: new Map() };
+      if (this.bookTexts?.sequence !== sequence) this.bookTexts = { sequence, byDepth: new Map(), checksum: this.checksumOf(state) };
       let levels = this.bookTexts.byDepth.get(depth);
       if (levels === undefined) {
         levels = JSON.stringify(state.book.levels(depth));
         if (this.bookTexts.byDepth.size < 32) this.bookTexts.byDepth.set(depth, levels);
       }
-      return { symbol, sequence, timestamp: now, levels };
+      return { symbol, sequence, timestamp: now, checksum: this.bookTexts.checksum, levels };
     });
   }
 
@@ -369,7 +378,8 @@ export class MarketObject extends DurableObject<Env> {
       case "book":
         return mapResult(
           this.orderBookText(symbol, question.depth, at),
-          (book) => `{"symbol":${JSON.stringify(book.symbol)},"sequence":${book.sequence},"timestamp":${book.timestamp},${book.levels.slice(1)}`,
+          (book) =>
+            `{"symbol":${JSON.stringify(book.symbol)},"sequence":${book.sequence},"timestamp":${book.timestamp},"checksum":${book.checksum},${book.levels.slice(1)}`,
         );
       case "bookTicker":
         return mapResult(this.bookTicker(symbol, at), JSON.stringify);
@@ -487,7 +497,14 @@ export class MarketObject extends DurableObject<Env> {
       ];
       events.push({
         stream: `book.${symbol}`,
-        data: { type: batch.book.type, sequence: batch.book.sequence, bids: batch.book.bids.map(level), asks: batch.book.asks.map(level) },
+        data: {
+          type: batch.book.type,
+          sequence: batch.book.sequence,
+          time: state.book.updatedAt,
+          checksum: this.checksumOf(state),
+          bids: batch.book.bids.map(level),
+          asks: batch.book.asks.map(level),
+        },
       });
     }
     this.publisher.publish(events);
@@ -500,7 +517,8 @@ export class MarketObject extends DurableObject<Env> {
   async subscribeShard(symbol: string, shard: string): Promise<void> {
     const state = this.load(symbol);
     const { bids, asks } = state.book.levels(Number.MAX_SAFE_INTEGER);
-    await this.publisher!.add(shard, [{ stream: `book.${symbol}`, data: { type: "snapshot", sequence: state.book.sequence, bids, asks } }]);
+    const data = { type: "snapshot", sequence: state.book.sequence, time: state.book.updatedAt, checksum: bookChecksum(bids, asks), bids, asks };
+    await this.publisher!.add(shard, [{ stream: `book.${symbol}`, data }]);
   }
 
   async unsubscribeShard(symbol: string, shard: string): Promise<void> {

@@ -14,6 +14,10 @@ export const OrderBookSchema = z
     symbol: z.string().openapi({ example: "BTCUSDT" }),
     sequence: z.number().int().openapi({ description: "Increases by 1 with every book update" }),
     timestamp: TimestampMs,
+    checksum: z.number().int().openapi({
+      example: 4195112551,
+      description: "CRC-32 of the best 25 levels a side at this sequence, as the book stream sends it (docs/streams.md#checksums)",
+    }),
     bids: z.array(Level).openapi({ description: "Best (highest) first" }),
     asks: z.array(Level).openapi({ description: "Best (lowest) first" }),
   })

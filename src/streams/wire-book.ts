@@ -1,9 +1,14 @@
 import { compare, parseDecimal } from "../core/decimal";
+import { bookChecksum } from "../market/book-checksum";
 import type { WireLevel } from "../market/order-book";
 
 export interface BookMessage {
   type: "snapshot" | "delta";
   sequence: number;
+  /** When the market applied it (Unix ms). */
+  time?: number;
+  /** CRC-32 of the best 25 levels a side once it is applied (docs/streams.md#checksums). */
+  checksum?: number;
   bids: WireLevel[];
   asks: WireLevel[];
 }
@@ -14,6 +19,7 @@ export interface BookMessage {
  */
 export class WireBook {
   sequence = 0;
+  time = 0;
   private readonly sides = { bids: new Map<string, string>(), asks: new Map<string, string>() };
   private sorted: { bids: WireLevel[]; asks: WireLevel[] } | undefined;
 
@@ -31,6 +37,7 @@ export class WireBook {
       }
     }
     this.sequence = message.sequence;
+    this.time = message.time ?? this.time;
     this.sorted = undefined;
     return true;
   }
@@ -41,6 +48,14 @@ export class WireBook {
         [...this.sides[side]].sort(([a], [b]) => (side === "bids" ? compare(parseDecimal(b), parseDecimal(a)) : compare(parseDecimal(a), parseDecimal(b))));
       this.sorted = { bids: order("bids"), asks: order("asks") };
     }
-    return { type: "snapshot", sequence: this.sequence, bids: this.sorted.bids.slice(0, depth), asks: this.sorted.asks.slice(0, depth) };
+    const { bids, asks } = this.sorted;
+    return {
+      type: "snapshot",
+      sequence: this.sequence,
+      time: this.time,
+      checksum: bookChecksum(bids, asks),
+      bids: bids.slice(0, depth),
+      asks: asks.slice(0, depth),
+    };
   }
 }

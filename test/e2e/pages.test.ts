@@ -108,6 +108,17 @@ describe("pages in a real browser", () => {
     await page.close();
   });
 
+  it("a delta altered in transit (its sequence still continuous) fails the checksum, and the page resyncs to the true book", async () => {
+    const page = await chromium().newPage();
+    await page.goto(`${baseUrl}/markets/ETHUSDT`);
+    await expect.poll(async () => (await bookState(page)).sequence, { timeout: 10_000 }).toBeGreaterThan(0);
+    await page.evaluate(() => (window as any).__mds.corruptNextDelta());
+    await expect.poll(() => page.evaluate(() => (window as any).__mds.resyncs), { timeout: 10_000 }).toBe(1);
+    await expect.poll(() => page.locator("#connection").textContent(), { timeout: 10_000 }).toBe("live");
+    await expectBookMatchesRest(page, "ETHUSDT");
+    await page.close();
+  });
+
   it("an unknown market is a clear 404 page that opens no stream", async () => {
     const page = await chromium().newPage();
     const sockets: string[] = [];

@@ -135,7 +135,7 @@ class Publisher {
 }
 
 async function restBook(symbol: string, depth = 1000) {
-  const { status, body } = await callJson<{ sequence: number; bids: Level[]; asks: Level[] }>(`/api/orderbook/${symbol}?depth=${depth}`);
+  const { status, body } = await callJson<{ sequence: number; checksum: number; bids: Level[]; asks: Level[] }>(`/api/orderbook/${symbol}?depth=${depth}`);
   expect(status).toBe(200);
   return body;
 }
@@ -186,12 +186,19 @@ describe("book stream consistency (docs/streams.md)", () => {
     const socket = await openSocket("/api/ws?streams=book.ETHUSDT", "203.0.114.1");
     const snapshot = await until(() => socket.messages.find((m) => m.stream === "book.ETHUSDT")?.data);
     const top = await restBook("ETHUSDT", 100);
-    expect(snapshot).toEqual({ type: "snapshot", sequence: top.sequence, bids: top.bids, asks: top.asks });
+    expect(snapshot).toEqual({ type: "snapshot", sequence: top.sequence, time: expect.any(Number), checksum: top.checksum, bids: top.bids, asks: top.asks });
 
     await publisher.snapshot(150);
     const republished = await until(() => socket.messages.filter((m) => m.stream === "book.ETHUSDT")[1]?.data);
     const after = await restBook("ETHUSDT", 100);
-    expect(republished).toEqual({ type: "snapshot", sequence: after.sequence, bids: after.bids, asks: after.asks });
+    expect(republished).toEqual({
+      type: "snapshot",
+      sequence: after.sequence,
+      time: expect.any(Number),
+      checksum: after.checksum,
+      bids: after.bids,
+      asks: after.asks,
+    });
     socket.ws.close();
   });
 

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { type BookMessage, WireBook } from "../../src/streams/wire-book";
+import { documentedChecksum } from "../support/checksum";
 
 type Level = [string, string];
 
@@ -50,7 +51,15 @@ describe("a shard's copy of a book", () => {
           for (const m of messages) expect(book.apply(m)).toBe(true);
           const expected = model(messages);
           const snapshot = book.snapshot(depth);
-          expect(snapshot).toEqual({ type: "snapshot", sequence: expected.sequence, bids: expected.bids.slice(0, depth), asks: expected.asks.slice(0, depth) });
+          expect(snapshot).toEqual({
+            type: "snapshot",
+            sequence: expected.sequence,
+            time: 0,
+            // Of the best 25 a side whatever the depth sent, computed from the documented definition.
+            checksum: documentedChecksum(expected.bids, expected.asks),
+            bids: expected.bids.slice(0, depth),
+            asks: expected.asks.slice(0, depth),
+          });
         },
       ),
     );
@@ -64,7 +73,7 @@ describe("a shard's copy of a book", () => {
     expect(book.apply({ type: "delta", sequence: 10, bids: [["100.00", "0"]], asks: [] })).toBe(false);
     expect(book.snapshot(100)).toEqual(before);
     expect(book.apply({ type: "delta", sequence: 11, bids: [["100.00", "0"]], asks: [["101.50", "3.0"]] })).toBe(true);
-    expect(book.snapshot(100)).toEqual({
+    expect(book.snapshot(100)).toMatchObject({
       type: "snapshot",
       sequence: 11,
       bids: [],
@@ -79,7 +88,14 @@ describe("a shard's copy of a book", () => {
     const book = new WireBook();
     book.apply({ type: "snapshot", sequence: 50, bids: [["100.00", "1.0"]], asks: [] });
     book.apply({ type: "snapshot", sequence: 3, bids: [["99.00", "1.0"]], asks: [] });
-    expect(book.snapshot(100)).toEqual({ type: "snapshot", sequence: 3, bids: [["99.00", "1.0"]], asks: [] });
+    expect(book.snapshot(100)).toEqual({
+      type: "snapshot",
+      sequence: 3,
+      time: 0,
+      checksum: documentedChecksum([["99.00", "1.0"]], []),
+      bids: [["99.00", "1.0"]],
+      asks: [],
+    });
   });
 
   it("prices are ordered as decimals, not as strings", () => {

@@ -1,4 +1,5 @@
 import { compare, formatDecimal, isZero, parseDecimal, subtract } from "../../core/decimal";
+import { bookChecksum, CHECKSUM_DEPTH } from "../../market/book-checksum";
 
 /**
  * The market page's order book, pure: snapshot and deltas with gap detection, sorted ladders
@@ -9,12 +10,15 @@ export type Level = [price: string, quantity: string];
 export interface BookMessage {
   type: "snapshot" | "delta";
   sequence: number;
+  /** CRC-32 of the best 25 levels a side once applied (docs/streams.md#checksums). */
+  checksum?: number;
   bids: Level[];
   asks: Level[];
 }
 
 /**
- * What `apply` did: `applied`; `gap` — a delta did not continue the book, which is now stale
+ * What `apply` did: `applied`; `gap` — a delta did not continue the book, or the book after it
+ * does not match the message's checksum, and the book is now stale
  * (the caller resubscribes for a new snapshot, once); `ignored` — a delta while no snapshot
  * is held (before the first one, or after a gap until the new one), which must not trigger
  * another resubscription: the server allows 10 client messages a second.
@@ -58,6 +62,10 @@ export class ClientBook {
       }
     }
     this.sequence = message.sequence;
+    if (message.checksum !== undefined && bookChecksum(this.ladder("bids", CHECKSUM_DEPTH), this.ladder("asks", CHECKSUM_DEPTH)) !== message.checksum) {
+      this.ready = false;
+      return "gap";
+    }
     return "applied";
   }
 

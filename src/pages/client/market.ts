@@ -30,6 +30,7 @@ let dirty = true;
 let resyncs = 0;
 let streamedTrades = 0;
 let dropNextDelta = false;
+let corruptNextDelta = false;
 
 function setConnection(state: string): void {
   const element = $("connection");
@@ -84,6 +85,14 @@ function onBook(message: BookMessage): void {
   if (dropNextDelta && message.type === "delta" && book.ready) {
     dropNextDelta = false; // test hook: lose one delta, as a flaky network would
     return;
+  }
+  if (corruptNextDelta && message.type === "delta" && book.ready) {
+    // Test hook: the best bid's quantity altered in transit; only the checksum can tell.
+    const best = book.ladder("bids", 1)[0];
+    if (best) {
+      corruptNextDelta = false;
+      message.bids.push([best[0], best[1] === "1" ? "2" : "1"]);
+    }
   }
   const result = book.apply(message);
   if (result === "gap") {
@@ -285,5 +294,8 @@ requestAnimationFrame(frame);
   },
   dropNextDelta() {
     dropNextDelta = true;
+  },
+  corruptNextDelta() {
+    corruptNextDelta = true;
   },
 };

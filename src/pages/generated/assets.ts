@@ -2,7 +2,7 @@
 // The URL of each page asset, served by Workers Static Assets from public/assets.
 export const ASSETS = {
   "landing.js": "/assets/landing.dee55bdc8f84.js",
-  "market.js": "/assets/market.3a63debdf8bd.js",
+  "market.js": "/assets/market.d2ec28ff64fa.js",
   "docs.js": "/assets/docs.3dd803924b88.js",
   "dashboard.js": "/assets/dashboard.07085bc18246.js",
   "dashboard.css": "/assets/dashboard.5af015f4fa7a.css",
