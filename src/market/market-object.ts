@@ -7,7 +7,7 @@ import { ShardPublisher } from "../streams/publisher";
 import { bookChecksum, CHECKSUM_DEPTH } from "./book-checksum";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
 import type { IngestBatch, IngestResult } from "./ingest";
-import { aggregateCandles, alignDown, KLINE_INTERVALS, type Kline, type KlineQuery } from "./klines";
+import { aggregateCandles, alignDown, KLINE_INTERVALS, type Kline, type KlineInterval, type KlineQuery } from "./klines";
 import { MarketStore, type StoredTrade, type TradePage } from "./market-store";
 import { type BookOutcome, OrderBook, type WireLevel } from "./order-book";
 import type { PriceReport } from "./price-index";
@@ -118,6 +118,8 @@ export class MarketObject extends DurableObject<Env> {
   private lastPruneAt = 0;
   private lastSecondlyAt = 0;
   private publisher: ShardPublisher | undefined;
+  /** Per interval, the candle last sent on `kline.{SYMBOL}.{interval}`, as text, and whether closed. */
+  private readonly klinesSent = new Map<KlineInterval, { openTime: number; closeTime: number; text: string; closed: boolean }>();
   /** The top of the book last sent on `bookTicker.{SYMBOL}` (as text), when, and a send held back. */
   private bookTickerSent = { top: "", at: 0, held: false };
   /** The book's levels as JSON text per depth, for the sequence they were made at. */
@@ -434,10 +436,15 @@ export class MarketObject extends DurableObject<Env> {
     if (now - this.lastSecondlyAt >= SECONDLY_MS) {
       this.secondly(state, now);
     } else {
-      void this.ctx.storage.getAlarm().then((alarm) => {
-        if (alarm === null) return this.ctx.storage.setAlarm(this.lastSecondlyAt + SECONDLY_MS);
-      });
+      this.alarmBy(this.lastSecondlyAt + SECONDLY_MS);
     }
+  }
+
+  /** Makes sure the alarm fires no later than `time` (one alarm serves the ticker and the candles). */
+  private alarmBy(time: number): void {
+    void this.ctx.storage.getAlarm().then((alarm) => {
+      if (alarm === null || alarm > time) return this.ctx.storage.setAlarm(time);
+    });
   }
 
   private secondly(state: MarketState, now: number): void {
@@ -452,8 +459,50 @@ export class MarketObject extends DurableObject<Env> {
     }
     if (this.publisher?.size) {
       const { symbol } = state.market;
-      this.publisher.publish([{ stream: `ticker.${symbol}`, data: { ...this.tickerOf(state, now).record, closeTime: now } }]);
+      const klines = this.klineEvents(state, now);
+      this.publisher.publish([{ stream: `ticker.${symbol}`, data: { ...this.tickerOf(state, now).record, closeTime: now } }, ...klines.events]);
+      // An open candle is sent once more, closed, when its interval ends, even if no trade comes.
+      if (klines.nextClose !== undefined) this.alarmBy(klines.nextClose);
     }
+  }
+
+  /**
+   * `kline.{SYMBOL}.{interval}` (docs/streams.md): per interval, the latest candle when it changed
+   * (at most once a second, with the ticker), and once with `closed: true` when its interval
+   * ended — by the clock, or because trades began a later one. Late trades into an older candle
+   * are not streamed; `GET /api/klines` has them.
+   */
+  private klineEvents(state: MarketState, now: number): { events: StreamEvent[]; nextClose?: number } {
+    const events: StreamEvent[] = [];
+    let nextClose: number | undefined;
+    if (state.lastTradePrice === undefined) return { events };
+    const { symbol } = state.market;
+    for (const [interval, ms] of Object.entries(KLINE_INTERVALS) as [KlineInterval, number][]) {
+      const stream = `kline.${symbol}.${interval}`;
+      const sent = this.klinesSent.get(interval);
+      const openTime = alignDown(state.lastTradeTime, ms);
+      if (sent && !sent.closed && (openTime > sent.openTime || now > sent.closeTime)) {
+        const final = this.candleAt(state, sent.openTime, ms);
+        if (final) events.push({ stream, data: { ...final, interval, closed: true } });
+        sent.closed = true;
+      }
+      if (sent && openTime < sent.openTime) continue;
+      const candle = this.candleAt(state, openTime, ms);
+      if (!candle) continue;
+      const closed = now > candle.closeTime;
+      const text = JSON.stringify(candle);
+      if (sent?.openTime === openTime && sent.text === text && (sent.closed || !closed)) continue;
+      events.push({ stream, data: { ...candle, interval, closed } });
+      this.klinesSent.set(interval, { openTime, closeTime: candle.closeTime, text, closed });
+      if (!closed) nextClose = Math.min(nextClose ?? Number.POSITIVE_INFINITY, candle.closeTime + 1);
+    }
+    return { events, nextClose };
+  }
+
+  /** The candle of `intervalMs` opening at `openTime`, from the buckets in memory (the last ~25 h). */
+  private candleAt(state: MarketState, openTime: number, intervalMs: number): Kline | undefined {
+    const buckets = state.recentBuckets.filter((b) => b.minute >= openTime && b.minute < openTime + intervalMs);
+    return aggregateCandles(buckets, intervalMs, state.market, 1)[0];
   }
 
   /**

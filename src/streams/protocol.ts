@@ -1,4 +1,5 @@
 import { parseSymbol } from "../core/symbols";
+import { KLINE_INTERVALS } from "../market/klines";
 import { listedMarket } from "../market/lookup";
 import { QUOTE_ASSETS } from "../market/registry";
 
@@ -22,7 +23,7 @@ export const POLICY_VIOLATION = 1008;
 export const KEEPALIVE_REQUEST = "ping";
 export const KEEPALIVE_RESPONSE = "pong";
 
-const STREAM_KINDS = ["ticker", "bookTicker", "trades", "book", "prices", "heartbeat"] as const;
+const STREAM_KINDS = ["ticker", "bookTicker", "trades", "book", "kline", "prices", "heartbeat"] as const;
 /** The server heartbeat: one name, no subject (docs/streams.md). */
 export const HEARTBEAT_STREAM = "heartbeat";
 export const HEARTBEAT_EVERY_MS = 5_000;
@@ -41,7 +42,7 @@ export interface StreamName {
 }
 
 /**
- * `ticker.BTCUSDT`, `bookTicker.BTCUSDT`, `trades.BTCUSDT`, `book.BTCUSDT`, `prices.USDT`; the subject in any case
+ * `ticker.BTCUSDT`, `bookTicker.BTCUSDT`, `trades.BTCUSDT`, `book.BTCUSDT`, `kline.BTCUSDT.1m`, `prices.USDT`; the subject in any case
  * and, for markets, in the separated forms of docs/api.md (`book.btc-usdt`). Null when it
  * names no stream there is.
  */
@@ -52,7 +53,15 @@ export function parseStreamName(raw: unknown): StreamName | null {
   if (dot <= 0) return null;
   const kind = raw.slice(0, dot);
   if (!isStreamKind(kind) || kind === "heartbeat") return null;
-  const subject = raw.slice(dot + 1);
+  let subject = raw.slice(dot + 1);
+  let interval = "";
+  if (kind === "kline") {
+    // kline.{SYMBOL}.{interval}: the interval after the last dot (symbols have none).
+    const last = subject.lastIndexOf(".");
+    interval = subject.slice(last + 1);
+    if (last <= 0 || !(interval in KLINE_INTERVALS)) return null;
+    subject = subject.slice(0, last);
+  }
   if (kind === "prices") {
     const quote = subject.toUpperCase();
     return QUOTE_ASSETS.includes(quote) ? { name: `prices.${quote}`, kind, subject: quote } : null;
@@ -60,12 +69,12 @@ export function parseStreamName(raw: unknown): StreamName | null {
   const parsed = parseSymbol(subject);
   const market = parsed && listedMarket(parsed);
   if (!market) return null;
-  return { name: `${kind}.${market.symbol}`, kind, subject: market.symbol };
+  return { name: kind === "kline" ? `kline.${market.symbol}.${interval}` : `${kind}.${market.symbol}`, kind, subject: market.symbol };
 }
 
 /** The streams a market publishes; a shard registers with the market for any of them. */
 export function marketStreams(symbol: string): string[] {
-  return [`ticker.${symbol}`, `bookTicker.${symbol}`, `trades.${symbol}`, `book.${symbol}`];
+  return [`ticker.${symbol}`, `bookTicker.${symbol}`, `trades.${symbol}`, `book.${symbol}`, ...Object.keys(KLINE_INTERVALS).map((i) => `kline.${symbol}.${i}`)];
 }
 
 export type MessageId = number | string | null;
@@ -127,7 +136,7 @@ function parseAll(requested: unknown[]): Plan {
       return {
         ok: false,
         code: "UNKNOWN_STREAM",
-        message: `${describe(name)} is not a stream: ticker.{SYMBOL}, bookTicker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, prices.{QUOTE}, heartbeat (GET /api/markets)`,
+        message: `${describe(name)} is not a stream: ticker.{SYMBOL}, bookTicker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, kline.{SYMBOL}.{1m|5m|15m|1h|4h|1d}, prices.{QUOTE}, heartbeat (GET /api/markets)`,
       };
     if (!streams.some((s) => s.name === stream.name)) streams.push(stream);
   }
