@@ -1,4 +1,4 @@
-// `npm run bench:profile [-- --route ticker|orderbook|prices|signed-ticker|limiter-only] [-- --seconds N] [-- --top N] [-- --entry]`
+// `npm run bench:profile [-- --route ticker|orderbook|prices|signed-ticker|limiter-only|flood] [-- --seconds N] [-- --top N] [-- --entry]`
 //
 // Where a route's time goes: runs the service as `npm run bench` does, loads one route at 32
 // connections while V8's sampling profiler records the service's isolate (the Worker and its
@@ -11,7 +11,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { SourceMap } from "node:module";
 import path from "node:path";
 import WebSocket from "ws";
-import { clientIps, fromManyIps, load, option, touchClients, warmUp } from "./load.mjs";
+import { clientIps, fromManyIps, fromOneIp, load, option, touchClients, warmUp } from "./load.mjs";
 import { bundleService, root, startService, work } from "./service.mjs";
 import { prepareSignedLoad } from "./signed-load.mjs";
 
@@ -29,6 +29,8 @@ const PATHS = {
   "signed-ticker": "/v1/ticker/24hr?symbol=BTCUSDT",
   // The service's public path around no work (the bench's limiter-only reference).
   "limiter-only": "/api/time",
+  // One client address far over its limit (the bench's flood route): refused by the isolate.
+  flood: "/api/ticker/BTCUSDT",
 };
 if (!PATHS[ROUTE]) throw new Error(`--route must be one of ${Object.keys(PATHS).join(", ")}`);
 
@@ -78,7 +80,12 @@ async function main() {
   try {
     await warmUp(service.url, nextIp);
     await touchClients(service.url, nextIp);
-    const setupRequest = ROUTE === "signed-ticker" ? (await prepareSignedLoad(service.url, PATHS[ROUTE], nextIp)).setupRequest : fromManyIps(nextIp);
+    const setupRequest =
+      ROUTE === "signed-ticker"
+        ? (await prepareSignedLoad(service.url, PATHS[ROUTE], nextIp)).setupRequest
+        : ROUTE === "flood"
+          ? fromOneIp("10.251.0.1")
+          : fromManyIps(nextIp);
     const run = () => load({ url: service.url + PATHS[ROUTE], seconds: SECONDS, setupRequest });
     await run(); // warm the path (objects created, code optimised)
     const client = inspector(`ws://127.0.0.1:${INSPECTOR_PORT}/core:user:service`);

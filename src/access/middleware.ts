@@ -6,7 +6,7 @@ import { setResponseHeaders } from "../core/response-headers";
 import type { AppEnv } from "../env";
 import { clientIp, ipPrincipal } from "./client-address";
 import { KEY_ID_PATTERN, type Permission, principalOfKey } from "./keys";
-import { admit, fromGuard, PUBLIC_LIMIT, rateLimited, SIGNED_LIMIT } from "./rate-limit";
+import { admit, fromGuard, localRefusal, PUBLIC_LIMIT, rateLimited, SIGNED_LIMIT } from "./rate-limit";
 import { requestTargetOf, SIGNATURE_PATTERN } from "./signature";
 import { type Admission, rateLimitHeaders } from "./sliding-window";
 
@@ -56,10 +56,18 @@ async function runAdmitted(c: Context<AppEnv>, next: () => Promise<void>, admiss
   withLimitHeaders(c, decided.value);
 }
 
-/** 10 requests per second per client IP on the public surface (docs/limits.md). */
-export const publicLimit = createMiddleware<AppEnv>((c, next) =>
-  runAdmitted(c, next, admit(c.env, ipPrincipal(clientIp(c.req.raw)), PUBLIC_LIMIT, `${PUBLIC_LIMIT} requests per second per IP`)),
-);
+const PUBLIC_DETAIL = `${PUBLIC_LIMIT} requests per second per IP`;
+
+/**
+ * 10 requests per second per client IP on the public surface (docs/limits.md). An address this
+ * isolate already refused is answered at once, before the read that would be thrown away.
+ */
+export const publicLimit = createMiddleware<AppEnv>((c, next) => {
+  const principal = ipPrincipal(clientIp(c.req.raw));
+  const refused = localRefusal(principal, PUBLIC_DETAIL);
+  if (refused) throw refused;
+  return runAdmitted(c, next, admit(c.env, principal, PUBLIC_LIMIT, PUBLIC_DETAIL));
+});
 
 export interface SignedOptions {
   permission: Permission;

@@ -46,6 +46,15 @@ export async function fromGuard<T>(call: Promise<T>): Promise<T> {
 }
 
 /**
+ * The 429 this isolate gives `principal` now without asking its guard, if it refused it before
+ * (thrown by `admit` too; a caller checks first to skip work the refusal would throw away).
+ */
+export function localRefusal(principal: string, detail: string): ProblemError | undefined {
+  const refused = refusals.refusal(principal, Date.now());
+  return refused ? rateLimited(refused, detail) : undefined;
+}
+
+/**
  * Admits one request of `principal` (`ip:<addr>`, `key:<id>`, `gateway:<id>`) against `limit`
  * per rolling second in that principal's AccessGuard, or throws 429 `RATE_LIMITED`.
  * The returned admission gives the RateLimit-* headers for the answer ({@link rateLimitHeaders}).
