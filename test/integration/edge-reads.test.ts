@@ -1,11 +1,9 @@
 import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { AccessGuard } from "../../src/access/access-guard";
 import { createApp } from "../../src/app";
 import { accessGuard, marketObject, objectCalls } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
-import type { MarketObject } from "../../src/market/market-object";
 import { until } from "../support/poll";
 
 // The suite runs with MARKET_READ_MAX_AGE_MS = 0 (every read asks the market); these tests give
@@ -30,18 +28,20 @@ async function read(path: string, vars: Record<string, string> = {}): Promise<{ 
 
 const trade = (id: string, price: string) => ({ id, price, quantity: "1", side: "buy" as const, time: Date.now() });
 
-/** Makes every market's answers fail (the class's method, which RPC calls) while `during` runs. */
-async function withFailingMarket<T>(symbol: string, during: () => Promise<T>): Promise<T> {
-  const stub = marketObject(env, symbol);
+/**
+ * Makes a Durable Object class's RPC method throw (on its prototype, which RPC calls: every
+ * instance of the class in this isolate) while `during` runs.
+ */
+async function withFailing<T>(stub: DurableObjectStub, method: string, during: () => Promise<T>): Promise<T> {
   let restore = () => {};
-  await runInDurableObject(stub, (instance: MarketObject) => {
-    const prototype = Object.getPrototypeOf(instance) as { answer: MarketObject["answer"] };
-    const original = prototype.answer;
-    prototype.answer = () => {
-      throw new Error("market down (test)");
+  await runInDurableObject(stub, (instance: object) => {
+    const prototype = Object.getPrototypeOf(instance) as Record<string, unknown>;
+    const original = prototype[method];
+    prototype[method] = () => {
+      throw new Error(`${method} down (test)`);
     };
     restore = () => {
-      prototype.answer = original;
+      prototype[method] = original;
     };
   });
   try {
@@ -117,7 +117,7 @@ describe("edge read path (docs/edge-reads.md)", () => {
   it("a failing market: reads answer from the copy with its age and a Warning, then 503 UNAVAILABLE past the stale-if-error bound", async () => {
     await ingest(env, { symbol: "SOLUSDT", trades: [trade("failing", "150.00")] });
     const { body: fresh } = await read("/api/ticker/SOLUSDT");
-    await withFailingMarket("SOLUSDT", async () => {
+    await withFailing(marketObject(env, "SOLUSDT"), "answer", async () => {
       // Max age 0: the copy is past it at once, so the market is asked, fails, and the copy answers.
       const stale = await read("/api/ticker/SOLUSDT", { MARKET_READ_MAX_AGE_MS: "0" });
       expect(stale.response.status).toBe(200);
@@ -152,26 +152,12 @@ describe("edge read path (docs/edge-reads.md)", () => {
 
   it("an unreachable guard fails closed: 503 UNAVAILABLE, never an admission without it", async () => {
     const ip = "192.0.2.251";
-    const stub = accessGuard(env, `ip:${ip}`);
-    let restore = () => {};
-    await runInDurableObject(stub, (instance: AccessGuard) => {
-      const prototype = Object.getPrototypeOf(instance) as { admit: AccessGuard["admit"] };
-      const original = prototype.admit;
-      prototype.admit = () => {
-        throw new Error("guard down (test)");
-      };
-      restore = () => {
-        prototype.admit = original;
-      };
-    });
-    try {
+    await withFailing(accessGuard(env, `ip:${ip}`), "admit", async () => {
       const response = await app.request("/api/ticker/BTCUSDT", { headers: { "CF-Connecting-IP": ip } }, env);
       expect(response.status).toBe(503);
       expect(((await response.json()) as { code: string }).code).toBe("UNAVAILABLE");
       expect(response.headers.get("Retry-After")).toBe("1");
-    } finally {
-      await runInDurableObject(stub, () => restore());
-    }
+    });
     expect((await app.request("/api/ticker/BTCUSDT", { headers: { "CF-Connecting-IP": ip } }, env)).status).toBe(200);
   });
 });
