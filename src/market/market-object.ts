@@ -1,4 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
+import type { z } from "@hono/zod-openapi";
 import { formatUnits } from "../core/decimal";
 import { priceIndex } from "../core/object-ids";
 import { isProblemResult, mapResult, ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
@@ -23,17 +24,10 @@ import {
   type TickerStats,
   tickerStats,
 } from "./rolling-window";
+import type { BookTickerSchema } from "./schemas";
 
-/** Best bid and ask with quantities at one book sequence. */
-export interface BookTicker {
-  symbol: string;
-  bidPrice: string | null;
-  bidQty: string | null;
-  askPrice: string | null;
-  askQty: string | null;
-  sequence: number;
-  timestamp: number;
-}
+/** Best bid and ask with quantities at one book sequence (the shape is the schema's). */
+export type BookTicker = z.infer<typeof BookTickerSchema>;
 
 /** An order book snapshot whose levels are already JSON text (see `orderBookText`). */
 export interface OrderBookText {
