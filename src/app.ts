@@ -7,7 +7,7 @@ import { accountRoutes } from "./accounts/routes";
 import { adminRoutes } from "./admin/routes";
 import { handleError, notFoundHandler } from "./core/errors";
 import { demoFeed } from "./core/object-ids";
-import { withSharedAnswers } from "./core/openapi";
+import { withPublicSecurity, withSharedAnswers } from "./core/openapi";
 import { problem } from "./core/problem";
 import { requestId } from "./core/request-id";
 import { createRouter } from "./core/router";
@@ -47,6 +47,14 @@ const OPENAPI_INFO = {
     version: "1.0.0",
     description: "Market data for trading assets and pairs at the edge. Decimals are strings, timestamps Unix milliseconds, errors RFC 9457 problem+json.",
   },
+  servers: [
+    { url: "http://127.0.0.1:8787", description: "Local development (npm start)" },
+    {
+      url: "https://{host}",
+      description: "Production: your deployment (docs/operations.md)",
+      variables: { host: { default: "market-data-edge.your-subdomain.workers.dev", description: "The Worker's host: workers.dev or your route" } },
+    },
+  ],
 };
 
 /**
@@ -83,7 +91,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   }
   // Made once per isolate: the routes do not change while it lives.
   let document: ReturnType<typeof app.getOpenAPI31Document> | undefined;
-  app.get("/openapi.json", (c) => c.json((document ??= withSharedAnswers(app.getOpenAPI31Document(OPENAPI_INFO)))));
+  app.get("/openapi.json", (c) => c.json((document ??= withPublicSecurity(withSharedAnswers(app.getOpenAPI31Document(OPENAPI_INFO))))));
   app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", {
     type: "apiKey",
     in: "header",

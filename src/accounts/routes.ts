@@ -31,6 +31,7 @@ export const accountRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       createRoute({
         method: "post",
         path: "/signup",
+        operationId: "signUp",
         tags,
         middleware: [limit, sameOrigin],
         summary: "Create an account (and sign in)",
@@ -52,6 +53,7 @@ export const accountRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       createRoute({
         method: "post",
         path: "/login",
+        operationId: "logIn",
         tags,
         middleware: [limit, sameOrigin],
         summary: "Sign in: sets the session cookie (HttpOnly; Secure; SameSite=Lax)",
@@ -71,6 +73,7 @@ export const accountRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       createRoute({
         method: "post",
         path: "/logout",
+        operationId: "logOut",
         tags,
         security: cookieAuth,
         middleware: [limit, sameOrigin],
@@ -86,6 +89,7 @@ export const accountRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       createRoute({
         method: "get",
         path: "/api-keys",
+        operationId: "listApiKeys",
         tags,
         middleware: [limit],
         security: cookieAuth,
@@ -104,6 +108,7 @@ export const accountRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       createRoute({
         method: "post",
         path: "/api-keys",
+        operationId: "createApiKey",
         tags,
         security: cookieAuth,
         middleware: [limit, sameOrigin],
@@ -121,6 +126,7 @@ export const accountRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       createRoute({
         method: "delete",
         path: "/api-keys/{id}",
+        operationId: "revokeApiKey",
         tags,
         security: cookieAuth,
         middleware: [limit, sameOrigin],

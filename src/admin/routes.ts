@@ -56,6 +56,7 @@ export const adminRoutes = createRouter()
     createRoute({
       method: "post",
       path: "/gateways",
+      operationId: "approveGateway",
       tags,
       security,
       middleware,
@@ -80,6 +81,7 @@ export const adminRoutes = createRouter()
     createRoute({
       method: "get",
       path: "/gateways",
+      operationId: "listGateways",
       tags,
       security,
       middleware,
@@ -92,6 +94,7 @@ export const adminRoutes = createRouter()
     createRoute({
       method: "get",
       path: "/gateways/{id}",
+      operationId: "getGateway",
       tags,
       security,
       middleware,
@@ -105,6 +108,7 @@ export const adminRoutes = createRouter()
     createRoute({
       method: "post",
       path: "/gateways/{id}/secrets",
+      operationId: "rotateGatewaySecret",
       tags,
       security,
       middleware,
@@ -118,6 +122,7 @@ export const adminRoutes = createRouter()
     createRoute({
       method: "delete",
       path: "/gateways/{id}/secrets/{secretId}",
+      operationId: "retireGatewaySecret",
       tags,
       security,
       middleware,
@@ -135,6 +140,7 @@ export const adminRoutes = createRouter()
     createRoute({
       method: "delete",
       path: "/gateways/{id}",
+      operationId: "revokeGateway",
       tags,
       security,
       middleware,
@@ -151,6 +157,7 @@ export const adminRoutes = createRouter()
     createRoute({
       method: "get",
       path: "/settlements",
+      operationId: "listSettlements",
       tags,
       security,
       middleware,
@@ -159,7 +166,7 @@ export const adminRoutes = createRouter()
         query: z.object({
           status: CurrentStatusSchema.optional(),
           gatewayId: z.string().max(64).optional(),
-          limit: queryIntOr(1, 200, 50).openapi({ type: "integer", description: "1–200, default 50" }),
+          limit: queryIntOr(1, 200, 50).openapi({ description: "1–200, default 50" }),
           cursor: z.string().max(512).optional().openapi({ description: "nextCursor of the previous page" }),
         }),
       },
@@ -174,6 +181,7 @@ export const adminRoutes = createRouter()
     createRoute({
       method: "get",
       path: "/gateways/{id}/settlements/{settlementId}",
+      operationId: "getSettlement",
       tags,
       security,
       middleware,
@@ -201,6 +209,7 @@ export const adminRoutes = createRouter()
     createRoute({
       method: "put",
       path: "/markets/{pair}/status",
+      operationId: "setMarketStatus",
       tags,
       security,
       middleware,
@@ -217,6 +226,7 @@ export const adminRoutes = createRouter()
     createRoute({
       method: "get",
       path: "/isolate",
+      operationId: "getIsolateCounters",
       tags,
       security,
       middleware,

@@ -42,3 +42,17 @@ export function withSharedAnswers<T extends object>(document: T): T {
   }
   return document;
 }
+
+/**
+ * Says of every operation that declares no security scheme that it needs none (`security: []`),
+ * so generated clients and linters do not take the document-wide default for it.
+ *
+ * @example
+ * app.get("/openapi.json", (c) => c.json(withPublicSecurity(document)));
+ */
+export function withPublicSecurity<T extends object>(document: T): T {
+  for (const item of Object.values((document as Document).paths ?? {})) {
+    for (const operation of Object.values(item) as (Operation & { security?: unknown[] })[]) operation.security ??= [];
+  }
+  return document;
+}

@@ -63,12 +63,15 @@ function wholeNumber(min: number, max: number) {
     .pipe(z.number().int().min(min).max(max));
 }
 
+/** An optional integer query parameter; its bounds are in the OpenAPI document, as enforced. */
 export function queryInt(min: number, max: number) {
-  return wholeNumber(min, max).optional();
+  return wholeNumber(min, max).optional().openapi({ type: "integer", minimum: min, maximum: max });
 }
 
+/** The same with a default, which the document states too. */
 export function queryIntOr(min: number, max: number, fallback: number) {
   return wholeNumber(min, max)
     .optional()
-    .transform((value): number => value ?? fallback);
+    .transform((value): number => value ?? fallback)
+    .openapi({ type: "integer", minimum: min, maximum: max, default: fallback });
 }

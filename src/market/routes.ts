@@ -35,6 +35,7 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       createRoute({
         method: "get",
         path: "/prices",
+        operationId: "getPrices",
         tags,
         middleware: [limit],
         summary: "Current prices of active assets",
@@ -48,6 +49,7 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       createRoute({
         method: "get",
         path: "/orderbook/{pair}",
+        operationId: "getOrderBook",
         tags,
         middleware: [limit],
         summary: "Order book snapshot",
@@ -60,6 +62,7 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       createRoute({
         method: "get",
         path: "/ticker/{pair}",
+        operationId: "getTicker",
         tags,
         middleware: [limit],
         summary: "24-hour rolling ticker",
@@ -74,6 +77,7 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       createRoute({
         method: "get",
         path: "/ticker",
+        operationId: "listTickers",
         tags,
         middleware: [limit],
         summary: "24-hour tickers of many markets in one call",
@@ -88,6 +92,7 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       createRoute({
         method: "get",
         path: "/book-ticker/{pair}",
+        operationId: "getBookTicker",
         tags,
         middleware: [limit],
         summary: "Best bid and ask with their quantities",
@@ -100,6 +105,7 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       createRoute({
         method: "get",
         path: "/book-ticker",
+        operationId: "listBookTickers",
         tags,
         middleware: [limit],
         summary: "Best bid and ask of many markets in one call",
@@ -113,6 +119,7 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       createRoute({
         method: "get",
         path: "/trades/{pair}",
+        operationId: "listTrades",
         tags,
         middleware: [limit],
         summary: "Latest trades, newest first; or a page of the trade history",
@@ -127,6 +134,7 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       createRoute({
         method: "get",
         path: "/klines/{pair}",
+        operationId: "listKlines",
         tags,
         middleware: [limit],
         summary: "Candles from minute buckets",
@@ -141,6 +149,7 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       createRoute({
         method: "get",
         path: "/markets",
+        operationId: "listMarkets",
         tags,
         middleware: [limit],
         summary: "All markets with status and scales, and the assets",
@@ -152,6 +161,7 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       createRoute({
         method: "get",
         path: "/time",
+        operationId: "getServerTime",
         tags,
         middleware: [limit],
         summary: "Server time, for clients that sign requests",

@@ -173,17 +173,17 @@ export const PricesQuery = z.object({
 });
 
 export const DepthQuery = z.object({
-  depth: queryIntOr(1, 1000, 100).openapi({ example: "100", description: "Levels per side, 1–1000, default 100", type: "integer" }),
+  depth: queryIntOr(1, 1000, 100).openapi({ example: 100, description: "Levels per side, 1–1000, default 100" }),
 });
 
-const TradeId = (description: string) => queryInt(1, Number.MAX_SAFE_INTEGER).openapi({ description, type: "integer" });
+const TradeId = (description: string) => queryInt(1, Number.MAX_SAFE_INTEGER).openapi({ description });
 
 export const TradesQueryFields = z.object({
-  limit: queryIntOr(1, 1000, 100).openapi({ example: "100", description: "1–1000, default 100", type: "integer" }),
+  limit: queryIntOr(1, 1000, 100).openapi({ example: 100, description: "1–1000, default 100" }),
   fromId: TradeId("Page forwards: trades with tradeId ≥ fromId, ascending"),
   before: TradeId("Page backwards: the `limit` trades just before this tradeId, ascending"),
-  startTime: queryInt(0, 8_640_000_000_000).openapi({ description: "Unix ms: trades at or after it, ascending", type: "integer" }),
-  endTime: queryInt(0, 8_640_000_000_000).openapi({ description: "Unix ms: trades at or before it, ascending", type: "integer" }),
+  startTime: queryInt(0, 8_640_000_000_000).openapi({ description: "Unix ms: trades at or after it, ascending" }),
+  endTime: queryInt(0, 8_640_000_000_000).openapi({ description: "Unix ms: trades at or before it, ascending" }),
 });
 
 /** fromId and before page in opposite directions: one or the other. */
@@ -199,9 +199,9 @@ export const KlinesQueryFields = z.object({
     .enum(Object.keys(KLINE_INTERVALS) as [keyof typeof KLINE_INTERVALS, ...(keyof typeof KLINE_INTERVALS)[]])
     .default("1m")
     .openapi({ description: "1m 5m 15m 1h 4h 1d, default 1m" }),
-  limit: queryIntOr(1, 1000, 500).openapi({ example: "500", description: "1–1000, default 500", type: "integer" }),
-  startTime: queryInt(0, 8_640_000_000_000).openapi({ description: "Unix ms: candles that end at or after it", type: "integer" }),
-  endTime: queryInt(0, 8_640_000_000_000).openapi({ description: "Unix ms: candles that start at or before it", type: "integer" }),
+  limit: queryIntOr(1, 1000, 500).openapi({ example: 500, description: "1–1000, default 500" }),
+  startTime: queryInt(0, 8_640_000_000_000).openapi({ description: "Unix ms: candles that end at or after it" }),
+  endTime: queryInt(0, 8_640_000_000_000).openapi({ description: "Unix ms: candles that start at or before it" }),
 });
 
 /** Adds the rule that a time range runs forwards (kept apart so the fields can be extended). */

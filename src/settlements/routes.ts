@@ -81,6 +81,7 @@ async function authenticateCallback(env: Env, request: Request): Promise<{ gatew
 const callbackDoc = {
   method: "post" as const,
   path: "/callback",
+  operationId: "deliverSettlementCallback",
   tags: ["Settlement callbacks"],
   summary: "Settlement callback from an approved gateway (Standard Webhooks)",
   description:

@@ -39,14 +39,15 @@ async function toShard(env: Env, request: Request, principal: string, headers: R
  * query form `apiKey`, `timestamp`, `signature` over the path `/v1/ws`).
  */
 /** The OpenAPI entry of a WebSocket endpoint (an upgrade has no body schema to validate). */
-function documentStream(router: ReturnType<typeof createRouter>, summary: string): void {
+function documentStream(router: ReturnType<typeof createRouter>, operationId: string, summary: string): void {
   router.openAPIRegistry.registerPath({
     method: "get",
     path: "/ws",
+    operationId,
     tags: ["Streams"],
     summary,
     description:
-      "Upgrade: websocket. Streams ticker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, prices.{QUOTE}; messages subscribe / unsubscribe / list / ping (docs/streams.md). A sixth connection is refused before the upgrade.",
+      "Upgrade: websocket. Streams ticker.{SYMBOL}, bookTicker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, kline.{SYMBOL}.{interval}, prices.{QUOTE}, heartbeat; messages subscribe / unsubscribe / list / ping (docs/streams.md). A sixth connection is refused before the upgrade.",
     request: { query: z.object({ streams: z.string().optional().openapi({ example: "book.BTCUSDT,ticker.BTCUSDT", description: "Subscribe at connect" }) }) },
     responses: { 101: { description: "Switching Protocols" }, ...problemResponses(400, 401, 403, 429) },
   });
@@ -61,7 +62,7 @@ function documentStream(router: ReturnType<typeof createRouter>, summary: string
  */
 export function publicStreamRoutes(limit: MiddlewareHandler<AppEnv>) {
   const router = createRouter();
-  documentStream(router, "WebSocket streams, public (5 connections per client address)");
+  documentStream(router, "openPublicStream", "WebSocket streams, public (5 connections per client address)");
   return router.get("/ws", limit, (c) =>
     toShard(c.env, c.req.raw, ipPrincipal(clientIp(c.req.raw)), { "X-Request-Id": c.get("requestId"), ...c.get("rateLimitHeaders") }),
   );
@@ -71,6 +72,7 @@ export function publicStreamRoutes(limit: MiddlewareHandler<AppEnv>) {
 export const signedStreamRoutes = createRouter();
 documentStream(
   signedStreamRoutes,
+  "openSignedStream",
   "WebSocket streams, signed (permission stream; 5 connections per key; headers or ?apiKey=&timestamp=&signature= over /v1/ws)",
 );
 signedStreamRoutes.get("/ws", async (c) => {

@@ -55,6 +55,7 @@ export const signedRoutes = createRouter()
     createRoute({
       method: "get",
       path: "/ticker/24hr",
+      operationId: "signedGetTicker",
       tags,
       security,
       middleware: [read],
@@ -73,6 +74,7 @@ export const signedRoutes = createRouter()
     createRoute({
       method: "get",
       path: "/book-ticker",
+      operationId: "signedGetBookTicker",
       tags,
       security,
       middleware: [read],
@@ -91,6 +93,7 @@ export const signedRoutes = createRouter()
     createRoute({
       method: "get",
       path: "/orderbook",
+      operationId: "signedGetOrderBook",
       tags,
       security,
       middleware: [read],
@@ -107,6 +110,7 @@ export const signedRoutes = createRouter()
     createRoute({
       method: "get",
       path: "/prices",
+      operationId: "signedGetPrices",
       tags,
       security,
       middleware: [read],
@@ -120,6 +124,7 @@ export const signedRoutes = createRouter()
     createRoute({
       method: "get",
       path: "/trades",
+      operationId: "signedListTrades",
       tags,
       security,
       middleware: [read],
@@ -136,6 +141,7 @@ export const signedRoutes = createRouter()
     createRoute({
       method: "get",
       path: "/klines",
+      operationId: "signedListKlines",
       tags,
       security,
       middleware: [read],
@@ -152,6 +158,7 @@ export const signedRoutes = createRouter()
     createRoute({
       method: "get",
       path: "/markets",
+      operationId: "signedListMarkets",
       tags,
       security,
       middleware: [read],
@@ -164,6 +171,7 @@ export const signedRoutes = createRouter()
     createRoute({
       method: "post",
       path: "/ingest",
+      operationId: "ingestMarketData",
       tags,
       security,
       middleware: ingestBodyRules,

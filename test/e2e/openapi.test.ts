@@ -1,0 +1,57 @@
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { describe, expect, inject, it } from "vitest";
+
+const baseUrl = inject("baseUrl");
+const root = path.resolve(import.meta.dirname, "../..");
+
+type Operation = { operationId?: string; responses?: Record<string, unknown>; security?: unknown[] };
+
+describe("the OpenAPI document (/openapi.json)", () => {
+  it("passes Redocly's recommended ruleset with no error and no warning (redocly.yaml says which rules are off, and why)", async () => {
+    const document = await (await fetch(`${baseUrl}/openapi.json`)).text();
+    const file = path.join(mkdtempSync(path.join(tmpdir(), "openapi-")), "openapi.json");
+    writeFileSync(file, document);
+    let output: string;
+    try {
+      output = execFileSync(path.join(root, "node_modules/.bin/redocly"), ["lint", file, "--config", path.join(root, "redocly.yaml"), "--format", "json"], {
+        cwd: root,
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+    } catch (error) {
+      output = String((error as { stdout?: string }).stdout ?? "");
+    }
+    const report = JSON.parse(output.slice(output.indexOf("{"))) as {
+      totals: { errors: number; warnings: number };
+      problems: { ruleId: string; message: string }[];
+    };
+    expect(
+      report.problems.map((p) => `${p.ruleId}: ${p.message}`),
+      "Redocly's findings",
+    ).toEqual([]);
+    expect(report.totals).toMatchObject({ errors: 0, warnings: 0 });
+  });
+
+  it("every operation has a unique camelCase operationId, states its security, and declares a 2xx (or 101 for a WebSocket)", async () => {
+    const spec = (await (await fetch(`${baseUrl}/openapi.json`)).json()) as { paths: Record<string, Record<string, Operation>>; servers: unknown[] };
+    const ids: string[] = [];
+    for (const [route, item] of Object.entries(spec.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        const where = `${method.toUpperCase()} ${route}`;
+        expect(operation.operationId, where).toMatch(/^[a-z][a-zA-Z0-9]+$/);
+        ids.push(operation.operationId!);
+        expect(Array.isArray(operation.security), `${where}: security stated`).toBe(true);
+        const statuses = Object.keys(operation.responses ?? {});
+        expect(
+          statuses.some((s) => s.startsWith("2") || (s === "101" && route.endsWith("/ws"))),
+          `${where}: a success answer`,
+        ).toBe(true);
+      }
+    }
+    expect(new Set(ids).size, "operationIds are unique").toBe(ids.length);
+    expect(spec.servers.length).toBeGreaterThan(0);
+  });
+});
