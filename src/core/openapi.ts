@@ -1,7 +1,28 @@
 import { PROBLEM_CODES, type ProblemCode } from "./problem";
 
-type Operation = { parameters?: unknown[]; requestBody?: unknown; responses?: Record<string, unknown> };
-type Document = { paths?: Record<string, Record<string, Operation>> };
+type ResponseEntry = { description?: string; headers?: Record<string, unknown>; content?: unknown };
+type Operation = { parameters?: unknown[]; requestBody?: unknown; responses?: Record<string, ResponseEntry> };
+type Document = { paths?: Record<string, Record<string, Operation>>; components?: { headers?: Record<string, unknown> } };
+
+const integer = { type: "integer" } as const;
+/** The headers answers carry (docs/limits.md, docs/edge-reads.md), declared once and referenced. */
+const HEADERS: Record<string, { description: string; schema: object }> = {
+  "X-Request-Id": { description: "The request's id (a valid incoming one is echoed); also in problem bodies as requestId", schema: { type: "string" } },
+  "RateLimit-Limit": { description: "Requests admitted per rolling second for this principal", schema: integer },
+  "RateLimit-Remaining": { description: "Admissions left in the window now", schema: integer },
+  "RateLimit-Reset": { description: "Whole seconds until a slot frees (at least 1 when none is left)", schema: integer },
+  "Retry-After": { description: "Seconds to wait before retrying (at least 1)", schema: integer },
+  "X-As-Of": { description: "The moment a market read shows, Unix ms", schema: integer },
+  Age: { description: "Whole seconds since the edge copy was fetched", schema: integer },
+  "Cache-Control": {
+    description: "public, max-age=0, stale-if-error=5 on market reads; no-store on account, dashboard and operator answers",
+    schema: { type: "string" },
+  },
+  Warning: { description: '110 - "Response is Stale" when a copy answers for a failing market', schema: { type: "string" } },
+};
+const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
+/** Reads answered from the edge copies (docs/edge-reads.md). */
+const MARKET_READ = /^\/(api|v1)\/(ticker|book-ticker|orderbook|trades|klines|markets|prices)\b/;
 
 /** Paths whose bodies the app limits to 64 KiB whatever the method (`app.ts`). */
 const SMALL_BODY_PATHS = /^\/(account|admin|dashboard)\//;
@@ -17,8 +38,9 @@ function describe(status: number): string {
  * anything to validate, 415 and 413 where a body is taken (413 on the account, dashboard and
  * operator paths for any method), 429 everywhere (every route is limited: per IP, per key, per
  * gateway, failed authentications included), and 503 everywhere (a limiter that cannot be reached
- * fails closed; a market that cannot answer past its stale-if-error bound). A route's own
- * entries are kept.
+ * fails closed; a market that cannot answer past its stale-if-error bound). And the headers
+ * every answer carries: the request id and RateLimit-* everywhere, Retry-After on 429 and 503,
+ * the freshness headers on market reads. A route's own entries are kept.
  *
  * @example
  * app.get("/openapi.json", (c) => c.json(withSharedAnswers(app.getOpenAPI31Document(config))));
@@ -37,9 +59,18 @@ export function withSharedAnswers<T extends object>(document: T): T {
           content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } },
         };
       }
+      for (const [status, response] of Object.entries(responses)) {
+        const names = ["X-Request-Id", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"];
+        if (status === "429" || status === "503") names.push("Retry-After");
+        if (status === "200" && MARKET_READ.test(path)) names.push("X-As-Of", "Age", "Cache-Control", "Warning");
+        if (status.startsWith("2") && SMALL_BODY_PATHS.test(path)) names.push("Cache-Control");
+        response.headers = { ...Object.fromEntries(names.map((name) => [name, ref(name)])), ...response.headers };
+      }
       operation.responses = Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b)));
     }
   }
+  const components = ((document as Document).components ??= {});
+  components.headers = { ...HEADERS, ...components.headers };
   return document;
 }
 

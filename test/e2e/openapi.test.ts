@@ -54,4 +54,21 @@ describe("the OpenAPI document (/openapi.json)", () => {
     expect(new Set(ids).size, "operationIds are unique").toBe(ids.length);
     expect(spec.servers.length).toBeGreaterThan(0);
   });
+
+  it("answers declare their headers: request id and RateLimit-* everywhere, Retry-After on 429, freshness on market reads", async () => {
+    const spec = (await (await fetch(`${baseUrl}/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, { responses: Record<string, { headers?: Record<string, unknown> }> }>>;
+    };
+    const ticker = spec.paths["/api/ticker/{pair}"]!.get!.responses;
+    expect(Object.keys(ticker["200"]!.headers ?? {})).toEqual(
+      expect.arrayContaining(["X-Request-Id", "RateLimit-Remaining", "X-As-Of", "Age", "Cache-Control"]),
+    );
+    expect(Object.keys(ticker["429"]!.headers ?? {})).toEqual(expect.arrayContaining(["Retry-After", "RateLimit-Reset"]));
+    const ingest = spec.paths["/v1/ingest"]!.post!.responses;
+    expect(Object.keys(ingest["200"]!.headers ?? {})).not.toContain("X-As-Of");
+    // What is declared is what is sent.
+    const response = await fetch(`${baseUrl}/api/ticker/BTCUSDT`, { headers: { "CF-Connecting-IP": "198.18.90.1" } });
+    for (const header of ["X-Request-Id", "RateLimit-Remaining", "X-As-Of", "Age", "Cache-Control"])
+      expect(response.headers.get(header), header).not.toBeNull();
+  });
 });
