@@ -36,6 +36,26 @@ export function clientIp(request: Request): string {
   return canonicalIp(request.headers.get("CF-Connecting-IP")) ?? NO_ADDRESS;
 }
 
+/** Principals by the header's raw text, per isolate: parsing an address costs more than a lookup. */
+const principalsByHeader = new Map<string, string>();
+/** Bounded, so a flood of distinct spellings cannot grow it without end. */
+const MAX_REMEMBERED = 10_000;
+
+/**
+ * The principal a request's client address is counted as (`ip:…`): {@link ipPrincipal} of
+ * {@link clientIp}, remembered per spelling of the header.
+ */
+export function clientPrincipal(request: Request): string {
+  const raw = request.headers.get("CF-Connecting-IP") ?? "";
+  let principal = principalsByHeader.get(raw);
+  if (principal === undefined) {
+    principal = ipPrincipal(canonicalIp(raw) ?? NO_ADDRESS);
+    if (principalsByHeader.size >= MAX_REMEMBERED) principalsByHeader.clear();
+    principalsByHeader.set(raw, principal);
+  }
+  return principal;
+}
+
 /**
  * The principal a client address is counted as: an IPv4 address alone, an IPv6 address by
  * its /64 (one subscriber's network: a host there can take any of 2^64 addresses at will).

@@ -4,7 +4,7 @@ import { accessGuard } from "../core/object-ids";
 import { isProblemResult, ProblemError, problem, unwrap } from "../core/problem";
 import { setResponseHeaders } from "../core/response-headers";
 import type { AppEnv } from "../env";
-import { clientIp, ipPrincipal } from "./client-address";
+import { clientIp, clientPrincipal } from "./client-address";
 import { KEY_ID_PATTERN, type Permission, principalOfKey } from "./keys";
 import { admit, fromGuard, localRefusal, PUBLIC_LIMIT, rateLimited, SIGNED_LIMIT } from "./rate-limit";
 import { requestTargetOf, SIGNATURE_PATTERN } from "./signature";
@@ -19,12 +19,7 @@ const TIMESTAMP_PATTERN = /^[1-9]\d{0,15}$/;
  * (docs/limits.md) and carries that limit's headers; over the limit it becomes the 429 instead.
  */
 export async function chargeClientIp(env: Env, request: Request, refusal: ProblemError): Promise<ProblemError> {
-  const admission = await admit(
-    env,
-    ipPrincipal(clientIp(request)),
-    PUBLIC_LIMIT,
-    `${PUBLIC_LIMIT} requests per second per IP, failed authentications included`,
-  );
+  const admission = await admit(env, clientPrincipal(request), PUBLIC_LIMIT, `${PUBLIC_LIMIT} requests per second per IP, failed authentications included`);
   Object.assign(refusal.headers, rateLimitHeaders(admission));
   return refusal;
 }
@@ -63,7 +58,7 @@ const PUBLIC_DETAIL = `${PUBLIC_LIMIT} requests per second per IP`;
  * isolate already refused is answered at once, before the read that would be thrown away.
  */
 export const publicLimit = createMiddleware<AppEnv>((c, next) => {
-  const principal = ipPrincipal(clientIp(c.req.raw));
+  const principal = clientPrincipal(c.req.raw);
   const refused = localRefusal(principal, PUBLIC_DETAIL);
   if (refused) throw refused;
   return runAdmitted(c, next, admit(c.env, principal, PUBLIC_LIMIT, PUBLIC_DETAIL));

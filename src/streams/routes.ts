@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
-import { clientIp, ipPrincipal } from "../access/client-address";
+import { clientPrincipal } from "../access/client-address";
 import { principalOfKey } from "../access/keys";
 import { authenticateSigned } from "../access/middleware";
 import { rateLimitHeaders } from "../access/sliding-window";
@@ -64,7 +64,7 @@ export function publicStreamRoutes(limit: MiddlewareHandler<AppEnv>) {
   const router = createRouter();
   documentStream(router, "openPublicStream", "WebSocket streams, public (5 connections per client address)");
   return router.get("/ws", limit, (c) =>
-    toShard(c.env, c.req.raw, ipPrincipal(clientIp(c.req.raw)), { "X-Request-Id": c.get("requestId"), ...c.get("rateLimitHeaders") }),
+    toShard(c.env, c.req.raw, clientPrincipal(c.req.raw), { "X-Request-Id": c.get("requestId"), ...c.get("rateLimitHeaders") }),
   );
 }
 

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { allowListAdmits, canonicalIp, clientIp, ipPrincipal, isValidCidr, NO_ADDRESS } from "../../src/access/client-address";
+import { allowListAdmits, canonicalIp, clientIp, clientPrincipal, ipPrincipal, isValidCidr, NO_ADDRESS } from "../../src/access/client-address";
 
 const octets = fc.tuple(fc.nat(255), fc.nat(255), fc.nat(255), fc.nat(255));
 const groups = fc.array(fc.nat(0xffff), { minLength: 8, maxLength: 8 });
@@ -126,6 +126,26 @@ describe("IP allow-lists: IPv4, IPv6 and CIDR edges", () => {
         const neighbour = (value + 1) % 2 ** 32;
         const text = [24, 16, 8, 0].map((shift) => String(Math.floor(neighbour / 2 ** shift) % 256)).join(".");
         expect(allowListAdmits([`${address}/32`], text)).toBe(false);
+      }),
+    );
+  });
+});
+
+describe("clientPrincipal: the per-isolate memo of a header's principal", () => {
+  it("gives what parsing gives, for any header text, the first time and every time after", () => {
+    const spellings = fc.oneof(
+      fc.ipV4(),
+      fc.ipV6(),
+      fc.ipV4().map((ip) => `::ffff:${ip}`),
+      fc.ipV4().map((ip) => `${ip}:443`),
+      fc.string({ maxLength: 40 }),
+    );
+    fc.assert(
+      fc.property(spellings, (raw) => {
+        const request = new Request("http://service.test/", { headers: { "CF-Connecting-IP": raw } });
+        const expected = ipPrincipal(canonicalIp(raw) ?? NO_ADDRESS);
+        expect(clientPrincipal(request), raw).toBe(expected);
+        expect(clientPrincipal(request), `${raw}, remembered`).toBe(expected);
       }),
     );
   });
