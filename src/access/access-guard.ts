@@ -42,9 +42,10 @@ export class AccessGuard extends DurableObject<Env> {
   private lastUsedAt: number | null = null;
   private lastUseWrittenAt = 0;
 
-  private admitAt(limit: number, now: number): Admission {
+  /** The principal's window, made anew when its limit changes. */
+  private windowFor(limit: number): SlidingWindow {
     if (this.window?.limit !== limit) this.window = new SlidingWindow(limit);
-    return this.window.admit(now);
+    return this.window;
   }
 
   /**
@@ -53,9 +54,9 @@ export class AccessGuard extends DurableObject<Env> {
    * of its last one (docs/limits.md#leased-admissions).
    */
   admit(limit: number, now = Date.now(), options: { lease?: number; handBack?: { id: string; unused: number } } = {}): LeasedAdmission {
-    if (this.window?.limit !== limit) this.window = new SlidingWindow(limit);
-    if (options.handBack) this.window.handBack(options.handBack.id, options.handBack.unused, now);
-    return this.window.admit(now, options.lease ?? 0);
+    const window = this.windowFor(limit);
+    if (options.handBack) window.handBack(options.handBack.id, options.handBack.unused, now);
+    return window.admit(now, options.lease ?? 0);
   }
 
   /**
@@ -130,7 +131,7 @@ export class AccessGuard extends DurableObject<Env> {
       // Admitted at the moment of admission, not when the check began: the awaits above may
       // have let other requests of this key through first.
       const admittedAt = Date.now();
-      const admission = this.admitAt(check.limit, admittedAt);
+      const admission = this.windowFor(check.limit).admit(admittedAt);
       if (admission.allowed) this.noteUse(admittedAt);
       return admission;
     } catch (error) {

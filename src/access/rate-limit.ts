@@ -64,9 +64,9 @@ export function localRefusal(principal: string, detail: string): ProblemError | 
  * setResponseHeaders(c, rateLimitHeaders(admission));
  */
 export async function admit(env: Env, principal: string, limit: number, detail = `${limit} requests per second`): Promise<Admission> {
+  const refused = localRefusal(principal, detail);
+  if (refused) throw refused;
   const now = Date.now();
-  const refused = refusals.refusal(principal, now);
-  if (refused) throw rateLimited(refused, detail);
   const leased = leases.spend(principal, now);
   if (leased) return leased;
   const options = { lease: leases.asked(principal, now), handBack: leases.takeHandBack(principal) };

@@ -1,5 +1,5 @@
 import { marketObject, objectCalls } from "../core/object-ids";
-import { problem } from "../core/problem";
+import { ProblemError, problem } from "../core/problem";
 import { msSetting } from "../core/settings";
 import { type Copy, copyKey, EdgeCopies, type MarketAnswer, type MarketQuestion } from "./edge-copies";
 
@@ -24,11 +24,19 @@ export interface EdgePolicy {
   staleIfErrorMs: number;
 }
 
+/** Read once per env object: every read asks, and the variables do not change while it lives. */
+const policies = new WeakMap<Env, EdgePolicy>();
+
 export function edgePolicy(env: Env): EdgePolicy {
-  return {
-    maxAgeMs: msSetting(env.MARKET_READ_MAX_AGE_MS, DEFAULT_MAX_AGE_MS),
-    staleIfErrorMs: msSetting(env.MARKET_READ_STALE_IF_ERROR_MS, DEFAULT_STALE_IF_ERROR_MS),
-  };
+  let policy = policies.get(env);
+  if (!policy) {
+    policy = {
+      maxAgeMs: msSetting(env.MARKET_READ_MAX_AGE_MS, DEFAULT_MAX_AGE_MS),
+      staleIfErrorMs: msSetting(env.MARKET_READ_STALE_IF_ERROR_MS, DEFAULT_STALE_IF_ERROR_MS),
+    };
+    policies.set(env, policy);
+  }
+  return policy;
 }
 
 /** What a read needs of its request: the bindings, and a way to finish work after answering. */
@@ -137,7 +145,7 @@ export async function readThroughEdge(ctx: ReadContext, key: string, ask: () => 
   try {
     return served(await refresh(ctx, policy, key, ask), Date.now(), false);
   } catch (error) {
-    if (error instanceof Error && error.name === "ProblemError") throw error;
+    if (error instanceof ProblemError) throw error;
     return staleOrUnavailable(policy, key, Date.now());
   } finally {
     copies.releaseRefresh(key);

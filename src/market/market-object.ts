@@ -117,7 +117,9 @@ export class MarketObject extends DurableObject<Env> {
   /** The top of the book last sent on `bookTicker.{SYMBOL}` (as text), when, and a send held back. */
   private bookTickerSent = { top: "", at: 0, held: false };
   /** The book's levels as JSON text per depth, for the sequence they were made at. */
-  private bookTexts: { sequence: number; byDepth: Map<number, string>; checksum: number } | undefined;
+  private bookTexts: { sequence: number; byDepth: Map<number, string> } | undefined;
+  /** The book's checksum for the sequence it was taken at: the stream and REST share it. */
+  private checksumAt: { sequence: number; value: number } | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -288,10 +290,14 @@ export class MarketObject extends DurableObject<Env> {
     });
   }
 
-  /** The checksum of the book as it is now (docs/streams.md#checksums). */
+  /** The checksum of the book as it is now (docs/streams.md#checksums), once per sequence. */
   private checksumOf(state: MarketState): number {
-    const { bids, asks } = state.book.levels(CHECKSUM_DEPTH);
-    return bookChecksum(bids, asks);
+    const { sequence } = state.book;
+    if (this.checksumAt?.sequence !== sequence) {
+      const { bids, asks } = state.book.levels(CHECKSUM_DEPTH);
+      this.checksumAt = { sequence, value: bookChecksum(bids, asks) };
+    }
+    return this.checksumAt.value;
   }
 
   /** The best bid and ask with their quantities (`GET /api/book-ticker`); null for an empty side. */
@@ -321,13 +327,13 @@ export class MarketObject extends DurableObject<Env> {
     return this.guarded(() => {
       const state = this.readable(symbol);
       const sequence = state.book.sequence;
-      if (this.bookTexts?.sequence !== sequence) this.bookTexts = { sequence, byDepth: new Map(), checksum: this.checksumOf(state) };
+      if (this.bookTexts?.sequence !== sequence) this.bookTexts = { sequence, byDepth: new Map() };
       let levels = this.bookTexts.byDepth.get(depth);
       if (levels === undefined) {
         levels = JSON.stringify(state.book.levels(depth));
         if (this.bookTexts.byDepth.size < 32) this.bookTexts.byDepth.set(depth, levels);
       }
-      return { symbol, sequence, timestamp: now, checksum: this.bookTexts.checksum, levels };
+      return { symbol, sequence, timestamp: now, checksum: this.checksumOf(state), levels };
     });
   }
 
@@ -560,7 +566,7 @@ export class MarketObject extends DurableObject<Env> {
   async subscribeShard(symbol: string, shard: string): Promise<void> {
     const state = this.load(symbol);
     const { bids, asks } = state.book.levels(Number.MAX_SAFE_INTEGER);
-    const data = { type: "snapshot", sequence: state.book.sequence, time: state.book.updatedAt, checksum: bookChecksum(bids, asks), bids, asks };
+    const data = { type: "snapshot", sequence: state.book.sequence, time: state.book.updatedAt, checksum: this.checksumOf(state), bids, asks };
     await this.publisher!.add(shard, [{ stream: `book.${symbol}`, data }]);
   }
 

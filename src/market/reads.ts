@@ -3,14 +3,10 @@ import { RATE_LIMITS } from "../access/rate-limit";
 import { jsonText } from "../core/json-text";
 import type { AppEnv } from "../env";
 import type { MarketQuestion } from "./edge-copies";
-import type { TradePage } from "./market-store";
-
-type TradeBounds = Omit<TradePage, "limit">;
-
 import { type EdgeRead, edgePolicy, type ReadContext, readMarket } from "./edge-reads";
-import type { KlineQuery } from "./klines";
 import { resolveMarket } from "./lookup";
 import type { MarketView } from "./market-object";
+import type { TradePage } from "./market-store";
 import { readPriceSnapshot } from "./price-cache";
 import { pricesIn } from "./price-index";
 import { ASSETS, MARKETS } from "./registry";
@@ -51,14 +47,14 @@ export function sendRead<T>(c: Context<AppEnv>, read: EdgeRead): Response & Type
   return jsonText<T>(c, read.text, headers);
 }
 
-export function readTicker(ctx: ReadContext, pair: string): Promise<EdgeRead> {
-  const { symbol } = resolveMarket(pair);
-  return readMarket(ctx, symbol, { kind: "ticker" });
+/** One question about the market a client named (any accepted spelling of its pair). */
+export function readPair(ctx: ReadContext, pair: string, question: MarketQuestion): Promise<EdgeRead> {
+  return readMarket(ctx, resolveMarket(pair).symbol, question);
 }
 
-export function readBookTicker(ctx: ReadContext, pair: string): Promise<EdgeRead> {
-  const { symbol } = resolveMarket(pair);
-  return readMarket(ctx, symbol, { kind: "bookTicker" });
+/** The trades question of a `limit` and any page bounds (docs/api.md#trade-history). */
+export function tradesQuestion({ limit, ...page }: TradePage): MarketQuestion {
+  return { kind: "trades", limit, page };
 }
 
 /**
@@ -75,25 +71,17 @@ export async function readMany(ctx: ReadContext, symbols: string | undefined, qu
   return combineReads(settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : [])));
 }
 
+/**
+ * The signed surface's one-or-many form: one record for `symbol`, else as {@link readMany}.
+ * (The schema refuses `symbol` with `symbols`.)
+ */
+export function readOneOrMany(ctx: ReadContext, { symbol, symbols }: { symbol?: string; symbols?: string }, question: MarketQuestion): Promise<EdgeRead> {
+  return symbol !== undefined ? readPair(ctx, symbol, question) : readMany(ctx, symbols, question);
+}
+
 /** The ticker as a record, for the pages (which render it rather than send it). */
 export async function readTickerRecord(ctx: ReadContext, pair: string): Promise<TickerRecord> {
-  return JSON.parse((await readTicker(ctx, pair)).text) as TickerRecord;
-}
-
-export function readOrderBook(ctx: ReadContext, pair: string, depth: number): Promise<EdgeRead> {
-  const { symbol } = resolveMarket(pair);
-  return readMarket(ctx, symbol, { kind: "book", depth });
-}
-
-/** The newest trades, or one page of the history (docs/api.md#trade-history). */
-export function readTrades(ctx: ReadContext, pair: string, { limit, ...page }: { limit: number } & TradeBounds): Promise<EdgeRead> {
-  const { symbol } = resolveMarket(pair);
-  return readMarket(ctx, symbol, { kind: "trades", limit, page });
-}
-
-export function readKlines(ctx: ReadContext, pair: string, query: KlineQuery): Promise<EdgeRead> {
-  const { symbol } = resolveMarket(pair);
-  return readMarket(ctx, symbol, { kind: "klines", query });
+  return JSON.parse((await readPair(ctx, pair, { kind: "ticker" })).text) as TickerRecord;
 }
 
 const ASSETS_TEXT = JSON.stringify(ASSETS);

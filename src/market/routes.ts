@@ -3,7 +3,7 @@ import type { MiddlewareHandler } from "hono";
 import { createRouter } from "../core/router";
 import { okJson, problemResponses } from "../core/schemas";
 import type { AppEnv } from "../env";
-import { readBookTicker, readContext, readKlines, readMany, readMarkets, readOrderBook, readPrices, readTicker, readTrades, sendRead } from "./reads";
+import { readContext, readMany, readMarkets, readPair, readPrices, sendRead, tradesQuestion } from "./reads";
 import {
   BookTickerSchema,
   DepthQuery,
@@ -56,7 +56,11 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
         request: { params: PairParam, query: DepthQuery },
         responses: { ...okJson(OrderBookSchema, "Up to `depth` levels a side, best first"), ...problemResponses(400, 404, 429) },
       }),
-      async (c) => sendRead<z.infer<typeof OrderBookSchema>>(c, await readOrderBook(readContext(c), c.req.valid("param").pair, c.req.valid("query").depth)),
+      async (c) =>
+        sendRead<z.infer<typeof OrderBookSchema>>(
+          c,
+          await readPair(readContext(c), c.req.valid("param").pair, { kind: "book", depth: c.req.valid("query").depth }),
+        ),
     )
     .openapi(
       createRoute({
@@ -71,7 +75,7 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
         request: { params: PairParam },
         responses: { ...okJson(TickerSchema, "Ticker record"), ...problemResponses(400, 404, 429) },
       }),
-      async (c) => sendRead<z.infer<typeof TickerSchema>>(c, await readTicker(readContext(c), c.req.valid("param").pair)),
+      async (c) => sendRead<z.infer<typeof TickerSchema>>(c, await readPair(readContext(c), c.req.valid("param").pair, { kind: "ticker" })),
     )
     .openapi(
       createRoute({
@@ -99,7 +103,7 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
         request: { params: PairParam },
         responses: { ...okJson(BookTickerSchema, "Top of the book"), ...problemResponses(400, 404, 429) },
       }),
-      async (c) => sendRead<z.infer<typeof BookTickerSchema>>(c, await readBookTicker(readContext(c), c.req.valid("param").pair)),
+      async (c) => sendRead<z.infer<typeof BookTickerSchema>>(c, await readPair(readContext(c), c.req.valid("param").pair, { kind: "bookTicker" })),
     )
     .openapi(
       createRoute({
@@ -128,7 +132,7 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
         request: { params: PairParam, query: TradesQuery },
         responses: { ...okJson(z.array(TradeSchema), "Trades"), ...problemResponses(400, 404, 429) },
       }),
-      async (c) => sendRead<z.infer<typeof TradeSchema>[]>(c, await readTrades(readContext(c), c.req.valid("param").pair, c.req.valid("query"))),
+      async (c) => sendRead<z.infer<typeof TradeSchema>[]>(c, await readPair(readContext(c), c.req.valid("param").pair, tradesQuestion(c.req.valid("query")))),
     )
     .openapi(
       createRoute({
@@ -143,7 +147,8 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
         request: { params: PairParam, query: KlinesQuery },
         responses: { ...okJson(z.array(KlineSchema), "Candles"), ...problemResponses(400, 404, 429) },
       }),
-      async (c) => sendRead<z.infer<typeof KlineSchema>[]>(c, await readKlines(readContext(c), c.req.valid("param").pair, c.req.valid("query"))),
+      async (c) =>
+        sendRead<z.infer<typeof KlineSchema>[]>(c, await readPair(readContext(c), c.req.valid("param").pair, { kind: "klines", query: c.req.valid("query") })),
     )
     .openapi(
       createRoute({

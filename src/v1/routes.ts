@@ -8,7 +8,7 @@ import { createRouter } from "../core/router";
 import { okJson, problemResponses } from "../core/schemas";
 import type { AppEnv } from "../env";
 import { ingest } from "../market/ingest";
-import { readBookTicker, readContext, readKlines, readMany, readMarkets, readOrderBook, readPrices, readTicker, readTrades, sendRead } from "../market/reads";
+import { readContext, readMarkets, readOneOrMany, readPair, readPrices, sendRead, tradesQuestion } from "../market/reads";
 import {
   BookTickerSchema,
   IngestBodySchema,
@@ -63,12 +63,8 @@ export const signedRoutes = createRouter()
       request: { query: SymbolOrSymbolsQuery },
       responses: { ...okJson(z.union([TickerSchema, z.array(TickerSchema)]), "Ticker record(s)"), ...signedProblems },
     }),
-    async (c) => {
-      const { symbol, symbols } = c.req.valid("query");
-      type Answer = z.infer<typeof TickerSchema> | z.infer<typeof TickerSchema>[];
-      const ctx = readContext(c);
-      return sendRead<Answer>(c, symbol !== undefined ? await readTicker(ctx, symbol) : await readMany(ctx, symbols, { kind: "ticker" }));
-    },
+    async (c) =>
+      sendRead<z.infer<typeof TickerSchema> | z.infer<typeof TickerSchema>[]>(c, await readOneOrMany(readContext(c), c.req.valid("query"), { kind: "ticker" })),
   )
   .openapi(
     createRoute({
@@ -82,12 +78,11 @@ export const signedRoutes = createRouter()
       request: { query: SymbolOrSymbolsQuery },
       responses: { ...okJson(z.union([BookTickerSchema, z.array(BookTickerSchema)]), "Top(s) of the book"), ...signedProblems },
     }),
-    async (c) => {
-      const { symbol, symbols } = c.req.valid("query");
-      type Answer = z.infer<typeof BookTickerSchema> | z.infer<typeof BookTickerSchema>[];
-      const ctx = readContext(c);
-      return sendRead<Answer>(c, symbol !== undefined ? await readBookTicker(ctx, symbol) : await readMany(ctx, symbols, { kind: "bookTicker" }));
-    },
+    async (c) =>
+      sendRead<z.infer<typeof BookTickerSchema> | z.infer<typeof BookTickerSchema>[]>(
+        c,
+        await readOneOrMany(readContext(c), c.req.valid("query"), { kind: "bookTicker" }),
+      ),
   )
   .openapi(
     createRoute({
@@ -103,7 +98,7 @@ export const signedRoutes = createRouter()
     }),
     async (c) => {
       const { symbol, depth } = c.req.valid("query");
-      return sendRead<z.infer<typeof OrderBookSchema>>(c, await readOrderBook(readContext(c), symbol, depth));
+      return sendRead<z.infer<typeof OrderBookSchema>>(c, await readPair(readContext(c), symbol, { kind: "book", depth }));
     },
   )
   .openapi(
@@ -134,7 +129,7 @@ export const signedRoutes = createRouter()
     }),
     async (c) => {
       const { symbol, ...query } = c.req.valid("query");
-      return sendRead<z.infer<typeof TradeSchema>[]>(c, await readTrades(readContext(c), symbol, query));
+      return sendRead<z.infer<typeof TradeSchema>[]>(c, await readPair(readContext(c), symbol, tradesQuestion(query)));
     },
   )
   .openapi(
@@ -151,7 +146,7 @@ export const signedRoutes = createRouter()
     }),
     async (c) => {
       const { symbol, ...query } = c.req.valid("query");
-      return sendRead<z.infer<typeof KlineSchema>[]>(c, await readKlines(readContext(c), symbol, query));
+      return sendRead<z.infer<typeof KlineSchema>[]>(c, await readPair(readContext(c), symbol, { kind: "klines", query }));
     },
   )
   .openapi(
