@@ -28,7 +28,7 @@ export default defineConfig({
         ],
         test: {
           name: "workers",
-          include: ["test/unit/**/*.test.ts", "test/integration/**/*.test.ts"],
+          include: ["test/unit/**/*.test.ts", "test/integration/**/*.test.ts", "client/test/**/*.test.ts"],
           setupFiles: ["test/integration/apply-migrations.ts"],
         },
       },

@@ -4,7 +4,6 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { createServer } from "node:http";
 import { promisify } from "node:util";
 import { describe, expect, inject, it } from "vitest";
-// @ts-expect-error plain ESM script without types
 import { deliver, signWebhook } from "../../scripts/gateway.mjs";
 
 const run = promisify(execFile);

@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, inject, it } from "vitest";
+import { committedTypes, typesOf } from "../../scripts/client-types.mjs";
 
 const baseUrl = inject("baseUrl");
 const root = path.resolve(import.meta.dirname, "../..");
@@ -70,5 +71,10 @@ describe("the OpenAPI document (/openapi.json)", () => {
     const response = await fetch(`${baseUrl}/api/ticker/BTCUSDT`, { headers: { "CF-Connecting-IP": "198.18.90.1" } });
     for (const header of ["X-Request-Id", "RateLimit-Remaining", "X-As-Of", "Age", "Cache-Control"])
       expect(response.headers.get(header), header).not.toBeNull();
+  });
+
+  it("the client's generated types are what /openapi.json gives now (else: npm run client:types)", async () => {
+    const document = await (await fetch(`${baseUrl}/openapi.json`)).json();
+    expect(committedTypes() === (await typesOf(document)), "client/src/generated/openapi.ts is stale: run npm run client:types and commit it").toBe(true);
   });
 });

@@ -1,0 +1,448 @@
+import type { components } from "./generated/openapi.js";
+import { type BookMessage, LocalBook } from "./local-book.js";
+import { type BackoffOptions, backoffDelay, type Clock, systemClock } from "./pacing.js";
+import { type ClientOptions, MarketDataClient } from "./rest.js";
+
+export type Ticker = components["schemas"]["Ticker"];
+export type Trade = components["schemas"]["Trade"];
+export type BookTicker = components["schemas"]["BookTicker"];
+export type Prices = components["schemas"]["Prices"];
+export type Kline = components["schemas"]["Kline"] & { interval: string; closed: boolean };
+export interface Heartbeat {
+  time: number;
+  sequence: number;
+}
+
+/** What the client needs of a WebSocket: the standard browser API (Node ≥ 22, Deno, Bun and Workers have it; on Node 20 pass `WebSocket` from the `ws` package). */
+export interface WebSocketLike {
+  readonly readyState: number;
+  send(data: string): void;
+  close(code?: number, reason?: string): void;
+  // biome-ignore lint/suspicious/noExplicitAny: each runtime types its events differently; only `data` of a message is read
+  addEventListener(type: "open" | "message" | "close" | "error", listener: (event: any) => void): void;
+}
+export type WebSocketConstructor = new (url: string) => WebSocketLike;
+
+export type StreamState = "connecting" | "open" | "reconnecting" | "closed";
+
+/** A stream the service refused (`UNKNOWN_STREAM`, `TOO_MANY_STREAMS`, …). */
+export class StreamError extends Error {
+  override readonly name = "StreamError";
+  constructor(
+    readonly code: string,
+    readonly stream: string,
+    message: string,
+  ) {
+    super(`${code}: ${message}`);
+  }
+}
+
+export interface StreamOptions extends Partial<ClientOptions> {
+  /** A REST client to share (its base URL, credentials and server clock); made from these options otherwise. */
+  client?: MarketDataClient;
+  /** Connect to `/v1/ws` with the API key (default: when `apiKey` and `secret` are given) or to the public `/api/ws`. */
+  signed?: boolean;
+  WebSocket?: WebSocketConstructor;
+  /** Back-off between reconnects (default 1 s doubling to 30 s, jittered). */
+  reconnect?: Partial<BackoffOptions>;
+  /** Reconnect when nothing arrived for this long (default 15 s: three missed heartbeats); 0 turns the heartbeat off. */
+  heartbeatTimeoutMs?: number;
+  /** The runtime-answered keepalive (`ping` → `pong`) interval (default 30 s). */
+  keepaliveMs?: number;
+}
+
+/** Client messages a second the client allows itself (the service closes a connection at its 11th). */
+const MESSAGES_PER_SECOND = 8;
+/** Names per subscribe message (the service's limit). */
+const STREAMS_PER_MESSAGE = 50;
+/** After asking a book for a new snapshot, ask again if none came within this time. */
+const RESYNC_RETRY_MS = 5000;
+const OPEN = 1;
+
+interface Wanted {
+  listeners: Set<(data: unknown) => void>;
+  failures: Set<(error: StreamError) => void>;
+}
+
+/**
+ * Canonical stream names, as the service acknowledges them: `book.btc-usdt` → `book.BTCUSDT`,
+ * `prices.usdt` → `prices.USDT`, `kline.btc_usdt.1m` → `kline.BTCUSDT.1m`.
+ */
+export function canonicalStream(name: string): string {
+  const [kind, symbol, ...rest] = name.split(".");
+  if (symbol === undefined) return name;
+  return [kind, symbol.toUpperCase().replace(/[-_/]/g, ""), ...rest].join(".");
+}
+
+/**
+ * One WebSocket connection to the service's streams, kept alive: subscribe and unsubscribe at
+ * any time; after a lost connection it reconnects with jittered back-off and subscribes again to
+ * everything wanted; a heartbeat watchdog replaces a connection that went silent. Data come as
+ * listeners ({@link subscribe}) or typed async iterators ({@link ticker}, {@link trades} …), and
+ * {@link book} keeps a {@link LocalBook} in sync (snapshot, deltas, sequence and checksum
+ * checks, a resync on any gap).
+ *
+ * @example
+ * const stream = new MarketStream({ baseUrl: "http://127.0.0.1:8787" });
+ * for await (const ticker of stream.ticker("BTCUSDT")) console.log(ticker.lastPrice);
+ */
+export class MarketStream {
+  state: StreamState = "connecting";
+  /** The current connection (undefined between connections). */
+  socket: WebSocketLike | undefined;
+  /** Connections made after the first one. */
+  reconnects = 0;
+  /** Fresh snapshots asked for after a gap or checksum mismatch. */
+  resyncs = 0;
+  readonly client: MarketDataClient;
+  private readonly options: StreamOptions;
+  private readonly clock: Clock;
+  private readonly WebSocketImpl: WebSocketConstructor;
+  private readonly wanted = new Map<string, Wanted>();
+  private readonly requests = new Map<number, { op: string; streams: string[] }>();
+  private readonly stateListeners = new Set<(state: StreamState) => void>();
+  private readonly lostListeners = new Set<() => void>();
+  private outbox: string[] = [];
+  private sentAt: number[] = [];
+  private flushTimer: ReturnType<typeof setTimeout> | undefined;
+  private attempt = 0;
+  private nextId = 1;
+  private lastMessageAt = 0;
+  private watchdog: ReturnType<typeof setInterval> | undefined;
+  private keepalive: ReturnType<typeof setInterval> | undefined;
+
+  constructor(options: StreamOptions) {
+    this.options = options;
+    this.client = options.client ?? new MarketDataClient({ baseUrl: "", ...options });
+    this.clock = options.clock ?? this.client.options.clock ?? systemClock;
+    const WebSocketImpl = options.WebSocket ?? (globalThis as unknown as { WebSocket?: WebSocketConstructor }).WebSocket;
+    if (!WebSocketImpl) throw new TypeError('no WebSocket in this runtime: pass one (e.g. `import WebSocket from "ws"` on Node 20) as the WebSocket option');
+    this.WebSocketImpl = WebSocketImpl;
+    void this.open();
+  }
+
+  /** Calls `listener` with each state change (`open`, `reconnecting`, …); returns a function that stops it. */
+  onState(listener: (state: StreamState) => void): () => void {
+    this.stateListeners.add(listener);
+    return () => this.stateListeners.delete(listener);
+  }
+
+  /**
+   * Subscribes to a stream by name (`ticker.BTCUSDT`, `book.ETHUSDT`, `prices.USDT`,
+   * `kline.BTCUSDT.1m`, `heartbeat` …) and calls `listener` with each message's `data`; the
+   * subscription survives reconnects. Returns the function that unsubscribes.
+   */
+  subscribe(stream: string, listener: (data: unknown) => void, onError?: (error: StreamError) => void): () => void {
+    const name = canonicalStream(stream);
+    let wanted = this.wanted.get(name);
+    if (!wanted) {
+      wanted = { listeners: new Set(), failures: new Set() };
+      this.wanted.set(name, wanted);
+      if (this.state === "open") this.request("subscribe", [name]);
+    }
+    const entry = wanted;
+    entry.listeners.add(listener);
+    if (onError) entry.failures.add(onError);
+    return () => {
+      entry.listeners.delete(listener);
+      if (onError) entry.failures.delete(onError);
+      if (entry.listeners.size === 0 && this.wanted.get(name) === entry) {
+        this.wanted.delete(name);
+        if (this.state === "open") this.request("unsubscribe", [name]);
+      }
+    };
+  }
+
+  /**
+   * The stream's messages as an async iterator; leaving the loop unsubscribes. A consumer slower
+   * than the stream finds at most `buffer` messages waiting (the oldest are dropped beyond that).
+   */
+  iterate<T>(stream: string, buffer = 1000): AsyncIterableIterator<T> {
+    const queue: T[] = [];
+    let wake: (() => void) | undefined;
+    let failure: StreamError | undefined;
+    let done = false;
+    const stopWatching = this.onState((state) => state === "closed" && wake?.());
+    const subscription = this.subscribe(
+      stream,
+      (data) => {
+        for (const item of Array.isArray(data) ? data : [data]) queue.push(item as T);
+        if (queue.length > buffer) queue.splice(0, queue.length - buffer);
+        wake?.();
+      },
+      (error) => {
+        failure = error;
+        wake?.();
+      },
+    );
+    const unsubscribe = () => {
+      subscription();
+      stopWatching();
+    };
+    const iterator: AsyncIterableIterator<T> = {
+      next: async () => {
+        for (;;) {
+          if (queue.length > 0) return { value: queue.shift()!, done: false };
+          if (failure) {
+            done = true;
+            unsubscribe();
+            throw failure;
+          }
+          if (done || this.state === "closed") return { value: undefined, done: true };
+          await new Promise<void>((resolve) => (wake = resolve));
+          wake = undefined;
+        }
+      },
+      return: async () => {
+        done = true;
+        unsubscribe();
+        wake?.();
+        return { value: undefined, done: true };
+      },
+      [Symbol.asyncIterator]: () => iterator,
+    };
+    return iterator;
+  }
+
+  ticker(symbol: string): AsyncIterableIterator<Ticker> {
+    return this.iterate(`ticker.${symbol}`);
+  }
+  trades(symbol: string): AsyncIterableIterator<Trade> {
+    return this.iterate(`trades.${symbol}`);
+  }
+  bookTicker(symbol: string): AsyncIterableIterator<BookTicker> {
+    return this.iterate(`bookTicker.${symbol}`);
+  }
+  klines(symbol: string, interval: string): AsyncIterableIterator<Kline> {
+    return this.iterate(`kline.${symbol}.${interval}`);
+  }
+  prices(quote: string): AsyncIterableIterator<Prices> {
+    return this.iterate(`prices.${quote}`);
+  }
+
+  /**
+   * Keeps a local order book of `symbol` in sync: replaced by each snapshot, continued by deltas
+   * whose sequence and checksum are checked; on a gap, a mismatch or a reconnect it is marked
+   * out of sync and a fresh snapshot is asked for (once, again after 5 s if none came).
+   * `onUpdate` runs after each message applied, `onResync` when a new snapshot is asked for.
+   * `inspect` sees each message before the book does and may change it or drop it (return
+   * undefined): a way to simulate a lossy network.
+   */
+  book(
+    symbol: string,
+    {
+      onUpdate,
+      onResync,
+      inspect,
+    }: {
+      onUpdate?: (book: LocalBook) => void;
+      onResync?: (book: LocalBook) => void;
+      inspect?: (message: BookMessage, book: LocalBook) => BookMessage | undefined;
+    } = {},
+  ): { book: LocalBook; close: () => void } {
+    const stream = canonicalStream(`book.${symbol}`);
+    const book = new LocalBook();
+    let retry: ReturnType<typeof setTimeout> | undefined;
+    const resync = () => {
+      this.resyncs += 1;
+      onResync?.(book);
+      this.request("unsubscribe", [stream]);
+      this.request("subscribe", [stream]);
+      clearTimeout(retry);
+      retry = setTimeout(() => {
+        if (!book.synced && this.state === "open") resync();
+      }, RESYNC_RETRY_MS);
+    };
+    const unsubscribe = this.subscribe(stream, (data) => {
+      const message = inspect ? inspect(data as BookMessage, book) : (data as BookMessage);
+      if (!message) return;
+      const result = book.apply(message);
+      if (result === "gap") resync();
+      else if (result === "applied") {
+        if (message.type === "snapshot") clearTimeout(retry);
+        onUpdate?.(book);
+      }
+    });
+    const lost = () => {
+      book.invalidate(); // a new connection starts from a new snapshot
+      clearTimeout(retry);
+    };
+    this.lostListeners.add(lost);
+    return {
+      book,
+      close: () => {
+        unsubscribe();
+        clearTimeout(retry);
+        this.lostListeners.delete(lost);
+      },
+    };
+  }
+
+  /** Drops the connection as a network failure would: the client reconnects and resubscribes. */
+  reconnect(): void {
+    const socket = this.socket;
+    if (!socket) return;
+    this.socket = undefined; // its close event is then ignored
+    socket.close(4000, "reconnect");
+    this.lost();
+  }
+
+  /** Closes the connection for good; iterators end. */
+  close(): void {
+    this.setState("closed");
+    clearInterval(this.watchdog);
+    clearInterval(this.keepalive);
+    clearTimeout(this.flushTimer);
+    const socket = this.socket;
+    this.socket = undefined;
+    socket?.close(1000, "client closed");
+  }
+
+  private setState(state: StreamState): void {
+    if (this.state === state || this.state === "closed") return;
+    this.state = state;
+    for (const listener of this.stateListeners) listener(state);
+  }
+
+  /** `ws(s)://…/api/ws`, or `/v1/ws` signed in the query (browsers cannot set headers on a WebSocket). */
+  private async url(): Promise<string> {
+    const base = this.client.options.baseUrl.replace(/^http/, "ws");
+    const signed = this.options.signed ?? Boolean(this.client.options.apiKey && this.client.options.secret);
+    if (!signed) return `${base}/api/ws`;
+    const headers = await this.client.signatureHeaders("GET", "/v1/ws");
+    const query = new URLSearchParams({ apiKey: headers["X-API-KEY"]!, timestamp: headers["X-TIMESTAMP"]!, signature: headers["X-SIGNATURE"]! });
+    return `${base}/v1/ws?${query}`;
+  }
+
+  private async open(): Promise<void> {
+    if (this.state === "closed") return;
+    let url: string;
+    try {
+      url = await this.url();
+    } catch {
+      this.lost();
+      return;
+    }
+    if ((this.state as StreamState) === "closed") return; // closed while signing
+    const socket = new this.WebSocketImpl(url);
+    this.socket = socket;
+    socket.addEventListener("open", () => {
+      if (this.socket !== socket) return;
+      this.lastMessageAt = this.clock.now();
+      this.outbox = []; // what was queued is subsumed by subscribing to everything wanted now
+      this.setState("open");
+      const streams = [...this.wanted.keys()];
+      if (this.heartbeatTimeoutMs() > 0 && !this.wanted.has("heartbeat")) streams.push("heartbeat");
+      for (let i = 0; i < streams.length; i += STREAMS_PER_MESSAGE) this.request("subscribe", streams.slice(i, i + STREAMS_PER_MESSAGE));
+      this.startTimers(socket);
+    });
+    socket.addEventListener("message", (event: { data: unknown }) => {
+      if (this.socket !== socket) return;
+      this.lastMessageAt = this.clock.now();
+      if (typeof event.data !== "string" || event.data === "pong") return;
+      let message: unknown;
+      try {
+        message = JSON.parse(event.data);
+      } catch {
+        return; // not a message of the protocol
+      }
+      this.dispatch(message as Parameters<MarketStream["dispatch"]>[0]);
+    });
+    socket.addEventListener("close", () => {
+      if (this.socket !== socket) return;
+      this.socket = undefined;
+      this.lost();
+    });
+    socket.addEventListener("error", () => {}); // a close follows
+  }
+
+  private heartbeatTimeoutMs(): number {
+    return this.options.heartbeatTimeoutMs ?? 15_000;
+  }
+
+  private startTimers(socket: WebSocketLike): void {
+    clearInterval(this.watchdog);
+    clearInterval(this.keepalive);
+    const timeout = this.heartbeatTimeoutMs();
+    if (timeout > 0) {
+      this.watchdog = setInterval(
+        () => {
+          if (this.socket === socket && this.clock.now() - this.lastMessageAt > timeout) this.reconnect();
+        },
+        Math.max(100, timeout / 3),
+      );
+    }
+    this.keepalive = setInterval(() => {
+      if (this.socket === socket && socket.readyState === OPEN) socket.send("ping");
+    }, this.options.keepaliveMs ?? 30_000);
+  }
+
+  private lost(): void {
+    clearInterval(this.watchdog);
+    clearInterval(this.keepalive);
+    this.requests.clear();
+    for (const listener of this.lostListeners) listener();
+    if (this.state === "closed") return;
+    this.attempt += 1;
+    this.setState("reconnecting");
+    const delay = backoffDelay(this.attempt, { baseMs: 1000, maxMs: 30_000, random: Math.random, ...this.options.reconnect });
+    setTimeout(() => {
+      this.reconnects += 1;
+      void this.open();
+    }, delay);
+  }
+
+  private dispatch(message: { id?: number | null; stream?: string; data?: unknown; result?: unknown; error?: { code: string; message: string } }): void {
+    if (typeof message.stream === "string") {
+      this.attempt = 0; // data flows: the next loss starts the back-off afresh
+      const wanted = this.wanted.get(message.stream);
+      if (wanted) for (const listener of wanted.listeners) listener(message.data);
+      return;
+    }
+    if (typeof message.id !== "number") return;
+    const request = this.requests.get(message.id);
+    this.requests.delete(message.id);
+    if (!request) return;
+    if (message.result) this.attempt = 0;
+    if (!message.error || request.op !== "subscribe") return;
+    const { code, message: text } = message.error;
+    if (code === "INTERNAL_ERROR") {
+      // Not the stream's fault: ask again shortly for those still wanted.
+      setTimeout(() => {
+        const still = request.streams.filter((stream) => this.wanted.has(stream));
+        if (still.length > 0 && this.state === "open") this.request("subscribe", still);
+      }, 1000);
+      return;
+    }
+    for (const stream of request.streams) {
+      const wanted = this.wanted.get(stream);
+      if (!wanted) continue;
+      this.wanted.delete(stream);
+      for (const failure of wanted.failures) failure(new StreamError(code, stream, text));
+    }
+  }
+
+  /** Queues a client message, paced under the service's 10 messages a second. */
+  private request(op: "subscribe" | "unsubscribe", streams: string[]): void {
+    const id = this.nextId++;
+    this.requests.set(id, { op, streams });
+    this.outbox.push(JSON.stringify({ op, id, streams }));
+    this.flush();
+  }
+
+  private flush(): void {
+    const socket = this.socket;
+    if (!socket || socket.readyState !== OPEN) return;
+    while (this.outbox.length > 0) {
+      const now = this.clock.now();
+      this.sentAt = this.sentAt.filter((at) => now - at < 1000);
+      if (this.sentAt.length >= MESSAGES_PER_SECOND) {
+        clearTimeout(this.flushTimer);
+        this.flushTimer = setTimeout(() => this.flush(), 1000 - (now - this.sentAt[0]!) + 1);
+        return;
+      }
+      this.sentAt.push(now);
+      socket.send(this.outbox.shift()!);
+    }
+  }
+}

@@ -1,0 +1,68 @@
+// Starts the service exactly as the README does (`npm start`, with PORT) on a fresh state
+// directory and waits until it answers: for the end-to-end tests and for scripts that need the
+// live service (the client's types are generated from its /openapi.json).
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+/** @returns {Promise<number>} a TCP port free on 127.0.0.1 just now */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = /** @type {import("node:net").AddressInfo} */ (server.address());
+      server.close(() => resolve(port));
+    });
+    server.on("error", reject);
+  });
+}
+
+/**
+ * @param {{ env?: Record<string, string>, timeoutMs?: number }} [options] extra environment (e.g. `--var` is not needed: `npm start` turns the demo feed on)
+ * @returns {Promise<{ baseUrl: string, stop: () => Promise<void> }>}
+ */
+export async function startService({ env = {}, timeoutMs = 150_000 } = {}) {
+  const port = await freePort();
+  const state = mkdtempSync(path.join(tmpdir(), "mds-service-"));
+  const child = spawn("npm", ["start", "--", "--persist-to", state], {
+    cwd: path.resolve(import.meta.dirname, ".."),
+    env: { ...process.env, PORT: String(port), WRANGLER_LOG: "warn", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
+  let output = "";
+  child.stdout?.on("data", (chunk) => (output += chunk));
+  child.stderr?.on("data", (chunk) => (output += chunk));
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (child.pid && child.exitCode === null) {
+      try {
+        process.kill(-child.pid, "SIGTERM");
+      } catch {
+        // already gone
+      }
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+    rmSync(state, { recursive: true, force: true });
+  };
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (child.exitCode !== null) {
+      await stop();
+      throw new Error(`npm start exited with ${child.exitCode}:\n${output}`);
+    }
+    try {
+      if ((await fetch(`${baseUrl}/api/time`)).ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`npm start did not answer within ${timeoutMs / 1000} s:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  return { baseUrl, stop };
+}
