@@ -32,7 +32,7 @@ async function expectBookMatchesRest(page: Page, symbol: string) {
       };
       const mine = await page.evaluate(() => {
         const { book } = (window as any).__mds;
-        return { ready: book.ready, sequence: book.sequence, bids: book.ladder("bids"), asks: book.ladder("asks") };
+        return { ready: book.synced, sequence: book.sequence, bids: book.ladder("bids"), asks: book.ladder("asks") };
       });
       if (!mine.ready || mine.sequence !== rest.sequence) return false;
       expect(mine.bids).toEqual(rest.bids);
@@ -86,7 +86,7 @@ describe("pages in a real browser", () => {
     await expect.poll(async () => (await bookState(page)).sequence, { timeout: 10_000 }).toBeGreaterThan(0);
     // The page exposes its socket to tests (window.__mds); closing it is what a dropped
     // connection looks like to the page: its close handler runs and the back-off starts.
-    await page.evaluate(() => (window as any).__mds.live.socket.close());
+    await page.evaluate(() => (window as any).__mds.stream.socket.close());
     await expect.poll(() => page.locator("#connection").textContent(), { interval: 20 }).toMatch(/reconnecting|resyncing/);
     await expect.poll(() => page.locator("#connection").textContent(), { timeout: 10_000 }).toBe("live");
     const resumed = (await bookState(page)).sequence;

@@ -1,4 +1,5 @@
 import { describe, expect, inject, it } from "vitest";
+import { LocalBook } from "../../client/src/index";
 import { until } from "../support/poll";
 import { type Connection, connect, isOpen } from "./ws-client";
 
@@ -11,27 +12,6 @@ async function open(path: string, ip = freshIp()): Promise<Connection> {
   if (!isOpen(connection)) throw new Error(`refused: ${connection.status} ${JSON.stringify(connection.body)}`);
   return connection;
 }
-
-type Side = Map<string, string>;
-function applyBook(
-  book: { bids: Side; asks: Side; sequence: number },
-  data: { type: string; sequence: number; bids: [string, string][]; asks: [string, string][] },
-) {
-  if (data.type === "snapshot") {
-    book.bids.clear();
-    book.asks.clear();
-  } else if (data.sequence !== book.sequence + 1) {
-    throw new Error(`gap: ${book.sequence} → ${data.sequence}`);
-  }
-  for (const side of ["bids", "asks"] as const) {
-    for (const [price, quantity] of data[side]) {
-      if (Number(quantity) === 0) book[side].delete(price);
-      else book[side].set(price, quantity);
-    }
-  }
-  book.sequence = data.sequence;
-}
-const sorted = (side: Side, descending: boolean) => [...side].sort(([a], [b]) => (descending ? Number(b) - Number(a) : Number(a) - Number(b)));
 
 describe("WebSocket streams (docs/streams.md)", () => {
   it("subscribe, ack, list and unsubscribe; data arrives on ticker, trades and book", async () => {
@@ -62,12 +42,13 @@ describe("WebSocket streams (docs/streams.md)", () => {
 
   it("a client applying the book stream ends with exactly the book GET /api/orderbook returns at the same sequence", async () => {
     const c = await open("/api/ws?streams=book.ETHUSDT");
-    const book = { bids: new Map<string, string>(), asks: new Map<string, string>(), sequence: 0 };
+    // The client package's book, fed the raw frames: every message must continue it (no gap) and pass its checksum.
+    const book = new LocalBook();
     const states = new Map<number, string>();
     const apply = (m: any) => {
       if (m.stream !== "book.ETHUSDT") return;
-      applyBook(book, m.data);
-      states.set(book.sequence, JSON.stringify({ bids: sorted(book.bids, true), asks: sorted(book.asks, false) }));
+      expect(book.apply(m.data), `${m.data.type} ${m.data.sequence} after ${book.sequence}`).toBe("applied");
+      states.set(book.sequence, JSON.stringify({ bids: book.bids(), asks: book.asks() }));
     };
     for (const m of c.messages) apply(m);
     c.ws.on("message", (data) => apply(JSON.parse(String(data))));

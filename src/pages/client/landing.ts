@@ -1,11 +1,11 @@
-import { LiveSocket } from "./socket";
+import type { Ticker } from "../../../client/src/index";
+import { showConnection, stream } from "./connection";
 
 /** The landing page: every market's row updates from its ticker stream. */
 const rows = new Map<string, HTMLTableRowElement>();
 for (const row of document.querySelectorAll<HTMLTableRowElement>("tr[data-symbol]")) rows.set(row.dataset.symbol!, row);
-const state = document.getElementById("connection")!;
 
-function update(ticker: { symbol: string; lastPrice: string; changePercent24h: string; volume24h: string }): void {
+function update(ticker: Ticker): void {
   const row = rows.get(ticker.symbol);
   if (!row) return;
   const cell = (name: string) => row.querySelector<HTMLElement>(`[data-field="${name}"]`)!;
@@ -21,13 +21,6 @@ function update(ticker: { symbol: string; lastPrice: string; changePercent24h: s
   cell("volume").textContent = ticker.volume24h;
 }
 
-new LiveSocket(
-  [...rows.keys()].map((symbol) => `ticker.${symbol}`),
-  (message) => {
-    if (typeof message.stream === "string" && message.stream.startsWith("ticker.")) update(message.data);
-  },
-  (connection) => {
-    state.textContent = connection;
-    state.className = connection;
-  },
-);
+showConnection(stream.state);
+stream.onState(showConnection);
+for (const symbol of rows.keys()) stream.subscribe(`ticker.${symbol}`, (data) => update(data as Ticker));

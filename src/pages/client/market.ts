@@ -1,17 +1,11 @@
-import { type BookMessage, ClientBook, type Level, subtractDecimal } from "./book";
-import { LiveSocket } from "./socket";
+import type { BookMessage, Level, LocalBook, Ticker, Trade } from "../../../client/src/index";
+import { client, showConnection, stream } from "./connection";
+import { cumulativeDepth, subtractDecimal } from "./ladder";
 
 /**
  * The live market page: ticker header, depth chart, ladder, trades tape and one-minute
  * candles, all over `/api/ws`, with two REST reads at start (candles and recent trades).
  */
-interface Trade {
-  id: string;
-  price: string;
-  quantity: string;
-  side: "buy" | "sell";
-  time: number;
-}
 interface Candle {
   openTime: number;
   open: number;
@@ -23,27 +17,19 @@ interface Candle {
 const root = document.getElementById("market")!;
 const symbol = root.dataset.symbol!;
 const $ = (id: string) => document.getElementById(id)!;
-const book = new ClientBook();
 const trades: Trade[] = [];
 let candles: Candle[] = [];
 let dirty = true;
-let resyncs = 0;
 let streamedTrades = 0;
 let dropNextDelta = false;
 let corruptNextDelta = false;
 
-function setConnection(state: string): void {
-  const element = $("connection");
-  element.textContent = state;
-  element.className = state;
-}
-
-function onTicker(ticker: Record<string, string>): void {
-  for (const field of ["lastPrice", "change24h", "changePercent24h", "high24h", "low24h", "volume24h"]) {
+function onTicker(ticker: Ticker): void {
+  for (const field of ["lastPrice", "change24h", "changePercent24h", "high24h", "low24h", "volume24h"] as const) {
     const element = document.querySelector<HTMLElement>(`[data-ticker="${field}"]`);
-    if (element) element.textContent = field === "changePercent24h" ? `${ticker[field]}%` : ticker[field]!;
+    if (element) element.textContent = field === "changePercent24h" ? `${ticker[field]}%` : ticker[field];
   }
-  $("ticker").className = ticker.changePercent24h!.startsWith("-") ? "down" : "up";
+  $("ticker").className = ticker.changePercent24h.startsWith("-") ? "down" : "up";
 }
 
 /** Server strings go into the page as text, never as markup (a trade id is any 1–64 characters). */
@@ -67,43 +53,34 @@ function onTrade(trade: Trade): void {
   dirty = true;
 }
 
-/** After a gap: one resubscription, repeated only if no snapshot came within RESYNC_RETRY_MS. */
-const RESYNC_RETRY_MS = 5000;
-let resyncTimer: ReturnType<typeof setTimeout> | undefined;
-
-function resync(): void {
-  resyncs += 1;
-  setConnection("resyncing");
-  live.resubscribe(`book.${symbol}`);
-  clearTimeout(resyncTimer);
-  resyncTimer = setTimeout(() => {
-    if (!book.ready && live.socket?.readyState === WebSocket.OPEN) resync();
-  }, RESYNC_RETRY_MS);
-}
-
-function onBook(message: BookMessage): void {
-  if (dropNextDelta && message.type === "delta" && book.ready) {
-    dropNextDelta = false; // test hook: lose one delta, as a flaky network would
-    return;
+/**
+ * The book, kept by the client package: on a gap or a checksum mismatch it asks for a new
+ * snapshot itself. The two hooks let the browser tests lose or alter one delta in transit.
+ */
+function inspect(message: BookMessage, current: LocalBook): BookMessage | undefined {
+  if (dropNextDelta && message.type === "delta" && current.synced) {
+    dropNextDelta = false; // lose one delta, as a flaky network would
+    return undefined;
   }
-  if (corruptNextDelta && message.type === "delta" && book.ready) {
-    // Test hook: the best bid's quantity altered in transit; only the checksum can tell.
-    const best = book.ladder("bids", 1)[0];
+  if (corruptNextDelta && message.type === "delta" && current.synced) {
+    // The best bid's quantity altered in transit; only the checksum can tell.
+    const best = current.bestBid();
     if (best) {
       corruptNextDelta = false;
-      message.bids.push([best[0], best[1] === "1" ? "2" : "1"]);
+      return { ...message, bids: [...message.bids, [best[0], best[1] === "1" ? "2" : "1"]] };
     }
   }
-  const result = book.apply(message);
-  if (result === "gap") {
-    resync();
-    return;
-  }
-  if (result === "ignored") return;
-  if (message.type === "snapshot") clearTimeout(resyncTimer);
-  if (live.socket?.readyState === WebSocket.OPEN && $("connection").textContent !== "live") setConnection("live");
-  dirty = true;
+  return message;
 }
+
+const { book } = stream.book(symbol, {
+  inspect,
+  onResync: () => showConnection("resyncing"),
+  onUpdate: () => {
+    if (stream.state === "open" && $("connection").textContent !== "live") showConnection("open");
+    dirty = true;
+  },
+});
 
 const LADDER_LEVELS = 15;
 
@@ -128,7 +105,7 @@ function renderLadder(): void {
   $("ladder-bids").innerHTML = ladderRows("bids", bids, maxTotal).join("");
   const bestBid = bids[0]?.[0];
   const bestAsk = asks[0]?.[0];
-  Object.assign($("book").dataset, { sequence: String(book.sequence), ready: String(book.ready), bestBid: bestBid ?? "", bestAsk: bestAsk ?? "" });
+  Object.assign($("book").dataset, { sequence: String(book.sequence), ready: String(book.synced), bestBid: bestBid ?? "", bestAsk: bestAsk ?? "" });
   $("spread").textContent = bestBid !== undefined && bestAsk !== undefined ? `spread ${subtractDecimal(bestAsk, bestBid)}` : "";
 }
 
@@ -152,8 +129,8 @@ function canvasContext(id: string): [CanvasRenderingContext2D, number, number] {
 
 function renderDepth(): void {
   const [context, width, height] = canvasContext("depth");
-  const bids = book.depth("bids");
-  const asks = book.depth("asks");
+  const bids = cumulativeDepth(book.bids(50));
+  const asks = cumulativeDepth(book.asks(50));
   if (bids.length === 0 || asks.length === 0) return;
   const low = bids[bids.length - 1]![0];
   const high = asks[asks.length - 1]![0];
@@ -247,28 +224,19 @@ function frame(): void {
   requestAnimationFrame(frame);
 }
 
-const live = new LiveSocket(
-  [`ticker.${symbol}`, `trades.${symbol}`, `book.${symbol}`],
-  (message) => {
-    if (message.stream === `ticker.${symbol}`) onTicker(message.data);
-    else if (message.stream === `trades.${symbol}`) for (const trade of [message.data].flat() as Trade[]) onTrade(trade);
-    else if (message.stream === `book.${symbol}`) onBook(message.data);
-  },
-  (state) => {
-    setConnection(state);
-    if (state !== "live") {
-      book.invalidate(); // a new connection starts from a new snapshot
-      clearTimeout(resyncTimer);
-    }
-  },
-);
+showConnection(stream.state);
+stream.onState(showConnection);
+stream.subscribe(`ticker.${symbol}`, (data) => onTicker(data as Ticker));
+stream.subscribe(`trades.${symbol}`, (data) => {
+  for (const trade of [data].flat() as Trade[]) onTrade(trade);
+});
 
 async function loadHistory(): Promise<void> {
   const [klines, recent] = await Promise.all([
-    fetch(`/api/klines/${symbol}?interval=1m&limit=120`).then((r) => (r.ok ? r.json() : [])),
-    fetch(`/api/trades/${symbol}?limit=30`).then((r) => (r.ok ? r.json() : [])),
+    client.listKlines({ pair: symbol, interval: "1m", limit: 120 }).catch(() => []),
+    client.listTrades({ pair: symbol, limit: 30 }).catch(() => []),
   ]);
-  const history = (klines as { openTime: number; open: string; high: string; low: string; close: string }[]).map((k) => ({
+  const history = klines.map((k) => ({
     openTime: k.openTime,
     open: Number(k.open),
     high: Number(k.high),
@@ -277,7 +245,7 @@ async function loadHistory(): Promise<void> {
   }));
   const streamed = candles.filter((c) => !history.some((h) => h.openTime === c.openTime));
   candles = [...history, ...streamed].sort((a, b) => a.openTime - b.openTime).slice(-120);
-  for (const trade of (recent as Trade[]).reverse()) if (!trades.some((t) => t.id === trade.id)) trades.push(trade);
+  for (const trade of recent.reverse()) if (!trades.some((t) => t.id === trade.id)) trades.push(trade);
   trades.sort((a, b) => b.time - a.time);
   dirty = true;
 }
@@ -285,12 +253,12 @@ async function loadHistory(): Promise<void> {
 void loadHistory();
 requestAnimationFrame(frame);
 
-// For the browser tests: the socket, the book, and a way to lose one delta.
+// For the browser tests: the connection, the book, and ways to lose or alter one delta.
 (window as unknown as { __mds: unknown }).__mds = {
-  live,
+  stream,
   book,
   get resyncs() {
-    return resyncs;
+    return stream.resyncs;
   },
   dropNextDelta() {
     dropNextDelta = true;
