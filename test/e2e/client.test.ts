@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, inject, it } from "vitest";
@@ -206,5 +207,18 @@ describe("the client package against the running service", () => {
       timeout: 90_000,
     });
     expect(stdout).toMatch(expected);
+  });
+
+  // The machine's own Node (20 on this project's machines), not the Node 24 that npm scripts use.
+  const systemNode = ["/usr/bin/node", "/usr/local/bin/node"].find((file) => existsSync(file) && file !== process.execPath);
+  it.skipIf(!systemNode)("the ticker example runs unchanged on the machine's own Node (20 here), with the ws package's WebSocket", async () => {
+    const run = promisify(execFile);
+    const { stdout: version } = await run(systemNode!, ["--version"]);
+    const { stdout } = await run(systemNode!, ["client/examples/ticker.mjs"], {
+      cwd: path.resolve(import.meta.dirname, "../.."),
+      env: { ...process.env, MDS_BASE_URL: baseUrl },
+      timeout: 60_000,
+    });
+    expect(stdout, `the ticker example on Node ${version.trim()}`).toMatch(/^BTCUSDT last \d+\.\d{2} .*\n(.*last \d+\.\d{2} .*\n){3}$/);
   });
 });
