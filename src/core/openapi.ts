@@ -27,14 +27,47 @@ const MARKET_READ = /^\/(api|v1)\/(ticker|book-ticker|orderbook|trades|klines|ma
 /** Paths whose bodies the app limits to 64 KiB whatever the method (`app.ts`). */
 const SMALL_BODY_PATHS = /^\/(account|admin|dashboard)\//;
 
-function describe(status: number): string {
-  const codes = (Object.keys(PROBLEM_CODES) as ProblemCode[]).filter((code) => PROBLEM_CODES[code].status === status);
-  return `Problem: ${codes.join(", ")}`;
+/** Paths that name one market (a pair in the path, or `symbol`/`symbols`/`assets` in the query). */
+const MARKET_PATH = /\{pair\}|^\/v1\/(ticker|book-ticker|orderbook|trades|klines|prices|ingest)\b|^\/api\/(ticker|book-ticker|prices)\b/;
+const SIGNED = /^\/v1\//;
+const CALLBACK = /^\/api\/gateway\//;
+/**
+ * Where each problem code can arise, by path (codes not listed can arise on any operation that
+ * answers their status): so an operation's 4xx lists only the codes it can really answer, and a
+ * status none of whose codes apply (a 401 on the public WebSocket) is not listed at all.
+ */
+const WHERE: Partial<Record<ProblemCode, RegExp>> = {
+  INVALID_SYMBOL: MARKET_PATH,
+  UNKNOWN_SYMBOL: MARKET_PATH,
+  NOT_FOUND: /^\/(account\/api-keys|admin\/gateways)\/\{/,
+  MISSING_CREDENTIALS: SIGNED,
+  MALFORMED_CREDENTIALS: SIGNED,
+  INVALID_API_KEY: SIGNED,
+  INVALID_SIGNATURE: /^\/v1\/|^\/api\/gateway\//,
+  TIMESTAMP_OUT_OF_WINDOW: /^\/v1\/|^\/api\/gateway\//,
+  PERMISSION_DENIED: /^\/(v1|account)\//,
+  IP_NOT_ALLOWED: SIGNED,
+  UNAUTHENTICATED: /^\/(account|admin)\//,
+  UNKNOWN_GATEWAY: CALLBACK,
+  EVENT_ID_CONFLICT: CALLBACK,
+  HELD_LIMIT: CALLBACK,
+  SEQUENCE_GAP: /^\/v1\/ingest$/,
+  STALE_SEQUENCE: /^\/v1\/ingest$/,
+  ALREADY_EXISTS: /^\/admin\/gateways$/,
+  MARKET_NOT_TRADING: /^\/v1\/ingest$|^\/admin\/markets\//,
+  STREAM_LIMIT: /\/ws$/,
+  NOT_CONFIGURED: /^\/(v1|account\/api-keys|admin|api\/gateway)\b/,
+};
+
+/** The problem codes an operation at `path` can answer with `status`. */
+export function problemCodes(status: number, path: string): ProblemCode[] {
+  return (Object.keys(PROBLEM_CODES) as ProblemCode[]).filter((code) => PROBLEM_CODES[code].status === status && (WHERE[code]?.test(path) ?? true));
 }
 
 /**
  * Adds the answers that shared middleware gives on every route it guards, so each operation
- * lists every status it can answer without each route repeating them: 400 where there is
+ * lists every status it can answer without each route repeating them, each with the problem
+ * codes it can carry there ({@link problemCodes}): 400 where there is
  * anything to validate, 415 and 413 where a body is taken (413 on the account, dashboard and
  * operator paths for any method), 429 everywhere (every route is limited: per IP, per key, per
  * gateway, failed authentications included), and 503 everywhere (a limiter that cannot be reached
@@ -54,10 +87,13 @@ export function withSharedAnswers<T extends object>(document: T): T {
       else if (SMALL_BODY_PATHS.test(path)) statuses.push(413);
       const responses = (operation.responses ??= {});
       for (const status of statuses) {
-        responses[String(status)] ??= {
-          description: describe(status),
-          content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } },
-        };
+        responses[String(status)] ??= { content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } } };
+      }
+      for (const [status, response] of Object.entries(responses)) {
+        if (Number(status) < 400) continue;
+        const codes = problemCodes(Number(status), path);
+        if (codes.length === 0) delete responses[status];
+        else response.description = `Problem: ${codes.join(", ")}`;
       }
       for (const [status, response] of Object.entries(responses)) {
         const names = ["X-Request-Id", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"];

@@ -40,18 +40,12 @@ export function createdJson<T extends z.ZodType>(schema: T, description: string)
   return { 201: { description, content: { "application/json": { schema } } } };
 }
 
-/** OpenAPI response entries for problem+json answers with the given statuses. */
+/**
+ * OpenAPI response entries for problem+json answers with the given statuses; `withSharedAnswers`
+ * (core/openapi.ts) writes each one's problem codes for its path.
+ */
 export function problemResponses(...statuses: number[]) {
-  return Object.fromEntries(
-    statuses.map((status) => [status, { description: describeStatus(status), content: { "application/problem+json": { schema: ProblemSchema } } }]),
-  );
-}
-
-function describeStatus(status: number): string {
-  const codes = Object.entries(PROBLEM_CODES)
-    .filter(([, entry]) => entry.status === status)
-    .map(([code]) => code);
-  return `Problem: ${codes.join(", ")}`;
+  return Object.fromEntries(statuses.map((status) => [status, { description: "Problem", content: { "application/problem+json": { schema: ProblemSchema } } }]));
 }
 
 /** Query integers arrive as text; this accepts only plain base-10 integers in range. */

@@ -46,4 +46,24 @@ describe("the OpenAPI document covers the app (docs/api.md)", () => {
     }
     expect(checked.length, checked.join(", ")).toBeGreaterThanOrEqual(8);
   });
+
+  it("each error status lists only the problem codes its route can answer, and a status none apply to is not listed", async () => {
+    const { body: spec } = await callJson<{ paths: Record<string, Record<string, { responses: Record<string, { description: string }> }>> }>("/openapi.json");
+    const codes = (path: string, method: string, status: string) => spec.paths[path]?.[method]?.responses[status]?.description;
+    expect(codes("/api/ticker/{pair}", "get", "404")).toBe("Problem: UNKNOWN_SYMBOL");
+    expect(codes("/api/ticker/{pair}", "get", "429")).toBe("Problem: RATE_LIMITED");
+    expect(codes("/api/ws", "get", "401"), "the public WebSocket takes no credentials").toBeUndefined();
+    expect(codes("/api/ws", "get", "429")).toBe("Problem: RATE_LIMITED, STREAM_LIMIT");
+    expect(codes("/v1/ticker/24hr", "get", "401")).toBe(
+      "Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW",
+    );
+    expect(codes("/v1/markets", "get", "404"), "no symbol, so no unknown symbol").toBeUndefined();
+    expect(codes("/v1/ingest", "post", "409")).toBe("Problem: SEQUENCE_GAP, STALE_SEQUENCE, MARKET_NOT_TRADING");
+    expect(codes("/admin/markets/{pair}/status", "put", "404")).toBe("Problem: UNKNOWN_SYMBOL");
+    expect(codes("/account/api-keys/{id}", "delete", "404")).toBe("Problem: NOT_FOUND");
+    expect(codes("/api/gateway/callback", "post", "401")).toBe("Problem: INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW, UNKNOWN_GATEWAY");
+    // And what is listed is what is answered.
+    const { status, body } = await callJson("/api/ticker/DOGEUSDT");
+    expect([status, (body as { code: string }).code]).toEqual([404, "UNKNOWN_SYMBOL"]);
+  });
 });

@@ -1287,7 +1287,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1301,7 +1301,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: NOT_CONFIGURED, UNAVAILABLE */
+            /** @description Problem: UNAVAILABLE */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1362,7 +1362,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: UNKNOWN_SYMBOL, NOT_FOUND */
+            /** @description Problem: UNKNOWN_SYMBOL */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1375,7 +1375,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1389,7 +1389,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: NOT_CONFIGURED, UNAVAILABLE */
+            /** @description Problem: UNAVAILABLE */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1447,7 +1447,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: UNKNOWN_SYMBOL, NOT_FOUND */
+            /** @description Problem: UNKNOWN_SYMBOL */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1460,7 +1460,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1474,7 +1474,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: NOT_CONFIGURED, UNAVAILABLE */
+            /** @description Problem: UNAVAILABLE */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1532,7 +1532,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: UNKNOWN_SYMBOL, NOT_FOUND */
+            /** @description Problem: UNKNOWN_SYMBOL */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1545,7 +1545,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1559,7 +1559,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: NOT_CONFIGURED, UNAVAILABLE */
+            /** @description Problem: UNAVAILABLE */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1617,7 +1617,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: UNKNOWN_SYMBOL, NOT_FOUND */
+            /** @description Problem: UNKNOWN_SYMBOL */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1630,7 +1630,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1644,7 +1644,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: NOT_CONFIGURED, UNAVAILABLE */
+            /** @description Problem: UNAVAILABLE */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1702,7 +1702,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: UNKNOWN_SYMBOL, NOT_FOUND */
+            /** @description Problem: UNKNOWN_SYMBOL */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1715,7 +1715,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1729,7 +1729,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: NOT_CONFIGURED, UNAVAILABLE */
+            /** @description Problem: UNAVAILABLE */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1798,7 +1798,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: UNKNOWN_SYMBOL, NOT_FOUND */
+            /** @description Problem: UNKNOWN_SYMBOL */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1811,7 +1811,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1825,7 +1825,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: NOT_CONFIGURED, UNAVAILABLE */
+            /** @description Problem: UNAVAILABLE */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1892,7 +1892,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: UNKNOWN_SYMBOL, NOT_FOUND */
+            /** @description Problem: UNKNOWN_SYMBOL */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1905,7 +1905,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1919,7 +1919,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: NOT_CONFIGURED, UNAVAILABLE */
+            /** @description Problem: UNAVAILABLE */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1961,7 +1961,7 @@ export interface operations {
                     "application/json": components["schemas"]["Markets"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1975,7 +1975,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: NOT_CONFIGURED, UNAVAILABLE */
+            /** @description Problem: UNAVAILABLE */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2013,7 +2013,7 @@ export interface operations {
                     "application/json": components["schemas"]["ServerTime"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2027,7 +2027,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: NOT_CONFIGURED, UNAVAILABLE */
+            /** @description Problem: UNAVAILABLE */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2066,7 +2066,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Problem: VALIDATION_FAILED, INVALID_SYMBOL */
+            /** @description Problem: VALIDATION_FAILED */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2079,33 +2079,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW, UNAUTHENTICATED, UNKNOWN_GATEWAY */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Problem: PERMISSION_DENIED, IP_NOT_ALLOWED */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED, STREAM_LIMIT */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2119,7 +2093,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: NOT_CONFIGURED, UNAVAILABLE */
+            /** @description Problem: UNAVAILABLE */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2183,7 +2157,7 @@ export interface operations {
                     "application/json": components["schemas"]["CallbackAnswer"];
                 };
             };
-            /** @description Problem: VALIDATION_FAILED, INVALID_SYMBOL */
+            /** @description Problem: VALIDATION_FAILED */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2196,7 +2170,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW, UNAUTHENTICATED, UNKNOWN_GATEWAY */
+            /** @description Problem: INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW, UNKNOWN_GATEWAY */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2209,7 +2183,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: EVENT_ID_CONFLICT, SEQUENCE_GAP, STALE_SEQUENCE, ALREADY_EXISTS, MARKET_NOT_TRADING */
+            /** @description Problem: EVENT_ID_CONFLICT */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2248,7 +2222,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED, HELD_LIMIT */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2281,9 +2255,9 @@ export interface operations {
     signedGetTicker: {
         parameters: {
             query?: {
-                /** @description Market symbol; BTC-USDT, BTC_USDT, BTC/USDT also accepted */
+                /** @description Market symbol (BTC-USDT, BTC_USDT, BTC/USDT also accepted): answers one record. Not together with symbols */
                 symbol?: string;
-                /** @description Comma-separated symbols; answers an array */
+                /** @description Comma-separated symbols: answers an array in their order. Not together with symbol; neither answers every listed market */
                 symbols?: string;
             };
             header?: never;
@@ -2322,7 +2296,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW, UNAUTHENTICATED, UNKNOWN_GATEWAY */
+            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2348,7 +2322,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: UNKNOWN_SYMBOL, NOT_FOUND */
+            /** @description Problem: UNKNOWN_SYMBOL */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2361,7 +2335,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2394,9 +2368,9 @@ export interface operations {
     signedGetBookTicker: {
         parameters: {
             query?: {
-                /** @description Market symbol; BTC-USDT, BTC_USDT, BTC/USDT also accepted */
+                /** @description Market symbol (BTC-USDT, BTC_USDT, BTC/USDT also accepted): answers one record. Not together with symbols */
                 symbol?: string;
-                /** @description Comma-separated symbols; answers an array */
+                /** @description Comma-separated symbols: answers an array in their order. Not together with symbol; neither answers every listed market */
                 symbols?: string;
             };
             header?: never;
@@ -2435,7 +2409,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW, UNAUTHENTICATED, UNKNOWN_GATEWAY */
+            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2461,7 +2435,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: UNKNOWN_SYMBOL, NOT_FOUND */
+            /** @description Problem: UNKNOWN_SYMBOL */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2474,7 +2448,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2548,7 +2522,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW, UNAUTHENTICATED, UNKNOWN_GATEWAY */
+            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2574,7 +2548,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: UNKNOWN_SYMBOL, NOT_FOUND */
+            /** @description Problem: UNKNOWN_SYMBOL */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2587,7 +2561,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2661,7 +2635,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW, UNAUTHENTICATED, UNKNOWN_GATEWAY */
+            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2687,7 +2661,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: UNKNOWN_SYMBOL, NOT_FOUND */
+            /** @description Problem: UNKNOWN_SYMBOL */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2700,7 +2674,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2782,7 +2756,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW, UNAUTHENTICATED, UNKNOWN_GATEWAY */
+            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2808,7 +2782,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: UNKNOWN_SYMBOL, NOT_FOUND */
+            /** @description Problem: UNKNOWN_SYMBOL */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2821,7 +2795,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2901,7 +2875,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW, UNAUTHENTICATED, UNKNOWN_GATEWAY */
+            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2927,7 +2901,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: UNKNOWN_SYMBOL, NOT_FOUND */
+            /** @description Problem: UNKNOWN_SYMBOL */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2940,7 +2914,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2996,7 +2970,7 @@ export interface operations {
                     "application/json": components["schemas"]["Markets"];
                 };
             };
-            /** @description Problem: VALIDATION_FAILED, INVALID_SYMBOL */
+            /** @description Problem: VALIDATION_FAILED */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3009,7 +2983,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW, UNAUTHENTICATED, UNKNOWN_GATEWAY */
+            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3035,20 +3009,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: UNKNOWN_SYMBOL, NOT_FOUND */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3117,7 +3078,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW, UNAUTHENTICATED, UNKNOWN_GATEWAY */
+            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3143,7 +3104,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: UNKNOWN_SYMBOL, NOT_FOUND */
+            /** @description Problem: UNKNOWN_SYMBOL */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3156,7 +3117,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: EVENT_ID_CONFLICT, SEQUENCE_GAP, STALE_SEQUENCE, ALREADY_EXISTS, MARKET_NOT_TRADING */
+            /** @description Problem: SEQUENCE_GAP, STALE_SEQUENCE, MARKET_NOT_TRADING */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3195,7 +3156,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3248,7 +3209,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Problem: VALIDATION_FAILED, INVALID_SYMBOL */
+            /** @description Problem: VALIDATION_FAILED */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3261,7 +3222,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW, UNAUTHENTICATED, UNKNOWN_GATEWAY */
+            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3287,7 +3248,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED, STREAM_LIMIT */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3344,7 +3305,7 @@ export interface operations {
                     "application/json": components["schemas"]["Account"];
                 };
             };
-            /** @description Problem: VALIDATION_FAILED, INVALID_SYMBOL */
+            /** @description Problem: VALIDATION_FAILED */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3357,7 +3318,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: PERMISSION_DENIED, IP_NOT_ALLOWED */
+            /** @description Problem: PERMISSION_DENIED */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3396,7 +3357,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3410,7 +3371,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: NOT_CONFIGURED, UNAVAILABLE */
+            /** @description Problem: UNAVAILABLE */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3453,7 +3414,7 @@ export interface operations {
                     "application/json": components["schemas"]["Account"];
                 };
             };
-            /** @description Problem: VALIDATION_FAILED, INVALID_SYMBOL */
+            /** @description Problem: VALIDATION_FAILED */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3466,7 +3427,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW, UNAUTHENTICATED, UNKNOWN_GATEWAY */
+            /** @description Problem: UNAUTHENTICATED */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3479,7 +3440,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: PERMISSION_DENIED, IP_NOT_ALLOWED */
+            /** @description Problem: PERMISSION_DENIED */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3518,7 +3479,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3532,7 +3493,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: NOT_CONFIGURED, UNAVAILABLE */
+            /** @description Problem: UNAVAILABLE */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3569,7 +3530,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Problem: PERMISSION_DENIED, IP_NOT_ALLOWED */
+            /** @description Problem: PERMISSION_DENIED */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3595,7 +3556,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3609,7 +3570,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: NOT_CONFIGURED, UNAVAILABLE */
+            /** @description Problem: UNAVAILABLE */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3650,7 +3611,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW, UNAUTHENTICATED, UNKNOWN_GATEWAY */
+            /** @description Problem: UNAUTHENTICATED */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3676,7 +3637,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3733,7 +3694,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreatedApiKey"];
                 };
             };
-            /** @description Problem: VALIDATION_FAILED, INVALID_SYMBOL */
+            /** @description Problem: VALIDATION_FAILED */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3746,7 +3707,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW, UNAUTHENTICATED, UNKNOWN_GATEWAY */
+            /** @description Problem: UNAUTHENTICATED */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3759,7 +3720,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: PERMISSION_DENIED, IP_NOT_ALLOWED */
+            /** @description Problem: PERMISSION_DENIED */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3798,7 +3759,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3851,7 +3812,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Problem: VALIDATION_FAILED, INVALID_SYMBOL */
+            /** @description Problem: VALIDATION_FAILED */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3864,7 +3825,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW, UNAUTHENTICATED, UNKNOWN_GATEWAY */
+            /** @description Problem: UNAUTHENTICATED */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3877,7 +3838,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: PERMISSION_DENIED, IP_NOT_ALLOWED */
+            /** @description Problem: PERMISSION_DENIED */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3890,7 +3851,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: UNKNOWN_SYMBOL, NOT_FOUND */
+            /** @description Problem: NOT_FOUND */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3916,7 +3877,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3971,7 +3932,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW, UNAUTHENTICATED, UNKNOWN_GATEWAY */
+            /** @description Problem: UNAUTHENTICATED */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3997,7 +3958,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4061,7 +4022,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem: VALIDATION_FAILED, INVALID_SYMBOL */
+            /** @description Problem: VALIDATION_FAILED */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4074,7 +4035,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW, UNAUTHENTICATED, UNKNOWN_GATEWAY */
+            /** @description Problem: UNAUTHENTICATED */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4087,7 +4048,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: EVENT_ID_CONFLICT, SEQUENCE_GAP, STALE_SEQUENCE, ALREADY_EXISTS, MARKET_NOT_TRADING */
+            /** @description Problem: ALREADY_EXISTS */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4126,7 +4087,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4181,7 +4142,7 @@ export interface operations {
                     "application/json": components["schemas"]["Gateway"];
                 };
             };
-            /** @description Problem: VALIDATION_FAILED, INVALID_SYMBOL */
+            /** @description Problem: VALIDATION_FAILED */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4194,7 +4155,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW, UNAUTHENTICATED, UNKNOWN_GATEWAY */
+            /** @description Problem: UNAUTHENTICATED */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4207,7 +4168,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: UNKNOWN_SYMBOL, NOT_FOUND */
+            /** @description Problem: NOT_FOUND */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4233,7 +4194,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4286,7 +4247,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Problem: VALIDATION_FAILED, INVALID_SYMBOL */
+            /** @description Problem: VALIDATION_FAILED */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4299,7 +4260,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW, UNAUTHENTICATED, UNKNOWN_GATEWAY */
+            /** @description Problem: UNAUTHENTICATED */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4312,7 +4273,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: UNKNOWN_SYMBOL, NOT_FOUND */
+            /** @description Problem: NOT_FOUND */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4338,7 +4299,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4393,7 +4354,7 @@ export interface operations {
                     "application/json": components["schemas"]["GatewaySecret"];
                 };
             };
-            /** @description Problem: VALIDATION_FAILED, INVALID_SYMBOL */
+            /** @description Problem: VALIDATION_FAILED */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4406,7 +4367,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW, UNAUTHENTICATED, UNKNOWN_GATEWAY */
+            /** @description Problem: UNAUTHENTICATED */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4419,7 +4380,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: UNKNOWN_SYMBOL, NOT_FOUND */
+            /** @description Problem: NOT_FOUND */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4445,7 +4406,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4499,7 +4460,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Problem: VALIDATION_FAILED, INVALID_SYMBOL */
+            /** @description Problem: VALIDATION_FAILED */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4512,7 +4473,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW, UNAUTHENTICATED, UNKNOWN_GATEWAY */
+            /** @description Problem: UNAUTHENTICATED */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4525,7 +4486,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: UNKNOWN_SYMBOL, NOT_FOUND */
+            /** @description Problem: NOT_FOUND */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4551,7 +4512,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4615,7 +4576,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem: VALIDATION_FAILED, INVALID_SYMBOL */
+            /** @description Problem: VALIDATION_FAILED */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4628,7 +4589,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW, UNAUTHENTICATED, UNKNOWN_GATEWAY */
+            /** @description Problem: UNAUTHENTICATED */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4654,7 +4615,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4714,7 +4675,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem: VALIDATION_FAILED, INVALID_SYMBOL */
+            /** @description Problem: VALIDATION_FAILED */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4727,7 +4688,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW, UNAUTHENTICATED, UNKNOWN_GATEWAY */
+            /** @description Problem: UNAUTHENTICATED */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4740,7 +4701,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: UNKNOWN_SYMBOL, NOT_FOUND */
+            /** @description Problem: NOT_FOUND */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4766,7 +4727,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4842,7 +4803,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW, UNAUTHENTICATED, UNKNOWN_GATEWAY */
+            /** @description Problem: UNAUTHENTICATED */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4855,7 +4816,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: UNKNOWN_SYMBOL, NOT_FOUND */
+            /** @description Problem: UNKNOWN_SYMBOL */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4868,7 +4829,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: EVENT_ID_CONFLICT, SEQUENCE_GAP, STALE_SEQUENCE, ALREADY_EXISTS, MARKET_NOT_TRADING */
+            /** @description Problem: MARKET_NOT_TRADING */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4907,7 +4868,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4966,7 +4927,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Problem: MISSING_CREDENTIALS, MALFORMED_CREDENTIALS, INVALID_API_KEY, INVALID_SIGNATURE, TIMESTAMP_OUT_OF_WINDOW, UNAUTHENTICATED, UNKNOWN_GATEWAY */
+            /** @description Problem: UNAUTHENTICATED */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4992,7 +4953,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED, STREAM_LIMIT, HELD_LIMIT */
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
