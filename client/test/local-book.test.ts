@@ -1,25 +1,7 @@
-import DecimalJs from "decimal.js";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { Decimal, levelsAt } from "../../test/support/book-levels";
 import { type BookMessage, bookChecksum, compareDecimal, type Level, LocalBook } from "../src/index.js";
-
-/** Exact for every value generated here (the default keeps 20 significant digits). */
-const Decimal = DecimalJs.clone({ precision: 100 });
-
-/** A decimal string at a fixed scale, as a market writes its prices and quantities. */
-const atScale = (units: number, scale: number) => (scale === 0 ? String(units) : new Decimal(units).div(new Decimal(10).pow(scale)).toFixed(scale));
-
-const levelsAt = (scale: number) =>
-  fc.array(
-    fc.tuple(
-      fc.integer({ min: 1, max: 400 }).map((u) => atScale(u, scale)),
-      fc.oneof(
-        fc.constant("0"),
-        fc.integer({ min: 1, max: 9_999 }).map((u) => atScale(u, 3)),
-      ),
-    ),
-    { maxLength: 6 },
-  );
 
 /** The naive model (the service's book): two plain maps, sorted with decimal.js only when read. */
 class NaiveBook {

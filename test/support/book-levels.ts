@@ -1,0 +1,21 @@
+import DecimalJs from "decimal.js";
+import fc from "fast-check";
+
+/** decimal.js, exact for every value these tests generate (the default keeps 20 significant digits). */
+export const Decimal = DecimalJs.clone({ precision: 100 });
+
+/** A decimal string at a fixed scale, as a market writes its prices and quantities. */
+export const atScale = (units: number, scale: number) => (scale === 0 ? String(units) : new Decimal(units).div(new Decimal(10).pow(scale)).toFixed(scale));
+
+/** Up to 6 book levels `[price, quantity]`: prices at `scale` up to 400 units, quantities at scale 3 or `"0"` (remove). */
+export const levelsAt = (scale: number) =>
+  fc.array(
+    fc.tuple(
+      fc.integer({ min: 1, max: 400 }).map((u) => atScale(u, scale)),
+      fc.oneof(
+        fc.constant("0"),
+        fc.integer({ min: 1, max: 9_999 }).map((u) => atScale(u, 3)),
+      ),
+    ),
+    { maxLength: 6 },
+  );
