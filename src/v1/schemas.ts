@@ -12,14 +12,10 @@ export const SymbolOrSymbolsQuery = z
     symbol: SymbolParam.optional().openapi({
       description: "Market symbol (BTC-USDT, BTC_USDT, BTC/USDT also accepted): answers one record. Not together with symbols",
     }),
-    symbols: z
-      .string()
-      .max(1024)
-      .optional()
-      .openapi({
-        example: "BTCUSDT,ETHUSDT",
-        description: "Comma-separated symbols: answers an array in their order. Not together with symbol; neither answers every listed market",
-      }),
+    symbols: z.string().max(1024).optional().openapi({
+      example: "BTCUSDT,ETHUSDT",
+      description: "Comma-separated symbols: answers an array in their order. Not together with symbol; neither answers every listed market",
+    }),
   })
   .refine((q) => q.symbol === undefined || q.symbols === undefined, { message: "send symbol or symbols, not both", path: ["symbols"] });
 
