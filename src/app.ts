@@ -17,6 +17,7 @@ import type { AppEnv } from "./env";
 import { marketRoutes } from "./market/routes";
 import { pageRoutes } from "./pages/routes";
 import { callbackRoutes } from "./settlements/routes";
+import { asyncApiDocument } from "./streams/asyncapi";
 import { publicStreamRoutes, signedStreamRoutes } from "./streams/routes";
 import { signedRoutes } from "./v1/routes";
 
@@ -92,6 +93,8 @@ export function createApp(): OpenAPIHono<AppEnv> {
   // Made once per isolate: the routes do not change while it lives.
   let document: ReturnType<typeof app.getOpenAPI31Document> | undefined;
   app.get("/openapi.json", (c) => c.json((document ??= withPublicSecurity(withSharedAnswers(app.getOpenAPI31Document(OPENAPI_INFO))))));
+  let streams: ReturnType<typeof asyncApiDocument> | undefined;
+  app.get("/asyncapi.json", (c) => c.json((streams ??= asyncApiDocument())));
   app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", {
     type: "apiKey",
     in: "header",

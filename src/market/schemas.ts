@@ -7,7 +7,7 @@ export const PairParam = z.object({
   pair: z.string().openapi({ param: { name: "pair", in: "path" }, example: "BTCUSDT", description: "BTCUSDT, BTC-USDT, BTC_USDT or BTC%2FUSDT, any case" }),
 });
 
-const Level = z.tuple([DecimalString, DecimalString]).openapi({ example: ["97000.10", "0.50000"], description: "[price, quantity]" });
+export const Level = z.tuple([DecimalString, DecimalString]).openapi({ example: ["97000.10", "0.50000"], description: "[price, quantity]" });
 
 export const OrderBookSchema = z
   .object({

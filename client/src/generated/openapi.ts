@@ -199,7 +199,7 @@ export interface paths {
         };
         /**
          * WebSocket streams, public (5 connections per client address)
-         * @description Upgrade: websocket. Streams ticker.{SYMBOL}, bookTicker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, kline.{SYMBOL}.{interval}, prices.{QUOTE}, heartbeat; messages subscribe / unsubscribe / list / ping (docs/streams.md). A sixth connection is refused before the upgrade.
+         * @description Upgrade: websocket. Streams ticker.{SYMBOL}, bookTicker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, kline.{SYMBOL}.{interval}, prices.{QUOTE}, heartbeat; messages subscribe / unsubscribe / list / ping. Every message each way, with its payload schema, is in the AsyncAPI 3 document GET /asyncapi.json; the guide is docs/streams.md. A sixth connection is refused before the upgrade.
          */
         get: operations["openPublicStream"];
         put?: never;
@@ -378,7 +378,7 @@ export interface paths {
         };
         /**
          * WebSocket streams, signed (permission stream; 5 connections per key; headers or ?apiKey=&timestamp=&signature= over /v1/ws)
-         * @description Upgrade: websocket. Streams ticker.{SYMBOL}, bookTicker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, kline.{SYMBOL}.{interval}, prices.{QUOTE}, heartbeat; messages subscribe / unsubscribe / list / ping (docs/streams.md). A sixth connection is refused before the upgrade.
+         * @description Upgrade: websocket. Streams ticker.{SYMBOL}, bookTicker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, kline.{SYMBOL}.{interval}, prices.{QUOTE}, heartbeat; messages subscribe / unsubscribe / list / ping. Every message each way, with its payload schema, is in the AsyncAPI 3 document GET /asyncapi.json; the guide is docs/streams.md. A sixth connection is refused before the upgrade.
          */
         get: operations["openSignedStream"];
         put?: never;

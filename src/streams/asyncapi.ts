@@ -1,0 +1,205 @@
+import { z } from "@hono/zod-openapi";
+import { TimestampMs } from "../core/schemas";
+import { KLINE_INTERVALS } from "../market/klines";
+import { QUOTE_ASSETS } from "../market/registry";
+import { BookTickerSchema, KlineSchema, Level, PricesSchema, TickerSchema, TradeSchema } from "../market/schemas";
+import { MAX_CONNECTIONS_PER_PRINCIPAL, MAX_MESSAGE_BYTES, MAX_MESSAGES_PER_SECOND, MAX_STREAMS_PER_CONNECTION } from "./protocol";
+
+type Json = Record<string, unknown>;
+
+/** A zod schema as the JSON Schema (draft 7) an AsyncAPI payload takes; the same schemas validate and document REST. */
+function schemaOf(schema: z.ZodType): Json {
+  const { $schema: _, ...rest } = z.toJSONSchema(schema, { target: "draft-7", io: "output", unrepresentable: "any" }) as Json;
+  return rest;
+}
+
+const BookMessageSchema = z.object({
+  type: z.enum(["snapshot", "delta"]),
+  sequence: z.number().int().describe("A delta's is the previous message's + 1"),
+  time: TimestampMs.describe("When the market applied it"),
+  checksum: z.number().int().describe("CRC-32 of the best 25 levels a side after this message (docs/streams.md#checksums)"),
+  bids: z.array(Level).describe('Snapshot: up to 100 best first; delta: levels to set, quantity "0" removes'),
+  asks: z.array(Level),
+});
+const KlineStreamSchema = KlineSchema.extend({
+  interval: z.enum(Object.keys(KLINE_INTERVALS) as [string, ...string[]]),
+  closed: z.boolean().describe("True once, when the candle's interval has ended"),
+});
+const HeartbeatSchema = z.object({ time: TimestampMs, sequence: z.number().int().describe("Rises by 1 per heartbeat of the shard") });
+const MessageId = {
+  description: "Echoed in the answer: a number or a string of up to 64 characters",
+  oneOf: [{ type: "number" }, { type: "string", maxLength: 64 }],
+};
+
+const SYMBOL = "[A-Z0-9]{2,20}";
+/** A server data message: `{stream, data}`. */
+function streamMessage(title: string, pattern: string, data: Json, summary: string): Json {
+  return {
+    name: title,
+    title,
+    summary,
+    contentType: "application/json",
+    payload: { type: "object", required: ["stream", "data"], properties: { stream: { type: "string", pattern }, data } },
+  };
+}
+const clientRequest = (op: string, summary: string, extra: Json = {}, required: string[] = ["op"]): Json => ({
+  name: op,
+  title: op,
+  summary,
+  contentType: "application/json",
+  payload: { type: "object", required, properties: { op: { type: "string", const: op }, id: MessageId, ...extra } },
+});
+const StreamList = { type: "array", maxItems: MAX_STREAMS_PER_CONNECTION, items: { type: "string", maxLength: 64 } };
+
+const MESSAGES: Record<string, Json> = {
+  subscribe: clientRequest("subscribe", "Adds streams to the connection (all or none)", { streams: StreamList }, ["op", "streams"]),
+  unsubscribe: clientRequest("unsubscribe", "Removes streams (one not held is not an error)", { streams: StreamList }, ["op", "streams"]),
+  list: clientRequest("list", "Asks which streams the connection holds"),
+  ping: clientRequest("ping", "Asks for the server's time (answered by the shard)"),
+  keepalive: {
+    name: "keepalive",
+    title: "keepalive",
+    summary: "The text frame ping: answered pong by the runtime, without waking the shard",
+    contentType: "text/plain",
+    payload: { type: "string", const: "ping" },
+  },
+  ack: {
+    name: "ack",
+    title: "ack",
+    summary: "Answer to subscribe, unsubscribe or list: every stream the connection holds, in subscription order",
+    contentType: "application/json",
+    payload: {
+      type: "object",
+      required: ["id", "result"],
+      properties: { id: { oneOf: [MessageId, { type: "null" }] }, result: { type: "object", required: ["streams"], properties: { streams: StreamList } } },
+    },
+  },
+  error: {
+    name: "error",
+    title: "error",
+    summary: "A request that changed nothing",
+    contentType: "application/json",
+    payload: {
+      type: "object",
+      required: ["id", "error"],
+      properties: {
+        id: { oneOf: [MessageId, { type: "null" }] },
+        error: {
+          type: "object",
+          required: ["code", "message"],
+          properties: {
+            code: { type: "string", enum: ["UNKNOWN_STREAM", "TOO_MANY_STREAMS", "INVALID_MESSAGE", "UNKNOWN_OP", "INTERNAL_ERROR"] },
+            message: { type: "string" },
+          },
+        },
+      },
+    },
+  },
+  pong: {
+    name: "pong",
+    title: "pong",
+    summary: "Answer to the JSON ping, with the server's time",
+    contentType: "application/json",
+    payload: { type: "object", required: ["op", "time"], properties: { op: { type: "string", const: "pong" }, time: { type: "integer" }, id: MessageId } },
+  },
+  keepaliveAnswer: {
+    name: "keepaliveAnswer",
+    title: "keepalive answer",
+    summary: "The runtime's answer to the text frame ping",
+    contentType: "text/plain",
+    payload: { type: "string", const: "pong" },
+  },
+  ticker: streamMessage(
+    "ticker",
+    `^ticker\\.${SYMBOL}$`,
+    schemaOf(TickerSchema),
+    "ticker.{SYMBOL}: the 24 h ticker, at most once a second, when the market changed",
+  ),
+  bookTicker: streamMessage(
+    "bookTicker",
+    `^bookTicker\\.${SYMBOL}$`,
+    schemaOf(BookTickerSchema),
+    "bookTicker.{SYMBOL}: the best bid and ask on every change, at most one per 100 ms",
+  ),
+  trades: streamMessage("trades", `^trades\\.${SYMBOL}$`, schemaOf(TradeSchema), "trades.{SYMBOL}: each accepted trade once"),
+  book: streamMessage("book", `^book\\.${SYMBOL}$`, schemaOf(BookMessageSchema), "book.{SYMBOL}: a snapshot, then deltas each continuing the last sequence"),
+  kline: streamMessage(
+    "kline",
+    `^kline\\.${SYMBOL}\\.(${Object.keys(KLINE_INTERVALS).join("|")})$`,
+    schemaOf(KlineStreamSchema),
+    "kline.{SYMBOL}.{interval}: the latest candle when it changed, at most once a second, and once more closed",
+  ),
+  prices: streamMessage("prices", `^prices\\.(${QUOTE_ASSETS.join("|")})$`, schemaOf(PricesSchema), "prices.{QUOTE}: the prices answer, at most once a second"),
+  heartbeat: streamMessage("heartbeat", "^heartbeat$", schemaOf(HeartbeatSchema), "heartbeat: every 5 s while subscribed"),
+};
+const SENT = ["subscribe", "unsubscribe", "list", "ping", "keepalive"];
+
+function channel(address: string, title: string, description: string, query: Json): Json {
+  return {
+    address,
+    title,
+    description,
+    messages: Object.fromEntries(Object.keys(MESSAGES).map((name) => [name, { $ref: `#/components/messages/${name}` }])),
+    bindings: { ws: { bindingVersion: "0.1.0", method: "GET", query: { type: "object", properties: query } } },
+  };
+}
+
+const streamsQuery = { streams: { type: "string", description: "Comma-separated streams to subscribe at connect, e.g. book.BTCUSDT,ticker.BTCUSDT" } };
+const limits = `At most ${MAX_CONNECTIONS_PER_PRINCIPAL} connections at a time, ${MAX_MESSAGES_PER_SECOND} client messages a second of at most ${MAX_MESSAGE_BYTES} bytes, ${MAX_STREAMS_PER_CONNECTION} streams per connection (docs/streams.md).`;
+
+/**
+ * The streams as an AsyncAPI 3 document (`GET /asyncapi.json`): both WebSocket endpoints, every
+ * message each way, and the data payloads from the same zod schemas as the REST answers.
+ *
+ * @example
+ * app.get("/asyncapi.json", (c) => c.json(asyncApiDocument()));
+ */
+export function asyncApiDocument(): Json {
+  const operations: Json = {};
+  for (const name of ["public", "signed"]) {
+    const ref = { $ref: `#/channels/${name}` };
+    const of = (names: string[]) => names.map((message) => ({ $ref: `#/channels/${name}/messages/${message}` }));
+    operations[`${name}Send`] = { action: "send", channel: ref, title: `Client messages on ${name} streams`, messages: of(SENT) };
+    operations[`${name}Receive`] = {
+      action: "receive",
+      title: `Server messages on ${name} streams`,
+      channel: ref,
+      messages: of(Object.keys(MESSAGES).filter((message) => !SENT.includes(message))),
+    };
+  }
+  return {
+    asyncapi: "3.0.0",
+    info: {
+      title: "Market Data Service streams",
+      version: "1.0.0",
+      description:
+        "WebSocket streams of the Market Data Service: tickers, best bid/ask, trades, order books with checksums, candles, prices and a heartbeat. Decimals are strings, times Unix milliseconds. The REST API is in /openapi.json.",
+    },
+    defaultContentType: "application/json",
+    servers: {
+      local: { host: "127.0.0.1:8787", protocol: "ws", description: "Local development (npm start)" },
+      production: {
+        host: "{host}",
+        protocol: "wss",
+        description: "Production: your deployment (docs/operations.md)",
+        variables: { host: { default: "market-data-edge.your-subdomain.workers.dev", description: "The Worker's host: workers.dev or your route" } },
+      },
+    },
+    channels: {
+      public: channel("/api/ws", "Public streams", `For anyone, per client address. ${limits}`, streamsQuery),
+      signed: channel(
+        "/v1/ws",
+        "Signed streams",
+        `For an API key with the stream permission: the signed headers of docs/signing.md, or (browsers) apiKey, timestamp and signature in the query, the signature over GET and the path /v1/ws alone. ${limits}`,
+        {
+          ...streamsQuery,
+          apiKey: { type: "string", pattern: "^mk_[0-9a-f]{24}$" },
+          timestamp: { type: "string", pattern: "^[1-9][0-9]*$", description: "Unix ms" },
+          signature: { type: "string", pattern: "^[0-9a-fA-F]{64}$", description: 'HMAC-SHA256 of timestamp + "\\nGET\\n/v1/ws\\n", hex' },
+        },
+      ),
+    },
+    operations,
+    components: { messages: MESSAGES },
+  };
+}

@@ -1,0 +1,41 @@
+import { Parser } from "@asyncapi/parser";
+import { describe, expect, inject, it } from "vitest";
+import { connect, isOpen } from "./ws-client";
+
+const baseUrl = inject("baseUrl");
+
+type Payload = { required?: string[]; properties?: Record<string, Payload> };
+
+describe("the AsyncAPI document of the streams (/asyncapi.json)", () => {
+  it("is valid AsyncAPI 3: the official parser reports no error and no warning", async () => {
+    const text = await (await fetch(`${baseUrl}/asyncapi.json`)).text();
+    const { document, diagnostics } = await new Parser().parse(text);
+    const serious = diagnostics.filter((d) => d.severity <= 1).map((d) => `${d.code} at ${d.path.join(".")}: ${d.message}`);
+    expect(serious, "the parser's errors and warnings").toEqual([]);
+    expect(
+      document
+        ?.channels()
+        .all()
+        .map((c) => c.address()),
+    ).toEqual(["/api/ws", "/v1/ws"]);
+  });
+
+  it("has a message for every stream kind, and the live streams send what their payloads require", async () => {
+    const spec = (await (await fetch(`${baseUrl}/asyncapi.json`)).json()) as { components: { messages: Record<string, { payload: Payload }> } };
+    const kinds = ["ticker", "bookTicker", "trades", "book", "kline", "prices", "heartbeat"];
+    for (const kind of kinds) expect(spec.components.messages[kind], kind).toBeDefined();
+    const streams = ["ticker.BTCUSDT", "bookTicker.BTCUSDT", "trades.BTCUSDT", "book.BTCUSDT", "kline.BTCUSDT.1m", "prices.USDT", "heartbeat"];
+    const c = await connect(baseUrl, `/api/ws?streams=${streams.join(",")}`, "198.18.250.1");
+    if (!isOpen(c)) throw new Error(`refused: ${c.status}`);
+    try {
+      for (const stream of streams) {
+        const message = await c.next((m) => m.stream === stream, 20_000);
+        const payload = spec.components.messages[stream.split(".")[0]!]!.payload;
+        const data = payload.properties!.data!;
+        for (const field of data.required ?? []) expect(message.data, `${stream} carries ${field}`).toHaveProperty(field);
+      }
+    } finally {
+      c.ws.close();
+    }
+  });
+});
