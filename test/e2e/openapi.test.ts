@@ -76,5 +76,11 @@ describe("the OpenAPI document (/openapi.json)", () => {
   it("the client's generated types are what /openapi.json gives now (else: npm run client:types)", async () => {
     const document = await (await fetch(`${baseUrl}/openapi.json`)).json();
     expect(committedTypes() === (await typesOf(document)), "client/src/generated/openapi.ts is stale: run npm run client:types and commit it").toBe(true);
+    // What a generator makes of the document: methods named by operationId, and the rate-limit headers on answers.
+    const types = committedTypes()!;
+    const getTicker = types.slice(types.indexOf("    getTicker: {"), types.indexOf("    listTickers: {"));
+    expect(getTicker, "openapi-typescript's getTicker").toMatch(/200: \{\s+headers: \{[^}]*"RateLimit-Remaining"/);
+    expect(getTicker).toMatch(/429: \{\s+headers: \{[^}]*"Retry-After"/);
+    for (const id of ["signedGetOrderBook", "listTrades", "ingestMarketData", "openPublicStream"]) expect(types, id).toContain(`    ${id}: {`);
   });
 });
