@@ -1,6 +1,7 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { LocalBook } from "../../client/src/index";
 import { marketObject } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
 import { shardOf } from "../../src/streams/protocol";
@@ -9,7 +10,6 @@ import { until } from "../support/poll";
 import { openSocket, type TestSocket } from "./streams-support";
 
 type Level = [string, string];
-type Side = Map<string, string>;
 
 const shardCount = Number(env.STREAM_SHARDS);
 const shardOfIp = (ip: string) => shardOf(`ip:${ip}`, shardCount);
@@ -29,14 +29,9 @@ function random(seed: number): () => number {
   };
 }
 
-/**
- * What a client does with the book stream (README recipe): a snapshot replaces the book, a
- * delta must follow the last sequence and sets or ("0") removes levels.
- */
+/** A client's book from the stream: the client package's LocalBook, counting snapshots and gaps (a checksum mismatch is one). */
 class ClientBook {
-  bids: Side = new Map();
-  asks: Side = new Map();
-  sequence = -1;
+  readonly book = new LocalBook();
   snapshots = 0;
   gaps = 0;
 
@@ -45,7 +40,9 @@ class ClientBook {
     private readonly stream: string,
   ) {
     const apply = (message: any) => {
-      if (message.stream === this.stream) this.apply(message.data);
+      if (message.stream !== this.stream) return;
+      if (message.data.type === "snapshot") this.snapshots += 1;
+      if (this.book.apply(message.data) !== "applied") this.gaps += 1;
     };
     for (const message of socket.messages) apply(message);
     socket.ws.addEventListener("message", (event) => {
@@ -53,27 +50,12 @@ class ClientBook {
     });
   }
 
-  private apply(data: { type: string; sequence: number; bids: Level[]; asks: Level[] }): void {
-    if (data.type === "snapshot") {
-      this.snapshots += 1;
-      this.bids.clear();
-      this.asks.clear();
-    } else if (this.sequence < 0 || data.sequence !== this.sequence + 1) {
-      this.gaps += 1;
-      return;
-    }
-    for (const side of ["bids", "asks"] as const) {
-      for (const [price, quantity] of data[side]) {
-        if (Number(quantity) === 0) this[side].delete(price);
-        else this[side].set(price, quantity);
-      }
-    }
-    this.sequence = data.sequence;
+  get sequence(): number {
+    return this.book.synced ? this.book.sequence : -1;
   }
 
-  levels(): { bids: Level[]; asks: Level[] } {
-    const sorted = (side: Side, descending: boolean) => [...side].sort(([a], [b]) => (descending ? Number(b) - Number(a) : Number(a) - Number(b)));
-    return { bids: sorted(this.bids, true), asks: sorted(this.asks, false) };
+  levels() {
+    return { bids: this.book.bids(), asks: this.book.asks() };
   }
 }
 
