@@ -1,4 +1,4 @@
-// `npm run bench [-- --json] [-- --direct] [-- --seconds N] [-- --rounds N] [-- --script bundle.js]`
+// `npm run bench [-- --json] [-- --direct] [-- --seconds N] [-- --rounds N] [-- --script bundle.js] [-- --only flood,ticker]`
 //
 // Runs the service on workerd through Miniflare's API — the bundle `wrangler deploy --dry-run`
 // makes, the bindings of wrangler.toml, D1 migrations applied, the demo feed on — not through
@@ -29,6 +29,8 @@ const direct = args.includes("--direct");
 const SECONDS = Number(option("seconds", 2));
 const ROUNDS = Number(option("rounds", 7));
 const SCRIPT = option("script", undefined);
+/** Only these routes (and the baseline), for studying one change: `--only flood,limiter-only`. */
+const ONLY = option("only", undefined)?.split(",");
 const WARM_SECONDS = 1;
 const TARGETS = { ticker: 0.65, orderbook: 0.55, prices: 0.65, "signed-ticker": 0.5, flood: 0.85, "tickers-all": 0.4 };
 /** `book-ticker` is held to the ticker's own ratio in the same run, less this. */
@@ -73,7 +75,7 @@ async function main() {
     };
     const floorCalls = async () => (await fetch(`${floor.url}/calls`)).json();
     const noCalls = async () => ({ market: 0, guard: 0 });
-    const routes = [
+    const allRoutes = [
       { name: "baseline", path: "/api/ticker/BTCUSDT", url: baseline.url, setupRequest: publicLoad, calls: noCalls },
       { name: "ticker", path: "/api/ticker/BTCUSDT", url: service.url, setupRequest: publicLoad, calls: serviceCalls },
       { name: "orderbook", path: "/api/orderbook/BTCUSDT?depth=100", url: service.url, setupRequest: publicLoad, calls: serviceCalls },
@@ -91,6 +93,7 @@ async function main() {
       // The service's public chain (routing, request id, limiter, headers) around no work at all.
       { name: "limiter-only", path: "/api/time", url: service.url, setupRequest: publicLoad, reference: true, calls: serviceCalls },
     ];
+    const routes = allRoutes.filter((route) => !ONLY || route.name === "baseline" || ONLY.includes(route.name));
     const run = (route, seconds) => load({ url: route.url + route.path, seconds, setupRequest: route.setupRequest });
     for (const route of routes) await run(route, 2); // every path once: code optimised, objects warm
 
