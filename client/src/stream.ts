@@ -110,6 +110,7 @@ export class MarketStream {
   private lastMessageAt = 0;
   private watchdog: ReturnType<typeof setInterval> | undefined;
   private keepalive: ReturnType<typeof setInterval> | undefined;
+  private reopen: ReturnType<typeof setTimeout> | undefined;
 
   constructor(options: StreamOptions) {
     this.options = options;
@@ -293,6 +294,7 @@ export class MarketStream {
     clearInterval(this.watchdog);
     clearInterval(this.keepalive);
     clearTimeout(this.flushTimer);
+    clearTimeout(this.reopen);
     const socket = this.socket;
     this.socket = undefined;
     socket?.close(1000, "client closed");
@@ -324,7 +326,13 @@ export class MarketStream {
       return;
     }
     if ((this.state as StreamState) === "closed") return; // closed while signing
-    const socket = new this.WebSocketImpl(url);
+    let socket: WebSocketLike;
+    try {
+      socket = new this.WebSocketImpl(url);
+    } catch {
+      this.lost(); // e.g. a base URL the runtime refuses: try again later rather than throw into nowhere
+      return;
+    }
     this.socket = socket;
     socket.addEventListener("open", () => {
       if (this.socket !== socket) return;
@@ -386,7 +394,8 @@ export class MarketStream {
     this.attempt += 1;
     this.setState("reconnecting");
     const delay = backoffDelay(this.attempt, { baseMs: 1000, maxMs: 30_000, random: Math.random, ...this.options.reconnect });
-    setTimeout(() => {
+    clearTimeout(this.reopen);
+    this.reopen = setTimeout(() => {
       this.reconnects += 1;
       void this.open();
     }, delay);

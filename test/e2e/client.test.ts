@@ -4,7 +4,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, inject, it } from "vitest";
 import WebSocket from "ws";
-import { type LocalBook, MarketDataClient, MarketDataError, MarketStream, OPERATIONS, type WebSocketConstructor } from "../../client/src/index";
+import { type Heartbeat, type LocalBook, MarketDataClient, MarketDataError, MarketStream, OPERATIONS, type WebSocketConstructor } from "../../client/src/index";
 import { until } from "../support/poll";
 
 /**
@@ -131,6 +131,23 @@ describe("the client package against the running service", () => {
       await ticks.return?.();
     } finally {
       stream.close();
+    }
+  });
+
+  it("subscribes to the heartbeat, and replaces a connection that stays silent past heartbeatTimeoutMs", async () => {
+    const listening = new MarketStream({ baseUrl, WebSocket: socketFrom("198.51.100.203") });
+    const quiet = new MarketStream({ baseUrl, WebSocket: socketFrom("198.51.100.204"), heartbeatTimeoutMs: 1000 });
+    try {
+      const beats = listening.iterate<Heartbeat>("heartbeat");
+      const first = await beats.next();
+      expect(first.value).toEqual({ time: expect.any(Number), sequence: expect.any(Number) });
+      await beats.return?.();
+      // Heartbeats come every 5 s; with nothing else subscribed, 1 s of silence means a dead link to this client.
+      await until(() => quiet.reconnects >= 1 && quiet.state === "open", { timeoutMs: 15_000, what: "the quiet connection replaced" });
+      expect(listening.reconnects, "a connection that hears from the server is kept").toBe(0);
+    } finally {
+      listening.close();
+      quiet.close();
     }
   });
 
