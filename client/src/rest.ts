@@ -82,7 +82,8 @@ export class MarketDataClient {
   private readonly clock: Clock;
   private readonly fetcher: typeof fetch;
   private readonly backoff: BackoffOptions;
-  private timeSynced = false;
+  /** The server clock's measurement, shared by the signed calls that wait for it. */
+  private timeSync: Promise<void> | undefined;
 
   constructor(readonly options: ClientOptions) {
     this.clock = options.clock ?? systemClock;
@@ -234,11 +235,22 @@ export class MarketDataClient {
     };
   }
 
-  /** Measures the server clock once (unless `syncTime: false`); later calls return at once. */
-  async syncServerTime(): Promise<void> {
-    if (this.timeSynced || this.options.syncTime === false) return;
-    this.timeSynced = true;
-    await this.serverClock.sync(async () => (await this.getServerTime()).serverTime);
+  /**
+   * Measures the server clock once (unless `syncTime: false`): concurrent signed calls all wait
+   * for the one measurement; a failed one is tried again by the next call.
+   */
+  syncServerTime(): Promise<void> {
+    if (this.options.syncTime === false) return Promise.resolve();
+    this.timeSync ??= this.serverClock
+      .sync(async () => (await this.getServerTime()).serverTime)
+      .then(
+        () => undefined,
+        (error: unknown) => {
+          this.timeSync = undefined;
+          throw error;
+        },
+      );
+    return this.timeSync;
   }
 }
 

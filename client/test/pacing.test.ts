@@ -151,6 +151,18 @@ describe("the client's pacing and back-off", () => {
     }
   });
 
+  it("concurrent signed calls share one server-time measurement and all sign with it", async () => {
+    const clock = new FakeClock(1_000_000);
+    const { fetch, seen } = scripted(clock, [ok({ serverTime: 1_000_000 + 4_000 }), ok({ symbol: "BTCUSDT" }), ok({ symbol: "ETHUSDT" })]);
+    const client = new MarketDataClient({ baseUrl: "http://service", fetch, clock, apiKey: "mk_0123456789abcdef01234567", secret: "s3cr3t" });
+    await Promise.all([client.signedGetTicker({ symbol: "BTCUSDT" }), client.signedGetTicker({ symbol: "ETHUSDT" })]);
+    expect(seen.map((s) => new URL(s.url).pathname)).toEqual(["/api/time", "/v1/ticker/24hr", "/v1/ticker/24hr"]);
+    expect(
+      seen.slice(1).map((s) => s.headers.get("X-TIMESTAMP")),
+      "both signed on the server's clock",
+    ).toEqual([String(1_004_000), String(1_004_000)]);
+  });
+
   it("a second TIMESTAMP_OUT_OF_WINDOW is thrown, not retried in a loop; other 4xx are thrown at once with their code", async () => {
     const clock = new FakeClock();
     const { fetch, seen } = scripted(clock, [
