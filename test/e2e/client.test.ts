@@ -6,6 +6,7 @@ import { describe, expect, inject, it } from "vitest";
 import WebSocket from "ws";
 import { type Heartbeat, type LocalBook, MarketDataClient, MarketDataError, MarketStream, OPERATIONS, type WebSocketConstructor } from "../../client/src/index";
 import { until } from "../support/poll";
+import { newApiKey } from "./api-keys";
 
 /**
  * The official client package against the service started as `npm start` does: every public
@@ -29,21 +30,10 @@ function socketFrom(ip: string): WebSocketConstructor {
   } as unknown as WebSocketConstructor;
 }
 
-/** A fresh account's API key with these permissions (the dashboard's JSON API). */
+/** A fresh API key with these permissions, as the client's options take it. */
 async function apiKey(permissions: string[]): Promise<{ apiKey: string; secret: string }> {
-  const headers = { "Content-Type": "application/json", "CF-Connecting-IP": "198.51.100.250" };
-  const email = `client-${crypto.randomUUID().slice(0, 8)}@example.com`;
-  const signUp = await fetch(`${baseUrl}/account/signup`, { method: "POST", headers, body: JSON.stringify({ email, password: "client package tests" }) });
-  expect(signUp.status, "signup").toBe(201);
-  const cookie = signUp.headers.get("Set-Cookie")!.split(";")[0]!;
-  const created = await fetch(`${baseUrl}/account/api-keys`, {
-    method: "POST",
-    headers: { ...headers, Cookie: cookie },
-    body: JSON.stringify({ label: "client", permissions }),
-  });
-  expect(created.status, "create key").toBe(201);
-  const key = (await created.json()) as { id: string; secret: string };
-  return { apiKey: key.id, secret: key.secret };
+  const { id, secret } = await newApiKey(baseUrl, permissions, "198.51.100.250");
+  return { apiKey: id, secret };
 }
 
 describe("the client package against the running service", () => {

@@ -3,6 +3,7 @@ import { createHmac } from "node:crypto";
 import path from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, inject, it } from "vitest";
+import { newApiKey } from "./api-keys";
 import { SCREENSHOTS, useChromium } from "./browser";
 
 const baseUrl = inject("baseUrl");
@@ -60,17 +61,7 @@ describe("API Management in a real browser", () => {
   });
 
   it("npm run sign prints the headers, a curl command, or sends the request", async () => {
-    const json = (body: unknown, cookie?: string) => ({
-      method: "POST",
-      headers: { "Content-Type": "application/json", "CF-Connecting-IP": "192.0.2.210", ...(cookie ? { Cookie: cookie } : {}) },
-      body: JSON.stringify(body),
-    });
-    const signUp = await fetch(`${baseUrl}/account/signup`, json({ email: `cli-${Date.now()}@example.com`, password: "command line secrets" }));
-    const cookie = signUp.headers.get("Set-Cookie")!.split(";")[0]!;
-    const key = (await (await fetch(`${baseUrl}/account/api-keys`, json({ label: "cli", permissions: ["read"] }, cookie))).json()) as {
-      id: string;
-      secret: string;
-    };
+    const key = await newApiKey(baseUrl, ["read"], "192.0.2.210");
     const sign = (...args: string[]) =>
       promisify(execFile)(process.execPath, [path.resolve(import.meta.dirname, "../../scripts/sign.mjs"), ...args], {
         env: { ...process.env, MDS_API_KEY: key.id, MDS_API_SECRET: key.secret, MDS_BASE_URL: baseUrl },
