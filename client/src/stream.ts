@@ -101,7 +101,6 @@ export class MarketStream {
   private readonly wanted = new Map<string, Wanted>();
   private readonly requests = new Map<number, { op: string; streams: string[] }>();
   private readonly stateListeners = new Set<(state: StreamState) => void>();
-  private readonly lostListeners = new Set<() => void>();
   private outbox: string[] = [];
   private sentAt: number[] = [];
   private flushTimer: ReturnType<typeof setTimeout> | undefined;
@@ -264,17 +263,17 @@ export class MarketStream {
         onUpdate?.(book);
       }
     });
-    const lost = () => {
-      book.invalidate(); // a new connection starts from a new snapshot
+    const stopWatching = this.onState((state) => {
+      if (state === "open") return;
+      book.invalidate(); // the connection is gone: a new one starts from a new snapshot
       clearTimeout(retry);
-    };
-    this.lostListeners.add(lost);
+    });
     return {
       book,
       close: () => {
         unsubscribe();
         clearTimeout(retry);
-        this.lostListeners.delete(lost);
+        stopWatching();
       },
     };
   }
@@ -389,7 +388,6 @@ export class MarketStream {
     clearInterval(this.watchdog);
     clearInterval(this.keepalive);
     this.requests.clear();
-    for (const listener of this.lostListeners) listener();
     if (this.state === "closed") return;
     this.attempt += 1;
     this.setState("reconnecting");
