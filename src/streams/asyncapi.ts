@@ -3,7 +3,15 @@ import { TimestampMs } from "../core/schemas";
 import { KLINE_INTERVALS } from "../market/klines";
 import { QUOTE_ASSETS } from "../market/registry";
 import { BookTickerSchema, KlineSchema, Level, PricesSchema, TickerSchema, TradeSchema } from "../market/schemas";
-import { MAX_CONNECTIONS_PER_PRINCIPAL, MAX_MESSAGE_BYTES, MAX_MESSAGES_PER_SECOND, MAX_STREAMS_PER_CONNECTION } from "./protocol";
+import {
+  ERROR_CODES,
+  KEEPALIVE_REQUEST,
+  KEEPALIVE_RESPONSE,
+  MAX_CONNECTIONS_PER_PRINCIPAL,
+  MAX_MESSAGE_BYTES,
+  MAX_MESSAGES_PER_SECOND,
+  MAX_STREAMS_PER_CONNECTION,
+} from "./protocol";
 
 type Json = Record<string, unknown>;
 
@@ -32,83 +40,52 @@ const MessageId = {
 };
 
 const SYMBOL = "[A-Z0-9]{2,20}";
-/** A server data message: `{stream, data}`. */
-function streamMessage(title: string, pattern: string, data: Json, summary: string): Json {
-  return {
-    name: title,
-    title,
-    summary,
-    contentType: "application/json",
-    payload: { type: "object", required: ["stream", "data"], properties: { stream: { type: "string", pattern }, data } },
-  };
+/** A message of the protocol, named and titled by its key. */
+function message(name: string, summary: string, payload: Json, contentType = "application/json"): Json {
+  return { name, title: name, summary, contentType, payload };
 }
-const clientRequest = (op: string, summary: string, extra: Json = {}, required: string[] = ["op"]): Json => ({
-  name: op,
-  title: op,
-  summary,
-  contentType: "application/json",
-  payload: { type: "object", required, properties: { op: { type: "string", const: op }, id: MessageId, ...extra } },
-});
+/** A server data message: `{stream, data}`. */
+function streamMessage(name: string, pattern: string, data: Json, summary: string): Json {
+  return message(name, summary, { type: "object", required: ["stream", "data"], properties: { stream: { type: "string", pattern }, data } });
+}
+/** A client request `{op, id?, …}`. */
+function clientRequest(op: string, summary: string, extra: Json = {}, required: string[] = ["op"]): Json {
+  return message(op, summary, { type: "object", required, properties: { op: { type: "string", const: op }, id: MessageId, ...extra } });
+}
 const StreamList = { type: "array", maxItems: MAX_STREAMS_PER_CONNECTION, items: { type: "string", maxLength: 64 } };
+/** The `id` of an answer: the request's, or null when it had none. */
+const AnswerId = { oneOf: [MessageId, { type: "null" }] };
 
 const MESSAGES: Record<string, Json> = {
   subscribe: clientRequest("subscribe", "Adds streams to the connection (all or none)", { streams: StreamList }, ["op", "streams"]),
   unsubscribe: clientRequest("unsubscribe", "Removes streams (one not held is not an error)", { streams: StreamList }, ["op", "streams"]),
   list: clientRequest("list", "Asks which streams the connection holds"),
   ping: clientRequest("ping", "Asks for the server's time (answered by the shard)"),
-  keepalive: {
-    name: "keepalive",
-    title: "keepalive",
-    summary: "The text frame ping: answered pong by the runtime, without waking the shard",
-    contentType: "text/plain",
-    payload: { type: "string", const: "ping" },
-  },
-  ack: {
-    name: "ack",
-    title: "ack",
-    summary: "Answer to subscribe, unsubscribe or list: every stream the connection holds, in subscription order",
-    contentType: "application/json",
-    payload: {
-      type: "object",
-      required: ["id", "result"],
-      properties: { id: { oneOf: [MessageId, { type: "null" }] }, result: { type: "object", required: ["streams"], properties: { streams: StreamList } } },
+  keepalive: message(
+    "keepalive",
+    `The text frame ${KEEPALIVE_REQUEST}: answered ${KEEPALIVE_RESPONSE} by the runtime, without waking the shard`,
+    { type: "string", const: KEEPALIVE_REQUEST },
+    "text/plain",
+  ),
+  ack: message("ack", "Answer to subscribe, unsubscribe or list: every stream the connection holds, in subscription order", {
+    type: "object",
+    required: ["id", "result"],
+    properties: { id: AnswerId, result: { type: "object", required: ["streams"], properties: { streams: StreamList } } },
+  }),
+  error: message("error", "A request that changed nothing", {
+    type: "object",
+    required: ["id", "error"],
+    properties: {
+      id: AnswerId,
+      error: { type: "object", required: ["code", "message"], properties: { code: { type: "string", enum: [...ERROR_CODES] }, message: { type: "string" } } },
     },
-  },
-  error: {
-    name: "error",
-    title: "error",
-    summary: "A request that changed nothing",
-    contentType: "application/json",
-    payload: {
-      type: "object",
-      required: ["id", "error"],
-      properties: {
-        id: { oneOf: [MessageId, { type: "null" }] },
-        error: {
-          type: "object",
-          required: ["code", "message"],
-          properties: {
-            code: { type: "string", enum: ["UNKNOWN_STREAM", "TOO_MANY_STREAMS", "INVALID_MESSAGE", "UNKNOWN_OP", "INTERNAL_ERROR"] },
-            message: { type: "string" },
-          },
-        },
-      },
-    },
-  },
-  pong: {
-    name: "pong",
-    title: "pong",
-    summary: "Answer to the JSON ping, with the server's time",
-    contentType: "application/json",
-    payload: { type: "object", required: ["op", "time"], properties: { op: { type: "string", const: "pong" }, time: { type: "integer" }, id: MessageId } },
-  },
-  keepaliveAnswer: {
-    name: "keepaliveAnswer",
-    title: "keepalive answer",
-    summary: "The runtime's answer to the text frame ping",
-    contentType: "text/plain",
-    payload: { type: "string", const: "pong" },
-  },
+  }),
+  pong: message("pong", "Answer to the JSON ping, with the server's time", {
+    type: "object",
+    required: ["op", "time"],
+    properties: { op: { type: "string", const: "pong" }, time: { type: "integer" }, id: MessageId },
+  }),
+  keepaliveAnswer: message("keepaliveAnswer", "The runtime's answer to the text frame ping", { type: "string", const: KEEPALIVE_RESPONSE }, "text/plain"),
   ticker: streamMessage(
     "ticker",
     `^ticker\\.${SYMBOL}$`,

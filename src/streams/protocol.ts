@@ -84,7 +84,9 @@ export type ClientMessage =
   | { op: "list"; id: MessageId }
   | { op: "ping"; id: MessageId };
 
-export type ErrorCode = "INVALID_MESSAGE" | "UNKNOWN_OP" | "UNKNOWN_STREAM" | "TOO_MANY_STREAMS";
+/** The codes of an error message on a connection (docs/streams.md); `INTERNAL_ERROR` is the shard's own failure. */
+export const ERROR_CODES = ["UNKNOWN_STREAM", "TOO_MANY_STREAMS", "INVALID_MESSAGE", "UNKNOWN_OP", "INTERNAL_ERROR"] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
 export type ParseResult = { ok: true; message: ClientMessage } | { ok: false; code: "INVALID_MESSAGE" | "UNKNOWN_OP"; message: string; id: MessageId };
 

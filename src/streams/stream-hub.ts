@@ -3,6 +3,7 @@ import { marketObject, priceIndex } from "../core/object-ids";
 import { problem, toProblemResult } from "../core/problem";
 import {
   admitMessage,
+  type ErrorCode,
   frameBytes,
   HEARTBEAT_EVERY_MS,
   HEARTBEAT_STREAM,
@@ -140,7 +141,7 @@ export class StreamHub extends DurableObject<Env> {
     }
   }
 
-  private error(ws: WebSocket, id: MessageId, code: string, message: string): void {
+  private error(ws: WebSocket, id: MessageId, code: ErrorCode, message: string): void {
     this.send(ws, { id, error: { code, message } });
   }
 
