@@ -1,4 +1,4 @@
-// `npm run bench [-- --json] [-- --direct] [-- --seconds N] [-- --rounds N] [-- --script bundle.js] [-- --only flood,ticker]`
+// `npm run bench [-- --json] [-- --direct] [-- --with-assets] [-- --seconds N] [-- --rounds N] [-- --script bundle.js] [-- --only flood,ticker]`
 //
 // Runs the service on workerd through Miniflare's API — the bundle `wrangler deploy --dry-run`
 // makes, the bindings of wrangler.toml, D1 migrations applied, the demo feed on — not through
@@ -13,8 +13,10 @@
 // over its limit (its 429s are expected).
 //
 // Requests reach each Worker through Miniflare's entry worker (its standard serving path, with
-// request logging off); `--direct` serves each on its own workerd socket instead (see the README
-// for what the two views mean). `--script` measures an already built bundle instead of this
+// request logging off); `--direct` serves each on its own workerd socket instead. The service
+// runs without Miniflare's local emulation of Workers Static Assets, as Cloudflare invokes a
+// Worker for a path that matches no asset; `--with-assets` puts the emulation back in front
+// (docs/benchmarks.md says what it costs). `--script` measures an already built bundle instead of this
 // tree's (for studying a change to src/). Loopback only; it stops everything it started.
 // `--json` prints one JSON object on the last line of stdout: {"routes": [...], "references": [...]}.
 import { mkdirSync } from "node:fs";
@@ -26,6 +28,7 @@ import { prepareSignedLoad } from "./signed-load.mjs";
 const args = process.argv.slice(2);
 const asJson = args.includes("--json");
 const direct = args.includes("--direct");
+const withAssets = args.includes("--with-assets");
 const SECONDS = Number(option("seconds", 2));
 const ROUNDS = Number(option("rounds", 7));
 const SCRIPT = option("script", undefined);
@@ -53,7 +56,7 @@ async function main() {
   const stopAll = () => Promise.allSettled(started.map((worker) => worker.mf.dispose()));
   for (const signal of ["SIGINT", "SIGTERM"]) process.once(signal, () => void stopAll().then(() => process.exit(130)));
   try {
-    const service = await startService(serviceScript, { DEMO_FEED: "on" }, { direct });
+    const service = await startService(serviceScript, { DEMO_FEED: "on" }, { direct, assets: withAssets });
     started.push(service);
     const baseline = await startReference(baselineBundle, { direct });
     started.push(baseline);
@@ -155,7 +158,7 @@ async function main() {
     } else {
       const seconds = Math.round((Date.now() - startedAt) / 1000);
       console.log(
-        `\nmedians of ${ROUNDS} interleaved rounds × ${SECONDS} s (ratio: median of per-round ratios) at ${CONNECTIONS} connections, one workerd per Worker, ${direct ? "direct sockets" : "through Miniflare's entry worker"} (${seconds} s in all):`,
+        `\nmedians of ${ROUNDS} interleaved rounds × ${SECONDS} s (ratio: median of per-round ratios) at ${CONNECTIONS} connections, one workerd per Worker, ${direct ? "direct sockets" : "through Miniflare's entry worker"}${withAssets ? ", the service behind the local Static Assets emulation" : ""} (${seconds} s in all):`,
       );
       console.log("route           req/s  p50 ms  p99 ms  market/1k  guard/1k  ratio  target");
       for (const r of report) {

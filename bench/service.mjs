@@ -105,11 +105,19 @@ async function urlsOf(mf, name, direct) {
 /**
  * Starts the bundled service with wrangler.toml's bindings (plus `vars`) and local secrets.
  * Returns `{ mf, url, entryUrl }`.
+ *
+ * Without `assets: true` the Worker runs without Miniflare's emulation of Workers Static Assets.
+ * On Cloudflare a request that matches no asset reaches the Worker directly (the asset check is
+ * the platform's, outside the Worker's time); locally Miniflare emulates that check with three
+ * more JavaScript workers (RPC proxy, router, asset worker) on the same workerd thread as the
+ * service, and measured here they cost a request more than the service's own work does
+ * (docs/benchmarks.md). The pages' assets are on no measured route.
  */
-export async function startService(scriptPath, vars = {}, { direct = false, inspectorPort } = {}) {
+export async function startService(scriptPath, vars = {}, { direct = false, inspectorPort, assets = false } = {}) {
   // Bindings come from wrangler.toml, so the bench follows the real configuration; the module
   // rules do not apply to an already bundled script.
-  const { modulesRules, ...workerOptions } = unstable_getMiniflareWorkerOptions(path.join(root, "wrangler.toml")).workerOptions;
+  const { modulesRules, assets: assetOptions, ...workerOptions } = unstable_getMiniflareWorkerOptions(path.join(root, "wrangler.toml")).workerOptions;
+  if (assets) workerOptions.assets = assetOptions;
   const mf = miniflareFor(
     {
       ...workerOptions,
