@@ -8,9 +8,14 @@ import type { Context } from "hono";
 export function setResponseHeaders(c: Context, headers: Record<string, string>): void {
   if (c.res.status === 101) return;
   try {
-    for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
+    setAll(c.res.headers, headers);
   } catch {
     c.res = new Response(c.res.body, c.res);
-    for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
+    setAll(c.res.headers, headers);
   }
+}
+
+// The Headers object is fetched once: each `c.res.headers` is two getters, one of them the runtime's.
+function setAll(target: Headers, headers: Record<string, string>): void {
+  for (const name in headers) target.set(name, headers[name] as string);
 }

@@ -1,5 +1,4 @@
 import { createMiddleware } from "hono/factory";
-import { secureHeaders } from "hono/secure-headers";
 import { setResponseHeaders } from "./response-headers";
 
 /**
@@ -13,27 +12,37 @@ import { setResponseHeaders } from "./response-headers";
  *   (a dashboard on another origin fetching `/api/ticker`), so it is not fenced to this origin.
  * - `Referrer-Policy: same-origin`: nothing leaks to other sites, and a form post keeps its real
  *   `Origin` (under `no-referrer` browsers send `Origin: null`, which the CSRF check refuses).
- * - HSTS, `nosniff` and the rest of Hono's defaults.
+ * - HSTS, `nosniff` and the rest of the usual set (the defaults of Hono's `secureHeaders`).
+ *
+ * A fixed list written out once, not Hono's `secureHeaders`: that one fetches the response's
+ * headers again for every header it sets and deletes `X-Powered-By` (never set here) on every
+ * response, which measured ~8 % of a refused request (`npm run bench:profile -- --route flood`).
+ */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  "Content-Security-Policy":
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  "Cross-Origin-Resource-Policy": "cross-origin",
+  "Cross-Origin-Opener-Policy": "same-origin",
+  "Origin-Agent-Cluster": "?1",
+  "Referrer-Policy": "same-origin",
+  "Strict-Transport-Security": "max-age=15552000; includeSubDomains",
+  "X-Content-Type-Options": "nosniff",
+  "X-DNS-Prefetch-Control": "off",
+  "X-Download-Options": "noopen",
+  "X-Frame-Options": "DENY",
+  "X-Permitted-Cross-Domain-Policies": "none",
+  "X-XSS-Protection": "0",
+});
+
+/**
+ * Puts {@link SECURITY_HEADERS} on every response, errors included.
  *
  * @example
  * app.use(securityHeaders);
  */
-export const securityHeaders = secureHeaders({
-  contentSecurityPolicy: {
-    defaultSrc: ["'self'"],
-    scriptSrc: ["'self'"],
-    styleSrc: ["'self'", "'unsafe-inline'"],
-    imgSrc: ["'self'", "data:"],
-    connectSrc: ["'self'"],
-    objectSrc: ["'none'"],
-    baseUri: ["'none'"],
-    formAction: ["'self'"],
-    frameAncestors: ["'none'"],
-  },
-  xFrameOptions: "DENY",
-  referrerPolicy: "same-origin",
-  crossOriginResourcePolicy: "cross-origin",
-  crossOriginOpenerPolicy: "same-origin",
+export const securityHeaders = createMiddleware(async (c, next) => {
+  await next();
+  setResponseHeaders(c, SECURITY_HEADERS);
 });
 
 /**
