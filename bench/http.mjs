@@ -8,9 +8,11 @@
 // reference, the service's own `GET /api/time` (its public path with no work of its own). After warming up it
 // loads every route in interleaved rounds at 32 connections, each run from the same warm state
 // (every client address's object touched, then a 1 s re-warm), and reports medians, each route's
-// ratio to the baseline's requests/s (median of the per-round ratios) and its Durable Object
-// calls per 1,000 requests, counted by the Worker itself. `flood` sends from one address far
-// over its limit (its 429s are expected).
+// ratio to the baseline's requests/s (median of the per-round ratios), its Durable Object
+// calls per 1,000 requests, counted by the Worker itself, and the CPU time its workerd process
+// used per request (from /proc: the Worker, its objects and the demo feed together, so it does
+// not move with the other load on the machine as requests/s does). `flood` sends from one
+// address far over its limit (its 429s are expected).
 //
 // Requests reach each Worker through Miniflare's entry worker (its standard serving path, with
 // request logging off); `--direct` serves each on its own workerd socket instead. The service
@@ -79,22 +81,30 @@ async function main() {
     const floorCalls = async () => (await fetch(`${floor.url}/calls`)).json();
     const noCalls = async () => ({ market: 0, guard: 0 });
     const allRoutes = [
-      { name: "baseline", path: "/api/ticker/BTCUSDT", url: baseline.url, setupRequest: publicLoad, calls: noCalls },
-      { name: "ticker", path: "/api/ticker/BTCUSDT", url: service.url, setupRequest: publicLoad, calls: serviceCalls },
-      { name: "orderbook", path: "/api/orderbook/BTCUSDT?depth=100", url: service.url, setupRequest: publicLoad, calls: serviceCalls },
-      { name: "prices", path: "/api/prices", url: service.url, setupRequest: publicLoad, calls: serviceCalls },
-      { name: "book-ticker", path: "/api/book-ticker/BTCUSDT", url: service.url, setupRequest: publicLoad, calls: serviceCalls },
+      { name: "baseline", path: "/api/ticker/BTCUSDT", url: baseline.url, worker: baseline, setupRequest: publicLoad, calls: noCalls },
+      { name: "ticker", path: "/api/ticker/BTCUSDT", url: service.url, worker: service, setupRequest: publicLoad, calls: serviceCalls },
+      { name: "orderbook", path: "/api/orderbook/BTCUSDT?depth=100", url: service.url, worker: service, setupRequest: publicLoad, calls: serviceCalls },
+      { name: "prices", path: "/api/prices", url: service.url, worker: service, setupRequest: publicLoad, calls: serviceCalls },
+      { name: "book-ticker", path: "/api/book-ticker/BTCUSDT", url: service.url, worker: service, setupRequest: publicLoad, calls: serviceCalls },
       // Every market's ticker in one call (one request against the limit).
-      { name: "tickers-all", path: "/api/ticker", url: service.url, setupRequest: publicLoad, calls: serviceCalls },
-      { name: "signed-ticker", path: signed.path, url: service.url, setupRequest: signed.setupRequest, calls: serviceCalls, signed: true },
+      { name: "tickers-all", path: "/api/ticker", url: service.url, worker: service, setupRequest: publicLoad, calls: serviceCalls },
+      { name: "signed-ticker", path: signed.path, url: service.url, worker: service, setupRequest: signed.setupRequest, calls: serviceCalls, signed: true },
       // One client address far over its limit: after its first refusal every request is a 429
       // that the isolate gives by itself until the guard's reset.
-      { name: "flood", path: "/api/ticker/BTCUSDT", url: service.url, setupRequest: fromOneIp("10.251.0.1"), calls: serviceCalls, refusals: true },
+      {
+        name: "flood",
+        path: "/api/ticker/BTCUSDT",
+        url: service.url,
+        worker: service,
+        setupRequest: fromOneIp("10.251.0.1"),
+        calls: serviceCalls,
+        refusals: true,
+      },
       // References, not targets: what one or two trivial Durable Object calls per request cost here.
-      { name: "floor-1rpc", path: "/rpc1", url: floor.url, setupRequest: publicLoad, reference: true, calls: floorCalls },
-      { name: "floor-2rpc", path: "/rpc2", url: floor.url, setupRequest: publicLoad, reference: true, calls: floorCalls },
+      { name: "floor-1rpc", path: "/rpc1", url: floor.url, worker: floor, setupRequest: publicLoad, reference: true, calls: floorCalls },
+      { name: "floor-2rpc", path: "/rpc2", url: floor.url, worker: floor, setupRequest: publicLoad, reference: true, calls: floorCalls },
       // The service's public chain (routing, request id, limiter, headers) around no work at all.
-      { name: "limiter-only", path: "/api/time", url: service.url, setupRequest: publicLoad, reference: true, calls: serviceCalls },
+      { name: "limiter-only", path: "/api/time", url: service.url, worker: service, setupRequest: publicLoad, reference: true, calls: serviceCalls },
     ];
     const routes = allRoutes.filter((route) => !ONLY || route.name === "baseline" || ONLY.includes(route.name));
     const run = (route, seconds) => load({ url: route.url + route.path, seconds, setupRequest: route.setupRequest });
@@ -111,7 +121,9 @@ async function main() {
         if (!route.signed) await touchClients(route.url, nextIp, 1024, route.path);
         await run(route, WARM_SECONDS);
         const before = await route.calls();
+        const cpuBefore = route.worker.cpuSeconds();
         const result = await run(route, SECONDS);
+        const cpuAfter = route.worker.cpuSeconds();
         const after = await route.calls();
         const served = result.requests.total;
         const perThousand = (n) => (served > 0 ? Number(((n * 1000) / served).toFixed(1)) : 0);
@@ -126,6 +138,7 @@ async function main() {
           failed,
           marketCallsPer1k: perThousand(after.market - before.market),
           guardCallsPer1k: perThousand(after.guard - before.guard),
+          cpuUsPerRequest: cpuBefore === undefined || served === 0 ? null : Math.round(((cpuAfter - cpuBefore) * 1e6) / served),
         });
         log(
           `round ${round + 1} ${route.name.padEnd(13)} ${result.requests.average.toFixed(0).padStart(6)} req/s  p50 ${result.latency.p50} ms  p99 ${result.latency.p99} ms${failed ? `  (${failed} failed: ${JSON.stringify(result.statusCodeStats)}, ${result.errors} errors, ${result.timeouts} timeouts)` : ""}`,
@@ -147,6 +160,7 @@ async function main() {
         ratio: Number(median(runs.map((s, round) => s.rps / baselineByRound[round])).toFixed(2)),
         marketCallsPer1k: median(runs.map((s) => s.marketCallsPer1k)),
         guardCallsPer1k: median(runs.map((s) => s.guardCallsPer1k)),
+        cpuUsPerRequest: runs[0].cpuUsPerRequest === null ? null : median(runs.map((s) => s.cpuUsPerRequest)),
         failed: runs.reduce((n, s) => n + s.failed, 0),
         reference: route.reference === true,
       };
@@ -160,7 +174,7 @@ async function main() {
       console.log(
         `\nmedians of ${ROUNDS} interleaved rounds × ${SECONDS} s (ratio: median of per-round ratios) at ${CONNECTIONS} connections, one workerd per Worker, ${direct ? "direct sockets" : "through Miniflare's entry worker"}${withAssets ? ", the service behind the local Static Assets emulation" : ""} (${seconds} s in all):`,
       );
-      console.log("route           req/s  p50 ms  p99 ms  market/1k  guard/1k  ratio  target");
+      console.log("route           req/s  p50 ms  p99 ms  market/1k  guard/1k  cpu µs  ratio  target");
       for (const r of report) {
         if (r.name === "floor-1rpc")
           console.log("references (the runtime's cost of Durable Object calls, and the service's public path with no work; no target):");
@@ -170,7 +184,7 @@ async function main() {
         const verdict = target === undefined ? "" : `${r.ratio >= target ? "≥" : "<"} ${target.toFixed(2)}  ${r.ratio >= target ? "met" : "MISSED"}`;
         const callVerdict = callTarget === undefined ? "" : `; market calls ≤ ${callTarget}/1k ${r.marketCallsPer1k <= callTarget ? "met" : "MISSED"}`;
         console.log(
-          `${r.name.padEnd(13)} ${String(r.rps).padStart(7)}  ${String(r.p50Ms).padStart(6)}  ${String(r.p99Ms).padStart(6)}  ${String(r.marketCallsPer1k).padStart(9)}  ${String(r.guardCallsPer1k).padStart(8)}  ${r.ratio.toFixed(2).padStart(5)}  ${verdict}${callVerdict}${r.failed ? `  (${r.failed} failed)` : ""}`,
+          `${r.name.padEnd(13)} ${String(r.rps).padStart(7)}  ${String(r.p50Ms).padStart(6)}  ${String(r.p99Ms).padStart(6)}  ${String(r.marketCallsPer1k).padStart(9)}  ${String(r.guardCallsPer1k).padStart(8)}  ${String(r.cpuUsPerRequest ?? "–").padStart(6)}  ${r.ratio.toFixed(2).padStart(5)}  ${verdict}${callVerdict}${r.failed ? `  (${r.failed} failed)` : ""}`,
         );
       }
     }

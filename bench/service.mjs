@@ -6,7 +6,7 @@
 // so requests skip Miniflare's entry worker as well — the closest local stand-in for how
 // Cloudflare calls a Worker. The HTTP bench uses it for the service and the baseline alike.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { convertV4MiniflareOptions, Miniflare } from "miniflare";
@@ -78,8 +78,9 @@ export function bundleFloor(quiet = false) {
 /** Starts a reference Worker bundled by bundleBaseline or bundleFloor, with its config's bindings. */
 export async function startReference({ name, scriptPath, configPath }, { direct = false } = {}) {
   const { modulesRules, ...workerOptions } = unstable_getMiniflareWorkerOptions(configPath).workerOptions;
+  const before = childProcesses();
   const mf = miniflareFor({ ...workerOptions, name, modules: true, modulesRoot: path.dirname(scriptPath), scriptPath }, direct);
-  return { mf, ...(await urlsOf(mf, name, direct)) };
+  return { mf, ...(await urlsOf(mf, name, direct, before)) };
 }
 
 function miniflareFor(worker, direct, inspectorPort) {
@@ -96,10 +97,46 @@ function miniflareFor(worker, direct, inspectorPort) {
   );
 }
 
-/** `url` to load (the direct socket's with `direct`), `entryUrl` through Miniflare's entry worker. */
-async function urlsOf(mf, name, direct) {
+/**
+ * `url` to load (the direct socket's with `direct`), `entryUrl` through Miniflare's entry worker,
+ * and `cpuSeconds()`: the CPU time its workerd process has used so far (undefined off Linux).
+ * `before`: this process's children before the Miniflare was made; its workerd is the new one.
+ */
+async function urlsOf(mf, name, direct, before) {
   const entryUrl = (await mf.ready).origin;
-  return { url: direct ? (await mf.unsafeGetDirectURL(name)).origin : entryUrl, entryUrl };
+  const pid = [...childProcesses()].find((p) => !before.has(p));
+  return { url: direct ? (await mf.unsafeGetDirectURL(name)).origin : entryUrl, entryUrl, cpuSeconds: () => cpuSecondsOf(pid) };
+}
+
+/** This process's children's pids, from /proc (empty where there is none). */
+function childProcesses() {
+  if (!existsSync("/proc")) return new Set();
+  const children = new Set();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (statFields(entry)[1] === String(process.pid)) children.add(entry);
+    } catch {
+      // the process ended while the list was read
+    }
+  }
+  return children;
+}
+
+/** The fields of /proc/<pid>/stat after the command name: [state, ppid, …]. */
+function statFields(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+}
+
+/** Linux reports CPU time in clock ticks of 1/100 s (USER_HZ, the same on every architecture it runs on here). */
+const TICKS_PER_SECOND = 100;
+
+function cpuSecondsOf(pid) {
+  if (pid === undefined) return undefined;
+  const fields = statFields(pid);
+  // utime and stime: fields 14 and 15 of stat(5), 11 and 12 after the command name.
+  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
 }
 
 /**
@@ -118,6 +155,7 @@ export async function startService(scriptPath, vars = {}, { direct = false, insp
   // rules do not apply to an already bundled script.
   const { modulesRules, assets: assetOptions, ...workerOptions } = unstable_getMiniflareWorkerOptions(path.join(root, "wrangler.toml")).workerOptions;
   if (assets) workerOptions.assets = assetOptions;
+  const before = childProcesses();
   const mf = miniflareFor(
     {
       ...workerOptions,
@@ -135,7 +173,7 @@ export async function startService(scriptPath, vars = {}, { direct = false, insp
     direct,
     inspectorPort,
   );
-  const urls = await urlsOf(mf, "service", direct);
+  const urls = await urlsOf(mf, "service", direct, before);
   // Apply D1 migrations the way `wrangler d1 migrations apply` would.
   const db = await mf.getD1Database("DB");
   const dir = path.join(root, "migrations");
