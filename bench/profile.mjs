@@ -1,4 +1,4 @@
-// `npm run bench:profile [-- --route ticker|orderbook|prices|signed-ticker|limiter-only|flood] [-- --seconds N] [-- --top N] [-- --entry]`
+// `npm run bench:profile [-- --route ticker|orderbook|prices|book-ticker|tickers-all|signed-ticker|limiter-only|flood] [-- --seconds N] [-- --top N] [-- --entry]`
 //
 // Where a route's time goes: runs the service as `npm run bench` does, loads one route at 32
 // connections while V8's sampling profiler records the service's isolate (the Worker and its
@@ -26,6 +26,8 @@ const PATHS = {
   ticker: "/api/ticker/BTCUSDT",
   orderbook: "/api/orderbook/BTCUSDT?depth=100",
   prices: "/api/prices",
+  "book-ticker": "/api/book-ticker/BTCUSDT",
+  "tickers-all": "/api/ticker",
   "signed-ticker": "/v1/ticker/24hr?symbol=BTCUSDT",
   // The service's public path around no work (the bench's limiter-only reference).
   "limiter-only": "/api/time",
