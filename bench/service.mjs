@@ -3,8 +3,9 @@
 // time, the D1 migrations applied, request logging off and no wrangler dev proxy in front.
 //
 // `direct: true` serves a Worker on its own workerd socket (Miniflare's `unsafeDirectSockets`),
-// so requests skip Miniflare's entry worker as well — the closest local stand-in for how
-// Cloudflare calls a Worker. The HTTP bench uses it for the service and the baseline alike.
+// so requests skip Miniflare's entry worker as well (`npm run bench -- --direct`; the fan-out
+// bench and the profiler use it by default). Either way the service runs without Miniflare's
+// local Static Assets emulation unless asked (see startService).
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -141,7 +142,7 @@ function cpuSecondsOf(pid) {
 
 /**
  * Starts the bundled service with wrangler.toml's bindings (plus `vars`) and local secrets.
- * Returns `{ mf, url, entryUrl }`.
+ * Returns `{ mf, url, entryUrl, cpuSeconds }`.
  *
  * Without `assets: true` the Worker runs without Miniflare's emulation of Workers Static Assets.
  * On Cloudflare a request that matches no asset reaches the Worker directly (the asset check is
