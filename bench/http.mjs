@@ -81,33 +81,25 @@ async function main() {
     const floorCalls = async () => (await fetch(`${floor.url}/calls`)).json();
     const noCalls = async () => ({ market: 0, guard: 0 });
     const allRoutes = [
-      { name: "baseline", path: "/api/ticker/BTCUSDT", url: baseline.url, worker: baseline, setupRequest: publicLoad, calls: noCalls },
-      { name: "ticker", path: "/api/ticker/BTCUSDT", url: service.url, worker: service, setupRequest: publicLoad, calls: serviceCalls },
-      { name: "orderbook", path: "/api/orderbook/BTCUSDT?depth=100", url: service.url, worker: service, setupRequest: publicLoad, calls: serviceCalls },
-      { name: "prices", path: "/api/prices", url: service.url, worker: service, setupRequest: publicLoad, calls: serviceCalls },
-      { name: "book-ticker", path: "/api/book-ticker/BTCUSDT", url: service.url, worker: service, setupRequest: publicLoad, calls: serviceCalls },
+      { name: "baseline", path: "/api/ticker/BTCUSDT", worker: baseline, setupRequest: publicLoad, calls: noCalls },
+      { name: "ticker", path: "/api/ticker/BTCUSDT", worker: service, setupRequest: publicLoad, calls: serviceCalls },
+      { name: "orderbook", path: "/api/orderbook/BTCUSDT?depth=100", worker: service, setupRequest: publicLoad, calls: serviceCalls },
+      { name: "prices", path: "/api/prices", worker: service, setupRequest: publicLoad, calls: serviceCalls },
+      { name: "book-ticker", path: "/api/book-ticker/BTCUSDT", worker: service, setupRequest: publicLoad, calls: serviceCalls },
       // Every market's ticker in one call (one request against the limit).
-      { name: "tickers-all", path: "/api/ticker", url: service.url, worker: service, setupRequest: publicLoad, calls: serviceCalls },
-      { name: "signed-ticker", path: signed.path, url: service.url, worker: service, setupRequest: signed.setupRequest, calls: serviceCalls, signed: true },
+      { name: "tickers-all", path: "/api/ticker", worker: service, setupRequest: publicLoad, calls: serviceCalls },
+      { name: "signed-ticker", path: signed.path, worker: service, setupRequest: signed.setupRequest, calls: serviceCalls, signed: true },
       // One client address far over its limit: after its first refusal every request is a 429
       // that the isolate gives by itself until the guard's reset.
-      {
-        name: "flood",
-        path: "/api/ticker/BTCUSDT",
-        url: service.url,
-        worker: service,
-        setupRequest: fromOneIp("10.251.0.1"),
-        calls: serviceCalls,
-        refusals: true,
-      },
+      { name: "flood", path: "/api/ticker/BTCUSDT", worker: service, setupRequest: fromOneIp("10.251.0.1"), calls: serviceCalls, refusals: true },
       // References, not targets: what one or two trivial Durable Object calls per request cost here.
-      { name: "floor-1rpc", path: "/rpc1", url: floor.url, worker: floor, setupRequest: publicLoad, reference: true, calls: floorCalls },
-      { name: "floor-2rpc", path: "/rpc2", url: floor.url, worker: floor, setupRequest: publicLoad, reference: true, calls: floorCalls },
+      { name: "floor-1rpc", path: "/rpc1", worker: floor, setupRequest: publicLoad, reference: true, calls: floorCalls },
+      { name: "floor-2rpc", path: "/rpc2", worker: floor, setupRequest: publicLoad, reference: true, calls: floorCalls },
       // The service's public chain (routing, request id, limiter, headers) around no work at all.
-      { name: "limiter-only", path: "/api/time", url: service.url, worker: service, setupRequest: publicLoad, reference: true, calls: serviceCalls },
+      { name: "limiter-only", path: "/api/time", worker: service, setupRequest: publicLoad, reference: true, calls: serviceCalls },
     ];
     const routes = allRoutes.filter((route) => !ONLY || route.name === "baseline" || ONLY.includes(route.name));
-    const run = (route, seconds) => load({ url: route.url + route.path, seconds, setupRequest: route.setupRequest });
+    const run = (route, seconds) => load({ url: route.worker.url + route.path, seconds, setupRequest: route.setupRequest });
     for (const route of routes) await run(route, 2); // every path once: code optimised, objects warm
 
     const samples = new Map(routes.map((r) => [r.name, []]));
@@ -118,7 +110,7 @@ async function main() {
         // workerd evicts a Durable Object ~10 s after its last request, and this Worker sat idle
         // while the others were loaded: every run starts from the same warm state — each of the
         // 1,024 client addresses' objects touched through this route, then a second of load.
-        if (!route.signed) await touchClients(route.url, nextIp, 1024, route.path);
+        if (!route.signed) await touchClients(route.worker.url, nextIp, 1024, route.path);
         await run(route, WARM_SECONDS);
         const before = await route.calls();
         const cpuBefore = route.worker.cpuSeconds();
