@@ -9,6 +9,11 @@ export function listedMarket(parsed: ParsedSymbol): MarketConfig | undefined {
   return market;
 }
 
+/** How an unlisted symbol is named back to the client: `BTC/EUR` when it named the legs, else `BTCEUR`. */
+export function symbolAsWritten(parsed: ParsedSymbol): string {
+  return parsed.base ? `${parsed.base}/${parsed.quote}` : parsed.symbol;
+}
+
 /**
  * Resolves what a client wrote (`btc-usdt`, `BTC/USDT`, `BTCUSDT`) to a listed market:
  * 400 `INVALID_SYMBOL` when malformed, 404 `UNKNOWN_SYMBOL` when well-formed but not listed.
@@ -17,7 +22,7 @@ export function resolveMarket(raw: string): MarketConfig {
   const parsed = requireSymbol(raw);
   const market = listedMarket(parsed);
   if (!market) {
-    throw problem("UNKNOWN_SYMBOL", `${parsed.base ? `${parsed.base}/${parsed.quote}` : parsed.symbol} is not a listed market; GET /api/markets lists them`);
+    throw problem("UNKNOWN_SYMBOL", `${symbolAsWritten(parsed)} is not a listed market; GET /api/markets lists them`);
   }
   return market;
 }

@@ -1,6 +1,6 @@
 import { problem } from "../core/problem";
 import { requireSymbol } from "../core/symbols";
-import { listedMarket } from "./lookup";
+import { listedMarket, symbolAsWritten } from "./lookup";
 import type { MarketConfig } from "./registry";
 
 /** Symbols one list call may name: every listed market, with room to grow. */
@@ -21,7 +21,7 @@ export function resolveSymbolList(raw: string): MarketConfig[] {
     const parsed = requireSymbol(entry);
     const market = listedMarket(parsed);
     if (market) markets.push(market);
-    else unknown.push(parsed.base ? `${parsed.base}/${parsed.quote}` : parsed.symbol);
+    else unknown.push(symbolAsWritten(parsed));
   }
   if (unknown.length > 0) {
     throw problem(

@@ -288,7 +288,7 @@ export class StreamHub extends DurableObject<Env> {
     await this.ctx.storage.setAlarm(Date.now() + HEARTBEAT_EVERY_MS);
   }
 
-  /** True while any stream of the source (a market's three, or a quote) has a subscriber here. */
+  /** True while any stream of the source (a market's streams, a quote's prices, the heartbeat) has a subscriber here. */
   private sourceWanted(stream: StreamName): boolean {
     if ((this.joining.get(sourceOf(stream)) ?? 0) > 0) return true;
     const names = stream.kind === "prices" || stream.kind === "heartbeat" ? [stream.name] : marketStreams(stream.subject);
