@@ -47,7 +47,12 @@ async function runAdmitted(c: Context<AppEnv>, next: () => Promise<void>, admiss
     return setResponseHeaders(c, headers);
   }
   const [decided] = await Promise.allSettled([admission, next()]);
-  if (decided.status === "rejected") throw decided.reason;
+  if (decided.status === "rejected") {
+    // The read's answer is dropped, its headers too: Hono would copy them onto the problem, and
+    // a 429 must not say `Cache-Control: public` or name the moment of data it does not carry.
+    c.res = undefined;
+    throw decided.reason;
+  }
   withLimitHeaders(c, decided.value);
 }
 

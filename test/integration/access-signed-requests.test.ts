@@ -54,6 +54,8 @@ describe("signed endpoints (docs/api.md, docs/signing.md)", () => {
     expect((await problemOf(badSig)).code).toBe("MALFORMED_CREDENTIALS");
     const wrong = await signedCall(key, "GET", target, { signatureOverride: "ab".repeat(32) });
     expect([wrong.status, (await problemOf(wrong)).code]).toEqual([401, "INVALID_SIGNATURE"]);
+    // The read ran while the key was checked; its answer and its caching headers are dropped.
+    expect([wrong.headers.get("Cache-Control"), wrong.headers.get("X-As-Of")], "the read's headers on the 401").toEqual([null, null]);
     const unknown = await signedCall({ id: "mk_000000000000000000000000", secret: "x" }, "GET", target);
     expect([unknown.status, (await problemOf(unknown)).code]).toEqual([401, "INVALID_API_KEY"]);
     const stale = await signedCall(key, "GET", target, { timestamp: Date.now() - 60_000 });

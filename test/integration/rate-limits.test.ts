@@ -68,11 +68,29 @@ describe("rate limits (docs/limits.md): exact, per IP and per key", () => {
     expect(callsAfter[10]! - callsAfter[0]!, "guard calls up to the first refusal").toBeLessThanOrEqual(10);
     // The local refusal is the guard's, word for word: same body and headers.
     const [first, local] = [answers[10]!, answers[24]!];
-    for (const header of ["RateLimit-Limit", "RateLimit-Remaining", "Content-Type"]) expect(local.headers.get(header), header).toBe(first.headers.get(header));
+    const names = (r: Response) => [...r.headers.keys()].sort();
+    expect(names(local), "the local refusal's headers").toEqual(names(first));
+    for (const header of ["RateLimit-Limit", "RateLimit-Remaining", "Content-Type", "Content-Security-Policy", "Strict-Transport-Security"])
+      expect(local.headers.get(header), header).toBe(first.headers.get(header));
     expect(Number(local.headers.get("Retry-After"))).toBeGreaterThanOrEqual(1);
     const [firstBody, localBody] = [(await first.json()) as Record<string, unknown>, (await local.json()) as Record<string, unknown>];
     expect({ ...localBody, requestId: undefined, retryAfterMs: undefined }).toEqual({ ...firstBody, requestId: undefined, retryAfterMs: undefined });
     expect(localBody.retryAfterMs as number).toBeLessThanOrEqual(firstBody.retryAfterMs as number);
+  });
+
+  it("an address refused here is refused without a guard call on every route its limit stands in front of, and only there", async () => {
+    const ip = "203.0.113.64";
+    for (let i = 0; i < 11; i++) await call("/api/time", { ip });
+    const calls = objectCalls.guard;
+    const head = await call("/api/ticker/BTCUSDT", { ip, method: "HEAD" });
+    expect([head.status, head.headers.get("RateLimit-Remaining"), await head.text()], "HEAD: the 429's headers, no body").toEqual([429, "0", ""]);
+    expect((await call("/api/ws", { ip })).status, "the stream upgrade's route: limit first").toBe(429);
+    expect((await call("/api/no-such-route", { ip })).status, "no route: 404 as for anyone").toBe(404);
+    expect((await call("/api/ticker/BTCUSDT", { ip, method: "DELETE" })).status, "no DELETE route: 405 as for anyone").toBe(405);
+    // The account API keeps its no-store on the 429 too.
+    const account = await call("/account/api-keys", { ip });
+    expect([account.status, account.headers.get("Cache-Control")]).toEqual([429, "no-store"]);
+    expect(objectCalls.guard - calls, "guard calls for the refused address").toBe(0);
   });
 
   it("local refusals last exactly until the guard's reset", () => {
@@ -101,6 +119,8 @@ describe("rate limits (docs/limits.md): exact, per IP and per key", () => {
         const body = (await refused.json()) as { code: string; symbol?: string };
         expect(body.code).toBe("RATE_LIMITED");
         expect(body.symbol).toBeUndefined();
+        // Nor the data's headers: a 429 is not a cacheable copy of a moment of the market.
+        for (const header of ["Cache-Control", "Age", "X-As-Of"]) expect(refused.headers.get(header), `${header} on a refused read`).toBeNull();
       }
     }
   });
