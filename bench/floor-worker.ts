@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { Hono } from "hono";
 import { stubByName } from "../src/core/object-ids";
+import { SECURITY_HEADERS } from "../src/core/security-headers";
 
 /**
  * The floor for designs that call Durable Objects per request: the baseline's bare Hono Worker
@@ -41,6 +42,24 @@ app.get("/rpc2", async (c) => {
   await stubByName(c.env.COUNTER, "market:BTCUSDT").hit(1);
   return c.json(body);
 });
+
+/**
+ * The baseline's body with the headers a ticker answer must carry (the security headers on every
+ * response, RateLimit-*, a request id, the copy's freshness) and no call: what those headers cost
+ * the runtime here, which no route of the service can go below.
+ */
+app.get("/headers", (c) =>
+  c.json(body, 200, {
+    ...SECURITY_HEADERS,
+    "RateLimit-Limit": "10",
+    "RateLimit-Remaining": "9",
+    "RateLimit-Reset": "1",
+    "X-Request-Id": crypto.randomUUID(),
+    "Cache-Control": "public, max-age=0, stale-if-error=5",
+    Age: "0",
+    "X-As-Of": String(Date.now()),
+  }),
+);
 
 app.get("/calls", (c) => c.json({ ...calls }));
 

@@ -4,7 +4,8 @@
 // makes, the bindings of wrangler.toml, D1 migrations applied, the demo feed on — not through
 // `wrangler dev` and its logging proxy. Next to it, in the same runtime and built by the same
 // bundler: the baseline (a bare Hono Worker answering a small JSON body) and the floor (the
-// baseline plus one or two calls per request to a trivial Durable Object); and, as a third
+// baseline plus one or two calls per request to a trivial Durable Object, or with the headers
+// every answer of the service must carry and no call); and, as a third
 // reference, the service's own `GET /api/time` (its public path with no work of its own). After warming up it
 // loads every route in interleaved rounds at 32 connections, each run from the same warm state
 // (every client address's object touched, then a 1 s re-warm), and reports medians, each route's
@@ -95,6 +96,8 @@ async function main() {
       // References, not targets: what one or two trivial Durable Object calls per request cost here.
       { name: "floor-1rpc", path: "/rpc1", worker: floor, setupRequest: publicLoad, reference: true, calls: floorCalls },
       { name: "floor-2rpc", path: "/rpc2", worker: floor, setupRequest: publicLoad, reference: true, calls: floorCalls },
+      // What the headers every answer carries cost here, with no call: no route can go below it.
+      { name: "floor-headers", path: "/headers", worker: floor, setupRequest: publicLoad, reference: true, calls: floorCalls },
       // The service's public chain (routing, request id, limiter, headers) around no work at all.
       { name: "limiter-only", path: "/api/time", worker: service, setupRequest: publicLoad, reference: true, calls: serviceCalls },
     ];
@@ -133,7 +136,7 @@ async function main() {
           cpuUsPerRequest: cpuBefore === undefined || served === 0 ? null : Math.round(((cpuAfter - cpuBefore) * 1e6) / served),
         });
         log(
-          `round ${round + 1} ${route.name.padEnd(13)} ${result.requests.average.toFixed(0).padStart(6)} req/s  p50 ${result.latency.p50} ms  p99 ${result.latency.p99} ms${failed ? `  (${failed} failed: ${JSON.stringify(result.statusCodeStats)}, ${result.errors} errors, ${result.timeouts} timeouts)` : ""}`,
+          `round ${round + 1} ${route.name.padEnd(14)} ${result.requests.average.toFixed(0).padStart(6)} req/s  p50 ${result.latency.p50} ms  p99 ${result.latency.p99} ms${failed ? `  (${failed} failed: ${JSON.stringify(result.statusCodeStats)}, ${result.errors} errors, ${result.timeouts} timeouts)` : ""}`,
         );
       }
     }
@@ -166,17 +169,19 @@ async function main() {
       console.log(
         `\nmedians of ${ROUNDS} interleaved rounds × ${SECONDS} s (ratio: median of per-round ratios) at ${CONNECTIONS} connections, one workerd per Worker, ${direct ? "direct sockets" : "through Miniflare's entry worker"}${withAssets ? ", the service behind the local Static Assets emulation" : ""} (${seconds} s in all):`,
       );
-      console.log("route           req/s  p50 ms  p99 ms  market/1k  guard/1k  cpu µs  ratio  target");
+      console.log("route            req/s  p50 ms  p99 ms  market/1k  guard/1k  cpu µs  ratio  target");
       for (const r of report) {
         if (r.name === "floor-1rpc")
-          console.log("references (the runtime's cost of Durable Object calls, and the service's public path with no work; no target):");
+          console.log(
+            "references (the runtime's cost of Durable Object calls and of the answers' headers, and the service's public path with no work; no target):",
+          );
         const tickerRatio = report.find((t) => t.name === "ticker")?.ratio;
         const target = r.name === "book-ticker" && tickerRatio !== undefined ? Number((tickerRatio - BOOK_TICKER_SLACK).toFixed(2)) : TARGETS[r.name];
         const callTarget = MARKET_CALL_TARGETS[r.name];
         const verdict = target === undefined ? "" : `${r.ratio >= target ? "≥" : "<"} ${target.toFixed(2)}  ${r.ratio >= target ? "met" : "MISSED"}`;
         const callVerdict = callTarget === undefined ? "" : `; market calls ≤ ${callTarget}/1k ${r.marketCallsPer1k <= callTarget ? "met" : "MISSED"}`;
         console.log(
-          `${r.name.padEnd(13)} ${String(r.rps).padStart(7)}  ${String(r.p50Ms).padStart(6)}  ${String(r.p99Ms).padStart(6)}  ${String(r.marketCallsPer1k).padStart(9)}  ${String(r.guardCallsPer1k).padStart(8)}  ${String(r.cpuUsPerRequest ?? "–").padStart(6)}  ${r.ratio.toFixed(2).padStart(5)}  ${verdict}${callVerdict}${r.failed ? `  (${r.failed} failed)` : ""}`,
+          `${r.name.padEnd(14)} ${String(r.rps).padStart(7)}  ${String(r.p50Ms).padStart(6)}  ${String(r.p99Ms).padStart(6)}  ${String(r.marketCallsPer1k).padStart(9)}  ${String(r.guardCallsPer1k).padStart(8)}  ${String(r.cpuUsPerRequest ?? "–").padStart(6)}  ${r.ratio.toFixed(2).padStart(5)}  ${verdict}${callVerdict}${r.failed ? `  (${r.failed} failed)` : ""}`,
         );
       }
     }
