@@ -60,9 +60,20 @@ export function isNewer(a: MarketAnswer, b: MarketAnswer): boolean {
   return a.at > b.at || (a.at === b.at && a.version > b.version);
 }
 
+/**
+ * A copy is refreshed ahead once its age reaches the max age less twice what the key's refreshes
+ * took lately, and never before half nor after three quarters of the max age: a market next door
+ * is asked about once per 3/4 of the max age, one far away (or failing) once per half, and a
+ * refresh as slow as the last still lands before the copy expires.
+ */
+const REFRESH_AHEAD = { earliest: 0.5, latest: 0.75, margin: 2 } as const;
+/** A slow refresh counts at once; faster ones bring the estimate down by a tenth each. */
+const REFRESH_DECAY = 0.9;
+
 export class EdgeCopies {
   private readonly copies = new Map<string, Copy>();
   private readonly inFlight = new Map<string, number>();
+  private readonly refreshMs = new Map<string, number>();
 
   /** The copy of `key`, whatever its age. */
   latest(key: string): Copy | undefined {
@@ -107,5 +118,19 @@ export class EdgeCopies {
 
   refreshing(key: string): number {
     return this.inFlight.get(key) ?? 0;
+  }
+
+  /** Records how long a refresh of `key` took, failed ones included. */
+  noteRefresh(key: string, tookMs: number): void {
+    const previous = this.refreshMs.get(key);
+    if (previous === undefined && this.refreshMs.size >= MAX_COPIES) this.refreshMs.clear();
+    this.refreshMs.set(key, Math.max(tookMs, REFRESH_DECAY * (previous ?? 0)));
+  }
+
+  /** The age at which a served copy of `key` is refreshed ahead, in the background ({@link REFRESH_AHEAD}). */
+  refreshAheadAge(key: string, maxAgeMs: number): number {
+    // A key never refreshed is treated as far away: half the max age.
+    const margin = REFRESH_AHEAD.margin * (this.refreshMs.get(key) ?? maxAgeMs);
+    return Math.min(REFRESH_AHEAD.latest * maxAgeMs, Math.max(REFRESH_AHEAD.earliest * maxAgeMs, maxAgeMs - margin));
   }
 }

@@ -7,7 +7,8 @@ import { type Copy, copyKey, EdgeCopies, type MarketAnswer, type MarketQuestion 
  * The edge read path (docs/edge-reads.md): market answers served from copies in this isolate,
  * shared with the location's other isolates through the Cache API, never older than
  * `MARKET_READ_MAX_AGE_MS`. A busy key is refreshed ahead, in the background, by the request
- * that finds its copy past half that age, so steady load never waits for the market.
+ * that finds its copy old enough (between half and three quarters of that age, by how long its
+ * refreshes take), so steady load never waits for the market.
  */
 
 export const DEFAULT_MAX_AGE_MS = 250;
@@ -92,17 +93,21 @@ function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
  */
 async function refresh(ctx: ReadContext, policy: EdgePolicy, key: string, ask: () => Promise<MarketAnswer>): Promise<Copy> {
   const fetchedAt = Date.now();
-  if (policy.maxAgeMs > 0) {
-    const shared = await sharedCopy(key);
-    if (shared && fetchedAt - shared.fetchedAt < policy.maxAgeMs / 2) return copies.offer(key, shared);
+  try {
+    if (policy.maxAgeMs > 0) {
+      const shared = await sharedCopy(key);
+      if (shared && fetchedAt - shared.fetchedAt < policy.maxAgeMs / 2) return copies.offer(key, shared);
+    }
+    const answer = await withTimeout(ask(), MARKET_TIMEOUT_MS);
+    const held = copies.offer(key, { ...answer, fetchedAt });
+    if (policy.maxAgeMs > 0) {
+      const sharing = shareCopy(key, held, policy);
+      if (ctx.waitUntil) ctx.waitUntil(sharing);
+    }
+    return held;
+  } finally {
+    copies.noteRefresh(key, Date.now() - fetchedAt);
   }
-  const answer = await withTimeout(ask(), MARKET_TIMEOUT_MS);
-  const held = copies.offer(key, { ...answer, fetchedAt });
-  if (policy.maxAgeMs > 0) {
-    const sharing = shareCopy(key, held, policy);
-    if (ctx.waitUntil) ctx.waitUntil(sharing);
-  }
-  return held;
 }
 
 function served(copy: Copy, now: number, stale: boolean): EdgeRead {
@@ -123,7 +128,7 @@ export async function readThroughEdge(ctx: ReadContext, key: string, ask: () => 
   const arrivedAt = Date.now();
   const fresh = copies.fresh(key, arrivedAt, policy.maxAgeMs);
   if (fresh) {
-    if (arrivedAt - fresh.fetchedAt >= policy.maxAgeMs / 2 && ctx.waitUntil && copies.claimRefresh(key, REFRESH_BOUND)) {
+    if (arrivedAt - fresh.fetchedAt >= copies.refreshAheadAge(key, policy.maxAgeMs) && ctx.waitUntil && copies.claimRefresh(key, REFRESH_BOUND)) {
       ctx.waitUntil(
         refresh(ctx, policy, key, ask)
           .catch(() => undefined)

@@ -59,4 +59,35 @@ describe("edge copies (docs/edge-reads.md)", () => {
     ];
     expect(new Set(keys).size).toBe(keys.length);
   });
+  it("a copy is refreshed ahead between half and three quarters of the max age, early enough for a refresh as slow as the last", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 5_000 }), fc.array(fc.integer({ min: 0, max: 3_000 }), { minLength: 1, maxLength: 40 }), (maxAge, durations) => {
+        const copies = new EdgeCopies();
+        for (const took of durations) {
+          copies.noteRefresh("k", took);
+          const at = copies.refreshAheadAge("k", maxAge);
+          expect(at, `after a refresh of ${took} ms, max age ${maxAge}`).toBeGreaterThanOrEqual(maxAge / 2);
+          expect(at, `after a refresh of ${took} ms, max age ${maxAge}`).toBeLessThanOrEqual((3 * maxAge) / 4);
+          // The same refresh again, begun at that age, lands before the copy expires whenever half the age allows it.
+          expect(at, `after a refresh of ${took} ms, max age ${maxAge}`).toBeLessThanOrEqual(Math.max(maxAge / 2, maxAge - 2 * took));
+        }
+      }),
+    );
+  });
+
+  it("a market next door is asked once per 3/4 of the max age; a far or failing one once per half, until its refreshes are fast again", () => {
+    const copies = new EdgeCopies();
+    expect(copies.refreshAheadAge("k", 250), "never refreshed: as if far away").toBe(125);
+    copies.noteRefresh("k", 2);
+    expect(copies.refreshAheadAge("k", 250), "a 2 ms refresh").toBe(187.5);
+    copies.noteRefresh("k", 100);
+    expect(copies.refreshAheadAge("k", 250), "a 100 ms refresh counts at once").toBe(125);
+    let fastOnes = 0;
+    while (copies.refreshAheadAge("k", 250) < 187.5) {
+      copies.noteRefresh("k", 2);
+      fastOnes += 1;
+    }
+    expect(fastOnes, "fast refreshes until three quarters again").toBe(12);
+    expect(copies.refreshAheadAge("other", 250), "per key").toBe(125);
+  });
 });
