@@ -4,7 +4,7 @@ import { unseal } from "../core/seal";
 import { allowListAdmits } from "./client-address";
 import type { KeyRecord, Permission } from "./keys";
 import { type LoginAttempts, type LoginReservation, type LoginScope, type LoginSettlement, reserveLogin, settleLogin } from "./login-throttle";
-import { FUTURE_TOLERANCE_MS, importSecret, isOnTime, signingPayload, verifySignature } from "./signature";
+import { FUTURE_TOLERANCE_MS, importSecret, isOnTime, signaturePayload, verifySignature } from "./signature";
 import { type Admission, type LeasedAdmission, SlidingWindow } from "./sliding-window";
 
 /** What the Worker sends for one signed request: everything the guard needs in one call. */
@@ -118,7 +118,7 @@ export class AccessGuard extends DurableObject<Env> {
         });
       }
       this.cryptoKey ??= unseal(this.env.SEALING_KEY, record.sealedSecret, record.keyId).then(importSecret);
-      const payload = signingPayload(check.timestamp, check.method, check.requestTarget, check.body);
+      const payload = signaturePayload(check);
       if (!(await verifySignature(await this.cryptoKey, payload, check.signature))) {
         throw problem("INVALID_SIGNATURE", "the signature does not match: sign timestamp\\nMETHOD\\nrequestTarget\\nbody with the key's secret");
       }

@@ -8,9 +8,8 @@ import { fromHex, toHex } from "../core/encoding";
  */
 const encoder = new TextEncoder();
 
-export function signingPayload(timestamp: string | number, method: string, requestTarget: string, body: string): string {
-  return `${timestamp}\n${method.toUpperCase()}\n${requestTarget}\n${body}`;
-}
+/** The signed text: the official client's own definition, so the guard and the client cannot drift. */
+export { signaturePayload } from "../../client/src/signing";
 
 export function importSecret(secret: string): Promise<CryptoKey> {
   return crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);

@@ -2,7 +2,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { authenticateSigned } from "../../src/access/middleware";
-import { sign, signingPayload } from "../../src/access/signature";
+import { sign, signaturePayload } from "../../src/access/signature";
 import { ProblemError } from "../../src/core/problem";
 import { newKey, signedCall } from "../support/accounts";
 import { call, callJson } from "../support/http";
@@ -11,7 +11,7 @@ import { until } from "../support/poll";
 /** A `/v1/ws` request as a browser sends it: the credentials in the query, the path signed alone. */
 async function queryFormRequest(key: { id: string; secret: string }, options: { signedTarget?: string; ip?: string } = {}): Promise<Request> {
   const timestamp = Date.now();
-  const signature = await sign(key.secret, signingPayload(timestamp, "GET", options.signedTarget ?? "/v1/ws", ""));
+  const signature = await sign(key.secret, signaturePayload({ timestamp, method: "GET", requestTarget: options.signedTarget ?? "/v1/ws", body: "" }));
   return new Request(`http://service.test/v1/ws?apiKey=${key.id}&timestamp=${timestamp}&signature=${signature}&streams=book.BTCUSDT`, {
     headers: { "CF-Connecting-IP": options.ip ?? "192.0.2.230" },
   });

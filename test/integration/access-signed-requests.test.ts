@@ -2,7 +2,7 @@ import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { KeyRecord } from "../../src/access/keys";
-import { sign, signingPayload } from "../../src/access/signature";
+import { sign, signaturePayload } from "../../src/access/signature";
 import { accessGuard } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
 import { newAccount, newKey, signedCall } from "../support/accounts";
@@ -115,7 +115,7 @@ describe("signed endpoints (docs/api.md, docs/signing.md)", () => {
   it("the signature covers the query exactly as sent: reordering it breaks the signature", async () => {
     const key = await newKey();
     const timestamp = Date.now();
-    const signed = await sign(key.secret, signingPayload(timestamp, "GET", "/v1/orderbook?symbol=BTCUSDT&depth=5", ""));
+    const signed = await sign(key.secret, signaturePayload({ timestamp, method: "GET", requestTarget: "/v1/orderbook?symbol=BTCUSDT&depth=5", body: "" }));
     const reordered = await call("/v1/orderbook?depth=5&symbol=BTCUSDT", {
       headers: { "X-API-KEY": key.id, "X-TIMESTAMP": String(timestamp), "X-SIGNATURE": signed },
     });

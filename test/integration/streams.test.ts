@@ -1,7 +1,7 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { sign, signingPayload } from "../../src/access/signature";
+import { sign, signaturePayload } from "../../src/access/signature";
 import { ingest } from "../../src/market/ingest";
 import { shardOf } from "../../src/streams/protocol";
 import { newKey, type TestKey } from "../support/accounts";
@@ -13,7 +13,7 @@ const shardCount = Number(env.STREAM_SHARDS);
 const shardStub = (principal: string) => env.STREAM_HUB.getByName(shardOf(principal, shardCount));
 
 async function signedQuery(key: TestKey, timestamp = Date.now()): Promise<string> {
-  const signature = await sign(key.secret, signingPayload(timestamp, "GET", "/v1/ws", ""));
+  const signature = await sign(key.secret, signaturePayload({ timestamp, method: "GET", requestTarget: "/v1/ws", body: "" }));
   return `apiKey=${key.id}&timestamp=${timestamp}&signature=${signature}`;
 }
 
@@ -171,7 +171,7 @@ describe("/v1/ws authentication", () => {
 
     const timestamp = Date.now();
     const target = "/v1/ws?streams=ticker.BTCUSDT";
-    const headerSig = await sign(streamer.secret, signingPayload(timestamp, "GET", target, ""));
+    const headerSig = await sign(streamer.secret, signaturePayload({ timestamp, method: "GET", requestTarget: target, body: "" }));
     const viaHeaders = await upgrade(target, "192.0.2.51", {
       "X-API-KEY": streamer.id,
       "X-TIMESTAMP": String(timestamp),

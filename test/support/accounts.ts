@@ -1,4 +1,4 @@
-import { sign, signingPayload } from "../../src/access/signature";
+import { sign, signaturePayload } from "../../src/access/signature";
 import { call } from "./http";
 
 let accounts = 0;
@@ -51,7 +51,7 @@ export async function signedCall(
 ): Promise<Response> {
   const timestamp = options.timestamp ?? Date.now();
   const body = options.body ?? "";
-  const signature = options.signatureOverride ?? (await sign(key.secret, signingPayload(timestamp, method, target, body)));
+  const signature = options.signatureOverride ?? (await sign(key.secret, signaturePayload({ timestamp, method, requestTarget: target, body })));
   return call(target, {
     method,
     ip: options.ip,

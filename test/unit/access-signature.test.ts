@@ -1,11 +1,11 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { importSecret, isOnTime, requestTargetOf, sign, signingPayload, verifySignature } from "../../src/access/signature";
+import { importSecret, isOnTime, requestTargetOf, sign, signaturePayload, verifySignature } from "../../src/access/signature";
 import vectors from "../fixtures/signing-vectors.json";
 
 describe("request signing (docs/signing.md)", () => {
   it.each(vectors.requestSigning)("matches the documented vector for $method $requestTarget", async (vector) => {
-    const payload = signingPayload(vector.timestamp, vector.method, vector.requestTarget, vector.body);
+    const payload = signaturePayload({ timestamp: vector.timestamp, method: vector.method, requestTarget: vector.requestTarget, body: vector.body });
     expect(payload).toBe(vector.payload);
     expect(await sign(vector.secret, payload)).toBe(vector.signature);
     const key = await importSecret(vector.secret);
@@ -25,14 +25,26 @@ describe("request signing (docs/signing.md)", () => {
     await fc.assert(
       fc.asyncProperty(request, fc.nat(4), fc.string({ minLength: 1, maxLength: 3 }), async (r, field, extra) => {
         const key = await importSecret(r.secret);
-        const signature = await sign(r.secret, signingPayload(r.timestamp, r.method, r.target, r.body));
-        expect(await verifySignature(key, signingPayload(r.timestamp, r.method, r.target, r.body), signature)).toBe(true);
+        const signature = await sign(r.secret, signaturePayload({ timestamp: r.timestamp, method: r.method, requestTarget: r.target, body: r.body }));
+        expect(
+          await verifySignature(key, signaturePayload({ timestamp: r.timestamp, method: r.method, requestTarget: r.target, body: r.body }), signature),
+        ).toBe(true);
         const changed = [
-          signingPayload(r.timestamp + 1, r.method, r.target, r.body),
-          signingPayload(r.timestamp, r.method === "GET" ? "POST" : "GET", r.target, r.body),
-          signingPayload(r.timestamp, r.method, `${r.target.split("?")[0]}x${r.target.includes("?") ? `?${r.target.split("?")[1]}` : ""}`, r.body),
-          signingPayload(r.timestamp, r.method, r.target.includes("?") ? `${r.target}&${extra}` : `${r.target}?${extra}`, r.body),
-          signingPayload(r.timestamp, r.method, r.target, r.body + extra),
+          signaturePayload({ timestamp: r.timestamp + 1, method: r.method, requestTarget: r.target, body: r.body }),
+          signaturePayload({ timestamp: r.timestamp, method: r.method === "GET" ? "POST" : "GET", requestTarget: r.target, body: r.body }),
+          signaturePayload({
+            timestamp: r.timestamp,
+            method: r.method,
+            requestTarget: `${r.target.split("?")[0]}x${r.target.includes("?") ? `?${r.target.split("?")[1]}` : ""}`,
+            body: r.body,
+          }),
+          signaturePayload({
+            timestamp: r.timestamp,
+            method: r.method,
+            requestTarget: r.target.includes("?") ? `${r.target}&${extra}` : `${r.target}?${extra}`,
+            body: r.body,
+          }),
+          signaturePayload({ timestamp: r.timestamp, method: r.method, requestTarget: r.target, body: r.body + extra }),
         ][field]!;
         expect(await verifySignature(key, changed, signature)).toBe(false);
       }),
@@ -43,7 +55,7 @@ describe("request signing (docs/signing.md)", () => {
   it("uppercase and lowercase hex both verify; anything else does not", async () => {
     await fc.assert(
       fc.asyncProperty(request, async (r) => {
-        const payload = signingPayload(r.timestamp, r.method, r.target, r.body);
+        const payload = signaturePayload({ timestamp: r.timestamp, method: r.method, requestTarget: r.target, body: r.body });
         const key = await importSecret(r.secret);
         const signature = await sign(r.secret, payload);
         expect(await verifySignature(key, payload, signature.toUpperCase())).toBe(true);
