@@ -61,7 +61,7 @@ export function isNewer(a: MarketAnswer, b: MarketAnswer): boolean {
 }
 
 /**
- * A copy is refreshed ahead once its age reaches the max age less twice what the key's refreshes
+ * A copy is refreshed ahead once its age reaches the max age less twice what asking its market
  * took lately, and never before half nor after three quarters of the max age: a market next door
  * is asked about once per 3/4 of the max age, one far away (or failing) once per half, and a
  * refresh as slow as the last still lands before the copy expires.
@@ -120,7 +120,7 @@ export class EdgeCopies {
     return this.inFlight.get(key) ?? 0;
   }
 
-  /** Records how long a refresh of `key` took, failed ones included. */
+  /** Records how long a refresh of `key` that asked its market took, failed ones included. */
   noteRefresh(key: string, tookMs: number): void {
     const previous = this.refreshMs.get(key);
     if (previous === undefined && this.refreshMs.size >= MAX_COPIES) this.refreshMs.clear();

@@ -93,21 +93,24 @@ function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
  */
 async function refresh(ctx: ReadContext, policy: EdgePolicy, key: string, ask: () => Promise<MarketAnswer>): Promise<Copy> {
   const fetchedAt = Date.now();
+  if (policy.maxAgeMs > 0) {
+    const shared = await sharedCopy(key);
+    if (shared && fetchedAt - shared.fetchedAt < policy.maxAgeMs / 2) return copies.offer(key, shared);
+  }
+  let answer: MarketAnswer;
   try {
-    if (policy.maxAgeMs > 0) {
-      const shared = await sharedCopy(key);
-      if (shared && fetchedAt - shared.fetchedAt < policy.maxAgeMs / 2) return copies.offer(key, shared);
-    }
-    const answer = await withTimeout(ask(), MARKET_TIMEOUT_MS);
-    const held = copies.offer(key, { ...answer, fetchedAt });
-    if (policy.maxAgeMs > 0) {
-      const sharing = shareCopy(key, held, policy);
-      if (ctx.waitUntil) ctx.waitUntil(sharing);
-    }
-    return held;
+    answer = await withTimeout(ask(), MARKET_TIMEOUT_MS);
   } finally {
+    // Only refreshes that asked the market: how far it is sets how early to refresh ahead (a
+    // quick hit in the location's cache says nothing of the next refresh that must ask it).
     copies.noteRefresh(key, Date.now() - fetchedAt);
   }
+  const held = copies.offer(key, { ...answer, fetchedAt });
+  if (policy.maxAgeMs > 0) {
+    const sharing = shareCopy(key, held, policy);
+    if (ctx.waitUntil) ctx.waitUntil(sharing);
+  }
+  return held;
 }
 
 function served(copy: Copy, now: number, stale: boolean): EdgeRead {
