@@ -100,13 +100,19 @@ function miniflareFor(worker, direct, inspectorPort) {
 
 /**
  * `url` to load (the direct socket's with `direct`), `entryUrl` through Miniflare's entry worker,
- * and `cpuSeconds()`: the CPU time its workerd process has used so far (undefined off Linux).
+ * `cpuSeconds()`: the CPU time its workerd process has used so far, and `rssMiB()`: that
+ * process's resident memory now (both undefined off Linux).
  * `before`: this process's children before the Miniflare was made; its workerd is the new one.
  */
 async function urlsOf(mf, name, direct, before) {
   const entryUrl = (await mf.ready).origin;
   const pid = [...childProcesses()].find((p) => !before.has(p));
-  return { url: direct ? (await mf.unsafeGetDirectURL(name)).origin : entryUrl, entryUrl, cpuSeconds: () => cpuSecondsOf(pid) };
+  return {
+    url: direct ? (await mf.unsafeGetDirectURL(name)).origin : entryUrl,
+    entryUrl,
+    cpuSeconds: () => cpuSecondsOf(pid),
+    rssMiB: () => rssMiBOf(pid),
+  };
 }
 
 /** This process's children's pids, from /proc (empty where there is none). */
@@ -140,9 +146,15 @@ function cpuSecondsOf(pid) {
   return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
 }
 
+function rssMiBOf(pid) {
+  if (pid === undefined) return undefined;
+  const kib = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
+  return Math.round(kib / 1024);
+}
+
 /**
  * Starts the bundled service with wrangler.toml's bindings (plus `vars`) and local secrets.
- * Returns `{ mf, url, entryUrl, cpuSeconds }`.
+ * Returns `{ mf, url, entryUrl, cpuSeconds, rssMiB }`.
  *
  * Without `assets: true` the Worker runs without Miniflare's emulation of Workers Static Assets.
  * On Cloudflare a request that matches no asset reaches the Worker directly (the asset check is

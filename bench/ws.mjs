@@ -13,7 +13,6 @@
 // runtime's memory and CPU, and checks that every client got every delta exactly once and in
 // sequence. Loopback only; bounded in time (a watchdog ends it); exits 1 when a delta was lost or
 // out of sequence.
-import { readdirSync, readFileSync } from "node:fs";
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
 import { option } from "./load.mjs";
 import { createKey, sign, signUp } from "./signed-load.mjs";
@@ -36,47 +35,6 @@ if (isMainThread) {
     },
     (SECONDS + 180) * 1000,
   ).unref();
-}
-
-/** The workerd processes this bench started (children of this process). */
-function runtimePids() {
-  const pids = [];
-  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      if (ppid === process.pid && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("workerd")) pids.push(pid);
-    } catch {
-      // the process went away
-    }
-  }
-  return pids;
-}
-
-function runtimeRssMiB() {
-  let kib = 0;
-  for (const pid of runtimePids()) {
-    try {
-      kib += Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
-    } catch {
-      // gone
-    }
-  }
-  return Math.round(kib / 1024);
-}
-
-/** CPU seconds (user + system) the runtime has used so far. */
-function runtimeCpuSeconds() {
-  let ticks = 0;
-  for (const pid of runtimePids()) {
-    try {
-      const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-      ticks += Number(fields[11]) + Number(fields[12]);
-    } catch {
-      // gone
-    }
-  }
-  return ticks / 100;
 }
 
 async function publisherKey(base) {
@@ -160,7 +118,7 @@ async function main() {
       book: { type: "snapshot", sequence, bids: [level(-1), level(-2)], asks: [level(1), level(2)] },
     });
     if (!first.ok) throw new Error(`ingest answered ${first.status}: ${await first.text()}`);
-    const rssBefore = runtimeRssMiB();
+    const rssBefore = service.rssMiB();
 
     /** Send time of each delta, by sequence (from the publisher thread). */
     const sentAt = new Map();
@@ -194,12 +152,12 @@ async function main() {
     for (let i = 0; i < 100 && clients.some((c) => c.snapshots === 0); i++) await sleep(100);
     const withoutSnapshot = clients.filter((c) => c.snapshots === 0).length;
     if (withoutSnapshot > 0) throw new Error(`${withoutSnapshot} clients got no snapshot`);
-    const rssConnected = runtimeRssMiB();
+    const rssConnected = service.rssMiB();
     log(`${clients.length} clients connected, each with its snapshot; workerd RSS ${rssBefore} → ${rssConnected} MiB; publishing…`);
 
     const startSequence = sequence;
     const publisher = await publisherThread({ url: service.url, key, rate: RATE, seconds: SECONDS, startSequence });
-    const cpuBefore = runtimeCpuSeconds();
+    const cpuBefore = service.cpuSeconds();
     const nodeCpuBefore = process.cpuUsage();
     const started = now();
     const sent = await publisher.run();
@@ -208,7 +166,7 @@ async function main() {
     // Wait (bounded) for the last delta to reach everyone.
     for (let i = 0; i < 100 && clients.some((c) => c.sequence < sequence); i++) await sleep(50);
     const elapsed = (now() - started) / 1000;
-    const runtimeCpu = runtimeCpuSeconds() - cpuBefore;
+    const runtimeCpu = service.cpuSeconds() - cpuBefore;
     const nodeCpu = process.cpuUsage(nodeCpuBefore);
 
     const latencies = [];
@@ -229,7 +187,7 @@ async function main() {
       p50Ms: Number(percentile(latencies, 50).toFixed(1)),
       p99Ms: Number(percentile(latencies, 99).toFixed(1)),
       maxMs: Number(latencies.at(-1)?.toFixed(1)),
-      runtimeRssMiB: { beforeClients: rssBefore, withClients: rssConnected, afterRun: runtimeRssMiB() },
+      runtimeRssMiB: { beforeClients: rssBefore, withClients: rssConnected, afterRun: service.rssMiB() },
       cpuSeconds: { workerd: Number(runtimeCpu.toFixed(2)), loadGenerator: Number(((nodeCpu.user + nodeCpu.system) / 1e6).toFixed(2)) },
     };
     if (asJson) console.log(JSON.stringify(report));
