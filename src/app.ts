@@ -7,7 +7,7 @@ import { accountRoutes } from "./accounts/routes";
 import { adminRoutes } from "./admin/routes";
 import { handleError, notFoundHandler } from "./core/errors";
 import { demoFeed } from "./core/object-ids";
-import { withPublicSecurity, withSharedAnswers } from "./core/openapi";
+import { SERVERS, withPublicSecurity, withSharedAnswers } from "./core/openapi";
 import { problem } from "./core/problem";
 import { requestId } from "./core/request-id";
 import { createRouter } from "./core/router";
@@ -49,12 +49,8 @@ const OPENAPI_INFO = {
     description: "Market data for trading assets and pairs at the edge. Decimals are strings, timestamps Unix milliseconds, errors RFC 9457 problem+json.",
   },
   servers: [
-    { url: "http://127.0.0.1:8787", description: "Local development (npm start)" },
-    {
-      url: "https://{host}",
-      description: "Production: your deployment (docs/operations.md)",
-      variables: { host: { default: "market-data-edge.your-subdomain.workers.dev", description: "The Worker's host: workers.dev or your route" } },
-    },
+    { url: `http://${SERVERS.local.host}`, description: SERVERS.local.description },
+    { url: `https://${SERVERS.production.host}`, description: SERVERS.production.description, variables: SERVERS.production.variables },
   ],
 };
 

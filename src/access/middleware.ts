@@ -7,12 +7,11 @@ import type { AppEnv } from "../env";
 import { clientIp, clientPrincipal } from "./client-address";
 import { KEY_ID_PATTERN, type Permission, principalOfKey } from "./keys";
 import { admit, fromGuard, localRefusal, PUBLIC_LIMIT, rateLimited, SIGNED_LIMIT } from "./rate-limit";
-import { requestTargetOf, SIGNATURE_PATTERN } from "./signature";
+import { requestTargetOf, SIGNATURE_PATTERN, TIMESTAMP_PATTERN } from "./signature";
 import { type Admission, rateLimitHeaders } from "./sliding-window";
 
 const DEFAULT_RECV_WINDOW = 5_000;
 const MAX_RECV_WINDOW = 60_000;
-const TIMESTAMP_PATTERN = /^[1-9]\d{0,15}$/;
 
 /**
  * A request refused before any key vouched for it counts against the client IP's public limit

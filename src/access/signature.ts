@@ -16,6 +16,8 @@ export function importSecret(secret: string): Promise<CryptoKey> {
 }
 
 export const SIGNATURE_PATTERN = /^[0-9a-fA-F]{64}$/;
+/** `X-TIMESTAMP` as accepted (docs/signing.md): Unix ms, digits without leading zeros. */
+export const TIMESTAMP_PATTERN = /^[1-9]\d{0,15}$/;
 
 /** True when `signatureHex` (either case) is the HMAC of `payload` under `key`. */
 export async function verifySignature(key: CryptoKey, payload: string, signatureHex: string): Promise<boolean> {

@@ -24,6 +24,16 @@ const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
 /** Reads answered from the edge copies (docs/edge-reads.md). */
 const MARKET_READ = /^\/(api|v1)\/(ticker|book-ticker|orderbook|trades|klines|markets|prices)\b/;
 
+/** Where the service answers, as both documents (`/openapi.json`, `/asyncapi.json`) name it. */
+export const SERVERS = {
+  local: { host: "127.0.0.1:8787", description: "Local development (npm start)" },
+  production: {
+    host: "{host}",
+    description: "Production: your deployment (docs/operations.md)",
+    variables: { host: { default: "market-data-edge.your-subdomain.workers.dev", description: "The Worker's host: workers.dev or your route" } },
+  },
+};
+
 /** Paths whose bodies the app limits to 64 KiB whatever the method (`app.ts`). */
 const SMALL_BODY_PATHS = /^\/(account|admin|dashboard)\//;
 
@@ -90,12 +100,14 @@ export function withSharedAnswers<T extends object>(document: T): T {
         responses[String(status)] ??= { content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } } };
       }
       for (const [status, response] of Object.entries(responses)) {
-        if (Number(status) < 400) continue;
-        const codes = problemCodes(Number(status), path);
-        if (codes.length === 0) delete responses[status];
-        else response.description = `Problem: ${codes.join(", ")}`;
-      }
-      for (const [status, response] of Object.entries(responses)) {
+        if (Number(status) >= 400) {
+          const codes = problemCodes(Number(status), path);
+          if (codes.length === 0) {
+            delete responses[status];
+            continue;
+          }
+          response.description = `Problem: ${codes.join(", ")}`;
+        }
         const names = ["X-Request-Id", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"];
         if (status === "429" || status === "503") names.push("Retry-After");
         if (status === "200" && MARKET_READ.test(path)) names.push("X-As-Of", "Age", "Cache-Control", "Warning");

@@ -1,4 +1,7 @@
 import { z } from "@hono/zod-openapi";
+import { KEY_ID_PATTERN } from "../access/keys";
+import { SIGNATURE_PATTERN, TIMESTAMP_PATTERN } from "../access/signature";
+import { SERVERS } from "../core/openapi";
 import { TimestampMs } from "../core/schemas";
 import { KLINE_INTERVALS } from "../market/klines";
 import { QUOTE_ASSETS } from "../market/registry";
@@ -153,15 +156,7 @@ export function asyncApiDocument(): Json {
         "WebSocket streams of the Market Data Service: tickers, best bid/ask, trades, order books with checksums, candles, prices and a heartbeat. Decimals are strings, times Unix milliseconds. The REST API is in /openapi.json.",
     },
     defaultContentType: "application/json",
-    servers: {
-      local: { host: "127.0.0.1:8787", protocol: "ws", description: "Local development (npm start)" },
-      production: {
-        host: "{host}",
-        protocol: "wss",
-        description: "Production: your deployment (docs/operations.md)",
-        variables: { host: { default: "market-data-edge.your-subdomain.workers.dev", description: "The Worker's host: workers.dev or your route" } },
-      },
-    },
+    servers: { local: { ...SERVERS.local, protocol: "ws" }, production: { ...SERVERS.production, protocol: "wss" } },
     channels: {
       public: channel("/api/ws", "Public streams", `For anyone, per client address. ${limits}`, streamsQuery),
       signed: channel(
@@ -170,9 +165,10 @@ export function asyncApiDocument(): Json {
         `For an API key with the stream permission: the signed headers of docs/signing.md, or (browsers) apiKey, timestamp and signature in the query, the signature over GET and the path /v1/ws alone. ${limits}`,
         {
           ...streamsQuery,
-          apiKey: { type: "string", pattern: "^mk_[0-9a-f]{24}$" },
-          timestamp: { type: "string", pattern: "^[1-9][0-9]*$", description: "Unix ms" },
-          signature: { type: "string", pattern: "^[0-9a-fA-F]{64}$", description: 'HMAC-SHA256 of timestamp + "\\nGET\\n/v1/ws\\n", hex' },
+          // The patterns the Worker enforces, not copies of them.
+          apiKey: { type: "string", pattern: KEY_ID_PATTERN.source },
+          timestamp: { type: "string", pattern: TIMESTAMP_PATTERN.source, description: "Unix ms" },
+          signature: { type: "string", pattern: SIGNATURE_PATTERN.source, description: 'HMAC-SHA256 of timestamp + "\\nGET\\n/v1/ws\\n", hex' },
         },
       ),
     },
