@@ -1,8 +1,11 @@
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
 const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
+// The seven default markets, as `npm start` lists them (scripts/default-venue.sql).
+const defaultVenue = readFileSync(path.join(import.meta.dirname, "scripts/default-venue.sql"), "utf8");
 
 export default defineConfig({
   test: {
@@ -17,6 +20,10 @@ export default defineConfig({
               // Tests drive the demo feed themselves, so data stays deterministic.
               bindings: {
                 TEST_MIGRATIONS: migrations,
+                TEST_DEFAULT_VENUE: defaultVenue,
+                // As `npm start`: a listing is adopted at once by the isolate that made it (every test
+                // file runs in an isolate of its own); the bound itself is tested with a clock.
+                REGISTRY_REFRESH_MS: "1000",
                 DEMO_FEED: "off",
                 // Reads see every write at once (test/integration/edge-reads.test.ts sets its own bound).
                 MARKET_READ_MAX_AGE_MS: "0",

@@ -14,8 +14,11 @@ import { createRouter } from "./core/router";
 import { noStore, securityHeaders } from "./core/security-headers";
 import { docsRoutes } from "./docs/routes";
 import type { AppEnv } from "./env";
+import { readContext } from "./market/reads";
 import { marketRoutes } from "./market/routes";
 import { pageRoutes } from "./pages/routes";
+import { ensureRegistry } from "./registry/copy";
+import { registryRoutes } from "./registry/routes";
 import { callbackRoutes } from "./settlements/routes";
 import { asyncApiDocument } from "./streams/asyncapi";
 import { publicStreamRoutes, signedStreamRoutes } from "./streams/routes";
@@ -32,14 +35,28 @@ const startDemoFeed = createMiddleware<AppEnv>(async (c, next) => {
   await next();
 });
 
-/** Forms and account or operator JSON are small; anything larger is refused before it is read. */
-const SMALL_BODY_BYTES = 64 * 1024;
-const smallBodies = bodyLimit({
-  maxSize: SMALL_BODY_BYTES,
-  onError: () => {
-    throw problem("PAYLOAD_TOO_LARGE", `a body here is at most ${SMALL_BODY_BYTES} bytes`);
-  },
+/**
+ * Every request sees this isolate's registry copy, current within REGISTRY_REFRESH_MS: the
+ * market lookups after it are synchronous and never read D1 (docs/operations.md#listing-markets).
+ */
+const withRegistry = createMiddleware<AppEnv>(async (c, next) => {
+  await ensureRegistry(c.env, readContext(c).waitUntil);
+  await next();
 });
+
+const limitBodies = (maxSize: number) =>
+  bodyLimit({
+    maxSize,
+    onError: () => {
+      throw problem("PAYLOAD_TOO_LARGE", `a body here is at most ${maxSize} bytes`);
+    },
+  });
+/** Forms and account or operator JSON are small; anything larger is refused before it is read. */
+const smallBodies = limitBodies(64 * 1024);
+/** Bulk listings are larger: 500 markets are about 70 KiB. */
+const LISTING_PATHS = new Set(["/admin/markets", "/admin/assets"]);
+const listingBodies = limitBodies(256 * 1024);
+const bodies = createMiddleware<AppEnv>((c, next) => (LISTING_PATHS.has(c.req.path) ? listingBodies : smallBodies)(c, next));
 
 const OPENAPI_INFO = {
   openapi: "3.1.0",
@@ -58,12 +75,13 @@ const OPENAPI_INFO = {
  * Accounts, sessions, keys and gateway secrets: never cached anywhere, and small bodies only.
  * (Mounted before every router, so a request is refused before any of its routes reads a byte.)
  */
-const privatePaths = [noStore, smallBodies];
+const privatePaths = [noStore, bodies];
 
 export function createApp(): OpenAPIHono<AppEnv> {
   const app = createRouter();
   app.use(requestId);
   app.use(securityHeaders);
+  app.use(withRegistry);
   app.use(startDemoFeed);
 
   // The route table: every router, where it is mounted, and the limit in front of it.
@@ -80,6 +98,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
     ["/account", accountRoutes(publicLimit), ...privatePaths], // account JSON API: publicLimit
     ["/dashboard", dashboardRoutes(publicLimit), ...privatePaths], // form posts: publicLimit; pages: none
     ["/admin", adminRoutes, ...privatePaths], //              operator API: bearer token; failures
+    ["/admin", registryRoutes], //                            listing markets and assets: as above
     ["/docs", docsRoutes], //                                 the API reference page: none
     ["/", pageRoutes], //                                     pages and their scripts: none
   ] as const) {

@@ -2,9 +2,11 @@ import { createApp } from "./app";
 import { ledgerOptions, releaseExpiredHolds } from "./settlements/ledger";
 
 export { AccessGuard } from "./access/access-guard";
+export { GroupRelay } from "./groups/group-relay-object";
 export { DemoFeed } from "./market/demo-feed-object";
 export { MarketObject } from "./market/market-object";
 export { PriceIndex } from "./market/price-index-object";
+export { Registry } from "./registry/registry-object";
 export { StreamHub } from "./streams/stream-hub";
 
 const app = createApp();

@@ -5,6 +5,8 @@ declare global {
     // The Worker's bindings (worker-configuration.d.ts), plus the migrations the test setup applies.
     interface Env {
       TEST_MIGRATIONS: D1Migration[];
+      /** scripts/default-venue.sql: the seven default markets. */
+      TEST_DEFAULT_VENUE: string;
     }
   }
 }

@@ -1,10 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { marketObject, objectCalls } from "../core/object-ids";
-import { unwrap } from "../core/problem";
+import { objectCalls } from "../core/object-ids";
 import { createRouter } from "../core/router";
 import { createdJson, okJson, problemResponses, queryIntOr } from "../core/schemas";
-import { resolveMarket } from "../market/lookup";
-import { MarketSchema, PairParam } from "../market/schemas";
 import {
   approveGateway,
   GATEWAY_ID_PATTERN,
@@ -207,23 +204,6 @@ export const adminRoutes = createRouter()
   )
   .openapi(
     createRoute({
-      method: "put",
-      path: "/markets/{pair}/status",
-      operationId: "setMarketStatus",
-      tags,
-      security,
-      middleware,
-      summary: "Change a market's status: TRADING ⇄ HALTED, either → DELISTED (final)",
-      request: { params: PairParam, ...body(z.object({ status: z.enum(["TRADING", "HALTED", "DELISTED"]) })) },
-      responses: { ...okJson(MarketSchema, "The market"), ...problemResponses(400, 401, 404, 409, 429, 503) },
-    }),
-    async (c) => {
-      const { symbol } = resolveMarket(c.req.valid("param").pair);
-      return c.json(unwrap(await marketObject(c.env, symbol).setStatus(symbol, c.req.valid("json").status)), 200);
-    },
-  )
-  .openapi(
-    createRoute({
       method: "get",
       path: "/isolate",
       operationId: "getIsolateCounters",
@@ -232,9 +212,23 @@ export const adminRoutes = createRouter()
       middleware,
       summary: "This isolate's Durable Object call counters (what the edge read path saves, counted)",
       description:
-        "Counters since the isolate started: calls to market objects (`market`, of which `marketReads` by the read path) and to access guards (`guard`). Another request may land in another isolate; `npm run bench` reads them around each run on a single local isolate.",
+        "Counters since the isolate started: calls to market objects (`market`, of which `marketReads` by the read path), to access guards (`guard`), to the price index (`priceIndex`, of which `venueReads` by the all-market reads), to group relays (`relay`), to stream shards (`shard`) and to the registry (`registry`). Another request may land in another isolate; locally every object runs in the one isolate, so `npm run bench` reads the calls into the shared objects here too.",
       responses: {
-        ...okJson(z.object({ objectCalls: z.object({ market: z.number().int(), marketReads: z.number().int(), guard: z.number().int() }) }), "Counters"),
+        ...okJson(
+          z.object({
+            objectCalls: z.object({
+              market: z.number().int(),
+              marketReads: z.number().int(),
+              guard: z.number().int(),
+              priceIndex: z.number().int(),
+              venueReads: z.number().int(),
+              relay: z.number().int(),
+              shard: z.number().int(),
+              registry: z.number().int(),
+            }),
+          }),
+          "Counters",
+        ),
         ...problemResponses(401, 429, 503),
       },
     }),

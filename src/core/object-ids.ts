@@ -25,9 +25,12 @@ export function stubByName<T extends Rpc.DurableObjectBranded | undefined>(names
 /**
  * Calls this isolate has made to the market objects and to the guards, counted where the stubs
  * are made (one stub, one call): what the edge read path saves is measured, not estimated.
- * `marketReads` is the part of `market` that the read path made (the rest is ingest).
+ * `marketReads` is the part of `market` that the read path made (the rest is ingest);
+ * `venueReads` the part of `priceIndex` that the all-market reads made. Locally every object runs
+ * in the one isolate, so these count the calls into the group relays, the price index and the
+ * shards too (docs/benchmarks.md).
  */
-export const objectCalls = { market: 0, guard: 0, marketReads: 0 };
+export const objectCalls = { market: 0, guard: 0, marketReads: 0, venueReads: 0, relay: 0, priceIndex: 0, shard: 0, registry: 0 };
 
 /** A market's single writer, named by its canonical symbol. */
 export function marketObject(env: Env, symbol: string) {
@@ -41,8 +44,24 @@ export function accessGuard(env: Env, principal: string) {
   return stubByName(env.ACCESS_GUARD, principal);
 }
 /** A WebSocket shard, named by its shard id. */
-export const streamHub = (env: Env, shard: string) => stubByName(env.STREAM_HUB, shard);
-/** The one price index. */
-export const priceIndex = (env: Env) => stubByName(env.PRICE_INDEX, "global");
+export function streamHub(env: Env, shard: string) {
+  objectCalls.shard += 1;
+  return stubByName(env.STREAM_HUB, shard);
+}
+/** The one price index, which also holds the all-market answers. */
+export function priceIndex(env: Env) {
+  objectCalls.priceIndex += 1;
+  return stubByName(env.PRICE_INDEX, "global");
+}
+/** The relay of a group of markets (`groupOf`). */
+export function groupRelay(env: Env, group: number) {
+  objectCalls.relay += 1;
+  return stubByName(env.GROUP_RELAY, `group:${group}`);
+}
+/** The registry's one publisher. */
+export function registryObject(env: Env) {
+  objectCalls.registry += 1;
+  return stubByName(env.REGISTRY, "registry");
+}
 /** The one demo feed. */
 export const demoFeed = (env: Env) => stubByName(env.DEMO_FEED_OBJECT, "demo");

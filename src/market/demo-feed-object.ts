@@ -1,9 +1,10 @@
 import { DurableObject } from "cloudflare:workers";
 import { marketObject } from "../core/object-ids";
 import { ProblemError } from "../core/problem";
-import { createDemoState, DEMO_TICK_MS, type DemoState, demoTick, resync } from "./demo-feed";
+import { ensureRegistry, findMarket } from "../registry/copy";
+import type { MarketConfig } from "../registry/model";
+import { createDemoState, DEMO_TICK_MS, type DemoState, demoMarkets, demoTick, resync } from "./demo-feed";
 import { ingest } from "./ingest";
-import { MARKETS } from "./registry";
 import { IngestBodySchema } from "./schemas";
 
 /**
@@ -24,26 +25,29 @@ export class DemoFeed extends DurableObject<Env> {
     return true;
   }
 
-  private async loadState(): Promise<DemoState> {
+  private async loadState(markets: readonly MarketConfig[]): Promise<DemoState> {
     if (this.state) return this.state;
     const stored = await this.ctx.storage.get<DemoState>("state");
     if (stored) return (this.state = stored);
     // A new feed continues each market's book sequence rather than restarting it at 1.
     const sequences: Record<string, number> = {};
-    for (const market of MARKETS) {
-      const snapshot = await marketObject(this.env, market.symbol).orderBook(market.symbol, 1);
-      sequences[market.symbol] = "sequence" in snapshot ? snapshot.sequence : 0;
-    }
+    for (const market of markets) sequences[market.symbol] = await this.bookSequence(market);
     const seed = Number.parseInt(this.env.DEMO_SEED ?? "1", 10) || 1;
     return (this.state = createDemoState(seed, Date.now().toString(36), sequences));
   }
 
-  /** One tick: every market gets its batch. Returns how many batches were accepted. */
+  private async bookSequence(market: MarketConfig): Promise<number> {
+    const snapshot = await marketObject(this.env, market.symbol).orderBook(market, 1);
+    return "sequence" in snapshot ? snapshot.sequence : 0;
+  }
+
+  /** One tick: every market of `DEMO_MARKETS` gets its batch. Returns how many batches were accepted. */
   async step(now = Date.now()): Promise<number> {
-    const state = await this.loadState();
+    const markets = demoMarkets(this.env.DEMO_MARKETS, (await ensureRegistry(this.env)).listed);
+    const state = await this.loadState(markets);
     let accepted = 0;
     await Promise.all(
-      demoTick(state, now).map(async (body) => {
+      demoTick(state, markets, now).map(async (body) => {
         try {
           const result = await ingest(this.env, IngestBodySchema.parse(body), now);
           accepted += 1;
@@ -51,8 +55,8 @@ export class DemoFeed extends DurableObject<Env> {
         } catch (error) {
           if (!(error instanceof ProblemError)) throw error;
           // Halted markets refuse ingest; a sequence gap means someone else published.
-          const current = await marketObject(this.env, body.symbol).orderBook(body.symbol, 1);
-          resync(state, body.symbol, "sequence" in current ? current.sequence : 0);
+          const market = findMarket(body.symbol);
+          if (market) resync(state, body.symbol, await this.bookSequence(market));
         }
       }),
     );

@@ -1,5 +1,5 @@
 import { formatUnits } from "../core/decimal";
-import { MARKETS, type MarketConfig } from "./registry";
+import type { MarketConfig } from "../registry/model";
 import type { IngestBody } from "./schemas";
 
 /**
@@ -27,6 +27,8 @@ export interface DemoMarketState {
 }
 
 export const DEMO_LEVELS_PER_SIDE = 50;
+/** What the demo feed publishes unless `DEMO_MARKETS` names others (`*`: every listed market). */
+export const DEFAULT_DEMO_MARKETS = ["BTCUSDT", "ETHUSDT", "SOLUSDT", "XRPUSDT", "ETHBTC", "SOLBTC", "BTCUSDC"];
 export const DEMO_TICK_MS = 500;
 
 const START_USD: Record<string, number> = { BTC: 97_000, ETH: 3_400, SOL: 150, XRP: 0.6, USDT: 1, USDC: 1 };
@@ -48,12 +50,25 @@ function gaussian(state: DemoState): number {
   return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
 }
 
+/** The markets of `DEMO_MARKETS` (a comma list; empty: the seven defaults; `*`: all) that are listed and trading. */
+export function demoMarkets(setting: string | undefined, listed: readonly MarketConfig[]): MarketConfig[] {
+  const trading = listed.filter((m) => m.status === "TRADING");
+  if (setting?.trim() === "*") return trading;
+  const wanted = new Set(setting?.trim() ? setting.split(",").map((s) => s.trim().toUpperCase()) : DEFAULT_DEMO_MARKETS);
+  return trading.filter((m) => wanted.has(m.symbol));
+}
+
 export function createDemoState(seed: number, runId: string, sequences: Record<string, number> = {}): DemoState {
   const markets: Record<string, DemoMarketState> = {};
-  for (const market of MARKETS) {
-    markets[market.symbol] = { bids: {}, asks: {}, sequence: sequences[market.symbol] ?? 0, needsSnapshot: true };
-  }
+  for (const [symbol, sequence] of Object.entries(sequences)) markets[symbol] = { bids: {}, asks: {}, sequence, needsSnapshot: true };
   return { rng: seed | 0, tick: 0, runId, usd: { ...START_USD }, markets };
+}
+
+/** An asset the simulation has no price for starts at a price of its own (from its code), in dollars. */
+function startUsd(asset: string): number {
+  let hash = 0;
+  for (const char of asset) hash = (hash * 31 + char.charCodeAt(0)) >>> 0;
+  return 0.5 + (hash % 2000);
 }
 
 function toUnits(value: number, scale: number): bigint {
@@ -110,16 +125,20 @@ function diffLevels(before: Record<string, string>, after: Record<string, string
  * Advances the simulation one tick and returns one ingest body per market: a book snapshot
  * (first time, or after a refusal) or delta, and a few trades at the touch.
  */
-export function demoTick(state: DemoState, now: number): IngestBody[] {
+export function demoTick(state: DemoState, markets: readonly MarketConfig[], now: number): IngestBody[] {
   state.tick += 1;
+  for (const market of markets) {
+    for (const asset of [market.base, market.quote]) state.usd[asset] ??= startUsd(asset);
+    state.markets[market.symbol] ??= { bids: {}, asks: {}, sequence: 0, needsSnapshot: true };
+  }
   for (const asset of Object.keys(state.usd)) {
-    const sigma = VOLATILITY[asset] ?? 0;
+    const sigma = VOLATILITY[asset] ?? 0.0005;
     // USDC is pulled back to its peg; the others walk freely.
     const drift = asset === "USDC" ? (1 - state.usd[asset]!) * 0.05 : 0;
     state.usd[asset] = state.usd[asset]! * Math.exp(sigma * gaussian(state) + drift);
   }
   const bodies: IngestBody[] = [];
-  for (const market of MARKETS) {
+  for (const market of markets) {
     const previous = state.markets[market.symbol]!;
     const mid = toUnits(state.usd[market.base]! / state.usd[market.quote]!, market.priceScale);
     const book = nextBook(state, market, previous, mid);

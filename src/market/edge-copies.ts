@@ -14,8 +14,7 @@ export type MarketQuestion =
   | { kind: "bookTicker" }
   | { kind: "book"; depth: number }
   | { kind: "trades"; limit: number; page?: Omit<TradePage, "limit"> }
-  | { kind: "klines"; query: KlineQuery }
-  | { kind: "describe" };
+  | { kind: "klines"; query: KlineQuery };
 
 /** The key of a question's copy: one copy per market and question. */
 export function copyKey(symbol: string, question: MarketQuestion): string {

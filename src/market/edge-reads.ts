@@ -1,6 +1,8 @@
-import { marketObject, objectCalls } from "../core/object-ids";
+import { marketObject, objectCalls, priceIndex } from "../core/object-ids";
 import { ProblemError, problem } from "../core/problem";
 import { msSetting } from "../core/settings";
+import type { VenueAnswerKind } from "../groups/venue-board";
+import type { MarketConfig } from "../registry/model";
 import { type Copy, copyKey, EdgeCopies, type MarketAnswer, type MarketQuestion } from "./edge-copies";
 
 /**
@@ -13,6 +15,8 @@ import { type Copy, copyKey, EdgeCopies, type MarketAnswer, type MarketQuestion 
 
 export const DEFAULT_MAX_AGE_MS = 250;
 export const DEFAULT_STALE_IF_ERROR_MS = 5_000;
+/** The all-market answers change at most once a second (docs/api.md#all-markets). */
+export const DEFAULT_VENUE_MAX_AGE_MS = 1_000;
 /** A market that has not answered by then counts as failed (the copy or 503 answers instead). */
 export const MARKET_TIMEOUT_MS = 2_000;
 /** Refreshes of one key in flight at once; a request that finds them all taken waits for one. */
@@ -26,18 +30,24 @@ export interface EdgePolicy {
 }
 
 /** Read once per env object: every read asks, and the variables do not change while it lives. */
-const policies = new WeakMap<Env, EdgePolicy>();
+const policies = new WeakMap<Env, { market: EdgePolicy; venue: EdgePolicy }>();
 
-export function edgePolicy(env: Env): EdgePolicy {
-  let policy = policies.get(env);
-  if (!policy) {
-    policy = {
-      maxAgeMs: msSetting(env.MARKET_READ_MAX_AGE_MS, DEFAULT_MAX_AGE_MS),
-      staleIfErrorMs: msSetting(env.MARKET_READ_STALE_IF_ERROR_MS, DEFAULT_STALE_IF_ERROR_MS),
+function policiesOf(env: Env): { market: EdgePolicy; venue: EdgePolicy } {
+  let held = policies.get(env);
+  if (!held) {
+    const staleIfErrorMs = msSetting(env.MARKET_READ_STALE_IF_ERROR_MS, DEFAULT_STALE_IF_ERROR_MS);
+    held = {
+      market: { maxAgeMs: msSetting(env.MARKET_READ_MAX_AGE_MS, DEFAULT_MAX_AGE_MS), staleIfErrorMs },
+      venue: { maxAgeMs: msSetting(env.VENUE_READ_MAX_AGE_MS, DEFAULT_VENUE_MAX_AGE_MS), staleIfErrorMs },
     };
-    policies.set(env, policy);
+    policies.set(env, held);
   }
-  return policy;
+  return held;
+}
+
+/** The policy of one market's answers. */
+export function edgePolicy(env: Env): EdgePolicy {
+  return policiesOf(env).market;
 }
 
 /** What a read needs of its request: the bindings, and a way to finish work after answering. */
@@ -126,8 +136,7 @@ function served(copy: Copy, now: number, stale: boolean): EdgeRead {
  * others wait for that refresh). If the market fails or is slow, a copy younger than the
  * stale-if-error bound answers, marked stale; past it, 503 `UNAVAILABLE` — never a hang.
  */
-export async function readThroughEdge(ctx: ReadContext, key: string, ask: () => Promise<MarketAnswer>): Promise<EdgeRead> {
-  const policy = edgePolicy(ctx.env);
+export async function readThroughEdge(ctx: ReadContext, key: string, ask: () => Promise<MarketAnswer>, policy = edgePolicy(ctx.env)): Promise<EdgeRead> {
   const arrivedAt = Date.now();
   const fresh = copies.fresh(key, arrivedAt, policy.maxAgeMs);
   if (fresh) {
@@ -172,9 +181,28 @@ function staleOrUnavailable(policy: EdgePolicy, key: string, now: number): EdgeR
  * @example
  * const read = await readMarket({ env: c.env, waitUntil }, "BTCUSDT", { kind: "ticker" });
  */
-export function readMarket(ctx: ReadContext, symbol: string, question: MarketQuestion): Promise<EdgeRead> {
-  return readThroughEdge(ctx, copyKey(symbol, question), () => {
+export function readMarket(ctx: ReadContext, market: MarketConfig, question: MarketQuestion): Promise<EdgeRead> {
+  return readThroughEdge(ctx, copyKey(market.symbol, question), () => {
     objectCalls.marketReads += 1;
-    return marketObject(ctx.env, symbol).answer(symbol, question);
+    return marketObject(ctx.env, market.symbol).answer(market, question);
   });
+}
+
+/**
+ * An all-market answer through the edge copies, from the price index's ready text: one object
+ * call per refresh of the copy, whatever the number of markets (docs/api.md#all-markets).
+ *
+ * @example
+ * const read = await readVenue({ env: c.env, waitUntil }, "ticker");
+ */
+export function readVenue(ctx: ReadContext, kind: VenueAnswerKind): Promise<EdgeRead> {
+  return readThroughEdge(
+    ctx,
+    `*:${kind}`,
+    () => {
+      objectCalls.venueReads += 1;
+      return priceIndex(ctx.env).answer(kind);
+    },
+    policiesOf(ctx.env).venue,
+  );
 }

@@ -3,7 +3,8 @@ import { marketObject } from "../core/object-ids";
 import { type FieldError, problem, unwrap } from "../core/problem";
 import { resolveMarket } from "./lookup";
 import type { BookOutcome, BookUpdate, UnitLevel } from "./order-book";
-import type { MarketConfig } from "./registry";
+import { ensureRegistry } from "../registry/copy";
+import type { MarketConfig } from "../registry/model";
 import type { IngestBody } from "./schemas";
 
 /** A trade ready for its MarketObject: integer units at the market's scales. */
@@ -131,7 +132,12 @@ export function toIngestBatch(market: MarketConfig, body: IngestBody, now: numbe
  * schema-validated body, and the market's single writer applies it.
  */
 export async function ingest(env: Env, body: IngestBody, now = Date.now()): Promise<IngestResult> {
-  const market = resolveMarket(body.symbol);
-  const batch = toIngestBatch(market, body, now);
-  return unwrap(await marketObject(env, market.symbol).ingest(market.symbol, batch));
+  await ensureRegistry(env);
+  let market = resolveMarket(body.symbol);
+  // The market holds the newest rules: checked against an older copy's, the batch is checked again.
+  for (;;) {
+    const answer = unwrap(await marketObject(env, market.symbol).ingest(market, toIngestBatch(market, body, now)));
+    if (!("newerConfig" in answer)) return answer;
+    market = answer.newerConfig;
+  }
 }

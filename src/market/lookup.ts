@@ -1,6 +1,7 @@
 import { problem } from "../core/problem";
 import { type ParsedSymbol, requireSymbol } from "../core/symbols";
-import { findMarket, type MarketConfig } from "./registry";
+import { findMarket } from "../registry/copy";
+import type { MarketConfig } from "../registry/model";
 
 /** The listed market a parsed symbol names, if any; a separated form (`BTC-USDT`) must match its legs. */
 export function listedMarket(parsed: ParsedSymbol): MarketConfig | undefined {

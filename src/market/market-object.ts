@@ -1,10 +1,12 @@
 import { DurableObject } from "cloudflare:workers";
 import type { z } from "@hono/zod-openapi";
 import { formatUnits } from "../core/decimal";
-import { priceIndex } from "../core/object-ids";
-import { isProblemResult, mapResult, ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
+import { groupRelay } from "../core/object-ids";
+import { isProblemResult, ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
+import type { RelayOp } from "../groups/messages";
+import { RelayChannel } from "../groups/relay-channel";
+import { groupOf, type MarketConfig } from "../registry/model";
 import type { StreamEvent } from "../streams/protocol";
-import { ShardPublisher } from "../streams/publisher";
 import { bookChecksum, CHECKSUM_DEPTH } from "./book-checksum";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
 import type { IngestBatch, IngestResult } from "./ingest";
@@ -12,7 +14,6 @@ import { aggregateCandles, alignDown, KLINE_INTERVALS, type Kline, type KlineInt
 import { MarketStore, type StoredTrade, type TradePage } from "./market-store";
 import { type BookOutcome, OrderBook, type WireLevel } from "./order-book";
 import type { PriceReport } from "./price-index";
-import { findMarket, type MarketConfig, type MarketStatus, type TradingRules } from "./registry";
 import {
   addToBucket,
   changePercent,
@@ -58,15 +59,6 @@ export interface WireTrade {
   time: number;
 }
 
-export interface MarketView extends TradingRules {
-  symbol: string;
-  base: string;
-  quote: string;
-  status: MarketStatus;
-  priceScale: number;
-  quantityScale: number;
-}
-
 /** Trades kept beyond 24 h anyway, so `/trades` always has a page to show. */
 const KEEP_TRADES = 1000;
 /** Trade ids are remembered this long for de-duplication of publisher retries. */
@@ -79,16 +71,15 @@ const SECONDLY_MS = 1_000;
 /** `bookTicker.{SYMBOL}` goes out on every change of the top of the book, at most this often. */
 const BOOK_TICKER_EVERY_MS = 100;
 
-const STATUS_TRANSITIONS: Record<MarketStatus, readonly MarketStatus[]> = {
-  TRADING: ["TRADING", "HALTED", "DELISTED"],
-  HALTED: ["HALTED", "TRADING", "DELISTED"],
-  DELISTED: ["DELISTED"],
-};
+/** What `ingest` answers when the caller's config is older than the market's: validate again with this one. */
+export interface NewerConfig {
+  newerConfig: MarketConfig;
+}
 
 /** What one market holds in memory; storage is the source it is rebuilt from. */
 interface MarketState {
+  /** The newest config this market has been given (scales, rules, status): from the registry. */
   market: MarketConfig;
-  status: MarketStatus;
   book: OrderBook;
   /** Buckets of the last ~25 h, ascending by minute: all the ticker window can need. */
   recentBuckets: MinuteBucket[];
@@ -105,13 +96,20 @@ interface MarketState {
  * One market's single writer (one object per pair). Applies ingest batches exactly once,
  * keeps the L2 book, trades and minute buckets in SQLite, and answers every read of the
  * market from memory it rebuilds from that storage after eviction.
+ *
+ * It learns its config from the registry: every caller passes the market's config from its
+ * registry copy, and the object keeps (and stores) the newest revision it has seen, so a rules
+ * or status change reaches it with the operator's push or with the next call, whichever is first.
+ * Everything it publishes goes through its group relay (docs/design.md#group-relays).
  */
 export class MarketObject extends DurableObject<Env> {
   private readonly store: MarketStore;
   private state: MarketState | undefined;
   private lastPruneAt = 0;
   private lastSecondlyAt = 0;
-  private publisher: ShardPublisher | undefined;
+  /** Shards subscribed to this market's streams (stored): nothing is built for streams nobody watches. */
+  private shards = new Set<string>();
+  private channel: RelayChannel | undefined;
   /** Per interval, the candle last sent on `kline.{SYMBOL}.{interval}`, as text, and whether closed. */
   private readonly klinesSent = new Map<KlineInterval, { openTime: number; closeTime: number; text: string; closed: boolean }>();
   /** The top of the book last sent on `bookTicker.{SYMBOL}` (as text), when, and a send held back. */
@@ -126,25 +124,34 @@ export class MarketObject extends DurableObject<Env> {
     this.store = new MarketStore(ctx.storage);
   }
 
-  /** Loads the market on first use: the object learns its symbol from the first call. */
-  private load(symbol: string): MarketState {
+  /**
+   * Loads the market on first use, and takes `given` if it is a newer revision of the config
+   * than the one held. After an eviction the stored config serves calls that bring none (the alarm).
+   */
+  private load(given?: MarketConfig): MarketState {
     if (this.state) {
-      if (this.state.market.symbol !== symbol) throw new Error(`MarketObject for ${this.state.market.symbol} called as ${symbol}`);
+      if (given) this.adopt(this.state, given);
       return this.state;
     }
-    const market = findMarket(symbol);
-    if (!market) throw new Error(`no market ${symbol} in the registry`);
     const meta = this.store.readMeta();
-    if (meta.symbol !== symbol) this.store.writeMeta("symbol", symbol);
+    const stored = meta.config;
+    const market = stored && (!given || stored.revision >= given.revision) ? stored : given;
+    if (!market) throw new Error("a market object was called before it was given its config");
+    if (stored && market.symbol !== stored.symbol) throw new Error(`MarketObject for ${stored.symbol} called as ${market.symbol}`);
+    if (market !== stored) this.store.writeMeta("config", JSON.stringify(market));
     const book = new OrderBook(market.priceScale, market.quantityScale);
     const levels = this.store.readBook();
     book.restore(meta.bookSequence, meta.bookUpdatedAt, levels.bids, levels.asks, meta.bookFingerprint);
     const latest = this.store.latestBucket();
     const now = Date.now();
-    this.publisher = new ShardPublisher(this.env, this.ctx, meta.shards, (shards) => this.store.writeMeta("shards", JSON.stringify(shards)));
+    this.shards = new Set(meta.shards);
+    const relay = groupOf(market);
+    this.channel = new RelayChannel(
+      (ops) => groupRelay(this.env, relay).relay(ops),
+      (work) => this.ctx.waitUntil(work),
+    );
     this.state = {
       market,
-      status: meta.status ?? market.initialStatus,
       book,
       recentBuckets: [...this.store.bucketsBetween(now - TRADE_RETENTION_MS, Number.MAX_SAFE_INTEGER, "ASC")],
       lastTradePrice: latest?.close,
@@ -153,6 +160,18 @@ export class MarketObject extends DurableObject<Env> {
       version: 0,
     };
     return this.state;
+  }
+
+  private adopt(state: MarketState, given: MarketConfig): void {
+    if (given.symbol !== state.market.symbol) throw new Error(`MarketObject for ${state.market.symbol} called as ${given.symbol}`);
+    if (given.revision <= state.market.revision) return;
+    state.market = given;
+    state.version += 1; // the cached answers show the rules and status
+    this.store.writeMeta("config", JSON.stringify(given));
+  }
+
+  private send(op: RelayOp): void {
+    this.channel!.send(op);
   }
 
   /** Runs a read or write, turning expected failures into values that survive RPC. */
@@ -165,17 +184,24 @@ export class MarketObject extends DurableObject<Env> {
     }
   }
 
-  private readable(symbol: string): MarketState {
-    const state = this.load(symbol);
-    if (state.status === "DELISTED") throw problem("UNKNOWN_SYMBOL", `${symbol} is delisted`);
+  private readable(market: MarketConfig | undefined): MarketState {
+    const state = this.load(market);
+    if (state.market.status === "DELISTED") throw problem("UNKNOWN_SYMBOL", `${state.market.symbol} is delisted`);
     return state;
   }
 
-  /** Applies one validated batch (docs/publishing.md): book first, all or nothing, then trades. */
-  ingest(symbol: string, batch: IngestBatch): IngestResult | ProblemResult {
+  /**
+   * Applies one validated batch (docs/publishing.md): book first, all or nothing, then trades.
+   * A batch checked against an older config than the market holds is not applied: the answer
+   * carries the newer config, and the caller checks the batch again with it.
+   */
+  ingest(market: MarketConfig, batch: IngestBatch): IngestResult | ProblemResult | NewerConfig {
     return this.guarded(() => {
-      const state = this.load(symbol);
-      if (state.status !== "TRADING") throw problem("MARKET_NOT_TRADING", `${symbol} is ${state.status.toLowerCase()} and accepts no ingest`);
+      const state = this.load(market);
+      if (state.market.revision > market.revision) return { newerConfig: state.market };
+      const { symbol } = market;
+      if (state.market.status !== "TRADING")
+        throw problem("MARKET_NOT_TRADING", `${symbol} is ${state.market.status.toLowerCase()} and accepts no ingest`);
       const now = Date.now();
       let acceptedTrades = 0;
       let duplicateTrades = 0;
@@ -276,17 +302,15 @@ export class MarketObject extends DurableObject<Env> {
     return this.tickerOf(state, now).stats;
   }
 
-  ticker(symbol: string, now = Date.now()): TickerRecord | ProblemResult {
-    return this.guarded(() => {
-      return { ...this.tickerOf(this.readable(symbol), now).record, closeTime: now };
-    });
+  private ticker(state: MarketState, now: number): TickerRecord {
+    return { ...this.tickerOf(state, now).record, closeTime: now };
   }
 
-  orderBook(symbol: string, depth: number): OrderBookSnapshot | ProblemResult {
+  orderBook(market: MarketConfig, depth: number): OrderBookSnapshot | ProblemResult {
     return this.guarded(() => {
-      const state = this.readable(symbol);
+      const state = this.readable(market);
       const { bids, asks } = state.book.levels(depth);
-      return { symbol, sequence: state.book.sequence, timestamp: Date.now(), bids, asks };
+      return { symbol: market.symbol, sequence: state.book.sequence, timestamp: Date.now(), bids, asks };
     });
   }
 
@@ -301,21 +325,18 @@ export class MarketObject extends DurableObject<Env> {
   }
 
   /** The best bid and ask with their quantities (`GET /api/book-ticker`); null for an empty side. */
-  bookTicker(symbol: string, now = Date.now()): BookTicker | ProblemResult {
-    return this.guarded(() => {
-      const state = this.readable(symbol);
-      const { bids, asks } = state.book.levels(1);
-      const [bid, ask] = [bids[0], asks[0]];
-      return {
-        symbol,
-        bidPrice: bid?.[0] ?? null,
-        bidQty: bid?.[1] ?? null,
-        askPrice: ask?.[0] ?? null,
-        askQty: ask?.[1] ?? null,
-        sequence: state.book.sequence,
-        timestamp: now,
-      };
-    });
+  private bookTicker(state: MarketState, now: number): BookTicker {
+    const { bids, asks } = state.book.levels(1);
+    const [bid, ask] = [bids[0], asks[0]];
+    return {
+      symbol: state.market.symbol,
+      bidPrice: bid?.[0] ?? null,
+      bidQty: bid?.[1] ?? null,
+      askPrice: ask?.[0] ?? null,
+      askQty: ask?.[1] ?? null,
+      sequence: state.book.sequence,
+      timestamp: now,
+    };
   }
 
   /**
@@ -323,9 +344,9 @@ export class MarketObject extends DurableObject<Env> {
    * one string crosses the RPC boundary instead of up to 2,000 small arrays, and the text is
    * kept until the book changes, so repeated reads of an unchanged book cost nothing here.
    */
-  orderBookText(symbol: string, depth: number, now = Date.now()): OrderBookText | ProblemResult {
-    return this.guarded(() => {
-      const state = this.readable(symbol);
+  private orderBookText(state: MarketState, depth: number, now: number): OrderBookText {
+    {
+      const symbol = state.market.symbol;
       const sequence = state.book.sequence;
       if (this.bookTexts?.sequence !== sequence) this.bookTexts = { sequence, byDepth: new Map() };
       let levels = this.bookTexts.byDepth.get(depth);
@@ -334,23 +355,21 @@ export class MarketObject extends DurableObject<Env> {
         if (this.bookTexts.byDepth.size < 32) this.bookTexts.byDepth.set(depth, levels);
       }
       return { symbol, sequence, timestamp: now, checksum: this.checksumOf(state), levels };
-    });
+    }
   }
 
   /** The newest `limit` trades, newest first; with any bound of `page`, that page in tradeId order. */
-  trades(symbol: string, limit: number, page: Omit<TradePage, "limit"> = {}): WireTrade[] | ProblemResult {
-    return this.guarded(() => {
-      const state = this.readable(symbol);
+  private trades(state: MarketState, limit: number, page: Omit<TradePage, "limit"> = {}): WireTrade[] {
+    {
       const wire = (t: StoredTrade) => wireTrade(state.market, t);
       if (Object.values(page).some((bound) => bound !== undefined)) return this.store.tradePage({ ...page, limit }).map(wire);
       if (state.tradesCache?.version !== state.version) state.tradesCache = { version: state.version, trades: this.store.latestTrades(KEEP_TRADES).map(wire) };
       return state.tradesCache.trades.slice(0, limit);
-    });
+    }
   }
 
-  klines(symbol: string, query: KlineQuery): Kline[] | ProblemResult {
-    return this.guarded(() => {
-      const state = this.readable(symbol);
+  private klines(state: MarketState, query: KlineQuery): Kline[] {
+    {
       const interval = KLINE_INTERVALS[query.interval];
       const to = query.endTime ?? Number.MAX_SAFE_INTEGER;
       if (query.startTime !== undefined) {
@@ -358,59 +377,44 @@ export class MarketObject extends DurableObject<Env> {
         return aggregateCandles(this.store.bucketsBetween(from, to, "ASC"), interval, state.market, query.limit);
       }
       return aggregateCandles(this.store.bucketsBetween(0, to, "DESC"), interval, state.market, query.limit);
-    });
+    }
   }
 
   /**
    * One read for the edge copies (docs/edge-reads.md): the answer as JSON text, with the moment
    * it shows, so an isolate serves it as it is and never puts an older answer over a newer one.
    */
-  answer(symbol: string, question: MarketQuestion): MarketAnswer {
+  answer(market: MarketConfig, question: MarketQuestion): MarketAnswer {
     const at = Date.now();
-    const result = this.answerOf(symbol, question, at);
+    const result = this.guarded(() => this.answerOf(this.readable(market), question, at));
     const version = this.state?.version ?? 0;
     return isProblemResult(result) ? { text: "", problem: result.problem, at, version } : { text: result, at, version };
   }
 
   /** The answer's text, showing the market at `at` (the ticker's closeTime, the book's timestamp). */
-  private answerOf(symbol: string, question: MarketQuestion, at: number): string | ProblemResult {
+  private answerOf(state: MarketState, question: MarketQuestion, at: number): string {
     switch (question.kind) {
       case "ticker":
-        return mapResult(this.ticker(symbol, at), JSON.stringify);
-      case "book":
-        return mapResult(
-          this.orderBookText(symbol, question.depth, at),
-          (book) =>
-            `{"symbol":${JSON.stringify(book.symbol)},"sequence":${book.sequence},"timestamp":${book.timestamp},"checksum":${book.checksum},${book.levels.slice(1)}`,
-        );
+        return JSON.stringify(this.ticker(state, at));
+      case "book": {
+        const book = this.orderBookText(state, question.depth, at);
+        return `{"symbol":${JSON.stringify(book.symbol)},"sequence":${book.sequence},"timestamp":${book.timestamp},"checksum":${book.checksum},${book.levels.slice(1)}`;
+      }
       case "bookTicker":
-        return mapResult(this.bookTicker(symbol, at), JSON.stringify);
+        return JSON.stringify(this.bookTicker(state, at));
       case "trades":
-        return mapResult(this.trades(symbol, question.limit, question.page), JSON.stringify);
+        return JSON.stringify(this.trades(state, question.limit, question.page));
       case "klines":
-        return mapResult(this.klines(symbol, question.query), JSON.stringify);
-      case "describe":
-        return JSON.stringify(this.describe(symbol));
+        return JSON.stringify(this.klines(state, question.query));
     }
   }
 
-  describe(symbol: string): MarketView {
-    const { market, status } = this.load(symbol);
-    return { symbol, base: market.base, quote: market.quote, status, priceScale: market.priceScale, quantityScale: market.quantityScale, ...market.rules };
-  }
-
-  /** Operator status change (docs/api.md): TRADING ⇄ HALTED, either → DELISTED, which is final. */
-  setStatus(symbol: string, status: MarketStatus): MarketView | ProblemResult {
-    return this.guarded(() => {
-      const state = this.load(symbol);
-      if (!STATUS_TRANSITIONS[state.status].includes(status)) {
-        throw problem("MARKET_NOT_TRADING", `${symbol} is delisted; delisting is final`);
-      }
-      this.store.writeMeta("status", status);
-      state.status = status;
-      this.secondly(state, Date.now());
-      return this.describe(symbol);
-    });
+  /**
+   * The operator pushes a changed config (rules, status) as soon as it is committed: a halt takes
+   * effect at once, and the all-market answers hear of it with the summary sent now.
+   */
+  configure(market: MarketConfig): void {
+    this.secondly(this.load(market), Date.now());
   }
 
   /** The market's price summary for the price index, or undefined before its first trade. */
@@ -420,7 +424,7 @@ export class MarketObject extends DurableObject<Env> {
     const { symbol, priceScale } = state.market;
     return {
       symbol,
-      status: state.status,
+      status: state.market.status,
       lastPrice: formatUnits(stats.lastPrice, priceScale),
       openPrice: formatUnits(stats.openPrice, priceScale),
       changePercent24h: changePercent(stats.lastPrice, stats.openPrice),
@@ -429,7 +433,8 @@ export class MarketObject extends DurableObject<Env> {
   }
 
   /**
-   * Once a second at most: the price index hears the market's price, and `ticker.{SYMBOL}`
+   * Once a second at most: the group relay gets the market's summary (its ticker, top of the
+   * book and price, for the all-market answers and the price index), and `ticker.{SYMBOL}`
    * subscribers get the ticker (docs/streams.md). A tick held back goes out from the alarm.
    */
   private scheduleSecondly(state: MarketState, now: number): void {
@@ -449,18 +454,16 @@ export class MarketObject extends DurableObject<Env> {
 
   private secondly(state: MarketState, now: number): void {
     this.lastSecondlyAt = now;
-    const report = this.priceReport(state, now);
-    if (report) {
-      this.ctx.waitUntil(
-        priceIndex(this.env)
-          .report(report)
-          .catch((error: unknown) => console.error("price report failed", state.market.symbol, error)),
-      );
-    }
-    if (this.publisher?.size) {
-      const { symbol } = state.market;
+    const { symbol } = state.market;
+    const ticker = this.ticker(state, now);
+    const price = this.priceReport(state, now);
+    const summary = { symbol, at: now, ticker: JSON.stringify(ticker), bookTicker: JSON.stringify(this.bookTicker(state, now)), ...(price ? { price } : {}) };
+    this.send({ symbol, summary });
+    // The 24 h window moves each minute: a market with trades in it reports again then, traded or not.
+    if (ticker.tradeCount24h > 0) this.alarmBy(minuteOf(now) + 60_000);
+    if (this.shards.size > 0) {
       const klines = this.klineEvents(state, now);
-      this.publisher.publish([{ stream: `ticker.${symbol}`, data: { ...this.tickerOf(state, now).record, closeTime: now } }, ...klines.events]);
+      this.send({ symbol, events: [{ stream: `ticker.${symbol}`, data: ticker }, ...klines.events] });
       // An open candle is sent once more, closed, when its interval ends, even if no trade comes.
       if (klines.nextClose !== undefined) this.alarmBy(klines.nextClose);
     }
@@ -510,7 +513,7 @@ export class MarketObject extends DurableObject<Env> {
    * BOOK_TICKER_EVERY_MS: a change inside that time is sent when it ends (the latest top then).
    */
   private publishBookTicker(state: MarketState, now: number): void {
-    if (!this.publisher?.size) return;
+    if (this.shards.size === 0) return;
     const sent = this.bookTickerSent;
     if (now - sent.at < BOOK_TICKER_EVERY_MS) {
       if (!sent.held) {
@@ -525,18 +528,17 @@ export class MarketObject extends DurableObject<Env> {
       }
       return;
     }
-    const top = this.bookTicker(state.market.symbol, now);
-    if (isProblemResult(top)) return;
+    const top = this.bookTicker(state, now);
     const key = `${top.bidPrice}|${top.bidQty}|${top.askPrice}|${top.askQty}`;
     if (key === sent.top) return;
     sent.top = key;
     sent.at = now;
-    this.publisher.publish([{ stream: `bookTicker.${state.market.symbol}`, data: top }]);
+    this.send({ symbol: state.market.symbol, events: [{ stream: `bookTicker.${state.market.symbol}`, data: top }] });
   }
 
   /** Every accepted trade and the applied book update go to the subscribed shards, once. */
   private publishBatch(state: MarketState, batch: IngestBatch, trades: StoredTrade[]): void {
-    if (!this.publisher?.size) return;
+    if (this.shards.size === 0) return;
     const { symbol, priceScale, quantityScale } = state.market;
     const events: StreamEvent[] = trades.map((t) => ({ stream: `trades.${symbol}`, data: wireTrade(state.market, t) }));
     if (batch.book) {
@@ -556,29 +558,37 @@ export class MarketObject extends DurableObject<Env> {
         },
       });
     }
-    this.publisher.publish(events);
+    if (events.length > 0) this.send({ symbol, events });
   }
 
   /**
    * A shard subscribes. Its first message is the whole book, sent down the same ordered
    * channel as every delta after it, so the shard's copy continues exactly.
    */
-  async subscribeShard(symbol: string, shard: string): Promise<void> {
-    const state = this.load(symbol);
+  subscribeShard(market: MarketConfig, shard: string): void {
+    const state = this.load(market);
     const { bids, asks } = state.book.levels(Number.MAX_SAFE_INTEGER);
     const data = { type: "snapshot", sequence: state.book.sequence, time: state.book.updatedAt, checksum: this.checksumOf(state), bids, asks };
-    await this.publisher!.add(shard, [{ stream: `book.${symbol}`, data }]);
+    this.setShard(shard, true);
+    this.send({ symbol: market.symbol, join: shard, welcome: [{ stream: `book.${market.symbol}`, data }] });
   }
 
-  async unsubscribeShard(symbol: string, shard: string): Promise<void> {
-    this.load(symbol);
-    await this.publisher!.remove(shard);
+  unsubscribeShard(market: MarketConfig, shard: string): void {
+    this.load(market);
+    this.setShard(shard, false);
+    this.send({ symbol: market.symbol, leave: shard });
+  }
+
+  private setShard(shard: string, subscribed: boolean): void {
+    if (subscribed === this.shards.has(shard)) return;
+    if (subscribed) this.shards.add(shard);
+    else this.shards.delete(shard);
+    this.store.writeMeta("shards", JSON.stringify([...this.shards]));
   }
 
   override async alarm(): Promise<void> {
     // After an eviction the object knows its market only from storage.
-    const symbol = this.state?.market.symbol ?? this.store.readMeta().symbol;
-    if (symbol) this.secondly(this.load(symbol), Date.now());
+    if (this.state || this.store.readMeta().config) this.secondly(this.load(), Date.now());
   }
 }
 

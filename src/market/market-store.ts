@@ -1,5 +1,5 @@
 import type { UnitLevel } from "./order-book";
-import type { MarketStatus } from "./registry";
+import type { MarketConfig } from "../registry/model";
 import type { MinuteBucket } from "./rolling-window";
 
 /** A stored trade; prices and quantities are integer units at the market's scales. */
@@ -22,10 +22,10 @@ export interface TradePage {
 }
 
 export interface MarketMeta {
-  symbol: string | undefined;
+  /** The newest config the market was given (from the registry). */
+  config: MarketConfig | undefined;
   /** StreamHub shards subscribed to this market. */
   shards: string[];
-  status: MarketStatus | undefined;
   bookSequence: number;
   bookUpdatedAt: number;
   /** Fingerprint of the last applied book update: a replay is recognised after an eviction too. */
@@ -93,9 +93,8 @@ export class MarketStore {
     const values = new Map<string, string>();
     for (const row of this.sql.exec<{ key: string; value: string }>("SELECT key, value FROM meta")) values.set(row.key, row.value);
     return {
-      symbol: values.get("symbol"),
+      config: values.has("config") ? (JSON.parse(values.get("config")!) as MarketConfig) : undefined,
       shards: JSON.parse(values.get("shards") ?? "[]") as string[],
-      status: values.get("status") as MarketStatus | undefined,
       bookSequence: Number(values.get("bookSequence") ?? 0),
       bookUpdatedAt: Number(values.get("bookUpdatedAt") ?? 0),
       bookFingerprint: values.get("bookFingerprint") ?? "",

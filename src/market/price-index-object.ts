@@ -1,74 +1,104 @@
 import { DurableObject } from "cloudflare:workers";
-import { ShardPublisher } from "../streams/publisher";
-import { type PriceReport, type PriceSnapshot, pricesIn } from "./price-index";
+import { streamHub } from "../core/object-ids";
+import type { MarketSummary } from "../groups/messages";
+import { type VenueAnswerKind, VenueBoard } from "../groups/venue-board";
+import { ensureRegistry } from "../registry/copy";
+import { type StreamEvent, TICKERS_STREAM } from "../streams/protocol";
+import type { MarketAnswer } from "./edge-copies";
+import { type PriceSnapshot, pricesIn } from "./price-index";
 
 export const PRICE_SNAPSHOT_KEY = "prices/snapshot";
-/** Workers KV accepts one write per second per key. */
+/** Workers KV accepts one write per second per key; the `prices.*` and `tickers` streams go out with it. */
 const KV_WRITE_EVERY_MS = 1_000;
+const SUMMARY_PREFIX = "summary:";
+const SHARDS_KEY = "shards";
 
 /**
- * Collects the markets' price reports and writes the snapshot to KV at most once a second.
- * One global instance: reports are tiny and arrive at most once a second per market.
+ * The venue's aggregated view (docs/design.md#group-relays): the group relays send it their
+ * markets' summaries, at most once per 100 ms each, so its calls grow with groups, not markets.
+ * From them it holds the all-market answers as ready text (`answer`), writes the price snapshot to
+ * KV at most once a second, and sends `prices.{QUOTE}` and `tickers` to the shards that want them.
+ * Summaries are stored, so an evicted index comes back with every market's last word.
  */
 export class PriceIndex extends DurableObject<Env> {
-  private markets: Record<string, PriceReport> | undefined;
+  private readonly board: VenueBoard;
   private lastWriteAt = 0;
-  /** Shards subscribed to `prices.{QUOTE}`, per quote. */
-  private publishers: Map<string, ShardPublisher> | undefined;
+  /** Per stream (`prices.USDT`, `tickers`), the shards subscribed to it. */
+  private readonly subscribers: Map<string, Set<string>>;
 
-  private async publishersByQuote(): Promise<Map<string, ShardPublisher>> {
-    if (!this.publishers) {
-      const stored = (await this.ctx.storage.get<Record<string, string[]>>("shards")) ?? {};
-      this.publishers = new Map();
-      for (const [quote, shards] of Object.entries(stored)) this.publishers.set(quote, this.publisherFor(shards));
-    }
-    return this.publishers;
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.board = new VenueBoard([...ctx.storage.kv.list<MarketSummary>({ prefix: SUMMARY_PREFIX })].map(([, summary]) => summary));
+    const shards = ctx.storage.kv.get<Record<string, string[]>>(SHARDS_KEY) ?? {};
+    this.subscribers = new Map(Object.entries(shards).map(([stream, list]) => [stream, new Set(list)]));
   }
 
-  /** The shards of every quote are stored together, whichever quote's set changed. */
-  private publisherFor(shards: readonly string[]): ShardPublisher {
-    return new ShardPublisher(this.env, this.ctx, shards, async () => {
-      const all: Record<string, string[]> = {};
-      for (const [q, publisher] of this.publishers!) all[q] = publisher.list();
-      await this.ctx.storage.put("shards", all);
-    });
+  private persistShards(): void {
+    this.ctx.storage.kv.put(SHARDS_KEY, Object.fromEntries([...this.subscribers].map(([stream, shards]) => [stream, [...shards]])));
   }
 
-  async subscribeShard(quote: string, shard: string): Promise<void> {
-    const publishers = await this.publishersByQuote();
-    let publisher = publishers.get(quote);
-    if (!publisher) publishers.set(quote, (publisher = this.publisherFor([])));
-    await publisher.add(shard);
+  /** A shard wants `stream` (`prices.{QUOTE}` or `tickers`) from now on. */
+  subscribeShard(stream: string, shard: string): void {
+    const shards = this.subscribers.get(stream) ?? new Set();
+    if (shards.has(shard)) return;
+    shards.add(shard);
+    this.subscribers.set(stream, shards);
+    this.persistShards();
   }
 
-  async unsubscribeShard(quote: string, shard: string): Promise<void> {
-    await (await this.publishersByQuote()).get(quote)?.remove(shard);
+  unsubscribeShard(stream: string, shard: string): void {
+    if (this.subscribers.get(stream)?.delete(shard)) this.persistShards();
   }
 
-  private async loaded(): Promise<Record<string, PriceReport>> {
-    this.markets ??= (await this.ctx.storage.get<Record<string, PriceReport>>("markets")) ?? {};
-    return this.markets;
-  }
-
-  async report(report: PriceReport): Promise<void> {
-    const markets = await this.loaded();
-    markets[report.symbol] = report;
-    await this.ctx.storage.put("markets", markets);
+  /** A group relay's batch of its markets' summaries. */
+  async reportSummaries(summaries: MarketSummary[]): Promise<void> {
+    for (const summary of this.board.apply(summaries)) this.ctx.storage.kv.put(SUMMARY_PREFIX + summary.symbol, summary);
     const now = Date.now();
-    if (now - this.lastWriteAt >= KV_WRITE_EVERY_MS) await this.writeSnapshot(now);
+    if (now - this.lastWriteAt >= KV_WRITE_EVERY_MS) await this.publish(now);
     else if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(this.lastWriteAt + KV_WRITE_EVERY_MS);
   }
 
-  private async writeSnapshot(now: number): Promise<void> {
+  /** An all-market answer for the edge copies: the same text until a summary changes it. */
+  async answer(kind: VenueAnswerKind): Promise<MarketAnswer> {
+    const registry = await ensureRegistry(this.env);
+    const now = Date.now();
+    return { text: this.board.text(kind, registry, now), at: Math.max(this.board.updatedAt, this.lastWriteAt) || now, version: this.board.version };
+  }
+
+  private async publish(now: number): Promise<void> {
     this.lastWriteAt = now;
-    const snapshot: PriceSnapshot = { asOf: now, markets: await this.loaded() };
-    await this.env.PRICES.put(PRICE_SNAPSHOT_KEY, JSON.stringify(snapshot));
-    for (const [quote, publisher] of await this.publishersByQuote()) {
-      publisher.publish([{ stream: `prices.${quote}`, data: { quote, asOf: now, data: pricesIn(snapshot, quote) } }]);
+    const registry = await ensureRegistry(this.env);
+    const markets: PriceSnapshot["markets"] = {};
+    for (const market of registry.snapshot.markets) {
+      const price = this.board.summary(market.symbol)?.price;
+      if (price) markets[market.symbol] = { ...price, status: market.status };
     }
+    const snapshot: PriceSnapshot = { asOf: now, markets };
+    await this.env.PRICES.put(PRICE_SNAPSHOT_KEY, JSON.stringify(snapshot));
+    // One call per shard, with every stream it wants.
+    const perShard = new Map<string, StreamEvent[]>();
+    const changed = this.board.takeChanged(registry);
+    for (const [stream, shards] of this.subscribers) {
+      let event: StreamEvent | undefined;
+      if (stream === TICKERS_STREAM) {
+        if (changed) event = { stream, data: JSON.parse(changed) };
+      } else {
+        const quote = stream.slice("prices.".length);
+        event = { stream, data: { quote, asOf: now, data: pricesIn(registry, snapshot, quote) } };
+      }
+      if (!event) continue;
+      for (const shard of shards) perShard.set(shard, [...(perShard.get(shard) ?? []), event]);
+    }
+    await Promise.all(
+      [...perShard].map(([shard, events]) =>
+        streamHub(this.env, shard)
+          .publish(events)
+          .catch((error: unknown) => console.error("publish to", shard, "failed", String(error))),
+      ),
+    );
   }
 
   override async alarm(): Promise<void> {
-    await this.writeSnapshot(Date.now());
+    await this.publish(Date.now());
   }
 }

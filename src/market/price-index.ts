@@ -1,6 +1,5 @@
 import { type Decimal, formatDecimal, multiply, parseDecimal } from "../core/decimal";
-import type { MarketStatus } from "./registry";
-import { ASSETS, findAsset, MARKETS } from "./registry";
+import type { MarketStatus, RegistryIndex } from "../registry/model";
 import { changePercent } from "./rolling-window";
 
 /** What a market tells the price index after it trades (at most once a second). */
@@ -36,35 +35,34 @@ interface Leg {
   open: Decimal;
 }
 
-function leg(snapshot: PriceSnapshot, base: string, quote: string): Leg | undefined {
+function leg(registry: RegistryIndex, snapshot: PriceSnapshot, base: string, quote: string): Leg | undefined {
   const report = snapshot.markets[base + quote];
-  const market = MARKETS.find((m) => m.base === base && m.quote === quote);
-  if (!report || !market || report.status === "DELISTED") return undefined;
+  const market = registry.bySymbol.get(base + quote);
+  if (!report || !market || market.base !== base || market.status === "DELISTED" || report.status === "DELISTED") return undefined;
   return { report, last: parseDecimal(report.lastPrice), open: parseDecimal(report.openPrice) };
 }
 
 /**
  * Prices of active assets in `quote` (docs/api.md, `/api/prices`): the direct pair
  * `ASSETQUOTE`, else the first route through one bridge asset in registry order
- * (`SOLBTC×BTCUSDT`). A route's price is exact, then rounded half away from zero to the finer
+ * (`SOLBTC×BTCUSDT`), in listing order. A route's price is exact, then rounded half away from zero to the finer
  * of its two legs' scales; its change is computed from the legs' opening prices.
  */
-export function pricesIn(snapshot: PriceSnapshot, quote: string, assets?: readonly string[]): AssetPrice[] {
-  const wanted = assets ? assets.map((code) => findAsset(code)).filter((a) => a !== undefined) : ASSETS;
+export function pricesIn(registry: RegistryIndex, snapshot: PriceSnapshot, quote: string, assets?: readonly string[]): AssetPrice[] {
+  const wanted = assets ? assets.map((code) => registry.byAsset.get(code)).filter((a) => a !== undefined) : registry.snapshot.assets;
   const out: AssetPrice[] = [];
   for (const asset of wanted) {
     if (asset.status !== "ACTIVE" || asset.asset === quote) continue;
     const common = { asset: asset.asset, name: asset.name, decimals: asset.decimals };
-    const direct = leg(snapshot, asset.asset, quote);
+    const direct = leg(registry, snapshot, asset.asset, quote);
     if (direct) {
       const { lastPrice, changePercent24h, updatedAt, symbol } = direct.report;
       out.push({ ...common, price: lastPrice, changePercent24h, source: symbol, updatedAt });
       continue;
     }
-    for (const first of MARKETS) {
-      if (first.base !== asset.asset) continue;
-      const a = leg(snapshot, asset.asset, first.quote);
-      const b = a && leg(snapshot, first.quote, quote);
+    for (const first of registry.byBase.get(asset.asset) ?? []) {
+      const a = leg(registry, snapshot, asset.asset, first.quote);
+      const b = a && leg(registry, snapshot, first.quote, quote);
       if (!a || !b) continue;
       const last = multiply(a.last, b.last);
       const open = multiply(a.open, b.open);

@@ -2,14 +2,15 @@ import type { Context, TypedResponse } from "hono";
 import { RATE_LIMITS } from "../access/rate-limit";
 import { jsonText } from "../core/json-text";
 import type { AppEnv } from "../env";
+import type { VenueAnswerKind } from "../groups/venue-board";
+import { currentRegistry } from "../registry/copy";
+import { type MarketView, marketView, type RegistryIndex } from "../registry/model";
 import type { MarketQuestion } from "./edge-copies";
-import { type EdgeRead, edgePolicy, type ReadContext, readMarket } from "./edge-reads";
+import { type EdgeRead, edgePolicy, type ReadContext, readMarket, readVenue } from "./edge-reads";
 import { resolveMarket } from "./lookup";
-import type { MarketView } from "./market-object";
 import type { TradePage } from "./market-store";
 import { readPriceSnapshot } from "./price-cache";
 import { pricesIn } from "./price-index";
-import { ASSETS, MARKETS } from "./registry";
 import type { TickerRecord } from "./rolling-window";
 import { resolveSymbolList } from "./symbol-lists";
 
@@ -49,7 +50,7 @@ export function sendRead<T>(c: Context<AppEnv>, read: EdgeRead): Response & Type
 
 /** One question about the market a client named (any accepted spelling of its pair). */
 export function readPair(ctx: ReadContext, pair: string, question: MarketQuestion): Promise<EdgeRead> {
-  return readMarket(ctx, resolveMarket(pair).symbol, question);
+  return readMarket(ctx, resolveMarket(pair), question);
 }
 
 /** The trades question of a `limit` and any page bounds (docs/api.md#trade-history). */
@@ -58,24 +59,21 @@ export function tradesQuestion({ limit, ...page }: TradePage): MarketQuestion {
 }
 
 /**
- * One question about many markets, answered as one array from the edge copies
- * (docs/api.md#many-markets-in-one-call): the markets `symbols` names, in its order, or without
- * it every market that is not delisted, in registry order.
+ * One question about many markets, answered as one array (docs/api.md#many-markets-in-one-call):
+ * the markets `symbols` names, in its order, from each market's edge copy; without it every market
+ * that is not delisted, in listing order, from the price index's all-market answer
+ * (docs/api.md#all-markets) — one object call per refresh, whatever the number of markets.
  */
-export async function readMany(ctx: ReadContext, symbols: string | undefined, question: MarketQuestion): Promise<EdgeRead> {
-  if (symbols !== undefined) return combineReads(await Promise.all(resolveSymbolList(symbols).map((m) => readMarket(ctx, m.symbol, question))));
-  const settled = await Promise.allSettled(MARKETS.map((m) => readMarket(ctx, m.symbol, question)));
-  // A delisted market answers UNKNOWN_SYMBOL and is left out; any other failure is the answer.
-  const failure = settled.find((r) => r.status === "rejected" && (r.reason as { code?: string }).code !== "UNKNOWN_SYMBOL");
-  if (failure?.status === "rejected") throw failure.reason;
-  return combineReads(settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : [])));
+export async function readMany(ctx: ReadContext, symbols: string | undefined, question: { kind: VenueAnswerKind }): Promise<EdgeRead> {
+  if (symbols !== undefined) return combineReads(await Promise.all(resolveSymbolList(symbols).map((m) => readMarket(ctx, m, question))));
+  return readVenue(ctx, question.kind);
 }
 
 /**
  * The signed surface's one-or-many form: one record for `symbol`, else as {@link readMany}.
  * (The schema refuses `symbol` with `symbols`.)
  */
-export function readOneOrMany(ctx: ReadContext, { symbol, symbols }: { symbol?: string; symbols?: string }, question: MarketQuestion): Promise<EdgeRead> {
+export function readOneOrMany(ctx: ReadContext, { symbol, symbols }: { symbol?: string; symbols?: string }, question: { kind: VenueAnswerKind }): Promise<EdgeRead> {
   return symbol !== undefined ? readPair(ctx, symbol, question) : readMany(ctx, symbols, question);
 }
 
@@ -84,7 +82,6 @@ export async function readTickerRecord(ctx: ReadContext, pair: string): Promise<
   return JSON.parse((await readPair(ctx, pair, { kind: "ticker" })).text) as TickerRecord;
 }
 
-const ASSETS_TEXT = JSON.stringify(ASSETS);
 const RATE_LIMITS_TEXT = JSON.stringify(RATE_LIMITS);
 
 /** Answers put together into one JSON array: it shows the oldest moment among them. */
@@ -97,29 +94,40 @@ export function combineReads(reads: EdgeRead[], wrap: (texts: string) => string 
   };
 }
 
-/** Every market with its current status (each market's copy), and the assets. */
-export async function readMarkets(ctx: ReadContext): Promise<EdgeRead> {
-  const reads = await Promise.all(MARKETS.map((m) => readMarket(ctx, m.symbol, { kind: "describe" })));
-  return combineReads(reads, (markets) => `{"markets":[${markets}],"assets":${ASSETS_TEXT},"rateLimits":${RATE_LIMITS_TEXT}}`);
+/** `GET /api/markets` of one registry version, made once per version. */
+let marketsText: { registry: RegistryIndex; text: string; madeAt: number } | undefined;
+
+/**
+ * Every market with its status, scales and rules, and the assets: from this isolate's
+ * registry copy, with no object call (docs/operations.md#listing-markets says how current it is).
+ */
+export async function readMarkets(_ctx: ReadContext): Promise<EdgeRead> {
+  const registry = currentRegistry();
+  if (marketsText?.registry !== registry) {
+    // Delisted markets stay in the list, marked DELISTED, so a client learns why a symbol went away.
+    const markets = JSON.stringify(registry.snapshot.markets.map(marketView));
+    marketsText = { registry, text: `{"markets":${markets},"assets":${JSON.stringify(registry.snapshot.assets)},"rateLimits":${RATE_LIMITS_TEXT}}`, madeAt: Date.now() };
+  }
+  return { text: marketsText.text, asOf: marketsText.madeAt, ageMs: 0, stale: false };
 }
 
 /** The markets as records, for the pages. */
-export async function readMarketViews(ctx: ReadContext): Promise<MarketView[]> {
-  return (JSON.parse((await readMarkets(ctx)).text) as { markets: MarketView[] }).markets;
+export function readMarketViews(): MarketView[] {
+  return currentRegistry().listed.map(marketView);
 }
 
 /** Prices answered per question from the snapshot this isolate holds; reset with each new snapshot. */
-let computed: { snapshot: object; answers: Map<string, string> } | undefined;
+let computed: { snapshot: object; registry: RegistryIndex; answers: Map<string, string> } | undefined;
 
 export async function readPrices(ctx: ReadContext, { quote, assets }: { quote: string; assets?: string[] }): Promise<EdgeRead> {
   const snapshot = await readPriceSnapshot(ctx.env);
   const now = Date.now();
   if (!snapshot) return { text: JSON.stringify({ quote, asOf: null, data: [] }), asOf: now, ageMs: 0, stale: false };
-  if (computed?.snapshot !== snapshot) computed = { snapshot, answers: new Map() };
+  if (computed?.snapshot !== snapshot || computed.registry !== currentRegistry()) computed = { snapshot, registry: currentRegistry(), answers: new Map() };
   const question = `${quote}:${assets?.join(",") ?? "*"}`;
   let text = computed.answers.get(question);
   if (text === undefined) {
-    text = JSON.stringify({ quote, asOf: snapshot.asOf, data: pricesIn(snapshot, quote, assets) });
+    text = JSON.stringify({ quote, asOf: snapshot.asOf, data: pricesIn(currentRegistry(), snapshot, quote, assets) });
     // Bounded: the assets list is the client's, so only so many distinct questions are kept.
     if (computed.answers.size < 256) computed.answers.set(question, text);
   }

@@ -4,8 +4,8 @@ import type { Child } from "hono/jsx";
 import { ProblemError } from "../core/problem";
 import type { AppEnv } from "../env";
 import { resolveMarket } from "../market/lookup";
-import { readContext, readMarketViews, readTickerRecord } from "../market/reads";
-import type { MarketConfig } from "../market/registry";
+import { readContext, readMany, readMarketViews, readTickerRecord } from "../market/reads";
+import type { MarketConfig } from "../registry/model";
 import type { TickerRecord } from "../market/rolling-window";
 import { HtmlDocument } from "./document";
 import { ASSETS } from "./generated/assets";
@@ -105,10 +105,10 @@ function MarketPage({ market, ticker }: { market: MarketConfig; ticker: TickerRe
 
 export const pageRoutes = new Hono<AppEnv>()
   .get("/", async (c) => {
-    const ctx = readContext(c);
-    const markets = await readMarketViews(ctx);
-    const listed = markets.filter((m) => m.status !== "DELISTED");
-    const tickers = await Promise.all(listed.map((m) => readTickerRecord(ctx, m.symbol)));
+    // Every listed market in one read of the all-market answer (one copy, however many markets).
+    const listed = readMarketViews();
+    const tickers = JSON.parse((await readMany(readContext(c), undefined, { kind: "ticker" })).text) as TickerRecord[];
+    const bySymbol = new Map(tickers.map((t) => [t.symbol, t]));
     return c.html(
       <Page title="Markets" script="landing.js">
         <p>
@@ -123,21 +123,24 @@ export const pageRoutes = new Hono<AppEnv>()
             <th>24 h volume</th>
             <th class="status">status</th>
           </tr>
-          {tickers.map((t, i) => (
-            <tr data-symbol={t.symbol}>
-              <td>
-                <a href={`/markets/${t.symbol}`}>
-                  {listed[i]!.base}/{listed[i]!.quote}
-                </a>
-              </td>
-              <td data-field="lastPrice">{t.lastPrice}</td>
-              <td data-field="change" class={changeClass(t)}>
-                {signed(t.changePercent24h)}
-              </td>
-              <td data-field="volume">{t.volume24h}</td>
-              <td class="status">{listed[i]!.status}</td>
-            </tr>
-          ))}
+          {listed.map((market) => {
+            const t = bySymbol.get(market.symbol);
+            return (
+              <tr data-symbol={market.symbol}>
+                <td>
+                  <a href={`/markets/${market.symbol}`}>
+                    {market.base}/{market.quote}
+                  </a>
+                </td>
+                <td data-field="lastPrice">{t?.lastPrice ?? "–"}</td>
+                <td data-field="change" class={t ? changeClass(t) : ""}>
+                  {t ? signed(t.changePercent24h) : "–"}
+                </td>
+                <td data-field="volume">{t?.volume24h ?? "–"}</td>
+                <td class="status">{market.status}</td>
+              </tr>
+            );
+          })}
         </table>
       </Page>,
     );

@@ -4,7 +4,6 @@ import { SIGNATURE_PATTERN, TIMESTAMP_PATTERN } from "../access/signature";
 import { SERVERS } from "../core/openapi";
 import { TimestampMs } from "../core/schemas";
 import { KLINE_INTERVALS } from "../market/klines";
-import { QUOTE_ASSETS } from "../market/registry";
 import { BookTickerSchema, KlineSchema, Level, PricesSchema, TickerSchema, TradeSchema } from "../market/schemas";
 import {
   ERROR_CODES,
@@ -109,7 +108,13 @@ const MESSAGES: Record<string, Json> = {
     schemaOf(KlineStreamSchema),
     "kline.{SYMBOL}.{interval}: the latest candle when it changed, at most once a second, and once more closed",
   ),
-  prices: streamMessage("prices", `^prices\\.(${QUOTE_ASSETS.join("|")})$`, schemaOf(PricesSchema), "prices.{QUOTE}: the prices answer, at most once a second"),
+  prices: streamMessage("prices", "^prices\\.[A-Z0-9]{1,16}$", schemaOf(PricesSchema), "prices.{QUOTE}: the prices answer, at most once a second (QUOTE: any quote asset of a listed market)"),
+  tickers: streamMessage(
+    "tickers",
+    "^tickers$",
+    schemaOf(z.array(TickerSchema)),
+    "tickers: every market's ticker that changed since the last message, at most once a second (all markets on one subscription)",
+  ),
   heartbeat: streamMessage("heartbeat", "^heartbeat$", schemaOf(HeartbeatSchema), "heartbeat: every 5 s while subscribed"),
 };
 const SENT = ["subscribe", "unsubscribe", "list", "ping", "keepalive"];

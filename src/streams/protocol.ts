@@ -1,7 +1,7 @@
 import { parseSymbol } from "../core/symbols";
 import { KLINE_INTERVALS } from "../market/klines";
 import { listedMarket } from "../market/lookup";
-import { QUOTE_ASSETS } from "../market/registry";
+import { quoteAssets } from "../registry/copy";
 
 /**
  * The WebSocket protocol of docs/streams.md, pure: stream names, client messages, the plans
@@ -23,9 +23,11 @@ export const POLICY_VIOLATION = 1008;
 export const KEEPALIVE_REQUEST = "ping";
 export const KEEPALIVE_RESPONSE = "pong";
 
-const STREAM_KINDS = ["ticker", "bookTicker", "trades", "book", "kline", "prices", "heartbeat"] as const;
+const STREAM_KINDS = ["ticker", "bookTicker", "trades", "book", "kline", "prices", "tickers", "heartbeat"] as const;
 /** The server heartbeat: one name, no subject (docs/streams.md). */
 export const HEARTBEAT_STREAM = "heartbeat";
+/** Every market's changed tickers, at most once a second: one name, no subject (docs/streams.md). */
+export const TICKERS_STREAM = "tickers";
 export const HEARTBEAT_EVERY_MS = 5_000;
 export type StreamKind = (typeof STREAM_KINDS)[number];
 
@@ -48,11 +50,12 @@ export interface StreamName {
  */
 export function parseStreamName(raw: unknown): StreamName | null {
   if (raw === HEARTBEAT_STREAM) return { name: HEARTBEAT_STREAM, kind: "heartbeat", subject: "" };
+  if (raw === TICKERS_STREAM) return { name: TICKERS_STREAM, kind: "tickers", subject: "" };
   if (typeof raw !== "string" || raw.length > 64) return null;
   const dot = raw.indexOf(".");
   if (dot <= 0) return null;
   const kind = raw.slice(0, dot);
-  if (!isStreamKind(kind) || kind === "heartbeat") return null;
+  if (!isStreamKind(kind) || kind === "heartbeat" || kind === "tickers") return null;
   let subject = raw.slice(dot + 1);
   let interval = "";
   if (kind === "kline") {
@@ -64,7 +67,7 @@ export function parseStreamName(raw: unknown): StreamName | null {
   }
   if (kind === "prices") {
     const quote = subject.toUpperCase();
-    return QUOTE_ASSETS.includes(quote) ? { name: `prices.${quote}`, kind, subject: quote } : null;
+    return quoteAssets().includes(quote) ? { name: `prices.${quote}`, kind, subject: quote } : null;
   }
   const parsed = parseSymbol(subject);
   const market = parsed && listedMarket(parsed);

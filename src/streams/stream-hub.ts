@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { marketObject, priceIndex } from "../core/object-ids";
 import { problem, toProblemResult } from "../core/problem";
+import { ensureRegistry, findMarket } from "../registry/copy";
 import {
   admitMessage,
   type ErrorCode,
@@ -40,10 +41,15 @@ export const SNAPSHOT_DEPTH = 100;
 /** A market's base book that has not come this long after registering is asked for again. */
 const BASE_TIMEOUT_MS = 5_000;
 
-/** Markets and quotes publish to shards; this names what a shard registered for. */
+/** The streams the price index publishes (every other stream but the heartbeat is a market's). */
+function fromPriceIndex(stream: StreamName): boolean {
+  return stream.kind === "prices" || stream.kind === "tickers";
+}
+
+/** Markets and the price index publish to shards; this names what a shard registered for. */
 function sourceOf(stream: StreamName): string {
   if (stream.kind === "heartbeat") return HEARTBEAT_STREAM;
-  return stream.kind === "prices" ? `prices:${stream.subject}` : `market:${stream.subject}`;
+  return fromPriceIndex(stream) ? `index:${stream.name}` : `market:${stream.subject}`;
 }
 
 /** Storage key of the heartbeat counter: it survives hibernation, so a client sees no step back. */
@@ -124,6 +130,7 @@ export class StreamHub extends DurableObject<Env> {
     this.ctx.acceptWebSocket(server, [principal]);
     server.serializeAttachment({ principal, streams: [], warnings: 0 } satisfies Attachment);
     const initial = new URL(request.url).searchParams.get("streams");
+    if (initial) await ensureRegistry(this.env);
     if (initial)
       await this.subscribe(
         server,
@@ -172,6 +179,7 @@ export class StreamHub extends DurableObject<Env> {
       return this.error(ws, parsed.id, parsed.code, parsed.message);
     }
     const request = parsed.message;
+    if (request.op === "subscribe") await ensureRegistry(this.env);
     switch (request.op) {
       case "ping":
         return this.send(ws, request.id === null ? { op: "pong", time: Date.now() } : { op: "pong", id: request.id, time: Date.now() });
@@ -238,7 +246,7 @@ export class StreamHub extends DurableObject<Env> {
     const source = sourceOf(stream);
     let registration = this.registrations.get(source);
     if (!registration) {
-      if (stream.kind !== "prices" && stream.kind !== "heartbeat") {
+      if (!fromPriceIndex(stream) && stream.kind !== "heartbeat") {
         // A new registration brings a new base book; until then there is no copy to trust.
         this.books.delete(stream.subject);
         this.awaitingBase.set(stream.subject, Date.now());
@@ -256,10 +264,12 @@ export class StreamHub extends DurableObject<Env> {
   private async registerSource(stream: StreamName): Promise<void> {
     if (stream.kind === "heartbeat") return this.armHeartbeat();
     const shard = await this.shard();
-    if (stream.kind === "prices") return priceIndex(this.env).subscribeShard(stream.subject, shard);
+    if (fromPriceIndex(stream)) return priceIndex(this.env).subscribeShard(stream.name, shard);
     // The market answers by sending its whole book down the channel of the deltas that follow.
     try {
-      await marketObject(this.env, stream.subject).subscribeShard(stream.subject, shard);
+      const market = findMarket(stream.subject);
+      if (!market) throw new Error(`${stream.subject} is no longer listed`);
+      await marketObject(this.env, stream.subject).subscribeShard(market, shard);
     } catch (error) {
       this.awaitingBase.delete(stream.subject);
       throw error;
@@ -291,7 +301,7 @@ export class StreamHub extends DurableObject<Env> {
   /** True while any stream of the source (a market's streams, a quote's prices, the heartbeat) has a subscriber here. */
   private sourceWanted(stream: StreamName): boolean {
     if ((this.joining.get(sourceOf(stream)) ?? 0) > 0) return true;
-    const names = stream.kind === "prices" || stream.kind === "heartbeat" ? [stream.name] : marketStreams(stream.subject);
+    const names = fromPriceIndex(stream) || stream.kind === "heartbeat" ? [stream.name] : marketStreams(stream.subject);
     return names.some((name) => (this.subscribers.get(name)?.size ?? 0) > 0);
   }
 
@@ -301,22 +311,24 @@ export class StreamHub extends DurableObject<Env> {
     const source = sourceOf(stream);
     if (this.releases.has(source)) return;
     this.registrations.delete(source);
-    if (stream.kind !== "prices") {
+    if (!fromPriceIndex(stream)) {
       this.books.delete(stream.subject);
       this.awaitingBase.delete(stream.subject);
     }
     const released = (async () => {
       const shard = await this.shard();
-      if (stream.kind === "prices") await priceIndex(this.env).unsubscribeShard(stream.subject, shard);
-      else await marketObject(this.env, stream.subject).unsubscribeShard(stream.subject, shard);
+      const market = fromPriceIndex(stream) ? undefined : findMarket(stream.subject);
+      if (fromPriceIndex(stream)) await priceIndex(this.env).unsubscribeShard(stream.name, shard);
+      else if (market) await marketObject(this.env, stream.subject).unsubscribeShard(market, shard);
     })()
       .catch((error: unknown) => console.error("release failed", String(error)))
       .finally(() => this.releases.delete(source));
     this.releases.set(source, released);
   }
 
-  /** Called by a market or the price index: each event goes to this shard's subscribers. */
+  /** Called by a group relay or the price index: each event goes to this shard's subscribers. */
   async publish(events: StreamEvent[]): Promise<void> {
+    await ensureRegistry(this.env);
     for (const event of events) {
       const stream = parseStreamName(event.stream);
       if (!stream) continue;

@@ -1,8 +1,10 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { MARKETS } from "../../src/market/registry";
+import { defaultMarkets } from "../support/registry";
 import { callJson } from "../support/http";
+
+const MARKETS = await defaultMarkets();
 
 describe("the demo feed publishes through the ingest path into every market", () => {
   it("a tick gives every market a book and trades; the next tick moves the sequence by one", async () => {

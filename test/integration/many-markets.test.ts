@@ -2,9 +2,11 @@ import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ingest } from "../../src/market/ingest";
-import { MARKETS } from "../../src/market/registry";
+import { defaultMarkets } from "../support/registry";
 import { newKey, signedCall } from "../support/accounts";
 import { call, callJson } from "../support/http";
+
+const MARKETS = await defaultMarkets();
 
 const DECIMAL = /^(0|[1-9]\d*)(\.\d+)?$/;
 

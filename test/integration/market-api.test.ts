@@ -2,9 +2,12 @@ import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ingest } from "../../src/market/ingest";
-import { MARKETS } from "../../src/market/registry";
+import { ADMIN } from "../support/gateways";
+import { defaultMarkets } from "../support/registry";
 import { call, callJson } from "../support/http";
 import { until } from "../support/poll";
+
+const MARKETS = await defaultMarkets();
 
 const DECIMAL = /^-?\d+(\.\d+)?$/;
 
@@ -234,15 +237,16 @@ describe("public market endpoints answer the documented shapes", () => {
 describe("market status (docs/api.md)", () => {
   it("a halted market serves its data but refuses ingest; a delisted one is UNKNOWN_SYMBOL; delisting is final", async () => {
     await seed("XRPUSDT", "0.61", { sequence: 10 });
-    const market = env.MARKET.getByName("XRPUSDT");
-    await market.setStatus("XRPUSDT", "HALTED");
+    const setStatus = (status: string) =>
+      callJson("/admin/markets/XRPUSDT/status", { method: "PUT", headers: { ...ADMIN, "Content-Type": "application/json" }, body: JSON.stringify({ status }) });
+    expect((await setStatus("HALTED")).status).toBe(200);
     expect((await call("/api/ticker/XRPUSDT")).status).toBe(200);
     await expect(ingest(env, { symbol: "XRPUSDT", trades: [] })).rejects.toMatchObject({ code: "MARKET_NOT_TRADING", status: 409 });
-    await market.setStatus("XRPUSDT", "DELISTED");
+    expect((await setStatus("DELISTED")).status).toBe(200);
     const { status, body } = await callJson("/api/orderbook/XRPUSDT");
     expect(status).toBe(404);
     expect(body.code).toBe("UNKNOWN_SYMBOL");
-    expect(await market.setStatus("XRPUSDT", "TRADING")).toMatchObject({ problem: { code: "MARKET_NOT_TRADING" } });
+    expect((await setStatus("TRADING")).body).toMatchObject({ status: 409, code: "MARKET_NOT_TRADING" });
     const markets = (await callJson("/api/markets")).body.markets;
     expect(markets.find((m: { symbol: string }) => m.symbol === "XRPUSDT").status).toBe("DELISTED");
   });

@@ -2,8 +2,11 @@ import { describe, expect, it } from "vitest";
 import { createDemoState, DEMO_LEVELS_PER_SIDE, demoTick } from "../../src/market/demo-feed";
 import { toIngestBatch } from "../../src/market/ingest";
 import { OrderBook } from "../../src/market/order-book";
-import { findMarket, MARKETS } from "../../src/market/registry";
+import { findMarket } from "../../src/registry/copy";
+import { defaultMarkets } from "../support/registry";
 import { IngestBodySchema } from "../../src/market/schemas";
+
+const MARKETS = await defaultMarkets();
 
 const now = Date.UTC(2026, 10, 22, 12);
 
@@ -11,7 +14,7 @@ describe("demo feed: a seedable simulator publishing valid ingest batches", () =
   it("the same seed gives the same batches; another seed does not", () => {
     const run = (seed: number) => {
       const state = createDemoState(seed, "run");
-      return [demoTick(state, now), demoTick(state, now + 500)];
+      return [demoTick(state, MARKETS, now), demoTick(state, MARKETS, now + 500)];
     };
     expect(run(42)).toEqual(run(42));
     expect(run(42)).not.toEqual(run(43));
@@ -22,7 +25,7 @@ describe("demo feed: a seedable simulator publishing valid ingest batches", () =
     const books = new Map(MARKETS.map((m) => [m.symbol, new OrderBook(m.priceScale, m.quantityScale)]));
     let trades = 0;
     for (let tick = 0; tick < 200; tick++) {
-      for (const body of demoTick(state, now + tick * 500)) {
+      for (const body of demoTick(state, MARKETS, now + tick * 500)) {
         const market = findMarket(body.symbol)!;
         const batch = toIngestBatch(market, IngestBodySchema.parse(body), now + tick * 500);
         books.get(body.symbol)!.apply(batch.book!, now); // throws on a gap or a crossed book
@@ -41,8 +44,8 @@ describe("demo feed: a seedable simulator publishing valid ingest batches", () =
 
   it("cross pairs stay consistent with their legs (ETHBTC ≈ ETHUSDT / BTCUSDT)", () => {
     const state = createDemoState(3, "run");
-    let bodies = demoTick(state, now);
-    for (let tick = 1; tick < 100; tick++) bodies = demoTick(state, now + tick * 500);
+    let bodies = demoTick(state, MARKETS, now);
+    for (let tick = 1; tick < 100; tick++) bodies = demoTick(state, MARKETS, now + tick * 500);
     const mid = (symbol: string) => {
       const book = bodies.find((b) => b.symbol === symbol)!.book!;
       // Deltas carry changed levels only; the simulator's state holds the whole book.

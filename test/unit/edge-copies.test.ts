@@ -55,7 +55,6 @@ describe("edge copies (docs/edge-reads.md)", () => {
       copyKey("BTCUSDT", { kind: "trades", limit: 10 }),
       copyKey("BTCUSDT", { kind: "klines", query: { interval: "1m", limit: 10 } }),
       copyKey("BTCUSDT", { kind: "klines", query: { interval: "1m", limit: 10, startTime: 0 } }),
-      copyKey("BTCUSDT", { kind: "describe" }),
     ];
     expect(new Set(keys).size).toBe(keys.length);
   });

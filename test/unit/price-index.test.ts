@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { type PriceReport, type PriceSnapshot, pricesIn } from "../../src/market/price-index";
+import { registry } from "../support/registry";
+
+const REGISTRY = await registry();
 
 function report(symbol: string, lastPrice: string, openPrice: string, updatedAt = 1000, status: PriceReport["status"] = "TRADING"): PriceReport {
   return { symbol, status, lastPrice, openPrice, changePercent24h: "0.00", updatedAt };
@@ -17,13 +20,13 @@ const snapshot: PriceSnapshot = {
 
 describe("price index: direct pairs first, else one bridge asset", () => {
   it("takes the direct pair when it exists", () => {
-    expect(pricesIn(snapshot, "USDT", ["BTC"])).toEqual([
+    expect(pricesIn(REGISTRY, snapshot, "USDT", ["BTC"])).toEqual([
       { asset: "BTC", name: "Bitcoin", decimals: 8, price: "97000.10", changePercent24h: "1.04", source: "BTCUSDT", updatedAt: 1000 },
     ]);
   });
 
   it("routes through a bridge exactly, rounding half away from zero to the finer leg's scale", () => {
-    const [sol] = pricesIn(snapshot, "USDT", ["SOL"]);
+    const [sol] = pricesIn(REGISTRY, snapshot, "USDT", ["SOL"]);
     // 0.0015464 × 97000.10 = 150.00095464 → 7 decimals (SOLBTC's scale)
     expect(sol).toMatchObject({ asset: "SOL", price: "150.0009546", source: "SOLBTC×BTCUSDT", updatedAt: 2000 });
     // open 0.0015 × 96000 = 144; (150.00095464 − 144) / 144 = 4.17 %
@@ -31,9 +34,9 @@ describe("price index: direct pairs first, else one bridge asset", () => {
   });
 
   it("leaves out assets without a route, delisted markets and the quote itself", () => {
-    const assets = pricesIn(snapshot, "USDT").map((p) => p.asset);
+    const assets = pricesIn(REGISTRY, snapshot, "USDT").map((p) => p.asset);
     expect(assets).toEqual(["BTC", "ETH", "SOL"]);
-    expect(pricesIn(snapshot, "BTC").map((p) => p.asset)).toEqual(["ETH", "SOL"]);
-    expect(pricesIn(snapshot, "EUR")).toEqual([]);
+    expect(pricesIn(REGISTRY, snapshot, "BTC").map((p) => p.asset)).toEqual(["ETH", "SOL"]);
+    expect(pricesIn(REGISTRY, snapshot, "EUR")).toEqual([]);
   });
 });

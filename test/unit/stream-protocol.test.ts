@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { MARKETS, QUOTE_ASSETS } from "../../src/market/registry";
+import { defaultMarkets, registry } from "../support/registry";
 import {
   admitMessage,
   frameBytes,
@@ -13,6 +13,9 @@ import {
   shardCount,
   shardOf,
 } from "../../src/streams/protocol";
+
+const MARKETS = await defaultMarkets();
+const QUOTE_ASSETS = (await registry()).quotes;
 
 const ALL_STREAMS = [...["ticker", "trades", "book"].flatMap((kind) => MARKETS.map((m) => `${kind}.${m.symbol}`)), ...QUOTE_ASSETS.map((q) => `prices.${q}`)];
 

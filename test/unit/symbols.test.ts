@@ -3,7 +3,9 @@ import { describe, expect, it } from "vitest";
 import { ProblemError } from "../../src/core/problem";
 import { MAX_SYMBOL_LENGTH, parseSymbol, requireSymbol } from "../../src/core/symbols";
 import { resolveMarket } from "../../src/market/lookup";
-import { MARKETS } from "../../src/market/registry";
+import { defaultMarkets } from "../support/registry";
+
+const MARKETS = await defaultMarkets();
 
 const code = fc.stringMatching(/^[A-Za-z0-9]{1,12}$/);
 const separator = fc.constantFrom("-", "_", "/");

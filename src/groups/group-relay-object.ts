@@ -1,0 +1,76 @@
+import { DurableObject } from "cloudflare:workers";
+import { priceIndex, streamHub } from "../core/object-ids";
+import type { StreamEvent } from "../streams/protocol";
+import type { MarketSummary, RelayOp } from "./messages";
+import { PacedOutbox } from "./paced-outbox";
+
+/** A relay calls each shard, and the price index, at most this often (docs/design.md#group-relays). */
+export const RELAY_TICK_MS = 100;
+
+const SUBS_PREFIX = "subs:";
+
+/**
+ * The relay of one group of up to 64 markets (docs/design.md#group-relays). Its markets send it
+ * their stream events and summaries in order; it forwards them in one batch per 100 ms to each
+ * shard subscribed to any of them, and its markets' summaries to the price index, so the calls
+ * into every shared object are bounded by groups × ticks, not by markets × updates.
+ *
+ * Which shards want which market is kept in storage, so a relay woken after eviction goes on
+ * forwarding; events in flight at an eviction are lost like a failed call, and a shard that sees
+ * a book sequence jump asks its market for a new base.
+ */
+export class GroupRelay extends DurableObject<Env> {
+  /** Per market, the shards subscribed to its streams. */
+  private readonly subscribers = new Map<string, Set<string>>();
+  private readonly toShards = new Map<string, PacedOutbox<StreamEvent>>();
+  private readonly toPriceIndex: PacedOutbox<MarketSummary>;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    for (const [key, shards] of ctx.storage.kv.list<string[]>({ prefix: SUBS_PREFIX })) {
+      this.subscribers.set(key.slice(SUBS_PREFIX.length), new Set(shards));
+    }
+    this.toPriceIndex = new PacedOutbox(RELAY_TICK_MS, (summaries) => priceIndex(env).reportSummaries(latestPerMarket(summaries)));
+  }
+
+  private outboxOf(shard: string): PacedOutbox<StreamEvent> {
+    let outbox = this.toShards.get(shard);
+    if (!outbox) this.toShards.set(shard, (outbox = new PacedOutbox(RELAY_TICK_MS, (events) => streamHub(this.env, shard).publish(events))));
+    return outbox;
+  }
+
+  private persist(symbol: string, shards: Set<string>): void {
+    if (shards.size === 0) {
+      this.subscribers.delete(symbol);
+      this.ctx.storage.kv.delete(SUBS_PREFIX + symbol);
+    } else this.ctx.storage.kv.put(SUBS_PREFIX + symbol, [...shards]);
+  }
+
+  /** A market's ops, applied in the order it sent them. */
+  async relay(ops: RelayOp[]): Promise<void> {
+    for (const op of ops) {
+      if ("events" in op) {
+        for (const shard of this.subscribers.get(op.symbol) ?? []) this.outboxOf(shard).push(...op.events);
+      } else if ("join" in op) {
+        const shards = this.subscribers.get(op.symbol) ?? new Set();
+        shards.add(op.join);
+        this.subscribers.set(op.symbol, shards);
+        this.persist(op.symbol, shards);
+        this.outboxOf(op.join).push(...op.welcome);
+      } else if ("leave" in op) {
+        const shards = this.subscribers.get(op.symbol);
+        if (shards?.delete(op.leave)) this.persist(op.symbol, shards);
+      } else this.toPriceIndex.push(op.summary);
+    }
+  }
+
+  /** Sends everything queued now, without waiting for the tick (tests count calls this way). */
+  async flush(): Promise<void> {
+    await Promise.all([this.toPriceIndex.flush(), ...[...this.toShards.values()].map((outbox) => outbox.flush())]);
+  }
+}
+
+/** A market's summaries of one tick: only the latest counts. */
+function latestPerMarket(summaries: MarketSummary[]): MarketSummary[] {
+  return [...new Map(summaries.map((s) => [s.symbol, s])).values()];
+}

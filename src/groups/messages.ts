@@ -1,0 +1,27 @@
+import type { PriceReport } from "../market/price-index";
+import type { StreamEvent } from "../streams/protocol";
+
+/**
+ * What a market sends its group relay, in the order it happened (docs/design.md#group-relays):
+ * stream events for the shards subscribed to it, shards joining (with their welcome, the base
+ * book) or leaving, and its summary for the all-market answers.
+ */
+export type RelayOp =
+  | { symbol: string; events: StreamEvent[] }
+  | { symbol: string; join: string; welcome: StreamEvent[] }
+  | { symbol: string; leave: string }
+  | { symbol: string; summary: MarketSummary };
+
+/**
+ * A market's part of the all-market answers, as ready JSON text: its 24 h ticker and its top of
+ * the book at `at`, and its price report once it has traded. Sent at most once a second.
+ */
+export interface MarketSummary {
+  symbol: string;
+  at: number;
+  /** A `Ticker` record as JSON. */
+  ticker: string;
+  /** A `BookTicker` record as JSON. */
+  bookTicker: string;
+  price?: PriceReport;
+}

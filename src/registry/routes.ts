@@ -1,0 +1,192 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { requireAdmin } from "../admin/auth";
+import { marketObject, registryObject } from "../core/object-ids";
+import { createRouter } from "../core/router";
+import { createdJson, okJson, problemResponses } from "../core/schemas";
+import { requireSymbol } from "../core/symbols";
+import { AssetSchema, MarketSchema, PairParam } from "../market/schemas";
+import { adoptRegistry } from "./copy";
+import { ASSET_CODE, ASSET_CODE_RULE, type MarketConfig, MAX_LISTINGS_PER_REQUEST, marketView } from "./model";
+import { listAssets, listMarkets, patchMarket, readRegistry, setMarketStatus } from "./store";
+
+const tags = ["Operator (admin)"];
+const security = [{ AdminToken: [] }];
+const middleware = [requireAdmin];
+
+const AssetCode = z.string().regex(ASSET_CODE, ASSET_CODE_RULE);
+const RuleDecimal = z.string().max(40).openapi({ description: "A positive plain decimal" });
+
+const AssetListingSchema = z
+  .object({
+    asset: AssetCode.openapi({ example: "ADA" }),
+    name: z.string().trim().min(1).max(100).openapi({ example: "Cardano" }),
+    decimals: z.number().int().min(0).max(36).openapi({ example: 6, description: "On-chain decimals" }),
+  })
+  .strict()
+  .openapi("AssetListing");
+
+const MarketListingSchema = z
+  .object({
+    base: AssetCode.openapi({ example: "ADA" }),
+    quote: AssetCode.openapi({ example: "USDT" }),
+    tickSize: RuleDecimal.openapi({ example: "0.0001", description: "Price increment; its decimals are the market's price scale, fixed at listing" }),
+    stepSize: RuleDecimal.openapi({ example: "0.1", description: "Quantity increment; its decimals are the quantity scale, fixed at listing" }),
+    minQty: RuleDecimal.openapi({ example: "1", description: "At least stepSize, a whole number of steps" }),
+    maxQty: RuleDecimal.openapi({ example: "10000000", description: "At least minQty, a whole number of steps" }),
+    minNotional: RuleDecimal.openapi({ example: "1", description: "Least price × quantity of a trade, in the quote asset" }),
+  })
+  .strict()
+  .openapi("MarketListing");
+
+const RuleChangeSchema = MarketListingSchema.omit({ base: true, quote: true })
+  .partial()
+  .strict()
+  .refine((change) => Object.keys(change).length > 0, "name at least one of tickSize, stepSize, minQty, maxQty, minNotional")
+  .openapi("MarketRuleChange");
+
+/** One item or an array of up to 500: the answer has the same form. */
+const oneOrMany = <T extends z.ZodType>(item: T) => z.union([item, z.array(item).min(1).max(MAX_LISTINGS_PER_REQUEST)]);
+const body = <T extends z.ZodType>(schema: T) => ({ body: { required: true, content: { "application/json": { schema } } } });
+/** Field paths of a bulk request start with the item's index, as the schema's own errors do. */
+const pathOf = (bulk: boolean) => (i: number) => (bulk ? `body.${i}.` : "body.");
+
+/**
+ * Publishes a committed change: the Registry object reads D1 again, this isolate takes the new
+ * copy at once (every other one within REGISTRY_REFRESH_MS), and a changed market is told now.
+ */
+async function publish(env: Env, changed: MarketConfig[] = []): Promise<void> {
+  adoptRegistry(await registryObject(env).reload());
+  await Promise.all(changed.map((market) => marketObject(env, market.symbol).configure(market)));
+}
+
+const StatusBody = z.object({ status: z.enum(["TRADING", "HALTED", "DELISTED"]) }).strict();
+
+/**
+ * The registry's operator routes, mounted at `/admin` (docs/operations.md#listing-markets):
+ * list assets and markets, change a market's rules or status, read the system of record.
+ *
+ * @example
+ * app.route("/admin", registryRoutes);
+ */
+export const registryRoutes = createRouter()
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/assets",
+      operationId: "listAssets",
+      tags,
+      security,
+      middleware,
+      summary: "List assets: one, or an array of up to 500 (all or nothing)",
+      description: "An asset code already listed (or named twice) is 409 ALREADY_EXISTS naming each; a request that fails lists nothing.",
+      request: body(oneOrMany(AssetListingSchema)),
+      responses: { ...createdJson(oneOrMany(AssetSchema), "What was listed, in the form sent"), ...problemResponses(400, 401, 409, 413, 415, 429, 503) },
+    }),
+    async (c) => {
+      const input = c.req.valid("json");
+      const bulk = Array.isArray(input);
+      const listed = await listAssets(c.env.DB, bulk ? input : [input], Date.now(), pathOf(bulk));
+      await publish(c.env);
+      return c.json(bulk ? listed : listed[0]!, 201);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/assets",
+      operationId: "listAllAssets",
+      tags,
+      security,
+      middleware,
+      summary: "Every asset (the system of record)",
+      responses: { ...okJson(z.object({ version: z.number().int(), assets: z.array(AssetSchema) }), "Assets"), ...problemResponses(401, 429, 503) },
+    }),
+    async (c) => {
+      const { version, assets } = await readRegistry(c.env.DB);
+      return c.json({ version, assets }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/markets",
+      operationId: "listMarkets",
+      tags,
+      security,
+      middleware,
+      summary: "List markets: one, or an array of up to 500 (all or nothing)",
+      description:
+        "symbol = base + quote; priceScale and quantityScale are the decimals of tickSize and stepSize. Both assets must be listed and active. A listing that fails any check is 400 naming every failing field (`errors`, paths `body.{i}.{field}`); a symbol already listed is 409 ALREADY_EXISTS. Nothing is listed unless everything is. Bodies up to 256 KiB.",
+      request: body(oneOrMany(MarketListingSchema)),
+      responses: { ...createdJson(oneOrMany(MarketSchema), "The markets listed, in the form sent"), ...problemResponses(400, 401, 409, 413, 415, 429, 503) },
+    }),
+    async (c) => {
+      const input = c.req.valid("json");
+      const bulk = Array.isArray(input);
+      const listed = await listMarkets(c.env.DB, bulk ? input : [input], Date.now(), pathOf(bulk));
+      await publish(c.env);
+      const views = listed.map(marketView);
+      return c.json(bulk ? views : views[0]!, 201);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/markets",
+      operationId: "listAllMarkets",
+      tags,
+      security,
+      middleware,
+      summary: "Every market, delisted ones too, in listing order (the system of record)",
+      responses: {
+        ...okJson(
+          z.object({ version: z.number().int().openapi({ description: "The registry version" }), markets: z.array(MarketSchema.extend({ revision: z.number().int() })) }),
+          "Markets",
+        ),
+        ...problemResponses(401, 429, 503),
+      },
+    }),
+    async (c) => {
+      const { version, markets } = await readRegistry(c.env.DB);
+      return c.json({ version, markets: markets.map((m) => ({ ...marketView(m), revision: m.revision })) }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "patch",
+      path: "/markets/{pair}",
+      operationId: "changeMarketRules",
+      tags,
+      security,
+      middleware,
+      summary: "Change a market's trading rules (the scales stay as listed)",
+      description:
+        "Effective for the market's next ingest batch. tickSize and stepSize may change within the market's scales (0.01 → 0.05, not 0.001). Resting levels that no longer fit stay until the publisher changes or removes them; new and changed levels must fit. A delisted market is 409.",
+      request: { params: PairParam, ...body(RuleChangeSchema) },
+      responses: { ...okJson(MarketSchema, "The market"), ...problemResponses(400, 401, 404, 409, 413, 415, 429, 503) },
+    }),
+    async (c) => {
+      const market = await patchMarket(c.env.DB, requireSymbol(c.req.valid("param").pair).symbol, c.req.valid("json"), Date.now());
+      await publish(c.env, [market]);
+      return c.json(marketView(market), 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "put",
+      path: "/markets/{pair}/status",
+      operationId: "setMarketStatus",
+      tags,
+      security,
+      middleware,
+      summary: "Change a market's status: TRADING ⇄ HALTED, either → DELISTED (final)",
+      description: "A halted market refuses ingest at once; a delisted one leaves every listing and answers 404.",
+      request: { params: PairParam, ...body(StatusBody) },
+      responses: { ...okJson(MarketSchema, "The market"), ...problemResponses(400, 401, 404, 409, 413, 415, 429, 503) },
+    }),
+    async (c) => {
+      const market = await setMarketStatus(c.env.DB, requireSymbol(c.req.valid("param").pair).symbol, c.req.valid("json").status, Date.now());
+      await publish(c.env, [market]);
+      return c.json(marketView(market), 200);
+    },
+  );

@@ -1,0 +1,22 @@
+import { env } from "cloudflare:workers";
+import { ensureRegistry } from "../../src/registry/copy";
+import type { MarketConfig, RegistryIndex } from "../../src/registry/model";
+import { callJson } from "./http";
+import { ADMIN } from "./gateways";
+
+/** The registry as this isolate sees it (the default venue of scripts/default-venue.sql, and what a test listed). */
+export function registry(): Promise<RegistryIndex> {
+  return ensureRegistry(env);
+}
+
+/** The seven default markets, in listing order. */
+export async function defaultMarkets(): Promise<MarketConfig[]> {
+  return (await registry()).listed.slice(0, 7);
+}
+
+/** Lists through the operator API, failing the test on anything but 201. */
+export async function listThroughAdmin(path: "/admin/assets" | "/admin/markets", body: unknown): Promise<unknown> {
+  const { status, body: answer } = await callJson(path, { method: "POST", headers: { ...ADMIN, "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  if (status !== 201) throw new Error(`${path}: ${status} ${JSON.stringify(answer)}`);
+  return answer;
+}
