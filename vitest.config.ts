@@ -27,6 +27,7 @@ export default defineConfig({
                 DEMO_FEED: "off",
                 // Reads see every write at once (test/integration/edge-reads.test.ts sets its own bound).
                 MARKET_READ_MAX_AGE_MS: "0",
+                VENUE_READ_MAX_AGE_MS: "0",
                 SEALING_KEY: "dGVzdC1zZWFsaW5nLWtleS0zMi1ieXRlcy1sb25nISE=",
                 ADMIN_TOKEN: "test-admin-token",
               },

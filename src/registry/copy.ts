@@ -28,7 +28,7 @@ export class RegistryCopy {
   async ensure(now: number, intervalMs: number, waitUntil?: (promise: Promise<unknown>) => void): Promise<RegistryIndex> {
     const held = this.held;
     if (held && now - this.checkedAt < intervalMs) return held.index;
-    this.refreshing ??= this.refresh().finally(() => {
+    this.refreshing ??= this.refresh(now).finally(() => {
       this.refreshing = undefined;
     });
     if (held && intervalMs > 0 && now - this.checkedAt < SERVE_STALE_INTERVALS * intervalMs) {
@@ -39,10 +39,11 @@ export class RegistryCopy {
     return this.refreshing;
   }
 
-  private async refresh(): Promise<RegistryIndex> {
+  /** Asks whether the copy is current as of `now` (the moment the refresh began). */
+  private async refresh(now: number): Promise<RegistryIndex> {
     const answer = await this.ask(this.held?.epoch ?? "", this.held?.index.snapshot.version ?? -1);
     if (answer) this.adopt(answer);
-    this.checkedAt = Date.now();
+    this.checkedAt = now;
     return this.held!.index;
   }
 
