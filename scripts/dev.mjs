@@ -18,6 +18,15 @@ if (migrate.status !== 0) {
   console.error("Could not apply the D1 migrations locally (wrangler d1 migrations apply DB --local).");
   process.exit(migrate.status ?? 1);
 }
+// The seven default markets (INSERT OR IGNORE: idempotent). A production deploy starts empty.
+const seed = spawnSync("wrangler", ["d1", "execute", "DB", "--local", "--file", "scripts/default-venue.sql", ...persist], {
+  stdio: ["ignore", "ignore", "inherit"],
+  env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" },
+});
+if (seed.status !== 0) {
+  console.error("Could not list the default markets locally (wrangler d1 execute DB --local --file scripts/default-venue.sql).");
+  process.exit(seed.status ?? 1);
+}
 
 const args = [
   "dev",
@@ -27,6 +36,9 @@ const args = [
   String(port),
   "--var",
   "DEMO_FEED:on",
+  // A listing made through the operator API is readable everywhere within a second.
+  "--var",
+  "REGISTRY_REFRESH_MS:1000",
   "--show-interactive-dev-session=false",
   ...(process.env.WRANGLER_LOG ? ["--log-level", process.env.WRANGLER_LOG] : []),
   ...extra,

@@ -1,5 +1,5 @@
-import type { RegistryIndex } from "../registry/model";
 import { formatTicker, tickerStats } from "../market/rolling-window";
+import type { RegistryIndex } from "../registry/model";
 import type { MarketSummary } from "./messages";
 
 export type VenueAnswerKind = "ticker" | "bookTicker";

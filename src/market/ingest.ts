@@ -1,10 +1,10 @@
 import { DecimalError, exactAtScale, parseDecimal } from "../core/decimal";
 import { marketObject } from "../core/object-ids";
 import { type FieldError, problem, unwrap } from "../core/problem";
-import { resolveMarket } from "./lookup";
-import type { BookOutcome, BookUpdate, UnitLevel } from "./order-book";
 import { ensureRegistry } from "../registry/copy";
 import type { MarketConfig } from "../registry/model";
+import { resolveMarket } from "./lookup";
+import type { BookOutcome, BookUpdate, UnitLevel } from "./order-book";
 import type { IngestBody } from "./schemas";
 
 /** A trade ready for its MarketObject: integer units at the market's scales. */

@@ -200,8 +200,7 @@ export class MarketObject extends DurableObject<Env> {
       const state = this.load(market);
       if (state.market.revision > market.revision) return { newerConfig: state.market };
       const { symbol } = market;
-      if (state.market.status !== "TRADING")
-        throw problem("MARKET_NOT_TRADING", `${symbol} is ${state.market.status.toLowerCase()} and accepts no ingest`);
+      if (state.market.status !== "TRADING") throw problem("MARKET_NOT_TRADING", `${symbol} is ${state.market.status.toLowerCase()} and accepts no ingest`);
       const now = Date.now();
       let acceptedTrades = 0;
       let duplicateTrades = 0;

@@ -1,5 +1,5 @@
-import type { UnitLevel } from "./order-book";
 import type { MarketConfig } from "../registry/model";
+import type { UnitLevel } from "./order-book";
 import type { MinuteBucket } from "./rolling-window";
 
 /** A stored trade; prices and quantities are integer units at the market's scales. */

@@ -73,7 +73,11 @@ export async function readMany(ctx: ReadContext, symbols: string | undefined, qu
  * The signed surface's one-or-many form: one record for `symbol`, else as {@link readMany}.
  * (The schema refuses `symbol` with `symbols`.)
  */
-export function readOneOrMany(ctx: ReadContext, { symbol, symbols }: { symbol?: string; symbols?: string }, question: { kind: VenueAnswerKind }): Promise<EdgeRead> {
+export function readOneOrMany(
+  ctx: ReadContext,
+  { symbol, symbols }: { symbol?: string; symbols?: string },
+  question: { kind: VenueAnswerKind },
+): Promise<EdgeRead> {
   return symbol !== undefined ? readPair(ctx, symbol, question) : readMany(ctx, symbols, question);
 }
 
@@ -106,7 +110,11 @@ export async function readMarkets(_ctx: ReadContext): Promise<EdgeRead> {
   if (marketsText?.registry !== registry) {
     // Delisted markets stay in the list, marked DELISTED, so a client learns why a symbol went away.
     const markets = JSON.stringify(registry.snapshot.markets.map(marketView));
-    marketsText = { registry, text: `{"markets":${markets},"assets":${JSON.stringify(registry.snapshot.assets)},"rateLimits":${RATE_LIMITS_TEXT}}`, madeAt: Date.now() };
+    marketsText = {
+      registry,
+      text: `{"markets":${markets},"assets":${JSON.stringify(registry.snapshot.assets)},"rateLimits":${RATE_LIMITS_TEXT}}`,
+      madeAt: Date.now(),
+    };
   }
   return { text: marketsText.text, asOf: marketsText.madeAt, ageMs: 0, stale: false };
 }

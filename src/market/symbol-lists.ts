@@ -1,7 +1,7 @@
 import { problem } from "../core/problem";
 import { requireSymbol } from "../core/symbols";
-import { listedMarket, symbolAsWritten } from "./lookup";
 import type { MarketConfig } from "../registry/model";
+import { listedMarket, symbolAsWritten } from "./lookup";
 
 /** Symbols one list call may name: every listed market, with room to grow. */
 export const MAX_LIST_SYMBOLS = 100;

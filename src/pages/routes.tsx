@@ -5,8 +5,8 @@ import { ProblemError } from "../core/problem";
 import type { AppEnv } from "../env";
 import { resolveMarket } from "../market/lookup";
 import { readContext, readMany, readMarketViews, readTickerRecord } from "../market/reads";
-import type { MarketConfig } from "../registry/model";
 import type { TickerRecord } from "../market/rolling-window";
+import type { MarketConfig } from "../registry/model";
 import { HtmlDocument } from "./document";
 import { ASSETS } from "./generated/assets";
 
@@ -114,6 +114,15 @@ export const pageRoutes = new Hono<AppEnv>()
         <p>
           Live market data for people and programs: REST and WebSocket (<code>/api/ws</code>), signed <code>/v1</code> access with API keys. Prices below move
           live over the same WebSocket any client can use; open a market for its order book, trades and candles.
+        </p>
+        <p>
+          <input
+            id="market-search"
+            type="search"
+            placeholder={`Search ${listed.length} markets (BTC, ETH-USDT…)`}
+            aria-label="Search markets"
+            autocomplete="off"
+          />
         </p>
         <table id="markets">
           <tr>

@@ -6,7 +6,7 @@ import { createdJson, okJson, problemResponses } from "../core/schemas";
 import { requireSymbol } from "../core/symbols";
 import { AssetSchema, MarketSchema, PairParam } from "../market/schemas";
 import { adoptRegistry } from "./copy";
-import { ASSET_CODE, ASSET_CODE_RULE, type MarketConfig, MAX_LISTINGS_PER_REQUEST, marketView } from "./model";
+import { ASSET_CODE, ASSET_CODE_RULE, MAX_LISTINGS_PER_REQUEST, type MarketConfig, marketView } from "./model";
 import { listAssets, listMarkets, patchMarket, readRegistry, setMarketStatus } from "./store";
 
 const tags = ["Operator (admin)"];
@@ -140,7 +140,10 @@ export const registryRoutes = createRouter()
       summary: "Every market, delisted ones too, in listing order (the system of record)",
       responses: {
         ...okJson(
-          z.object({ version: z.number().int().openapi({ description: "The registry version" }), markets: z.array(MarketSchema.extend({ revision: z.number().int() })) }),
+          z.object({
+            version: z.number().int().openapi({ description: "The registry version" }),
+            markets: z.array(MarketSchema.extend({ revision: z.number().int() })),
+          }),
           "Markets",
         ),
         ...problemResponses(401, 429, 503),

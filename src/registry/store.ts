@@ -68,7 +68,10 @@ async function commit(db: D1Database, statements: D1PreparedStatement[]): Promis
     await db.batch([...statements, db.prepare(BUMP_VERSION)]);
   } catch (error) {
     if (/UNIQUE|PRIMARY KEY|constraint/i.test(String(error))) {
-      throw problem("ALREADY_EXISTS", "another registry change listed the same symbol or asset at the same moment; nothing was written — send the request again");
+      throw problem(
+        "ALREADY_EXISTS",
+        "another registry change listed the same symbol or asset at the same moment; nothing was written — send the request again",
+      );
     }
     throw error;
   }

@@ -108,7 +108,12 @@ const MESSAGES: Record<string, Json> = {
     schemaOf(KlineStreamSchema),
     "kline.{SYMBOL}.{interval}: the latest candle when it changed, at most once a second, and once more closed",
   ),
-  prices: streamMessage("prices", "^prices\\.[A-Z0-9]{1,16}$", schemaOf(PricesSchema), "prices.{QUOTE}: the prices answer, at most once a second (QUOTE: any quote asset of a listed market)"),
+  prices: streamMessage(
+    "prices",
+    "^prices\\.[A-Z0-9]{1,16}$",
+    schemaOf(PricesSchema),
+    "prices.{QUOTE}: the prices answer, at most once a second (QUOTE: any quote asset of a listed market)",
+  ),
   tickers: streamMessage(
     "tickers",
     "^tickers$",

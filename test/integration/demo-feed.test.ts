@@ -1,8 +1,8 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { defaultMarkets } from "../support/registry";
 import { callJson } from "../support/http";
+import { defaultMarkets } from "../support/registry";
 
 const MARKETS = await defaultMarkets();
 

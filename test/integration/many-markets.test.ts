@@ -2,9 +2,9 @@ import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ingest } from "../../src/market/ingest";
-import { defaultMarkets } from "../support/registry";
 import { newKey, signedCall } from "../support/accounts";
 import { call, callJson } from "../support/http";
+import { defaultMarkets } from "../support/registry";
 
 const MARKETS = await defaultMarkets();
 

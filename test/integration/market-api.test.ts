@@ -3,9 +3,9 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ingest } from "../../src/market/ingest";
 import { ADMIN } from "../support/gateways";
-import { defaultMarkets } from "../support/registry";
 import { call, callJson } from "../support/http";
 import { until } from "../support/poll";
+import { defaultMarkets } from "../support/registry";
 
 const MARKETS = await defaultMarkets();
 

@@ -11,7 +11,8 @@ import { openSocket } from "./streams-support";
 
 const post = (path: string, body: unknown, headers: Record<string, string> = ADMIN) =>
   callJson(path, { method: "POST", headers: { ...headers, "Content-Type": "application/json" }, body: JSON.stringify(body) });
-const patch = (path: string, body: unknown) => callJson(path, { method: "PATCH", headers: { ...ADMIN, "Content-Type": "application/json" }, body: JSON.stringify(body) });
+const patch = (path: string, body: unknown) =>
+  callJson(path, { method: "PATCH", headers: { ...ADMIN, "Content-Type": "application/json" }, body: JSON.stringify(body) });
 const rules = { tickSize: "0.0001", stepSize: "0.1", minQty: "1", maxQty: "1000000", minNotional: "1" };
 
 describe("listing assets and markets (docs/operations.md#listing-markets)", () => {
@@ -100,7 +101,12 @@ describe("listing assets and markets (docs/operations.md#listing-markets)", () =
     expect((await patch("/admin/markets/AVAXUSDT", { tickSize: "0.00001" })).body.errors[0].path).toBe("tickSize");
     expect((await patch("/admin/markets/AVAXUSDT", {})).status).toBe(400);
     expect((await patch("/admin/markets/NOPEUSDT", { tickSize: "0.01" })).status).toBe(404);
-    const status = (s: string) => callJson("/admin/markets/AVAXUSDT/status", { method: "PUT", headers: { ...ADMIN, "Content-Type": "application/json" }, body: JSON.stringify({ status: s }) });
+    const status = (s: string) =>
+      callJson("/admin/markets/AVAXUSDT/status", {
+        method: "PUT",
+        headers: { ...ADMIN, "Content-Type": "application/json" },
+        body: JSON.stringify({ status: s }),
+      });
     expect((await status("HALTED")).status).toBe(200);
     await expect(trade("a-4", "20.01")).rejects.toMatchObject({ code: "MARKET_NOT_TRADING" });
     expect((await status("DELISTED")).status).toBe(200);
@@ -153,15 +159,25 @@ describe("all-market answers and the shared objects' load (docs/api.md#all-marke
       for (const m of socket.messages.filter((m) => m.stream === "tickers")) for (const t of m.data) seen.set(t.symbol, t);
       return symbols.every((s) => (seen.get(s) as { tradeCount24h?: number } | undefined)?.tradeCount24h === 1) && seen;
     });
-    for (const symbol of symbols) expect({ ...(streamed.get(symbol) as object), closeTime: 0 }).toEqual({ ...all.find((t) => t.symbol === symbol), closeTime: 0 });
+    for (const symbol of symbols)
+      expect({ ...(streamed.get(symbol) as object), closeTime: 0 }).toEqual({ ...all.find((t) => t.symbol === symbol), closeTime: 0 });
     socket.ws.close();
   });
 
   it("with 300 markets publishing, calls into the price index and each shard are far fewer than market updates (counted)", async () => {
     const assets = Array.from({ length: 300 }, (_, i) => ({ asset: `L${i}`, name: `Load ${i}`, decimals: 8 }));
     await post("/admin/assets", assets);
-    await post("/admin/markets", assets.map((a) => ({ base: a.asset, quote: "USDT", ...rules })));
-    const socket = await openSocket(`/api/ws?streams=${assets.slice(0, 40).map((a) => `trades.${a.asset}USDT`).join(",")}`, "203.0.120.3");
+    await post(
+      "/admin/markets",
+      assets.map((a) => ({ base: a.asset, quote: "USDT", ...rules })),
+    );
+    const socket = await openSocket(
+      `/api/ws?streams=${assets
+        .slice(0, 40)
+        .map((a) => `trades.${a.asset}USDT`)
+        .join(",")}`,
+      "203.0.120.3",
+    );
     await until(() => socket.messages.find((m) => m.result), { what: "the subscribe ack" });
     const before = { ...objectCalls };
     let updates = 0;

@@ -157,7 +157,10 @@ describe("book stream consistency (docs/streams.md)", () => {
       // (docs/streams.md): the book is exact from the best level down to that depth.
       const levels = book.levels();
       const depth = Math.min(100, rest.bids.length, rest.asks.length);
-      expect({ bids: levels.bids.slice(0, depth), asks: levels.asks.slice(0, depth) }).toEqual({ bids: rest.bids.slice(0, depth), asks: rest.asks.slice(0, depth) });
+      expect({ bids: levels.bids.slice(0, depth), asks: levels.asks.slice(0, depth) }).toEqual({
+        bids: rest.bids.slice(0, depth),
+        asks: rest.asks.slice(0, depth),
+      });
     }
     expect(firstBook.snapshots).toBe(2); // at connect, and after the shard woke up
     expect(sameShard.messages.find((m) => m.id === 1)).toEqual({ id: 1, result: { streams: ["book.BTCUSDT"] } });

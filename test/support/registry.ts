@@ -1,8 +1,8 @@
 import { env } from "cloudflare:workers";
 import { ensureRegistry } from "../../src/registry/copy";
 import type { MarketConfig, RegistryIndex } from "../../src/registry/model";
-import { callJson } from "./http";
 import { ADMIN } from "./gateways";
+import { callJson } from "./http";
 
 /** The registry as this isolate sees it (the default venue of scripts/default-venue.sql, and what a test listed). */
 export function registry(): Promise<RegistryIndex> {
@@ -16,7 +16,11 @@ export async function defaultMarkets(): Promise<MarketConfig[]> {
 
 /** Lists through the operator API, failing the test on anything but 201. */
 export async function listThroughAdmin(path: "/admin/assets" | "/admin/markets", body: unknown): Promise<unknown> {
-  const { status, body: answer } = await callJson(path, { method: "POST", headers: { ...ADMIN, "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  const { status, body: answer } = await callJson(path, {
+    method: "POST",
+    headers: { ...ADMIN, "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  });
   if (status !== 201) throw new Error(`${path}: ${status} ${JSON.stringify(answer)}`);
   return answer;
 }

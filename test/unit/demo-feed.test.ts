@@ -2,9 +2,9 @@ import { describe, expect, it } from "vitest";
 import { createDemoState, DEMO_LEVELS_PER_SIDE, demoTick } from "../../src/market/demo-feed";
 import { toIngestBatch } from "../../src/market/ingest";
 import { OrderBook } from "../../src/market/order-book";
+import { IngestBodySchema } from "../../src/market/schemas";
 import { findMarket } from "../../src/registry/copy";
 import { defaultMarkets } from "../support/registry";
-import { IngestBodySchema } from "../../src/market/schemas";
 
 const MARKETS = await defaultMarkets();
 

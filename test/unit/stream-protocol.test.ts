@@ -1,6 +1,5 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { defaultMarkets, registry } from "../support/registry";
 import {
   admitMessage,
   frameBytes,
@@ -13,6 +12,7 @@ import {
   shardCount,
   shardOf,
 } from "../../src/streams/protocol";
+import { defaultMarkets, registry } from "../support/registry";
 
 const MARKETS = await defaultMarkets();
 const QUOTE_ASSETS = (await registry()).quotes;

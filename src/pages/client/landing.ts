@@ -1,7 +1,11 @@
 import type { Ticker } from "../../../client/src/index";
 import { showConnection, stream } from "./connection";
 
-/** The landing page: every market's row updates from its ticker stream. */
+/**
+ * The landing page: one `tickers` subscription keeps every market's row live, however many
+ * markets there are — each message carries only the tickers that changed, and only their rows
+ * are touched. The search box hides the rows that do not match.
+ */
 const rows = new Map<string, HTMLTableRowElement>();
 for (const row of document.querySelectorAll<HTMLTableRowElement>("tr[data-symbol]")) rows.set(row.dataset.symbol!, row);
 
@@ -23,4 +27,15 @@ function update(ticker: Ticker): void {
 
 showConnection(stream.state);
 stream.onState(showConnection);
-for (const symbol of rows.keys()) stream.subscribe(`ticker.${symbol}`, (data) => update(data as Ticker));
+stream.subscribe("tickers", (data) => {
+  for (const ticker of data as Ticker[]) update(ticker);
+});
+
+const search = document.querySelector<HTMLInputElement>("#market-search");
+search?.addEventListener("input", () => {
+  const wanted = search.value
+    .trim()
+    .toUpperCase()
+    .replace(/[-_/ ]/g, "");
+  for (const [symbol, row] of rows) row.hidden = wanted !== "" && !symbol.includes(wanted);
+});
