@@ -3,7 +3,7 @@
  * asset are, how a listing's scales follow from its tick and step, and the checks a listing or a
  * rules change must pass. Pure: the operator routes, the D1 store and every isolate's copy use it.
  */
-import { compare, type Decimal, DecimalError, exactAtScale, MAX_SCALE, parseDecimal } from "../core/decimal";
+import { compare, type Decimal, DecimalError, exactAtScale, parseDecimal } from "../core/decimal";
 import type { FieldError } from "../core/problem";
 import { MAX_SYMBOL_LENGTH } from "../core/symbols";
 
