@@ -1,4 +1,4 @@
-// `npm run bench [-- --json] [-- --direct] [-- --with-assets] [-- --seconds N] [-- --rounds N] [-- --script bundle.js] [-- --only flood,ticker]`
+// `npm run bench [-- --json] [-- --direct] [-- --with-assets] [-- --seconds N] [-- --rounds N] [-- --script bundle.js] [-- --only flood,ticker] [-- --markets 2000]`
 //
 // Runs the service on workerd through Miniflare's API — the bundle `wrangler deploy --dry-run`
 // makes, the bindings of wrangler.toml, D1 migrations applied, the demo feed on — not through
@@ -21,10 +21,17 @@
 // Worker for a path that matches no asset; `--with-assets` puts the emulation back in front
 // (docs/benchmarks.md says what it costs). `--script` measures an already built bundle instead of this
 // tree's (for studying a change to src/). Loopback only; it stops everything it started.
-// `--json` prints one JSON object on the last line of stdout: {"routes": [...], "references": [...]}.
+// `--markets N` lists a generated venue through the operator API before the run, so the service
+// holds N markets (the seven defaults among them), and afterwards measures the shared objects'
+// calls under synthetic publishing: a second service, started after the first has stopped, with
+// the demo feed publishing every one of the N markets and WebSocket clients subscribed across
+// the shards (`publishing` in the output and the JSON).
+// `--json` prints one JSON object on the last line of stdout: {"routes": [...], "references": [...], "publishing"?: {...}}.
 import { mkdirSync } from "node:fs";
 import path from "node:path";
+import { listVenue } from "../scripts/venue.mjs";
 import { CONNECTIONS, clientIps, fromManyIps, fromOneIp, load, median, option, touchClients, warmUp } from "./load.mjs";
+import { measurePublishing } from "./publishing.mjs";
 import { bundleBaseline, bundleFloor, bundleService, startReference, startService, work } from "./service.mjs";
 import { prepareSignedLoad } from "./signed-load.mjs";
 
@@ -37,12 +44,14 @@ const ROUNDS = Number(option("rounds", 7));
 const SCRIPT = option("script", undefined);
 /** Only these routes (and the baseline), for studying one change: `--only flood,limiter-only`. */
 const ONLY = option("only", undefined)?.split(",");
+/** Markets the service holds: the seven defaults, or N with a generated venue listed before the run. */
+const MARKETS = Math.max(7, Number(option("markets", 7)));
 const WARM_SECONDS = 1;
 const TARGETS = { ticker: 0.65, orderbook: 0.55, prices: 0.65, "signed-ticker": 0.5, flood: 0.85, "tickers-all": 0.4 };
 /** `book-ticker` is held to the ticker's own ratio in the same run, less this. */
 const BOOK_TICKER_SLACK = 0.05;
 /** Market calls per 1,000 requests the edge read path may make on these routes (docs/edge-reads.md). */
-const MARKET_CALL_TARGETS = { ticker: 5, orderbook: 5 };
+const MARKET_CALL_TARGETS = { ticker: 5, orderbook: 5, "tickers-all": 20, "book-ticker-all": 20, markets: 20, prices: 20 };
 const ADMIN = { Authorization: "Bearer bench-admin-token", "CF-Connecting-IP": "10.250.0.1" };
 const log = (...line) => {
   if (!asJson) console.log(...line);
@@ -66,6 +75,7 @@ async function main() {
     const floor = await startReference(floorBundle, { direct });
     started.push(floor);
     const nextIp = clientIps();
+    if (MARKETS > 7) await listGeneratedVenue(service.url);
     log("warming up: demo feed, 1,024 client addresses, 160 API keys…");
     // The first request starts the demo feed; wait until prices, a traded ticker and a book exist.
     await warmUp(service.url, nextIp);
@@ -77,7 +87,8 @@ async function main() {
     // floor's own), read around every measured run: calls per 1,000 requests, not estimates.
     const serviceCalls = async () => {
       const { objectCalls } = await (await fetch(`${service.url}/admin/isolate`, { headers: ADMIN })).json();
-      return { market: objectCalls.marketReads, guard: objectCalls.guard };
+      // The read path's calls: to market objects, and to the price index for the all-market answers.
+      return { market: objectCalls.marketReads + objectCalls.venueReads, guard: objectCalls.guard };
     };
     const floorCalls = async () => (await fetch(`${floor.url}/calls`)).json();
     const noCalls = async () => ({ market: 0, guard: 0 });
@@ -89,6 +100,8 @@ async function main() {
       { name: "book-ticker", path: "/api/book-ticker/BTCUSDT", worker: service, setupRequest: publicLoad, calls: serviceCalls },
       // Every market's ticker in one call (one request against the limit).
       { name: "tickers-all", path: "/api/ticker", worker: service, setupRequest: publicLoad, calls: serviceCalls },
+      { name: "book-ticker-all", path: "/api/book-ticker", worker: service, setupRequest: publicLoad, calls: serviceCalls },
+      { name: "markets", path: "/api/markets", worker: service, setupRequest: publicLoad, calls: serviceCalls },
       { name: "signed-ticker", path: signed.path, worker: service, setupRequest: signed.setupRequest, calls: serviceCalls, signed: true },
       // One client address far over its limit: after its first refusal every request is a 429
       // that the isolate gives by itself until the guard's reset.
@@ -161,14 +174,26 @@ async function main() {
       };
     });
     const failed = report.reduce((n, r) => n + r.failed, 0);
+    // The shared objects under publishing: a second service, never beside the first.
+    await stopAll();
+    started.length = 0;
+    const publishing = MARKETS > 7 ? await measurePublishing(serviceScript, { markets: MARKETS, direct, log, listVenue: listGeneratedVenue }) : undefined;
     if (asJson) {
       const shape = ({ failed, reference, ...r }) => r;
-      console.log(JSON.stringify({ routes: report.filter((r) => !r.reference).map(shape), references: report.filter((r) => r.reference).map(shape) }));
+      console.log(
+        JSON.stringify({
+          markets: MARKETS,
+          routes: report.filter((r) => !r.reference).map(shape),
+          references: report.filter((r) => r.reference).map(shape),
+          publishing,
+        }),
+      );
     } else {
       const seconds = Math.round((Date.now() - startedAt) / 1000);
       console.log(
         `\nmedians of ${ROUNDS} interleaved rounds × ${SECONDS} s (ratio: median of per-round ratios) at ${CONNECTIONS} connections, one workerd per Worker, ${direct ? "direct sockets" : "through Miniflare's entry worker"}${withAssets ? ", the service behind the local Static Assets emulation" : ""} (${seconds} s in all):`,
       );
+      console.log(`${MARKETS} markets; market/1k: calls into market objects or the price index by the read path, per 1,000 requests`);
       console.log("route            req/s  p50 ms  p99 ms  market/1k  guard/1k  cpu µs  ratio  target");
       for (const r of report) {
         if (r.name === "floor-1rpc")
@@ -185,6 +210,18 @@ async function main() {
         );
       }
     }
+    if (publishing && !asJson) {
+      const p = publishing;
+      console.log(
+        `\npublishing: ${p.markets} markets, the demo feed publishing all of them, ${p.subscribers} WebSocket clients on ${p.streams} streams, ${p.seconds} s:`,
+      );
+      console.log(
+        `  market updates ${p.updatesPerSecond}/s; calls per second into: price index ${p.callsPerSecond.priceIndex}, shards ${p.callsPerSecond.shard} (${p.shards} shards), group relays ${p.callsPerSecond.relay} (${p.groups} relays)`,
+      );
+      console.log(
+        `  calls per market update: price index ${p.perUpdate.priceIndex}, each shard ${p.perUpdate.shardEach}, relays ${p.perUpdate.relay}; stream messages received ${p.messagesPerSecond}/s`,
+      );
+    }
     // A refused or failed request means the load was not what the figures claim: say so.
     if (failed > 0) {
       console.error(`${failed} requests failed or were refused (non-2xx): the figures above do not measure the intended load.`);
@@ -193,6 +230,19 @@ async function main() {
   } finally {
     await stopAll();
   }
+}
+
+/** Lists the generated venue so the service holds MARKETS markets, and waits until every read lists them. */
+async function listGeneratedVenue(url) {
+  const started = Date.now();
+  const headers = { "CF-Connecting-IP": "10.250.0.2" };
+  await listVenue({ url, token: "bench-admin-token", count: MARKETS - 7, headers });
+  for (;;) {
+    const all = await (await fetch(`${url}/api/ticker`, { headers: { "CF-Connecting-IP": `10.250.1.${Date.now() % 250}` } })).json();
+    if (Array.isArray(all) && all.length >= MARKETS) break;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  log(`listed ${MARKETS - 7} more markets through the operator API (${MARKETS} in all) in ${Date.now() - started} ms`);
 }
 
 /** Responses whose status is none of `allowed` (autocannon's per-status counts). */

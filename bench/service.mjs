@@ -199,5 +199,9 @@ export async function startService(scriptPath, vars = {}, { direct = false, insp
         .replace(/\s*\n\s*/g, " "),
     );
   }
+  // The seven default markets, as `npm start` lists them.
+  for (const statement of readFileSync(path.join(root, "scripts/default-venue.sql"), "utf8").split("\n")) {
+    if (statement.startsWith("INSERT")) await db.exec(statement);
+  }
   return { mf, ...urls };
 }

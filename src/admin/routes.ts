@@ -212,13 +212,14 @@ export const adminRoutes = createRouter()
       middleware,
       summary: "This isolate's Durable Object call counters (what the edge read path saves, counted)",
       description:
-        "Counters since the isolate started: calls to market objects (`market`, of which `marketReads` by the read path), to access guards (`guard`), to the price index (`priceIndex`, of which `venueReads` by the all-market reads), to group relays (`relay`), to stream shards (`shard`) and to the registry (`registry`). Another request may land in another isolate; locally every object runs in the one isolate, so `npm run bench` reads the calls into the shared objects here too.",
+        "Counters since the isolate started: calls to market objects (`market`, of which `marketReads` by the read path and `ingest` the ingest batches), to access guards (`guard`), to the price index (`priceIndex`, of which `venueReads` by the all-market reads), to group relays (`relay`), to stream shards (`shard`) and to the registry (`registry`). Another request may land in another isolate; locally every object runs in the one isolate, so `npm run bench` reads the calls into the shared objects here too.",
       responses: {
         ...okJson(
           z.object({
             objectCalls: z.object({
               market: z.number().int(),
               marketReads: z.number().int(),
+              ingest: z.number().int(),
               guard: z.number().int(),
               priceIndex: z.number().int(),
               venueReads: z.number().int(),

@@ -25,12 +25,12 @@ export function stubByName<T extends Rpc.DurableObjectBranded | undefined>(names
 /**
  * Calls this isolate has made to the market objects and to the guards, counted where the stubs
  * are made (one stub, one call): what the edge read path saves is measured, not estimated.
- * `marketReads` is the part of `market` that the read path made (the rest is ingest);
+ * `marketReads` is the part of `market` that the read path made, `ingest` the batches applied;
  * `venueReads` the part of `priceIndex` that the all-market reads made. Locally every object runs
  * in the one isolate, so these count the calls into the group relays, the price index and the
  * shards too (docs/benchmarks.md).
  */
-export const objectCalls = { market: 0, guard: 0, marketReads: 0, venueReads: 0, relay: 0, priceIndex: 0, shard: 0, registry: 0 };
+export const objectCalls = { market: 0, guard: 0, marketReads: 0, ingest: 0, venueReads: 0, relay: 0, priceIndex: 0, shard: 0, registry: 0 };
 
 /** A market's single writer, named by its canonical symbol. */
 export function marketObject(env: Env, symbol: string) {

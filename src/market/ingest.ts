@@ -1,5 +1,5 @@
 import { DecimalError, exactAtScale, parseDecimal } from "../core/decimal";
-import { marketObject } from "../core/object-ids";
+import { marketObject, objectCalls } from "../core/object-ids";
 import { type FieldError, problem, unwrap } from "../core/problem";
 import { ensureRegistry } from "../registry/copy";
 import type { MarketConfig } from "../registry/model";
@@ -136,6 +136,7 @@ export async function ingest(env: Env, body: IngestBody, now = Date.now()): Prom
   let market = resolveMarket(body.symbol);
   // The market holds the newest rules: checked against an older copy's, the batch is checked again.
   for (;;) {
+    objectCalls.ingest += 1;
     const answer = unwrap(await marketObject(env, market.symbol).ingest(market, toIngestBatch(market, body, now)));
     if (!("newerConfig" in answer)) return answer;
     market = answer.newerConfig;

@@ -73,7 +73,7 @@ export const registryRoutes = createRouter()
     createRoute({
       method: "post",
       path: "/assets",
-      operationId: "listAssets",
+      operationId: "createAssets",
       tags,
       security,
       middleware,
@@ -110,7 +110,7 @@ export const registryRoutes = createRouter()
     createRoute({
       method: "post",
       path: "/markets",
-      operationId: "listMarkets",
+      operationId: "createMarkets",
       tags,
       security,
       middleware,

@@ -7,5 +7,5 @@ export const ASSETS = {
   "dashboard.js": "/assets/dashboard.07085bc18246.js",
   "dashboard.css": "/assets/dashboard.5af015f4fa7a.css",
   "docs.css": "/assets/docs.fa10cbd3394c.css",
-  "site.css": "/assets/site.38d6042f47a1.css"
+  "site.css": "/assets/site.24d772dd7a73.css"
 } as const;
