@@ -1,7 +1,10 @@
 /**
  * Items for one destination, sent in order with one call in flight and at most one call per
  * `everyMs`: the first item after a quiet spell goes at once, later ones wait for the next tick
- * and go together. The calls into the destination are bounded by ticks, not by items.
+ * and go together. The calls into the destination are bounded by ticks, not by items. With
+ * `everyMs` 0 it is a plain ordered channel: what arrives while a call is in flight goes in the
+ * next one. A failed call loses its items (logged): a shard that sees a book sequence jump asks
+ * its market for a new base, and the next summary replaces a lost one.
  */
 export class PacedOutbox<T> {
   private queued: T[] = [];

@@ -4,7 +4,7 @@ import { formatUnits } from "../core/decimal";
 import { groupRelay } from "../core/object-ids";
 import { isProblemResult, ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
 import type { RelayOp } from "../groups/messages";
-import { RelayChannel } from "../groups/relay-channel";
+import { PacedOutbox } from "../groups/paced-outbox";
 import { groupOf, type MarketConfig } from "../registry/model";
 import type { StreamEvent } from "../streams/protocol";
 import { bookChecksum, CHECKSUM_DEPTH } from "./book-checksum";
@@ -109,7 +109,11 @@ export class MarketObject extends DurableObject<Env> {
   private lastSecondlyAt = 0;
   /** Shards subscribed to this market's streams (stored): nothing is built for streams nobody watches. */
   private shards = new Set<string>();
-  private channel: RelayChannel | undefined;
+  /**
+   * The ordered channel to the market's group relay: one call in flight, and what the market
+   * sends meanwhile goes in the next call (no tick: a quiet market pays no delay).
+   */
+  private channel: PacedOutbox<RelayOp> | undefined;
   /** Per interval, the candle last sent on `kline.{SYMBOL}.{interval}`, as text, and whether closed. */
   private readonly klinesSent = new Map<KlineInterval, { openTime: number; closeTime: number; text: string; closed: boolean }>();
   /** The top of the book last sent on `bookTicker.{SYMBOL}` (as text), when, and a send held back. */
@@ -146,10 +150,7 @@ export class MarketObject extends DurableObject<Env> {
     const now = Date.now();
     this.shards = new Set(meta.shards);
     const relay = groupOf(market);
-    this.channel = new RelayChannel(
-      (ops) => groupRelay(this.env, relay).relay(ops),
-      (work) => this.ctx.waitUntil(work),
-    );
+    this.channel = new PacedOutbox(0, (ops) => groupRelay(this.env, relay).relay(ops));
     this.state = {
       market,
       book,
@@ -171,7 +172,7 @@ export class MarketObject extends DurableObject<Env> {
   }
 
   private send(op: RelayOp): void {
-    this.channel!.send(op);
+    this.channel!.push(op);
   }
 
   /** Runs a read or write, turning expected failures into values that survive RPC. */
