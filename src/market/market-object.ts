@@ -141,7 +141,7 @@ export class MarketObject extends DurableObject<Env> {
     const stored = meta.config;
     const market = stored && (!given || stored.revision >= given.revision) ? stored : given;
     if (!market) throw new Error("a market object was called before it was given its config");
-    if (stored && market.symbol !== stored.symbol) throw new Error(`MarketObject for ${stored.symbol} called as ${market.symbol}`);
+    if (stored && given && given.symbol !== stored.symbol) throw new Error(`MarketObject for ${stored.symbol} called as ${given.symbol}`);
     if (market !== stored) this.store.writeMeta("config", JSON.stringify(market));
     const book = new OrderBook(market.priceScale, market.quantityScale);
     const levels = this.store.readBook();
@@ -345,39 +345,33 @@ export class MarketObject extends DurableObject<Env> {
    * kept until the book changes, so repeated reads of an unchanged book cost nothing here.
    */
   private orderBookText(state: MarketState, depth: number, now: number): OrderBookText {
-    {
-      const symbol = state.market.symbol;
-      const sequence = state.book.sequence;
-      if (this.bookTexts?.sequence !== sequence) this.bookTexts = { sequence, byDepth: new Map() };
-      let levels = this.bookTexts.byDepth.get(depth);
-      if (levels === undefined) {
-        levels = JSON.stringify(state.book.levels(depth));
-        if (this.bookTexts.byDepth.size < 32) this.bookTexts.byDepth.set(depth, levels);
-      }
-      return { symbol, sequence, timestamp: now, checksum: this.checksumOf(state), levels };
+    const symbol = state.market.symbol;
+    const sequence = state.book.sequence;
+    if (this.bookTexts?.sequence !== sequence) this.bookTexts = { sequence, byDepth: new Map() };
+    let levels = this.bookTexts.byDepth.get(depth);
+    if (levels === undefined) {
+      levels = JSON.stringify(state.book.levels(depth));
+      if (this.bookTexts.byDepth.size < 32) this.bookTexts.byDepth.set(depth, levels);
     }
+    return { symbol, sequence, timestamp: now, checksum: this.checksumOf(state), levels };
   }
 
   /** The newest `limit` trades, newest first; with any bound of `page`, that page in tradeId order. */
   private trades(state: MarketState, limit: number, page: Omit<TradePage, "limit"> = {}): WireTrade[] {
-    {
-      const wire = (t: StoredTrade) => wireTrade(state.market, t);
-      if (Object.values(page).some((bound) => bound !== undefined)) return this.store.tradePage({ ...page, limit }).map(wire);
-      if (state.tradesCache?.version !== state.version) state.tradesCache = { version: state.version, trades: this.store.latestTrades(KEEP_TRADES).map(wire) };
-      return state.tradesCache.trades.slice(0, limit);
-    }
+    const wire = (t: StoredTrade) => wireTrade(state.market, t);
+    if (Object.values(page).some((bound) => bound !== undefined)) return this.store.tradePage({ ...page, limit }).map(wire);
+    if (state.tradesCache?.version !== state.version) state.tradesCache = { version: state.version, trades: this.store.latestTrades(KEEP_TRADES).map(wire) };
+    return state.tradesCache.trades.slice(0, limit);
   }
 
   private klines(state: MarketState, query: KlineQuery): Kline[] {
-    {
-      const interval = KLINE_INTERVALS[query.interval];
-      const to = query.endTime ?? Number.MAX_SAFE_INTEGER;
-      if (query.startTime !== undefined) {
-        const from = alignDown(query.startTime, interval);
-        return aggregateCandles(this.store.bucketsBetween(from, to, "ASC"), interval, state.market, query.limit);
-      }
-      return aggregateCandles(this.store.bucketsBetween(0, to, "DESC"), interval, state.market, query.limit);
+    const interval = KLINE_INTERVALS[query.interval];
+    const to = query.endTime ?? Number.MAX_SAFE_INTEGER;
+    if (query.startTime !== undefined) {
+      const from = alignDown(query.startTime, interval);
+      return aggregateCandles(this.store.bucketsBetween(from, to, "ASC"), interval, state.market, query.limit);
     }
+    return aggregateCandles(this.store.bucketsBetween(0, to, "DESC"), interval, state.market, query.limit);
   }
 
   /**

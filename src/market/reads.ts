@@ -105,7 +105,7 @@ let marketsText: { registry: RegistryIndex; text: string; madeAt: number } | und
  * Every market with its status, scales and rules, and the assets: from this isolate's
  * registry copy, with no object call (docs/operations.md#listing-markets says how current it is).
  */
-export async function readMarkets(_ctx: ReadContext): Promise<EdgeRead> {
+export function readMarkets(): EdgeRead {
   const registry = currentRegistry();
   if (marketsText?.registry !== registry) {
     // Delisted markets stay in the list, marked DELISTED, so a client learns why a symbol went away.

@@ -160,7 +160,7 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
         summary: "All markets with status and scales, and the assets",
         responses: { ...okJson(MarketsSchema, "Markets and assets"), ...problemResponses(429) },
       }),
-      async (c) => sendRead<z.infer<typeof MarketsSchema>>(c, await readMarkets(readContext(c))),
+      async (c) => sendRead<z.infer<typeof MarketsSchema>>(c, readMarkets()),
     )
     .openapi(
       createRoute({

@@ -1,6 +1,6 @@
 import { registryObject } from "../core/object-ids";
 import { msSetting } from "../core/settings";
-import { type AssetConfig, type MarketConfig, RegistryIndex, type RegistrySnapshot } from "./model";
+import { type MarketConfig, RegistryIndex, type RegistrySnapshot } from "./model";
 import type { RegistryText } from "./registry-object";
 
 /** How often an isolate asks whether its registry copy is current (production; `npm start` sets 1 s). */
@@ -87,19 +87,6 @@ function current(): RegistryIndex {
 
 export function findMarket(symbol: string): MarketConfig | undefined {
   return current().bySymbol.get(symbol);
-}
-
-export function findAsset(code: string): AssetConfig | undefined {
-  return current().byAsset.get(code);
-}
-
-/** Markets that are not delisted, in listing order. */
-export function listedMarkets(): readonly MarketConfig[] {
-  return current().listed;
-}
-
-export function listedAssets(): readonly AssetConfig[] {
-  return current().snapshot.assets;
 }
 
 export function quoteAssets(): readonly string[] {

@@ -58,11 +58,6 @@ export function groupOf(market: Pick<MarketConfig, "ordinal">): number {
   return Math.floor(market.ordinal / GROUP_SIZE);
 }
 
-/** How many groups a registry has (the last one may be part full). */
-export function groupCount(snapshot: RegistrySnapshot): number {
-  return snapshot.markets.length === 0 ? 0 : groupOf(snapshot.markets[snapshot.markets.length - 1]!) + 1;
-}
-
 export const ASSET_CODE = /^[A-Z0-9]{1,16}$/;
 export const ASSET_CODE_RULE = "1–16 upper-case letters and digits";
 export const MAX_LISTINGS_PER_REQUEST = 500;

@@ -53,10 +53,17 @@ const pathOf = (bulk: boolean) => (i: number) => (bulk ? `body.${i}.` : "body.")
 /**
  * Publishes a committed change: the Registry object reads D1 again, this isolate takes the new
  * copy at once (every other one within REGISTRY_REFRESH_MS), and a changed market is told now.
+ * The change is committed either way: a publication that fails is made by the Registry object's
+ * own reload within a minute, and a market learns its config with the next call that brings it.
  */
 async function publish(env: Env, changed: MarketConfig[] = []): Promise<void> {
-  adoptRegistry(await registryObject(env).reload());
-  await Promise.all(changed.map((market) => marketObject(env, market.symbol).configure(market)));
+  const results = await Promise.allSettled([
+    registryObject(env)
+      .reload()
+      .then((text) => adoptRegistry(text)),
+    ...changed.map((market) => marketObject(env, market.symbol).configure(market)),
+  ]);
+  for (const result of results) if (result.status === "rejected") console.error("registry publication failed", String(result.reason));
 }
 
 const StatusBody = z.object({ status: z.enum(["TRADING", "HALTED", "DELISTED"]) }).strict();
