@@ -4,6 +4,11 @@ import { compareDecimal, isZeroDecimal } from "./decimal.js";
 /** A message of a `book.{SYMBOL}` stream. */
 export interface BookMessage {
   type: "snapshot" | "delta";
+  /**
+   * A delta's first sequence: it carries the merged changes of `firstSequence`…`sequence`
+   * (the service sends at most one delta per market per 100 ms). Absent: `sequence` alone.
+   */
+  firstSequence?: number;
   sequence: number;
   /** When the market applied it (Unix ms). */
   time?: number;
@@ -25,7 +30,7 @@ export type ApplyResult = "applied" | "gap" | "ignored";
 
 /**
  * A local copy of one market's order book, kept from a `book.{SYMBOL}` stream: a snapshot
- * replaces it, each delta must carry the last sequence + 1 and sets (or with quantity `"0"`
+ * replaces it, each delta must start at the last sequence + 1 (`firstSequence`) and sets (or with quantity `"0"`
  * removes) levels, and the checksum after each message proves the copy. Prices and quantities
  * stay the service's exact strings and are ordered exactly. Pure: no I/O, so it works anywhere
  * and {@link MarketStream.book} drives it from the wire.
@@ -49,7 +54,7 @@ export class LocalBook {
   apply(message: BookMessage): ApplyResult {
     if (message.type === "delta") {
       if (!this.synced) return "ignored";
-      if (message.sequence !== this.sequence + 1) {
+      if ((message.firstSequence ?? message.sequence) !== this.sequence + 1) {
         this.synced = false;
         return "gap";
       }

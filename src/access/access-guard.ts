@@ -36,16 +36,18 @@ const LOGIN_KEY = "login";
  * eviction only forgets at most one second of history.
  */
 export class AccessGuard extends DurableObject<Env> {
-  private window: SlidingWindow | undefined;
+  /** Per scope (a key's reads, its publishing; one for any other principal), the rate window. */
+  private readonly windows = new Map<string, SlidingWindow>();
   private record: KeyRecord | null | undefined;
   private cryptoKey: Promise<CryptoKey> | undefined;
   private lastUsedAt: number | null = null;
   private lastUseWrittenAt = 0;
 
-  /** The principal's window, made anew when its limit changes. */
-  private windowFor(limit: number): SlidingWindow {
-    if (this.window?.limit !== limit) this.window = new SlidingWindow(limit);
-    return this.window;
+  /** The principal's window of `scope`, made anew when its limit changes. */
+  private windowFor(limit: number, scope = "requests"): SlidingWindow {
+    let window = this.windows.get(scope);
+    if (window?.limit !== limit) this.windows.set(scope, (window = new SlidingWindow(limit)));
+    return window;
   }
 
   /**
@@ -131,7 +133,7 @@ export class AccessGuard extends DurableObject<Env> {
       // Admitted at the moment of admission, not when the check began: the awaits above may
       // have let other requests of this key through first.
       const admittedAt = Date.now();
-      const admission = this.windowFor(check.limit).admit(admittedAt);
+      const admission = this.windowFor(check.limit, check.permission === "publish" ? "publish" : "requests").admit(admittedAt);
       if (admission.allowed) this.noteUse(admittedAt);
       return admission;
     } catch (error) {

@@ -12,16 +12,24 @@ const leases = new IsolateLeases();
 /** docs/limits.md */
 export const PUBLIC_LIMIT = 10;
 export const SIGNED_LIMIT = 30;
+/** Publishing has its own window per key, apart from its reads (docs/limits.md#publishing). */
+export const PUBLISH_LIMIT = 200;
 export const GATEWAY_LIMIT = 50;
 
 /** The limits in machine-readable form, as `/api/markets` publishes them (docs/limits.md). */
 export const RATE_LIMITS = [
   { scope: "ip", kind: "requests", limit: PUBLIC_LIMIT, windowMs: 1_000, appliesTo: "/api/*, /account/*, the dashboard's form posts" },
-  { scope: "apiKey", kind: "requests", limit: SIGNED_LIMIT, windowMs: 1_000, appliesTo: "/v1/*" },
+  { scope: "apiKey", kind: "requests", limit: SIGNED_LIMIT, windowMs: 1_000, appliesTo: "/v1/* reads" },
+  { scope: "apiKey", kind: "requests", limit: PUBLISH_LIMIT, windowMs: 1_000, appliesTo: "POST /v1/ingest (its own window, apart from the key's reads)" },
   { scope: "gateway", kind: "requests", limit: GATEWAY_LIMIT, windowMs: 1_000, appliesTo: "POST /api/gateway/callback" },
   { scope: "ip", kind: "connections", limit: MAX_CONNECTIONS_PER_PRINCIPAL, windowMs: null, appliesTo: "/api/ws" },
   { scope: "apiKey", kind: "connections", limit: MAX_CONNECTIONS_PER_PRINCIPAL, windowMs: null, appliesTo: "/v1/ws" },
 ] as const;
+
+/** A signed request's limit: publishing counts in a window of its own. */
+export function signedLimit(permission: string): number {
+  return permission === "publish" ? PUBLISH_LIMIT : SIGNED_LIMIT;
+}
 
 /**
  * The 429 of docs/limits.md: `Retry-After` in whole seconds (at least 1), `retryAfterMs`

@@ -18,7 +18,8 @@ export interface UnitTradeInput {
 
 export interface IngestBatch {
   trades: UnitTradeInput[];
-  book?: BookUpdate;
+  /** The batch's book updates, in the order to apply them (one or more). */
+  book?: BookUpdate[];
 }
 
 export interface IngestResult {
@@ -29,6 +30,8 @@ export interface IngestResult {
   /** What the batch's book update did, when it had one: `duplicate` is an identical replay, a no-op. */
   book?: BookOutcome;
 }
+
+const MAX_ERRORS_NAMED = 100;
 
 /** Trades may be late (a publisher catching up) but not from the future or from long ago. */
 export const MAX_TRADE_FUTURE_MS = 5_000;
@@ -107,21 +110,28 @@ export function toIngestBatch(market: MarketConfig, body: IngestBody, now: numbe
     return { id: trade.id, ...unit, side: trade.side, time: trade.time };
   });
 
-  let book: BookUpdate | undefined;
+  let book: BookUpdate[] | undefined;
   if (body.book) {
-    // In a delta, quantity "0" removes a level; a snapshot holds only positive quantities.
-    const zeroRemoves = body.book.type === "delta";
-    const levels = (side: "bids" | "asks"): UnitLevel[] =>
-      body.book![side].map(([levelPrice, levelQuantity], i) => [
-        price(levelPrice, `book.${side}.${i}.0`),
-        quantity(levelQuantity, `book.${side}.${i}.1`, zeroRemoves),
-      ]);
-    book = { type: body.book.type, sequence: body.book.sequence, bids: levels("bids"), asks: levels("asks") };
+    const many = Array.isArray(body.book);
+    const updates = Array.isArray(body.book) ? body.book : [body.book];
+    book = updates.map((update, u) => {
+      const at = many ? `book.${u}.` : "book.";
+      // In a delta, quantity "0" removes a level; a snapshot holds only positive quantities.
+      const zeroRemoves = update.type === "delta";
+      const levels = (side: "bids" | "asks"): UnitLevel[] =>
+        update[side].map(([levelPrice, levelQuantity], i) => [
+          price(levelPrice, `${at}${side}.${i}.0`),
+          quantity(levelQuantity, `${at}${side}.${i}.1`, zeroRemoves),
+        ]);
+      return { type: update.type, sequence: update.sequence, bids: levels("bids"), asks: levels("asks") };
+    });
   }
 
   if (errors.length > 0) {
+    // A batch of a thousand updates can fail everywhere: the first hundred failures are named.
     throw problem("VALIDATION_FAILED", `the ${market.symbol} batch does not fit the market's scales and trading rules (GET /api/markets)`, {
-      errors,
+      errors: errors.slice(0, MAX_ERRORS_NAMED),
+      ...(errors.length > MAX_ERRORS_NAMED ? { errorCount: errors.length } : {}),
     });
   }
   return { trades, ...(book ? { book } : {}) };

@@ -6,13 +6,14 @@ import { isProblemResult, ProblemError, type ProblemResult, problem, toProblemRe
 import type { RelayOp } from "../groups/messages";
 import { PacedOutbox } from "../groups/paced-outbox";
 import { groupOf, type MarketConfig } from "../registry/model";
+import { CONFLATE_MS, Conflation } from "../streams/conflation";
 import type { StreamEvent } from "../streams/protocol";
 import { bookChecksum, CHECKSUM_DEPTH } from "./book-checksum";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
 import type { IngestBatch, IngestResult } from "./ingest";
 import { aggregateCandles, alignDown, KLINE_INTERVALS, type Kline, type KlineInterval, type KlineQuery } from "./klines";
 import { MarketStore, type StoredTrade, type TradePage } from "./market-store";
-import { type BookOutcome, OrderBook, type WireLevel } from "./order-book";
+import { type BookOutcome, type BookUpdate, OrderBook, type WireLevel } from "./order-book";
 import type { PriceReport } from "./price-index";
 import {
   addToBucket,
@@ -114,6 +115,10 @@ export class MarketObject extends DurableObject<Env> {
    * sends meanwhile goes in the next call (no tick: a quiet market pays no delay).
    */
   private channel: PacedOutbox<RelayOp> | undefined;
+  /** The stream changes of the current interval, and when the last interval's went out. */
+  private readonly conflation = new Conflation<WireTrade>();
+  private conflationTimer: ReturnType<typeof setTimeout> | undefined;
+  private conflatedAt = Number.NEGATIVE_INFINITY;
   /** Per interval, the candle last sent on `kline.{SYMBOL}.{interval}`, as text, and whether closed. */
   private readonly klinesSent = new Map<KlineInterval, { openTime: number; closeTime: number; text: string; closed: boolean }>();
   /** The top of the book last sent on `bookTicker.{SYMBOL}` (as text), when, and a send held back. */
@@ -211,13 +216,9 @@ export class MarketObject extends DurableObject<Env> {
       try {
         this.store.transaction(() => {
           // Validates before it changes anything; an identical replay changes nothing at all.
-          bookOutcome = batch.book ? state.book.apply(batch.book, now) : undefined;
+          bookOutcome = batch.book ? state.book.applyAll(batch.book, now) : undefined;
           if (batch.book && bookOutcome === "applied") {
-            if (batch.book.type === "snapshot") this.store.replaceBook(batch.book.bids, batch.book.asks);
-            else {
-              this.store.writeLevels("bids", batch.book.bids);
-              this.store.writeLevels("asks", batch.book.asks);
-            }
+            this.persistBook(state, batch.book);
             this.store.writeMeta("bookSequence", state.book.sequence);
             this.store.writeMeta("bookUpdatedAt", now);
             this.store.writeMeta("bookFingerprint", state.book.lastFingerprint);
@@ -248,12 +249,30 @@ export class MarketObject extends DurableObject<Env> {
       for (const bucket of changedBuckets.values()) this.rememberBucket(state, bucket, now);
       const bookApplied = bookOutcome === "applied";
       state.version += 1;
-      this.publishBatch(state, bookApplied ? batch : { trades: batch.trades }, accepted);
+      this.publishBatch(state, bookApplied ? batch.book : undefined, accepted);
       if (bookApplied) this.publishBookTicker(state, now);
       if (acceptedTrades > 0 || bookApplied) this.scheduleSecondly(state, now);
       if (now - this.lastPruneAt > PRUNE_EVERY_MS) this.prune(state, now);
       return { symbol, acceptedTrades, duplicateTrades, sequence: state.book.sequence, ...(bookOutcome ? { book: bookOutcome } : {}) };
     });
+  }
+
+  /**
+   * Writes what a batch's book updates changed, once per level however many updates touched it:
+   * the whole book after a snapshot in the batch, else each changed level's final quantity.
+   */
+  private persistBook(state: MarketState, updates: readonly BookUpdate[]): void {
+    if (updates.some((u) => u.type === "snapshot")) {
+      this.store.replaceBook(state.book.bids.entries(), state.book.asks.entries());
+      return;
+    }
+    for (const side of ["bids", "asks"] as const) {
+      const touched = new Set(updates.flatMap((u) => u[side].map(([price]) => price)));
+      this.store.writeLevels(
+        side,
+        [...touched].map((price) => [price, state.book[side].quantities.get(price) ?? 0n]),
+      );
+    }
   }
 
   private bucketAt(state: MarketState, minute: number): MinuteBucket | undefined {
@@ -530,29 +549,50 @@ export class MarketObject extends DurableObject<Env> {
     this.send({ symbol: state.market.symbol, events: [{ stream: `bookTicker.${state.market.symbol}`, data: top }] });
   }
 
-  /** Every accepted trade and the applied book update go to the subscribed shards, once. */
-  private publishBatch(state: MarketState, batch: IngestBatch, trades: StoredTrade[]): void {
+  /**
+   * Accepted trades and applied book updates join the interval's conflation
+   * (docs/streams.md#conflation): the subscribed shards get at most one book message and one
+   * trades message per CONFLATE_MS, however fast the market moves. The first change after a
+   * quiet interval goes at once.
+   */
+  private publishBatch(state: MarketState, book: readonly BookUpdate[] | undefined, trades: StoredTrade[]): void {
     if (this.shards.size === 0) return;
+    if (book) this.conflation.addBook(book);
+    if (trades.length > 0) this.conflation.addTrades(trades.map((t) => wireTrade(state.market, t)));
+    if (this.conflationTimer !== undefined || this.conflation.empty) return;
+    const wait = this.conflatedAt + CONFLATE_MS - Date.now();
+    if (wait <= 0) this.flushConflated(state);
+    else
+      this.conflationTimer = setTimeout(() => {
+        this.conflationTimer = undefined;
+        if (this.state) this.flushConflated(this.state);
+      }, wait);
+  }
+
+  /** Sends the interval's merged book change and trades as one message each. */
+  private flushConflated(state: MarketState): void {
+    if (this.conflation.empty) return;
+    this.conflatedAt = Date.now();
+    const { book, trades } = this.conflation.take();
     const { symbol, priceScale, quantityScale } = state.market;
-    const events: StreamEvent[] = trades.map((t) => ({ stream: `trades.${symbol}`, data: wireTrade(state.market, t) }));
-    if (batch.book) {
+    const events: StreamEvent[] = [];
+    if (book) {
+      // Every applied update joined the interval, so the book is at `book.sequence` now.
       const level = ([price, quantity]: readonly [bigint, bigint]) => [
         formatUnits(price, priceScale),
         quantity === 0n ? "0" : formatUnits(quantity, quantityScale),
       ];
+      const common = { sequence: book.sequence, time: state.book.updatedAt, checksum: this.checksumOf(state) };
       events.push({
         stream: `book.${symbol}`,
-        data: {
-          type: batch.book.type,
-          sequence: batch.book.sequence,
-          time: state.book.updatedAt,
-          checksum: this.checksumOf(state),
-          bids: batch.book.bids.map(level),
-          asks: batch.book.asks.map(level),
-        },
+        data:
+          book.type === "snapshot"
+            ? { type: "snapshot", ...common, ...state.book.levels(Number.MAX_SAFE_INTEGER) }
+            : { type: "delta", firstSequence: book.firstSequence, ...common, bids: book.bids.map(level), asks: book.asks.map(level) },
       });
     }
-    if (events.length > 0) this.send({ symbol, events });
+    if (trades.length > 0) events.push({ stream: `trades.${symbol}`, data: trades });
+    this.send({ symbol, events });
   }
 
   /**
@@ -561,6 +601,8 @@ export class MarketObject extends DurableObject<Env> {
    */
   subscribeShard(market: MarketConfig, shard: string): void {
     const state = this.load(market);
+    // What the interval holds so far goes to the shards already subscribed; the new one starts from the base.
+    this.flushConflated(state);
     const { bids, asks } = state.book.levels(Number.MAX_SAFE_INTEGER);
     const data = { type: "snapshot", sequence: state.book.sequence, time: state.book.updatedAt, checksum: this.checksumOf(state), bids, asks };
     this.setShard(shard, true);
@@ -577,6 +619,8 @@ export class MarketObject extends DurableObject<Env> {
     if (subscribed === this.shards.has(shard)) return;
     if (subscribed) this.shards.add(shard);
     else this.shards.delete(shard);
+    // With nobody left the interval's changes go nowhere: a later subscriber starts from a base.
+    if (this.shards.size === 0) this.conflation.take();
     this.store.writeMeta("shards", JSON.stringify([...this.shards]));
   }
 

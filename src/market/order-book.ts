@@ -1,5 +1,5 @@
 import { formatUnits } from "../core/decimal";
-import { problem } from "../core/problem";
+import { ProblemError, problem } from "../core/problem";
 
 /** A price level in integer units at the market's scales: `[price, quantity]`. */
 export type UnitLevel = readonly [price: bigint, quantity: bigint];
@@ -33,7 +33,17 @@ export type BookOutcome = "applied" | "duplicate";
  * of the last applied update without keeping the update itself.
  */
 export function bookFingerprint(update: BookUpdate): string {
-  const text = `${update.type}|${update.sequence}|${update.bids.map(([p, q]) => `${p}:${q}`).join(",")}|${update.asks.map(([p, q]) => `${p}:${q}`).join(",")}`;
+  return cyrb53(
+    `${update.type}|${update.sequence}|${update.bids.map(([p, q]) => `${p}:${q}`).join(",")}|${update.asks.map(([p, q]) => `${p}:${q}`).join(",")}`,
+  );
+}
+
+/** The fingerprint of a batch of updates: an exact resend of the whole batch is recognised as one. */
+export function batchFingerprint(updates: readonly BookUpdate[]): string {
+  return updates.length === 1 ? bookFingerprint(updates[0]!) : cyrb53(updates.map(bookFingerprint).join(";"));
+}
+
+function cyrb53(text: string): string {
   let h1 = 0xdeadbeef;
   let h2 = 0x41c6ce57;
   for (let i = 0; i < text.length; i++) {
@@ -56,6 +66,11 @@ class SideLevels {
   readonly prices: bigint[] = [];
 
   constructor(readonly side: BookSide) {}
+
+  /** Every level, best first (what a batch that fails is rolled back to). */
+  entries(): UnitLevel[] {
+    return this.prices.map((price) => [price, this.quantities.get(price)!]);
+  }
 
   /** True when `a` is a better price than `b` on this side. */
   better(a: bigint, b: bigint): boolean {
@@ -184,6 +199,38 @@ export class OrderBook {
     this.updatedAt = now;
     this.lastFingerprint = fingerprint;
     this.wireCache = undefined;
+    return "applied";
+  }
+
+  /**
+   * Applies updates in order, all or nothing (docs/publishing.md#batches): the first that fails
+   * leaves the book as it was before the batch, and its problem names it (`bookIndex`). An exact
+   * resend of the last applied batch is a no-op (`duplicate`), as for one update.
+   */
+  applyAll(updates: readonly BookUpdate[], now: number): BookOutcome {
+    if (updates.length === 1) return this.apply(updates[0]!, now);
+    const fingerprint = batchFingerprint(updates);
+    if (updates[updates.length - 1]!.sequence === this.sequence && fingerprint === this.lastFingerprint) return "duplicate";
+    const before = {
+      sequence: this.sequence,
+      updatedAt: this.updatedAt,
+      fingerprint: this.lastFingerprint,
+      bids: this.bids.entries(),
+      asks: this.asks.entries(),
+    };
+    let index = 0;
+    try {
+      for (; index < updates.length; index++) this.apply(updates[index]!, now);
+    } catch (error) {
+      this.restore(before.sequence, before.updatedAt, before.bids, before.asks, before.fingerprint);
+      if (error instanceof ProblemError)
+        throw problem(error.code, `book update ${index} of ${updates.length}: ${error.message}; nothing of the batch was applied`, {
+          ...error.extras,
+          bookIndex: index,
+        });
+      throw error;
+    }
+    this.lastFingerprint = fingerprint;
     return "applied";
   }
 

@@ -216,6 +216,18 @@ export const KlinesQuery = forwardTimeRange(KlinesQueryFields);
 export const TradesQuery = tradePageRules(TradesQueryFields);
 
 /** The body of `POST /v1/ingest` (docs/publishing.md). */
+/** Book updates one ingest batch may carry (docs/publishing.md#batches). */
+export const MAX_BOOK_UPDATES_PER_BATCH = 1000;
+
+const BookUpdateSchema = z
+  .object({
+    type: z.enum(["snapshot", "delta"]),
+    sequence: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
+    bids: z.array(Level).max(5000),
+    asks: z.array(Level).max(5000),
+  })
+  .openapi("BookUpdate");
+
 export const IngestBodySchema = z
   .object({
     symbol: z.string().min(1).max(64),
@@ -232,13 +244,11 @@ export const IngestBodySchema = z
       .max(1000)
       .optional(),
     book: z
-      .object({
-        type: z.enum(["snapshot", "delta"]),
-        sequence: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
-        bids: z.array(Level).max(5000),
-        asks: z.array(Level).max(5000),
-      })
-      .optional(),
+      .union([BookUpdateSchema, z.array(BookUpdateSchema).min(1).max(MAX_BOOK_UPDATES_PER_BATCH)])
+      .optional()
+      .openapi({
+        description: `One book update, or up to ${MAX_BOOK_UPDATES_PER_BATCH} in sequence order, applied in order, all or nothing (docs/publishing.md#batches)`,
+      }),
   })
   .openapi("IngestRequest");
 

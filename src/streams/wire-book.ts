@@ -4,6 +4,8 @@ import type { WireLevel } from "../market/order-book";
 
 export interface BookMessage {
   type: "snapshot" | "delta";
+  /** A delta's first sequence: it covers `firstSequence`…`sequence` (docs/streams.md#conflation). */
+  firstSequence?: number;
   sequence: number;
   /** When the market applied it (Unix ms). */
   time?: number;
@@ -25,7 +27,7 @@ export class WireBook {
 
   /** Applies a message; false when a delta does not follow (the copy must be rebuilt). */
   apply(message: BookMessage): boolean {
-    if (message.type === "delta" && message.sequence !== this.sequence + 1) return false;
+    if (message.type === "delta" && (message.firstSequence ?? message.sequence) !== this.sequence + 1) return false;
     if (message.type === "snapshot") {
       this.sides.bids.clear();
       this.sides.asks.clear();

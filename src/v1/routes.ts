@@ -23,14 +23,15 @@ import {
 } from "../market/schemas";
 import { SymbolDepthQuery, SymbolKlinesQuery, SymbolOrSymbolsQuery, SymbolTradesQuery } from "./schemas";
 
-export const INGEST_MAX_BYTES = 256 * 1024;
+/** An ingest batch of 1,000 book updates and 1,000 trades fits (docs/publishing.md#batches). */
+export const INGEST_MAX_BYTES = 1024 * 1024;
 const tags = ["Signed (API key)"];
 const security = [{ ApiKey: [], Signature: [], Timestamp: [] }];
 const signedProblems = problemResponses(400, 401, 403, 404, 429);
 const read = signedAccess("read");
 
 /**
- * JSON only, and at most 256 KiB, checked before the signature is computed over the body.
+ * JSON only, and at most 1 MiB, checked before the signature is computed over the body.
  * These refusals come before any key vouched for the request, so they count against the
  * client IP's public limit, like a failed authentication.
  */
@@ -172,7 +173,7 @@ export const signedRoutes = createRouter()
       middleware: ingestBodyRules,
       summary: "Publish trades and book updates of one market (permission publish)",
       description:
-        "Trade ids already seen are skipped (retries are safe). A delta whose sequence is not the last + 1 is 409 SEQUENCE_GAP: send a snapshot next. Values finer than the market's scales, non-positive values or a crossed book: 400. Halted or delisted market: 409 MARKET_NOT_TRADING. Body at most 256 KiB.",
+        "`book` is one update or an array of up to 1,000 in sequence order, applied in order; with up to 1,000 trades, the batch is all or nothing: the first book update that fails is named (`bookIndex`) and nothing of the batch is applied. An exact resend of the last batch answers `book: duplicate` and changes nothing. Trade ids already seen are skipped (retries are safe). A delta whose sequence is not the last + 1 is 409 SEQUENCE_GAP: send a snapshot next. Values finer than the market's scales, non-positive values or a crossed book: 400. Halted or delisted market: 409 MARKET_NOT_TRADING. Body at most 1 MiB. Publishing has its own limit per key, 200 requests a second, apart from the key's reads (docs/limits.md#publishing).",
       request: { body: { required: true, content: { "application/json": { schema: IngestBodySchema } } } },
       responses: {
         ...okJson(IngestResultSchema, "Applied"),

@@ -19,7 +19,8 @@ describe("WebSocket streams (docs/streams.md)", () => {
     c.ws.send(JSON.stringify({ op: "subscribe", id: 1, streams: ["ticker.BTCUSDT", "trades.btcusdt", "book.BTCUSDT"] }));
     expect(await c.next((m) => m.id === 1)).toEqual({ id: 1, result: { streams: ["ticker.BTCUSDT", "trades.BTCUSDT", "book.BTCUSDT"] } });
     expect((await c.next((m) => m.stream === "book.BTCUSDT")).data.type).toBe("snapshot");
-    expect((await c.next((m) => m.stream === "trades.BTCUSDT")).data).toMatchObject({
+    // An interval's trades come as one message, an array in tradeId order (docs/streams.md#conflation).
+    expect((await c.next((m) => m.stream === "trades.BTCUSDT")).data[0]).toMatchObject({
       price: expect.stringMatching(/^\d+\.\d{2}$/),
       side: expect.stringMatching(/buy|sell/),
     });

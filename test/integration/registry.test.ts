@@ -31,7 +31,9 @@ describe("listing assets and markets (docs/operations.md#listing-markets)", () =
     });
     expect((await callJson("/api/orderbook/ADA-USDT")).body).toMatchObject({ sequence: 1, bids: [["0.4500", "100.0"]], asks: [["0.4510", "50.0"]] });
     expect((await callJson("/api/ticker/ADAUSDT")).body).toMatchObject({ lastPrice: "0.4505", tradeCount24h: 1 });
-    await until(() => socket.messages.find((m) => m.stream === "trades.ADAUSDT" && m.data.id === "ada-1"), { what: "the trade on the stream" });
+    await until(() => socket.messages.find((m) => m.stream === "trades.ADAUSDT" && m.data.some((t: { id: string }) => t.id === "ada-1")), {
+      what: "the trade on the stream",
+    });
     await until(() => socket.messages.find((m) => m.stream === "book.ADAUSDT" && m.data.sequence === 1), { what: "the book update on the stream" });
     socket.ws.close();
   });

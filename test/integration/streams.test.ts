@@ -145,7 +145,7 @@ describe("connection limit: 5 per client IP or API key", () => {
     expect((await upgrade("/api/ws", ip)).status).toBe(429);
     // The hibernated sockets kept their subscriptions.
     await ingest(env, { symbol: "BTCUSDT", trades: [{ id: "after-hibernation", price: "97000.00", quantity: "0.01000", side: "buy", time: Date.now() }] });
-    for (const s of sockets.slice(1)) expect((await until(() => s.messages.find((m) => m.stream === "trades.BTCUSDT"))).data.id).toBe("after-hibernation");
+    for (const s of sockets.slice(1)) expect((await until(() => s.messages.find((m) => m.stream === "trades.BTCUSDT"))).data[0].id).toBe("after-hibernation");
     for (const s of [...sockets.slice(1), reopened]) s.ws.close();
   });
 
@@ -224,7 +224,7 @@ describe("shards stop hearing from markets nobody there watches", () => {
     const second = await openSocket("/api/ws?streams=trades.ETHBTC", "192.0.2.60");
     await until(() => second.messages.find((m) => m.result));
     await ingest(env, { symbol: "ETHBTC", trades: [{ id: "release-2", price: "0.03500", quantity: "1.0000", side: "buy", time: Date.now() }] });
-    expect((await until(() => second.messages.find((m) => m.stream === "trades.ETHBTC"))).data.id).toBe("release-2");
+    expect((await until(() => second.messages.find((m) => m.stream === "trades.ETHBTC"))).data[0].id).toBe("release-2");
     second.ws.close();
   });
 });

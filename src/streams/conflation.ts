@@ -1,0 +1,70 @@
+import type { BookUpdate, UnitLevel } from "../market/order-book";
+
+/** A stream sends at most one book message and one trades message per market per this interval (docs/streams.md#conflation). */
+export const CONFLATE_MS = 100;
+
+/** The book part of an interval: a delta of the merged levels, or a snapshot (the market then sends its whole book). */
+export interface ConflatedBook {
+  type: "snapshot" | "delta";
+  /** The first sequence the message covers: the previous message's `sequence` + 1. */
+  firstSequence: number;
+  sequence: number;
+  /** For a delta: every level the interval changed, at its final quantity (0 removes it). */
+  bids: UnitLevel[];
+  asks: UnitLevel[];
+}
+
+/**
+ * One market's stream changes of the current interval, merged (pure). Book updates merge by
+ * price, the last quantity winning, so applying the merged delta to a book at `firstSequence − 1`
+ * gives the book at `sequence` exactly; a snapshot in the interval makes the interval's message a
+ * snapshot. Trades are kept in order.
+ */
+export class Conflation<T> {
+  private book: { firstSequence: number; sequence: number; snapshot: boolean; bids: Map<bigint, bigint>; asks: Map<bigint, bigint> } | undefined;
+  private trades: T[] = [];
+
+  get empty(): boolean {
+    return !this.book && this.trades.length === 0;
+  }
+
+  /** Adds applied book updates, in the order they were applied. */
+  addBook(updates: readonly BookUpdate[]): void {
+    for (const update of updates) {
+      this.book ??= { firstSequence: update.sequence, sequence: update.sequence, snapshot: false, bids: new Map(), asks: new Map() };
+      const book = this.book;
+      book.sequence = update.sequence;
+      if (update.type === "snapshot") {
+        book.snapshot = true;
+        book.bids.clear();
+        book.asks.clear();
+        continue;
+      }
+      if (book.snapshot) continue; // the snapshot sent at the end shows these too
+      for (const [price, quantity] of update.bids) book.bids.set(price, quantity);
+      for (const [price, quantity] of update.asks) book.asks.set(price, quantity);
+    }
+  }
+
+  addTrades(trades: readonly T[]): void {
+    this.trades.push(...trades);
+  }
+
+  /** The interval's messages, and a fresh interval. */
+  take(): { book?: ConflatedBook; trades: T[] } {
+    const { book, trades } = this;
+    this.book = undefined;
+    this.trades = [];
+    if (!book) return { trades };
+    return {
+      book: {
+        type: book.snapshot ? "snapshot" : "delta",
+        firstSequence: book.firstSequence,
+        sequence: book.sequence,
+        bids: [...book.bids],
+        asks: [...book.asks],
+      },
+      trades,
+    };
+  }
+}
