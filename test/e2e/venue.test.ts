@@ -44,7 +44,6 @@ describe("a venue of 2,000 markets, as an exchange operator lists it (docs/opera
     const socket = new WebSocket(`${service.baseUrl.replace("http", "ws")}/api/ws?streams=trades.${symbol},book.${symbol}`, {
       headers: { "CF-Connecting-IP": "198.18.91.1" },
     });
-    // biome-ignore lint/suspicious/noExplicitAny: stream messages of several shapes
     const messages: { stream?: string; data?: any }[] = [];
     socket.on("message", (m) => messages.push(JSON.parse(String(m))));
     await until(() => messages.find((m) => m.stream === `book.${symbol}`));
