@@ -23,5 +23,7 @@ export interface MarketSummary {
   ticker: string;
   /** A `BookTicker` record as JSON. */
   bookTicker: string;
+  /** When the market last took an update from its feed (null: never). */
+  lastUpdateTime: number | null;
   price?: PriceReport;
 }

@@ -1,8 +1,25 @@
+import { RATE_LIMITS } from "../access/rate-limit";
 import { formatTicker, tickerStats } from "../market/rolling-window";
-import type { RegistryIndex } from "../registry/model";
+import { type MarketConfig, marketView, type RegistryIndex } from "../registry/model";
 import type { MarketSummary } from "./messages";
 
-export type VenueAnswerKind = "ticker" | "bookTicker";
+export type VenueAnswerKind = "ticker" | "bookTicker" | "markets";
+/** The kinds that are arrays of one record per listed market. */
+export type VenueRecordKind = "ticker" | "bookTicker";
+
+const RATE_LIMITS_TEXT = JSON.stringify(RATE_LIMITS);
+
+/** What `GET /api/status` says of the venue's feeds (docs/api.md#feed-health). */
+export interface VenueStatus {
+  serverTime: number;
+  staleAfterMs: number;
+  trading: number;
+  halted: number;
+  /** Trading markets with no update for longer than `staleAfterMs` (or none since listing). */
+  stale: number;
+  staleMarkets: string[];
+  haltedMarkets: string[];
+}
 
 /**
  * The all-market answers (docs/api.md#all-markets), pure: the latest summary of every market, and
@@ -43,14 +60,41 @@ export class VenueBoard {
     return this.summaries.get(symbol);
   }
 
-  /** The answer's JSON array over the registry's listed markets, in listing order: built once per change. */
+  /**
+   * The answer's JSON text over the registry's markets, in listing order, built once per change:
+   * the tickers or tops of the books of the listed markets, or `GET /api/markets` (every market,
+   * delisted ones too, with its feed's `lastUpdateTime`, the assets and the limits).
+   */
   text(kind: VenueAnswerKind, registry: RegistryIndex, now: number): string {
     const key = `${this.version}:${registry.snapshot.version}`;
     const held = this.built.get(kind);
     if (held?.key === key) return held.text;
-    const text = `[${registry.listed.map((market) => this.summaries.get(market.symbol)?.[kind] ?? emptyRecord(kind, market, now)).join(",")}]`;
+    const text =
+      kind === "markets"
+        ? `{"markets":${JSON.stringify(registry.snapshot.markets.map((m) => ({ ...marketView(m), lastUpdateTime: this.summaries.get(m.symbol)?.lastUpdateTime ?? null })))},"assets":${JSON.stringify(registry.snapshot.assets)},"rateLimits":${RATE_LIMITS_TEXT}}`
+        : `[${registry.listed.map((market) => this.summaries.get(market.symbol)?.[kind] ?? emptyRecord(kind, market, now)).join(",")}]`;
     this.built.set(kind, { key, text });
     return text;
+  }
+
+  /**
+   * The feeds' health at `now`: trading markets with no update for longer than `staleAfterMs`
+   * (or none since they were listed) are stale; halted ones are counted apart.
+   */
+  status(registry: RegistryIndex, now: number, staleAfterMs: number): VenueStatus {
+    const staleMarkets: string[] = [];
+    const haltedMarkets: string[] = [];
+    let trading = 0;
+    for (const market of registry.listed) {
+      if (market.status === "HALTED") {
+        haltedMarkets.push(market.symbol);
+        continue;
+      }
+      trading += 1;
+      const last = this.summaries.get(market.symbol)?.lastUpdateTime ?? null;
+      if (last === null || now - last > staleAfterMs) staleMarkets.push(market.symbol);
+    }
+    return { serverTime: now, staleAfterMs, trading, halted: haltedMarkets.length, stale: staleMarkets.length, staleMarkets, haltedMarkets };
   }
 
   /** The tickers that changed since the last call, as a JSON array (null when none did), of listed markets only. */
@@ -62,7 +106,8 @@ export class VenueBoard {
   }
 }
 
-function emptyRecord(kind: VenueAnswerKind, market: Parameters<typeof formatTicker>[2] & { symbol: string }, now: number): string {
-  if (kind === "ticker") return JSON.stringify(formatTicker(market.symbol, tickerStats([], undefined, now), market, now, undefined, undefined));
+function emptyRecord(kind: VenueRecordKind, market: MarketConfig, now: number): string {
+  if (kind === "ticker")
+    return JSON.stringify({ ...formatTicker(market.symbol, tickerStats([], undefined, now), market, now, undefined, undefined), lastUpdateTime: null });
   return JSON.stringify({ symbol: market.symbol, bidPrice: null, bidQty: null, askPrice: null, askQty: null, sequence: 0, timestamp: now });
 }

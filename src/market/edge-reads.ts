@@ -195,13 +195,14 @@ export function readMarket(ctx: ReadContext, market: MarketConfig, question: Mar
  * @example
  * const read = await readVenue({ env: c.env, waitUntil }, "ticker");
  */
-export function readVenue(ctx: ReadContext, kind: VenueAnswerKind): Promise<EdgeRead> {
+export function readVenue(ctx: ReadContext, kind: VenueAnswerKind | "status"): Promise<EdgeRead> {
   return readThroughEdge(
     ctx,
     `*:${kind}`,
     () => {
       objectCalls.venueReads += 1;
-      return priceIndex(ctx.env).answer(kind);
+      const index = priceIndex(ctx.env);
+      return kind === "status" ? index.status() : index.answer(kind);
     },
     policiesOf(ctx.env).venue,
   );

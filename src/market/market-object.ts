@@ -87,6 +87,8 @@ interface MarketState {
   lastTradePrice: bigint | undefined;
   lastTradeTime: number;
   tradeSeq: number;
+  /** When an ingest batch last changed the market (0: never): the ticker's `lastUpdateTime`. */
+  lastUpdateAt: number;
   /** Bumped by every applied batch; keys the caches below. */
   version: number;
   tickerCache?: { version: number; minute: number; bookSequence: number; stats: TickerStats; record: TickerRecord };
@@ -163,6 +165,7 @@ export class MarketObject extends DurableObject<Env> {
       lastTradePrice: latest?.close,
       lastTradeTime: latest?.lastTradeTime ?? 0,
       tradeSeq: meta.tradeSeq,
+      lastUpdateAt: meta.lastUpdateAt,
       version: 0,
     };
     return this.state;
@@ -239,6 +242,7 @@ export class MarketObject extends DurableObject<Env> {
             acceptedTrades += 1;
           }
           if (acceptedTrades > 0) this.store.writeMeta("tradeSeq", state.tradeSeq + acceptedTrades);
+          if (acceptedTrades > 0 || bookOutcome === "applied") this.store.writeMeta("lastUpdateAt", now);
         });
       } catch (error) {
         // A storage fault after the book changed in memory: start again from storage.
@@ -246,6 +250,7 @@ export class MarketObject extends DurableObject<Env> {
         throw error;
       }
       state.tradeSeq += acceptedTrades;
+      if (acceptedTrades > 0 || bookOutcome === "applied") state.lastUpdateAt = now;
       for (const bucket of changedBuckets.values()) this.rememberBucket(state, bucket, now);
       const bookApplied = bookOutcome === "applied";
       state.version += 1;
@@ -322,7 +327,7 @@ export class MarketObject extends DurableObject<Env> {
   }
 
   private ticker(state: MarketState, now: number): TickerRecord {
-    return { ...this.tickerOf(state, now).record, closeTime: now };
+    return { ...this.tickerOf(state, now).record, closeTime: now, lastUpdateTime: state.lastUpdateAt || null };
   }
 
   orderBook(market: MarketConfig, depth: number): OrderBookSnapshot | ProblemResult {
@@ -470,7 +475,14 @@ export class MarketObject extends DurableObject<Env> {
     const { symbol } = state.market;
     const ticker = this.ticker(state, now);
     const price = this.priceReport(state, now);
-    const summary = { symbol, at: now, ticker: JSON.stringify(ticker), bookTicker: JSON.stringify(this.bookTicker(state, now)), ...(price ? { price } : {}) };
+    const summary = {
+      symbol,
+      at: now,
+      ticker: JSON.stringify(ticker),
+      bookTicker: JSON.stringify(this.bookTicker(state, now)),
+      lastUpdateTime: ticker.lastUpdateTime ?? null,
+      ...(price ? { price } : {}),
+    };
     this.send({ symbol, summary });
     // The 24 h window moves each minute: a market with trades in it reports again then, traded or not.
     if (ticker.tradeCount24h > 0) this.alarmBy(minuteOf(now) + 60_000);

@@ -31,6 +31,8 @@ export interface MarketMeta {
   /** Fingerprint of the last applied book update: a replay is recognised after an eviction too. */
   bookFingerprint: string;
   tradeSeq: number;
+  /** When the market last applied an ingest batch that changed it (its feed's last word). */
+  lastUpdateAt: number;
 }
 
 const SCHEMA = `
@@ -99,6 +101,7 @@ export class MarketStore {
       bookUpdatedAt: Number(values.get("bookUpdatedAt") ?? 0),
       bookFingerprint: values.get("bookFingerprint") ?? "",
       tradeSeq: Number(values.get("tradeSeq") ?? 0),
+      lastUpdateAt: Number(values.get("lastUpdateAt") ?? 0),
     };
   }
 

@@ -1,5 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { streamHub } from "../core/object-ids";
+import { msSetting } from "../core/settings";
 import type { MarketSummary } from "../groups/messages";
 import { type VenueAnswerKind, VenueBoard } from "../groups/venue-board";
 import { ensureRegistry } from "../registry/copy";
@@ -8,6 +9,8 @@ import type { MarketAnswer } from "./edge-copies";
 import { type PriceSnapshot, pricesIn } from "./price-index";
 
 export const PRICE_SNAPSHOT_KEY = "prices/snapshot";
+/** A trading market with no update for this long is reported stale (`FEED_STALE_AFTER_MS`). */
+export const DEFAULT_FEED_STALE_AFTER_MS = 60_000;
 /** Workers KV accepts one write per second per key; the `prices.*` and `tickers` streams go out with it. */
 const KV_WRITE_EVERY_MS = 1_000;
 const SUMMARY_PREFIX = "summary:";
@@ -56,6 +59,14 @@ export class PriceIndex extends DurableObject<Env> {
     const now = Date.now();
     if (now - this.lastWriteAt >= KV_WRITE_EVERY_MS) await this.publish(now);
     else if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(this.lastWriteAt + KV_WRITE_EVERY_MS);
+  }
+
+  /** The feeds' health (`GET /api/status`), at most a second old: built per refresh of a copy, not per request. */
+  async status(): Promise<MarketAnswer> {
+    const registry = await ensureRegistry(this.env);
+    const now = Date.now();
+    const status = this.board.status(registry, now, msSetting(this.env.FEED_STALE_AFTER_MS, DEFAULT_FEED_STALE_AFTER_MS));
+    return { text: JSON.stringify(status), at: now, version: this.board.version };
   }
 
   /** An all-market answer for the edge copies: the same text until a summary changes it. */

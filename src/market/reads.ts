@@ -1,8 +1,7 @@
 import type { Context, TypedResponse } from "hono";
-import { RATE_LIMITS } from "../access/rate-limit";
 import { jsonText } from "../core/json-text";
 import type { AppEnv } from "../env";
-import type { VenueAnswerKind } from "../groups/venue-board";
+import type { VenueRecordKind } from "../groups/venue-board";
 import { currentRegistry } from "../registry/copy";
 import { type MarketView, marketView, type RegistryIndex } from "../registry/model";
 import type { MarketQuestion } from "./edge-copies";
@@ -64,7 +63,7 @@ export function tradesQuestion({ limit, ...page }: TradePage): MarketQuestion {
  * that is not delisted, in listing order, from the price index's all-market answer
  * (docs/api.md#all-markets) — one object call per refresh, whatever the number of markets.
  */
-export async function readMany(ctx: ReadContext, symbols: string | undefined, question: { kind: VenueAnswerKind }): Promise<EdgeRead> {
+export async function readMany(ctx: ReadContext, symbols: string | undefined, question: { kind: VenueRecordKind }): Promise<EdgeRead> {
   if (symbols !== undefined) return combineReads(await Promise.all(resolveSymbolList(symbols).map((m) => readMarket(ctx, m, question))));
   return readVenue(ctx, question.kind);
 }
@@ -76,7 +75,7 @@ export async function readMany(ctx: ReadContext, symbols: string | undefined, qu
 export function readOneOrMany(
   ctx: ReadContext,
   { symbol, symbols }: { symbol?: string; symbols?: string },
-  question: { kind: VenueAnswerKind },
+  question: { kind: VenueRecordKind },
 ): Promise<EdgeRead> {
   return symbol !== undefined ? readPair(ctx, symbol, question) : readMany(ctx, symbols, question);
 }
@@ -85,8 +84,6 @@ export function readOneOrMany(
 export async function readTickerRecord(ctx: ReadContext, pair: string): Promise<TickerRecord> {
   return JSON.parse((await readPair(ctx, pair, { kind: "ticker" })).text) as TickerRecord;
 }
-
-const RATE_LIMITS_TEXT = JSON.stringify(RATE_LIMITS);
 
 /** Answers put together into one JSON array: it shows the oldest moment among them. */
 export function combineReads(reads: EdgeRead[], wrap: (texts: string) => string = (texts) => `[${texts}]`): EdgeRead {
@@ -98,25 +95,13 @@ export function combineReads(reads: EdgeRead[], wrap: (texts: string) => string 
   };
 }
 
-/** `GET /api/markets` of one registry version, made once per version. */
-let marketsText: { registry: RegistryIndex; text: string; madeAt: number } | undefined;
-
 /**
- * Every market with its status, scales and rules, and the assets: from this isolate's
- * registry copy, with no object call (docs/operations.md#listing-markets says how current it is).
+ * Every market with its status, scales, rules and its feed's `lastUpdateTime`, the assets and the
+ * limits: the price index's all-market answer (docs/api.md#all-markets). Delisted markets stay in
+ * the list, marked DELISTED, so a client learns why a symbol went away.
  */
-export function readMarkets(): EdgeRead {
-  const registry = currentRegistry();
-  if (marketsText?.registry !== registry) {
-    // Delisted markets stay in the list, marked DELISTED, so a client learns why a symbol went away.
-    const markets = JSON.stringify(registry.snapshot.markets.map(marketView));
-    marketsText = {
-      registry,
-      text: `{"markets":${markets},"assets":${JSON.stringify(registry.snapshot.assets)},"rateLimits":${RATE_LIMITS_TEXT}}`,
-      madeAt: Date.now(),
-    };
-  }
-  return { text: marketsText.text, asOf: marketsText.madeAt, ageMs: 0, stale: false };
+export function readMarkets(ctx: ReadContext): Promise<EdgeRead> {
+  return readVenue(ctx, "markets");
 }
 
 /** The markets as records, for the pages. */

@@ -158,6 +158,8 @@ export interface TickerRecord {
   closeTime: number;
   bestBid: string | null;
   bestAsk: string | null;
+  /** When the market last took an update from its feed (null: never): set by the market, not here. */
+  lastUpdateTime?: number | null;
 }
 
 export interface Scales {

@@ -3,6 +3,7 @@ import type { MiddlewareHandler } from "hono";
 import { createRouter } from "../core/router";
 import { okJson, problemResponses } from "../core/schemas";
 import type { AppEnv } from "../env";
+import { readVenue } from "./edge-reads";
 import { readContext, readMany, readMarkets, readPair, readPrices, sendRead, tradesQuestion } from "./reads";
 import {
   BookTickerSchema,
@@ -15,6 +16,7 @@ import {
   PricesQuery,
   PricesSchema,
   ServerTimeSchema,
+  StatusSchema,
   SymbolsQuery,
   TickerSchema,
   TradeSchema,
@@ -160,7 +162,21 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
         summary: "All markets with status and scales, and the assets",
         responses: { ...okJson(MarketsSchema, "Markets and assets"), ...problemResponses(429) },
       }),
-      async (c) => sendRead<z.infer<typeof MarketsSchema>>(c, readMarkets()),
+      async (c) => sendRead<z.infer<typeof MarketsSchema>>(c, await readMarkets(readContext(c))),
+    )
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/status",
+        operationId: "getStatus",
+        tags,
+        middleware: [limit],
+        summary: "Feed health: markets trading, halted and stale, and the server time",
+        description:
+          "A trading market is stale when its feed has sent no update for longer than `staleAfterMs` (or none since it was listed). From the price index's aggregated view, at most about 1 s behind the markets plus the copy's max age (docs/api.md#feed-health).",
+        responses: { ...okJson(StatusSchema, "Status"), ...problemResponses(429) },
+      }),
+      async (c) => sendRead<z.infer<typeof StatusSchema>>(c, await readVenue(readContext(c), "status")),
     )
     .openapi(
       createRoute({

@@ -39,6 +39,9 @@ export const TickerSchema = z
     closeTime: TimestampMs.openapi({ description: "The moment the record shows: at most MARKET_READ_MAX_AGE_MS before the response (also in X-As-Of)" }),
     bestBid: DecimalString.nullable(),
     bestAsk: DecimalString.nullable(),
+    lastUpdateTime: TimestampMs.nullable().openapi({
+      description: "When the market last took an update (book or trade) from its feed; null if never. A feed gone silent shows here and in GET /api/status",
+    }),
   })
   .openapi("Ticker");
 
@@ -104,6 +107,23 @@ export const MarketSchema = z
   })
   .openapi("Market");
 
+/** A market in `GET /api/markets`: its listing, and when its feed last updated it. */
+export const ListedMarketSchema = MarketSchema.extend({
+  lastUpdateTime: TimestampMs.nullable().openapi({ description: "When the market last took an update from its feed (null: never); at most about 1 s behind" }),
+}).openapi("ListedMarket");
+
+export const StatusSchema = z
+  .object({
+    serverTime: TimestampMs,
+    staleAfterMs: z.number().int().openapi({ description: "A trading market with no update for longer than this is stale (FEED_STALE_AFTER_MS)" }),
+    trading: z.number().int().openapi({ description: "Markets trading (stale ones included)" }),
+    halted: z.number().int(),
+    stale: z.number().int().openapi({ description: "Trading markets whose feed has been silent longer than staleAfterMs, or never spoke" }),
+    staleMarkets: z.array(z.string()).openapi({ example: ["XRPUSDT"] }),
+    haltedMarkets: z.array(z.string()),
+  })
+  .openapi("Status");
+
 export const RateLimitSchema = z
   .object({
     scope: z.enum(["ip", "apiKey", "gateway"]).openapi({ description: "Who the limit counts: client address, API key or settlement gateway" }),
@@ -120,7 +140,7 @@ export const AssetSchema = z
 
 export const MarketsSchema = z
   .object({
-    markets: z.array(MarketSchema),
+    markets: z.array(ListedMarketSchema),
     assets: z.array(AssetSchema),
     rateLimits: z.array(RateLimitSchema).openapi({ description: "The service's limits, so clients can pace themselves (docs/limits.md)" }),
   })

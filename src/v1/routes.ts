@@ -161,7 +161,7 @@ export const signedRoutes = createRouter()
       summary: "Markets and assets (as /api/markets)",
       responses: { ...okJson(MarketsSchema, "Markets"), ...signedProblems },
     }),
-    async (c) => sendRead<z.infer<typeof MarketsSchema>>(c, readMarkets()),
+    async (c) => sendRead<z.infer<typeof MarketsSchema>>(c, await readMarkets(readContext(c))),
   )
   .openapi(
     createRoute({

@@ -5,6 +5,7 @@ import type { KeyRecord } from "../../src/access/keys";
 import { sign, signaturePayload } from "../../src/access/signature";
 import { accessGuard } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
+import { INGEST_MAX_BYTES } from "../../src/v1/routes";
 import { newAccount, newKey, signedCall } from "../support/accounts";
 import { call, callJson } from "../support/http";
 
@@ -153,7 +154,7 @@ describe("signed endpoints (docs/api.md, docs/signing.md)", () => {
     const publisher = await newKey({ permissions: ["publish"] });
     const text = await signedCall(publisher, "POST", "/v1/ingest", { body: "symbol=BTCUSDT", headers: { "Content-Type": "text/plain" } });
     expect([text.status, (await problemOf(text)).code]).toEqual([415, "UNSUPPORTED_MEDIA_TYPE"]);
-    const huge = JSON.stringify({ symbol: "BTCUSDT", trades: [], pad: "x".repeat(256 * 1024) });
+    const huge = JSON.stringify({ symbol: "BTCUSDT", trades: [], pad: "x".repeat(INGEST_MAX_BYTES) });
     const big = await signedCall(publisher, "POST", "/v1/ingest", { body: huge });
     expect([big.status, (await problemOf(big)).code]).toEqual([413, "PAYLOAD_TOO_LARGE"]);
     const crossed = JSON.stringify({ symbol: "BTCUSDT", book: { type: "snapshot", sequence: 1, bids: [["100", "1"]], asks: [["99", "1"]] } });
