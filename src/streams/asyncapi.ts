@@ -25,7 +25,12 @@ function schemaOf(schema: z.ZodType): Json {
 
 const BookMessageSchema = z.object({
   type: z.enum(["snapshot", "delta"]),
-  sequence: z.number().int().describe("A delta's is the previous message's + 1"),
+  firstSequence: z
+    .number()
+    .int()
+    .optional()
+    .describe("A delta's first sequence: the previous message's sequence + 1. A delta merges the updates firstSequence…sequence of one 100 ms interval"),
+  sequence: z.number().int().describe("The book's sequence after this message"),
   time: TimestampMs.describe("When the market applied it"),
   checksum: z.number().int().describe("CRC-32 of the best 25 levels a side after this message (docs/streams.md#checksums)"),
   bids: z.array(Level).describe('Snapshot: up to 100 best first; delta: levels to set, quantity "0" removes'),
@@ -100,8 +105,18 @@ const MESSAGES: Record<string, Json> = {
     schemaOf(BookTickerSchema),
     "bookTicker.{SYMBOL}: the best bid and ask on every change, at most one per 100 ms",
   ),
-  trades: streamMessage("trades", `^trades\\.${SYMBOL}$`, schemaOf(TradeSchema), "trades.{SYMBOL}: each accepted trade once"),
-  book: streamMessage("book", `^book\\.${SYMBOL}$`, schemaOf(BookMessageSchema), "book.{SYMBOL}: a snapshot, then deltas each continuing the last sequence"),
+  trades: streamMessage(
+    "trades",
+    `^trades\\.${SYMBOL}$`,
+    schemaOf(z.array(TradeSchema)),
+    "trades.{SYMBOL}: each accepted trade once, an interval's trades in one message (in tradeId order), at most one message per 100 ms",
+  ),
+  book: streamMessage(
+    "book",
+    `^book\\.${SYMBOL}$`,
+    schemaOf(BookMessageSchema),
+    "book.{SYMBOL}: a snapshot, then at most one delta per 100 ms, each starting at the last sequence + 1 (firstSequence) and merging its interval's updates",
+  ),
   kline: streamMessage(
     "kline",
     `^kline\\.${SYMBOL}\\.(${Object.keys(KLINE_INTERVALS).join("|")})$`,
@@ -161,7 +176,7 @@ export function asyncApiDocument(): Json {
     asyncapi: "3.0.0",
     info: {
       title: "Market Data Service streams",
-      version: "1.0.0",
+      version: "2.0.0",
       description:
         "WebSocket streams of the Market Data Service: tickers, best bid/ask, trades, order books with checksums, candles, prices and a heartbeat. Decimals are strings, times Unix milliseconds. The REST API is in /openapi.json.",
     },
