@@ -173,6 +173,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Feed health: markets trading, halted and stale, and the server time
+         * @description A trading market is stale when its feed has sent no update for longer than `staleAfterMs` (or none since it was listed). From the price index's aggregated view, at most about 1 s behind the markets plus the copy's max age (docs/api.md#feed-health).
+         */
+        get: operations["getStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/time": {
         parameters: {
             query?: never;
@@ -360,7 +380,7 @@ export interface paths {
         put?: never;
         /**
          * Publish trades and book updates of one market (permission publish)
-         * @description Trade ids already seen are skipped (retries are safe). A delta whose sequence is not the last + 1 is 409 SEQUENCE_GAP: send a snapshot next. Values finer than the market's scales, non-positive values or a crossed book: 400. Halted or delisted market: 409 MARKET_NOT_TRADING. Body at most 256 KiB.
+         * @description `book` is one update or an array of up to 1,000 in sequence order, applied in order; with up to 1,000 trades, the batch is all or nothing: the first book update that fails is named (`bookIndex`) and nothing of the batch is applied. An exact resend of the last batch answers `book: duplicate` and changes nothing. Trade ids already seen are skipped (retries are safe). A delta whose sequence is not the last + 1 is 409 SEQUENCE_GAP: send a snapshot next. Values finer than the market's scales, non-positive values or a crossed book: 400. Halted or delisted market: 409 MARKET_NOT_TRADING. Body at most 1 MiB. Publishing has its own limit per key, 200 requests a second, apart from the key's reads (docs/limits.md#publishing).
          */
         post: operations["ingestMarketData"];
         delete?: never;
@@ -846,6 +866,11 @@ export interface components {
              * @example 97000.10
              */
             bestAsk: string | null;
+            /**
+             * @description When the market last took an update (book or trade) from its feed; null if never. A feed gone silent shows here and in GET /api/status
+             * @example 1763800000000
+             */
+            lastUpdateTime: number | null;
         };
         BookTicker: {
             /** @example BTCUSDT */
@@ -951,10 +976,17 @@ export interface components {
             tradeCount: number;
         };
         Markets: {
-            markets: components["schemas"]["Market"][];
+            markets: components["schemas"]["ListedMarket"][];
             assets: components["schemas"]["Asset"][];
             /** @description The service's limits, so clients can pace themselves (docs/limits.md) */
             rateLimits: components["schemas"]["RateLimit"][];
+        };
+        ListedMarket: components["schemas"]["Market"] & {
+            /**
+             * @description When the market last took an update from its feed (null: never); at most about 1 s behind
+             * @example 1763800000000
+             */
+            lastUpdateTime: number | null;
         };
         Market: {
             /** @example BTCUSDT */
@@ -1013,6 +1045,27 @@ export interface components {
             windowMs: number | null;
             /** @example /api/*, /account/* */
             appliesTo: string;
+        };
+        Status: {
+            /**
+             * @description Unix time in milliseconds
+             * @example 1763800000000
+             */
+            serverTime: number;
+            /** @description A trading market with no update for longer than this is stale (FEED_STALE_AFTER_MS) */
+            staleAfterMs: number;
+            /** @description Markets trading (stale ones included) */
+            trading: number;
+            halted: number;
+            /** @description Trading markets whose feed has been silent longer than staleAfterMs, or never spoke */
+            stale: number;
+            /**
+             * @example [
+             *       "XRPUSDT"
+             *     ]
+             */
+            staleMarkets: string[];
+            haltedMarkets: string[];
         };
         ServerTime: {
             /**
@@ -1117,19 +1170,21 @@ export interface components {
                  */
                 time: number;
             }[];
-            book?: {
-                /** @enum {string} */
-                type: "snapshot" | "delta";
-                sequence: number;
-                bids: [
-                    string,
-                    string
-                ][];
-                asks: [
-                    string,
-                    string
-                ][];
-            };
+            /** @description One book update, or up to 1000 in sequence order, applied in order, all or nothing (docs/publishing.md#batches) */
+            book?: components["schemas"]["BookUpdate"] | components["schemas"]["BookUpdate"][];
+        };
+        BookUpdate: {
+            /** @enum {string} */
+            type: "snapshot" | "delta";
+            sequence: number;
+            bids: [
+                string,
+                string
+            ][];
+            asks: [
+                string,
+                string
+            ][];
         };
         Account: {
             id: string;
@@ -2093,6 +2148,58 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Markets"];
+                };
+            };
+            /** @description Problem: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Status */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
                 };
             };
             /** @description Problem: RATE_LIMITED */
