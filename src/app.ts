@@ -17,6 +17,7 @@ import type { AppEnv } from "./env";
 import { readContext } from "./market/reads";
 import { marketRoutes } from "./market/routes";
 import { pageRoutes } from "./pages/routes";
+import { publishRoutes } from "./publish/routes";
 import { ensureRegistry } from "./registry/copy";
 import { registryRoutes } from "./registry/routes";
 import { callbackRoutes } from "./settlements/routes";
@@ -95,6 +96,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
     ["/api/gateway", callbackRoutes], //                      settlement callbacks: per gateway; failures
     ["/v1", signedRoutes], //                                 signed market data and ingest: per key; failures
     ["/v1", signedStreamRoutes], //                           GET /v1/ws: per key, 5 connections per key; failures
+    ["/v1", publishRoutes], //                                GET /v1/publish: the key's publish limit on the upgrade; failures
     ["/account", accountRoutes(publicLimit), ...privatePaths], // account JSON API: publicLimit
     ["/dashboard", dashboardRoutes(publicLimit), ...privatePaths], // form posts: publicLimit; pages: none
     ["/admin", adminRoutes, ...privatePaths], //              operator API: bearer token; failures

@@ -58,6 +58,8 @@ export function groupRelay(env: Env, group: number) {
   objectCalls.relay += 1;
   return stubByName(env.GROUP_RELAY, `group:${group}`);
 }
+/** A key's publisher channel (`key:…`): holds its `GET /v1/publish` connections. */
+export const publishChannel = (env: Env, principal: string) => stubByName(env.PUBLISH_CHANNEL, principal);
 /** The registry's one publisher. */
 export function registryObject(env: Env) {
   objectCalls.registry += 1;

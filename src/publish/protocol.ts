@@ -1,0 +1,79 @@
+import { z } from "@hono/zod-openapi";
+import { type ProblemCode, type ProblemExtras, problemBody } from "../core/problem";
+import { fieldErrors } from "../core/router";
+import { type IngestBody, IngestBodySchema } from "../market/schemas";
+
+/**
+ * The publisher channel's protocol (docs/publishing.md#the-publisher-channel), pure: a message is
+ * an ingest batch with the client's `id`, answered `{id, result}` or `{id, error}` with the
+ * semantics of `POST /v1/ingest`.
+ */
+
+/** Batches a connection may have sent and not yet had answered; one more is refused, never dropped. */
+export const MAX_UNACKED = 64;
+/** A message is at most this many bytes (the runtime's WebSocket message limit). */
+export const MAX_BATCH_BYTES = 1024 * 1024;
+
+export type BatchId = string | number;
+
+export const PublishMessageSchema = IngestBodySchema.extend({
+  id: z.union([z.string().min(1).max(64), z.number().int()]).openapi({ description: "The client's id of the batch, echoed in its answer" }),
+});
+
+export type Parsed = { ok: true; id: BatchId; body: IngestBody } | { ok: false; id: BatchId | null; error: ReturnType<typeof problemBody> };
+
+/** The `id` of a message that failed to parse, if it has a usable one. */
+function idOf(value: unknown): BatchId | null {
+  const id = (value as { id?: unknown } | null)?.id;
+  return (typeof id === "string" && id.length > 0 && id.length <= 64) || (typeof id === "number" && Number.isInteger(id)) ? id : null;
+}
+
+export function errorOf(code: ProblemCode, detail: string, extras?: ProblemExtras): ReturnType<typeof problemBody> {
+  return problemBody(code, detail, undefined, extras);
+}
+
+/** Parses one message: a batch with its id, or the error to answer (with the id when it has one). */
+export function parseBatch(message: string | ArrayBuffer): Parsed {
+  if (typeof message !== "string") return { ok: false, id: null, error: errorOf("VALIDATION_FAILED", "batches are JSON text, not binary") };
+  let value: unknown;
+  try {
+    value = JSON.parse(message);
+  } catch {
+    return { ok: false, id: null, error: errorOf("VALIDATION_FAILED", "a batch is JSON: {id, symbol, book?, trades?}") };
+  }
+  const parsed = PublishMessageSchema.safeParse(value);
+  if (!parsed.success) {
+    return {
+      ok: false,
+      id: idOf(value),
+      error: errorOf("VALIDATION_FAILED", "the batch does not match {id, symbol, book?, trades?}", { errors: fieldErrors(parsed.error.issues) }),
+    };
+  }
+  const { id, ...body } = parsed.data;
+  return { ok: true, id, body };
+}
+
+/**
+ * Per connection, the batches sent and not yet answered (flow control): `take` says whether one
+ * more may start, `done` frees its slot.
+ */
+export class Unacked {
+  private readonly counts = new Map<unknown, number>();
+
+  take(connection: unknown): boolean {
+    const n = this.counts.get(connection) ?? 0;
+    if (n >= MAX_UNACKED) return false;
+    this.counts.set(connection, n + 1);
+    return true;
+  }
+
+  done(connection: unknown): void {
+    const n = (this.counts.get(connection) ?? 1) - 1;
+    if (n <= 0) this.counts.delete(connection);
+    else this.counts.set(connection, n);
+  }
+
+  forget(connection: unknown): void {
+    this.counts.delete(connection);
+  }
+}

@@ -1,0 +1,43 @@
+import { z } from "@hono/zod-openapi";
+import { principalOfKey } from "../access/keys";
+import { authenticateSigned } from "../access/middleware";
+import { rateLimitHeaders } from "../access/sliding-window";
+import { publishChannel } from "../core/object-ids";
+import { problem } from "../core/problem";
+import { createRouter } from "../core/router";
+import { problemResponses } from "../core/schemas";
+import { MAX_UNACKED } from "./protocol";
+import { KEY_HEADER } from "./publish-channel-object";
+
+/**
+ * `GET /publish`, mounted at `/v1`: the publisher channel (docs/publishing.md#the-publisher-channel),
+ * a WebSocket signed like `/v1/ws` with a key that has `publish`, carrying ingest batches for any
+ * of the key's markets. The upgrade counts once against the key's publish limit.
+ *
+ * @example
+ * app.route("/v1", publishRoutes);
+ */
+export const publishRoutes = createRouter();
+publishRoutes.openAPIRegistry.registerPath({
+  method: "get",
+  path: "/publish",
+  operationId: "openPublisherChannel",
+  tags: ["Signed (API key)"],
+  security: [{ ApiKey: [], Signature: [], Timestamp: [] }],
+  summary: "The publisher channel: ingest batches over one WebSocket (permission publish)",
+  description: `Upgrade: websocket, signed like GET /v1/ws (headers, or ?apiKey=&timestamp=&signature= over /v1/publish). Each message is a POST /v1/ingest body with an \`id\`; each is answered {id, result} (the IngestResult) or {id, error} (the problem), with the same semantics: dedupe, sequences, rules, all or nothing. Batches of one market apply in the order sent. At most ${MAX_UNACKED} batches may await their answer on a connection: one more is answered with error RATE_LIMITED and not applied.`,
+  request: { query: z.object({ apiKey: z.string().optional(), timestamp: z.string().optional(), signature: z.string().optional() }) },
+  responses: { 101: { description: "Switching Protocols" }, ...problemResponses(400, 401, 403, 429) },
+});
+publishRoutes.get("/publish", async (c) => {
+  const { keyId, admission } = await authenticateSigned(c.env, c.req.raw, { permission: "publish", allowQueryForm: true });
+  const headers = { "X-Request-Id": c.get("requestId"), ...rateLimitHeaders(admission) };
+  if (c.req.header("Upgrade")?.toLowerCase() !== "websocket") {
+    throw problem("VALIDATION_FAILED", "this is a WebSocket endpoint: connect with Upgrade: websocket", undefined, headers);
+  }
+  const forwarded = new Headers(c.req.raw.headers);
+  forwarded.set(KEY_HEADER, keyId);
+  const response = await publishChannel(c.env, principalOfKey(keyId)).fetch(new Request(c.req.raw, { headers: forwarded }));
+  if (!response.webSocket) throw problem("UNAVAILABLE", "the publisher channel did not open; try again", undefined, headers);
+  return new Response(null, { status: 101, webSocket: response.webSocket, headers });
+});

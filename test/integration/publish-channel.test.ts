@@ -1,0 +1,168 @@
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { sign, signaturePayload } from "../../src/access/signature";
+import { marketObject } from "../../src/core/object-ids";
+import { MAX_UNACKED } from "../../src/publish/protocol";
+import { newKey, type TestKey } from "../support/accounts";
+import { call, callJson } from "../support/http";
+import { until } from "../support/poll";
+import { openSocket, type TestSocket, upgrade } from "./streams-support";
+
+/** `/v1/publish` in the query form: the path signed alone, as a browser or a plain client sends it. */
+async function publishPath(key: { id: string; secret: string }, timestamp = Date.now()): Promise<string> {
+  const signature = await sign(key.secret, signaturePayload({ timestamp, method: "GET", requestTarget: "/v1/publish", body: "" }));
+  return `/v1/publish?apiKey=${key.id}&timestamp=${timestamp}&signature=${signature}`;
+}
+
+async function channel(key: TestKey, ip = "203.0.130.1"): Promise<TestSocket> {
+  return openSocket(await publishPath(key), ip);
+}
+
+const answerOf = (socket: TestSocket, id: unknown) => until(() => socket.messages.find((m) => m.id === id), { what: `the answer to ${String(id)}` });
+
+describe("the publisher channel, GET /v1/publish (docs/publishing.md#the-publisher-channel)", () => {
+  it("answers each batch with the ingest result or its problem, with the semantics of POST /v1/ingest", async () => {
+    const key = await newKey({ permissions: ["read", "publish"] });
+    const socket = await channel(key);
+    const snapshot = { type: "snapshot", sequence: 1, bids: [["0.6000", "10.0"]], asks: [["0.6100", "10.0"]] };
+    socket.ws.send(
+      JSON.stringify({ id: 1, symbol: "XRPUSDT", book: snapshot, trades: [{ id: "p-1", price: "0.6050", quantity: "5.0", side: "buy", time: Date.now() }] }),
+    );
+    expect(await answerOf(socket, 1)).toEqual({ id: 1, result: { symbol: "XRPUSDT", acceptedTrades: 1, duplicateTrades: 0, sequence: 1, book: "applied" } });
+    // An exact resend: nothing changes, and it says so.
+    socket.ws.send(
+      JSON.stringify({
+        id: "again",
+        symbol: "XRPUSDT",
+        book: snapshot,
+        trades: [{ id: "p-1", price: "0.6050", quantity: "5.0", side: "buy", time: Date.now() }],
+      }),
+    );
+    expect((await answerOf(socket, "again")).result).toMatchObject({ book: "duplicate", duplicateTrades: 1, acceptedTrades: 0 });
+    // A gap inside a batch: the problem, nothing applied.
+    socket.ws.send(
+      JSON.stringify({
+        id: 3,
+        symbol: "XRPUSDT",
+        book: [
+          { type: "delta", sequence: 2, bids: [], asks: [] },
+          { type: "delta", sequence: 4, bids: [], asks: [] },
+        ],
+      }),
+    );
+    expect((await answerOf(socket, 3)).error).toMatchObject({ status: 409, code: "SEQUENCE_GAP", bookIndex: 1 });
+    expect((await callJson("/api/orderbook/XRPUSDT")).body.sequence).toBe(1);
+    // Rules, unknown markets, malformed messages.
+    socket.ws.send(JSON.stringify({ id: 4, symbol: "XRPUSDT", trades: [{ id: "p-2", price: "0.60501", quantity: "5.0", side: "buy", time: Date.now() }] }));
+    expect((await answerOf(socket, 4)).error).toMatchObject({ status: 400, code: "VALIDATION_FAILED" });
+    socket.ws.send(JSON.stringify({ id: 5, symbol: "NOPEUSDT", trades: [] }));
+    expect((await answerOf(socket, 5)).error).toMatchObject({ status: 404, code: "UNKNOWN_SYMBOL" });
+    socket.ws.send("not json");
+    expect(await until(() => socket.messages.find((m) => m.id === null && m.error))).toMatchObject({ error: { code: "VALIDATION_FAILED" } });
+    socket.ws.send(JSON.stringify({ id: 6, symbol: "XRPUSDT", book: { type: "delta" } }));
+    expect((await answerOf(socket, 6)).error.errors.map((e: { path: string }) => e.path)).toContain("book");
+    socket.ws.close();
+  });
+
+  it("keeps one market's batches in the order sent, and carries many markets on one connection", async () => {
+    const key = await newKey({ permissions: ["publish"] });
+    const socket = await channel(key, "203.0.130.2");
+    const markets = ["BTCUSDT", "ETHUSDT", "SOLUSDT"] as const;
+    const prices = { BTCUSDT: ["97000.00", "0.00100"], ETHUSDT: ["3400.00", "0.0100"], SOLUSDT: ["150.000", "1.00"] } as const;
+    const ids: string[] = [];
+    for (const market of markets) {
+      for (let n = 0; n < 20; n++) {
+        const [price, quantity] = prices[market];
+        const id = `${market}-${n}`;
+        ids.push(id);
+        socket.ws.send(JSON.stringify({ id, symbol: market, trades: [{ id: `order-${id}`, price, quantity, side: "buy", time: Date.now() }] }));
+      }
+    }
+    await until(() => ids.every((id) => socket.messages.some((m) => m.id === id)), { what: "every answer" });
+    expect(socket.messages.filter((m) => m.error)).toEqual([]);
+    for (const market of markets) {
+      const page = (await callJson(`/api/trades/${market}?limit=1000`)).body as { id: string; tradeId: number }[];
+      const mine = page.filter((t) => t.id.startsWith(`order-${market}`)).sort((a, b) => a.tradeId - b.tradeId);
+      expect(mine.map((t) => t.id)).toEqual(Array.from({ length: 20 }, (_, n) => `order-${market}-${n}`));
+    }
+    socket.ws.close();
+  });
+
+  it(`refuses a batch past ${MAX_UNACKED} awaiting their answer with an error, never a silent drop`, async () => {
+    const key = await newKey({ permissions: ["publish"] });
+    const socket = await channel(key, "203.0.130.3");
+    // The market holds every batch until released, so the window fills whatever the machine's speed.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const market = marketObject(env, "ETHBTC");
+    let restore = () => {};
+    await runInDurableObject(market, (instance: object) => {
+      const prototype = Object.getPrototypeOf(instance) as Record<string, (...args: unknown[]) => unknown>;
+      const original = prototype.ingest!;
+      prototype.ingest = async function (this: unknown, ...args: unknown[]) {
+        await held;
+        return original.apply(this, args);
+      };
+      restore = () => {
+        prototype.ingest = original;
+      };
+    });
+    const count = MAX_UNACKED + 10;
+    try {
+      for (let n = 0; n < count; n++)
+        socket.ws.send(
+          JSON.stringify({ id: n, symbol: "ETHBTC", trades: [{ id: `flow-${n}`, price: "0.03500", quantity: "1.0000", side: "buy", time: Date.now() }] }),
+        );
+      const refused = await until(() => {
+        const got = socket.messages.filter((m) => typeof m.id === "number" && m.error);
+        return got.length === 10 && got;
+      });
+      expect(refused.map((m) => m.id)).toEqual(Array.from({ length: 10 }, (_, i) => MAX_UNACKED + i));
+      for (const m of refused) expect(m.error).toMatchObject({ code: "RATE_LIMITED", maxUnacked: MAX_UNACKED });
+    } finally {
+      release();
+    }
+    const answers = await until(() => {
+      const got = socket.messages.filter((m) => typeof m.id === "number");
+      return got.length === count && got;
+    });
+    await runInDurableObject(market, () => restore());
+    // Every batch answered with a result was applied; none answered with an error was.
+    const stored = new Set(((await callJson("/api/trades/ETHBTC?limit=1000")).body as { id: string }[]).map((t) => t.id));
+    for (const m of answers) expect(stored.has(`flow-${m.id}`), `batch ${m.id}`).toBe(!m.error);
+    socket.ws.close();
+  });
+
+  it("refuses a key without publish, a bad signature, and a request that is not an upgrade", async () => {
+    const reader = await newKey({ permissions: ["read"] });
+    const denied = await upgrade(await publishPath(reader), "203.0.130.4");
+    expect([denied.status, ((await denied.json()) as { code: string }).code]).toEqual([403, "PERMISSION_DENIED"]);
+    const publisher = await newKey({ permissions: ["publish"] });
+    const forged = (await publishPath(publisher)).replace(/signature=[0-9a-f]{4}/, "signature=0000");
+    expect((await upgrade(forged, "203.0.130.5")).status).toBe(401);
+    expect((await call(await publishPath(publisher), { ip: "203.0.130.6" })).status).toBe(400);
+  });
+
+  it("a dropped connection loses nothing acknowledged: what was answered is stored, a resend of the rest applies once", async () => {
+    const key = await newKey({ permissions: ["publish"] });
+    const first = await channel(key, "203.0.130.7");
+    for (let n = 0; n < 10; n++)
+      first.ws.send(
+        JSON.stringify({ id: n, symbol: "SOLBTC", trades: [{ id: `drop-${n}`, price: "0.0015000", quantity: "1.00", side: "sell", time: Date.now() }] }),
+      );
+    await until(() => first.messages.some((m) => m.id === 4));
+    first.ws.close();
+    const acknowledged = first.messages.filter((m) => m.result).map((m) => m.id as number);
+    const second = await channel(key, "203.0.130.7");
+    for (let n = 0; n < 10; n++)
+      second.ws.send(
+        JSON.stringify({ id: n, symbol: "SOLBTC", trades: [{ id: `drop-${n}`, price: "0.0015000", quantity: "1.00", side: "sell", time: Date.now() }] }),
+      );
+    await until(() => second.messages.filter((m) => typeof m.id === "number").length === 10);
+    for (const n of acknowledged) expect(second.messages.find((m) => m.id === n).result.duplicateTrades, `batch ${n} was stored before the drop`).toBe(1);
+    const stored = ((await callJson("/api/trades/SOLBTC?limit=1000")).body as { id: string }[]).filter((t) => t.id.startsWith("drop-"));
+    expect(stored).toHaveLength(10);
+    second.ws.close();
+  });
+});
