@@ -1,0 +1,297 @@
+// `npm run bench:ingest [-- --seconds 30] [-- --rate 5000] [-- --trades 1000] [-- --json]`
+//
+// What one market absorbs from one publisher, as a feed handler sends it: book deltas generated
+// at `--rate` a second and trades at `--trades` a second, gathered every 20 ms into one batch
+// (docs/publishing.md#batches), for `--seconds`, three ways on the service of `npm run bench`
+// (the deployable bundle on workerd, demo feed off):
+//   post     — POST /v1/ingest, one batch in flight (a market's batches must arrive in order);
+//   publish  — the publisher channel GET /v1/publish, batches pipelined (up to 64 unanswered);
+//   venue    — 20 markets × 500 updates a second at once over one /v1/publish connection.
+// It reports updates and trades acknowledged per second, ingest→ack p50/p99 per batch, and
+// checks at the end that every acknowledged update is in the book's sequence and every
+// acknowledged trade is in /api/trades. Loopback only; it stops everything it started.
+import { mkdirSync } from "node:fs";
+import WebSocket from "ws";
+import { listVenue } from "../scripts/venue.mjs";
+import { option } from "./load.mjs";
+import { bundleService, startService, work } from "./service.mjs";
+import { createKey, sign, signUp } from "./signed-load.mjs";
+
+const SECONDS = Number(option("seconds", 30));
+const RATE = Number(option("rate", 5000));
+const TRADE_RATE = Number(option("trades", 1000));
+const VENUE_MARKETS = 20;
+const VENUE_RATE = 500;
+const TICK_MS = 20;
+const asJson = process.argv.includes("--json");
+const log = (...line) => {
+  if (!asJson) console.log(...line);
+};
+let ipCounter = 0;
+const nextIp = () => `10.60.${(++ipCounter >> 8) & 255}.${ipCounter & 255}`;
+
+/** p-th percentile of `values` (ms). */
+function percentile(values, p) {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  return Math.round(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] * 10) / 10;
+}
+
+/** A market's synthetic feed: a book of 20 levels a side around `mid`, one level changed per update, and trades at the touch. */
+function feed(symbol, { priceScale, quantityScale }, mid) {
+  const unit = 10 ** priceScale;
+  const price = (units) => (units / unit).toFixed(priceScale);
+  const quantity = (n) => (n / 10 ** quantityScale).toFixed(quantityScale);
+  const midUnits = Math.round(mid * unit);
+  let sequence = 0;
+  let tradeN = 0;
+  let n = 0;
+  return {
+    symbol,
+    snapshot() {
+      sequence += 1;
+      const bids = Array.from({ length: 20 }, (_, i) => [price(midUnits - 1 - i), quantity(1000 + i)]);
+      const asks = Array.from({ length: 20 }, (_, i) => [price(midUnits + 1 + i), quantity(1000 + i)]);
+      return { type: "snapshot", sequence, bids, asks };
+    },
+    delta() {
+      sequence += 1;
+      n += 1;
+      const side = n % 2 === 0 ? "bids" : "asks";
+      const offset = 1 + (n % 20);
+      const level = [price(side === "bids" ? midUnits - offset : midUnits + offset), quantity(1000 + (n % 997))];
+      return { type: "delta", sequence, bids: side === "bids" ? [level] : [], asks: side === "asks" ? [level] : [] };
+    },
+    trade(time) {
+      tradeN += 1;
+      return { id: `${symbol}-${tradeN}`, price: price(midUnits + 1), quantity: quantity(1000), side: "buy", time };
+    },
+    get sequence() {
+      return sequence;
+    },
+  };
+}
+
+/** Gathers a feed's updates and trades due since the last tick, as one batch body. */
+function gather(market, due) {
+  const now = Date.now();
+  const book = [];
+  while (due.updates >= 1) {
+    book.push(market.delta());
+    due.updates -= 1;
+  }
+  const trades = [];
+  while (due.trades >= 1) {
+    trades.push(market.trade(now));
+    due.trades -= 1;
+  }
+  return { symbol: market.symbol, ...(book.length ? { book } : {}), ...(trades.length ? { trades } : {}) };
+}
+
+async function postRun(url, key, market, seconds) {
+  const latencies = [];
+  let updates = 0;
+  let trades = 0;
+  const send = async (body) => {
+    const text = JSON.stringify(body);
+    const timestamp = String(Date.now());
+    const started = performance.now();
+    const response = await fetch(`${url}/v1/ingest`, {
+      method: "POST",
+      headers: {
+        "Content-Type": "application/json",
+        "X-API-KEY": key.id,
+        "X-TIMESTAMP": timestamp,
+        "X-SIGNATURE": sign(key.secret, timestamp, "POST", "/v1/ingest", text),
+        "CF-Connecting-IP": "10.61.0.1",
+      },
+      body: text,
+    });
+    const answer = await response.json();
+    if (response.status !== 200) throw new Error(`POST /v1/ingest ${response.status}: ${JSON.stringify(answer).slice(0, 300)}`);
+    latencies.push(performance.now() - started);
+    return answer;
+  };
+  await send({ symbol: market.symbol, book: market.snapshot() });
+  const due = { updates: 0, trades: 0 };
+  const end = Date.now() + seconds * 1000;
+  let last = Date.now();
+  while (Date.now() < end) {
+    const now = Date.now();
+    due.updates += ((now - last) * RATE) / 1000;
+    due.trades += ((now - last) * TRADE_RATE) / 1000;
+    last = now;
+    const body = gather(market, due);
+    if (!body.book && !body.trades) {
+      await new Promise((resolve) => setTimeout(resolve, TICK_MS));
+      continue;
+    }
+    await send(body);
+    updates += body.book?.length ?? 0;
+    trades += body.trades?.length ?? 0;
+    const wait = TICK_MS - (Date.now() - now);
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+  return { updates, trades, latencies };
+}
+
+function openChannel(url, key) {
+  const timestamp = String(Date.now());
+  const signature = sign(key.secret, timestamp, "GET", "/v1/publish");
+  const ws = new WebSocket(`${url.replace(/^http/, "ws")}/v1/publish?apiKey=${key.id}&timestamp=${timestamp}&signature=${signature}`, {
+    headers: { "CF-Connecting-IP": "10.61.0.2" },
+  });
+  const pending = new Map();
+  ws.on("message", (data) => {
+    const answer = JSON.parse(String(data));
+    const waiter = pending.get(answer.id);
+    if (!waiter) return;
+    pending.delete(answer.id);
+    if (answer.error) waiter.reject(new Error(`batch ${answer.id}: ${JSON.stringify(answer.error).slice(0, 300)}`));
+    else waiter.resolve(answer.result);
+  });
+  let nextId = 0;
+  return {
+    opened: new Promise((resolve, reject) => {
+      ws.once("open", resolve);
+      ws.once("error", reject);
+    }),
+    /** Sends a batch; resolves with its result and the ms it took to be answered. */
+    send(body) {
+      const id = ++nextId;
+      const started = performance.now();
+      return new Promise((resolve, reject) => {
+        pending.set(id, { resolve: (result) => resolve({ result, ms: performance.now() - started }), reject });
+        ws.send(JSON.stringify({ id, ...body }));
+      });
+    },
+    get unanswered() {
+      return pending.size;
+    },
+    close: () => ws.close(),
+  };
+}
+
+async function publishRun(channel, markets, rate, tradeRate, seconds) {
+  const latencies = [];
+  const totals = { updates: 0, trades: 0 };
+  await Promise.all(markets.map((m) => channel.send({ symbol: m.symbol, book: m.snapshot() })));
+  const dues = markets.map(() => ({ updates: 0, trades: 0 }));
+  const inFlight = new Set();
+  const end = Date.now() + seconds * 1000;
+  let last = Date.now();
+  while (Date.now() < end) {
+    const now = Date.now();
+    for (const [i, market] of markets.entries()) {
+      dues[i].updates += ((now - last) * rate) / 1000;
+      dues[i].trades += ((now - last) * tradeRate) / 1000;
+      // Pipelined, under the channel's 64 unanswered: what is not sent now goes in the next batch.
+      if (channel.unanswered >= 60) continue;
+      const body = gather(market, dues[i]);
+      if (!body.book && !body.trades) continue;
+      const sent = channel.send(body).then(({ ms }) => {
+        latencies.push(ms);
+        totals.updates += body.book?.length ?? 0;
+        totals.trades += body.trades?.length ?? 0;
+      });
+      inFlight.add(sent);
+      sent.finally(() => inFlight.delete(sent));
+    }
+    last = now;
+    const wait = TICK_MS - (Date.now() - now);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(1, wait)));
+  }
+  await Promise.all(inFlight);
+  return { ...totals, latencies };
+}
+
+/** Every acknowledged update is in the book's sequence and every acknowledged trade in /api/trades. */
+async function verify(url, market, expectedTrades) {
+  const book = await (await fetch(`${url}/api/orderbook/${market.symbol}?depth=1`, { headers: { "CF-Connecting-IP": nextIp() } })).json();
+  let stored = 0;
+  let fromId = 1;
+  for (;;) {
+    const page = await (await fetch(`${url}/api/trades/${market.symbol}?fromId=${fromId}&limit=1000`, { headers: { "CF-Connecting-IP": nextIp() } })).json();
+    stored += page.filter((t) => t.id.startsWith(`${market.symbol}-`)).length;
+    if (page.length < 1000) break;
+    fromId = page[page.length - 1].tradeId + 1;
+  }
+  return {
+    sequenceOk: book.sequence === market.sequence,
+    bookSequence: book.sequence,
+    sentSequence: market.sequence,
+    tradesOk: stored === expectedTrades,
+    stored,
+    expectedTrades,
+  };
+}
+
+function summary(name, run, seconds, markets = 1) {
+  return {
+    name,
+    markets,
+    updatesPerSecond: Math.round(run.updates / seconds),
+    tradesPerSecond: Math.round(run.trades / seconds),
+    batches: run.latencies.length,
+    ackP50Ms: percentile(run.latencies, 50),
+    ackP99Ms: percentile(run.latencies, 99),
+  };
+}
+
+async function main() {
+  mkdirSync(work, { recursive: true });
+  log("bundling the service with wrangler (deploy --dry-run)…");
+  const service = await startService(bundleService(asJson), { DEMO_FEED: "off" });
+  try {
+    const url = service.url;
+    const cookie = await signUp(url, `ingest-${Date.now().toString(36)}@example.com`, nextIp());
+    const key = await createKey(url, cookie, "bench ingest", ["read", "publish"], nextIp());
+    await listVenue({ url, token: "bench-admin-token", count: VENUE_MARKETS, headers: { "CF-Connecting-IP": nextIp() } });
+    const scales = (symbol) =>
+      ({ BTCUSDT: { priceScale: 2, quantityScale: 5 }, ETHUSDT: { priceScale: 2, quantityScale: 4 } })[symbol] ?? { priceScale: 2, quantityScale: 3 };
+    const results = [];
+    const checks = [];
+
+    log(`post: one market, ${RATE} updates/s and ${TRADE_RATE} trades/s over POST /v1/ingest for ${SECONDS} s…`);
+    const postMarket = feed("BTCUSDT", scales("BTCUSDT"), 97000);
+    const post = await postRun(url, key, postMarket, SECONDS);
+    results.push(summary("post", post, SECONDS));
+    checks.push({ name: "post", ...(await verify(url, postMarket, post.trades)) });
+
+    log(`publish: one market, ${RATE} updates/s and ${TRADE_RATE} trades/s over /v1/publish for ${SECONDS} s…`);
+    const channel = openChannel(url, key);
+    await channel.opened;
+    const wsMarket = feed("ETHUSDT", scales("ETHUSDT"), 3400);
+    const ws = await publishRun(channel, [wsMarket], RATE, TRADE_RATE, SECONDS);
+    results.push(summary("publish", ws, SECONDS));
+    checks.push({ name: "publish", ...(await verify(url, wsMarket, ws.trades)) });
+
+    log(`venue: ${VENUE_MARKETS} markets × ${VENUE_RATE} updates/s over one /v1/publish connection for ${SECONDS} s…`);
+    const venueMarkets = Array.from({ length: VENUE_MARKETS }, (_, i) =>
+      feed(`V${i}USDT`, { priceScale: [2, 3, 4][i % 3], quantityScale: [3, 2, 1][i % 3] }, 100 + i),
+    );
+    const venue = await publishRun(channel, venueMarkets, VENUE_RATE, VENUE_RATE / 10, SECONDS);
+    results.push(summary("venue", venue, SECONDS, VENUE_MARKETS));
+    for (const market of venueMarkets.slice(0, 3)) checks.push({ name: `venue ${market.symbol}`, ...(await verify(url, market, Number.NaN)) });
+    channel.close();
+
+    if (asJson) console.log(JSON.stringify({ seconds: SECONDS, rate: RATE, tradeRate: TRADE_RATE, results, checks }));
+    else {
+      console.log(`\n${SECONDS} s each; ack = from sending a batch to its answer (ms)`);
+      console.log("run       markets  updates/s  trades/s  batches  ack p50  ack p99");
+      for (const r of results)
+        console.log(
+          `${r.name.padEnd(9)} ${String(r.markets).padStart(7)}  ${String(r.updatesPerSecond).padStart(9)}  ${String(r.tradesPerSecond).padStart(8)}  ${String(r.batches).padStart(7)}  ${String(r.ackP50Ms).padStart(7)}  ${String(r.ackP99Ms).padStart(7)}`,
+        );
+      for (const c of checks)
+        console.log(
+          `check ${c.name}: book sequence ${c.bookSequence} ${c.sequenceOk ? "=" : "≠"} last sent ${c.sentSequence}; trades stored ${c.stored}${Number.isNaN(c.expectedTrades) ? "" : ` ${c.tradesOk ? "=" : "≠"} acknowledged ${c.expectedTrades}`}`,
+        );
+    }
+    if (checks.some((c) => !c.sequenceOk || (!Number.isNaN(c.expectedTrades) && !c.tradesOk))) process.exitCode = 1;
+  } finally {
+    await service.mf.dispose();
+  }
+}
+
+await main();
