@@ -20,8 +20,30 @@ export class Counter extends DurableObject {
   }
 }
 
+/**
+ * The fan-out floor (`npm run bench:ws`): a trivial object that holds hibernated sockets and, when
+ * asked, sends one fixed text to every one of them — no parsing, no book, no relay. What the
+ * service spends per delivered message beyond this is its own cost.
+ */
+export class Fanout extends DurableObject {
+  override async fetch(request: Request): Promise<Response> {
+    if (request.headers.get("Upgrade")?.toLowerCase() === "websocket") {
+      const { 0: client, 1: server } = new WebSocketPair();
+      this.ctx.acceptWebSocket(server);
+      return new Response(null, { status: 101, webSocket: client });
+    }
+    const { text, times, everyMs } = (await request.json()) as { text: string; times: number; everyMs: number };
+    for (let i = 0; i < times; i++) {
+      for (const ws of this.ctx.getWebSockets()) ws.send(text);
+      if (everyMs > 0) await new Promise((resolve) => setTimeout(resolve, everyMs));
+    }
+    return Response.json({ sockets: this.ctx.getWebSockets().length });
+  }
+}
+
 interface Env {
   COUNTER: DurableObjectNamespace<Counter>;
+  FANOUT: DurableObjectNamespace<Fanout>;
 }
 
 /** Calls made since the isolate started, as the service counts its own (per client, per market); read at `/calls`. */
@@ -62,5 +84,8 @@ app.get("/headers", (c) =>
 );
 
 app.get("/calls", (c) => c.json({ ...calls }));
+/** Sockets of the fan-out floor, one shard per `shard` (as the service spreads its clients). */
+app.get("/ws", (c) => stubByName(c.env.FANOUT, `shard-${c.req.query("shard") ?? "0"}`).fetch(c.req.raw));
+app.post("/fanout", (c) => stubByName(c.env.FANOUT, `shard-${c.req.query("shard") ?? "0"}`).fetch(c.req.raw));
 
 export default app;

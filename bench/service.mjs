@@ -72,7 +72,15 @@ export function bundleBaseline(quiet = false) {
  * SQLite-backed Durable Object (like the service's objects).
  */
 export function bundleFloor(quiet = false) {
-  const objects = { durable_objects: { bindings: [{ name: "COUNTER", class_name: "Counter" }] }, migrations: [{ tag: "v1", new_sqlite_classes: ["Counter"] }] };
+  const objects = {
+    durable_objects: {
+      bindings: [
+        { name: "COUNTER", class_name: "Counter" },
+        { name: "FANOUT", class_name: "Fanout" },
+      ],
+    },
+    migrations: [{ tag: "v1", new_sqlite_classes: ["Counter", "Fanout"] }],
+  };
   return bundleReference("floor", "floor-worker.ts", objects, quiet);
 }
 

@@ -1,82 +1,131 @@
-// `npm run bench:ws [-- --clients 1000] [-- --rate 10] [-- --seconds 10] [-- --json]`
+// `npm run bench:ws [-- --clients 1000] [-- --rate 5000] [-- --trades 1000] [-- --seconds 10] [-- --json]`
 //
-// One market (BTCUSDT) updated at a fixed rate through the real signed ingest path
-// (`POST /v1/ingest`, one book delta per request), N WebSocket clients subscribed to its book
-// stream through `/api/ws` (five per client IP, the most one IP may hold, so they spread over the
-// StreamHub shards like real users), on workerd via Miniflare with the Worker on its own socket
-// (no Miniflare entry worker in front, which would proxy — and compress — every frame once more).
+// One market (BTCUSDT) fed at `--rate` book updates and `--trades` trades a second through the
+// publisher channel (`GET /v1/publish`, batches gathered every 20 ms, as a feed handler sends
+// them), N WebSocket clients on its book and trades streams through `/api/ws` (five per client
+// address, the most one address may hold, so they spread over the StreamHub shards like real
+// users), on workerd via Miniflare with each Worker on its own socket.
 //
-// The publisher runs on its own thread, as a real publisher is its own system: its requests leave
-// on time however busy the clients' thread is. Reports messages delivered per second,
-// ingest-to-delivery latency p50/p99 (from just before the ingest request is sent to the
-// client's receipt of the delta, on one clock: `performance.timeOrigin + performance.now()`), the
-// runtime's memory and CPU, and checks that every client got every delta exactly once and in
-// sequence. Loopback only; bounded in time (a watchdog ends it); exits 1 when a delta was lost or
-// out of sequence.
+// The publisher runs on its own thread, as a real publisher is its own system. Each client keeps
+// the book from its snapshot and the conflated deltas (docs/streams.md#conflation), checks every
+// delta's range and checksum, and counts the trades it got. Reported: messages delivered a second
+// and per client per stream, ingest→delivery p50/p99 (from sending the batch that held a delta's
+// first update to the client's receipt of the delta, one clock: `performance.timeOrigin +
+// performance.now()`), lost updates, gaps, checksum failures, each client's book against REST at
+// the end, and workerd's CPU per delivered message against the **floor**: a trivial object
+// sending one fixed text of the same size to the same number of hibernated sockets, at the same
+// rate, in the same run. Loopback only; bounded in time; exits 1 when anything was lost.
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
 import { option } from "./load.mjs";
 import { createKey, sign, signUp } from "./signed-load.mjs";
 
 const args = process.argv.slice(2);
 const CLIENTS = Number(option("clients", 1000));
-const RATE = Number(option("rate", 10));
+const RATE = Number(option("rate", 5000));
+const TRADE_RATE = Number(option("trades", Math.round(RATE / 5)));
 const SECONDS = Number(option("seconds", 10));
+const TICK_MS = 20;
+const SHARDS = 4; // STREAM_SHARDS in wrangler.toml
 const asJson = args.includes("--json");
 const log = (...line) => {
   if (!asJson) console.log(...line);
 };
 
-// However the run goes, it ends: connecting, publishing and draining are bounded well inside this.
 if (isMainThread) {
   setTimeout(
     () => {
       console.error("bench:ws did not finish in time");
       process.exit(2);
     },
-    (SECONDS + 180) * 1000,
+    (2 * SECONDS + 240) * 1000,
   ).unref();
-}
-
-async function publisherKey(base) {
-  const cookie = await signUp(base, `ws-bench-${Date.now()}@example.com`, "10.250.0.1");
-  return createKey(base, cookie, "ws bench", ["publish"], "10.250.0.1");
-}
-
-function signedIngest(base, key, body) {
-  const raw = JSON.stringify(body);
-  const timestamp = String(Date.now());
-  const signature = sign(key.secret, timestamp, "POST", "/v1/ingest", raw);
-  return fetch(`${base}/v1/ingest`, {
-    method: "POST",
-    body: raw,
-    headers: { "Content-Type": "application/json", "X-API-KEY": key.id, "X-TIMESTAMP": timestamp, "X-SIGNATURE": signature, "CF-Connecting-IP": "10.250.0.2" },
-  });
 }
 
 /** Milliseconds on a clock every thread of this process shares. */
 const now = () => performance.timeOrigin + performance.now();
-const level = (i) => [`${97000 + i}.00`, `${(1 + (Math.abs(i) % 7)).toFixed(5)}`];
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const percentile = (sorted, p) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : Number.NaN);
+const LEVELS = 20;
+const price = (units) => (units / 100).toFixed(2);
+const MID = 9_700_000;
 
-/** The publisher thread: one delta per 1/RATE s, each sent at its due time; returns the send times. */
-async function publish({ url, key, rate, seconds, startSequence }) {
+/** docs/streams.md#checksums: CRC-32 of `p:q,…|p:q,…` over the best 25 levels a side. */
+const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+function checksum(bids, asks) {
+  const text = `${bids
+    .slice(0, 25)
+    .map(([p, q]) => `${p}:${q}`)
+    .join(",")}|${asks
+    .slice(0, 25)
+    .map(([p, q]) => `${p}:${q}`)
+    .join(",")}`;
+  let crc = 0xffffffff;
+  for (const byte of new TextEncoder().encode(text)) crc = CRC_TABLE[(crc ^ byte) & 0xff] ^ (crc >>> 8);
+  return (crc ^ 0xffffffff) >>> 0;
+}
+const sorted = (side, levels) => [...levels].sort(([a], [b]) => (side === "bids" ? Number(b) - Number(a) : Number(a) - Number(b)));
+
+/** The publisher thread: batches every 20 ms over /v1/publish; answers with [sequence, sentAt] per batch's first update, and the totals. */
+async function publish({ url, key, rate, tradeRate, seconds, startSequence }) {
+  const { default: WebSocket } = await import("ws");
+  const timestamp = String(Date.now());
+  const signature = sign(key.secret, timestamp, "GET", "/v1/publish");
+  const ws = new WebSocket(`${url.replace(/^http/, "ws")}/v1/publish?apiKey=${key.id}&timestamp=${timestamp}&signature=${signature}`, {
+    headers: { "CF-Connecting-IP": "10.250.0.3" },
+  });
+  await new Promise((resolve, reject) => {
+    ws.once("open", resolve);
+    ws.once("error", reject);
+  });
+  let unanswered = 0;
+  let failure;
+  ws.on("message", (data) => {
+    unanswered -= 1;
+    const answer = JSON.parse(String(data));
+    if (answer.error) failure ??= new Error(`batch ${answer.id}: ${JSON.stringify(answer.error)}`);
+  });
   const sentAt = [];
-  const started = now();
   let sequence = startSequence;
-  for (let u = 0; u < rate * seconds; u++) {
-    const wait = started + (u * 1000) / rate - now();
-    if (wait > 0) await sleep(wait);
-    sequence += 1;
-    sentAt.push([sequence, now()]);
-    const response = await signedIngest(url, key, {
-      symbol: "BTCUSDT",
-      book: { type: "delta", sequence, bids: [level(-3 - (u % 5))], asks: [level(3 + (u % 5))] },
-    });
-    if (!response.ok) throw new Error(`ingest answered ${response.status}: ${await response.text()}`);
+  let trades = 0;
+  let n = 0;
+  const due = { updates: 0, trades: 0 };
+  const started = now();
+  let last = started;
+  let id = 0;
+  while (now() - started < seconds * 1000) {
+    const t = now();
+    due.updates += ((t - last) * rate) / 1000;
+    due.trades += ((t - last) * tradeRate) / 1000;
+    last = t;
+    if (unanswered < 60 && (due.updates >= 1 || due.trades >= 1)) {
+      const book = [];
+      for (; due.updates >= 1; due.updates -= 1) {
+        sequence += 1;
+        n += 1;
+        const side = n % 2 ? "bids" : "asks";
+        const offset = 1 + (n % LEVELS);
+        const level = [price(side === "bids" ? MID - offset : MID + offset), (1 + (n % 97) / 100).toFixed(5)];
+        book.push({ type: "delta", sequence, bids: side === "bids" ? [level] : [], asks: side === "asks" ? [level] : [] });
+      }
+      const batchTrades = [];
+      for (; due.trades >= 1; due.trades -= 1)
+        batchTrades.push({ id: `wsb-${++trades}`, price: price(MID + 1), quantity: "0.00100", side: "buy", time: Date.now() });
+      if (book.length > 0) sentAt.push([book[0].sequence, book.at(-1).sequence, now()]);
+      unanswered += 1;
+      ws.send(JSON.stringify({ id: ++id, symbol: "BTCUSDT", ...(book.length ? { book } : {}), ...(batchTrades.length ? { trades: batchTrades } : {}) }));
+    }
+    await sleep(Math.max(1, TICK_MS - (now() - t)));
   }
-  return sentAt;
+  for (let i = 0; i < 200 && unanswered > 0; i++) await sleep(25);
+  ws.close();
+  if (failure) throw failure;
+  return { sentAt, lastSequence: sequence, trades };
 }
 
-/** Starts the publisher thread; resolves once it is loaded, with `run()` to start publishing. */
 function publisherThread(options) {
   const worker = new Worker(new URL(import.meta.url), { workerData: options });
   const failed = new Promise((_resolve, reject) => {
@@ -92,122 +141,235 @@ function publisherThread(options) {
   }));
 }
 
-/** The publisher thread's side: report ready, publish on "go", answer with the send times. */
 async function publisherMain() {
   parentPort.postMessage("ready");
   await new Promise((resolve) => parentPort.once("message", resolve));
   parentPort.postMessage(await publish(workerData));
 }
 
-const percentile = (sorted, p) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : NaN);
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+/** A client's copy of the book and what it got, kept from the stream as docs/streams.md says. */
+function newClient(socket) {
+  const client = {
+    socket,
+    sequence: 0,
+    snapshots: 0,
+    gaps: 0,
+    badChecksums: 0,
+    bookMessages: 0,
+    tradeMessages: 0,
+    trades: 0,
+    lastTradeId: 0,
+    tradeGaps: 0,
+    receipts: [],
+    book: { bids: new Map(), asks: new Map() },
+  };
+  socket.on("message", (data) => {
+    const receivedAt = now();
+    const { stream, data: payload } = JSON.parse(String(data));
+    if (stream === "trades.BTCUSDT") {
+      client.tradeMessages += 1;
+      for (const trade of payload) {
+        if (client.lastTradeId && trade.tradeId !== client.lastTradeId + 1) client.tradeGaps += 1;
+        client.lastTradeId = trade.tradeId;
+        client.trades += 1;
+      }
+      return;
+    }
+    if (stream !== "book.BTCUSDT") return;
+    if (payload.type === "snapshot") {
+      client.snapshots += 1;
+      client.book.bids.clear();
+      client.book.asks.clear();
+    } else {
+      client.bookMessages += 1;
+      if ((payload.firstSequence ?? payload.sequence) !== client.sequence + 1) client.gaps += 1;
+      client.receipts.push(payload.firstSequence, receivedAt);
+    }
+    for (const side of ["bids", "asks"]) {
+      for (const [p, q] of payload[side]) {
+        if (Number(q) === 0) client.book[side].delete(p);
+        else client.book[side].set(p, q);
+      }
+    }
+    client.sequence = payload.sequence;
+    if (payload.checksum !== undefined && checksum(sorted("bids", client.book.bids), sorted("asks", client.book.asks)) !== payload.checksum)
+      client.badChecksums += 1;
+  });
+  return client;
+}
+
+/** Connects `count` WebSocket clients, five per address, fifty at a time (under each address's 10 upgrades a second). */
+async function connectAll(WebSocket, urlOf, count, onSocket) {
+  const clients = [];
+  for (let i = 0; i < count; i += 50) {
+    const batch = Array.from({ length: Math.min(50, count - i) }, (_, k) => {
+      const n = i + k;
+      const ip = Math.floor(n / 5);
+      return new Promise((resolve, reject) => {
+        const socket = new WebSocket(urlOf(n), { headers: { "CF-Connecting-IP": `10.${100 + (ip >> 16)}.${(ip >> 8) & 255}.${ip & 255}` } });
+        const client = onSocket(socket);
+        socket.on("open", () => resolve(client));
+        socket.on("unexpected-response", (_request, response) => reject(new Error(`client ${n} refused: ${response.statusCode}`)));
+        socket.on("error", reject);
+      });
+    });
+    clients.push(...(await Promise.all(batch)));
+  }
+  return clients;
+}
+
+/** The floor: the same number of hibernated sockets, the same number of messages each, of the same size, at the same rate. */
+async function measureFloor(WebSocket, { bundleFloor, startReference }, { clients, perClient, seconds, text }) {
+  const floor = await startReference(bundleFloor(asJson), { direct: true });
+  const sockets = [];
+  let received = 0;
+  try {
+    const base = floor.url.replace(/^http/, "ws");
+    sockets.push(
+      ...(await connectAll(
+        WebSocket,
+        (n) => `${base}/ws?shard=${n % SHARDS}`,
+        clients,
+        (socket) => {
+          socket.on("message", () => {
+            received += 1;
+          });
+          return socket;
+        },
+      )),
+    );
+    const times = Math.max(1, Math.round(perClient));
+    const everyMs = Math.max(0, Math.round((seconds * 1000) / times));
+    const cpuBefore = floor.cpuSeconds();
+    await Promise.all(
+      Array.from({ length: SHARDS }, (_, s) => fetch(`${floor.url}/fanout?shard=${s}`, { method: "POST", body: JSON.stringify({ text, times, everyMs }) })),
+    );
+    for (let i = 0; i < 100 && received < times * clients; i++) await sleep(50);
+    const cpu = floor.cpuSeconds() - cpuBefore;
+    return { delivered: received, cpuUsPerMessage: Number(((cpu * 1e6) / Math.max(1, received)).toFixed(2)) };
+  } finally {
+    for (const s of sockets) s.terminate();
+    await floor.mf.dispose();
+  }
+}
 
 async function main() {
-  // Loaded here, so the publisher thread stays light.
   const { default: WebSocket } = await import("ws");
-  const { bundleService, startService } = await import("./service.mjs");
-  log(`bundling; ${CLIENTS} clients, ${RATE} updates/s for ${SECONDS} s`);
+  const service_ = await import("./service.mjs");
+  const { bundleService, startService } = service_;
+  log(`bundling; ${CLIENTS} clients on book and trades, ${RATE} book updates/s and ${TRADE_RATE} trades/s for ${SECONDS} s`);
   const service = await startService(bundleService(asJson), { DEMO_FEED: "off" }, { direct: true });
-  const wsBase = service.url.replace("http", "ws");
-  const clients = [];
+  let clients = [];
+  let report;
   try {
-    const key = await publisherKey(service.url);
-    let sequence = 1;
-    const first = await signedIngest(service.url, key, {
-      symbol: "BTCUSDT",
-      book: { type: "snapshot", sequence, bids: [level(-1), level(-2)], asks: [level(1), level(2)] },
+    const cookie = await signUp(service.url, `ws-bench-${Date.now()}@example.com`, "10.250.0.1");
+    const key = await createKey(service.url, cookie, "ws bench", ["publish"], "10.250.0.1");
+    const bids = Array.from({ length: LEVELS }, (_, i) => [price(MID - 1 - i), "1.00000"]);
+    const asks = Array.from({ length: LEVELS }, (_, i) => [price(MID + 1 + i), "1.00000"]);
+    const raw = JSON.stringify({ symbol: "BTCUSDT", book: { type: "snapshot", sequence: 1, bids, asks } });
+    const timestamp = String(Date.now());
+    const first = await fetch(`${service.url}/v1/ingest`, {
+      method: "POST",
+      body: raw,
+      headers: {
+        "Content-Type": "application/json",
+        "X-API-KEY": key.id,
+        "X-TIMESTAMP": timestamp,
+        "X-SIGNATURE": sign(key.secret, timestamp, "POST", "/v1/ingest", raw),
+        "CF-Connecting-IP": "10.250.0.2",
+      },
     });
     if (!first.ok) throw new Error(`ingest answered ${first.status}: ${await first.text()}`);
     const rssBefore = service.rssMiB();
-
-    /** Send time of each delta, by sequence (from the publisher thread). */
-    const sentAt = new Map();
-    const connectOne = (i) =>
-      new Promise((resolve, reject) => {
-        const ip = Math.floor(i / 5); // five clients per address: the most one IP may hold
-        const socket = new WebSocket(`${wsBase}/api/ws?streams=book.BTCUSDT`, {
-          headers: { "CF-Connecting-IP": `10.${100 + (ip >> 16)}.${(ip >> 8) & 255}.${ip & 255}` },
-        });
-        const client = { socket, sequence: 0, snapshots: 0, outOfSequence: 0, received: 0, receipts: [] };
-        socket.on("message", (data) => {
-          const receivedAt = now();
-          const message = JSON.parse(String(data));
-          if (message.stream !== "book.BTCUSDT") return;
-          const book = message.data;
-          if (book.type === "snapshot") {
-            client.snapshots += 1;
-          } else {
-            if (book.sequence !== client.sequence + 1) client.outOfSequence += 1;
-            client.received += 1;
-            client.receipts.push(book.sequence, receivedAt);
-          }
-          client.sequence = book.sequence;
-        });
-        socket.on("open", () => resolve(client));
-        socket.on("unexpected-response", (_request, response) => reject(new Error(`client ${i} refused: ${response.statusCode}`)));
-        socket.on("error", reject);
-      });
-    // Rounds of 50: ten addresses each, under every address's public limit of 10 upgrades a second.
-    for (let i = 0; i < CLIENTS; i += 50) clients.push(...(await Promise.all(Array.from({ length: Math.min(50, CLIENTS - i) }, (_, k) => connectOne(i + k)))));
+    const wsBase = service.url.replace("http", "ws");
+    clients = await connectAll(WebSocket, () => `${wsBase}/api/ws?streams=book.BTCUSDT,trades.BTCUSDT`, CLIENTS, newClient);
     for (let i = 0; i < 100 && clients.some((c) => c.snapshots === 0); i++) await sleep(100);
     const withoutSnapshot = clients.filter((c) => c.snapshots === 0).length;
     if (withoutSnapshot > 0) throw new Error(`${withoutSnapshot} clients got no snapshot`);
     const rssConnected = service.rssMiB();
     log(`${clients.length} clients connected, each with its snapshot; workerd RSS ${rssBefore} → ${rssConnected} MiB; publishing…`);
 
-    const startSequence = sequence;
-    const publisher = await publisherThread({ url: service.url, key, rate: RATE, seconds: SECONDS, startSequence });
+    const publisher = await publisherThread({ url: service.url, key, rate: RATE, tradeRate: TRADE_RATE, seconds: SECONDS, startSequence: 1 });
     const cpuBefore = service.cpuSeconds();
-    const nodeCpuBefore = process.cpuUsage();
     const started = now();
-    const sent = await publisher.run();
-    for (const [seq, time] of sent) sentAt.set(seq, time);
-    sequence = sent.at(-1)?.[0] ?? sequence;
-    // Wait (bounded) for the last delta to reach everyone.
-    for (let i = 0; i < 100 && clients.some((c) => c.sequence < sequence); i++) await sleep(50);
+    const published = await publisher.run();
+    for (let i = 0; i < 100 && clients.some((c) => c.sequence < published.lastSequence || c.trades < published.trades); i++) await sleep(50);
     const elapsed = (now() - started) / 1000;
     const runtimeCpu = service.cpuSeconds() - cpuBefore;
-    const nodeCpu = process.cpuUsage(nodeCpuBefore);
 
+    // Latency of each delta: from sending the batch that held its first update to the receipt.
+    const sentAt = new Map();
+    for (const [from, to, time] of published.sentAt) for (let s = from; s <= to; s++) sentAt.set(s, time);
     const latencies = [];
     for (const c of clients) for (let i = 0; i < c.receipts.length; i += 2) latencies.push(c.receipts[i + 1] - sentAt.get(c.receipts[i]));
     latencies.sort((a, b) => a - b);
-    const delivered = clients.reduce((n, c) => n + c.received, 0);
-    const expected = clients.length * (sequence - startSequence);
-    const report = {
+    const rest = await (await fetch(`${service.url}/api/orderbook/BTCUSDT?depth=25`, { headers: { "CF-Connecting-IP": "10.250.0.4" } })).json();
+    const notEqualRest = clients.filter((c) => checksum(sorted("bids", c.book.bids), sorted("asks", c.book.asks)) !== rest.checksum).length;
+    const delivered = clients.reduce((n, c) => n + c.bookMessages + c.tradeMessages, 0);
+    const perClient = delivered / clients.length;
+    const text = JSON.stringify({
+      stream: "book.BTCUSDT",
+      data: { type: "delta", firstSequence: 1, sequence: 501, time: Date.now(), checksum: 1234567890, bids: bids.slice(0, 8), asks: asks.slice(0, 8) },
+    });
+    log(`measuring the floor: ${clients.length} sockets, ${Math.round(perClient)} messages each of ${text.length} bytes over ${SECONDS} s…`);
+    for (const c of clients) c.socket.terminate();
+    const serviceCpuPerMessage = Number(((runtimeCpu * 1e6) / Math.max(1, delivered)).toFixed(2));
+    const floor = await measureFloor(WebSocket, service_, { clients: clients.length, perClient, seconds: SECONDS, text });
+    report = {
       clients: clients.length,
       updatesPerSecond: RATE,
+      tradesPerSecond: TRADE_RATE,
       seconds: SECONDS,
-      delivered,
-      expected,
-      lost: expected - delivered,
-      outOfSequence: clients.reduce((n, c) => n + c.outOfSequence, 0),
+      lastSequence: published.lastSequence,
+      lostClients: clients.filter((c) => c.sequence < published.lastSequence).length,
+      gaps: clients.reduce((n, c) => n + c.gaps, 0),
+      badChecksums: clients.reduce((n, c) => n + c.badChecksums, 0),
       resnapshots: clients.reduce((n, c) => n + c.snapshots - 1, 0),
+      notEqualRest,
+      tradesPublished: published.trades,
+      tradesMissing: clients.reduce((n, c) => n + Math.max(0, published.trades - c.trades), 0),
+      tradeGaps: clients.reduce((n, c) => n + c.tradeGaps, 0),
       messagesPerSecond: Math.round(delivered / elapsed),
+      perClientPerSecond: {
+        book: Number((clients.reduce((n, c) => n + c.bookMessages, 0) / clients.length / elapsed).toFixed(1)),
+        trades: Number((clients.reduce((n, c) => n + c.tradeMessages, 0) / clients.length / elapsed).toFixed(1)),
+      },
       p50Ms: Number(percentile(latencies, 50).toFixed(1)),
       p99Ms: Number(percentile(latencies, 99).toFixed(1)),
       maxMs: Number(latencies.at(-1)?.toFixed(1)),
-      runtimeRssMiB: { beforeClients: rssBefore, withClients: rssConnected, afterRun: service.rssMiB() },
-      cpuSeconds: { workerd: Number(runtimeCpu.toFixed(2)), loadGenerator: Number(((nodeCpu.user + nodeCpu.system) / 1e6).toFixed(2)) },
+      cpuUsPerMessage: {
+        service: serviceCpuPerMessage,
+        floor: floor.cpuUsPerMessage,
+        ratio: Number((serviceCpuPerMessage / floor.cpuUsPerMessage).toFixed(2)),
+      },
+      runtimeRssMiB: { beforeClients: rssBefore, withClients: rssConnected },
     };
-    if (asJson) console.log(JSON.stringify(report));
-    else {
-      console.log(
-        `\ndelivered ${report.delivered}/${report.expected} deltas (lost ${report.lost}, out of sequence ${report.outOfSequence}, re-snapshots ${report.resnapshots})`,
-      );
-      console.log(
-        `${report.messagesPerSecond} messages/s delivered; ingest→delivery p50 ${report.p50Ms} ms, p99 ${report.p99Ms} ms, max ${report.maxMs} ms (target p99 ≤ 100 ms)`,
-      );
-      console.log(`workerd RSS: ${rssBefore} MiB idle, ${rssConnected} MiB with ${clients.length} clients, ${report.runtimeRssMiB.afterRun} MiB after the run`);
-      console.log(
-        `CPU during the run: workerd ${report.cpuSeconds.workerd} s, load generator ${report.cpuSeconds.loadGenerator} s (${elapsed.toFixed(1)} s wall, 2 cores shared)`,
-      );
-    }
-    process.exitCode = report.lost === 0 && report.outOfSequence === 0 && report.resnapshots === 0 ? 0 : 1;
   } finally {
     for (const c of clients) c.socket.terminate();
     await service.mf.dispose();
   }
+  if (asJson) console.log(JSON.stringify(report));
+  else {
+    const r = report;
+    console.log(
+      `\n${r.clients} clients, ${r.updatesPerSecond} updates/s and ${r.tradesPerSecond} trades/s for ${r.seconds} s: last sequence ${r.lastSequence}; clients behind it ${r.lostClients}, gaps ${r.gaps}, bad checksums ${r.badChecksums}, re-snapshots ${r.resnapshots}, books ≠ REST ${r.notEqualRest}; trades missing ${r.tradesMissing}, trade gaps ${r.tradeGaps}`,
+    );
+    console.log(
+      `${r.messagesPerSecond} messages/s delivered; per client per stream: book ${r.perClientPerSecond.book}/s, trades ${r.perClientPerSecond.trades}/s (target ≤ 10); ingest→delivery p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, max ${r.maxMs} ms (target p99 ≤ 150)`,
+    );
+    console.log(
+      `workerd CPU per delivered message: service ${r.cpuUsPerMessage.service} µs, floor ${r.cpuUsPerMessage.floor} µs: ${r.cpuUsPerMessage.ratio}× (target ≤ 1.5×)`,
+    );
+    console.log(`workerd RSS: ${r.runtimeRssMiB.beforeClients} MiB idle, ${r.runtimeRssMiB.withClients} MiB with ${r.clients} clients`);
+  }
+  const clean =
+    report.lostClients === 0 &&
+    report.gaps === 0 &&
+    report.badChecksums === 0 &&
+    report.notEqualRest === 0 &&
+    report.tradesMissing === 0 &&
+    report.tradeGaps === 0;
+  process.exitCode = clean ? 0 : 1;
 }
 
 if (isMainThread) await main();

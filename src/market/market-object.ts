@@ -69,8 +69,6 @@ const BUCKET_RETENTION_MS = 30 * DAY_MS;
 const PRUNE_EVERY_MS = 60_000;
 /** The price index and ticker subscribers hear from a market at most this often (KV takes one write a second). */
 const SECONDLY_MS = 1_000;
-/** `bookTicker.{SYMBOL}` goes out on every change of the top of the book, at most this often. */
-const BOOK_TICKER_EVERY_MS = 100;
 
 /** What `ingest` answers when the caller's config is older than the market's: validate again with this one. */
 export interface NewerConfig {
@@ -124,7 +122,11 @@ export class MarketObject extends DurableObject<Env> {
   /** Per interval, the candle last sent on `kline.{SYMBOL}.{interval}`, as text, and whether closed. */
   private readonly klinesSent = new Map<KlineInterval, { openTime: number; closeTime: number; text: string; closed: boolean }>();
   /** The top of the book last sent on `bookTicker.{SYMBOL}` (as text), when, and a send held back. */
-  private bookTickerSent = { top: "", at: 0, held: false };
+  private bookTickerSent = "";
+  /** The top of the book may have changed since the last flush. */
+  private bookTickerDirty = false;
+  /** Stream events waiting for the next flush (the ticker and candles). */
+  private readonly streamQueue: StreamEvent[] = [];
   /** The book's levels as JSON text per depth, for the sequence they were made at. */
   private bookTexts: { sequence: number; byDepth: Map<number, string> } | undefined;
   /** The book's checksum for the sequence it was taken at: the stream and REST share it. */
@@ -255,7 +257,6 @@ export class MarketObject extends DurableObject<Env> {
       const bookApplied = bookOutcome === "applied";
       state.version += 1;
       this.publishBatch(state, bookApplied ? batch.book : undefined, accepted);
-      if (bookApplied) this.publishBookTicker(state, now);
       if (acceptedTrades > 0 || bookApplied) this.scheduleSecondly(state, now);
       if (now - this.lastPruneAt > PRUNE_EVERY_MS) this.prune(state, now);
       return { symbol, acceptedTrades, duplicateTrades, sequence: state.book.sequence, ...(bookOutcome ? { book: bookOutcome } : {}) };
@@ -488,7 +489,7 @@ export class MarketObject extends DurableObject<Env> {
     if (ticker.tradeCount24h > 0) this.alarmBy(minuteOf(now) + 60_000);
     if (this.shards.size > 0) {
       const klines = this.klineEvents(state, now);
-      this.send({ symbol, events: [{ stream: `ticker.${symbol}`, data: ticker }, ...klines.events] });
+      this.queueStreams(state, [{ stream: `ticker.${symbol}`, data: ticker }, ...klines.events]);
       // An open candle is sent once more, closed, when its interval ends, even if no trade comes.
       if (klines.nextClose !== undefined) this.alarmBy(klines.nextClose);
     }
@@ -534,60 +535,46 @@ export class MarketObject extends DurableObject<Env> {
   }
 
   /**
-   * Sends the top of the book when it changed since the last send, at most once per
-   * BOOK_TICKER_EVERY_MS: a change inside that time is sent when it ends (the latest top then).
+   * Every stream event of the market goes out in one paced flush (docs/streams.md#conflation): the
+   * interval's merged book change and trades, the top of the book if it changed, and whatever
+   * else was queued (the once-a-second ticker and candles) — at most one relay call per
+   * CONFLATE_MS for the streams, however fast the market moves. The first change after a quiet
+   * interval goes at once.
    */
-  private publishBookTicker(state: MarketState, now: number): void {
-    if (this.shards.size === 0) return;
-    const sent = this.bookTickerSent;
-    if (now - sent.at < BOOK_TICKER_EVERY_MS) {
-      if (!sent.held) {
-        sent.held = true;
-        setTimeout(
-          () => {
-            sent.held = false;
-            if (this.state) this.publishBookTicker(this.state, Date.now());
-          },
-          sent.at + BOOK_TICKER_EVERY_MS - now,
-        );
-      }
-      return;
-    }
-    const top = this.bookTicker(state, now);
-    const key = `${top.bidPrice}|${top.bidQty}|${top.askPrice}|${top.askQty}`;
-    if (key === sent.top) return;
-    sent.top = key;
-    sent.at = now;
-    this.send({ symbol: state.market.symbol, events: [{ stream: `bookTicker.${state.market.symbol}`, data: top }] });
-  }
-
-  /**
-   * Accepted trades and applied book updates join the interval's conflation
-   * (docs/streams.md#conflation): the subscribed shards get at most one book message and one
-   * trades message per CONFLATE_MS, however fast the market moves. The first change after a
-   * quiet interval goes at once.
-   */
-  private publishBatch(state: MarketState, book: readonly BookUpdate[] | undefined, trades: StoredTrade[]): void {
-    if (this.shards.size === 0) return;
-    if (book) this.conflation.addBook(book);
-    if (trades.length > 0) this.conflation.addTrades(trades.map((t) => wireTrade(state.market, t)));
-    if (this.conflationTimer !== undefined || this.conflation.empty) return;
+  private scheduleFlush(state: MarketState): void {
+    if (this.shards.size === 0 || this.conflationTimer !== undefined) return;
     const wait = this.conflatedAt + CONFLATE_MS - Date.now();
-    if (wait <= 0) this.flushConflated(state);
+    if (wait <= 0) this.flushStreams(state);
     else
       this.conflationTimer = setTimeout(() => {
         this.conflationTimer = undefined;
-        if (this.state) this.flushConflated(this.state);
+        if (this.state) this.flushStreams(this.state);
       }, wait);
   }
 
-  /** Sends the interval's merged book change and trades as one message each. */
-  private flushConflated(state: MarketState): void {
-    if (this.conflation.empty) return;
-    this.conflatedAt = Date.now();
-    const { book, trades } = this.conflation.take();
-    const { symbol, priceScale, quantityScale } = state.market;
+  /** Accepted trades and applied book updates join the interval's conflation. */
+  private publishBatch(state: MarketState, book: readonly BookUpdate[] | undefined, trades: StoredTrade[]): void {
+    if (this.shards.size === 0) return;
+    if (book) {
+      this.conflation.addBook(book);
+      this.bookTickerDirty = true;
+    }
+    if (trades.length > 0) this.conflation.addTrades(trades.map((t) => wireTrade(state.market, t)));
+    this.scheduleFlush(state);
+  }
+
+  /** Events for the next flush (the ticker and candles, once a second). */
+  private queueStreams(state: MarketState, events: StreamEvent[]): void {
+    if (this.shards.size === 0 || events.length === 0) return;
+    this.streamQueue.push(...events);
+    this.scheduleFlush(state);
+  }
+
+  /** Sends the interval's merged book change and trades as one message each, with the rest of the interval's events. */
+  private flushStreams(state: MarketState): void {
     const events: StreamEvent[] = [];
+    const { symbol, priceScale, quantityScale } = state.market;
+    const { book, trades } = this.conflation.take();
     if (book) {
       // Every applied update joined the interval, so the book is at `book.sequence` now.
       const level = ([price, quantity]: readonly [bigint, bigint]) => [
@@ -604,6 +591,19 @@ export class MarketObject extends DurableObject<Env> {
       });
     }
     if (trades.length > 0) events.push({ stream: `trades.${symbol}`, data: trades });
+    if (this.bookTickerDirty) {
+      // `bookTicker.{SYMBOL}`: the top of the book when it changed since the last one sent.
+      this.bookTickerDirty = false;
+      const top = this.bookTicker(state, Date.now());
+      const key = `${top.bidPrice}|${top.bidQty}|${top.askPrice}|${top.askQty}`;
+      if (key !== this.bookTickerSent) {
+        this.bookTickerSent = key;
+        events.push({ stream: `bookTicker.${symbol}`, data: top });
+      }
+    }
+    events.push(...this.streamQueue.splice(0));
+    if (events.length === 0) return;
+    this.conflatedAt = Date.now();
     this.send({ symbol, events });
   }
 
@@ -614,7 +614,7 @@ export class MarketObject extends DurableObject<Env> {
   subscribeShard(market: MarketConfig, shard: string): void {
     const state = this.load(market);
     // What the interval holds so far goes to the shards already subscribed; the new one starts from the base.
-    this.flushConflated(state);
+    if (this.shards.size > 0) this.flushStreams(state);
     const { bids, asks } = state.book.levels(Number.MAX_SAFE_INTEGER);
     const data = { type: "snapshot", sequence: state.book.sequence, time: state.book.updatedAt, checksum: this.checksumOf(state), bids, asks };
     this.setShard(shard, true);
@@ -632,7 +632,10 @@ export class MarketObject extends DurableObject<Env> {
     if (subscribed) this.shards.add(shard);
     else this.shards.delete(shard);
     // With nobody left the interval's changes go nowhere: a later subscriber starts from a base.
-    if (this.shards.size === 0) this.conflation.take();
+    if (this.shards.size === 0) {
+      this.conflation.take();
+      this.streamQueue.length = 0;
+    }
     this.store.writeMeta("shards", JSON.stringify([...this.shards]));
   }
 

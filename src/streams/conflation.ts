@@ -24,10 +24,6 @@ export class Conflation<T> {
   private book: { firstSequence: number; sequence: number; snapshot: boolean; bids: Map<bigint, bigint>; asks: Map<bigint, bigint> } | undefined;
   private trades: T[] = [];
 
-  get empty(): boolean {
-    return !this.book && this.trades.length === 0;
-  }
-
   /** Adds applied book updates, in the order they were applied. */
   addBook(updates: readonly BookUpdate[]): void {
     for (const update of updates) {
