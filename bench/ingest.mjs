@@ -72,16 +72,19 @@ function feed(symbol, { priceScale, quantityScale }, mid) {
   };
 }
 
-/** Gathers a feed's updates and trades due since the last tick, as one batch body. */
+/** A batch carries at most this many book updates and this many trades (docs/publishing.md#batches). */
+const BATCH_LIMIT = 1000;
+
+/** Gathers a feed's updates and trades due since the last tick, as one batch body (what is over a batch's limit waits for the next). */
 function gather(market, due) {
   const now = Date.now();
   const book = [];
-  while (due.updates >= 1) {
+  while (due.updates >= 1 && book.length < BATCH_LIMIT) {
     book.push(market.delta());
     due.updates -= 1;
   }
   const trades = [];
-  while (due.trades >= 1) {
+  while (due.trades >= 1 && trades.length < BATCH_LIMIT) {
     trades.push(market.trade(now));
     due.trades -= 1;
   }
