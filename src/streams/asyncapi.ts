@@ -2,9 +2,10 @@ import { z } from "@hono/zod-openapi";
 import { KEY_ID_PATTERN } from "../access/keys";
 import { SIGNATURE_PATTERN, TIMESTAMP_PATTERN } from "../access/signature";
 import { SERVERS } from "../core/openapi";
-import { TimestampMs } from "../core/schemas";
+import { ProblemSchema, TimestampMs } from "../core/schemas";
 import { KLINE_INTERVALS } from "../market/klines";
-import { BookTickerSchema, KlineSchema, Level, PricesSchema, TickerSchema, TradeSchema } from "../market/schemas";
+import { BookTickerSchema, IngestResultSchema, KlineSchema, Level, PricesSchema, TickerSchema, TradeSchema } from "../market/schemas";
+import { PublishMessageSchema } from "../publish/protocol";
 import {
   ERROR_CODES,
   KEEPALIVE_REQUEST,
@@ -139,12 +140,31 @@ const MESSAGES: Record<string, Json> = {
 };
 const SENT = ["subscribe", "unsubscribe", "list", "ping", "keepalive"];
 
-function channel(address: string, title: string, description: string, query: Json): Json {
+/** The publisher channel's messages (docs/publishing.md#the-publisher-channel). */
+const PUBLISH_MESSAGES: Json = {
+  batch: message("batch", "An ingest batch (the POST /v1/ingest body) with the client's id", schemaOf(PublishMessageSchema)),
+  batchResult: message("batchResult", "The batch was applied (or was an exact resend): the ingest result", {
+    type: "object",
+    required: ["id", "result"],
+    properties: { id: MessageId, result: schemaOf(IngestResultSchema) },
+  }),
+  batchError: message(
+    "batchError",
+    "The batch was refused, nothing of it applied: the problem POST /v1/ingest would have answered; RATE_LIMITED past 64 unanswered batches",
+    {
+      type: "object",
+      required: ["id", "error"],
+      properties: { id: AnswerId, error: schemaOf(ProblemSchema) },
+    },
+  ),
+};
+
+function channel(address: string, title: string, description: string, query: Json, messages: Json = MESSAGES): Json {
   return {
     address,
     title,
     description,
-    messages: Object.fromEntries(Object.keys(MESSAGES).map((name) => [name, { $ref: `#/components/messages/${name}` }])),
+    messages: Object.fromEntries(Object.keys(messages).map((name) => [name, { $ref: `#/components/messages/${name}` }])),
     bindings: { ws: { bindingVersion: "0.1.0", method: "GET", query: { type: "object", properties: query } } },
   };
 }
@@ -172,6 +192,19 @@ export function asyncApiDocument(): Json {
       messages: of(Object.keys(MESSAGES).filter((message) => !SENT.includes(message))),
     };
   }
+  const publish = { $ref: "#/channels/publish" };
+  operations.publishSend = {
+    action: "send",
+    channel: publish,
+    title: "Ingest batches on the publisher channel",
+    messages: [{ $ref: "#/channels/publish/messages/batch" }],
+  };
+  operations.publishReceive = {
+    action: "receive",
+    channel: publish,
+    title: "Answers on the publisher channel",
+    messages: [{ $ref: "#/channels/publish/messages/batchResult" }, { $ref: "#/channels/publish/messages/batchError" }],
+  };
   return {
     asyncapi: "3.0.0",
     info: {
@@ -196,8 +229,19 @@ export function asyncApiDocument(): Json {
           signature: { type: "string", pattern: SIGNATURE_PATTERN.source, description: 'HMAC-SHA256 of timestamp + "\\nGET\\n/v1/ws\\n", hex' },
         },
       ),
+      publish: channel(
+        "/v1/publish",
+        "The publisher channel",
+        "For an API key with the publish permission, signed like /v1/ws (the path /v1/publish): ingest batches for any market, each answered with its id; one market's batches in the order sent; at most 64 unanswered batches per connection (docs/publishing.md#the-publisher-channel).",
+        {
+          apiKey: { type: "string", pattern: KEY_ID_PATTERN.source },
+          timestamp: { type: "string", pattern: TIMESTAMP_PATTERN.source, description: "Unix ms" },
+          signature: { type: "string", pattern: SIGNATURE_PATTERN.source, description: 'HMAC-SHA256 of timestamp + "\\nGET\\n/v1/publish\\n", hex' },
+        },
+        PUBLISH_MESSAGES,
+      ),
     },
     operations,
-    components: { messages: MESSAGES },
+    components: { messages: { ...MESSAGES, ...PUBLISH_MESSAGES } },
   };
 }
