@@ -1,8 +1,8 @@
-// `npm run bench:ws [-- --clients 1000] [-- --rate 5000] [-- --trades 1000] [-- --seconds 10] [-- --json]`
+// `npm run bench:ws [-- --clients 1000] [-- --rate 5000] [-- --trades 1000] [-- --others 19] [-- --seconds 10] [-- --json]`
 //
 // One market (BTCUSDT) fed at `--rate` book updates and `--trades` trades a second through the
 // publisher channel (`GET /v1/publish`, batches gathered every 20 ms, as a feed handler sends
-// them), N WebSocket clients on its book and trades streams through `/api/ws` (five per client
+// them; the same connection feeds `--others` more markets at 500 updates a second each), N WebSocket clients on its book and trades streams through `/api/ws` (five per client
 // address, the most one address may hold, so they spread over the StreamHub shards like real
 // users), on workerd via Miniflare with each Worker on its own socket.
 //
@@ -16,6 +16,7 @@
 // sending one fixed text of the same size to the same number of hibernated sockets, at the same
 // rate, in the same run. Loopback only; bounded in time; exits 1 when anything was lost.
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
+import { listVenue } from "../scripts/venue.mjs";
 import { option } from "./load.mjs";
 import { createKey, sign, signUp } from "./signed-load.mjs";
 
@@ -26,6 +27,9 @@ const TRADE_RATE = Number(option("trades", Math.round(RATE / 5)));
 const SECONDS = Number(option("seconds", 10));
 const TICK_MS = 20;
 const CHECKSUM_SAMPLE = 20;
+/** Other markets fed on the same publisher connection meanwhile (`--others`), each at this rate. */
+const OTHERS = Number(option("others", 19));
+const OTHER_RATE = 500;
 const SHARDS = 4; // STREAM_SHARDS in wrangler.toml
 const asJson = args.includes("--json");
 const log = (...line) => {
@@ -71,7 +75,7 @@ function checksum(bids, asks) {
 const sorted = (side, levels) => [...levels].sort(([a], [b]) => (side === "bids" ? Number(b) - Number(a) : Number(a) - Number(b)));
 
 /** The publisher thread: batches every 20 ms over /v1/publish; answers with [sequence, sentAt] per batch's first update, and the totals. */
-async function publish({ url, key, rate, tradeRate, seconds, startSequence }) {
+async function publish({ url, key, rate, tradeRate, seconds, startSequence, others }) {
   const { default: WebSocket } = await import("ws");
   const timestamp = String(Date.now());
   const signature = sign(key.secret, timestamp, "GET", "/v1/publish");
@@ -89,9 +93,18 @@ async function publish({ url, key, rate, tradeRate, seconds, startSequence }) {
     const answer = JSON.parse(String(data));
     if (answer.error) failure ??= new Error(`batch ${answer.id}: ${JSON.stringify(answer.error)}`);
   });
+  // The other markets on the same connection: a snapshot each, then OTHER_RATE deltas a second.
+  const otherState = others.map((symbol) => ({ symbol, sequence: 1, due: 0, n: 0 }));
+  for (const other of otherState) {
+    unanswered += 1;
+    const bids = Array.from({ length: 5 }, (_, i) => [price(10_000 - 1 - i), "1.000"]);
+    const asks = Array.from({ length: 5 }, (_, i) => [price(10_000 + 1 + i), "1.000"]);
+    ws.send(JSON.stringify({ id: `${other.symbol}-0`, symbol: other.symbol, book: { type: "snapshot", sequence: 1, bids, asks } }));
+  }
   const sentAt = [];
   let sequence = startSequence;
   let trades = 0;
+  let otherUpdates = 0;
   let n = 0;
   const due = { updates: 0, trades: 0 };
   const started = now();
@@ -119,12 +132,28 @@ async function publish({ url, key, rate, tradeRate, seconds, startSequence }) {
       unanswered += 1;
       ws.send(JSON.stringify({ id: ++id, symbol: "BTCUSDT", ...(book.length ? { book } : {}), ...(batchTrades.length ? { trades: batchTrades } : {}) }));
     }
+    for (const other of otherState) {
+      other.due += ((t - (other.last ?? t)) * OTHER_RATE) / 1000;
+      other.last = t;
+      if (other.due < 1 || unanswered >= 60) continue;
+      const book = [];
+      for (; other.due >= 1; other.due -= 1) {
+        other.sequence += 1;
+        other.n += 1;
+        const side = other.n % 2 ? "bids" : "asks";
+        const level = [price(side === "bids" ? 10_000 - 1 - (other.n % 5) : 10_000 + 1 + (other.n % 5)), `${1 + (other.n % 9)}.000`];
+        book.push({ type: "delta", sequence: other.sequence, bids: side === "bids" ? [level] : [], asks: side === "asks" ? [level] : [] });
+      }
+      unanswered += 1;
+      otherUpdates += book.length;
+      ws.send(JSON.stringify({ id: ++id, symbol: other.symbol, book }));
+    }
     await sleep(Math.max(1, TICK_MS - (now() - t)));
   }
   for (let i = 0; i < 200 && unanswered > 0; i++) await sleep(25);
   ws.close();
   if (failure) throw failure;
-  return { sentAt, lastSequence: sequence, trades };
+  return { sentAt, lastSequence: sequence, trades, otherUpdates, others: otherState.map((o) => [o.symbol, o.sequence]) };
 }
 
 function publisherThread(options) {
@@ -300,7 +329,10 @@ async function main() {
     const rssConnected = service.rssMiB();
     log(`${clients.length} clients connected, each with its snapshot; workerd RSS ${rssBefore} → ${rssConnected} MiB; publishing…`);
 
-    const publisher = await publisherThread({ url: service.url, key, rate: RATE, tradeRate: TRADE_RATE, seconds: SECONDS, startSequence: 1 });
+    // The other markets: generated ones with a 0.01 tick (every third of the venue script's).
+    const others = Array.from({ length: OTHERS }, (_, i) => `V${3 * i}USDT`);
+    if (OTHERS > 0) await listVenue({ url: service.url, token: "bench-admin-token", count: 3 * OTHERS, headers: { "CF-Connecting-IP": "10.250.0.5" } });
+    const publisher = await publisherThread({ url: service.url, key, rate: RATE, tradeRate: TRADE_RATE, seconds: SECONDS, startSequence: 1, others });
     const cpuBefore = service.cpuSeconds();
     const nodeCpuBefore = process.cpuUsage();
     const started = now();
@@ -317,6 +349,13 @@ async function main() {
     for (const c of clients) for (let i = 0; i < c.receipts.length; i += 2) latencies.push(c.receipts[i + 1] - sentAt.get(c.receipts[i]));
     latencies.sort((a, b) => a - b);
     const rest = await (await fetch(`${service.url}/api/orderbook/BTCUSDT?depth=25`, { headers: { "CF-Connecting-IP": "10.250.0.4" } })).json();
+    let othersBehind = 0;
+    for (const [symbol, last] of published.others) {
+      const book = await (
+        await fetch(`${service.url}/api/orderbook/${symbol}?depth=1`, { headers: { "CF-Connecting-IP": `10.250.1.${othersBehind + published.others.length}` } })
+      ).json();
+      if (book.sequence !== last) othersBehind += 1;
+    }
     const notEqualRest = clients.filter((c) => checksum(sorted("bids", c.book.bids), sorted("asks", c.book.asks)) !== rest.checksum).length;
     const delivered = clients.reduce((n, c) => n + c.bookMessages + c.tradeMessages, 0);
     const perClient = delivered / clients.length;
@@ -340,6 +379,7 @@ async function main() {
       resnapshots: clients.reduce((n, c) => n + c.snapshots - 1, 0),
       notEqualRest,
       tradesPublished: published.trades,
+      others: { markets: OTHERS, updatesPerSecond: Math.round(published.otherUpdates / elapsed), notAllStored: othersBehind },
       tradesMissing: clients.reduce((n, c) => n + Math.max(0, published.trades - c.trades), 0),
       tradeGaps: clients.reduce((n, c) => n + c.tradeGaps, 0),
       messagesPerSecond: Math.round(delivered / elapsed),
@@ -372,6 +412,10 @@ async function main() {
     console.log(
       `\n${r.clients} clients, ${r.updatesPerSecond} updates/s and ${r.tradesPerSecond} trades/s for ${r.seconds} s: last sequence ${r.lastSequence}; clients behind it ${r.lostClients}, gaps ${r.gaps}, bad checksums ${r.badChecksums}, re-snapshots ${r.resnapshots}, books ≠ REST ${r.notEqualRest}; trades missing ${r.tradesMissing}, trade gaps ${r.tradeGaps}`,
     );
+    if (r.others.markets > 0)
+      console.log(
+        `meanwhile ${r.others.markets} other markets on the same publisher connection: ${r.others.updatesPerSecond} updates/s in all; markets whose book is not at its last sequence: ${r.others.notAllStored}`,
+      );
     console.log(
       `${r.messagesPerSecond} messages/s delivered; per client per stream: book ${r.perClientPerSecond.book}/s, trades ${r.perClientPerSecond.trades}/s (target ≤ 10); ingest→delivery p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, max ${r.maxMs} ms (target p99 ≤ 150)`,
     );
@@ -382,6 +426,7 @@ async function main() {
     console.log(`CPU during the run: workerd ${r.cpuSeconds.workerd} s, the clients ${r.cpuSeconds.clients} s, in ${r.cpuSeconds.wall} s (2 cores shared)`);
   }
   const clean =
+    report.others.notAllStored === 0 &&
     report.lostClients === 0 &&
     report.gaps === 0 &&
     report.badChecksums === 0 &&

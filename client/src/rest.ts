@@ -12,6 +12,7 @@ import { sign } from "./signing.js";
 export const OPERATIONS = {
   getServerTime: ["GET", "/api/time"],
   listMarkets: ["GET", "/api/markets"],
+  getStatus: ["GET", "/api/status"],
   getTicker: ["GET", "/api/ticker/{pair}"],
   listTickers: ["GET", "/api/ticker"],
   getBookTicker: ["GET", "/api/book-ticker/{pair}"],
@@ -100,6 +101,10 @@ export class MarketDataClient {
   /** `GET /api/markets`: markets with their trading rules, assets and the rate limits. */
   listMarkets(): Promise<Answer<"listMarkets">> {
     return this.call("listMarkets", {});
+  }
+  /** `GET /api/status`: feed health — markets trading, halted and stale — and the server time. */
+  getStatus(): Promise<Answer<"getStatus">> {
+    return this.call("getStatus", {});
   }
   /** `GET /api/ticker/{pair}`: one market's 24 h ticker. */
   getTicker(params: Params<"getTicker">): Promise<Answer<"getTicker">> {
