@@ -229,8 +229,10 @@ async function verify(url, market, expectedTrades) {
   };
 }
 
-function summary(name, run, seconds, markets = 1) {
+function summary(name, run, seconds, markets = 1, cpuSeconds = undefined) {
   return {
+    cpuUsPerBatch: cpuSeconds === undefined ? null : Math.round((cpuSeconds * 1e6) / Math.max(1, run.latencies.length)),
+    cpuUsPerUpdate: cpuSeconds === undefined ? null : Number(((cpuSeconds * 1e6) / Math.max(1, run.updates)).toFixed(1)),
     name,
     markets,
     updatesPerSecond: Math.round(run.updates / seconds),
@@ -257,34 +259,37 @@ async function main() {
 
     log(`post: one market, ${RATE} updates/s and ${TRADE_RATE} trades/s over POST /v1/ingest for ${SECONDS} s…`);
     const postMarket = feed("BTCUSDT", scales("BTCUSDT"), 97000);
+    let cpu = service.cpuSeconds();
     const post = await postRun(url, key, postMarket, SECONDS);
-    results.push(summary("post", post, SECONDS));
+    results.push(summary("post", post, SECONDS, 1, service.cpuSeconds() - cpu));
     checks.push({ name: "post", ...(await verify(url, postMarket, post.trades)) });
 
     log(`publish: one market, ${RATE} updates/s and ${TRADE_RATE} trades/s over /v1/publish for ${SECONDS} s…`);
     const channel = openChannel(url, key);
     await channel.opened;
     const wsMarket = feed("ETHUSDT", scales("ETHUSDT"), 3400);
+    cpu = service.cpuSeconds();
     const ws = await publishRun(channel, [wsMarket], RATE, TRADE_RATE, SECONDS);
-    results.push(summary("publish", ws, SECONDS));
+    results.push(summary("publish", ws, SECONDS, 1, service.cpuSeconds() - cpu));
     checks.push({ name: "publish", ...(await verify(url, wsMarket, ws.trades)) });
 
     log(`venue: ${VENUE_MARKETS} markets × ${VENUE_RATE} updates/s over one /v1/publish connection for ${SECONDS} s…`);
     const venueMarkets = Array.from({ length: VENUE_MARKETS }, (_, i) =>
       feed(`V${i}USDT`, { priceScale: [2, 3, 4][i % 3], quantityScale: [3, 2, 1][i % 3] }, 100 + i),
     );
+    cpu = service.cpuSeconds();
     const venue = await publishRun(channel, venueMarkets, VENUE_RATE, VENUE_RATE / 10, SECONDS);
-    results.push(summary("venue", venue, SECONDS, VENUE_MARKETS));
+    results.push(summary("venue", venue, SECONDS, VENUE_MARKETS, service.cpuSeconds() - cpu));
     for (const market of venueMarkets.slice(0, 3)) checks.push({ name: `venue ${market.symbol}`, ...(await verify(url, market, Number.NaN)) });
     channel.close();
 
     if (asJson) console.log(JSON.stringify({ seconds: SECONDS, rate: RATE, tradeRate: TRADE_RATE, results, checks }));
     else {
       console.log(`\n${SECONDS} s each; ack = from sending a batch to its answer (ms)`);
-      console.log("run       markets  updates/s  trades/s  batches  ack p50  ack p99");
+      console.log("run       markets  updates/s  trades/s  batches  ack p50  ack p99  cpu µs/batch  cpu µs/update");
       for (const r of results)
         console.log(
-          `${r.name.padEnd(9)} ${String(r.markets).padStart(7)}  ${String(r.updatesPerSecond).padStart(9)}  ${String(r.tradesPerSecond).padStart(8)}  ${String(r.batches).padStart(7)}  ${String(r.ackP50Ms).padStart(7)}  ${String(r.ackP99Ms).padStart(7)}`,
+          `${r.name.padEnd(9)} ${String(r.markets).padStart(7)}  ${String(r.updatesPerSecond).padStart(9)}  ${String(r.tradesPerSecond).padStart(8)}  ${String(r.batches).padStart(7)}  ${String(r.ackP50Ms).padStart(7)}  ${String(r.ackP99Ms).padStart(7)}  ${String(r.cpuUsPerBatch).padStart(12)}  ${String(r.cpuUsPerUpdate).padStart(13)}`,
         );
       for (const c of checks)
         console.log(

@@ -30,6 +30,7 @@ const CHECKSUM_SAMPLE = 20;
 /** Other markets fed on the same publisher connection meanwhile (`--others`), each at this rate. */
 const OTHERS = Number(option("others", 19));
 const OTHER_RATE = 500;
+const OTHER_BATCH_MS = 100;
 const SHARDS = 4; // STREAM_SHARDS in wrangler.toml
 const asJson = args.includes("--json");
 const log = (...line) => {
@@ -133,9 +134,13 @@ async function publish({ url, key, rate, tradeRate, seconds, startSequence, othe
       ws.send(JSON.stringify({ id: ++id, symbol: "BTCUSDT", ...(book.length ? { book } : {}), ...(batchTrades.length ? { trades: batchTrades } : {}) }));
     }
     for (const other of otherState) {
+      // Their updates are gathered for OTHER_BATCH_MS: nobody watches them here, and a stream
+      // sends a market's changes once per 100 ms anyway.
+      if (t - (other.sentAt ?? 0) < OTHER_BATCH_MS) continue;
       other.due += ((t - (other.last ?? t)) * OTHER_RATE) / 1000;
       other.last = t;
       if (other.due < 1 || unanswered >= 60) continue;
+      other.sentAt = t;
       const book = [];
       for (; other.due >= 1; other.due -= 1) {
         other.sequence += 1;
