@@ -355,10 +355,8 @@ async function main() {
     latencies.sort((a, b) => a - b);
     const rest = await (await fetch(`${service.url}/api/orderbook/BTCUSDT?depth=25`, { headers: { "CF-Connecting-IP": "10.250.0.4" } })).json();
     let othersBehind = 0;
-    for (const [symbol, last] of published.others) {
-      const book = await (
-        await fetch(`${service.url}/api/orderbook/${symbol}?depth=1`, { headers: { "CF-Connecting-IP": `10.250.1.${othersBehind + published.others.length}` } })
-      ).json();
+    for (const [i, [symbol, last]] of published.others.entries()) {
+      const book = await (await fetch(`${service.url}/api/orderbook/${symbol}?depth=1`, { headers: { "CF-Connecting-IP": `10.250.1.${i}` } })).json();
       if (book.sequence !== last) othersBehind += 1;
     }
     const notEqualRest = clients.filter((c) => checksum(sorted("bids", c.book.bids), sorted("asks", c.book.asks)) !== rest.checksum).length;
