@@ -5,6 +5,7 @@
  */
 
 import type { ProblemResult } from "../core/problem";
+import { Slots } from "../core/slots";
 import type { KlineQuery } from "./klines";
 import type { TradePage } from "./market-store";
 
@@ -71,7 +72,7 @@ const REFRESH_DECAY = 0.9;
 
 export class EdgeCopies {
   private readonly copies = new Map<string, Copy>();
-  private readonly inFlight = new Map<string, number>();
+  private readonly inFlight = new Slots<string>();
   private readonly refreshMs = new Map<string, number>();
 
   /** The copy of `key`, whatever its age. */
@@ -103,20 +104,15 @@ export class EdgeCopies {
 
   /** Claims one of at most `bound` concurrent refreshes of `key`; false when all are taken. */
   claimRefresh(key: string, bound: number): boolean {
-    const n = this.inFlight.get(key) ?? 0;
-    if (n >= bound) return false;
-    this.inFlight.set(key, n + 1);
-    return true;
+    return this.inFlight.take(key, bound);
   }
 
   releaseRefresh(key: string): void {
-    const n = (this.inFlight.get(key) ?? 1) - 1;
-    if (n <= 0) this.inFlight.delete(key);
-    else this.inFlight.set(key, n);
+    this.inFlight.release(key);
   }
 
   refreshing(key: string): number {
-    return this.inFlight.get(key) ?? 0;
+    return this.inFlight.count(key);
   }
 
   /** Records how long a refresh of `key` that asked its market took, failed ones included. */

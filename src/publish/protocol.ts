@@ -52,28 +52,3 @@ export function parseBatch(message: string | ArrayBuffer): Parsed {
   const { id, ...body } = parsed.data;
   return { ok: true, id, body };
 }
-
-/**
- * Per connection, the batches sent and not yet answered (flow control): `take` says whether one
- * more may start, `done` frees its slot.
- */
-export class Unacked {
-  private readonly counts = new Map<unknown, number>();
-
-  take(connection: unknown): boolean {
-    const n = this.counts.get(connection) ?? 0;
-    if (n >= MAX_UNACKED) return false;
-    this.counts.set(connection, n + 1);
-    return true;
-  }
-
-  done(connection: unknown): void {
-    const n = (this.counts.get(connection) ?? 1) - 1;
-    if (n <= 0) this.counts.delete(connection);
-    else this.counts.set(connection, n);
-  }
-
-  forget(connection: unknown): void {
-    this.counts.delete(connection);
-  }
-}

@@ -1,9 +1,10 @@
 import { DurableObject } from "cloudflare:workers";
 import { accessGuard } from "../core/object-ids";
 import { ProblemError } from "../core/problem";
+import { Slots } from "../core/slots";
 import { ingest } from "../market/ingest";
 import { POLICY_VIOLATION } from "../streams/protocol";
-import { errorOf, MAX_BATCH_BYTES, MAX_UNACKED, parseBatch, Unacked } from "./protocol";
+import { errorOf, MAX_BATCH_BYTES, MAX_UNACKED, parseBatch } from "./protocol";
 
 /** The key's status is asked again at most this often: a revoked key's connections close within it. */
 const KEY_CHECK_EVERY_MS = 10_000;
@@ -19,7 +20,8 @@ export const KEY_HEADER = "X-Publish-Key";
  * market recognising an exact resend.
  */
 export class PublishChannel extends DurableObject<Env> {
-  private readonly unacked = new Unacked();
+  /** Per connection, the batches sent and not yet answered (flow control). */
+  private readonly unacked = new Slots<WebSocket>();
   /** Per market, the last batch in flight: the next one waits for it. */
   private readonly chains = new Map<string, Promise<unknown>>();
   private keyCheckedAt = 0;
@@ -48,7 +50,7 @@ export class PublishChannel extends DurableObject<Env> {
     if (!(await this.keyStillValid())) return;
     const parsed = parseBatch(message);
     if (!parsed.ok) return this.answer(ws, { id: parsed.id, error: parsed.error });
-    if (!this.unacked.take(ws)) {
+    if (!this.unacked.take(ws, MAX_UNACKED)) {
       return this.answer(ws, {
         id: parsed.id,
         error: errorOf(
@@ -72,7 +74,7 @@ export class PublishChannel extends DurableObject<Env> {
           this.answer(ws, { id, error: errorOf("UNAVAILABLE", "the market did not apply the batch; send it again") });
         } else this.answer(ws, { id, error: errorOf(error.code, error.message, error.extras) });
       } finally {
-        this.unacked.done(ws);
+        this.unacked.release(ws);
       }
     });
     this.chains.set(symbol, run);
@@ -104,7 +106,7 @@ export class PublishChannel extends DurableObject<Env> {
   }
 
   override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
-    this.unacked.forget(ws);
+    this.unacked.clear(ws);
     try {
       ws.close(code === 1005 || code === 1006 ? 1000 : code, reason);
     } catch {
@@ -113,6 +115,6 @@ export class PublishChannel extends DurableObject<Env> {
   }
 
   override async webSocketError(ws: WebSocket): Promise<void> {
-    this.unacked.forget(ws);
+    this.unacked.clear(ws);
   }
 }
