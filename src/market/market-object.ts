@@ -12,7 +12,7 @@ import { bookChecksum, CHECKSUM_DEPTH } from "./book-checksum";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
 import type { IngestBatch, IngestResult } from "./ingest";
 import { aggregateCandles, alignDown, KLINE_INTERVALS, type Kline, type KlineInterval, type KlineQuery } from "./klines";
-import { MarketStore, type StoredTrade, type TradePage } from "./market-store";
+import { type MarketMeta, MarketStore, type StoredTrade, type TradePage } from "./market-store";
 import { type BookOutcome, type BookUpdate, OrderBook, type WireLevel } from "./order-book";
 import type { PriceReport } from "./price-index";
 import {
@@ -119,6 +119,8 @@ export class MarketObject extends DurableObject<Env> {
   private readonly conflation = new Conflation<WireTrade>();
   private conflationTimer: ReturnType<typeof setTimeout> | undefined;
   private conflatedAt = Number.NEGATIVE_INFINITY;
+  /** The alarm this object set last and has not seen fire (undefined: ask storage). */
+  private alarmAt: number | undefined;
   /** Per interval, the candle last sent on `kline.{SYMBOL}.{interval}`, as text, and whether closed. */
   private readonly klinesSent = new Map<KlineInterval, { openTime: number; closeTime: number; text: string; closed: boolean }>();
   /** The top of the book last sent on `bookTicker.{SYMBOL}` (as text), when, and a send held back. */
@@ -222,11 +224,10 @@ export class MarketObject extends DurableObject<Env> {
         this.store.transaction(() => {
           // Validates before it changes anything; an identical replay changes nothing at all.
           bookOutcome = batch.book ? state.book.applyAll(batch.book, now) : undefined;
+          const meta: [keyof MarketMeta, string | number][] = [];
           if (batch.book && bookOutcome === "applied") {
             this.persistBook(state, batch.book);
-            this.store.writeMeta("bookSequence", state.book.sequence);
-            this.store.writeMeta("bookUpdatedAt", now);
-            this.store.writeMeta("bookFingerprint", state.book.lastFingerprint);
+            meta.push(["bookSequence", state.book.sequence], ["bookUpdatedAt", now], ["bookFingerprint", state.book.lastFingerprint]);
           }
           for (const trade of batch.trades) {
             // Inserted rows are visible inside the transaction: a repeat within the batch is caught too.
@@ -240,11 +241,13 @@ export class MarketObject extends DurableObject<Env> {
             const minute = minuteOf(trade.time);
             const bucket = addToBucket(changedBuckets.get(minute) ?? this.bucketAt(state, minute), trade);
             changedBuckets.set(minute, bucket);
-            this.store.upsertBucket(bucket);
             acceptedTrades += 1;
           }
-          if (acceptedTrades > 0) this.store.writeMeta("tradeSeq", state.tradeSeq + acceptedTrades);
-          if (acceptedTrades > 0 || bookOutcome === "applied") this.store.writeMeta("lastUpdateAt", now);
+          // Each changed minute once, however many of the batch's trades fell in it.
+          for (const bucket of changedBuckets.values()) this.store.upsertBucket(bucket);
+          if (acceptedTrades > 0) meta.push(["tradeSeq", state.tradeSeq + acceptedTrades]);
+          if (acceptedTrades > 0 || bookOutcome === "applied") meta.push(["lastUpdateAt", now]);
+          this.store.writeMetas(meta);
         });
       } catch (error) {
         // A storage fault after the book changed in memory: start again from storage.
@@ -466,8 +469,15 @@ export class MarketObject extends DurableObject<Env> {
 
   /** Makes sure the alarm fires no later than `time` (one alarm serves the ticker and the candles). */
   private alarmBy(time: number): void {
+    // A busy market asks for the same alarm on every batch: asked of storage once, then known here.
+    if (this.alarmAt !== undefined && this.alarmAt <= time) return;
     void this.ctx.storage.getAlarm().then((alarm) => {
-      if (alarm === null || alarm > time) return this.ctx.storage.setAlarm(time);
+      if (alarm !== null && alarm <= time) {
+        this.alarmAt = alarm;
+        return;
+      }
+      this.alarmAt = time;
+      return this.ctx.storage.setAlarm(time);
     });
   }
 
@@ -640,6 +650,7 @@ export class MarketObject extends DurableObject<Env> {
   }
 
   override async alarm(): Promise<void> {
+    this.alarmAt = undefined;
     // After an eviction the object knows its market only from storage.
     if (this.state || this.store.readMeta().config) this.secondly(this.load(), Date.now());
   }

@@ -106,7 +106,16 @@ export class MarketStore {
   }
 
   writeMeta(key: keyof MarketMeta, value: string | number): void {
-    this.sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", key, String(value));
+    this.writeMetas([[key, value]]);
+  }
+
+  /** Several metadata values in one statement (an ingest batch writes up to five). */
+  writeMetas(entries: readonly (readonly [keyof MarketMeta, string | number])[]): void {
+    if (entries.length === 0) return;
+    this.sql.exec(
+      `INSERT INTO meta (key, value) VALUES ${entries.map(() => "(?, ?)").join(", ")} ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+      ...entries.flatMap(([key, value]) => [key, String(value)]),
+    );
   }
 
   hasTrade(id: string): boolean {
