@@ -144,6 +144,18 @@ describe("the publisher channel, GET /v1/publish (docs/publishing.md#the-publish
     expect((await call(await publishPath(publisher), { ip: "203.0.130.6" })).status).toBe(400);
   });
 
+  it("a revoked key's connections close at the next key check (policy violation)", async () => {
+    const key = await newKey({ permissions: ["publish"] });
+    const socket = await channel(key, "203.0.130.8");
+    expect((await call(`/account/api-keys/${key.id}`, { method: "DELETE", headers: { Cookie: key.cookie } })).status).toBe(204);
+    // The check runs at most every 10 s: make it due now instead of waiting.
+    await runInDurableObject(env.PUBLISH_CHANNEL.getByName(`key:${key.id}`), (instance: object) => {
+      (instance as { keyCheckedAt: number }).keyCheckedAt = 0;
+    });
+    socket.ws.send(JSON.stringify({ id: 1, symbol: "BTCUSDT", trades: [] }));
+    expect((await socket.closed).code).toBe(1008);
+  });
+
   it("a dropped connection loses nothing acknowledged: what was answered is stored, a resend of the rest applies once", async () => {
     const key = await newKey({ permissions: ["publish"] });
     const first = await channel(key, "203.0.130.7");
