@@ -7,7 +7,7 @@ import { ingest } from "../../src/market/ingest";
 import { shardOf } from "../../src/streams/protocol";
 import { callJson } from "../support/http";
 import { until } from "../support/poll";
-import { openSocket, type TestSocket } from "./streams-support";
+import { openSocket, type TestSocket, upgrade } from "./streams-support";
 
 type Level = [string, string];
 
@@ -189,6 +189,36 @@ describe("book stream consistency (docs/streams.md)", () => {
       asks: after.asks,
     });
     socket.ws.close();
+  });
+
+  it("a client that reads nothing does not hold the others back, and later gets every delta in order", async () => {
+    const publisher = new Publisher("ETHBTC", 17, 4);
+    await publisher.snapshot(20);
+    // The slow client: its socket is open but nothing of it is read until the end.
+    const slowResponse = await upgrade("/api/ws?streams=book.ETHBTC", "203.0.114.9");
+    expect(slowResponse.status).toBe(101);
+    const fast = await openSocket("/api/ws?streams=book.ETHBTC", "203.0.114.10");
+    const fastBook = new ClientBook(fast, "book.ETHBTC");
+    await until(() => fastBook.sequence === publisher.sequence, { what: "the fast client's snapshot" });
+    for (let round = 0; round < 5; round++) {
+      await publisher.deltas(10);
+      // The fast client is served while the slow one has read nothing.
+      await until(() => fastBook.sequence === publisher.sequence, { what: `the fast client at round ${round}` });
+    }
+    const slow = slowResponse.webSocket!;
+    const slowBook = new LocalBook();
+    let slowGaps = 0;
+    slow.addEventListener("message", (event) => {
+      const message = JSON.parse(event.data as string);
+      if (message.stream === "book.ETHBTC" && slowBook.apply(message.data) !== "applied") slowGaps += 1;
+    });
+    slow.accept();
+    await until(() => slowBook.synced && slowBook.sequence === publisher.sequence, { what: "the slow client's book" });
+    expect([slowGaps, fastBook.gaps]).toEqual([0, 0]);
+    const rest = await restBook("ETHBTC");
+    expect({ bids: slowBook.bids(), asks: slowBook.asks() }).toEqual({ bids: rest.bids, asks: rest.asks });
+    slow.close();
+    fast.ws.close();
   });
 
   it("an unsubscribe and a new subscribe give a fresh snapshot (the recipe for a gap)", async () => {
