@@ -2,8 +2,8 @@
  * Items for one destination, sent in order with one call in flight and at most one call per
  * `everyMs`: the first item after a quiet spell goes at once, later ones wait for the next tick
  * and go together. The calls into the destination are bounded by ticks, not by items. With
- * `everyMs` 0 it is a plain ordered channel: what arrives while a call is in flight goes in the
- * next one. A failed call loses its items (logged): a shard that sees a book sequence jump asks
+ * `everyMs` 0 it is a plain ordered channel: what arrives in the same turn, or while a call is
+ * in flight, goes in the next call. A failed call loses its items (logged): a shard that sees a book sequence jump asks
  * its market for a new base, and the next summary replaces a lost one.
  */
 export class PacedOutbox<T> {
@@ -30,13 +30,13 @@ export class PacedOutbox<T> {
 
   private schedule(): void {
     if (this.sending || this.timer !== undefined || this.queued.length === 0) return;
-    const wait = this.lastSentAt + this.everyMs - this.now();
-    if (wait <= 0) void this.flush();
-    else
-      this.timer = setTimeout(() => {
-        this.timer = undefined;
-        void this.flush();
-      }, wait);
+    // Even "at once" waits for the current turn to end: what the caller pushes in the same turn
+    // (a market's stream flush and its summary, say) goes in the same call.
+    const wait = Math.max(0, this.lastSentAt + this.everyMs - this.now());
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.flush();
+    }, wait);
   }
 
   /** Sends what is queued now (also what a test calls instead of waiting for the tick). */

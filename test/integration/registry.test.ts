@@ -192,7 +192,14 @@ describe("all-market answers and the shared objects' load (docs/api.md#all-marke
       );
     }
     const groups = Math.ceil((await registry()).snapshot.markets.length / GROUP_SIZE);
-    for (let g = 0; g < groups; g++) await runInGroup(g);
+    // The relays' batches, sent now instead of at their ticks (the markets' own sends may still be on their way).
+    await until(
+      async () => {
+        for (let g = 0; g < groups; g++) await runInGroup(g);
+        return objectCalls.shard > before.shard && objectCalls.priceIndex > before.priceIndex;
+      },
+      { what: "the relays' calls into the shard and the price index" },
+    );
     const calls = { priceIndex: objectCalls.priceIndex - before.priceIndex, shard: objectCalls.shard - before.shard, relay: objectCalls.relay - before.relay };
     // 900 market updates; the relays' calls are bounded by groups × ticks (each flush is one tick here).
     expect(updates).toBe(900);
