@@ -4,6 +4,7 @@ import { msSetting } from "../core/settings";
 import type { MarketSummary } from "../groups/messages";
 import { type VenueAnswerKind, VenueBoard } from "../groups/venue-board";
 import { ensureRegistry } from "../registry/copy";
+import { groupOf, type RegistryIndex } from "../registry/model";
 import { type StreamEvent, TICKERS_STREAM } from "../streams/protocol";
 import type { MarketAnswer } from "./edge-copies";
 import { type PriceSnapshot, pricesIn } from "./price-index";
@@ -13,7 +14,9 @@ export const PRICE_SNAPSHOT_KEY = "prices/snapshot";
 export const DEFAULT_FEED_STALE_AFTER_MS = 60_000;
 /** Workers KV accepts one write per second per key; the `prices.*` and `tickers` streams go out with it. */
 const KV_WRITE_EVERY_MS = 1_000;
-const SUMMARY_PREFIX = "summary:";
+/** Summaries are stored per group, each group at most once per this (rows written cost money). */
+const SUMMARIES_PREFIX = "summaries:";
+const PERSIST_EVERY_MS = 10_000;
 const SHARDS_KEY = "shards";
 
 /**
@@ -21,17 +24,24 @@ const SHARDS_KEY = "shards";
  * markets' summaries, at most once per 100 ms each, so its calls grow with groups, not markets.
  * From them it holds the all-market answers as ready text (`answer`), writes the price snapshot to
  * KV at most once a second, and sends `prices.{QUOTE}` and `tickers` to the shards that want them.
- * Summaries are stored, so an evicted index comes back with every market's last word.
+ * Summaries are stored per group at most every 10 s (32 rows at 2,000 markets, not a row per
+ * report), so an evicted index comes back with every market's word of at most 10 s before; markets
+ * report again with their next change.
  */
 export class PriceIndex extends DurableObject<Env> {
   private readonly board: VenueBoard;
   private lastWriteAt = 0;
+  /** Markets whose summary changed since the last persist, and when that was. */
+  private readonly dirty = new Set<string>();
+  private persistedAt = 0;
   /** Per stream (`prices.USDT`, `tickers`), the shards subscribed to it. */
   private readonly subscribers: Map<string, Set<string>>;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.board = new VenueBoard([...ctx.storage.kv.list<MarketSummary>({ prefix: SUMMARY_PREFIX })].map(([, summary]) => summary));
+    this.board = new VenueBoard(
+      [...ctx.storage.kv.list<Record<string, MarketSummary>>({ prefix: SUMMARIES_PREFIX })].flatMap(([, group]) => Object.values(group)),
+    );
     const shards = ctx.storage.kv.get<Record<string, string[]>>(SHARDS_KEY) ?? {};
     this.subscribers = new Map(Object.entries(shards).map(([stream, list]) => [stream, new Set(list)]));
   }
@@ -55,7 +65,7 @@ export class PriceIndex extends DurableObject<Env> {
 
   /** A group relay's batch of its markets' summaries. */
   async reportSummaries(summaries: MarketSummary[]): Promise<void> {
-    for (const summary of this.board.apply(summaries)) this.ctx.storage.kv.put(SUMMARY_PREFIX + summary.symbol, summary);
+    for (const summary of this.board.apply(summaries)) this.dirty.add(summary.symbol);
     const now = Date.now();
     if (now - this.lastWriteAt >= KV_WRITE_EVERY_MS) await this.publish(now);
     else if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(this.lastWriteAt + KV_WRITE_EVERY_MS);
@@ -76,9 +86,29 @@ export class PriceIndex extends DurableObject<Env> {
     return { text: this.board.text(kind, registry, now), at: Math.max(this.board.updatedAt, this.lastWriteAt) || now, version: this.board.version };
   }
 
+  /** Writes the groups whose summaries changed, one row each, at most every PERSIST_EVERY_MS. */
+  private persist(now: number, registry: RegistryIndex): void {
+    if (this.dirty.size === 0 || now - this.persistedAt < PERSIST_EVERY_MS) return;
+    this.persistedAt = now;
+    const groups = new Set([...this.dirty].map((symbol) => registry.bySymbol.get(symbol)).flatMap((m) => (m ? [groupOf(m)] : [])));
+    this.dirty.clear();
+    for (const group of groups) {
+      const record: Record<string, MarketSummary> = {};
+      for (const market of registry.snapshot.markets) {
+        const summary = groupOf(market) === group ? this.board.summary(market.symbol) : undefined;
+        if (summary) record[market.symbol] = summary;
+      }
+      this.ctx.storage.kv.put(SUMMARIES_PREFIX + group, record);
+    }
+  }
+
+  /** The KV snapshot and the streams, and the summaries' write when it is due. */
   private async publish(now: number): Promise<void> {
     this.lastWriteAt = now;
     const registry = await ensureRegistry(this.env);
+    this.persist(now, registry);
+    // What is not yet due to be written gets its own alarm, so a market that went quiet is stored too.
+    if (this.dirty.size > 0 && (await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(this.persistedAt + PERSIST_EVERY_MS);
     const markets: PriceSnapshot["markets"] = {};
     for (const market of registry.snapshot.markets) {
       const price = this.board.summary(market.symbol)?.price;
@@ -110,6 +140,7 @@ export class PriceIndex extends DurableObject<Env> {
   }
 
   override async alarm(): Promise<void> {
+    // Set for the next KV write or for the summaries' write, whichever came first.
     await this.publish(Date.now());
   }
 }

@@ -1,4 +1,5 @@
 import { registryObject } from "../core/object-ids";
+import { problem } from "../core/problem";
 import { msSetting } from "../core/settings";
 import { type MarketConfig, RegistryIndex, type RegistrySnapshot } from "./model";
 import type { RegistryText } from "./registry-object";
@@ -36,7 +37,17 @@ export class RegistryCopy {
       waitUntil?.(background);
       return held.index;
     }
-    return this.refreshing;
+    try {
+      return await this.refreshing;
+    } catch (error) {
+      // The registry cannot be asked: the copy held answers (a listing may be late, nothing else
+      // is wrong); without one there is no market to answer for.
+      if (held) {
+        console.error("registry refresh failed; serving the copy held", String(error));
+        return held.index;
+      }
+      throw problem("UNAVAILABLE", "the market registry did not answer; try again shortly", {}, { "Retry-After": "1" });
+    }
   }
 
   /** Asks whether the copy is current as of `now` (the moment the refresh began). */

@@ -1,3 +1,4 @@
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { groupRelay } from "../../src/core/object-ids";
@@ -35,5 +36,23 @@ describe("feed health (docs/api.md#feed-health)", () => {
     expect(status.staleMarkets).not.toContain("BTCUSDT");
     expect(status.staleMarkets).not.toContain("XRPUSDT");
     expect(status.stale).toBe(status.staleMarkets.length);
+  });
+});
+
+describe("the price index after an eviction (docs/design.md#group-relays)", () => {
+  it("comes back with every market's stored summary: the all-market answers still show them", async () => {
+    // The summaries' write is due (it happens at most every 10 s) and so is the KV write.
+    await runInDurableObject(env.PRICE_INDEX.getByName("global"), (instance: object) => {
+      Object.assign(instance, { persistedAt: 0, lastWriteAt: 0 });
+    });
+    await ingest(env, { symbol: "SOLUSDT", trades: [{ id: "evict-1", price: "151.000", quantity: "1.00", side: "buy", time: Date.now() }] });
+    await groupRelay(env, 0).flush();
+    await until(
+      async () =>
+        ((await callJson("/api/ticker")).body as { symbol: string; lastPrice: string }[]).find((t) => t.symbol === "SOLUSDT")?.lastPrice === "151.000",
+    );
+    await evictDurableObject(env.PRICE_INDEX.getByName("global"));
+    const after = ((await callJson("/api/ticker")).body as { symbol: string; lastPrice: string; tradeCount24h: number }[]).find((t) => t.symbol === "SOLUSDT");
+    expect(after).toMatchObject({ lastPrice: "151.000", tradeCount24h: 1 });
   });
 });

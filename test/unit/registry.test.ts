@@ -101,3 +101,21 @@ describe("listing rules (docs/operations.md#listing-markets)", () => {
     );
   });
 });
+
+describe("an isolate's registry copy when the registry cannot be asked", () => {
+  it("serves the copy it holds, and without one answers 503 UNAVAILABLE", async () => {
+    let failing = false;
+    const copy = new RegistryCopy(async () => {
+      if (failing) throw new Error("registry down (test)");
+      return publication(1, ["BTCUSDT"]);
+    });
+    await copy.ensure(0, 1000);
+    failing = true;
+    // Far past the interval: the request waits for the refresh, which fails — the held copy answers.
+    expect((await copy.ensure(60_000, 1000)).bySymbol.has("BTCUSDT")).toBe(true);
+    const empty = new RegistryCopy(async () => {
+      throw new Error("registry down (test)");
+    });
+    await expect(empty.ensure(0, 1000)).rejects.toMatchObject({ code: "UNAVAILABLE", status: 503 });
+  });
+});
