@@ -7,7 +7,7 @@ import { requireSymbol } from "../core/symbols";
 import { AssetSchema, MarketSchema, PairParam } from "../market/schemas";
 import { adoptRegistry } from "./copy";
 import { ASSET_CODE, ASSET_CODE_RULE, MAX_LISTINGS_PER_REQUEST, type MarketConfig, marketView } from "./model";
-import { listAssets, listMarkets, patchMarket, readRegistry, setMarketStatus } from "./store";
+import { listAssets, listMarkets, patchMarket, readRegistry, setAssetStatus, setMarketStatus } from "./store";
 
 const tags = ["Operator (admin)"];
 const security = [{ AdminToken: [] }];
@@ -95,6 +95,29 @@ export const registryRoutes = createRouter()
       const listed = await listAssets(c.env.DB, bulk ? input : [input], Date.now(), pathOf(bulk));
       await publish(c.env);
       return c.json(bulk ? listed : listed[0]!, 201);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "put",
+      path: "/assets/{asset}/status",
+      operationId: "setAssetStatus",
+      tags,
+      security,
+      middleware,
+      summary: "Change an asset's status: ACTIVE ⇄ INACTIVE",
+      description:
+        "An INACTIVE asset takes no new market (400 naming base or quote) and leaves GET /api/prices; markets already listed with it keep their status until the operator changes it.",
+      request: {
+        params: z.object({ asset: AssetCode.openapi({ param: { name: "asset", in: "path" }, example: "ADA" }) }),
+        ...body(z.object({ status: z.enum(["ACTIVE", "INACTIVE"]) }).strict()),
+      },
+      responses: { ...okJson(AssetSchema, "The asset"), ...problemResponses(400, 401, 404, 413, 415, 429, 503) },
+    }),
+    async (c) => {
+      const asset = await setAssetStatus(c.env.DB, c.req.valid("param").asset, c.req.valid("json").status);
+      await publish(c.env);
+      return c.json(asset, 200);
     },
   )
   .openapi(

@@ -1,6 +1,7 @@
 import { type FieldError, problem } from "../core/problem";
 import {
   type AssetConfig,
+  type AssetStatus,
   changeRules,
   deriveMarket,
   type MarketConfig,
@@ -202,4 +203,15 @@ export async function setMarketStatus(db: D1Database, symbol: string, status: Ma
   if (!STATUS_TRANSITIONS[market.status].includes(status)) throw problem("MARKET_NOT_TRADING", `${symbol} is delisted; delisting is final`);
   if (market.status === status) return market;
   return update(db, market, { ...market, status, revision: market.revision + 1 }, now);
+}
+
+/**
+ * An asset's status: an INACTIVE asset takes no new market and leaves the prices; the markets
+ * already listed with it keep trading until the operator halts or delists them.
+ */
+export async function setAssetStatus(db: D1Database, asset: string, status: AssetStatus): Promise<AssetConfig> {
+  const [updated] = await db.batch([db.prepare("UPDATE assets SET status = ? WHERE asset = ?").bind(status, asset), db.prepare(BUMP_VERSION)]);
+  if (updated!.meta.changes !== 1) throw problem("NOT_FOUND", `${asset} is not a listed asset`);
+  const row = await db.prepare("SELECT asset, name, decimals, status FROM assets WHERE asset = ?").bind(asset).first<AssetConfig>();
+  return row!;
 }

@@ -32,6 +32,7 @@ describe("operator API: the bearer token (docs/signing.md)", () => {
         "GET /admin/gateways/x_1/settlements/x_1",
         "GET /admin/isolate",
         "GET /admin/assets",
+        "PUT /admin/assets/x_1/status",
         "GET /admin/markets",
         "PATCH /admin/markets/BTC-USDT",
         "POST /admin/assets",

@@ -80,6 +80,20 @@ describe("listing assets and markets (docs/operations.md#listing-markets)", () =
     expect((await post("/admin/markets", { base: "ETH", quote: "USDC", ...rules }, {})).status).toBe(401);
   });
 
+  it("an inactive asset takes no new market and leaves the prices; active again, it does", async () => {
+    await post("/admin/assets", { asset: "NEAR", name: "NEAR", decimals: 24 });
+    const put = (asset: string, status: string) =>
+      callJson(`/admin/assets/${asset}/status`, { method: "PUT", headers: { ...ADMIN, "Content-Type": "application/json" }, body: JSON.stringify({ status }) });
+    expect((await put("NEAR", "INACTIVE")).body).toMatchObject({ asset: "NEAR", status: "INACTIVE" });
+    const refused = await post("/admin/markets", { base: "NEAR", quote: "USDT", ...rules });
+    expect([refused.status, refused.body.errors]).toEqual([400, [{ path: "body.base", message: "NEAR is not active" }]]);
+    expect((await callJson("/admin/assets", { headers: ADMIN })).body.assets.find((a: { asset: string }) => a.asset === "NEAR").status).toBe("INACTIVE");
+    expect((await put("NEAR", "ACTIVE")).status).toBe(200);
+    expect((await post("/admin/markets", { base: "NEAR", quote: "USDT", ...rules })).status).toBe(201);
+    expect((await put("NOPE", "ACTIVE")).status).toBe(404);
+    expect((await put("NEAR", "GONE")).status).toBe(400);
+  });
+
   it("500 markets in one request; 501 is refused", async () => {
     const assets = Array.from({ length: 500 }, (_, i) => ({ asset: `T${i}`, name: `Token ${i}`, decimals: 8 }));
     expect((await post("/admin/assets", assets)).status).toBe(201);
