@@ -4,6 +4,7 @@ import { unseal } from "../core/seal";
 import { allowListAdmits } from "./client-address";
 import type { KeyRecord, Permission } from "./keys";
 import { type LoginAttempts, type LoginReservation, type LoginScope, type LoginSettlement, reserveLogin, settleLogin } from "./login-throttle";
+import { signedWindow } from "./rate-limit";
 import { FUTURE_TOLERANCE_MS, importSecret, isOnTime, signaturePayload, verifySignature } from "./signature";
 import { type Admission, type LeasedAdmission, SlidingWindow } from "./sliding-window";
 
@@ -133,7 +134,7 @@ export class AccessGuard extends DurableObject<Env> {
       // Admitted at the moment of admission, not when the check began: the awaits above may
       // have let other requests of this key through first.
       const admittedAt = Date.now();
-      const admission = this.windowFor(check.limit, check.permission === "publish" ? "publish" : "requests").admit(admittedAt);
+      const admission = this.windowFor(check.limit, signedWindow(check.permission).scope).admit(admittedAt);
       if (admission.allowed) this.noteUse(admittedAt);
       return admission;
     } catch (error) {

@@ -6,7 +6,7 @@ import { setResponseHeaders } from "../core/response-headers";
 import type { AppEnv } from "../env";
 import { clientIp, clientPrincipal } from "./client-address";
 import { KEY_ID_PATTERN, type Permission, principalOfKey } from "./keys";
-import { admit, fromGuard, localRefusal, PUBLIC_LIMIT, rateLimited, signedLimit } from "./rate-limit";
+import { admit, fromGuard, localRefusal, PUBLIC_LIMIT, rateLimited, signedWindow } from "./rate-limit";
 import { requestTargetOf, SIGNATURE_PATTERN, TIMESTAMP_PATTERN } from "./signature";
 import { type Admission, rateLimitHeaders } from "./sliding-window";
 
@@ -136,15 +136,12 @@ export async function authenticateSigned(env: Env, request: Request, options: Si
         signature: credentials.signature,
         ip,
         permission: options.permission,
-        limit: signedLimit(options.permission),
+        limit: signedWindow(options.permission).limit,
       }),
     );
     if (isProblemResult(result)) unwrap(result);
     const admission = result as Admission;
-    if (!admission.allowed) {
-      const what = options.permission === "publish" ? "publishing requests" : "requests";
-      throw rateLimited(admission, `${signedLimit(options.permission)} ${what} per second per API key`);
-    }
+    if (!admission.allowed) throw rateLimited(admission, signedWindow(options.permission).detail);
     return { keyId: credentials.keyId, admission };
   } catch (error) {
     // Refused credentials count against the address; a refusal of the rate or an unreachable guard does not.

@@ -26,9 +26,11 @@ export const RATE_LIMITS = [
   { scope: "apiKey", kind: "connections", limit: MAX_CONNECTIONS_PER_PRINCIPAL, windowMs: null, appliesTo: "/v1/ws" },
 ] as const;
 
-/** A signed request's limit: publishing counts in a window of its own. */
-export function signedLimit(permission: string): number {
-  return permission === "publish" ? PUBLISH_LIMIT : SIGNED_LIMIT;
+/** A signed request's window in its key's guard: publishing counts in one of its own (docs/limits.md#publishing). */
+export function signedWindow(permission: string): { scope: "publish" | "requests"; limit: number; detail: string } {
+  return permission === "publish"
+    ? { scope: "publish", limit: PUBLISH_LIMIT, detail: `${PUBLISH_LIMIT} publishing requests per second per API key` }
+    : { scope: "requests", limit: SIGNED_LIMIT, detail: `${SIGNED_LIMIT} requests per second per API key` };
 }
 
 /**
