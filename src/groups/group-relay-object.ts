@@ -4,7 +4,7 @@ import type { StreamEvent } from "../streams/protocol";
 import type { MarketSummary, RelayOp } from "./messages";
 import { PacedOutbox } from "./paced-outbox";
 
-/** A relay calls each shard, and the price index, at most this often (docs/design.md#group-relays). */
+/** A relay calls the price index at most this often (docs/design.md#group-relays). */
 export const RELAY_TICK_MS = 100;
 /** Shards are called at most this often: with the markets' own 100 ms conflation, a change waits at most about 150 ms in all. */
 export const SHARD_TICK_MS = 50;
@@ -13,8 +13,8 @@ const SUBS_PREFIX = "subs:";
 
 /**
  * The relay of one group of up to 64 markets (docs/design.md#group-relays). Its markets send it
- * their stream events and summaries in order; it forwards them in one batch per 100 ms to each
- * shard subscribed to any of them, and its markets' summaries to the price index, so the calls
+ * their stream events and summaries in order; it forwards them in one batch per 50 ms to each
+ * shard subscribed to any of them, and its markets' summaries per 100 ms to the price index, so the calls
  * into every shared object are bounded by groups × ticks, not by markets × updates.
  *
  * Which shards want which market is kept in storage, so a relay woken after eviction goes on

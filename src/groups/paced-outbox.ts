@@ -3,8 +3,8 @@
  * `everyMs`: the first item after a quiet spell goes at once, later ones wait for the next tick
  * and go together. The calls into the destination are bounded by ticks, not by items. With
  * `everyMs` 0 it is a plain ordered channel: what arrives in the same turn, or while a call is
- * in flight, goes in the next call. A failed call loses its items (logged): a shard that sees a book sequence jump asks
- * its market for a new base, and the next summary replaces a lost one.
+ * in flight, goes in the next call. A failed call loses its items (logged): a shard that sees a
+ * book sequence jump asks its market for a new base, and the next summary replaces a lost one.
  */
 export class PacedOutbox<T> {
   private queued: T[] = [];
@@ -17,10 +17,6 @@ export class PacedOutbox<T> {
     private readonly deliver: (items: T[]) => Promise<void>,
     private readonly now: () => number = Date.now,
   ) {}
-
-  get pending(): number {
-    return this.queued.length;
-  }
 
   push(...items: T[]): void {
     if (items.length === 0) return;

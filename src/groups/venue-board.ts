@@ -92,7 +92,10 @@ export class VenueBoard {
 
   /** The tickers that changed since the last call, as a JSON array (null when none did), of listed markets only. */
   takeChanged(registry: RegistryIndex): string | null {
-    const symbols = [...this.changed].filter((symbol) => registry.bySymbol.get(symbol)?.status !== "DELISTED" && registry.bySymbol.has(symbol));
+    const symbols = [...this.changed].filter((symbol) => {
+      const market = registry.bySymbol.get(symbol);
+      return market !== undefined && market.status !== "DELISTED";
+    });
     this.changed = new Set();
     if (symbols.length === 0) return null;
     return `[${symbols.map((symbol) => this.summaries.get(symbol)!.ticker).join(",")}]`;

@@ -123,7 +123,7 @@ export class MarketObject extends DurableObject<Env> {
   private alarmAt: number | undefined;
   /** Per interval, the candle last sent on `kline.{SYMBOL}.{interval}`, as text, and whether closed. */
   private readonly klinesSent = new Map<KlineInterval, { openTime: number; closeTime: number; text: string; closed: boolean }>();
-  /** The top of the book last sent on `bookTicker.{SYMBOL}` (as text), when, and a send held back. */
+  /** The top of the book last sent on `bookTicker.{SYMBOL}`, as text. */
   private bookTickerSent = "";
   /** The top of the book may have changed since the last flush. */
   private bookTickerDirty = false;
@@ -591,13 +591,20 @@ export class MarketObject extends DurableObject<Env> {
         formatUnits(price, priceScale),
         quantity === 0n ? "0" : formatUnits(quantity, quantityScale),
       ];
-      const common = { sequence: book.sequence, time: state.book.updatedAt, checksum: this.checksumOf(state) };
       events.push({
         stream: `book.${symbol}`,
         data:
           book.type === "snapshot"
-            ? { type: "snapshot", ...common, ...state.book.levels(Number.MAX_SAFE_INTEGER) }
-            : { type: "delta", firstSequence: book.firstSequence, ...common, bids: book.bids.map(level), asks: book.asks.map(level) },
+            ? this.snapshotMessage(state)
+            : {
+                type: "delta",
+                firstSequence: book.firstSequence,
+                sequence: book.sequence,
+                time: state.book.updatedAt,
+                checksum: this.checksumOf(state),
+                bids: book.bids.map(level),
+                asks: book.asks.map(level),
+              },
       });
     }
     if (trades.length > 0) events.push({ stream: `trades.${symbol}`, data: trades });
@@ -625,10 +632,19 @@ export class MarketObject extends DurableObject<Env> {
     const state = this.load(market);
     // What the interval holds so far goes to the shards already subscribed; the new one starts from the base.
     if (this.shards.size > 0) this.flushStreams(state);
-    const { bids, asks } = state.book.levels(Number.MAX_SAFE_INTEGER);
-    const data = { type: "snapshot", sequence: state.book.sequence, time: state.book.updatedAt, checksum: this.checksumOf(state), bids, asks };
     this.setShard(shard, true);
-    this.send({ symbol: market.symbol, join: shard, welcome: [{ stream: `book.${market.symbol}`, data }] });
+    this.send({ symbol: market.symbol, join: shard, welcome: [{ stream: `book.${market.symbol}`, data: this.snapshotMessage(state) }] });
+  }
+
+  /** The whole book as a `book.{SYMBOL}` snapshot (a shard's base; a publisher's snapshot passed on). */
+  private snapshotMessage(state: MarketState) {
+    return {
+      type: "snapshot",
+      sequence: state.book.sequence,
+      time: state.book.updatedAt,
+      checksum: this.checksumOf(state),
+      ...state.book.levels(Number.MAX_SAFE_INTEGER),
+    };
   }
 
   unsubscribeShard(market: MarketConfig, shard: string): void {

@@ -116,11 +116,12 @@ export async function readPrices(ctx: ReadContext, { quote, assets }: { quote: s
   const snapshot = await readPriceSnapshot(ctx.env);
   const now = Date.now();
   if (!snapshot) return { text: JSON.stringify({ quote, asOf: null, data: [] }), asOf: now, ageMs: 0, stale: false };
-  if (computed?.snapshot !== snapshot || computed.registry !== currentRegistry()) computed = { snapshot, registry: currentRegistry(), answers: new Map() };
+  const registry = currentRegistry();
+  if (computed?.snapshot !== snapshot || computed.registry !== registry) computed = { snapshot, registry, answers: new Map() };
   const question = `${quote}:${assets?.join(",") ?? "*"}`;
   let text = computed.answers.get(question);
   if (text === undefined) {
-    text = JSON.stringify({ quote, asOf: snapshot.asOf, data: pricesIn(currentRegistry(), snapshot, quote, assets) });
+    text = JSON.stringify({ quote, asOf: snapshot.asOf, data: pricesIn(registry, snapshot, quote, assets) });
     // Bounded: the assets list is the client's, so only so many distinct questions are kept.
     if (computed.answers.size < 256) computed.answers.set(question, text);
   }

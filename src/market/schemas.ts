@@ -235,7 +235,6 @@ export function forwardTimeRange<T extends z.ZodType<{ startTime?: number; endTi
 export const KlinesQuery = forwardTimeRange(KlinesQueryFields);
 export const TradesQuery = tradePageRules(TradesQueryFields);
 
-/** The body of `POST /v1/ingest` (docs/publishing.md). */
 /** Book updates one ingest batch may carry (docs/publishing.md#batches). */
 export const MAX_BOOK_UPDATES_PER_BATCH = 1000;
 
@@ -248,6 +247,7 @@ const BookUpdateSchema = z
   })
   .openapi("BookUpdate");
 
+/** The body of `POST /v1/ingest` (docs/publishing.md). */
 export const IngestBodySchema = z
   .object({
     symbol: z.string().min(1).max(64),

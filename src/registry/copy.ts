@@ -90,20 +90,16 @@ export function adoptRegistry(answer: RegistryText): RegistryIndex {
 }
 
 /** The copy as ensured last (the lookups below are synchronous; `ensureRegistry` ran before them). */
-function current(): RegistryIndex {
+export function currentRegistry(): RegistryIndex {
   const index = isolateCopy.index;
   if (!index) throw new Error("the registry copy is used before ensureRegistry(env)");
   return index;
 }
 
 export function findMarket(symbol: string): MarketConfig | undefined {
-  return current().bySymbol.get(symbol);
+  return currentRegistry().bySymbol.get(symbol);
 }
 
 export function quoteAssets(): readonly string[] {
-  return current().quotes;
-}
-
-export function currentRegistry(): RegistryIndex {
-  return current();
+  return currentRegistry().quotes;
 }

@@ -3,9 +3,11 @@
  * asset are, how a listing's scales follow from its tick and step, and the checks a listing or a
  * rules change must pass. Pure: the operator routes, the D1 store and every isolate's copy use it.
  */
+import type { z } from "@hono/zod-openapi";
 import { compare, type Decimal, DecimalError, exactAtScale, parseDecimal } from "../core/decimal";
 import type { FieldError } from "../core/problem";
 import { MAX_SYMBOL_LENGTH } from "../core/symbols";
+import type { MarketSchema } from "../market/schemas";
 
 export type MarketStatus = "TRADING" | "HALTED" | "DELISTED";
 export type AssetStatus = "ACTIVE" | "INACTIVE";
@@ -178,15 +180,8 @@ export const STATUS_TRANSITIONS: Record<MarketStatus, readonly MarketStatus[]> =
   DELISTED: ["DELISTED"],
 };
 
-/** A market as `/api/markets` and the operator API show it. */
-export interface MarketView extends TradingRules {
-  symbol: string;
-  base: string;
-  quote: string;
-  status: MarketStatus;
-  priceScale: number;
-  quantityScale: number;
-}
+/** A market as `/api/markets` and the operator API show it; its shape is the schema's. */
+export type MarketView = z.infer<typeof MarketSchema>;
 
 export function marketView(market: MarketConfig): MarketView {
   const { symbol, base, quote, status, priceScale, quantityScale, rules } = market;

@@ -47,8 +47,16 @@ const RuleChangeSchema = MarketListingSchema.omit({ base: true, quote: true })
 /** One item or an array of up to 500: the answer has the same form. */
 const oneOrMany = <T extends z.ZodType>(item: T) => z.union([item, z.array(item).min(1).max(MAX_LISTINGS_PER_REQUEST)]);
 const body = <T extends z.ZodType>(schema: T) => ({ body: { required: true, content: { "application/json": { schema } } } });
-/** Field paths of a bulk request start with the item's index, as the schema's own errors do. */
-const pathOf = (bulk: boolean) => (i: number) => (bulk ? `body.${i}.` : "body.");
+/**
+ * Lists what was sent — one item or an array — publishes the change and answers in the form sent.
+ * Field paths of a bulk request start with the item's index, as the schema's own errors do.
+ */
+async function listAsSent<I, O>(env: Env, input: I | I[], list: (items: I[], path: (i: number) => string) => Promise<O[]>): Promise<O | O[]> {
+  const bulk = Array.isArray(input);
+  const listed = await list(bulk ? input : [input], (i) => (bulk ? `body.${i}.` : "body."));
+  await publish(env);
+  return bulk ? listed : listed[0]!;
+}
 
 /**
  * Publishes a committed change: the Registry object reads D1 again, this isolate takes the new
@@ -89,13 +97,7 @@ export const registryRoutes = createRouter()
       request: body(oneOrMany(AssetListingSchema)),
       responses: { ...createdJson(oneOrMany(AssetSchema), "What was listed, in the form sent"), ...problemResponses(400, 401, 409, 413, 415, 429, 503) },
     }),
-    async (c) => {
-      const input = c.req.valid("json");
-      const bulk = Array.isArray(input);
-      const listed = await listAssets(c.env.DB, bulk ? input : [input], Date.now(), pathOf(bulk));
-      await publish(c.env);
-      return c.json(bulk ? listed : listed[0]!, 201);
-    },
+    async (c) => c.json(await listAsSent(c.env, c.req.valid("json"), (items, path) => listAssets(c.env.DB, items, Date.now(), path)), 201),
   )
   .openapi(
     createRoute({
@@ -150,14 +152,8 @@ export const registryRoutes = createRouter()
       request: body(oneOrMany(MarketListingSchema)),
       responses: { ...createdJson(oneOrMany(MarketSchema), "The markets listed, in the form sent"), ...problemResponses(400, 401, 409, 413, 415, 429, 503) },
     }),
-    async (c) => {
-      const input = c.req.valid("json");
-      const bulk = Array.isArray(input);
-      const listed = await listMarkets(c.env.DB, bulk ? input : [input], Date.now(), pathOf(bulk));
-      await publish(c.env);
-      const views = listed.map(marketView);
-      return c.json(bulk ? views : views[0]!, 201);
-    },
+    async (c) =>
+      c.json(await listAsSent(c.env, c.req.valid("json"), async (items, path) => (await listMarkets(c.env.DB, items, Date.now(), path)).map(marketView)), 201),
   )
   .openapi(
     createRoute({

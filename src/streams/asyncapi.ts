@@ -5,7 +5,7 @@ import { SERVERS } from "../core/openapi";
 import { ProblemSchema, TimestampMs } from "../core/schemas";
 import { KLINE_INTERVALS } from "../market/klines";
 import { BookTickerSchema, IngestResultSchema, KlineSchema, Level, PricesSchema, TickerSchema, TradeSchema } from "../market/schemas";
-import { PublishMessageSchema } from "../publish/protocol";
+import { MAX_UNACKED, PublishMessageSchema } from "../publish/protocol";
 import {
   ERROR_CODES,
   KEEPALIVE_REQUEST,
@@ -150,7 +150,7 @@ const PUBLISH_MESSAGES: Json = {
   }),
   batchError: message(
     "batchError",
-    "The batch was refused, nothing of it applied: the problem POST /v1/ingest would have answered; RATE_LIMITED past 64 unanswered batches",
+    `The batch was refused, nothing of it applied: the problem POST /v1/ingest would have answered; RATE_LIMITED past ${MAX_UNACKED} unanswered batches`,
     {
       type: "object",
       required: ["id", "error"],
@@ -166,6 +166,15 @@ function channel(address: string, title: string, description: string, query: Jso
     description,
     messages: Object.fromEntries(Object.keys(messages).map((name) => [name, { $ref: `#/components/messages/${name}` }])),
     bindings: { ws: { bindingVersion: "0.1.0", method: "GET", query: { type: "object", properties: query } } },
+  };
+}
+
+/** The query form of a signed WebSocket upgrade, with the patterns the Worker enforces (not copies of them). */
+function signedQuery(path: string): Json {
+  return {
+    apiKey: { type: "string", pattern: KEY_ID_PATTERN.source },
+    timestamp: { type: "string", pattern: TIMESTAMP_PATTERN.source, description: "Unix ms" },
+    signature: { type: "string", pattern: SIGNATURE_PATTERN.source, description: `HMAC-SHA256 of timestamp + "\\nGET\\n${path}\\n", hex` },
   };
 }
 
@@ -221,23 +230,13 @@ export function asyncApiDocument(): Json {
         "/v1/ws",
         "Signed streams",
         `For an API key with the stream permission: the signed headers of docs/signing.md, or (browsers) apiKey, timestamp and signature in the query, the signature over GET and the path /v1/ws alone. ${limits}`,
-        {
-          ...streamsQuery,
-          // The patterns the Worker enforces, not copies of them.
-          apiKey: { type: "string", pattern: KEY_ID_PATTERN.source },
-          timestamp: { type: "string", pattern: TIMESTAMP_PATTERN.source, description: "Unix ms" },
-          signature: { type: "string", pattern: SIGNATURE_PATTERN.source, description: 'HMAC-SHA256 of timestamp + "\\nGET\\n/v1/ws\\n", hex' },
-        },
+        { ...streamsQuery, ...signedQuery("/v1/ws") },
       ),
       publish: channel(
         "/v1/publish",
         "The publisher channel",
-        "For an API key with the publish permission, signed like /v1/ws (the path /v1/publish): ingest batches for any market, each answered with its id; one market's batches in the order sent; at most 64 unanswered batches per connection (docs/publishing.md#the-publisher-channel).",
-        {
-          apiKey: { type: "string", pattern: KEY_ID_PATTERN.source },
-          timestamp: { type: "string", pattern: TIMESTAMP_PATTERN.source, description: "Unix ms" },
-          signature: { type: "string", pattern: SIGNATURE_PATTERN.source, description: 'HMAC-SHA256 of timestamp + "\\nGET\\n/v1/publish\\n", hex' },
-        },
+        `For an API key with the publish permission, signed like /v1/ws (the path /v1/publish): ingest batches for any market, each answered with its id; one market's batches in the order sent; at most ${MAX_UNACKED} unanswered batches per connection (docs/publishing.md#the-publisher-channel).`,
+        signedQuery("/v1/publish"),
         PUBLISH_MESSAGES,
       ),
     },

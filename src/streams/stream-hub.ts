@@ -130,13 +130,14 @@ export class StreamHub extends DurableObject<Env> {
     this.ctx.acceptWebSocket(server, [principal]);
     server.serializeAttachment({ principal, streams: [], warnings: 0 } satisfies Attachment);
     const initial = new URL(request.url).searchParams.get("streams");
-    if (initial) await ensureRegistry(this.env);
-    if (initial)
+    if (initial) {
+      await ensureRegistry(this.env);
       await this.subscribe(
         server,
         null,
         initial.split(",", MAX_STREAMS_PER_CONNECTION + 1).filter((name) => name !== ""),
       );
+    }
     return new Response(null, { status: 101, webSocket: client });
   }
 
@@ -317,9 +318,10 @@ export class StreamHub extends DurableObject<Env> {
     }
     const released = (async () => {
       const shard = await this.shard();
-      const market = fromPriceIndex(stream) ? undefined : findMarket(stream.subject);
-      if (fromPriceIndex(stream)) await priceIndex(this.env).unsubscribeShard(stream.name, shard);
-      else if (market) await marketObject(this.env, stream.subject).unsubscribeShard(market, shard);
+      if (fromPriceIndex(stream)) return priceIndex(this.env).unsubscribeShard(stream.name, shard);
+      // A market delisted meanwhile has nobody to tell.
+      const market = findMarket(stream.subject);
+      if (market) await marketObject(this.env, stream.subject).unsubscribeShard(market, shard);
     })()
       .catch((error: unknown) => console.error("release failed", String(error)))
       .finally(() => this.releases.delete(source));
