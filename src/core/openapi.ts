@@ -49,7 +49,7 @@ const CALLBACK = /^\/api\/gateway\//;
 const WHERE: Partial<Record<ProblemCode, RegExp>> = {
   INVALID_SYMBOL: MARKET_PATH,
   UNKNOWN_SYMBOL: MARKET_PATH,
-  NOT_FOUND: /^\/(account\/api-keys|admin\/gateways)\/\{/,
+  NOT_FOUND: /^\/(account\/api-keys|admin\/gateways|admin\/assets)\/\{/,
   MISSING_CREDENTIALS: SIGNED,
   MALFORMED_CREDENTIALS: SIGNED,
   INVALID_API_KEY: SIGNED,
@@ -63,7 +63,8 @@ const WHERE: Partial<Record<ProblemCode, RegExp>> = {
   HELD_LIMIT: CALLBACK,
   SEQUENCE_GAP: /^\/v1\/ingest$/,
   STALE_SEQUENCE: /^\/v1\/ingest$/,
-  ALREADY_EXISTS: /^\/admin\/gateways$/,
+  // A gateway id, asset or symbol taken; a market's rules or status changed by another request meanwhile.
+  ALREADY_EXISTS: /^\/admin\/(gateways|assets|markets)$|^\/admin\/markets\/\{pair\}/,
   MARKET_NOT_TRADING: /^\/v1\/ingest$|^\/admin\/markets\//,
   STREAM_LIMIT: /\/ws$/,
   NOT_CONFIGURED: /^\/(v1|account\/api-keys|admin|api\/gateway)\b/,
