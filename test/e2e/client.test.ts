@@ -82,7 +82,15 @@ describe("the client package against the running service", () => {
     expect(trades[0]!.tradeId).toBeGreaterThan(0);
     const klines = await client.listKlines({ pair: "BTCUSDT", interval: "1m", limit: 3 });
     expect(klines.length).toBeGreaterThan(0);
-    const prices = await client.getPrices({ assets: ["BTC", "ETH"], quote: "USDT" });
+    // Prices come from the snapshot the price index writes at most once a second, after a trade's
+    // summary reaches it through the market's group relay (docs/api.md#prices): a moment after the trade.
+    const prices = await until(
+      async () => {
+        const answer = await client.getPrices({ assets: ["BTC", "ETH"], quote: "USDT" });
+        return answer.data.length === 2 && answer;
+      },
+      { timeoutMs: 10_000, intervalMs: 500, what: "prices of BTC and ETH" },
+    );
     expect(prices.data.map((p) => p.asset).sort()).toEqual(["BTC", "ETH"]);
   });
 
