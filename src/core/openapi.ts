@@ -40,6 +40,7 @@ const SMALL_BODY_PATHS = /^\/(account|admin|dashboard)\//;
 /** Paths that name one market (a pair in the path, or `symbol`/`symbols`/`assets` in the query). */
 const MARKET_PATH = /\{pair\}|^\/v1\/(ticker|book-ticker|orderbook|trades|klines|prices|ingest)\b|^\/api\/(ticker|book-ticker|prices)\b/;
 const SIGNED = /^\/v1\//;
+const DIALECT = /^\/binance\//;
 const CALLBACK = /^\/api\/gateway\//;
 /**
  * Where each problem code can arise, by path (codes not listed can arise on any operation that
@@ -91,6 +92,8 @@ export function problemCodes(status: number, path: string): ProblemCode[] {
  */
 export function withSharedAnswers<T extends object>(document: T): T {
   for (const [path, item] of Object.entries((document as Document).paths ?? {})) {
+    // A dialect answers in its own error shape and declares its own answers (docs/binance.md#errors).
+    if (DIALECT.test(path)) continue;
     for (const operation of Object.values(item)) {
       const statuses: number[] = [429, 503];
       if ((operation.parameters?.length ?? 0) > 0 || operation.requestBody) statuses.push(400);

@@ -103,7 +103,6 @@ export class VenueBoard {
 }
 
 function emptyRecord(kind: VenueRecordKind, market: MarketConfig, now: number): string {
-  if (kind === "ticker")
-    return JSON.stringify({ ...formatTicker(market.symbol, tickerStats([], undefined, now), market, now, undefined, undefined), lastUpdateTime: null });
+  if (kind === "ticker") return JSON.stringify({ ...formatTicker(market.symbol, tickerStats([], undefined, now), market, now), lastUpdateTime: null });
   return JSON.stringify({ symbol: market.symbol, bidPrice: null, bidQty: null, askPrice: null, askQty: null, sequence: 0, timestamp: now });
 }

@@ -83,6 +83,8 @@ interface MarketState {
   /** Buckets of the last ~25 h, ascending by minute: all the ticker window can need. */
   recentBuckets: MinuteBucket[];
   lastTradePrice: bigint | undefined;
+  /** The quantity of that last trade (the latest by time, the last applied among equal times). */
+  lastTradeQty: bigint;
   lastTradeTime: number;
   tradeSeq: number;
   /** When an ingest batch last changed the market (0: never): the ticker's `lastUpdateTime`. */
@@ -167,6 +169,7 @@ export class MarketObject extends DurableObject<Env> {
       book,
       recentBuckets: [...this.store.bucketsBetween(now - TRADE_RETENTION_MS, Number.MAX_SAFE_INTEGER, "ASC")],
       lastTradePrice: latest?.close,
+      lastTradeQty: latest ? (this.store.latestTradeQuantity() ?? 0n) : 0n,
       lastTradeTime: latest?.lastTradeTime ?? 0,
       tradeSeq: meta.tradeSeq,
       lastUpdateAt: meta.lastUpdateAt,
@@ -256,6 +259,13 @@ export class MarketObject extends DurableObject<Env> {
       }
       state.tradeSeq += acceptedTrades;
       if (acceptedTrades > 0 || bookOutcome === "applied") state.lastUpdateAt = now;
+      // The same rule as a bucket's close (a later or equal time wins), so price and quantity agree.
+      let latestTime = state.lastTradeTime;
+      for (const trade of accepted) {
+        if (trade.time < latestTime) continue;
+        latestTime = trade.time;
+        state.lastTradeQty = trade.quantity;
+      }
       for (const bucket of changedBuckets.values()) this.rememberBucket(state, bucket, now);
       const bookApplied = bookOutcome === "applied";
       state.version += 1;
@@ -320,8 +330,9 @@ export class MarketObject extends DurableObject<Env> {
     const minute = minuteOf(now);
     const cached = state.tickerCache;
     if (cached && cached.version === state.version && cached.minute === minute && cached.bookSequence === state.book.sequence) return cached;
-    const stats = tickerStats(state.recentBuckets, state.lastTradePrice, now);
-    const record = formatTicker(state.market.symbol, stats, state.market, now, state.book.bestBid(), state.book.bestAsk());
+    const last = state.lastTradePrice === undefined ? undefined : { price: state.lastTradePrice, quantity: state.lastTradeQty };
+    const stats = tickerStats(state.recentBuckets, last, now);
+    const record = formatTicker(state.market.symbol, stats, state.market, now, state.book.top());
     state.tickerCache = { version: state.version, minute, bookSequence: state.book.sequence, stats, record };
     return state.tickerCache;
   }
@@ -595,7 +606,8 @@ export class MarketObject extends DurableObject<Env> {
         stream: `book.${symbol}`,
         data:
           book.type === "snapshot"
-            ? this.snapshotMessage(state)
+            ? // firstSequence says it continues the previous message: a shard can pass it on as a diff (docs/binance.md).
+              { ...this.snapshotMessage(state), firstSequence: book.firstSequence }
             : {
                 type: "delta",
                 firstSequence: book.firstSequence,

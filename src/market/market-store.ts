@@ -195,6 +195,12 @@ export class MarketStore {
   }
 
   /** The bucket holding the latest trade by time, which carries the market's last price. */
+  /** The quantity of the latest trade by time (the last applied among equal times): the ticker's `lastQty`. */
+  latestTradeQuantity(): bigint | undefined {
+    const row = this.sql.exec("SELECT quantity FROM trades ORDER BY time DESC, seq DESC LIMIT 1").toArray()[0];
+    return row ? BigInt(row.quantity as string) : undefined;
+  }
+
   latestBucket(): MinuteBucket | undefined {
     const row = this.sql.exec("SELECT * FROM minute_buckets ORDER BY minute DESC LIMIT 1").toArray()[0];
     return row ? toBucket(row) : undefined;

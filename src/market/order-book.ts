@@ -246,6 +246,16 @@ export class OrderBook {
     }
   }
 
+  /** The best level of each side, in units (absent for an empty side). */
+  top(): { bid?: UnitLevel; ask?: UnitLevel } {
+    const bid = this.bids.prices[0];
+    const ask = this.asks.prices[0];
+    return {
+      bid: bid === undefined ? undefined : [bid, this.bids.quantities.get(bid)!],
+      ask: ask === undefined ? undefined : [ask, this.asks.quantities.get(ask)!],
+    };
+  }
+
   bestBid(): bigint | undefined {
     return this.bids.prices[0];
   }

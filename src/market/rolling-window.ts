@@ -102,6 +102,8 @@ export function windowOpenTime(now: number): number {
 
 export interface TickerStats {
   lastPrice: bigint;
+  /** The quantity of the last trade (by trade time); 0 if never traded. */
+  lastQty: bigint;
   openPrice: bigint;
   high: bigint;
   low: bigint;
@@ -116,17 +118,19 @@ export interface TickerStats {
  * trade. Follows the documented edge cases: no trade in the window but one before → open, high
  * and low are the last price and volumes are zero; never traded → all zero.
  */
-export function tickerStats(buckets: readonly MinuteBucket[], lastTradePrice: bigint | undefined, now: number): TickerStats {
+export function tickerStats(buckets: readonly MinuteBucket[], lastTrade: { price: bigint; quantity: bigint } | undefined, now: number): TickerStats {
   const openTime = windowOpenTime(now);
   let start = buckets.length;
   while (start > 0 && buckets[start - 1]!.minute >= openTime) start -= 1;
   const merged = mergeBuckets(start === 0 ? buckets : buckets.slice(start));
-  const lastPrice = lastTradePrice ?? 0n;
+  const lastPrice = lastTrade?.price ?? 0n;
+  const lastQty = lastTrade?.quantity ?? 0n;
   if (!merged) {
-    return { lastPrice, openPrice: lastPrice, high: lastPrice, low: lastPrice, volume: 0n, quoteVolume: 0n, tradeCount: 0, openTime };
+    return { lastPrice, lastQty, openPrice: lastPrice, high: lastPrice, low: lastPrice, volume: 0n, quoteVolume: 0n, tradeCount: 0, openTime };
   }
   return {
     lastPrice,
+    lastQty,
     openPrice: merged.open,
     high: merged.high,
     low: merged.low,
@@ -146,6 +150,7 @@ export function changePercent(lastPrice: bigint, openPrice: bigint): string {
 export interface TickerRecord {
   symbol: string;
   lastPrice: string;
+  lastQty: string;
   openPrice: string;
   high24h: string;
   low24h: string;
@@ -157,7 +162,9 @@ export interface TickerRecord {
   openTime: number;
   closeTime: number;
   bestBid: string | null;
+  bestBidQty: string | null;
   bestAsk: string | null;
+  bestAskQty: string | null;
   /** When the market last took an update from its feed (null: never): set by the market, not here. */
   lastUpdateTime?: number | null;
 }
@@ -167,30 +174,33 @@ export interface Scales {
   quantityScale: number;
 }
 
+/** The best level of each side of a book, in units; absent for an empty side. */
+export interface TopOfBook {
+  bid?: readonly [bigint, bigint];
+  ask?: readonly [bigint, bigint];
+}
+
 /** The wire form of the ticker record. Quote volume is exact at priceScale + quantityScale. */
-export function formatTicker(
-  symbol: string,
-  stats: TickerStats,
-  scales: Scales,
-  closeTime: number,
-  bestBid: bigint | undefined,
-  bestAsk: bigint | undefined,
-): TickerRecord {
+export function formatTicker(symbol: string, stats: TickerStats, scales: Scales, closeTime: number, top: TopOfBook = {}): TickerRecord {
   const price = (units: bigint) => formatUnits(units, scales.priceScale);
+  const quantity = (units: bigint) => formatUnits(units, scales.quantityScale);
   return {
     symbol,
     lastPrice: price(stats.lastPrice),
+    lastQty: quantity(stats.lastQty),
     openPrice: price(stats.openPrice),
     high24h: price(stats.high),
     low24h: price(stats.low),
     change24h: price(stats.lastPrice - stats.openPrice),
     changePercent24h: changePercent(stats.lastPrice, stats.openPrice),
-    volume24h: formatUnits(stats.volume, scales.quantityScale),
+    volume24h: quantity(stats.volume),
     quoteVolume24h: formatUnits(stats.quoteVolume, scales.priceScale + scales.quantityScale),
     tradeCount24h: stats.tradeCount,
     openTime: stats.openTime,
     closeTime,
-    bestBid: bestBid === undefined ? null : price(bestBid),
-    bestAsk: bestAsk === undefined ? null : price(bestAsk),
+    bestBid: top.bid ? price(top.bid[0]) : null,
+    bestBidQty: top.bid ? quantity(top.bid[1]) : null,
+    bestAsk: top.ask ? price(top.ask[0]) : null,
+    bestAskQty: top.ask ? quantity(top.ask[1]) : null,
   };
 }

@@ -27,6 +27,7 @@ export const TickerSchema = z
   .object({
     symbol: z.string().openapi({ example: "BTCUSDT" }),
     lastPrice: DecimalString,
+    lastQty: DecimalString.openapi({ description: "Quantity of the last trade (the latest by trade time); 0 if never traded" }),
     openPrice: DecimalString,
     high24h: DecimalString,
     low24h: DecimalString,
@@ -38,7 +39,9 @@ export const TickerSchema = z
     openTime: TimestampMs.openapi({ description: "Start of the current minute − 24 h" }),
     closeTime: TimestampMs.openapi({ description: "The moment the record shows: at most MARKET_READ_MAX_AGE_MS before the response (also in X-As-Of)" }),
     bestBid: DecimalString.nullable(),
+    bestBidQty: DecimalString.nullable().openapi({ description: "Quantity at the best bid; null when the bid side is empty" }),
     bestAsk: DecimalString.nullable(),
+    bestAskQty: DecimalString.nullable().openapi({ description: "Quantity at the best ask; null when the ask side is empty" }),
     lastUpdateTime: TimestampMs.nullable().openapi({
       description: "When the market last took an update (book or trade) from its feed; null if never. A feed gone silent shows here and in GET /api/status",
     }),

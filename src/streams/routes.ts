@@ -10,7 +10,7 @@ import { createRouter } from "../core/router";
 import { problemResponses } from "../core/schemas";
 import type { AppEnv } from "../env";
 import { shardCount, shardOf } from "./protocol";
-import { PRINCIPAL_HEADER, SHARD_HEADER } from "./stream-hub";
+import { BINANCE_HEADER, BINANCE_STREAMS_HEADER, PRINCIPAL_HEADER, SHARD_HEADER } from "./stream-hub";
 
 /**
  * Hands the upgrade to the shard that holds every connection of the principal. The shard
@@ -18,7 +18,13 @@ import { PRINCIPAL_HEADER, SHARD_HEADER } from "./stream-hub";
  * JSON here, with the request id, like every other error. The 101 is re-made here so it can
  * carry `headers` (a response from an object has immutable headers, and a 101 cannot be copied).
  */
-async function toShard(env: Env, request: Request, principal: string, headers: Record<string, string>): Promise<Response> {
+export async function toShard(
+  env: Env,
+  request: Request,
+  principal: string,
+  headers: Record<string, string>,
+  dialect: Record<string, string> = {},
+): Promise<Response> {
   if (request.headers.get("Upgrade")?.toLowerCase() !== "websocket") {
     throw problem("VALIDATION_FAILED", "this is a WebSocket endpoint: connect with Upgrade: websocket", undefined, headers);
   }
@@ -26,6 +32,9 @@ async function toShard(env: Env, request: Request, principal: string, headers: R
   const forwarded = new Headers(request.headers);
   forwarded.set(PRINCIPAL_HEADER, principal);
   forwarded.set(SHARD_HEADER, shard);
+  // Only a dialect's own route says a connection speaks it; a client's header of that name does not.
+  for (const name of [BINANCE_HEADER, BINANCE_STREAMS_HEADER]) forwarded.delete(name);
+  for (const [name, value] of Object.entries(dialect)) forwarded.set(name, value);
   const response = await streamHub(env, shard).fetch(new Request(request, { headers: forwarded }));
   if (response.webSocket) return new Response(null, { status: 101, webSocket: response.webSocket, headers });
   const refusal = await response.json<ProblemResult>();
@@ -34,11 +43,11 @@ async function toShard(env: Env, request: Request, principal: string, headers: R
 }
 
 /**
+ * The OpenAPI entry of a WebSocket endpoint (an upgrade has no body schema to validate):
  * `GET /api/ws` (per client IP; the public limit applies to the upgrade request) and
  * `GET /v1/ws` (per API key with permission `stream`; signed headers, or for browsers the
  * query form `apiKey`, `timestamp`, `signature` over the path `/v1/ws`).
  */
-/** The OpenAPI entry of a WebSocket endpoint (an upgrade has no body schema to validate). */
 function documentStream(router: ReturnType<typeof createRouter>, operationId: string, summary: string): void {
   router.openAPIRegistry.registerPath({
     method: "get",

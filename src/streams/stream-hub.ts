@@ -1,4 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
+import { BinanceFanout } from "../binance/fanout";
+import { type BinanceId, type BinanceStream, namesIn, parseBinanceRequest, parseBinanceStream } from "../binance/streams";
 import { marketObject, priceIndex } from "../core/object-ids";
 import { problem, toProblemResult } from "../core/problem";
 import { ensureRegistry, findMarket } from "../registry/copy";
@@ -30,12 +32,18 @@ import { type BookMessage, WireBook } from "./wire-book";
 /** What a socket carries through hibernation (small: at most 50 stream names). */
 interface Attachment {
   principal: string;
+  /** The streams held: native names, or on a Binance connection Binance's names (docs/binance.md#streams). */
   streams: string[];
   warnings: number;
+  /** Set on a Binance connection: whether it is combined (`{stream, data}` frames) or raw. */
+  binance?: { combined: boolean };
 }
 
 export const PRINCIPAL_HEADER = "X-Stream-Principal";
 export const SHARD_HEADER = "X-Stream-Shard";
+/** Set by the Binance routes: `raw` or `combined`, with the streams named at connect in BINANCE_STREAMS_HEADER. */
+export const BINANCE_HEADER = "X-Stream-Binance";
+export const BINANCE_STREAMS_HEADER = "X-Stream-Binance-Streams";
 /** The book snapshot a subscriber gets first (docs/streams.md). */
 export const SNAPSHOT_DEPTH = 100;
 /** A market's base book that has not come this long after registering is asked for again. */
@@ -84,14 +92,33 @@ export class StreamHub extends DurableObject<Env> {
   /** Arrival times of each socket's messages in the last second (lost on hibernation: harmless). */
   private readonly inbound = new Map<WebSocket, number[]>();
   private shardName: string | undefined;
+  /** The Binance connections' subscriptions and their rendering (docs/binance.md#streams). */
+  private readonly binance = new BinanceFanout(
+    (ws, text) => this.send(ws, text),
+    (ws) => attachmentOf(ws).binance?.combined ?? false,
+  );
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     // The keepalive is answered by the runtime, so idle connections never wake the shard.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(KEEPALIVE_REQUEST, KEEPALIVE_RESPONSE));
+    const binanceSockets: [WebSocket, string[]][] = [];
     for (const ws of ctx.getWebSockets()) {
       const attachment = ws.deserializeAttachment() as Attachment | null;
-      for (const stream of attachment?.streams ?? []) this.subscribersOf(stream).add(ws);
+      if (attachment?.binance) binanceSockets.push([ws, attachment.streams]);
+      else for (const stream of attachment?.streams ?? []) this.subscribersOf(stream).add(ws);
+    }
+    // Binance names resolve against the registry copy: restored once it is loaded.
+    if (binanceSockets.length > 0) {
+      ctx.blockConcurrencyWhile(async () => {
+        await ensureRegistry(env);
+        for (const [ws, names] of binanceSockets) {
+          for (const name of names) {
+            const stream = parseBinanceStream(name);
+            if (stream) this.binance.add(ws, stream);
+          }
+        }
+      });
     }
   }
 
@@ -128,7 +155,15 @@ export class StreamHub extends DurableObject<Env> {
     }
     const { 0: client, 1: server } = new WebSocketPair();
     this.ctx.acceptWebSocket(server, [principal]);
-    server.serializeAttachment({ principal, streams: [], warnings: 0 } satisfies Attachment);
+    const dialect = request.headers.get(BINANCE_HEADER);
+    server.serializeAttachment({ principal, streams: [], warnings: 0, ...(dialect && { binance: { combined: dialect === "combined" } }) } satisfies Attachment);
+    if (dialect) {
+      await ensureRegistry(this.env);
+      // As Binance does, a name at connect that is no stream subscribes to nothing (CCXT connects to `/ws/0`).
+      const names = namesIn(request.headers.get(BINANCE_STREAMS_HEADER) ?? "").filter((name) => parseBinanceStream(name) !== null);
+      if (names.length > 0) await this.binanceSubscribe(server, null, names, false);
+      return new Response(null, { status: 101, webSocket: client });
+    }
     const initial = new URL(request.url).searchParams.get("streams");
     if (initial) {
       await ensureRegistry(this.env);
@@ -168,6 +203,7 @@ export class StreamHub extends DurableObject<Env> {
     if (!times) this.inbound.set(ws, (times = []));
     if (!admitMessage(times, Date.now())) return this.closeForAbuse(ws, `at most ${MAX_MESSAGES_PER_SECOND} messages per second`);
 
+    if (attachmentOf(ws).binance) return this.binanceMessage(ws, message);
     const parsed =
       typeof message === "string"
         ? parseClientMessage(message)
@@ -204,18 +240,14 @@ export class StreamHub extends DurableObject<Env> {
     if (!plan.ok) return this.error(ws, id, plan.code, plan.message);
     attachment.streams.push(...plan.streams.map((s) => s.name));
     ws.serializeAttachment(attachment);
-    const sources = [...new Map(plan.streams.map((s) => [sourceOf(s), s])).values()];
-    for (const s of sources) this.joining.set(sourceOf(s), (this.joining.get(sourceOf(s)) ?? 0) + 1);
-    try {
-      await Promise.all(sources.map((s) => this.register(s)));
-    } catch (error) {
-      console.error("subscribe failed", String(error));
-      const current = attachmentOf(ws);
-      current.streams = current.streams.filter((name) => !plan.streams.some((s) => s.name === name));
-      ws.serializeAttachment(current);
+    if (
+      !(await this.ensureSources(
+        ws,
+        plan.streams.map((s) => s.name),
+        plan.streams,
+      ))
+    ) {
       return this.error(ws, id, "INTERNAL_ERROR", "the streams could not be subscribed; try again");
-    } finally {
-      for (const s of sources) this.joining.set(sourceOf(s), (this.joining.get(sourceOf(s)) ?? 1) - 1);
     }
     if (ws.readyState !== WebSocket.OPEN) return; // closed while waiting
     // An unsubscribe may have come meanwhile: the attachment is the truth.
@@ -227,6 +259,96 @@ export class StreamHub extends DurableObject<Env> {
       const book = stream.kind === "book" ? this.books.get(stream.subject) : undefined;
       if (book) this.send(ws, { stream: stream.name, data: book.snapshot(SNAPSHOT_DEPTH) });
     }
+  }
+
+  /**
+   * Makes every source of `streams` publish to this shard; on failure takes `names` back out of
+   * the socket's attachment and says false. Subscribes waiting here keep their sources wanted.
+   */
+  private async ensureSources(ws: WebSocket, names: string[], streams: StreamName[]): Promise<boolean> {
+    const sources = [...new Map(streams.map((s) => [sourceOf(s), s])).values()];
+    for (const s of sources) this.joining.set(sourceOf(s), (this.joining.get(sourceOf(s)) ?? 0) + 1);
+    try {
+      await Promise.all(sources.map((s) => this.register(s)));
+      return true;
+    } catch (error) {
+      console.error("subscribe failed", String(error));
+      const current = attachmentOf(ws);
+      current.streams = current.streams.filter((name) => !names.includes(name));
+      ws.serializeAttachment(current);
+      return false;
+    } finally {
+      for (const s of sources) this.joining.set(sourceOf(s), (this.joining.get(sourceOf(s)) ?? 1) - 1);
+    }
+  }
+
+  /** A Binance connection's message (docs/binance.md#streams): answered `{result, id}` or `{error, id}`. */
+  private async binanceMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    const parsed = typeof message === "string" ? parseBinanceRequest(message) : parseBinanceRequest("");
+    if (!parsed.ok) {
+      const attachment = attachmentOf(ws);
+      attachment.warnings += 1;
+      ws.serializeAttachment(attachment);
+      if (attachment.warnings > MAX_WARNINGS) return this.closeForAbuse(ws, `more than ${MAX_WARNINGS} invalid messages`);
+      return this.send(ws, parsed.answer);
+    }
+    const request = parsed.request;
+    const attachment = attachmentOf(ws);
+    switch (request.method) {
+      case "LIST_SUBSCRIPTIONS":
+        return this.send(ws, { result: attachment.streams, id: request.id });
+      case "GET_PROPERTY":
+        return this.send(ws, { result: attachment.binance?.combined ?? false, id: request.id });
+      case "SET_PROPERTY":
+        attachment.binance = { combined: request.value === true };
+        ws.serializeAttachment(attachment);
+        return this.send(ws, { result: null, id: request.id });
+      case "SUBSCRIBE":
+        await ensureRegistry(this.env);
+        return this.binanceSubscribe(ws, request.id, request.params, true);
+      case "UNSUBSCRIBE": {
+        const gone = new Set(request.params);
+        for (const name of attachment.streams) if (gone.has(name)) this.binance.remove(ws, name);
+        attachment.streams = attachment.streams.filter((name) => !gone.has(name));
+        ws.serializeAttachment(attachment);
+        return this.send(ws, { result: null, id: request.id });
+      }
+    }
+  }
+
+  /** Adds Binance streams to a connection, all or nothing; `answer` false at connect (Binance sends nothing then). */
+  private async binanceSubscribe(ws: WebSocket, id: BinanceId, names: string[], answer: boolean): Promise<void> {
+    const attachment = attachmentOf(ws);
+    const streams: BinanceStream[] = [];
+    for (const name of names) {
+      const stream = parseBinanceStream(name);
+      if (!stream)
+        return this.send(ws, {
+          error: { code: 2, msg: `Invalid request: ${JSON.stringify(name).slice(0, 70)} is not a stream here (docs/binance.md#streams)` },
+          id,
+        });
+      if (!attachment.streams.includes(name) && !streams.some((s) => s.name === name)) streams.push(stream);
+    }
+    if (attachment.streams.length + streams.length > MAX_STREAMS_PER_CONNECTION) {
+      return this.send(ws, { error: { code: 2, msg: `Invalid request: at most ${MAX_STREAMS_PER_CONNECTION} streams per connection here` }, id });
+    }
+    const added = streams.map((s) => s.name);
+    attachment.streams.push(...added);
+    ws.serializeAttachment(attachment);
+    if (
+      !(await this.ensureSources(
+        ws,
+        added,
+        streams.map((s) => s.native),
+      ))
+    ) {
+      return this.send(ws, { error: { code: 2, msg: "Invalid request: the streams could not be subscribed; try again" }, id });
+    }
+    if (ws.readyState !== WebSocket.OPEN) return;
+    const held = attachmentOf(ws).streams;
+    for (const stream of streams) if (held.includes(stream.name)) this.binance.add(ws, stream);
+    if (answer) this.send(ws, { result: null, id });
+    for (const stream of streams) if (held.includes(stream.name)) this.binance.greet(ws, stream, this.books.get(stream.native.subject));
   }
 
   private unsubscribe(ws: WebSocket, id: MessageId, names: unknown[]): void {
@@ -303,7 +425,7 @@ export class StreamHub extends DurableObject<Env> {
   private sourceWanted(stream: StreamName): boolean {
     if ((this.joining.get(sourceOf(stream)) ?? 0) > 0) return true;
     const names = fromPriceIndex(stream) || stream.kind === "heartbeat" ? [stream.name] : marketStreams(stream.subject);
-    return names.some((name) => (this.subscribers.get(name)?.size ?? 0) > 0);
+    return names.some((name) => (this.subscribers.get(name)?.size ?? 0) > 0 || this.binance.wants(name));
   }
 
   /** Nobody here wants a source any more: stop its publishing to this shard. */
@@ -338,8 +460,10 @@ export class StreamHub extends DurableObject<Env> {
         this.release(stream);
         continue;
       }
+      const before = stream.kind === "book" ? this.books.get(stream.subject) : undefined;
       const data = stream.kind === "book" ? this.trackBook(stream, event.data as BookMessage) : event.data;
       if (data === undefined) continue;
+      this.binance.deliver(stream, event.data, { before, after: this.books.get(stream.subject) });
       const sockets = this.subscribers.get(stream.name);
       if (!sockets || sockets.size === 0) continue;
       // Serialized once, sent as the same string to every subscriber.
@@ -377,7 +501,10 @@ export class StreamHub extends DurableObject<Env> {
 
   private forget(ws: WebSocket): void {
     const attachment = ws.deserializeAttachment() as Attachment | null;
-    for (const stream of attachment?.streams ?? []) this.subscribers.get(stream)?.delete(ws);
+    for (const name of attachment?.streams ?? []) {
+      if (attachment?.binance) this.binance.remove(ws, name);
+      else this.subscribers.get(name)?.delete(ws);
+    }
     this.inbound.delete(ws);
   }
 

@@ -44,6 +44,19 @@ export class WireBook {
     return true;
   }
 
+  /** Every level that differs from `earlier`, at its quantity here ("0" where it is gone): the change between two copies. */
+  changesSince(earlier: WireBook): { bids: WireLevel[]; asks: WireLevel[] } {
+    const diff = (side: "bids" | "asks"): WireLevel[] => {
+      const now = this.sides[side];
+      const then = earlier.sides[side];
+      const changed: WireLevel[] = [];
+      for (const [price, quantity] of now) if (then.get(price) !== quantity) changed.push([price, quantity]);
+      for (const price of then.keys()) if (!now.has(price)) changed.push([price, "0"]);
+      return changed;
+    };
+    return { bids: diff("bids"), asks: diff("asks") };
+  }
+
   snapshot(depth: number): BookMessage {
     if (!this.sorted) {
       const order = (side: "bids" | "asks") =>

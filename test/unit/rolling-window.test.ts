@@ -11,14 +11,14 @@ function bucketsOf(trades: UnitTrade[]): MinuteBucket[] {
   return [...byMinute.values()].sort((a, b) => a.minute - b.minute);
 }
 
-function lastByTime(trades: UnitTrade[]): bigint | undefined {
+function lastByTime(trades: UnitTrade[]): UnitTrade | undefined {
   let last: UnitTrade | undefined;
   for (const t of trades) if (!last || t.time >= last.time) last = t;
-  return last?.price;
+  return last;
 }
 
 function ticker(trades: UnitTrade[], now: number) {
-  return formatTicker("TESTUSDT", tickerStats(bucketsOf(trades), lastByTime(trades), now), scales, now, undefined, undefined);
+  return formatTicker("TESTUSDT", tickerStats(bucketsOf(trades), lastByTime(trades), now), scales, now);
 }
 
 // 2026-11-22 12:34:56.789 UTC: not on a minute boundary, so the window is wider than 24 h.

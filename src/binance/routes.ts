@@ -1,0 +1,337 @@
+import { createRoute, type Hook, OpenAPIHono, type RouteConfig, z } from "@hono/zod-openapi";
+import type { Context, MiddlewareHandler } from "hono";
+import type { AppEnv } from "../env";
+import type { MarketQuestion } from "../market/edge-copies";
+import { type EdgeRead, readMarket, readVenue } from "../market/edge-reads";
+import { KLINE_INTERVALS, type Kline, type KlineInterval } from "../market/klines";
+import type { WireTrade } from "../market/market-object";
+import { combineReads, readContext, sendRead } from "../market/reads";
+import type { TickerRecord } from "../market/rolling-window";
+import { minuteOf } from "../market/rolling-window";
+import { MAX_LIST_SYMBOLS } from "../market/symbol-lists";
+import { currentRegistry, findMarket } from "../registry/copy";
+import type { MarketConfig } from "../registry/model";
+import { BinanceError, binanceError, handleBinanceError, illegalParameter, missingParameter } from "./errors";
+import {
+  AggTradesQuery,
+  BINANCE_SYMBOL,
+  BinanceAggTradeSchema,
+  BinanceAvgPriceSchema,
+  BinanceBookTickerSchema,
+  BinanceDepthSchema,
+  BinanceErrorSchema,
+  BinanceKlineSchema,
+  BinanceMiniTickerSchema,
+  BinancePriceSchema,
+  BinanceTickerSchema,
+  BinanceTimeSchema,
+  BinanceTradeSchema,
+  DepthQuery,
+  ExchangeInfoQuery,
+  ExchangeInfoSchema,
+  HistoricalTradesQuery,
+  KlinesQuery,
+  OptionalSymbolQuery,
+  oneOrMany,
+  SYMBOLS_RULE,
+  SymbolQuery,
+  TickerQuery,
+  TradesQuery,
+} from "./schemas";
+import { binanceStreamRoutes } from "./stream-routes";
+import * as binance from "./translate";
+
+const tags = ["Binance-compatible market data"];
+/** The most levels or rows one read answers here (Binance allows more for depth: a larger limit gets this). */
+const MAX_ROWS = 1000;
+
+/** A refused parameter in Binance's words: missing or empty is -1102, malformed -1100 (its legal form), an interval -1120. */
+const binanceHook: Hook<unknown, AppEnv, string, unknown> = (result, c) => {
+  if (result.success) return;
+  const issue = result.error.issues[0]!;
+  const name = String(issue.path[0] ?? "");
+  const value = c.req.query(name);
+  if (value === undefined || value === "") throw missingParameter(name);
+  if (name === "interval") throw binanceError("BAD_INTERVAL");
+  throw illegalParameter(name, issue.message);
+};
+
+/** The market a Binance `symbol` names (exactly as Binance writes it), or -1121. */
+function marketOf(symbol: string): MarketConfig {
+  const market = findMarket(symbol);
+  if (!market) throw binanceError("BAD_SYMBOL");
+  return market;
+}
+
+/** `symbols=["A","B"]`: the markets, in that order; malformed is -1100, an unknown one -1121. */
+function marketsOf(raw: string): MarketConfig[] {
+  let names: unknown;
+  try {
+    names = JSON.parse(raw);
+  } catch {
+    throw illegalParameter("symbols", SYMBOLS_RULE);
+  }
+  if (!Array.isArray(names) || !names.every((n): n is string => typeof n === "string" && BINANCE_SYMBOL.test(n))) {
+    throw illegalParameter("symbols", SYMBOLS_RULE);
+  }
+  if (names.length === 0) throw missingParameter("symbols");
+  if (names.length > MAX_LIST_SYMBOLS) throw binanceError("INVALID_PARAMETER", `symbols names at most ${MAX_LIST_SYMBOLS} markets here.`);
+  if (new Set(names).size !== names.length) throw binanceError("INVALID_PARAMETER", "symbols names a market twice.");
+  return names.map(marketOf);
+}
+
+/** `symbol`, `symbols` or neither: the markets asked for, or undefined for every market. */
+function marketsAsked(query: { symbol?: string; symbols?: string }): { one?: MarketConfig; many?: MarketConfig[] } {
+  if (query.symbol !== undefined && query.symbols !== undefined) throw binanceError("INVALID_PARAMETER_COMBINATION");
+  if (query.symbol !== undefined) return { one: marketOf(query.symbol) };
+  if (query.symbols !== undefined) return { many: marketsOf(query.symbols) };
+  return {};
+}
+
+const rows = (limit: number | undefined, fallback: number) => {
+  if (limit === 0) throw illegalParameter("limit", `1 - ${MAX_ROWS}`);
+  return Math.min(limit ?? fallback, MAX_ROWS);
+};
+
+/** A read's answer, translated, with the read's freshness headers (docs/edge-reads.md). */
+function sendAs<T>(c: Context<AppEnv>, read: EdgeRead, translate: (value: never) => unknown) {
+  return sendRead<T>(c, { ...read, text: JSON.stringify(translate(JSON.parse(read.text) as never)) });
+}
+
+/** One question about one market, or about the markets asked for, or about all of them, as records. */
+async function readRecords(
+  c: Context<AppEnv>,
+  asked: { one?: MarketConfig; many?: MarketConfig[] },
+  kind: "ticker" | "bookTicker",
+): Promise<{ read: EdgeRead; one: boolean }> {
+  const ctx = readContext(c);
+  if (asked.one) return { read: await readMarket(ctx, asked.one, { kind }), one: true };
+  if (asked.many) return { read: combineReads(await Promise.all(asked.many.map((m) => readMarket(ctx, m, { kind })))), one: false };
+  return { read: await readVenue(ctx, kind), one: false };
+}
+
+/** Translates a record or an array of records, each with its market (for the scales of a zero). */
+function eachRecord<R extends { symbol: string }>(translate: (record: R, market: MarketConfig) => unknown) {
+  const one = (record: R) => translate(record, findMarket(record.symbol) ?? marketOf(record.symbol));
+  return (value: R | R[]) => (Array.isArray(value) ? value.map(one) : one(value));
+}
+
+function readOne(c: Context<AppEnv>, market: MarketConfig, question: MarketQuestion): Promise<EdgeRead> {
+  return readMarket(readContext(c), market, question);
+}
+
+const errors = {
+  400: { description: "Binance error: -1100, -1102, -1120, -1121, -1128, -1130", content: { "application/json": { schema: BinanceErrorSchema } } },
+  429: { description: "Binance error -1003, with Retry-After", content: { "application/json": { schema: BinanceErrorSchema } } },
+};
+const ok = <T extends z.ZodType>(schema: T, description: string) => ({ 200: { description, content: { "application/json": { schema } } } });
+
+/** An empty futures `exchangeInfo`: CCXT asks for futures markets by default, and this venue has none. */
+const noFutures = (c: Context<AppEnv>) =>
+  c.json({ timezone: "UTC", serverTime: Date.now(), rateLimits: binance.BINANCE_RATE_LIMITS, exchangeFilters: [], assets: [], symbols: [] });
+
+/**
+ * The Binance Spot market-data dialect, mounted at `/binance` (docs/binance.md): Binance's paths,
+ * parameters, shapes and errors over the same reads, edge copies and limits as `/api`.
+ *
+ * @example
+ * app.route("/binance", binanceRoutes(publicLimit));
+ */
+export function binanceRoutes(limit: MiddlewareHandler<AppEnv>) {
+  const router = new OpenAPIHono<AppEnv>({ defaultHook: binanceHook });
+  router.onError(handleBinanceError);
+  const get = <P extends string, R extends Omit<RouteConfig, "method" | "path" | "tags" | "middleware">>(path: P, config: R) =>
+    createRoute({ ...config, method: "get", path: `/api/v3/${path}` as `/api/v3/${P}`, tags, middleware: [limit] as const });
+
+  router.openapi(
+    get("ping", { operationId: "binancePing", summary: "Test connectivity", responses: { ...ok(z.object({}), "An empty object"), ...errors } }),
+    (c) => c.json({}, 200),
+  );
+  router.openapi(get("time", { operationId: "binanceTime", summary: "Server time", responses: { ...ok(BinanceTimeSchema, "Server time"), ...errors } }), (c) =>
+    c.json({ serverTime: Date.now() }, 200),
+  );
+  router.openapi(
+    get("exchangeInfo", {
+      operationId: "binanceExchangeInfo",
+      summary: "Markets with status, precisions and trading rules as filters",
+      description: "From this isolate's registry copy: no object call. HALTED markets are HALT, DELISTED ones BREAK.",
+      request: { query: ExchangeInfoQuery },
+      responses: { ...ok(ExchangeInfoSchema, "Exchange information"), ...errors },
+    }),
+    (c) => {
+      const query = c.req.valid("query");
+      const asked = marketsAsked(query);
+      let markets = asked.one ? [asked.one] : (asked.many ?? currentRegistry().snapshot.markets);
+      if (query.symbolStatus) markets = markets.filter((m) => binance.exchangeSymbol(m).status === query.symbolStatus);
+      return c.json(binance.exchangeInfo(markets, Date.now()) as z.infer<typeof ExchangeInfoSchema>, 200);
+    },
+  );
+  router.openapi(
+    get("depth", {
+      operationId: "binanceDepth",
+      summary: "Order book",
+      description: "`lastUpdateId` is the book's sequence: the `U`/`u` of the depth streams continue it (docs/binance.md#a-local-order-book).",
+      request: { query: DepthQuery },
+      responses: { ...ok(BinanceDepthSchema, "Best levels first"), ...errors },
+    }),
+    async (c) => {
+      const { symbol, limit } = c.req.valid("query");
+      const read = await readOne(c, marketOf(symbol), { kind: "book", depth: rows(limit, 100) });
+      return sendAs<z.infer<typeof BinanceDepthSchema>>(c, read, binance.depth);
+    },
+  );
+  router.openapi(
+    get("trades", {
+      operationId: "binanceTrades",
+      summary: "Recent trades, oldest first",
+      request: { query: TradesQuery },
+      responses: { ...ok(z.array(BinanceTradeSchema), "Trades"), ...errors },
+    }),
+    async (c) => {
+      const { symbol, limit } = c.req.valid("query");
+      const read = await readOne(c, marketOf(symbol), { kind: "trades", limit: rows(limit, 500) });
+      // The native answer is newest first; Binance lists the same trades oldest first.
+      return sendAs<z.infer<typeof BinanceTradeSchema>[]>(c, read, (trades: WireTrade[]) => [...trades].reverse().map(binance.trade));
+    },
+  );
+  router.openapi(
+    get("historicalTrades", {
+      operationId: "binanceHistoricalTrades",
+      summary: "Older trades from a trade id (public here: no API key needed)",
+      request: { query: HistoricalTradesQuery },
+      responses: { ...ok(z.array(BinanceTradeSchema), "Trades, ascending id"), ...errors },
+    }),
+    async (c) => {
+      const { symbol, limit, fromId } = c.req.valid("query");
+      const n = rows(limit, 500);
+      const question: MarketQuestion = fromId === undefined ? { kind: "trades", limit: n } : { kind: "trades", limit: n, page: { fromId } };
+      const read = await readOne(c, marketOf(symbol), question);
+      return sendAs<z.infer<typeof BinanceTradeSchema>[]>(c, read, (trades: WireTrade[]) => ascending(trades).map(binance.trade));
+    },
+  );
+  router.openapi(
+    get("aggTrades", {
+      operationId: "binanceAggTrades",
+      summary: "Aggregate trades (each trade is its own aggregate here)",
+      description: "`a`, `f` and `l` are the trade id: which trades one taker order filled is not known here (docs/binance.md#aggregate-trades).",
+      request: { query: AggTradesQuery },
+      responses: { ...ok(z.array(BinanceAggTradeSchema), "Aggregate trades, ascending id"), ...errors },
+    }),
+    async (c) => {
+      const { symbol, limit, fromId, startTime, endTime } = c.req.valid("query");
+      if (fromId !== undefined && (startTime !== undefined || endTime !== undefined)) throw binanceError("INVALID_PARAMETER_COMBINATION");
+      if (startTime !== undefined && endTime !== undefined && startTime > endTime) throw binanceError("INVALID_PARAMETER_COMBINATION");
+      const page = { ...(fromId !== undefined && { fromId }), ...(startTime !== undefined && { startTime }), ...(endTime !== undefined && { endTime }) };
+      const n = rows(limit, 500);
+      const question: MarketQuestion = Object.keys(page).length > 0 ? { kind: "trades", limit: n, page } : { kind: "trades", limit: n };
+      const read = await readOne(c, marketOf(symbol), question);
+      return sendAs<z.infer<typeof BinanceAggTradeSchema>[]>(c, read, (trades: WireTrade[]) => ascending(trades).map(binance.aggTrade));
+    },
+  );
+  for (const [path, operationId] of [
+    ["klines", "binanceKlines"],
+    ["uiKlines", "binanceUiKlines"],
+  ] as const) {
+    router.openapi(
+      get(path, {
+        operationId: operationId,
+        summary: "Candles as array rows",
+        description: `Intervals ${Object.keys(KLINE_INTERVALS).join(", ")}; intervals without trades have no row. uiKlines answers the same rows as klines.`,
+        request: { query: KlinesQuery },
+        responses: { ...ok(z.array(BinanceKlineSchema), "Candles, ascending open time"), ...errors },
+      }),
+      async (c) => {
+        const { symbol, interval, startTime, endTime, timeZone, limit } = c.req.valid("query");
+        if (!(interval in KLINE_INTERVALS)) throw binanceError("BAD_INTERVAL");
+        if (timeZone !== undefined && !/^[+-]?0{1,2}(:00)?$/.test(timeZone)) throw binanceError("INVALID_PARAMETER", "Only timeZone 0 (UTC) is kept here.");
+        if (startTime !== undefined && endTime !== undefined && startTime > endTime) throw binanceError("INVALID_PARAMETER_COMBINATION");
+        const market = marketOf(symbol);
+        const read = await readOne(c, market, {
+          kind: "klines",
+          query: {
+            interval: interval as KlineInterval,
+            limit: rows(limit, 500),
+            ...(startTime !== undefined && { startTime }),
+            ...(endTime !== undefined && { endTime }),
+          },
+        });
+        return sendAs<z.infer<typeof BinanceKlineSchema>[]>(c, read, (candles: Kline[]) => candles.map((k) => binance.klineRow(k, market)));
+      },
+    );
+  }
+  router.openapi(
+    get("avgPrice", {
+      operationId: "binanceAvgPrice",
+      summary: "Average price of the last five minutes",
+      description: "Volume-weighted over the current minute and the four before it; the last price when none of them traded.",
+      request: { query: SymbolQuery },
+      responses: { ...ok(BinanceAvgPriceSchema, "Average price"), ...errors },
+    }),
+    async (c) => {
+      const market = marketOf(c.req.valid("query").symbol);
+      const now = Date.now();
+      // Aligned to the minute, so every request of a minute shares one edge copy.
+      const read = await readOne(c, market, { kind: "klines", query: { interval: "1m", limit: 5, startTime: minuteOf(now) - 4 * 60_000 } });
+      const candles = JSON.parse(read.text) as Kline[];
+      let fallback = "";
+      if (candles.length === 0) fallback = (JSON.parse((await readOne(c, market, { kind: "ticker" })).text) as TickerRecord).lastPrice;
+      return sendAs<z.infer<typeof BinanceAvgPriceSchema>>(c, read, () => binance.averagePrice(candles, fallback, market, now));
+    },
+  );
+  router.openapi(
+    get("ticker/24hr", {
+      operationId: "binanceTicker24hr",
+      summary: "24-hour rolling tickers: one, some or all",
+      description:
+        "`symbol` for one record; `symbols` (a JSON array) or nothing for an array. Every market at once is one object call per second at most, whatever the number of markets (docs/api.md#all-markets).",
+      request: { query: TickerQuery },
+      responses: { ...ok(oneOrMany(z.union([BinanceTickerSchema, BinanceMiniTickerSchema])), "Ticker records"), ...errors },
+    }),
+    async (c) => {
+      const query = c.req.valid("query");
+      const { read } = await readRecords(c, marketsAsked(query), "ticker");
+      const translate = query.type === "MINI" ? (t: TickerRecord) => binance.miniTicker(t) : binance.fullTicker;
+      return sendAs<z.infer<typeof BinanceTickerSchema>>(c, read, eachRecord(translate));
+    },
+  );
+  router.openapi(
+    get("ticker/price", {
+      operationId: "binanceTickerPrice",
+      summary: "Last prices: one, some or all",
+      request: { query: OptionalSymbolQuery },
+      responses: { ...ok(oneOrMany(BinancePriceSchema), "Prices"), ...errors },
+    }),
+    async (c) => {
+      const { read } = await readRecords(c, marketsAsked(c.req.valid("query")), "ticker");
+      return sendAs<z.infer<typeof BinancePriceSchema>>(c, read, eachRecord(binance.tickerPrice));
+    },
+  );
+  router.openapi(
+    get("ticker/bookTicker", {
+      operationId: "binanceBookTicker",
+      summary: "Best bid and ask: one, some or all",
+      request: { query: OptionalSymbolQuery },
+      responses: { ...ok(oneOrMany(BinanceBookTickerSchema), "Tops of the books"), ...errors },
+    }),
+    async (c) => {
+      const { read } = await readRecords(c, marketsAsked(c.req.valid("query")), "bookTicker");
+      return sendAs<z.infer<typeof BinanceBookTickerSchema>>(c, read, eachRecord(binance.bookTicker));
+    },
+  );
+  binanceStreamRoutes(router, limit);
+  router.get("/fapi/v1/exchangeInfo", limit, noFutures);
+  router.get("/dapi/v1/exchangeInfo", limit, noFutures);
+  // Anything else under /binance (accounts, orders, other products) is not here: Binance's shape, not a problem+json.
+  router.all("/*", limit, (c) => {
+    throw new BinanceError(
+      "UNSUPPORTED_OPERATION",
+      `${c.req.method} ${c.req.path} is not part of this service's Binance dialect (market data only; docs/binance.md).`,
+    );
+  });
+  return router;
+}
+
+/** Pages of the trade history are already ascending; the newest-first default is reversed. */
+function ascending(trades: WireTrade[]): WireTrade[] {
+  return trades.length > 1 && trades[0]!.tradeId > trades[1]!.tradeId ? [...trades].reverse() : trades;
+}

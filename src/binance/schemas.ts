@@ -1,0 +1,185 @@
+import { z } from "@hono/zod-openapi";
+import { KLINE_INTERVALS } from "../market/klines";
+
+/**
+ * The Binance dialect's parameters and answers (docs/binance.md). Parameters are read as Binance
+ * reads them: a missing one is -1102, a malformed one -1100 with its legal form (the message of
+ * each rule below is that form), an unknown symbol -1121, an interval not kept here -1120.
+ */
+
+export const BINANCE_SYMBOL = /^[A-Z0-9-_.]{1,20}$/;
+const SYMBOL_RULE = "^[A-Z0-9-_.]{1,20}$";
+const INTEGER_RULE = "^[0-9]{1,20}$";
+export const SYMBOLS_RULE = '^\\[("[A-Z0-9-_.]{1,20}"(,"[A-Z0-9-_.]{1,20}"){0,}){0,1}\\]$';
+
+const SymbolParam = z
+  .string()
+  .regex(BINANCE_SYMBOL, SYMBOL_RULE)
+  .openapi({ example: "BTCUSDT", description: "As Binance writes it: upper case, no separator" });
+const Integer = (description: string) =>
+  z
+    .string()
+    .regex(/^[0-9]{1,20}$/, INTEGER_RULE)
+    .transform(Number)
+    .optional()
+    .openapi({ type: "integer", description });
+const Symbols = z.string().optional().openapi({ example: '["BTCUSDT","ETHUSDT"]', description: "A JSON array of symbols (URL-encoded); not with `symbol`" });
+
+export const SymbolQuery = z.object({ symbol: SymbolParam });
+export const OptionalSymbolQuery = z.object({ symbol: SymbolParam.optional(), symbols: Symbols });
+export const TickerQuery = OptionalSymbolQuery.extend({
+  type: z.enum(["FULL", "MINI"]).default("FULL").openapi({ description: "FULL (default) or MINI" }),
+});
+export const ExchangeInfoQuery = OptionalSymbolQuery.extend({
+  permissions: z.string().optional().openapi({ description: "Accepted and ignored: every market here is SPOT" }),
+  showPermissionSets: z.string().optional().openapi({ description: "Accepted and ignored" }),
+  symbolStatus: z.enum(["TRADING", "HALT", "BREAK"]).optional().openapi({ description: "Only markets in this status" }),
+});
+export const DepthQuery = SymbolQuery.extend({
+  limit: Integer("Levels a side: default 100; Binance allows up to 5000, here at most 1000 (a larger limit gets 1000)"),
+});
+export const TradesQuery = SymbolQuery.extend({ limit: Integer("Default 500, at most 1000 (a larger limit gets 1000)") });
+export const HistoricalTradesQuery = TradesQuery.extend({ fromId: Integer("The trade id to start from; without it the most recent trades") });
+export const AggTradesQuery = HistoricalTradesQuery.extend({
+  startTime: Integer("Unix ms: trades at or after it"),
+  endTime: Integer("Unix ms: trades at or before it"),
+});
+export const KlinesQuery = SymbolQuery.extend({
+  interval: z.string().openapi({ example: "1m", description: `One of ${Object.keys(KLINE_INTERVALS).join(", ")}; Binance's other intervals are -1120 here` }),
+  startTime: Integer("Unix ms: candles from the one holding it"),
+  endTime: Integer("Unix ms: candles up to the one holding it"),
+  timeZone: z.string().optional().openapi({ description: "UTC only: 0 (or absent); any other offset is -1130" }),
+  limit: Integer("Default 500, at most 1000 (a larger limit gets 1000)"),
+});
+
+const Decimal = z.string().openapi({ example: "97000.10" });
+const Level = z.tuple([Decimal, Decimal]).openapi({ description: "[price, quantity]" });
+
+export const BinanceErrorSchema = z
+  .object({ code: z.number().int().openapi({ example: -1121 }), msg: z.string().openapi({ example: "Invalid symbol." }) })
+  .openapi("BinanceError", { description: "Binance's error shape (docs/binance.md#errors)" });
+
+export const BinanceTimeSchema = z.object({ serverTime: z.number().int() }).openapi("BinanceServerTime");
+
+const Filter = z
+  .object({ filterType: z.enum(["PRICE_FILTER", "LOT_SIZE", "MIN_NOTIONAL"]) })
+  .catchall(z.unknown())
+  .openapi("BinanceFilter", { description: "PRICE_FILTER (minPrice, maxPrice 0 = none, tickSize), LOT_SIZE (minQty, maxQty, stepSize), MIN_NOTIONAL" });
+
+export const BinanceRateLimitSchema = z
+  .object({ rateLimitType: z.string(), interval: z.string(), intervalNum: z.number().int(), limit: z.number().int() })
+  .openapi("BinanceRateLimit");
+
+export const ExchangeSymbolSchema = z
+  .object({
+    symbol: z.string(),
+    status: z.enum(["TRADING", "HALT", "BREAK"]),
+    baseAsset: z.string(),
+    baseAssetPrecision: z.number().int(),
+    quoteAsset: z.string(),
+    quotePrecision: z.number().int(),
+    quoteAssetPrecision: z.number().int(),
+    baseCommissionPrecision: z.number().int(),
+    quoteCommissionPrecision: z.number().int(),
+    orderTypes: z.array(z.string()),
+    icebergAllowed: z.boolean(),
+    ocoAllowed: z.boolean(),
+    otoAllowed: z.boolean(),
+    quoteOrderQtyMarketAllowed: z.boolean(),
+    allowTrailingStop: z.boolean(),
+    cancelReplaceAllowed: z.boolean(),
+    isSpotTradingAllowed: z.boolean(),
+    isMarginTradingAllowed: z.boolean(),
+    filters: z.array(Filter),
+    permissions: z.array(z.string()),
+    permissionSets: z.array(z.array(z.string())),
+    defaultSelfTradePreventionMode: z.string(),
+    allowedSelfTradePreventionModes: z.array(z.string()),
+  })
+  .openapi("BinanceSymbol");
+
+export const ExchangeInfoSchema = z
+  .object({
+    timezone: z.literal("UTC"),
+    serverTime: z.number().int(),
+    rateLimits: z.array(BinanceRateLimitSchema),
+    exchangeFilters: z.array(z.unknown()),
+    symbols: z.array(ExchangeSymbolSchema),
+  })
+  .openapi("BinanceExchangeInfo");
+
+export const BinanceDepthSchema = z
+  .object({ lastUpdateId: z.number().int().openapi({ description: "The book's sequence" }), bids: z.array(Level), asks: z.array(Level) })
+  .openapi("BinanceDepth");
+
+export const BinanceTradeSchema = z
+  .object({
+    id: z.number().int(),
+    price: Decimal,
+    qty: Decimal,
+    quoteQty: Decimal,
+    time: z.number().int(),
+    isBuyerMaker: z.boolean(),
+    isBestMatch: z.boolean(),
+  })
+  .openapi("BinanceTrade");
+
+export const BinanceAggTradeSchema = z
+  .object({
+    a: z.number().int(),
+    p: Decimal,
+    q: Decimal,
+    f: z.number().int(),
+    l: z.number().int(),
+    T: z.number().int(),
+    m: z.boolean(),
+    M: z.boolean(),
+  })
+  .openapi("BinanceAggTrade");
+
+export const BinanceKlineSchema = z
+  .tuple([z.number().int(), Decimal, Decimal, Decimal, Decimal, Decimal, z.number().int(), Decimal, z.number().int(), Decimal, Decimal, z.string()])
+  .openapi("BinanceKline", {
+    description:
+      "[openTime, open, high, low, close, volume, closeTime, quoteVolume, trades, takerBuyBaseVolume (0 here), takerBuyQuoteVolume (0 here), unused]",
+  });
+
+export const BinanceAvgPriceSchema = z.object({ mins: z.number().int(), price: Decimal, closeTime: z.number().int() }).openapi("BinanceAvgPrice");
+
+export const BinanceMiniTickerSchema = z
+  .object({
+    symbol: z.string(),
+    openPrice: Decimal,
+    highPrice: Decimal,
+    lowPrice: Decimal,
+    lastPrice: Decimal,
+    volume: Decimal,
+    quoteVolume: Decimal,
+    openTime: z.number().int(),
+    closeTime: z.number().int(),
+    firstId: z.number().int().openapi({ description: "-1 here (not kept per window)" }),
+    lastId: z.number().int().openapi({ description: "-1 here (not kept per window)" }),
+    count: z.number().int(),
+  })
+  .openapi("BinanceMiniTicker");
+
+export const BinanceTickerSchema = BinanceMiniTickerSchema.extend({
+  priceChange: Decimal,
+  priceChangePercent: Decimal,
+  weightedAvgPrice: Decimal,
+  prevClosePrice: Decimal.openapi({ description: "0 here (not kept)" }),
+  lastQty: Decimal,
+  bidPrice: Decimal,
+  bidQty: Decimal,
+  askPrice: Decimal,
+  askQty: Decimal,
+}).openapi("BinanceTicker");
+
+export const BinancePriceSchema = z.object({ symbol: z.string(), price: Decimal }).openapi("BinancePrice");
+
+export const BinanceBookTickerSchema = z
+  .object({ symbol: z.string(), bidPrice: Decimal, bidQty: Decimal, askPrice: Decimal, askQty: Decimal })
+  .openapi("BinanceBookTicker");
+
+/** One record for `symbol`, an array otherwise. */
+export const oneOrMany = <T extends z.ZodType>(schema: T) => z.union([schema, z.array(schema)]);

@@ -1,0 +1,62 @@
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import { z } from "@hono/zod-openapi";
+import type { Context, MiddlewareHandler } from "hono";
+import { clientPrincipal } from "../access/client-address";
+import type { AppEnv } from "../env";
+import { toShard } from "../streams/routes";
+import { BINANCE_HEADER, BINANCE_STREAMS_HEADER } from "../streams/stream-hub";
+
+/** Hands a Binance connection to the principal's shard: the same shards, limits and sources as `/api/ws`. */
+function upgrade(c: Context<AppEnv>, framing: "raw" | "combined", names: string): Promise<Response> {
+  return toShard(
+    c.env,
+    c.req.raw,
+    clientPrincipal(c.req.raw),
+    { "X-Request-Id": c.get("requestId"), ...c.get("rateLimitHeaders") },
+    {
+      [BINANCE_HEADER]: framing,
+      [BINANCE_STREAMS_HEADER]: names,
+    },
+  );
+}
+
+const DESCRIPTION =
+  "Upgrade: websocket. Binance's stream names in lower case (btcusdt@trade, @aggTrade, @kline_<interval>, @miniTicker, @ticker, @bookTicker, @depth[@100ms], @depth<5|10|20>[@100ms], !miniTicker@arr, !ticker@arr) and its SUBSCRIBE / UNSUBSCRIBE / LIST_SUBSCRIPTIONS / SET_PROPERTY / GET_PROPERTY messages; 5 connections per client address in all (with /api/ws), 50 streams per connection (docs/binance.md#streams).";
+
+/**
+ * `GET /ws`, `GET /ws/{streams}` (raw frames) and `GET /stream?streams=a/b` (combined `{stream, data}`
+ * frames), on the Binance router mounted at `/binance`; `limit` stands in front of each upgrade.
+ *
+ * @example
+ * binanceStreamRoutes(router, publicLimit);
+ */
+export function binanceStreamRoutes(router: OpenAPIHono<AppEnv>, limit: MiddlewareHandler<AppEnv>): void {
+  const responses = {
+    101: { description: "Switching Protocols" },
+    400: { description: "Not a WebSocket upgrade (-1130)" },
+    429: { description: "-1003: over the request limit, or a sixth connection" },
+  };
+  router.openAPIRegistry.registerPath({
+    method: "get",
+    path: "/ws/{streams}",
+    operationId: "binanceRawStream",
+    tags: ["Binance-compatible streams"],
+    summary: "Raw streams: each frame is the event itself",
+    description: `${DESCRIPTION} The path may name streams separated by /; a name that is no stream subscribes to nothing, as on Binance (GET /binance/ws works too).`,
+    request: { params: z.object({ streams: z.string().openapi({ example: "btcusdt@depth@100ms" }) }) },
+    responses,
+  });
+  router.openAPIRegistry.registerPath({
+    method: "get",
+    path: "/stream",
+    operationId: "binanceCombinedStream",
+    tags: ["Binance-compatible streams"],
+    summary: "Combined streams: each frame is {stream, data}",
+    description: DESCRIPTION,
+    request: { query: z.object({ streams: z.string().optional().openapi({ example: "btcusdt@trade/btcusdt@depth@100ms" }) }) },
+    responses,
+  });
+  router.get("/ws", limit, (c) => upgrade(c, "raw", ""));
+  router.get("/ws/*", limit, (c) => upgrade(c, "raw", decodeURIComponent(c.req.path.replace(/^.*?\/ws\//, ""))));
+  router.get("/stream", limit, (c) => upgrade(c, "combined", c.req.query("streams") ?? ""));
+}

@@ -1,0 +1,292 @@
+/**
+ * The Binance dialect's shapes, made from the service's own records (docs/binance.md#field-mapping).
+ * Pure and rule-free: every number here is one the service already answered, renamed or
+ * rearranged; the few Binance fields the service does not keep are named in the docs.
+ */
+import { PUBLIC_LIMIT } from "../access/rate-limit";
+import { divide, formatUnits, multiply, parseDecimal } from "../core/decimal";
+import type { Kline } from "../market/klines";
+import type { WireTrade } from "../market/market-object";
+import type { TickerRecord } from "../market/rolling-window";
+import type { MarketConfig, MarketStatus } from "../registry/model";
+import type { BookMessage } from "../streams/wire-book";
+
+type Level = readonly [string, string];
+
+/** The native book ticker (`GET /api/book-ticker`). */
+export interface NativeBookTicker {
+  symbol: string;
+  bidPrice: string | null;
+  bidQty: string | null;
+  askPrice: string | null;
+  askQty: string | null;
+  sequence: number;
+}
+
+/** The native order book snapshot (`GET /api/orderbook`). */
+export interface NativeBook {
+  sequence: number;
+  bids: Level[];
+  asks: Level[];
+}
+
+/** Binance's status words: a halted market is `HALT`, a delisted one `BREAK`. */
+const STATUS: Record<MarketStatus, string> = { TRADING: "TRADING", HALTED: "HALT", DELISTED: "BREAK" };
+
+/** Trade ids of the 24 h window are not kept per window: Binance's "none" (docs/binance.md#what-differs). */
+const NO_TRADE_ID = -1;
+
+const zero = (scale: number) => formatUnits(0n, scale);
+
+/** The request weight Binance clients pace by: here every request counts 1 against the address's limit (docs/limits.md). */
+export const BINANCE_RATE_LIMITS = [
+  { rateLimitType: "REQUEST_WEIGHT", interval: "SECOND", intervalNum: 1, limit: PUBLIC_LIMIT },
+  { rateLimitType: "RAW_REQUESTS", interval: "SECOND", intervalNum: 1, limit: PUBLIC_LIMIT },
+];
+
+/** One market in `exchangeInfo`: status, assets, precisions and the trading rules as Binance's filters. */
+export function exchangeSymbol(market: MarketConfig) {
+  const { rules } = market;
+  return {
+    symbol: market.symbol,
+    status: STATUS[market.status],
+    baseAsset: market.base,
+    baseAssetPrecision: market.quantityScale,
+    quoteAsset: market.quote,
+    quotePrecision: market.priceScale,
+    quoteAssetPrecision: market.priceScale,
+    baseCommissionPrecision: market.quantityScale,
+    quoteCommissionPrecision: market.priceScale,
+    orderTypes: ["LIMIT", "MARKET"],
+    icebergAllowed: false,
+    ocoAllowed: false,
+    otoAllowed: false,
+    quoteOrderQtyMarketAllowed: false,
+    allowTrailingStop: false,
+    cancelReplaceAllowed: false,
+    isSpotTradingAllowed: market.status === "TRADING",
+    isMarginTradingAllowed: false,
+    filters: [
+      // No upper price bound here: Binance's 0 disables a bound.
+      { filterType: "PRICE_FILTER", minPrice: rules.tickSize, maxPrice: zero(market.priceScale), tickSize: rules.tickSize },
+      { filterType: "LOT_SIZE", minQty: rules.minQty, maxQty: rules.maxQty, stepSize: rules.stepSize },
+      // The notional rule applies to every trade at its own price: no average (avgPriceMins 0 = the last price).
+      { filterType: "MIN_NOTIONAL", minNotional: rules.minNotional, applyToMarket: true, avgPriceMins: 0 },
+    ],
+    permissions: [],
+    permissionSets: [["SPOT"]],
+    defaultSelfTradePreventionMode: "NONE",
+    allowedSelfTradePreventionModes: ["NONE"],
+  };
+}
+
+export function exchangeInfo(markets: readonly MarketConfig[], serverTime: number) {
+  return { timezone: "UTC", serverTime, rateLimits: BINANCE_RATE_LIMITS, exchangeFilters: [], symbols: markets.map(exchangeSymbol) };
+}
+
+/** Σ price × quantity / Σ quantity at the market's price scale; 0 without volume. */
+function weightedAverage(quoteVolume: string, volume: string, priceScale: number): string {
+  const base = parseDecimal(volume);
+  if (base.units === 0n) return zero(priceScale);
+  return formatUnits(divide(parseDecimal(quoteVolume), base, priceScale).units, priceScale);
+}
+
+/** The 24 h ticker in `GET /api/v3/ticker/24hr`'s FULL form. */
+export function fullTicker(t: TickerRecord, market: MarketConfig) {
+  const price0 = zero(market.priceScale);
+  const qty0 = zero(market.quantityScale);
+  return {
+    symbol: t.symbol,
+    priceChange: t.change24h,
+    priceChangePercent: t.changePercent24h,
+    weightedAvgPrice: weightedAverage(t.quoteVolume24h, t.volume24h, market.priceScale),
+    prevClosePrice: price0,
+    lastPrice: t.lastPrice,
+    lastQty: t.lastQty,
+    bidPrice: t.bestBid ?? price0,
+    bidQty: t.bestBidQty ?? qty0,
+    askPrice: t.bestAsk ?? price0,
+    askQty: t.bestAskQty ?? qty0,
+    openPrice: t.openPrice,
+    highPrice: t.high24h,
+    lowPrice: t.low24h,
+    volume: t.volume24h,
+    quoteVolume: t.quoteVolume24h,
+    openTime: t.openTime,
+    closeTime: t.closeTime,
+    firstId: NO_TRADE_ID,
+    lastId: NO_TRADE_ID,
+    count: t.tradeCount24h,
+  };
+}
+
+/** The 24 h ticker in its MINI form. */
+export function miniTicker(t: TickerRecord) {
+  return {
+    symbol: t.symbol,
+    openPrice: t.openPrice,
+    highPrice: t.high24h,
+    lowPrice: t.low24h,
+    lastPrice: t.lastPrice,
+    volume: t.volume24h,
+    quoteVolume: t.quoteVolume24h,
+    openTime: t.openTime,
+    closeTime: t.closeTime,
+    firstId: NO_TRADE_ID,
+    lastId: NO_TRADE_ID,
+    count: t.tradeCount24h,
+  };
+}
+
+export function tickerPrice(t: TickerRecord) {
+  return { symbol: t.symbol, price: t.lastPrice };
+}
+
+/** The top of the book; an empty side is 0, as Binance writes it. */
+export function bookTicker(b: NativeBookTicker, market: MarketConfig) {
+  const price0 = zero(market.priceScale);
+  const qty0 = zero(market.quantityScale);
+  return { symbol: b.symbol, bidPrice: b.bidPrice ?? price0, bidQty: b.bidQty ?? qty0, askPrice: b.askPrice ?? price0, askQty: b.askQty ?? qty0 };
+}
+
+export function depth(book: NativeBook) {
+  return { lastUpdateId: book.sequence, bids: book.bids, asks: book.asks };
+}
+
+/** The taker's side says who made the market: a taker sell means the buyer was the maker. */
+const buyerIsMaker = (t: WireTrade) => t.side === "sell";
+
+export function trade(t: WireTrade) {
+  const quoteQty = multiply(parseDecimal(t.price), parseDecimal(t.quantity));
+  return {
+    id: t.tradeId,
+    price: t.price,
+    qty: t.quantity,
+    quoteQty: formatUnits(quoteQty.units, quoteQty.scale),
+    time: t.time,
+    isBuyerMaker: buyerIsMaker(t),
+    isBestMatch: true,
+  };
+}
+
+/** Each trade is its own aggregate: which trades one taker order filled is not known here (docs/binance.md#aggregate-trades). */
+export function aggTrade(t: WireTrade) {
+  return { a: t.tradeId, p: t.price, q: t.quantity, f: t.tradeId, l: t.tradeId, T: t.time, m: buyerIsMaker(t), M: true };
+}
+
+/** A candle as Binance's array row; the taker-buy volumes are not kept here (0). */
+export function klineRow(k: Kline, market: MarketConfig) {
+  const qty0 = zero(market.quantityScale);
+  const quote0 = zero(market.priceScale + market.quantityScale);
+  return [k.openTime, k.open, k.high, k.low, k.close, k.volume, k.closeTime, k.quoteVolume, k.tradeCount, qty0, quote0, "0"];
+}
+
+/** Binance's current average price: volume-weighted over the given candles (the last five minutes). */
+export function averagePrice(candles: readonly Kline[], fallback: string, market: MarketConfig, closeTime: number) {
+  let volume = 0n;
+  let quoteVolume = 0n;
+  for (const k of candles) {
+    volume += parseDecimal(k.volume).units;
+    quoteVolume += parseDecimal(k.quoteVolume).units;
+  }
+  const price =
+    volume === 0n
+      ? fallback
+      : formatUnits(
+          divide({ units: quoteVolume, scale: market.priceScale + market.quantityScale }, { units: volume, scale: market.quantityScale }, market.priceScale)
+            .units,
+          market.priceScale,
+        );
+  return { mins: 5, price, closeTime };
+}
+
+// ——— stream payloads (docs/binance.md#streams) ———
+
+export function tradeEvent(t: WireTrade, symbol: string, eventTime: number) {
+  return { e: "trade", E: eventTime, s: symbol, t: t.tradeId, p: t.price, q: t.quantity, T: t.time, m: buyerIsMaker(t), M: true };
+}
+
+export function aggTradeEvent(t: WireTrade, symbol: string, eventTime: number) {
+  return { e: "aggTrade", E: eventTime, s: symbol, ...aggTrade(t) };
+}
+
+/** The native kline stream's candle: the candle, its interval and whether it is closed. */
+export interface StreamedKline extends Kline {
+  interval: string;
+  closed: boolean;
+}
+
+export function klineEvent(k: StreamedKline, market: MarketConfig, eventTime: number) {
+  return {
+    e: "kline",
+    E: eventTime,
+    s: market.symbol,
+    k: {
+      t: k.openTime,
+      T: k.closeTime,
+      s: market.symbol,
+      i: k.interval,
+      f: NO_TRADE_ID,
+      L: NO_TRADE_ID,
+      o: k.open,
+      c: k.close,
+      h: k.high,
+      l: k.low,
+      v: k.volume,
+      n: k.tradeCount,
+      x: k.closed,
+      q: k.quoteVolume,
+      V: zero(market.quantityScale),
+      Q: zero(market.priceScale + market.quantityScale),
+      B: "0",
+    },
+  };
+}
+
+export function miniTickerEvent(t: TickerRecord, eventTime: number) {
+  return { e: "24hrMiniTicker", E: eventTime, s: t.symbol, c: t.lastPrice, o: t.openPrice, h: t.high24h, l: t.low24h, v: t.volume24h, q: t.quoteVolume24h };
+}
+
+export function tickerEvent(t: TickerRecord, market: MarketConfig, eventTime: number) {
+  const f = fullTicker(t, market);
+  return {
+    e: "24hrTicker",
+    E: eventTime,
+    s: f.symbol,
+    p: f.priceChange,
+    P: f.priceChangePercent,
+    w: f.weightedAvgPrice,
+    x: f.prevClosePrice,
+    c: f.lastPrice,
+    Q: f.lastQty,
+    b: f.bidPrice,
+    B: f.bidQty,
+    a: f.askPrice,
+    A: f.askQty,
+    o: f.openPrice,
+    h: f.highPrice,
+    l: f.lowPrice,
+    v: f.volume,
+    q: f.quoteVolume,
+    O: f.openTime,
+    C: f.closeTime,
+    F: f.firstId,
+    L: f.lastId,
+    n: f.count,
+  };
+}
+
+export function bookTickerEvent(b: NativeBookTicker, market: MarketConfig) {
+  const top = bookTicker(b, market);
+  return { u: b.sequence, s: b.symbol, b: top.bidPrice, B: top.bidQty, a: top.askPrice, A: top.askQty };
+}
+
+/** A diff event covering book updates `U`…`u` (the native delta's `firstSequence`…`sequence`). */
+export function depthUpdateEvent(symbol: string, first: number, last: number, bids: readonly Level[], asks: readonly Level[], eventTime: number) {
+  return { e: "depthUpdate", E: eventTime, s: symbol, U: first, u: last, b: bids, a: asks };
+}
+
+/** A partial book (`@depth5`, `@depth10`, `@depth20`). */
+export function partialDepthEvent(book: Pick<BookMessage, "sequence" | "bids" | "asks">) {
+  return { lastUpdateId: book.sequence, bids: book.bids, asks: book.asks };
+}
