@@ -126,7 +126,9 @@ export function render(view: BinanceStream, data: unknown, book: BookContext, no
 
 /**
  * A diff event covering `U`…`u`: a delta as it came (its `firstSequence`…`sequence`); a snapshot
- * that continues the shard's copy (a publisher's snapshot) as every level it changed. A snapshot
+ * that continues the shard's copy (a publisher's snapshot) as every level that changed or that an
+ * update in between touched, so it brings any book from `U − 1` to `u` exactly (a client's REST
+ * snapshot may fall inside the event, as Binance's algorithm allows). A snapshot
  * that does not continue it (a resync) sends nothing: the next event's `U` then skips, and a
  * client following Binance's algorithm fetches a new REST snapshot (docs/binance.md#a-local-order-book).
  */
@@ -136,6 +138,6 @@ function depthDiff(symbol: string, message: BookMessage, book: BookContext, now:
   }
   const { before, after } = book;
   if (!before || !after || before === after || message.firstSequence !== before.sequence + 1) return [];
-  const changes = after.changesSince(before);
+  const changes = after.changesSince(before, message.touched);
   return [binance.depthUpdateEvent(symbol, message.firstSequence, after.sequence, changes.bids, changes.asks, now)];
 }

@@ -607,7 +607,11 @@ export class MarketObject extends DurableObject<Env> {
         data:
           book.type === "snapshot"
             ? // firstSequence says it continues the previous message: a shard can pass it on as a diff (docs/binance.md).
-              { ...this.snapshotMessage(state), firstSequence: book.firstSequence }
+              {
+                ...this.snapshotMessage(state),
+                firstSequence: book.firstSequence,
+                touched: { bids: book.touched!.bids.map((p) => formatUnits(p, priceScale)), asks: book.touched!.asks.map((p) => formatUnits(p, priceScale)) },
+              }
             : {
                 type: "delta",
                 firstSequence: book.firstSequence,

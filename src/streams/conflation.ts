@@ -12,6 +12,11 @@ export interface ConflatedBook {
   /** For a delta: every level the interval changed, at its final quantity (0 removes it). */
   bids: UnitLevel[];
   asks: UnitLevel[];
+  /**
+   * For a snapshot: every price any update of the interval named (the snapshot's levels too), so
+   * a copy at `firstSequence − 1` can be brought to `sequence` level by level (docs/binance.md#a-local-order-book).
+   */
+  touched?: { bids: bigint[]; asks: bigint[] };
 }
 
 /**
@@ -21,22 +26,44 @@ export interface ConflatedBook {
  * snapshot. Trades are kept in order.
  */
 export class Conflation<T> {
-  private book: { firstSequence: number; sequence: number; snapshot: boolean; bids: Map<bigint, bigint>; asks: Map<bigint, bigint> } | undefined;
+  private book:
+    | {
+        firstSequence: number;
+        sequence: number;
+        snapshot: boolean;
+        bids: Map<bigint, bigint>;
+        asks: Map<bigint, bigint>;
+        touched: { bids: Set<bigint>; asks: Set<bigint> };
+      }
+    | undefined;
   private trades: T[] = [];
 
   /** Adds applied book updates, in the order they were applied. */
   addBook(updates: readonly BookUpdate[]): void {
     for (const update of updates) {
-      this.book ??= { firstSequence: update.sequence, sequence: update.sequence, snapshot: false, bids: new Map(), asks: new Map() };
+      this.book ??= {
+        firstSequence: update.sequence,
+        sequence: update.sequence,
+        snapshot: false,
+        bids: new Map(),
+        asks: new Map(),
+        touched: { bids: new Set(), asks: new Set() },
+      };
       const book = this.book;
       book.sequence = update.sequence;
       if (update.type === "snapshot") {
+        // The prices merged so far were touched too.
+        for (const side of ["bids", "asks"] as const) for (const price of book[side].keys()) book.touched[side].add(price);
         book.snapshot = true;
         book.bids.clear();
         book.asks.clear();
+      }
+      if (book.snapshot) {
+        // The snapshot sent at the end shows these; what they touched is kept.
+        for (const [price] of update.bids) book.touched.bids.add(price);
+        for (const [price] of update.asks) book.touched.asks.add(price);
         continue;
       }
-      if (book.snapshot) continue; // the snapshot sent at the end shows these too
       for (const [price, quantity] of update.bids) book.bids.set(price, quantity);
       for (const [price, quantity] of update.asks) book.asks.set(price, quantity);
     }
@@ -59,6 +86,7 @@ export class Conflation<T> {
         sequence: book.sequence,
         bids: [...book.bids],
         asks: [...book.asks],
+        ...(book.snapshot && { touched: { bids: [...book.touched.bids], asks: [...book.touched.asks] } }),
       },
       trades,
     };

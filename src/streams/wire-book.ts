@@ -9,6 +9,8 @@ export interface BookMessage {
   sequence: number;
   /** When the market applied it (Unix ms). */
   time?: number;
+  /** A conflated snapshot's prices touched in its interval (src/streams/conflation.ts): for a level-by-level diff. */
+  touched?: { bids: string[]; asks: string[] };
   /** CRC-32 of the best 25 levels a side once it is applied (docs/streams.md#checksums). */
   checksum?: number;
   bids: WireLevel[];
@@ -44,15 +46,23 @@ export class WireBook {
     return true;
   }
 
-  /** Every level that differs from `earlier`, at its quantity here ("0" where it is gone): the change between two copies. */
-  changesSince(earlier: WireBook): { bids: WireLevel[]; asks: WireLevel[] } {
+  /**
+   * The levels that bring `earlier` — or any book between it and this one, when `touched` names
+   * every price changed in between — to this book: each level that differs from `earlier` or was
+   * touched, at its quantity here ("0" where it is gone).
+   */
+  changesSince(
+    earlier: WireBook,
+    touched: { bids: readonly string[]; asks: readonly string[] } = { bids: [], asks: [] },
+  ): { bids: WireLevel[]; asks: WireLevel[] } {
     const diff = (side: "bids" | "asks"): WireLevel[] => {
       const now = this.sides[side];
       const then = earlier.sides[side];
-      const changed: WireLevel[] = [];
-      for (const [price, quantity] of now) if (then.get(price) !== quantity) changed.push([price, quantity]);
-      for (const price of then.keys()) if (!now.has(price)) changed.push([price, "0"]);
-      return changed;
+      const changed = new Map<string, string>();
+      for (const [price, quantity] of now) if (then.get(price) !== quantity) changed.set(price, quantity);
+      for (const price of then.keys()) if (!now.has(price)) changed.set(price, "0");
+      for (const price of touched[side]) changed.set(price, now.get(price) ?? "0");
+      return [...changed];
     };
     return { bids: diff("bids"), asks: diff("asks") };
   }
