@@ -1,0 +1,209 @@
+import { Spot, WebsocketStream } from "@binance/connector";
+import ccxt from "ccxt";
+import { afterAll, describe, expect, inject, it } from "vitest";
+import { until } from "../support/poll";
+
+/**
+ * Real, unmodified Binance clients against the service as `npm start` runs it, changed only in
+ * their base URLs (docs/binance.md): CCXT's `binance` adapter (REST and ccxt.pro) and Binance's
+ * own `@binance/connector`. CCXT's requests carry a client address of their own (a header only a
+ * test can set), so its 10 requests a second and 5 connections are not shared with other tests.
+ */
+const baseUrl = inject("baseUrl");
+const dialect = `${baseUrl}/binance`;
+
+/** CCXT's `binance`, as docs/binance.md#ccxt configures it, from a client address of its own. */
+function binance(address: string) {
+  const headers = { "CF-Connecting-IP": address };
+  return new ccxt.pro.binance({
+    urls: {
+      api: {
+        public: `${dialect}/api/v3`,
+        fapiPublic: `${dialect}/fapi/v1`,
+        dapiPublic: `${dialect}/dapi/v1`,
+        ws: { spot: `${dialect.replace(/^http/, "ws")}/ws` },
+      },
+    },
+    rateLimit: 1000,
+    headers,
+    options: { ws: { options: { headers } } },
+  });
+}
+
+// REST and streams apart: each has its address's 10 requests a second and 5 connections to itself.
+const exchange = binance("198.18.140.1");
+const pro = binance("198.18.140.2");
+afterAll(() => Promise.all([exchange.close(), pro.close()]));
+
+async function native<T = any>(path: string): Promise<T> {
+  return (await fetch(`${baseUrl}${path}`, { headers: { "CF-Connecting-IP": "198.18.141.1" } })).json() as Promise<T>;
+}
+
+describe("CCXT's binance adapter, only its URLs changed (docs/binance.md#ccxt)", () => {
+  it("Binance's errors map to CCXT's: an unknown symbol is BadSymbol, an interval not kept here BadRequest", async () => {
+    await exchange.loadHttpProxyAgent();
+    await expect(exchange.publicGetDepth({ symbol: "NOPEUSDT" })).rejects.toBeInstanceOf(ccxt.BadSymbol);
+    await expect(exchange.fetchOHLCV("BTC/USDT", "3m")).rejects.toBeInstanceOf(ccxt.BadRequest);
+  });
+
+  it("REST: loadMarkets, fetchTime, fetchTicker(s), fetchBidsAsks, fetchOrderBook, fetchTrades (both methods), fetchOHLCV with and without since", async () => {
+    const markets = await exchange.loadMarkets();
+    const listed = (await native("/api/markets")).markets;
+    expect(Object.keys(markets).sort()).toEqual(listed.map((m: any) => `${m.base}/${m.quote}`).sort());
+    const btc = markets["BTC/USDT"]!;
+    const listing = listed.find((m: any) => m.symbol === "BTCUSDT");
+    expect([btc.id, btc.spot, btc.active, btc.precision.price, btc.precision.amount, btc.limits.amount?.min, btc.limits.cost?.min]).toEqual([
+      "BTCUSDT",
+      true,
+      true,
+      Number(listing.tickSize),
+      Number(listing.stepSize),
+      Number(listing.minQty),
+      Number(listing.minNotional),
+    ]);
+
+    expect(Math.abs((await exchange.fetchTime())! - Date.now())).toBeLessThan(5_000);
+
+    const ticker = await exchange.fetchTicker("BTC/USDT");
+    expect(ticker.symbol).toBe("BTC/USDT");
+    expect(ticker.last).toBeGreaterThan(0);
+    expect(ticker.bid).toBeLessThan(ticker.ask!);
+    expect(ticker.bidVolume).toBeGreaterThan(0);
+    const bidsAsks = await exchange.fetchBidsAsks(["BTC/USDT", "ETH/USDT"]);
+    expect(Object.keys(bidsAsks).sort()).toEqual(["BTC/USDT", "ETH/USDT"]);
+
+    const book = await exchange.fetchOrderBook("BTC/USDT", 10);
+    expect(book.bids.length).toBe(10);
+    expect(book.bids[0]![0]!).toBeLessThan(book.asks[0]![0]!);
+    const nativeBook = await native("/api/orderbook/BTCUSDT?depth=10");
+    expect(nativeBook.sequence).toBeGreaterThanOrEqual(book.nonce!);
+
+    await until(async () => (await native("/api/trades/BTCUSDT?limit=5")).length >= 5, { what: "five demo trades", timeoutMs: 30_000 });
+    const aggregated = await exchange.fetchTrades("BTC/USDT", undefined, 5);
+    const plain = await exchange.fetchTrades("BTC/USDT", undefined, 5, { fetchTradesMethod: "publicGetTrades" });
+    for (const trades of [aggregated, plain]) {
+      expect(trades.length).toBe(5);
+      for (const t of trades) expect([t.symbol, t.price! > 0, t.amount! > 0, ["buy", "sell"].includes(t.side!)]).toEqual(["BTC/USDT", true, true, true]);
+      expect(trades.map((t) => t.timestamp)).toEqual([...trades.map((t) => t.timestamp)].sort((a, b) => a! - b!));
+    }
+
+    const candles = await exchange.fetchOHLCV("BTC/USDT", "1m", undefined, 3);
+    expect(candles.length).toBeGreaterThan(0);
+    const nativeCandles = await native(`/api/klines/BTCUSDT?interval=1m&limit=3`);
+    expect(candles[0]![0]).toBe(nativeCandles[0].openTime);
+    const since = candles[candles.length - 1]![0]!;
+    const fromSince = await exchange.fetchOHLCV("BTC/USDT", "1m", since, 10);
+    expect(fromSince[0]![0]).toBe(since);
+    // Last: CCXT weighs every market's tickers as 16 requests and waits that long before its next one.
+    const tickers = await exchange.fetchTickers();
+    expect(Object.keys(tickers).sort()).toEqual(Object.keys(markets).sort());
+  });
+
+  it("ccxt.pro: watchOrderBook kept for a minute equals REST; watchTrades, watchTicker, watchOHLCV and watchBidsAsks deliver", async () => {
+    await pro.loadHttpProxyAgent();
+    const trades = await pro.watchTrades("BTC/USDT");
+    expect(trades.length).toBeGreaterThan(0);
+    expect(trades[0]!.symbol).toBe("BTC/USDT");
+    const ticker = await pro.watchTicker("BTC/USDT");
+    expect([ticker.symbol, ticker.last! > 0]).toEqual(["BTC/USDT", true]);
+    const ohlcv = await pro.watchOHLCV("BTC/USDT", "1m");
+    expect(ohlcv[ohlcv.length - 1]![4]).toBeGreaterThan(0);
+    const bidsAsks = await pro.watchBidsAsks(["BTC/USDT"]);
+    expect(bidsAsks["BTC/USDT"]!.bid).toBeLessThan(bidsAsks["BTC/USDT"]!.ask!);
+
+    const until = Date.now() + 60_000;
+    let updates = 0;
+    while (Date.now() < until) {
+      await pro.watchOrderBook("BTC/USDT");
+      updates += 1;
+    }
+    expect(updates).toBeGreaterThan(10);
+    // Equal at one nonce: take REST, let the live book reach it, and compare when both show the same update.
+    // (REST read here directly: CCXT would pace a 1000-level depth as 10 requests.)
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const rest = await native("/binance/api/v3/depth?symbol=BTCUSDT&limit=1000");
+      // The book as it is now (watchOrderBook would wait for the next update).
+      let live = pro.orderbooks["BTC/USDT"] as unknown as Awaited<ReturnType<typeof pro.watchOrderBook>>;
+      while (live.nonce! < rest.lastUpdateId) live = await pro.watchOrderBook("BTC/USDT");
+      if (live.nonce !== rest.lastUpdateId) continue;
+      const levels = (side: [string, string][]) => side.map(([price, quantity]) => [Number(price), Number(quantity)]);
+      expect({ bids: live.bids.slice(0, 1000), asks: live.asks.slice(0, 1000) }).toEqual({ bids: levels(rest.bids), asks: levels(rest.asks) });
+      return;
+    }
+    throw new Error("the live book and REST never showed the same nonce in 20 tries");
+  }, 120_000);
+});
+
+describe("Binance's @binance/connector, only its base URLs changed (docs/binance.md#binance-connector)", () => {
+  const quiet = { debug() {}, info() {}, log() {}, warn() {}, error() {} };
+  const client = new Spot("", "", { baseURL: dialect });
+
+  // The connector cannot set a client address: its requests share one, so these tests make fewer than 10 a second.
+  it("Spot REST: exchangeInfo, depth, trades, klines, ticker24hr, tickerPrice, bookTicker; errors in Binance's shape", async () => {
+    const info = (await client.exchangeInfo({ symbols: ["BTCUSDT", "ETHUSDT"] })).data;
+    expect(info.symbols.map((s: any) => s.symbol)).toEqual(["BTCUSDT", "ETHUSDT"]);
+    const depth = (await client.depth("BTCUSDT", { limit: 5 })).data;
+    expect([depth.bids.length, depth.asks.length, depth.lastUpdateId > 0]).toEqual([5, 5, true]);
+    expect((await client.trades("BTCUSDT", { limit: 3 })).data.length).toBeGreaterThan(0);
+    expect((await client.klines("BTCUSDT", "5m", { limit: 2 })).data[0]).toHaveLength(12);
+    expect((await client.ticker24hr("", ["BTCUSDT", "ETHUSDT"], "MINI")).data.map((t: any) => t.symbol)).toEqual(["BTCUSDT", "ETHUSDT"]);
+    expect((await client.tickerPrice("ETHUSDT")).data.symbol).toBe("ETHUSDT");
+    expect(Number((await client.bookTicker("ETHUSDT")).data.bidPrice)).toBeGreaterThan(0);
+    const refused = await client.depth("NOPEUSDT").catch((error: any) => error.response);
+    expect([refused.status, refused.data.code]).toEqual([400, -1121]);
+  });
+
+  it("WebsocketStream: a local book kept by Binance's algorithm from the diff stream ends equal to REST", async () => {
+    type Level = [string, string];
+    const buffered: any[] = [];
+    let local: { lastUpdateId: number; bids: Map<string, string>; asks: Map<string, string> } | undefined;
+    let gaps = 0;
+    let first = true;
+    const apply = (event: any) => {
+      if (!local) return void buffered.push(event);
+      if (event.u <= local.lastUpdateId) return;
+      if (first ? event.U > local.lastUpdateId + 1 : event.U !== local.lastUpdateId + 1) return void (gaps += 1);
+      first = false;
+      for (const [side, levels] of [
+        [local.bids, event.b],
+        [local.asks, event.a],
+      ] as const) {
+        for (const [price, quantity] of levels as Level[]) Number(quantity) === 0 ? side.delete(price) : side.set(price, quantity);
+      }
+      local.lastUpdateId = event.u;
+    };
+    const trades: any[] = [];
+    const stream = new WebsocketStream({
+      logger: quiet,
+      wsURL: dialect.replace(/^http/, "ws"),
+      callbacks: {
+        message: (text: string) => {
+          const event = JSON.parse(text);
+          if (event.e === "depthUpdate") apply(event);
+          if (event.e === "trade") trades.push(event);
+        },
+      },
+    });
+    stream.diffBookDepth("btcusdt", "100ms");
+    await until(() => buffered.length > 0, { what: "a first diff event", timeoutMs: 30_000 });
+    stream.subscribe("btcusdt@trade");
+    const snapshot = (await client.depth("BTCUSDT", { limit: 1000 })).data;
+    local = { lastUpdateId: snapshot.lastUpdateId, bids: new Map(snapshot.bids), asks: new Map(snapshot.asks) };
+    for (const event of buffered.splice(0)) apply(event);
+    await until(() => trades.length > 0, { what: "a trade event", timeoutMs: 30_000 });
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const rest = (await client.depth("BTCUSDT", { limit: 1000 })).data;
+      await until(() => local!.lastUpdateId >= rest.lastUpdateId, { what: `the diff stream to reach ${rest.lastUpdateId}`, timeoutMs: 30_000 });
+      // The book moved on between the two: ask REST again (the demo feed moves a book about twice a second).
+      if (local.lastUpdateId !== rest.lastUpdateId) continue;
+      const order = (side: Map<string, string>, descending: boolean) =>
+        [...side].sort(([a], [b]) => (descending ? Number(b) - Number(a) : Number(a) - Number(b))).slice(0, 1000);
+      expect({ bids: order(local.bids, true), asks: order(local.asks, false) }).toEqual({ bids: rest.bids, asks: rest.asks });
+      expect(gaps).toBe(0);
+      stream.disconnect();
+      return;
+    }
+    stream.disconnect();
+    throw new Error("the local book and REST never showed the same update in 20 tries");
+  }, 120_000);
+});
