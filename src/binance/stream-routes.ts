@@ -20,6 +20,15 @@ function upgrade(c: Context<AppEnv>, framing: "raw" | "combined", names: string)
   );
 }
 
+/** The stream names of a raw connection's path; text that does not decode names nothing. */
+function namesInPath(path: string): string {
+  try {
+    return decodeURIComponent(path.replace(/^.*?\/ws\//, ""));
+  } catch {
+    return "";
+  }
+}
+
 const DESCRIPTION =
   "Upgrade: websocket. Binance's stream names in lower case (btcusdt@trade, @aggTrade, @kline_<interval>, @miniTicker, @ticker, @bookTicker, @depth[@100ms], @depth<5|10|20>[@100ms], !miniTicker@arr, !ticker@arr) and its SUBSCRIBE / UNSUBSCRIBE / LIST_SUBSCRIPTIONS / SET_PROPERTY / GET_PROPERTY messages; 5 connections per client address in all (with /api/ws), 50 streams per connection (docs/binance.md#streams).";
 
@@ -57,6 +66,6 @@ export function binanceStreamRoutes(router: OpenAPIHono<AppEnv>, limit: Middlewa
     responses,
   });
   router.get("/ws", limit, (c) => upgrade(c, "raw", ""));
-  router.get("/ws/*", limit, (c) => upgrade(c, "raw", decodeURIComponent(c.req.path.replace(/^.*?\/ws\//, ""))));
+  router.get("/ws/*", limit, (c) => upgrade(c, "raw", namesInPath(c.req.path)));
   router.get("/stream", limit, (c) => upgrade(c, "combined", c.req.query("streams") ?? ""));
 }

@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { BINANCE_ERROR_CODES } from "../../src/binance/errors";
 import { PROBLEM_CODES } from "../../src/core/problem";
 import { newAccount } from "../support/accounts";
 import { ADMIN } from "../support/gateways";
@@ -99,7 +100,15 @@ describe("the whole surface: no client input gets a 5xx (docs/api.md#errors)", (
           const label = `${method} ${target} [${mediaType ?? "no type"}] ${withBody ? String(payload).slice(0, 60) : "(no body)"}`;
           expect(response.status, label).toBeLessThan(500);
           const type = response.headers.get("Content-Type") ?? "";
-          if (response.status >= 400 && method !== "HEAD" && !(operation.statuses.length === 0 && type.startsWith("text/html"))) {
+          if (operation.path.startsWith("/binance/") && response.status >= 400 && method !== "HEAD") {
+            // The Binance dialect answers in Binance's error shape (docs/binance.md#errors).
+            expect(type, label).toMatch(/^application\/json/);
+            const error = (await response.json()) as { code: number; msg: string };
+            expect([BINANCE_ERROR_CODES.includes(error.code), typeof error.msg], `${label}: ${JSON.stringify(error)}`).toEqual([true, "string"]);
+            if (method === operation.method && response.status !== 429 && response.status !== 404) {
+              expect(operation.statuses, `${label}: ${response.status} ${error.code} is not in its OpenAPI responses`).toContain(String(response.status));
+            }
+          } else if (response.status >= 400 && method !== "HEAD" && !(operation.statuses.length === 0 && type.startsWith("text/html"))) {
             expect(type, label).toBe("application/problem+json");
             const problem = (await response.json()) as { code: string; status: number };
             expect(codes.has(problem.code), `${label}: code ${problem.code}`).toBe(true);

@@ -230,6 +230,288 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/binance/api/v3/ping": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Test connectivity */
+        get: operations["binancePing"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/binance/api/v3/time": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Server time */
+        get: operations["binanceTime"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/binance/api/v3/exchangeInfo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Markets with status, precisions and trading rules as filters
+         * @description From this isolate's registry copy: no object call. HALTED markets are HALT, DELISTED ones BREAK.
+         */
+        get: operations["binanceExchangeInfo"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/binance/api/v3/depth": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Order book
+         * @description `lastUpdateId` is the book's sequence: the `U`/`u` of the depth streams continue it (docs/binance.md#a-local-order-book).
+         */
+        get: operations["binanceDepth"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/binance/api/v3/trades": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Recent trades, oldest first */
+        get: operations["binanceTrades"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/binance/api/v3/historicalTrades": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Older trades from a trade id (public here: no API key needed) */
+        get: operations["binanceHistoricalTrades"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/binance/api/v3/aggTrades": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Aggregate trades (each trade is its own aggregate here)
+         * @description `a`, `f` and `l` are the trade id: which trades one taker order filled is not known here (docs/binance.md#aggregate-trades).
+         */
+        get: operations["binanceAggTrades"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/binance/api/v3/klines": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Candles as array rows
+         * @description Intervals 1m, 5m, 15m, 1h, 4h, 1d; intervals without trades have no row. uiKlines answers the same rows as klines.
+         */
+        get: operations["binanceKlines"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/binance/api/v3/uiKlines": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Candles as array rows
+         * @description Intervals 1m, 5m, 15m, 1h, 4h, 1d; intervals without trades have no row. uiKlines answers the same rows as klines.
+         */
+        get: operations["binanceUiKlines"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/binance/api/v3/avgPrice": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Average price of the last five minutes
+         * @description Volume-weighted over the current minute and the four before it; the last price when none of them traded.
+         */
+        get: operations["binanceAvgPrice"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/binance/api/v3/ticker/24hr": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * 24-hour rolling tickers: one, some or all
+         * @description `symbol` for one record; `symbols` (a JSON array) or nothing for an array. Every market at once is one object call per second at most, whatever the number of markets (docs/api.md#all-markets).
+         */
+        get: operations["binanceTicker24hr"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/binance/api/v3/ticker/price": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Last prices: one, some or all */
+        get: operations["binanceTickerPrice"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/binance/api/v3/ticker/bookTicker": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Best bid and ask: one, some or all */
+        get: operations["binanceBookTicker"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/binance/ws/{streams}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Raw streams: each frame is the event itself
+         * @description Upgrade: websocket. Binance's stream names in lower case (btcusdt@trade, @aggTrade, @kline_<interval>, @miniTicker, @ticker, @bookTicker, @depth[@100ms], @depth<5|10|20>[@100ms], !miniTicker@arr, !ticker@arr) and its SUBSCRIBE / UNSUBSCRIBE / LIST_SUBSCRIPTIONS / SET_PROPERTY / GET_PROPERTY messages; 5 connections per client address in all (with /api/ws), 50 streams per connection (docs/binance.md#streams). The path may name streams separated by /; a name that is no stream subscribes to nothing, as on Binance (GET /binance/ws works too).
+         */
+        get: operations["binanceRawStream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/binance/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Combined streams: each frame is {stream, data}
+         * @description Upgrade: websocket. Binance's stream names in lower case (btcusdt@trade, @aggTrade, @kline_<interval>, @miniTicker, @ticker, @bookTicker, @depth[@100ms], @depth<5|10|20>[@100ms], !miniTicker@arr, !ticker@arr) and its SUBSCRIBE / UNSUBSCRIBE / LIST_SUBSCRIPTIONS / SET_PROPERTY / GET_PROPERTY messages; 5 connections per client address in all (with /api/ws), 50 streams per connection (docs/binance.md#streams).
+         */
+        get: operations["binanceCombinedStream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/gateway/callback": {
         parameters: {
             query?: never;
@@ -851,6 +1133,11 @@ export interface components {
              */
             lastPrice: string;
             /**
+             * @description Quantity of the last trade (the latest by trade time); 0 if never traded
+             * @example 97000.10
+             */
+            lastQty: string;
+            /**
              * @description Decimal as a string, plain notation, exact
              * @example 97000.10
              */
@@ -902,10 +1189,20 @@ export interface components {
              */
             bestBid: string | null;
             /**
+             * @description Quantity at the best bid; null when the bid side is empty
+             * @example 97000.10
+             */
+            bestBidQty: string | null;
+            /**
              * @description Decimal as a string, plain notation, exact
              * @example 97000.10
              */
             bestAsk: string | null;
+            /**
+             * @description Quantity at the best ask; null when the ask side is empty
+             * @example 97000.10
+             */
+            bestAskQty: string | null;
             /**
              * @description When the market last took an update (book or trade) from its feed; null if never. A feed gone silent shows here and in GET /api/status
              * @example 1763800000000
@@ -1113,6 +1410,181 @@ export interface components {
              * @example 1763800000000
              */
             serverTime: number;
+        };
+        /** @description Binance's error shape (docs/binance.md#errors) */
+        BinanceError: {
+            /** @example -1121 */
+            code: number;
+            /** @example Invalid symbol. */
+            msg: string;
+        };
+        BinanceServerTime: {
+            serverTime: number;
+        };
+        BinanceExchangeInfo: {
+            /** @enum {string} */
+            timezone: "UTC";
+            serverTime: number;
+            rateLimits: components["schemas"]["BinanceRateLimit"][];
+            exchangeFilters: unknown[];
+            symbols: components["schemas"]["BinanceSymbol"][];
+        };
+        BinanceRateLimit: {
+            rateLimitType: string;
+            interval: string;
+            intervalNum: number;
+            limit: number;
+        };
+        BinanceSymbol: {
+            symbol: string;
+            /** @enum {string} */
+            status: "TRADING" | "HALT" | "BREAK";
+            baseAsset: string;
+            baseAssetPrecision: number;
+            quoteAsset: string;
+            quotePrecision: number;
+            quoteAssetPrecision: number;
+            baseCommissionPrecision: number;
+            quoteCommissionPrecision: number;
+            orderTypes: string[];
+            icebergAllowed: boolean;
+            ocoAllowed: boolean;
+            otoAllowed: boolean;
+            quoteOrderQtyMarketAllowed: boolean;
+            allowTrailingStop: boolean;
+            cancelReplaceAllowed: boolean;
+            isSpotTradingAllowed: boolean;
+            isMarginTradingAllowed: boolean;
+            filters: components["schemas"]["BinanceFilter"][];
+            permissions: string[];
+            permissionSets: string[][];
+            defaultSelfTradePreventionMode: string;
+            allowedSelfTradePreventionModes: string[];
+        };
+        /** @description PRICE_FILTER (minPrice, maxPrice 0 = none, tickSize), LOT_SIZE (minQty, maxQty, stepSize), MIN_NOTIONAL */
+        BinanceFilter: {
+            /** @enum {string} */
+            filterType: "PRICE_FILTER" | "LOT_SIZE" | "MIN_NOTIONAL";
+        } & {
+            [key: string]: unknown;
+        };
+        BinanceDepth: {
+            /** @description The book's sequence */
+            lastUpdateId: number;
+            bids: [
+                string,
+                string
+            ][];
+            asks: [
+                string,
+                string
+            ][];
+        };
+        BinanceTrade: {
+            id: number;
+            /** @example 97000.10 */
+            price: string;
+            /** @example 97000.10 */
+            qty: string;
+            /** @example 97000.10 */
+            quoteQty: string;
+            time: number;
+            isBuyerMaker: boolean;
+            isBestMatch: boolean;
+        };
+        BinanceAggTrade: {
+            a: number;
+            /** @example 97000.10 */
+            p: string;
+            /** @example 97000.10 */
+            q: string;
+            f: number;
+            l: number;
+            T: number;
+            m: boolean;
+            M: boolean;
+        };
+        /** @description [openTime, open, high, low, close, volume, closeTime, quoteVolume, trades, takerBuyBaseVolume (0 here), takerBuyQuoteVolume (0 here), unused] */
+        BinanceKline: [
+            number,
+            string,
+            string,
+            string,
+            string,
+            string,
+            number,
+            string,
+            number,
+            string,
+            string,
+            string
+        ];
+        BinanceAvgPrice: {
+            mins: number;
+            /** @example 97000.10 */
+            price: string;
+            closeTime: number;
+        };
+        BinanceTicker: components["schemas"]["BinanceMiniTicker"] & {
+            /** @example 97000.10 */
+            priceChange: string;
+            /** @example 97000.10 */
+            priceChangePercent: string;
+            /** @example 97000.10 */
+            weightedAvgPrice: string;
+            /**
+             * @description 0 here (not kept)
+             * @example 97000.10
+             */
+            prevClosePrice: string;
+            /** @example 97000.10 */
+            lastQty: string;
+            /** @example 97000.10 */
+            bidPrice: string;
+            /** @example 97000.10 */
+            bidQty: string;
+            /** @example 97000.10 */
+            askPrice: string;
+            /** @example 97000.10 */
+            askQty: string;
+        };
+        BinanceMiniTicker: {
+            symbol: string;
+            /** @example 97000.10 */
+            openPrice: string;
+            /** @example 97000.10 */
+            highPrice: string;
+            /** @example 97000.10 */
+            lowPrice: string;
+            /** @example 97000.10 */
+            lastPrice: string;
+            /** @example 97000.10 */
+            volume: string;
+            /** @example 97000.10 */
+            quoteVolume: string;
+            openTime: number;
+            closeTime: number;
+            /** @description -1 here (not kept per window) */
+            firstId: number;
+            /** @description -1 here (not kept per window) */
+            lastId: number;
+            count: number;
+        };
+        BinancePrice: {
+            symbol: string;
+            /** @example 97000.10 */
+            price: string;
+        };
+        BinanceBookTicker: {
+            symbol: string;
+            /** @example 97000.10 */
+            bidPrice: string;
+            /** @example 97000.10 */
+            bidQty: string;
+            /** @example 97000.10 */
+            askPrice: string;
+            /** @example 97000.10 */
+            askQty: string;
         };
         CallbackAnswer: {
             /** @enum {boolean} */
@@ -2387,6 +2859,653 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
+            };
+        };
+    };
+    binancePing: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An empty object */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+            /** @description Binance error -1003, with Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+        };
+    };
+    binanceTime: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server time */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceServerTime"];
+                };
+            };
+            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+            /** @description Binance error -1003, with Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+        };
+    };
+    binanceExchangeInfo: {
+        parameters: {
+            query?: {
+                /** @description As Binance writes it: upper case, no separator */
+                symbol?: string;
+                /** @description A JSON array of symbols (URL-encoded); not with `symbol` */
+                symbols?: string;
+                /** @description Accepted and ignored: every market here is SPOT */
+                permissions?: string;
+                /** @description Accepted and ignored */
+                showPermissionSets?: string;
+                /** @description Only markets in this status */
+                symbolStatus?: "TRADING" | "HALT" | "BREAK";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Exchange information */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceExchangeInfo"];
+                };
+            };
+            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+            /** @description Binance error -1003, with Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+        };
+    };
+    binanceDepth: {
+        parameters: {
+            query: {
+                /** @description As Binance writes it: upper case, no separator */
+                symbol: string;
+                /** @description Levels a side: default 100; Binance allows up to 5000, here at most 1000 (a larger limit gets 1000) */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Best levels first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceDepth"];
+                };
+            };
+            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+            /** @description Binance error -1003, with Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+        };
+    };
+    binanceTrades: {
+        parameters: {
+            query: {
+                /** @description As Binance writes it: upper case, no separator */
+                symbol: string;
+                /** @description Default 500, at most 1000 (a larger limit gets 1000) */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Trades */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceTrade"][];
+                };
+            };
+            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+            /** @description Binance error -1003, with Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+        };
+    };
+    binanceHistoricalTrades: {
+        parameters: {
+            query: {
+                /** @description As Binance writes it: upper case, no separator */
+                symbol: string;
+                /** @description Default 500, at most 1000 (a larger limit gets 1000) */
+                limit?: number;
+                /** @description The trade id to start from; without it the most recent trades */
+                fromId?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Trades, ascending id */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceTrade"][];
+                };
+            };
+            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+            /** @description Binance error -1003, with Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+        };
+    };
+    binanceAggTrades: {
+        parameters: {
+            query: {
+                /** @description As Binance writes it: upper case, no separator */
+                symbol: string;
+                /** @description Default 500, at most 1000 (a larger limit gets 1000) */
+                limit?: number;
+                /** @description The trade id to start from; without it the most recent trades */
+                fromId?: number;
+                /** @description Unix ms: trades at or after it */
+                startTime?: number;
+                /** @description Unix ms: trades at or before it */
+                endTime?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Aggregate trades, ascending id */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceAggTrade"][];
+                };
+            };
+            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+            /** @description Binance error -1003, with Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+        };
+    };
+    binanceKlines: {
+        parameters: {
+            query: {
+                /** @description As Binance writes it: upper case, no separator */
+                symbol: string;
+                /** @description One of 1m, 5m, 15m, 1h, 4h, 1d; Binance's other intervals are -1120 here */
+                interval: string;
+                /** @description Unix ms: candles from the one holding it */
+                startTime?: number;
+                /** @description Unix ms: candles up to the one holding it */
+                endTime?: number;
+                /** @description UTC only: 0 (or absent); any other offset is -1130 */
+                timeZone?: string;
+                /** @description Default 500, at most 1000 (a larger limit gets 1000) */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Candles, ascending open time */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceKline"][];
+                };
+            };
+            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+            /** @description Binance error -1003, with Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+        };
+    };
+    binanceUiKlines: {
+        parameters: {
+            query: {
+                /** @description As Binance writes it: upper case, no separator */
+                symbol: string;
+                /** @description One of 1m, 5m, 15m, 1h, 4h, 1d; Binance's other intervals are -1120 here */
+                interval: string;
+                /** @description Unix ms: candles from the one holding it */
+                startTime?: number;
+                /** @description Unix ms: candles up to the one holding it */
+                endTime?: number;
+                /** @description UTC only: 0 (or absent); any other offset is -1130 */
+                timeZone?: string;
+                /** @description Default 500, at most 1000 (a larger limit gets 1000) */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Candles, ascending open time */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceKline"][];
+                };
+            };
+            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+            /** @description Binance error -1003, with Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+        };
+    };
+    binanceAvgPrice: {
+        parameters: {
+            query: {
+                /** @description As Binance writes it: upper case, no separator */
+                symbol: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Average price */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceAvgPrice"];
+                };
+            };
+            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+            /** @description Binance error -1003, with Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+        };
+    };
+    binanceTicker24hr: {
+        parameters: {
+            query?: {
+                /** @description As Binance writes it: upper case, no separator */
+                symbol?: string;
+                /** @description A JSON array of symbols (URL-encoded); not with `symbol` */
+                symbols?: string;
+                /** @description FULL (default) or MINI */
+                type?: "FULL" | "MINI";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ticker records */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceTicker"] | components["schemas"]["BinanceMiniTicker"] | (components["schemas"]["BinanceTicker"] | components["schemas"]["BinanceMiniTicker"])[];
+                };
+            };
+            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+            /** @description Binance error -1003, with Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+        };
+    };
+    binanceTickerPrice: {
+        parameters: {
+            query?: {
+                /** @description As Binance writes it: upper case, no separator */
+                symbol?: string;
+                /** @description A JSON array of symbols (URL-encoded); not with `symbol` */
+                symbols?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Prices */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinancePrice"] | components["schemas"]["BinancePrice"][];
+                };
+            };
+            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+            /** @description Binance error -1003, with Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+        };
+    };
+    binanceBookTicker: {
+        parameters: {
+            query?: {
+                /** @description As Binance writes it: upper case, no separator */
+                symbol?: string;
+                /** @description A JSON array of symbols (URL-encoded); not with `symbol` */
+                symbols?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Tops of the books */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceBookTicker"] | components["schemas"]["BinanceBookTicker"][];
+                };
+            };
+            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+            /** @description Binance error -1003, with Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+        };
+    };
+    binanceRawStream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                streams: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching Protocols */
+            101: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not a WebSocket upgrade (-1130) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description -1003: over the request limit, or a sixth connection */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    binanceCombinedStream: {
+        parameters: {
+            query?: {
+                streams?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching Protocols */
+            101: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not a WebSocket upgrade (-1130) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description -1003: over the request limit, or a sixth connection */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };
