@@ -18,11 +18,11 @@ export const GATEWAY_LIMIT = 50;
 
 /** The limits in machine-readable form, as `/api/markets` publishes them (docs/limits.md). */
 export const RATE_LIMITS = [
-  { scope: "ip", kind: "requests", limit: PUBLIC_LIMIT, windowMs: 1_000, appliesTo: "/api/*, /account/*, the dashboard's form posts" },
+  { scope: "ip", kind: "requests", limit: PUBLIC_LIMIT, windowMs: 1_000, appliesTo: "/api/*, /binance/*, /account/*, the dashboard's form posts" },
   { scope: "apiKey", kind: "requests", limit: SIGNED_LIMIT, windowMs: 1_000, appliesTo: "/v1/* reads" },
   { scope: "apiKey", kind: "requests", limit: PUBLISH_LIMIT, windowMs: 1_000, appliesTo: "POST /v1/ingest (its own window, apart from the key's reads)" },
   { scope: "gateway", kind: "requests", limit: GATEWAY_LIMIT, windowMs: 1_000, appliesTo: "POST /api/gateway/callback" },
-  { scope: "ip", kind: "connections", limit: MAX_CONNECTIONS_PER_PRINCIPAL, windowMs: null, appliesTo: "/api/ws" },
+  { scope: "ip", kind: "connections", limit: MAX_CONNECTIONS_PER_PRINCIPAL, windowMs: null, appliesTo: "/api/ws, /binance/ws, /binance/stream (together)" },
   { scope: "apiKey", kind: "connections", limit: MAX_CONNECTIONS_PER_PRINCIPAL, windowMs: null, appliesTo: "/v1/ws" },
 ] as const;
 

@@ -22,7 +22,8 @@ const HEADERS: Record<string, { description: string; schema: object }> = {
 };
 const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
 /** Reads answered from the edge copies (docs/edge-reads.md). */
-const MARKET_READ = /^\/(api|v1)\/(ticker|book-ticker|orderbook|trades|klines|markets|prices)\b/;
+const MARKET_READ =
+  /^\/(api|v1)\/(ticker|book-ticker|orderbook|trades|klines|markets|prices)\b|^\/binance\/api\/v3\/(depth|trades|historicalTrades|aggTrades|klines|uiKlines|avgPrice|ticker)\b/;
 
 /** Where the service answers, as both documents (`/openapi.json`, `/asyncapi.json`) name it. */
 export const SERVERS = {
@@ -92,11 +93,11 @@ export function problemCodes(status: number, path: string): ProblemCode[] {
  */
 export function withSharedAnswers<T extends object>(document: T): T {
   for (const [path, item] of Object.entries((document as Document).paths ?? {})) {
-    // A dialect answers in its own error shape and declares its own answers (docs/binance.md#errors).
-    if (DIALECT.test(path)) continue;
+    // A dialect answers in its own error shape and declares its own error answers (docs/binance.md#errors).
+    const dialect = DIALECT.test(path);
     for (const operation of Object.values(item)) {
-      const statuses: number[] = [429, 503];
-      if ((operation.parameters?.length ?? 0) > 0 || operation.requestBody) statuses.push(400);
+      const statuses: number[] = dialect ? [] : [429, 503];
+      if (!dialect && ((operation.parameters?.length ?? 0) > 0 || operation.requestBody)) statuses.push(400);
       if (operation.requestBody) statuses.push(413, 415);
       else if (SMALL_BODY_PATHS.test(path)) statuses.push(413);
       const responses = (operation.responses ??= {});
@@ -104,7 +105,7 @@ export function withSharedAnswers<T extends object>(document: T): T {
         responses[String(status)] ??= { content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } } };
       }
       for (const [status, response] of Object.entries(responses)) {
-        if (Number(status) >= 400) {
+        if (Number(status) >= 400 && !dialect) {
           const codes = problemCodes(Number(status), path);
           if (codes.length === 0) {
             delete responses[status];

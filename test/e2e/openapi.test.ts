@@ -48,7 +48,7 @@ describe("the OpenAPI document (/openapi.json)", () => {
         const statuses = Object.keys(operation.responses ?? {});
         expect(
           // A WebSocket endpoint (the streams, the publisher channel) answers 101.
-          statuses.some((s) => s.startsWith("2") || (s === "101" && (route.endsWith("/ws") || route.endsWith("/publish")))),
+          statuses.some((s) => s.startsWith("2") || (s === "101" && /\/ws$|\/publish$|^\/binance\/(ws\/\{streams\}|stream)$/.test(route))),
           `${where}: a success answer`,
         ).toBe(true);
       }
