@@ -1,6 +1,7 @@
 import { Spot, WebsocketStream } from "@binance/connector";
 import ccxt from "ccxt";
 import { afterAll, describe, expect, inject, it } from "vitest";
+import WebSocket from "ws";
 import { until } from "../support/poll";
 
 /**
@@ -206,4 +207,18 @@ describe("Binance's @binance/connector, only its base URLs changed (docs/binance
     stream.disconnect();
     throw new Error("the local book and REST never showed the same update in 20 tries");
   }, 120_000);
+});
+
+describe("keepalive on the Binance streams (docs/binance.md#streams)", () => {
+  it("a WebSocket ping frame is answered with a pong carrying its payload", async () => {
+    const socket = new WebSocket(`${dialect.replace(/^http/, "ws")}/ws/btcusdt@trade`, { headers: { "CF-Connecting-IP": "198.18.142.1" } });
+    await new Promise((resolve, reject) => {
+      socket.once("open", resolve);
+      socket.once("error", reject);
+    });
+    const pong = new Promise<string>((resolve) => socket.once("pong", (data) => resolve(data.toString())));
+    socket.ping("are-you-there");
+    expect(await pong).toBe("are-you-there");
+    socket.close();
+  });
 });

@@ -15,6 +15,7 @@ import {
   ExchangeInfoSchema,
 } from "../../src/binance/schemas";
 import { ingest } from "../../src/market/ingest";
+import { ADMIN } from "../support/gateways";
 import { call, callJson } from "../support/http";
 import { defaultMarkets } from "../support/registry";
 
@@ -68,6 +69,19 @@ describe("the Binance dialect's REST answers are the service's own data in Binan
     expect(one.body.symbols.map((s: { symbol: string }) => s.symbol)).toEqual(["ETHUSDT"]);
     const two = await callJson(`${V3}/exchangeInfo?symbols=${encodeURIComponent('["SOLUSDT","BTCUSDT"]')}`);
     expect(two.body.symbols.map((s: { symbol: string }) => s.symbol)).toEqual(["SOLUSDT", "BTCUSDT"]);
+  });
+
+  it("exchangeInfo says HALT for a halted market and BREAK for a delisted one, as the operator set them", async () => {
+    const setStatus = (pair: string, status: string) =>
+      callJson(`/admin/markets/${pair}/status`, { method: "PUT", headers: { ...ADMIN, "Content-Type": "application/json" }, body: JSON.stringify({ status }) });
+    expect((await setStatus("XRPUSDT", "HALTED")).status).toBe(200);
+    expect((await setStatus("SOLBTC", "DELISTED")).status).toBe(200);
+    const statuses = Object.fromEntries(
+      ExchangeInfoSchema.parse((await callJson(`${V3}/exchangeInfo`)).body).symbols.map((s) => [s.symbol, [s.status, s.isSpotTradingAllowed]]),
+    );
+    expect(statuses).toMatchObject({ XRPUSDT: ["HALT", false], SOLBTC: ["BREAK", false], BTCUSDT: ["TRADING", true] });
+    const halted = (await callJson(`${V3}/exchangeInfo?symbolStatus=HALT`)).body.symbols.map((s: { symbol: string }) => s.symbol);
+    expect(halted).toEqual(["XRPUSDT"]);
   });
 
   it("depth is the order book with lastUpdateId = its sequence; trades oldest first; aggTrades one per trade; klines as rows", async () => {
@@ -157,11 +171,15 @@ describe("the Binance dialect's REST answers are the service's own data in Binan
       bidPrice: (0).toFixed(ethBtc.priceScale),
       bidQty: (0).toFixed(ethBtc.quantityScale),
     });
+    // Every market that is not delisted, in listing order (another test here delists one).
+    const listed = (await callJson("/api/markets")).body.markets
+      .filter((m: { status: string }) => m.status !== "DELISTED")
+      .map((m: { symbol: string }) => m.symbol);
     const all = (await callJson(`${V3}/ticker/24hr`)).body;
-    expect(all.map((t: unknown) => BinanceTickerSchema.parse(t).symbol)).toEqual(MARKETS.map((m) => m.symbol));
+    expect(all.map((t: unknown) => BinanceTickerSchema.parse(t).symbol)).toEqual(listed);
 
     expect(BinancePriceSchema.parse((await callJson(`${V3}/ticker/price?symbol=BTCUSDT`)).body)).toEqual({ symbol: "BTCUSDT", price: "101.00" });
-    expect((await callJson(`${V3}/ticker/price`)).body.length).toBe(MARKETS.length);
+    expect((await callJson(`${V3}/ticker/price`)).body.length).toBe(listed.length);
     expect(BinanceBookTickerSchema.parse((await callJson(`${V3}/ticker/bookTicker?symbol=BTCUSDT`)).body)).toEqual({
       symbol: "BTCUSDT",
       bidPrice: "100.50",
