@@ -51,7 +51,17 @@ const TARGETS = { ticker: 0.65, orderbook: 0.55, prices: 0.65, "signed-ticker": 
 /** `book-ticker` is held to the ticker's own ratio in the same run, less this. */
 const BOOK_TICKER_SLACK = 0.05;
 /** Market calls per 1,000 requests the edge read path may make on these routes (docs/edge-reads.md). */
-const MARKET_CALL_TARGETS = { ticker: 5, orderbook: 5, "tickers-all": 20, "book-ticker-all": 20, markets: 20, prices: 20 };
+const MARKET_CALL_TARGETS = {
+  ticker: 5,
+  orderbook: 5,
+  "tickers-all": 20,
+  "book-ticker-all": 20,
+  markets: 20,
+  prices: 20,
+  "binance-ticker": 5,
+  "binance-depth": 5,
+  "binance-tickers-all": 20,
+};
 const ADMIN = { Authorization: "Bearer bench-admin-token", "CF-Connecting-IP": "10.250.0.1" };
 const log = (...line) => {
   if (!asJson) console.log(...line);
@@ -103,6 +113,10 @@ async function main() {
       { name: "book-ticker-all", path: "/api/book-ticker", worker: service, setupRequest: publicLoad, calls: serviceCalls },
       { name: "markets", path: "/api/markets", worker: service, setupRequest: publicLoad, calls: serviceCalls },
       { name: "signed-ticker", path: signed.path, worker: service, setupRequest: signed.setupRequest, calls: serviceCalls, signed: true },
+      // The Binance dialect (docs/binance.md): the same reads, translated; next to ticker, orderbook and tickers-all.
+      { name: "binance-ticker", path: "/binance/api/v3/ticker/24hr?symbol=BTCUSDT", worker: service, setupRequest: publicLoad, calls: serviceCalls },
+      { name: "binance-depth", path: "/binance/api/v3/depth?symbol=BTCUSDT&limit=100", worker: service, setupRequest: publicLoad, calls: serviceCalls },
+      { name: "binance-tickers-all", path: "/binance/api/v3/ticker/24hr", worker: service, setupRequest: publicLoad, calls: serviceCalls },
       // One client address far over its limit: after its first refusal every request is a 429
       // that the isolate gives by itself until the guard's reset.
       { name: "flood", path: "/api/ticker/BTCUSDT", worker: service, setupRequest: fromOneIp("10.251.0.1"), calls: serviceCalls, refusals: true },

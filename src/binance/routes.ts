@@ -255,7 +255,7 @@ export function binanceRoutes(limit: MiddlewareHandler<AppEnv>) {
             ...(endTime !== undefined && { endTime }),
           },
         });
-        return sendAs<z.infer<typeof BinanceKlineSchema>[]>(c, read, (candles: Kline[]) => candles.map((k) => binance.klineRow(k, market)));
+        return sendAs<z.infer<typeof BinanceKlineSchema>[]>(c, read, (candles: Kline[]) => candles.map(binance.klineRow));
       },
     );
   }

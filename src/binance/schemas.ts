@@ -140,8 +140,7 @@ export const BinanceAggTradeSchema = z
 export const BinanceKlineSchema = z
   .tuple([z.number().int(), Decimal, Decimal, Decimal, Decimal, Decimal, z.number().int(), Decimal, z.number().int(), Decimal, Decimal, z.string()])
   .openapi("BinanceKline", {
-    description:
-      "[openTime, open, high, low, close, volume, closeTime, quoteVolume, trades, takerBuyBaseVolume (0 here), takerBuyQuoteVolume (0 here), unused]",
+    description: "[openTime, open, high, low, close, volume, closeTime, quoteVolume, trades, takerBuyBaseVolume, takerBuyQuoteVolume, unused]",
   });
 
 export const BinanceAvgPriceSchema = z.object({ mins: z.number().int(), price: Decimal, closeTime: z.number().int() }).openapi("BinanceAvgPrice");

@@ -174,11 +174,9 @@ export function aggTrade(t: WireTrade) {
   return { a: t.tradeId, p: t.price, q: t.quantity, f: t.tradeId, l: t.tradeId, T: t.time, m: buyerIsMaker(t), M: true };
 }
 
-/** A candle as Binance's array row; the taker-buy volumes are not kept here (0). */
-export function klineRow(k: Kline, market: MarketConfig) {
-  const qty0 = zero(market.quantityScale);
-  const quote0 = zero(market.priceScale + market.quantityScale);
-  return [k.openTime, k.open, k.high, k.low, k.close, k.volume, k.closeTime, k.quoteVolume, k.tradeCount, qty0, quote0, "0"];
+/** A candle as Binance's array row. */
+export function klineRow(k: Kline) {
+  return [k.openTime, k.open, k.high, k.low, k.close, k.volume, k.closeTime, k.quoteVolume, k.tradeCount, k.takerBuyVolume, k.takerBuyQuoteVolume, "0"];
 }
 
 /** Binance's current average price: volume-weighted over the given candles (the last five minutes). */
@@ -236,8 +234,8 @@ export function klineEvent(k: StreamedKline, market: MarketConfig, eventTime: nu
       n: k.tradeCount,
       x: k.closed,
       q: k.quoteVolume,
-      V: zero(market.quantityScale),
-      Q: zero(market.priceScale + market.quantityScale),
+      V: k.takerBuyVolume,
+      Q: k.takerBuyQuoteVolume,
       B: "0",
     },
   };

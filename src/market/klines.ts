@@ -22,6 +22,8 @@ export interface Kline {
   volume: string;
   quoteVolume: string;
   tradeCount: number;
+  takerBuyVolume: string;
+  takerBuyQuoteVolume: string;
 }
 
 export interface KlineQuery {
@@ -69,6 +71,8 @@ export function aggregateCandles(buckets: Iterable<MinuteBucket>, intervalMs: nu
       volume: formatUnits(merged.volume, scales.quantityScale),
       quoteVolume: formatUnits(merged.quoteVolume, scales.priceScale + scales.quantityScale),
       tradeCount: merged.count,
+      takerBuyVolume: formatUnits(merged.takerBuyVolume, scales.quantityScale),
+      takerBuyQuoteVolume: formatUnits(merged.takerBuyQuoteVolume, scales.priceScale + scales.quantityScale),
     };
   });
   return candles.length > 1 && candles[0]!.openTime > candles[1]!.openTime ? candles.reverse() : candles;

@@ -45,7 +45,8 @@ CREATE INDEX IF NOT EXISTS trades_by_time ON trades (time);
 CREATE TABLE IF NOT EXISTS minute_buckets (
   minute INTEGER PRIMARY KEY, open TEXT NOT NULL, high TEXT NOT NULL, low TEXT NOT NULL,
   close TEXT NOT NULL, first_trade_time INTEGER NOT NULL, last_trade_time INTEGER NOT NULL,
-  volume TEXT NOT NULL, quote_volume TEXT NOT NULL, trade_count INTEGER NOT NULL);
+  volume TEXT NOT NULL, quote_volume TEXT NOT NULL, trade_count INTEGER NOT NULL,
+  taker_buy_volume TEXT NOT NULL DEFAULT '0', taker_buy_quote_volume TEXT NOT NULL DEFAULT '0');
 CREATE TABLE IF NOT EXISTS book_levels (
   side TEXT NOT NULL, price TEXT NOT NULL, quantity TEXT NOT NULL, PRIMARY KEY (side, price));
 `;
@@ -63,6 +64,8 @@ function toBucket(row: Row): MinuteBucket {
     lastTradeTime: row.last_trade_time as number,
     volume: BigInt(row.volume as string),
     quoteVolume: BigInt(row.quote_volume as string),
+    takerBuyVolume: BigInt(row.taker_buy_volume as string),
+    takerBuyQuoteVolume: BigInt(row.taker_buy_quote_volume as string),
     count: row.trade_count as number,
   };
 }
@@ -85,6 +88,12 @@ function toTrade(row: Row): StoredTrade {
 export class MarketStore {
   constructor(private readonly storage: DurableObjectStorage) {
     storage.sql.exec(SCHEMA);
+    // Markets created before the taker-buy volumes were kept: their older minutes count none.
+    const columns = storage.sql.exec<{ name: string }>("PRAGMA table_info(minute_buckets)").toArray();
+    if (!columns.some((c) => c.name === "taker_buy_volume")) {
+      storage.sql.exec("ALTER TABLE minute_buckets ADD COLUMN taker_buy_volume TEXT NOT NULL DEFAULT '0'");
+      storage.sql.exec("ALTER TABLE minute_buckets ADD COLUMN taker_buy_quote_volume TEXT NOT NULL DEFAULT '0'");
+    }
   }
 
   private get sql(): SqlStorage {
@@ -170,11 +179,13 @@ export class MarketStore {
 
   upsertBucket(bucket: MinuteBucket): void {
     this.sql.exec(
-      `INSERT INTO minute_buckets (minute, open, high, low, close, first_trade_time, last_trade_time, volume, quote_volume, trade_count)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO minute_buckets (minute, open, high, low, close, first_trade_time, last_trade_time, volume, quote_volume, trade_count,
+         taker_buy_volume, taker_buy_quote_volume)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (minute) DO UPDATE SET open = excluded.open, high = excluded.high, low = excluded.low,
          close = excluded.close, first_trade_time = excluded.first_trade_time, last_trade_time = excluded.last_trade_time,
-         volume = excluded.volume, quote_volume = excluded.quote_volume, trade_count = excluded.trade_count`,
+         volume = excluded.volume, quote_volume = excluded.quote_volume, trade_count = excluded.trade_count,
+         taker_buy_volume = excluded.taker_buy_volume, taker_buy_quote_volume = excluded.taker_buy_quote_volume`,
       bucket.minute,
       bucket.open.toString(),
       bucket.high.toString(),
@@ -185,6 +196,8 @@ export class MarketStore {
       bucket.volume.toString(),
       bucket.quoteVolume.toString(),
       bucket.count,
+      bucket.takerBuyVolume.toString(),
+      bucket.takerBuyQuoteVolume.toString(),
     );
   }
 

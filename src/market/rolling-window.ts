@@ -4,6 +4,8 @@ import { divideRounded, formatUnits } from "../core/decimal";
 export interface UnitTrade {
   price: bigint;
   quantity: bigint;
+  /** The taker's side: a taker buy counts in the taker-buy volumes. */
+  side: "buy" | "sell";
   time: number;
 }
 
@@ -22,6 +24,9 @@ export interface MinuteBucket {
   lastTradeTime: number;
   volume: bigint;
   quoteVolume: bigint;
+  /** Base and quote volume of the trades whose taker bought. */
+  takerBuyVolume: bigint;
+  takerBuyQuoteVolume: bigint;
   count: number;
 }
 
@@ -35,6 +40,7 @@ export function minuteOf(time: number): number {
 /** Folds one trade into its minute's bucket (or starts the bucket). */
 export function addToBucket(bucket: MinuteBucket | undefined, trade: UnitTrade): MinuteBucket {
   const notional = trade.price * trade.quantity;
+  const buy = trade.side === "buy";
   if (!bucket) {
     return {
       minute: minuteOf(trade.time),
@@ -46,6 +52,8 @@ export function addToBucket(bucket: MinuteBucket | undefined, trade: UnitTrade):
       lastTradeTime: trade.time,
       volume: trade.quantity,
       quoteVolume: notional,
+      takerBuyVolume: buy ? trade.quantity : 0n,
+      takerBuyQuoteVolume: buy ? notional : 0n,
       count: 1,
     };
   }
@@ -61,6 +69,8 @@ export function addToBucket(bucket: MinuteBucket | undefined, trade: UnitTrade):
     lastTradeTime: laterOrSame ? trade.time : bucket.lastTradeTime,
     volume: bucket.volume + trade.quantity,
     quoteVolume: bucket.quoteVolume + notional,
+    takerBuyVolume: buy ? bucket.takerBuyVolume + trade.quantity : bucket.takerBuyVolume,
+    takerBuyQuoteVolume: buy ? bucket.takerBuyQuoteVolume + notional : bucket.takerBuyQuoteVolume,
     count: bucket.count + 1,
   };
 }
@@ -69,13 +79,15 @@ export function addToBucket(bucket: MinuteBucket | undefined, trade: UnitTrade):
 export function mergeBuckets(buckets: readonly MinuteBucket[]): Omit<MinuteBucket, "minute"> | undefined {
   const first = buckets[0];
   if (!first) return undefined;
-  let { high, low, volume, quoteVolume, count } = first;
+  let { high, low, volume, quoteVolume, takerBuyVolume, takerBuyQuoteVolume, count } = first;
   for (let i = 1; i < buckets.length; i++) {
     const b = buckets[i]!;
     if (b.high > high) high = b.high;
     if (b.low < low) low = b.low;
     volume += b.volume;
     quoteVolume += b.quoteVolume;
+    takerBuyVolume += b.takerBuyVolume;
+    takerBuyQuoteVolume += b.takerBuyQuoteVolume;
     count += b.count;
   }
   const last = buckets[buckets.length - 1]!;
@@ -88,6 +100,8 @@ export function mergeBuckets(buckets: readonly MinuteBucket[]): Omit<MinuteBucke
     lastTradeTime: last.lastTradeTime,
     volume,
     quoteVolume,
+    takerBuyVolume,
+    takerBuyQuoteVolume,
     count,
   };
 }

@@ -91,6 +91,8 @@ export const KlineSchema = z
     volume: DecimalString,
     quoteVolume: DecimalString,
     tradeCount: z.number().int(),
+    takerBuyVolume: DecimalString.openapi({ description: "Base volume of the trades whose taker bought" }),
+    takerBuyQuoteVolume: DecimalString.openapi({ description: "Quote volume of those trades, exact (priceScale + quantityScale decimals)" }),
   })
   .openapi("Kline");
 

@@ -126,11 +126,14 @@ describe("the Binance dialect's REST answers are the service's own data in Binan
         k.closeTime,
         k.quoteVolume,
         k.tradeCount,
-        "0.00000",
-        "0.0000000",
+        k.takerBuyVolume,
+        k.takerBuyQuoteVolume,
         "0",
       ]),
     );
+    // The takers bought 1 at 100 and 0.5 at 101 (and sold 3 at 102).
+    const sum = (column: number) => rows.reduce((total: number, row: unknown[]) => total + Number(row[column]), 0);
+    expect([sum(9), sum(10)]).toEqual([1.5, 150.5]);
     expect((await callJson(`${V3}/uiKlines?symbol=BTCUSDC&interval=1m`)).body).toEqual(rows);
     // Σ price × quantity / Σ quantity = (100 + 306 + 50.5) / 4.5
     expect(BinanceAvgPriceSchema.parse((await callJson(`${V3}/avgPrice?symbol=BTCUSDC`)).body)).toMatchObject({ mins: 5, price: "101.44" });

@@ -189,7 +189,7 @@ describe("public market endpoints answer the documented shapes", () => {
       kind: "requests",
       limit: 10,
       windowMs: 1000,
-      appliesTo: "/api/*, /account/*, the dashboard's form posts",
+      appliesTo: "/api/*, /binance/*, /account/*, the dashboard's form posts",
     });
     expect(body.rateLimits).toContainEqual({ scope: "apiKey", kind: "connections", limit: 5, windowMs: null, appliesTo: "/v1/ws" });
   });

@@ -7,7 +7,9 @@ const day = Date.UTC(2026, 10, 22);
 
 function buckets(trades: [price: bigint, time: number][]): MinuteBucket[] {
   const map = new Map<number, MinuteBucket>();
-  for (const [price, time] of trades) map.set(minuteOf(time), addToBucket(map.get(minuteOf(time)), { price, quantity: 2n, time }));
+  // The taker of the trade at 5.0 sold, every other one bought, so candles hold both.
+  for (const [price, time] of trades)
+    map.set(minuteOf(time), addToBucket(map.get(minuteOf(time)), { price, quantity: 2n, side: price === 50n ? "sell" : "buy", time }));
   return [...map.values()].sort((a, b) => a.minute - b.minute);
 }
 
@@ -22,7 +24,19 @@ describe("klines: minute buckets aggregated per interval", () => {
 
   it("5m candles align to the epoch and carry open, high, low, close, volumes and count", () => {
     expect(aggregateCandles(history, KLINE_INTERVALS["5m"], scales)).toEqual([
-      { openTime: day, closeTime: day + 299_999, open: "1.0", high: "3.0", low: "1.0", close: "2.0", volume: "6", quoteVolume: "12.0", tradeCount: 3 },
+      {
+        openTime: day,
+        closeTime: day + 299_999,
+        open: "1.0",
+        high: "3.0",
+        low: "1.0",
+        close: "2.0",
+        volume: "6",
+        quoteVolume: "12.0",
+        tradeCount: 3,
+        takerBuyVolume: "6",
+        takerBuyQuoteVolume: "12.0",
+      },
       {
         openTime: day + 300_000,
         closeTime: day + 599_999,
@@ -33,6 +47,8 @@ describe("klines: minute buckets aggregated per interval", () => {
         volume: "2",
         quoteVolume: "10.0",
         tradeCount: 1,
+        takerBuyVolume: "0",
+        takerBuyQuoteVolume: "0.0",
       },
       {
         openTime: day + 3_600_000,
@@ -44,6 +60,8 @@ describe("klines: minute buckets aggregated per interval", () => {
         volume: "2",
         quoteVolume: "8.0",
         tradeCount: 1,
+        takerBuyVolume: "2",
+        takerBuyQuoteVolume: "8.0",
       },
     ]);
   });

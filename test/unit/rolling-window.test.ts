@@ -4,20 +4,23 @@ import { addToBucket, DAY_MS, formatTicker, type MinuteBucket, minuteOf, tickerS
 
 const scales = { priceScale: 2, quantityScale: 3 };
 
+/** A trade of these tests: the taker's side does not move a ticker. */
+type Trade = Omit<UnitTrade, "side">;
+
 /** Builds ascending minute buckets from trades, as the MarketObject does. */
-function bucketsOf(trades: UnitTrade[]): MinuteBucket[] {
+function bucketsOf(trades: Trade[]): MinuteBucket[] {
   const byMinute = new Map<number, MinuteBucket>();
-  for (const trade of trades) byMinute.set(minuteOf(trade.time), addToBucket(byMinute.get(minuteOf(trade.time)), trade));
+  for (const trade of trades) byMinute.set(minuteOf(trade.time), addToBucket(byMinute.get(minuteOf(trade.time)), { ...trade, side: "buy" }));
   return [...byMinute.values()].sort((a, b) => a.minute - b.minute);
 }
 
-function lastByTime(trades: UnitTrade[]): UnitTrade | undefined {
-  let last: UnitTrade | undefined;
+function lastByTime(trades: Trade[]): Trade | undefined {
+  let last: Trade | undefined;
   for (const t of trades) if (!last || t.time >= last.time) last = t;
   return last;
 }
 
-function ticker(trades: UnitTrade[], now: number) {
+function ticker(trades: Trade[], now: number) {
   return formatTicker("TESTUSDT", tickerStats(bucketsOf(trades), lastByTime(trades), now), scales, now);
 }
 

@@ -1311,6 +1311,16 @@ export interface components {
              */
             quoteVolume: string;
             tradeCount: number;
+            /**
+             * @description Base volume of the trades whose taker bought
+             * @example 97000.10
+             */
+            takerBuyVolume: string;
+            /**
+             * @description Quote volume of those trades, exact (priceScale + quantityScale decimals)
+             * @example 97000.10
+             */
+            takerBuyQuoteVolume: string;
         };
         Markets: {
             markets: components["schemas"]["ListedMarket"][];
@@ -1504,7 +1514,7 @@ export interface components {
             m: boolean;
             M: boolean;
         };
-        /** @description [openTime, open, high, low, close, volume, closeTime, quoteVolume, trades, takerBuyBaseVolume (0 here), takerBuyQuoteVolume (0 here), unused] */
+        /** @description [openTime, open, high, low, close, volume, closeTime, quoteVolume, trades, takerBuyBaseVolume, takerBuyQuoteVolume, unused] */
         BinanceKline: [
             number,
             string,
