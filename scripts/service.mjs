@@ -2,7 +2,7 @@
 // directory and waits until it answers: for the end-to-end tests and for scripts that need the
 // live service (the client's types are generated from its /openapi.json).
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { appendFileSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -28,13 +28,15 @@ export async function startService({ env = {}, timeoutMs = 150_000 } = {}) {
   const state = mkdtempSync(path.join(tmpdir(), "mds-service-"));
   const child = spawn("npm", ["start", "--", "--persist-to", state], {
     cwd: path.resolve(import.meta.dirname, ".."),
-    env: { ...process.env, PORT: String(port), WRANGLER_LOG: "warn", ...env },
+    env: { ...process.env, PORT: String(port), WRANGLER_LOG: process.env.SERVICE_LOG ? "info" : "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
   });
   let output = "";
-  child.stdout?.on("data", (chunk) => (output += chunk));
-  child.stderr?.on("data", (chunk) => (output += chunk));
+  // SERVICE_LOG=file keeps everything the service printed, for a failure that needs its side of the story.
+  const keep = process.env.SERVICE_LOG ? (chunk) => appendFileSync(process.env.SERVICE_LOG, chunk) : () => {};
+  child.stdout?.on("data", (chunk) => ((output += chunk), keep(chunk)));
+  child.stderr?.on("data", (chunk) => ((output += chunk), keep(chunk)));
   const baseUrl = `http://127.0.0.1:${port}`;
   const stop = async () => {
     if (child.pid && child.exitCode === null) {
