@@ -35,8 +35,12 @@ export async function startService({ env = {}, timeoutMs = 150_000 } = {}) {
   let output = "";
   // SERVICE_LOG=file keeps everything the service printed, for a failure that needs its side of the story.
   const keep = process.env.SERVICE_LOG ? (chunk) => appendFileSync(process.env.SERVICE_LOG, chunk) : () => {};
-  child.stdout?.on("data", (chunk) => ((output += chunk), keep(chunk)));
-  child.stderr?.on("data", (chunk) => ((output += chunk), keep(chunk)));
+  const collect = (chunk) => {
+    output += chunk;
+    keep(chunk);
+  };
+  child.stdout?.on("data", collect);
+  child.stderr?.on("data", collect);
   const baseUrl = `http://127.0.0.1:${port}`;
   const stop = async () => {
     if (child.pid && child.exitCode === null) {

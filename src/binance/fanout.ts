@@ -1,4 +1,3 @@
-import type { Kline } from "../market/klines";
 import type { WireTrade } from "../market/market-object";
 import type { TickerRecord } from "../market/rolling-window";
 import { findMarket } from "../registry/copy";
@@ -94,10 +93,8 @@ export function render(view: BinanceStream, data: unknown, book: BookContext, no
       return (data as WireTrade[]).map((t) => binance.tradeEvent(t, symbol, now));
     case "aggTrade":
       return (data as WireTrade[]).map((t) => binance.aggTradeEvent(t, symbol, now));
-    case "kline": {
-      const market = findMarket(symbol);
-      return market ? [binance.klineEvent(data as Kline & { interval: string; closed: boolean }, market, now)] : [];
-    }
+    case "kline":
+      return [binance.klineEvent(data as binance.StreamedKline, symbol, now)];
     case "miniTicker":
       return [binance.miniTickerEvent(data as TickerRecord, now)];
     case "ticker": {

@@ -6,8 +6,7 @@ import { type EdgeRead, readMarket, readVenue } from "../market/edge-reads";
 import { KLINE_INTERVALS, type Kline, type KlineInterval } from "../market/klines";
 import type { WireTrade } from "../market/market-object";
 import { combineReads, readContext, sendRead } from "../market/reads";
-import type { TickerRecord } from "../market/rolling-window";
-import { minuteOf } from "../market/rolling-window";
+import { minuteOf, type TickerRecord } from "../market/rolling-window";
 import { MAX_LIST_SYMBOLS } from "../market/symbol-lists";
 import { currentRegistry, findMarket } from "../registry/copy";
 import type { MarketConfig } from "../registry/model";
@@ -98,16 +97,12 @@ function sendAs<T>(c: Context<AppEnv>, read: EdgeRead, translate: (value: never)
   return sendRead<T>(c, { ...read, text: JSON.stringify(translate(JSON.parse(read.text) as never)) });
 }
 
-/** One question about one market, or about the markets asked for, or about all of them, as records. */
-async function readRecords(
-  c: Context<AppEnv>,
-  asked: { one?: MarketConfig; many?: MarketConfig[] },
-  kind: "ticker" | "bookTicker",
-): Promise<{ read: EdgeRead; one: boolean }> {
+/** One question about one market, about the markets asked for, or about all of them. */
+async function readRecords(c: Context<AppEnv>, asked: { one?: MarketConfig; many?: MarketConfig[] }, kind: "ticker" | "bookTicker"): Promise<EdgeRead> {
   const ctx = readContext(c);
-  if (asked.one) return { read: await readMarket(ctx, asked.one, { kind }), one: true };
-  if (asked.many) return { read: combineReads(await Promise.all(asked.many.map((m) => readMarket(ctx, m, { kind })))), one: false };
-  return { read: await readVenue(ctx, kind), one: false };
+  if (asked.one) return readMarket(ctx, asked.one, { kind });
+  if (asked.many) return combineReads(await Promise.all(asked.many.map((m) => readMarket(ctx, m, { kind }))));
+  return readVenue(ctx, kind);
 }
 
 /** Translates a record or an array of records, each with its market (for the scales of a zero). */
@@ -289,7 +284,7 @@ export function binanceRoutes(limit: MiddlewareHandler<AppEnv>) {
     }),
     async (c) => {
       const query = c.req.valid("query");
-      const { read } = await readRecords(c, marketsAsked(query), "ticker");
+      const read = await readRecords(c, marketsAsked(query), "ticker");
       const translate = query.type === "MINI" ? (t: TickerRecord) => binance.miniTicker(t) : binance.fullTicker;
       return sendAs<z.infer<typeof BinanceTickerSchema>>(c, read, eachRecord(translate));
     },
@@ -302,7 +297,7 @@ export function binanceRoutes(limit: MiddlewareHandler<AppEnv>) {
       responses: { ...ok(oneOrMany(BinancePriceSchema), "Prices"), ...errors },
     }),
     async (c) => {
-      const { read } = await readRecords(c, marketsAsked(c.req.valid("query")), "ticker");
+      const read = await readRecords(c, marketsAsked(c.req.valid("query")), "ticker");
       return sendAs<z.infer<typeof BinancePriceSchema>>(c, read, eachRecord(binance.tickerPrice));
     },
   );
@@ -314,7 +309,7 @@ export function binanceRoutes(limit: MiddlewareHandler<AppEnv>) {
       responses: { ...ok(oneOrMany(BinanceBookTickerSchema), "Tops of the books"), ...errors },
     }),
     async (c) => {
-      const { read } = await readRecords(c, marketsAsked(c.req.valid("query")), "bookTicker");
+      const read = await readRecords(c, marketsAsked(c.req.valid("query")), "bookTicker");
       return sendAs<z.infer<typeof BinanceBookTickerSchema>>(c, read, eachRecord(binance.bookTicker));
     },
   );

@@ -91,35 +91,6 @@ function weightedAverage(quoteVolume: string, volume: string, priceScale: number
   return formatUnits(divide(parseDecimal(quoteVolume), base, priceScale).units, priceScale);
 }
 
-/** The 24 h ticker in `GET /api/v3/ticker/24hr`'s FULL form. */
-export function fullTicker(t: TickerRecord, market: MarketConfig) {
-  const price0 = zero(market.priceScale);
-  const qty0 = zero(market.quantityScale);
-  return {
-    symbol: t.symbol,
-    priceChange: t.change24h,
-    priceChangePercent: t.changePercent24h,
-    weightedAvgPrice: weightedAverage(t.quoteVolume24h, t.volume24h, market.priceScale),
-    prevClosePrice: price0,
-    lastPrice: t.lastPrice,
-    lastQty: t.lastQty,
-    bidPrice: t.bestBid ?? price0,
-    bidQty: t.bestBidQty ?? qty0,
-    askPrice: t.bestAsk ?? price0,
-    askQty: t.bestAskQty ?? qty0,
-    openPrice: t.openPrice,
-    highPrice: t.high24h,
-    lowPrice: t.low24h,
-    volume: t.volume24h,
-    quoteVolume: t.quoteVolume24h,
-    openTime: t.openTime,
-    closeTime: t.closeTime,
-    firstId: NO_TRADE_ID,
-    lastId: NO_TRADE_ID,
-    count: t.tradeCount24h,
-  };
-}
-
 /** The 24 h ticker in its MINI form. */
 export function miniTicker(t: TickerRecord) {
   return {
@@ -135,6 +106,24 @@ export function miniTicker(t: TickerRecord) {
     firstId: NO_TRADE_ID,
     lastId: NO_TRADE_ID,
     count: t.tradeCount24h,
+  };
+}
+
+/** The 24 h ticker in `GET /api/v3/ticker/24hr`'s FULL form: the MINI one and the change, averages and the top of the book. */
+export function fullTicker(t: TickerRecord, market: MarketConfig) {
+  const price0 = zero(market.priceScale);
+  const qty0 = zero(market.quantityScale);
+  return {
+    ...miniTicker(t),
+    priceChange: t.change24h,
+    priceChangePercent: t.changePercent24h,
+    weightedAvgPrice: weightedAverage(t.quoteVolume24h, t.volume24h, market.priceScale),
+    prevClosePrice: price0,
+    lastQty: t.lastQty,
+    bidPrice: t.bestBid ?? price0,
+    bidQty: t.bestBidQty ?? qty0,
+    askPrice: t.bestAsk ?? price0,
+    askQty: t.bestAskQty ?? qty0,
   };
 }
 
@@ -214,15 +203,15 @@ export interface StreamedKline extends Kline {
   closed: boolean;
 }
 
-export function klineEvent(k: StreamedKline, market: MarketConfig, eventTime: number) {
+export function klineEvent(k: StreamedKline, symbol: string, eventTime: number) {
   return {
     e: "kline",
     E: eventTime,
-    s: market.symbol,
+    s: symbol,
     k: {
       t: k.openTime,
       T: k.closeTime,
-      s: market.symbol,
+      s: symbol,
       i: k.interval,
       f: NO_TRADE_ID,
       L: NO_TRADE_ID,

@@ -240,15 +240,8 @@ export class StreamHub extends DurableObject<Env> {
     if (!plan.ok) return this.error(ws, id, plan.code, plan.message);
     attachment.streams.push(...plan.streams.map((s) => s.name));
     ws.serializeAttachment(attachment);
-    if (
-      !(await this.ensureSources(
-        ws,
-        plan.streams.map((s) => s.name),
-        plan.streams,
-      ))
-    ) {
-      return this.error(ws, id, "INTERNAL_ERROR", "the streams could not be subscribed; try again");
-    }
+    const registered = await this.ensureSources(ws, plan.streams);
+    if (!registered) return this.error(ws, id, "INTERNAL_ERROR", "the streams could not be subscribed; try again");
     if (ws.readyState !== WebSocket.OPEN) return; // closed while waiting
     // An unsubscribe may have come meanwhile: the attachment is the truth.
     const held = attachmentOf(ws).streams;
@@ -262,11 +255,13 @@ export class StreamHub extends DurableObject<Env> {
   }
 
   /**
-   * Makes every source of `streams` publish to this shard; on failure takes `names` back out of
-   * the socket's attachment and says false. Subscribes waiting here keep their sources wanted.
+   * Makes the source of every stream being added publish to this shard (a Binance stream's is its
+   * native stream's); on failure takes the streams back out of the socket's attachment and says
+   * false. Subscribes waiting here keep their sources wanted.
    */
-  private async ensureSources(ws: WebSocket, names: string[], streams: StreamName[]): Promise<boolean> {
-    const sources = [...new Map(streams.map((s) => [sourceOf(s), s])).values()];
+  private async ensureSources(ws: WebSocket, adding: (StreamName | BinanceStream)[]): Promise<boolean> {
+    const natives = adding.map((s) => ("native" in s ? s.native : s));
+    const sources = [...new Map(natives.map((s) => [sourceOf(s), s])).values()];
     for (const s of sources) this.joining.set(sourceOf(s), (this.joining.get(sourceOf(s)) ?? 0) + 1);
     try {
       await Promise.all(sources.map((s) => this.register(s)));
@@ -274,7 +269,7 @@ export class StreamHub extends DurableObject<Env> {
     } catch (error) {
       console.error("subscribe failed", String(error));
       const current = attachmentOf(ws);
-      current.streams = current.streams.filter((name) => !names.includes(name));
+      current.streams = current.streams.filter((name) => !adding.some((s) => s.name === name));
       ws.serializeAttachment(current);
       return false;
     } finally {
@@ -332,18 +327,10 @@ export class StreamHub extends DurableObject<Env> {
     if (attachment.streams.length + streams.length > MAX_STREAMS_PER_CONNECTION) {
       return this.send(ws, { error: { code: 2, msg: `Invalid request: at most ${MAX_STREAMS_PER_CONNECTION} streams per connection here` }, id });
     }
-    const added = streams.map((s) => s.name);
-    attachment.streams.push(...added);
+    attachment.streams.push(...streams.map((s) => s.name));
     ws.serializeAttachment(attachment);
-    if (
-      !(await this.ensureSources(
-        ws,
-        added,
-        streams.map((s) => s.native),
-      ))
-    ) {
-      return this.send(ws, { error: { code: 2, msg: "Invalid request: the streams could not be subscribed; try again" }, id });
-    }
+    const registered = await this.ensureSources(ws, streams);
+    if (!registered) return this.send(ws, { error: { code: 2, msg: "Invalid request: the streams could not be subscribed; try again" }, id });
     if (ws.readyState !== WebSocket.OPEN) return;
     const held = attachmentOf(ws).streams;
     for (const stream of streams) if (held.includes(stream.name)) this.binance.add(ws, stream);
