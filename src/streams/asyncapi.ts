@@ -218,7 +218,7 @@ export function asyncApiDocument(): Json {
     asyncapi: "3.0.0",
     info: {
       title: "Market Data Service streams",
-      version: "2.0.0",
+      version: "2.1.0",
       description:
         "WebSocket streams of the Market Data Service: tickers, best bid/ask, trades, order books with checksums, candles, prices and a heartbeat. Decimals are strings, times Unix milliseconds. The REST API is in /openapi.json.",
     },
