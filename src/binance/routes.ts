@@ -92,9 +92,24 @@ const rows = (limit: number | undefined, fallback: number) => {
   return Math.min(limit ?? fallback, MAX_ROWS);
 };
 
-/** A read's answer, translated, with the read's freshness headers (docs/edge-reads.md). */
-function sendAs<T>(c: Context<AppEnv>, read: EdgeRead, translate: (value: never) => unknown) {
-  return sendRead<T>(c, { ...read, text: JSON.stringify(translate(JSON.parse(read.text) as never)) });
+/**
+ * Translations made, per request URL, with the answer each was made from: while a copy stays the
+ * same (the all-market answers for up to a second, 2,000 markets of them) every request for it is
+ * handed the same text instead of parsing and rebuilding it. Bounded: the URLs are the clients'.
+ */
+const translations = new Map<string, { source: string; text: string }>();
+const MAX_TRANSLATIONS = 1_024;
+
+/** A read's answer, translated, with the read's freshness headers (docs/edge-reads.md); `fresh` when it depends on more than the answer. */
+function sendAs<T>(c: Context<AppEnv>, read: EdgeRead, translate: (value: never) => unknown, fresh = false) {
+  const made = fresh ? undefined : translations.get(c.req.url);
+  if (made?.source === read.text) return sendRead<T>(c, { ...read, text: made.text });
+  const text = JSON.stringify(translate(JSON.parse(read.text) as never));
+  if (!fresh) {
+    if (translations.size >= MAX_TRANSLATIONS) translations.clear();
+    translations.set(c.req.url, { source: read.text, text });
+  }
+  return sendRead<T>(c, { ...read, text });
 }
 
 /** One question about one market, about the markets asked for, or about all of them. */
@@ -270,7 +285,7 @@ export function binanceRoutes(limit: MiddlewareHandler<AppEnv>) {
       const candles = JSON.parse(read.text) as Kline[];
       let fallback = "";
       if (candles.length === 0) fallback = (JSON.parse((await readOne(c, market, { kind: "ticker" })).text) as TickerRecord).lastPrice;
-      return sendAs<z.infer<typeof BinanceAvgPriceSchema>>(c, read, () => binance.averagePrice(candles, fallback, market, now));
+      return sendAs<z.infer<typeof BinanceAvgPriceSchema>>(c, read, () => binance.averagePrice(candles, fallback, market, now), true);
     },
   );
   router.openapi(
