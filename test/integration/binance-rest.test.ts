@@ -182,6 +182,9 @@ describe("the Binance dialect's REST answers are the service's own data in Binan
     expect(all.map((t: unknown) => BinanceTickerSchema.parse(t).symbol)).toEqual(listed);
 
     expect(BinancePriceSchema.parse((await callJson(`${V3}/ticker/price?symbol=BTCUSDT`)).body)).toEqual({ symbol: "BTCUSDT", price: "101.00" });
+    // The same request after the market moved: a new answer, not the translation of the old one.
+    await ingest(env, { symbol: "BTCUSDT", trades: [{ id: "BTCUSDT-4", price: "103.00", quantity: "1.00000", side: "buy", time: Date.now() }] });
+    expect((await callJson(`${V3}/ticker/price?symbol=BTCUSDT`)).body).toEqual({ symbol: "BTCUSDT", price: "103.00" });
     expect((await callJson(`${V3}/ticker/price`)).body.length).toBe(listed.length);
     expect(BinanceBookTickerSchema.parse((await callJson(`${V3}/ticker/bookTicker?symbol=BTCUSDT`)).body)).toEqual({
       symbol: "BTCUSDT",
