@@ -2,6 +2,7 @@ import { Spot, WebsocketStream } from "@binance/connector";
 import ccxt from "ccxt";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import WebSocket from "ws";
+import { BinanceLocalBook } from "../support/binance-local-book";
 import { until } from "../support/poll";
 
 /**
@@ -143,6 +144,7 @@ describe("Binance's @binance/connector, only its base URLs changed (docs/binance
 
   // The connector cannot set a client address: its requests share one, so these tests make fewer than 10 a second.
   it("Spot REST: exchangeInfo, depth, trades, klines, ticker24hr, tickerPrice, bookTicker; errors in Binance's shape", async () => {
+    await until(async () => (await native("/api/trades/BTCUSDT?limit=1")).length > 0, { what: "a first demo trade", timeoutMs: 30_000 });
     const info = (await client.exchangeInfo({ symbols: ["BTCUSDT", "ETHUSDT"] })).data;
     expect(info.symbols.map((s: any) => s.symbol)).toEqual(["BTCUSDT", "ETHUSDT"]);
     const depth = (await client.depth("BTCUSDT", { limit: 5 })).data;
@@ -157,57 +159,42 @@ describe("Binance's @binance/connector, only its base URLs changed (docs/binance
   });
 
   it("WebsocketStream: a local book kept by Binance's algorithm from the diff stream ends equal to REST", async () => {
-    type Level = [string, string];
-    const buffered: any[] = [];
-    let local: { lastUpdateId: number; bids: Map<string, string>; asks: Map<string, string> } | undefined;
-    let gaps = 0;
-    let first = true;
-    const apply = (event: any) => {
-      if (!local) return void buffered.push(event);
-      if (event.u <= local.lastUpdateId) return;
-      if (first ? event.U > local.lastUpdateId + 1 : event.U !== local.lastUpdateId + 1) return void (gaps += 1);
-      first = false;
-      for (const [side, levels] of [
-        [local.bids, event.b],
-        [local.asks, event.a],
-      ] as const) {
-        for (const [price, quantity] of levels as Level[]) Number(quantity) === 0 ? side.delete(price) : side.set(price, quantity);
-      }
-      local.lastUpdateId = event.u;
-    };
-    const trades: any[] = [];
+    const local = new BinanceLocalBook();
+    let diffs = 0;
+    const trades: unknown[] = [];
     const stream = new WebsocketStream({
       logger: quiet,
       wsURL: dialect.replace(/^http/, "ws"),
       callbacks: {
         message: (text: string) => {
           const event = JSON.parse(text);
-          if (event.e === "depthUpdate") apply(event);
+          if (event.e === "depthUpdate") {
+            diffs += 1;
+            local.event(event);
+          }
           if (event.e === "trade") trades.push(event);
         },
       },
     });
     stream.diffBookDepth("btcusdt", "100ms");
-    await until(() => buffered.length > 0, { what: "a first diff event", timeoutMs: 30_000 });
+    await until(() => diffs > 0, { what: "a first diff event", timeoutMs: 30_000 });
     stream.subscribe("btcusdt@trade");
-    const snapshot = (await client.depth("BTCUSDT", { limit: 1000 })).data;
-    local = { lastUpdateId: snapshot.lastUpdateId, bids: new Map(snapshot.bids), asks: new Map(snapshot.asks) };
-    for (const event of buffered.splice(0)) apply(event);
+    local.snapshot((await client.depth("BTCUSDT", { limit: 1000 })).data);
     await until(() => trades.length > 0, { what: "a trade event", timeoutMs: 30_000 });
-    for (let attempt = 0; attempt < 20; attempt++) {
-      const rest = (await client.depth("BTCUSDT", { limit: 1000 })).data;
-      await until(() => local!.lastUpdateId >= rest.lastUpdateId, { what: `the diff stream to reach ${rest.lastUpdateId}`, timeoutMs: 30_000 });
-      // The book moved on between the two: ask REST again (the demo feed moves a book about twice a second).
-      if (local.lastUpdateId !== rest.lastUpdateId) continue;
-      const order = (side: Map<string, string>, descending: boolean) =>
-        [...side].sort(([a], [b]) => (descending ? Number(b) - Number(a) : Number(a) - Number(b))).slice(0, 1000);
-      expect({ bids: order(local.bids, true), asks: order(local.asks, false) }).toEqual({ bids: rest.bids, asks: rest.asks });
-      expect(gaps).toBe(0);
+    try {
+      for (let attempt = 0; attempt < 20; attempt++) {
+        const rest = (await client.depth("BTCUSDT", { limit: 1000 })).data;
+        await until(() => local.lastUpdateId >= rest.lastUpdateId, { what: `the diff stream to reach ${rest.lastUpdateId}`, timeoutMs: 30_000 });
+        // The book moved on between the two: ask REST again (the demo feed moves a book about twice a second).
+        if (local.lastUpdateId !== rest.lastUpdateId) continue;
+        expect(local.levels(1000)).toEqual({ bids: rest.bids, asks: rest.asks });
+        expect(local.gaps, "gaps").toBe(0);
+        return;
+      }
+      throw new Error("the local book and REST never showed the same update in 20 tries");
+    } finally {
       stream.disconnect();
-      return;
     }
-    stream.disconnect();
-    throw new Error("the local book and REST never showed the same update in 20 tries");
   }, 120_000);
 });
 

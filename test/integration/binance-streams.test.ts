@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ingest } from "../../src/market/ingest";
+import { BinanceLocalBook } from "../support/binance-local-book";
 import { callJson } from "../support/http";
 import { until } from "../support/poll";
 import { openSocket, type TestSocket, upgrade } from "./streams-support";
@@ -20,49 +21,6 @@ async function request(socket: TestSocket, message: Record<string, unknown>) {
   return until(() => socket.messages.find((m) => m.id === message.id && ("result" in m || "error" in m)), {
     what: `the answer to ${JSON.stringify(message)} (got ${JSON.stringify(socket.messages).slice(-300)})`,
   });
-}
-
-/** A local book kept exactly as Binance documents it: buffer diffs, take the REST snapshot, drop what it covers, apply the rest in order. */
-class BinanceLocalBook {
-  lastUpdateId = -1;
-  gaps = 0;
-  private readonly bids = new Map<string, string>();
-  private readonly asks = new Map<string, string>();
-  private buffered: any[] = [];
-
-  private first = true;
-
-  event(diff: any): void {
-    if (this.lastUpdateId < 0) return void this.buffered.push(diff);
-    if (diff.u <= this.lastUpdateId) return;
-    // The first event may overlap the snapshot (U ≤ lastUpdateId + 1 ≤ u); every later one follows the last.
-    const follows = this.first ? diff.U <= this.lastUpdateId + 1 : diff.U === this.lastUpdateId + 1;
-    if (!follows) {
-      this.gaps += 1;
-      return;
-    }
-    this.first = false;
-    for (const [side, levels] of [
-      [this.bids, diff.b],
-      [this.asks, diff.a],
-    ] as const) {
-      for (const [price, quantity] of levels as Level[]) Number(quantity) === 0 ? side.delete(price) : side.set(price, quantity);
-    }
-    this.lastUpdateId = diff.u;
-  }
-
-  snapshot(depth: { lastUpdateId: number; bids: Level[]; asks: Level[] }): void {
-    this.lastUpdateId = depth.lastUpdateId;
-    for (const [price, quantity] of depth.bids) this.bids.set(price, quantity);
-    for (const [price, quantity] of depth.asks) this.asks.set(price, quantity);
-    for (const diff of this.buffered.splice(0)) this.event(diff);
-  }
-
-  levels(): { bids: Level[]; asks: Level[] } {
-    const order = (side: Map<string, string>, descending: boolean) =>
-      [...side].sort(([a], [b]) => (descending ? Number(b) - Number(a) : Number(a) - Number(b)));
-    return { bids: order(this.bids, true), asks: order(this.asks, false) };
-  }
 }
 
 /** Book updates that never cross: bids below 1000, asks above, quantities at 5 decimals. */
