@@ -122,7 +122,7 @@ async function readRecords(c: Context<AppEnv>, asked: { one?: MarketConfig; many
 
 /** Translates a record or an array of records, each with its market (for the scales of a zero). */
 function eachRecord<R extends { symbol: string }>(translate: (record: R, market: MarketConfig) => unknown) {
-  const one = (record: R) => translate(record, findMarket(record.symbol) ?? marketOf(record.symbol));
+  const one = (record: R) => translate(record, marketOf(record.symbol));
   return (value: R | R[]) => (Array.isArray(value) ? value.map(one) : one(value));
 }
 

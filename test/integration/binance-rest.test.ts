@@ -82,6 +82,10 @@ describe("the Binance dialect's REST answers are the service's own data in Binan
     expect(statuses).toMatchObject({ XRPUSDT: ["HALT", false], SOLBTC: ["BREAK", false], BTCUSDT: ["TRADING", true] });
     const halted = (await callJson(`${V3}/exchangeInfo?symbolStatus=HALT`)).body.symbols.map((s: { symbol: string }) => s.symbol);
     expect(halted).toEqual(["XRPUSDT"]);
+    // A halted market's data stays readable; a delisted one's is an invalid symbol, as on Binance.
+    expect((await callJson(`${V3}/depth?symbol=XRPUSDT`)).status).toBe(200);
+    const gone = await callJson(`${V3}/depth?symbol=SOLBTC`);
+    expect([gone.status, gone.body.code], JSON.stringify(gone.body)).toEqual([400, -1121]);
   });
 
   it("depth is the order book with lastUpdateId = its sequence; trades oldest first; aggTrades one per trade; klines as rows", async () => {
