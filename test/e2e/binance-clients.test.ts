@@ -106,20 +106,36 @@ describe("CCXT's binance adapter, only its URLs changed (docs/binance.md#ccxt)",
 
   it("ccxt.pro: watchOrderBook kept for a minute equals REST; watchTrades, watchTicker, watchOHLCV and watchBidsAsks deliver", async () => {
     await pro.loadHttpProxyAgent();
-    const trades = await pro.watchTrades("BTC/USDT");
+    // ccxt.pro (4.5.84) now and then loses a connection with closing code 1006 while the service
+    // logs nothing (seen 2 times in about 20 runs, right after its REST snapshot): a client watches
+    // again, as CCXT's own examples do. More than 3 such drops in the test fails it; a gap in the
+    // book (InvalidNonce) or a wrong book is never retried.
+    let drops = 0;
+    const watch = async <T>(call: () => Promise<T>): Promise<T> => {
+      for (;;) {
+        try {
+          return await call();
+        } catch (error) {
+          if (!(error instanceof ccxt.NetworkError) || ++drops > 3) throw error;
+          console.warn(`ccxt.pro: ${(error as Error).message}; watching again (${drops})`);
+        }
+      }
+    };
+    const trades = await watch(() => pro.watchTrades("BTC/USDT"));
     expect(trades.length).toBeGreaterThan(0);
     expect(trades[0]!.symbol).toBe("BTC/USDT");
-    const ticker = await pro.watchTicker("BTC/USDT");
+    const ticker = await watch(() => pro.watchTicker("BTC/USDT"));
     expect([ticker.symbol, ticker.last! > 0]).toEqual(["BTC/USDT", true]);
-    const ohlcv = await pro.watchOHLCV("BTC/USDT", "1m");
+    const ohlcv = await watch(() => pro.watchOHLCV("BTC/USDT", "1m"));
     expect(ohlcv[ohlcv.length - 1]![4]).toBeGreaterThan(0);
-    const bidsAsks = await pro.watchBidsAsks(["BTC/USDT"]);
+    const bidsAsks = await watch(() => pro.watchBidsAsks(["BTC/USDT"]));
     expect(bidsAsks["BTC/USDT"]!.bid).toBeLessThan(bidsAsks["BTC/USDT"]!.ask!);
 
+    const watchBook = () => watch(() => pro.watchOrderBook("BTC/USDT"));
     const until = Date.now() + 60_000;
     let updates = 0;
     while (Date.now() < until) {
-      await pro.watchOrderBook("BTC/USDT");
+      await watchBook();
       updates += 1;
     }
     expect(updates).toBeGreaterThan(10);
@@ -128,11 +144,11 @@ describe("CCXT's binance adapter, only its URLs changed (docs/binance.md#ccxt)",
     for (let attempt = 0; attempt < 20; attempt++) {
       const rest = await native("/binance/api/v3/depth?symbol=BTCUSDT&limit=1000");
       // The book as it is now (watchOrderBook would wait for the next update).
-      let live = pro.orderbooks["BTC/USDT"] as unknown as Awaited<ReturnType<typeof pro.watchOrderBook>>;
-      while (live.nonce! < rest.lastUpdateId) live = await pro.watchOrderBook("BTC/USDT");
+      let live = (pro.orderbooks["BTC/USDT"] as unknown as Awaited<ReturnType<typeof pro.watchOrderBook>> | undefined) ?? (await watchBook());
+      while (live.nonce! < rest.lastUpdateId) live = await watchBook();
       if (live.nonce !== rest.lastUpdateId) {
         // REST's copy (up to 250 ms old) was behind: ask again after the next update, not at once.
-        await pro.watchOrderBook("BTC/USDT");
+        await watchBook();
         continue;
       }
       const levels = (side: [string, string][]) => side.map(([price, quantity]) => [Number(price), Number(quantity)]);
