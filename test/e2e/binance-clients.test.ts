@@ -107,7 +107,7 @@ describe("CCXT's binance adapter, only its URLs changed (docs/binance.md#ccxt)",
   it("ccxt.pro: watchOrderBook kept for a minute equals REST; watchTrades, watchTicker, watchOHLCV and watchBidsAsks deliver", async () => {
     await pro.loadHttpProxyAgent();
     // ccxt.pro (4.5.84) now and then loses a connection with closing code 1006 while the service
-    // logs nothing (seen 2 times in about 20 runs, right after its REST snapshot): a client watches
+    // logs nothing (seen 3 times in about 18 runs, right after its REST snapshot): a client watches
     // again, as CCXT's own examples do. More than 3 such drops in the test fails it; a gap in the
     // book (InvalidNonce) or a wrong book is never retried.
     let drops = 0;
