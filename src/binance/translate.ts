@@ -4,7 +4,7 @@
  * rearranged; the few Binance fields the service does not keep are named in the docs.
  */
 import { PUBLIC_LIMIT } from "../access/rate-limit";
-import { divide, formatUnits, multiply, parseDecimal } from "../core/decimal";
+import { add, type Decimal, divide, formatDecimal, formatUnits, multiply, parseDecimal } from "../core/decimal";
 import type { Kline } from "../market/klines";
 import type { WireTrade } from "../market/market-object";
 import type { TickerRecord } from "../market/rolling-window";
@@ -84,11 +84,9 @@ export function exchangeInfo(markets: readonly MarketConfig[], serverTime: numbe
   return { timezone: "UTC", serverTime, rateLimits: BINANCE_RATE_LIMITS, exchangeFilters: [], symbols: markets.map(exchangeSymbol) };
 }
 
-/** Σ price × quantity / Σ quantity at the market's price scale; 0 without volume. */
-function weightedAverage(quoteVolume: string, volume: string, priceScale: number): string {
-  const base = parseDecimal(volume);
-  if (base.units === 0n) return zero(priceScale);
-  return formatUnits(divide(parseDecimal(quoteVolume), base, priceScale).units, priceScale);
+/** Σ price × quantity / Σ quantity at the price scale, half away from zero; undefined without volume. */
+function volumeWeighted(quoteVolume: Decimal, volume: Decimal, priceScale: number): string | undefined {
+  return volume.units === 0n ? undefined : formatDecimal(divide(quoteVolume, volume, priceScale));
 }
 
 /** The 24 h ticker in its MINI form. */
@@ -117,7 +115,7 @@ export function fullTicker(t: TickerRecord, market: MarketConfig) {
     ...miniTicker(t),
     priceChange: t.change24h,
     priceChangePercent: t.changePercent24h,
-    weightedAvgPrice: weightedAverage(t.quoteVolume24h, t.volume24h, market.priceScale),
+    weightedAvgPrice: volumeWeighted(parseDecimal(t.quoteVolume24h), parseDecimal(t.volume24h), market.priceScale) ?? price0,
     prevClosePrice: price0,
     lastQty: t.lastQty,
     bidPrice: t.bestBid ?? price0,
@@ -151,7 +149,7 @@ export function trade(t: WireTrade) {
     id: t.tradeId,
     price: t.price,
     qty: t.quantity,
-    quoteQty: formatUnits(quoteQty.units, quoteQty.scale),
+    quoteQty: formatDecimal(quoteQty),
     time: t.time,
     isBuyerMaker: buyerIsMaker(t),
     isBestMatch: true,
@@ -170,21 +168,8 @@ export function klineRow(k: Kline) {
 
 /** Binance's current average price: volume-weighted over the given candles (the last five minutes). */
 export function averagePrice(candles: readonly Kline[], fallback: string, market: MarketConfig, closeTime: number) {
-  let volume = 0n;
-  let quoteVolume = 0n;
-  for (const k of candles) {
-    volume += parseDecimal(k.volume).units;
-    quoteVolume += parseDecimal(k.quoteVolume).units;
-  }
-  const price =
-    volume === 0n
-      ? fallback
-      : formatUnits(
-          divide({ units: quoteVolume, scale: market.priceScale + market.quantityScale }, { units: volume, scale: market.quantityScale }, market.priceScale)
-            .units,
-          market.priceScale,
-        );
-  return { mins: 5, price, closeTime };
+  const sum = (field: "volume" | "quoteVolume") => candles.reduce((total, k) => add(total, parseDecimal(k[field])), { units: 0n, scale: 0 });
+  return { mins: 5, price: volumeWeighted(sum("quoteVolume"), sum("volume"), market.priceScale) ?? fallback, closeTime };
 }
 
 // ——— stream payloads (docs/binance.md#streams) ———

@@ -3,6 +3,12 @@ import { ProblemError, problem } from "../core/problem";
 
 /** A price level in integer units at the market's scales: `[price, quantity]`. */
 export type UnitLevel = readonly [price: bigint, quantity: bigint];
+
+/** The best level of each side of a book, in units; absent for an empty side. */
+export interface TopOfBook {
+  bid?: UnitLevel;
+  ask?: UnitLevel;
+}
 /** A price level as sent on the wire: `["97000.10", "0.50000"]`. */
 export type WireLevel = [price: string, quantity: string];
 
@@ -247,21 +253,13 @@ export class OrderBook {
   }
 
   /** The best level of each side, in units (absent for an empty side). */
-  top(): { bid?: UnitLevel; ask?: UnitLevel } {
+  top(): TopOfBook {
     const bid = this.bids.prices[0];
     const ask = this.asks.prices[0];
     return {
       bid: bid === undefined ? undefined : [bid, this.bids.quantities.get(bid)!],
       ask: ask === undefined ? undefined : [ask, this.asks.quantities.get(ask)!],
     };
-  }
-
-  bestBid(): bigint | undefined {
-    return this.bids.prices[0];
-  }
-
-  bestAsk(): bigint | undefined {
-    return this.asks.prices[0];
   }
 
   /** Up to `depth` levels a side, best first, formatted at the market's scales. */

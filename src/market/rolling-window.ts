@@ -1,4 +1,5 @@
 import { divideRounded, formatUnits } from "../core/decimal";
+import type { TopOfBook } from "./order-book";
 
 /** A trade in integer units at its market's scales. */
 export interface UnitTrade {
@@ -186,12 +187,6 @@ export interface TickerRecord {
 export interface Scales {
   priceScale: number;
   quantityScale: number;
-}
-
-/** The best level of each side of a book, in units; absent for an empty side. */
-export interface TopOfBook {
-  bid?: readonly [bigint, bigint];
-  ask?: readonly [bigint, bigint];
 }
 
 /** The wire form of the ticker record. Quote volume is exact at priceScale + quantityScale. */
