@@ -1,23 +1,13 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
-import { clientPrincipal } from "../access/client-address";
 import type { AppEnv } from "../env";
-import { toShard } from "../streams/routes";
+import { toShardByAddress } from "../streams/routes";
 import { BINANCE_HEADER, BINANCE_STREAMS_HEADER } from "../streams/stream-hub";
 
-/** Hands a Binance connection to the principal's shard: the same shards, limits and sources as `/api/ws`. */
+/** Hands a Binance connection to the address's shard: the same shards, limits and sources as `/api/ws`. */
 function upgrade(c: Context<AppEnv>, framing: "raw" | "combined", names: string): Promise<Response> {
-  return toShard(
-    c.env,
-    c.req.raw,
-    clientPrincipal(c.req.raw),
-    { "X-Request-Id": c.get("requestId"), ...c.get("rateLimitHeaders") },
-    {
-      [BINANCE_HEADER]: framing,
-      [BINANCE_STREAMS_HEADER]: names,
-    },
-  );
+  return toShardByAddress(c, { [BINANCE_HEADER]: framing, [BINANCE_STREAMS_HEADER]: names });
 }
 
 /** The stream names of a raw connection's path; text that does not decode names nothing. */

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { clientPrincipal } from "../access/client-address";
 import { principalOfKey } from "../access/keys";
 import { authenticateSigned } from "../access/middleware";
@@ -18,7 +18,7 @@ import { BINANCE_HEADER, BINANCE_STREAMS_HEADER, PRINCIPAL_HEADER, SHARD_HEADER 
  * JSON here, with the request id, like every other error. The 101 is re-made here so it can
  * carry `headers` (a response from an object has immutable headers, and a 101 cannot be copied).
  */
-export async function toShard(
+async function toShard(
   env: Env,
   request: Request,
   principal: string,
@@ -40,6 +40,14 @@ export async function toShard(
   const refusal = await response.json<ProblemResult>();
   const code = refusal.problem?.code ?? "INTERNAL_ERROR";
   throw problem(code, refusal.problem?.detail ?? "the stream shard refused the connection", refusal.problem?.extras, headers);
+}
+
+/**
+ * A public upgrade, counted per client address (`/api/ws`, and the Binance streams with their
+ * `dialect` headers): handed to the address's shard with the request id and the limit's headers.
+ */
+export function toShardByAddress(c: Context<AppEnv>, dialect?: Record<string, string>): Promise<Response> {
+  return toShard(c.env, c.req.raw, clientPrincipal(c.req.raw), { "X-Request-Id": c.get("requestId"), ...c.get("rateLimitHeaders") }, dialect);
 }
 
 /**
@@ -72,9 +80,7 @@ function documentStream(router: ReturnType<typeof createRouter>, operationId: st
 export function publicStreamRoutes(limit: MiddlewareHandler<AppEnv>) {
   const router = createRouter();
   documentStream(router, "openPublicStream", "WebSocket streams, public (5 connections per client address)");
-  return router.get("/ws", limit, (c) =>
-    toShard(c.env, c.req.raw, clientPrincipal(c.req.raw), { "X-Request-Id": c.get("requestId"), ...c.get("rateLimitHeaders") }),
-  );
+  return router.get("/ws", limit, (c) => toShardByAddress(c));
 }
 
 /** `GET /ws` with an API key (permission `stream`), mounted at `/v1`: 5 connections per key; the key's limit applies to the upgrade. */
