@@ -11,6 +11,7 @@ import { demoFeed } from "./core/object-ids";
 import { SERVERS, withPublicSecurity, withSharedAnswers } from "./core/openapi";
 import { problem } from "./core/problem";
 import { requestId } from "./core/request-id";
+import { auditRoutes } from "./audit/routes";
 import { createRouter } from "./core/router";
 import { noStore, securityHeaders } from "./core/security-headers";
 import { docsRoutes } from "./docs/routes";
@@ -18,6 +19,7 @@ import type { AppEnv } from "./env";
 import { readContext } from "./market/reads";
 import { marketRoutes } from "./market/routes";
 import { pageRoutes } from "./pages/routes";
+import { publishKeyRoutes } from "./publish/key-routes";
 import { publishRoutes } from "./publish/routes";
 import { ensureRegistry } from "./registry/copy";
 import { registryRoutes } from "./registry/routes";
@@ -103,6 +105,8 @@ export function createApp(): OpenAPIHono<AppEnv> {
     ["/dashboard", dashboardRoutes(publicLimit), ...privatePaths], // form posts: publicLimit; pages: none
     ["/admin", adminRoutes, ...privatePaths], //              operator API: bearer token; failures
     ["/admin", registryRoutes], //                            listing markets and assets: as above
+    ["/admin", publishKeyRoutes], //                          publishing keys: as above
+    ["/admin", auditRoutes], //                               the audit log: as above
     ["/docs", docsRoutes], //                                 the API reference page: none
     ["/", pageRoutes], //                                     pages and their scripts: none
   ] as const) {

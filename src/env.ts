@@ -1,3 +1,5 @@
+import type { MarketGrant } from "./access/keys";
+
 /**
  * The Worker's bindings are the global `Env`, generated from wrangler.toml by `npm run types`
  * into worker-configuration.d.ts, so they cannot drift from the configuration. What is here is
@@ -7,6 +9,10 @@ export interface AppVariables {
   requestId: string;
   /** The RateLimit-* headers of the admission in force, for answers made outside Hono (a 101). */
   rateLimitHeaders?: Record<string, string>;
+  /** Set by `requireAdmin`: the operator credential's id (a digest prefix of the token), for the audit log. */
+  operator?: string;
+  /** Set by `signedAccess("publish")`: the markets the publishing key may write. */
+  publishGrant?: MarketGrant;
 }
 
 export type AppEnv = { Bindings: Env; Variables: AppVariables };

@@ -2,7 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import { ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
 import { unseal } from "../core/seal";
 import { allowListAdmits } from "./client-address";
-import type { KeyRecord, Permission } from "./keys";
+import type { KeyRecord, MarketGrant, Permission } from "./keys";
 import { type LoginAttempts, type LoginReservation, type LoginScope, type LoginSettlement, reserveLogin, settleLogin } from "./login-throttle";
 import { signedWindow } from "./rate-limit";
 import { FUTURE_TOLERANCE_MS, importSecret, isOnTime, signaturePayload, verifySignature } from "./signature";
@@ -21,10 +21,26 @@ export interface SignedCheck {
   limit: number;
 }
 
+/** A key's standing, as open connections re-check it (docs/security.md#rights-on-open-connections). */
 export interface KeyStatus {
+  exists: boolean;
   lastUsedAt: number | null;
   revokedAt: number | null;
+  expiresAt: number | null;
+  allowCidrs: string[];
+  /** A publishing key's markets; null for an account key. */
+  markets: MarketGrant | null;
 }
+
+/** What the operator may change on a publishing key after it is issued. */
+export interface KeyAmendment {
+  markets?: MarketGrant;
+  allowCidrs?: string[];
+  expiresAt?: number | null;
+}
+
+/** A signed request admitted, with a publishing key's markets when it asked to publish. */
+export type Authorized = Admission & { markets?: MarketGrant };
 
 /** Last use is written at most this often: no storage write per request. */
 const LAST_USE_WRITE_EVERY_MS = 60_000;
@@ -102,13 +118,30 @@ export class AccessGuard extends DurableObject<Env> {
     this.cryptoKey = undefined;
   }
 
+  /** Changes a publishing key's markets, allow-list or expiry; open channels take it up within their check interval. */
+  async amendKey(change: KeyAmendment): Promise<KeyRecord | null> {
+    const record = await this.keyRecord();
+    if (!record || record.revokedAt !== null || record.markets === undefined) return null;
+    const amended = { ...record, ...change };
+    await this.ctx.storage.put("key", amended);
+    this.record = amended;
+    return amended;
+  }
+
   async keyStatus(): Promise<KeyStatus> {
     const record = await this.keyRecord();
-    return { lastUsedAt: this.lastUsedAt, revokedAt: record?.revokedAt ?? null };
+    return {
+      exists: record !== null,
+      lastUsedAt: this.lastUsedAt,
+      revokedAt: record?.revokedAt ?? null,
+      expiresAt: record?.expiresAt ?? null,
+      allowCidrs: record?.allowCidrs ?? [],
+      markets: record?.markets ?? null,
+    };
   }
 
   /** Verifies a signed request and admits it against the key's window (docs/signing.md, docs/limits.md). */
-  async authorize(check: SignedCheck): Promise<Admission | ProblemResult> {
+  async authorize(check: SignedCheck): Promise<Authorized | ProblemResult> {
     try {
       const now = Date.now();
       const record = await this.keyRecord();
@@ -125,6 +158,11 @@ export class AccessGuard extends DurableObject<Env> {
       if (!(await verifySignature(await this.cryptoKey, payload, check.signature))) {
         throw problem("INVALID_SIGNATURE", "the signature does not match: sign timestamp\\nMETHOD\\nrequestTarget\\nbody with the key's secret");
       }
+      // Publishing needs an operator's key with markets, whatever an older account key's record says.
+      const publishing = check.permission === "publish";
+      if (publishing && record.markets === undefined) {
+        throw problem("PERMISSION_DENIED", "this key cannot publish: publishing keys are issued by the operator (docs/publishing.md#publish-keys)");
+      }
       if (!record.permissions.includes(check.permission)) {
         throw problem("PERMISSION_DENIED", `the API key lacks the ${check.permission} permission`);
       }
@@ -136,7 +174,7 @@ export class AccessGuard extends DurableObject<Env> {
       const admittedAt = Date.now();
       const admission = this.windowFor(check.limit, signedWindow(check.permission).scope).admit(admittedAt);
       if (admission.allowed) this.noteUse(admittedAt);
-      return admission;
+      return publishing ? { ...admission, markets: record.markets } : admission;
     } catch (error) {
       if (error instanceof ProblemError) return toProblemResult(error);
       this.cryptoKey = undefined;

@@ -3,8 +3,21 @@ import { randomBase64Url, randomHex } from "../core/encoding";
 /** API keys: ids, permissions and the record an AccessGuard holds for its key. */
 export const PERMISSIONS = ["read", "stream", "publish"] as const;
 export type Permission = (typeof PERMISSIONS)[number];
+/** What an account may give its own keys: publishing is granted by the operator only (docs/security.md). */
+export const ACCOUNT_PERMISSIONS = ["read", "stream"] as const;
+export type AccountPermission = (typeof ACCOUNT_PERMISSIONS)[number];
 
-export const KEY_ID_PATTERN = /^mk_[0-9a-f]{24}$/;
+/** Account keys are `mk_…`, the operator's publishing keys `pk_…`; both sign the same way. */
+export const KEY_ID_PATTERN = /^(mk|pk)_[0-9a-f]{24}$/;
+export const KEY_ID_RULE = "mk_ or pk_ and 24 hex digits";
+
+/** The markets a publishing key may write: canonical symbols, or every market. */
+export type MarketGrant = "*" | string[];
+
+/** True when `grant` lets its key publish into `symbol` (canonical). */
+export function grantsMarket(grant: MarketGrant, symbol: string): boolean {
+  return grant === "*" || grant.includes(symbol);
+}
 export const MAX_ACTIVE_KEYS = 20;
 
 /** What the guard stores; the secret only sealed (AES-256-GCM, the key id as associated data). */
@@ -17,10 +30,12 @@ export interface KeyRecord {
   expiresAt: number | null;
   createdAt: number;
   revokedAt: number | null;
+  /** Set on an operator's publishing key only: the markets it may write. Without it a key never publishes. */
+  markets?: MarketGrant;
 }
 
-export function newKeyId(): string {
-  return `mk_${randomHex(12)}`;
+export function newKeyId(kind: "account" | "publish" = "account"): string {
+  return `${kind === "publish" ? "pk" : "mk"}_${randomHex(12)}`;
 }
 
 /** 32 random bytes, base64url: what the account holder signs with. */

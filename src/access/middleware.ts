@@ -5,7 +5,8 @@ import { isProblemResult, ProblemError, problem, unwrap } from "../core/problem"
 import { setResponseHeaders } from "../core/response-headers";
 import type { AppEnv } from "../env";
 import { clientIp, clientPrincipal } from "./client-address";
-import { KEY_ID_PATTERN, type Permission, principalOfKey } from "./keys";
+import type { Authorized } from "./access-guard";
+import { KEY_ID_PATTERN, KEY_ID_RULE, type MarketGrant, type Permission, principalOfKey } from "./keys";
 import { admit, fromGuard, localRefusal, PUBLIC_LIMIT, rateLimited, signedWindow } from "./rate-limit";
 import { requestTargetOf, SIGNATURE_PATTERN, TIMESTAMP_PATTERN } from "./signature";
 import { type Admission, rateLimitHeaders } from "./sliding-window";
@@ -98,7 +99,7 @@ function readCredentials(request: Request, allowQueryForm: boolean): Credentials
   // Missing is MISSING_CREDENTIALS; present but not of the documented form is MALFORMED_CREDENTIALS,
   // except a key id, which is INVALID_API_KEY like an unknown key (no key has that id).
   if (!keyId) throw problem("MISSING_CREDENTIALS", `${names.key} is missing`);
-  if (!KEY_ID_PATTERN.test(keyId)) throw problem("INVALID_API_KEY", `${names.key} is not an API key id (mk_ and 24 hex digits)`);
+  if (!KEY_ID_PATTERN.test(keyId)) throw problem("INVALID_API_KEY", `${names.key} is not an API key id (${KEY_ID_RULE})`);
   if (!timestamp) throw problem("MISSING_CREDENTIALS", `${names.timestamp} is missing`);
   // Canonical digits only: what is signed is the text sent, so it must have one spelling.
   if (!TIMESTAMP_PATTERN.test(timestamp))
@@ -122,7 +123,12 @@ function readCredentials(request: Request, allowQueryForm: boolean): Credentials
  * A failure counts against the client IP's public limit (docs/limits.md), so a flood of bad
  * signatures is refused with 429 like any other.
  */
-export async function authenticateSigned(env: Env, request: Request, options: SignedOptions, body = ""): Promise<{ keyId: string; admission: Admission }> {
+export async function authenticateSigned(
+  env: Env,
+  request: Request,
+  options: SignedOptions,
+  body = "",
+): Promise<{ keyId: string; admission: Admission; markets?: MarketGrant }> {
   const ip = clientIp(request);
   try {
     const credentials = readCredentials(request, options.allowQueryForm ?? false);
@@ -140,9 +146,9 @@ export async function authenticateSigned(env: Env, request: Request, options: Si
       }),
     );
     if (isProblemResult(result)) unwrap(result);
-    const admission = result as Admission;
+    const { markets, ...admission } = result as Authorized;
     if (!admission.allowed) throw rateLimited(admission, signedWindow(options.permission).detail);
-    return { keyId: credentials.keyId, admission };
+    return { keyId: credentials.keyId, admission, ...(markets !== undefined && { markets }) };
   } catch (error) {
     // Refused credentials count against the address; a refusal of the rate or an unreachable guard does not.
     if (error instanceof ProblemError && error.code !== "RATE_LIMITED" && error.code !== "UNAVAILABLE") throw await chargeClientIp(env, request, error);
@@ -159,7 +165,11 @@ export async function authenticateSigned(env: Env, request: Request, options: Si
 export function signedAccess(permission: Permission) {
   return createMiddleware<AppEnv>(async (c, next) => {
     const body = c.req.method === "GET" || c.req.method === "HEAD" ? "" : await c.req.text();
-    const authenticated = authenticateSigned(c.env, c.req.raw, { permission }, body).then(({ admission }) => admission);
+    const authenticated = authenticateSigned(c.env, c.req.raw, { permission }, body).then(({ admission, markets }) => {
+      // A publishing key's markets, for the route to hold each batch to (docs/publishing.md#publish-keys).
+      if (markets !== undefined) c.set("publishGrant", markets);
+      return admission;
+    });
     await runAdmitted(c, next, authenticated);
   });
 }

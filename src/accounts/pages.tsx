@@ -2,7 +2,7 @@
 import { type Context, Hono, type MiddlewareHandler } from "hono";
 import type { Child } from "hono/jsx";
 import { clientIp } from "../access/client-address";
-import { PERMISSIONS, type Permission } from "../access/keys";
+import { ACCOUNT_PERMISSIONS, type Permission } from "../access/keys";
 import { readForm } from "../core/forms";
 import { ProblemError } from "../core/problem";
 import type { AppEnv } from "../env";
@@ -108,11 +108,12 @@ function CreateKeyForm({ csrfToken }: { csrfToken: string }) {
       </label>
       <fieldset>
         <legend>Permissions</legend>
-        {PERMISSIONS.map((p) => (
+        {ACCOUNT_PERMISSIONS.map((p) => (
           <label style="display:inline-block;margin-right:1rem">
             <input type="checkbox" name="permissions" value={p} checked={p === "read"} /> {p}
           </label>
         ))}
+        <p class="hint">Publishing market data takes a publishing key, which the venue's operator issues.</p>
       </fieldset>
       <label>
         IP allow-list (optional; one IPv4/IPv6 address or CIDR per line) <textarea name="allowCidrs" rows={2} placeholder="203.0.113.0/24"></textarea>

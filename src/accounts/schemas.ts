@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { isValidCidr } from "../access/client-address";
-import { PERMISSIONS } from "../access/keys";
+import { ACCOUNT_PERMISSIONS } from "../access/keys";
 import { MAX_PASSWORD_LENGTH } from "./passwords";
 
 export const Credentials = z
@@ -22,9 +22,13 @@ export const NewKeySchema = z
   .object({
     label: z.string().trim().min(1).max(64).openapi({ example: "trading bot" }),
     permissions: z
-      .array(z.enum(PERMISSIONS))
+      .array(
+        z.enum(ACCOUNT_PERMISSIONS, {
+          error: "must be read or stream: publishing keys are issued by the operator (docs/publishing.md#publish-keys)",
+        }),
+      )
       .min(1)
-      .max(3)
+      .max(2)
       .openapi({ example: ["read", "stream"] }),
     allowCidrs: z
       .array(Cidr)
@@ -39,7 +43,7 @@ export const ApiKeySchema = z
   .object({
     id: z.string().openapi({ example: "mk_0123456789abcdef01234567" }),
     label: z.string(),
-    permissions: z.array(z.enum(PERMISSIONS)),
+    permissions: z.array(z.enum(ACCOUNT_PERMISSIONS)),
     allowCidrs: z.array(z.string()),
     expiresAt: z.number().int().nullable(),
     createdAt: z.number().int(),

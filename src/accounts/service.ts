@@ -1,5 +1,5 @@
 import { ipPrincipal } from "../access/client-address";
-import { KEY_ID_PATTERN, type KeyRecord, MAX_ACTIVE_KEYS, newKeyId, newKeySecret, type Permission, principalOfKey } from "../access/keys";
+import { type AccountPermission, KEY_ID_PATTERN, type KeyRecord, MAX_ACTIVE_KEYS, newKeyId, newKeySecret, principalOfKey } from "../access/keys";
 import { randomId } from "../core/encoding";
 import { accessGuard } from "../core/object-ids";
 import { problem } from "../core/problem";
@@ -13,7 +13,7 @@ import { checkPasswordPolicy, hashPassword, verifyPassword } from "./passwords";
 export interface ApiKeyView {
   id: string;
   label: string;
-  permissions: Permission[];
+  permissions: AccountPermission[];
   allowCidrs: string[];
   expiresAt: number | null;
   createdAt: number;
@@ -23,7 +23,7 @@ export interface ApiKeyView {
 
 export interface NewApiKey {
   label: string;
-  permissions: Permission[];
+  permissions: AccountPermission[];
   allowCidrs: string[];
   expiresAt: number | null;
 }
@@ -150,7 +150,7 @@ export async function listApiKeys(env: Env, accountId: string, now = Date.now())
       return {
         id: row.id,
         label: row.label,
-        permissions: row.permissions.split(",").filter(Boolean) as Permission[],
+        permissions: row.permissions.split(",").filter(Boolean) as AccountPermission[],
         allowCidrs: JSON.parse(row.allow_cidrs) as string[],
         expiresAt: row.expires_at,
         createdAt: row.created_at,

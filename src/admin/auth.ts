@@ -1,5 +1,8 @@
+import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { chargeClientIp } from "../access/middleware";
+import type { AuditContext } from "../audit/audit-log";
+import { toHex } from "../core/encoding";
 import { problem } from "../core/problem";
 import type { AppEnv } from "../env";
 
@@ -20,5 +23,20 @@ export const requireAdmin = createMiddleware<AppEnv>(async (c, next) => {
     // A failed authentication counts against the client IP (docs/limits.md): guessing is throttled.
     throw await chargeClientIp(c.env, c.req.raw, problem("UNAUTHENTICATED", "send Authorization: Bearer <ADMIN_TOKEN>"));
   }
+  // The credential's id in the audit log: enough to tell two tokens apart, nothing to sign with.
+  c.set("operator", `admin:${toHex(await digest(`operator-id:${token}`)).slice(0, 16)}`);
   await next();
 });
+
+/**
+ * Who made an operator change, where and when: the audit log's part of the request
+ * (docs/operations.md#audit-log). Call it in a handler behind `requireAdmin`.
+ *
+ * @example
+ * await setMarketStatus(c.env.DB, symbol, status, auditOf(c));
+ */
+export function auditOf(c: Context<AppEnv>): AuditContext {
+  const operator = c.get("operator");
+  if (!operator) throw new Error("auditOf outside requireAdmin");
+  return { at: Date.now(), operator, route: `${c.req.method} ${c.req.routePath}` };
+}

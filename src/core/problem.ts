@@ -17,6 +17,7 @@ export const PROBLEM_CODES = {
   TIMESTAMP_OUT_OF_WINDOW: { status: 401, title: "Timestamp Out Of Window" },
   PERMISSION_DENIED: { status: 403, title: "Permission Denied" },
   IP_NOT_ALLOWED: { status: 403, title: "IP Not Allowed" },
+  FORBIDDEN_MARKET: { status: 403, title: "Forbidden Market" },
   UNAUTHENTICATED: { status: 401, title: "Unauthenticated" },
   UNKNOWN_GATEWAY: { status: 401, title: "Unknown Gateway" },
   EVENT_ID_CONFLICT: { status: 409, title: "Event Id Conflict" },

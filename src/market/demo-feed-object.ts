@@ -3,7 +3,7 @@ import { marketObject } from "../core/object-ids";
 import { ProblemError } from "../core/problem";
 import { ensureRegistry, findMarket } from "../registry/copy";
 import type { MarketConfig } from "../registry/model";
-import { createDemoState, DEMO_TICK_MS, type DemoState, demoMarkets, demoTick, resync } from "./demo-feed";
+import { createDemoState, DEMO_TICK_MS, type DemoState, demoGrant, demoMarkets, demoTick, resync } from "./demo-feed";
 import { ingest } from "./ingest";
 import { IngestBodySchema } from "./schemas";
 
@@ -49,7 +49,8 @@ export class DemoFeed extends DurableObject<Env> {
     await Promise.all(
       demoTick(state, markets, now).map(async (body) => {
         try {
-          const result = await ingest(this.env, IngestBodySchema.parse(body), now);
+          // The same check as a publishing key's: the feed writes only the markets it is configured for.
+          const result = await ingest(this.env, demoGrant(this.env.DEMO_MARKETS), IngestBodySchema.parse(body), now);
           accepted += 1;
           return result;
         } catch (error) {

@@ -1,3 +1,4 @@
+import type { MarketGrant } from "../access/keys";
 import { formatUnits } from "../core/decimal";
 import type { MarketConfig } from "../registry/model";
 import type { IngestBody } from "./schemas";
@@ -50,11 +51,17 @@ function gaussian(state: DemoState): number {
   return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
 }
 
-/** The markets of `DEMO_MARKETS` (a comma list; empty: the seven defaults; `*`: all) that are listed and trading. */
+/** The demo feed's publishing grant: the markets of `DEMO_MARKETS` (a comma list; empty: the seven defaults; `*`: all), and no others. */
+export function demoGrant(setting: string | undefined): MarketGrant {
+  if (setting?.trim() === "*") return "*";
+  return setting?.trim() ? setting.split(",").map((s) => s.trim().toUpperCase()) : DEFAULT_DEMO_MARKETS;
+}
+
+/** The markets of the demo feed's grant that are listed and trading. */
 export function demoMarkets(setting: string | undefined, listed: readonly MarketConfig[]): MarketConfig[] {
   const trading = listed.filter((m) => m.status === "TRADING");
   if (setting?.trim() === "*") return trading;
-  const wanted = new Set(setting?.trim() ? setting.split(",").map((s) => s.trim().toUpperCase()) : DEFAULT_DEMO_MARKETS);
+  const wanted = new Set(demoGrant(setting) as string[]);
   return trading.filter((m) => wanted.has(m.symbol));
 }
 

@@ -1,3 +1,4 @@
+import { grantsMarket, type MarketGrant } from "../access/keys";
 import { DecimalError, exactAtScale, parseDecimal } from "../core/decimal";
 import { marketObject, objectCalls } from "../core/object-ids";
 import { type FieldError, problem, unwrap } from "../core/problem";
@@ -138,12 +139,25 @@ export function toIngestBatch(market: MarketConfig, body: IngestBody, now: numbe
 }
 
 /**
- * The one ingest path: `POST /v1/ingest` and the demo feed both come through here with a
- * schema-validated body, and the market's single writer applies it.
+ * The market a batch names, if `grant` lets its publisher write it (docs/publishing.md#publish-keys):
+ * 403 `FORBIDDEN_MARKET` otherwise, before anything of the batch is looked at.
  */
-export async function ingest(env: Env, body: IngestBody, now = Date.now()): Promise<IngestResult> {
+export function grantedMarket(grant: MarketGrant, symbol: string): MarketConfig {
+  const market = resolveMarket(symbol);
+  if (!grantsMarket(grant, market.symbol)) {
+    throw problem("FORBIDDEN_MARKET", `this publishing key may not write ${market.symbol}; the operator grants markets per key`, { symbol: market.symbol });
+  }
+  return market;
+}
+
+/**
+ * The one ingest path: `POST /v1/ingest`, the publisher channel and the demo feed all come
+ * through here with a schema-validated body and their publisher's grant, and the market's
+ * single writer applies it.
+ */
+export async function ingest(env: Env, grant: MarketGrant, body: IngestBody, now = Date.now()): Promise<IngestResult> {
   await ensureRegistry(env);
-  let market = resolveMarket(body.symbol);
+  let market = grantedMarket(grant, body.symbol);
   // The market holds the newest rules: checked against an older copy's, the batch is checked again.
   for (;;) {
     objectCalls.ingest += 1;

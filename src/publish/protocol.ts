@@ -13,6 +13,11 @@ import { type IngestBody, IngestBodySchema } from "../market/schemas";
 export const MAX_UNACKED = 64;
 /** A message is at most this many bytes (the runtime's WebSocket message limit). */
 export const MAX_BATCH_BYTES = 1024 * 1024;
+/** Open publisher connections per publishing key (docs/limits.md#publishing). */
+export const MAX_CHANNELS_PER_KEY = 4;
+/** Batches, and their bytes, awaiting an answer over all of one key's connections: what a key can make its channel hold. */
+export const MAX_UNACKED_PER_KEY = 128;
+export const MAX_PENDING_BYTES_PER_KEY = 16 * 1024 * 1024;
 
 export type BatchId = string | number;
 

@@ -1,38 +1,82 @@
 import { DurableObject } from "cloudflare:workers";
+import type { KeyStatus } from "../access/access-guard";
+import { allowListAdmits } from "../access/client-address";
+import { grantsMarket, type MarketGrant } from "../access/keys";
 import { accessGuard } from "../core/object-ids";
-import { ProblemError } from "../core/problem";
+import { ProblemError, problem, toProblemResult } from "../core/problem";
 import { Slots } from "../core/slots";
+import { parseSymbol } from "../core/symbols";
 import { ingest } from "../market/ingest";
 import { POLICY_VIOLATION } from "../streams/protocol";
-import { errorOf, MAX_BATCH_BYTES, MAX_UNACKED, parseBatch } from "./protocol";
+import { errorOf, MAX_BATCH_BYTES, MAX_CHANNELS_PER_KEY, MAX_PENDING_BYTES_PER_KEY, MAX_UNACKED, MAX_UNACKED_PER_KEY, parseBatch } from "./protocol";
 
-/** The key's status is asked again at most this often: a revoked key's connections close within it. */
-const KEY_CHECK_EVERY_MS = 10_000;
+/** The key's standing is asked again at least this often while a channel is open (docs/publishing.md#rights-on-an-open-channel). */
+export const KEY_CHECK_EVERY_MS = 10_000;
+/** After a check that failed, the next one comes this soon; batches meanwhile wait for it. */
+const KEY_RETRY_MS = 1_000;
 export const KEY_HEADER = "X-Publish-Key";
+export const IP_HEADER = "X-Publish-Ip";
+
+/** What a connection carries through hibernation: the address it publishes from, for the allow-list. */
+interface Attachment {
+  ip: string;
+}
+
+/** The key's standing as last checked: `checkedAt` is this object's clock. */
+interface Grant {
+  status: KeyStatus;
+  checkedAt: number;
+}
+
+/** Why a key may not publish now, or null when it may (the allow-list is per connection). */
+function refusalOf(status: KeyStatus, now: number): string | null {
+  if (!status.exists || status.revokedAt !== null) return "the publishing key was revoked";
+  if (status.expiresAt !== null && status.expiresAt <= now) return "the publishing key expired";
+  if (status.markets === null) return "the key is not a publishing key";
+  return null;
+}
 
 /**
- * One per API key: holds the key's publisher connections (`GET /v1/publish`) and applies their
- * batches through the one ingest path (docs/publishing.md#the-publisher-channel). Batches of one
- * market are applied in the order they arrived, whichever connection of the key sent them; batches
- * of different markets go in parallel, so one connection carries a whole venue. A batch is
- * answered once its market has applied it (or refused it): an acknowledged batch is stored, and a
- * dropped connection loses only batches not yet answered — which the publisher resends, the
- * market recognising an exact resend.
+ * One per publishing key: holds the key's publisher connections (`GET /v1/publish`) and applies
+ * their batches through the one ingest path (docs/publishing.md#the-publisher-channel). Batches of
+ * one market (by its canonical symbol, however it is spelled) are applied in the order they
+ * arrived, whichever connection of the key sent them; batches of different markets go in
+ * parallel, so one connection carries a whole venue. A batch is answered once its market has
+ * applied it (or refused it).
+ *
+ * Rights end on time and checks fail closed: every batch is held to the key's standing as checked
+ * at most `KEY_CHECK_EVERY_MS` ago (markets, expiry to the millisecond, revocation, the allow-list);
+ * a batch that finds the check older waits for a new one, and if the guard cannot answer it is
+ * refused, never applied unchecked. An alarm re-checks while connections are open, so a revoked or
+ * expired key's connections close within that interval even when idle.
  */
 export class PublishChannel extends DurableObject<Env> {
   /** Per connection, the batches sent and not yet answered (flow control). */
   private readonly unacked = new Slots<WebSocket>();
+  /** The key's batches and bytes not yet answered, over all its connections. */
+  private pendingBatches = 0;
+  private pendingBytes = 0;
   /** Per market, the last batch in flight: the next one waits for it. */
   private readonly chains = new Map<string, Promise<unknown>>();
-  private keyCheckedAt = 0;
+  private grant: Grant | undefined;
+  private checking: Promise<Grant> | undefined;
 
   override async fetch(request: Request): Promise<Response> {
     const keyId = request.headers.get(KEY_HEADER);
-    if (!keyId) return new Response("not a publisher connection", { status: 400 });
+    const ip = request.headers.get(IP_HEADER) ?? "";
+    if (!keyId) return Response.json(toProblemResult(problem("VALIDATION_FAILED", "not a publisher connection")), { status: 400 });
     if ((await this.ctx.storage.get<string>("key")) !== keyId) await this.ctx.storage.put("key", keyId);
+    // No await between the count and the accept: checking and taking the slot are one step.
+    if (this.ctx.getWebSockets().length >= MAX_CHANNELS_PER_KEY) {
+      return Response.json(
+        toProblemResult(problem("STREAM_LIMIT", `at most ${MAX_CHANNELS_PER_KEY} publisher connections per publishing key; close one first`)),
+        { status: 429 },
+      );
+    }
     const { 0: client, 1: server } = new WebSocketPair();
     this.ctx.acceptWebSocket(server);
-    this.keyCheckedAt = Date.now();
+    server.serializeAttachment({ ip } satisfies Attachment);
+    await this.armCheck(Date.now() + KEY_CHECK_EVERY_MS);
     return new Response(null, { status: 101, webSocket: client });
   }
 
@@ -44,35 +88,57 @@ export class PublishChannel extends DurableObject<Env> {
     }
   }
 
+  /** The key's standing, checked within `KEY_CHECK_EVERY_MS` of `now`; one check in flight at a time. */
+  private currentGrant(now: number): Promise<Grant> {
+    if (this.grant && now - this.grant.checkedAt < KEY_CHECK_EVERY_MS) return Promise.resolve(this.grant);
+    this.checking ??= this.check().finally(() => {
+      this.checking = undefined;
+    });
+    return this.checking;
+  }
+
+  private async check(): Promise<Grant> {
+    const startedAt = Date.now();
+    const keyId = await this.ctx.storage.get<string>("key");
+    if (!keyId) throw new Error("a publisher channel without its key");
+    const status = await accessGuard(this.env, `key:${keyId}`).keyStatus();
+    // Counted from before the guard was asked: a revocation after that is caught by the next check.
+    this.grant = { status, checkedAt: startedAt };
+    return this.grant;
+  }
+
   /**
    * No await before a batch takes its place in its market's chain: while one awaited, the runtime
-   * would hand over the next message, which could then be applied first (seen in bench:ws, once
-   * per key check, as a SEQUENCE_GAP). The key check runs beside the batches.
+   * would hand over the next message, which could then be applied first. The key's standing is
+   * awaited inside the chain, so a batch waiting for a check keeps its place.
    */
   override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
     const size = typeof message === "string" ? message.length : message.byteLength;
     if (size > MAX_BATCH_BYTES) return this.answer(ws, { id: null, error: errorOf("PAYLOAD_TOO_LARGE", `a batch is at most ${MAX_BATCH_BYTES} bytes`) });
-    this.checkKeyNowAndThen();
     const parsed = parseBatch(message);
     if (!parsed.ok) return this.answer(ws, { id: parsed.id, error: parsed.error });
-    if (!this.unacked.take(ws, MAX_UNACKED)) {
+    const overKey = this.pendingBatches >= MAX_UNACKED_PER_KEY || this.pendingBytes + size > MAX_PENDING_BYTES_PER_KEY;
+    if (overKey || !this.unacked.take(ws, MAX_UNACKED)) {
       return this.answer(ws, {
         id: parsed.id,
         error: errorOf(
           "RATE_LIMITED",
-          `at most ${MAX_UNACKED} batches may await their answer on one connection; this one was not applied — send it again after an answer`,
-          {
-            maxUnacked: MAX_UNACKED,
-          },
+          `at most ${MAX_UNACKED} batches may await their answer on one connection, and ${MAX_UNACKED_PER_KEY} batches or ${MAX_PENDING_BYTES_PER_KEY} bytes on all of a key's; this one was not applied — send it again after an answer`,
+          { maxUnacked: MAX_UNACKED, maxUnackedPerKey: MAX_UNACKED_PER_KEY, maxPendingBytesPerKey: MAX_PENDING_BYTES_PER_KEY },
         ),
       });
     }
+    this.pendingBatches += 1;
+    this.pendingBytes += size;
     const { id, body } = parsed;
-    const symbol = body.symbol.toUpperCase();
+    // One order per market, however its symbol is spelled (an unparsable one fails in ingest).
+    const symbol = parseSymbol(body.symbol)?.symbol ?? body.symbol.toUpperCase();
+    const granted = this.currentGrant(Date.now());
     const previous = this.chains.get(symbol) ?? Promise.resolve();
     const run = previous.then(async () => {
       try {
-        this.answer(ws, { id, result: await ingest(this.env, body) });
+        const markets = this.admitted(ws, await granted.catch(() => null));
+        this.answer(ws, { id, result: await ingest(this.env, markets, body) });
       } catch (error) {
         if (!(error instanceof ProblemError)) {
           console.error("publish batch failed", String(error));
@@ -80,6 +146,8 @@ export class PublishChannel extends DurableObject<Env> {
         } else this.answer(ws, { id, error: errorOf(error.code, error.message, error.extras) });
       } finally {
         this.unacked.release(ws);
+        this.pendingBatches -= 1;
+        this.pendingBytes -= size;
       }
     });
     this.chains.set(symbol, run);
@@ -92,25 +160,67 @@ export class PublishChannel extends DurableObject<Env> {
     );
   }
 
-  /** At most once per KEY_CHECK_EVERY_MS, in the background: a revoked key's connections close (policy violation). */
-  private checkKeyNowAndThen(): void {
-    const now = Date.now();
-    if (now - this.keyCheckedAt < KEY_CHECK_EVERY_MS) return;
-    this.keyCheckedAt = now;
-    this.ctx.waitUntil(
-      (async () => {
-        const keyId = await this.ctx.storage.get<string>("key");
-        const status = keyId ? await accessGuard(this.env, `key:${keyId}`).keyStatus() : undefined;
-        if (status && status.revokedAt === null) return;
-        for (const socket of this.ctx.getWebSockets()) {
-          try {
-            socket.close(POLICY_VIOLATION, "the API key was revoked");
-          } catch {
-            // already closing
-          }
-        }
-      })().catch((error: unknown) => console.error("key check failed", String(error))),
-    );
+  /** The markets this connection may write now, or the refusal: a batch is never applied unchecked. */
+  private admitted(ws: WebSocket, grant: Grant | null): MarketGrant {
+    if (!grant) throw problem("UNAVAILABLE", "the publishing key could not be checked; the batch was not applied — send it again");
+    const refusal = refusalOf(grant.status, Date.now());
+    if (refusal) {
+      this.closeAll(refusal);
+      throw problem("INVALID_API_KEY", `${refusal}; the batch was not applied`);
+    }
+    const { ip } = ws.deserializeAttachment() as Attachment;
+    if (!allowListAdmits(grant.status.allowCidrs, ip)) {
+      this.close(ws, "the connection's address left the key's allow-list");
+      throw problem("IP_NOT_ALLOWED", `${ip} is not in the publishing key's allow-list; the batch was not applied`);
+    }
+    return grant.status.markets ?? [];
+  }
+
+  private close(ws: WebSocket, reason: string): void {
+    try {
+      ws.close(POLICY_VIOLATION, reason);
+    } catch {
+      // already closing
+    }
+  }
+
+  private closeAll(reason: string): void {
+    for (const ws of this.ctx.getWebSockets()) this.close(ws, reason);
+  }
+
+  /** Applies a fresh check to the open connections: a key that may no longer publish closes them all (1008). */
+  private enforce(grant: Grant): void {
+    const refusal = refusalOf(grant.status, Date.now());
+    if (refusal) return this.closeAll(refusal);
+    for (const ws of this.ctx.getWebSockets()) {
+      const { ip } = ws.deserializeAttachment() as Attachment;
+      if (!allowListAdmits(grant.status.allowCidrs, ip)) this.close(ws, "the connection's address left the key's allow-list");
+    }
+  }
+
+  /** The operator changed or revoked the key: check now instead of at the next interval. */
+  async recheck(): Promise<void> {
+    if (this.ctx.getWebSockets().length === 0) return;
+    this.grant = undefined;
+    this.enforce(await this.currentGrant(Date.now()));
+  }
+
+  private async armCheck(at: number): Promise<void> {
+    const alarm = await this.ctx.storage.getAlarm();
+    if (alarm === null || alarm > at) await this.ctx.storage.setAlarm(at);
+  }
+
+  /** While connections are open, the key is checked every `KEY_CHECK_EVERY_MS` (sooner after a failed check). */
+  override async alarm(): Promise<void> {
+    if (this.ctx.getWebSockets().length === 0) return;
+    try {
+      this.grant = undefined;
+      this.enforce(await this.currentGrant(Date.now()));
+      await this.armCheck(Date.now() + KEY_CHECK_EVERY_MS);
+    } catch (error) {
+      console.error("publishing key check failed; batches wait for the next", String(error));
+      await this.armCheck(Date.now() + KEY_RETRY_MS);
+    }
   }
 
   override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {

@@ -1,13 +1,15 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { requireAdmin } from "../admin/auth";
+import { auditOf, requireAdmin } from "../admin/auth";
+import type { AuditContext } from "../audit/audit-log";
 import { marketObject, registryObject } from "../core/object-ids";
+import { problem } from "../core/problem";
 import { createRouter } from "../core/router";
 import { createdJson, okJson, problemResponses } from "../core/schemas";
 import { requireSymbol } from "../core/symbols";
 import { AssetSchema, MarketSchema, PairParam } from "../market/schemas";
 import { adoptRegistry } from "./copy";
 import { ASSET_CODE, ASSET_CODE_RULE, MAX_LISTINGS_PER_REQUEST, type MarketConfig, marketView } from "./model";
-import { listAssets, listMarkets, patchMarket, readRegistry, setAssetStatus, setMarketStatus } from "./store";
+import { listAssets, listMarkets, type MarketChange, patchMarket, readRegistry, revertMarket, setAssetStatus, setMarketStatus } from "./store";
 
 const tags = ["Operator (admin)"];
 const security = [{ AdminToken: [] }];
@@ -60,18 +62,36 @@ async function listAsSent<I, O>(env: Env, input: I | I[], list: (items: I[], pat
 
 /**
  * Publishes a committed change: the Registry object reads D1 again, this isolate takes the new
- * copy at once (every other one within REGISTRY_REFRESH_MS), and a changed market is told now.
- * The change is committed either way: a publication that fails is made by the Registry object's
- * own reload within a minute, and a market learns its config with the next call that brings it.
+ * copy at once, and every other one within REGISTRY_REFRESH_MS. The change is committed either
+ * way: a publication that fails is made by the Registry object's own reload within a minute.
  */
-async function publish(env: Env, changed: MarketConfig[] = []): Promise<void> {
-  const results = await Promise.allSettled([
-    registryObject(env)
-      .reload()
-      .then((text) => adoptRegistry(text)),
-    ...changed.map((market) => marketObject(env, market.symbol).configure(market)),
-  ]);
-  for (const result of results) if (result.status === "rejected") console.error("registry publication failed", String(result.reason));
+async function publish(env: Env): Promise<void> {
+  try {
+    adoptRegistry(await registryObject(env).reload());
+  } catch (error) {
+    console.error("registry publication failed", String(error));
+  }
+}
+
+/**
+ * A committed change of a market's rules or status is in force for ingest before the operator's
+ * answer: the market object is told at once (isolates with an older registry copy send batches
+ * checked against older rules, and the market sends those back with its newer config). If the
+ * market cannot be told, the change is undone and the answer is 503: nothing changed
+ * (docs/operations.md#halts).
+ */
+async function enforce(env: Env, change: MarketChange, audit: AuditContext): Promise<MarketConfig> {
+  if (change.after === change.before) return change.after;
+  try {
+    await marketObject(env, change.after.symbol).configure(change.after);
+  } catch (error) {
+    console.error(JSON.stringify({ level: "error", message: "market could not be told of a change; undoing it", symbol: change.after.symbol, error: String(error) }));
+    await revertMarket(env.DB, change, { ...audit, at: Date.now() });
+    await publish(env);
+    throw problem("UNAVAILABLE", `the ${change.after.symbol} market could not be told of the change, so it was undone; send it again`, {}, { "Retry-After": "1" });
+  }
+  await publish(env);
+  return change.after;
 }
 
 const StatusBody = z.object({ status: z.enum(["TRADING", "HALTED", "DELISTED"]) }).strict();
@@ -97,7 +117,7 @@ export const registryRoutes = createRouter()
       request: body(oneOrMany(AssetListingSchema)),
       responses: { ...createdJson(oneOrMany(AssetSchema), "What was listed, in the form sent"), ...problemResponses(400, 401, 409, 413, 415, 429, 503) },
     }),
-    async (c) => c.json(await listAsSent(c.env, c.req.valid("json"), (items, path) => listAssets(c.env.DB, items, Date.now(), path)), 201),
+    async (c) => c.json(await listAsSent(c.env, c.req.valid("json"), (items, path) => listAssets(c.env.DB, items, auditOf(c), path)), 201),
   )
   .openapi(
     createRoute({
@@ -117,7 +137,7 @@ export const registryRoutes = createRouter()
       responses: { ...okJson(AssetSchema, "The asset"), ...problemResponses(400, 401, 404, 413, 415, 429, 503) },
     }),
     async (c) => {
-      const asset = await setAssetStatus(c.env.DB, c.req.valid("param").asset, c.req.valid("json").status);
+      const asset = await setAssetStatus(c.env.DB, c.req.valid("param").asset, c.req.valid("json").status, auditOf(c));
       await publish(c.env);
       return c.json(asset, 200);
     },
@@ -153,7 +173,7 @@ export const registryRoutes = createRouter()
       responses: { ...createdJson(oneOrMany(MarketSchema), "The markets listed, in the form sent"), ...problemResponses(400, 401, 409, 413, 415, 429, 503) },
     }),
     async (c) =>
-      c.json(await listAsSent(c.env, c.req.valid("json"), async (items, path) => (await listMarkets(c.env.DB, items, Date.now(), path)).map(marketView)), 201),
+      c.json(await listAsSent(c.env, c.req.valid("json"), async (items, path) => (await listMarkets(c.env.DB, items, auditOf(c), path)).map(marketView)), 201),
   )
   .openapi(
     createRoute({
@@ -190,13 +210,13 @@ export const registryRoutes = createRouter()
       middleware,
       summary: "Change a market's trading rules (the scales stay as listed)",
       description:
-        "Effective for the market's next ingest batch. tickSize and stepSize may change within the market's scales (0.01 → 0.05, not 0.001). Resting levels that no longer fit stay until the publisher changes or removes them; new and changed levels must fit. A delisted market is 409.",
+        "In force for the market's next ingest batch before the answer (if the market cannot be told, the change is undone: 503). tickSize and stepSize may change within the market's scales (0.01 → 0.05, not 0.001). Resting levels that no longer fit stay until the publisher changes or removes them; new and changed levels must fit. A delisted market is 409.",
       request: { params: PairParam, ...body(RuleChangeSchema) },
       responses: { ...okJson(MarketSchema, "The market"), ...problemResponses(400, 401, 404, 409, 413, 415, 429, 503) },
     }),
     async (c) => {
-      const market = await patchMarket(c.env.DB, requireSymbol(c.req.valid("param").pair).symbol, c.req.valid("json"), Date.now());
-      await publish(c.env, [market]);
+      const audit = auditOf(c);
+      const market = await enforce(c.env, await patchMarket(c.env.DB, requireSymbol(c.req.valid("param").pair).symbol, c.req.valid("json"), audit), audit);
       return c.json(marketView(market), 200);
     },
   )
@@ -209,13 +229,14 @@ export const registryRoutes = createRouter()
       security,
       middleware,
       summary: "Change a market's status: TRADING ⇄ HALTED, either → DELISTED (final)",
-      description: "A halted market refuses ingest at once; a delisted one leaves every listing and answers 404.",
+      description:
+        "In force before the answer: a halted market refuses ingest from the next batch on; a delisted one leaves every listing, answers 404, and its streams end. If the market object cannot be told, the change is undone and the answer is 503 UNAVAILABLE (nothing changed). Recorded in the audit log.",
       request: { params: PairParam, ...body(StatusBody) },
       responses: { ...okJson(MarketSchema, "The market"), ...problemResponses(400, 401, 404, 409, 413, 415, 429, 503) },
     }),
     async (c) => {
-      const market = await setMarketStatus(c.env.DB, requireSymbol(c.req.valid("param").pair).symbol, c.req.valid("json").status, Date.now());
-      await publish(c.env, [market]);
+      const audit = auditOf(c);
+      const market = await enforce(c.env, await setMarketStatus(c.env.DB, requireSymbol(c.req.valid("param").pair).symbol, c.req.valid("json").status, audit), audit);
       return c.json(marketView(market), 200);
     },
   );

@@ -1,3 +1,4 @@
+import { type AuditContext, auditStatement } from "../audit/audit-log";
 import { type FieldError, problem } from "../core/problem";
 import {
   type AssetConfig,
@@ -63,7 +64,7 @@ export async function readRegistry(db: D1Database): Promise<RegistrySnapshot> {
   };
 }
 
-/** A unique-constraint failure means another change won a race: nothing was written. */
+/** A unique-constraint failure means another change won a race: nothing was written, its audit record neither. */
 async function commit(db: D1Database, statements: D1PreparedStatement[]): Promise<void> {
   try {
     await db.batch([...statements, db.prepare(BUMP_VERSION)]);
@@ -83,7 +84,8 @@ function failIfAny(errors: FieldError[], what: string): void {
 }
 
 /** Lists assets, all or nothing: a code already listed (or twice in the request) is 409 naming every one. */
-export async function listAssets(db: D1Database, assets: Omit<AssetConfig, "status">[], now: number, path: (i: number) => string): Promise<AssetConfig[]> {
+export async function listAssets(db: D1Database, assets: Omit<AssetConfig, "status">[], audit: AuditContext, path: (i: number) => string): Promise<AssetConfig[]> {
+  const now = audit.at;
   const existing = new Set((await db.prepare("SELECT asset FROM assets").all<{ asset: string }>()).results.map((r) => r.asset));
   const seen = new Set<string>();
   const taken: string[] = [];
@@ -97,10 +99,10 @@ export async function listAssets(db: D1Database, assets: Omit<AssetConfig, "stat
     });
   }
   const insert = db.prepare("INSERT INTO assets (asset, name, decimals, status, listed_at) VALUES (?, ?, ?, 'ACTIVE', ?)");
-  await commit(
-    db,
-    assets.map((a) => insert.bind(a.asset, a.name, a.decimals, now)),
-  );
+  await commit(db, [
+    ...assets.map((a) => insert.bind(a.asset, a.name, a.decimals, now)),
+    auditStatement(db, audit, "asset.list", assets.map((a) => a.asset).join(","), { assets }),
+  ]);
   return assets.map((a) => ({ ...a, status: "ACTIVE" }));
 }
 
@@ -108,7 +110,8 @@ export async function listAssets(db: D1Database, assets: Omit<AssetConfig, "stat
  * Lists markets, all or nothing (docs/operations.md#listing-markets): every failing item is
  * named — 400 for rules and assets, 409 `ALREADY_EXISTS` when every failure is a symbol taken.
  */
-export async function listMarkets(db: D1Database, listings: MarketListing[], now: number, path: (i: number) => string): Promise<MarketConfig[]> {
+export async function listMarkets(db: D1Database, listings: MarketListing[], audit: AuditContext, path: (i: number) => string): Promise<MarketConfig[]> {
+  const now = audit.at;
   const [assetRows, marketRows, maxRow] = await db.batch([
     db.prepare("SELECT asset, status FROM assets"),
     db.prepare("SELECT symbol FROM markets"),
@@ -141,9 +144,8 @@ export async function listMarkets(db: D1Database, listings: MarketListing[], now
   const insert = db.prepare(
     "INSERT INTO markets (symbol, base, quote, price_scale, quantity_scale, tick_size, step_size, min_qty, max_qty, min_notional, status, ordinal, revision, listed_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
   );
-  await commit(
-    db,
-    markets.map((m) =>
+  await commit(db, [
+    ...markets.map((m) =>
       insert.bind(
         m.symbol,
         m.base,
@@ -162,7 +164,8 @@ export async function listMarkets(db: D1Database, listings: MarketListing[], now
         now,
       ),
     ),
-  );
+    auditStatement(db, audit, "market.list", markets.map((m) => m.symbol).join(","), { listings }),
+  ]);
   return markets;
 }
 
@@ -172,15 +175,17 @@ async function readMarket(db: D1Database, symbol: string): Promise<MarketConfig>
   return toMarket(row);
 }
 
-/** Writes a market's new rules or status if nobody changed it since it was read (else 409, nothing written). */
-async function update(db: D1Database, before: MarketConfig, after: MarketConfig, now: number): Promise<MarketConfig> {
+/** Writes a market's new rules or status, with its audit record, if nobody changed it since it was read (else 409, nothing written). */
+async function update(db: D1Database, before: MarketConfig, after: MarketConfig, audit: AuditContext, action: string, change: unknown): Promise<MarketConfig> {
+  const now = audit.at;
   const { rules } = after;
   const statement = db
     .prepare(
       "UPDATE markets SET tick_size = ?, step_size = ?, min_qty = ?, max_qty = ?, min_notional = ?, status = ?, revision = ?, updated_at = ? WHERE symbol = ? AND revision = ?",
     )
     .bind(rules.tickSize, rules.stepSize, rules.minQty, rules.maxQty, rules.minNotional, after.status, after.revision, now, after.symbol, before.revision);
-  const [result] = await db.batch([statement, db.prepare(BUMP_VERSION)]);
+  const record = auditStatement(db, audit, action, after.symbol, change, true);
+  const [result] = await db.batch([statement, record, db.prepare(BUMP_VERSION)]);
   if (result!.meta.changes !== 1) {
     // The version bump ran alone: harmless (copies re-read an unchanged registry).
     throw problem("ALREADY_EXISTS", `${after.symbol} was changed by another request at the same moment; read it and send the change again`);
@@ -189,28 +194,50 @@ async function update(db: D1Database, before: MarketConfig, after: MarketConfig,
 }
 
 /** New trading rules for a market (the scales stay as listed); a delisted market takes none. */
-export async function patchMarket(db: D1Database, symbol: string, change: RuleChange, now: number): Promise<MarketConfig> {
+/** A committed market change: the config before and after (the same object when nothing changed). */
+export interface MarketChange {
+  before: MarketConfig;
+  after: MarketConfig;
+}
+
+export async function patchMarket(db: D1Database, symbol: string, change: RuleChange, audit: AuditContext): Promise<MarketChange> {
   const market = await readMarket(db, symbol);
   if (market.status === "DELISTED") throw problem("MARKET_NOT_TRADING", `${symbol} is delisted; delisting is final`);
   const { rules, errors } = changeRules(market, change);
   failIfAny(errors, `the new rules of ${symbol} are not valid`);
-  return update(db, market, { ...market, rules, revision: market.revision + 1 }, now);
+  const after = await update(db, market, { ...market, rules, revision: market.revision + 1 }, audit, "market.rules", { from: market.rules, to: rules });
+  return { before: market, after };
 }
 
 /** TRADING ⇄ HALTED, either → DELISTED, which is final. */
-export async function setMarketStatus(db: D1Database, symbol: string, status: MarketStatus, now: number): Promise<MarketConfig> {
+export async function setMarketStatus(db: D1Database, symbol: string, status: MarketStatus, audit: AuditContext): Promise<MarketChange> {
   const market = await readMarket(db, symbol);
   if (!STATUS_TRANSITIONS[market.status].includes(status)) throw problem("MARKET_NOT_TRADING", `${symbol} is delisted; delisting is final`);
-  if (market.status === status) return market;
-  return update(db, market, { ...market, status, revision: market.revision + 1 }, now);
+  if (market.status === status) return { before: market, after: market };
+  const after = await update(db, market, { ...market, status, revision: market.revision + 1 }, audit, "market.status", { from: market.status, to: status });
+  return { before: market, after };
+}
+
+/**
+ * Undoes a committed change the market could not be told of (docs/operations.md#halts): the rules
+ * and status of `before` come back at a newer revision, so no copy mistakes the undone one for current.
+ */
+export async function revertMarket(db: D1Database, change: MarketChange, audit: AuditContext): Promise<MarketConfig> {
+  const { before, after } = change;
+  const restored = { ...after, rules: before.rules, status: before.status, revision: after.revision + 1 };
+  return update(db, after, restored, audit, "market.revert", { reason: "the market object could not be told; the change was undone", revision: after.revision });
 }
 
 /**
  * An asset's status: an INACTIVE asset takes no new market and leaves the prices; the markets
  * already listed with it keep trading until the operator halts or delists them.
  */
-export async function setAssetStatus(db: D1Database, asset: string, status: AssetStatus): Promise<AssetConfig> {
-  const [updated] = await db.batch([db.prepare("UPDATE assets SET status = ? WHERE asset = ?").bind(status, asset), db.prepare(BUMP_VERSION)]);
+export async function setAssetStatus(db: D1Database, asset: string, status: AssetStatus, audit: AuditContext): Promise<AssetConfig> {
+  const [updated] = await db.batch([
+    db.prepare("UPDATE assets SET status = ? WHERE asset = ?").bind(status, asset),
+    auditStatement(db, audit, "asset.status", asset, { to: status }, true),
+    db.prepare(BUMP_VERSION),
+  ]);
   if (updated!.meta.changes !== 1) throw problem("NOT_FOUND", `${asset} is not a listed asset`);
   const row = await db.prepare("SELECT asset, name, decimals, status FROM assets WHERE asset = ?").bind(asset).first<AssetConfig>();
   return row!;

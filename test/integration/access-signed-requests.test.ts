@@ -16,7 +16,7 @@ async function problemOf(response: Response) {
 
 describe("signed endpoints (docs/api.md, docs/signing.md)", () => {
   it("GET /v1/ticker/24hr with a valid signature returns the same record as /api/ticker", async () => {
-    await ingest(env, { symbol: "BTCUSDT", trades: [{ id: "s1", price: "97000.10", quantity: "0.5", side: "buy", time: Date.now() - 100 }] });
+    await ingest(env, "*", { symbol: "BTCUSDT", trades: [{ id: "s1", price: "97000.10", quantity: "0.5", side: "buy", time: Date.now() - 100 }] });
     const key = await newKey();
     const response = await signedCall(key, "GET", "/v1/ticker/24hr?symbol=BTCUSDT");
     expect(response.status).toBe(200);

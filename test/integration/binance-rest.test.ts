@@ -25,7 +25,7 @@ const V3 = "/binance/api/v3";
 /** Trades at known prices and a book, through the real ingest path. */
 async function seed(symbol: string) {
   const now = Date.now();
-  await ingest(env, {
+  await ingest(env, "*", {
     symbol,
     trades: [
       { id: `${symbol}-1`, price: "100.00", quantity: "1.00000", side: "buy", time: now - 3000 },
@@ -187,7 +187,7 @@ describe("the Binance dialect's REST answers are the service's own data in Binan
 
     expect(BinancePriceSchema.parse((await callJson(`${V3}/ticker/price?symbol=BTCUSDT`)).body)).toEqual({ symbol: "BTCUSDT", price: "101.00" });
     // The same request after the market moved: a new answer, not the translation of the old one.
-    await ingest(env, { symbol: "BTCUSDT", trades: [{ id: "BTCUSDT-4", price: "103.00", quantity: "1.00000", side: "buy", time: Date.now() }] });
+    await ingest(env, "*", { symbol: "BTCUSDT", trades: [{ id: "BTCUSDT-4", price: "103.00", quantity: "1.00000", side: "buy", time: Date.now() }] });
     expect((await callJson(`${V3}/ticker/price?symbol=BTCUSDT`)).body).toEqual({ symbol: "BTCUSDT", price: "103.00" });
     expect((await callJson(`${V3}/ticker/price`)).body.length).toBe(listed.length);
     expect(BinanceBookTickerSchema.parse((await callJson(`${V3}/ticker/bookTicker?symbol=BTCUSDT`)).body)).toEqual({

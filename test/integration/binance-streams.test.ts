@@ -53,7 +53,7 @@ describe("the Binance streams (docs/binance.md#streams)", () => {
           sequence += 1;
           const bids = change.bids.map(level).filter(([, q]) => !(change.snapshot && Number(q) === 0));
           const asks = change.asks.map(level).filter(([, q]) => !(change.snapshot && Number(q) === 0));
-          await ingest(env, { symbol, book: { type: change.snapshot && i > 0 ? "snapshot" : "delta", sequence, bids, asks } });
+          await ingest(env, "*", { symbol, book: { type: change.snapshot && i > 0 ? "snapshot" : "delta", sequence, bids, asks } });
           if (i === Math.min(joinAt, changes.length - 1)) {
             feed();
             local.snapshot((await callJson(`/binance/api/v3/depth?symbol=${symbol}&limit=1000`)).body);
@@ -83,7 +83,7 @@ describe("the Binance streams (docs/binance.md#streams)", () => {
     const streams = ["ethusdt@trade", "ethusdt@aggTrade", "ethusdt@kline_1m", "ethusdt@ticker", "ethusdt@miniTicker", "ethusdt@bookTicker", "ethusdt@depth5"];
     expect(await request(socket, { method: "SUBSCRIBE", params: streams, id: 1 })).toEqual({ result: null, id: 1 });
     const time = Date.now() - 500;
-    await ingest(env, {
+    await ingest(env, "*", {
       symbol: "ETHUSDT",
       trades: [{ id: "e1", price: "3000.00", quantity: "0.5000", side: "sell", time }],
       book: { type: "snapshot", sequence: 1, bids: [["2999.00", "1.0000"]], asks: [["3001.00", "2.0000"]] },

@@ -33,8 +33,8 @@ describe("verifiable books (docs/streams.md#checksums)", () => {
           const socket = await openSocket("/api/ws?streams=book.BTCUSDC", `192.0.2.${100 + round}`);
           await until(() => socket.messages.find((m) => m.stream === "book.BTCUSDC"), { what: "the first snapshot" });
           const start = (sequence += 1);
-          await ingest(env, { symbol: "BTCUSDC", book: { type: "snapshot", sequence: start, bids, asks } });
-          for (const [b, a] of deltas) await ingest(env, { symbol: "BTCUSDC", book: { type: "delta", sequence: (sequence += 1), bids: b, asks: a } });
+          await ingest(env, "*", { symbol: "BTCUSDC", book: { type: "snapshot", sequence: start, bids, asks } });
+          for (const [b, a] of deltas) await ingest(env, "*", { symbol: "BTCUSDC", book: { type: "delta", sequence: (sequence += 1), bids: b, asks: a } });
           const last = sequence;
           await until(() => socket.messages.find((m) => m.stream === "book.BTCUSDC" && m.data.sequence === last), { what: `sequence ${last}` });
           const book = { bids: new Map<string, string>(), asks: new Map<string, string>() };

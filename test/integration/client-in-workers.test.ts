@@ -14,7 +14,7 @@ const fetchWorker = ((input: RequestInfo | URL, init?: RequestInit) => worker.fe
 
 describe("the client package runs in Workers", () => {
   it("public and signed calls through the Worker, with typed problems", async () => {
-    await ingest(env, { symbol: "ETHUSDT", trades: [{ id: "client-w1", price: "3500.25", quantity: "0.5", side: "buy", time: Date.now() - 100 }] });
+    await ingest(env, "*", { symbol: "ETHUSDT", trades: [{ id: "client-w1", price: "3500.25", quantity: "0.5", side: "buy", time: Date.now() - 100 }] });
     const headers = { "CF-Connecting-IP": "203.0.113.77" };
     const client = new MarketDataClient({ baseUrl: "http://service.test", fetch: fetchWorker, headers });
     expect((await client.getTicker({ pair: "eth-usdt" })).lastPrice).toBe("3500.25");

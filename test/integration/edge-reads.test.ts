@@ -53,9 +53,9 @@ async function withFailing<T>(stub: DurableObjectStub, method: string, during: (
 
 describe("edge read path (docs/edge-reads.md)", () => {
   it("an ingested trade is on the public ticker within the max age, and the ticker never goes back afterwards", async () => {
-    await ingest(env, { symbol: "XRPUSDT", trades: [trade("edge-1", "0.5000")] });
+    await ingest(env, "*", { symbol: "XRPUSDT", trades: [trade("edge-1", "0.5000")] });
     await read("/api/ticker/XRPUSDT"); // a copy exists before the trade below
-    await ingest(env, { symbol: "XRPUSDT", trades: [trade("edge-2", "0.6000")] });
+    await ingest(env, "*", { symbol: "XRPUSDT", trades: [trade("edge-2", "0.6000")] });
     const ingestedAt = Date.now();
     let last = 0;
     const seen = await until(
@@ -77,7 +77,7 @@ describe("edge read path (docs/edge-reads.md)", () => {
   });
 
   it("answers carry the moment they show and honest cache headers", async () => {
-    await ingest(env, { symbol: "XRPUSDT", book: { type: "snapshot", sequence: 3, bids: [["0.4900", "5"]], asks: [["0.5100", "5"]] } });
+    await ingest(env, "*", { symbol: "XRPUSDT", book: { type: "snapshot", sequence: 3, bids: [["0.4900", "5"]], asks: [["0.5100", "5"]] } });
     for (const path of [
       "/api/ticker/XRPUSDT",
       "/api/orderbook/XRPUSDT?depth=5",
@@ -97,7 +97,7 @@ describe("edge read path (docs/edge-reads.md)", () => {
   });
 
   it("concurrent reads of a cold key do not stampede the market: one refresh, the others wait for it", async () => {
-    await ingest(env, { symbol: "ETHBTC", trades: [trade("stampede", "0.03000")] });
+    await ingest(env, "*", { symbol: "ETHBTC", trades: [trade("stampede", "0.03000")] });
     const before = objectCalls.marketReads;
     const answers = await Promise.all(Array.from({ length: 20 }, () => read("/api/orderbook/ETHBTC?depth=7")));
     expect(answers.map((a) => a.response.status)).toEqual(Array(20).fill(200));
@@ -105,7 +105,7 @@ describe("edge read path (docs/edge-reads.md)", () => {
   });
 
   it("steady reads refresh ahead of the max age: far fewer market calls than requests", async () => {
-    await ingest(env, { symbol: "ETHBTC", trades: [trade("steady", "0.03000")] });
+    await ingest(env, "*", { symbol: "ETHBTC", trades: [trade("steady", "0.03000")] });
     const before = objectCalls.marketReads;
     const startedAt = Date.now();
     for (let i = 0; i < 60; i++) expect((await read("/api/ticker/ETHBTC")).response.status).toBe(200);
@@ -115,7 +115,7 @@ describe("edge read path (docs/edge-reads.md)", () => {
   });
 
   it("a failing market: reads answer from the copy with its age and a Warning, then 503 UNAVAILABLE past the stale-if-error bound", async () => {
-    await ingest(env, { symbol: "SOLUSDT", trades: [trade("failing", "150.00")] });
+    await ingest(env, "*", { symbol: "SOLUSDT", trades: [trade("failing", "150.00")] });
     const { body: fresh } = await read("/api/ticker/SOLUSDT");
     await withFailing(marketObject(env, "SOLUSDT"), "answer", async () => {
       // Max age 0: the copy is past it at once, so the market is asked, fails, and the copy answers.

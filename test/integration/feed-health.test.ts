@@ -10,7 +10,7 @@ import { until } from "../support/poll";
 describe("feed health (docs/api.md#feed-health)", () => {
   it("the ticker and /api/markets carry lastUpdateTime; /api/status counts trading, halted and stale markets", async () => {
     const before = Date.now();
-    await ingest(env, { symbol: "BTCUSDT", trades: [{ id: "health-1", price: "97000.00", quantity: "0.01000", side: "buy", time: before }] });
+    await ingest(env, "*", { symbol: "BTCUSDT", trades: [{ id: "health-1", price: "97000.00", quantity: "0.01000", side: "buy", time: before }] });
     const ticker = (await callJson("/api/ticker/BTCUSDT")).body;
     expect(ticker.lastUpdateTime).toBeGreaterThanOrEqual(before);
     expect((await callJson("/api/ticker/ETHBTC")).body.lastUpdateTime).toBeNull();
@@ -45,7 +45,7 @@ describe("the price index after an eviction (docs/design.md#group-relays)", () =
     await runInDurableObject(env.PRICE_INDEX.getByName("global"), (instance: object) => {
       Object.assign(instance, { persistedAt: 0, lastWriteAt: 0 });
     });
-    await ingest(env, { symbol: "SOLUSDT", trades: [{ id: "evict-1", price: "151.000", quantity: "1.00", side: "buy", time: Date.now() }] });
+    await ingest(env, "*", { symbol: "SOLUSDT", trades: [{ id: "evict-1", price: "151.000", quantity: "1.00", side: "buy", time: Date.now() }] });
     await groupRelay(env, 0).flush();
     await until(
       async () =>

@@ -11,7 +11,7 @@ const MARKETS = await defaultMarkets();
 const DECIMAL = /^(0|[1-9]\d*)(\.\d+)?$/;
 
 async function seedBooks() {
-  await ingest(env, {
+  await ingest(env, "*", {
     symbol: "BTCUSDT",
     book: {
       type: "snapshot",
@@ -23,7 +23,7 @@ async function seedBooks() {
       asks: [["97001.00", "0.25000"]],
     },
   });
-  await ingest(env, { symbol: "ETHUSDT", book: { type: "snapshot", sequence: 4, bids: [["3400.00", "2.0000"]], asks: [] } });
+  await ingest(env, "*", { symbol: "ETHUSDT", book: { type: "snapshot", sequence: 4, bids: [["3400.00", "2.0000"]], asks: [] } });
 }
 
 describe("best bid/ask and many markets in one call (docs/api.md#many-markets-in-one-call)", () => {
@@ -109,9 +109,9 @@ describe("best bid/ask and many markets in one call (docs/api.md#many-markets-in
 
 describe("trading rules (docs/publishing.md#trading-rules)", () => {
   const trade = (price: string, quantity: string) => ({ id: `rule-${price}-${quantity}`, price, quantity, side: "buy" as const, time: Date.now() });
-  const refusal = async (body: Parameters<typeof ingest>[1]) => {
+  const refusal = async (body: Parameters<typeof ingest>[2]) => {
     try {
-      await ingest(env, body);
+      await ingest(env, "*", body);
     } catch (error) {
       return error as { code: string; extras: { errors: { path: string; message: string }[] } };
     }
@@ -119,7 +119,7 @@ describe("trading rules (docs/publishing.md#trading-rules)", () => {
   };
 
   it("ingest refuses a price off the tick, a quantity off the step, under minQty or over maxQty, and a trade under minNotional, naming the field", async () => {
-    const cases: [Parameters<typeof ingest>[1], string, string][] = [
+    const cases: [Parameters<typeof ingest>[2], string, string][] = [
       [{ symbol: "BTCUSDT", trades: [trade("97000.101", "0.1")] }, "trades.0.price", "has more than 2 decimals"],
       [{ symbol: "BTCUSDT", trades: [trade("97000.10", "1000.00001")] }, "trades.0.quantity", "is above maxQty 1000"],
       [{ symbol: "BTCUSDT", trades: [trade("0.01", "0.00001")] }, "trades.0.quantity", "price × quantity is below minNotional 0.10 USDT"],
@@ -139,6 +139,6 @@ describe("trading rules (docs/publishing.md#trading-rules)", () => {
       // One tick times the least quantity is far under every market's minNotional.
       expect(error?.extras.errors[0], m.symbol).toEqual({ path: "trades.0.quantity", message: expect.stringContaining(`minNotional ${m.minNotional}`) });
     }
-    expect(await ingest(env, { symbol: "SOLUSDT", trades: [trade("150.000", "0.01")] })).toMatchObject({ acceptedTrades: 1 });
+    expect(await ingest(env, "*", { symbol: "SOLUSDT", trades: [trade("150.000", "0.01")] })).toMatchObject({ acceptedTrades: 1 });
   });
 });

@@ -14,7 +14,7 @@ const DECIMAL = /^-?\d+(\.\d+)?$/;
 /** Seeds a market through the real ingest path (the one POST /v1/ingest uses). */
 async function seed(symbol: string, price: string, extra: { sequence?: number; time?: number } = {}) {
   const time = extra.time ?? Date.now() - 1000;
-  return ingest(env, {
+  return ingest(env, "*", {
     symbol,
     trades: [
       { id: `${symbol}-${time}-a`, price, quantity: "1", side: "buy", time: time - 10 },
@@ -57,7 +57,7 @@ describe("public market endpoints answer the documented shapes", () => {
   });
 
   it("GET /api/orderbook/{pair}: sorted levels, depth, sequence", async () => {
-    await ingest(env, {
+    await ingest(env, "*", {
       symbol: "ETHUSDT",
       book: {
         type: "snapshot",
@@ -73,7 +73,7 @@ describe("public market endpoints answer the documented shapes", () => {
         ],
       },
     });
-    await ingest(env, { symbol: "ETHUSDT", book: { type: "delta", sequence: 42, bids: [["3398.5", "0"]], asks: [["3402", "7"]] } });
+    await ingest(env, "*", { symbol: "ETHUSDT", book: { type: "delta", sequence: 42, bids: [["3398.5", "0"]], asks: [["3402", "7"]] } });
     const { status, body } = await callJson("/api/orderbook/ETH_USDT?depth=2");
     expect(status).toBe(200);
     expect(body).toMatchObject({
@@ -92,12 +92,12 @@ describe("public market endpoints answer the documented shapes", () => {
   });
 
   it("a delta that skips a sequence is refused with SEQUENCE_GAP and changes nothing", async () => {
-    await ingest(env, { symbol: "XRPUSDT", book: { type: "snapshot", sequence: 5, bids: [["0.5", "10"]], asks: [["0.6", "10"]] } });
-    await expect(ingest(env, { symbol: "XRPUSDT", book: { type: "delta", sequence: 7, bids: [["0.55", "1"]], asks: [] } })).rejects.toMatchObject({
+    await ingest(env, "*", { symbol: "XRPUSDT", book: { type: "snapshot", sequence: 5, bids: [["0.5", "10"]], asks: [["0.6", "10"]] } });
+    await expect(ingest(env, "*", { symbol: "XRPUSDT", book: { type: "delta", sequence: 7, bids: [["0.55", "1"]], asks: [] } })).rejects.toMatchObject({
       code: "SEQUENCE_GAP",
       status: 409,
     });
-    await expect(ingest(env, { symbol: "XRPUSDT", book: { type: "delta", sequence: 6, bids: [["0.7", "1"]], asks: [] } })).rejects.toMatchObject({
+    await expect(ingest(env, "*", { symbol: "XRPUSDT", book: { type: "delta", sequence: 6, bids: [["0.7", "1"]], asks: [] } })).rejects.toMatchObject({
       code: "VALIDATION_FAILED",
     });
     const { body } = await callJson("/api/orderbook/XRPUSDT");
@@ -107,20 +107,20 @@ describe("public market endpoints answer the documented shapes", () => {
   it("ingest skips trade ids already seen and refuses prices finer than the market's scale", async () => {
     const time = Date.now() - 500;
     const trade = { id: "dup-1", price: "150.5", quantity: "1.25", side: "buy" as const, time };
-    expect(await ingest(env, { symbol: "SOLUSDT", trades: [trade, trade] })).toMatchObject({ acceptedTrades: 1, duplicateTrades: 1 });
-    expect(await ingest(env, { symbol: "SOLUSDT", trades: [trade] })).toMatchObject({ acceptedTrades: 0, duplicateTrades: 1 });
-    await expect(ingest(env, { symbol: "SOLUSDT", trades: [{ ...trade, id: "fine", price: "150.0001" }] })).rejects.toMatchObject({
+    expect(await ingest(env, "*", { symbol: "SOLUSDT", trades: [trade, trade] })).toMatchObject({ acceptedTrades: 1, duplicateTrades: 1 });
+    expect(await ingest(env, "*", { symbol: "SOLUSDT", trades: [trade] })).toMatchObject({ acceptedTrades: 0, duplicateTrades: 1 });
+    await expect(ingest(env, "*", { symbol: "SOLUSDT", trades: [{ ...trade, id: "fine", price: "150.0001" }] })).rejects.toMatchObject({
       code: "VALIDATION_FAILED",
       extras: { errors: [{ path: "trades.0.price", message: "has more than 3 decimals" }] },
     });
-    await expect(ingest(env, { symbol: "SOLUSDT", trades: [{ ...trade, id: "zero", quantity: "0" }] })).rejects.toMatchObject({ code: "VALIDATION_FAILED" });
+    await expect(ingest(env, "*", { symbol: "SOLUSDT", trades: [{ ...trade, id: "zero", quantity: "0" }] })).rejects.toMatchObject({ code: "VALIDATION_FAILED" });
     const { body } = await callJson("/api/ticker/SOLUSDT");
     expect(body).toMatchObject({ tradeCount24h: 1, volume24h: "1.25", lastPrice: "150.500" });
   });
 
   it("GET /api/trades/{pair}: newest first, limit", async () => {
     const base = Date.now() - 10_000;
-    await ingest(env, {
+    await ingest(env, "*", {
       symbol: "SOLBTC",
       trades: [0, 1, 2, 3].map((i) => ({
         id: `t${i}`,
@@ -139,7 +139,7 @@ describe("public market endpoints answer the documented shapes", () => {
 
   it("GET /api/klines/{pair}: candles per interval from minute buckets", async () => {
     const minute = Math.floor(Date.now() / 60_000) * 60_000 - 10 * 60_000;
-    await ingest(env, {
+    await ingest(env, "*", {
       symbol: "ETHBTC",
       trades: [
         { id: "k1", price: "0.035", quantity: "1", side: "buy", time: minute + 1 },
@@ -217,7 +217,7 @@ describe("public market endpoints answer the documented shapes", () => {
   });
 
   it("a market's data survives eviction of its Durable Object", async () => {
-    await ingest(env, {
+    await ingest(env, "*", {
       symbol: "BTCUSDT",
       trades: [{ id: "persist-1", price: "96000", quantity: "0.5", side: "buy", time: Date.now() }],
       book: { type: "delta", sequence: 2, bids: [["95000", "1"]], asks: [] },
@@ -231,7 +231,7 @@ describe("public market endpoints answer the documented shapes", () => {
     expect({ ...bookAfter, timestamp: 0 }).toEqual({ ...bookBefore, timestamp: 0 });
     expect(after).toMatchObject({ lastPrice: "96000.00", tradeCount24h: 3 });
     // Trade ids are remembered across the eviction too.
-    expect(await ingest(env, { symbol: "BTCUSDT", trades: [{ id: "persist-1", price: "1", quantity: "1", side: "buy", time: Date.now() }] })).toMatchObject({
+    expect(await ingest(env, "*", { symbol: "BTCUSDT", trades: [{ id: "persist-1", price: "1", quantity: "1", side: "buy", time: Date.now() }] })).toMatchObject({
       duplicateTrades: 1,
     });
   });
@@ -244,7 +244,7 @@ describe("market status (docs/api.md)", () => {
       callJson("/admin/markets/XRPUSDT/status", { method: "PUT", headers: { ...ADMIN, "Content-Type": "application/json" }, body: JSON.stringify({ status }) });
     expect((await setStatus("HALTED")).status).toBe(200);
     expect((await call("/api/ticker/XRPUSDT")).status).toBe(200);
-    await expect(ingest(env, { symbol: "XRPUSDT", trades: [] })).rejects.toMatchObject({ code: "MARKET_NOT_TRADING", status: 409 });
+    await expect(ingest(env, "*", { symbol: "XRPUSDT", trades: [] })).rejects.toMatchObject({ code: "MARKET_NOT_TRADING", status: 409 });
     expect((await setStatus("DELISTED")).status).toBe(200);
     const { status, body } = await callJson("/api/orderbook/XRPUSDT");
     expect(status).toBe(404);

@@ -24,7 +24,7 @@ describe("listing assets and markets (docs/operations.md#listing-markets)", () =
     expect((await callJson("/api/markets")).body.markets.map((m: { symbol: string }) => m.symbol)).toContain("ADAUSDT");
     const socket = await openSocket("/api/ws?streams=book.ADAUSDT,trades.ADAUSDT", "203.0.120.1");
     await until(() => socket.messages.find((m) => m.stream === "book.ADAUSDT"), { what: "the base book" });
-    await ingest(env, {
+    await ingest(env, "*", {
       symbol: "ADAUSDT",
       book: { type: "snapshot", sequence: 1, bids: [["0.4500", "100.0"]], asks: [["0.4510", "50.0"]] },
       trades: [{ id: "ada-1", price: "0.4505", quantity: "10.0", side: "buy", time: Date.now() }],
@@ -108,7 +108,7 @@ describe("listing assets and markets (docs/operations.md#listing-markets)", () =
   it("changed rules apply to the next batch; the scales stay; a halt refuses ingest at once; delisting is final and leaves the listings", async () => {
     await post("/admin/assets", { asset: "AVAX", name: "Avalanche", decimals: 18 });
     await post("/admin/markets", { base: "AVAX", quote: "USDT", ...rules });
-    const trade = (id: string, price: string) => ingest(env, { symbol: "AVAXUSDT", trades: [{ id, price, quantity: "1.0", side: "buy", time: Date.now() }] });
+    const trade = (id: string, price: string) => ingest(env, "*", { symbol: "AVAXUSDT", trades: [{ id, price, quantity: "1.0", side: "buy", time: Date.now() }] });
     await expect(trade("a-1", "20.0001")).resolves.toMatchObject({ acceptedTrades: 1 });
     const changed = await patch("/admin/markets/AVAX-USDT", { tickSize: "0.01" });
     expect(changed.body).toMatchObject({ tickSize: "0.01", priceScale: 4 });
@@ -149,7 +149,7 @@ describe("all-market answers and the shared objects' load (docs/api.md#all-marke
       const market = (await registry()).bySymbol.get(symbol)!;
       const price = (100 + i).toFixed(market.priceScale);
       const quantity = (1).toFixed(market.quantityScale);
-      await ingest(env, {
+      await ingest(env, "*", {
         symbol,
         book: { type: "snapshot", sequence: 1, bids: [[price, quantity]], asks: [[(101 + i).toFixed(market.priceScale), quantity]] },
         trades: [{ id: `all-${i}`, price, quantity, side: "buy", time: Date.now() }],
@@ -201,7 +201,7 @@ describe("all-market answers and the shared objects' load (docs/api.md#all-marke
       await Promise.all(
         assets.map((a, i) => {
           updates += 1;
-          return ingest(env, { symbol: `${a.asset}USDT`, trades: [{ id: `${round}-${i}`, price: "1.0000", quantity: "1.0", side: "buy", time: Date.now() }] });
+          return ingest(env, "*", { symbol: `${a.asset}USDT`, trades: [{ id: `${round}-${i}`, price: "1.0000", quantity: "1.0", side: "buy", time: Date.now() }] });
         }),
       );
     }

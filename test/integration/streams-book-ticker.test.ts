@@ -7,14 +7,14 @@ import { openSocket } from "./streams-support";
 
 describe("the bookTicker stream (docs/streams.md)", () => {
   it("sends the top of the book on a change; it equals GET /api/book-ticker at the same sequence", async () => {
-    await ingest(env, { symbol: "SOLUSDT", book: { type: "snapshot", sequence: 1, bids: [["150.000", "1.00"]], asks: [["150.100", "2.00"]] } });
+    await ingest(env, "*", { symbol: "SOLUSDT", book: { type: "snapshot", sequence: 1, bids: [["150.000", "1.00"]], asks: [["150.100", "2.00"]] } });
     const s = await openSocket("/api/ws?streams=bookTicker.sol-usdt", "192.0.2.80");
     await until(() => s.messages.find((m) => m.id === null && m.result), { what: "the subscribe ack" });
     // The market registers the shard on the first subscription; a change after that is sent.
     await until(
       async () => {
         const sequence = s.messages.filter((m) => m.stream === "bookTicker.SOLUSDT").length + 2;
-        await ingest(env, {
+        await ingest(env, "*", {
           symbol: "SOLUSDT",
           book: { type: "delta", sequence: await nextSequence("SOLUSDT"), bids: [["150.050", String(sequence)]], asks: [] },
         });
@@ -37,7 +37,7 @@ describe("the bookTicker stream (docs/streams.md)", () => {
   });
 
   it("coalesces: a burst of changes sends at most one message per 100 ms, and the last one shows the final top", async () => {
-    await ingest(env, { symbol: "ETHBTC", book: { type: "snapshot", sequence: 1, bids: [["0.03000", "1.0000"]], asks: [["0.03100", "1.0000"]] } });
+    await ingest(env, "*", { symbol: "ETHBTC", book: { type: "snapshot", sequence: 1, bids: [["0.03000", "1.0000"]], asks: [["0.03100", "1.0000"]] } });
     const s = await openSocket("/api/ws?streams=bookTicker.ETHBTC", "192.0.2.81");
     await until(() => s.messages.find((m) => m.id === null && m.result), { what: "the subscribe ack" });
     let sequence = 1;
@@ -45,7 +45,7 @@ describe("the bookTicker stream (docs/streams.md)", () => {
     await until(
       async () => {
         sequence += 1;
-        await ingest(env, { symbol: "ETHBTC", book: { type: "delta", sequence, bids: [["0.03000", `${sequence}.0000`]], asks: [] } });
+        await ingest(env, "*", { symbol: "ETHBTC", book: { type: "delta", sequence, bids: [["0.03000", `${sequence}.0000`]], asks: [] } });
         return s.messages.some((m) => m.stream === "bookTicker.ETHBTC");
       },
       { what: "the first bookTicker message", intervalMs: 150 },
@@ -54,7 +54,7 @@ describe("the bookTicker stream (docs/streams.md)", () => {
     const startedAt = Date.now();
     for (let i = 0; i < 20; i++) {
       sequence += 1;
-      await ingest(env, { symbol: "ETHBTC", book: { type: "delta", sequence, bids: [["0.03000", `${100 + i}.0000`]], asks: [] } });
+      await ingest(env, "*", { symbol: "ETHBTC", book: { type: "delta", sequence, bids: [["0.03000", `${100 + i}.0000`]], asks: [] } });
     }
     const elapsed = Date.now() - startedAt;
     const final = await until(() => s.messages.filter((m) => m.stream === "bookTicker.ETHBTC").find((m) => m.data.sequence === sequence), {

@@ -89,7 +89,7 @@ class Publisher {
     while (this.bids.size < perSide) this.bids.set(this.price("bids"), this.quantity());
     while (this.asks.size < perSide) this.asks.set(this.price("asks"), this.quantity());
     this.sequence += 1;
-    await ingest(env, { symbol: this.symbol, book: { type: "snapshot", sequence: this.sequence, bids: [...this.bids], asks: [...this.asks] } });
+    await ingest(env, "*", { symbol: this.symbol, book: { type: "snapshot", sequence: this.sequence, bids: [...this.bids], asks: [...this.asks] } });
   }
 
   async delta(): Promise<void> {
@@ -108,7 +108,7 @@ class Publisher {
       return [...levels];
     };
     this.sequence += 1;
-    await ingest(env, { symbol: this.symbol, book: { type: "delta", sequence: this.sequence, bids: change("bids"), asks: change("asks") } });
+    await ingest(env, "*", { symbol: this.symbol, book: { type: "delta", sequence: this.sequence, bids: change("bids"), asks: change("asks") } });
   }
 
   async deltas(count: number): Promise<void> {
@@ -246,8 +246,8 @@ describe("trades, ticker and prices streams", () => {
     const socket = await openSocket("/api/ws?streams=trades.XRPUSDT", "203.0.114.3");
     await until(() => socket.messages.find((m) => m.result));
     const time = Date.now();
-    await ingest(env, { symbol: "XRPUSDT", trades: [{ id: "x-1", price: "0.5000", quantity: "10.0", side: "buy", time }] });
-    await ingest(env, {
+    await ingest(env, "*", { symbol: "XRPUSDT", trades: [{ id: "x-1", price: "0.5000", quantity: "10.0", side: "buy", time }] });
+    await ingest(env, "*", {
       symbol: "XRPUSDT",
       trades: [
         { id: "x-1", price: "0.5000", quantity: "10.0", side: "buy", time },
@@ -256,7 +256,7 @@ describe("trades, ticker and prices streams", () => {
     });
     // A third trade is the barrier: the shard forwards in order, so once it is here, a second
     // copy of x-1 would have been here before it.
-    await ingest(env, { symbol: "XRPUSDT", trades: [{ id: "x-3", price: "0.5002", quantity: "1.0", side: "buy", time }] });
+    await ingest(env, "*", { symbol: "XRPUSDT", trades: [{ id: "x-3", price: "0.5002", quantity: "1.0", side: "buy", time }] });
     await until(() => socket.messages.find((m) => m.stream === "trades.XRPUSDT" && m.data.some((t: { id: string }) => t.id === "x-3")), { what: "trade x-3" });
     const sent = socket.messages.filter((m) => m.stream === "trades.XRPUSDT").flatMap((m) => m.data);
     const first = sent[0].tradeId as number;
@@ -275,7 +275,7 @@ describe("trades, ticker and prices streams", () => {
     const market = marketObject(env, "SOLUSDT");
     // Twenty trades as fast as ingest takes them (well within one second).
     for (let i = 0; i < 20; i++) {
-      await ingest(env, {
+      await ingest(env, "*", {
         symbol: "SOLUSDT",
         trades: [{ id: `s-${i}`, price: `150.${String(i).padStart(3, "0")}`, quantity: "1.00", side: "buy", time: Date.now() }],
       });
@@ -300,7 +300,7 @@ describe("trades, ticker and prices streams", () => {
   it("prices.{QUOTE} carries the /api/prices body when the price index takes a new price", async () => {
     const socket = await openSocket("/api/ws?streams=prices.USDC", "203.0.114.5");
     await until(() => socket.messages.find((m) => m.result));
-    await ingest(env, { symbol: "BTCUSDC", trades: [{ id: "p-1", price: "97000.00", quantity: "0.10000", side: "buy", time: Date.now() }] });
+    await ingest(env, "*", { symbol: "BTCUSDC", trades: [{ id: "p-1", price: "97000.00", quantity: "0.10000", side: "buy", time: Date.now() }] });
     // Earlier messages may predate this price (other markets report too): wait for the one with it.
     const prices = await until(() => socket.messages.find((m) => m.stream === "prices.USDC" && m.data.data.length > 0)?.data);
     expect(prices).toMatchObject({

@@ -16,10 +16,10 @@ describe("kline streams (docs/streams.md)", () => {
     const s = await openSocket("/api/ws?streams=kline.xrp-usdt.1m", "192.0.2.120");
     expect(await until(() => s.messages.find((m) => m.id === null && m.result))).toEqual({ id: null, result: { streams: ["kline.XRPUSDT.1m"] } });
     const start = Math.floor(Date.now() / MINUTE) * MINUTE - 3 * MINUTE;
-    await ingest(env, { symbol: "XRPUSDT", trades: [trade("k1", "0.5000", start + 1_000)] });
+    await ingest(env, "*", { symbol: "XRPUSDT", trades: [trade("k1", "0.5000", start + 1_000)] });
     // The client's REST read falls between the two minutes' trades.
     const before = (await callJson(`/api/klines/XRPUSDT?interval=1m&startTime=${start}`)).body as Candle[];
-    await ingest(env, { symbol: "XRPUSDT", trades: [trade("k2", "0.6000", start + MINUTE + 1_000), trade("k3", "0.6100", start + MINUTE + 2_000)] });
+    await ingest(env, "*", { symbol: "XRPUSDT", trades: [trade("k2", "0.6000", start + MINUTE + 1_000), trade("k3", "0.6100", start + MINUTE + 2_000)] });
     await runDurableObjectAlarm(marketObject(env, "XRPUSDT")); // the held second's publication, without waiting for it
     const streamed = await until(
       () => {
@@ -50,7 +50,7 @@ describe("kline streams (docs/streams.md)", () => {
   it("the current candle streams open (closed: false) on every interval a client asks for", async () => {
     const s = await openSocket("/api/ws?streams=kline.SOLBTC.5m,kline.SOLBTC.1h", "192.0.2.121");
     await until(() => s.messages.find((m) => m.result));
-    await ingest(env, { symbol: "SOLBTC", trades: [trade("now-1", "0.0015000", Date.now())].map((t) => ({ ...t, quantity: "1.00" })) });
+    await ingest(env, "*", { symbol: "SOLBTC", trades: [trade("now-1", "0.0015000", Date.now())].map((t) => ({ ...t, quantity: "1.00" })) });
     for (const interval of ["5m", "1h"]) {
       const candle = await until(() => s.messages.find((m) => m.stream === `kline.SOLBTC.${interval}`)?.data, { what: `the ${interval} candle` });
       expect(candle).toMatchObject({ interval, close: "0.0015000", tradeCount: 1, closed: Date.now() > candle.closeTime });

@@ -144,7 +144,7 @@ describe("connection limit: 5 per client IP or API key", () => {
     const reopened = await openSocket("/api/ws", ip);
     expect((await upgrade("/api/ws", ip)).status).toBe(429);
     // The hibernated sockets kept their subscriptions.
-    await ingest(env, { symbol: "BTCUSDT", trades: [{ id: "after-hibernation", price: "97000.00", quantity: "0.01000", side: "buy", time: Date.now() }] });
+    await ingest(env, "*", { symbol: "BTCUSDT", trades: [{ id: "after-hibernation", price: "97000.00", quantity: "0.01000", side: "buy", time: Date.now() }] });
     for (const s of sockets.slice(1)) expect((await until(() => s.messages.find((m) => m.stream === "trades.BTCUSDT"))).data[0].id).toBe("after-hibernation");
     for (const s of [...sockets.slice(1), reopened]) s.ws.close();
   });
@@ -218,12 +218,12 @@ describe("shards stop hearing from markets nobody there watches", () => {
     expect(await shardsOf()).toHaveLength(1);
     first.ws.close(1000, "done");
     await first.closed;
-    await ingest(env, { symbol: "ETHBTC", trades: [{ id: "release-1", price: "0.03500", quantity: "1.0000", side: "buy", time: Date.now() }] });
+    await ingest(env, "*", { symbol: "ETHBTC", trades: [{ id: "release-1", price: "0.03500", quantity: "1.0000", side: "buy", time: Date.now() }] });
     expect(await until(async () => (await shardsOf()).length === 0 || undefined)).toBe(true);
 
     const second = await openSocket("/api/ws?streams=trades.ETHBTC", "192.0.2.60");
     await until(() => second.messages.find((m) => m.result));
-    await ingest(env, { symbol: "ETHBTC", trades: [{ id: "release-2", price: "0.03500", quantity: "1.0000", side: "buy", time: Date.now() }] });
+    await ingest(env, "*", { symbol: "ETHBTC", trades: [{ id: "release-2", price: "0.03500", quantity: "1.0000", side: "buy", time: Date.now() }] });
     expect((await until(() => second.messages.find((m) => m.stream === "trades.ETHBTC"))).data[0].id).toBe("release-2");
     second.ws.close();
   });

@@ -40,7 +40,7 @@ describe("trade history paging (docs/api.md#trade-history)", () => {
         async (ages, size) => {
           const now = Date.now();
           // Times out of order on purpose: tradeId is the order applied, not the time.
-          await ingest(env, {
+          await ingest(env, "*", {
             symbol: "SOLUSDT",
             trades: ages.map((age) => ({ id: `h-${published++}`, price: "150.000", quantity: "1.00", side: "buy" as const, time: now - age })),
           });
@@ -60,7 +60,7 @@ describe("trade history paging (docs/api.md#trade-history)", () => {
 
   it("time bounds: the first limit from startTime, the last limit up to endTime, ascending", async () => {
     const base = Date.now() - 600_000;
-    await ingest(env, {
+    await ingest(env, "*", {
       symbol: "ETHBTC",
       trades: Array.from({ length: 10 }, (_, i) => ({ id: `tb-${i}`, price: "0.03000", quantity: "1.0000", side: "sell" as const, time: base + i * 1000 })),
     });

@@ -1,0 +1,137 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { KEY_ID_RULE } from "../access/keys";
+import { Cidr } from "../accounts/schemas";
+import { auditOf, requireAdmin } from "../admin/auth";
+import { createRouter } from "../core/router";
+import { createdJson, okJson, problemResponses } from "../core/schemas";
+import { amendPublishKey, issuePublishKey, listPublishKeys, revokePublishKey } from "./keys";
+
+const tags = ["Operator (admin)"];
+const security = [{ AdminToken: [] }];
+const middleware = [requireAdmin];
+
+/** Up to the registry's size: a key for a whole venue is `"*"`, not a list of every symbol. */
+const MAX_GRANTED_MARKETS = 2_000;
+
+const Markets = z
+  .union([z.literal("*"), z.array(z.string().min(1).max(32)).min(1).max(MAX_GRANTED_MARKETS)])
+  .openapi({ example: ["ADAUSDT"], description: 'Symbols the key may publish (any accepted spelling; answered canonical), or "*" for every market' });
+const AllowIps = z
+  .array(Cidr)
+  .max(32)
+  .openapi({ example: ["203.0.113.0/24"], description: "Addresses or CIDR ranges the key may publish from; empty: any" });
+const ExpiresAt = z.number().int().positive().nullable().openapi({ description: "Unix ms; null: never" });
+
+const PublishKeySchema = z
+  .object({
+    id: z.string().openapi({ example: "pk_0123456789abcdef01234567" }),
+    label: z.string(),
+    markets: Markets,
+    allowIps: z.array(z.string()),
+    expiresAt: z.number().int().nullable(),
+    createdAt: z.number().int(),
+    updatedAt: z.number().int(),
+    revokedAt: z.number().int().nullable(),
+    lastUsedAt: z.number().int().nullable(),
+    status: z.enum(["active", "revoked", "expired"]),
+  })
+  .openapi("PublishKey");
+
+const KeyParam = z.object({
+  id: z
+    .string()
+    .max(64)
+    .openapi({ param: { name: "id", in: "path" }, example: "pk_0123456789abcdef01234567", description: KEY_ID_RULE }),
+});
+const body = <T extends z.ZodType>(schema: T) => ({ body: { required: true, content: { "application/json": { schema } } } });
+
+/**
+ * Publishing keys, the operator's, mounted at `/admin` (docs/operations.md#publish-keys): issue,
+ * list, change markets / allow-list / expiry, revoke. Every change is in the audit log.
+ *
+ * @example
+ * app.route("/admin", publishKeyRoutes);
+ */
+export const publishKeyRoutes = createRouter()
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/publish-keys",
+      operationId: "issuePublishKey",
+      tags,
+      security,
+      middleware,
+      summary: "Issue a publishing key limited to its markets; its secret is in this answer only",
+      description:
+        "The key signs POST /v1/ingest and GET /v1/publish like any API key (docs/signing.md). A batch for a market outside `markets` is refused whole: 403 FORBIDDEN_MARKET. Account keys cannot publish.",
+      request: body(
+        z
+          .object({
+            label: z.string().trim().min(1).max(64).openapi({ example: "ADA feed handler" }),
+            markets: Markets,
+            expiresAt: ExpiresAt.default(null),
+            allowIps: AllowIps.default([]),
+          })
+          .strict(),
+      ),
+      responses: {
+        ...createdJson(PublishKeySchema.extend({ secret: z.string().openapi({ description: "Shown exactly once" }) }), "Issued"),
+        ...problemResponses(400, 401, 413, 415, 429, 503),
+      },
+    }),
+    async (c) => c.json(await issuePublishKey(c.env, c.req.valid("json"), auditOf(c)), 201),
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/publish-keys",
+      operationId: "listPublishKeys",
+      tags,
+      security,
+      middleware,
+      summary: "Every publishing key, newest first (never a secret)",
+      responses: { ...okJson(z.object({ publishKeys: z.array(PublishKeySchema) }), "Publishing keys"), ...problemResponses(401, 429, 503) },
+    }),
+    async (c) => c.json({ publishKeys: await listPublishKeys(c.env) }, 200),
+  )
+  .openapi(
+    createRoute({
+      method: "patch",
+      path: "/publish-keys/{id}",
+      operationId: "changePublishKey",
+      tags,
+      security,
+      middleware,
+      summary: "Change a publishing key's markets, allow-list or expiry",
+      description:
+        "In force at the key's guard before the answer: the next request is held to it. An open GET /v1/publish channel takes it up at once, and within 10 s at the latest (docs/publishing.md#rights-on-an-open-channel).",
+      request: {
+        params: KeyParam,
+        ...body(
+          z
+            .object({ markets: Markets.optional(), allowIps: AllowIps.optional(), expiresAt: ExpiresAt.optional() })
+            .strict()
+            .refine((change) => Object.keys(change).length > 0, "name at least one of markets, allowIps, expiresAt"),
+        ),
+      },
+      responses: { ...okJson(PublishKeySchema, "The key"), ...problemResponses(400, 401, 404, 409, 413, 415, 429, 503) },
+    }),
+    async (c) => c.json(await amendPublishKey(c.env, c.req.valid("param").id, c.req.valid("json"), auditOf(c)), 200),
+  )
+  .openapi(
+    createRoute({
+      method: "delete",
+      path: "/publish-keys/{id}",
+      operationId: "revokePublishKey",
+      tags,
+      security,
+      middleware,
+      summary: "Revoke a publishing key: the next request fails, open channels close within 10 s",
+      request: { params: KeyParam },
+      responses: { 204: { description: "Revoked" }, ...problemResponses(401, 404, 429, 503) },
+    }),
+    async (c) => {
+      await revokePublishKey(c.env, c.req.valid("param").id, auditOf(c));
+      return c.body(null, 204);
+    },
+  );
