@@ -14,7 +14,7 @@ import {
 } from "../settlements/gateways";
 import { listSettlements, readSettlement } from "../settlements/queries";
 import { CurrentStatusSchema, EventSchema, SettlementSchema, TransitionSchema } from "../settlements/schemas";
-import { requireAdmin } from "./auth";
+import { auditOf, requireAdmin } from "./auth";
 
 const tags = ["Operator (admin)"];
 const security = [{ AdminToken: [] }];
@@ -71,7 +71,7 @@ export const adminRoutes = createRouter()
     }),
     async (c) => {
       const { name, id } = c.req.valid("json");
-      return c.json(await approveGateway(c.env, name, id), 201);
+      return c.json(await approveGateway(c.env, name, id, auditOf(c)), 201);
     },
   )
   .openapi(
@@ -113,7 +113,7 @@ export const adminRoutes = createRouter()
       request: { params: GatewayParam },
       responses: { ...createdJson(NewSecretSchema, "The new secret, shown once"), ...problemResponses(400, 401, 404, 429, 503) },
     }),
-    async (c) => c.json(await rotateSecret(c.env, c.req.valid("param").id), 201),
+    async (c) => c.json(await rotateSecret(c.env, c.req.valid("param").id, auditOf(c)), 201),
   )
   .openapi(
     createRoute({
@@ -129,7 +129,7 @@ export const adminRoutes = createRouter()
     }),
     async (c) => {
       const { id, secretId } = c.req.valid("param");
-      await retireSecret(c.env, id, secretId);
+      await retireSecret(c.env, id, secretId, auditOf(c));
       return c.body(null, 204);
     },
   )
@@ -146,7 +146,7 @@ export const adminRoutes = createRouter()
       responses: { 204: { description: "Revoked" }, ...problemResponses(401, 404, 429, 503) },
     }),
     async (c) => {
-      await revokeGateway(c.env, c.req.valid("param").id);
+      await revokeGateway(c.env, c.req.valid("param").id, auditOf(c));
       return c.body(null, 204);
     },
   )

@@ -5,9 +5,12 @@ import type { AppEnv } from "../env";
 import { toShardByAddress } from "../streams/routes";
 import { BINANCE_HEADER, BINANCE_STREAMS_HEADER } from "../streams/stream-hub";
 
-/** Hands a Binance connection to the address's shard: the same shards, limits and sources as `/api/ws`. */
+/**
+ * Hands a Binance connection to the address's shard: the same shards, limits and sources as `/api/ws`.
+ * The names travel percent-encoded: a header cannot hold a control character a path may decode to.
+ */
 function upgrade(c: Context<AppEnv>, framing: "raw" | "combined", names: string): Promise<Response> {
-  return toShardByAddress(c, { [BINANCE_HEADER]: framing, [BINANCE_STREAMS_HEADER]: names });
+  return toShardByAddress(c, { [BINANCE_HEADER]: framing, [BINANCE_STREAMS_HEADER]: encodeURIComponent(names) });
 }
 
 /** The stream names of a raw connection's path; text that does not decode names nothing. */

@@ -46,7 +46,7 @@ export function parseBinanceStream(raw: unknown): BinanceStream | null {
   const lower = raw.slice(0, at);
   if (lower !== lower.toLowerCase()) return null;
   const market = findMarket(lower.toUpperCase());
-  if (!market) return null;
+  if (!market || market.status === "DELISTED") return null;
   const rest = raw.slice(at + 1);
   const simple = SIMPLE[rest];
   if (simple) return nameFor(raw, simple.kind, simple.native(market.symbol));

@@ -7,7 +7,7 @@ import type { RelayOp } from "../groups/messages";
 import { PacedOutbox } from "../groups/paced-outbox";
 import { groupOf, type MarketConfig } from "../registry/model";
 import { CONFLATE_MS, Conflation } from "../streams/conflation";
-import type { StreamEvent } from "../streams/protocol";
+import { MARKET_ENDED_STREAM, type StreamEvent } from "../streams/protocol";
 import { bookChecksum, CHECKSUM_DEPTH } from "./book-checksum";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
 import type { IngestBatch, IngestResult } from "./ingest";
@@ -447,7 +447,17 @@ export class MarketObject extends DurableObject<Env> {
    * effect at once, and the all-market answers hear of it with the summary sent now.
    */
   configure(market: MarketConfig): void {
-    this.secondly(this.load(market), Date.now());
+    const state = this.load(market);
+    this.secondly(state, Date.now());
+    if (state.market.status === "DELISTED" && this.shards.size > 0) {
+      // Down the same ordered channel as every event: the shards end its streams, then leave.
+      const { symbol } = state.market;
+      this.send({ symbol, events: [{ stream: MARKET_ENDED_STREAM, data: { symbol } }] });
+      for (const shard of [...this.shards]) {
+        this.setShard(shard, false);
+        this.send({ symbol, leave: shard });
+      }
+    }
   }
 
   /** The market's price summary for the price index, or undefined before its first trade. */

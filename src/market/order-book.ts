@@ -34,6 +34,9 @@ export const MAX_SNAPSHOT_STEP = 2 ** 24;
 /** What an update did: applied, or an identical replay of the last applied one (a no-op). */
 export type BookOutcome = "applied" | "duplicate";
 
+/** How many applied updates a market recognises when they are sent again (docs/publishing.md#resending). */
+export const RESEND_WINDOW = 1_024;
+
 /**
  * A short fingerprint of an update (53-bit cyrb53 over its text): recognises an identical replay
  * of the last applied update without keeping the update itself.
@@ -143,8 +146,13 @@ export class OrderBook {
   sequence = 0;
   /** Time of the last applied update (ms). */
   updatedAt = 0;
-  /** {@link bookFingerprint} of the last applied update, to tell a replay from a conflict. */
+  /** {@link bookFingerprint} of the last applied update or batch (stored with the book), to tell a replay from a conflict. */
   lastFingerprint = "";
+  /**
+   * The fingerprints of the last {@link RESEND_WINDOW} applied updates by sequence (in memory): a
+   * publisher resending any of them after a lost answer is told `duplicate`, nothing changes.
+   */
+  private readonly recent = new Map<number, string>();
   private wireCache: { sequence: number; bids: WireLevel[]; asks: WireLevel[] } | undefined;
 
   constructor(
@@ -164,7 +172,7 @@ export class OrderBook {
     checkLevels(update, this.priceScale);
     const fingerprint = bookFingerprint(update);
     if (update.sequence <= this.sequence) {
-      if (update.sequence === this.sequence && fingerprint === this.lastFingerprint) return "duplicate";
+      if ((update.sequence === this.sequence && fingerprint === this.lastFingerprint) || this.recent.get(update.sequence) === fingerprint) return "duplicate";
       throw problem(
         "STALE_SEQUENCE",
         `book ${update.type} sequence ${update.sequence} is not after the book's ${this.sequence}; a book never goes back — continue from ${this.sequence + 1}`,
@@ -205,6 +213,8 @@ export class OrderBook {
     this.updatedAt = now;
     this.lastFingerprint = fingerprint;
     this.wireCache = undefined;
+    this.recent.set(update.sequence, fingerprint);
+    if (this.recent.size > RESEND_WINDOW) this.recent.delete(this.recent.keys().next().value!);
     return "applied";
   }
 
@@ -225,9 +235,12 @@ export class OrderBook {
       asks: this.asks.entries(),
     };
     let index = 0;
+    let applied = 0;
     try {
-      for (; index < updates.length; index++) this.apply(updates[index]!, now);
+      // Updates the book already has (a resend that overlaps what was applied) are no-ops.
+      for (; index < updates.length; index++) if (this.apply(updates[index]!, now) === "applied") applied += 1;
     } catch (error) {
+      for (const update of updates) if (update.sequence > before.sequence) this.recent.delete(update.sequence);
       this.restore(before.sequence, before.updatedAt, before.bids, before.asks, before.fingerprint);
       if (error instanceof ProblemError)
         throw problem(error.code, `book update ${index} of ${updates.length}: ${error.message}; nothing of the batch was applied`, {
@@ -236,6 +249,7 @@ export class OrderBook {
         });
       throw error;
     }
+    if (applied === 0) return "duplicate";
     this.lastFingerprint = fingerprint;
     return "applied";
   }

@@ -1,3 +1,4 @@
+import { type AuditContext, auditStatement } from "../audit/audit-log";
 import { randomId } from "../core/encoding";
 import { problem } from "../core/problem";
 import { seal, unseal } from "../core/seal";
@@ -40,9 +41,10 @@ async function addSecret(env: Env, gatewayId: string, now: number): Promise<{ id
 export async function approveGateway(
   env: Env,
   name: string,
-  chosenId?: string,
-  now = Date.now(),
+  chosenId: string | undefined,
+  audit: AuditContext,
 ): Promise<GatewayView & { secret: { id: string; secret: string } }> {
+  const now = audit.at;
   const id = chosenId ?? randomId("gw", 8);
   const taken = () => problem("ALREADY_EXISTS", `a gateway ${id} exists already; choose another id`, { errors: [{ path: "body.id", message: "is in use" }] });
   if (await env.DB.prepare("SELECT 1 FROM gateways WHERE id = ?").bind(id).first()) throw taken();
@@ -52,6 +54,7 @@ export async function approveGateway(
     await env.DB.batch([
       env.DB.prepare("INSERT INTO gateways (id, name, status, created_at) VALUES (?, ?, 'active', ?)").bind(id, name, now),
       secret.statement,
+      auditStatement(env.DB, audit, "gateway.approve", id, { name, secretId: secret.id }),
     ]);
   } catch (error) {
     if (String(error).includes("UNIQUE")) throw taken();
@@ -89,12 +92,12 @@ export async function listGateways(env: Env): Promise<GatewayView[]> {
 }
 
 /** Rotation: adds a second active secret; the old one keeps working until it is retired. */
-export async function rotateSecret(env: Env, gatewayId: string, now = Date.now()): Promise<{ id: string; secret: string }> {
+export async function rotateSecret(env: Env, gatewayId: string, audit: AuditContext): Promise<{ id: string; secret: string }> {
   const gateway = await readGateway(env, gatewayId);
   if (gateway.status !== "active") throw problem("NOT_FOUND", `gateway ${gatewayId} is revoked`);
-  const { id, secret, statement } = await addSecret(env, gatewayId, now);
-  const result = await statement.run();
-  if (result.meta.changes === 0) {
+  const { id, secret, statement } = await addSecret(env, gatewayId, audit.at);
+  const [result] = await env.DB.batch([statement, auditStatement(env.DB, audit, "gateway.secret.add", gatewayId, { secretId: id }, true)]);
+  if (result!.meta.changes === 0) {
     throw problem("VALIDATION_FAILED", `a gateway has at most ${MAX_ACTIVE_SECRETS} active secrets; retire one first`, {
       errors: [{ path: "secrets", message: `at most ${MAX_ACTIVE_SECRETS} active` }],
     });
@@ -102,16 +105,24 @@ export async function rotateSecret(env: Env, gatewayId: string, now = Date.now()
   return { id, secret };
 }
 
-export async function retireSecret(env: Env, gatewayId: string, secretId: string, now = Date.now()): Promise<void> {
-  const result = await env.DB.prepare("UPDATE gateway_secrets SET status = 'retired', retired_at = ? WHERE id = ? AND gateway_id = ? AND status = 'active'")
-    .bind(now, secretId, gatewayId)
-    .run();
-  if (result.meta.changes === 0) throw problem("NOT_FOUND", `no active secret ${secretId.slice(0, 40)} on gateway ${gatewayId.slice(0, 40)}`);
+export async function retireSecret(env: Env, gatewayId: string, secretId: string, audit: AuditContext): Promise<void> {
+  const [result] = await env.DB.batch([
+    env.DB.prepare("UPDATE gateway_secrets SET status = 'retired', retired_at = ? WHERE id = ? AND gateway_id = ? AND status = 'active'").bind(
+      audit.at,
+      secretId,
+      gatewayId,
+    ),
+    auditStatement(env.DB, audit, "gateway.secret.retire", gatewayId, { secretId }, true),
+  ]);
+  if (result!.meta.changes === 0) throw problem("NOT_FOUND", `no active secret ${secretId.slice(0, 40)} on gateway ${gatewayId.slice(0, 40)}`);
 }
 
-export async function revokeGateway(env: Env, gatewayId: string, now = Date.now()): Promise<void> {
-  const result = await env.DB.prepare("UPDATE gateways SET status = 'revoked', revoked_at = ? WHERE id = ? AND status = 'active'").bind(now, gatewayId).run();
-  if (result.meta.changes === 0) throw problem("NOT_FOUND", `no active gateway ${gatewayId.slice(0, 40)}`);
+export async function revokeGateway(env: Env, gatewayId: string, audit: AuditContext): Promise<void> {
+  const [result] = await env.DB.batch([
+    env.DB.prepare("UPDATE gateways SET status = 'revoked', revoked_at = ? WHERE id = ? AND status = 'active'").bind(audit.at, gatewayId),
+    auditStatement(env.DB, audit, "gateway.revoke", gatewayId, {}, true),
+  ]);
+  if (result!.meta.changes === 0) throw problem("NOT_FOUND", `no active gateway ${gatewayId.slice(0, 40)}`);
 }
 
 /** The active secrets of an active gateway, unsealed; null when the gateway is unknown or revoked. */

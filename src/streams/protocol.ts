@@ -29,6 +29,10 @@ export const HEARTBEAT_STREAM = "heartbeat";
 /** Every market's changed tickers, at most once a second: one name, no subject (docs/streams.md). */
 export const TICKERS_STREAM = "tickers";
 export const HEARTBEAT_EVERY_MS = 5_000;
+/** An API key's open stream connections are re-checked this often: revoked or expired, they close (1008). */
+export const KEY_CHECK_EVERY_MS = 10_000;
+/** Not a stream: a market's object says down its streams' channel that it was delisted, and shards end its streams. */
+export const MARKET_ENDED_STREAM = "!ended";
 export type StreamKind = (typeof STREAM_KINDS)[number];
 
 function isStreamKind(kind: string): kind is StreamKind {
@@ -71,7 +75,8 @@ export function parseStreamName(raw: unknown): StreamName | null {
   }
   const parsed = parseSymbol(subject);
   const market = parsed && listedMarket(parsed);
-  if (!market) return null;
+  // A delisted market has no streams: a new subscription to one is UNKNOWN_STREAM.
+  if (!market || market.status === "DELISTED") return null;
   return { name: kind === "kline" ? `kline.${market.symbol}.${interval}` : `${kind}.${market.symbol}`, kind, subject: market.symbol };
 }
 
@@ -88,7 +93,7 @@ export type ClientMessage =
   | { op: "ping"; id: MessageId };
 
 /** The codes of an error message on a connection (docs/streams.md); `INTERNAL_ERROR` is the shard's own failure. */
-export const ERROR_CODES = ["UNKNOWN_STREAM", "TOO_MANY_STREAMS", "INVALID_MESSAGE", "UNKNOWN_OP", "INTERNAL_ERROR"] as const;
+export const ERROR_CODES = ["UNKNOWN_STREAM", "TOO_MANY_STREAMS", "INVALID_MESSAGE", "UNKNOWN_OP", "INTERNAL_ERROR", "STREAM_ENDED"] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
 export type ParseResult = { ok: true; message: ClientMessage } | { ok: false; code: "INVALID_MESSAGE" | "UNKNOWN_OP"; message: string; id: MessageId };

@@ -1,7 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { BinanceFanout } from "../binance/fanout";
 import { type BinanceId, type BinanceStream, namesIn, parseBinanceRequest, parseBinanceStream } from "../binance/streams";
-import { marketObject, priceIndex } from "../core/object-ids";
+import { accessGuard, marketObject, priceIndex } from "../core/object-ids";
 import { problem, toProblemResult } from "../core/problem";
 import { ensureRegistry, findMarket } from "../registry/copy";
 import {
@@ -12,6 +12,8 @@ import {
   HEARTBEAT_STREAM,
   KEEPALIVE_REQUEST,
   KEEPALIVE_RESPONSE,
+  KEY_CHECK_EVERY_MS,
+  MARKET_ENDED_STREAM,
   MAX_CONNECTIONS_PER_PRINCIPAL,
   MAX_MESSAGE_BYTES,
   MAX_MESSAGES_PER_SECOND,
@@ -46,8 +48,10 @@ export const BINANCE_HEADER = "X-Stream-Binance";
 export const BINANCE_STREAMS_HEADER = "X-Stream-Binance-Streams";
 /** The book snapshot a subscriber gets first (docs/streams.md). */
 export const SNAPSHOT_DEPTH = 100;
-/** A market's base book that has not come this long after registering is asked for again. */
-const BASE_TIMEOUT_MS = 5_000;
+/** A market's base book that has not come this long after registering is asked for again (a lost join heals). */
+export const BASE_TIMEOUT_MS = 5_000;
+/** A key whose standing could not be checked for this long has its connections closed: the check fails closed. */
+const KEY_UNVERIFIED_CLOSE_MS = 2 * KEY_CHECK_EVERY_MS;
 
 /** The streams the price index publishes (every other stream but the heartbeat is a market's). */
 function fromPriceIndex(stream: StreamName): boolean {
@@ -62,6 +66,20 @@ function sourceOf(stream: StreamName): string {
 
 /** Storage key of the heartbeat counter: it survives hibernation, so a client sees no step back. */
 const HEARTBEAT_KEY = "heartbeatSequence";
+/** Storage keys of when the next heartbeat and the next key check are due (the one alarm serves both). */
+const HEARTBEAT_DUE_KEY = "heartbeatDue";
+const KEYS_DUE_KEY = "keysDue";
+/** Per API key with connections here, when its standing was last confirmed (survives hibernation). */
+const KEY_VERIFIED_PREFIX = "verified:";
+
+/** The Binance names as the route sent them: percent-encoded (text that does not decode names nothing). */
+function decodeHeader(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return "";
+  }
+}
 
 function attachmentOf(ws: WebSocket): Attachment {
   return ws.deserializeAttachment() as Attachment;
@@ -155,12 +173,19 @@ export class StreamHub extends DurableObject<Env> {
     }
     const { 0: client, 1: server } = new WebSocketPair();
     this.ctx.acceptWebSocket(server, [principal]);
+    // A key's connections are checked while open: revoked or expired, they close (docs/streams.md#closes).
+    if (principal.startsWith("key:")) {
+      this.ctx.storage.kv.put(KEY_VERIFIED_PREFIX + principal, Date.now());
+      if (this.ctx.storage.kv.get<number>(KEYS_DUE_KEY) === undefined) this.ctx.storage.kv.put(KEYS_DUE_KEY, Date.now() + KEY_CHECK_EVERY_MS);
+      await this.armAlarm(Date.now() + KEY_CHECK_EVERY_MS);
+    }
     const dialect = request.headers.get(BINANCE_HEADER);
     server.serializeAttachment({ principal, streams: [], warnings: 0, ...(dialect && { binance: { combined: dialect === "combined" } }) } satisfies Attachment);
     if (dialect) {
       await ensureRegistry(this.env);
       // As Binance does, a name at connect that is no stream subscribes to nothing (CCXT connects to `/ws/0`).
-      const names = namesIn(request.headers.get(BINANCE_STREAMS_HEADER) ?? "").filter((name) => parseBinanceStream(name) !== null);
+      // The route percent-encodes the names: a header cannot carry every character a path can.
+      const names = namesIn(decodeHeader(request.headers.get(BINANCE_STREAMS_HEADER) ?? "")).filter((name) => parseBinanceStream(name) !== null);
       if (names.length > 0) await this.binanceSubscribe(server, null, names, false);
       return new Response(null, { status: 101, webSocket: client });
     }
@@ -188,7 +213,8 @@ export class StreamHub extends DurableObject<Env> {
     this.send(ws, { id, error: { code, message } });
   }
 
-  private closeForAbuse(ws: WebSocket, reason: string): void {
+  /** Closes with 1008 and a reason (docs/streams.md#closes): abuse, or a key that lost its right. */
+  private closeForPolicy(ws: WebSocket, reason: string): void {
     this.forget(ws);
     try {
       ws.close(POLICY_VIOLATION, reason);
@@ -198,10 +224,10 @@ export class StreamHub extends DurableObject<Env> {
   }
 
   override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
-    if (frameBytes(message) > MAX_MESSAGE_BYTES) return this.closeForAbuse(ws, `messages are at most ${MAX_MESSAGE_BYTES} bytes`);
+    if (frameBytes(message) > MAX_MESSAGE_BYTES) return this.closeForPolicy(ws, `messages are at most ${MAX_MESSAGE_BYTES} bytes`);
     let times = this.inbound.get(ws);
     if (!times) this.inbound.set(ws, (times = []));
-    if (!admitMessage(times, Date.now())) return this.closeForAbuse(ws, `at most ${MAX_MESSAGES_PER_SECOND} messages per second`);
+    if (!admitMessage(times, Date.now())) return this.closeForPolicy(ws, `at most ${MAX_MESSAGES_PER_SECOND} messages per second`);
 
     if (attachmentOf(ws).binance) return this.binanceMessage(ws, message);
     const parsed =
@@ -212,7 +238,7 @@ export class StreamHub extends DurableObject<Env> {
       const attachment = attachmentOf(ws);
       attachment.warnings += 1;
       ws.serializeAttachment(attachment);
-      if (attachment.warnings > MAX_WARNINGS) return this.closeForAbuse(ws, `more than ${MAX_WARNINGS} invalid messages`);
+      if (attachment.warnings > MAX_WARNINGS) return this.closeForPolicy(ws, `more than ${MAX_WARNINGS} invalid messages`);
       return this.error(ws, parsed.id, parsed.code, parsed.message);
     }
     const request = parsed.message;
@@ -284,7 +310,7 @@ export class StreamHub extends DurableObject<Env> {
       const attachment = attachmentOf(ws);
       attachment.warnings += 1;
       ws.serializeAttachment(attachment);
-      if (attachment.warnings > MAX_WARNINGS) return this.closeForAbuse(ws, `more than ${MAX_WARNINGS} invalid messages`);
+      if (attachment.warnings > MAX_WARNINGS) return this.closeForPolicy(ws, `more than ${MAX_WARNINGS} invalid messages`);
       return this.send(ws, parsed.answer);
     }
     const request = parsed.request;
@@ -387,25 +413,134 @@ export class StreamHub extends DurableObject<Env> {
   }
 
   /**
-   * The heartbeat is the shard's own alarm, set only while a connection here asked for it: a
-   * shard without heartbeat subscribers is never woken for it.
+   * The heartbeat is one of the shard's alarm duties, due only while a connection here asked for
+   * it: a shard without heartbeat subscribers is never woken for it.
    */
   private async armHeartbeat(): Promise<void> {
-    if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + HEARTBEAT_EVERY_MS);
+    if (this.ctx.storage.kv.get<number>(HEARTBEAT_DUE_KEY) === undefined) this.ctx.storage.kv.put(HEARTBEAT_DUE_KEY, Date.now() + HEARTBEAT_EVERY_MS);
+    await this.armAlarm(Date.now() + HEARTBEAT_EVERY_MS);
   }
 
+  /** Makes the one alarm fire no later than `at`. */
+  private async armAlarm(at: number): Promise<void> {
+    const alarm = await this.ctx.storage.getAlarm();
+    if (alarm === null || alarm > at) await this.ctx.storage.setAlarm(at);
+  }
+
+  /**
+   * The shard's duties on its one alarm: the heartbeat, re-checking the API keys of open
+   * connections (every `KEY_CHECK_EVERY_MS`), and asking again for a base book that has not come
+   * (`BASE_TIMEOUT_MS`: a join lost on its way to the relay heals). The alarm is set for the
+   * earliest duty due, and not at all when none is.
+   */
   override async alarm(): Promise<void> {
+    const now = Date.now();
+    const due: number[] = [];
+    const heartbeatDue = this.heartbeat(now);
+    if (heartbeatDue !== undefined) due.push(heartbeatDue);
+    const keysDue = await this.checkKeys(now);
+    if (keysDue !== undefined) due.push(keysDue);
+    for (const [symbol, since] of this.awaitingBase) {
+      if (now - since < BASE_TIMEOUT_MS) {
+        due.push(since + BASE_TIMEOUT_MS);
+        continue;
+      }
+      const stream = parseStreamName(`book.${symbol}`);
+      if (!stream || !this.sourceWanted(stream)) {
+        this.awaitingBase.delete(symbol);
+        continue;
+      }
+      this.registrations.delete(sourceOf(stream));
+      this.register(stream).catch((error: unknown) => console.error("base re-ask failed", symbol, String(error)));
+      due.push(now + BASE_TIMEOUT_MS);
+    }
+    if (due.length > 0) await this.ctx.storage.setAlarm(Math.min(...due));
+  }
+
+  /** Sends the heartbeat if due; returns when the next is due, or undefined when nobody listens. */
+  private heartbeat(now: number): number | undefined {
     const sockets = this.subscribers.get(HEARTBEAT_STREAM);
-    // Nobody left: no new alarm, and the registration goes, so a new subscriber arms it again.
+    // Nobody left: not due again, and the registration goes, so a new subscriber arms it again.
     if (!sockets || sockets.size === 0) {
       this.registrations.delete(HEARTBEAT_STREAM);
-      return;
+      this.ctx.storage.kv.delete(HEARTBEAT_DUE_KEY);
+      return undefined;
     }
+    const dueAt = this.ctx.storage.kv.get<number>(HEARTBEAT_DUE_KEY) ?? now;
+    if (now < dueAt) return dueAt;
     const sequence = (this.ctx.storage.kv.get<number>(HEARTBEAT_KEY) ?? 0) + 1;
     this.ctx.storage.kv.put(HEARTBEAT_KEY, sequence);
-    const text = JSON.stringify({ stream: HEARTBEAT_STREAM, data: { time: Date.now(), sequence } });
+    const text = JSON.stringify({ stream: HEARTBEAT_STREAM, data: { time: now, sequence } });
     for (const ws of sockets) this.send(ws, text);
-    await this.ctx.storage.setAlarm(Date.now() + HEARTBEAT_EVERY_MS);
+    this.ctx.storage.kv.put(HEARTBEAT_DUE_KEY, now + HEARTBEAT_EVERY_MS);
+    return now + HEARTBEAT_EVERY_MS;
+  }
+
+  /**
+   * Re-checks the standing of every API key with connections here (one guard call per key), if due:
+   * a revoked or expired key's connections close with 1008 and a reason; so do those of a key that
+   * could not be checked for `KEY_UNVERIFIED_CLOSE_MS` (the check fails closed). Returns when the
+   * next check is due, or undefined when no key has a connection here.
+   */
+  private async checkKeys(now: number): Promise<number | undefined> {
+    const byKey = new Map<string, WebSocket[]>();
+    for (const ws of this.ctx.getWebSockets()) {
+      const principal = (ws.deserializeAttachment() as Attachment | null)?.principal;
+      if (principal?.startsWith("key:")) byKey.set(principal, [...(byKey.get(principal) ?? []), ws]);
+    }
+    for (const [key] of this.ctx.storage.kv.list<number>({ prefix: KEY_VERIFIED_PREFIX })) {
+      if (!byKey.has(key.slice(KEY_VERIFIED_PREFIX.length))) this.ctx.storage.kv.delete(key);
+    }
+    if (byKey.size === 0) {
+      this.ctx.storage.kv.delete(KEYS_DUE_KEY);
+      return undefined;
+    }
+    const dueAt = this.ctx.storage.kv.get<number>(KEYS_DUE_KEY) ?? now;
+    if (now < dueAt) return dueAt;
+    await Promise.all(
+      [...byKey].map(async ([principal, sockets]) => {
+        let reason: string | null = null;
+        try {
+          const status = await accessGuard(this.env, principal).keyStatus();
+          if (!status.exists || status.revokedAt !== null) reason = "the API key was revoked";
+          else if (status.expiresAt !== null && status.expiresAt <= Date.now()) reason = "the API key expired";
+          else this.ctx.storage.kv.put(KEY_VERIFIED_PREFIX + principal, now);
+        } catch (error) {
+          console.error("stream key check failed", principal, String(error));
+          const verifiedAt = this.ctx.storage.kv.get<number>(KEY_VERIFIED_PREFIX + principal) ?? 0;
+          if (now - verifiedAt >= KEY_UNVERIFIED_CLOSE_MS) reason = "the API key could not be checked";
+        }
+        if (reason) for (const ws of sockets) this.closeForPolicy(ws, reason);
+      }),
+    );
+    this.ctx.storage.kv.put(KEYS_DUE_KEY, now + KEY_CHECK_EVERY_MS);
+    return now + KEY_CHECK_EVERY_MS;
+  }
+
+  /**
+   * A market was delisted (its object says so down the streams' own channel): its streams end on
+   * every connection here. A native connection is told which (`STREAM_ENDED`); a Binance one stops
+   * receiving them, and LIST_SUBSCRIPTIONS no longer names them.
+   */
+  private endMarket(symbol: string): void {
+    const native = new Set(marketStreams(symbol));
+    const binancePrefix = `${symbol.toLowerCase()}@`;
+    for (const ws of this.ctx.getWebSockets()) {
+      const attachment = ws.deserializeAttachment() as Attachment | null;
+      if (!attachment) continue;
+      const ended = attachment.streams.filter((name) => (attachment.binance ? name.startsWith(binancePrefix) : native.has(name)));
+      if (ended.length === 0) continue;
+      attachment.streams = attachment.streams.filter((name) => !ended.includes(name));
+      ws.serializeAttachment(attachment);
+      for (const name of ended) {
+        if (attachment.binance) this.binance.remove(ws, name);
+        else this.subscribers.get(name)?.delete(ws);
+      }
+      if (!attachment.binance) this.send(ws, { id: null, error: { code: "STREAM_ENDED", message: `${symbol} was delisted; these streams ended: ${ended.join(", ")}` } });
+    }
+    this.books.delete(symbol);
+    this.awaitingBase.delete(symbol);
+    this.registrations.delete(`market:${symbol}`);
   }
 
   /** True while any stream of the source (a market's streams, a quote's prices, the heartbeat) has a subscriber here. */
@@ -441,6 +576,10 @@ export class StreamHub extends DurableObject<Env> {
   async publish(events: StreamEvent[]): Promise<void> {
     await ensureRegistry(this.env);
     for (const event of events) {
+      if (event.stream === MARKET_ENDED_STREAM) {
+        this.endMarket((event.data as { symbol: string }).symbol);
+        continue;
+      }
       const stream = parseStreamName(event.stream);
       if (!stream) continue;
       if (!this.sourceWanted(stream)) {
