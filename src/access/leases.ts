@@ -28,6 +28,12 @@ export class IsolateLeases {
   /** Requests of a principal waiting for its guard: a burst's requests are all in flight at once. */
   private readonly asking = new Map<string, number>();
 
+  /** True when the principal's lease can admit one more at `now`. */
+  canSpend(principal: string, now: number): boolean {
+    const lease = this.held.get(principal);
+    return lease !== undefined && now < lease.until && lease.left > 0;
+  }
+
   /** An admission from the principal's lease, if one is held and unexpired. */
   spend(principal: string, now: number): Admission | undefined {
     const lease = this.held.get(principal);
@@ -80,7 +86,11 @@ export class IsolateLeases {
     if (!admission.allowed || !admission.lease) return;
     const previous = this.held.get(principal);
     if (previous) this.drop(principal, previous);
-    if (this.held.size >= MAX_REMEMBERED) this.held.clear();
+    // At the bound the oldest lease goes, its unspent admissions handed back like any expired one's.
+    if (this.held.size >= MAX_REMEMBERED) {
+      const [oldest, held] = this.held.entries().next().value!;
+      this.drop(oldest, held);
+    }
     this.held.set(principal, {
       grant: admission.lease,
       left: admission.lease.count - 1, // the asking request spends one

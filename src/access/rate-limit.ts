@@ -1,13 +1,11 @@
 import { accessGuard } from "../core/object-ids";
 import { type ProblemError, problem } from "../core/problem";
 import { MAX_CONNECTIONS_PER_PRINCIPAL } from "../streams/protocol";
-import { IsolateLeases } from "./leases";
-import { LocalRefusals } from "./local-refusals";
-import { type Admission, type LeasedAdmission, rateLimitHeaders } from "./sliding-window";
+import { IsolateLimiter } from "./isolate-limiter";
+import { type Admission, rateLimitHeaders } from "./sliding-window";
 
 /** This isolate's refusals and leases, per principal (docs/limits.md). */
-const refusals = new LocalRefusals();
-const leases = new IsolateLeases();
+const limiter = new IsolateLimiter();
 
 /** docs/limits.md */
 export const PUBLIC_LIMIT = 10;
@@ -60,7 +58,7 @@ export async function fromGuard<T>(call: Promise<T>): Promise<T> {
  * (thrown by `admit` too; a caller checks first to skip work the refusal would throw away).
  */
 export function localRefusal(principal: string, detail: string): ProblemError | undefined {
-  const refused = refusals.refusal(principal, Date.now());
+  const refused = limiter.refusal(principal, Date.now());
   return refused ? rateLimited(refused, detail) : undefined;
 }
 
@@ -74,25 +72,8 @@ export function localRefusal(principal: string, detail: string): ProblemError | 
  * setResponseHeaders(c, rateLimitHeaders(admission));
  */
 export async function admit(env: Env, principal: string, limit: number, detail = `${limit} requests per second`): Promise<Admission> {
-  const refused = localRefusal(principal, detail);
-  if (refused) throw refused;
-  const now = Date.now();
-  const leased = leases.spend(principal, now);
-  if (leased) return leased;
-  const options = { lease: leases.asked(principal, now), handBack: leases.takeHandBack(principal) };
-  let admission: LeasedAdmission;
-  try {
-    admission = await fromGuard(accessGuard(env, principal).admit(limit, undefined, options));
-  } finally {
-    leases.done(principal);
-  }
-  if (!admission.allowed) {
-    // The guard's answer is as of its own clock; the isolate's may be a little behind, which
-    // only makes the local refusal end sooner (the guard then decides again): never too long.
-    refusals.remember(principal, admission, Date.now());
-    throw rateLimited(admission, detail);
-  }
-  leases.keep(principal, admission, now);
+  const admission = await limiter.admit(principal, Date.now(), (options) => fromGuard(accessGuard(env, principal).admit(limit, undefined, options)), Date.now);
+  if (!admission.allowed) throw rateLimited(admission, detail);
   return admission;
 }
 

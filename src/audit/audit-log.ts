@@ -36,7 +36,14 @@ function changeText(change: unknown): string {
  * just before it in the batch changed a row (`changes()`), so a conditional update that matched
  * nothing leaves no record either.
  */
-export function auditStatement(db: D1Database, context: AuditContext, action: string, target: string, change: unknown, onlyIfChanged = false): D1PreparedStatement {
+export function auditStatement(
+  db: D1Database,
+  context: AuditContext,
+  action: string,
+  target: string,
+  change: unknown,
+  onlyIfChanged = false,
+): D1PreparedStatement {
   const sql = `INSERT INTO audit_log (at, operator, route, action, target, change) SELECT ?, ?, ?, ?, ?, ?${onlyIfChanged ? " WHERE changes() > 0" : ""}`;
   return db.prepare(sql).bind(context.at, context.operator, context.route, action, target, changeText(change));
 }
@@ -62,7 +69,10 @@ function decodeCursor(cursor: string): number {
 }
 
 /** Records at or after `since` (Unix ms), oldest first, `limit` a page; `nextCursor` continues. */
-export async function readAudit(db: D1Database, query: { since?: number; limit: number; cursor?: string }): Promise<{ data: AuditRecord[]; nextCursor: string | null }> {
+export async function readAudit(
+  db: D1Database,
+  query: { since?: number; limit: number; cursor?: string },
+): Promise<{ data: AuditRecord[]; nextCursor: string | null }> {
   const after = query.cursor ? decodeCursor(query.cursor) : 0;
   const { results } = await db
     .prepare("SELECT * FROM audit_log WHERE at >= ? AND id > ? ORDER BY id LIMIT ?")

@@ -40,7 +40,10 @@ export const auditRoutes = createRouter().openapi(
         cursor: z.string().max(256).optional().openapi({ description: "nextCursor of the previous page" }),
       }),
     },
-    responses: { ...okJson(z.object({ data: z.array(AuditRecordSchema), nextCursor: z.string().nullable() }), "A page"), ...problemResponses(400, 401, 429, 503) },
+    responses: {
+      ...okJson(z.object({ data: z.array(AuditRecordSchema), nextCursor: z.string().nullable() }), "A page"),
+      ...problemResponses(400, 401, 429, 503),
+    },
   }),
   async (c) => c.json((await readAudit(c.env.DB, c.req.valid("query"))) as never, 200),
 );

@@ -1,5 +1,6 @@
 import { createRoute, type Hook, OpenAPIHono, type RouteConfig, z } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
+import { BoundedMap, textBytes } from "../core/bounded-map";
 import type { AppEnv } from "../env";
 import type { MarketQuestion } from "../market/edge-copies";
 import { type EdgeRead, readMarket, readVenue } from "../market/edge-reads";
@@ -39,6 +40,9 @@ import {
 } from "./schemas";
 import { binanceStreamRoutes } from "./stream-routes";
 import * as binance from "./translate";
+
+/** What the translations may hold at most (docs/security.md#bounded-memory). */
+export const TRANSLATIONS_MAX_BYTES = 8 * 1024 * 1024;
 
 const tags = ["Binance-compatible market data"];
 /** The most levels or rows one read answers here (Binance allows more for depth: a larger limit gets this). */
@@ -93,22 +97,25 @@ const rows = (limit: number | undefined, fallback: number) => {
 };
 
 /**
- * Translations made, per request URL, with the answer each was made from: while a copy stays the
- * same (the all-market answers for up to a second, 2,000 markets of them) every request for it is
- * handed the same text instead of parsing and rebuilding it. Bounded: the URLs are the clients'.
+ * Translations made, per route and validated parameters (unknown parameters are not part of the
+ * key: they change nothing), with the answer each was made from: while a copy stays the same (the
+ * all-market answers for up to a second, 2,000 markets of them) every request for it is handed the
+ * same text instead of parsing and rebuilding it. Bounded in bytes (docs/security.md#bounded-memory).
  */
-const translations = new Map<string, { source: string; text: string }>();
-const MAX_TRANSLATIONS = 1_024;
+export const translations = new BoundedMap<{ source: string; text: string }>(TRANSLATIONS_MAX_BYTES, 1_024, (key, made) => textBytes(key, made.text));
+
+/** The key of a translation: the route and its parameters as validated, never the raw URL. */
+function translationKey(c: Context<AppEnv>): string {
+  return `${c.req.routePath}?${JSON.stringify(c.req.valid("query" as never) ?? null)}`;
+}
 
 /** A read's answer, translated, with the read's freshness headers (docs/edge-reads.md); `fresh` when it depends on more than the answer. */
 function sendAs<T>(c: Context<AppEnv>, read: EdgeRead, translate: (value: never) => unknown, fresh = false) {
-  const made = fresh ? undefined : translations.get(c.req.url);
+  const key = fresh ? "" : translationKey(c);
+  const made = fresh ? undefined : translations.get(key);
   if (made?.source === read.text) return sendRead<T>(c, { ...read, text: made.text });
   const text = JSON.stringify(translate(JSON.parse(read.text) as never));
-  if (!fresh) {
-    if (translations.size >= MAX_TRANSLATIONS) translations.clear();
-    translations.set(c.req.url, { source: read.text, text });
-  }
+  if (!fresh) translations.set(key, { source: read.text, text });
   return sendRead<T>(c, { ...read, text });
 }
 

@@ -4,6 +4,7 @@
  * many refreshes of one key may be in flight. The I/O around it is in `edge-reads.ts`.
  */
 
+import { BoundedMap, textBytes } from "../core/bounded-map";
 import type { ProblemResult } from "../core/problem";
 import { Slots } from "../core/slots";
 import type { KlineQuery } from "./klines";
@@ -52,8 +53,9 @@ export interface Copy extends MarketAnswer {
   fetchedAt: number;
 }
 
-/** Bounded: klines questions are the client's, so only so many distinct ones are kept. */
+/** Bounded: klines questions are the client's, so only so many distinct ones are kept, in entries and in bytes (docs/security.md#bounded-memory). */
 const MAX_COPIES = 1_024;
+export const COPIES_MAX_BYTES = 24 * 1024 * 1024;
 
 /** True when `a` shows a later moment of the market than `b`. */
 export function isNewer(a: MarketAnswer, b: MarketAnswer): boolean {
@@ -71,13 +73,18 @@ const REFRESH_AHEAD = { earliest: 0.5, latest: 0.75, margin: 2 } as const;
 const REFRESH_DECAY = 0.9;
 
 export class EdgeCopies {
-  private readonly copies = new Map<string, Copy>();
+  private readonly copies = new BoundedMap<Copy>(COPIES_MAX_BYTES, MAX_COPIES, (key, copy) => textBytes(key, copy.text));
   private readonly inFlight = new Slots<string>();
   private readonly refreshMs = new Map<string, number>();
 
   /** The copy of `key`, whatever its age. */
   latest(key: string): Copy | undefined {
     return this.copies.get(key);
+  }
+
+  /** What the copies hold now, in bytes (at most {@link COPIES_MAX_BYTES}). */
+  get bytes(): number {
+    return this.copies.bytes;
   }
 
   /** The copy of `key` if it is younger than `maxAgeMs` at `now`. */
@@ -91,13 +98,12 @@ export class EdgeCopies {
    * within an isolate a market's answers never go back. Returns the copy now held.
    */
   offer(key: string, copy: Copy): Copy {
-    const held = this.copies.get(key);
+    const held = this.copies.peek(key);
     if (held && !isNewer(copy, held)) {
       // The held answer is as new, but the refresh proves it still current at the later start.
       if (!isNewer(held, copy) && copy.fetchedAt > held.fetchedAt) held.fetchedAt = copy.fetchedAt;
       return held;
     }
-    if (!held && this.copies.size >= MAX_COPIES) this.copies.delete(this.copies.keys().next().value!);
     this.copies.set(key, copy);
     return copy;
   }

@@ -1,4 +1,5 @@
 import type { Context, TypedResponse } from "hono";
+import { BoundedMap, textBytes } from "../core/bounded-map";
 import { jsonText } from "../core/json-text";
 import type { AppEnv } from "../env";
 import type { VenueRecordKind } from "../groups/venue-board";
@@ -110,20 +111,22 @@ export function readMarketViews(): MarketView[] {
 }
 
 /** Prices answered per question from the snapshot this isolate holds; reset with each new snapshot. */
-let computed: { snapshot: object; registry: RegistryIndex; answers: Map<string, string> } | undefined;
+let computed: { snapshot: object; registry: RegistryIndex; answers: BoundedMap<string> } | undefined;
+/** Bounded: the assets list is the client's (docs/security.md#bounded-memory). */
+const PRICE_ANSWERS_MAX_BYTES = 4 * 1024 * 1024;
 
 export async function readPrices(ctx: ReadContext, { quote, assets }: { quote: string; assets?: string[] }): Promise<EdgeRead> {
   const snapshot = await readPriceSnapshot(ctx.env);
   const now = Date.now();
   if (!snapshot) return { text: JSON.stringify({ quote, asOf: null, data: [] }), asOf: now, ageMs: 0, stale: false };
   const registry = currentRegistry();
-  if (computed?.snapshot !== snapshot || computed.registry !== registry) computed = { snapshot, registry, answers: new Map() };
+  if (computed?.snapshot !== snapshot || computed.registry !== registry)
+    computed = { snapshot, registry, answers: new BoundedMap(PRICE_ANSWERS_MAX_BYTES, 256, textBytes) };
   const question = `${quote}:${assets?.join(",") ?? "*"}`;
   let text = computed.answers.get(question);
   if (text === undefined) {
     text = JSON.stringify({ quote, asOf: snapshot.asOf, data: pricesIn(registry, snapshot, quote, assets) });
-    // Bounded: the assets list is the client's, so only so many distinct questions are kept.
-    if (computed.answers.size < 256) computed.answers.set(question, text);
+    computed.answers.set(question, text);
   }
   return { text, asOf: snapshot.asOf, ageMs: Math.max(0, now - snapshot.asOf), stale: false };
 }

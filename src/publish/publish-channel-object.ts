@@ -1,7 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { KeyStatus } from "../access/access-guard";
 import { allowListAdmits } from "../access/client-address";
-import { grantsMarket, type MarketGrant } from "../access/keys";
+import type { MarketGrant } from "../access/keys";
 import { accessGuard } from "../core/object-ids";
 import { ProblemError, problem, toProblemResult } from "../core/problem";
 import { Slots } from "../core/slots";
@@ -191,7 +191,10 @@ export class PublishChannel extends DurableObject<Env> {
   /** Applies a fresh check to the open connections: a key that may no longer publish closes them all (1008). */
   private enforce(grant: Grant): void {
     const refusal = refusalOf(grant.status, Date.now());
-    if (refusal) return this.closeAll(refusal);
+    if (refusal) {
+      this.closeAll(refusal);
+      return;
+    }
     for (const ws of this.ctx.getWebSockets()) {
       const { ip } = ws.deserializeAttachment() as Attachment;
       if (!allowListAdmits(grant.status.allowCidrs, ip)) this.close(ws, "the connection's address left the key's allow-list");

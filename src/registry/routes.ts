@@ -85,10 +85,17 @@ async function enforce(env: Env, change: MarketChange, audit: AuditContext): Pro
   try {
     await marketObject(env, change.after.symbol).configure(change.after);
   } catch (error) {
-    console.error(JSON.stringify({ level: "error", message: "market could not be told of a change; undoing it", symbol: change.after.symbol, error: String(error) }));
+    console.error(
+      JSON.stringify({ level: "error", message: "market could not be told of a change; undoing it", symbol: change.after.symbol, error: String(error) }),
+    );
     await revertMarket(env.DB, change, { ...audit, at: Date.now() });
     await publish(env);
-    throw problem("UNAVAILABLE", `the ${change.after.symbol} market could not be told of the change, so it was undone; send it again`, {}, { "Retry-After": "1" });
+    throw problem(
+      "UNAVAILABLE",
+      `the ${change.after.symbol} market could not be told of the change, so it was undone; send it again`,
+      {},
+      { "Retry-After": "1" },
+    );
   }
   await publish(env);
   return change.after;
@@ -236,7 +243,11 @@ export const registryRoutes = createRouter()
     }),
     async (c) => {
       const audit = auditOf(c);
-      const market = await enforce(c.env, await setMarketStatus(c.env.DB, requireSymbol(c.req.valid("param").pair).symbol, c.req.valid("json").status, audit), audit);
+      const market = await enforce(
+        c.env,
+        await setMarketStatus(c.env.DB, requireSymbol(c.req.valid("param").pair).symbol, c.req.valid("json").status, audit),
+        audit,
+      );
       return c.json(marketView(market), 200);
     },
   );

@@ -84,7 +84,12 @@ function failIfAny(errors: FieldError[], what: string): void {
 }
 
 /** Lists assets, all or nothing: a code already listed (or twice in the request) is 409 naming every one. */
-export async function listAssets(db: D1Database, assets: Omit<AssetConfig, "status">[], audit: AuditContext, path: (i: number) => string): Promise<AssetConfig[]> {
+export async function listAssets(
+  db: D1Database,
+  assets: Omit<AssetConfig, "status">[],
+  audit: AuditContext,
+  path: (i: number) => string,
+): Promise<AssetConfig[]> {
   const now = audit.at;
   const existing = new Set((await db.prepare("SELECT asset FROM assets").all<{ asset: string }>()).results.map((r) => r.asset));
   const seen = new Set<string>();
@@ -225,7 +230,10 @@ export async function setMarketStatus(db: D1Database, symbol: string, status: Ma
 export async function revertMarket(db: D1Database, change: MarketChange, audit: AuditContext): Promise<MarketConfig> {
   const { before, after } = change;
   const restored = { ...after, rules: before.rules, status: before.status, revision: after.revision + 1 };
-  return update(db, after, restored, audit, "market.revert", { reason: "the market object could not be told; the change was undone", revision: after.revision });
+  return update(db, after, restored, audit, "market.revert", {
+    reason: "the market object could not be told; the change was undone",
+    revision: after.revision,
+  });
 }
 
 /**

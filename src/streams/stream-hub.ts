@@ -536,7 +536,8 @@ export class StreamHub extends DurableObject<Env> {
         if (attachment.binance) this.binance.remove(ws, name);
         else this.subscribers.get(name)?.delete(ws);
       }
-      if (!attachment.binance) this.send(ws, { id: null, error: { code: "STREAM_ENDED", message: `${symbol} was delisted; these streams ended: ${ended.join(", ")}` } });
+      if (!attachment.binance)
+        this.send(ws, { id: null, error: { code: "STREAM_ENDED", message: `${symbol} was delisted; these streams ended: ${ended.join(", ")}` } });
     }
     this.books.delete(symbol);
     this.awaitingBase.delete(symbol);

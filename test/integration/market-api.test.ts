@@ -113,7 +113,9 @@ describe("public market endpoints answer the documented shapes", () => {
       code: "VALIDATION_FAILED",
       extras: { errors: [{ path: "trades.0.price", message: "has more than 3 decimals" }] },
     });
-    await expect(ingest(env, "*", { symbol: "SOLUSDT", trades: [{ ...trade, id: "zero", quantity: "0" }] })).rejects.toMatchObject({ code: "VALIDATION_FAILED" });
+    await expect(ingest(env, "*", { symbol: "SOLUSDT", trades: [{ ...trade, id: "zero", quantity: "0" }] })).rejects.toMatchObject({
+      code: "VALIDATION_FAILED",
+    });
     const { body } = await callJson("/api/ticker/SOLUSDT");
     expect(body).toMatchObject({ tradeCount24h: 1, volume24h: "1.25", lastPrice: "150.500" });
   });
@@ -231,7 +233,9 @@ describe("public market endpoints answer the documented shapes", () => {
     expect({ ...bookAfter, timestamp: 0 }).toEqual({ ...bookBefore, timestamp: 0 });
     expect(after).toMatchObject({ lastPrice: "96000.00", tradeCount24h: 3 });
     // Trade ids are remembered across the eviction too.
-    expect(await ingest(env, "*", { symbol: "BTCUSDT", trades: [{ id: "persist-1", price: "1", quantity: "1", side: "buy", time: Date.now() }] })).toMatchObject({
+    expect(
+      await ingest(env, "*", { symbol: "BTCUSDT", trades: [{ id: "persist-1", price: "1", quantity: "1", side: "buy", time: Date.now() }] }),
+    ).toMatchObject({
       duplicateTrades: 1,
     });
   });

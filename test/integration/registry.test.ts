@@ -108,7 +108,8 @@ describe("listing assets and markets (docs/operations.md#listing-markets)", () =
   it("changed rules apply to the next batch; the scales stay; a halt refuses ingest at once; delisting is final and leaves the listings", async () => {
     await post("/admin/assets", { asset: "AVAX", name: "Avalanche", decimals: 18 });
     await post("/admin/markets", { base: "AVAX", quote: "USDT", ...rules });
-    const trade = (id: string, price: string) => ingest(env, "*", { symbol: "AVAXUSDT", trades: [{ id, price, quantity: "1.0", side: "buy", time: Date.now() }] });
+    const trade = (id: string, price: string) =>
+      ingest(env, "*", { symbol: "AVAXUSDT", trades: [{ id, price, quantity: "1.0", side: "buy", time: Date.now() }] });
     await expect(trade("a-1", "20.0001")).resolves.toMatchObject({ acceptedTrades: 1 });
     const changed = await patch("/admin/markets/AVAX-USDT", { tickSize: "0.01" });
     expect(changed.body).toMatchObject({ tickSize: "0.01", priceScale: 4 });
@@ -201,7 +202,10 @@ describe("all-market answers and the shared objects' load (docs/api.md#all-marke
       await Promise.all(
         assets.map((a, i) => {
           updates += 1;
-          return ingest(env, "*", { symbol: `${a.asset}USDT`, trades: [{ id: `${round}-${i}`, price: "1.0000", quantity: "1.0", side: "buy", time: Date.now() }] });
+          return ingest(env, "*", {
+            symbol: `${a.asset}USDT`,
+            trades: [{ id: `${round}-${i}`, price: "1.0000", quantity: "1.0", side: "buy", time: Date.now() }],
+          });
         }),
       );
     }

@@ -1,46 +1,78 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { IsolateLimiter } from "../../src/access/isolate-limiter";
 import { IsolateLeases } from "../../src/access/leases";
 import { LocalRefusals } from "../../src/access/local-refusals";
 import { LEASE_MS, SlidingWindow } from "../../src/access/sliding-window";
 
 /**
- * One principal's requests spread over simulated isolates, each with its own leases and local
- * refusals, all asking one guard's window — the production path of `admit()` with the clock and
- * the isolate chosen by the test. Requests at one isolate are in sequence (each answered before
- * the next); `concurrent` marks the isolates whose next request starts before the previous ended.
+ * One principal's requests spread over simulated isolates, each with its own `IsolateLimiter` (the
+ * production path of `admit()`), all asking one guard's window, with the clock and the isolate
+ * chosen by the test. Requests at one isolate are in sequence (each answered before the next).
  */
-function simulate(limit: number, arrivals: { at: number; isolate: number }[], isolates: number) {
+async function simulate(limit: number, arrivals: { at: number; isolate: number }[], isolates: number) {
   const guard = new SlidingWindow(limit);
-  const sides = Array.from({ length: isolates }, () => ({ leases: new IsolateLeases(), refusals: new LocalRefusals() }));
+  const sides = Array.from({ length: isolates }, () => new IsolateLimiter());
   const admitted: number[] = [];
   const refused: { at: number; locally: boolean }[] = [];
   let guardCalls = 0;
   for (const { at, isolate } of arrivals) {
-    const { leases, refusals } = sides[isolate]!;
-    if (refusals.refusal("p", at)) {
-      refused.push({ at, locally: true });
-      continue;
-    }
-    if (leases.spend("p", at)) {
-      admitted.push(at);
-      continue;
-    }
-    const lease = leases.asked("p", at);
-    const handBack = leases.takeHandBack("p");
-    guardCalls += 1;
-    if (handBack) guard.handBack(handBack.id, handBack.unused, at);
-    const admission = guard.admit(at, lease);
-    leases.done("p");
-    if (!admission.allowed) {
-      refusals.remember("p", admission, at);
-      refused.push({ at, locally: false });
-      continue;
-    }
-    leases.keep("p", admission, at);
-    admitted.push(at);
+    let asked = false;
+    const admission = await sides[isolate]!.admit(
+      "p",
+      at,
+      async ({ lease, handBack }) => {
+        asked = true;
+        guardCalls += 1;
+        if (handBack) guard.handBack(handBack.id, handBack.unused, at);
+        return guard.admit(at, lease);
+      },
+      () => at,
+    );
+    if (admission.allowed) admitted.push(at);
+    else refused.push({ at, locally: !asked });
   }
   return { admitted, refused, guardCalls };
+}
+
+/**
+ * A burst from one address into one isolate: request i arrives at `arrivals[i]` whether or not
+ * earlier ones were answered (a flood does not wait), and the guard answers it `latencies[i]` ms
+ * after it asked. Events run in time order on an injected clock; no wall-clock time passes.
+ */
+async function burst(limit: number, arrivals: number[], latencies: number[]) {
+  const guard = new SlidingWindow(limit);
+  const limiter = new IsolateLimiter();
+  let now = 0;
+  const settle = async () => {
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+  };
+  const events: { at: number; run: () => void }[] = [];
+  let admitted = 0;
+  const runs: Promise<void>[] = [];
+  arrivals.forEach((at, i) => {
+    events.push({
+      at,
+      run: () => {
+        const ask = async ({ lease, handBack }: { lease: number; handBack?: { id: string; unused: number } }) => {
+          if (handBack) guard.handBack(handBack.id, handBack.unused, now);
+          const answer = guard.admit(now, lease);
+          await new Promise<void>((resolve) => events.push({ at: now + latencies[i % latencies.length]!, run: resolve }));
+          return answer;
+        };
+        runs.push(limiter.admit("p", now, ask, () => now).then((a) => void (a.allowed && (admitted += 1))));
+      },
+    });
+  });
+  while (events.length > 0) {
+    events.sort((a, b) => a.at - b.at);
+    const next = events.shift()!;
+    now = next.at;
+    next.run();
+    await settle();
+  }
+  await Promise.all(runs);
+  return admitted;
 }
 
 /** The naive model's question: the most admissions any rolling 1,000 ms window holds. */
@@ -74,31 +106,52 @@ const scenario = fc
   .chain(({ limit, isolates }) => fc.record({ limit: fc.constant(limit), isolates: fc.constant(isolates), arrivals: arrivalsOf(isolates) }));
 
 describe("leased admissions (docs/limits.md#leased-admissions), 1–8 simulated isolates", () => {
-  it("never more than N admitted in any rolling 1,000 ms, whatever the arrivals and isolates", () => {
-    fc.assert(
-      fc.property(scenario, ({ limit, isolates, arrivals }) => {
-        const { admitted } = simulate(limit, arrivals, isolates);
+  it("never more than N admitted in any rolling 1,000 ms, whatever the arrivals and isolates", async () => {
+    await fc.assert(
+      fc.asyncProperty(scenario, async ({ limit, isolates, arrivals }) => {
+        const { admitted } = await simulate(limit, arrivals, isolates);
         expect(busiestWindow(admitted), `admissions in the busiest window, limit ${limit}`).toBeLessThanOrEqual(limit);
       }),
       { numRuns: 300 },
     );
   });
 
-  it("a principal within 80 % of its limit in every window is never refused, however it spreads over isolates", () => {
-    fc.assert(
-      fc.property(scenario, ({ limit, isolates, arrivals }) => {
+  it("a principal within 80 % of its limit in every window is never refused, however it spreads over isolates", async () => {
+    await fc.assert(
+      fc.asyncProperty(scenario, async ({ limit, isolates, arrivals }) => {
         const kept = compliant(arrivals, Math.floor(0.8 * limit));
-        const { refused } = simulate(limit, kept, isolates);
+        const { refused } = await simulate(limit, kept, isolates);
         expect(refused, `refusals of a compliant principal, limit ${limit}, ${isolates} isolates`).toEqual([]);
       }),
       { numRuns: 300 },
     );
   });
 
-  it("a busy principal in one isolate costs fewer guard calls than requests (leases hold at most 20 % of the limit, so the saving is bounded)", () => {
+  it("a fresh address's first burst gets exactly N in its first second, whatever its pace and the guard's latency (cold isolate)", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({
+          limit: fc.constantFrom(10, 30),
+          gaps: fc.array(fc.integer({ min: 0, max: 15 }), { minLength: 1, maxLength: 20 }),
+          latencies: fc.array(fc.integer({ min: 0, max: 40 }), { minLength: 1, maxLength: 20 }),
+        }),
+        async ({ limit, gaps, latencies }) => {
+          // Four times the limit, arriving within 600 ms: all of it inside the first rolling second.
+          let at = 0;
+          const arrivals = Array.from({ length: 4 * limit }, (_, i) => (at += gaps[i % gaps.length]!));
+          fc.pre(at < 600);
+          const admitted = await burst(limit, arrivals, latencies);
+          expect(admitted, `admitted of a burst of ${arrivals.length} in ${at} ms, limit ${limit}`).toBe(limit);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it("a busy principal in one isolate costs fewer guard calls than requests (leases hold at most 20 % of the limit, so the saving is bounded)", async () => {
     // 30 a second per key, 24 a second in sequence from one isolate: every 41 ms.
     const arrivals = Array.from({ length: 240 }, (_, i) => ({ at: 1_000_000 + Math.round(i * (1000 / 24)), isolate: 0 }));
-    const { admitted, refused, guardCalls } = simulate(30, arrivals, 1);
+    const { admitted, refused, guardCalls } = await simulate(30, arrivals, 1);
     expect([admitted.length, refused.length]).toEqual([240, 0]);
     expect(guardCalls, "guard calls for 240 requests").toBeLessThanOrEqual(216);
   });

@@ -1,0 +1,50 @@
+import { IsolateLeases } from "./leases";
+import { LocalRefusals } from "./local-refusals";
+import type { Admission, LeasedAdmission } from "./sliding-window";
+
+/** What the isolate asks a principal's guard: one admission, or a lease, with what it hands back. */
+export type AskGuard = (options: { lease: number; handBack?: { id: string; unused: number } }) => Promise<LeasedAdmission>;
+
+/**
+ * The isolate's side of a rate limit (docs/limits.md#leased-admissions), with the clock and the
+ * guard passed in: a held lease is spent first, then a remembered refusal answers without a call,
+ * and only then is the guard asked. A lease is spent even while a refusal is remembered: its
+ * admissions are already counted in the guard's window, so refusing them would under-admit (a
+ * cold burst got 9 of 10 that way).
+ *
+ * @example
+ * const admission = await limiter.admit("ip:203.0.113.9", Date.now(), (options) => guard.admit(10, undefined, options), Date.now);
+ */
+export class IsolateLimiter {
+  private readonly refusals = new LocalRefusals();
+  private readonly leases = new IsolateLeases();
+
+  /** The refusal this isolate gives `principal` at `now` without asking, unless a held lease can still admit it. */
+  refusal(principal: string, now: number): Admission | undefined {
+    if (this.leases.canSpend(principal, now)) return undefined;
+    return this.refusals.refusal(principal, now);
+  }
+
+  /** Admits one request of `principal` at `now` (this isolate's clock), or says why not; `clock` reads the time after the guard answered. */
+  async admit(principal: string, now: number, ask: AskGuard, clock: () => number): Promise<Admission> {
+    const leased = this.leases.spend(principal, now);
+    if (leased) return leased;
+    const refused = this.refusals.refusal(principal, now);
+    if (refused) return refused;
+    const options = { lease: this.leases.asked(principal, now), handBack: this.leases.takeHandBack(principal) };
+    let admission: LeasedAdmission;
+    try {
+      admission = await ask(options);
+    } finally {
+      this.leases.done(principal);
+    }
+    if (!admission.allowed) {
+      // The guard's answer is as of its own clock; the isolate's may be a little behind, which
+      // only makes the local refusal end sooner (the guard then decides again): never too long.
+      this.refusals.remember(principal, admission, clock());
+      return admission;
+    }
+    this.leases.keep(principal, admission, now);
+    return admission;
+  }
+}
