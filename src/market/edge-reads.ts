@@ -66,6 +66,11 @@ export interface EdgeRead {
 
 const copies = new EdgeCopies();
 
+/** What this isolate's market copies hold, in bytes (docs/security.md#bounded-memory). */
+export function heldCopyBytes(): number {
+  return copies.bytes;
+}
+
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The location's shared copy of a key, through the Cache API (absent where there is none). */

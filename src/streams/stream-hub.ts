@@ -383,9 +383,11 @@ export class StreamHub extends DurableObject<Env> {
     let registration = this.registrations.get(source);
     if (!registration) {
       if (!fromPriceIndex(stream) && stream.kind !== "heartbeat") {
-        // A new registration brings a new base book; until then there is no copy to trust.
+        // A new registration brings a new base book; until then there is no copy to trust. If it
+        // never comes (the join was lost on its way), the alarm asks again.
         this.books.delete(stream.subject);
         this.awaitingBase.set(stream.subject, Date.now());
+        this.armAlarm(Date.now() + BASE_TIMEOUT_MS).catch((error: unknown) => console.error("arming the base re-ask failed", String(error)));
       }
       const released = this.releases.get(source) ?? Promise.resolve();
       registration = released.then(() => this.registerSource(stream));

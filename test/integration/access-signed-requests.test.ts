@@ -6,7 +6,7 @@ import { sign, signaturePayload } from "../../src/access/signature";
 import { accessGuard } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
 import { INGEST_MAX_BYTES } from "../../src/v1/routes";
-import { newAccount, newKey, signedCall } from "../support/accounts";
+import { newAccount, newKey, newPublishKey, signedCall } from "../support/accounts";
 import { call, callJson } from "../support/http";
 
 async function problemOf(response: Response) {
@@ -142,7 +142,7 @@ describe("signed endpoints (docs/api.md, docs/signing.md)", () => {
     const reader = await newKey({ permissions: ["read"] });
     const refused = await signedCall(reader, "POST", "/v1/ingest", { body });
     expect([refused.status, (await problemOf(refused)).code]).toEqual([403, "PERMISSION_DENIED"]);
-    const publisher = await newKey({ permissions: ["publish"] });
+    const publisher = await newPublishKey();
     const accepted = await signedCall(publisher, "POST", "/v1/ingest", { body });
     expect(accepted.status).toBe(200);
     expect(await accepted.json()).toEqual({ symbol: "ETHUSDT", acceptedTrades: 1, duplicateTrades: 0, sequence: 0 });
@@ -151,7 +151,7 @@ describe("signed endpoints (docs/api.md, docs/signing.md)", () => {
   });
 
   it("ingest refuses a wrong content type (415), an oversized body (413) and a bad batch (400)", async () => {
-    const publisher = await newKey({ permissions: ["publish"] });
+    const publisher = await newPublishKey();
     const text = await signedCall(publisher, "POST", "/v1/ingest", { body: "symbol=BTCUSDT", headers: { "Content-Type": "text/plain" } });
     expect([text.status, (await problemOf(text)).code]).toEqual([415, "UNSUPPORTED_MEDIA_TYPE"]);
     const huge = JSON.stringify({ symbol: "BTCUSDT", trades: [], pad: "x".repeat(INGEST_MAX_BYTES) });

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { MAX_SNAPSHOT_STEP } from "../../src/market/order-book";
-import { newAccount, newKey, signedCall } from "../support/accounts";
+import { newAccount, newKey, newPublishKey, signedCall } from "../support/accounts";
 import { ADMIN } from "../support/gateways";
 import { call, callJson } from "../support/http";
 
@@ -11,7 +11,7 @@ describe("a book never goes back (publisher rules)", () => {
   const snapshot = (sequence: number, bid = "100.00") => ({ type: "snapshot", sequence, bids: [[bid, "1.00000"]], asks: [["200.00", "1.00000"]] });
 
   it("a replayed signed ingest is a duplicate no-op, an older snapshot is refused, the book keeps its sequence", async () => {
-    const publisher = await newKey({ permissions: ["publish"] });
+    const publisher = await newPublishKey();
     const book = async () => (await callJson("/api/orderbook/SOLUSDT?depth=5")).body;
     const start = (await book()).sequence as number;
     const first = JSON.stringify({ symbol: "SOLUSDT", book: snapshot(start + 10) });
@@ -34,7 +34,7 @@ describe("a book never goes back (publisher rules)", () => {
   });
 
   it("a snapshot at the largest sequence cannot freeze the market: it is refused, and the market moves on", async () => {
-    const publisher = await newKey({ permissions: ["publish"] });
+    const publisher = await newPublishKey();
     const start = (await callJson("/api/orderbook/XRPUSDT?depth=1")).body.sequence as number;
     const huge = await signedCall(publisher, "POST", "/v1/ingest", {
       body: JSON.stringify({ symbol: "XRPUSDT", book: snapshot(Number.MAX_SAFE_INTEGER, "0.5000") }),

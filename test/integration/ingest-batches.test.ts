@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { PUBLISH_LIMIT, SIGNED_LIMIT } from "../../src/access/rate-limit";
 import { MAX_BOOK_UPDATES_PER_BATCH } from "../../src/market/schemas";
-import { newKey, signedCall } from "../support/accounts";
+import { newKey, newPublishKey, signedCall } from "../support/accounts";
 import { callJson } from "../support/http";
 
-const publisher = () => newKey({ permissions: ["read", "publish"] });
+const publisher = () => newPublishKey();
 const post = async (key: { id: string; secret: string }, body: unknown) => {
   const response = await signedCall(key, "POST", "/v1/ingest", { body: JSON.stringify(body) });
   return { status: response.status, body: await response.json<any>() };

@@ -1,10 +1,9 @@
 import { runInDurableObject } from "cloudflare:test";
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sign, signaturePayload } from "../../src/access/signature";
 import { marketObject } from "../../src/core/object-ids";
 import { MAX_UNACKED } from "../../src/publish/protocol";
-import { newKey, type TestKey } from "../support/accounts";
+import { newKey, newPublishKey, type TestKey } from "../support/accounts";
 import { call, callJson } from "../support/http";
 import { until } from "../support/poll";
 import { openSocket, type TestSocket, upgrade } from "./streams-support";
@@ -23,7 +22,7 @@ const answerOf = (socket: TestSocket, id: unknown) => until(() => socket.message
 
 describe("the publisher channel, GET /v1/publish (docs/publishing.md#the-publisher-channel)", () => {
   it("answers each batch with the ingest result or its problem, with the semantics of POST /v1/ingest", async () => {
-    const key = await newKey({ permissions: ["read", "publish"] });
+    const key = await newPublishKey();
     const socket = await channel(key);
     const snapshot = { type: "snapshot", sequence: 1, bids: [["0.6000", "10.0"]], asks: [["0.6100", "10.0"]] };
     socket.ws.send(
@@ -66,7 +65,7 @@ describe("the publisher channel, GET /v1/publish (docs/publishing.md#the-publish
   });
 
   it("keeps one market's batches in the order sent, and carries many markets on one connection", async () => {
-    const key = await newKey({ permissions: ["publish"] });
+    const key = await newPublishKey();
     const socket = await channel(key, "203.0.130.2");
     const markets = ["BTCUSDT", "ETHUSDT", "SOLUSDT"] as const;
     const prices = { BTCUSDT: ["97000.00", "0.00100"], ETHUSDT: ["3400.00", "0.0100"], SOLUSDT: ["150.000", "1.00"] } as const;
@@ -90,7 +89,7 @@ describe("the publisher channel, GET /v1/publish (docs/publishing.md#the-publish
   });
 
   it(`refuses a batch past ${MAX_UNACKED} awaiting their answer with an error, never a silent drop`, async () => {
-    const key = await newKey({ permissions: ["publish"] });
+    const key = await newPublishKey();
     const socket = await channel(key, "203.0.130.3");
     // The market holds every batch until released, so the window fills whatever the machine's speed.
     let release = () => {};
@@ -138,26 +137,21 @@ describe("the publisher channel, GET /v1/publish (docs/publishing.md#the-publish
     const reader = await newKey({ permissions: ["read"] });
     const denied = await upgrade(await publishPath(reader), "203.0.130.4");
     expect([denied.status, ((await denied.json()) as { code: string }).code]).toEqual([403, "PERMISSION_DENIED"]);
-    const publisher = await newKey({ permissions: ["publish"] });
+    const publisher = await newPublishKey();
     const forged = (await publishPath(publisher)).replace(/signature=[0-9a-f]{4}/, "signature=0000");
     expect((await upgrade(forged, "203.0.130.5")).status).toBe(401);
     expect((await call(await publishPath(publisher), { ip: "203.0.130.6" })).status).toBe(400);
   });
 
-  it("a revoked key's connections close at the next key check (policy violation)", async () => {
-    const key = await newKey({ permissions: ["publish"] });
+  it("a revoked key's connections close at once when the operator revokes it (policy violation, with the reason)", async () => {
+    const key = await newPublishKey();
     const socket = await channel(key, "203.0.130.8");
-    expect((await call(`/account/api-keys/${key.id}`, { method: "DELETE", headers: { Cookie: key.cookie } })).status).toBe(204);
-    // The check runs at most every 10 s: make it due now instead of waiting.
-    await runInDurableObject(env.PUBLISH_CHANNEL.getByName(`key:${key.id}`), (instance: object) => {
-      (instance as { keyCheckedAt: number }).keyCheckedAt = 0;
-    });
-    socket.ws.send(JSON.stringify({ id: 1, symbol: "BTCUSDT", trades: [] }));
-    expect((await socket.closed).code).toBe(1008);
+    expect((await call(`/admin/publish-keys/${key.id}`, { method: "DELETE", headers: { Authorization: "Bearer test-admin-token" } })).status).toBe(204);
+    expect(await socket.closed).toEqual({ code: 1008, reason: "the publishing key was revoked" });
   });
 
   it("a dropped connection loses nothing acknowledged: what was answered is stored, a resend of the rest applies once", async () => {
-    const key = await newKey({ permissions: ["publish"] });
+    const key = await newPublishKey();
     const first = await channel(key, "203.0.130.7");
     for (let n = 0; n < 10; n++)
       first.ws.send(

@@ -4,7 +4,7 @@ import { LocalRefusals } from "../../src/access/local-refusals";
 import { admit, GATEWAY_LIMIT } from "../../src/access/rate-limit";
 import { accessGuard, objectCalls } from "../../src/core/object-ids";
 import type { ProblemError } from "../../src/core/problem";
-import { newKey, signedCall } from "../support/accounts";
+import { newKey, newPublishKey, signedCall } from "../support/accounts";
 import { approveGateway, callbackBody, deliver } from "../support/gateways";
 import { call } from "../support/http";
 
@@ -201,7 +201,7 @@ describe("rate limits (docs/limits.md): exact, per IP and per key", () => {
 
   it("ingest refused before any key vouched for it (415, 413) counts against the client IP", async () => {
     const ip = "203.0.113.56";
-    const publisher = await newKey({ permissions: ["publish"] });
+    const publisher = await newPublishKey();
     const send = () => signedCall(publisher, "POST", "/v1/ingest", { ip, body: "symbol=BTCUSDT", headers: { "Content-Type": "text/plain" } });
     const statuses = (await Promise.all(Array.from({ length: 12 }, send))).map((r) => r.status).sort();
     expect(statuses).toEqual([...Array(10).fill(415), 429, 429]);

@@ -65,3 +65,22 @@ export async function signedCall(
     },
   });
 }
+
+/** A publishing key the operator issues (docs/operations.md#publish-keys); every market unless `markets` says. */
+export async function newPublishKey(
+  options: { markets?: string[] | "*"; allowIps?: string[]; expiresAt?: number | null; label?: string } = {},
+): Promise<TestKey> {
+  const response = await call("/admin/publish-keys", {
+    method: "POST",
+    headers: { Authorization: "Bearer test-admin-token", "Content-Type": "application/json" },
+    body: JSON.stringify({
+      label: options.label ?? "test feed",
+      markets: options.markets ?? "*",
+      allowIps: options.allowIps ?? [],
+      expiresAt: options.expiresAt ?? null,
+    }),
+  });
+  if (response.status !== 201) throw new Error(`issue publish key: ${response.status} ${await response.text()}`);
+  const body = (await response.json()) as { id: string; secret: string };
+  return { id: body.id, secret: body.secret, cookie: "" };
+}
