@@ -51,7 +51,7 @@ const CALLBACK = /^\/api\/gateway\//;
 const WHERE: Partial<Record<ProblemCode, RegExp>> = {
   INVALID_SYMBOL: MARKET_PATH,
   UNKNOWN_SYMBOL: MARKET_PATH,
-  NOT_FOUND: /^\/(account\/api-keys|admin\/gateways|admin\/assets)\/\{/,
+  NOT_FOUND: /^\/(account\/api-keys|admin\/gateways|admin\/assets|admin\/publish-keys)\/\{/,
   MISSING_CREDENTIALS: SIGNED,
   MALFORMED_CREDENTIALS: SIGNED,
   INVALID_API_KEY: SIGNED,
@@ -66,9 +66,10 @@ const WHERE: Partial<Record<ProblemCode, RegExp>> = {
   SEQUENCE_GAP: /^\/v1\/ingest$/,
   STALE_SEQUENCE: /^\/v1\/ingest$/,
   // A gateway id, asset or symbol taken; a market's rules or status changed by another request meanwhile.
-  ALREADY_EXISTS: /^\/admin\/(gateways|assets|markets)$|^\/admin\/markets\/\{pair\}/,
+  ALREADY_EXISTS: /^\/admin\/(gateways|assets|markets)$|^\/admin\/markets\/\{pair\}|^\/admin\/publish-keys\/\{/,
   MARKET_NOT_TRADING: /^\/v1\/ingest$|^\/admin\/markets\//,
-  STREAM_LIMIT: /\/ws$/,
+  STREAM_LIMIT: /\/ws$|^\/v1\/publish$/,
+  FORBIDDEN_MARKET: /^\/v1\/(ingest|publish)$/,
   NOT_CONFIGURED: /^\/(v1|account\/api-keys|admin|api\/gateway)\b/,
 };
 

@@ -128,7 +128,7 @@ export const publishKeyRoutes = createRouter()
       middleware,
       summary: "Revoke a publishing key: the next request fails, open channels close within 10 s",
       request: { params: KeyParam },
-      responses: { 204: { description: "Revoked" }, ...problemResponses(401, 404, 429, 503) },
+      responses: { 204: { description: "Revoked" }, ...problemResponses(400, 401, 404, 413, 429, 503) },
     }),
     async (c) => {
       await revokePublishKey(c.env, c.req.valid("param").id, auditOf(c));

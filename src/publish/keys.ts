@@ -102,7 +102,8 @@ export async function issuePublishKey(env: Env, input: NewPublishKey, audit: Aud
     keyId,
     accountId: OPERATOR_ACCOUNT,
     sealedSecret: await seal(env.SEALING_KEY, secret, keyId),
-    permissions: ["publish"],
+    // Public market data is readable by anyone; a feed handler may read it signed with the same key.
+    permissions: ["read", "publish"],
     allowCidrs: input.allowIps,
     expiresAt: input.expiresAt,
     createdAt: now,

@@ -28,7 +28,7 @@ publishRoutes.openAPIRegistry.registerPath({
   summary: "The publisher channel: ingest batches over one WebSocket (an operator's publishing key)",
   description: `Upgrade: websocket, signed like GET /v1/ws (headers, or ?apiKey=&timestamp=&signature= over /v1/publish) with a publishing key. Each message is a POST /v1/ingest body with an \`id\`; each is answered {id, result} (the IngestResult) or {id, error} (the problem), with the same semantics: dedupe, sequences, rules, all or nothing, FORBIDDEN_MARKET outside the key's markets. Batches of one market apply in the order sent. At most ${MAX_CHANNELS_PER_KEY} connections per key (a fifth is 429 STREAM_LIMIT). At most ${MAX_UNACKED} batches may await their answer on a connection, and ${MAX_UNACKED_PER_KEY} batches or ${MAX_PENDING_BYTES_PER_KEY} bytes on all of a key's: one more is answered with error RATE_LIMITED and not applied. The key is re-checked at least every ${KEY_CHECK_EVERY_MS / 1000} s: revocation, expiry and an allow-list change close the connection (1008), a market-list change holds the next batch.`,
   request: { query: z.object({ apiKey: z.string().optional(), timestamp: z.string().optional(), signature: z.string().optional() }) },
-  responses: { 101: { description: "Switching Protocols" }, ...problemResponses(400, 401, 403, 429) },
+  responses: { 101: { description: "Switching Protocols" }, ...problemResponses(400, 401, 403, 429, 503) },
 });
 publishRoutes.get("/publish", async (c) => {
   const { keyId, admission } = await authenticateSigned(c.env, c.req.raw, { permission: "publish", allowQueryForm: true });

@@ -9,6 +9,7 @@ import { call } from "../support/http";
 let keys = 0;
 
 /** A key that signs with the vector's secret, installed in its AccessGuard as the dashboard would. */
+/** A key with the vector's secret; with `publish`, an operator's publishing key for every market. */
 async function installVectorKey(secret: string, permissions: KeyRecord["permissions"]): Promise<string> {
   keys += 1;
   const keyId = `mk_${"0".repeat(20)}${keys.toString(16).padStart(4, "0")}`;
@@ -21,6 +22,7 @@ async function installVectorKey(secret: string, permissions: KeyRecord["permissi
     expiresAt: null,
     createdAt: 0,
     revokedAt: null,
+    ...(permissions.includes("publish") && { markets: "*" as const }),
   };
   await env.ACCESS_GUARD.getByName(`key:${keyId}`).installKey(record);
   return keyId;

@@ -29,7 +29,7 @@ describe("dashboard: API Management with plain HTML forms", () => {
 
     const created = await form(
       "/dashboard/keys",
-      { csrf, label: "forms key", permissions: ["read", "publish"], allowCidrs: "203.0.113.0/24\n2001:db8::/32", expiresAt: "2099-01-01T00:00" },
+      { csrf, label: "forms key", permissions: ["read", "stream"], allowCidrs: "203.0.113.0/24\n2001:db8::/32", expiresAt: "2099-01-01T00:00" },
       cookie,
     );
     expect(created.status).toBe(201);
@@ -41,7 +41,7 @@ describe("dashboard: API Management with plain HTML forms", () => {
 
     const again = await (await call("/dashboard", { headers: { Cookie: cookie } })).text();
     expect(again).toContain(keyId);
-    expect(again).toContain("read, publish");
+    expect(again).toContain("read, stream");
     expect(again).not.toContain(secret);
 
     expect((await signedCall({ id: keyId, secret }, "GET", "/v1/markets", { ip: "203.0.113.9" })).status).toBe(200);

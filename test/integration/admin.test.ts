@@ -40,6 +40,11 @@ describe("operator API: the bearer token (docs/signing.md)", () => {
         "POST /admin/gateways",
         "POST /admin/gateways/x_1/secrets",
         "PUT /admin/markets/BTC-USDT/status",
+        "POST /admin/publish-keys",
+        "GET /admin/publish-keys",
+        "PATCH /admin/publish-keys/x_1",
+        "DELETE /admin/publish-keys/x_1",
+        "GET /admin/audit",
       ].sort(),
     );
     const { body } = await callJson("/openapi.json");

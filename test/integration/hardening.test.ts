@@ -10,7 +10,7 @@ const json = { "Content-Type": "application/json" };
 describe("a book never goes back (publisher rules)", () => {
   const snapshot = (sequence: number, bid = "100.00") => ({ type: "snapshot", sequence, bids: [[bid, "1.00000"]], asks: [["200.00", "1.00000"]] });
 
-  it("a replayed signed ingest is a duplicate no-op, an older snapshot is refused, the book keeps its sequence", async () => {
+  it("a replayed signed ingest is a duplicate no-op, a different older snapshot is refused, the book keeps its sequence", async () => {
     const publisher = await newPublishKey();
     const book = async () => (await callJson("/api/orderbook/SOLUSDT?depth=5")).body;
     const start = (await book()).sequence as number;
@@ -25,8 +25,11 @@ describe("a book never goes back (publisher rules)", () => {
     // The same delta again (a resend within the receive window): nothing changes.
     const replayed = await signedCall(publisher, "POST", "/v1/ingest", { body: delta });
     expect([replayed.status, ((await replayed.json()) as { book: string }).book]).toEqual([200, "duplicate"]);
-    // The first snapshot again: it would take the book back, so it is refused.
-    const rewind = await signedCall(publisher, "POST", "/v1/ingest", { body: first });
+    // The first snapshot resent: recognised as applied before, nothing changes.
+    const resent = await signedCall(publisher, "POST", "/v1/ingest", { body: first });
+    expect([resent.status, ((await resent.json()) as { book: string }).book]).toEqual([200, "duplicate"]);
+    // A different snapshot at that old sequence would take the book back: refused.
+    const rewind = await signedCall(publisher, "POST", "/v1/ingest", { body: JSON.stringify({ symbol: "SOLUSDT", book: snapshot(start + 10, "99.00") }) });
     const problem = (await rewind.json()) as { code: string; currentSequence: number };
     expect([rewind.status, problem.code, problem.currentSequence]).toEqual([409, "STALE_SEQUENCE", start + 11]);
     const after = await book();

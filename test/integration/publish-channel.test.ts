@@ -1,4 +1,5 @@
 import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sign, signaturePayload } from "../../src/access/signature";
 import { marketObject } from "../../src/core/object-ids";

@@ -126,6 +126,37 @@ describe("the whole surface: no client input gets a 5xx (docs/api.md#errors)", (
     );
   }, 120_000);
 
+  it("stream upgrades, native and Binance, with any names, control characters and encodings: 101 or a 4xx, never a 5xx", async () => {
+    // Text a hostile client can put in a path or query: control characters, broken and overlong
+    // percent-encodings, separators, unicode, and real stream names to mix them into.
+    const piece = fc.oneof(
+      fc.constantFrom("btcusdt@trade", "btcusdt@depth@100ms", "book.BTCUSDT", "trades.BTCUSDT", "!ticker@arr", "heartbeat", "/", ",", "@", "."),
+      fc.constantFrom("%00", "%0A", "%0D%0A", "%09", "%7F", "%E0%A4%A", "%FF", "%C0%AF", "%25", "%2F", "%", "%%", "%u0000", "%F0%9F%98%80"),
+      fc.string({ maxLength: 12 }).map(encodeURIComponent),
+      fc.string({ unit: "binary", maxLength: 6 }).map((text) => encodeURIComponent(text).replace(/%2[Ff]/g, "/")),
+    );
+    const names = fc.array(piece, { maxLength: 12 }).map((pieces) => pieces.join(""));
+    let n = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom("/binance/ws/", "/binance/stream?streams=", "/api/ws?streams=", "/v1/ws?streams="), names, async (route, name) => {
+        n += 1;
+        const path = `${route}${name}`;
+        let response: Response;
+        try {
+          response = await call(path, { ip: `10.77.${(n >> 8) & 255}.${n & 255}`, headers: { Upgrade: "websocket" } });
+        } catch {
+          return; // a URL the runtime itself will not parse never reaches the service
+        }
+        expect(response.status, `${path}: ${response.status}`).toBeLessThan(500);
+        if (response.webSocket) {
+          response.webSocket.accept();
+          response.webSocket.close(1000);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it("a JSON route sent anything but JSON answers 415 UNSUPPORTED_MEDIA_TYPE", async () => {
     for (const [path, type, payload] of [
       ["/account/signup", "text/plain", "hello"],

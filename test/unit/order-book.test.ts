@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { type BookUpdate, MAX_SNAPSHOT_STEP, OrderBook, type UnitLevel } from "../../src/market/order-book";
+import { type BookUpdate, MAX_SNAPSHOT_STEP, OrderBook, RESEND_WINDOW, type UnitLevel } from "../../src/market/order-book";
 
 /** The naive model: a map per side, sorted only when read. */
 class NaiveBook {
@@ -164,11 +164,33 @@ describe("a book's sequence never goes back (publisher rules)", () => {
     const delta: BookUpdate = { type: "delta", sequence: 11, bids: [[101n, 2n]], asks: [] };
     expect(book.apply(delta, 4)).toBe("applied");
     expect(book.apply(delta, 5), "replayed delta").toBe("duplicate");
+    expect(book.apply(snapshot(10), 6), "an applied snapshot resent after a delta: recognised").toBe("duplicate");
     expect(
-      codeOf(() => book.apply(snapshot(10), 6)),
-      "snapshot replayed after a delta",
+      codeOf(() => book.apply({ ...snapshot(10), bids: [[50n, 1n]] }, 6)),
+      "a different update at an applied sequence",
     ).toBe("STALE_SEQUENCE");
     expect([book.sequence, book.top().bid?.[0]]).toEqual([11, 101n]);
+  });
+
+  it(`a resend of any of the last ${RESEND_WINDOW} applied updates is a duplicate that changes nothing; older ones are STALE_SEQUENCE`, () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 3 * RESEND_WINDOW }), fc.integer({ min: 0, max: 3 * RESEND_WINDOW }), (applied, pick) => {
+        const book = new OrderBook(0, 0);
+        const delta = (n: number): BookUpdate => ({ type: "delta", sequence: n, bids: [[BigInt(1 + (n % 7)), BigInt(n)]], asks: [] });
+        for (let n = 1; n <= applied; n++) book.apply(delta(n), 0);
+        const before = [book.sequence, book.levels(10)];
+        const sequence = 1 + (pick % applied);
+        let outcome: string | undefined;
+        try {
+          outcome = book.apply(delta(sequence), 0);
+        } catch (error) {
+          outcome = (error as { code?: string }).code;
+        }
+        expect(outcome, `resend of ${sequence} after ${applied}`).toBe(applied - sequence < RESEND_WINDOW ? "duplicate" : "STALE_SEQUENCE");
+        expect([book.sequence, book.levels(10)], "nothing changed").toEqual(before);
+      }),
+      { numRuns: 200 },
+    );
   });
 
   it("no accepted update leaves the market without a next sequence", () => {
