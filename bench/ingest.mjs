@@ -12,10 +12,11 @@
 // acknowledged trade is in /api/trades. Loopback only; it stops everything it started.
 import { mkdirSync } from "node:fs";
 import WebSocket from "ws";
+import { issuePublishKey } from "../scripts/publish-key.mjs";
 import { listVenue } from "../scripts/venue.mjs";
 import { option } from "./load.mjs";
 import { bundleService, startService, work } from "./service.mjs";
-import { createKey, sign, signUp } from "./signed-load.mjs";
+import { sign } from "./signed-load.mjs";
 
 const SECONDS = Number(option("seconds", 30));
 const RATE = Number(option("rate", 5000));
@@ -249,8 +250,8 @@ async function main() {
   const service = await startService(bundleService(asJson), { DEMO_FEED: "off" });
   try {
     const url = service.url;
-    const cookie = await signUp(url, `ingest-${Date.now().toString(36)}@example.com`, nextIp());
-    const key = await createKey(url, cookie, "bench ingest", ["read", "publish"], nextIp());
+    // Publishing keys are the operator's (docs/operations.md#publish-keys).
+    const key = await issuePublishKey(url, "bench-admin-token", { label: "bench ingest" });
     await listVenue({ url, token: "bench-admin-token", count: VENUE_MARKETS, headers: { "CF-Connecting-IP": nextIp() } });
     const scales = (symbol) =>
       ({ BTCUSDT: { priceScale: 2, quantityScale: 5 }, ETHUSDT: { priceScale: 2, quantityScale: 4 } })[symbol] ?? { priceScale: 2, quantityScale: 3 };

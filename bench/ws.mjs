@@ -16,9 +16,10 @@
 // sending one fixed text of the same size to the same number of hibernated sockets, at the same
 // rate, in the same run. Loopback only; bounded in time; exits 1 when anything was lost.
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
+import { issuePublishKey } from "../scripts/publish-key.mjs";
 import { listVenue } from "../scripts/venue.mjs";
 import { option } from "./load.mjs";
-import { createKey, sign, signUp } from "./signed-load.mjs";
+import { sign } from "./signed-load.mjs";
 
 const args = process.argv.slice(2);
 const CLIENTS = Number(option("clients", 1000));
@@ -302,8 +303,8 @@ async function main() {
   let clients = [];
   let report;
   try {
-    const cookie = await signUp(service.url, `ws-bench-${Date.now()}@example.com`, "10.250.0.1");
-    const key = await createKey(service.url, cookie, "ws bench", ["publish"], "10.250.0.1");
+    // Publishing keys are the operator's (docs/operations.md#publish-keys).
+    const key = await issuePublishKey(service.url, "bench-admin-token", { label: "ws bench" });
     const bids = Array.from({ length: LEVELS }, (_, i) => [price(MID - 1 - i), "1.00000"]);
     const asks = Array.from({ length: LEVELS }, (_, i) => [price(MID + 1 + i), "1.00000"]);
     const raw = JSON.stringify({ symbol: "BTCUSDT", book: { type: "snapshot", sequence: 1, bids, asks } });

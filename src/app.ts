@@ -66,7 +66,7 @@ const OPENAPI_INFO = {
   openapi: "3.1.0",
   info: {
     title: "Market Data Service",
-    version: "1.1.0",
+    version: "2.0.0",
     description: "Market data for trading assets and pairs at the edge. Decimals are strings, timestamps Unix milliseconds, errors RFC 9457 problem+json.",
   },
   servers: [

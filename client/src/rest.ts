@@ -166,7 +166,12 @@ export class MarketDataClient {
   signedListMarkets(): Promise<Answer<"signedListMarkets">> {
     return this.call("signedListMarkets", {});
   }
-  /** `POST /v1/ingest` (signed, permission `publish`): trades and book updates. Not retried: a POST is not idempotent. */
+  /**
+   * `POST /v1/ingest`, signed with a publishing key the operator issued for the market (an account's
+   * key cannot publish): trades and book updates. A market outside the key's markets is a
+   * `MarketDataError` with status 403 and code `FORBIDDEN_MARKET`. Not retried automatically, but
+   * safe to resend: trade ids already stored and book updates already applied answer as duplicates.
+   */
   ingestMarketData(body: Body<"ingestMarketData">): Promise<Answer<"ingestMarketData">> {
     return this.call("ingestMarketData", {}, body);
   }

@@ -16,7 +16,7 @@ export const MAX_BATCH_BYTES = 1024 * 1024;
 /** Open publisher connections per publishing key (docs/limits.md#publishing). */
 export const MAX_CHANNELS_PER_KEY = 4;
 /** Batches, and their bytes, awaiting an answer over all of one key's connections: what a key can make its channel hold. */
-export const MAX_UNACKED_PER_KEY = 128;
+export const MAX_UNACKED_PER_KEY = MAX_CHANNELS_PER_KEY * MAX_UNACKED;
 export const MAX_PENDING_BYTES_PER_KEY = 16 * 1024 * 1024;
 
 export type BatchId = string | number;

@@ -6,7 +6,7 @@ import { describe, expect, inject, it } from "vitest";
 import WebSocket from "ws";
 import { type Heartbeat, type LocalBook, MarketDataClient, MarketDataError, MarketStream, OPERATIONS, type WebSocketConstructor } from "../../client/src/index";
 import { until } from "../support/poll";
-import { newApiKey } from "./api-keys";
+import { newApiKey, newPublishKey } from "./api-keys";
 
 /**
  * The official client package against the service started as `npm start` does: every public
@@ -153,7 +153,8 @@ describe("the client package against the running service", () => {
 
   it("keeps a local book of a minute's worth of updates in sync through a forced disconnect, ending equal to GET /api/orderbook at the same sequence", async () => {
     const symbol = "XRPUSDT";
-    const publisher = new MarketDataClient({ baseUrl, ...(await apiKey(["read", "publish"])), headers: { "CF-Connecting-IP": "198.51.100.201" } });
+    const issued = await newPublishKey(baseUrl, [symbol]);
+    const publisher = new MarketDataClient({ baseUrl, apiKey: issued.id, secret: issued.secret, headers: { "CF-Connecting-IP": "198.51.100.201" } });
     const reader = publicClient();
     const market = (await reader.listMarkets()).markets.find((m) => m.symbol === symbol)!;
     const stream = new MarketStream({ baseUrl, WebSocket: socketFrom("198.51.100.202") });

@@ -5,6 +5,7 @@ import { createServer } from "node:http";
 import { promisify } from "node:util";
 import { describe, expect, inject, it } from "vitest";
 import { deliver, signWebhook } from "../../scripts/gateway.mjs";
+import { adminToken } from "./api-keys";
 
 const run = promisify(execFile);
 
@@ -20,13 +21,6 @@ async function fakeService(reply: (attempt: number, response: ServerResponse, re
   return { base: `http://127.0.0.1:${port}`, seen, close: () => new Promise((resolve) => server.close(resolve)) };
 }
 const baseUrl = inject("baseUrl");
-
-function adminToken(): string {
-  const line = readFileSync(".dev.vars", "utf8")
-    .split("\n")
-    .find((l) => l.startsWith("ADMIN_TOKEN="));
-  return JSON.parse(line!.slice("ADMIN_TOKEN=".length));
-}
 
 async function admin(path: string, init: RequestInit = {}) {
   return fetch(baseUrl + path, { ...init, headers: { Authorization: `Bearer ${adminToken()}`, "Content-Type": "application/json", ...init.headers } });

@@ -5,7 +5,7 @@ import WebSocket from "ws";
 import { MarketDataClient } from "../../client/src/index";
 import { startService } from "../../scripts/service.mjs";
 import { until } from "../support/poll";
-import { newApiKey } from "./api-keys";
+import { newPublishKey } from "./api-keys";
 import { useChromium } from "./browser";
 
 const run = promisify(execFile);
@@ -47,7 +47,8 @@ describe("a venue of 2,000 markets, as an exchange operator lists it (docs/opera
     const messages: { stream?: string; data?: any }[] = [];
     socket.on("message", (m) => messages.push(JSON.parse(String(m))));
     await until(() => messages.find((m) => m.stream === `book.${symbol}`));
-    const key = await newApiKey(service.baseUrl, ["read", "publish"], "198.18.91.2");
+    // The operator issues the publisher a key for this market alone.
+    const key = await newPublishKey(service.baseUrl, [symbol]);
     const publisher = new MarketDataClient({ baseUrl: service.baseUrl, apiKey: key.id, secret: key.secret });
     // V1234: the venue script's tick 0.0001 and step 0.1 (i % 3 == 1 → 0.001 and 0.01).
     const answer = await publisher.ingestMarketData({

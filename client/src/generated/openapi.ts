@@ -661,8 +661,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Publish trades and book updates of one market (permission publish)
-         * @description `book` is one update or an array of up to 1,000 in sequence order, applied in order; with up to 1,000 trades, the batch is all or nothing: the first book update that fails is named (`bookIndex`) and nothing of the batch is applied. An exact resend of the last batch answers `book: duplicate` and changes nothing. Trade ids already seen are skipped (retries are safe). A delta whose sequence is not the last + 1 is 409 SEQUENCE_GAP: send a snapshot next. Values finer than the market's scales, non-positive values or a crossed book: 400. Halted or delisted market: 409 MARKET_NOT_TRADING. Body at most 1 MiB. Publishing has its own limit per key, 200 requests a second, apart from the key's reads (docs/limits.md#publishing).
+         * Publish trades and book updates of one market (an operator's publishing key)
+         * @description Signed with a publishing key the operator issued (POST /admin/publish-keys); account keys cannot publish. A market outside the key's markets is 403 FORBIDDEN_MARKET, nothing applied. `book` is one update or an array of up to 1,000 in sequence order, applied in order; with up to 1,000 trades, the batch is all or nothing: the first book update that fails is named (`bookIndex`) and nothing of the batch is applied. A resend of any of the market's last 1,000 applied book updates (or the last 60 s of them) answers `book: duplicate` and changes nothing. Trade ids already seen are skipped (retries are safe). A delta whose sequence is not the last + 1 is 409 SEQUENCE_GAP: send a snapshot next. Values finer than the market's scales, non-positive values or a crossed book: 400. Halted or delisted market: 409 MARKET_NOT_TRADING. Body at most 1 MiB. Publishing has its own limit per key, 200 requests a second, apart from the key's reads (docs/limits.md#publishing).
          */
         post: operations["ingestMarketData"];
         delete?: never;
@@ -699,8 +699,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The publisher channel: ingest batches over one WebSocket (permission publish)
-         * @description Upgrade: websocket, signed like GET /v1/ws (headers, or ?apiKey=&timestamp=&signature= over /v1/publish). Each message is a POST /v1/ingest body with an `id`; each is answered {id, result} (the IngestResult) or {id, error} (the problem), with the same semantics: dedupe, sequences, rules, all or nothing. Batches of one market apply in the order sent. At most 64 batches may await their answer on a connection: one more is answered with error RATE_LIMITED and not applied.
+         * The publisher channel: ingest batches over one WebSocket (an operator's publishing key)
+         * @description Upgrade: websocket, signed like GET /v1/ws (headers, or ?apiKey=&timestamp=&signature= over /v1/publish) with a publishing key. Each message is a POST /v1/ingest body with an `id`; each is answered {id, result} (the IngestResult) or {id, error} (the problem), with the same semantics: dedupe, sequences, rules, all or nothing, FORBIDDEN_MARKET outside the key's markets. Batches of one market apply in the order sent. At most 4 connections per key (a fifth is 429 STREAM_LIMIT). At most 64 batches may await their answer on a connection, and 256 batches or 16777216 bytes on all of a key's: one more is answered with error RATE_LIMITED and not applied. The key is re-checked at least every 10 s: revocation, expiry and an allow-list change close the connection (1008), a market-list change holds the next batch.
          */
         get: operations["openPublisherChannel"];
         put?: never;
@@ -1013,7 +1013,7 @@ export interface paths {
         head?: never;
         /**
          * Change a market's trading rules (the scales stay as listed)
-         * @description Effective for the market's next ingest batch. tickSize and stepSize may change within the market's scales (0.01 → 0.05, not 0.001). Resting levels that no longer fit stay until the publisher changes or removes them; new and changed levels must fit. A delisted market is 409.
+         * @description In force for the market's next ingest batch before the answer (if the market cannot be told, the change is undone: 503). tickSize and stepSize may change within the market's scales (0.01 → 0.05, not 0.001). Resting levels that no longer fit stay until the publisher changes or removes them; new and changed levels must fit. A delisted market is 409.
          */
         patch: operations["changeMarketRules"];
         trace?: never;
@@ -1028,9 +1028,71 @@ export interface paths {
         get?: never;
         /**
          * Change a market's status: TRADING ⇄ HALTED, either → DELISTED (final)
-         * @description A halted market refuses ingest at once; a delisted one leaves every listing and answers 404.
+         * @description In force before the answer: a halted market refuses ingest from the next batch on; a delisted one leaves every listing, answers 404, and its streams end. If the market object cannot be told, the change is undone and the answer is 503 UNAVAILABLE (nothing changed). Recorded in the audit log.
          */
         put: operations["setMarketStatus"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/publish-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every publishing key, newest first (never a secret) */
+        get: operations["listPublishKeys"];
+        put?: never;
+        /**
+         * Issue a publishing key limited to its markets; its secret is in this answer only
+         * @description The key signs POST /v1/ingest and GET /v1/publish like any API key (docs/signing.md). A batch for a market outside `markets` is refused whole: 403 FORBIDDEN_MARKET. Account keys cannot publish.
+         */
+        post: operations["issuePublishKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/publish-keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke a publishing key: the next request fails, open channels close within 10 s */
+        delete: operations["revokePublishKey"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a publishing key's markets, allow-list or expiry
+         * @description In force at the key's guard before the answer: the next request is held to it. An open GET /v1/publish channel takes it up at once, and within 10 s at the latest (docs/publishing.md#rights-on-an-open-channel).
+         */
+        patch: operations["changePublishKey"];
+        trace?: never;
+    };
+    "/admin/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audit log: every operator change with its time, route, operator credential id and what changed
+         * @description Listings, rule changes, halts and delistings (and their undoing when a market could not be told), asset status, gateways and their secrets, publishing keys. Oldest first from `since`; `nextCursor` continues.
+         */
+        get: operations["readAuditLog"];
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;
@@ -1088,7 +1150,7 @@ export interface components {
             /** @example 404 */
             status: number;
             /** @enum {string} */
-            code: "VALIDATION_FAILED" | "INVALID_SYMBOL" | "UNKNOWN_SYMBOL" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "MISSING_CREDENTIALS" | "MALFORMED_CREDENTIALS" | "INVALID_API_KEY" | "INVALID_SIGNATURE" | "TIMESTAMP_OUT_OF_WINDOW" | "PERMISSION_DENIED" | "IP_NOT_ALLOWED" | "UNAUTHENTICATED" | "UNKNOWN_GATEWAY" | "EVENT_ID_CONFLICT" | "SEQUENCE_GAP" | "STALE_SEQUENCE" | "ALREADY_EXISTS" | "MARKET_NOT_TRADING" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "STREAM_LIMIT" | "HELD_LIMIT" | "NOT_CONFIGURED" | "UNAVAILABLE" | "INTERNAL_ERROR";
+            code: "VALIDATION_FAILED" | "INVALID_SYMBOL" | "UNKNOWN_SYMBOL" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "MISSING_CREDENTIALS" | "MALFORMED_CREDENTIALS" | "INVALID_API_KEY" | "INVALID_SIGNATURE" | "TIMESTAMP_OUT_OF_WINDOW" | "PERMISSION_DENIED" | "IP_NOT_ALLOWED" | "FORBIDDEN_MARKET" | "UNAUTHENTICATED" | "UNKNOWN_GATEWAY" | "EVENT_ID_CONFLICT" | "SEQUENCE_GAP" | "STALE_SEQUENCE" | "ALREADY_EXISTS" | "MARKET_NOT_TRADING" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "STREAM_LIMIT" | "HELD_LIMIT" | "NOT_CONFIGURED" | "UNAVAILABLE" | "INTERNAL_ERROR";
             detail: string;
             requestId?: string;
             errors?: {
@@ -1726,7 +1788,7 @@ export interface components {
             /** @example mk_0123456789abcdef01234567 */
             id: string;
             label: string;
-            permissions: ("read" | "stream" | "publish")[];
+            permissions: ("read" | "stream")[];
             allowCidrs: string[];
             expiresAt: number | null;
             createdAt: number;
@@ -1747,7 +1809,7 @@ export interface components {
              *       "stream"
              *     ]
              */
-            permissions: ("read" | "stream" | "publish")[];
+            permissions: ("read" | "stream")[];
             /**
              * @description Empty: any IP
              * @default []
@@ -1925,6 +1987,48 @@ export interface components {
              * @example 1
              */
             minNotional?: string;
+        };
+        PublishKey: {
+            /** @example pk_0123456789abcdef01234567 */
+            id: string;
+            label: string;
+            /**
+             * @description Symbols the key may publish (any accepted spelling; answered canonical), or "*" for every market
+             * @example [
+             *       "ADAUSDT"
+             *     ]
+             */
+            markets: "*" | string[];
+            allowIps: string[];
+            expiresAt: number | null;
+            createdAt: number;
+            updatedAt: number;
+            revokedAt: number | null;
+            lastUsedAt: number | null;
+            /** @enum {string} */
+            status: "active" | "revoked" | "expired";
+        };
+        AuditRecord: {
+            id: number;
+            at: number;
+            /**
+             * @description The operator credential's id, never the token
+             * @example admin:3f2a9c0d1b7e4a65
+             */
+            operator: string;
+            /** @example PUT /admin/markets/:pair/status */
+            route: string;
+            /** @example market.status */
+            action: string;
+            /** @example BTCUSDT */
+            target: string;
+            /**
+             * @example {
+             *       "from": "TRADING",
+             *       "to": "HALTED"
+             *     }
+             */
+            change?: unknown;
         };
     };
     responses: never;
@@ -4736,7 +4840,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: PERMISSION_DENIED, IP_NOT_ALLOWED */
+            /** @description Problem: PERMISSION_DENIED, IP_NOT_ALLOWED, FORBIDDEN_MARKET */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4973,7 +5077,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: PERMISSION_DENIED, IP_NOT_ALLOWED */
+            /** @description Problem: PERMISSION_DENIED, IP_NOT_ALLOWED, FORBIDDEN_MARKET */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4986,7 +5090,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: RATE_LIMITED */
+            /** @description Problem: RATE_LIMITED, STREAM_LIMIT */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7362,6 +7466,585 @@ export interface operations {
             };
             /** @description Problem: UNSUPPORTED_MEDIA_TYPE */
             415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: NOT_CONFIGURED, UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listPublishKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Publishing keys */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        publishKeys: components["schemas"]["PublishKey"][];
+                    };
+                };
+            };
+            /** @description Problem: UNAUTHENTICATED */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: NOT_CONFIGURED, UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    issuePublishKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @example ADA feed handler */
+                    label: string;
+                    /**
+                     * @description Symbols the key may publish (any accepted spelling; answered canonical), or "*" for every market
+                     * @example [
+                     *       "ADAUSDT"
+                     *     ]
+                     */
+                    markets: "*" | string[];
+                    /**
+                     * @description Unix ms; null: never
+                     * @default null
+                     */
+                    expiresAt?: number | null;
+                    /**
+                     * @description Addresses or CIDR ranges the key may publish from; empty: any
+                     * @default []
+                     * @example [
+                     *       "203.0.113.0/24"
+                     *     ]
+                     */
+                    allowIps?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Issued */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PublishKey"] & {
+                        /** @description Shown exactly once */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description Problem: VALIDATION_FAILED */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNAUTHENTICATED */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: NOT_CONFIGURED, UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    revokePublishKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description mk_ or pk_ and 24 hex digits */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Problem: VALIDATION_FAILED */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNAUTHENTICATED */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: NOT_CONFIGURED, UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    changePublishKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description mk_ or pk_ and 24 hex digits */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Symbols the key may publish (any accepted spelling; answered canonical), or "*" for every market
+                     * @example [
+                     *       "ADAUSDT"
+                     *     ]
+                     */
+                    markets?: "*" | string[];
+                    /**
+                     * @description Addresses or CIDR ranges the key may publish from; empty: any
+                     * @example [
+                     *       "203.0.113.0/24"
+                     *     ]
+                     */
+                    allowIps?: string[];
+                    /** @description Unix ms; null: never */
+                    expiresAt?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The key */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PublishKey"];
+                };
+            };
+            /** @description Problem: VALIDATION_FAILED */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNAUTHENTICATED */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: ALREADY_EXISTS */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: NOT_CONFIGURED, UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    readAuditLog: {
+        parameters: {
+            query?: {
+                /** @description Unix ms; records at or after it */
+                since?: number;
+                /** @description 1–500, default 100 */
+                limit?: number;
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AuditRecord"][];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description Problem: VALIDATION_FAILED */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNAUTHENTICATED */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: PAYLOAD_TOO_LARGE */
+            413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
