@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { PUBLISH_LIMIT, SIGNED_LIMIT } from "../../src/access/rate-limit";
 import { MAX_BOOK_UPDATES_PER_BATCH } from "../../src/market/schemas";
-import { newKey, newPublishKey, signedCall } from "../support/accounts";
+import { newPublishKey, signedCall } from "../support/accounts";
 import { callJson } from "../support/http";
 
 const publisher = () => newPublishKey();
