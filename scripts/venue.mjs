@@ -3,8 +3,8 @@
 // of up to 500, for load tests and demos. Reads ADMIN_TOKEN from the environment or .dev.vars.
 // What is already listed is left as it is, so it can run twice. `npm run bench -- --markets N`
 // lists its venue with the same function.
-import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { adminToken } from "./publish-key.mjs";
 
 /**
  * @param {{ url: string, token: string, count: number, batch?: number, quote?: string, headers?: Record<string, string> }} options
@@ -55,13 +55,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       quote: { type: "string", default: "USDT" },
     },
   });
-  const token =
-    process.env.ADMIN_TOKEN ??
-    readFileSync(".dev.vars", "utf8")
-      .split("\n")
-      .map((line) => /^ADMIN_TOKEN="?([^"]*)"?$/.exec(line)?.[1])
-      .find(Boolean);
-  if (!token) throw new Error("no ADMIN_TOKEN: set it, or run npm start once to write .dev.vars");
+  const token = adminToken();
   const started = Date.now();
   const count = Number(values.markets);
   const listed = await listVenue({ url: values.url, token, count, batch: Number(values.batch), quote: values.quote });
