@@ -78,7 +78,7 @@ async function publish(env: Env): Promise<void> {
  * answer: the market object is told at once (isolates with an older registry copy send batches
  * checked against older rules, and the market sends those back with its newer config). If the
  * market cannot be told, the change is undone and the answer is 503: nothing changed
- * (docs/operations.md#halts).
+ * (docs/operations.md#halts-and-rule-changes-in-force-before-the-answer).
  */
 async function enforce(env: Env, change: MarketChange, audit: AuditContext): Promise<MarketConfig> {
   if (change.after === change.before) return change.after;

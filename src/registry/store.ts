@@ -224,7 +224,7 @@ export async function setMarketStatus(db: D1Database, symbol: string, status: Ma
 }
 
 /**
- * Undoes a committed change the market could not be told of (docs/operations.md#halts): the rules
+ * Undoes a committed change the market could not be told of (docs/operations.md#halts-and-rule-changes-in-force-before-the-answer): the rules
  * and status of `before` come back at a newer revision, so no copy mistakes the undone one for current.
  */
 export async function revertMarket(db: D1Database, change: MarketChange, audit: AuditContext): Promise<MarketConfig> {

@@ -173,7 +173,7 @@ export class StreamHub extends DurableObject<Env> {
     }
     const { 0: client, 1: server } = new WebSocketPair();
     this.ctx.acceptWebSocket(server, [principal]);
-    // A key's connections are checked while open: revoked or expired, they close (docs/streams.md#closes).
+    // A key's connections are checked while open: revoked or expired, they close (docs/streams.md#closes-and-ended-streams).
     if (principal.startsWith("key:")) {
       this.ctx.storage.kv.put(KEY_VERIFIED_PREFIX + principal, Date.now());
       if (this.ctx.storage.kv.get<number>(KEYS_DUE_KEY) === undefined) this.ctx.storage.kv.put(KEYS_DUE_KEY, Date.now() + KEY_CHECK_EVERY_MS);
@@ -213,7 +213,7 @@ export class StreamHub extends DurableObject<Env> {
     this.send(ws, { id, error: { code, message } });
   }
 
-  /** Closes with 1008 and a reason (docs/streams.md#closes): abuse, or a key that lost its right. */
+  /** Closes with 1008 and a reason (docs/streams.md#closes-and-ended-streams): abuse, or a key that lost its right. */
   private closeForPolicy(ws: WebSocket, reason: string): void {
     this.forget(ws);
     try {
