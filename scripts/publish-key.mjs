@@ -19,7 +19,13 @@ export function adminToken() {
   return token;
 }
 
-/** `POST /admin/publish-keys`: the key's id and its secret (shown this once). */
+/**
+ * `POST /admin/publish-keys`: the key's id and its secret (shown this once).
+ * @param {string} baseUrl
+ * @param {string} token
+ * @param {{ label?: string, markets?: string[] | "*", allowIps?: string[], expiresAt?: number | null }} [options]
+ * @returns {Promise<{ id: string, secret: string, markets: string[] | "*" }>}
+ */
 export async function issuePublishKey(baseUrl, token, { label = "feed handler", markets = "*", allowIps = [], expiresAt = null } = {}) {
   const response = await fetch(`${baseUrl}/admin/publish-keys`, {
     method: "POST",

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { adminToken, issuePublishKey } from "../../scripts/publish-key.mjs";
 
 /**
  * A fresh account's API key, made through the dashboard's JSON API as a script would (Node's
@@ -19,21 +19,7 @@ export async function newApiKey(baseUrl: string, permissions: string[], ip: stri
   return (await created.json()) as { id: string; secret: string };
 }
 
-/** The operator token `npm start` wrote to .dev.vars. */
-export function adminToken(): string {
-  const line = readFileSync(".dev.vars", "utf8")
-    .split("\n")
-    .find((l) => l.startsWith("ADMIN_TOKEN="));
-  return JSON.parse(line!.slice("ADMIN_TOKEN=".length));
-}
-
 /** A publishing key issued by the operator (docs/operations.md#publish-keys), for `markets` or every market. */
-export async function newPublishKey(baseUrl: string, markets: string[] | "*" = "*"): Promise<{ id: string; secret: string }> {
-  const issued = await fetch(`${baseUrl}/admin/publish-keys`, {
-    method: "POST",
-    headers: { Authorization: `Bearer ${adminToken()}`, "Content-Type": "application/json" },
-    body: JSON.stringify({ label: "e2e feed", markets }),
-  });
-  if (issued.status !== 201) throw new Error(`issue publish key: ${issued.status} ${await issued.text()}`);
-  return (await issued.json()) as { id: string; secret: string };
+export function newPublishKey(baseUrl: string, markets: string[] | "*" = "*"): Promise<{ id: string; secret: string }> {
+  return issuePublishKey(baseUrl, adminToken(), { label: "e2e feed", markets });
 }

@@ -5,7 +5,7 @@ import { createServer } from "node:http";
 import { promisify } from "node:util";
 import { describe, expect, inject, it } from "vitest";
 import { deliver, signWebhook } from "../../scripts/gateway.mjs";
-import { adminToken } from "./api-keys";
+import { adminToken } from "../../scripts/publish-key.mjs";
 
 const run = promisify(execFile);
 
