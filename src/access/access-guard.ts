@@ -2,7 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import { ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
 import { unseal } from "../core/seal";
 import { allowListAdmits } from "./client-address";
-import type { KeyRecord, MarketGrant, Permission } from "./keys";
+import { type KeyRecord, keyStateAt, type MarketGrant, type Permission } from "./keys";
 import { type LoginAttempts, type LoginReservation, type LoginScope, type LoginSettlement, reserveLogin, settleLogin } from "./login-throttle";
 import { signedWindow } from "./rate-limit";
 import { FUTURE_TOLERANCE_MS, importSecret, isOnTime, signaturePayload, verifySignature } from "./signature";
@@ -145,7 +145,7 @@ export class AccessGuard extends DurableObject<Env> {
     try {
       const now = Date.now();
       const record = await this.keyRecord();
-      if (!record || record.revokedAt !== null || (record.expiresAt !== null && record.expiresAt <= now)) {
+      if (!record || keyStateAt(record, now) !== "active") {
         throw problem("INVALID_API_KEY", record ? "the API key is revoked or expired" : "no such API key");
       }
       if (!isOnTime(check.timestamp, now, check.recvWindow)) {

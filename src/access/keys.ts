@@ -1,4 +1,5 @@
 import { randomBase64Url, randomHex } from "../core/encoding";
+import { problem } from "../core/problem";
 
 /** API keys: ids, permissions and the record an AccessGuard holds for its key. */
 export const PERMISSIONS = ["read", "stream", "publish"] as const;
@@ -32,6 +33,21 @@ export interface KeyRecord {
   revokedAt: number | null;
   /** Set on an operator's publishing key only: the markets it may write. Without it a key never publishes. */
   markets?: MarketGrant;
+}
+
+/** A key's state at `now`: what every list, guard and open connection derives the same way. */
+export type KeyState = "active" | "revoked" | "expired";
+
+export function keyStateAt(key: { revokedAt: number | null; expiresAt: number | null }, now: number): KeyState {
+  if (key.revokedAt !== null) return "revoked";
+  return key.expiresAt !== null && key.expiresAt <= now ? "expired" : "active";
+}
+
+/** A new key's expiry (or a changed one) must lie ahead: 400 naming `body.expiresAt` otherwise. */
+export function requireFutureExpiry(expiresAt: number | null | undefined, now: number): void {
+  if (expiresAt != null && expiresAt <= now) {
+    throw problem("VALIDATION_FAILED", "expiresAt must be in the future", { errors: [{ path: "body.expiresAt", message: "is in the past" }] });
+  }
 }
 
 export function newKeyId(kind: "account" | "publish" = "account"): string {

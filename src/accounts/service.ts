@@ -1,5 +1,16 @@
 import { ipPrincipal } from "../access/client-address";
-import { type AccountPermission, KEY_ID_PATTERN, type KeyRecord, MAX_ACTIVE_KEYS, newKeyId, newKeySecret, principalOfKey } from "../access/keys";
+import {
+  type AccountPermission,
+  KEY_ID_PATTERN,
+  type KeyRecord,
+  type KeyState,
+  keyStateAt,
+  MAX_ACTIVE_KEYS,
+  newKeyId,
+  newKeySecret,
+  principalOfKey,
+  requireFutureExpiry,
+} from "../access/keys";
 import { randomId } from "../core/encoding";
 import { accessGuard } from "../core/object-ids";
 import { problem } from "../core/problem";
@@ -18,7 +29,7 @@ export interface ApiKeyView {
   expiresAt: number | null;
   createdAt: number;
   lastUsedAt: number | null;
-  status: "active" | "revoked" | "expired";
+  status: KeyState;
 }
 
 export interface NewApiKey {
@@ -95,9 +106,7 @@ function keyGuard(env: Env, keyId: string) {
 
 /** Creates a key: its guard first (so a listed key always works), then the index. The secret is returned once. */
 export async function createApiKey(env: Env, accountId: string, input: NewApiKey, now = Date.now()): Promise<ApiKeyView & { secret: string }> {
-  if (input.expiresAt !== null && input.expiresAt <= now) {
-    throw problem("VALIDATION_FAILED", "expiresAt must be in the future", { errors: [{ path: "body.expiresAt", message: "is in the past" }] });
-  }
+  requireFutureExpiry(input.expiresAt, now);
   const active = await env.DB.prepare(
     "SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)",
   )
@@ -145,7 +154,7 @@ export async function listApiKeys(env: Env, accountId: string, now = Date.now())
   const { results } = await env.DB.prepare("SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at DESC").bind(accountId).all<KeyRow>();
   return Promise.all(
     results.map(async (row) => {
-      const status = row.revoked_at !== null ? "revoked" : row.expires_at !== null && row.expires_at <= now ? "expired" : "active";
+      const status = keyStateAt({ revokedAt: row.revoked_at, expiresAt: row.expires_at }, now);
       const lastUsedAt = (await keyGuard(env, row.id).keyStatus()).lastUsedAt;
       return {
         id: row.id,

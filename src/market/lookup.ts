@@ -3,9 +3,12 @@ import { type ParsedSymbol, requireSymbol } from "../core/symbols";
 import { findMarket } from "../registry/copy";
 import type { MarketConfig } from "../registry/model";
 
-/** The listed market a parsed symbol names, if any; a separated form (`BTC-USDT`) must match its legs. */
-export function listedMarket(parsed: ParsedSymbol): MarketConfig | undefined {
-  const market = findMarket(parsed.symbol);
+/**
+ * The listed market a parsed symbol names, if any; a separated form (`BTC-USDT`) must match its
+ * legs. `find` is this isolate's registry copy unless the caller holds another (the system of record).
+ */
+export function listedMarket(parsed: ParsedSymbol, find: (symbol: string) => MarketConfig | undefined = findMarket): MarketConfig | undefined {
+  const market = find(parsed.symbol);
   if (!market || (parsed.base !== undefined && (parsed.base !== market.base || parsed.quote !== market.quote))) return undefined;
   return market;
 }

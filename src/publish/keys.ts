@@ -1,29 +1,19 @@
 import type { KeyAmendment } from "../access/access-guard";
-import { KEY_ID_PATTERN, type KeyRecord, type MarketGrant, newKeyId, newKeySecret, principalOfKey } from "../access/keys";
+import { KEY_ID_PATTERN, type KeyRecord, keyStateAt, type MarketGrant, newKeyId, newKeySecret, principalOfKey, requireFutureExpiry } from "../access/keys";
 import { type AuditContext, auditStatement } from "../audit/audit-log";
 import { accessGuard, publishChannel } from "../core/object-ids";
 import { type FieldError, problem } from "../core/problem";
 import { seal } from "../core/seal";
 import { parseSymbol } from "../core/symbols";
+import { listedMarket } from "../market/lookup";
 import { readRegistry } from "../registry/store";
+import type { PublishKeyView } from "./key-schemas";
 
 /**
  * Publishing keys (docs/operations.md#publish-keys): issued by the operator, each limited to its
  * markets. D1 holds the index the operator lists and the audit record; the key's AccessGuard
  * holds the sealed secret and the grant every batch is held to.
  */
-export interface PublishKeyView {
-  id: string;
-  label: string;
-  markets: MarketGrant;
-  allowIps: string[];
-  expiresAt: number | null;
-  createdAt: number;
-  updatedAt: number;
-  revokedAt: number | null;
-  lastUsedAt: number | null;
-  status: "active" | "revoked" | "expired";
-}
 
 export interface NewPublishKey {
   label: string;
@@ -46,10 +36,6 @@ type Row = {
   revoked_at: number | null;
 };
 
-function statusOf(row: Row, now: number): PublishKeyView["status"] {
-  return row.revoked_at !== null ? "revoked" : row.expires_at !== null && row.expires_at <= now ? "expired" : "active";
-}
-
 async function viewOf(env: Env, row: Row, now: number): Promise<PublishKeyView> {
   return {
     id: row.id,
@@ -61,7 +47,7 @@ async function viewOf(env: Env, row: Row, now: number): Promise<PublishKeyView> 
     updatedAt: row.updated_at,
     revokedAt: row.revoked_at,
     lastUsedAt: (await accessGuard(env, principalOfKey(row.id)).keyStatus()).lastUsedAt,
-    status: statusOf(row, now),
+    status: keyStateAt({ revokedAt: row.revoked_at, expiresAt: row.expires_at }, now),
   };
 }
 
@@ -75,8 +61,9 @@ export async function canonicalMarkets(db: D1Database, markets: MarketGrant, pat
   const errors: FieldError[] = [];
   const symbols = markets.map((raw, i) => {
     const parsed = parseSymbol(raw);
-    const market = parsed ? listed.get(parsed.symbol) : undefined;
-    if (!market || (parsed?.base !== undefined && (parsed.base !== market.base || parsed.quote !== market.quote))) {
+    // The system of record, not this isolate's copy: a market listed a moment ago can be granted.
+    const market = parsed && listedMarket(parsed, (symbol) => listed.get(symbol));
+    if (!market) {
       errors.push({ path: `${path}.${i}`, message: `${raw.slice(0, 40)} is not a listed market` });
     } else if (market.status === "DELISTED") errors.push({ path: `${path}.${i}`, message: `${market.symbol} is delisted` });
     return market?.symbol ?? "";
@@ -85,16 +72,10 @@ export async function canonicalMarkets(db: D1Database, markets: MarketGrant, pat
   return [...new Set(symbols)];
 }
 
-function futureExpiry(expiresAt: number | null | undefined, now: number): void {
-  if (expiresAt != null && expiresAt <= now) {
-    throw problem("VALIDATION_FAILED", "expiresAt must be in the future", { errors: [{ path: "body.expiresAt", message: "is in the past" }] });
-  }
-}
-
 /** Issues a key: its guard first (so a listed key always works), then the index with its audit record. The secret is returned once. */
 export async function issuePublishKey(env: Env, input: NewPublishKey, audit: AuditContext): Promise<PublishKeyView & { secret: string }> {
   const now = audit.at;
-  futureExpiry(input.expiresAt, now);
+  requireFutureExpiry(input.expiresAt, now);
   const markets = await canonicalMarkets(env.DB, input.markets, "body.markets");
   const keyId = newKeyId("publish");
   const secret = newKeySecret();
@@ -166,7 +147,7 @@ export async function amendPublishKey(
 ): Promise<PublishKeyView> {
   const row = await readRow(env.DB, keyId);
   if (row.revoked_at !== null) throw problem("ALREADY_EXISTS", `${keyId} is revoked; issue a new key`);
-  futureExpiry(change.expiresAt, audit.at);
+  requireFutureExpiry(change.expiresAt, audit.at);
   const amendment: KeyAmendment = {};
   if (change.markets !== undefined) amendment.markets = await canonicalMarkets(env.DB, change.markets, "body.markets");
   if (change.allowIps !== undefined) amendment.allowCidrs = change.allowIps;

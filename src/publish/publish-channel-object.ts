@@ -1,7 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { KeyStatus } from "../access/access-guard";
 import { allowListAdmits } from "../access/client-address";
-import type { MarketGrant } from "../access/keys";
+import { keyStateAt, type MarketGrant } from "../access/keys";
 import { accessGuard } from "../core/object-ids";
 import { ProblemError, problem, toProblemResult } from "../core/problem";
 import { Slots } from "../core/slots";
@@ -30,8 +30,8 @@ interface Grant {
 
 /** Why a key may not publish now, or null when it may (the allow-list is per connection). */
 function refusalOf(status: KeyStatus, now: number): string | null {
-  if (!status.exists || status.revokedAt !== null) return "the publishing key was revoked";
-  if (status.expiresAt !== null && status.expiresAt <= now) return "the publishing key expired";
+  const state = status.exists ? keyStateAt(status, now) : "revoked";
+  if (state !== "active") return `the publishing key ${state === "revoked" ? "was revoked" : "expired"}`;
   if (status.markets === null) return "the key is not a publishing key";
   return null;
 }

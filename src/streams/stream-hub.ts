@@ -1,4 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
+import { keyStateAt } from "../access/keys";
 import { BinanceFanout } from "../binance/fanout";
 import { type BinanceId, type BinanceStream, namesIn, parseBinanceRequest, parseBinanceStream } from "../binance/streams";
 import { accessGuard, marketObject, priceIndex } from "../core/object-ids";
@@ -504,9 +505,9 @@ export class StreamHub extends DurableObject<Env> {
         let reason: string | null = null;
         try {
           const status = await accessGuard(this.env, principal).keyStatus();
-          if (!status.exists || status.revokedAt !== null) reason = "the API key was revoked";
-          else if (status.expiresAt !== null && status.expiresAt <= Date.now()) reason = "the API key expired";
-          else this.ctx.storage.kv.put(KEY_VERIFIED_PREFIX + principal, now);
+          const state = status.exists ? keyStateAt(status, Date.now()) : "revoked";
+          if (state === "active") this.ctx.storage.kv.put(KEY_VERIFIED_PREFIX + principal, now);
+          else reason = `the API key ${state === "revoked" ? "was revoked" : "expired"}`;
         } catch (error) {
           console.error("stream key check failed", principal, String(error));
           const verifiedAt = this.ctx.storage.kv.get<number>(KEY_VERIFIED_PREFIX + principal) ?? 0;
