@@ -1,3 +1,5 @@
+// `npm run bench:ws -- --soak 600` is the stream soak instead: drops per hour by close code (bench/ws-soak.mjs).
+//
 // `npm run bench:ws [-- --clients 1000] [-- --rate 5000] [-- --trades 1000] [-- --others 19] [-- --seconds 10] [-- --json]`
 //
 // One market (BTCUSDT) fed at `--rate` book updates and `--trades` trades a second through the
@@ -34,6 +36,7 @@ const OTHER_RATE = 500;
 const OTHER_BATCH_MS = 100;
 const SHARDS = 4; // STREAM_SHARDS in wrangler.toml
 const asJson = args.includes("--json");
+const SOAK = args.includes("--soak") ? Number(option("soak", 600)) : undefined;
 const log = (...line) => {
   if (!asJson) console.log(...line);
 };
@@ -44,7 +47,7 @@ if (isMainThread) {
       console.error("bench:ws did not finish in time");
       process.exit(2);
     },
-    (2 * SECONDS + 240) * 1000,
+    ((SOAK ?? 2 * SECONDS) + 240) * 1000,
   ).unref();
 }
 
@@ -440,5 +443,9 @@ async function main() {
   process.exitCode = clean ? 0 : 1;
 }
 
-if (isMainThread) await main();
+if (isMainThread && SOAK !== undefined) {
+  const { soak } = await import("./ws-soak.mjs");
+  const report = await soak(SOAK, { base: option("base"), asJson });
+  process.exit(report.drops > 0 ? 1 : 0);
+} else if (isMainThread) await main();
 else await publisherMain();
