@@ -3,14 +3,13 @@ import type { MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import { clientIp } from "../access/client-address";
 import { createRouter } from "../core/router";
-import { problemResponses } from "../core/schemas";
+import { jsonBody, problemResponses } from "../core/schemas";
 import type { AppEnv } from "../env";
 import { AccountSchema, ApiKeySchema, CreatedKeySchema, Credentials, KeyIdParam, NewKeySchema } from "./schemas";
 import { createApiKey, listApiKeys, revokeApiKey, signIn, signUp } from "./service";
 import { endSession, requireSameOrigin, requireSession, startSession } from "./sessions";
 
 const tags = ["Account and API keys"];
-const jsonBody = <T extends z.ZodType>(schema: T) => ({ body: { required: true, content: { "application/json": { schema } } } });
 const cookieAuth = [{ Session: [] }];
 
 /** State changes must come from this origin (CSRF, docs/signing.md). */

@@ -15,6 +15,10 @@ async function digest(text: string): Promise<ArrayBuffer> {
  * the secret every operator route answers 503 `NOT_CONFIGURED`. Compared as digests in
  * constant time.
  */
+/** The OpenAPI tag and security scheme of every operator route (`/admin/*`). */
+export const OPERATOR_TAGS = ["Operator (admin)"];
+export const OPERATOR_SECURITY = [{ AdminToken: [] }];
+
 export const requireAdmin = createMiddleware<AppEnv>(async (c, next) => {
   const token = c.env.ADMIN_TOKEN;
   if (!token) throw problem("NOT_CONFIGURED", "ADMIN_TOKEN is not set: set it with `wrangler secret put ADMIN_TOKEN`");

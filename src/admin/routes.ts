@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { objectCalls } from "../core/object-ids";
 import { createRouter } from "../core/router";
-import { createdJson, okJson, problemResponses, queryIntOr } from "../core/schemas";
+import { createdJson, jsonBody, okJson, problemResponses, queryIntOr } from "../core/schemas";
 import {
   approveGateway,
   GATEWAY_ID_PATTERN,
@@ -14,10 +14,8 @@ import {
 } from "../settlements/gateways";
 import { listSettlements, readSettlement } from "../settlements/queries";
 import { CurrentStatusSchema, EventSchema, SettlementSchema, TransitionSchema } from "../settlements/schemas";
-import { auditOf, requireAdmin } from "./auth";
+import { auditOf, requireAdmin, OPERATOR_SECURITY as security, OPERATOR_TAGS as tags } from "./auth";
 
-const tags = ["Operator (admin)"];
-const security = [{ AdminToken: [] }];
 const middleware = [requireAdmin];
 
 const SecretSchema = z.object({ id: z.string(), status: z.enum(["active", "retired"]), createdAt: z.number().int(), retiredAt: z.number().int().nullable() });
@@ -46,7 +44,6 @@ const SecretParams = GatewayParam.extend({
     .max(64)
     .openapi({ param: { name: "secretId", in: "path" } }),
 });
-const body = <T extends z.ZodType>(schema: T) => ({ body: { required: true, content: { "application/json": { schema } } } });
 
 export const adminRoutes = createRouter()
   .openapi(
@@ -59,7 +56,7 @@ export const adminRoutes = createRouter()
       middleware,
       summary: "Approve a gateway; its whsec_ secret is in this answer only",
       description: `An operator may choose the gateway's id (${GATEWAY_ID_RULE}); without one the service assigns gw_ and 16 hex digits. An id in use is 409 ALREADY_EXISTS. Unknown fields are refused.`,
-      request: body(
+      request: jsonBody(
         z
           .object({
             name: z.string().trim().min(1).max(100).openapi({ example: "Acme Chain Gateway" }),

@@ -30,6 +30,11 @@ export const ProblemSchema = z
   .passthrough()
   .openapi("Problem", { description: "RFC 9457 problem details (docs/api.md#errors)" });
 
+/** OpenAPI request entry: a required JSON body of `schema` (validated before the handler runs). */
+export function jsonBody<T extends z.ZodType>(schema: T) {
+  return { body: { required: true, content: { "application/json": { schema } } } };
+}
+
 /** OpenAPI response entry: 200 with a JSON body of `schema`. */
 export function okJson<T extends z.ZodType>(schema: T, description: string) {
   return { 200: { description, content: { "application/json": { schema } } } };

@@ -1,13 +1,11 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { KEY_ID_RULE } from "../access/keys";
-import { auditOf, requireAdmin } from "../admin/auth";
+import { auditOf, requireAdmin, OPERATOR_SECURITY as security, OPERATOR_TAGS as tags } from "../admin/auth";
 import { createRouter } from "../core/router";
-import { createdJson, okJson, problemResponses } from "../core/schemas";
+import { createdJson, jsonBody, okJson, problemResponses } from "../core/schemas";
 import { AllowIps, ExpiresAt, Markets, PublishKeySchema } from "./key-schemas";
 import { amendPublishKey, issuePublishKey, listPublishKeys, revokePublishKey } from "./keys";
 
-const tags = ["Operator (admin)"];
-const security = [{ AdminToken: [] }];
 const middleware = [requireAdmin];
 
 const KeyParam = z.object({
@@ -16,7 +14,6 @@ const KeyParam = z.object({
     .max(64)
     .openapi({ param: { name: "id", in: "path" }, example: "pk_0123456789abcdef01234567", description: KEY_ID_RULE }),
 });
-const body = <T extends z.ZodType>(schema: T) => ({ body: { required: true, content: { "application/json": { schema } } } });
 
 /**
  * Publishing keys, the operator's, mounted at `/admin` (docs/operations.md#publish-keys): issue,
@@ -37,7 +34,7 @@ export const publishKeyRoutes = createRouter()
       summary: "Issue a publishing key limited to its markets; its secret is in this answer only",
       description:
         "The key signs POST /v1/ingest and GET /v1/publish like any API key (docs/signing.md). A batch for a market outside `markets` is refused whole: 403 FORBIDDEN_MARKET. Account keys cannot publish.",
-      request: body(
+      request: jsonBody(
         z
           .object({
             label: z.string().trim().min(1).max(64).openapi({ example: "ADA feed handler" }),
@@ -80,7 +77,7 @@ export const publishKeyRoutes = createRouter()
         "In force at the key's guard before the answer: the next request is held to it. An open GET /v1/publish channel takes it up at once, and within 10 s at the latest (docs/publishing.md#rights-on-an-open-channel).",
       request: {
         params: KeyParam,
-        ...body(
+        ...jsonBody(
           z
             .object({ markets: Markets.optional(), allowIps: AllowIps.optional(), expiresAt: ExpiresAt.optional() })
             .strict()

@@ -1,18 +1,16 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { auditOf, requireAdmin } from "../admin/auth";
+import { auditOf, requireAdmin, OPERATOR_SECURITY as security, OPERATOR_TAGS as tags } from "../admin/auth";
 import type { AuditContext } from "../audit/audit-log";
 import { marketObject, registryObject } from "../core/object-ids";
 import { problem } from "../core/problem";
 import { createRouter } from "../core/router";
-import { createdJson, okJson, problemResponses } from "../core/schemas";
+import { createdJson, jsonBody, okJson, problemResponses } from "../core/schemas";
 import { requireSymbol } from "../core/symbols";
 import { AssetSchema, MarketSchema, PairParam } from "../market/schemas";
 import { adoptRegistry } from "./copy";
 import { ASSET_CODE, ASSET_CODE_RULE, MAX_LISTINGS_PER_REQUEST, type MarketConfig, marketView } from "./model";
 import { listAssets, listMarkets, type MarketChange, patchMarket, readRegistry, revertMarket, setAssetStatus, setMarketStatus } from "./store";
 
-const tags = ["Operator (admin)"];
-const security = [{ AdminToken: [] }];
 const middleware = [requireAdmin];
 
 const AssetCode = z.string().regex(ASSET_CODE, ASSET_CODE_RULE);
@@ -48,7 +46,6 @@ const RuleChangeSchema = MarketListingSchema.omit({ base: true, quote: true })
 
 /** One item or an array of up to 500: the answer has the same form. */
 const oneOrMany = <T extends z.ZodType>(item: T) => z.union([item, z.array(item).min(1).max(MAX_LISTINGS_PER_REQUEST)]);
-const body = <T extends z.ZodType>(schema: T) => ({ body: { required: true, content: { "application/json": { schema } } } });
 /**
  * Lists what was sent — one item or an array — publishes the change and answers in the form sent.
  * Field paths of a bulk request start with the item's index, as the schema's own errors do.
@@ -121,7 +118,7 @@ export const registryRoutes = createRouter()
       middleware,
       summary: "List assets: one, or an array of up to 500 (all or nothing)",
       description: "An asset code already listed (or named twice) is 409 ALREADY_EXISTS naming each; a request that fails lists nothing.",
-      request: body(oneOrMany(AssetListingSchema)),
+      request: jsonBody(oneOrMany(AssetListingSchema)),
       responses: { ...createdJson(oneOrMany(AssetSchema), "What was listed, in the form sent"), ...problemResponses(400, 401, 409, 413, 415, 429, 503) },
     }),
     async (c) => c.json(await listAsSent(c.env, c.req.valid("json"), (items, path) => listAssets(c.env.DB, items, auditOf(c), path)), 201),
@@ -139,7 +136,7 @@ export const registryRoutes = createRouter()
         "An INACTIVE asset takes no new market (400 naming base or quote) and leaves GET /api/prices; markets already listed with it keep their status until the operator changes it.",
       request: {
         params: z.object({ asset: AssetCode.openapi({ param: { name: "asset", in: "path" }, example: "ADA" }) }),
-        ...body(z.object({ status: z.enum(["ACTIVE", "INACTIVE"]) }).strict()),
+        ...jsonBody(z.object({ status: z.enum(["ACTIVE", "INACTIVE"]) }).strict()),
       },
       responses: { ...okJson(AssetSchema, "The asset"), ...problemResponses(400, 401, 404, 413, 415, 429, 503) },
     }),
@@ -176,7 +173,7 @@ export const registryRoutes = createRouter()
       summary: "List markets: one, or an array of up to 500 (all or nothing)",
       description:
         "symbol = base + quote; priceScale and quantityScale are the decimals of tickSize and stepSize. Both assets must be listed and active. A listing that fails any check is 400 naming every failing field (`errors`, paths `body.{i}.{field}`); a symbol already listed is 409 ALREADY_EXISTS. Nothing is listed unless everything is. Bodies up to 256 KiB.",
-      request: body(oneOrMany(MarketListingSchema)),
+      request: jsonBody(oneOrMany(MarketListingSchema)),
       responses: { ...createdJson(oneOrMany(MarketSchema), "The markets listed, in the form sent"), ...problemResponses(400, 401, 409, 413, 415, 429, 503) },
     }),
     async (c) =>
@@ -218,7 +215,7 @@ export const registryRoutes = createRouter()
       summary: "Change a market's trading rules (the scales stay as listed)",
       description:
         "In force for the market's next ingest batch before the answer (if the market cannot be told, the change is undone: 503). tickSize and stepSize may change within the market's scales (0.01 → 0.05, not 0.001). Resting levels that no longer fit stay until the publisher changes or removes them; new and changed levels must fit. A delisted market is 409.",
-      request: { params: PairParam, ...body(RuleChangeSchema) },
+      request: { params: PairParam, ...jsonBody(RuleChangeSchema) },
       responses: { ...okJson(MarketSchema, "The market"), ...problemResponses(400, 401, 404, 409, 413, 415, 429, 503) },
     }),
     async (c) => {
@@ -238,7 +235,7 @@ export const registryRoutes = createRouter()
       summary: "Change a market's status: TRADING ⇄ HALTED, either → DELISTED (final)",
       description:
         "In force before the answer: a halted market refuses ingest from the next batch on; a delisted one leaves every listing, answers 404, and its streams end. If the market object cannot be told, the change is undone and the answer is 503 UNAVAILABLE (nothing changed). Recorded in the audit log.",
-      request: { params: PairParam, ...body(StatusBody) },
+      request: { params: PairParam, ...jsonBody(StatusBody) },
       responses: { ...okJson(MarketSchema, "The market"), ...problemResponses(400, 401, 404, 409, 413, 415, 429, 503) },
     }),
     async (c) => {

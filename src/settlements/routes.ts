@@ -5,7 +5,7 @@ import { sha256Hex } from "../core/encoding";
 import { isJsonRequest } from "../core/media-types";
 import { ProblemError, problem } from "../core/problem";
 import { createRouter, fieldErrors } from "../core/router";
-import { problemResponses } from "../core/schemas";
+import { jsonBody, problemResponses } from "../core/schemas";
 import { activeSecrets } from "./gateways";
 import { ledgerOptions, recordEvent } from "./ledger";
 import { CallbackAnswerSchema, CallbackBodySchema } from "./schemas";
@@ -95,7 +95,7 @@ const callbackDoc = {
         .string()
         .openapi({ example: "v1,l8X1h3dHy7/0Kmt9EBXxggPzfCKYT23exiC4VfKs0XY=", description: "Space-separated v1,<base64 signature> entries" }),
     }),
-    body: { required: true, content: { "application/json": { schema: CallbackBodySchema } } },
+    ...jsonBody(CallbackBodySchema),
   },
   responses: {
     200: { description: "applied, duplicate or stale", content: { "application/json": { schema: CallbackAnswerSchema } } },

@@ -5,7 +5,7 @@ import { chargeClientIp, signedAccess } from "../access/middleware";
 import { isJsonRequest } from "../core/media-types";
 import { problem } from "../core/problem";
 import { createRouter } from "../core/router";
-import { okJson, problemResponses } from "../core/schemas";
+import { jsonBody, okJson, problemResponses } from "../core/schemas";
 import type { AppEnv } from "../env";
 import { ingest } from "../market/ingest";
 import { readContext, readMarkets, readOneOrMany, readPair, readPrices, sendRead, tradesQuestion } from "../market/reads";
@@ -174,7 +174,7 @@ export const signedRoutes = createRouter()
       summary: "Publish trades and book updates of one market (an operator's publishing key)",
       description:
         "Signed with a publishing key the operator issued (POST /admin/publish-keys); account keys cannot publish. A market outside the key's markets is 403 FORBIDDEN_MARKET, nothing applied. `book` is one update or an array of up to 1,000 in sequence order, applied in order; with up to 1,000 trades, the batch is all or nothing: the first book update that fails is named (`bookIndex`) and nothing of the batch is applied. A resend of any of the market's last 1,024 applied book updates answers `book: duplicate` and changes nothing. Trade ids already seen are skipped (retries are safe). A delta whose sequence is not the last + 1 is 409 SEQUENCE_GAP: send a snapshot next. Values finer than the market's scales, non-positive values or a crossed book: 400. Halted or delisted market: 409 MARKET_NOT_TRADING. Body at most 1 MiB. Publishing has its own limit per key, 200 requests a second, apart from the key's reads (docs/limits.md#publishing).",
-      request: { body: { required: true, content: { "application/json": { schema: IngestBodySchema } } } },
+      request: jsonBody(IngestBodySchema),
       responses: {
         ...okJson(IngestResultSchema, "Applied"),
         ...problemResponses(400, 401, 403, 404, 409, 413, 415, 429),
