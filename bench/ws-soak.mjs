@@ -69,10 +69,9 @@ function keep(name, url, ip, tally, stopped) {
 
 async function keepCcxt(base, tally, stopped) {
   const exchange = new ccxt.pro.binance({
-    urls: { api: { public: `${base}/binance/api/v3` }, test: {}, ws: {} },
+    urls: { api: { public: `${base}/binance/api/v3`, ws: { spot: `${base.replace("http", "ws")}/binance/ws` } } },
     options: { fetchMarkets: { types: ["spot"] } },
   });
-  exchange.urls.api.ws = { spot: `${base.replace("http", "ws")}/binance/ws` };
   await exchange.loadHttpProxyAgent();
   tally.closers.push(() => exchange.close());
   while (!stopped()) {
