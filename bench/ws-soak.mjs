@@ -8,7 +8,10 @@
 // on three markets, as a trading bot runs it. A dropped client reconnects after a second and is
 // counted again, so the figure is drops per hour, not whether the first connection survived.
 // A client that gets no message for 5 s while connected is counted as stalled (the feed ticks
-// several times a second).
+// several times a second). Beside them on every shard a churner connects, subscribes, and drops
+// its TCP connection without a close frame 0.3–1 s later, over and over, as a bot on a flaky
+// network does: that is what made workerd 1.20261102 reset a whole shard (docs/streams.md#dropped-connections-1006),
+// so the soak keeps doing it. Its own ends are not drops.
 //
 // Without `--base` the service runs on workerd through Miniflare (bench/service.mjs, its own
 // socket, the demo feed on); with it, the soak runs against a service already started
@@ -67,6 +70,24 @@ function keep(name, url, ip, tally, stopped) {
   open();
 }
 
+/** Connects, subscribes and vanishes without a close frame, until stopped; counts the cycles. */
+async function churn(url, ip, tally, stopped) {
+  while (!stopped()) {
+    await new Promise((resolve) => {
+      const ws = new WebSocket(url, { headers: { "CF-Connecting-IP": ip } });
+      ws.on("open", () => {
+        ws.send(JSON.stringify({ method: "SUBSCRIBE", params: ["btcusdt@depth@100ms", "ethusdt@depth@100ms", "solusdt@depth@100ms"], id: 1 }));
+        setTimeout(() => ws.terminate(), 300 + Math.random() * 700);
+      });
+      ws.on("close", () => {
+        tally.churned += 1;
+        resolve();
+      });
+      ws.on("error", () => {});
+    });
+  }
+}
+
 async function keepCcxt(base, tally, stopped) {
   const exchange = new ccxt.pro.binance({
     urls: { api: { public: `${base}/binance/api/v3`, ws: { spot: `${base.replace("http", "ws")}/binance/ws` } } },
@@ -103,6 +124,7 @@ export async function soak(seconds, { base: given, asJson = false } = {}) {
   const tally = {
     drops: [],
     stalls: [],
+    churned: 0,
     sockets: new Set(),
     closers: [],
     elapsed: () => Number(((Date.now() - started) / 1000).toFixed(1)),
@@ -115,18 +137,21 @@ export async function soak(seconds, { base: given, asJson = false } = {}) {
   const stopped = () => done;
   const wsBase = base.replace("http", "ws");
   const placed = addressPerShard();
-  log(`soaking ${seconds} s against ${base}: ${placed.length * 3 + 1} clients (${placed.map(([s, ip]) => `shard-${s} ${ip}`).join(", ")}; ccxt.pro)`);
+  log(
+    `soaking ${seconds} s against ${base}: ${placed.length * 3 + 1} clients (${placed.map(([s, ip]) => `shard-${s} ${ip}`).join(", ")}; ccxt.pro), and a churner per shard`,
+  );
   for (const [shard, ip] of placed) {
     keep(`native shard-${shard}`, `${wsBase}/api/ws?streams=book.BTCUSDT,trades.BTCUSDT`, ip, tally, stopped);
     keep(`binance raw shard-${shard}`, `${wsBase}/binance/ws/ethusdt@depth@100ms`, ip, tally, stopped);
     keep(`binance combined shard-${shard}`, `${wsBase}/binance/stream?streams=solusdt@trade/btcusdt@bookTicker`, ip, tally, stopped);
   }
+  const churners = placed.map(([, ip]) => churn(`${wsBase}/binance/ws`, ip, tally, stopped));
   const ccxtRun = keepCcxt(base, tally, stopped).catch((error) => tally.drop("ccxt.pro", "setup", String(error?.message)));
   await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
   done = true;
   for (const ws of tally.sockets) ws.terminate();
   await Promise.allSettled(tally.closers.map((close) => close()));
-  await Promise.race([ccxtRun, new Promise((resolve) => setTimeout(resolve, 2000))]);
+  await Promise.race([Promise.all([ccxtRun, ...churners]), new Promise((resolve) => setTimeout(resolve, 2000))]);
   if (service) await service.mf.dispose();
 
   const byCode = {};
@@ -141,6 +166,7 @@ export async function soak(seconds, { base: given, asJson = false } = {}) {
     dropsPerHour: Number((tally.drops.length / hours).toFixed(1)),
     dropsPerHourByCode: Object.fromEntries(Object.entries(byCode).map(([code, n]) => [code, Number((n / hours).toFixed(1))])),
     stalls: tally.stalls.length,
+    churnedConnections: tally.churned,
     events: tally.drops,
   };
   if (asJson) console.log(JSON.stringify(report, null, 2));
@@ -148,6 +174,7 @@ export async function soak(seconds, { base: given, asJson = false } = {}) {
     log(`\n${report.drops} drops in ${seconds} s (${report.dropsPerHour} an hour) over ${report.clients} clients on ${report.shards} shards`);
     for (const [code, perHour] of Object.entries(report.dropsPerHourByCode)) log(`  code ${code}: ${perHour} an hour`);
     log(`  stalls (no message for ${STALL_MS / 1000} s while connected): ${report.stalls}`);
+    log(`  churned connections (subscribed, then gone without a close frame): ${report.churnedConnections}`);
   }
   return report;
 }
