@@ -25,6 +25,7 @@ import { ensureRegistry } from "./registry/copy";
 import { registryRoutes } from "./registry/routes";
 import { callbackRoutes } from "./settlements/routes";
 import { asyncApiDocument } from "./streams/asyncapi";
+import { streamOperatorRoutes } from "./streams/operator-routes";
 import { publicStreamRoutes, signedStreamRoutes } from "./streams/routes";
 import { signedRoutes } from "./v1/routes";
 
@@ -107,6 +108,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
     ["/admin", registryRoutes], //                            listing markets and assets: as above
     ["/admin", publishKeyRoutes], //                          publishing keys: as above
     ["/admin", auditRoutes], //                               the audit log: as above
+    ["/admin", streamOperatorRoutes], //                      planned closes of stream connections: as above
     ["/docs", docsRoutes], //                                 the API reference page: none
     ["/", pageRoutes], //                                     pages and their scripts: none
   ] as const) {

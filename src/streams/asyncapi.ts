@@ -6,6 +6,7 @@ import { ProblemSchema, TimestampMs } from "../core/schemas";
 import { KLINE_INTERVALS } from "../market/klines";
 import { BookTickerSchema, IngestResultSchema, KlineSchema, Level, PricesSchema, TickerSchema, TradeSchema } from "../market/schemas";
 import { MAX_UNACKED, PublishMessageSchema } from "../publish/protocol";
+import { GOING_AWAY, SERVICE_RESTART } from "./planned-close";
 import {
   ERROR_CODES,
   KEEPALIVE_REQUEST,
@@ -92,6 +93,16 @@ const MESSAGES: Record<string, Json> = {
     type: "object",
     required: ["op", "time"],
     properties: { op: { type: "string", const: "pong" }, time: { type: "integer" }, id: MessageId },
+  }),
+  closing: message("closing", "Unasked: a planned close (docs/streams.md#planned-closes); the connection closes with `code` and `reason` at `closeAt`", {
+    type: "object",
+    required: ["op", "code", "reason", "closeAt"],
+    properties: {
+      op: { type: "string", const: "closing" },
+      code: { type: "integer", enum: [GOING_AWAY, SERVICE_RESTART] },
+      reason: { type: "string" },
+      closeAt: { type: "integer", description: "Epoch ms" },
+    },
   }),
   keepaliveAnswer: message("keepaliveAnswer", "The runtime's answer to the text frame ping", { type: "string", const: KEEPALIVE_RESPONSE }, "text/plain"),
   ticker: streamMessage(

@@ -5,6 +5,7 @@ import { type BinanceId, type BinanceStream, namesIn, parseBinanceRequest, parse
 import { accessGuard, marketObject, priceIndex } from "../core/object-ids";
 import { problem, toProblemResult } from "../core/problem";
 import { ensureRegistry, findMarket } from "../registry/copy";
+import { type CloseKind, closingNotice, type PlannedClose, plannedClose } from "./planned-close";
 import {
   admitMessage,
   type ErrorCode,
@@ -70,6 +71,8 @@ const HEARTBEAT_KEY = "heartbeatSequence";
 /** Storage keys of when the next heartbeat and the next key check are due (the one alarm serves both). */
 const HEARTBEAT_DUE_KEY = "heartbeatDue";
 const KEYS_DUE_KEY = "keysDue";
+/** Storage key of a planned close under way (its code, reason and time): it survives hibernation. */
+const CLOSING_KEY = "closing";
 /** Per API key with connections here, when its standing was last confirmed (survives hibernation). */
 const KEY_VERIFIED_PREFIX = "verified:";
 
@@ -182,6 +185,9 @@ export class StreamHub extends DurableObject<Env> {
     }
     const dialect = request.headers.get(BINANCE_HEADER);
     server.serializeAttachment({ principal, streams: [], warnings: 0, ...(dialect && { binance: { combined: dialect === "combined" } }) } satisfies Attachment);
+    // A connection that opens while a planned close is under way is told at once, as the others were.
+    const closing = this.ctx.storage.kv.get<PlannedClose>(CLOSING_KEY);
+    if (closing) this.send(server, closingNotice(closing, dialect !== null, Date.now()));
     if (dialect) {
       await ensureRegistry(this.env);
       // As Binance does, a name at connect that is no stream subscribes to nothing (CCXT connects to `/ws/0`).
@@ -439,6 +445,9 @@ export class StreamHub extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     const now = Date.now();
     const due: number[] = [];
+    const closing = this.ctx.storage.kv.get<PlannedClose>(CLOSING_KEY);
+    if (closing && now >= closing.closeAt) this.closeAll(closing);
+    else if (closing) due.push(closing.closeAt);
     const heartbeatDue = this.heartbeat(now);
     if (heartbeatDue !== undefined) due.push(heartbeatDue);
     const keysDue = await this.checkKeys(now);
@@ -574,6 +583,39 @@ export class StreamHub extends DurableObject<Env> {
       .catch((error: unknown) => console.error("release failed", String(error)))
       .finally(() => this.releases.delete(source));
     this.releases.set(source, released);
+  }
+
+  /**
+   * A planned close (docs/streams.md#closes-and-ended-streams), the operator's: every connection
+   * here is told now (`closingNotice`) and closed with the kind's code and reason at `closeAt`
+   * (the alarm; at once when that has passed). A connection that opens meanwhile is told as
+   * it opens. A later announcement replaces an earlier one. Returns how many connections were told.
+   */
+  async announceClose(kind: CloseKind, closeAt: number): Promise<number> {
+    const now = Date.now();
+    const close = plannedClose(kind, closeAt);
+    const sockets = this.ctx.getWebSockets();
+    for (const ws of sockets) this.send(ws, closingNotice(close, attachmentOf(ws).binance !== undefined, now));
+    if (close.closeAt <= now) {
+      this.closeAll(close);
+      return sockets.length;
+    }
+    this.ctx.storage.kv.put(CLOSING_KEY, close);
+    await this.armAlarm(close.closeAt);
+    return sockets.length;
+  }
+
+  /** Ends a planned close: every connection closes with its code and reason, and the shard takes new ones as before. */
+  private closeAll(close: PlannedClose): void {
+    this.ctx.storage.kv.delete(CLOSING_KEY);
+    for (const ws of this.ctx.getWebSockets()) {
+      this.forget(ws);
+      try {
+        ws.close(close.code, close.reason);
+      } catch {
+        // already closing
+      }
+    }
   }
 
   /** Called by a group relay or the price index: each event goes to this shard's subscribers. */

@@ -106,32 +106,18 @@ describe("CCXT's binance adapter, only its URLs changed (docs/binance.md#ccxt)",
 
   it("ccxt.pro: watchOrderBook kept for a minute equals REST; watchTrades, watchTicker, watchOHLCV and watchBidsAsks deliver", async () => {
     await pro.loadHttpProxyAgent();
-    // ccxt.pro (4.5.84) now and then loses a connection with closing code 1006 while the service
-    // logs nothing (seen 3 times in about 18 runs, right after its REST snapshot): a client watches
-    // again, as CCXT's own examples do. More than 3 such drops in the test fails it; a gap in the
-    // book (InvalidNonce) or a wrong book is never retried.
-    let drops = 0;
-    const watch = async <T>(call: () => Promise<T>): Promise<T> => {
-      for (;;) {
-        try {
-          return await call();
-        } catch (error) {
-          if (!(error instanceof ccxt.NetworkError) || ++drops > 3) throw error;
-          console.warn(`ccxt.pro: ${(error as Error).message}; watching again (${drops})`);
-        }
-      }
-    };
-    const trades = await watch(() => pro.watchTrades("BTC/USDT"));
+    // No retry: a dropped connection fails the test (docs/streams.md#dropped-connections-1006).
+    const trades = await pro.watchTrades("BTC/USDT");
     expect(trades.length).toBeGreaterThan(0);
     expect(trades[0]!.symbol).toBe("BTC/USDT");
-    const ticker = await watch(() => pro.watchTicker("BTC/USDT"));
+    const ticker = await pro.watchTicker("BTC/USDT");
     expect([ticker.symbol, ticker.last! > 0]).toEqual(["BTC/USDT", true]);
-    const ohlcv = await watch(() => pro.watchOHLCV("BTC/USDT", "1m"));
+    const ohlcv = await pro.watchOHLCV("BTC/USDT", "1m");
     expect(ohlcv[ohlcv.length - 1]![4]).toBeGreaterThan(0);
-    const bidsAsks = await watch(() => pro.watchBidsAsks(["BTC/USDT"]));
+    const bidsAsks = await pro.watchBidsAsks(["BTC/USDT"]);
     expect(bidsAsks["BTC/USDT"]!.bid).toBeLessThan(bidsAsks["BTC/USDT"]!.ask!);
 
-    const watchBook = () => watch(() => pro.watchOrderBook("BTC/USDT"));
+    const watchBook = () => pro.watchOrderBook("BTC/USDT");
     const until = Date.now() + 60_000;
     let updates = 0;
     while (Date.now() < until) {

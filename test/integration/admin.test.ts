@@ -45,6 +45,7 @@ describe("operator API: the bearer token (docs/signing.md)", () => {
         "PATCH /admin/publish-keys/x_1",
         "DELETE /admin/publish-keys/x_1",
         "GET /admin/audit",
+        "POST /admin/streams/close",
       ].sort(),
     );
     const { body } = await callJson("/openapi.json");
