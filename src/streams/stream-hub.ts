@@ -220,14 +220,19 @@ export class StreamHub extends DurableObject<Env> {
     this.send(ws, { id, error: { code, message } });
   }
 
-  /** Closes with 1008 and a reason (docs/streams.md#closes-and-ended-streams): abuse, or a key that lost its right. */
-  private closeForPolicy(ws: WebSocket, reason: string): void {
+  /** Every close the service makes: a documented code and its reason (docs/streams.md#closes-and-ended-streams). */
+  private closeWith(ws: WebSocket, code: number, reason: string): void {
     this.forget(ws);
     try {
-      ws.close(POLICY_VIOLATION, reason);
+      ws.close(code, reason);
     } catch {
       // already closing
     }
+  }
+
+  /** Closes with 1008 and a reason: abuse, or a key that lost its right. */
+  private closeForPolicy(ws: WebSocket, reason: string): void {
+    this.closeWith(ws, POLICY_VIOLATION, reason);
   }
 
   override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
@@ -437,7 +442,7 @@ export class StreamHub extends DurableObject<Env> {
   }
 
   /**
-   * The shard's duties on its one alarm: the heartbeat, re-checking the API keys of open
+   * The shard's duties on its one alarm: a planned close that is due, the heartbeat, re-checking the API keys of open
    * connections (every `KEY_CHECK_EVERY_MS`), and asking again for a base book that has not come
    * (`BASE_TIMEOUT_MS`: a join lost on its way to the relay heals). The alarm is set for the
    * earliest duty due, and not at all when none is.
@@ -608,14 +613,7 @@ export class StreamHub extends DurableObject<Env> {
   /** Ends a planned close: every connection closes with its code and reason, and the shard takes new ones as before. */
   private closeAll(close: PlannedClose): void {
     this.ctx.storage.kv.delete(CLOSING_KEY);
-    for (const ws of this.ctx.getWebSockets()) {
-      this.forget(ws);
-      try {
-        ws.close(close.code, close.reason);
-      } catch {
-        // already closing
-      }
-    }
+    for (const ws of this.ctx.getWebSockets()) this.closeWith(ws, close.code, close.reason);
   }
 
   /** Called by a group relay or the price index: each event goes to this shard's subscribers. */
