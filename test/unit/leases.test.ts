@@ -144,7 +144,8 @@ describe("leased admissions (docs/limits.md#leased-admissions), 1–8 simulated 
           expect(admitted, `admitted of a burst of ${arrivals.length} in ${at} ms, limit ${limit}`).toBe(limit);
         },
       ),
-      { numRuns: 300 },
+      // The lease asked by the burst's second request came back after the burst: 9 of 10 before requests waited for it.
+      { numRuns: 300, examples: [[{ limit: 10, gaps: [0, 1], latencies: [0, 19] }]] },
     );
   });
 
