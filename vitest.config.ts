@@ -30,6 +30,8 @@ export default defineConfig({
                 VENUE_READ_MAX_AGE_MS: "0",
                 SEALING_KEY: "dGVzdC1zZWFsaW5nLWtleS0zMi1ieXRlcy1sb25nISE=",
                 ADMIN_TOKEN: "test-admin-token",
+                // Chunks of 100 trades, so the trade archive's paths run on a test's few hundred trades.
+                TRADE_ARCHIVE_CHUNK: "100",
               },
             },
           }),

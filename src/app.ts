@@ -16,6 +16,9 @@ import { createRouter } from "./core/router";
 import { noStore, securityHeaders } from "./core/security-headers";
 import { docsRoutes } from "./docs/routes";
 import type { AppEnv } from "./env";
+import { historyFileRoutes } from "./history/file-routes";
+import { IMPORT_MAX_BYTES } from "./history/kline-import";
+import { historyOperatorRoutes } from "./history/operator-routes";
 import { readContext } from "./market/reads";
 import { marketRoutes } from "./market/routes";
 import { pageRoutes } from "./pages/routes";
@@ -61,7 +64,12 @@ const smallBodies = limitBodies(64 * 1024);
 /** Bulk listings are larger: 500 markets are about 70 KiB. */
 const LISTING_PATHS = new Set(["/admin/markets", "/admin/assets"]);
 const listingBodies = limitBodies(256 * 1024);
-const bodies = createMiddleware<AppEnv>((c, next) => (LISTING_PATHS.has(c.req.path) ? listingBodies : smallBodies)(c, next));
+/** A history import carries up to 50,000 minutes (docs/history.md#import). */
+const IMPORT_PATH = /^\/admin\/markets\/[^/]+\/history\/klines$/;
+const importBodies = limitBodies(IMPORT_MAX_BYTES);
+const bodies = createMiddleware<AppEnv>((c, next) =>
+  (IMPORT_PATH.test(c.req.path) ? importBodies : LISTING_PATHS.has(c.req.path) ? listingBodies : smallBodies)(c, next),
+);
 
 const OPENAPI_INFO = {
   openapi: "3.1.0",
@@ -109,6 +117,8 @@ export function createApp(): OpenAPIHono<AppEnv> {
     ["/admin", publishKeyRoutes], //                          publishing keys: as above
     ["/admin", auditRoutes], //                               the audit log: as above
     ["/admin", streamOperatorRoutes], //                      planned closes of stream connections: as above
+    ["/admin", historyOperatorRoutes], //                     importing a market's past, writing daily files: as above
+    ["/", historyFileRoutes(publicLimit)], //                  daily files in Binance's public-data layout, from R2: publicLimit
     ["/docs", docsRoutes], //                                 the API reference page: none
     ["/", pageRoutes], //                                     pages and their scripts: none
   ] as const) {

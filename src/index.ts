@@ -1,4 +1,5 @@
 import { createApp } from "./app";
+import { dailyFilesDue, writeDailyFiles } from "./history/archive-days";
 import { ledgerOptions, releaseExpiredHolds } from "./settlements/ledger";
 
 export { AccessGuard } from "./access/access-guard";
@@ -14,8 +15,13 @@ const app = createApp();
 
 export default {
   fetch: app.fetch,
-  /** The Cron Trigger (wrangler.toml): settlement gaps that held events long enough are released. */
+  /**
+   * The Cron Trigger (wrangler.toml), every minute: settlement gaps that held events long enough
+   * are released; at 00:05 UTC yesterday's daily files are written (docs/history.md#daily-files).
+   */
   scheduled(controller, env, ctx) {
     ctx.waitUntil(releaseExpiredHolds(env.DB, controller.scheduledTime, ledgerOptions(env)));
+    const day = dailyFilesDue(controller.scheduledTime);
+    if (day !== undefined) ctx.waitUntil(writeDailyFiles(env, day));
   },
 } satisfies ExportedHandler<Env>;

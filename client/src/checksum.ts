@@ -21,10 +21,10 @@ const TABLE = (() => {
 
 const encoder = new TextEncoder();
 
-/** CRC-32 of a text's UTF-8 bytes, an unsigned 32-bit integer. */
-export function crc32(text: string): number {
+/** CRC-32 of a text's UTF-8 bytes (or of bytes), an unsigned 32-bit integer. */
+export function crc32(input: string | Uint8Array): number {
   let crc = 0xffffffff;
-  for (const byte of encoder.encode(text)) crc = TABLE[(crc ^ byte) & 0xff]! ^ (crc >>> 8);
+  for (const byte of typeof input === "string" ? encoder.encode(input) : input) crc = TABLE[(crc ^ byte) & 0xff]! ^ (crc >>> 8);
   return (crc ^ 0xffffffff) >>> 0;
 }
 

@@ -20,6 +20,8 @@ export const OPERATIONS = {
   getOrderBook: ["GET", "/api/orderbook/{pair}"],
   listTrades: ["GET", "/api/trades/{pair}"],
   listKlines: ["GET", "/api/klines/{pair}"],
+  getWindowStats: ["GET", "/api/window/{pair}"],
+  getTradingDay: ["GET", "/api/trading-day/{pair}"],
   getPrices: ["GET", "/api/prices"],
   signedGetTicker: ["GET", "/v1/ticker/24hr"],
   signedGetBookTicker: ["GET", "/v1/book-ticker"],
@@ -130,9 +132,17 @@ export class MarketDataClient {
   listTrades(params: Params<"listTrades">): Promise<Answer<"listTrades">> {
     return this.call("listTrades", params);
   }
-  /** `GET /api/klines/{pair}`: candles of an `interval`. */
+  /** `GET /api/klines/{pair}`: candles of an `interval` (1s … 1M), at a `timeZone`, over the market's whole history. */
   listKlines(params: Params<"listKlines">): Promise<Answer<"listKlines">> {
     return this.call("listKlines", params);
+  }
+  /** `GET /api/window/{pair}`: statistics of a rolling window, `windowSize` 1m–59m, 1h–23h, 1d–7d. */
+  getWindowStats(params: Params<"getWindowStats">): Promise<Answer<"getWindowStats">> {
+    return this.call("getWindowStats", params);
+  }
+  /** `GET /api/trading-day/{pair}`: statistics of the current trading day at a `timeZone`. */
+  getTradingDay(params: Params<"getTradingDay">): Promise<Answer<"getTradingDay">> {
+    return this.call("getTradingDay", params);
   }
   /** `GET /api/prices`: asset prices in a quote currency. */
   getPrices(params: Loose<Params<"getPrices">> = {}): Promise<Answer<"getPrices">> {

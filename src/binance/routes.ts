@@ -2,12 +2,13 @@ import { createRoute, type Hook, OpenAPIHono, type RouteConfig, z } from "@hono/
 import type { Context, MiddlewareHandler } from "hono";
 import { BoundedMap, textBytes } from "../core/bounded-map";
 import type { AppEnv } from "../env";
+import type { Kline } from "../history/candles";
+import { isKlineInterval, KLINE_INTERVALS, parseTimeZone } from "../history/intervals";
 import type { MarketQuestion } from "../market/edge-copies";
 import { type EdgeRead, readMarket, readVenue } from "../market/edge-reads";
-import { KLINE_INTERVALS, type Kline, type KlineInterval } from "../market/klines";
 import type { WireTrade } from "../market/market-object";
-import { combineReads, readContext, sendRead } from "../market/reads";
-import { minuteOf, type TickerRecord } from "../market/rolling-window";
+import { combineReads, klinesQuestion, readContext, sendRead, tradingDayQuestion, windowQuestion } from "../market/reads";
+import { minuteOf, parseWindowSize, type TickerRecord, type WindowRecord } from "../market/rolling-window";
 import { MAX_LIST_SYMBOLS } from "../market/symbol-lists";
 import { currentRegistry, findMarket } from "../registry/copy";
 import type { MarketConfig } from "../registry/model";
@@ -26,6 +27,7 @@ import {
   BinanceTickerSchema,
   BinanceTimeSchema,
   BinanceTradeSchema,
+  BinanceWindowTickerSchema,
   DepthQuery,
   ExchangeInfoQuery,
   ExchangeInfoSchema,
@@ -37,6 +39,8 @@ import {
   SymbolQuery,
   TickerQuery,
   TradesQuery,
+  TradingDayQuery,
+  WindowTickerQuery,
 } from "./schemas";
 import { binanceStreamRoutes } from "./stream-routes";
 import * as binance from "./translate";
@@ -131,6 +135,13 @@ async function readRecords(c: Context<AppEnv>, asked: { one?: MarketConfig; many
 function eachRecord<R extends { symbol: string }>(translate: (record: R, market: MarketConfig) => unknown) {
   const one = (record: R) => translate(record, marketOf(record.symbol));
   return (value: R | R[]) => (Array.isArray(value) ? value.map(one) : one(value));
+}
+
+/** A window question about the market `symbol` names or the markets `symbols` names; one of them is required. */
+async function readWindows(c: Context<AppEnv>, asked: { one?: MarketConfig; many?: MarketConfig[] }, question: MarketQuestion): Promise<EdgeRead> {
+  if (asked.one) return readOne(c, asked.one, question);
+  if (asked.many) return combineReads(await Promise.all(asked.many.map((m) => readOne(c, m, question))));
+  throw missingParameter("symbol");
 }
 
 function readOne(c: Context<AppEnv>, market: MarketConfig, question: MarketQuestion): Promise<EdgeRead> {
@@ -253,25 +264,27 @@ export function binanceRoutes(limit: MiddlewareHandler<AppEnv>) {
       get(path, {
         operationId: operationId,
         summary: "Candles as array rows",
-        description: `Intervals ${Object.keys(KLINE_INTERVALS).join(", ")}; intervals without trades have no row. uiKlines answers the same rows as klines.`,
+        description: `Intervals ${KLINE_INTERVALS.join(", ")}; intervals without trades have no row. uiKlines answers the same rows as klines.`,
         request: { query: KlinesQuery },
         responses: { ...ok(z.array(BinanceKlineSchema), "Candles, ascending open time"), ...errors },
       }),
       async (c) => {
         const { symbol, interval, startTime, endTime, timeZone, limit } = c.req.valid("query");
-        if (!(interval in KLINE_INTERVALS)) throw binanceError("BAD_INTERVAL");
-        if (timeZone !== undefined && !/^[+-]?0{1,2}(:00)?$/.test(timeZone)) throw binanceError("INVALID_PARAMETER", "Only timeZone 0 (UTC) is kept here.");
+        if (!isKlineInterval(interval)) throw binanceError("BAD_INTERVAL");
+        if (timeZone !== undefined && parseTimeZone(timeZone) === undefined) throw illegalParameter("timeZone", "-12:00 to +14:00, as 8, -5 or +05:45");
         if (startTime !== undefined && endTime !== undefined && startTime > endTime) throw binanceError("INVALID_PARAMETER_COMBINATION");
         const market = marketOf(symbol);
-        const read = await readOne(c, market, {
-          kind: "klines",
-          query: {
-            interval: interval as KlineInterval,
+        const read = await readOne(
+          c,
+          market,
+          klinesQuestion({
+            interval,
             limit: rows(limit, 500),
             ...(startTime !== undefined && { startTime }),
             ...(endTime !== undefined && { endTime }),
-          },
-        });
+            ...(timeZone !== undefined && { timeZone }),
+          }),
+        );
         return sendAs<z.infer<typeof BinanceKlineSchema>[]>(c, read, (candles: Kline[]) => candles.map(binance.klineRow));
       },
     );
@@ -309,6 +322,47 @@ export function binanceRoutes(limit: MiddlewareHandler<AppEnv>) {
       const read = await readRecords(c, marketsAsked(query), "ticker");
       const translate = query.type === "MINI" ? (t: TickerRecord) => binance.miniTicker(t) : binance.fullTicker;
       return sendAs<z.infer<typeof BinanceTickerSchema>>(c, read, eachRecord(translate));
+    },
+  );
+  router.openapi(
+    get("ticker", {
+      operationId: "binanceWindowTicker",
+      summary: "Rolling-window statistics: 1m–59m, 1h–23h, 1d–7d, for one or some markets",
+      description:
+        "`symbol` for one record, `symbols` (a JSON array) for an array; one of them is required. The window opens at the start of the current minute minus `windowSize` and closes now (docs/history.md#rolling-windows).",
+      request: { query: WindowTickerQuery },
+      responses: { ...ok(oneOrMany(z.union([BinanceWindowTickerSchema, BinanceMiniTickerSchema])), "Window statistics"), ...errors },
+    }),
+    async (c) => {
+      const query = c.req.valid("query");
+      const windowMs = parseWindowSize(query.windowSize ?? "1d");
+      if (windowMs === undefined) throw illegalParameter("windowSize", "1m-59m, 1h-23h or 1d-7d");
+      const read = await readWindows(c, marketsAsked(query), windowQuestion(windowMs, Date.now()));
+      return sendAs<z.infer<typeof BinanceWindowTickerSchema>>(
+        c,
+        read,
+        eachRecord((w: WindowRecord) => binance.windowTicker(w, query.type)),
+      );
+    },
+  );
+  router.openapi(
+    get("ticker/tradingDay", {
+      operationId: "binanceTradingDay",
+      summary: "Statistics of the current trading day at a UTC offset, for one or some markets",
+      description: "`symbol` or `symbols` (required). From the day's midnight at `timeZone` (default UTC) to now; `closeTime` is the day's last millisecond.",
+      request: { query: TradingDayQuery },
+      responses: { ...ok(oneOrMany(z.union([BinanceWindowTickerSchema, BinanceMiniTickerSchema])), "Trading-day statistics"), ...errors },
+    }),
+    async (c) => {
+      const query = c.req.valid("query");
+      const offset = parseTimeZone(query.timeZone ?? "0");
+      if (offset === undefined) throw illegalParameter("timeZone", "-12:00 to +14:00, as 8, -5 or +05:45");
+      const read = await readWindows(c, marketsAsked(query), tradingDayQuestion(offset, Date.now()));
+      return sendAs<z.infer<typeof BinanceWindowTickerSchema>>(
+        c,
+        read,
+        eachRecord((w: WindowRecord) => binance.windowTicker(w, query.type)),
+      );
     },
   );
   router.openapi(

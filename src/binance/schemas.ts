@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { KLINE_INTERVALS } from "../market/klines";
+import { KLINE_INTERVALS } from "../history/intervals";
 
 /**
  * The Binance dialect's parameters and answers (docs/binance.md). Parameters are read as Binance
@@ -30,6 +30,12 @@ export const OptionalSymbolQuery = z.object({ symbol: SymbolParam.optional(), sy
 export const TickerQuery = OptionalSymbolQuery.extend({
   type: z.enum(["FULL", "MINI"]).default("FULL").openapi({ description: "FULL (default) or MINI" }),
 });
+export const WindowTickerQuery = TickerQuery.extend({
+  windowSize: z.string().optional().openapi({ example: "4h", description: "1m–59m, 1h–23h or 1d–7d (one unit); default 1d" }),
+});
+export const TradingDayQuery = TickerQuery.extend({
+  timeZone: z.string().optional().openapi({ example: "+08:00", description: "The day's UTC offset, -12:00 to +14:00 (8, -5, +05:45); default 0" }),
+});
 export const ExchangeInfoQuery = OptionalSymbolQuery.extend({
   permissions: z.string().optional().openapi({ description: "Accepted and ignored: every market here is SPOT" }),
   showPermissionSets: z.string().optional().openapi({ description: "Accepted and ignored" }),
@@ -45,10 +51,13 @@ export const AggTradesQuery = HistoricalTradesQuery.extend({
   endTime: Integer("Unix ms: trades at or before it"),
 });
 export const KlinesQuery = SymbolQuery.extend({
-  interval: z.string().openapi({ example: "1m", description: `One of ${Object.keys(KLINE_INTERVALS).join(", ")}; Binance's other intervals are -1120 here` }),
+  interval: z.string().openapi({ example: "1m", description: `One of ${KLINE_INTERVALS.join(", ")}` }),
   startTime: Integer("Unix ms: candles from the one holding it"),
   endTime: Integer("Unix ms: candles up to the one holding it"),
-  timeZone: z.string().optional().openapi({ description: "UTC only: 0 (or absent); any other offset is -1130" }),
+  timeZone: z
+    .string()
+    .optional()
+    .openapi({ description: "Shifts the interval boundaries (not startTime/endTime): -12:00 to +14:00, as 8, -5 or +05:45; default 0" }),
   limit: Integer("Default 500, at most 1000 (a larger limit gets 1000)"),
 });
 
@@ -161,6 +170,13 @@ export const BinanceMiniTickerSchema = z
     count: z.number().int(),
   })
   .openapi("BinanceMiniTicker");
+
+/** The rolling-window and trading-day ticker in its FULL form (MINI is `BinanceMiniTickerSchema`). */
+export const BinanceWindowTickerSchema = BinanceMiniTickerSchema.extend({
+  priceChange: Decimal,
+  priceChangePercent: Decimal,
+  weightedAvgPrice: Decimal,
+}).openapi("BinanceWindowTicker");
 
 export const BinanceTickerSchema = BinanceMiniTickerSchema.extend({
   priceChange: Decimal,

@@ -3,7 +3,7 @@
  * stream a Binance name reads, and what a client's SUBSCRIBE / UNSUBSCRIBE / LIST_SUBSCRIPTIONS
  * asks. The StreamHub applies it; `fanout.ts` renders the events.
  */
-import { KLINE_INTERVALS } from "../market/klines";
+import { isKlineInterval } from "../history/intervals";
 import { findMarket } from "../registry/copy";
 import { MAX_STREAMS_PER_CONNECTION, parseStreamName, type StreamName, TICKERS_STREAM } from "../streams/protocol";
 
@@ -51,7 +51,7 @@ export function parseBinanceStream(raw: unknown): BinanceStream | null {
   const simple = SIMPLE[rest];
   if (simple) return nameFor(raw, simple.kind, simple.native(market.symbol));
   const kline = /^kline_(\w+)$/.exec(rest);
-  if (kline) return kline[1]! in KLINE_INTERVALS ? nameFor(raw, "kline", `kline.${market.symbol}.${kline[1]}`) : null;
+  if (kline) return isKlineInterval(kline[1]!) ? nameFor(raw, "kline", `kline.${market.symbol}.${kline[1]}`) : null;
   const partial = /^depth(5|10|20)(@100ms|@1000ms)?$/.exec(rest);
   if (partial) {
     const stream = nameFor(raw, "depthPartial", `book.${market.symbol}`);

@@ -5,9 +5,9 @@
  */
 import { PUBLIC_LIMIT } from "../access/rate-limit";
 import { add, type Decimal, divide, formatDecimal, formatUnits, multiply, parseDecimal } from "../core/decimal";
-import type { Kline } from "../market/klines";
+import type { Kline } from "../history/candles";
 import type { WireTrade } from "../market/market-object";
-import type { TickerRecord } from "../market/rolling-window";
+import type { TickerRecord, WindowRecord } from "../market/rolling-window";
 import type { MarketConfig, MarketStatus } from "../registry/model";
 import type { BookMessage } from "../streams/wire-book";
 
@@ -33,7 +33,7 @@ export interface NativeBook {
 /** Binance's status words: a halted market is `HALT`, a delisted one `BREAK`. */
 const STATUS: Record<MarketStatus, string> = { TRADING: "TRADING", HALTED: "HALT", DELISTED: "BREAK" };
 
-/** Trade ids of the 24 h window are not kept per window: Binance's "none" (docs/binance.md#what-differs). */
+/** Trade ids of a window are not kept per window: Binance's "none" (docs/binance.md#what-differs). */
 const NO_TRADE_ID = -1;
 
 const zero = (scale: number) => formatUnits(0n, scale);
@@ -123,6 +123,27 @@ export function fullTicker(t: TickerRecord, market: MarketConfig) {
     askPrice: t.bestAsk ?? price0,
     askQty: t.bestAskQty ?? qty0,
   };
+}
+
+/** A rolling window or trading day (`GET /api/v3/ticker`, `/ticker/tradingDay`) in its MINI or FULL form. */
+export function windowTicker(w: WindowRecord, type: "FULL" | "MINI") {
+  const mini = {
+    symbol: w.symbol,
+    openPrice: w.openPrice,
+    highPrice: w.highPrice,
+    lowPrice: w.lowPrice,
+    lastPrice: w.lastPrice,
+    volume: w.volume,
+    quoteVolume: w.quoteVolume,
+    openTime: w.openTime,
+    closeTime: w.closeTime,
+    firstId: NO_TRADE_ID,
+    lastId: NO_TRADE_ID,
+    count: w.tradeCount,
+  };
+  if (type === "MINI") return mini;
+  const { symbol, ...rest } = mini;
+  return { symbol, priceChange: w.priceChange, priceChangePercent: w.priceChangePercent, weightedAvgPrice: w.weightedAvgPrice, ...rest };
 }
 
 export function tickerPrice(t: TickerRecord) {

@@ -39,7 +39,7 @@ export const SERVERS = {
 const SMALL_BODY_PATHS = /^\/(account|admin|dashboard)\//;
 
 /** Paths that name one market (a pair in the path, or `symbol`/`symbols`/`assets` in the query). */
-const MARKET_PATH = /\{pair\}|^\/v1\/(ticker|book-ticker|orderbook|trades|klines|prices|ingest)\b|^\/api\/(ticker|book-ticker|prices)\b/;
+const MARKET_PATH = /\{pair\}|^\/v1\/(ticker|book-ticker|orderbook|trades|klines|prices|ingest)\b|^\/api\/(ticker|book-ticker|prices)\b|^\/admin\/archive$/;
 const SIGNED = /^\/v1\//;
 const DIALECT = /^\/binance\//;
 const CALLBACK = /^\/api\/gateway\//;
@@ -51,7 +51,7 @@ const CALLBACK = /^\/api\/gateway\//;
 const WHERE: Partial<Record<ProblemCode, RegExp>> = {
   INVALID_SYMBOL: MARKET_PATH,
   UNKNOWN_SYMBOL: MARKET_PATH,
-  NOT_FOUND: /^\/(account\/api-keys|admin\/gateways|admin\/assets|admin\/publish-keys)\/\{/,
+  NOT_FOUND: /^\/(account\/api-keys|admin\/gateways|admin\/assets|admin\/publish-keys)\/\{|^\/data\//,
   MISSING_CREDENTIALS: SIGNED,
   MALFORMED_CREDENTIALS: SIGNED,
   INVALID_API_KEY: SIGNED,
@@ -67,7 +67,8 @@ const WHERE: Partial<Record<ProblemCode, RegExp>> = {
   STALE_SEQUENCE: /^\/v1\/ingest$/,
   // A gateway id, asset or symbol taken; a market's rules or status changed by another request meanwhile.
   ALREADY_EXISTS: /^\/admin\/(gateways|assets|markets)$|^\/admin\/markets\/\{pair\}|^\/admin\/publish-keys\/\{/,
-  MARKET_NOT_TRADING: /^\/v1\/ingest$|^\/admin\/markets\//,
+  MARKET_NOT_TRADING: /^\/v1\/ingest$|^\/admin\/markets\/\{pair\}(\/status)?$/,
+  LIVE_MINUTE: /\/history\/klines$/,
   STREAM_LIMIT: /\/ws$|^\/v1\/publish$/,
   FORBIDDEN_MARKET: /^\/v1\/(ingest|publish)$/,
   NOT_CONFIGURED: /^\/(v1|account\/api-keys|admin|api\/gateway)\b/,

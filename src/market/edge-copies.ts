@@ -7,7 +7,7 @@
 import { BoundedMap, textBytes } from "../core/bounded-map";
 import type { ProblemResult } from "../core/problem";
 import { Slots } from "../core/slots";
-import type { KlineQuery } from "./klines";
+import type { KlineQuery } from "../history/candles";
 import type { TradePage } from "./market-store";
 
 /** What an edge copy holds the answer to: one market read with its parameters. */
@@ -16,7 +16,9 @@ export type MarketQuestion =
   | { kind: "bookTicker" }
   | { kind: "book"; depth: number }
   | { kind: "trades"; limit: number; page?: Omit<TradePage, "limit"> }
-  | { kind: "klines"; query: KlineQuery };
+  | { kind: "klines"; query: KlineQuery }
+  /** Statistics from `openTime` (minute-aligned) to `closeTime`, or to the moment of the answer (a rolling window). */
+  | { kind: "window"; openTime: number; closeTime?: number };
 
 /** The key of a question's copy: one copy per market and question. */
 export function copyKey(symbol: string, question: MarketQuestion): string {
@@ -28,9 +30,11 @@ export function copyKey(symbol: string, question: MarketQuestion): string {
       return `${symbol}:trades:${question.limit}:${fromId ?? ""}:${before ?? ""}:${startTime ?? ""}:${endTime ?? ""}`;
     }
     case "klines": {
-      const { interval, limit, startTime, endTime } = question.query;
-      return `${symbol}:klines:${interval}:${limit}:${startTime ?? ""}:${endTime ?? ""}`;
+      const { interval, limit, startTime, endTime, offsetMs } = question.query;
+      return `${symbol}:klines:${interval}:${limit}:${startTime ?? ""}:${endTime ?? ""}:${offsetMs ?? 0}`;
     }
+    case "window":
+      return `${symbol}:window:${question.openTime}:${question.closeTime ?? ""}`;
     default:
       return `${symbol}:${question.kind}`;
   }

@@ -5,13 +5,27 @@ import { groupRelay } from "../core/object-ids";
 import { isProblemResult, ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
 import type { RelayOp } from "../groups/messages";
 import { PacedOutbox } from "../groups/paced-outbox";
+import { aggregateCandles, candleOf, type Kline, type KlineQuery } from "../history/candles";
+import { aggTradesCsv, csvName, type DailyKind, dailyKey, dayName, klinesCsv, tradesCsv } from "../history/daily-files";
+import {
+  BUCKET_SIZES,
+  type BucketSize,
+  bucketSizeFor,
+  HOUR_MS,
+  KLINE_INTERVALS,
+  type KlineInterval,
+  MINUTE_MS,
+  nextOpenTime,
+  openTimeOf,
+} from "../history/intervals";
+import { type ArchivedChunk, type ArchivedTrade, chunkKey, chunkSize, MAX_CHUNK_READS, pageRunsForwards, withinPage } from "../history/trade-archive";
+import { checksumLine, zipOne } from "../history/zip";
 import { groupOf, type MarketConfig } from "../registry/model";
 import { CONFLATE_MS, Conflation } from "../streams/conflation";
 import { MARKET_ENDED_STREAM, type StreamEvent } from "../streams/protocol";
 import { bookChecksum, CHECKSUM_DEPTH } from "./book-checksum";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
 import type { IngestBatch, IngestResult } from "./ingest";
-import { aggregateCandles, alignDown, KLINE_INTERVALS, type Kline, type KlineInterval, type KlineQuery } from "./klines";
 import { type MarketMeta, MarketStore, type StoredTrade, type TradePage } from "./market-store";
 import { type BookOutcome, type BookUpdate, OrderBook, type WireLevel } from "./order-book";
 import type { PriceReport } from "./price-index";
@@ -20,11 +34,15 @@ import {
   changePercent,
   DAY_MS,
   formatTicker,
+  formatWindow,
   type MinuteBucket,
+  mergeBuckets,
   minuteOf,
   type TickerRecord,
   type TickerStats,
   tickerStats,
+  type WindowRecord,
+  windowStats,
 } from "./rolling-window";
 import type { BookTickerSchema } from "./schemas";
 
@@ -60,12 +78,28 @@ export interface WireTrade {
   time: number;
 }
 
+/**
+ * Hot trades beyond 25 hours' worth are archived anyway past this count: about 200 MB of rows
+ * and indexes, a fiftieth of an object's 10 GB (docs/capacity.md#history).
+ */
+const HOT_MOST_TRADES = 1_000_000;
+/** A day's trades files are written in one run up to this many trades (about 30 MB of CSV). */
+const MAX_DAY_TRADES = 500_000;
+
+/** What writing one day's files did (`POST /admin/archive`, the daily cron). */
+export interface DayFiles {
+  symbol: string;
+  date: string;
+  trades: number;
+  files: { key: string; bytes: number; sha256: string }[];
+  /** Why the trades files were not written, when they were not. */
+  skipped?: string;
+}
+
 /** Trades kept beyond 24 h anyway, so `/trades` always has a page to show. */
 const KEEP_TRADES = 1000;
 /** Trade ids are remembered this long for de-duplication of publisher retries. */
 const TRADE_RETENTION_MS = DAY_MS + 3_600_000;
-/** Minute buckets feed klines; a month covers 1000 4h candles and 30 daily ones. */
-const BUCKET_RETENTION_MS = 30 * DAY_MS;
 const PRUNE_EVERY_MS = 60_000;
 /** The price index and ticker subscribers hear from a market at most this often (KV takes one write a second). */
 const SECONDLY_MS = 1_000;
@@ -109,6 +143,8 @@ export class MarketObject extends DurableObject<Env> {
   private readonly store: MarketStore;
   private state: MarketState | undefined;
   private lastPruneAt = 0;
+  /** The trade archive is being written (one run at a time). */
+  private archiving = false;
   private lastSecondlyAt = 0;
   /** Shards subscribed to this market's streams (stored): nothing is built for streams nobody watches. */
   private shards = new Set<string>();
@@ -167,7 +203,7 @@ export class MarketObject extends DurableObject<Env> {
     this.state = {
       market,
       book,
-      recentBuckets: [...this.store.bucketsBetween(now - TRADE_RETENTION_MS, Number.MAX_SAFE_INTEGER, "ASC")],
+      recentBuckets: [...this.store.buckets(MINUTE_MS, now - TRADE_RETENTION_MS, Number.MAX_SAFE_INTEGER, "ASC")],
       lastTradePrice: latest?.close,
       lastTradeQty: latest ? (this.store.latestTradeQuantity() ?? 0n) : 0n,
       lastTradeTime: latest?.lastTradeTime ?? 0,
@@ -221,6 +257,8 @@ export class MarketObject extends DurableObject<Env> {
       let acceptedTrades = 0;
       let duplicateTrades = 0;
       const changedBuckets = new Map<number, MinuteBucket>();
+      /** The second, hour and day buckets the batch changed, by `${size}:${start}`. */
+      const changedRollups = new Map<string, { size: BucketSize; bucket: MinuteBucket }>();
       const accepted: StoredTrade[] = [];
       let bookOutcome: BookOutcome | undefined;
       try {
@@ -244,10 +282,18 @@ export class MarketObject extends DurableObject<Env> {
             const minute = minuteOf(trade.time);
             const bucket = addToBucket(changedBuckets.get(minute) ?? this.bucketAt(state, minute), trade);
             changedBuckets.set(minute, bucket);
+            for (const size of BUCKET_SIZES) {
+              if (size === MINUTE_MS) continue;
+              const start = Math.floor(trade.time / size) * size;
+              const key = `${size}:${start}`;
+              const rollup = changedRollups.get(key)?.bucket ?? this.store.bucketAt(size, start);
+              changedRollups.set(key, { size, bucket: addToBucket(rollup, trade, start) });
+            }
             acceptedTrades += 1;
           }
-          // Each changed minute once, however many of the batch's trades fell in it.
+          // Each changed bucket once, however many of the batch's trades fell in it.
           for (const bucket of changedBuckets.values()) this.store.upsertBucket(bucket);
+          for (const { size, bucket } of changedRollups.values()) this.store.upsertBucket(bucket, size);
           if (acceptedTrades > 0) meta.push(["tradeSeq", state.tradeSeq + acceptedTrades]);
           if (acceptedTrades > 0 || bookOutcome === "applied") meta.push(["lastUpdateAt", now]);
           this.store.writeMetas(meta);
@@ -277,6 +323,46 @@ export class MarketObject extends DurableObject<Env> {
   }
 
   /**
+   * Brings in a market's past as minutes (docs/history.md#import), all or nothing: a minute that
+   * holds live trades is refused (409 naming it), an imported one is replaced. The hours and days
+   * over the imported span are built again from the minutes, so every coarser candle and window
+   * sees them exactly as it sees live ones.
+   */
+  importMinutes(market: MarketConfig, minutes: MinuteBucket[]): { imported: number; replaced: number } | ProblemResult {
+    return this.guarded(() => {
+      const state = this.readable(market);
+      if (minutes.length === 0) return { imported: 0, replaced: 0 };
+      const from = minutes[0]!.minute;
+      const to = minutes[minutes.length - 1]!.minute;
+      const asked = new Set(minutes.map((m) => m.minute));
+      const stored = this.store.storedMinutes(from, to).filter((m) => asked.has(m.minute));
+      const live = stored.filter((m) => m.imported === 0).map((m) => m.minute);
+      if (live.length > 0) {
+        const at = new Date(live[0]!).toISOString();
+        throw problem("LIVE_MINUTE", `the minute at ${at} (${live[0]}) holds live trades: an import never replaces them, and nothing was imported`, {
+          errors: [{ path: `rows.${minutes.findIndex((m) => m.minute === live[0])}`, message: `${at} holds live trades` }],
+          minutes: live.slice(0, 100),
+        });
+      }
+      this.store.transaction(() => {
+        for (const minute of minutes) this.store.upsertBucket(minute, MINUTE_MS, true);
+        this.store.rebuildRollups(from, to);
+      });
+      // What memory holds of the recent past and the last price follows the stored minutes.
+      const now = Date.now();
+      state.recentBuckets = [...this.store.buckets(MINUTE_MS, now - TRADE_RETENTION_MS, Number.MAX_SAFE_INTEGER, "ASC")];
+      const latest = this.store.latestBucket();
+      if (latest && latest.lastTradeTime > state.lastTradeTime) {
+        state.lastTradeTime = latest.lastTradeTime;
+        state.lastTradePrice = latest.close;
+        state.lastTradeQty = 0n; // an imported minute says nothing of its last trade's quantity
+      }
+      state.version += 1;
+      return { imported: minutes.length, replaced: stored.length };
+    });
+  }
+
+  /**
    * Writes what a batch's book updates changed, once per level however many updates touched it:
    * the whole book after a snapshot in the batch, else each changed level's final quantity.
    */
@@ -297,7 +383,7 @@ export class MarketObject extends DurableObject<Env> {
   private bucketAt(state: MarketState, minute: number): MinuteBucket | undefined {
     const recent = state.recentBuckets;
     if (recent.length > 0 && minute >= recent[0]!.minute) return recent.find((b) => b.minute === minute);
-    return this.store.bucketsBetween(minute, minute, "ASC").next().value ?? undefined;
+    return this.store.bucketAt(MINUTE_MS, minute);
   }
 
   /** Keeps the in-memory window in order and the last price current. */
@@ -316,7 +402,9 @@ export class MarketObject extends DurableObject<Env> {
 
   private prune(state: MarketState, now: number): void {
     this.lastPruneAt = now;
-    this.store.prune(now - TRADE_RETENTION_MS, KEEP_TRADES, now - BUCKET_RETENTION_MS);
+    this.store.prune(now - TRADE_RETENTION_MS);
+    // The archive's writes are R2's: they run beside the ingest, never in its way.
+    void this.archiveTrades(now).catch((error) => console.error(JSON.stringify({ level: "error", message: "trade archive failed", error: String(error) })));
     const cutoff = now - TRADE_RETENTION_MS;
     const firstKept = state.recentBuckets.findIndex((b) => b.minute >= cutoff);
     state.recentBuckets.splice(0, firstKept === -1 ? state.recentBuckets.length : firstKept);
@@ -395,37 +483,192 @@ export class MarketObject extends DurableObject<Env> {
     return { symbol, sequence, timestamp: now, checksum: this.checksumOf(state), levels };
   }
 
+  /**
+   * Moves complete chunks of trades older than the hot window to R2 (docs/history.md#trades), a
+   * few a run: each chunk is written first, then indexed and let go here, so a failure between
+   * the two writes the same chunk again next time (the same bytes). Returns the chunks moved.
+   */
+  async archiveTrades(now = Date.now(), most = 16): Promise<number> {
+    if (this.archiving || !this.state) return 0;
+    this.archiving = true;
+    try {
+      const state = this.state;
+      const size = chunkSize(this.env.TRADE_ARCHIVE_CHUNK);
+      let moved = 0;
+      for (; moved < most; moved++) {
+        const due = this.store.dueChunk(size, now - TRADE_RETENTION_MS, state.tradeSeq, HOT_MOST_TRADES);
+        if (!due) break;
+        const trades = due.trades.map((t) => wireTrade(state.market, t));
+        const text = JSON.stringify(trades);
+        await this.env.HISTORY.put(chunkKey(state.market.symbol, due.chunk), text, { httpMetadata: { contentType: "application/json" } });
+        this.store.chunkArchived(
+          {
+            chunk: due.chunk,
+            firstSeq: trades[0]!.tradeId,
+            lastSeq: trades[trades.length - 1]!.tradeId,
+            minTime: Math.min(...trades.map((t) => t.time)),
+            maxTime: Math.max(...trades.map((t) => t.time)),
+            trades: trades.length,
+            bytes: text.length,
+          },
+          KEEP_TRADES,
+        );
+        state.tradesCache = undefined;
+      }
+      return moved;
+    } finally {
+      this.archiving = false;
+    }
+  }
+
+  /**
+   * Writes one UTC day's files to R2 in Binance's public-data layout (docs/history.md#daily-files):
+   * trades, aggTrades and klines 1m/1h/1d, each a zip with its `.CHECKSUM`. A day without candles
+   * writes nothing, an imported day (candles, no trades) its klines only; a day of more than MAX_DAY_TRADES trades writes its klines only (a busy day
+   * is split across runs: docs/history.md#daily-files). The same day written again gives the same bytes.
+   */
+  async writeDay(market: MarketConfig, day: number): Promise<DayFiles | ProblemResult> {
+    try {
+      const state = this.load(market);
+      const { symbol } = state.market;
+      const end = day + DAY_MS - 1;
+      const candles = (interval: KlineInterval) => this.klines(state, { interval, startTime: day, endTime: end, limit: 1_440 });
+      const minutes = candles("1m");
+      const trades = minutes.reduce((n, k) => n + k.tradeCount, 0);
+      const result: DayFiles = { symbol, date: dayName(day), trades, files: [] };
+      if (trades === 0) return result;
+      const write = async (kind: DailyKind, csv: string) => {
+        const key = dailyKey(kind, symbol, day);
+        const zip = await zipOne(csvName(key), new TextEncoder().encode(csv), new Date(day));
+        const checksum = await checksumLine(zip, key.slice(key.lastIndexOf("/") + 1));
+        await this.env.HISTORY.put(key, zip, { httpMetadata: { contentType: "application/zip" } });
+        await this.env.HISTORY.put(`${key}.CHECKSUM`, checksum, { httpMetadata: { contentType: "text/plain; charset=utf-8" } });
+        result.files.push({ key, bytes: zip.length, sha256: checksum.slice(0, 64) });
+      };
+      await write("klines/1m", klinesCsv(minutes));
+      await write("klines/1h", klinesCsv(candles("1h")));
+      await write("klines/1d", klinesCsv(candles("1d")));
+      if (trades > MAX_DAY_TRADES) {
+        result.skipped = `${trades} trades: more than ${MAX_DAY_TRADES} a day are not written in one run`;
+        return result;
+      }
+      const dayTrades = await this.tradesOfDay(state, day, end);
+      // An imported day has candles but no trades: its klines files only.
+      if (dayTrades.length === 0) return result;
+      await write("trades", tradesCsv(dayTrades));
+      await write("aggTrades", aggTradesCsv(dayTrades));
+      return result;
+    } catch (error) {
+      if (error instanceof ProblemError) return toProblemResult(error);
+      throw error;
+    }
+  }
+
+  /** Every trade of `day`…`end` in tradeId order: the archived ones from R2, the rest from SQLite. */
+  private async tradesOfDay(state: MarketState, day: number, end: number): Promise<ArchivedTrade[]> {
+    const bounds = { startTime: day, endTime: end };
+    const archived = this.store.archivedThrough();
+    const hot = this.store.tradePage({ ...bounds, limit: MAX_DAY_TRADES }, archived).map((t) => wireTrade(state.market, t));
+    const size = chunkSize(this.env.TRADE_ARCHIVE_CHUNK);
+    const out: ArchivedTrade[] = [];
+    for (const chunk of this.store.chunksFor(bounds, true, Math.ceil(MAX_DAY_TRADES / size) + 16)) {
+      const object = await this.env.HISTORY.get(chunkKey(state.market.symbol, chunk.chunk));
+      if (!object) throw new Error(`archive chunk ${chunk.chunk} of ${state.market.symbol} is missing`);
+      out.push(...withinPage(await object.json<ArchivedTrade[]>(), bounds));
+    }
+    return [...out, ...hot];
+  }
+
   /** The newest `limit` trades, newest first; with any bound of `page`, that page in tradeId order. */
-  private trades(state: MarketState, limit: number, page: Omit<TradePage, "limit"> = {}): WireTrade[] {
+  private async trades(state: MarketState, limit: number, page: Omit<TradePage, "limit"> = {}): Promise<WireTrade[]> {
     const wire = (t: StoredTrade) => wireTrade(state.market, t);
-    if (Object.values(page).some((bound) => bound !== undefined)) return this.store.tradePage({ ...page, limit }).map(wire);
+    if (Object.values(page).some((bound) => bound !== undefined)) return this.tradePage(state, { ...page, limit });
     if (state.tradesCache?.version !== state.version) state.tradesCache = { version: state.version, trades: this.store.latestTrades(KEEP_TRADES).map(wire) };
     return state.tradesCache.trades.slice(0, limit);
   }
 
+  /**
+   * A page of the trade history: ids up to `archivedThrough` from the archive's chunks in R2, the
+   * rest from SQLite, joined in tradeId order without a gap or a repeat (docs/api.md#trade-history).
+   */
+  private async tradePage(state: MarketState, page: TradePage): Promise<WireTrade[]> {
+    const { limit, ...bounds } = page;
+    const wire = (t: StoredTrade) => wireTrade(state.market, t);
+    const archived = this.store.archivedThrough();
+    const hot = (n: number) => this.store.tradePage({ ...bounds, limit: n }, archived).map(wire);
+    // Both sources are taken now, before any await: the archiver may move a chunk meanwhile.
+    const hotPart = hot(limit);
+    if (archived === 0) return hotPart;
+    const forwards = pageRunsForwards(bounds);
+    const chunks = this.store.chunksFor(bounds, forwards, MAX_CHUNK_READS);
+    const read = async (chunk: ArchivedChunk) => {
+      const object = await this.env.HISTORY.get(chunkKey(state.market.symbol, chunk.chunk));
+      if (!object) throw new Error(`archive chunk ${chunk.chunk} of ${state.market.symbol} is missing`);
+      return withinPage(await object.json<ArchivedTrade[]>(), bounds);
+    };
+    if (forwards) {
+      const out: WireTrade[] = [];
+      for (const chunk of chunks) {
+        out.push(...(await read(chunk)));
+        if (out.length >= limit) return out.slice(0, limit);
+      }
+      return [...out, ...hotPart.slice(0, limit - out.length)];
+    }
+    let out = hotPart;
+    for (const chunk of chunks) {
+      if (out.length >= limit) break;
+      out = [...(await read(chunk)).slice(-(limit - out.length)), ...out];
+    }
+    return out;
+  }
+
+  /**
+   * Candles from the coarsest stored buckets that fit the interval and offset (docs/history.md#layout):
+   * a year of `1d` or `1w` reads 365 day rows, not 525,600 minutes.
+   */
   private klines(state: MarketState, query: KlineQuery): Kline[] {
-    const interval = KLINE_INTERVALS[query.interval];
+    const offset = query.offsetMs ?? 0;
+    const size = bucketSizeFor(query.interval, offset);
     const to = query.endTime ?? Number.MAX_SAFE_INTEGER;
     if (query.startTime !== undefined) {
-      const from = alignDown(query.startTime, interval);
-      return aggregateCandles(this.store.bucketsBetween(from, to, "ASC"), interval, state.market, query.limit);
+      const from = openTimeOf(query.startTime, query.interval, offset);
+      return aggregateCandles(this.store.buckets(size, from, to, "ASC"), query.interval, state.market, query.limit, offset);
     }
-    return aggregateCandles(this.store.bucketsBetween(0, to, "DESC"), interval, state.market, query.limit);
+    return aggregateCandles(this.store.buckets(size, 0, to, "DESC"), query.interval, state.market, query.limit, offset);
+  }
+
+  /**
+   * Statistics of the window `openTime`…`closeTime` (docs/history.md#rolling-windows), from the
+   * minutes at its edges and the hours between; the last price is the market's as of `now`.
+   */
+  private window(state: MarketState, openTime: number, closeTime: number, now: number): WindowRecord {
+    const buckets = [...this.store.spanBuckets(openTime, Math.min(closeTime, now))];
+    const last = state.lastTradePrice === undefined ? undefined : { price: state.lastTradePrice, quantity: state.lastTradeQty };
+    return formatWindow(state.market.symbol, windowStats(buckets, last, openTime), state.market, closeTime);
   }
 
   /**
    * One read for the edge copies (docs/edge-reads.md): the answer as JSON text, with the moment
    * it shows, so an isolate serves it as it is and never puts an older answer over a newer one.
    */
-  answer(market: MarketConfig, question: MarketQuestion): MarketAnswer {
+  async answer(market: MarketConfig, question: MarketQuestion): Promise<MarketAnswer> {
     const at = Date.now();
-    const result = this.guarded(() => this.answerOf(this.readable(market), question, at));
-    const version = this.state?.version ?? 0;
+    let version = this.state?.version ?? 0;
+    let result: string | ProblemResult;
+    try {
+      const state = this.readable(market);
+      // The version the answer shows is the one when it was asked (a page read from R2 awaits).
+      version = state.version;
+      result = await this.answerOf(state, question, at);
+    } catch (error) {
+      if (!(error instanceof ProblemError)) throw error;
+      result = toProblemResult(error);
+    }
     return isProblemResult(result) ? { text: "", problem: result.problem, at, version } : { text: result, at, version };
   }
 
   /** The answer's text, showing the market at `at` (the ticker's closeTime, the book's timestamp). */
-  private answerOf(state: MarketState, question: MarketQuestion, at: number): string {
+  private async answerOf(state: MarketState, question: MarketQuestion, at: number): Promise<string> {
     switch (question.kind) {
       case "ticker":
         return JSON.stringify(this.ticker(state, at));
@@ -436,9 +679,11 @@ export class MarketObject extends DurableObject<Env> {
       case "bookTicker":
         return JSON.stringify(this.bookTicker(state, at));
       case "trades":
-        return JSON.stringify(this.trades(state, question.limit, question.page));
+        return JSON.stringify(await this.trades(state, question.limit, question.page));
       case "klines":
         return JSON.stringify(this.klines(state, question.query));
+      case "window":
+        return JSON.stringify(this.window(state, question.openTime, question.closeTime ?? at, at));
     }
   }
 
@@ -537,32 +782,43 @@ export class MarketObject extends DurableObject<Env> {
     let nextClose: number | undefined;
     if (state.lastTradePrice === undefined) return { events };
     const { symbol } = state.market;
-    for (const [interval, ms] of Object.entries(KLINE_INTERVALS) as [KlineInterval, number][]) {
+    for (const interval of KLINE_INTERVALS) {
       const stream = `kline.${symbol}.${interval}`;
       const sent = this.klinesSent.get(interval);
-      const openTime = alignDown(state.lastTradeTime, ms);
+      const openTime = openTimeOf(state.lastTradeTime, interval);
       if (sent && !sent.closed && (openTime > sent.openTime || now > sent.closeTime)) {
-        const final = this.candleAt(state, sent.openTime, ms);
+        const final = this.candleAt(state, sent.openTime, interval);
         if (final) events.push({ stream, data: { ...final, interval, closed: true } });
         sent.closed = true;
       }
       if (sent && openTime < sent.openTime) continue;
-      const candle = this.candleAt(state, openTime, ms);
+      const candle = this.candleAt(state, openTime, interval);
       if (!candle) continue;
       const closed = now > candle.closeTime;
       const text = JSON.stringify(candle);
       if (sent?.openTime === openTime && sent.text === text && (sent.closed || !closed)) continue;
       events.push({ stream, data: { ...candle, interval, closed } });
       this.klinesSent.set(interval, { openTime, closeTime: candle.closeTime, text, closed });
-      if (!closed) nextClose = Math.min(nextClose ?? Number.POSITIVE_INFINITY, candle.closeTime + 1);
+      // A second's candle does not wake the market: it goes out closed with the next tick, so
+      // the ticker stays at most once a second (an alarm each second would send it more often).
+      if (!closed && interval !== "1s") nextClose = Math.min(nextClose ?? Number.POSITIVE_INFINITY, candle.closeTime + 1);
     }
     return { events, nextClose };
   }
 
-  /** The candle of `intervalMs` opening at `openTime`, from the buckets in memory (the last ~25 h). */
-  private candleAt(state: MarketState, openTime: number, intervalMs: number): Kline | undefined {
-    const buckets = state.recentBuckets.filter((b) => b.minute >= openTime && b.minute < openTime + intervalMs);
-    return aggregateCandles(buckets, intervalMs, state.market, 1)[0];
+  /**
+   * The candle of `interval` opening at `openTime`: up to a day from the minutes in memory (the
+   * last ~25 h), a second or anything longer than a day from the stored buckets (one small read).
+   */
+  private candleAt(state: MarketState, openTime: number, interval: KlineInterval): Kline | undefined {
+    const closeTime = nextOpenTime(openTime, interval) - 1;
+    const size = bucketSizeFor(interval);
+    const buckets =
+      size === MINUTE_MS || size === HOUR_MS
+        ? state.recentBuckets.filter((b) => b.minute >= openTime && b.minute <= closeTime)
+        : [...this.store.buckets(size, openTime, closeTime, "ASC")];
+    const merged = mergeBuckets(buckets);
+    return merged && candleOf(merged, openTime, closeTime, state.market);
   }
 
   /**

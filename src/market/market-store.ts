@@ -1,6 +1,8 @@
+import { type BucketSize, DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS } from "../history/intervals";
+import type { ArchivedChunk } from "../history/trade-archive";
 import type { MarketConfig } from "../registry/model";
 import type { UnitLevel } from "./order-book";
-import type { MinuteBucket } from "./rolling-window";
+import { type MinuteBucket, mergeBuckets } from "./rolling-window";
 
 /** A stored trade; prices and quantities are integer units at the market's scales. */
 export interface StoredTrade {
@@ -33,6 +35,8 @@ export interface MarketMeta {
   tradeSeq: number;
   /** When the market last applied an ingest batch that changed it (its feed's last word). */
   lastUpdateAt: number;
+  /** Trade ids up to this one are in the archive (docs/history.md#trades); 0: none. */
+  archivedThrough: number;
 }
 
 const SCHEMA = `
@@ -46,7 +50,17 @@ CREATE TABLE IF NOT EXISTS minute_buckets (
   minute INTEGER PRIMARY KEY, open TEXT NOT NULL, high TEXT NOT NULL, low TEXT NOT NULL,
   close TEXT NOT NULL, first_trade_time INTEGER NOT NULL, last_trade_time INTEGER NOT NULL,
   volume TEXT NOT NULL, quote_volume TEXT NOT NULL, trade_count INTEGER NOT NULL,
-  taker_buy_volume TEXT NOT NULL DEFAULT '0', taker_buy_quote_volume TEXT NOT NULL DEFAULT '0');
+  taker_buy_volume TEXT NOT NULL DEFAULT '0', taker_buy_quote_volume TEXT NOT NULL DEFAULT '0',
+  imported INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS rollup_buckets (
+  size INTEGER NOT NULL, start INTEGER NOT NULL, open TEXT NOT NULL, high TEXT NOT NULL, low TEXT NOT NULL,
+  close TEXT NOT NULL, first_trade_time INTEGER NOT NULL, last_trade_time INTEGER NOT NULL,
+  volume TEXT NOT NULL, quote_volume TEXT NOT NULL, trade_count INTEGER NOT NULL,
+  taker_buy_volume TEXT NOT NULL, taker_buy_quote_volume TEXT NOT NULL, PRIMARY KEY (size, start));
+CREATE TABLE IF NOT EXISTS archive_chunks (
+  chunk INTEGER PRIMARY KEY, first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL,
+  min_time INTEGER NOT NULL, max_time INTEGER NOT NULL, trades INTEGER NOT NULL, bytes INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS archive_chunks_by_time ON archive_chunks (max_time);
 CREATE TABLE IF NOT EXISTS book_levels (
   side TEXT NOT NULL, price TEXT NOT NULL, quantity TEXT NOT NULL, PRIMARY KEY (side, price));
 `;
@@ -55,7 +69,7 @@ type Row = Record<string, SqlStorageValue>;
 
 function toBucket(row: Row): MinuteBucket {
   return {
-    minute: row.minute as number,
+    minute: (row.minute ?? row.start) as number,
     open: BigInt(row.open as string),
     high: BigInt(row.high as string),
     low: BigInt(row.low as string),
@@ -94,6 +108,16 @@ export class MarketStore {
       storage.sql.exec("ALTER TABLE minute_buckets ADD COLUMN taker_buy_volume TEXT NOT NULL DEFAULT '0'");
       storage.sql.exec("ALTER TABLE minute_buckets ADD COLUMN taker_buy_quote_volume TEXT NOT NULL DEFAULT '0'");
     }
+    // Markets from before imports: every minute they hold came from live trades.
+    if (!columns.some((c) => c.name === "imported")) storage.sql.exec("ALTER TABLE minute_buckets ADD COLUMN imported INTEGER NOT NULL DEFAULT 0");
+    // Markets from before the hour and day buckets: built once from their minutes.
+    const rollups = storage.sql.exec("SELECT 1 FROM meta WHERE key = 'rollups'").toArray();
+    if (rollups.length === 0) {
+      storage.transactionSync(() => {
+        this.rebuildRollups(0, Number.MAX_SAFE_INTEGER);
+        storage.sql.exec("INSERT INTO meta (key, value) VALUES ('rollups', '1')");
+      });
+    }
   }
 
   private get sql(): SqlStorage {
@@ -111,6 +135,7 @@ export class MarketStore {
       bookFingerprint: values.get("bookFingerprint") ?? "",
       tradeSeq: Number(values.get("tradeSeq") ?? 0),
       lastUpdateAt: Number(values.get("lastUpdateAt") ?? 0),
+      archivedThrough: Number(values.get("archivedThrough") ?? 0),
     };
   }
 
@@ -149,8 +174,9 @@ export class MarketStore {
    * `fromId` forwards, or the `limit` just before `before`, or within the time bounds — the
    * first `limit` from `startTime`, else the last `limit` up to `endTime`.
    */
-  tradePage(page: TradePage): StoredTrade[] {
+  tradePage(page: TradePage, after = 0): StoredTrade[] {
     const bounds: [string, number | undefined][] = [
+      ["seq > ?", after > 0 ? after : undefined],
       ["seq >= ?", page.fromId],
       ["seq < ?", page.before],
       ["time >= ?", page.startTime],
@@ -177,15 +203,22 @@ export class MarketStore {
     return this.sql.exec("SELECT * FROM trades ORDER BY time DESC, seq DESC LIMIT ?", limit).toArray().map(toTrade);
   }
 
-  upsertBucket(bucket: MinuteBucket): void {
+  /**
+   * Writes one bucket of `size` (docs/history.md#layout): minutes in their own table, the rest as
+   * rollups. A minute written from live trades is live from then on; `imported` marks an import's.
+   */
+  upsertBucket(bucket: MinuteBucket, size: BucketSize = MINUTE_MS, imported = false): void {
+    const [table, key, keyValues] =
+      size === MINUTE_MS ? ["minute_buckets", "minute", `${imported ? 1 : 0}, ?`] : ["rollup_buckets", "size, start", `${size}, ?`];
+    const extra = size === MINUTE_MS ? ["imported, ", ", imported = excluded.imported"] : ["", ""];
     this.sql.exec(
-      `INSERT INTO minute_buckets (minute, open, high, low, close, first_trade_time, last_trade_time, volume, quote_volume, trade_count,
+      `INSERT INTO ${table} (${extra[0]}${key}, open, high, low, close, first_trade_time, last_trade_time, volume, quote_volume, trade_count,
          taker_buy_volume, taker_buy_quote_volume)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (minute) DO UPDATE SET open = excluded.open, high = excluded.high, low = excluded.low,
+       VALUES (${keyValues}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (${key}) DO UPDATE SET open = excluded.open, high = excluded.high, low = excluded.low,
          close = excluded.close, first_trade_time = excluded.first_trade_time, last_trade_time = excluded.last_trade_time,
          volume = excluded.volume, quote_volume = excluded.quote_volume, trade_count = excluded.trade_count,
-         taker_buy_volume = excluded.taker_buy_volume, taker_buy_quote_volume = excluded.taker_buy_quote_volume`,
+         taker_buy_volume = excluded.taker_buy_volume, taker_buy_quote_volume = excluded.taker_buy_quote_volume${extra[1]}`,
       bucket.minute,
       bucket.open.toString(),
       bucket.high.toString(),
@@ -201,19 +234,73 @@ export class MarketStore {
     );
   }
 
-  /** Buckets with `from <= minute <= to`, lazily, ascending or descending. */
-  *bucketsBetween(from: number, to: number, order: "ASC" | "DESC"): Generator<MinuteBucket> {
-    const cursor = this.sql.exec(`SELECT * FROM minute_buckets WHERE minute >= ? AND minute <= ? ORDER BY minute ${order}`, from, to);
+  /** The minutes stored within `from`…`to`, and whether each was imported (else it holds live trades). */
+  storedMinutes(from: number, to: number): { minute: number; imported: number }[] {
+    return this.sql
+      .exec<{ minute: number; imported: number }>("SELECT minute, imported FROM minute_buckets WHERE minute >= ? AND minute <= ?", from, to)
+      .toArray();
+  }
+
+  /** The bucket of `size` starting at `start`, if it holds trades. */
+  bucketAt(size: BucketSize, start: number): MinuteBucket | undefined {
+    return this.buckets(size, start, start, "ASC").next().value ?? undefined;
+  }
+
+  /** Buckets of `size` starting within `from`…`to`, lazily, ascending or descending. */
+  *buckets(size: BucketSize, from: number, to: number, order: "ASC" | "DESC"): Generator<MinuteBucket> {
+    const cursor =
+      size === MINUTE_MS
+        ? this.sql.exec(`SELECT * FROM minute_buckets WHERE minute >= ? AND minute <= ? ORDER BY minute ${order}`, from, to)
+        : this.sql.exec(`SELECT * FROM rollup_buckets WHERE size = ? AND start >= ? AND start <= ? ORDER BY start ${order}`, size, from, to);
     for (const row of cursor) yield toBucket(row);
   }
 
-  /** The bucket holding the latest trade by time, which carries the market's last price. */
+  /**
+   * Buckets that tile `from`…`to` (minute-aligned `from`), ascending: minutes at the ragged
+   * edges and whole hours between them, so a 7-day window reads about 300 rows, not 10,080.
+   */
+  *spanBuckets(from: number, to: number): Generator<MinuteBucket> {
+    const firstHour = Math.ceil(from / HOUR_MS) * HOUR_MS;
+    const endOfHours = Math.floor((to + 1) / HOUR_MS) * HOUR_MS; // hours that end within the span
+    if (firstHour >= endOfHours) {
+      yield* this.buckets(MINUTE_MS, from, to, "ASC");
+      return;
+    }
+    yield* this.buckets(MINUTE_MS, from, firstHour - 1, "ASC");
+    yield* this.buckets(HOUR_MS, firstHour, endOfHours - HOUR_MS, "ASC");
+    yield* this.buckets(MINUTE_MS, endOfHours, to, "ASC");
+  }
+
+  /**
+   * Builds the hour and day buckets over `from`…`to` again from the minutes, which are the
+   * source of every coarser candle (after an import replaced minutes, or once for old markets).
+   */
+  rebuildRollups(from: number, to: number): void {
+    for (const size of [HOUR_MS, DAY_MS] as const) {
+      const first = Math.floor(from / size) * size;
+      const last = Math.floor(to / size) * size;
+      this.sql.exec("DELETE FROM rollup_buckets WHERE size = ? AND start >= ? AND start <= ?", size, first, last);
+      let group: MinuteBucket[] = [];
+      const flush = () => {
+        const merged = mergeBuckets(group);
+        if (merged) this.upsertBucket({ ...merged, minute: Math.floor(group[0]!.minute / size) * size }, size);
+        group = [];
+      };
+      for (const minute of this.buckets(MINUTE_MS, first, Math.min(last + size - 1, Number.MAX_SAFE_INTEGER), "ASC")) {
+        if (group.length > 0 && Math.floor(minute.minute / size) !== Math.floor(group[0]!.minute / size)) flush();
+        group.push(minute);
+      }
+      flush();
+    }
+  }
+
   /** The quantity of the latest trade by time (the last applied among equal times): the ticker's `lastQty`. */
   latestTradeQuantity(): bigint | undefined {
     const row = this.sql.exec("SELECT quantity FROM trades ORDER BY time DESC, seq DESC LIMIT 1").toArray()[0];
     return row ? BigInt(row.quantity as string) : undefined;
   }
 
+  /** The bucket holding the latest trade by time, which carries the market's last price. */
   latestBucket(): MinuteBucket | undefined {
     const row = this.sql.exec("SELECT * FROM minute_buckets ORDER BY minute DESC LIMIT 1").toArray()[0];
     return row ? toBucket(row) : undefined;
@@ -246,13 +333,83 @@ export class MarketStore {
     return book;
   }
 
+  /** Second buckets older than `before` go (minutes and coarser are kept for ever; trades go to the archive). */
+  prune(before: number): void {
+    this.sql.exec("DELETE FROM rollup_buckets WHERE size = ? AND start < ?", SECOND_MS, before);
+  }
+
+  /** Trade ids up to this one are in the archive (docs/history.md#trades); 0: none. */
+  archivedThrough(): number {
+    const row = this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'archivedThrough'").toArray()[0];
+    return row ? Number(row.value) : 0;
+  }
+
   /**
-   * Drops what no reader needs any more: trades older than `tradesBefore` beyond the newest
-   * `keepTrades`, and minute buckets older than `bucketsBefore`.
+   * The trades of the next chunk to archive, if it is due: the chunk after the last archived (or,
+   * for a market from before the archive, the one holding its oldest kept trade), complete, and
+   * wholly older than `before` — or, however young, with more than `hotMost` trades after it
+   * (a busy market's hot rows are bounded by count: 25 hours of 1,000 a second would not fit).
    */
-  prune(tradesBefore: number, keepTrades: number, bucketsBefore: number): void {
-    this.sql.exec("DELETE FROM trades WHERE time < ? AND seq NOT IN (SELECT seq FROM trades ORDER BY seq DESC LIMIT ?)", tradesBefore, keepTrades);
-    this.sql.exec("DELETE FROM minute_buckets WHERE minute < ?", bucketsBefore);
+  dueChunk(size: number, before: number, tradeSeq: number, hotMost: number): { chunk: number; trades: StoredTrade[] } | undefined {
+    const oldest = this.sql.exec<{ seq: number | null }>("SELECT MIN(seq) AS seq FROM trades WHERE seq > ?", this.archivedThrough()).one().seq;
+    if (oldest === null) return undefined;
+    const chunk = Math.floor((oldest - 1) / size);
+    const last = (chunk + 1) * size;
+    if (last > tradeSeq) return undefined; // not complete yet
+    const newest = this.sql.exec<{ time: number }>("SELECT MAX(time) AS time FROM trades WHERE seq > ? AND seq <= ?", chunk * size, last).one().time;
+    if (newest >= before && tradeSeq - last <= hotMost) return undefined;
+    const trades = this.sql
+      .exec("SELECT * FROM trades WHERE seq > ? AND seq <= ? ORDER BY seq", chunk * size, last)
+      .toArray()
+      .map(toTrade);
+    return { chunk, trades };
+  }
+
+  /**
+   * A chunk is in R2: index it, and let its trades go from here except the newest `keepTrades`
+   * (the latest-trades answer reads those). Pages read ids up to `archivedThrough` from R2.
+   */
+  chunkArchived(
+    chunk: { chunk: number; firstSeq: number; lastSeq: number; minTime: number; maxTime: number; trades: number; bytes: number },
+    keepTrades: number,
+  ): void {
+    this.transaction(() => {
+      this.sql.exec(
+        "INSERT OR REPLACE INTO archive_chunks (chunk, first_seq, last_seq, min_time, max_time, trades, bytes) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        chunk.chunk,
+        chunk.firstSeq,
+        chunk.lastSeq,
+        chunk.minTime,
+        chunk.maxTime,
+        chunk.trades,
+        chunk.bytes,
+      );
+      this.sql.exec("DELETE FROM trades WHERE seq <= ? AND seq NOT IN (SELECT seq FROM trades ORDER BY seq DESC LIMIT ?)", chunk.lastSeq, keepTrades);
+      this.writeMeta("archivedThrough", chunk.lastSeq);
+    });
+  }
+
+  /**
+   * Up to `limit` archived chunks that may hold trades of `page` (their ids and times against its
+   * bounds), in the page's direction: ascending for a forward page, else descending.
+   */
+  chunksFor(page: Omit<TradePage, "limit">, forwards: boolean, limit: number): ArchivedChunk[] {
+    const bounds: [string, number | undefined][] = [
+      ["last_seq >= ?", page.fromId],
+      ["first_seq < ?", page.before],
+      ["max_time >= ?", page.startTime],
+      ["min_time <= ?", page.endTime],
+    ];
+    const used = bounds.filter((bound): bound is [string, number] => bound[1] !== undefined);
+    const filter = used.length > 0 ? `WHERE ${used.map(([condition]) => condition).join(" AND ")}` : "";
+    return this.sql
+      .exec<{ chunk: number; first_seq: number; last_seq: number; min_time: number; max_time: number; trades: number; bytes: number }>(
+        `SELECT * FROM archive_chunks ${filter} ORDER BY chunk ${forwards ? "ASC" : "DESC"} LIMIT ?`,
+        ...used.map(([, value]) => value),
+        limit,
+      )
+      .toArray()
+      .map((r) => ({ chunk: r.chunk, firstSeq: r.first_seq, lastSeq: r.last_seq, minTime: r.min_time, maxTime: r.max_time, trades: r.trades, bytes: r.bytes }));
   }
 
   transaction<T>(work: () => T): T {

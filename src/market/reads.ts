@@ -3,6 +3,8 @@ import { BoundedMap, textBytes } from "../core/bounded-map";
 import { jsonText } from "../core/json-text";
 import type { AppEnv } from "../env";
 import type { VenueRecordKind } from "../groups/venue-board";
+import type { KlineQuery } from "../history/candles";
+import { nextOpenTime, openTimeOf, parseTimeZone } from "../history/intervals";
 import { currentRegistry } from "../registry/copy";
 import { type MarketView, marketView, type RegistryIndex } from "../registry/model";
 import type { MarketQuestion } from "./edge-copies";
@@ -11,7 +13,7 @@ import { resolveMarket } from "./lookup";
 import type { TradePage } from "./market-store";
 import { readPriceSnapshot } from "./price-cache";
 import { pricesIn } from "./price-index";
-import type { TickerRecord } from "./rolling-window";
+import { minuteOf, type TickerRecord } from "./rolling-window";
 import { resolveSymbolList } from "./symbol-lists";
 
 /**
@@ -54,6 +56,26 @@ export function readPair(ctx: ReadContext, pair: string, question: MarketQuestio
 }
 
 /** The trades question of a `limit` and any page bounds (docs/api.md#trade-history). */
+/** The klines question of a validated query: `timeZone` becomes the offset (none for UTC, so UTC shares one copy). */
+export function klinesQuestion({ timeZone, ...query }: Omit<KlineQuery, "offsetMs"> & { timeZone?: string | undefined }): MarketQuestion {
+  const offsetMs = timeZone === undefined ? 0 : (parseTimeZone(timeZone) ?? 0);
+  return { kind: "klines", query: offsetMs === 0 ? query : { ...query, offsetMs } };
+}
+
+/**
+ * A rolling window (docs/history.md#rolling-windows): from the start of the current minute back
+ * `windowMs`, to the moment of the answer — so every request of a minute shares one edge copy.
+ */
+export function windowQuestion(windowMs: number, now: number): MarketQuestion {
+  return { kind: "window", openTime: minuteOf(now) - windowMs };
+}
+
+/** The trading day holding `now` at the `timeZone` offset: its midnight to its last millisecond. */
+export function tradingDayQuestion(offsetMs: number, now: number): MarketQuestion {
+  const openTime = openTimeOf(now, "1d", offsetMs);
+  return { kind: "window", openTime, closeTime: nextOpenTime(openTime, "1d", offsetMs) - 1 };
+}
+
 export function tradesQuestion({ limit, ...page }: TradePage): MarketQuestion {
   return { kind: "trades", limit, page };
 }

@@ -1,4 +1,5 @@
 import { divideRounded, formatUnits } from "../core/decimal";
+import { DAY_MS, HOUR_MS, MINUTE_MS } from "../history/intervals";
 import type { TopOfBook } from "./order-book";
 
 /** A trade in integer units at its market's scales. */
@@ -11,7 +12,8 @@ export interface UnitTrade {
 }
 
 /**
- * One minute of trades. `open`/`close` follow trade *time*, not arrival, so late or
+ * One minute of trades (or, stored apart, one second, hour or day of them: `minute` is then the
+ * bucket's start). `open`/`close` follow trade *time*, not arrival, so late or
  * out-of-order trades land where they belong (`openTime`/`closeTime` of the trades break ties
  * by arrival: the first trade seen at a time opens, the last closes).
  */
@@ -31,20 +33,22 @@ export interface MinuteBucket {
   count: number;
 }
 
-export const MINUTE_MS = 60_000;
-export const DAY_MS = 86_400_000;
+export { DAY_MS, MINUTE_MS };
 
 export function minuteOf(time: number): number {
   return Math.floor(time / MINUTE_MS) * MINUTE_MS;
 }
 
-/** Folds one trade into its minute's bucket (or starts the bucket). */
-export function addToBucket(bucket: MinuteBucket | undefined, trade: UnitTrade): MinuteBucket {
+/**
+ * Folds one trade into its bucket, or starts the bucket at `start` (its minute by default; the
+ * second, hour and day buckets of docs/history.md pass their own start).
+ */
+export function addToBucket(bucket: MinuteBucket | undefined, trade: UnitTrade, start = minuteOf(trade.time)): MinuteBucket {
   const notional = trade.price * trade.quantity;
   const buy = trade.side === "buy";
   if (!bucket) {
     return {
-      minute: minuteOf(trade.time),
+      minute: start,
       open: trade.price,
       high: trade.price,
       low: trade.price,
@@ -129,12 +133,12 @@ export interface TickerStats {
 }
 
 /**
- * Rolling 24-hour statistics from minute buckets (sorted ascending) and the market's latest
- * trade. Follows the documented edge cases: no trade in the window but one before → open, high
- * and low are the last price and volumes are zero; never traded → all zero.
+ * Statistics of the window from `openTime` on, from buckets sorted ascending (minutes, or any mix
+ * that tiles the window) and the market's latest trade. Follows the documented edge cases: no
+ * trade in the window but one before → open, high and low are the last price and volumes are
+ * zero; never traded → all zero.
  */
-export function tickerStats(buckets: readonly MinuteBucket[], lastTrade: { price: bigint; quantity: bigint } | undefined, now: number): TickerStats {
-  const openTime = windowOpenTime(now);
+export function windowStats(buckets: readonly MinuteBucket[], lastTrade: { price: bigint; quantity: bigint } | undefined, openTime: number): TickerStats {
   let start = buckets.length;
   while (start > 0 && buckets[start - 1]!.minute >= openTime) start -= 1;
   const merged = mergeBuckets(start === 0 ? buckets : buckets.slice(start));
@@ -153,6 +157,61 @@ export function tickerStats(buckets: readonly MinuteBucket[], lastTrade: { price
     quoteVolume: merged.quoteVolume,
     tradeCount: merged.count,
     openTime,
+  };
+}
+
+/** Rolling 24-hour statistics (docs/api.md): the window from the start of the current minute − 24 h. */
+export function tickerStats(buckets: readonly MinuteBucket[], lastTrade: { price: bigint; quantity: bigint } | undefined, now: number): TickerStats {
+  return windowStats(buckets, lastTrade, windowOpenTime(now));
+}
+
+/** The windows of `windowSize` (docs/history.md#rolling-windows): 1m–59m, 1h–23h, 1d–7d, one unit. */
+const WINDOW_UNITS: Record<string, [ms: number, most: number]> = { m: [MINUTE_MS, 59], h: [HOUR_MS, 23], d: [DAY_MS, 7] };
+
+/** A `windowSize` in ms, or undefined when it is not one (units are not combined: `1d2h` is not one). */
+export function parseWindowSize(text: string): number | undefined {
+  const match = /^([1-9]\d?)([mhd])$/.exec(text);
+  if (!match) return undefined;
+  const [unitMs, most] = WINDOW_UNITS[match[2]!]!;
+  const amount = Number(match[1]);
+  return amount <= most ? amount * unitMs : undefined;
+}
+
+/** Statistics of a window as the service answers them (`GET /api/window`, `GET /api/trading-day`). */
+export interface WindowRecord {
+  symbol: string;
+  openTime: number;
+  closeTime: number;
+  openPrice: string;
+  highPrice: string;
+  lowPrice: string;
+  lastPrice: string;
+  priceChange: string;
+  priceChangePercent: string;
+  /** quoteVolume / volume at the price scale, half away from zero; 0 without volume. */
+  weightedAvgPrice: string;
+  volume: string;
+  quoteVolume: string;
+  tradeCount: number;
+}
+
+export function formatWindow(symbol: string, stats: TickerStats, scales: Scales, closeTime: number): WindowRecord {
+  const price = (units: bigint) => formatUnits(units, scales.priceScale);
+  return {
+    symbol,
+    openTime: stats.openTime,
+    closeTime,
+    openPrice: price(stats.openPrice),
+    highPrice: price(stats.high),
+    lowPrice: price(stats.low),
+    lastPrice: price(stats.lastPrice),
+    priceChange: price(stats.lastPrice - stats.openPrice),
+    priceChangePercent: changePercent(stats.lastPrice, stats.openPrice),
+    // Quote volume is at priceScale + quantityScale and volume at quantityScale: the quotient is at priceScale.
+    weightedAvgPrice: price(stats.volume === 0n ? 0n : divideRounded(stats.quoteVolume, stats.volume)),
+    volume: formatUnits(stats.volume, scales.quantityScale),
+    quoteVolume: formatUnits(stats.quoteVolume, scales.priceScale + scales.quantityScale),
+    tradeCount: stats.tradeCount,
   };
 }
 

@@ -3,8 +3,21 @@ import type { MiddlewareHandler } from "hono";
 import { createRouter } from "../core/router";
 import { okJson, problemResponses } from "../core/schemas";
 import type { AppEnv } from "../env";
+import { parseTimeZone } from "../history/intervals";
 import { readVenue } from "./edge-reads";
-import { readContext, readMany, readMarkets, readPair, readPrices, sendRead, tradesQuestion } from "./reads";
+import {
+  klinesQuestion,
+  readContext,
+  readMany,
+  readMarkets,
+  readPair,
+  readPrices,
+  sendRead,
+  tradesQuestion,
+  tradingDayQuestion,
+  windowQuestion,
+} from "./reads";
+import { parseWindowSize } from "./rolling-window";
 import {
   BookTickerSchema,
   DepthQuery,
@@ -21,6 +34,9 @@ import {
   TickerSchema,
   TradeSchema,
   TradesQuery,
+  TradingDayQuery,
+  WindowQuery,
+  WindowSchema,
 } from "./schemas";
 
 const tags = ["Public market data"];
@@ -130,7 +146,7 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
         middleware: [limit],
         summary: "Latest trades, newest first; or a page of the trade history",
         description:
-          "Without a bound: the newest `limit`, newest first. With `fromId`: from that tradeId forwards; with `before`: the `limit` trades just before it; with `startTime`/`endTime`: within those times (the first `limit` from `startTime`, else the last up to `endTime`) — pages in ascending tradeId. Retained: the last 25 hours, and at least the last 1,000 trades.",
+          "Without a bound: the newest `limit`, newest first. With `fromId`: from that tradeId forwards; with `before`: the `limit` trades just before it; with `startTime`/`endTime`: within those times (the first `limit` from `startTime`, else the last up to `endTime`) — pages in ascending tradeId. Pages reach every trade the market ever stored: older ones come from its archive in R2 (docs/history.md#trades).",
         request: { params: PairParam, query: TradesQuery },
         responses: { ...okJson(z.array(TradeSchema), "Trades"), ...problemResponses(400, 404, 429) },
       }),
@@ -143,14 +159,48 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
         operationId: "listKlines",
         tags,
         middleware: [limit],
-        summary: "Candles from minute buckets",
+        summary: "Candles in every interval, over the market's whole history",
         description:
-          "Ascending by open time; intervals without trades have no candle. Without `startTime`, the newest `limit` candles (up to `endTime`); with it, the first `limit` from there. Minute buckets are kept 30 days.",
+          "Ascending by open time; intervals without trades have no candle. Without `startTime`, the newest `limit` candles (up to `endTime`); with it, the first `limit` from there. Candles of a minute and longer are kept for the life of the market, `1s` candles for 25 hours (docs/history.md).",
         request: { params: PairParam, query: KlinesQuery },
         responses: { ...okJson(z.array(KlineSchema), "Candles"), ...problemResponses(400, 404, 429) },
       }),
-      async (c) =>
-        sendRead<z.infer<typeof KlineSchema>[]>(c, await readPair(readContext(c), c.req.valid("param").pair, { kind: "klines", query: c.req.valid("query") })),
+      async (c) => sendRead<z.infer<typeof KlineSchema>[]>(c, await readPair(readContext(c), c.req.valid("param").pair, klinesQuestion(c.req.valid("query")))),
+    )
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/window/{pair}",
+        operationId: "getWindowStats",
+        tags,
+        middleware: [limit],
+        summary: "Statistics of a rolling window: 1m–59m, 1h–23h, 1d–7d",
+        description:
+          "From the start of the current minute back `windowSize`, to now: the window is up to 59,999 ms wider than asked, and every request of a minute shares one copy (docs/history.md#rolling-windows).",
+        request: { params: PairParam, query: WindowQuery },
+        responses: { ...okJson(WindowSchema, "Window statistics"), ...problemResponses(400, 404, 429) },
+      }),
+      async (c) => {
+        const question = windowQuestion(parseWindowSize(c.req.valid("query").windowSize)!, Date.now());
+        return sendRead<z.infer<typeof WindowSchema>>(c, await readPair(readContext(c), c.req.valid("param").pair, question));
+      },
+    )
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/trading-day/{pair}",
+        operationId: "getTradingDay",
+        tags,
+        middleware: [limit],
+        summary: "Statistics of the current trading day, at a UTC offset",
+        description: "From the day's midnight at `timeZone` (default UTC) to now; `closeTime` is the day's last millisecond (docs/history.md#rolling-windows).",
+        request: { params: PairParam, query: TradingDayQuery },
+        responses: { ...okJson(WindowSchema, "Trading-day statistics"), ...problemResponses(400, 404, 429) },
+      }),
+      async (c) => {
+        const question = tradingDayQuestion(parseTimeZone(c.req.valid("query").timeZone ?? "0")!, Date.now());
+        return sendRead<z.infer<typeof WindowSchema>>(c, await readPair(readContext(c), c.req.valid("param").pair, question));
+      },
     )
     .openapi(
       createRoute({

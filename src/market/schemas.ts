@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { DecimalString, queryInt, queryIntOr, TimestampMs } from "../core/schemas";
-import { KLINE_INTERVALS } from "./klines";
+import { KLINE_INTERVALS, parseTimeZone } from "../history/intervals";
+import { parseWindowSize } from "./rolling-window";
 
 /** The `{pair}` path parameter: canonical or separated, any case (docs/api.md). */
 export const PairParam = z.object({
@@ -47,6 +48,43 @@ export const TickerSchema = z
     }),
   })
   .openapi("Ticker");
+
+/** `timeZone`: shifts the interval boundaries, never startTime/endTime (docs/history.md#intervals). */
+export const TimeZoneParam = z
+  .string()
+  .max(6)
+  .refine((text) => parseTimeZone(text) !== undefined, { message: "a UTC offset from -12:00 to +14:00, as 8, -5, +05:45 or 0" })
+  .optional()
+  .openapi({ example: "+08:00", description: "UTC offset of the interval boundaries, -12:00 to +14:00 (8, -5, +05:45); default 0 (UTC)" });
+
+export const WindowSchema = z
+  .object({
+    symbol: z.string().openapi({ example: "BTCUSDT" }),
+    openTime: TimestampMs.openapi({ description: "Start of the window: a minute boundary (rolling) or the trading day's midnight" }),
+    closeTime: TimestampMs.openapi({ description: "End of the window: the moment shown (rolling), or the trading day's last millisecond" }),
+    openPrice: DecimalString,
+    highPrice: DecimalString,
+    lowPrice: DecimalString,
+    lastPrice: DecimalString,
+    priceChange: DecimalString.openapi({ description: "lastPrice − openPrice" }),
+    priceChangePercent: DecimalString.openapi({ example: "-1.23", description: "Percent, 2 decimals, half away from zero" }),
+    weightedAvgPrice: DecimalString.openapi({ description: "quoteVolume / volume at the price scale; 0 without volume" }),
+    volume: DecimalString,
+    quoteVolume: DecimalString.openapi({ description: "Σ price × quantity, exact (priceScale + quantityScale decimals)" }),
+    tradeCount: z.number().int(),
+  })
+  .openapi("WindowStats");
+
+export const WindowQuery = z.object({
+  windowSize: z
+    .string()
+    .max(3)
+    .refine((text) => parseWindowSize(text) !== undefined, { message: "1m–59m, 1h–23h or 1d–7d, one unit" })
+    .default("1d")
+    .openapi({ example: "4h", description: "1m–59m, 1h–23h or 1d–7d (one unit); default 1d" }),
+});
+
+export const TradingDayQuery = z.object({ timeZone: TimeZoneParam });
 
 export const BookTickerSchema = z
   .object({
@@ -221,12 +259,13 @@ export function tradePageRules<T extends z.ZodType<{ fromId?: number; before?: n
 
 export const KlinesQueryFields = z.object({
   interval: z
-    .enum(Object.keys(KLINE_INTERVALS) as [keyof typeof KLINE_INTERVALS, ...(keyof typeof KLINE_INTERVALS)[]])
+    .enum(KLINE_INTERVALS)
     .default("1m")
-    .openapi({ description: "1m 5m 15m 1h 4h 1d, default 1m" }),
+    .openapi({ description: `${KLINE_INTERVALS.join(" ")}, default 1m (docs/history.md#intervals)` }),
   limit: queryIntOr(1, 1000, 500).openapi({ example: 500, description: "1–1000, default 500" }),
   startTime: queryInt(0, 8_640_000_000_000).openapi({ description: "Unix ms: candles that end at or after it" }),
   endTime: queryInt(0, 8_640_000_000_000).openapi({ description: "Unix ms: candles that start at or before it" }),
+  timeZone: TimeZoneParam,
 });
 
 /** Adds the rule that a time range runs forwards (kept apart so the fields can be extended). */

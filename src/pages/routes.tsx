@@ -65,8 +65,13 @@ function MarketPage({ market, ticker }: { market: MarketConfig; ticker: TickerRe
             <canvas id="depth"></canvas>
           </section>
           <section>
-            <h2>1-minute candles</h2>
-            <canvas id="candles"></canvas>
+            <h2>
+              Candles{" "}
+              <select id="interval" aria-label="Candle interval">
+                <option>1m</option>
+              </select>
+            </h2>
+            <div id="candles" class="chart"></div>
           </section>
           <section id="book">
             <h2>

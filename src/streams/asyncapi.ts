@@ -3,7 +3,7 @@ import { KEY_ID_PATTERN } from "../access/keys";
 import { SIGNATURE_PATTERN, TIMESTAMP_PATTERN } from "../access/signature";
 import { SERVERS } from "../core/openapi";
 import { ProblemSchema, TimestampMs } from "../core/schemas";
-import { KLINE_INTERVALS } from "../market/klines";
+import { KLINE_INTERVALS } from "../history/intervals";
 import { BookTickerSchema, IngestResultSchema, KlineSchema, Level, PricesSchema, TickerSchema, TradeSchema } from "../market/schemas";
 import { MAX_UNACKED, PublishMessageSchema } from "../publish/protocol";
 import { GOING_AWAY, SERVICE_RESTART } from "./planned-close";
@@ -39,7 +39,7 @@ const BookMessageSchema = z.object({
   asks: z.array(Level),
 });
 const KlineStreamSchema = KlineSchema.extend({
-  interval: z.enum(Object.keys(KLINE_INTERVALS) as [string, ...string[]]),
+  interval: z.enum(KLINE_INTERVALS),
   closed: z.boolean().describe("True once, when the candle's interval has ended"),
 });
 const HeartbeatSchema = z.object({ time: TimestampMs, sequence: z.number().int().describe("Rises by 1 per heartbeat of the shard") });
@@ -131,7 +131,7 @@ const MESSAGES: Record<string, Json> = {
   ),
   kline: streamMessage(
     "kline",
-    `^kline\\.${SYMBOL}\\.(${Object.keys(KLINE_INTERVALS).join("|")})$`,
+    `^kline\\.${SYMBOL}\\.(${KLINE_INTERVALS.join("|")})$`,
     schemaOf(KlineStreamSchema),
     "kline.{SYMBOL}.{interval}: the latest candle when it changed, at most once a second, and once more closed",
   ),

@@ -1,5 +1,5 @@
 import { parseSymbol } from "../core/symbols";
-import { KLINE_INTERVALS } from "../market/klines";
+import { isKlineInterval, KLINE_INTERVALS } from "../history/intervals";
 import { listedMarket } from "../market/lookup";
 import { quoteAssets } from "../registry/copy";
 
@@ -66,7 +66,7 @@ export function parseStreamName(raw: unknown): StreamName | null {
     // kline.{SYMBOL}.{interval}: the interval after the last dot (symbols have none).
     const last = subject.lastIndexOf(".");
     interval = subject.slice(last + 1);
-    if (last <= 0 || !(interval in KLINE_INTERVALS)) return null;
+    if (last <= 0 || !isKlineInterval(interval)) return null;
     subject = subject.slice(0, last);
   }
   if (kind === "prices") {
@@ -82,7 +82,7 @@ export function parseStreamName(raw: unknown): StreamName | null {
 
 /** The streams a market publishes; a shard registers with the market for any of them. */
 export function marketStreams(symbol: string): string[] {
-  return [`ticker.${symbol}`, `bookTicker.${symbol}`, `trades.${symbol}`, `book.${symbol}`, ...Object.keys(KLINE_INTERVALS).map((i) => `kline.${symbol}.${i}`)];
+  return [`ticker.${symbol}`, `bookTicker.${symbol}`, `trades.${symbol}`, `book.${symbol}`, ...KLINE_INTERVALS.map((i) => `kline.${symbol}.${i}`)];
 }
 
 export type MessageId = number | string | null;

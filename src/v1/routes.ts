@@ -8,7 +8,7 @@ import { createRouter } from "../core/router";
 import { jsonBody, okJson, problemResponses } from "../core/schemas";
 import type { AppEnv } from "../env";
 import { ingest } from "../market/ingest";
-import { readContext, readMarkets, readOneOrMany, readPair, readPrices, sendRead, tradesQuestion } from "../market/reads";
+import { klinesQuestion, readContext, readMarkets, readOneOrMany, readPair, readPrices, sendRead, tradesQuestion } from "../market/reads";
 import {
   BookTickerSchema,
   IngestBodySchema,
@@ -147,7 +147,7 @@ export const signedRoutes = createRouter()
     }),
     async (c) => {
       const { symbol, ...query } = c.req.valid("query");
-      return sendRead<z.infer<typeof KlineSchema>[]>(c, await readPair(readContext(c), symbol, { kind: "klines", query }));
+      return sendRead<z.infer<typeof KlineSchema>[]>(c, await readPair(readContext(c), symbol, klinesQuestion(query)));
     },
   )
   .openapi(

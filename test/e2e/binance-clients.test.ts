@@ -3,8 +3,10 @@ import { Spot, WebsocketStream } from "@binance/connector";
 import ccxt from "ccxt";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import WebSocket from "ws";
+import { MarketDataClient } from "../../client/src/index";
 import { BinanceLocalBook } from "../support/binance-local-book";
 import { until } from "../support/poll";
+import { newPublishKey } from "./api-keys";
 
 /**
  * Real, unmodified Binance clients against the service as `npm start` runs it, changed only in
@@ -45,10 +47,10 @@ async function native<T = any>(path: string): Promise<T> {
 }
 
 describe("CCXT's binance adapter, only its URLs changed (docs/binance.md#ccxt)", () => {
-  it("Binance's errors map to CCXT's: an unknown symbol is BadSymbol, an interval not kept here BadRequest", async () => {
+  it("Binance's errors map to CCXT's: an unknown symbol is BadSymbol, an interval that is not one BadRequest", async () => {
     await exchange.loadHttpProxyAgent();
     await expect(exchange.publicGetDepth({ symbol: "NOPEUSDT" })).rejects.toBeInstanceOf(ccxt.BadSymbol);
-    await expect(exchange.fetchOHLCV("BTC/USDT", "3m")).rejects.toBeInstanceOf(ccxt.BadRequest);
+    await expect(exchange.publicGetKlines({ symbol: "BTCUSDT", interval: "2m" })).rejects.toBeInstanceOf(ccxt.BadRequest);
   });
 
   it("REST: loadMarkets, fetchTime, fetchTicker(s), fetchBidsAsks, fetchOrderBook, fetchTrades (both methods), fetchOHLCV with and without since", async () => {
@@ -102,6 +104,36 @@ describe("CCXT's binance adapter, only its URLs changed (docs/binance.md#ccxt)",
     // Last: CCXT weighs every market's tickers as 16 requests and waits that long before its next one.
     const tickers = await exchange.fetchTickers();
     expect(Object.keys(tickers).sort()).toEqual(Object.keys(markets).sort());
+  });
+
+  it("CCXT: candles in every interval (1w and 1M too), and trades from six days ago through aggTrades", async () => {
+    // Trades published six days late (the ingest takes up to seven), as a feed's backfill would.
+    const issued = await newPublishKey(baseUrl, ["BTCUSDC"]);
+    const publisher = new MarketDataClient({ baseUrl, apiKey: issued.id, secret: issued.secret, headers: { "CF-Connecting-IP": "198.18.140.9" } });
+    const start = Date.now() - 6 * 86_400_000;
+    const ids = Array.from({ length: 5 }, (_, i) => `week-${start}-${i}`);
+    const answer = await publisher.ingestMarketData({
+      symbol: "BTCUSDC",
+      trades: ids.map((id, i) => ({ id, price: `6100${i}.00`, quantity: "0.01000", side: "buy" as const, time: start + i * 60_000 })),
+    });
+    expect(answer.acceptedTrades).toBe(5);
+    const trades = await exchange.fetchTrades("BTC/USDC", start - 60_000);
+    expect(
+      trades.map((t) => [t.timestamp, t.price]),
+      "the week-old trades, through aggTrades with startTime and endTime",
+    ).toEqual(ids.map((_, i) => [start + i * 60_000, 61000 + i]));
+    for (const timeframe of ["1s", "3m", "30m", "2h", "6h", "8h", "12h", "1d", "3d", "1w", "1M"]) {
+      const candles = await exchange.fetchOHLCV("BTC/USDC", timeframe, undefined, 5);
+      expect(candles.length, timeframe).toBeGreaterThan(0);
+    }
+    const weeks = await exchange.fetchOHLCV("BTC/USDC", "1w", start - 7 * 86_400_000);
+    const weekOf = (t: number) => Math.floor((t - 4 * 86_400_000) / (7 * 86_400_000)) * 7 * 86_400_000 + 4 * 86_400_000;
+    expect(
+      weeks.map((c) => c[0]),
+      "the week holding the six-day-old trades, opening on a Monday",
+    ).toContain(weekOf(start));
+    const rolling = (await (await fetch(`${dialect}/api/v3/ticker?symbol=BTCUSDC&windowSize=4h`)).json()) as { symbol: string; count: number };
+    expect(rolling.symbol).toBe("BTCUSDC");
   });
 
   it("ccxt.pro: watchOrderBook kept for a minute equals REST; watchTrades, watchTicker, watchOHLCV and watchBidsAsks deliver", async () => {

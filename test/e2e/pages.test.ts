@@ -1,6 +1,8 @@
 import path from "node:path";
 import type { Page } from "playwright-core";
 import { describe, expect, inject, it } from "vitest";
+import { adminToken } from "../../scripts/publish-key.mjs";
+import { importHistory } from "../../scripts/venue-history.mjs";
 import { until } from "../support/poll";
 import { SCREENSHOTS, useChromium } from "./browser";
 
@@ -76,6 +78,29 @@ describe("pages in a real browser", () => {
     // The tape keeps growing row by row (the README's screenshot shows a full one).
     await expect.poll(() => page.locator("#trades tr").count(), { timeout: 15_000 }).toBeGreaterThanOrEqual(20);
     await page.screenshot({ path: path.join(SCREENSHOTS, "market.png"), fullPage: true, animations: "disabled" });
+    await page.close();
+  });
+
+  it("the candle chart shows imported history: 30 days of minutes by day and by week, through the interval picker", async () => {
+    // `npm run venue -- --history` does this: minutes that end where the market's live ones begin.
+    const [imported] = await importHistory({ url: baseUrl, token: adminToken(), days: 30, symbols: ["BTCUSDC"] });
+    expect(imported!.imported, "30 days of minutes").toBe(30 * 1440);
+    const page = await chromium().newPage();
+    await page.goto(`${baseUrl}/markets/BTCUSDC`);
+    const chart = page.locator("#candles");
+    await expect.poll(async () => Number(await chart.getAttribute("data-drawn")), { timeout: 10_000 }).toBeGreaterThan(0);
+    for (const [interval, least] of [
+      ["1d", 30],
+      ["1w", 5],
+    ] as const) {
+      await page.locator("#interval").selectOption(interval);
+      await expect.poll(() => chart.getAttribute("data-interval")).toBe(interval);
+      await expect.poll(async () => Number(await chart.getAttribute("data-drawn")), { timeout: 10_000 }).toBeGreaterThanOrEqual(least);
+      const first = Number(await chart.getAttribute("data-first"));
+      expect(first, `${interval}: the first candle holds the first imported minute`).toBeLessThanOrEqual(imported!.from);
+      expect(imported!.from - first, interval).toBeLessThan(interval === "1d" ? 86_400_000 : 7 * 86_400_000);
+    }
+    expect(await chart.locator("canvas").count(), "drawn by the charting library").toBeGreaterThan(0);
     await page.close();
   });
 

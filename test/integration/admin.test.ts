@@ -46,6 +46,8 @@ describe("operator API: the bearer token (docs/signing.md)", () => {
         "DELETE /admin/publish-keys/x_1",
         "GET /admin/audit",
         "POST /admin/streams/close",
+        "POST /admin/markets/BTC-USDT/history/klines",
+        "POST /admin/archive",
       ].sort(),
     );
     const { body } = await callJson("/openapi.json");

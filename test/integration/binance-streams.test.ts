@@ -131,7 +131,7 @@ describe("the Binance streams (docs/binance.md#streams)", () => {
     const other = await openSocket("/binance/ws/solusdt@trade", nextIp());
     for (const [message, code] of [
       [{ method: "SUBSCRIBE", params: ["SOLUSDT@trade"], id: 8 }, 2],
-      [{ method: "SUBSCRIBE", params: ["solusdt@kline_3m"], id: 9 }, 2],
+      [{ method: "SUBSCRIBE", params: ["solusdt@kline_2m"], id: 9 }, 2],
       [{ method: "SUBSCRIBE", params: ["nopeusdt@trade", "solusdt@ticker"], id: 10 }, 2],
       [{ method: "SUBSCRIBER", params: [], id: 11 }, 2],
       [{ method: "SET_PROPERTY", params: ["combined", "yes"], id: 12 }, 1],

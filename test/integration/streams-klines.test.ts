@@ -2,6 +2,7 @@ import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { marketObject } from "../../src/core/object-ids";
+import { nextOpenTime, openTimeOf } from "../../src/history/intervals";
 import { ingest } from "../../src/market/ingest";
 import { callJson } from "../support/http";
 import { until } from "../support/poll";
@@ -47,13 +48,18 @@ describe("kline streams (docs/streams.md)", () => {
     s.ws.close();
   });
 
-  it("the current candle streams open (closed: false) on every interval a client asks for", async () => {
-    const s = await openSocket("/api/ws?streams=kline.SOLBTC.5m,kline.SOLBTC.1h", "192.0.2.121");
+  it("the current candle streams open (closed: false) on every interval a client asks for, at its own boundaries", async () => {
+    const intervals = ["1s", "5m", "1h", "3d", "1w", "1M"] as const;
+    const s = await openSocket(`/api/ws?streams=${intervals.map((i) => `kline.SOLBTC.${i}`).join(",")}`, "192.0.2.121");
     await until(() => s.messages.find((m) => m.result));
-    await ingest(env, "*", { symbol: "SOLBTC", trades: [trade("now-1", "0.0015000", Date.now())].map((t) => ({ ...t, quantity: "1.00" })) });
-    for (const interval of ["5m", "1h"]) {
+    const time = Date.now();
+    await ingest(env, "*", { symbol: "SOLBTC", trades: [trade("now-1", "0.0015000", time)].map((t) => ({ ...t, quantity: "1.00" })) });
+    for (const interval of intervals) {
       const candle = await until(() => s.messages.find((m) => m.stream === `kline.SOLBTC.${interval}`)?.data, { what: `the ${interval} candle` });
-      expect(candle).toMatchObject({ interval, close: "0.0015000", tradeCount: 1, closed: Date.now() > candle.closeTime });
+      expect(candle, interval).toMatchObject({ interval, close: "0.0015000", tradeCount: 1, openTime: openTimeOf(time, interval) });
+      expect(candle.closeTime, interval).toBe(nextOpenTime(candle.openTime, interval) - 1);
+      // Closed only once its interval ended; open when sent may have ended since (a second does soon).
+      if (candle.closed) expect(Date.now(), `${interval} closed`).toBeGreaterThan(candle.closeTime);
     }
     s.ws.close();
   });
@@ -63,6 +69,11 @@ describe("kline streams (docs/streams.md)", () => {
     s.ws.send(JSON.stringify({ op: "subscribe", id: 1, streams: ["kline.btc_usdt.1d", "kline.BTCUSDT.4h"] }));
     expect(await until(() => s.messages.find((m) => m.id === 1))).toEqual({ id: 1, result: { streams: ["kline.BTCUSDT.1d", "kline.BTCUSDT.4h"] } });
     s.ws.send(JSON.stringify({ op: "subscribe", id: 2, streams: ["kline.BTCUSDT.2m"] }));
+    s.ws.send(JSON.stringify({ op: "subscribe", id: 3, streams: ["kline.BTCUSDT.1M", "kline.BTCUSDT.3m"] }));
+    expect(await until(() => s.messages.find((m) => m.id === 3))).toEqual({
+      id: 3,
+      result: { streams: ["kline.BTCUSDT.1d", "kline.BTCUSDT.4h", "kline.BTCUSDT.1M", "kline.BTCUSDT.3m"] },
+    });
     expect((await until(() => s.messages.find((m) => m.id === 2))).error.code).toBe("UNKNOWN_STREAM");
     s.ws.close();
   });

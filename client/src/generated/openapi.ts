@@ -125,7 +125,7 @@ export interface paths {
         };
         /**
          * Latest trades, newest first; or a page of the trade history
-         * @description Without a bound: the newest `limit`, newest first. With `fromId`: from that tradeId forwards; with `before`: the `limit` trades just before it; with `startTime`/`endTime`: within those times (the first `limit` from `startTime`, else the last up to `endTime`) — pages in ascending tradeId. Retained: the last 25 hours, and at least the last 1,000 trades.
+         * @description Without a bound: the newest `limit`, newest first. With `fromId`: from that tradeId forwards; with `before`: the `limit` trades just before it; with `startTime`/`endTime`: within those times (the first `limit` from `startTime`, else the last up to `endTime`) — pages in ascending tradeId. Pages reach every trade the market ever stored: older ones come from its archive in R2 (docs/history.md#trades).
          */
         get: operations["listTrades"];
         put?: never;
@@ -144,10 +144,50 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Candles from minute buckets
-         * @description Ascending by open time; intervals without trades have no candle. Without `startTime`, the newest `limit` candles (up to `endTime`); with it, the first `limit` from there. Minute buckets are kept 30 days.
+         * Candles in every interval, over the market's whole history
+         * @description Ascending by open time; intervals without trades have no candle. Without `startTime`, the newest `limit` candles (up to `endTime`); with it, the first `limit` from there. Candles of a minute and longer are kept for the life of the market, `1s` candles for 25 hours (docs/history.md).
          */
         get: operations["listKlines"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/window/{pair}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Statistics of a rolling window: 1m–59m, 1h–23h, 1d–7d
+         * @description From the start of the current minute back `windowSize`, to now: the window is up to 59,999 ms wider than asked, and every request of a minute shares one copy (docs/history.md#rolling-windows).
+         */
+        get: operations["getWindowStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/trading-day/{pair}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Statistics of the current trading day, at a UTC offset
+         * @description From the day's midnight at `timeZone` (default UTC) to now; `closeTime` is the day's last millisecond (docs/history.md#rolling-windows).
+         */
+        get: operations["getTradingDay"];
         put?: never;
         post?: never;
         delete?: never;
@@ -367,7 +407,7 @@ export interface paths {
         };
         /**
          * Candles as array rows
-         * @description Intervals 1m, 5m, 15m, 1h, 4h, 1d; intervals without trades have no row. uiKlines answers the same rows as klines.
+         * @description Intervals 1s, 1m, 3m, 5m, 15m, 30m, 1h, 2h, 4h, 6h, 8h, 12h, 1d, 3d, 1w, 1M; intervals without trades have no row. uiKlines answers the same rows as klines.
          */
         get: operations["binanceKlines"];
         put?: never;
@@ -387,7 +427,7 @@ export interface paths {
         };
         /**
          * Candles as array rows
-         * @description Intervals 1m, 5m, 15m, 1h, 4h, 1d; intervals without trades have no row. uiKlines answers the same rows as klines.
+         * @description Intervals 1s, 1m, 3m, 5m, 15m, 30m, 1h, 2h, 4h, 6h, 8h, 12h, 1d, 3d, 1w, 1M; intervals without trades have no row. uiKlines answers the same rows as klines.
          */
         get: operations["binanceUiKlines"];
         put?: never;
@@ -430,6 +470,46 @@ export interface paths {
          * @description `symbol` for one record; `symbols` (a JSON array) or nothing for an array. Every market at once is one object call per second at most, whatever the number of markets (docs/api.md#all-markets).
          */
         get: operations["binanceTicker24hr"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/binance/api/v3/ticker": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Rolling-window statistics: 1m–59m, 1h–23h, 1d–7d, for one or some markets
+         * @description `symbol` for one record, `symbols` (a JSON array) for an array; one of them is required. The window opens at the start of the current minute minus `windowSize` and closes now (docs/history.md#rolling-windows).
+         */
+        get: operations["binanceWindowTicker"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/binance/api/v3/ticker/tradingDay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Statistics of the current trading day at a UTC offset, for one or some markets
+         * @description `symbol` or `symbols` (required). From the day's midnight at `timeZone` (default UTC) to now; `closeTime` is the day's last millisecond.
+         */
+        get: operations["binanceTradingDay"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1120,6 +1200,120 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/markets/{pair}/history/klines": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import a market's past as one-minute candles
+         * @description Up to 50,000 rows (8 MiB) a request, as JSON or as `text/csv` in Binance's public-data kline columns (a header line is optional). Every row is checked against the market's scales first; the first bad one refuses the request (400, `rows.{i}.{field}`). Re-importing a minute replaces it; a minute that holds live trades is 409 LIVE_MINUTE. Rows without trades are skipped. Imported minutes feed every interval and window like live ones. Audited as `history.import`.
+         */
+        post: operations["importKlines"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Write (or rewrite) a UTC day's files in Binance's public-data layout
+         * @description For the markets named, or every listed one: trades, aggTrades and klines 1m/1h/1d of the day, each a zip with its .CHECKSUM, under /data/spot/daily/. A market that did not trade that day writes nothing. The cron does the same for yesterday at 00:05 UTC. Writing a day again gives the same bytes. Audited as `history.archive`.
+         */
+        post: operations["writeDailyFiles"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/data/spot/daily/klines/{symbol}/{interval}/{file}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A day's klines file (zip) in 1m, 1h or 1d, or its .CHECKSUM
+         * @description `{SYMBOL}-{interval}-{YYYY-MM-DD}.zip`: Binance's 12 kline columns, times in Unix ms.
+         */
+        get: operations["getDailyKlinesFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/data/spot/daily/klines/{symbol}/{interval}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The days of a market's klines files in one interval */
+        get: operations["listDailyKlinesFiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/data/spot/daily/{kind}/{symbol}/{file}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A day's trades or aggTrades file (zip), or its .CHECKSUM
+         * @description `{SYMBOL}-trades-{YYYY-MM-DD}.zip`: `id,price,qty,quoteQty,time,isBuyerMaker,isBestMatch`, times in Unix ms. aggTrades: `a,p,q,f,l,T,m,M`.
+         */
+        get: operations["getDailyTradesFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/data/spot/daily/{kind}/{symbol}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The days of a market's trades or aggTrades files */
+        get: operations["listDailyTradesFiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1170,7 +1364,7 @@ export interface components {
             /** @example 404 */
             status: number;
             /** @enum {string} */
-            code: "VALIDATION_FAILED" | "INVALID_SYMBOL" | "UNKNOWN_SYMBOL" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "MISSING_CREDENTIALS" | "MALFORMED_CREDENTIALS" | "INVALID_API_KEY" | "INVALID_SIGNATURE" | "TIMESTAMP_OUT_OF_WINDOW" | "PERMISSION_DENIED" | "IP_NOT_ALLOWED" | "FORBIDDEN_MARKET" | "UNAUTHENTICATED" | "UNKNOWN_GATEWAY" | "EVENT_ID_CONFLICT" | "SEQUENCE_GAP" | "STALE_SEQUENCE" | "ALREADY_EXISTS" | "MARKET_NOT_TRADING" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "STREAM_LIMIT" | "HELD_LIMIT" | "NOT_CONFIGURED" | "UNAVAILABLE" | "INTERNAL_ERROR";
+            code: "VALIDATION_FAILED" | "INVALID_SYMBOL" | "UNKNOWN_SYMBOL" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "MISSING_CREDENTIALS" | "MALFORMED_CREDENTIALS" | "INVALID_API_KEY" | "INVALID_SIGNATURE" | "TIMESTAMP_OUT_OF_WINDOW" | "PERMISSION_DENIED" | "IP_NOT_ALLOWED" | "FORBIDDEN_MARKET" | "UNAUTHENTICATED" | "UNKNOWN_GATEWAY" | "EVENT_ID_CONFLICT" | "SEQUENCE_GAP" | "STALE_SEQUENCE" | "ALREADY_EXISTS" | "MARKET_NOT_TRADING" | "LIVE_MINUTE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "STREAM_LIMIT" | "HELD_LIMIT" | "NOT_CONFIGURED" | "UNAVAILABLE" | "INTERNAL_ERROR";
             detail: string;
             requestId?: string;
             errors?: {
@@ -1403,6 +1597,66 @@ export interface components {
              * @example 97000.10
              */
             takerBuyQuoteVolume: string;
+        };
+        WindowStats: {
+            /** @example BTCUSDT */
+            symbol: string;
+            /**
+             * @description Start of the window: a minute boundary (rolling) or the trading day's midnight
+             * @example 1763800000000
+             */
+            openTime: number;
+            /**
+             * @description End of the window: the moment shown (rolling), or the trading day's last millisecond
+             * @example 1763800000000
+             */
+            closeTime: number;
+            /**
+             * @description Decimal as a string, plain notation, exact
+             * @example 97000.10
+             */
+            openPrice: string;
+            /**
+             * @description Decimal as a string, plain notation, exact
+             * @example 97000.10
+             */
+            highPrice: string;
+            /**
+             * @description Decimal as a string, plain notation, exact
+             * @example 97000.10
+             */
+            lowPrice: string;
+            /**
+             * @description Decimal as a string, plain notation, exact
+             * @example 97000.10
+             */
+            lastPrice: string;
+            /**
+             * @description lastPrice − openPrice
+             * @example 97000.10
+             */
+            priceChange: string;
+            /**
+             * @description Percent, 2 decimals, half away from zero
+             * @example -1.23
+             */
+            priceChangePercent: string;
+            /**
+             * @description quoteVolume / volume at the price scale; 0 without volume
+             * @example 97000.10
+             */
+            weightedAvgPrice: string;
+            /**
+             * @description Decimal as a string, plain notation, exact
+             * @example 97000.10
+             */
+            volume: string;
+            /**
+             * @description Σ price × quantity, exact (priceScale + quantityScale decimals)
+             * @example 97000.10
+             */
+            quoteVolume: string;
+            tradeCount: number;
         };
         Markets: {
             markets: components["schemas"]["ListedMarket"][];
@@ -1661,6 +1915,14 @@ export interface components {
             /** @description -1 here (not kept per window) */
             lastId: number;
             count: number;
+        };
+        BinanceWindowTicker: components["schemas"]["BinanceMiniTicker"] & {
+            /** @example 97000.10 */
+            priceChange: string;
+            /** @example 97000.10 */
+            priceChangePercent: string;
+            /** @example 97000.10 */
+            weightedAvgPrice: string;
         };
         BinancePrice: {
             symbol: string;
@@ -2064,6 +2326,73 @@ export interface components {
                 shard: string;
                 connections: number;
             }[];
+        };
+        KlineImportResult: {
+            symbol: string;
+            /** @enum {string} */
+            interval: "1m";
+            /** @description Minutes written */
+            imported: number;
+            /** @description Of those, minutes an earlier import had written */
+            replaced: number;
+            /** @description Rows without trades: the service keeps no empty candle */
+            skipped: number;
+            /** @description The first imported minute (null: none) */
+            from: number | null;
+            /** @description The last imported minute (null: none) */
+            to: number | null;
+        };
+        KlineImport: {
+            /**
+             * @description 1m: every coarser interval is built from the minutes
+             * @enum {string}
+             */
+            interval: "1m";
+            /**
+             * @description Binance's kline rows: [openTime, open, high, low, close, volume, closeTime, quoteVolume, count, takerBuyVolume, takerBuyQuoteVolume] (a 12th field is ignored); times in ms (µs accepted)
+             * @example [
+             *       [
+             *         1763942400000,
+             *         "97000.10",
+             *         "97010.00",
+             *         "96990.00",
+             *         "97005.55",
+             *         "1.25000",
+             *         1763942459999,
+             *         "121256.9375000",
+             *         42,
+             *         "0.60000",
+             *         "58203.3300000"
+             *       ]
+             *     ]
+             */
+            rows: (string | number)[][];
+        };
+        DayFiles: {
+            symbol: string;
+            /** @example 2026-11-23 */
+            date: string;
+            /** @description The day's trades (0: the market did not trade, and no file was written) */
+            trades: number;
+            files: {
+                key: string;
+                bytes: number;
+                sha256: string;
+            }[];
+            /** @description Why the trades files were not written */
+            skipped?: string;
+        };
+        DailyFiles: {
+            /** @example data/spot/daily/trades/BTCUSDT/ */
+            prefix: string;
+            files: {
+                name: string;
+                bytes: number;
+                /** @description Unix ms */
+                uploaded: number;
+            }[];
+            /** @description More files: ask again with ?cursor= */
+            cursor?: string;
         };
     };
     responses: never;
@@ -2694,14 +3023,16 @@ export interface operations {
     listKlines: {
         parameters: {
             query?: {
-                /** @description 1m 5m 15m 1h 4h 1d, default 1m */
-                interval?: "1m" | "5m" | "15m" | "1h" | "4h" | "1d";
+                /** @description 1s 1m 3m 5m 15m 30m 1h 2h 4h 6h 8h 12h 1d 3d 1w 1M, default 1m (docs/history.md#intervals) */
+                interval?: "1s" | "1m" | "3m" | "5m" | "15m" | "30m" | "1h" | "2h" | "4h" | "6h" | "8h" | "12h" | "1d" | "3d" | "1w" | "1M";
                 /** @description 1–1000, default 500 */
                 limit?: number;
                 /** @description Unix ms: candles that end at or after it */
                 startTime?: number;
                 /** @description Unix ms: candles that start at or before it */
                 endTime?: number;
+                /** @description UTC offset of the interval boundaries, -12:00 to +14:00 (8, -5, +05:45); default 0 (UTC) */
+                timeZone?: string;
             };
             header?: never;
             path: {
@@ -2727,6 +3058,174 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Kline"][];
+                };
+            };
+            /** @description Problem: VALIDATION_FAILED, INVALID_SYMBOL */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNKNOWN_SYMBOL */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getWindowStats: {
+        parameters: {
+            query?: {
+                /** @description 1m–59m, 1h–23h or 1d–7d (one unit); default 1d */
+                windowSize?: string;
+            };
+            header?: never;
+            path: {
+                /** @description BTCUSDT, BTC-USDT, BTC_USDT or BTC%2FUSDT, any case */
+                pair: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Window statistics */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WindowStats"];
+                };
+            };
+            /** @description Problem: VALIDATION_FAILED, INVALID_SYMBOL */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNKNOWN_SYMBOL */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getTradingDay: {
+        parameters: {
+            query?: {
+                /** @description UTC offset of the interval boundaries, -12:00 to +14:00 (8, -5, +05:45); default 0 (UTC) */
+                timeZone?: string;
+            };
+            header?: never;
+            path: {
+                /** @description BTCUSDT, BTC-USDT, BTC_USDT or BTC%2FUSDT, any case */
+                pair: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Trading-day statistics */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WindowStats"];
                 };
             };
             /** @description Problem: VALIDATION_FAILED, INVALID_SYMBOL */
@@ -3428,13 +3927,13 @@ export interface operations {
             query: {
                 /** @description As Binance writes it: upper case, no separator */
                 symbol: string;
-                /** @description One of 1m, 5m, 15m, 1h, 4h, 1d; Binance's other intervals are -1120 here */
+                /** @description One of 1s, 1m, 3m, 5m, 15m, 30m, 1h, 2h, 4h, 6h, 8h, 12h, 1d, 3d, 1w, 1M */
                 interval: string;
                 /** @description Unix ms: candles from the one holding it */
                 startTime?: number;
                 /** @description Unix ms: candles up to the one holding it */
                 endTime?: number;
-                /** @description UTC only: 0 (or absent); any other offset is -1130 */
+                /** @description Shifts the interval boundaries (not startTime/endTime): -12:00 to +14:00, as 8, -5 or +05:45; default 0 */
                 timeZone?: string;
                 /** @description Default 500, at most 1000 (a larger limit gets 1000) */
                 limit?: number;
@@ -3496,13 +3995,13 @@ export interface operations {
             query: {
                 /** @description As Binance writes it: upper case, no separator */
                 symbol: string;
-                /** @description One of 1m, 5m, 15m, 1h, 4h, 1d; Binance's other intervals are -1120 here */
+                /** @description One of 1s, 1m, 3m, 5m, 15m, 30m, 1h, 2h, 4h, 6h, 8h, 12h, 1d, 3d, 1w, 1M */
                 interval: string;
                 /** @description Unix ms: candles from the one holding it */
                 startTime?: number;
                 /** @description Unix ms: candles up to the one holding it */
                 endTime?: number;
-                /** @description UTC only: 0 (or absent); any other offset is -1130 */
+                /** @description Shifts the interval boundaries (not startTime/endTime): -12:00 to +14:00, as 8, -5 or +05:45; default 0 */
                 timeZone?: string;
                 /** @description Default 500, at most 1000 (a larger limit gets 1000) */
                 limit?: number;
@@ -3648,6 +4147,134 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["BinanceTicker"] | components["schemas"]["BinanceMiniTicker"] | (components["schemas"]["BinanceTicker"] | components["schemas"]["BinanceMiniTicker"])[];
+                };
+            };
+            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+            /** @description Binance error -1003, with Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+        };
+    };
+    binanceWindowTicker: {
+        parameters: {
+            query?: {
+                /** @description As Binance writes it: upper case, no separator */
+                symbol?: string;
+                /** @description A JSON array of symbols (URL-encoded); not with `symbol` */
+                symbols?: string;
+                /** @description FULL (default) or MINI */
+                type?: "FULL" | "MINI";
+                /** @description 1m–59m, 1h–23h or 1d–7d (one unit); default 1d */
+                windowSize?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Window statistics */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-As-Of": components["headers"]["X-As-Of"];
+                    Age: components["headers"]["Age"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Warning: components["headers"]["Warning"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceWindowTicker"] | components["schemas"]["BinanceMiniTicker"] | (components["schemas"]["BinanceWindowTicker"] | components["schemas"]["BinanceMiniTicker"])[];
+                };
+            };
+            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+            /** @description Binance error -1003, with Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+        };
+    };
+    binanceTradingDay: {
+        parameters: {
+            query?: {
+                /** @description As Binance writes it: upper case, no separator */
+                symbol?: string;
+                /** @description A JSON array of symbols (URL-encoded); not with `symbol` */
+                symbols?: string;
+                /** @description FULL (default) or MINI */
+                type?: "FULL" | "MINI";
+                /** @description The day's UTC offset, -12:00 to +14:00 (8, -5, +05:45); default 0 */
+                timeZone?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Trading-day statistics */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-As-Of": components["headers"]["X-As-Of"];
+                    Age: components["headers"]["Age"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Warning: components["headers"]["Warning"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceWindowTicker"] | components["schemas"]["BinanceMiniTicker"] | (components["schemas"]["BinanceWindowTicker"] | components["schemas"]["BinanceMiniTicker"])[];
                 };
             };
             /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
@@ -4612,14 +5239,16 @@ export interface operations {
     signedListKlines: {
         parameters: {
             query: {
-                /** @description 1m 5m 15m 1h 4h 1d, default 1m */
-                interval?: "1m" | "5m" | "15m" | "1h" | "4h" | "1d";
+                /** @description 1s 1m 3m 5m 15m 30m 1h 2h 4h 6h 8h 12h 1d 3d 1w 1M, default 1m (docs/history.md#intervals) */
+                interval?: "1s" | "1m" | "3m" | "5m" | "15m" | "30m" | "1h" | "2h" | "4h" | "6h" | "8h" | "12h" | "1d" | "3d" | "1w" | "1M";
                 /** @description 1–1000, default 500 */
                 limit?: number;
                 /** @description Unix ms: candles that end at or after it */
                 startTime?: number;
                 /** @description Unix ms: candles that start at or before it */
                 endTime?: number;
+                /** @description UTC offset of the interval boundaries, -12:00 to +14:00 (8, -5, +05:45); default 0 (UTC) */
+                timeZone?: string;
                 /** @description Market symbol; BTC-USDT, BTC_USDT, BTC/USDT also accepted */
                 symbol: string;
             };
@@ -8225,6 +8854,609 @@ export interface operations {
                 };
             };
             /** @description Problem: NOT_CONFIGURED, UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    importKlines: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description BTCUSDT, BTC-USDT, BTC_USDT or BTC%2FUSDT, any case */
+                pair: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["KlineImport"];
+                "text/csv": string;
+            };
+        };
+        responses: {
+            /** @description Imported */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KlineImportResult"];
+                };
+            };
+            /** @description Problem: VALIDATION_FAILED, INVALID_SYMBOL */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNAUTHENTICATED */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNKNOWN_SYMBOL */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: ALREADY_EXISTS, LIVE_MINUTE */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: NOT_CONFIGURED, UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    writeDailyFiles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description A UTC day that has ended
+                     * @example 2026-11-23
+                     */
+                    date: string;
+                    symbols?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Written */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        date: string;
+                        markets: components["schemas"]["DayFiles"][];
+                    };
+                };
+            };
+            /** @description Problem: VALIDATION_FAILED, INVALID_SYMBOL */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNAUTHENTICATED */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNKNOWN_SYMBOL */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: NOT_CONFIGURED, UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getDailyKlinesFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                interval: "1m" | "1h" | "1d";
+                symbol: string;
+                file: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The zip (one CSV inside), or its CHECKSUM line (`sha256  name`, as sha256sum writes it) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/zip": string;
+                    "text/plain": string;
+                };
+            };
+            /** @description Problem: VALIDATION_FAILED */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listDailyKlinesFiles: {
+        parameters: {
+            query?: {
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                interval: "1m" | "1h" | "1d";
+                symbol: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Files, by name (so by day) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DailyFiles"];
+                };
+            };
+            /** @description Problem: VALIDATION_FAILED */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getDailyTradesFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                kind: "trades" | "aggTrades";
+                symbol: string;
+                file: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The zip (one CSV inside), or its CHECKSUM line (`sha256  name`, as sha256sum writes it) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/zip": string;
+                    "text/plain": string;
+                };
+            };
+            /** @description Problem: VALIDATION_FAILED */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listDailyTradesFiles: {
+        parameters: {
+            query?: {
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                kind: "trades" | "aggTrades";
+                symbol: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Files, by name (so by day) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DailyFiles"];
+                };
+            };
+            /** @description Problem: VALIDATION_FAILED */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNAVAILABLE */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -1,24 +1,17 @@
 import type { BookMessage, Level, LocalBook, Ticker, Trade } from "../../../client/src/index";
+import { candleChart } from "./chart";
 import { client, showConnection, stream } from "./connection";
 import { cumulativeDepth, subtractDecimal } from "./ladder";
 
 /**
- * The live market page: ticker header, depth chart, ladder, trades tape and one-minute
- * candles, all over `/api/ws`, with two REST reads at start (candles and recent trades).
+ * The live market page: ticker header, depth chart, ladder, trades tape and the candle chart
+ * (./chart.ts), all over `/api/ws`, with REST reads at start (recent trades, the candles).
  */
-interface Candle {
-  openTime: number;
-  open: number;
-  high: number;
-  low: number;
-  close: number;
-}
 
 const root = document.getElementById("market")!;
 const symbol = root.dataset.symbol!;
 const $ = (id: string) => document.getElementById(id)!;
 const trades: Trade[] = [];
-let candles: Candle[] = [];
 let dirty = true;
 let streamedTrades = 0;
 let dropNextDelta = false;
@@ -39,17 +32,6 @@ function onTrade(trade: Trade): void {
   streamedTrades += 1;
   trades.unshift(trade);
   trades.length = Math.min(trades.length, 60);
-  const minute = Math.floor(trade.time / 60_000) * 60_000;
-  const price = Number(trade.price);
-  const last = candles[candles.length - 1];
-  if (last && last.openTime === minute) {
-    last.high = Math.max(last.high, price);
-    last.low = Math.min(last.low, price);
-    last.close = price;
-  } else if (!last || minute > last.openTime) {
-    candles.push({ openTime: minute, open: price, high: price, low: price, close: price });
-    candles = candles.slice(-120);
-  }
   dirty = true;
 }
 
@@ -164,43 +146,6 @@ function renderDepth(): void {
   ($("depth") as HTMLCanvasElement).dataset.drawn = String(bids.length + asks.length);
 }
 
-/** Candles placed by their minute (a minute without trades is a gap), prices labelled on the right. */
-function renderCandles(): void {
-  const [context, fullWidth, height] = canvasContext("candles");
-  if (candles.length === 0) return;
-  const gutter = 64;
-  const width = fullWidth - gutter;
-  const high = Math.max(...candles.map((c) => c.high));
-  const low = Math.min(...candles.map((c) => c.low));
-  const y = (price: number) => 14 + ((high - price) / (high - low || 1)) * (height - 30);
-  const lastMinute = candles[candles.length - 1]!.openTime;
-  const minutes = Math.max(30, (lastMinute - candles[0]!.openTime) / 60_000 + 1);
-  const firstMinute = lastMinute - (minutes - 1) * 60_000;
-  const step = width / minutes;
-  for (const candle of candles) {
-    const cx = ((candle.openTime - firstMinute) / 60_000) * step + step / 2;
-    context.strokeStyle = context.fillStyle = candle.close >= candle.open ? "#1f7a4d" : "#b3261e";
-    context.beginPath();
-    context.moveTo(cx, y(candle.high));
-    context.lineTo(cx, y(candle.low));
-    context.stroke();
-    const top = y(Math.max(candle.open, candle.close));
-    context.fillRect(cx - step * 0.35, top, step * 0.7, Math.max(1, y(Math.min(candle.open, candle.close)) - top));
-  }
-  context.fillStyle = "#555";
-  context.font = LABEL_FONT;
-  context.textAlign = "left";
-  context.textBaseline = "middle";
-  context.fillText(priceLabel(high), width + 6, y(high));
-  context.fillText(priceLabel(low), width + 6, y(low));
-  context.textBaseline = "bottom";
-  const time = (ms: number) => new Date(ms).toISOString().slice(11, 16);
-  context.fillText(time(firstMinute), 0, height);
-  context.textAlign = "right";
-  context.fillText(`${time(lastMinute)} UTC`, width, height);
-  ($("candles") as HTMLCanvasElement).dataset.drawn = String(candles.length);
-}
-
 function renderTrades(): void {
   $("trades").innerHTML = trades
     .slice(0, 30)
@@ -218,7 +163,6 @@ function frame(): void {
     dirty = false;
     renderLadder();
     renderDepth();
-    renderCandles();
     renderTrades();
   }
   requestAnimationFrame(frame);
@@ -231,26 +175,15 @@ stream.subscribe(`trades.${symbol}`, (data) => {
   for (const trade of [data].flat() as Trade[]) onTrade(trade);
 });
 
-async function loadHistory(): Promise<void> {
-  const [klines, recent] = await Promise.all([
-    client.listKlines({ pair: symbol, interval: "1m", limit: 120 }).catch(() => []),
-    client.listTrades({ pair: symbol, limit: 30 }).catch(() => []),
-  ]);
-  const history = klines.map((k) => ({
-    openTime: k.openTime,
-    open: Number(k.open),
-    high: Number(k.high),
-    low: Number(k.low),
-    close: Number(k.close),
-  }));
-  const streamed = candles.filter((c) => !history.some((h) => h.openTime === c.openTime));
-  candles = [...history, ...streamed].sort((a, b) => a.openTime - b.openTime).slice(-120);
+async function loadTrades(): Promise<void> {
+  const recent = await client.listTrades({ pair: symbol, limit: 30 }).catch(() => []);
   for (const trade of recent.reverse()) if (!trades.some((t) => t.id === trade.id)) trades.push(trade);
   trades.sort((a, b) => b.time - a.time);
   dirty = true;
 }
 
-void loadHistory();
+void loadTrades();
+candleChart(symbol, $("candles"), $("interval") as HTMLSelectElement);
 requestAnimationFrame(frame);
 
 // For the browser tests: the connection, the book, and ways to lose or alter one delta.

@@ -1,0 +1,66 @@
+/**
+ * A market's day as files in Binance's public-data layout (docs/history.md#daily-files): the
+ * names, the R2 keys and the CSV rows. Pure; the market object gathers the day and writes them.
+ */
+import { formatDecimal, multiply, parseDecimal } from "../core/decimal";
+import type { Kline } from "./candles";
+import type { ArchivedTrade } from "./trade-archive";
+
+/** The kline intervals written as daily files. */
+export const DAILY_KLINE_INTERVALS = ["1m", "1h", "1d"] as const;
+export type DailyKind = "trades" | "aggTrades" | `klines/${(typeof DAILY_KLINE_INTERVALS)[number]}`;
+
+/** A UTC day as `YYYY-MM-DD`, or undefined when the text is not a real date. */
+export function parseDay(text: string): number | undefined {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(text)) return undefined;
+  const start = Date.parse(`${text}T00:00:00Z`);
+  return Number.isNaN(start) || new Date(start).toISOString().slice(0, 10) !== text ? undefined : start;
+}
+
+export function dayName(start: number): string {
+  return new Date(start).toISOString().slice(0, 10);
+}
+
+/** `data/spot/daily/trades/BTCUSDT/BTCUSDT-trades-2026-11-23.zip` and its klines and aggTrades siblings. */
+export function dailyKey(kind: DailyKind, symbol: string, day: number): string {
+  const date = dayName(day);
+  if (kind === "trades" || kind === "aggTrades") return `data/spot/daily/${kind}/${symbol}/${symbol}-${kind}-${date}.zip`;
+  const interval = kind.slice("klines/".length);
+  return `data/spot/daily/klines/${symbol}/${interval}/${symbol}-${interval}-${date}.zip`;
+}
+
+/** The CSV inside a zip has the zip's name with `.csv`. */
+export function csvName(key: string): string {
+  return key.slice(key.lastIndexOf("/") + 1).replace(/\.zip$/, ".csv");
+}
+
+/** Binance's booleans in its files. */
+const bool = (value: boolean) => (value ? "True" : "False");
+
+/** price × quantity exactly, at the scales the two carry. */
+function quoteOf(price: string, quantity: string): string {
+  return formatDecimal(multiply(parseDecimal(price), parseDecimal(quantity)));
+}
+
+/**
+ * `id,price,qty,quoteQty,time,isBuyerMaker,isBestMatch` per trade, in trade id order, no header
+ * (as Binance's files). The buyer was the maker when the taker sold.
+ */
+export function tradesCsv(trades: readonly ArchivedTrade[]): string {
+  return trades.map((t) => `${t.tradeId},${t.price},${t.quantity},${quoteOf(t.price, t.quantity)},${t.time},${bool(t.side === "sell")},True\n`).join("");
+}
+
+/** `a,p,q,f,l,T,m,M`: each trade is its own aggregate here (docs/binance.md#aggregate-trades). */
+export function aggTradesCsv(trades: readonly ArchivedTrade[]): string {
+  return trades.map((t) => `${t.tradeId},${t.price},${t.quantity},${t.tradeId},${t.tradeId},${t.time},${bool(t.side === "sell")},True\n`).join("");
+}
+
+/** Binance's 12 kline columns, the last (`ignore`) 0. */
+export function klinesCsv(candles: readonly Kline[]): string {
+  return candles
+    .map(
+      (k) =>
+        `${k.openTime},${k.open},${k.high},${k.low},${k.close},${k.volume},${k.closeTime},${k.quoteVolume},${k.tradeCount},${k.takerBuyVolume},${k.takerBuyQuoteVolume},0\n`,
+    )
+    .join("");
+}

@@ -1,0 +1,156 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Context, MiddlewareHandler } from "hono";
+import { problem } from "../core/problem";
+import { createRouter } from "../core/router";
+import { okJson, problemResponses } from "../core/schemas";
+import type { AppEnv } from "../env";
+import { DAILY_KLINE_INTERVALS, parseDay } from "./daily-files";
+import { DAY_MS } from "./intervals";
+
+const tags = ["Historical data files"];
+/** Trades may arrive up to 7 days late (docs/publishing.md): a day's files are final a day after that. */
+const FINAL_AFTER_MS = 8 * DAY_MS;
+const SYMBOL = /^[A-Z0-9]{2,20}$/;
+
+const FileParams = z.object({
+  symbol: z.string().openapi({ param: { name: "symbol", in: "path" }, example: "BTCUSDT" }),
+  file: z.string().openapi({ param: { name: "file", in: "path" }, example: "BTCUSDT-trades-2026-11-23.zip" }),
+});
+const KindParam = z.object({ kind: z.enum(["trades", "aggTrades"]).openapi({ param: { name: "kind", in: "path" } }) });
+const IntervalParam = z.object({ interval: z.enum(DAILY_KLINE_INTERVALS).openapi({ param: { name: "interval", in: "path" } }) });
+const ListingSchema = z
+  .object({
+    prefix: z.string().openapi({ example: "data/spot/daily/trades/BTCUSDT/" }),
+    files: z.array(z.object({ name: z.string(), bytes: z.number().int(), uploaded: z.number().int().openapi({ description: "Unix ms" }) })),
+    cursor: z.string().optional().openapi({ description: "More files: ask again with ?cursor=" }),
+  })
+  .openapi("DailyFiles");
+const fileResponses = {
+  200: {
+    description: "The zip (one CSV inside), or its CHECKSUM line (`sha256  name`, as sha256sum writes it)",
+    content: { "application/zip": { schema: z.string().openapi({ format: "binary" }) }, "text/plain": { schema: z.string() } },
+  },
+  ...problemResponses(404, 429),
+};
+
+/**
+ * The daily files in Binance's public-data layout (docs/history.md#daily-files), served from R2
+ * as they were written: no market object runs to serve them. A day's files are cached as
+ * immutable once no late trade can change them.
+ *
+ * @example
+ * app.route("/", historyFileRoutes(publicLimit));
+ */
+export function historyFileRoutes(limit: MiddlewareHandler<AppEnv>) {
+  const serve = async (c: Context<AppEnv>, key: string, name: string, expected: RegExp) => {
+    const match = expected.exec(name);
+    const day = match ? parseDay(match[1]!) : undefined;
+    if (day === undefined) throw problem("NOT_FOUND", `${key} is not a daily file's name`);
+    const object = await c.env.HISTORY.get(key);
+    if (!object) throw problem("NOT_FOUND", `${key} has not been written: the files of a day are written at 00:05 UTC the day after`);
+    const final = Date.now() - day > FINAL_AFTER_MS;
+    return new Response(object.body, {
+      headers: {
+        "Content-Type": name.endsWith(".CHECKSUM") ? "text/plain; charset=utf-8" : "application/zip",
+        "Content-Length": String(object.size),
+        ETag: object.httpEtag,
+        "Cache-Control": final ? "public, max-age=31536000, immutable" : "public, max-age=300",
+      },
+    });
+  };
+  const list = async (c: Context<AppEnv>, prefix: string) => {
+    const listed = await c.env.HISTORY.list({ prefix, limit: 1000, ...(c.req.query("cursor") ? { cursor: c.req.query("cursor") } : {}) });
+    return c.json(
+      {
+        prefix,
+        files: listed.objects.map((o) => ({ name: o.key.slice(prefix.length), bytes: o.size, uploaded: o.uploaded.getTime() })),
+        ...(listed.truncated ? { cursor: listed.cursor } : {}),
+      },
+      200,
+    );
+  };
+  const symbolOf = (symbol: string) => {
+    if (!SYMBOL.test(symbol)) throw problem("NOT_FOUND", `${symbol} is not a symbol as the files name it (BTCUSDT)`);
+    return symbol;
+  };
+  const name = (symbol: string, what: string) => new RegExp(`^${symbol}-${what}-(\\d{4}-\\d{2}-\\d{2})\\.zip(?:\\.CHECKSUM)?$`);
+
+  // Most specific first: `klines/{symbol}/{interval}` would otherwise read as `{kind}/{symbol}/{file}`.
+  const router = createRouter()
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/data/spot/daily/klines/{symbol}/{interval}/{file}",
+        operationId: "getDailyKlinesFile",
+        tags,
+        middleware: [limit],
+        summary: "A day's klines file (zip) in 1m, 1h or 1d, or its .CHECKSUM",
+        description: "`{SYMBOL}-{interval}-{YYYY-MM-DD}.zip`: Binance's 12 kline columns, times in Unix ms.",
+        request: { params: IntervalParam.merge(FileParams) },
+        responses: fileResponses,
+      }),
+      async (c) => {
+        const { interval, file } = c.req.valid("param");
+        const symbol = symbolOf(c.req.valid("param").symbol);
+        return serve(c, `data/spot/daily/klines/${symbol}/${interval}/${file}`, file, name(symbol, interval));
+      },
+    )
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/data/spot/daily/klines/{symbol}/{interval}",
+        operationId: "listDailyKlinesFiles",
+        tags,
+        middleware: [limit],
+        summary: "The days of a market's klines files in one interval",
+        request: { params: IntervalParam.extend({ symbol: FileParams.shape.symbol }), query: z.object({ cursor: z.string().max(1024).optional() }) },
+        responses: { ...okJson(ListingSchema, "Files, by name (so by day)"), ...problemResponses(404, 429) },
+      }),
+      (c) => list(c, `data/spot/daily/klines/${symbolOf(c.req.valid("param").symbol)}/${c.req.valid("param").interval}/`),
+    )
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/data/spot/daily/{kind}/{symbol}/{file}",
+        operationId: "getDailyTradesFile",
+        tags,
+        middleware: [limit],
+        summary: "A day's trades or aggTrades file (zip), or its .CHECKSUM",
+        description:
+          "`{SYMBOL}-trades-{YYYY-MM-DD}.zip`: `id,price,qty,quoteQty,time,isBuyerMaker,isBestMatch`, times in Unix ms. aggTrades: `a,p,q,f,l,T,m,M`.",
+        request: { params: KindParam.merge(FileParams) },
+        responses: fileResponses,
+      }),
+      async (c) => {
+        const { kind, file } = c.req.valid("param");
+        const symbol = symbolOf(c.req.valid("param").symbol);
+        return serve(c, `data/spot/daily/${kind}/${symbol}/${file}`, file, name(symbol, kind));
+      },
+    )
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/data/spot/daily/{kind}/{symbol}",
+        operationId: "listDailyTradesFiles",
+        tags,
+        middleware: [limit],
+        summary: "The days of a market's trades or aggTrades files",
+        request: { params: KindParam.extend({ symbol: FileParams.shape.symbol }), query: z.object({ cursor: z.string().max(1024).optional() }) },
+        responses: { ...okJson(ListingSchema, "Files, by name (so by day)"), ...problemResponses(404, 429) },
+      }),
+      (c) => list(c, `data/spot/daily/${c.req.valid("param").kind}/${symbolOf(c.req.valid("param").symbol)}/`),
+    );
+  // The listings also answer with a trailing slash, as a directory would.
+  router.get("/data/spot/daily/klines/:symbol/:interval/", limit, (c) => {
+    const interval = c.req.param("interval");
+    if (!(DAILY_KLINE_INTERVALS as readonly string[]).includes(interval))
+      throw problem("NOT_FOUND", `klines files are written in ${DAILY_KLINE_INTERVALS.join(", ")}`);
+    return list(c, `data/spot/daily/klines/${symbolOf(c.req.param("symbol"))}/${interval}/`);
+  });
+  router.get("/data/spot/daily/:kind/:symbol/", limit, (c) => {
+    const kind = c.req.param("kind");
+    if (kind !== "trades" && kind !== "aggTrades") throw problem("NOT_FOUND", "the daily files are trades, aggTrades and klines/{interval}");
+    return list(c, `data/spot/daily/${kind}/${symbolOf(c.req.param("symbol"))}/`);
+  });
+  return router;
+}

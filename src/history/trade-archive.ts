@@ -1,0 +1,78 @@
+/**
+ * Trades past the hot window, in R2 (docs/history.md#trades): a market's trades in chunks of
+ * `size` consecutive trade ids, one immutable object each, written once by the market and read
+ * by the pages of `/api/trades`, `historicalTrades` and `aggTrades`. Pure: keys, chunk bounds
+ * and the page rules; the market object does the I/O.
+ */
+import type { TradePage } from "../market/market-store";
+
+/** Trades a chunk holds; `TRADE_ARCHIVE_CHUNK` overrides it (the tests use small chunks). */
+export const DEFAULT_CHUNK_TRADES = 10_000;
+/** Chunks one page may read: a page is at most 1,000 trades, so more means its filter skipped most. */
+export const MAX_CHUNK_READS = 8;
+
+/** A chunk in the market's index: which trade ids and times it holds, and its size. */
+export interface ArchivedChunk {
+  chunk: number;
+  firstSeq: number;
+  lastSeq: number;
+  minTime: number;
+  maxTime: number;
+  trades: number;
+  bytes: number;
+}
+
+/** A trade as a chunk holds it: the wire form, `tradeId` first. */
+export interface ArchivedTrade {
+  tradeId: number;
+  id: string;
+  price: string;
+  quantity: string;
+  side: "buy" | "sell";
+  time: number;
+}
+
+export function chunkSize(setting: string | undefined): number {
+  const size = Number(setting);
+  return Number.isInteger(size) && size >= 10 && size <= 1_000_000 ? size : DEFAULT_CHUNK_TRADES;
+}
+
+/** The chunk holding trade id `seq` (ids start at 1). */
+export function chunkOf(seq: number, size: number): number {
+  return Math.floor((seq - 1) / size);
+}
+
+/** The first and last trade id of `chunk`. */
+export function chunkBounds(chunk: number, size: number): [first: number, last: number] {
+  return [chunk * size + 1, (chunk + 1) * size];
+}
+
+/** `archive/trades/BTCUSDT/000000000042.json`: sorted by name, they are sorted by trade id. */
+export function chunkKey(symbol: string, chunk: number): string {
+  return `archive/trades/${symbol}/${String(chunk).padStart(12, "0")}.json`;
+}
+
+/** A page runs forwards from `fromId` or `startTime`; else it is the last `limit` before its upper bound. */
+export function pageRunsForwards(page: Omit<TradePage, "limit">): boolean {
+  return page.fromId !== undefined || (page.before === undefined && page.startTime !== undefined);
+}
+
+/** Whether a chunk can hold any trade of the page (its ids and times against the page's bounds). */
+export function chunkMayHold(chunk: ArchivedChunk, page: Omit<TradePage, "limit">): boolean {
+  if (page.fromId !== undefined && chunk.lastSeq < page.fromId) return false;
+  if (page.before !== undefined && chunk.firstSeq >= page.before) return false;
+  if (page.startTime !== undefined && chunk.maxTime < page.startTime) return false;
+  if (page.endTime !== undefined && chunk.minTime > page.endTime) return false;
+  return true;
+}
+
+/** The trades of a chunk that the page's bounds admit, in trade id order. */
+export function withinPage(trades: readonly ArchivedTrade[], page: Omit<TradePage, "limit">): ArchivedTrade[] {
+  return trades.filter(
+    (t) =>
+      (page.fromId === undefined || t.tradeId >= page.fromId) &&
+      (page.before === undefined || t.tradeId < page.before) &&
+      (page.startTime === undefined || t.time >= page.startTime) &&
+      (page.endTime === undefined || t.time <= page.endTime),
+  );
+}

@@ -1,0 +1,125 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { crc32 } from "../../client/src/checksum";
+import { DAY_MS } from "../../src/history/intervals";
+import { ingest } from "../../src/market/ingest";
+import { ADMIN } from "../support/gateways";
+import { call, callJson } from "../support/http";
+
+/** The one file in a zip, read as any unzip would: the local header, the deflated data, its CRC. */
+async function unzipOne(zip: Uint8Array): Promise<{ name: string; text: string }> {
+  const view = new DataView(zip.buffer, zip.byteOffset, zip.byteLength);
+  expect(view.getUint32(0, true), "a local file header").toBe(0x04034b50);
+  const [crc, size, length, nameLength, extra] = [
+    view.getUint32(14, true),
+    view.getUint32(18, true),
+    view.getUint32(22, true),
+    view.getUint16(26, true),
+    view.getUint16(28, true),
+  ];
+  const name = new TextDecoder().decode(zip.subarray(30, 30 + nameLength));
+  const data = zip.subarray(30 + nameLength + extra, 30 + nameLength + extra + size);
+  const raw = new Uint8Array(await new Response(new Blob([data]).stream().pipeThrough(new DecompressionStream("deflate-raw"))).arrayBuffer());
+  expect([raw.length, crc32(raw)], `${name}: size and CRC as the headers say`).toEqual([length, crc]);
+  return { name, text: new TextDecoder().decode(raw) };
+}
+
+async function sha256(bytes: Uint8Array): Promise<string> {
+  return [...new Uint8Array(await crypto.subtle.digest("SHA-256", bytes))].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+const yesterday = Math.floor(Date.now() / DAY_MS) * DAY_MS - DAY_MS;
+const date = new Date(yesterday).toISOString().slice(0, 10);
+const archive = (body: unknown) =>
+  callJson("/admin/archive", { method: "POST", headers: { ...ADMIN, "Content-Type": "application/json" }, body: JSON.stringify(body) });
+
+describe("daily files in Binance's public-data layout (docs/history.md#daily-files)", () => {
+  it("writes a day's trades, aggTrades and klines as zips with checksums; the CSV is what REST serves", async () => {
+    const trades = Array.from({ length: 300 }, (_, i) => ({
+      id: `d${i}`,
+      price: `0.0${3500 + (i % 17)}`.padEnd(7, "0"),
+      quantity: `${1 + (i % 5)}.0000`,
+      side: i % 3 === 0 ? ("sell" as const) : ("buy" as const),
+      time: yesterday + i * 287_000,
+    }));
+    expect((await ingest(env, "*", { symbol: "ETHBTC", trades })).acceptedTrades).toBe(300);
+    const { status, body } = await archive({ date, symbols: ["ETHBTC"] });
+    expect(status, JSON.stringify(body)).toBe(200);
+    const written = body.markets[0];
+    expect(written).toMatchObject({ symbol: "ETHBTC", date, trades: 300 });
+    expect(written.files.map((f: { key: string }) => f.key).sort()).toEqual(
+      [
+        `data/spot/daily/trades/ETHBTC/ETHBTC-trades-${date}.zip`,
+        `data/spot/daily/aggTrades/ETHBTC/ETHBTC-aggTrades-${date}.zip`,
+        `data/spot/daily/klines/ETHBTC/1m/ETHBTC-1m-${date}.zip`,
+        `data/spot/daily/klines/ETHBTC/1h/ETHBTC-1h-${date}.zip`,
+        `data/spot/daily/klines/ETHBTC/1d/ETHBTC-1d-${date}.zip`,
+      ].sort(),
+    );
+
+    const file = await call(`/data/spot/daily/trades/ETHBTC/ETHBTC-trades-${date}.zip`);
+    expect(file.status).toBe(200);
+    expect(file.headers.get("Content-Type")).toBe("application/zip");
+    expect(file.headers.get("Cache-Control"), "a day late trades may still change").toBe("public, max-age=300");
+    const zip = new Uint8Array(await file.arrayBuffer());
+    const { name, text } = await unzipOne(zip);
+    expect(name).toBe(`ETHBTC-trades-${date}.csv`);
+    const rest = (await callJson(`/api/trades/ETHBTC?startTime=${yesterday}&endTime=${yesterday + DAY_MS - 1}&limit=1000`)).body as {
+      tradeId: number;
+      price: string;
+      quantity: string;
+      side: string;
+      time: number;
+    }[];
+    expect(rest).toHaveLength(300);
+    const lines = text.trimEnd().split("\n");
+    expect(lines).toHaveLength(300);
+    lines.forEach((line, i) => {
+      const [id, price, qty, quoteQty, time, isBuyerMaker, isBestMatch] = line.split(",");
+      const t = rest[i]!;
+      expect([Number(id), price, qty, Number(time), isBuyerMaker, isBestMatch], `row ${i}`).toEqual([
+        t.tradeId,
+        t.price,
+        t.quantity,
+        t.time,
+        t.side === "sell" ? "True" : "False",
+        "True",
+      ]);
+      expect(Number(quoteQty)).toBeCloseTo(Number(price) * Number(qty), 9);
+    });
+
+    // The checksum is sha256sum's line for the zip, and verifies.
+    const checksum = await (await call(`/data/spot/daily/trades/ETHBTC/ETHBTC-trades-${date}.zip.CHECKSUM`)).text();
+    expect(checksum).toBe(`${await sha256(zip)}  ETHBTC-trades-${date}.zip\n`);
+
+    // The 1m klines file holds what GET /api/klines answers for the day.
+    const klines = await unzipOne(new Uint8Array(await (await call(`/data/spot/daily/klines/ETHBTC/1m/ETHBTC-1m-${date}.zip`)).arrayBuffer()));
+    const candles = (await callJson(`/api/klines/ETHBTC?interval=1m&startTime=${yesterday}&endTime=${yesterday + DAY_MS - 1}&limit=1000`)).body;
+    expect(klines.text.trimEnd().split("\n")).toEqual(
+      candles.map((k: Record<string, string | number>) =>
+        [k.openTime, k.open, k.high, k.low, k.close, k.volume, k.closeTime, k.quoteVolume, k.tradeCount, k.takerBuyVolume, k.takerBuyQuoteVolume, 0].join(","),
+      ),
+    );
+
+    // Written again: the same bytes.
+    await archive({ date, symbols: ["ETHBTC"] });
+    const again = new Uint8Array(await (await call(`/data/spot/daily/trades/ETHBTC/ETHBTC-trades-${date}.zip`)).arrayBuffer());
+    expect(await sha256(again), "rewriting a day yields the same bytes").toBe(await sha256(zip));
+
+    const listing = (await callJson("/data/spot/daily/trades/ETHBTC/")).body;
+    expect(listing.files.map((f: { name: string }) => f.name)).toEqual([`ETHBTC-trades-${date}.zip`, `ETHBTC-trades-${date}.zip.CHECKSUM`]);
+  });
+
+  it("a market that did not trade writes nothing; a day not ended, or not a day, is 400; a file never written is 404", async () => {
+    const quiet = await archive({ date, symbols: ["SOLBTC"] });
+    expect(quiet.body.markets[0]).toMatchObject({ symbol: "SOLBTC", trades: 0, files: [] });
+    const today = new Date().toISOString().slice(0, 10);
+    expect((await archive({ date: today })).status).toBe(400);
+    expect((await archive({ date: "2026-02-30" })).status).toBe(400);
+    expect((await call(`/data/spot/daily/trades/SOLBTC/SOLBTC-trades-${date}.zip`)).status).toBe(404);
+    expect((await call("/data/spot/daily/trades/SOLBTC/not-a-file.zip")).status).toBe(404);
+    expect((await callJson("/admin/archive", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ date }) })).status).toBe(
+      401,
+    );
+  });
+});
