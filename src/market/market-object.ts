@@ -506,8 +506,8 @@ export class MarketObject extends DurableObject<Env> {
             chunk: due.chunk,
             firstSeq: trades[0]!.tradeId,
             lastSeq: trades[trades.length - 1]!.tradeId,
-            minTime: Math.min(...trades.map((t) => t.time)),
-            maxTime: Math.max(...trades.map((t) => t.time)),
+            minTime: trades.reduce((least, t) => Math.min(least, t.time), Number.POSITIVE_INFINITY),
+            maxTime: trades.reduce((most, t) => Math.max(most, t.time), 0),
             trades: trades.length,
             bytes: text.length,
           },
@@ -524,8 +524,8 @@ export class MarketObject extends DurableObject<Env> {
   /**
    * Writes one UTC day's files to R2 in Binance's public-data layout (docs/history.md#daily-files):
    * trades, aggTrades and klines 1m/1h/1d, each a zip with its `.CHECKSUM`. A day without candles
-   * writes nothing, an imported day (candles, no trades) its klines only; a day of more than MAX_DAY_TRADES trades writes its klines only (a busy day
-   * is split across runs: docs/history.md#daily-files). The same day written again gives the same bytes.
+   * writes nothing; an imported day (candles, no trades), or one of more than MAX_DAY_TRADES
+   * trades (docs/history.md#daily-files), its klines only. Written again, a day gives the same bytes.
    */
   async writeDay(market: MarketConfig, day: number): Promise<DayFiles | ProblemResult> {
     try {
@@ -571,12 +571,15 @@ export class MarketObject extends DurableObject<Env> {
     const hot = this.store.tradePage({ ...bounds, limit: MAX_DAY_TRADES }, archived).map((t) => wireTrade(state.market, t));
     const size = chunkSize(this.env.TRADE_ARCHIVE_CHUNK);
     const out: ArchivedTrade[] = [];
-    for (const chunk of this.store.chunksFor(bounds, true, Math.ceil(MAX_DAY_TRADES / size) + 16)) {
-      const object = await this.env.HISTORY.get(chunkKey(state.market.symbol, chunk.chunk));
-      if (!object) throw new Error(`archive chunk ${chunk.chunk} of ${state.market.symbol} is missing`);
-      out.push(...withinPage(await object.json<ArchivedTrade[]>(), bounds));
-    }
+    for (const chunk of this.store.chunksFor(bounds, true, Math.ceil(MAX_DAY_TRADES / size) + 16)) out.push(...(await this.readChunk(state, chunk, bounds)));
     return [...out, ...hot];
+  }
+
+  /** The trades of an archived chunk that `bounds` admit (the chunk is in R2 once it is indexed here). */
+  private async readChunk(state: MarketState, chunk: ArchivedChunk, bounds: Omit<TradePage, "limit">): Promise<ArchivedTrade[]> {
+    const object = await this.env.HISTORY.get(chunkKey(state.market.symbol, chunk.chunk));
+    if (!object) throw new Error(`archive chunk ${chunk.chunk} of ${state.market.symbol} is missing`);
+    return withinPage(await object.json<ArchivedTrade[]>(), bounds);
   }
 
   /** The newest `limit` trades, newest first; with any bound of `page`, that page in tradeId order. */
@@ -601,11 +604,7 @@ export class MarketObject extends DurableObject<Env> {
     if (archived === 0) return hotPart;
     const forwards = pageRunsForwards(bounds);
     const chunks = this.store.chunksFor(bounds, forwards, MAX_CHUNK_READS);
-    const read = async (chunk: ArchivedChunk) => {
-      const object = await this.env.HISTORY.get(chunkKey(state.market.symbol, chunk.chunk));
-      if (!object) throw new Error(`archive chunk ${chunk.chunk} of ${state.market.symbol} is missing`);
-      return withinPage(await object.json<ArchivedTrade[]>(), bounds);
-    };
+    const read = (chunk: ArchivedChunk) => this.readChunk(state, chunk, bounds);
     if (forwards) {
       const out: WireTrade[] = [];
       for (const chunk of chunks) {
