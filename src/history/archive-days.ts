@@ -1,9 +1,9 @@
 import { marketObject } from "../core/object-ids";
 import { unwrap } from "../core/problem";
-import type { DayFiles } from "../market/market-object";
 import { ensureRegistry } from "../registry/copy";
 import type { MarketConfig } from "../registry/model";
 import { DAY_MS } from "./intervals";
+import type { DayFiles } from "./market-history";
 
 /** Markets written at once: each is one object call that writes up to ten R2 objects. */
 const CONCURRENCY = 16;

@@ -6,7 +6,6 @@ import { isProblemResult, ProblemError, type ProblemResult, problem, toProblemRe
 import type { RelayOp } from "../groups/messages";
 import { PacedOutbox } from "../groups/paced-outbox";
 import { aggregateCandles, candleOf, type Kline, type KlineQuery } from "../history/candles";
-import { aggTradesCsv, csvName, type DailyKind, dailyKey, dayName, klinesCsv, tradesCsv } from "../history/daily-files";
 import {
   BUCKET_SIZES,
   type BucketSize,
@@ -18,8 +17,7 @@ import {
   nextOpenTime,
   openTimeOf,
 } from "../history/intervals";
-import { type ArchivedChunk, type ArchivedTrade, chunkKey, chunkSize, MAX_CHUNK_READS, pageRunsForwards, withinPage } from "../history/trade-archive";
-import { checksumLine, zipOne } from "../history/zip";
+import { type DayFiles, KEEP_TRADES, MarketHistory } from "../history/market-history";
 import { groupOf, type MarketConfig } from "../registry/model";
 import { CONFLATE_MS, Conflation } from "../streams/conflation";
 import { MARKET_ENDED_STREAM, type StreamEvent } from "../streams/protocol";
@@ -45,6 +43,9 @@ import {
   windowStats,
 } from "./rolling-window";
 import type { BookTickerSchema } from "./schemas";
+import { type WireTrade, wireTrade } from "./wire-trade";
+
+export type { WireTrade } from "./wire-trade";
 
 /** Best bid and ask with quantities at one book sequence (the shape is the schema's). */
 export type BookTicker = z.infer<typeof BookTickerSchema>;
@@ -68,36 +69,6 @@ export interface OrderBookSnapshot {
   asks: WireLevel[];
 }
 
-export interface WireTrade {
-  /** Per market, rising by 1 in the order the market applied its trades. */
-  tradeId: number;
-  id: string;
-  price: string;
-  quantity: string;
-  side: "buy" | "sell";
-  time: number;
-}
-
-/**
- * Hot trades beyond 25 hours' worth are archived anyway past this count: about 200 MB of rows
- * and indexes, a fiftieth of an object's 10 GB (docs/capacity.md#history).
- */
-const HOT_MOST_TRADES = 1_000_000;
-/** A day's trades files are written in one run up to this many trades (about 30 MB of CSV). */
-const MAX_DAY_TRADES = 500_000;
-
-/** What writing one day's files did (`POST /admin/archive`, the daily cron). */
-export interface DayFiles {
-  symbol: string;
-  date: string;
-  trades: number;
-  files: { key: string; bytes: number; sha256: string }[];
-  /** Why the trades files were not written, when they were not. */
-  skipped?: string;
-}
-
-/** Trades kept beyond 24 h anyway, so `/trades` always has a page to show. */
-const KEEP_TRADES = 1000;
 /** Trade ids are remembered this long for de-duplication of publisher retries. */
 const TRADE_RETENTION_MS = DAY_MS + 3_600_000;
 const PRUNE_EVERY_MS = 60_000;
@@ -141,10 +112,10 @@ interface MarketState {
  */
 export class MarketObject extends DurableObject<Env> {
   private readonly store: MarketStore;
+  /** The archive, the pages that read it and the daily files: over the same store, written by this object. */
+  private readonly history: MarketHistory;
   private state: MarketState | undefined;
   private lastPruneAt = 0;
-  /** The trade archive is being written (one run at a time). */
-  private archiving = false;
   private lastSecondlyAt = 0;
   /** Shards subscribed to this market's streams (stored): nothing is built for streams nobody watches. */
   private shards = new Set<string>();
@@ -175,6 +146,7 @@ export class MarketObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.store = new MarketStore(ctx.storage);
+    this.history = new MarketHistory(this.store, env.HISTORY, env.TRADE_ARCHIVE_CHUNK);
   }
 
   /**
@@ -483,142 +455,34 @@ export class MarketObject extends DurableObject<Env> {
     return { symbol, sequence, timestamp: now, checksum: this.checksumOf(state), levels };
   }
 
-  /**
-   * Moves complete chunks of trades older than the hot window to R2 (docs/history.md#trades), a
-   * few a run: each chunk is written first, then indexed and let go here, so a failure between
-   * the two writes the same chunk again next time (the same bytes). Returns the chunks moved.
-   */
+  /** Moves due chunks of old trades to R2 (docs/history.md#trades); the tests call it to move them now. */
   async archiveTrades(now = Date.now(), most = 16): Promise<number> {
-    if (this.archiving || !this.state) return 0;
-    this.archiving = true;
-    try {
-      const state = this.state;
-      const size = chunkSize(this.env.TRADE_ARCHIVE_CHUNK);
-      let moved = 0;
-      for (; moved < most; moved++) {
-        const due = this.store.dueChunk(size, now - TRADE_RETENTION_MS, state.tradeSeq, HOT_MOST_TRADES);
-        if (!due) break;
-        const trades = due.trades.map((t) => wireTrade(state.market, t));
-        const text = JSON.stringify(trades);
-        await this.env.HISTORY.put(chunkKey(state.market.symbol, due.chunk), text, { httpMetadata: { contentType: "application/json" } });
-        this.store.chunkArchived(
-          {
-            chunk: due.chunk,
-            firstSeq: trades[0]!.tradeId,
-            lastSeq: trades[trades.length - 1]!.tradeId,
-            minTime: trades.reduce((least, t) => Math.min(least, t.time), Number.POSITIVE_INFINITY),
-            maxTime: trades.reduce((most, t) => Math.max(most, t.time), 0),
-            trades: trades.length,
-            bytes: text.length,
-          },
-          KEEP_TRADES,
-        );
-        state.tradesCache = undefined;
-      }
-      return moved;
-    } finally {
-      this.archiving = false;
-    }
+    const state = this.state;
+    if (!state) return 0;
+    const moved = await this.history.archive(state.market, state.tradeSeq, now - TRADE_RETENTION_MS, most);
+    if (moved > 0) state.tradesCache = undefined;
+    return moved;
   }
 
-  /**
-   * Writes one UTC day's files to R2 in Binance's public-data layout (docs/history.md#daily-files):
-   * trades, aggTrades and klines 1m/1h/1d, each a zip with its `.CHECKSUM`. A day without candles
-   * writes nothing; an imported day (candles, no trades), or one of more than MAX_DAY_TRADES
-   * trades (docs/history.md#daily-files), its klines only. Written again, a day gives the same bytes.
-   */
+  /** One UTC day's files (docs/history.md#daily-files), from this market's candles and trades. */
   async writeDay(market: MarketConfig, day: number): Promise<DayFiles | ProblemResult> {
     try {
       const state = this.load(market);
-      const { symbol } = state.market;
-      const end = day + DAY_MS - 1;
-      const candles = (interval: KlineInterval) => this.klines(state, { interval, startTime: day, endTime: end, limit: 1_440 });
-      const minutes = candles("1m");
-      const trades = minutes.reduce((n, k) => n + k.tradeCount, 0);
-      const result: DayFiles = { symbol, date: dayName(day), trades, files: [] };
-      if (trades === 0) return result;
-      const write = async (kind: DailyKind, csv: string) => {
-        const key = dailyKey(kind, symbol, day);
-        const zip = await zipOne(csvName(key), new TextEncoder().encode(csv), new Date(day));
-        const checksum = await checksumLine(zip, key.slice(key.lastIndexOf("/") + 1));
-        await this.env.HISTORY.put(key, zip, { httpMetadata: { contentType: "application/zip" } });
-        await this.env.HISTORY.put(`${key}.CHECKSUM`, checksum, { httpMetadata: { contentType: "text/plain; charset=utf-8" } });
-        result.files.push({ key, bytes: zip.length, sha256: checksum.slice(0, 64) });
-      };
-      await write("klines/1m", klinesCsv(minutes));
-      await write("klines/1h", klinesCsv(candles("1h")));
-      await write("klines/1d", klinesCsv(candles("1d")));
-      if (trades > MAX_DAY_TRADES) {
-        result.skipped = `${trades} trades: more than ${MAX_DAY_TRADES} a day are not written in one run`;
-        return result;
-      }
-      const dayTrades = await this.tradesOfDay(state, day, end);
-      // An imported day has candles but no trades: its klines files only.
-      if (dayTrades.length === 0) return result;
-      await write("trades", tradesCsv(dayTrades));
-      await write("aggTrades", aggTradesCsv(dayTrades));
-      return result;
+      return await this.history.writeDay(state.market, day, (interval, from, to) =>
+        this.klines(state, { interval, startTime: from, endTime: to, limit: 1_440 }),
+      );
     } catch (error) {
       if (error instanceof ProblemError) return toProblemResult(error);
       throw error;
     }
   }
 
-  /** Every trade of `day`…`end` in tradeId order: the archived ones from R2, the rest from SQLite. */
-  private async tradesOfDay(state: MarketState, day: number, end: number): Promise<ArchivedTrade[]> {
-    const bounds = { startTime: day, endTime: end };
-    const archived = this.store.archivedThrough();
-    const hot = this.store.tradePage({ ...bounds, limit: MAX_DAY_TRADES }, archived).map((t) => wireTrade(state.market, t));
-    const size = chunkSize(this.env.TRADE_ARCHIVE_CHUNK);
-    const out: ArchivedTrade[] = [];
-    for (const chunk of this.store.chunksFor(bounds, true, Math.ceil(MAX_DAY_TRADES / size) + 16)) out.push(...(await this.readChunk(state, chunk, bounds)));
-    return [...out, ...hot];
-  }
-
-  /** The trades of an archived chunk that `bounds` admit (the chunk is in R2 once it is indexed here). */
-  private async readChunk(state: MarketState, chunk: ArchivedChunk, bounds: Omit<TradePage, "limit">): Promise<ArchivedTrade[]> {
-    const object = await this.env.HISTORY.get(chunkKey(state.market.symbol, chunk.chunk));
-    if (!object) throw new Error(`archive chunk ${chunk.chunk} of ${state.market.symbol} is missing`);
-    return withinPage(await object.json<ArchivedTrade[]>(), bounds);
-  }
-
   /** The newest `limit` trades, newest first; with any bound of `page`, that page in tradeId order. */
   private async trades(state: MarketState, limit: number, page: Omit<TradePage, "limit"> = {}): Promise<WireTrade[]> {
     const wire = (t: StoredTrade) => wireTrade(state.market, t);
-    if (Object.values(page).some((bound) => bound !== undefined)) return this.tradePage(state, { ...page, limit });
+    if (Object.values(page).some((bound) => bound !== undefined)) return this.history.tradePage(state.market, { ...page, limit });
     if (state.tradesCache?.version !== state.version) state.tradesCache = { version: state.version, trades: this.store.latestTrades(KEEP_TRADES).map(wire) };
     return state.tradesCache.trades.slice(0, limit);
-  }
-
-  /**
-   * A page of the trade history: ids up to `archivedThrough` from the archive's chunks in R2, the
-   * rest from SQLite, joined in tradeId order without a gap or a repeat (docs/api.md#trade-history).
-   */
-  private async tradePage(state: MarketState, page: TradePage): Promise<WireTrade[]> {
-    const { limit, ...bounds } = page;
-    const wire = (t: StoredTrade) => wireTrade(state.market, t);
-    const archived = this.store.archivedThrough();
-    const hot = (n: number) => this.store.tradePage({ ...bounds, limit: n }, archived).map(wire);
-    // Both sources are taken now, before any await: the archiver may move a chunk meanwhile.
-    const hotPart = hot(limit);
-    if (archived === 0) return hotPart;
-    const forwards = pageRunsForwards(bounds);
-    const chunks = this.store.chunksFor(bounds, forwards, MAX_CHUNK_READS);
-    const read = (chunk: ArchivedChunk) => this.readChunk(state, chunk, bounds);
-    if (forwards) {
-      const out: WireTrade[] = [];
-      for (const chunk of chunks) {
-        out.push(...(await read(chunk)));
-        if (out.length >= limit) return out.slice(0, limit);
-      }
-      return [...out, ...hotPart.slice(0, limit - out.length)];
-    }
-    let out = hotPart;
-    for (const chunk of chunks) {
-      if (out.length >= limit) break;
-      out = [...(await read(chunk)).slice(-(limit - out.length)), ...out];
-    }
-    return out;
   }
 
   /**
@@ -951,16 +815,4 @@ export class MarketObject extends DurableObject<Env> {
     // After an eviction the object knows its market only from storage.
     if (this.state || this.store.readMeta().config) this.secondly(this.load(), Date.now());
   }
-}
-
-/** A stored trade as clients see it (REST and the trades stream alike). */
-function wireTrade(market: MarketConfig, t: StoredTrade): WireTrade {
-  return {
-    tradeId: t.seq,
-    id: t.id,
-    price: formatUnits(t.price, market.priceScale),
-    quantity: formatUnits(t.quantity, market.quantityScale),
-    side: t.side,
-    time: t.time,
-  };
 }

@@ -1,0 +1,163 @@
+import type { MarketStore, StoredTrade, TradePage } from "../market/market-store";
+import { type WireTrade, wireTrade } from "../market/wire-trade";
+import type { MarketConfig } from "../registry/model";
+import type { Kline } from "./candles";
+import { aggTradesCsv, csvName, type DailyKind, dailyKey, dayName, klinesCsv, tradesCsv } from "./daily-files";
+import { DAY_MS } from "./intervals";
+import { type ArchivedChunk, type ArchivedTrade, chunkKey, chunkSize, MAX_CHUNK_READS, pageRunsForwards, withinPage } from "./trade-archive";
+import { checksumLine, zipOne } from "./zip";
+
+/**
+ * Hot trades beyond 25 hours' worth are archived anyway past this count: about 200 MB of rows
+ * and indexes, a fiftieth of an object's 10 GB (docs/capacity.md#history).
+ */
+const HOT_MOST_TRADES = 1_000_000;
+/** A day's trades files are written in one run up to this many trades (about 30 MB of CSV). */
+const MAX_DAY_TRADES = 500_000;
+/** The newest trades stay in SQLite whatever their age: the latest-trades answer reads them. */
+export const KEEP_TRADES = 1000;
+
+/** What writing one day's files did (`POST /admin/archive`, the daily cron). */
+export interface DayFiles {
+  symbol: string;
+  date: string;
+  trades: number;
+  files: { key: string; bytes: number; sha256: string }[];
+  /** Why the trades files were not written, when they were not. */
+  skipped?: string;
+}
+
+/**
+ * A market's history beyond its hot rows (docs/history.md): the trade archive in R2, the pages
+ * that read it with SQLite as one list, and the daily files. Part of the market object, which
+ * stays the single writer: it holds one of these over its own store and calls it.
+ */
+export class MarketHistory {
+  /** The archive is being written (one run at a time). */
+  private archiving = false;
+
+  constructor(
+    private readonly store: MarketStore,
+    private readonly bucket: R2Bucket,
+    private readonly chunkTrades: string | undefined,
+  ) {}
+
+  /**
+   * Moves complete chunks of trades older than `hotSince` to R2 (docs/history.md#trades), a few a
+   * run: each chunk is written first, then indexed and let go here, so a failure between the two
+   * writes the same chunk again next time (the same bytes). Returns the chunks moved.
+   */
+  async archive(market: MarketConfig, tradeSeq: number, hotSince: number, most = 16): Promise<number> {
+    if (this.archiving) return 0;
+    this.archiving = true;
+    try {
+      const size = chunkSize(this.chunkTrades);
+      let moved = 0;
+      for (; moved < most; moved++) {
+        const due = this.store.dueChunk(size, hotSince, tradeSeq, HOT_MOST_TRADES);
+        if (!due) break;
+        const trades = due.trades.map((t) => wireTrade(market, t));
+        const text = JSON.stringify(trades);
+        await this.bucket.put(chunkKey(market.symbol, due.chunk), text, { httpMetadata: { contentType: "application/json" } });
+        this.store.chunkArchived(
+          {
+            chunk: due.chunk,
+            firstSeq: trades[0]!.tradeId,
+            lastSeq: trades[trades.length - 1]!.tradeId,
+            minTime: trades.reduce((least, t) => Math.min(least, t.time), Number.POSITIVE_INFINITY),
+            maxTime: trades.reduce((most, t) => Math.max(most, t.time), 0),
+            trades: trades.length,
+            bytes: text.length,
+          },
+          KEEP_TRADES,
+        );
+      }
+      return moved;
+    } finally {
+      this.archiving = false;
+    }
+  }
+
+  /**
+   * A page of the trade history: ids up to `archivedThrough` from the archive's chunks in R2, the
+   * rest from SQLite, joined in tradeId order without a gap or a repeat (docs/api.md#trade-history).
+   */
+  async tradePage(market: MarketConfig, page: TradePage): Promise<WireTrade[]> {
+    const { limit, ...bounds } = page;
+    const wire = (t: StoredTrade) => wireTrade(market, t);
+    const archived = this.store.archivedThrough();
+    // Both sources are taken now, before any await: the archiver may move a chunk meanwhile.
+    const hotPart = this.store.tradePage({ ...bounds, limit }, archived).map(wire);
+    if (archived === 0) return hotPart;
+    const forwards = pageRunsForwards(bounds);
+    const chunks = this.store.chunksFor(bounds, forwards, MAX_CHUNK_READS);
+    if (forwards) {
+      const out: WireTrade[] = [];
+      for (const chunk of chunks) {
+        out.push(...(await this.readChunk(market, chunk, bounds)));
+        if (out.length >= limit) return out.slice(0, limit);
+      }
+      return [...out, ...hotPart.slice(0, limit - out.length)];
+    }
+    let out = hotPart;
+    for (const chunk of chunks) {
+      if (out.length >= limit) break;
+      out = [...(await this.readChunk(market, chunk, bounds)).slice(-(limit - out.length)), ...out];
+    }
+    return out;
+  }
+
+  /**
+   * Writes one UTC day's files to R2 in Binance's public-data layout (docs/history.md#daily-files):
+   * trades, aggTrades and klines 1m/1h/1d, each a zip with its `.CHECKSUM`. A day without candles
+   * writes nothing; an imported day (candles, no trades), or one of more than MAX_DAY_TRADES
+   * trades, its klines only. Written again, a day gives the same bytes.
+   */
+  async writeDay(market: MarketConfig, day: number, candles: (interval: "1m" | "1h" | "1d", from: number, to: number) => Kline[]): Promise<DayFiles> {
+    const { symbol } = market;
+    const end = day + DAY_MS - 1;
+    const minutes = candles("1m", day, end);
+    const trades = minutes.reduce((n, k) => n + k.tradeCount, 0);
+    const result: DayFiles = { symbol, date: dayName(day), trades, files: [] };
+    if (trades === 0) return result;
+    const write = async (kind: DailyKind, csv: string) => {
+      const key = dailyKey(kind, symbol, day);
+      const zip = await zipOne(csvName(key), new TextEncoder().encode(csv), new Date(day));
+      const checksum = await checksumLine(zip, key.slice(key.lastIndexOf("/") + 1));
+      await this.bucket.put(key, zip, { httpMetadata: { contentType: "application/zip" } });
+      await this.bucket.put(`${key}.CHECKSUM`, checksum, { httpMetadata: { contentType: "text/plain; charset=utf-8" } });
+      result.files.push({ key, bytes: zip.length, sha256: checksum.slice(0, 64) });
+    };
+    await write("klines/1m", klinesCsv(minutes));
+    await write("klines/1h", klinesCsv(candles("1h", day, end)));
+    await write("klines/1d", klinesCsv(candles("1d", day, end)));
+    if (trades > MAX_DAY_TRADES) {
+      result.skipped = `${trades} trades: more than ${MAX_DAY_TRADES} a day are not written in one run`;
+      return result;
+    }
+    const dayTrades = await this.tradesBetween(market, day, end);
+    // An imported day has candles but no trades: its klines files only.
+    if (dayTrades.length === 0) return result;
+    await write("trades", tradesCsv(dayTrades));
+    await write("aggTrades", aggTradesCsv(dayTrades));
+    return result;
+  }
+
+  /** Every trade of `from`…`to` in tradeId order: the archived ones from R2, the rest from SQLite. */
+  private async tradesBetween(market: MarketConfig, from: number, to: number): Promise<ArchivedTrade[]> {
+    const bounds = { startTime: from, endTime: to };
+    const archived = this.store.archivedThrough();
+    const hot = this.store.tradePage({ ...bounds, limit: MAX_DAY_TRADES }, archived).map((t) => wireTrade(market, t));
+    const out: ArchivedTrade[] = [];
+    const chunks = this.store.chunksFor(bounds, true, Math.ceil(MAX_DAY_TRADES / chunkSize(this.chunkTrades)) + 16);
+    for (const chunk of chunks) out.push(...(await this.readChunk(market, chunk, bounds)));
+    return [...out, ...hot];
+  }
+
+  /** The trades of an archived chunk that `bounds` admit (the chunk is in R2 once it is indexed here). */
+  private async readChunk(market: MarketConfig, chunk: ArchivedChunk, bounds: Omit<TradePage, "limit">): Promise<ArchivedTrade[]> {
+    const object = await this.bucket.get(chunkKey(market.symbol, chunk.chunk));
+    if (!object) throw new Error(`archive chunk ${chunk.chunk} of ${market.symbol} is missing`);
+    return withinPage(await object.json<ArchivedTrade[]>(), bounds);
+  }
+}
