@@ -122,7 +122,7 @@ describe("CCXT's binance adapter, only its URLs changed (docs/binance.md#ccxt)",
       trades.map((t) => [t.timestamp, t.price]),
       "the week-old trades, through aggTrades with startTime and endTime",
     ).toEqual(ids.map((_, i) => [start + i * 60_000, 61000 + i]));
-    for (const timeframe of ["1s", "3m", "30m", "2h", "6h", "8h", "12h", "1d", "3d", "1w", "1M"]) {
+    for (const timeframe of ["1s", "1m", "3m", "5m", "15m", "30m", "1h", "2h", "4h", "6h", "8h", "12h", "1d", "3d", "1w", "1M"]) {
       const candles = await exchange.fetchOHLCV("BTC/USDC", timeframe, undefined, 5);
       expect(candles.length, timeframe).toBeGreaterThan(0);
     }
@@ -132,8 +132,9 @@ describe("CCXT's binance adapter, only its URLs changed (docs/binance.md#ccxt)",
       weeks.map((c) => c[0]),
       "the week holding the six-day-old trades, opening on a Monday",
     ).toContain(weekOf(start));
-    const rolling = (await (await fetch(`${dialect}/api/v3/ticker?symbol=BTCUSDC&windowSize=4h`)).json()) as { symbol: string; count: number };
-    expect(rolling.symbol).toBe("BTCUSDC");
+    // CCXT's rolling ticker is GET /api/v3/ticker with windowSize (it answered -1020 before).
+    const rolling = await exchange.fetchTicker("BTC/USDC", { rolling: true, windowSize: "7d" });
+    expect([rolling.symbol, rolling.last! > 0, rolling.baseVolume! >= 0.05], "the week's window holds the five trades").toEqual(["BTC/USDC", true, true]);
   });
 
   it("ccxt.pro: watchOrderBook kept for a minute equals REST; watchTrades, watchTicker, watchOHLCV and watchBidsAsks deliver", async () => {
@@ -197,6 +198,23 @@ describe("Binance's @binance/connector, only its base URLs changed (docs/binance
     expect(Number((await client.bookTicker("ETHUSDT")).data.bidPrice)).toBeGreaterThan(0);
     const refused = await client.depth("NOPEUSDT").catch((error: any) => error.response);
     expect([refused.status, refused.data.code]).toEqual([400, -1121]);
+  });
+
+  it("Spot REST: rolling windows, the trading day and weekly klines", async () => {
+    // A client address of its own: the requests above used most of theirs this second.
+    const defaults = createRequire(import.meta.url)("axios").defaults.headers.common;
+    defaults["CF-Connecting-IP"] = "198.18.143.2";
+    try {
+      const rolling = (await client.rollingWindowTicker("BTCUSDT", [], { windowSize: "4h" })).data;
+      expect([rolling.symbol, rolling.closeTime - rolling.openTime >= 4 * 3_600_000]).toEqual(["BTCUSDT", true]);
+      const minis = (await client.rollingWindowTicker("", ["BTCUSDT", "ETHUSDT"], { windowSize: "1h", type: "MINI" })).data;
+      expect(minis.map((t: any) => t.symbol)).toEqual(["BTCUSDT", "ETHUSDT"]);
+      const day = (await client.publicRequest("GET", "/api/v3/ticker/tradingDay", { symbol: "BTCUSDT", timeZone: "8" })).data;
+      expect([day.symbol, (day.openTime + 8 * 3_600_000) % 86_400_000, day.closeTime - day.openTime]).toEqual(["BTCUSDT", 0, 86_399_999]);
+      expect((await client.klines("BTCUSDT", "1w", { limit: 2 })).data[0]).toHaveLength(12);
+    } finally {
+      defaults["CF-Connecting-IP"] = "198.18.143.1";
+    }
   });
 
   it("WebsocketStream: a local book kept by Binance's algorithm from the diff stream ends equal to REST", async () => {

@@ -12,6 +12,9 @@ declare module "@binance/connector" {
     ticker24hr(symbol?: string, symbols?: string[], type?: string): Promise<Response>;
     tickerPrice(symbol?: string, symbols?: string[]): Promise<Response>;
     bookTicker(symbol?: string, symbols?: string[]): Promise<Response>;
+    rollingWindowTicker(symbol?: string, symbols?: string[], options?: { windowSize?: string; type?: string }): Promise<Response>;
+    /** Any public GET: the connector's own path for endpoints it has no method for. */
+    publicRequest(method: "GET", path: string, params?: Record<string, unknown>): Promise<Response>;
   }
   export class WebsocketStream {
     constructor(options: { logger: object; wsURL: string; callbacks: { message: (text: string) => void } });
