@@ -25,6 +25,8 @@ export interface DayFiles {
   files: { key: string; bytes: number; sha256: string }[];
   /** Why the trades files were not written, when they were not. */
   skipped?: string;
+  /** Past days written again because late trades reached them (YYYY-MM-DD). */
+  rewritten?: string[];
 }
 
 /**

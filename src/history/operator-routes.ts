@@ -50,6 +50,7 @@ const DayFilesSchema = z
     trades: z.number().int().openapi({ description: "The day's trades (0: the market did not trade, and no file was written)" }),
     files: z.array(z.object({ key: z.string(), bytes: z.number().int(), sha256: z.string() })),
     skipped: z.string().optional().openapi({ description: "Why the trades files were not written" }),
+    rewritten: z.array(z.string()).optional().openapi({ description: "Past days written again because late trades reached them" }),
   })
   .openapi("DayFiles");
 

@@ -94,6 +94,10 @@ interface MarketState {
   tradeSeq: number;
   /** When an ingest batch last changed the market (0: never): the ticker's `lastUpdateTime`. */
   lastUpdateAt: number;
+  /** Past UTC days that took a late trade: their files are written again (docs/history.md#daily-files). */
+  dirtyDays: number[];
+  /** Bumped whenever a day is marked dirty: a rewrite clears only marks it saw. */
+  dirtyMarks: number;
   /** Bumped by every applied batch; keys the caches below. */
   version: number;
   tickerCache?: { version: number; minute: number; bookSequence: number; stats: TickerStats; record: TickerRecord };
@@ -181,6 +185,8 @@ export class MarketObject extends DurableObject<Env> {
       lastTradeTime: latest?.lastTradeTime ?? 0,
       tradeSeq: meta.tradeSeq,
       lastUpdateAt: meta.lastUpdateAt,
+      dirtyDays: JSON.parse(meta.dirtyDays) as number[],
+      dirtyMarks: 0,
       version: 0,
     };
     return this.state;
@@ -233,6 +239,7 @@ export class MarketObject extends DurableObject<Env> {
       const changedRollups = new Map<string, { size: BucketSize; bucket: MinuteBucket }>();
       const accepted: StoredTrade[] = [];
       let bookOutcome: BookOutcome | undefined;
+      let markedDays: number[] | undefined;
       try {
         this.store.transaction(() => {
           // Validates before it changes anything; an identical replay changes nothing at all.
@@ -266,6 +273,14 @@ export class MarketObject extends DurableObject<Env> {
           // Each changed bucket once, however many of the batch's trades fell in it.
           for (const bucket of changedBuckets.values()) this.store.upsertBucket(bucket);
           for (const { size, bucket } of changedRollups.values()) this.store.upsertBucket(bucket, size);
+          // A trade of a day already over: that day's files are written again at the next run.
+          const today = Math.floor(now / DAY_MS) * DAY_MS;
+          const late = [...changedRollups.values()].filter((r) => r.size === DAY_MS && r.bucket.minute < today).map((r) => r.bucket.minute);
+          const dirty = [...new Set([...state.dirtyDays, ...late])].sort((a, b) => a - b);
+          if (dirty.length > state.dirtyDays.length) {
+            meta.push(["dirtyDays", JSON.stringify(dirty)]);
+            markedDays = dirty;
+          }
           if (acceptedTrades > 0) meta.push(["tradeSeq", state.tradeSeq + acceptedTrades]);
           if (acceptedTrades > 0 || bookOutcome === "applied") meta.push(["lastUpdateAt", now]);
           this.store.writeMetas(meta);
@@ -277,6 +292,10 @@ export class MarketObject extends DurableObject<Env> {
       }
       state.tradeSeq += acceptedTrades;
       if (acceptedTrades > 0 || bookOutcome === "applied") state.lastUpdateAt = now;
+      if (markedDays) {
+        state.dirtyDays = markedDays;
+        state.dirtyMarks += 1;
+      }
       // The same rule as a bucket's close (a later or equal time wins), so price and quantity agree.
       let latestTime = state.lastTradeTime;
       for (const trade of accepted) {
@@ -464,13 +483,27 @@ export class MarketObject extends DurableObject<Env> {
     return moved;
   }
 
-  /** One UTC day's files (docs/history.md#daily-files), from this market's candles and trades. */
+  /**
+   * One UTC day's files (docs/history.md#daily-files), from this market's candles and trades; and
+   * again the files of past days that took a late trade since they were written.
+   */
   async writeDay(market: MarketConfig, day: number): Promise<DayFiles | ProblemResult> {
     try {
       const state = this.load(market);
-      return await this.history.writeDay(state.market, day, (interval, from, to) =>
-        this.klines(state, { interval, startTime: from, endTime: to, limit: 1_440 }),
-      );
+      const candles = (interval: "1m" | "1h" | "1d", from: number, to: number) => this.klines(state, { interval, startTime: from, endTime: to, limit: 1_440 });
+      const marks = state.dirtyMarks;
+      const today = Math.floor(Date.now() / DAY_MS) * DAY_MS;
+      const again = state.dirtyDays.filter((d) => d !== day && d < today);
+      const result = await this.history.writeDay(state.market, day, candles);
+      for (const past of again) await this.history.writeDay(state.market, past, candles);
+      if (again.length > 0) result.rewritten = again.map((d) => new Date(d).toISOString().slice(0, 10));
+      // Cleared only if no day was marked meanwhile: else all are written again next time (the same bytes where nothing changed).
+      if (state.dirtyMarks === marks && state.dirtyDays.length > 0) {
+        const written = new Set([day, ...again]);
+        state.dirtyDays = state.dirtyDays.filter((d) => !written.has(d));
+        this.store.writeMeta("dirtyDays", JSON.stringify(state.dirtyDays));
+      }
+      return result;
     } catch (error) {
       if (error instanceof ProblemError) return toProblemResult(error);
       throw error;

@@ -37,6 +37,8 @@ export interface MarketMeta {
   lastUpdateAt: number;
   /** Trade ids up to this one are in the archive (docs/history.md#trades); 0: none. */
   archivedThrough: number;
+  /** Past UTC days that took a late trade since their files were last written (docs/history.md#daily-files). */
+  dirtyDays: string;
 }
 
 const SCHEMA = `
@@ -136,6 +138,7 @@ export class MarketStore {
       tradeSeq: Number(values.get("tradeSeq") ?? 0),
       lastUpdateAt: Number(values.get("lastUpdateAt") ?? 0),
       archivedThrough: Number(values.get("archivedThrough") ?? 0),
+      dirtyDays: values.get("dirtyDays") ?? "[]",
     };
   }
 

@@ -106,6 +106,15 @@ describe("daily files in Binance's public-data layout (docs/history.md#daily-fil
     const again = new Uint8Array(await (await call(`/data/spot/daily/trades/ETHBTC/ETHBTC-trades-${date}.zip`)).arrayBuffer());
     expect(await sha256(again), "rewriting a day yields the same bytes").toBe(await sha256(zip));
 
+    // A late trade into that day: the next run, for any day, writes it again with the trade.
+    expect((await ingest(env, "*", { symbol: "ETHBTC", trades: [{ id: "late-1", price: "0.03600", quantity: "1.0000", side: "buy", time: yesterday + 5_000 }] })).acceptedTrades).toBe(1);
+    const before = new Date(yesterday - DAY_MS).toISOString().slice(0, 10);
+    const rerun = await archive({ date: before, symbols: ["ETHBTC"] });
+    expect(rerun.body.markets[0].rewritten, JSON.stringify(rerun.body)).toEqual([date]);
+    const rewritten = await unzipOne(new Uint8Array(await (await call(`/data/spot/daily/trades/ETHBTC/ETHBTC-trades-${date}.zip`)).arrayBuffer()));
+    expect(rewritten.text.trimEnd().split("\n"), "the late trade is in the day's file").toHaveLength(301);
+    expect((await archive({ date: before, symbols: ["ETHBTC"] })).body.markets[0].rewritten, "written once: the mark is cleared").toBeUndefined();
+
     const listing = (await callJson("/data/spot/daily/trades/ETHBTC/")).body;
     expect(listing.files.map((f: { name: string }) => f.name)).toEqual([`ETHBTC-trades-${date}.zip`, `ETHBTC-trades-${date}.zip.CHECKSUM`]);
   });

@@ -2381,6 +2381,8 @@ export interface components {
             }[];
             /** @description Why the trades files were not written */
             skipped?: string;
+            /** @description Past days written again because late trades reached them */
+            rewritten?: string[];
         };
         DailyFiles: {
             /** @example data/spot/daily/trades/BTCUSDT/ */
