@@ -107,7 +107,10 @@ describe("daily files in Binance's public-data layout (docs/history.md#daily-fil
     expect(await sha256(again), "rewriting a day yields the same bytes").toBe(await sha256(zip));
 
     // A late trade into that day: the next run, for any day, writes it again with the trade.
-    expect((await ingest(env, "*", { symbol: "ETHBTC", trades: [{ id: "late-1", price: "0.03600", quantity: "1.0000", side: "buy", time: yesterday + 5_000 }] })).acceptedTrades).toBe(1);
+    expect(
+      (await ingest(env, "*", { symbol: "ETHBTC", trades: [{ id: "late-1", price: "0.03600", quantity: "1.0000", side: "buy", time: yesterday + 5_000 }] }))
+        .acceptedTrades,
+    ).toBe(1);
     const before = new Date(yesterday - DAY_MS).toISOString().slice(0, 10);
     const rerun = await archive({ date: before, symbols: ["ETHBTC"] });
     expect(rerun.body.markets[0].rewritten, JSON.stringify(rerun.body)).toEqual([date]);
