@@ -9,7 +9,7 @@ import { checksumLine, zipOne } from "./zip";
 
 /**
  * Hot trades beyond 25 hours' worth are archived anyway past this count: about 200 MB of rows
- * and indexes, a fiftieth of an object's 10 GB (docs/capacity.md#history).
+ * and indexes, a fiftieth of an object's 10 GB (docs/capacity.md#history-a-year-of-one-busy-market-and-of-a-venue).
  */
 const HOT_MOST_TRADES = 1_000_000;
 /** A day's trades files are written in one run up to this many trades (about 30 MB of CSV). */
