@@ -67,8 +67,15 @@ export class PriceIndex extends DurableObject<Env> {
   async reportSummaries(summaries: MarketSummary[]): Promise<void> {
     for (const summary of this.board.apply(summaries)) this.dirty.add(summary.symbol);
     const now = Date.now();
-    if (now - this.lastWriteAt >= KV_WRITE_EVERY_MS) await this.publish(now);
-    else if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(this.lastWriteAt + KV_WRITE_EVERY_MS);
+    if (now - this.lastWriteAt >= KV_WRITE_EVERY_MS) {
+      await this.publish(now);
+      return;
+    }
+    // The next write is due within a second: an alarm set later (the summaries' write, up to
+    // PERSIST_EVERY_MS away) is brought forward, or the streams and KV would wait for it.
+    const due = this.lastWriteAt + KV_WRITE_EVERY_MS;
+    const alarm = await this.ctx.storage.getAlarm();
+    if (alarm === null || alarm > due) await this.ctx.storage.setAlarm(due);
   }
 
   /** The feeds' health (`GET /api/status`), at most a second old: built per refresh of a copy, not per request. */

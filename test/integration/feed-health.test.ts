@@ -55,4 +55,24 @@ describe("the price index after an eviction (docs/design.md#group-relays)", () =
     const after = ((await callJson("/api/ticker")).body as { symbol: string; lastPrice: string; tradeCount24h: number }[]).find((t) => t.symbol === "SOLUSDT");
     expect(after).toMatchObject({ lastPrice: "151.000", tradeCount24h: 1 });
   });
+
+  it("a summary that comes within a second of the last write brings a later alarm forward to that second", async () => {
+    const index = env.PRICE_INDEX.getByName("global");
+    const summary = (at: number) => ({
+      symbol: "XRPUSDT",
+      at,
+      ticker: "{}",
+      bookTicker: "{}",
+      lastUpdateTime: at,
+      price: { symbol: "XRPUSDT", status: "TRADING" as const, lastPrice: "0.5000", openPrice: "0.5000", changePercent24h: "0.00", updatedAt: at },
+    });
+    await runInDurableObject(index, async (instance: object, state) => {
+      const now = Date.now();
+      // Just written; the summaries' own write set for ten seconds on.
+      Object.assign(instance, { lastWriteAt: now });
+      await state.storage.setAlarm(now + 10_000);
+      await (instance as { reportSummaries(s: unknown[]): Promise<void> }).reportSummaries([summary(now)]);
+      expect(await state.storage.getAlarm(), "the streams and KV are due a second after the last write, not ten").toBe(now + 1_000);
+    });
+  });
 });
