@@ -125,10 +125,20 @@ function sendAs<T>(c: Context<AppEnv>, read: EdgeRead, translate: (value: never)
 
 /** One question about one market, about the markets asked for, or about all of them. */
 async function readRecords(c: Context<AppEnv>, asked: { one?: MarketConfig; many?: MarketConfig[] }, kind: "ticker" | "bookTicker"): Promise<EdgeRead> {
+  return readAsked(c, asked, { kind }, () => readVenue(readContext(c), kind));
+}
+
+/** One question about the market `symbol` names or the markets `symbols` names; `neither` answers when there is none. */
+async function readAsked(
+  c: Context<AppEnv>,
+  asked: { one?: MarketConfig; many?: MarketConfig[] },
+  question: MarketQuestion,
+  neither: () => Promise<EdgeRead>,
+): Promise<EdgeRead> {
   const ctx = readContext(c);
-  if (asked.one) return readMarket(ctx, asked.one, { kind });
-  if (asked.many) return combineReads(await Promise.all(asked.many.map((m) => readMarket(ctx, m, { kind }))));
-  return readVenue(ctx, kind);
+  if (asked.one) return readMarket(ctx, asked.one, question);
+  if (asked.many) return combineReads(await Promise.all(asked.many.map((m) => readMarket(ctx, m, question))));
+  return neither();
 }
 
 /** Translates a record or an array of records, each with its market (for the scales of a zero). */
@@ -139,9 +149,7 @@ function eachRecord<R extends { symbol: string }>(translate: (record: R, market:
 
 /** A window question about the market `symbol` names or the markets `symbols` names; one of them is required. */
 async function readWindows(c: Context<AppEnv>, asked: { one?: MarketConfig; many?: MarketConfig[] }, question: MarketQuestion): Promise<EdgeRead> {
-  if (asked.one) return readOne(c, asked.one, question);
-  if (asked.many) return combineReads(await Promise.all(asked.many.map((m) => readOne(c, m, question))));
-  throw missingParameter("symbol");
+  return readAsked(c, asked, question, () => Promise.reject(missingParameter("symbol")));
 }
 
 function readOne(c: Context<AppEnv>, market: MarketConfig, question: MarketQuestion): Promise<EdgeRead> {

@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { auditOf, requireAdmin, OPERATOR_SECURITY as security, OPERATOR_TAGS as tags } from "../admin/auth";
 import { auditStatement } from "../audit/audit-log";
-import { isJsonRequest } from "../core/media-types";
+import { isCsvRequest, isJsonRequest } from "../core/media-types";
 import { marketObject } from "../core/object-ids";
 import { problem, unwrap } from "../core/problem";
 import { createRouter } from "../core/router";
@@ -94,7 +94,7 @@ export const historyOperatorRoutes = createRouter()
       const market = resolveMarket(c.req.valid("param").pair);
       let rows: unknown[];
       if (isJsonRequest(c.req.raw)) rows = (c.req.valid("json") as z.infer<typeof ImportBody>).rows;
-      else if (/^text\/csv\s*(;|$)/i.test(c.req.header("Content-Type") ?? "")) {
+      else if (isCsvRequest(c.req.raw)) {
         rows = csvRows(await c.req.text());
         if (rows.length === 0 || rows.length > MAX_IMPORT_ROWS) {
           throw problem("VALIDATION_FAILED", `a CSV import has 1 to ${MAX_IMPORT_ROWS} rows`, { errors: [{ path: "rows", message: `${rows.length} rows` }] });

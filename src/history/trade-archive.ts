@@ -5,6 +5,7 @@
  * and the page rules; the market object does the I/O.
  */
 import type { TradePage } from "../market/market-store";
+import type { WireTrade } from "../market/wire-trade";
 
 /** Trades a chunk holds; `TRADE_ARCHIVE_CHUNK` overrides it (the tests use small chunks). */
 export const DEFAULT_CHUNK_TRADES = 10_000;
@@ -22,15 +23,8 @@ export interface ArchivedChunk {
   bytes: number;
 }
 
-/** A trade as a chunk holds it: the wire form, `tradeId` first. */
-export interface ArchivedTrade {
-  tradeId: number;
-  id: string;
-  price: string;
-  quantity: string;
-  side: "buy" | "sell";
-  time: number;
-}
+/** A trade as a chunk holds it: the wire form clients see. */
+export type ArchivedTrade = WireTrade;
 
 export function chunkSize(setting: string | undefined): number {
   const size = Number(setting);

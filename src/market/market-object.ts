@@ -275,11 +275,10 @@ export class MarketObject extends DurableObject<Env> {
           for (const { size, bucket } of changedRollups.values()) this.store.upsertBucket(bucket, size);
           // A trade of a day already over: that day's files are written again at the next run.
           const today = Math.floor(now / DAY_MS) * DAY_MS;
-          const late = [...changedRollups.values()].filter((r) => r.size === DAY_MS && r.bucket.minute < today).map((r) => r.bucket.minute);
-          const dirty = [...new Set([...state.dirtyDays, ...late])].sort((a, b) => a - b);
-          if (dirty.length > state.dirtyDays.length) {
-            meta.push(["dirtyDays", JSON.stringify(dirty)]);
-            markedDays = dirty;
+          const late = [...changedRollups.values()].filter((r) => r.size === DAY_MS && r.bucket.minute < today && !state.dirtyDays.includes(r.bucket.minute));
+          if (late.length > 0) {
+            markedDays = [...state.dirtyDays, ...late.map((r) => r.bucket.minute)].sort((a, b) => a - b);
+            meta.push(["dirtyDays", JSON.stringify(markedDays)]);
           }
           if (acceptedTrades > 0) meta.push(["tradeSeq", state.tradeSeq + acceptedTrades]);
           if (acceptedTrades > 0 || bookOutcome === "applied") meta.push(["lastUpdateAt", now]);

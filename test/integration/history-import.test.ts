@@ -134,6 +134,8 @@ describe("importing a market's past (docs/history.md#import)", () => {
     expect(written, "nothing of the refused requests").toEqual([]);
     expect((await importRows({ interval: "5m", rows })).status, "only 1m rows").toBe(400);
     expect((await importRows("{}", "text/plain")).status, "neither JSON nor CSV").toBe(415);
+    const tooLarge = await importRows(`{"interval":"1m","rows":[],"pad":"${"x".repeat(8 * 1024 * 1024)}"}`);
+    expect([tooLarge.status, tooLarge.body.code], "a body past 8 MiB is refused before it is read").toEqual([413, "PAYLOAD_TOO_LARGE"]);
     const anonymous = await callJson("/admin/markets/BTCUSDC/history/klines", { method: "POST", headers: { "Content-Type": "application/json" }, body: "{}" });
     expect(anonymous.status, "the operator's only").toBe(401);
   });
