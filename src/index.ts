@@ -1,6 +1,8 @@
 import { createApp } from "./app";
+import { binanceDialect } from "./binance/stream-dialect";
 import { dailyFilesDue, writeDailyFiles } from "./history/archive-days";
 import { ledgerOptions, releaseExpiredHolds } from "./settlements/ledger";
+import { registerDialect } from "./streams/dialect";
 
 export { AccessGuard } from "./access/access-guard";
 export { GroupRelay } from "./groups/group-relay-object";
@@ -12,6 +14,8 @@ export { Registry } from "./registry/registry-object";
 export { StreamHub } from "./streams/stream-hub";
 
 const app = createApp();
+// The shards speak Binance's stream protocol through the dialect interface; they import no dialect themselves.
+registerDialect(binanceDialect);
 
 export default {
   fetch: app.fetch,

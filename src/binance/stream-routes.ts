@@ -2,15 +2,21 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "../env";
+import { DIALECT_HEADER, DIALECT_OPTIONS_HEADER, DIALECT_STREAMS_HEADER, encodeNames } from "../streams/dialect";
 import { toShardByAddress } from "../streams/routes";
-import { BINANCE_HEADER, BINANCE_STREAMS_HEADER } from "../streams/stream-hub";
+import { BINANCE_DIALECT } from "./stream-dialect";
+import { namesIn } from "./streams";
 
 /**
  * Hands a Binance connection to the address's shard: the same shards, limits and sources as `/api/ws`.
  * The names travel percent-encoded: a header cannot hold a control character a path may decode to.
  */
 function upgrade(c: Context<AppEnv>, framing: "raw" | "combined", names: string): Promise<Response> {
-  return toShardByAddress(c, { [BINANCE_HEADER]: framing, [BINANCE_STREAMS_HEADER]: encodeURIComponent(names) });
+  return toShardByAddress(c, {
+    [DIALECT_HEADER]: BINANCE_DIALECT,
+    [DIALECT_OPTIONS_HEADER]: JSON.stringify({ combined: framing === "combined" }),
+    [DIALECT_STREAMS_HEADER]: encodeNames(namesIn(names)),
+  });
 }
 
 /** The stream names of a raw connection's path; text that does not decode names nothing. */

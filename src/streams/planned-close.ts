@@ -28,11 +28,7 @@ export function plannedClose(kind: CloseKind, closeAt: number): PlannedClose {
     : { code: GOING_AWAY, reason: "this stream shard goes away; reconnect", closeAt };
 }
 
-/**
- * What a connection is told first: a native one `{"op":"closing","code","reason","closeAt"}`;
- * a Binance one Binance's own `{"e":"serverShutdown","E":…}`, the event its connectors know.
- */
-export function closingNotice(close: PlannedClose, binance: boolean, now: number): string {
-  if (binance) return JSON.stringify({ e: "serverShutdown", E: now });
+/** What a native connection is told first: `{"op":"closing","code","reason","closeAt"}` (a dialect says it in its own words). */
+export function closingNotice(close: PlannedClose): string {
   return JSON.stringify({ op: "closing", code: close.code, reason: close.reason, closeAt: close.closeAt });
 }

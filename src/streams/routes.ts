@@ -10,7 +10,7 @@ import { createRouter } from "../core/router";
 import { problemResponses } from "../core/schemas";
 import type { AppEnv } from "../env";
 import { shardCount, shardOf } from "./protocol";
-import { BINANCE_HEADER, BINANCE_STREAMS_HEADER, PRINCIPAL_HEADER, SHARD_HEADER } from "./stream-hub";
+import { PRINCIPAL_HEADER, SHARD_HEADER } from "./stream-hub";
 
 /**
  * Hands the upgrade to the shard that holds every connection of the principal. The shard
@@ -30,10 +30,10 @@ async function toShard(
   }
   const shard = shardOf(principal, shardCount(env.STREAM_SHARDS));
   const forwarded = new Headers(request.headers);
+  // Only the routes say who connects and in which dialect: a client's own `X-Stream-` header says nothing.
+  for (const name of [...forwarded.keys()]) if (name.startsWith("x-stream-")) forwarded.delete(name);
   forwarded.set(PRINCIPAL_HEADER, principal);
   forwarded.set(SHARD_HEADER, shard);
-  // Only a dialect's own route says a connection speaks it; a client's header of that name does not.
-  for (const name of [BINANCE_HEADER, BINANCE_STREAMS_HEADER]) forwarded.delete(name);
   for (const [name, value] of Object.entries(dialect)) forwarded.set(name, value);
   const response = await streamHub(env, shard).fetch(new Request(request, { headers: forwarded }));
   if (response.webSocket) return new Response(null, { status: 101, webSocket: response.webSocket, headers });

@@ -1,10 +1,22 @@
 import { DurableObject } from "cloudflare:workers";
 import { keyStateAt } from "../access/keys";
-import { BinanceFanout } from "../binance/fanout";
-import { type BinanceId, type BinanceStream, namesIn, parseBinanceRequest, parseBinanceStream } from "../binance/streams";
 import { accessGuard, marketObject, priceIndex } from "../core/object-ids";
 import { problem, toProblemResult } from "../core/problem";
 import { ensureRegistry, findMarket } from "../registry/copy";
+import {
+  DIALECT_HEADER,
+  DIALECT_OPTIONS_HEADER,
+  DIALECT_STREAMS_HEADER,
+  type DialectConnection,
+  type DialectOptions,
+  type DialectStream,
+  decodeNames,
+  decodeOptions,
+  dialectOf,
+  type StreamDialect,
+  type SubscribeOutcome,
+} from "./dialect";
+import { DialectFanout } from "./dialect-fanout";
 import { type CloseKind, closingNotice, type PlannedClose, plannedClose } from "./planned-close";
 import {
   admitMessage,
@@ -36,18 +48,15 @@ import { type BookMessage, WireBook } from "./wire-book";
 /** What a socket carries through hibernation (small: at most 50 stream names). */
 interface Attachment {
   principal: string;
-  /** The streams held: native names, or on a Binance connection Binance's names (docs/binance.md#streams). */
+  /** The streams held: native names, or on a dialect's connection the dialect's names (src/streams/dialect.ts). */
   streams: string[];
   warnings: number;
-  /** Set on a Binance connection: whether it is combined (`{stream, data}` frames) or raw. */
-  binance?: { combined: boolean };
+  /** Set on a dialect's connection: its id, and its options (Binance: combined frames or raw). */
+  dialect?: { id: string; options: DialectOptions };
 }
 
 export const PRINCIPAL_HEADER = "X-Stream-Principal";
 export const SHARD_HEADER = "X-Stream-Shard";
-/** Set by the Binance routes: `raw` or `combined`, with the streams named at connect in BINANCE_STREAMS_HEADER. */
-export const BINANCE_HEADER = "X-Stream-Binance";
-export const BINANCE_STREAMS_HEADER = "X-Stream-Binance-Streams";
 /** The book snapshot a subscriber gets first (docs/streams.md). */
 export const SNAPSHOT_DEPTH = 100;
 /** A market's base book that has not come this long after registering is asked for again (a lost join heals). */
@@ -75,15 +84,6 @@ const KEYS_DUE_KEY = "keysDue";
 const CLOSING_KEY = "closing";
 /** Per API key with connections here, when its standing was last confirmed (survives hibernation). */
 const KEY_VERIFIED_PREFIX = "verified:";
-
-/** The Binance names as the route sent them: percent-encoded (text that does not decode names nothing). */
-function decodeHeader(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return "";
-  }
-}
 
 function attachmentOf(ws: WebSocket): Attachment {
   return ws.deserializeAttachment() as Attachment;
@@ -114,34 +114,52 @@ export class StreamHub extends DurableObject<Env> {
   /** Arrival times of each socket's messages in the last second (lost on hibernation: harmless). */
   private readonly inbound = new Map<WebSocket, number[]>();
   private shardName: string | undefined;
-  /** The Binance connections' subscriptions and their rendering (docs/binance.md#streams). */
-  private readonly binance = new BinanceFanout(
-    (ws, text) => this.send(ws, text),
-    (ws) => attachmentOf(ws).binance?.combined ?? false,
-  );
+  /** Per dialect, its connections' subscriptions and their rendering (src/streams/dialect.ts). */
+  private readonly fanouts = new Map<string, DialectFanout>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     // The keepalive is answered by the runtime, so idle connections never wake the shard.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(KEEPALIVE_REQUEST, KEEPALIVE_RESPONSE));
-    const binanceSockets: [WebSocket, string[]][] = [];
+    const dialectSockets: [WebSocket, Attachment][] = [];
     for (const ws of ctx.getWebSockets()) {
       const attachment = ws.deserializeAttachment() as Attachment | null;
-      if (attachment?.binance) binanceSockets.push([ws, attachment.streams]);
+      if (attachment?.dialect) dialectSockets.push([ws, attachment]);
       else for (const stream of attachment?.streams ?? []) this.subscribersOf(stream).add(ws);
     }
-    // Binance names resolve against the registry copy: restored once it is loaded.
-    if (binanceSockets.length > 0) {
+    // A dialect's names resolve against the registry copy: restored once it is loaded.
+    if (dialectSockets.length > 0) {
       ctx.blockConcurrencyWhile(async () => {
         await ensureRegistry(env);
-        for (const [ws, names] of binanceSockets) {
-          for (const name of names) {
-            const stream = parseBinanceStream(name);
-            if (stream) this.binance.add(ws, stream);
+        for (const [ws, attachment] of dialectSockets) {
+          const dialect = dialectOf(attachment.dialect!.id);
+          if (!dialect) continue;
+          for (const name of attachment.streams) {
+            const stream = dialect.parse(name);
+            if (stream) this.fanoutOf(dialect).add(ws, stream);
           }
         }
       });
     }
+  }
+
+  private fanoutOf(dialect: StreamDialect): DialectFanout {
+    let fanout = this.fanouts.get(dialect.id);
+    if (!fanout)
+      this.fanouts.set(
+        dialect.id,
+        (fanout = new DialectFanout(
+          dialect,
+          (ws, text) => this.send(ws, text),
+          (ws) => attachmentOf(ws).dialect?.options ?? {},
+        )),
+      );
+    return fanout;
+  }
+
+  /** The dialect a socket speaks, or undefined for the native protocol. */
+  private dialectOfSocket(ws: WebSocket): StreamDialect | undefined {
+    return dialectOf(attachmentOf(ws).dialect?.id);
   }
 
   private subscribersOf(stream: string): Set<WebSocket> {
@@ -183,17 +201,22 @@ export class StreamHub extends DurableObject<Env> {
       if (this.ctx.storage.kv.get<number>(KEYS_DUE_KEY) === undefined) this.ctx.storage.kv.put(KEYS_DUE_KEY, Date.now() + KEY_CHECK_EVERY_MS);
       await this.armAlarm(Date.now() + KEY_CHECK_EVERY_MS);
     }
-    const dialect = request.headers.get(BINANCE_HEADER);
-    server.serializeAttachment({ principal, streams: [], warnings: 0, ...(dialect && { binance: { combined: dialect === "combined" } }) } satisfies Attachment);
+    const dialect = dialectOf(request.headers.get(DIALECT_HEADER));
+    server.serializeAttachment({
+      principal,
+      streams: [],
+      warnings: 0,
+      ...(dialect && { dialect: { id: dialect.id, options: decodeOptions(request.headers.get(DIALECT_OPTIONS_HEADER)) } }),
+    } satisfies Attachment);
     // A connection that opens while a planned close is under way is told at once, as the others were.
     const closing = this.ctx.storage.kv.get<PlannedClose>(CLOSING_KEY);
-    if (closing) this.send(server, closingNotice(closing, dialect !== null, Date.now()));
+    if (closing) this.send(server, this.notice(server, closing, Date.now()));
     if (dialect) {
-      await ensureRegistry(this.env);
-      // As Binance does, a name at connect that is no stream subscribes to nothing (CCXT connects to `/ws/0`).
-      // The route percent-encodes the names: a header cannot carry every character a path can.
-      const names = namesIn(decodeHeader(request.headers.get(BINANCE_STREAMS_HEADER) ?? "")).filter((name) => parseBinanceStream(name) !== null);
-      if (names.length > 0) await this.binanceSubscribe(server, null, names, false);
+      const names = decodeNames(request.headers.get(DIALECT_STREAMS_HEADER), MAX_STREAMS_PER_CONNECTION);
+      if (names.length > 0) {
+        await ensureRegistry(this.env);
+        await dialect.connect(this.connectionOf(server, dialect), names);
+      }
       return new Response(null, { status: 101, webSocket: client });
     }
     const initial = new URL(request.url).searchParams.get("streams");
@@ -241,7 +264,11 @@ export class StreamHub extends DurableObject<Env> {
     if (!times) this.inbound.set(ws, (times = []));
     if (!admitMessage(times, Date.now())) return this.closeForPolicy(ws, `at most ${MAX_MESSAGES_PER_SECOND} messages per second`);
 
-    if (attachmentOf(ws).binance) return this.binanceMessage(ws, message);
+    const dialect = this.dialectOfSocket(ws);
+    if (dialect) {
+      await ensureRegistry(this.env);
+      return dialect.message(this.connectionOf(ws, dialect), message);
+    }
     const parsed =
       typeof message === "string"
         ? parseClientMessage(message)
@@ -293,11 +320,11 @@ export class StreamHub extends DurableObject<Env> {
   }
 
   /**
-   * Makes the source of every stream being added publish to this shard (a Binance stream's is its
+   * Makes the source of every stream being added publish to this shard (a dialect's stream's is its
    * native stream's); on failure takes the streams back out of the socket's attachment and says
    * false. Subscribes waiting here keep their sources wanted.
    */
-  private async ensureSources(ws: WebSocket, adding: (StreamName | BinanceStream)[]): Promise<boolean> {
+  private async ensureSources(ws: WebSocket, adding: (StreamName | DialectStream)[]): Promise<boolean> {
     const natives = adding.map((s) => ("native" in s ? s.native : s));
     const sources = [...new Map(natives.map((s) => [sourceOf(s), s])).values()];
     for (const s of sources) this.joining.set(sourceOf(s), (this.joining.get(sourceOf(s)) ?? 0) + 1);
@@ -315,65 +342,61 @@ export class StreamHub extends DurableObject<Env> {
     }
   }
 
-  /** A Binance connection's message (docs/binance.md#streams): answered `{result, id}` or `{error, id}`. */
-  private async binanceMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
-    const parsed = typeof message === "string" ? parseBinanceRequest(message) : parseBinanceRequest("");
-    if (!parsed.ok) {
-      const attachment = attachmentOf(ws);
-      attachment.warnings += 1;
-      ws.serializeAttachment(attachment);
-      if (attachment.warnings > MAX_WARNINGS) return this.closeForPolicy(ws, `more than ${MAX_WARNINGS} invalid messages`);
-      return this.send(ws, parsed.answer);
-    }
-    const request = parsed.request;
-    const attachment = attachmentOf(ws);
-    switch (request.method) {
-      case "LIST_SUBSCRIPTIONS":
-        return this.send(ws, { result: attachment.streams, id: request.id });
-      case "GET_PROPERTY":
-        return this.send(ws, { result: attachment.binance?.combined ?? false, id: request.id });
-      case "SET_PROPERTY":
-        attachment.binance = { combined: request.value === true };
+  /** What a dialect may do with one of its connections (src/streams/dialect.ts). */
+  private connectionOf(ws: WebSocket, dialect: StreamDialect): DialectConnection {
+    return {
+      get streams() {
+        return attachmentOf(ws).streams;
+      },
+      get options() {
+        return attachmentOf(ws).dialect?.options ?? {};
+      },
+      setOptions: (options) => {
+        const attachment = attachmentOf(ws);
+        attachment.dialect = { id: dialect.id, options };
         ws.serializeAttachment(attachment);
-        return this.send(ws, { result: null, id: request.id });
-      case "SUBSCRIBE":
-        await ensureRegistry(this.env);
-        return this.binanceSubscribe(ws, request.id, request.params, true);
-      case "UNSUBSCRIBE": {
-        const gone = new Set(request.params);
-        for (const name of attachment.streams) if (gone.has(name)) this.binance.remove(ws, name);
+      },
+      send: (text) => this.send(ws, text),
+      warn: () => {
+        const attachment = attachmentOf(ws);
+        attachment.warnings += 1;
+        ws.serializeAttachment(attachment);
+        if (attachment.warnings <= MAX_WARNINGS) return false;
+        this.closeForPolicy(ws, `more than ${MAX_WARNINGS} invalid messages`);
+        return true;
+      },
+      subscribe: (streams, ack) => this.dialectSubscribe(ws, dialect, streams, ack),
+      unsubscribe: (names) => {
+        const gone = new Set(names);
+        const attachment = attachmentOf(ws);
+        for (const name of attachment.streams) if (gone.has(name)) this.fanoutOf(dialect).remove(ws, name);
         attachment.streams = attachment.streams.filter((name) => !gone.has(name));
         ws.serializeAttachment(attachment);
-        return this.send(ws, { result: null, id: request.id });
-      }
-    }
+      },
+    };
   }
 
-  /** Adds Binance streams to a connection, all or nothing; `answer` false at connect (Binance sends nothing then). */
-  private async binanceSubscribe(ws: WebSocket, id: BinanceId, names: string[], answer: boolean): Promise<void> {
+  /** Adds a dialect's streams to a connection, all or nothing; `ack` goes before any greeting. */
+  private async dialectSubscribe(ws: WebSocket, dialect: StreamDialect, asked: readonly DialectStream[], ack: string | null): Promise<SubscribeOutcome> {
     const attachment = attachmentOf(ws);
-    const streams: BinanceStream[] = [];
-    for (const name of names) {
-      const stream = parseBinanceStream(name);
-      if (!stream)
-        return this.send(ws, {
-          error: { code: 2, msg: `Invalid request: ${JSON.stringify(name).slice(0, 70)} is not a stream here (docs/binance.md#streams)` },
-          id,
-        });
-      if (!attachment.streams.includes(name) && !streams.some((s) => s.name === name)) streams.push(stream);
-    }
-    if (attachment.streams.length + streams.length > MAX_STREAMS_PER_CONNECTION) {
-      return this.send(ws, { error: { code: 2, msg: `Invalid request: at most ${MAX_STREAMS_PER_CONNECTION} streams per connection here` }, id });
-    }
+    const streams = [...new Map(asked.filter((s) => !attachment.streams.includes(s.name)).map((s) => [s.name, s])).values()];
+    if (attachment.streams.length + streams.length > MAX_STREAMS_PER_CONNECTION) return "too-many";
     attachment.streams.push(...streams.map((s) => s.name));
     ws.serializeAttachment(attachment);
-    const registered = await this.ensureSources(ws, streams);
-    if (!registered) return this.send(ws, { error: { code: 2, msg: "Invalid request: the streams could not be subscribed; try again" }, id });
-    if (ws.readyState !== WebSocket.OPEN) return;
+    if (!(await this.ensureSources(ws, streams))) return "failed";
+    if (ws.readyState !== WebSocket.OPEN) return "closed";
     const held = attachmentOf(ws).streams;
-    for (const stream of streams) if (held.includes(stream.name)) this.binance.add(ws, stream);
-    if (answer) this.send(ws, { result: null, id });
-    for (const stream of streams) if (held.includes(stream.name)) this.binance.greet(ws, stream, this.books.get(stream.native.subject));
+    const added = streams.filter((s) => held.includes(s.name));
+    const fanout = this.fanoutOf(dialect);
+    for (const stream of added) fanout.add(ws, stream);
+    if (ack !== null) this.send(ws, ack);
+    for (const stream of added) fanout.greet(ws, stream, this.books.get(stream.native.subject));
+    return "subscribed";
+  }
+
+  /** A planned close's notice in the words of the socket's protocol. */
+  private notice(ws: WebSocket, close: PlannedClose, now: number): string {
+    return this.dialectOfSocket(ws)?.closingNotice(close, now) ?? closingNotice(close);
   }
 
   private unsubscribe(ws: WebSocket, id: MessageId, names: unknown[]): void {
@@ -536,24 +559,26 @@ export class StreamHub extends DurableObject<Env> {
 
   /**
    * A market was delisted (its object says so down the streams' own channel): its streams end on
-   * every connection here. A native connection is told which (`STREAM_ENDED`); a Binance one stops
+   * every connection here. A native connection is told which (`STREAM_ENDED`); a dialect's one stops
    * receiving them, and LIST_SUBSCRIPTIONS no longer names them.
    */
   private endMarket(symbol: string): void {
     const native = new Set(marketStreams(symbol));
-    const binancePrefix = `${symbol.toLowerCase()}@`;
+    const dialectNames = new Map([...this.fanouts].map(([id, fanout]) => [id, fanout.namesOf(symbol)]));
     for (const ws of this.ctx.getWebSockets()) {
       const attachment = ws.deserializeAttachment() as Attachment | null;
       if (!attachment) continue;
-      const ended = attachment.streams.filter((name) => (attachment.binance ? name.startsWith(binancePrefix) : native.has(name)));
+      const id = attachment.dialect?.id;
+      const ending = id === undefined ? native : (dialectNames.get(id) ?? new Set<string>());
+      const ended = attachment.streams.filter((name) => ending.has(name));
       if (ended.length === 0) continue;
       attachment.streams = attachment.streams.filter((name) => !ended.includes(name));
       ws.serializeAttachment(attachment);
       for (const name of ended) {
-        if (attachment.binance) this.binance.remove(ws, name);
+        if (id !== undefined) this.fanouts.get(id)?.remove(ws, name);
         else this.subscribers.get(name)?.delete(ws);
       }
-      if (!attachment.binance)
+      if (id === undefined)
         this.send(ws, { id: null, error: { code: "STREAM_ENDED", message: `${symbol} was delisted; these streams ended: ${ended.join(", ")}` } });
     }
     this.books.delete(symbol);
@@ -565,7 +590,7 @@ export class StreamHub extends DurableObject<Env> {
   private sourceWanted(stream: StreamName): boolean {
     if ((this.joining.get(sourceOf(stream)) ?? 0) > 0) return true;
     const names = fromPriceIndex(stream) || stream.kind === "heartbeat" ? [stream.name] : marketStreams(stream.subject);
-    return names.some((name) => (this.subscribers.get(name)?.size ?? 0) > 0 || this.binance.wants(name));
+    return names.some((name) => (this.subscribers.get(name)?.size ?? 0) > 0 || [...this.fanouts.values()].some((fanout) => fanout.wants(name)));
   }
 
   /** Nobody here wants a source any more: stop its publishing to this shard. */
@@ -600,7 +625,7 @@ export class StreamHub extends DurableObject<Env> {
     const now = Date.now();
     const close = plannedClose(kind, closeAt);
     const sockets = this.ctx.getWebSockets();
-    for (const ws of sockets) this.send(ws, closingNotice(close, attachmentOf(ws).binance !== undefined, now));
+    for (const ws of sockets) this.send(ws, this.notice(ws, close, now));
     if (close.closeAt <= now) {
       this.closeAll(close);
       return sockets.length;
@@ -630,10 +655,10 @@ export class StreamHub extends DurableObject<Env> {
         this.release(stream);
         continue;
       }
-      const before = stream.kind === "book" ? this.books.get(stream.subject) : undefined;
       const data = stream.kind === "book" ? this.trackBook(stream, event.data as BookMessage) : event.data;
       if (data === undefined) continue;
-      this.binance.deliver(stream, event.data, { before, after: this.books.get(stream.subject) });
+      // Every protocol is rendered from the same message the native subscribers get.
+      for (const fanout of this.fanouts.values()) fanout.deliver(stream, data, this.books.get(stream.subject));
       const sockets = this.subscribers.get(stream.name);
       if (!sockets || sockets.size === 0) continue;
       // Serialized once, sent as the same string to every subscriber.
@@ -643,17 +668,24 @@ export class StreamHub extends DurableObject<Env> {
   }
 
   /**
-   * Keeps the shard's copy of a book and says what its subscribers get: a delta as it came,
-   * a snapshot (a market's base or a publisher's snapshot) as the copy's 100 best levels, or
-   * nothing while the copy is missing.
+   * Keeps the shard's copy of a book and says what its subscribers get: a delta as it came; a
+   * snapshot that continues the copy (a publisher's, in a conflated interval) as the delta from
+   * the copy to it — every level that changed or that an update in between touched, so it
+   * brings any book from `firstSequence − 1` to `sequence` exactly; any other snapshot (a base)
+   * as the copy's 100 best levels; nothing while the copy is missing.
    */
   private trackBook(stream: StreamName, message: BookMessage): BookMessage | undefined {
     const symbol = stream.subject;
     if (message.type === "snapshot") {
+      const before = this.books.get(symbol);
       const book = new WireBook();
       book.apply(message);
       this.books.set(symbol, book);
       this.awaitingBase.delete(symbol);
+      if (before && message.firstSequence === before.sequence + 1) {
+        const changes = book.changesSince(before, message.touched);
+        return { type: "delta", firstSequence: message.firstSequence, sequence: book.sequence, time: message.time, checksum: message.checksum, ...changes };
+      }
       return book.snapshot(SNAPSHOT_DEPTH);
     }
     const book = this.books.get(symbol);
@@ -671,8 +703,9 @@ export class StreamHub extends DurableObject<Env> {
 
   private forget(ws: WebSocket): void {
     const attachment = ws.deserializeAttachment() as Attachment | null;
+    const fanout = attachment?.dialect && this.fanouts.get(attachment.dialect.id);
     for (const name of attachment?.streams ?? []) {
-      if (attachment?.binance) this.binance.remove(ws, name);
+      if (fanout) fanout.remove(ws, name);
       else this.subscribers.get(name)?.delete(ws);
     }
     this.inbound.delete(ws);

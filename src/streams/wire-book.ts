@@ -4,12 +4,15 @@ import type { WireLevel } from "../market/order-book";
 
 export interface BookMessage {
   type: "snapshot" | "delta";
-  /** A delta's first sequence: it covers `firstSequence`…`sequence` (docs/streams.md#conflation). */
+  /**
+   * A delta's first sequence: it covers `firstSequence`…`sequence` (docs/streams.md#conflation). On
+   * a snapshot, it says the snapshot continues the previous message (a publisher's, conflated).
+   */
   firstSequence?: number;
   sequence: number;
   /** When the market applied it (Unix ms). */
   time?: number;
-  /** A conflated snapshot's prices touched in its interval (src/streams/conflation.ts): for a level-by-level diff. */
+  /** A continuing snapshot's prices touched in its interval (src/streams/conflation.ts): the shard sends it on as a delta of these and every changed level. */
   touched?: { bids: string[]; asks: string[] };
   /** CRC-32 of the best 25 levels a side once it is applied (docs/streams.md#checksums). */
   checksum?: number;

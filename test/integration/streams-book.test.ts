@@ -169,7 +169,7 @@ describe("book stream consistency (docs/streams.md)", () => {
     for (const s of [first, sameShard, otherShard]) s.ws.close();
   });
 
-  it("a deep book's snapshot carries the 100 best levels a side; a publisher's snapshot reaches clients cut to 100 as well", async () => {
+  it("a deep book's snapshot carries the 100 best levels a side; a publisher's snapshot that continues the book reaches clients as a delta", async () => {
     const publisher = new Publisher("ETHUSDT", 11, 4);
     await publisher.snapshot(150);
     const socket = await openSocket("/api/ws?streams=book.ETHUSDT", "203.0.114.1");
@@ -177,17 +177,26 @@ describe("book stream consistency (docs/streams.md)", () => {
     const top = await restBook("ETHUSDT", 100);
     expect(snapshot).toEqual({ type: "snapshot", sequence: top.sequence, time: expect.any(Number), checksum: top.checksum, bids: top.bids, asks: top.asks });
 
+    // Every level changes: the delta removes the old ones and brings the new, and the client's book continues.
     await publisher.snapshot(150);
     const republished = await until(() => socket.messages.filter((m) => m.stream === "book.ETHUSDT")[1]?.data);
     const after = await restBook("ETHUSDT", 100);
-    expect(republished).toEqual({
-      type: "snapshot",
+    expect(republished, "the publisher's snapshot as a delta continuing the first message").toMatchObject({
+      type: "delta",
+      firstSequence: top.sequence + 1,
       sequence: after.sequence,
-      time: expect.any(Number),
       checksum: after.checksum,
-      bids: after.bids,
-      asks: after.asks,
     });
+    const book = { bids: new Map<string, string>(snapshot.bids), asks: new Map<string, string>(snapshot.asks) };
+    for (const side of ["bids", "asks"] as const) {
+      for (const [price, quantity] of republished[side] as Level[]) {
+        if (quantity === "0") book[side].delete(price);
+        else book[side].set(price, quantity);
+      }
+    }
+    const best = (side: "bids" | "asks") => [...book[side]].sort(([a], [b]) => (side === "bids" ? Number(b) - Number(a) : Number(a) - Number(b))).slice(0, 100);
+    expect(best("bids"), "the client's best bids after the delta").toEqual(after.bids);
+    expect(best("asks"), "the client's best asks after the delta").toEqual(after.asks);
     socket.ws.close();
   });
 

@@ -1,0 +1,81 @@
+import type { DialectConnection, StreamDialect } from "../streams/dialect";
+import { MAX_STREAMS_PER_CONNECTION } from "../streams/protocol";
+import { frame, render } from "./stream-render";
+import { type BinanceId, type BinanceStream, parseBinanceRequest, parseBinanceStream } from "./streams";
+import * as binance from "./translate";
+
+export const BINANCE_DIALECT = "binance";
+
+function error(id: BinanceId, msg: string): string {
+  return JSON.stringify({ error: { code: 2, msg: `Invalid request: ${msg}` }, id });
+}
+
+/**
+ * Adds Binance streams, all or nothing, answering `{result: null, id}` (`answer` false at connect:
+ * Binance sends nothing then) or Binance's error 2.
+ */
+async function subscribe(connection: DialectConnection, id: BinanceId, names: readonly string[], answer: boolean): Promise<void> {
+  const streams: BinanceStream[] = [];
+  for (const name of names) {
+    const stream = parseBinanceStream(name);
+    if (!stream) return connection.send(error(id, `${JSON.stringify(name).slice(0, 70)} is not a stream here (docs/binance.md#streams)`));
+    streams.push(stream);
+  }
+  const outcome = await connection.subscribe(streams, answer ? JSON.stringify({ result: null, id }) : null);
+  if (outcome === "too-many") connection.send(error(id, `at most ${MAX_STREAMS_PER_CONNECTION} streams per connection here`));
+  else if (outcome === "failed") connection.send(error(id, "the streams could not be subscribed; try again"));
+}
+
+/**
+ * Binance's stream dialect (docs/binance.md#streams) on the shards: its names, its SUBSCRIBE /
+ * UNSUBSCRIBE / LIST_SUBSCRIPTIONS / SET_PROPERTY / GET_PROPERTY messages, raw or combined frames,
+ * and `serverShutdown` before a planned close.
+ */
+export const binanceDialect: StreamDialect = {
+  id: BINANCE_DIALECT,
+  parse: parseBinanceStream,
+  // As Binance does, a name at connect that is no stream subscribes to nothing (CCXT connects to `/ws/0`).
+  connect: (connection, names) =>
+    subscribe(
+      connection,
+      null,
+      names.filter((name) => parseBinanceStream(name) !== null),
+      false,
+    ),
+
+  async message(connection, message) {
+    const parsed = typeof message === "string" ? parseBinanceRequest(message) : parseBinanceRequest("");
+    if (!parsed.ok) {
+      if (!connection.warn()) connection.send(JSON.stringify(parsed.answer));
+      return;
+    }
+    const request = parsed.request;
+    switch (request.method) {
+      case "LIST_SUBSCRIPTIONS":
+        return connection.send(JSON.stringify({ result: connection.streams, id: request.id }));
+      case "GET_PROPERTY":
+        return connection.send(JSON.stringify({ result: connection.options.combined === true, id: request.id }));
+      case "SET_PROPERTY":
+        connection.setOptions({ combined: request.value === true });
+        return connection.send(JSON.stringify({ result: null, id: request.id }));
+      case "SUBSCRIBE":
+        return subscribe(connection, request.id, request.params, true);
+      case "UNSUBSCRIBE":
+        connection.unsubscribe(request.params);
+        return connection.send(JSON.stringify({ result: null, id: request.id }));
+    }
+  },
+
+  render: (stream, data, book, now) => render(stream as BinanceStream, data, book, now),
+
+  greet(stream, book) {
+    const view = stream as BinanceStream;
+    // A new `@depthN` subscriber gets the current partial book, so it need not wait for the next change.
+    return view.kind === "depthPartial" && book ? [binance.partialDepthEvent(book.snapshot(view.levels!))] : [];
+  },
+
+  framing: (options) => (options.combined === true ? "combined" : "raw"),
+  frame: (stream, payload, framing) => frame(stream as BinanceStream, payload, framing === "combined"),
+  // Binance's own notice, the event its connectors know.
+  closingNotice: (_close, now) => JSON.stringify({ e: "serverShutdown", E: now }),
+};

@@ -1,0 +1,62 @@
+/**
+ * Binance's stream payloads made from native events (docs/binance.md#streams), pure: what one
+ * native event says on one Binance stream, and how a frame carries it.
+ */
+import type { TickerRecord } from "../market/rolling-window";
+import type { WireTrade } from "../market/wire-trade";
+import { findMarket } from "../registry/copy";
+import type { BookMessage, WireBook } from "../streams/wire-book";
+import type { BinanceStream } from "./streams";
+import * as binance from "./translate";
+
+/** A raw connection carries the payload; a combined one wraps it as `{stream, data}`. */
+export function frame(view: BinanceStream, payload: unknown, combined: boolean): string {
+  return JSON.stringify(combined ? { stream: view.name, data: payload } : payload);
+}
+
+/** The payloads one native event makes on one Binance stream (none when it says nothing there). */
+export function render(view: BinanceStream, data: unknown, book: WireBook | undefined, now: number): unknown[] {
+  const symbol = view.native.subject;
+  switch (view.kind) {
+    case "trade":
+      return (data as WireTrade[]).map((t) => binance.tradeEvent(t, symbol, now));
+    case "aggTrade":
+      return (data as WireTrade[]).map((t) => binance.aggTradeEvent(t, symbol, now));
+    case "kline":
+      return [binance.klineEvent(data as binance.StreamedKline, symbol, now)];
+    case "miniTicker":
+      return [binance.miniTickerEvent(data as TickerRecord, now)];
+    case "ticker": {
+      const market = findMarket(symbol);
+      return market ? [binance.tickerEvent(data as TickerRecord, market, now)] : [];
+    }
+    case "bookTicker": {
+      const market = findMarket(symbol);
+      return market ? [binance.bookTickerEvent(data as binance.NativeBookTicker, market)] : [];
+    }
+    case "allMiniTickers":
+      return [(data as TickerRecord[]).map((t) => binance.miniTickerEvent(t, now))];
+    case "allTickers":
+      return [
+        (data as TickerRecord[]).flatMap((t) => {
+          const market = findMarket(t.symbol);
+          return market ? [binance.tickerEvent(t, market, now)] : [];
+        }),
+      ];
+    case "depthPartial":
+      return book ? [binance.partialDepthEvent(book.snapshot(view.levels!))] : [];
+    case "depthDiff":
+      return depthDiff(symbol, data as BookMessage, now);
+  }
+}
+
+/**
+ * A diff event covering `U`…`u`: a delta as the native subscribers get it (a publisher's snapshot
+ * that continues the book comes as one, src/streams/stream-hub.ts). A snapshot that does not
+ * continue it (a resync) sends nothing: the next event's `U` then skips, and a client following
+ * Binance's algorithm fetches a new REST snapshot (docs/binance.md#a-local-order-book).
+ */
+function depthDiff(symbol: string, message: BookMessage, now: number): unknown[] {
+  if (message.type !== "delta") return [];
+  return [binance.depthUpdateEvent(symbol, message.firstSequence ?? message.sequence, message.sequence, message.bids, message.asks, now)];
+}
