@@ -1,5 +1,5 @@
 import type { PriceReport } from "../market/price-index";
-import type { StreamEvent } from "../streams/protocol";
+import type { StreamEvent, TickerWindow } from "../streams/protocol";
 
 /**
  * What a market sends its group relay, in the order it happened (docs/design.md#group-relays):
@@ -21,6 +21,8 @@ export interface MarketSummary {
   at: number;
   /** A `Ticker` record as JSON. */
   ticker: string;
+  /** Its rolling windows' records (`GET /api/window`) as JSON, for `tickers.{window}`; not stored with the summary. */
+  windows?: Partial<Record<TickerWindow, string>>;
   /** A `BookTicker` record as JSON. */
   bookTicker: string;
   /** When the market last took an update from its feed (null: never). */

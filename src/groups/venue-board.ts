@@ -3,6 +3,7 @@ import { RATE_LIMITS } from "../access/rate-limit";
 import { formatTicker, tickerStats } from "../market/rolling-window";
 import type { StatusSchema } from "../market/schemas";
 import { type MarketConfig, marketView, type RegistryIndex } from "../registry/model";
+import type { TickerWindow } from "../streams/protocol";
 import type { MarketSummary } from "./messages";
 
 export type VenueAnswerKind = "ticker" | "bookTicker" | "markets";
@@ -90,15 +91,27 @@ export class VenueBoard {
     return { serverTime: now, staleAfterMs, trading, halted: haltedMarkets.length, stale: staleMarkets.length, staleMarkets, haltedMarkets };
   }
 
-  /** The tickers that changed since the last call, as a JSON array (null when none did), of listed markets only. */
-  takeChanged(registry: RegistryIndex): string | null {
+  /** The listed markets whose summary changed since the last call. */
+  takeChanged(registry: RegistryIndex): string[] {
     const symbols = [...this.changed].filter((symbol) => {
       const market = registry.bySymbol.get(symbol);
       return market !== undefined && market.status !== "DELISTED";
     });
     this.changed = new Set();
-    if (symbols.length === 0) return null;
-    return `[${symbols.map((symbol) => this.summaries.get(symbol)!.ticker).join(",")}]`;
+    return symbols;
+  }
+
+  /**
+   * The records of these markets as a JSON array (null when there is none): their 24 h tickers
+   * (the `tickers` stream), or one rolling window's records (`tickers.{window}`).
+   */
+  recordsOf(symbols: readonly string[], window?: TickerWindow): string | null {
+    const records = symbols.flatMap((symbol) => {
+      const summary = this.summaries.get(symbol);
+      const text = window ? summary?.windows?.[window] : summary?.ticker;
+      return text ? [text] : [];
+    });
+    return records.length === 0 ? null : `[${records.join(",")}]`;
   }
 }
 

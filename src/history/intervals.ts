@@ -74,6 +74,16 @@ export function nextOpenTime(openTime: number, interval: KlineInterval, offsetMs
   return openTime + FIXED_MS[interval];
 }
 
+/** The one offset the kline streams take besides UTC, as Binance's streams do (`@kline_1d@+08:00`). */
+export const STREAM_TIME_ZONE = "+08:00";
+export const STREAM_OFFSET_MS = 8 * HOUR_MS;
+
+/** True when the offset moves the interval's boundaries (a 4h candle at +08:00 opens when a UTC one does). */
+export function offsetMoves(interval: KlineInterval, offsetMs: number): boolean {
+  if (interval === "1M" || interval === "1w") return offsetMs !== 0;
+  return offsetMs % FIXED_MS[interval] !== 0;
+}
+
 /**
  * Binance's `timeZone`: hours (`8`, `-5`), or hours and minutes (`05:45`, `+08:00`, `-1:00`),
  * from -12:00 to +14:00. The offset in ms, or undefined when the text is not one.

@@ -1,5 +1,4 @@
 import { DurableObject } from "cloudflare:workers";
-import type { z } from "@hono/zod-openapi";
 import { formatUnits } from "../core/decimal";
 import { groupRelay } from "../core/object-ids";
 import { isProblemResult, ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
@@ -10,45 +9,37 @@ import {
   BUCKET_SIZES,
   type BucketSize,
   bucketSizeFor,
-  HOUR_MS,
-  KLINE_INTERVALS,
+  DAY_MS,
   type KlineInterval,
   MINUTE_MS,
   nextOpenTime,
+  nominalMs,
   openTimeOf,
+  SECOND_MS,
 } from "../history/intervals";
 import { type DayFiles, KEEP_TRADES, MarketHistory } from "../history/market-history";
 import { groupOf, type MarketConfig } from "../registry/model";
-import { CONFLATE_MS, Conflation } from "../streams/conflation";
-import { MARKET_ENDED_STREAM, type StreamEvent } from "../streams/protocol";
-import { bookChecksum, CHECKSUM_DEPTH } from "./book-checksum";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
 import type { IngestBatch, IngestResult } from "./ingest";
+import {
+  bookTickerOf,
+  checksumOf,
+  lastTradeOf,
+  type MarketState,
+  rememberBucket,
+  TRADE_RETENTION_MS,
+  tickerAt,
+  tickerOf,
+  windowRecordsOf,
+} from "./market-state";
 import { type MarketMeta, MarketStore, type StoredTrade, type TradePage } from "./market-store";
+import { MarketStreams } from "./market-streams";
 import { type BookOutcome, type BookUpdate, OrderBook, type WireLevel } from "./order-book";
 import type { PriceReport } from "./price-index";
-import {
-  addToBucket,
-  changePercent,
-  DAY_MS,
-  formatTicker,
-  formatWindow,
-  type MinuteBucket,
-  mergeBuckets,
-  minuteOf,
-  type TickerRecord,
-  type TickerStats,
-  tickerStats,
-  type WindowRecord,
-  windowStats,
-} from "./rolling-window";
-import type { BookTickerSchema } from "./schemas";
+import { addToBucket, changePercent, formatWindow, type MinuteBucket, mergeBuckets, minuteOf, type WindowRecord, windowStats } from "./rolling-window";
 import { type WireTrade, wireTrade } from "./wire-trade";
 
 export type { WireTrade } from "./wire-trade";
-
-/** Best bid and ask with quantities at one book sequence (the shape is the schema's). */
-export type BookTicker = z.infer<typeof BookTickerSchema>;
 
 /** An order book snapshot whose levels are already JSON text (see `orderBookText`). */
 export interface OrderBookText {
@@ -69,8 +60,6 @@ export interface OrderBookSnapshot {
   asks: WireLevel[];
 }
 
-/** Trade ids are remembered this long for de-duplication of publisher retries. */
-const TRADE_RETENTION_MS = DAY_MS + 3_600_000;
 const PRUNE_EVERY_MS = 60_000;
 /** The price index and ticker subscribers hear from a market at most this often (KV takes one write a second). */
 const SECONDLY_MS = 1_000;
@@ -78,30 +67,6 @@ const SECONDLY_MS = 1_000;
 /** What `ingest` answers when the caller's config is older than the market's: validate again with this one. */
 export interface NewerConfig {
   newerConfig: MarketConfig;
-}
-
-/** What one market holds in memory; storage is the source it is rebuilt from. */
-interface MarketState {
-  /** The newest config this market has been given (scales, rules, status): from the registry. */
-  market: MarketConfig;
-  book: OrderBook;
-  /** Buckets of the last ~25 h, ascending by minute: all the ticker window can need. */
-  recentBuckets: MinuteBucket[];
-  lastTradePrice: bigint | undefined;
-  /** The quantity of that last trade (the latest by time, the last applied among equal times). */
-  lastTradeQty: bigint;
-  lastTradeTime: number;
-  tradeSeq: number;
-  /** When an ingest batch last changed the market (0: never): the ticker's `lastUpdateTime`. */
-  lastUpdateAt: number;
-  /** Past UTC days that took a late trade: their files are written again (docs/history.md#daily-files). */
-  dirtyDays: number[];
-  /** Bumped whenever a day is marked dirty: a rewrite clears only marks it saw. */
-  dirtyMarks: number;
-  /** Bumped by every applied batch; keys the caches below. */
-  version: number;
-  tickerCache?: { version: number; minute: number; bookSequence: number; stats: TickerStats; record: TickerRecord };
-  tradesCache?: { version: number; trades: WireTrade[] };
 }
 
 /**
@@ -121,31 +86,17 @@ export class MarketObject extends DurableObject<Env> {
   private state: MarketState | undefined;
   private lastPruneAt = 0;
   private lastSecondlyAt = 0;
-  /** Shards subscribed to this market's streams (stored): nothing is built for streams nobody watches. */
-  private shards = new Set<string>();
   /**
    * The ordered channel to the market's group relay: one call in flight, and what the market
    * sends meanwhile goes in the next call (no tick: a quiet market pays no delay).
    */
   private channel: PacedOutbox<RelayOp> | undefined;
-  /** The stream changes of the current interval, and when the last interval's went out. */
-  private readonly conflation = new Conflation<WireTrade>();
-  private conflationTimer: ReturnType<typeof setTimeout> | undefined;
-  private conflatedAt = Number.NEGATIVE_INFINITY;
+  /** What the market's stream subscribers get (built only while a shard is subscribed). */
+  private streams: MarketStreams | undefined;
   /** The alarm this object set last and has not seen fire (undefined: ask storage). */
   private alarmAt: number | undefined;
-  /** Per interval, the candle last sent on `kline.{SYMBOL}.{interval}`, as text, and whether closed. */
-  private readonly klinesSent = new Map<KlineInterval, { openTime: number; closeTime: number; text: string; closed: boolean }>();
-  /** The top of the book last sent on `bookTicker.{SYMBOL}`, as text. */
-  private bookTickerSent = "";
-  /** The top of the book may have changed since the last flush. */
-  private bookTickerDirty = false;
-  /** Stream events waiting for the next flush (the ticker and candles). */
-  private readonly streamQueue: StreamEvent[] = [];
   /** The book's levels as JSON text per depth, for the sequence they were made at. */
   private bookTexts: { sequence: number; byDepth: Map<number, string> } | undefined;
-  /** The book's checksum for the sequence it was taken at: the stream and REST share it. */
-  private checksumAt: { sequence: number; value: number } | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -173,9 +124,14 @@ export class MarketObject extends DurableObject<Env> {
     book.restore(meta.bookSequence, meta.bookUpdatedAt, levels.bids, levels.asks, meta.bookFingerprint);
     const latest = this.store.latestBucket();
     const now = Date.now();
-    this.shards = new Set(meta.shards);
     const relay = groupOf(market);
     this.channel = new PacedOutbox(0, (ops) => groupRelay(this.env, relay).relay(ops));
+    this.streams = new MarketStreams(
+      meta.shards,
+      (op) => this.send(op),
+      (shards) => this.store.writeMeta("shards", JSON.stringify(shards)),
+      (state, openTime, interval, offsetMs) => this.candleAt(state, openTime, interval, offsetMs),
+    );
     this.state = {
       market,
       book,
@@ -302,10 +258,10 @@ export class MarketObject extends DurableObject<Env> {
         latestTime = trade.time;
         state.lastTradeQty = trade.quantity;
       }
-      for (const bucket of changedBuckets.values()) this.rememberBucket(state, bucket, now);
+      for (const bucket of changedBuckets.values()) rememberBucket(state, bucket, now);
       const bookApplied = bookOutcome === "applied";
       state.version += 1;
-      this.publishBatch(state, bookApplied ? batch.book : undefined, accepted);
+      this.streams!.batch(state, bookApplied ? batch.book : undefined, accepted);
       if (acceptedTrades > 0 || bookApplied) this.scheduleSecondly(state, now);
       if (now - this.lastPruneAt > PRUNE_EVERY_MS) this.prune(state, now);
       return { symbol, acceptedTrades, duplicateTrades, sequence: state.book.sequence, ...(bookOutcome ? { book: bookOutcome } : {}) };
@@ -376,20 +332,6 @@ export class MarketObject extends DurableObject<Env> {
     return this.store.bucketAt(MINUTE_MS, minute);
   }
 
-  /** Keeps the in-memory window in order and the last price current. */
-  private rememberBucket(state: MarketState, bucket: MinuteBucket, now: number): void {
-    if (bucket.lastTradeTime >= state.lastTradeTime) {
-      state.lastTradeTime = bucket.lastTradeTime;
-      state.lastTradePrice = bucket.close;
-    }
-    if (bucket.minute < now - TRADE_RETENTION_MS) return;
-    const recent = state.recentBuckets;
-    let i = recent.length;
-    while (i > 0 && recent[i - 1]!.minute > bucket.minute) i -= 1;
-    if (i > 0 && recent[i - 1]!.minute === bucket.minute) recent[i - 1] = bucket;
-    else recent.splice(i, 0, bucket);
-  }
-
   private prune(state: MarketState, now: number): void {
     this.lastPruneAt = now;
     this.store.prune(now - TRADE_RETENTION_MS);
@@ -400,60 +342,12 @@ export class MarketObject extends DurableObject<Env> {
     state.recentBuckets.splice(0, firstKept === -1 ? state.recentBuckets.length : firstKept);
   }
 
-  /**
-   * The ticker changes only when a batch is applied or the window moves to the next minute,
-   * so it is computed once per (batch, minute) and only `closeTime` is set per read.
-   */
-  private tickerOf(state: MarketState, now: number): { stats: TickerStats; record: TickerRecord } {
-    const minute = minuteOf(now);
-    const cached = state.tickerCache;
-    if (cached && cached.version === state.version && cached.minute === minute && cached.bookSequence === state.book.sequence) return cached;
-    const last = state.lastTradePrice === undefined ? undefined : { price: state.lastTradePrice, quantity: state.lastTradeQty };
-    const stats = tickerStats(state.recentBuckets, last, now);
-    const record = formatTicker(state.market.symbol, stats, state.market, now, state.book.top());
-    state.tickerCache = { version: state.version, minute, bookSequence: state.book.sequence, stats, record };
-    return state.tickerCache;
-  }
-
-  private stats(state: MarketState, now: number): TickerStats {
-    return this.tickerOf(state, now).stats;
-  }
-
-  private ticker(state: MarketState, now: number): TickerRecord {
-    return { ...this.tickerOf(state, now).record, closeTime: now, lastUpdateTime: state.lastUpdateAt || null };
-  }
-
   orderBook(market: MarketConfig, depth: number): OrderBookSnapshot | ProblemResult {
     return this.guarded(() => {
       const state = this.readable(market);
       const { bids, asks } = state.book.levels(depth);
       return { symbol: market.symbol, sequence: state.book.sequence, timestamp: Date.now(), bids, asks };
     });
-  }
-
-  /** The checksum of the book as it is now (docs/streams.md#checksums), once per sequence. */
-  private checksumOf(state: MarketState): number {
-    const { sequence } = state.book;
-    if (this.checksumAt?.sequence !== sequence) {
-      const { bids, asks } = state.book.levels(CHECKSUM_DEPTH);
-      this.checksumAt = { sequence, value: bookChecksum(bids, asks) };
-    }
-    return this.checksumAt.value;
-  }
-
-  /** The best bid and ask with their quantities (`GET /api/book-ticker`); null for an empty side. */
-  private bookTicker(state: MarketState, now: number): BookTicker {
-    const { bids, asks } = state.book.levels(1);
-    const [bid, ask] = [bids[0], asks[0]];
-    return {
-      symbol: state.market.symbol,
-      bidPrice: bid?.[0] ?? null,
-      bidQty: bid?.[1] ?? null,
-      askPrice: ask?.[0] ?? null,
-      askQty: ask?.[1] ?? null,
-      sequence: state.book.sequence,
-      timestamp: now,
-    };
   }
 
   /**
@@ -470,7 +364,7 @@ export class MarketObject extends DurableObject<Env> {
       levels = JSON.stringify(state.book.levels(depth));
       if (this.bookTexts.byDepth.size < 32) this.bookTexts.byDepth.set(depth, levels);
     }
-    return { symbol, sequence, timestamp: now, checksum: this.checksumOf(state), levels };
+    return { symbol, sequence, timestamp: now, checksum: checksumOf(state), levels };
   }
 
   /** Moves due chunks of old trades to R2 (docs/history.md#trades); the tests call it to move them now. */
@@ -538,8 +432,7 @@ export class MarketObject extends DurableObject<Env> {
    */
   private window(state: MarketState, openTime: number, closeTime: number, now: number): WindowRecord {
     const buckets = [...this.store.spanBuckets(openTime, Math.min(closeTime, now))];
-    const last = state.lastTradePrice === undefined ? undefined : { price: state.lastTradePrice, quantity: state.lastTradeQty };
-    return formatWindow(state.market.symbol, windowStats(buckets, last, openTime), state.market, closeTime);
+    return formatWindow(state.market.symbol, windowStats(buckets, lastTradeOf(state), openTime), state.market, closeTime);
   }
 
   /**
@@ -566,13 +459,13 @@ export class MarketObject extends DurableObject<Env> {
   private async answerOf(state: MarketState, question: MarketQuestion, at: number): Promise<string> {
     switch (question.kind) {
       case "ticker":
-        return JSON.stringify(this.ticker(state, at));
+        return JSON.stringify(tickerAt(state, at));
       case "book": {
         const book = this.orderBookText(state, question.depth, at);
         return `{"symbol":${JSON.stringify(book.symbol)},"sequence":${book.sequence},"timestamp":${book.timestamp},"checksum":${book.checksum},${book.levels.slice(1)}`;
       }
       case "bookTicker":
-        return JSON.stringify(this.bookTicker(state, at));
+        return JSON.stringify(bookTickerOf(state, at));
       case "trades":
         return JSON.stringify(await this.trades(state, question.limit, question.page));
       case "klines":
@@ -589,21 +482,13 @@ export class MarketObject extends DurableObject<Env> {
   configure(market: MarketConfig): void {
     const state = this.load(market);
     this.secondly(state, Date.now());
-    if (state.market.status === "DELISTED" && this.shards.size > 0) {
-      // Down the same ordered channel as every event: the shards end its streams, then leave.
-      const { symbol } = state.market;
-      this.send({ symbol, events: [{ stream: MARKET_ENDED_STREAM, data: { symbol } }] });
-      for (const shard of [...this.shards]) {
-        this.setShard(shard, false);
-        this.send({ symbol, leave: shard });
-      }
-    }
+    if (state.market.status === "DELISTED") this.streams!.end(state);
   }
 
   /** The market's price summary for the price index, or undefined before its first trade. */
   private priceReport(state: MarketState, now: number): PriceReport | undefined {
     if (state.lastTradePrice === undefined) return undefined;
-    const stats = this.stats(state, now);
+    const { stats } = tickerOf(state, now);
     const { symbol, priceScale } = state.market;
     return {
       symbol,
@@ -616,9 +501,10 @@ export class MarketObject extends DurableObject<Env> {
   }
 
   /**
-   * Once a second at most: the group relay gets the market's summary (its ticker, top of the
-   * book and price, for the all-market answers and the price index), and `ticker.{SYMBOL}`
-   * subscribers get the ticker (docs/streams.md). A tick held back goes out from the alarm.
+   * Once a second at most: the group relay gets the market's summary (its ticker, rolling windows,
+   * top of the book and price, for the all-market answers, the price index and `tickers[.{window}]`),
+   * and the market's subscribers get its once-a-second records (docs/streams.md). A tick held back
+   * goes out from the alarm.
    */
   private scheduleSecondly(state: MarketState, now: number): void {
     if (now - this.lastSecondlyAt >= SECONDLY_MS) {
@@ -645,201 +531,53 @@ export class MarketObject extends DurableObject<Env> {
   private secondly(state: MarketState, now: number): void {
     this.lastSecondlyAt = now;
     const { symbol } = state.market;
-    const ticker = this.ticker(state, now);
+    const ticker = tickerAt(state, now);
+    const windows = windowRecordsOf(state, now);
     const price = this.priceReport(state, now);
     const summary = {
       symbol,
       at: now,
       ticker: JSON.stringify(ticker),
-      bookTicker: JSON.stringify(this.bookTicker(state, now)),
+      windows: Object.fromEntries(Object.entries(windows).map(([window, record]) => [window, JSON.stringify(record)])),
+      bookTicker: JSON.stringify(bookTickerOf(state, now)),
       lastUpdateTime: ticker.lastUpdateTime ?? null,
       ...(price ? { price } : {}),
     };
     this.send({ symbol, summary });
-    // The 24 h window moves each minute: a market with trades in it reports again then, traded or not.
+    // The windows move each minute: a market with trades in the last 24 h reports again then, traded or not.
     if (ticker.tradeCount24h > 0) this.alarmBy(minuteOf(now) + 60_000);
-    if (this.shards.size > 0) {
-      const klines = this.klineEvents(state, now);
-      this.queueStreams(state, [{ stream: `ticker.${symbol}`, data: ticker }, ...klines.events]);
-      // An open candle is sent once more, closed, when its interval ends, even if no trade comes.
-      if (klines.nextClose !== undefined) this.alarmBy(klines.nextClose);
-    }
+    // An open candle is sent once more, closed, when its interval ends, even if no trade comes.
+    const nextClose = this.streams!.tick(state, now, windows);
+    if (nextClose !== undefined) this.alarmBy(nextClose);
   }
 
   /**
-   * `kline.{SYMBOL}.{interval}` (docs/streams.md): per interval, the latest candle when it changed
-   * (at most once a second, with the ticker), and once with `closed: true` when its interval
-   * ended — by the clock, or because trades began a later one. Late trades into an older candle
-   * are not streamed; `GET /api/klines` has them.
+   * The candle of `interval` (at `offsetMs`) opening at `openTime`: up to a day from the minutes
+   * in memory (the last ~25 h); a second, or anything longer than a day, from the stored buckets
+   * that tile it (hours at the edges and days between at an offset): a few small reads.
    */
-  private klineEvents(state: MarketState, now: number): { events: StreamEvent[]; nextClose?: number } {
-    const events: StreamEvent[] = [];
-    let nextClose: number | undefined;
-    if (state.lastTradePrice === undefined) return { events };
-    const { symbol } = state.market;
-    for (const interval of KLINE_INTERVALS) {
-      const stream = `kline.${symbol}.${interval}`;
-      const sent = this.klinesSent.get(interval);
-      const openTime = openTimeOf(state.lastTradeTime, interval);
-      if (sent && !sent.closed && (openTime > sent.openTime || now > sent.closeTime)) {
-        const final = this.candleAt(state, sent.openTime, interval);
-        if (final) events.push({ stream, data: { ...final, interval, closed: true } });
-        sent.closed = true;
-      }
-      if (sent && openTime < sent.openTime) continue;
-      const candle = this.candleAt(state, openTime, interval);
-      if (!candle) continue;
-      const closed = now > candle.closeTime;
-      const text = JSON.stringify(candle);
-      if (sent?.openTime === openTime && sent.text === text && (sent.closed || !closed)) continue;
-      events.push({ stream, data: { ...candle, interval, closed } });
-      this.klinesSent.set(interval, { openTime, closeTime: candle.closeTime, text, closed });
-      // A second's candle does not wake the market: it goes out closed with the next tick, so
-      // the ticker stays at most once a second (an alarm each second would send it more often).
-      if (!closed && interval !== "1s") nextClose = Math.min(nextClose ?? Number.POSITIVE_INFINITY, candle.closeTime + 1);
-    }
-    return { events, nextClose };
-  }
-
-  /**
-   * The candle of `interval` opening at `openTime`: up to a day from the minutes in memory (the
-   * last ~25 h), a second or anything longer than a day from the stored buckets (one small read).
-   */
-  private candleAt(state: MarketState, openTime: number, interval: KlineInterval): Kline | undefined {
-    const closeTime = nextOpenTime(openTime, interval) - 1;
-    const size = bucketSizeFor(interval);
+  private candleAt(state: MarketState, openTime: number, interval: KlineInterval, offsetMs: number): Kline | undefined {
+    const closeTime = nextOpenTime(openTime, interval, offsetMs) - 1;
+    const size = bucketSizeFor(interval, offsetMs);
     const buckets =
-      size === MINUTE_MS || size === HOUR_MS
-        ? state.recentBuckets.filter((b) => b.minute >= openTime && b.minute <= closeTime)
-        : [...this.store.buckets(size, openTime, closeTime, "ASC")];
+      size === SECOND_MS || size === DAY_MS
+        ? [...this.store.buckets(size, openTime, closeTime, "ASC")]
+        : nominalMs(interval) <= DAY_MS
+          ? state.recentBuckets.filter((b) => b.minute >= openTime && b.minute <= closeTime)
+          : [...this.store.spanBuckets(openTime, closeTime, size, DAY_MS)];
     const merged = mergeBuckets(buckets);
     return merged && candleOf(merged, openTime, closeTime, state.market);
   }
 
-  /**
-   * Every stream event of the market goes out in one paced flush (docs/streams.md#conflation): the
-   * interval's merged book change and trades, the top of the book if it changed, and whatever
-   * else was queued (the once-a-second ticker and candles) — at most one relay call per
-   * CONFLATE_MS for the streams, however fast the market moves. The first change after a quiet
-   * interval goes at once.
-   */
-  private scheduleFlush(state: MarketState): void {
-    if (this.shards.size === 0 || this.conflationTimer !== undefined) return;
-    const wait = this.conflatedAt + CONFLATE_MS - Date.now();
-    if (wait <= 0) this.flushStreams(state);
-    else
-      this.conflationTimer = setTimeout(() => {
-        this.conflationTimer = undefined;
-        if (this.state) this.flushStreams(this.state);
-      }, wait);
-  }
-
-  /** Accepted trades and applied book updates join the interval's conflation. */
-  private publishBatch(state: MarketState, book: readonly BookUpdate[] | undefined, trades: StoredTrade[]): void {
-    if (this.shards.size === 0) return;
-    if (book) {
-      this.conflation.addBook(book);
-      this.bookTickerDirty = true;
-    }
-    if (trades.length > 0) this.conflation.addTrades(trades.map((t) => wireTrade(state.market, t)));
-    this.scheduleFlush(state);
-  }
-
-  /** Events for the next flush (the ticker and candles, once a second). */
-  private queueStreams(state: MarketState, events: StreamEvent[]): void {
-    if (this.shards.size === 0 || events.length === 0) return;
-    this.streamQueue.push(...events);
-    this.scheduleFlush(state);
-  }
-
-  /** Sends the interval's merged book change and trades as one message each, with the rest of the interval's events. */
-  private flushStreams(state: MarketState): void {
-    const events: StreamEvent[] = [];
-    const { symbol, priceScale, quantityScale } = state.market;
-    const { book, trades } = this.conflation.take();
-    if (book) {
-      // Every applied update joined the interval, so the book is at `book.sequence` now.
-      const level = ([price, quantity]: readonly [bigint, bigint]) => [
-        formatUnits(price, priceScale),
-        quantity === 0n ? "0" : formatUnits(quantity, quantityScale),
-      ];
-      events.push({
-        stream: `book.${symbol}`,
-        data:
-          book.type === "snapshot"
-            ? // firstSequence says it continues the previous message: a shard can pass it on as a diff (docs/binance.md).
-              {
-                ...this.snapshotMessage(state),
-                firstSequence: book.firstSequence,
-                touched: { bids: book.touched!.bids.map((p) => formatUnits(p, priceScale)), asks: book.touched!.asks.map((p) => formatUnits(p, priceScale)) },
-              }
-            : {
-                type: "delta",
-                firstSequence: book.firstSequence,
-                sequence: book.sequence,
-                time: state.book.updatedAt,
-                checksum: this.checksumOf(state),
-                bids: book.bids.map(level),
-                asks: book.asks.map(level),
-              },
-      });
-    }
-    if (trades.length > 0) events.push({ stream: `trades.${symbol}`, data: trades });
-    if (this.bookTickerDirty) {
-      // `bookTicker.{SYMBOL}`: the top of the book when it changed since the last one sent.
-      this.bookTickerDirty = false;
-      const top = this.bookTicker(state, Date.now());
-      const key = `${top.bidPrice}|${top.bidQty}|${top.askPrice}|${top.askQty}`;
-      if (key !== this.bookTickerSent) {
-        this.bookTickerSent = key;
-        events.push({ stream: `bookTicker.${symbol}`, data: top });
-      }
-    }
-    events.push(...this.streamQueue.splice(0));
-    if (events.length === 0) return;
-    this.conflatedAt = Date.now();
-    this.send({ symbol, events });
-  }
-
-  /**
-   * A shard subscribes. Its first message is the whole book, sent down the same ordered
-   * channel as every delta after it, so the shard's copy continues exactly.
-   */
+  /** A shard subscribes: its first message is the whole book, down the channel of every delta after it. */
   subscribeShard(market: MarketConfig, shard: string): void {
-    const state = this.load(market);
-    // What the interval holds so far goes to the shards already subscribed; the new one starts from the base.
-    if (this.shards.size > 0) this.flushStreams(state);
-    this.setShard(shard, true);
-    this.send({ symbol: market.symbol, join: shard, welcome: [{ stream: `book.${market.symbol}`, data: this.snapshotMessage(state) }] });
-  }
-
-  /** The whole book as a `book.{SYMBOL}` snapshot (a shard's base; a publisher's snapshot passed on). */
-  private snapshotMessage(state: MarketState) {
-    return {
-      type: "snapshot",
-      sequence: state.book.sequence,
-      time: state.book.updatedAt,
-      checksum: this.checksumOf(state),
-      ...state.book.levels(Number.MAX_SAFE_INTEGER),
-    };
+    const state = this.load(market); // builds the streams on first use
+    this.streams!.join(state, shard);
   }
 
   unsubscribeShard(market: MarketConfig, shard: string): void {
-    this.load(market);
-    this.setShard(shard, false);
-    this.send({ symbol: market.symbol, leave: shard });
-  }
-
-  private setShard(shard: string, subscribed: boolean): void {
-    if (subscribed === this.shards.has(shard)) return;
-    if (subscribed) this.shards.add(shard);
-    else this.shards.delete(shard);
-    // With nobody left the interval's changes go nowhere: a later subscriber starts from a base.
-    if (this.shards.size === 0) {
-      this.conflation.take();
-      this.streamQueue.length = 0;
-    }
-    this.store.writeMeta("shards", JSON.stringify([...this.shards]));
+    const state = this.load(market);
+    this.streams!.leave(state, shard);
   }
 
   override async alarm(): Promise<void> {

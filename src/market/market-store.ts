@@ -259,19 +259,20 @@ export class MarketStore {
   }
 
   /**
-   * Buckets that tile `from`…`to` (minute-aligned `from`), ascending: minutes at the ragged
-   * edges and whole hours between them, so a 7-day window reads about 300 rows, not 10,080.
+   * Buckets that tile `from`…`to` (`from` aligned to `fine`), ascending: fine buckets at the
+   * ragged edges and whole coarse ones between them, so a 7-day window reads about 300 rows of
+   * minutes and hours, not 10,080, and a month at +08:00 about 45 of hours and days, not 744.
    */
-  *spanBuckets(from: number, to: number): Generator<MinuteBucket> {
-    const firstHour = Math.ceil(from / HOUR_MS) * HOUR_MS;
-    const endOfHours = Math.floor((to + 1) / HOUR_MS) * HOUR_MS; // hours that end within the span
-    if (firstHour >= endOfHours) {
-      yield* this.buckets(MINUTE_MS, from, to, "ASC");
+  *spanBuckets(from: number, to: number, fine: BucketSize = MINUTE_MS, coarse: BucketSize = HOUR_MS): Generator<MinuteBucket> {
+    const firstCoarse = Math.ceil(from / coarse) * coarse;
+    const endOfCoarse = Math.floor((to + 1) / coarse) * coarse; // coarse buckets that end within the span
+    if (firstCoarse >= endOfCoarse) {
+      yield* this.buckets(fine, from, to, "ASC");
       return;
     }
-    yield* this.buckets(MINUTE_MS, from, firstHour - 1, "ASC");
-    yield* this.buckets(HOUR_MS, firstHour, endOfHours - HOUR_MS, "ASC");
-    yield* this.buckets(MINUTE_MS, endOfHours, to, "ASC");
+    yield* this.buckets(fine, from, firstCoarse - 1, "ASC");
+    yield* this.buckets(coarse, firstCoarse, endOfCoarse - coarse, "ASC");
+    yield* this.buckets(fine, endOfCoarse, to, "ASC");
   }
 
   /**

@@ -5,7 +5,7 @@ import type { MarketSummary } from "../groups/messages";
 import { type VenueAnswerKind, VenueBoard } from "../groups/venue-board";
 import { ensureRegistry } from "../registry/copy";
 import { groupOf, type RegistryIndex } from "../registry/model";
-import { type StreamEvent, TICKERS_STREAM } from "../streams/protocol";
+import { type StreamEvent, TICKERS_STREAM, type TickerWindow } from "../streams/protocol";
 import type { MarketAnswer } from "./edge-copies";
 import { type PriceSnapshot, pricesIn } from "./price-index";
 
@@ -103,7 +103,11 @@ export class PriceIndex extends DurableObject<Env> {
       const record: Record<string, MarketSummary> = {};
       for (const market of registry.snapshot.markets) {
         const summary = groupOf(market) === group ? this.board.summary(market.symbol) : undefined;
-        if (summary) record[market.symbol] = summary;
+        // The windows come again with the market's next summary: a row stays a few hundred bytes a market.
+        if (summary) {
+          const { windows: _windows, ...kept } = summary;
+          record[market.symbol] = kept;
+        }
       }
       this.ctx.storage.kv.put(SUMMARIES_PREFIX + group, record);
     }
@@ -128,8 +132,10 @@ export class PriceIndex extends DurableObject<Env> {
     const changed = this.board.takeChanged(registry);
     for (const [stream, shards] of this.subscribers) {
       let event: StreamEvent | undefined;
-      if (stream === TICKERS_STREAM) {
-        if (changed) event = { stream, data: JSON.parse(changed) };
+      if (stream === TICKERS_STREAM || stream.startsWith(`${TICKERS_STREAM}.`)) {
+        const window = stream.slice(TICKERS_STREAM.length + 1) as TickerWindow;
+        const records = this.board.recordsOf(changed, window || undefined);
+        if (records) event = { stream, data: JSON.parse(records) };
       } else {
         const quote = stream.slice("prices.".length);
         event = { stream, data: { quote, asOf: now, data: pricesIn(registry, snapshot, quote) } };

@@ -1,5 +1,5 @@
 import { parseSymbol } from "../core/symbols";
-import { isKlineInterval, KLINE_INTERVALS } from "../history/intervals";
+import { isKlineInterval, KLINE_INTERVALS, offsetMoves, STREAM_OFFSET_MS, STREAM_TIME_ZONE } from "../history/intervals";
 import { listedMarket } from "../market/lookup";
 import { quoteAssets } from "../registry/copy";
 
@@ -23,7 +23,10 @@ export const POLICY_VIOLATION = 1008;
 export const KEEPALIVE_REQUEST = "ping";
 export const KEEPALIVE_RESPONSE = "pong";
 
-const STREAM_KINDS = ["ticker", "bookTicker", "trades", "book", "kline", "prices", "tickers", "heartbeat"] as const;
+const STREAM_KINDS = ["ticker", "bookTicker", "trades", "book", "kline", "avgPrice", "prices", "tickers", "heartbeat"] as const;
+/** The rolling windows streamed besides the 24 h ticker (`ticker.{SYMBOL}.{window}`, `tickers.{window}`), as Binance's. */
+export const TICKER_WINDOWS = ["1h", "4h", "1d"] as const;
+export type TickerWindow = (typeof TICKER_WINDOWS)[number];
 /** The server heartbeat: one name, no subject (docs/streams.md). */
 export const HEARTBEAT_STREAM = "heartbeat";
 /** Every market's changed tickers, at most once a second: one name, no subject (docs/streams.md). */
@@ -59,14 +62,23 @@ export function parseStreamName(raw: unknown): StreamName | null {
   const dot = raw.indexOf(".");
   if (dot <= 0) return null;
   const kind = raw.slice(0, dot);
-  if (!isStreamKind(kind) || kind === "heartbeat" || kind === "tickers") return null;
+  if (!isStreamKind(kind) || kind === "heartbeat") return null;
   let subject = raw.slice(dot + 1);
-  let interval = "";
+  if (kind === "tickers") return isTickerWindow(subject) ? { name: raw, kind, subject: "" } : null;
+  // kline.{SYMBOL}.{interval}[@+08:00] and ticker.{SYMBOL}.{window}: the suffix after the last dot (symbols have none).
+  let suffix = "";
+  const last = subject.lastIndexOf(".");
   if (kind === "kline") {
-    // kline.{SYMBOL}.{interval}: the interval after the last dot (symbols have none).
-    const last = subject.lastIndexOf(".");
-    interval = subject.slice(last + 1);
-    if (last <= 0 || !isKlineInterval(interval)) return null;
+    if (last <= 0) return null;
+    const [interval = "", zone] = subject.slice(last + 1).split("@", 3);
+    if (!isKlineInterval(interval) || (zone !== undefined && zone !== STREAM_TIME_ZONE)) return null;
+    // An offset that moves no boundary of the interval names the UTC stream: the candles are the same.
+    suffix = zone !== undefined && offsetMoves(interval, STREAM_OFFSET_MS) ? `.${interval}@${zone}` : `.${interval}`;
+    subject = subject.slice(0, last);
+  } else if (kind === "ticker" && last > 0) {
+    const window = subject.slice(last + 1);
+    if (!isTickerWindow(window)) return null;
+    suffix = `.${window}`;
     subject = subject.slice(0, last);
   }
   if (kind === "prices") {
@@ -77,12 +89,36 @@ export function parseStreamName(raw: unknown): StreamName | null {
   const market = parsed && listedMarket(parsed);
   // A delisted market has no streams: a new subscription to one is UNKNOWN_STREAM.
   if (!market || market.status === "DELISTED") return null;
-  return { name: kind === "kline" ? `kline.${market.symbol}.${interval}` : `${kind}.${market.symbol}`, kind, subject: market.symbol };
+  return { name: `${kind}.${market.symbol}${suffix}`, kind, subject: market.symbol };
+}
+
+function isTickerWindow(text: string): text is TickerWindow {
+  return (TICKER_WINDOWS as readonly string[]).includes(text);
+}
+
+/** The kline streams of a market: every interval in UTC, and those whose boundaries the streams' one offset moves. */
+export function klineStreams(symbol: string): { stream: string; interval: (typeof KLINE_INTERVALS)[number]; offsetMs: number }[] {
+  return [
+    ...KLINE_INTERVALS.map((interval) => ({ stream: `kline.${symbol}.${interval}`, interval, offsetMs: 0 })),
+    ...KLINE_INTERVALS.filter((interval) => offsetMoves(interval, STREAM_OFFSET_MS)).map((interval) => ({
+      stream: `kline.${symbol}.${interval}@${STREAM_TIME_ZONE}`,
+      interval,
+      offsetMs: STREAM_OFFSET_MS,
+    })),
+  ];
 }
 
 /** The streams a market publishes; a shard registers with the market for any of them. */
 export function marketStreams(symbol: string): string[] {
-  return [`ticker.${symbol}`, `bookTicker.${symbol}`, `trades.${symbol}`, `book.${symbol}`, ...KLINE_INTERVALS.map((i) => `kline.${symbol}.${i}`)];
+  return [
+    `ticker.${symbol}`,
+    ...TICKER_WINDOWS.map((window) => `ticker.${symbol}.${window}`),
+    `avgPrice.${symbol}`,
+    `bookTicker.${symbol}`,
+    `trades.${symbol}`,
+    `book.${symbol}`,
+    ...klineStreams(symbol).map((k) => k.stream),
+  ];
 }
 
 export type MessageId = number | string | null;
@@ -146,7 +182,7 @@ function parseAll(requested: unknown[]): Plan {
       return {
         ok: false,
         code: "UNKNOWN_STREAM",
-        message: `${describe(name)} is not a stream: ticker.{SYMBOL}, bookTicker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, kline.{SYMBOL}.{1m|5m|15m|1h|4h|1d}, prices.{QUOTE}, heartbeat (GET /api/markets)`,
+        message: `${describe(name)} is not a stream: ticker.{SYMBOL}[.{1h|4h|1d}], avgPrice.{SYMBOL}, bookTicker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, kline.{SYMBOL}.{1s…1M}[@+08:00], prices.{QUOTE}, tickers[.{1h|4h|1d}], heartbeat (docs/streams.md, GET /api/markets)`,
       };
     if (!streams.some((s) => s.name === stream.name)) streams.push(stream);
   }
