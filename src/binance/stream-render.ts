@@ -2,7 +2,8 @@
  * Binance's stream payloads made from native events (docs/binance.md#streams), pure: what one
  * native event says on one Binance stream, and how a frame carries it.
  */
-import type { TickerRecord } from "../market/rolling-window";
+import type { AveragePrice } from "../market/market-state";
+import type { TickerRecord, WindowRecord } from "../market/rolling-window";
 import type { WireTrade } from "../market/wire-trade";
 import { findMarket } from "../registry/copy";
 import type { BookMessage, WireBook } from "../streams/wire-book";
@@ -34,6 +35,12 @@ export function render(view: BinanceStream, data: unknown, book: WireBook | unde
       const market = findMarket(symbol);
       return market ? [binance.bookTickerEvent(data as binance.NativeBookTicker, market)] : [];
     }
+    case "windowTicker":
+      return [binance.windowTickerEvent(data as WindowRecord, view.window!, now)];
+    case "allWindowTickers":
+      return [(data as WindowRecord[]).map((w) => binance.windowTickerEvent(w, view.window!, now))];
+    case "avgPrice":
+      return [binance.avgPriceEvent(data as AveragePrice, now)];
     case "allMiniTickers":
       return [(data as TickerRecord[]).map((t) => binance.miniTickerEvent(t, now))];
     case "allTickers":

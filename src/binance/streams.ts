@@ -7,7 +7,20 @@ import { isKlineInterval } from "../history/intervals";
 import { findMarket } from "../registry/copy";
 import { MAX_STREAMS_PER_CONNECTION, parseStreamName, type StreamName, TICKERS_STREAM } from "../streams/protocol";
 
-export type ViewKind = "trade" | "aggTrade" | "kline" | "miniTicker" | "ticker" | "bookTicker" | "depthDiff" | "depthPartial" | "allMiniTickers" | "allTickers";
+export type ViewKind =
+  | "trade"
+  | "aggTrade"
+  | "kline"
+  | "miniTicker"
+  | "ticker"
+  | "windowTicker"
+  | "avgPrice"
+  | "bookTicker"
+  | "depthDiff"
+  | "depthPartial"
+  | "allMiniTickers"
+  | "allTickers"
+  | "allWindowTickers";
 
 export interface BinanceStream {
   /** As the client wrote it (lower-case symbol): the name LIST_SUBSCRIPTIONS and combined frames carry. */
@@ -17,6 +30,8 @@ export interface BinanceStream {
   native: StreamName;
   /** Levels of a partial book. */
   levels?: number;
+  /** The rolling window of a window ticker (`1h`, `4h`, `1d`). */
+  window?: string;
 }
 
 const SIMPLE: Record<string, { kind: ViewKind; native: (symbol: string) => string }> = {
@@ -25,21 +40,28 @@ const SIMPLE: Record<string, { kind: ViewKind; native: (symbol: string) => strin
   miniTicker: { kind: "miniTicker", native: (s) => `ticker.${s}` },
   ticker: { kind: "ticker", native: (s) => `ticker.${s}` },
   bookTicker: { kind: "bookTicker", native: (s) => `bookTicker.${s}` },
+  avgPrice: { kind: "avgPrice", native: (s) => `avgPrice.${s}` },
   depth: { kind: "depthDiff", native: (s) => `book.${s}` },
   "depth@100ms": { kind: "depthDiff", native: (s) => `book.${s}` },
   "depth@1000ms": { kind: "depthDiff", native: (s) => `book.${s}` },
 };
 
 /**
- * `btcusdt@trade`, `btcusdt@aggTrade`, `btcusdt@kline_1m`, `btcusdt@miniTicker`, `btcusdt@ticker`,
- * `btcusdt@bookTicker`, `btcusdt@depth[@100ms]`, `btcusdt@depth<5|10|20>[@100ms]`, `!miniTicker@arr`,
- * `!ticker@arr`. Symbols in lower case, as Binance writes them; null for anything else.
+ * `btcusdt@trade`, `btcusdt@aggTrade`, `btcusdt@kline_1m[@+08:00]`, `btcusdt@miniTicker`, `btcusdt@ticker`,
+ * `btcusdt@ticker_<1h|4h|1d>`, `btcusdt@avgPrice`, `btcusdt@bookTicker`, `btcusdt@depth[@100ms]`,
+ * `btcusdt@depth<5|10|20>[@100ms]`, `!miniTicker@arr`, `!ticker@arr`, `!ticker_<1h|4h|1d>@arr`.
+ * Symbols in lower case, as Binance writes them; null for anything else.
  */
 export function parseBinanceStream(raw: unknown): BinanceStream | null {
   if (typeof raw !== "string" || raw.length > 64) return null;
   if (raw === "!miniTicker@arr" || raw === "!ticker@arr") {
     const native = parseStreamName(TICKERS_STREAM);
     return native && { name: raw, kind: raw === "!ticker@arr" ? "allTickers" : "allMiniTickers", native };
+  }
+  const allWindows = /^!ticker_(1h|4h|1d)@arr$/.exec(raw);
+  if (allWindows) {
+    const stream = nameFor(raw, "allWindowTickers", `${TICKERS_STREAM}.${allWindows[1]}`);
+    return stream && { ...stream, window: allWindows[1] };
   }
   const at = raw.indexOf("@");
   if (at <= 0) return null;
@@ -50,8 +72,13 @@ export function parseBinanceStream(raw: unknown): BinanceStream | null {
   const rest = raw.slice(at + 1);
   const simple = SIMPLE[rest];
   if (simple) return nameFor(raw, simple.kind, simple.native(market.symbol));
-  const kline = /^kline_(\w+)$/.exec(rest);
-  if (kline) return isKlineInterval(kline[1]!) ? nameFor(raw, "kline", `kline.${market.symbol}.${kline[1]}`) : null;
+  const kline = /^kline_(\w+)(@\+08:00)?$/.exec(rest);
+  if (kline) return isKlineInterval(kline[1]!) ? nameFor(raw, "kline", `kline.${market.symbol}.${kline[1]}${kline[2] ?? ""}`) : null;
+  const window = /^ticker_(1h|4h|1d)$/.exec(rest);
+  if (window) {
+    const stream = nameFor(raw, "windowTicker", `ticker.${market.symbol}.${window[1]}`);
+    return stream && { ...stream, window: window[1] };
+  }
   const partial = /^depth(5|10|20)(@100ms|@1000ms)?$/.exec(rest);
   if (partial) {
     const stream = nameFor(raw, "depthPartial", `book.${market.symbol}`);

@@ -269,6 +269,34 @@ export function tickerEvent(t: TickerRecord, market: MarketConfig, eventTime: nu
   };
 }
 
+/** A rolling window's event (`@ticker_<1h|4h|1d>`, `!ticker_<window>@arr`): `1hTicker`, `4hTicker`, `1dTicker`. */
+export function windowTickerEvent(w: WindowRecord, window: string, eventTime: number) {
+  return {
+    e: `${window}Ticker`,
+    E: eventTime,
+    s: w.symbol,
+    p: w.priceChange,
+    P: w.priceChangePercent,
+    o: w.openPrice,
+    h: w.highPrice,
+    l: w.lowPrice,
+    c: w.lastPrice,
+    w: w.weightedAvgPrice,
+    v: w.volume,
+    q: w.quoteVolume,
+    O: w.openTime,
+    C: w.closeTime,
+    F: NO_TRADE_ID,
+    L: NO_TRADE_ID,
+    n: w.tradeCount,
+  };
+}
+
+/** The native average price (`avgPrice.{SYMBOL}`) as Binance's `avgPrice` event. */
+export function avgPriceEvent(a: { symbol: string; mins: number; price: string; lastTradeTime: number }, eventTime: number) {
+  return { e: "avgPrice", E: eventTime, s: a.symbol, i: `${a.mins}m`, w: a.price, T: a.lastTradeTime };
+}
+
 export function bookTickerEvent(b: NativeBookTicker, market: MarketConfig) {
   const top = bookTicker(b, market);
   return { u: b.sequence, s: b.symbol, b: top.bidPrice, B: top.bidQty, a: top.askPrice, A: top.askQty };
