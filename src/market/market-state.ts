@@ -17,7 +17,7 @@ import {
   type WindowRecord,
   windowStats,
 } from "./rolling-window";
-import type { BookTickerSchema } from "./schemas";
+import type { AveragePriceSchema, BookTickerSchema } from "./schemas";
 import type { WireTrade } from "./wire-trade";
 
 /** Best bid and ask with quantities at one book sequence (the shape is the schema's). */
@@ -105,14 +105,7 @@ export function windowRecordsOf(state: MarketState, now: number): Record<TickerW
 }
 
 /** The average price of `avgPrice.{SYMBOL}`: over the current minute and the four before it. */
-export interface AveragePrice {
-  symbol: string;
-  mins: 5;
-  /** Quote volume / volume at the price scale; the last price when none of the five minutes traded. */
-  price: string;
-  closeTime: number;
-  lastTradeTime: number;
-}
+export type AveragePrice = z.infer<typeof AveragePriceSchema>;
 
 /** The average price at `now`, or undefined before the market's first trade. */
 export function averagePriceOf(state: MarketState, now: number): AveragePrice | undefined {

@@ -75,6 +75,16 @@ export const WindowSchema = z
   })
   .openapi("WindowStats");
 
+export const AveragePriceSchema = z
+  .object({
+    symbol: z.string().openapi({ example: "BTCUSDT" }),
+    mins: z.literal(5).openapi({ description: "The window: the current minute and the four before it" }),
+    price: DecimalString.openapi({ description: "quoteVolume / volume of the five minutes at the price scale; the last price when none of them traded" }),
+    closeTime: TimestampMs.openapi({ description: "The moment shown" }),
+    lastTradeTime: TimestampMs,
+  })
+  .openapi("AveragePrice");
+
 export const WindowQuery = z.object({
   windowSize: z
     .string()

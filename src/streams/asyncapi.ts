@@ -4,7 +4,17 @@ import { SIGNATURE_PATTERN, TIMESTAMP_PATTERN } from "../access/signature";
 import { SERVERS } from "../core/openapi";
 import { ProblemSchema, TimestampMs } from "../core/schemas";
 import { KLINE_INTERVALS } from "../history/intervals";
-import { BookTickerSchema, IngestResultSchema, KlineSchema, Level, PricesSchema, TickerSchema, TradeSchema } from "../market/schemas";
+import {
+  AveragePriceSchema,
+  BookTickerSchema,
+  IngestResultSchema,
+  KlineSchema,
+  Level,
+  PricesSchema,
+  TickerSchema,
+  TradeSchema,
+  WindowSchema,
+} from "../market/schemas";
 import { MAX_UNACKED, PublishMessageSchema } from "../publish/protocol";
 import { GOING_AWAY, SERVICE_RESTART } from "./planned-close";
 import {
@@ -15,6 +25,7 @@ import {
   MAX_MESSAGE_BYTES,
   MAX_MESSAGES_PER_SECOND,
   MAX_STREAMS_PER_CONNECTION,
+  TICKER_WINDOWS,
 } from "./protocol";
 
 type Json = Record<string, unknown>;
@@ -31,7 +42,9 @@ const BookMessageSchema = z.object({
     .number()
     .int()
     .optional()
-    .describe("A delta's first sequence: the previous message's sequence + 1. A delta merges the updates firstSequence…sequence of one 100 ms interval"),
+    .describe(
+      "A delta's first sequence: the previous message's sequence + 1. A delta merges the updates firstSequence…sequence of one 100 ms interval (a publisher's snapshot among them comes as a delta too)",
+    ),
   sequence: z.number().int().describe("The book's sequence after this message"),
   time: TimestampMs.describe("When the market applied it"),
   checksum: z.number().int().describe("CRC-32 of the best 25 levels a side after this message (docs/streams.md#checksums)"),
@@ -111,6 +124,18 @@ const MESSAGES: Record<string, Json> = {
     schemaOf(TickerSchema),
     "ticker.{SYMBOL}: the 24 h ticker, at most once a second, when the market changed",
   ),
+  tickerWindow: streamMessage(
+    "tickerWindow",
+    `^ticker\\.${SYMBOL}\\.(${TICKER_WINDOWS.join("|")})$`,
+    schemaOf(WindowSchema),
+    "ticker.{SYMBOL}.{1h|4h|1d}: the rolling window's statistics (as GET /api/window), opening a whole window before the current minute; with the ticker, at most once a second",
+  ),
+  avgPrice: streamMessage(
+    "avgPrice",
+    `^avgPrice\\.${SYMBOL}$`,
+    schemaOf(AveragePriceSchema),
+    "avgPrice.{SYMBOL}: the volume-weighted price of the current minute and the four before it, when it changed, at most once a second",
+  ),
   bookTicker: streamMessage(
     "bookTicker",
     `^bookTicker\\.${SYMBOL}$`,
@@ -131,9 +156,9 @@ const MESSAGES: Record<string, Json> = {
   ),
   kline: streamMessage(
     "kline",
-    `^kline\\.${SYMBOL}\\.(${KLINE_INTERVALS.join("|")})$`,
+    `^kline\\.${SYMBOL}\\.(${KLINE_INTERVALS.join("|")})(@\\+08:00)?$`,
     schemaOf(KlineStreamSchema),
-    "kline.{SYMBOL}.{interval}: the latest candle when it changed, at most once a second, and once more closed",
+    "kline.{SYMBOL}.{interval}[@+08:00]: the latest candle (in UTC, or at +08:00 for the intervals that offset moves) when it changed, at most once a second, and once more closed",
   ),
   prices: streamMessage(
     "prices",
@@ -146,6 +171,12 @@ const MESSAGES: Record<string, Json> = {
     "^tickers$",
     schemaOf(z.array(TickerSchema)),
     "tickers: every market's ticker that changed since the last message, at most once a second (all markets on one subscription)",
+  ),
+  tickersWindow: streamMessage(
+    "tickersWindow",
+    `^tickers\\.(${TICKER_WINDOWS.join("|")})$`,
+    schemaOf(z.array(WindowSchema)),
+    "tickers.{1h|4h|1d}: every market's rolling window that changed since the last message, at most once a second",
   ),
   heartbeat: streamMessage("heartbeat", "^heartbeat$", schemaOf(HeartbeatSchema), "heartbeat: every 5 s while subscribed"),
 };
@@ -229,7 +260,7 @@ export function asyncApiDocument(): Json {
     asyncapi: "3.0.0",
     info: {
       title: "Market Data Service streams",
-      version: "2.1.0",
+      version: "2.2.0",
       description:
         "WebSocket streams of the Market Data Service: tickers, best bid/ask, trades, order books with checksums, candles, prices and a heartbeat. Decimals are strings, times Unix milliseconds. The REST API is in /openapi.json.",
     },

@@ -22,15 +22,27 @@ describe("the AsyncAPI document of the streams (/asyncapi.json)", () => {
 
   it("has a message for every stream kind, and the live streams send what their payloads require", async () => {
     const spec = (await (await fetch(`${baseUrl}/asyncapi.json`)).json()) as { components: { messages: Record<string, { payload: Payload }> } };
-    const kinds = ["ticker", "bookTicker", "trades", "book", "kline", "prices", "heartbeat"];
-    for (const kind of kinds) expect(spec.components.messages[kind], kind).toBeDefined();
-    const streams = ["ticker.BTCUSDT", "bookTicker.BTCUSDT", "trades.BTCUSDT", "book.BTCUSDT", "kline.BTCUSDT.1m", "prices.USDT", "heartbeat"];
-    const c = await connect(baseUrl, `/api/ws?streams=${streams.join(",")}`, "198.18.250.1");
+    // Each stream and the message that documents it.
+    const messages: Record<string, string> = {
+      "ticker.BTCUSDT": "ticker",
+      "ticker.BTCUSDT.1h": "tickerWindow",
+      "avgPrice.BTCUSDT": "avgPrice",
+      "bookTicker.BTCUSDT": "bookTicker",
+      "trades.BTCUSDT": "trades",
+      "book.BTCUSDT": "book",
+      "kline.BTCUSDT.1m": "kline",
+      "kline.BTCUSDT.1d@+08:00": "kline",
+      "prices.USDT": "prices",
+      heartbeat: "heartbeat",
+    };
+    for (const kind of [...Object.values(messages), "tickers", "tickersWindow"]) expect(spec.components.messages[kind], kind).toBeDefined();
+    const streams = Object.keys(messages);
+    const c = await connect(baseUrl, `/api/ws?streams=${streams.map(encodeURIComponent).join(",")}`, "198.18.250.1");
     if (!isOpen(c)) throw new Error(`refused: ${c.status}`);
     try {
       for (const stream of streams) {
         const message = await c.next((m) => m.stream === stream, 20_000);
-        const payload = spec.components.messages[stream.split(".")[0]!]!.payload;
+        const payload = spec.components.messages[messages[stream]!]!.payload;
         const data = payload.properties!.data!;
         for (const field of data.required ?? []) expect(message.data, `${stream} carries ${field}`).toHaveProperty(field);
       }

@@ -106,7 +106,10 @@ describe("rolling-window, average-price and +08:00 kline streams (docs/streams.m
       expect(data.openTime, `${stream} opens a window before the minute it was made in`).toBe(minuteOf(data.closeTime) - size);
     }
     const all = await until(() => native.messages.find((m) => m.stream === "tickers.1h")?.data, { what: "tickers.1h" });
-    expect(all.find((r: { symbol: string }) => r.symbol === "SOLUSDT"), "SOLUSDT in tickers.1h").toMatchObject(lastHour);
+    expect(
+      all.find((r: { symbol: string }) => r.symbol === "SOLUSDT"),
+      "SOLUSDT in tickers.1h",
+    ).toMatchObject(lastHour);
     // The same window over REST, made from the stored minutes and hours rather than the minutes in memory.
     const streamed = await record("ticker.SOLUSDT.1h");
     const rest = (await callJson(`/api/window/SOLUSDT?windowSize=1h`)).body;

@@ -259,7 +259,7 @@ export interface paths {
         };
         /**
          * WebSocket streams, public (5 connections per client address)
-         * @description Upgrade: websocket. Streams ticker.{SYMBOL}, bookTicker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, kline.{SYMBOL}.{interval}, prices.{QUOTE}, heartbeat; messages subscribe / unsubscribe / list / ping. Every message each way, with its payload schema, is in the AsyncAPI 3 document GET /asyncapi.json; the guide is docs/streams.md. A sixth connection is refused before the upgrade.
+         * @description Upgrade: websocket. Streams ticker.{SYMBOL}[.{1h|4h|1d}], avgPrice.{SYMBOL}, bookTicker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, kline.{SYMBOL}.{interval}[@+08:00], prices.{QUOTE}, tickers[.{1h|4h|1d}], heartbeat; messages subscribe / unsubscribe / list / ping. Every message each way, with its payload schema, is in the AsyncAPI 3 document GET /asyncapi.json; the guide is docs/streams.md. A sixth connection is refused before the upgrade.
          */
         get: operations["openPublicStream"];
         put?: never;
@@ -561,7 +561,7 @@ export interface paths {
         };
         /**
          * Raw streams: each frame is the event itself
-         * @description Upgrade: websocket. Binance's stream names in lower case (btcusdt@trade, @aggTrade, @kline_<interval>, @miniTicker, @ticker, @bookTicker, @depth[@100ms], @depth<5|10|20>[@100ms], !miniTicker@arr, !ticker@arr) and its SUBSCRIBE / UNSUBSCRIBE / LIST_SUBSCRIPTIONS / SET_PROPERTY / GET_PROPERTY messages; 5 connections per client address in all (with /api/ws), 50 streams per connection (docs/binance.md#streams). The path may name streams separated by /; a name that is no stream subscribes to nothing, as on Binance (GET /binance/ws works too).
+         * @description Upgrade: websocket. Binance's stream names in lower case (btcusdt@trade, @aggTrade, @kline_<interval>[@+08:00], @miniTicker, @ticker, @ticker_<1h|4h|1d>, @avgPrice, @bookTicker, @depth[@100ms], @depth<5|10|20>[@100ms], !miniTicker@arr, !ticker@arr, !ticker_<1h|4h|1d>@arr) and its SUBSCRIBE / UNSUBSCRIBE / LIST_SUBSCRIPTIONS / SET_PROPERTY / GET_PROPERTY messages; 5 connections per client address in all (with /api/ws), 50 streams per connection (docs/binance.md#streams). The path may name streams separated by /; a name that is no stream subscribes to nothing, as on Binance (GET /binance/ws works too).
          */
         get: operations["binanceRawStream"];
         put?: never;
@@ -581,7 +581,7 @@ export interface paths {
         };
         /**
          * Combined streams: each frame is {stream, data}
-         * @description Upgrade: websocket. Binance's stream names in lower case (btcusdt@trade, @aggTrade, @kline_<interval>, @miniTicker, @ticker, @bookTicker, @depth[@100ms], @depth<5|10|20>[@100ms], !miniTicker@arr, !ticker@arr) and its SUBSCRIBE / UNSUBSCRIBE / LIST_SUBSCRIPTIONS / SET_PROPERTY / GET_PROPERTY messages; 5 connections per client address in all (with /api/ws), 50 streams per connection (docs/binance.md#streams).
+         * @description Upgrade: websocket. Binance's stream names in lower case (btcusdt@trade, @aggTrade, @kline_<interval>[@+08:00], @miniTicker, @ticker, @ticker_<1h|4h|1d>, @avgPrice, @bookTicker, @depth[@100ms], @depth<5|10|20>[@100ms], !miniTicker@arr, !ticker@arr, !ticker_<1h|4h|1d>@arr) and its SUBSCRIBE / UNSUBSCRIBE / LIST_SUBSCRIPTIONS / SET_PROPERTY / GET_PROPERTY messages; 5 connections per client address in all (with /api/ws), 50 streams per connection (docs/binance.md#streams).
          */
         get: operations["binanceCombinedStream"];
         put?: never;
@@ -760,7 +760,7 @@ export interface paths {
         };
         /**
          * WebSocket streams, signed (permission stream; 5 connections per key; headers or ?apiKey=&timestamp=&signature= over /v1/ws)
-         * @description Upgrade: websocket. Streams ticker.{SYMBOL}, bookTicker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, kline.{SYMBOL}.{interval}, prices.{QUOTE}, heartbeat; messages subscribe / unsubscribe / list / ping. Every message each way, with its payload schema, is in the AsyncAPI 3 document GET /asyncapi.json; the guide is docs/streams.md. A sixth connection is refused before the upgrade.
+         * @description Upgrade: websocket. Streams ticker.{SYMBOL}[.{1h|4h|1d}], avgPrice.{SYMBOL}, bookTicker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, kline.{SYMBOL}.{interval}[@+08:00], prices.{QUOTE}, tickers[.{1h|4h|1d}], heartbeat; messages subscribe / unsubscribe / list / ping. Every message each way, with its payload schema, is in the AsyncAPI 3 document GET /asyncapi.json; the guide is docs/streams.md. A sixth connection is refused before the upgrade.
          */
         get: operations["openSignedStream"];
         put?: never;
