@@ -5,6 +5,7 @@ import { publicLimit } from "./access/middleware";
 import { dashboardRoutes } from "./accounts/pages";
 import { accountRoutes } from "./accounts/routes";
 import { adminRoutes } from "./admin/routes";
+import { announcementRoutes } from "./announcements/routes";
 import { auditRoutes } from "./audit/routes";
 import { binanceRoutes } from "./binance/routes";
 import { handleError, notFoundHandler } from "./core/errors";
@@ -117,6 +118,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
     ["/admin", publishKeyRoutes], //                          publishing keys: as above
     ["/admin", auditRoutes], //                               the audit log: as above
     ["/admin", streamOperatorRoutes], //                      planned closes of stream connections: as above
+    ["/admin", announcementRoutes], //                        announcements: as above
     ["/admin", historyOperatorRoutes], //                     importing a market's past, writing daily files: as above
     ["/", historyFileRoutes(publicLimit)], //                  daily files in Binance's public-data layout, from R2: publicLimit
     ["/docs", docsRoutes], //                                 the API reference page: none

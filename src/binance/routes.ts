@@ -24,6 +24,7 @@ import {
   BinanceKlineSchema,
   BinanceMiniTickerSchema,
   BinancePriceSchema,
+  BinanceSystemStatusSchema,
   BinanceTickerSchema,
   BinanceTimeSchema,
   BinanceTradeSchema,
@@ -396,6 +397,20 @@ export function binanceRoutes(limit: MiddlewareHandler<AppEnv>) {
       const read = await readRecords(c, marketsAsked(c.req.valid("query")), "bookTicker");
       return sendAs<z.infer<typeof BinanceBookTickerSchema>>(c, read, eachRecord(binance.bookTicker));
     },
+  );
+  router.openapi(
+    createRoute({
+      method: "get",
+      path: "/sapi/v1/system/status",
+      operationId: "binanceSystemStatus",
+      tags,
+      middleware: [limit] as const,
+      summary: "System status: 0 normal, 1 system maintenance",
+      description:
+        "From GET /api/status: 1 while an announced maintenance runs (docs/operations.md#announcements), else 0 (a degraded venue is still 0, as Binance has no other value). CCXT's fetchStatus reads it with its sapi URL pointed here.",
+      responses: { ...ok(BinanceSystemStatusSchema, "System status"), ...errors },
+    }),
+    async (c) => sendAs<z.infer<typeof BinanceSystemStatusSchema>>(c, await readVenue(readContext(c), "status"), binance.systemStatus),
   );
   binanceStreamRoutes(router, limit);
   router.get("/fapi/v1/exchangeInfo", limit, noFutures);

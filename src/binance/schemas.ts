@@ -152,6 +152,13 @@ export const BinanceKlineSchema = z
     description: "[openTime, open, high, low, close, volume, closeTime, quoteVolume, trades, takerBuyBaseVolume, takerBuyQuoteVolume, unused]",
   });
 
+export const BinanceSystemStatusSchema = z
+  .object({
+    status: z.union([z.literal(0), z.literal(1)]).openapi({ description: "0 normal, 1 system maintenance" }),
+    msg: z.enum(["normal", "system maintenance"]),
+  })
+  .openapi("BinanceSystemStatus");
+
 export const BinanceAvgPriceSchema = z.object({ mins: z.number().int(), price: Decimal, closeTime: z.number().int() }).openapi("BinanceAvgPrice");
 
 export const BinanceMiniTickerSchema = z

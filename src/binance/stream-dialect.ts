@@ -76,6 +76,7 @@ export const binanceDialect: StreamDialect = {
 
   framing: (options) => (options.combined === true ? "combined" : "raw"),
   frame: (stream, payload, framing) => frame(stream as BinanceStream, payload, framing === "combined"),
-  // Binance's own notice, the event its connectors know.
+  // Binance's own notice, the event its connectors know, before a planned close and a maintenance alike.
   closingNotice: (_close, now) => JSON.stringify({ e: "serverShutdown", E: now }),
+  maintenanceNotice: (now) => JSON.stringify({ e: "serverShutdown", E: now }),
 };

@@ -292,6 +292,11 @@ export function windowTickerEvent(w: WindowRecord, window: string, eventTime: nu
   };
 }
 
+/** The system status (`GET /api/status`'s `status`) as Binance's `sapi/v1/system/status`: only a maintenance is 1. */
+export function systemStatus(status: { status: string }) {
+  return status.status === "maintenance" ? { status: 1 as const, msg: "system maintenance" as const } : { status: 0 as const, msg: "normal" as const };
+}
+
 /** The native average price (`avgPrice.{SYMBOL}`) as Binance's `avgPrice` event. */
 export function avgPriceEvent(a: { symbol: string; mins: number; price: string; lastTradeTime: number }, eventTime: number) {
   return { e: "avgPrice", E: eventTime, s: a.symbol, i: `${a.mins}m`, w: a.price, T: a.lastTradeTime };

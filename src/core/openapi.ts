@@ -51,7 +51,7 @@ const CALLBACK = /^\/api\/gateway\//;
 const WHERE: Partial<Record<ProblemCode, RegExp>> = {
   INVALID_SYMBOL: MARKET_PATH,
   UNKNOWN_SYMBOL: MARKET_PATH,
-  NOT_FOUND: /^\/(account\/api-keys|admin\/gateways|admin\/assets|admin\/publish-keys)\/\{|^\/data\//,
+  NOT_FOUND: /^\/(account\/api-keys|admin\/gateways|admin\/assets|admin\/publish-keys|admin\/announcements)\/\{|^\/data\//,
   MISSING_CREDENTIALS: SIGNED,
   MALFORMED_CREDENTIALS: SIGNED,
   INVALID_API_KEY: SIGNED,
@@ -69,6 +69,7 @@ const WHERE: Partial<Record<ProblemCode, RegExp>> = {
   ALREADY_EXISTS: /^\/admin\/(gateways|assets|markets)$|^\/admin\/markets\/\{pair\}|^\/admin\/publish-keys\/\{/,
   MARKET_NOT_TRADING: /^\/v1\/ingest$|^\/admin\/markets\/\{pair\}(\/status)?$/,
   LIVE_MINUTE: /\/history\/klines$/,
+  TOO_MANY_ANNOUNCEMENTS: /^\/admin\/announcements$/,
   STREAM_LIMIT: /\/ws$|^\/v1\/publish$/,
   FORBIDDEN_MARKET: /^\/v1\/(ingest|publish)$/,
   NOT_CONFIGURED: /^\/(v1|account\/api-keys|admin|api\/gateway)\b/,

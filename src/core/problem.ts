@@ -26,6 +26,7 @@ export const PROBLEM_CODES = {
   ALREADY_EXISTS: { status: 409, title: "Already Exists" },
   MARKET_NOT_TRADING: { status: 409, title: "Market Not Trading" },
   LIVE_MINUTE: { status: 409, title: "Minute Holds Live Trades" },
+  TOO_MANY_ANNOUNCEMENTS: { status: 409, title: "Too Many Announcements" },
   PAYLOAD_TOO_LARGE: { status: 413, title: "Payload Too Large" },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: "Unsupported Media Type" },
   RATE_LIMITED: { status: 429, title: "Too Many Requests" },

@@ -1,7 +1,7 @@
 import type { z } from "@hono/zod-openapi";
 import { RATE_LIMITS } from "../access/rate-limit";
 import { formatTicker, tickerStats } from "../market/rolling-window";
-import type { StatusSchema } from "../market/schemas";
+import type { FeedStatusSchema } from "../market/schemas";
 import { type MarketConfig, marketView, type RegistryIndex } from "../registry/model";
 import type { TickerWindow } from "../streams/protocol";
 import type { MarketSummary } from "./messages";
@@ -13,7 +13,7 @@ export type VenueRecordKind = "ticker" | "bookTicker";
 const RATE_LIMITS_TEXT = JSON.stringify(RATE_LIMITS);
 
 /** What `GET /api/status` says of the venue's feeds (docs/api.md#feed-health); its shape is the schema's. */
-export type VenueStatus = z.infer<typeof StatusSchema>;
+export type VenueStatus = z.infer<typeof FeedStatusSchema>;
 
 /**
  * The all-market answers (docs/api.md#all-markets), pure: the latest summary of every market, and

@@ -1,11 +1,14 @@
 import { DurableObject } from "cloudflare:workers";
+import { type Checked, createAnnouncement, nextChange, patchAnnouncement, systemStatus, visible } from "../announcements/model";
+import type { Announcement, AnnouncementInput, AnnouncementPatch } from "../announcements/schemas";
 import { streamHub } from "../core/object-ids";
+import { type ProblemResult, problem, toProblemResult } from "../core/problem";
 import { msSetting } from "../core/settings";
 import type { MarketSummary } from "../groups/messages";
 import { type VenueAnswerKind, VenueBoard } from "../groups/venue-board";
 import { ensureRegistry } from "../registry/copy";
 import { groupOf, type RegistryIndex } from "../registry/model";
-import { type StreamEvent, TICKERS_STREAM, type TickerWindow } from "../streams/protocol";
+import { STATUS_STREAM, type StreamEvent, shardCount, TICKERS_STREAM, type TickerWindow } from "../streams/protocol";
 import type { MarketAnswer } from "./edge-copies";
 import { type PriceSnapshot, pricesIn } from "./price-index";
 
@@ -18,6 +21,15 @@ const KV_WRITE_EVERY_MS = 1_000;
 const SUMMARIES_PREFIX = "summaries:";
 const PERSIST_EVERY_MS = 10_000;
 const SHARDS_KEY = "shards";
+/** The operator's announcements (docs/operations.md#announcements), and the next moment one starts or ends. */
+const ANNOUNCEMENTS_KEY = "announcements";
+const STATUS_CHANGE_KEY = "statusChangeAt";
+
+/** A refused announcement change as the problem the operator gets. */
+function refusal(refused: Extract<Checked<unknown>, { ok: false }>): ProblemResult {
+  const errors = refused.path ? { errors: [{ path: refused.path, message: refused.message }] } : undefined;
+  return toProblemResult(problem(refused.code, refused.message, errors));
+}
 
 /**
  * The venue's aggregated view (docs/design.md#group-relays): the group relays send it their
@@ -78,12 +90,78 @@ export class PriceIndex extends DurableObject<Env> {
     if (alarm === null || alarm > due) await this.ctx.storage.setAlarm(due);
   }
 
-  /** The feeds' health (`GET /api/status`), at most a second old: built per refresh of a copy, not per request. */
+  /**
+   * The venue's status (`GET /api/status`, the `status` stream): the system status, the current and
+   * upcoming announcements and the feeds' health, built per refresh of a copy, not per request.
+   */
   async status(): Promise<MarketAnswer> {
     const registry = await ensureRegistry(this.env);
     const now = Date.now();
-    const status = this.board.status(registry, now, msSetting(this.env.FEED_STALE_AFTER_MS, DEFAULT_FEED_STALE_AFTER_MS));
+    const feeds = this.board.status(registry, now, msSetting(this.env.FEED_STALE_AFTER_MS, DEFAULT_FEED_STALE_AFTER_MS));
+    const announcements = this.announcements();
+    const status = { ...feeds, status: systemStatus(announcements, feeds.stale, now), announcements: visible(announcements, now) };
     return { text: JSON.stringify(status), at: now, version: this.board.version };
+  }
+
+  announcements(): Announcement[] {
+    return this.ctx.storage.kv.get<Announcement[]>(ANNOUNCEMENTS_KEY) ?? [];
+  }
+
+  /** A new announcement; every shard is told before the answer (`status` subscribers, and the dialects' maintenance notices). */
+  async announce(input: AnnouncementInput): Promise<Announcement | ProblemResult> {
+    const held = this.announcements();
+    const id = `ann_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`;
+    const made = createAnnouncement(held, input, id, Date.now());
+    if (!made.ok) return refusal(made);
+    await this.keep([...held, made.value]);
+    return made.value;
+  }
+
+  async changeAnnouncement(id: string, patch: AnnouncementPatch): Promise<Announcement | ProblemResult> {
+    const held = this.announcements();
+    const found = held.find((a) => a.id === id);
+    if (!found) return toProblemResult(problem("NOT_FOUND", `no announcement ${id}`));
+    const changed = patchAnnouncement(found, patch, Date.now());
+    if (!changed.ok) return refusal(changed);
+    await this.keep(held.map((a) => (a.id === id ? changed.value : a)));
+    return changed.value;
+  }
+
+  async removeAnnouncement(id: string): Promise<boolean> {
+    const held = this.announcements();
+    if (!held.some((a) => a.id === id)) return false;
+    await this.keep(held.filter((a) => a.id !== id));
+    return true;
+  }
+
+  /** Stores the announcements and tells every shard; the alarm tells them again when one starts or ends. */
+  private async keep(announcements: Announcement[]): Promise<void> {
+    this.ctx.storage.kv.put(ANNOUNCEMENTS_KEY, announcements);
+    await this.pushStatus(Date.now());
+  }
+
+  /**
+   * Sends the status to every shard (all of them: each may hold `status` subscribers or a
+   * dialect's connections that are told of a maintenance), and arms the alarm for the next change.
+   */
+  private async pushStatus(now: number): Promise<void> {
+    const announcements = this.announcements();
+    const next = nextChange(announcements, now);
+    if (next === undefined) this.ctx.storage.kv.delete(STATUS_CHANGE_KEY);
+    else {
+      this.ctx.storage.kv.put(STATUS_CHANGE_KEY, next);
+      const alarm = await this.ctx.storage.getAlarm();
+      if (alarm === null || alarm > next) await this.ctx.storage.setAlarm(next);
+    }
+    const event: StreamEvent = { stream: STATUS_STREAM, data: JSON.parse((await this.status()).text) };
+    const shards = Array.from({ length: shardCount(this.env.STREAM_SHARDS) }, (_, i) => `shard-${i}`);
+    await Promise.all(
+      shards.map((shard) =>
+        streamHub(this.env, shard)
+          .publish([event])
+          .catch((error: unknown) => console.error("status to", shard, "failed", String(error))),
+      ),
+    );
   }
 
   /** An all-market answer for the edge copies: the same text until a summary changes it. */
@@ -119,7 +197,9 @@ export class PriceIndex extends DurableObject<Env> {
     const registry = await ensureRegistry(this.env);
     this.persist(now, registry);
     // What is not yet due to be written gets its own alarm, so a market that went quiet is stored too.
-    if (this.dirty.size > 0 && (await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(this.persistedAt + PERSIST_EVERY_MS);
+    const persistAt = this.persistedAt + PERSIST_EVERY_MS;
+    const alarm = await this.ctx.storage.getAlarm();
+    if (this.dirty.size > 0 && (alarm === null || alarm > persistAt)) await this.ctx.storage.setAlarm(persistAt);
     const markets: PriceSnapshot["markets"] = {};
     for (const market of registry.snapshot.markets) {
       const price = this.board.summary(market.symbol)?.price;
@@ -153,7 +233,11 @@ export class PriceIndex extends DurableObject<Env> {
   }
 
   override async alarm(): Promise<void> {
-    // Set for the next KV write or for the summaries' write, whichever came first.
-    await this.publish(Date.now());
+    // Set for the next KV write, the summaries' write or an announcement's start or end, whichever came first.
+    const now = Date.now();
+    const change = this.ctx.storage.kv.get<number>(STATUS_CHANGE_KEY);
+    if (change !== undefined && change <= now) await this.pushStatus(now);
+    else if (change !== undefined) await this.ctx.storage.setAlarm(change);
+    await this.publish(now);
   }
 }

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { SystemStatusFields } from "../announcements/schemas";
 import { DecimalString, queryInt, queryIntOr, TimestampMs } from "../core/schemas";
 import { KLINE_INTERVALS, parseTimeZone } from "../history/intervals";
 import { parseWindowSize } from "./rolling-window";
@@ -165,7 +166,8 @@ export const ListedMarketSchema = MarketSchema.extend({
   lastUpdateTime: TimestampMs.nullable().openapi({ description: "When the market last took an update from its feed (null: never); at most about 1 s behind" }),
 }).openapi("ListedMarket");
 
-export const StatusSchema = z
+/** The feeds' health, as the price index counts it. */
+export const FeedStatusSchema = z
   .object({
     serverTime: TimestampMs,
     staleAfterMs: z.number().int().openapi({ description: "A trading market with no update for longer than this is stale (FEED_STALE_AFTER_MS)" }),
@@ -175,7 +177,10 @@ export const StatusSchema = z
     staleMarkets: z.array(z.string()).openapi({ example: ["XRPUSDT"] }),
     haltedMarkets: z.array(z.string()),
   })
-  .openapi("Status");
+  .openapi("FeedStatus");
+
+/** `GET /api/status` and the `status` stream: the system status and announcements with the feeds' health. */
+export const StatusSchema = FeedStatusSchema.extend(SystemStatusFields).openapi("Status");
 
 export const RateLimitSchema = z
   .object({

@@ -1,40 +1,22 @@
 /** @jsxImportSource hono/jsx */
 import { Hono } from "hono";
-import type { Child } from "hono/jsx";
 import { ProblemError } from "../core/problem";
 import type { AppEnv } from "../env";
+import { readVenue } from "../market/edge-reads";
 import { resolveMarket } from "../market/lookup";
 import { readContext, readMany, readMarketViews, readTickerRecord } from "../market/reads";
 import type { TickerRecord } from "../market/rolling-window";
 import type { MarketConfig } from "../registry/model";
-import { HtmlDocument } from "./document";
-import { ASSETS } from "./generated/assets";
+import { Page } from "./page";
+import type { VenueStatusBody } from "./status-page";
+import { StatusPage } from "./status-page";
 
 /**
- * The pages for people: `/` lists the markets live, `/markets/{pair}` shows one market live.
- * Server-rendered with their current numbers, then kept live by the page's own script over
- * `/api/ws`. Everything is served by the Worker itself: no CDN.
+ * The pages for people: `/` lists the markets live, `/markets/{pair}` shows one market live,
+ * `/status` the venue's status. Server-rendered with their current numbers, then kept live by the
+ * page's own script over `/api/ws` (the status page reloads itself). Everything is served by the
+ * Worker itself: no CDN.
  */
-
-function Page(props: { title: string; children: Child; script?: "landing.js" | "market.js" }) {
-  return (
-    <HtmlDocument title={props.title} stylesheet={ASSETS["site.css"]}>
-      <header>
-        <h1 style="margin:.3rem 0">
-          <a href="/" style="color:inherit;text-decoration:none">
-            Market Data Service
-          </a>
-        </h1>
-        {props.script && <span id="connection">connecting</span>}
-        <nav>
-          <a href="/docs">API reference</a> · <a href="/dashboard">Dashboard (API keys)</a>
-        </nav>
-      </header>
-      {props.children}
-      {props.script && <script src={ASSETS[props.script]} defer></script>}
-    </HtmlDocument>
-  );
-}
 
 const changeClass = (t: TickerRecord) => (t.changePercent24h.startsWith("-") ? "down" : Number(t.changePercent24h) > 0 ? "up" : "");
 const signed = (percent: string) => `${percent.startsWith("-") ? "" : "+"}${percent}%`;
@@ -178,4 +160,8 @@ export const pageRoutes = new Hono<AppEnv>()
       );
     }
     return c.html(<MarketPage market={market} ticker={ticker} />);
+  })
+  .get("/status", async (c) => {
+    const status = JSON.parse((await readVenue(readContext(c), "status")).text) as VenueStatusBody;
+    return c.html(<StatusPage status={status} />);
   });

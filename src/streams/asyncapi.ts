@@ -11,6 +11,7 @@ import {
   KlineSchema,
   Level,
   PricesSchema,
+  StatusSchema,
   TickerSchema,
   TradeSchema,
   WindowSchema,
@@ -177,6 +178,12 @@ const MESSAGES: Record<string, Json> = {
     `^tickers\\.(${TICKER_WINDOWS.join("|")})$`,
     schemaOf(z.array(WindowSchema)),
     "tickers.{1h|4h|1d}: every market's rolling window that changed since the last message, at most once a second",
+  ),
+  status: streamMessage(
+    "status",
+    "^status$",
+    schemaOf(StatusSchema),
+    "status: the venue's status and announcements (the body of GET /api/status), at subscribe and whenever an announcement is made, changed or deleted, starts or ends",
   ),
   heartbeat: streamMessage("heartbeat", "^heartbeat$", schemaOf(HeartbeatSchema), "heartbeat: every 5 s while subscribed"),
 };

@@ -67,6 +67,8 @@ export interface StreamDialect {
   frame(stream: DialectStream, payload: unknown, framing: string): string;
   /** The notice of a planned close (docs/streams.md#planned-closes), in the dialect's words. */
   closingNotice(close: PlannedClose, now: number): string;
+  /** What its connections are told shortly before an announced maintenance starts (null: nothing). */
+  maintenanceNotice(now: number): string | null;
 }
 
 const dialects = new Map<string, StreamDialect>();

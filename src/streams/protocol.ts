@@ -23,12 +23,16 @@ export const POLICY_VIOLATION = 1008;
 export const KEEPALIVE_REQUEST = "ping";
 export const KEEPALIVE_RESPONSE = "pong";
 
-const STREAM_KINDS = ["ticker", "bookTicker", "trades", "book", "kline", "avgPrice", "prices", "tickers", "heartbeat"] as const;
+const STREAM_KINDS = ["ticker", "bookTicker", "trades", "book", "kline", "avgPrice", "prices", "tickers", "heartbeat", "status"] as const;
 /** The rolling windows streamed besides the 24 h ticker (`ticker.{SYMBOL}.{window}`, `tickers.{window}`), as Binance's. */
 export const TICKER_WINDOWS = ["1h", "4h", "1d"] as const;
 export type TickerWindow = (typeof TICKER_WINDOWS)[number];
 /** The server heartbeat: one name, no subject (docs/streams.md). */
 export const HEARTBEAT_STREAM = "heartbeat";
+/** The venue's status and announcements, pushed when they change: one name, no subject (docs/operations.md#announcements). */
+export const STATUS_STREAM = "status";
+/** A dialect's connections are told of a maintenance this long before it starts (at once when it starts sooner). */
+export const MAINTENANCE_NOTICE_LEAD_MS = 60_000;
 /** Every market's changed tickers, at most once a second: one name, no subject (docs/streams.md). */
 export const TICKERS_STREAM = "tickers";
 export const HEARTBEAT_EVERY_MS = 5_000;
@@ -58,11 +62,12 @@ export interface StreamName {
 export function parseStreamName(raw: unknown): StreamName | null {
   if (raw === HEARTBEAT_STREAM) return { name: HEARTBEAT_STREAM, kind: "heartbeat", subject: "" };
   if (raw === TICKERS_STREAM) return { name: TICKERS_STREAM, kind: "tickers", subject: "" };
+  if (raw === STATUS_STREAM) return { name: STATUS_STREAM, kind: "status", subject: "" };
   if (typeof raw !== "string" || raw.length > 64) return null;
   const dot = raw.indexOf(".");
   if (dot <= 0) return null;
   const kind = raw.slice(0, dot);
-  if (!isStreamKind(kind) || kind === "heartbeat") return null;
+  if (!isStreamKind(kind) || kind === "heartbeat" || kind === "status") return null;
   let subject = raw.slice(dot + 1);
   if (kind === "tickers") return isTickerWindow(subject) ? { name: raw, kind, subject: "" } : null;
   // kline.{SYMBOL}.{interval}[@+08:00] and ticker.{SYMBOL}.{window}: the suffix after the last dot (symbols have none).
@@ -182,7 +187,7 @@ function parseAll(requested: unknown[]): Plan {
       return {
         ok: false,
         code: "UNKNOWN_STREAM",
-        message: `${describe(name)} is not a stream: ticker.{SYMBOL}[.{1h|4h|1d}], avgPrice.{SYMBOL}, bookTicker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, kline.{SYMBOL}.{1s…1M}[@+08:00], prices.{QUOTE}, tickers[.{1h|4h|1d}], heartbeat (docs/streams.md, GET /api/markets)`,
+        message: `${describe(name)} is not a stream: ticker.{SYMBOL}[.{1h|4h|1d}], avgPrice.{SYMBOL}, bookTicker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, kline.{SYMBOL}.{1s…1M}[@+08:00], prices.{QUOTE}, tickers[.{1h|4h|1d}], status, heartbeat (docs/streams.md, GET /api/markets)`,
       };
     if (!streams.some((s) => s.name === stream.name)) streams.push(stream);
   }

@@ -1,7 +1,9 @@
 import { DurableObject } from "cloudflare:workers";
 import { keyStateAt } from "../access/keys";
+import type { Announcement } from "../announcements/schemas";
 import { accessGuard, marketObject, priceIndex } from "../core/object-ids";
 import { problem, toProblemResult } from "../core/problem";
+import type { MarketAnswer } from "../market/edge-copies";
 import { ensureRegistry, findMarket } from "../registry/copy";
 import {
   DIALECT_HEADER,
@@ -27,6 +29,7 @@ import {
   KEEPALIVE_REQUEST,
   KEEPALIVE_RESPONSE,
   KEY_CHECK_EVERY_MS,
+  MAINTENANCE_NOTICE_LEAD_MS,
   MARKET_ENDED_STREAM,
   MAX_CONNECTIONS_PER_PRINCIPAL,
   MAX_MESSAGE_BYTES,
@@ -40,10 +43,14 @@ import {
   parseStreamName,
   planSubscribe,
   planUnsubscribe,
+  STATUS_STREAM,
   type StreamEvent,
   type StreamName,
 } from "./protocol";
 import { type BookMessage, WireBook } from "./wire-book";
+
+/** The `status` stream's message: the body of `GET /api/status` (docs/operations.md#announcements). */
+type VenueStatusMessage = { announcements?: Announcement[] } & Record<string, unknown>;
 
 /** What a socket carries through hibernation (small: at most 50 stream names). */
 interface Attachment {
@@ -72,6 +79,7 @@ function fromPriceIndex(stream: StreamName): boolean {
 /** Markets and the price index publish to shards; this names what a shard registered for. */
 function sourceOf(stream: StreamName): string {
   if (stream.kind === "heartbeat") return HEARTBEAT_STREAM;
+  if (stream.kind === "status") return STATUS_STREAM;
   return fromPriceIndex(stream) ? `index:${stream.name}` : `market:${stream.subject}`;
 }
 
@@ -82,6 +90,9 @@ const HEARTBEAT_DUE_KEY = "heartbeatDue";
 const KEYS_DUE_KEY = "keysDue";
 /** Storage key of a planned close under way (its code, reason and time): it survives hibernation. */
 const CLOSING_KEY = "closing";
+/** The venue's status as the price index last pushed it, and the maintenances its dialects' connections were told of. */
+const STATUS_KEY = "status";
+const NOTICED_KEY = "maintenanceNoticed";
 /** Per API key with connections here, when its standing was last confirmed (survives hibernation). */
 const KEY_VERIFIED_PREFIX = "verified:";
 
@@ -316,6 +327,8 @@ export class StreamHub extends DurableObject<Env> {
     for (const stream of added) {
       const book = stream.kind === "book" ? this.books.get(stream.subject) : undefined;
       if (book) this.send(ws, { stream: stream.name, data: book.snapshot(SNAPSHOT_DEPTH) });
+      // The status as it is now, so a subscriber never waits for the next change.
+      if (stream.kind === "status") this.send(ws, { stream: STATUS_STREAM, data: await this.currentStatus() });
     }
   }
 
@@ -436,6 +449,7 @@ export class StreamHub extends DurableObject<Env> {
 
   private async registerSource(stream: StreamName): Promise<void> {
     if (stream.kind === "heartbeat") return this.armHeartbeat();
+    if (stream.kind === "status") return; // every shard hears the status; nothing to join
     const shard = await this.shard();
     if (fromPriceIndex(stream)) return priceIndex(this.env).subscribeShard(stream.name, shard);
     // The market answers by sending its whole book down the channel of the deltas that follow.
@@ -480,6 +494,8 @@ export class StreamHub extends DurableObject<Env> {
     if (heartbeatDue !== undefined) due.push(heartbeatDue);
     const keysDue = await this.checkKeys(now);
     if (keysDue !== undefined) due.push(keysDue);
+    const noticeDue = this.maintenanceNotices(now);
+    if (noticeDue !== undefined) due.push(noticeDue);
     for (const [symbol, since] of this.awaitingBase) {
       if (now - since < BASE_TIMEOUT_MS) {
         due.push(since + BASE_TIMEOUT_MS);
@@ -595,7 +611,7 @@ export class StreamHub extends DurableObject<Env> {
 
   /** Nobody here wants a source any more: stop its publishing to this shard. */
   private release(stream: StreamName): void {
-    if (stream.kind === "heartbeat") return; // the alarm stops by itself once nobody listens
+    if (stream.kind === "heartbeat" || stream.kind === "status") return; // nothing registered: the alarm stops by itself, the status comes anyway
     const source = sourceOf(stream);
     if (this.releases.has(source)) return;
     this.registrations.delete(source);
@@ -649,6 +665,10 @@ export class StreamHub extends DurableObject<Env> {
         this.endMarket((event.data as { symbol: string }).symbol);
         continue;
       }
+      if (event.stream === STATUS_STREAM) {
+        await this.takeStatus(event.data as VenueStatusMessage);
+        continue;
+      }
       const stream = parseStreamName(event.stream);
       if (!stream) continue;
       if (!this.sourceWanted(stream)) {
@@ -699,6 +719,56 @@ export class StreamHub extends DurableObject<Env> {
       this.register(stream).catch((error: unknown) => console.error("book resync failed", symbol, String(error)));
     }
     return undefined;
+  }
+
+  /** The status the price index pushed last, or asked of it when this shard has none yet. */
+  private async currentStatus(): Promise<VenueStatusMessage> {
+    const held = this.ctx.storage.kv.get<VenueStatusMessage>(STATUS_KEY);
+    if (held) return held;
+    // Typed here: the stub's inferred type of this call does not resolve through the index's imports.
+    const answer: MarketAnswer = await priceIndex(this.env).status();
+    const status = JSON.parse(answer.text) as VenueStatusMessage;
+    this.ctx.storage.kv.put(STATUS_KEY, status);
+    return status;
+  }
+
+  /**
+   * A new status from the price index (an announcement changed, started or ended): `status`
+   * subscribers get it, and each dialect's connections are told of a maintenance shortly before
+   * it starts (`MAINTENANCE_NOTICE_LEAD_MS`, the alarm).
+   */
+  private async takeStatus(status: VenueStatusMessage): Promise<void> {
+    this.ctx.storage.kv.put(STATUS_KEY, status);
+    const text = JSON.stringify({ stream: STATUS_STREAM, data: status });
+    for (const ws of this.subscribers.get(STATUS_STREAM) ?? []) this.send(ws, text);
+    const due = this.maintenanceNotices(Date.now());
+    if (due !== undefined) await this.armAlarm(due);
+  }
+
+  /**
+   * Tells every dialect connection here of each maintenance whose notice is due (once per
+   * announcement); returns when the next notice is due, or undefined when none is waiting.
+   */
+  private maintenanceNotices(now: number): number | undefined {
+    const status = this.ctx.storage.kv.get<VenueStatusMessage>(STATUS_KEY);
+    const maintenances = (status?.announcements ?? []).filter((a) => a.kind === "maintenance" && (a.endsAt === null || now < a.endsAt));
+    const noticed = new Set((this.ctx.storage.kv.get<string[]>(NOTICED_KEY) ?? []).filter((id) => maintenances.some((a) => a.id === id)));
+    let next: number | undefined;
+    for (const maintenance of maintenances) {
+      if (noticed.has(maintenance.id)) continue;
+      const noticeAt = maintenance.startsAt - MAINTENANCE_NOTICE_LEAD_MS;
+      if (noticeAt > now) {
+        next = Math.min(next ?? noticeAt, noticeAt);
+        continue;
+      }
+      noticed.add(maintenance.id);
+      for (const ws of this.ctx.getWebSockets()) {
+        const notice = this.dialectOfSocket(ws)?.maintenanceNotice(now);
+        if (notice) this.send(ws, notice);
+      }
+    }
+    this.ctx.storage.kv.put(NOTICED_KEY, [...noticed]);
+    return next;
   }
 
   private forget(ws: WebSocket): void {

@@ -48,6 +48,10 @@ describe("operator API: the bearer token (docs/signing.md)", () => {
         "POST /admin/streams/close",
         "POST /admin/markets/BTC-USDT/history/klines",
         "POST /admin/archive",
+        "POST /admin/announcements",
+        "GET /admin/announcements",
+        "PATCH /admin/announcements/x_1",
+        "DELETE /admin/announcements/x_1",
       ].sort(),
     );
     const { body } = await callJson("/openapi.json");
