@@ -22,6 +22,8 @@ import { IMPORT_MAX_BYTES } from "./history/kline-import";
 import { historyOperatorRoutes } from "./history/operator-routes";
 import { readContext } from "./market/reads";
 import { marketRoutes } from "./market/routes";
+import { countRequests } from "./metrics/middleware";
+import { metricsRoutes } from "./metrics/routes";
 import { pageRoutes } from "./pages/routes";
 import { publishKeyRoutes } from "./publish/key-routes";
 import { publishRoutes } from "./publish/routes";
@@ -94,6 +96,7 @@ const privatePaths = [noStore, bodies];
 export function createApp(): OpenAPIHono<AppEnv> {
   const app = createRouter();
   app.use(requestId);
+  app.use(countRequests);
   app.use(securityHeaders);
   app.use(withRegistry);
   app.use(startDemoFeed);
@@ -119,6 +122,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
     ["/admin", auditRoutes], //                               the audit log: as above
     ["/admin", streamOperatorRoutes], //                      planned closes of stream connections: as above
     ["/admin", announcementRoutes], //                        announcements: as above
+    ["/admin", metricsRoutes], //                             the operator metrics: as above
     ["/admin", historyOperatorRoutes], //                     importing a market's past, writing daily files: as above
     ["/", historyFileRoutes(publicLimit)], //                  daily files in Binance's public-data layout, from R2: publicLimit
     ["/docs", docsRoutes], //                                 the API reference page: none

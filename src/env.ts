@@ -13,6 +13,8 @@ export interface AppVariables {
   operator?: string;
   /** Set by `signedAccess("publish")`: the markets the publishing key may write. */
   publishGrant?: MarketGrant;
+  /** Set by `POST /v1/ingest`: whether the batch changed anything, for the metrics. */
+  batchOutcome?: "applied" | "duplicate";
 }
 
 export type AppEnv = { Bindings: Env; Variables: AppVariables };

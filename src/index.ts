@@ -9,6 +9,7 @@ export { GroupRelay } from "./groups/group-relay-object";
 export { DemoFeed } from "./market/demo-feed-object";
 export { MarketObject } from "./market/market-object";
 export { PriceIndex } from "./market/price-index-object";
+export { Metrics } from "./metrics/metrics-object";
 export { PublishChannel } from "./publish/publish-channel-object";
 export { Registry } from "./registry/registry-object";
 export { StreamHub } from "./streams/stream-hub";

@@ -30,7 +30,7 @@ export function stubByName<T extends Rpc.DurableObjectBranded | undefined>(names
  * in the one isolate, so these count the calls into the group relays, the price index and the
  * shards too (docs/benchmarks.md).
  */
-export const objectCalls = { market: 0, guard: 0, marketReads: 0, ingest: 0, venueReads: 0, relay: 0, priceIndex: 0, shard: 0, registry: 0 };
+export const objectCalls = { market: 0, guard: 0, marketReads: 0, ingest: 0, venueReads: 0, relay: 0, priceIndex: 0, shard: 0, registry: 0, metrics: 0 };
 
 /** A market's single writer, named by its canonical symbol. */
 export function marketObject(env: Env, symbol: string) {
@@ -47,6 +47,11 @@ export function accessGuard(env: Env, principal: string) {
 export function streamHub(env: Env, shard: string) {
   objectCalls.shard += 1;
   return stubByName(env.STREAM_HUB, shard);
+}
+/** The one holder of the operator metrics' totals (docs/operations.md#metrics). */
+export function metricsObject(env: Env) {
+  objectCalls.metrics += 1;
+  return stubByName(env.METRICS_TOTALS, "global");
 }
 /** The one price index, which also holds the all-market answers. */
 export function priceIndex(env: Env) {

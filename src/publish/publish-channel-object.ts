@@ -4,9 +4,12 @@ import { allowListAdmits } from "../access/client-address";
 import { keyStateAt, type MarketGrant } from "../access/keys";
 import { accessGuard } from "../core/object-ids";
 import { ProblemError, problem, toProblemResult } from "../core/problem";
+import { msSetting } from "../core/settings";
 import { Slots } from "../core/slots";
 import { parseSymbol } from "../core/symbols";
 import { ingest } from "../market/ingest";
+import { DEFAULT_METRICS_FLUSH_MS, MetricsHolder, metricsOn } from "../metrics/holder";
+import { batchOutcome } from "../metrics/outcomes";
 import { POLICY_VIOLATION } from "../streams/protocol";
 import { errorOf, MAX_BATCH_BYTES, MAX_CHANNELS_PER_KEY, MAX_PENDING_BYTES_PER_KEY, MAX_UNACKED, MAX_UNACKED_PER_KEY, parseBatch } from "./protocol";
 
@@ -58,6 +61,8 @@ export class PublishChannel extends DurableObject<Env> {
   private pendingBytes = 0;
   /** Per market, the last batch in flight: the next one waits for it. */
   private readonly chains = new Map<string, Promise<unknown>>();
+  /** Batches and ack times, handed to the Metrics object (docs/operations.md#metrics). */
+  private readonly metrics = new MetricsHolder();
   private grant: Grant | undefined;
   private checking: Promise<Grant> | undefined;
 
@@ -135,16 +140,21 @@ export class PublishChannel extends DurableObject<Env> {
     const symbol = parseSymbol(body.symbol)?.symbol ?? body.symbol.toUpperCase();
     const granted = this.currentGrant(Date.now());
     const previous = this.chains.get(symbol) ?? Promise.resolve();
+    const receivedAt = Date.now();
     const run = previous.then(async () => {
+      let outcome: "applied" | "duplicate" | "refused" = "refused";
       try {
         const markets = this.admitted(ws, await granted.catch(() => null));
-        this.answer(ws, { id, result: await ingest(this.env, markets, body) });
+        const result = await ingest(this.env, markets, body);
+        outcome = batchOutcome(result);
+        this.answer(ws, { id, result });
       } catch (error) {
         if (!(error instanceof ProblemError)) {
           console.error("publish batch failed", String(error));
           this.answer(ws, { id, error: errorOf("UNAVAILABLE", "the market did not apply the batch; send it again") });
         } else this.answer(ws, { id, error: errorOf(error.code, error.message, error.extras) });
       } finally {
+        this.count(outcome, receivedAt);
         this.unacked.release(ws);
         this.pendingBatches -= 1;
         this.pendingBytes -= size;
@@ -213,8 +223,20 @@ export class PublishChannel extends DurableObject<Env> {
     if (alarm === null || alarm > at) await this.ctx.storage.setAlarm(at);
   }
 
-  /** While connections are open, the key is checked every `KEY_CHECK_EVERY_MS` (sooner after a failed check). */
+  /** A batch's result and the time to its answer (docs/operations.md#metrics), handed on when due. */
+  private count(outcome: "applied" | "duplicate" | "refused", receivedAt: number): void {
+    if (!metricsOn(this.env)) return;
+    this.metrics.counts.add("mds_publish_batches_total", { result: outcome });
+    this.metrics.counts.observe("mds_publish_ack_seconds", (Date.now() - receivedAt) / 1000);
+    const flushed = this.metrics.flush(this.env);
+    if (flushed) this.ctx.waitUntil(flushed);
+    // What is not yet due goes on from the alarm, so a channel that falls silent still hands it on.
+    else this.ctx.waitUntil(this.armCheck(Date.now() + msSetting(this.env.METRICS_FLUSH_MS, DEFAULT_METRICS_FLUSH_MS)));
+  }
+
+  /** While connections are open, the key is checked every `KEY_CHECK_EVERY_MS` (sooner after a failed check); counts still held go on. */
   override async alarm(): Promise<void> {
+    await this.metrics.flush(this.env);
     if (this.ctx.getWebSockets().length === 0) return;
     try {
       this.grant = undefined;

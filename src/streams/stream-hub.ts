@@ -4,6 +4,7 @@ import type { Announcement } from "../announcements/schemas";
 import { accessGuard, marketObject, priceIndex } from "../core/object-ids";
 import { problem, toProblemResult } from "../core/problem";
 import type { MarketAnswer } from "../market/edge-copies";
+import { MetricsHolder, metricsOn } from "../metrics/holder";
 import { ensureRegistry, findMarket } from "../registry/copy";
 import {
   DIALECT_HEADER,
@@ -127,9 +128,13 @@ export class StreamHub extends DurableObject<Env> {
   private shardName: string | undefined;
   /** Per dialect, its connections' subscriptions and their rendering (src/streams/dialect.ts). */
   private readonly fanouts = new Map<string, DialectFanout>();
+  /** Frames sent and book delivery times, handed to the Metrics object (docs/operations.md#metrics). */
+  private readonly metrics = new MetricsHolder();
+  private readonly counting: boolean;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    this.counting = metricsOn(env);
     // The keepalive is answered by the runtime, so idle connections never wake the shard.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(KEEPALIVE_REQUEST, KEEPALIVE_RESPONSE));
     const dialectSockets: [WebSocket, Attachment][] = [];
@@ -245,6 +250,7 @@ export class StreamHub extends DurableObject<Env> {
   private send(ws: WebSocket, message: unknown): void {
     try {
       ws.send(typeof message === "string" ? message : JSON.stringify(message));
+      if (this.counting) this.metrics.counts.add("mds_stream_messages_sent_total");
     } catch {
       // The socket closed meanwhile; its close handler cleans up.
     }
@@ -657,9 +663,22 @@ export class StreamHub extends DurableObject<Env> {
     for (const ws of this.ctx.getWebSockets()) this.closeWith(ws, close.code, close.reason);
   }
 
+  /** For a scrape: the open connections by dialect, once this shard's counts are handed on. */
+  async scrape(): Promise<Record<string, number>> {
+    await this.metrics.flush(this.env, Date.now(), true);
+    const connections: Record<string, number> = { native: 0 };
+    for (const ws of this.ctx.getWebSockets()) {
+      const dialect = (ws.deserializeAttachment() as Attachment | null)?.dialect?.id ?? "native";
+      connections[dialect] = (connections[dialect] ?? 0) + 1;
+    }
+    return connections;
+  }
+
   /** Called by a group relay or the price index: each event goes to this shard's subscribers. */
   async publish(events: StreamEvent[]): Promise<void> {
     await ensureRegistry(this.env);
+    const flushed = this.metrics.flush(this.env);
+    if (flushed) this.ctx.waitUntil(flushed);
     for (const event of events) {
       if (event.stream === MARKET_ENDED_STREAM) {
         this.endMarket((event.data as { symbol: string }).symbol);
@@ -677,6 +696,9 @@ export class StreamHub extends DurableObject<Env> {
       }
       const data = stream.kind === "book" ? this.trackBook(stream, event.data as BookMessage) : event.data;
       if (data === undefined) continue;
+      // From the market applying the update to this shard sending it (the book's `time`, in the market's clock).
+      const appliedAt = stream.kind === "book" ? (data as BookMessage).time : undefined;
+      if (this.counting && appliedAt !== undefined) this.metrics.counts.observe("mds_stream_delivery_seconds", Math.max(0, Date.now() - appliedAt) / 1000);
       // Every protocol is rendered from the same message the native subscribers get.
       for (const fanout of this.fanouts.values()) fanout.deliver(stream, data, this.books.get(stream.subject));
       const sockets = this.subscribers.get(stream.name);

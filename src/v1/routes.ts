@@ -21,6 +21,7 @@ import {
   TickerSchema,
   TradeSchema,
 } from "../market/schemas";
+import { batchOutcome } from "../metrics/outcomes";
 import { SymbolDepthQuery, SymbolKlinesQuery, SymbolOrSymbolsQuery, SymbolTradesQuery } from "./schemas";
 
 /** An ingest batch of 1,000 book updates and 1,000 trades fits (docs/publishing.md#batches). */
@@ -183,6 +184,8 @@ export const signedRoutes = createRouter()
     async (c) => {
       const grant = c.get("publishGrant");
       if (grant === undefined) throw new Error("ingest without a publishing grant");
-      return c.json(await ingest(c.env, grant, c.req.valid("json")), 200);
+      const result = await ingest(c.env, grant, c.req.valid("json"));
+      c.set("batchOutcome", batchOutcome(result));
+      return c.json(result, 200);
     },
   );

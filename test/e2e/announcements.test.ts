@@ -40,7 +40,7 @@ describe("announcements reach every kind of client (docs/operations.md#announcem
     // CCXT's own message handler sees every frame of its connections: the test listens beside it.
     const frames: any[] = [];
     const handle = exchange.handleMessage.bind(exchange);
-    exchange.handleMessage = (client: unknown, message: any) => {
+    exchange.handleMessage = (client: any, message: any) => {
       frames.push(message);
       return handle(client, message);
     };

@@ -52,6 +52,7 @@ describe("operator API: the bearer token (docs/signing.md)", () => {
         "GET /admin/announcements",
         "PATCH /admin/announcements/x_1",
         "DELETE /admin/announcements/x_1",
+        "GET /admin/metrics",
       ].sort(),
     );
     const { body } = await callJson("/openapi.json");

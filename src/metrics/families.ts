@@ -1,0 +1,22 @@
+/**
+ * The operator metrics (docs/operations.md#metrics): every family the service exports, with its
+ * type and help text, and the buckets of its histograms. Names are the contract: never rename one.
+ */
+
+/** Seconds, from 1 ms to 10 s: where stream delivery and publish acks fall. */
+export const SECONDS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
+
+export const FAMILIES = {
+  mds_http_requests_total: { type: "counter", help: "HTTP requests answered, by route pattern and status" },
+  mds_rate_limited_total: { type: "counter", help: "Requests and connections refused by a limit (429), by scope: public, signed, publish, stream" },
+  mds_stream_connections: { type: "gauge", help: "Open stream connections, by dialect (native, binance)" },
+  mds_stream_messages_sent_total: { type: "counter", help: "Frames the stream shards sent to their connections" },
+  mds_stream_delivery_seconds: { type: "histogram", help: "From a market applying a book update to a shard sending it" },
+  mds_publish_batches_total: { type: "counter", help: "Ingest batches (POST /v1/ingest and the publisher channel), by result: applied, duplicate, refused" },
+  mds_publish_ack_seconds: { type: "histogram", help: "From a publisher channel receiving a batch to its answer" },
+  mds_markets: { type: "gauge", help: "Listed markets by status: trading (feed fresh), stale (trading, feed silent), halted" },
+  mds_settlement_callbacks_total: { type: "counter", help: "Settlement callbacks answered, by result: applied, held, duplicate, refused, error" },
+} as const;
+
+export type Family = keyof typeof FAMILIES;
+export type Labels = Readonly<Record<string, string>>;

@@ -1,0 +1,54 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { requireAdmin, OPERATOR_SECURITY as security, OPERATOR_TAGS as tags } from "../admin/auth";
+import { metricsObject, priceIndex, streamHub } from "../core/object-ids";
+import { createRouter } from "../core/router";
+import { problemResponses } from "../core/schemas";
+import type { MarketAnswer } from "../market/edge-copies";
+import { shardCount } from "../streams/protocol";
+import { exposition, type GaugeValue, PROMETHEUS_CONTENT_TYPE } from "./exposition";
+import { isolateMetrics } from "./holder";
+
+/**
+ * `GET /metrics` for the operator, mounted at `/admin` (docs/operations.md#metrics): the counters
+ * and histograms every holder handed on (at most METRICS_FLUSH_MS behind; this isolate's and the
+ * shards' are handed on by the scrape itself), and the gauges read now: connections from each
+ * shard, markets from the price index. `STREAM_SHARDS` + 2 object calls a scrape.
+ *
+ * @example
+ * app.route("/admin", metricsRoutes);
+ */
+export const metricsRoutes = createRouter().openapi(
+  createRoute({
+    method: "get",
+    path: "/metrics",
+    operationId: "scrapeMetrics",
+    tags,
+    security,
+    middleware: [requireAdmin],
+    summary: "Operator metrics in the Prometheus text format",
+    description:
+      "Families mds_http_requests_total{route,status}, mds_rate_limited_total{scope}, mds_stream_connections{dialect}, mds_stream_messages_sent_total, mds_stream_delivery_seconds, mds_publish_batches_total{result}, mds_publish_ack_seconds, mds_markets{status}, mds_settlement_callbacks_total{result} (docs/operations.md#metrics). Counters are the venue's totals, gathered from every isolate, shard and publisher channel at most METRICS_FLUSH_MS (10 s) behind.",
+    responses: {
+      200: { description: "Prometheus text format 0.0.4", content: { "text/plain": { schema: z.string() } } },
+      ...problemResponses(401, 429, 503),
+    },
+  }),
+  async (c) => {
+    const flushed = isolateMetrics.flush(c.env, Date.now(), true);
+    if (flushed) await flushed;
+    const shards = Array.from({ length: shardCount(c.env.STREAM_SHARDS) }, (_, i) => `shard-${i}`);
+    // The shards hand on their counts first, so the totals read after them hold them.
+    const connections = await Promise.all(shards.map((shard) => streamHub(c.env, shard).scrape()));
+    const [totals, answer] = await Promise.all([metricsObject(c.env).totalsNow(), priceIndex(c.env).status() as Promise<MarketAnswer>]);
+    const byDialect: Record<string, number> = { native: 0, binance: 0 };
+    for (const shard of connections) for (const [dialect, n] of Object.entries(shard)) byDialect[dialect] = (byDialect[dialect] ?? 0) + n;
+    const status = JSON.parse(answer.text) as { trading: number; stale: number; halted: number };
+    const gauges: GaugeValue[] = [
+      ...Object.entries(byDialect).map(([dialect, value]) => ({ family: "mds_stream_connections" as const, labels: `dialect="${dialect}"`, value })),
+      { family: "mds_markets", labels: 'status="trading"', value: status.trading - status.stale },
+      { family: "mds_markets", labels: 'status="stale"', value: status.stale },
+      { family: "mds_markets", labels: 'status="halted"', value: status.halted },
+    ];
+    return c.text(exposition(totals, gauges), 200, { "Content-Type": PROMETHEUS_CONTENT_TYPE });
+  },
+);
