@@ -2,6 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import { ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
 import { unseal } from "../core/seal";
 import { allowListAdmits } from "./client-address";
+import { countUse, emptyUsage, type UsageBucket, type UsageInterval, type UsageRecord, usageSince } from "./key-usage";
 import { type KeyRecord, keyStateAt, type MarketGrant, type Permission } from "./keys";
 import { type LoginAttempts, type LoginReservation, type LoginScope, type LoginSettlement, reserveLogin, settleLogin } from "./login-throttle";
 import { signedWindow } from "./rate-limit";
@@ -46,6 +47,9 @@ export type Authorized = Admission & { markets?: MarketGrant };
 const LAST_USE_WRITE_EVERY_MS = 60_000;
 /** Storage key of the sign-in throttle's record, apart from the API key's. */
 const LOGIN_KEY = "login";
+/** Storage key of a key's usage counts (docs/limits.md#your-keys-usage), written at most once a minute. */
+const USAGE_KEY = "usage";
+const USAGE_WRITE_EVERY_MS = 60_000;
 
 /**
  * One per principal (`key:<id>`, `ip:<addr>`, `gateway:<id>`). Answers "who is this, may they,
@@ -59,6 +63,10 @@ export class AccessGuard extends DurableObject<Env> {
   private cryptoKey: Promise<CryptoKey> | undefined;
   private lastUsedAt: number | null = null;
   private lastUseWrittenAt = 0;
+  /** The key's usage counts (loaded on first use), and whether some are not yet stored. */
+  private usage: UsageRecord | undefined;
+  private usageDirty = false;
+  private usageWrittenAt = 0;
 
   /** The principal's window of `scope`, made anew when its limit changes. */
   private windowFor(limit: number, scope = "requests"): SlidingWindow {
@@ -174,12 +182,43 @@ export class AccessGuard extends DurableObject<Env> {
       const admittedAt = Date.now();
       const admission = this.windowFor(check.limit, signedWindow(check.permission).scope).admit(admittedAt);
       if (admission.allowed) this.noteUse(admittedAt);
+      this.countUsage(admittedAt, !admission.allowed);
       return publishing ? { ...admission, markets: record.markets } : admission;
     } catch (error) {
       if (error instanceof ProblemError) return toProblemResult(error);
       this.cryptoKey = undefined;
       throw error;
     }
+  }
+
+  private usageRecord(): UsageRecord {
+    this.usage ??= this.ctx.storage.kv.get<UsageRecord>(USAGE_KEY) ?? emptyUsage();
+    return this.usage;
+  }
+
+  /** Counts a signed request of the key (a 429 too) in memory; stored at most once a minute, by the next request or the alarm. */
+  private countUsage(now: number, refused: boolean): void {
+    countUse(this.usageRecord(), now, refused);
+    this.usageDirty = true;
+    if (now - this.usageWrittenAt >= USAGE_WRITE_EVERY_MS) this.writeUsage(now);
+    else void this.ctx.storage.getAlarm().then((alarm) => (alarm === null ? this.ctx.storage.setAlarm(this.usageWrittenAt + USAGE_WRITE_EVERY_MS) : undefined));
+  }
+
+  private writeUsage(now: number): void {
+    if (!this.usageDirty || !this.usage) return;
+    this.ctx.storage.kv.put(USAGE_KEY, this.usage);
+    this.usageDirty = false;
+    this.usageWrittenAt = now;
+  }
+
+  /** A key's usage (`GET /account/api-keys/{id}/usage`): what is counted in memory included. */
+  keyUsage(interval: UsageInterval, since?: number): UsageBucket[] {
+    return usageSince(this.usageRecord(), interval, since);
+  }
+
+  /** Stores the counts a burst left in memory: an eviction after it loses none of them. */
+  override async alarm(): Promise<void> {
+    this.writeUsage(Date.now());
   }
 
   private noteUse(now: number): void {

@@ -94,7 +94,6 @@ function NewSecret({ created }: { created: ApiKeyView & { secret: string } }) {
       <button type="button" id="copy-secret" data-secret={created.secret}>
         Copy secret
       </button>
-      <script src={ASSETS["dashboard.js"]} defer></script>
     </div>
   );
 }
@@ -165,6 +164,35 @@ function KeyTable({ keys }: { keys: ApiKeyView[] }) {
   );
 }
 
+/**
+ * Each key's usage as a chart (requests and 429s per minute or hour), drawn by the page's script
+ * from `GET /account/api-keys/{id}/usage` with the same charting library as the market page.
+ */
+function KeyUsage({ keys }: { keys: ApiKeyView[] }) {
+  return (
+    <section id="usage">
+      <h3>Usage</h3>
+      <p>
+        <select id="usage-key" aria-label="Key">
+          {keys.map((key) => (
+            <option value={key.id}>
+              {key.label} ({key.id})
+            </option>
+          ))}
+        </select>{" "}
+        <select id="usage-interval" aria-label="Interval">
+          <option value="1m">per minute, last 24 h</option>
+          <option value="1h">per hour, last 30 days</option>
+        </select>
+      </p>
+      <div id="usage-chart" class="chart"></div>
+      <p id="usage-summary" class="muted">
+        Requests and 429s of the key, counted by the service as it admits them.
+      </p>
+    </section>
+  );
+}
+
 function ApiManagementPage(props: { session: Session; keys: ApiKeyView[]; created?: ApiKeyView & { secret: string }; error?: string }) {
   return (
     <Layout title="API Management" session={props.session}>
@@ -176,7 +204,9 @@ function ApiManagementPage(props: { session: Session; keys: ApiKeyView[]; create
         <CreateKeyForm csrfToken={props.session.csrfToken} />
         <h3>Your keys</h3>
         <KeyTable keys={props.keys} />
+        {props.keys.length > 0 ? <KeyUsage keys={props.keys} /> : null}
       </section>
+      <script src={ASSETS["dashboard.js"]} defer></script>
     </Layout>
   );
 }

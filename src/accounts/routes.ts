@@ -5,8 +5,8 @@ import { clientIp } from "../access/client-address";
 import { createRouter } from "../core/router";
 import { jsonBody, problemResponses } from "../core/schemas";
 import type { AppEnv } from "../env";
-import { AccountSchema, ApiKeySchema, CreatedKeySchema, Credentials, KeyIdParam, NewKeySchema } from "./schemas";
-import { createApiKey, listApiKeys, revokeApiKey, signIn, signUp } from "./service";
+import { AccountSchema, ApiKeySchema, CreatedKeySchema, Credentials, KeyIdParam, NewKeySchema, UsageQuery, UsageSchema } from "./schemas";
+import { createApiKey, keyUsage, listApiKeys, revokeApiKey, signIn, signUp } from "./service";
 import { endSession, requireSameOrigin, requireSession, startSession } from "./sessions";
 
 const tags = ["Account and API keys"];
@@ -119,6 +119,26 @@ export const accountRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       async (c) => {
         const session = await requireSession(c);
         return c.json(await createApiKey(c.env, session.accountId, c.req.valid("json")), 201);
+      },
+    )
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/api-keys/{id}/usage",
+        operationId: "apiKeyUsage",
+        tags,
+        middleware: [limit],
+        security: cookieAuth,
+        summary: "A key's usage: requests and 429s per minute (24 h) or per hour (30 days)",
+        description:
+          "Counted by the key's guard as it admits or refuses each signed request: no extra call. Buckets without use are left out. Counts of the last minute may be lost if the guard is evicted before it stores them (at most once a minute). Only the key's owner sees it: any other account gets 404.",
+        request: { params: KeyIdParam, query: UsageQuery },
+        responses: { 200: { description: "Usage", content: { "application/json": { schema: UsageSchema } } }, ...problemResponses(400, 401, 404, 429) },
+      }),
+      async (c) => {
+        const session = await requireSession(c);
+        const { interval, since } = c.req.valid("query");
+        return c.json(await keyUsage(c.env, session.accountId, c.req.valid("param").id, interval, since), 200);
       },
     )
     .openapi(

@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { isValidCidr } from "../access/client-address";
 import { ACCOUNT_PERMISSIONS } from "../access/keys";
+import { queryInt } from "../core/schemas";
 import { MAX_PASSWORD_LENGTH } from "./passwords";
 
 export const Credentials = z
@@ -62,3 +63,22 @@ export const KeyIdParam = z.object({
     .max(64)
     .openapi({ param: { name: "id", in: "path" }, example: "mk_0123456789abcdef01234567" }),
 });
+
+export const UsageQuery = z.object({
+  interval: z.enum(["1m", "1h"]).default("1m").openapi({ description: "1m: per minute, the last 24 h; 1h: per hour, the last 30 days" }),
+  since: queryInt(0, 8_640_000_000_000_000).openapi({ description: "Unix ms: buckets that end after it (all kept ones when left out)" }),
+});
+
+export const UsageSchema = z
+  .object({
+    keyId: z.string().openapi({ example: "mk_0123456789abcdef01234567" }),
+    interval: z.enum(["1m", "1h"]),
+    buckets: z.array(
+      z.object({
+        start: z.number().int().openapi({ description: "Unix ms: the minute or hour it counts" }),
+        requests: z.number().int().openapi({ description: "Signed requests of the key that reached its limit, refused ones included" }),
+        rateLimited: z.number().int().openapi({ description: "Of them, refused with 429" }),
+      }),
+    ),
+  })
+  .openapi("KeyUsage");

@@ -1,4 +1,5 @@
 import { ipPrincipal } from "../access/client-address";
+import type { UsageInterval } from "../access/key-usage";
 import {
   type AccountPermission,
   KEY_ID_PATTERN,
@@ -168,6 +169,15 @@ export async function listApiKeys(env: Env, accountId: string, now = Date.now())
       };
     }),
   );
+}
+
+/** A key's usage per minute or hour, as its guard counts it; a key of another account is not found. */
+export async function keyUsage(env: Env, accountId: string, keyId: string, interval: UsageInterval, since?: number) {
+  const owned = KEY_ID_PATTERN.test(keyId)
+    ? await env.DB.prepare("SELECT id FROM api_keys WHERE id = ? AND account_id = ?").bind(keyId, accountId).first()
+    : null;
+  if (!owned) throw problem("NOT_FOUND", `no API key ${keyId.slice(0, 40)} in this account`);
+  return { keyId, interval, buckets: await keyGuard(env, keyId).keyUsage(interval, since) };
 }
 
 /** Revokes at the guard first, so the very next request with the key fails; then the index. */

@@ -49,6 +49,14 @@ describe("API Management in a real browser", () => {
     const ok = await signedTicker(keyId, secret);
     expect(ok.status).toBe(200);
     expect(((await ok.json()) as { symbol: string }).symbol).toBe("BTCUSDT");
+    for (let i = 0; i < 2; i++) expect((await signedTicker(keyId, secret)).status).toBe(200);
+
+    // The key's usage chart counts the three signed requests (docs/limits.md#your-keys-usage).
+    await page.goto(`${baseUrl}/dashboard`);
+    await expect.poll(() => page.locator("#usage-chart").getAttribute("data-requests")).toBe("3");
+    expect(await page.locator("#usage-chart canvas").count(), "drawn by the charting library").toBeGreaterThan(0);
+    expect(await page.locator("#usage-summary").textContent()).toContain("3 requests, 0 refused");
+    await page.screenshot({ path: path.join(SCREENSHOTS, "key-usage.png"), fullPage: true });
 
     await page.locator(`tr[data-key-id="${keyId}"] a.revoke`).click();
     await page.locator("#confirm-revoke").click();

@@ -4,8 +4,8 @@ export const ASSETS = {
   "landing.js": "/assets/landing.692efa86288f.js",
   "market.js": "/assets/market.7b9cfafb515a.js",
   "docs.js": "/assets/docs.3dd803924b88.js",
-  "dashboard.js": "/assets/dashboard.07085bc18246.js",
-  "dashboard.css": "/assets/dashboard.5af015f4fa7a.css",
+  "dashboard.js": "/assets/dashboard.183942a3f5e8.js",
+  "dashboard.css": "/assets/dashboard.17e0f3167659.css",
   "docs.css": "/assets/docs.fa10cbd3394c.css",
   "site.css": "/assets/site.6f88e1c39da4.css"
 } as const;
