@@ -16,14 +16,14 @@ export interface MetricDelta {
 /** Series one holder keeps at most: label values come from bounded sets (route patterns, statuses), this is the backstop. */
 export const MAX_SERIES = 4_000;
 
-function escape(value: string): string {
+function escapeLabel(value: string): string {
   return value.replaceAll("\\", "\\\\").replaceAll('"', '\\"').replaceAll("\n", "\\n");
 }
 
 /** `family{a="x",b="y"}`, labels in name order, so one series has one key. */
 export function seriesKey(family: Family, labels: Labels = {}): string {
   const names = Object.keys(labels).sort();
-  return names.length === 0 ? family : `${family}{${names.map((name) => `${name}="${escape(labels[name]!)}"`).join(",")}}`;
+  return names.length === 0 ? family : `${family}{${names.map((name) => `${name}="${escapeLabel(labels[name]!)}"`).join(",")}}`;
 }
 
 /**

@@ -12,13 +12,15 @@ export function metricsOn(env: Env): boolean {
 
 /**
  * Counts kept where they happen (an isolate, a shard, a publisher channel) and handed to the
- * Metrics object at most every METRICS_FLUSH_MS, on the holder's next event after that: far fewer
- * than one call per request. What a holder counted since its last hand-over is lost if it is
- * evicted first (docs/operations.md#metrics).
+ * Metrics object at most every METRICS_FLUSH_MS: far fewer than one call per request, and never
+ * later than that after the count (`settle`). What a holder counted since its last hand-over is
+ * lost if it is evicted first (docs/operations.md#metrics).
  */
 export class MetricsHolder {
   readonly counts = new MetricCounts();
   private flushedAt = 0;
+  /** A hand-over is waiting for its time (one at a time). */
+  private waiting = false;
 
   /** The hand-over, if due (or `force`d, as a scrape does): a promise to wait on, or undefined. */
   flush(env: Env, now = Date.now(), force = false): Promise<void> | undefined {
@@ -32,6 +34,29 @@ export class MetricsHolder {
         this.counts.merge(delta);
         console.error(JSON.stringify({ level: "error", message: "metrics hand-over failed", error: String(error) }));
       });
+  }
+
+  /**
+   * After counting: hands the counts on now if due (through `waitUntil`); else, the first time in
+   * a period, says when they will be due, for the holder to wake then (an isolate with a timer, an
+   * object with its alarm, which does not keep it awake) and call `due`. Undefined otherwise.
+   */
+  settle(env: Env, waitUntil: (promise: Promise<unknown>) => void, now = Date.now()): number | undefined {
+    const flushed = this.flush(env, now);
+    if (flushed) {
+      this.waiting = false;
+      waitUntil(flushed);
+      return undefined;
+    }
+    if (this.waiting || this.counts.empty) return undefined;
+    this.waiting = true;
+    return this.flushedAt + msSetting(env.METRICS_FLUSH_MS, DEFAULT_METRICS_FLUSH_MS);
+  }
+
+  /** The wake-up `settle` asked for: hands on whatever is held. */
+  due(env: Env, now = Date.now()): Promise<void> | undefined {
+    this.waiting = false;
+    return this.flush(env, now, true);
   }
 }
 

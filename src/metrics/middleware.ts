@@ -9,7 +9,7 @@ import { callbackOutcome, limitScope } from "./outcomes";
  * Counts every answer in the isolate (docs/operations.md#metrics): by route pattern (never the
  * raw URL) and status, the 429s by scope, ingest batches and settlement callbacks by result; and
  * writes one data point per request to Workers Analytics Engine where it is bound. Hands the
- * isolate's counts on at most every METRICS_FLUSH_MS, after the answer (`waitUntil`).
+ * isolate's counts on within METRICS_FLUSH_MS, after the answer (`waitUntil`).
  *
  * @example
  * app.use(countRequests);
@@ -32,8 +32,10 @@ export const countRequests = createMiddleware<AppEnv>(async (c, next) => {
     blobs: [route, c.req.method, code ?? "", principalKind(c.req.path)],
     doubles: [status, Date.now() - startedAt],
   });
-  const flushed = isolateMetrics.flush(c.env);
-  if (flushed) c.executionCtx.waitUntil(flushed);
+  const waitUntil = (promise: Promise<unknown>) => c.executionCtx.waitUntil(promise);
+  const dueAt = isolateMetrics.settle(c.env, waitUntil);
+  // An isolate is billed for CPU, not for waiting: a timer hands the counts on when they are due.
+  if (dueAt !== undefined) waitUntil(new Promise((resolve) => setTimeout(resolve, Math.max(0, dueAt - Date.now()))).then(() => isolateMetrics.due(c.env)));
 });
 
 /** Who a request speaks for, as a kind (never the key or the address itself). */

@@ -4,11 +4,10 @@ import { allowListAdmits } from "../access/client-address";
 import { keyStateAt, type MarketGrant } from "../access/keys";
 import { accessGuard } from "../core/object-ids";
 import { ProblemError, problem, toProblemResult } from "../core/problem";
-import { msSetting } from "../core/settings";
 import { Slots } from "../core/slots";
 import { parseSymbol } from "../core/symbols";
 import { ingest } from "../market/ingest";
-import { DEFAULT_METRICS_FLUSH_MS, MetricsHolder, metricsOn } from "../metrics/holder";
+import { MetricsHolder, metricsOn } from "../metrics/holder";
 import { batchOutcome } from "../metrics/outcomes";
 import { POLICY_VIOLATION } from "../streams/protocol";
 import { errorOf, MAX_BATCH_BYTES, MAX_CHANNELS_PER_KEY, MAX_PENDING_BYTES_PER_KEY, MAX_UNACKED, MAX_UNACKED_PER_KEY, parseBatch } from "./protocol";
@@ -228,15 +227,14 @@ export class PublishChannel extends DurableObject<Env> {
     if (!metricsOn(this.env)) return;
     this.metrics.counts.add("mds_publish_batches_total", { result: outcome });
     this.metrics.counts.observe("mds_publish_ack_seconds", (Date.now() - receivedAt) / 1000);
-    const flushed = this.metrics.flush(this.env);
-    if (flushed) this.ctx.waitUntil(flushed);
+    const dueAt = this.metrics.settle(this.env, (promise) => this.ctx.waitUntil(promise));
     // What is not yet due goes on from the alarm, so a channel that falls silent still hands it on.
-    else this.ctx.waitUntil(this.armCheck(Date.now() + msSetting(this.env.METRICS_FLUSH_MS, DEFAULT_METRICS_FLUSH_MS)));
+    if (dueAt !== undefined) this.ctx.waitUntil(this.armCheck(dueAt));
   }
 
-  /** While connections are open, the key is checked every `KEY_CHECK_EVERY_MS` (sooner after a failed check); counts still held go on. */
+  /** While connections are open, the key is checked every `KEY_CHECK_EVERY_MS` (sooner after a failed check). */
   override async alarm(): Promise<void> {
-    await this.metrics.flush(this.env);
+    await this.metrics.due(this.env);
     if (this.ctx.getWebSockets().length === 0) return;
     try {
       this.grant = undefined;

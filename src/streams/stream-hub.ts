@@ -131,6 +131,8 @@ export class StreamHub extends DurableObject<Env> {
   /** Frames sent and book delivery times, handed to the Metrics object (docs/operations.md#metrics). */
   private readonly metrics = new MetricsHolder();
   private readonly counting: boolean;
+  /** When the counts held are due to be handed on (the alarm's duty), if a hand-over waits. */
+  private metricsDueAt: number | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -250,7 +252,10 @@ export class StreamHub extends DurableObject<Env> {
   private send(ws: WebSocket, message: unknown): void {
     try {
       ws.send(typeof message === "string" ? message : JSON.stringify(message));
-      if (this.counting) this.metrics.counts.add("mds_stream_messages_sent_total");
+      if (this.counting) {
+        this.metrics.counts.add("mds_stream_messages_sent_total");
+        this.settleMetrics();
+      }
     } catch {
       // The socket closed meanwhile; its close handler cleans up.
     }
@@ -502,6 +507,10 @@ export class StreamHub extends DurableObject<Env> {
     if (keysDue !== undefined) due.push(keysDue);
     const noticeDue = this.maintenanceNotices(now);
     if (noticeDue !== undefined) due.push(noticeDue);
+    if (this.metricsDueAt !== undefined && now >= this.metricsDueAt) {
+      this.metricsDueAt = undefined;
+      await this.metrics.due(this.env, now);
+    } else if (this.metricsDueAt !== undefined) due.push(this.metricsDueAt);
     for (const [symbol, since] of this.awaitingBase) {
       if (now - since < BASE_TIMEOUT_MS) {
         due.push(since + BASE_TIMEOUT_MS);
@@ -663,6 +672,14 @@ export class StreamHub extends DurableObject<Env> {
     for (const ws of this.ctx.getWebSockets()) this.closeWith(ws, close.code, close.reason);
   }
 
+  /** Hands the counts on when due; else the alarm does, which lets the shard hibernate meanwhile (a timer would not). */
+  private settleMetrics(): void {
+    const dueAt = this.metrics.settle(this.env, (promise) => this.ctx.waitUntil(promise));
+    if (dueAt === undefined) return;
+    this.metricsDueAt = dueAt;
+    this.armAlarm(dueAt).catch((error: unknown) => console.error("arming the metrics hand-over failed", String(error)));
+  }
+
   /** For a scrape: the open connections by dialect, once this shard's counts are handed on. */
   async scrape(): Promise<Record<string, number>> {
     await this.metrics.flush(this.env, Date.now(), true);
@@ -677,8 +694,6 @@ export class StreamHub extends DurableObject<Env> {
   /** Called by a group relay or the price index: each event goes to this shard's subscribers. */
   async publish(events: StreamEvent[]): Promise<void> {
     await ensureRegistry(this.env);
-    const flushed = this.metrics.flush(this.env);
-    if (flushed) this.ctx.waitUntil(flushed);
     for (const event of events) {
       if (event.stream === MARKET_ENDED_STREAM) {
         this.endMarket((event.data as { symbol: string }).symbol);
