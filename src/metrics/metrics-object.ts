@@ -1,28 +1,74 @@
 import { DurableObject } from "cloudflare:workers";
-import { MetricCounts, type MetricDelta } from "./counts";
+import { type HistogramState, MetricCounts, type MetricDelta, seriesKey } from "./counts";
+import type { Family } from "./families";
+import { quantile } from "./quantiles";
 
 const TOTALS_KEY = "totals";
+/** The totals are stored at most this often (one row), from the alarm: not a row per report. */
+const PERSIST_EVERY_MS = 10_000;
+const MINUTE_MS = 60_000;
+/** The status page's window: the histograms reported in the last five minutes. */
+const RECENT_MINUTES = 5;
+
+/** Quantiles of the last five minutes, in seconds (null without observations). */
+export interface RecentTimes {
+  deliveryP50: number | null;
+  deliveryP99: number | null;
+  ackP99: number | null;
+}
 
 /**
  * The venue's counters and histograms since they began (docs/operations.md#metrics): isolates,
  * shards and publisher channels hand it what they counted, each at most every METRICS_FLUSH_MS,
  * and a scrape reads the totals. One instance: its calls grow with the holders, not the requests.
- * The totals are stored with every report (one row), so an eviction loses nothing here.
+ * An eviction loses what was reported since the last store, at most PERSIST_EVERY_MS of it.
  */
 export class Metrics extends DurableObject<Env> {
   private readonly totals: MetricCounts;
+  private dirty = false;
+  /** Per minute reported in, the histograms of that minute (memory only: the last six minutes). */
+  private readonly minutes = new Map<number, MetricCounts>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.totals = new MetricCounts(ctx.storage.kv.get<MetricDelta>(TOTALS_KEY));
   }
 
-  report(delta: MetricDelta): void {
+  async report(delta: MetricDelta): Promise<void> {
     this.totals.merge(delta);
-    this.ctx.storage.kv.put(TOTALS_KEY, this.totals.snapshot());
+    const minute = Math.floor(Date.now() / MINUTE_MS) * MINUTE_MS;
+    const held = this.minutes.get(minute) ?? new MetricCounts();
+    held.merge({ counters: {}, histograms: delta.histograms });
+    this.minutes.set(minute, held);
+    for (const old of this.minutes.keys()) if (old <= minute - RECENT_MINUTES * MINUTE_MS) this.minutes.delete(old);
+    if (this.dirty) return;
+    this.dirty = true;
+    if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + PERSIST_EVERY_MS);
   }
 
   totalsNow(): MetricDelta {
     return this.totals.snapshot();
+  }
+
+  /** Stream delivery p50/p99 and publish ack p99 over the last five minutes (the status page). */
+  recentTimes(now = Date.now()): RecentTimes {
+    const since = Math.floor(now / MINUTE_MS) * MINUTE_MS - (RECENT_MINUTES - 1) * MINUTE_MS;
+    const window = new MetricCounts();
+    for (const [minute, counts] of this.minutes) if (minute >= since) window.merge(counts.snapshot());
+    const histograms = window.snapshot().histograms;
+    const of = (family: Family): HistogramState => histograms[seriesKey(family)] ?? { buckets: [], sum: 0, count: 0 };
+    const delivery = of("mds_stream_delivery_seconds");
+    const ack = of("mds_publish_ack_seconds");
+    return {
+      deliveryP50: quantile(0.5, delivery.buckets, delivery.count),
+      deliveryP99: quantile(0.99, delivery.buckets, delivery.count),
+      ackP99: quantile(0.99, ack.buckets, ack.count),
+    };
+  }
+
+  override async alarm(): Promise<void> {
+    if (!this.dirty) return;
+    this.dirty = false;
+    this.ctx.storage.kv.put(TOTALS_KEY, this.totals.snapshot());
   }
 }

@@ -1,5 +1,6 @@
 import { createMiddleware } from "hono/factory";
 import { routePath } from "hono/route";
+import { KEY_ID_PATTERN } from "../access/keys";
 import { ProblemError } from "../core/problem";
 import type { AppEnv } from "../env";
 import { isolateMetrics, metricsOn } from "./holder";
@@ -29,7 +30,7 @@ export const countRequests = createMiddleware<AppEnv>(async (c, next) => {
   // Dropped locally; in production the SQL of docs/operations.md#analytics-engine reads them.
   c.env.REQUEST_EVENTS?.writeDataPoint({
     indexes: [route.slice(0, 96)],
-    blobs: [route, c.req.method, code ?? "", principalKind(c.req.path)],
+    blobs: [route, c.req.method, code ?? "", principalKind(c.req.path), keyIdOf(c.req.header("X-API-KEY") ?? c.req.query("apiKey"))],
     doubles: [status, Date.now() - startedAt],
   });
   const waitUntil = (promise: Promise<unknown>) => c.executionCtx.waitUntil(promise);
@@ -38,7 +39,12 @@ export const countRequests = createMiddleware<AppEnv>(async (c, next) => {
   if (dueAt !== undefined) waitUntil(new Promise((resolve) => setTimeout(resolve, Math.max(0, dueAt - Date.now()))).then(() => isolateMetrics.due(c.env)));
 });
 
-/** Who a request speaks for, as a kind (never the key or the address itself). */
+/** The key id a signed request names, if it is one (an id is public; the secret never travels). */
+function keyIdOf(value: string | undefined): string {
+  return value && KEY_ID_PATTERN.test(value) ? value : "";
+}
+
+/** Who a request speaks for, as a kind (never the address itself). */
 function principalKind(path: string): string {
   if (path.startsWith("/v1/")) return "key";
   if (path.startsWith("/api/gateway/")) return "gateway";

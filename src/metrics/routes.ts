@@ -1,12 +1,12 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { requireAdmin, OPERATOR_SECURITY as security, OPERATOR_TAGS as tags } from "../admin/auth";
-import { metricsObject, priceIndex, streamHub } from "../core/object-ids";
+import { metricsObject, priceIndex } from "../core/object-ids";
 import { createRouter } from "../core/router";
 import { problemResponses } from "../core/schemas";
 import type { MarketAnswer } from "../market/edge-copies";
-import { shardCount } from "../streams/protocol";
 import { exposition, type GaugeValue, PROMETHEUS_CONTENT_TYPE } from "./exposition";
 import { isolateMetrics } from "./holder";
+import { connectionsByDialect } from "./venue-figures";
 
 /**
  * `GET /metrics` for the operator, mounted at `/admin` (docs/operations.md#metrics): the counters
@@ -36,12 +36,9 @@ export const metricsRoutes = createRouter().openapi(
   async (c) => {
     const flushed = isolateMetrics.flush(c.env, Date.now(), true);
     if (flushed) await flushed;
-    const shards = Array.from({ length: shardCount(c.env.STREAM_SHARDS) }, (_, i) => `shard-${i}`);
     // The shards hand on their counts first, so the totals read after them hold them.
-    const connections = await Promise.all(shards.map((shard) => streamHub(c.env, shard).scrape()));
+    const byDialect = await connectionsByDialect(c.env);
     const [totals, answer] = await Promise.all([metricsObject(c.env).totalsNow(), priceIndex(c.env).status() as Promise<MarketAnswer>]);
-    const byDialect: Record<string, number> = { native: 0, binance: 0 };
-    for (const shard of connections) for (const [dialect, n] of Object.entries(shard)) byDialect[dialect] = (byDialect[dialect] ?? 0) + n;
     const status = JSON.parse(answer.text) as { trading: number; stale: number; halted: number };
     const gauges: GaugeValue[] = [
       ...Object.entries(byDialect).map(([dialect, value]) => ({ family: "mds_stream_connections" as const, labels: `dialect="${dialect}"`, value })),

@@ -6,6 +6,7 @@ import { readVenue } from "../market/edge-reads";
 import { resolveMarket } from "../market/lookup";
 import { readContext, readMany, readMarketViews, readTickerRecord } from "../market/reads";
 import type { TickerRecord } from "../market/rolling-window";
+import { statusFigures } from "../metrics/venue-figures";
 import type { MarketConfig } from "../registry/model";
 import { Page } from "./page";
 import type { VenueStatusBody } from "./status-page";
@@ -162,6 +163,6 @@ export const pageRoutes = new Hono<AppEnv>()
     return c.html(<MarketPage market={market} ticker={ticker} />);
   })
   .get("/status", async (c) => {
-    const status = JSON.parse((await readVenue(readContext(c), "status")).text) as VenueStatusBody;
-    return c.html(<StatusPage status={status} />);
+    const [read, figures] = await Promise.all([readVenue(readContext(c), "status"), statusFigures(c.env)]);
+    return c.html(<StatusPage status={JSON.parse(read.text) as VenueStatusBody} figures={figures} />);
   });

@@ -2,12 +2,16 @@
 import type { z } from "@hono/zod-openapi";
 import type { Announcement } from "../announcements/schemas";
 import type { StatusSchema } from "../market/schemas";
+import type { StatusFigures } from "../metrics/venue-figures";
 import { Page } from "./page";
 
 export type VenueStatusBody = z.infer<typeof StatusSchema>;
 
 /** The page reloads itself this often: readable and current without a script. */
 export const STATUS_REFRESH_SECONDS = 15;
+
+/** Seconds as milliseconds for people; a dash when nothing was measured. */
+const ms = (seconds: number | null) => (seconds === null ? "–" : `${(seconds * 1000).toFixed(seconds < 0.01 ? 1 : 0)} ms`);
 
 const utc = (time: number) => `${new Date(time).toISOString().slice(0, 16).replace("T", " ")} UTC`;
 
@@ -34,7 +38,7 @@ function AnnouncementRow({ announcement, now }: { announcement: Announcement; no
  * `/status` (docs/operations.md#status-page): the system status, the current and upcoming
  * announcements and the markets by status, from the same answer as `GET /api/status`.
  */
-export function StatusPage({ status }: { status: VenueStatusBody }) {
+export function StatusPage({ status, figures }: { status: VenueStatusBody; figures: StatusFigures | null }) {
   const now = status.serverTime;
   return (
     <Page title="Status" refreshSeconds={STATUS_REFRESH_SECONDS}>
@@ -62,6 +66,29 @@ export function StatusPage({ status }: { status: VenueStatusBody }) {
               <AnnouncementRow announcement={announcement} now={now} />
             ))}
           </table>
+        )}
+      </section>
+      <section>
+        <h2>Streams and publishing</h2>
+        {figures ? (
+          <table id="stream-figures">
+            <tr>
+              <td>open stream connections</td>
+              <td data-figure="connections">{figures.connections}</td>
+            </tr>
+            <tr>
+              <td>stream delivery, last 5 minutes (market → subscriber's shard)</td>
+              <td data-figure="delivery">
+                p50 {ms(figures.deliveryP50)} · p99 {ms(figures.deliveryP99)}
+              </td>
+            </tr>
+            <tr>
+              <td>publish acknowledgement, last 5 minutes</td>
+              <td data-figure="ack">p99 {ms(figures.ackP99)}</td>
+            </tr>
+          </table>
+        ) : (
+          <p id="stream-figures">These figures cannot be read just now.</p>
         )}
       </section>
       <section>

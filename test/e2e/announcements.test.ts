@@ -68,6 +68,9 @@ describe("announcements reach every kind of client (docs/operations.md#announcem
     expect(await page.locator(`tr[data-announcement="${announcement.id}"]`).textContent()).toContain("Planned database maintenance");
     expect(await page.locator("script").count(), "readable without JavaScript: the page has no script").toBe(0);
     expect(await page.locator('meta[http-equiv="refresh"]').getAttribute("content"), "it reloads itself").toBe("15");
+    // The demo feed publishes, and two clients are connected: the figures are measured ones.
+    expect(Number(await page.locator('[data-figure="connections"]').textContent()), "open connections").toBeGreaterThanOrEqual(2);
+    expect(await page.locator('[data-figure="delivery"]').textContent(), "delivery p50 and p99").toMatch(/^p50 [\d.]+ ms · p99 [\d.]+ ms$/);
     await page.goto(`${baseUrl}/`);
     expect(await page.locator('nav a[href="/status"]').count(), "the home page links to it").toBe(1);
     await page.close();

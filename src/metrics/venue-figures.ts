@@ -1,0 +1,37 @@
+import { metricsObject, streamHub } from "../core/object-ids";
+import { shardCount } from "../streams/protocol";
+import type { RecentTimes } from "./metrics-object";
+
+/** Open stream connections by dialect, read from every shard (each hands its counts on first). */
+export async function connectionsByDialect(env: Env): Promise<Record<string, number>> {
+  const shards = Array.from({ length: shardCount(env.STREAM_SHARDS) }, (_, i) => `shard-${i}`);
+  const counts = await Promise.all(shards.map((shard) => streamHub(env, shard).scrape()));
+  const byDialect: Record<string, number> = { native: 0, binance: 0 };
+  for (const shard of counts) for (const [dialect, n] of Object.entries(shard)) byDialect[dialect] = (byDialect[dialect] ?? 0) + n;
+  return byDialect;
+}
+
+/** What the status page shows of the streams and publishers: delivery and ack times of the last five minutes, open connections. */
+export interface StatusFigures extends RecentTimes {
+  connections: number;
+}
+
+/** The status page's figures are read at most this often per isolate: a page view is not STREAM_SHARDS + 1 calls. */
+const FIGURES_MAX_AGE_MS = 5_000;
+let held: { at: number; figures: StatusFigures } | undefined;
+
+/** The figures, at most FIGURES_MAX_AGE_MS old; null when they cannot be read now (the page says so). */
+export async function statusFigures(env: Env, now = Date.now()): Promise<StatusFigures | null> {
+  if (held && now - held.at < FIGURES_MAX_AGE_MS) return held.figures;
+  try {
+    // The shards hand on their counts as they answer, so the times read after them include theirs.
+    const connections = await connectionsByDialect(env);
+    const recent = (await metricsObject(env).recentTimes()) as RecentTimes;
+    const figures = { ...recent, connections: Object.values(connections).reduce((a, b) => a + b, 0) };
+    held = { at: now, figures };
+    return figures;
+  } catch (error) {
+    console.error(JSON.stringify({ level: "error", message: "status figures unavailable", error: String(error) }));
+    return null;
+  }
+}
