@@ -26,6 +26,11 @@
 // calls under synthetic publishing: a second service, started after the first has stopped, with
 // the demo feed publishing every one of the N markets and WebSocket clients subscribed across
 // the shards (`publishing` in the output and the JSON).
+// `--metrics off` runs the service with its operator metrics off (METRICS=off); `--compare-metrics`
+// runs a second service with them off beside the first and loads its ticker and order book in
+// the same rounds (`ticker-nometrics`, `orderbook-nometrics`), so what the metrics cost is a
+// difference of ratios in one run (docs/operations.md#metrics); metrics/1k counts the calls into
+// the Metrics object.
 // `--json` prints one JSON object on the last line of stdout: {"routes": [...], "references": [...], "publishing"?: {...}}.
 import { mkdirSync } from "node:fs";
 import path from "node:path";
@@ -48,6 +53,11 @@ const ONLY = option("only", undefined)?.split(",");
 /** Markets the service holds: the seven defaults, or N with a generated venue listed before the run. */
 const MARKETS = Math.max(7, Number(option("markets", 7)));
 const WARM_SECONDS = 1;
+/** `--metrics off`: the service counts nothing; `--compare-metrics`: a twin without metrics in the same rounds. */
+const METRICS = option("metrics", "on");
+const COMPARE_METRICS = args.includes("--compare-metrics");
+/** The ticker and order-book ratios with metrics stay within this of the same routes without them. */
+const METRICS_SLACK = 0.03;
 const TARGETS = { ticker: 0.65, orderbook: 0.55, prices: 0.65, "signed-ticker": 0.5, flood: 0.85, "tickers-all": 0.4 };
 /** `book-ticker` is held to the ticker's own ratio in the same run, less this. */
 const BOOK_TICKER_SLACK = 0.05;
@@ -85,8 +95,10 @@ async function main() {
   const stopAll = () => Promise.allSettled(started.map((worker) => worker.mf.dispose()));
   for (const signal of ["SIGINT", "SIGTERM"]) process.once(signal, () => void stopAll().then(() => process.exit(130)));
   try {
-    const service = await startService(serviceScript, { DEMO_FEED: "on" }, { direct, assets: withAssets });
+    const service = await startService(serviceScript, { DEMO_FEED: "on", METRICS }, { direct, assets: withAssets });
     started.push(service);
+    const twin = COMPARE_METRICS ? await startService(serviceScript, { DEMO_FEED: "on", METRICS: "off" }, { direct, assets: withAssets }) : undefined;
+    if (twin) started.push(twin);
     const baseline = await startReference(baselineBundle, { direct });
     started.push(baseline);
     const floor = await startReference(floorBundle, { direct });
@@ -103,18 +115,23 @@ async function main() {
     // The first request starts the demo feed; wait until prices, a traded ticker and a book exist.
     await warmUp(service.url, nextIp);
     await touchClients(service.url, nextIp);
+    if (twin) {
+      await warmUp(twin.url, nextIp);
+      await touchClients(twin.url, nextIp);
+    }
     await touchClients(floor.url, nextIp, 1024, "/rpc1");
     const signed = await prepareSignedLoad(service.url, "/v1/ticker/24hr?symbol=BTCUSDT", nextIp);
     const publicLoad = fromManyIps(nextIp);
     // Durable Object calls counted by each Worker itself (the service's operator counters; the
     // floor's own), read around every measured run: calls per 1,000 requests, not estimates.
-    const serviceCalls = async () => {
-      const { objectCalls } = await (await fetch(`${service.url}/admin/isolate`, { headers: ADMIN })).json();
+    const callsOf = (worker) => async () => {
+      const { objectCalls } = await (await fetch(`${worker.url}/admin/isolate`, { headers: ADMIN })).json();
       // The read path's calls: to market objects, and to the price index for the all-market answers.
-      return { market: objectCalls.marketReads + objectCalls.venueReads, guard: objectCalls.guard };
+      return { market: objectCalls.marketReads + objectCalls.venueReads, guard: objectCalls.guard, metrics: objectCalls.metrics ?? 0 };
     };
+    const serviceCalls = callsOf(service);
     const floorCalls = async () => (await fetch(`${floor.url}/calls`)).json();
-    const noCalls = async () => ({ market: 0, guard: 0 });
+    const noCalls = async () => ({ market: 0, guard: 0, metrics: 0 });
     const allRoutes = [
       { name: "baseline", path: "/api/ticker/BTCUSDT", worker: baseline, setupRequest: publicLoad, calls: noCalls },
       { name: "ticker", path: "/api/ticker/BTCUSDT", worker: service, setupRequest: publicLoad, calls: serviceCalls },
@@ -144,6 +161,12 @@ async function main() {
       { name: "floor-headers", path: "/headers", worker: floor, setupRequest: publicLoad, reference: true, calls: floorCalls },
       // The service's public chain (routing, request id, limiter, headers) around no work at all.
       { name: "limiter-only", path: "/api/time", worker: service, setupRequest: publicLoad, reference: true, calls: serviceCalls },
+      ...(twin
+        ? [
+            { name: "ticker-nometrics", path: "/api/ticker/BTCUSDT", worker: twin, setupRequest: publicLoad, calls: callsOf(twin) },
+            { name: "orderbook-nometrics", path: "/api/orderbook/BTCUSDT?depth=100", worker: twin, setupRequest: publicLoad, calls: callsOf(twin) },
+          ]
+        : []),
     ];
     const routes = allRoutes.filter((route) => !ONLY || route.name === "baseline" || ONLY.includes(route.name));
     const run = (route, seconds) => load({ url: route.worker.url + route.path, seconds, setupRequest: route.setupRequest });
@@ -177,6 +200,7 @@ async function main() {
           failed,
           marketCallsPer1k: perThousand(after.market - before.market),
           guardCallsPer1k: perThousand(after.guard - before.guard),
+          metricsCallsPer1k: perThousand((after.metrics ?? 0) - (before.metrics ?? 0)),
           cpuUsPerRequest: cpuBefore === undefined || served === 0 ? null : Math.round(((cpuAfter - cpuBefore) * 1e6) / served),
         });
         log(
@@ -199,6 +223,7 @@ async function main() {
         ratio: Number(median(runs.map((s, round) => s.rps / baselineByRound[round])).toFixed(2)),
         marketCallsPer1k: median(runs.map((s) => s.marketCallsPer1k)),
         guardCallsPer1k: median(runs.map((s) => s.guardCallsPer1k)),
+        metricsCallsPer1k: median(runs.map((s) => s.metricsCallsPer1k)),
         cpuUsPerRequest: runs[0].cpuUsPerRequest === null ? null : median(runs.map((s) => s.cpuUsPerRequest)),
         failed: runs.reduce((n, s) => n + s.failed, 0),
         reference: route.reference === true,
@@ -246,6 +271,21 @@ async function main() {
         const callVerdict = callTarget === undefined ? "" : `; market calls ≤ ${callTarget}/1k ${r.marketCallsPer1k <= callTarget ? "met" : "MISSED"}`;
         console.log(
           `${r.name.padEnd(14)} ${String(r.rps).padStart(7)}  ${String(r.p50Ms).padStart(6)}  ${String(r.p99Ms).padStart(6)}  ${String(r.marketCallsPer1k).padStart(9)}  ${String(r.guardCallsPer1k).padStart(8)}  ${String(r.cpuUsPerRequest ?? "–").padStart(6)}  ${r.ratio.toFixed(2).padStart(5)}  ${verdict}${callVerdict}${r.failed ? `  (${r.failed} failed)` : ""}`,
+        );
+      }
+    }
+    if (!asJson) {
+      const ratioOf = (name) => report.find((r) => r.name === name);
+      const metricsCalls = ratioOf("ticker")?.metricsCallsPer1k;
+      if (metricsCalls !== undefined)
+        console.log(`\nmetrics: ${metricsCalls} calls into the Metrics object per 1,000 ticker requests (at most 1: ${metricsCalls <= 1 ? "met" : "MISSED"})`);
+      for (const name of ["ticker", "orderbook"]) {
+        const on = ratioOf(name);
+        const off = ratioOf(`${name}-nometrics`);
+        if (!on || !off) continue;
+        const gap = Number((off.ratio - on.ratio).toFixed(2));
+        console.log(
+          `metrics: ${name} ratio ${on.ratio.toFixed(2)} with, ${off.ratio.toFixed(2)} without: ${gap <= METRICS_SLACK ? "within" : "MORE than"} ${METRICS_SLACK} (${gap})`,
         );
       }
     }

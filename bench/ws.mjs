@@ -1,4 +1,5 @@
 // `npm run bench:ws -- --soak 600` is the stream soak instead: drops per hour by close code (bench/ws-soak.mjs).
+// `npm run bench:ws -- --announce` measures an announcement's reach to every client instead (bench/ws-announce.mjs).
 //
 // `npm run bench:ws [-- --clients 1000] [-- --rate 5000] [-- --trades 1000] [-- --others 19] [-- --seconds 10] [-- --json]`
 //
@@ -443,7 +444,16 @@ async function main() {
   process.exitCode = clean ? 0 : 1;
 }
 
-if (isMainThread && SOAK !== undefined) {
+if (isMainThread && args.includes("--announce")) {
+  const { measureAnnouncement } = await import("./ws-announce.mjs");
+  const report = await measureAnnouncement({ clients: CLIENTS, log, connectAll });
+  if (asJson) console.log(JSON.stringify(report));
+  else
+    console.log(
+      `announcement to ${report.clients} clients: answered in ${report.answeredMs} ms; received by ${report.received} (p50 ${report.p50Ms} ms, p99 ${report.p99Ms} ms, slowest ${report.maxMs} ms); ${report.missing} missing within ${report.targetMs} ms: ${report.missing === 0 && report.maxMs <= report.targetMs ? "met" : "MISSED"}`,
+    );
+  process.exit(report.missing === 0 ? 0 : 1);
+} else if (isMainThread && SOAK !== undefined) {
   const { soak } = await import("./ws-soak.mjs");
   const report = await soak(SOAK, { base: option("base"), asJson });
   process.exit(report.drops > 0 ? 1 : 0);

@@ -21,7 +21,7 @@ function freePort() {
 
 /**
  * @param {{ env?: Record<string, string>, timeoutMs?: number }} [options] extra environment (e.g. `--var` is not needed: `npm start` turns the demo feed on)
- * @returns {Promise<{ baseUrl: string, stop: () => Promise<void> }>}
+ * @returns {Promise<{ baseUrl: string, stop: () => Promise<void>, output: () => string }>}
  */
 export async function startService({ env = {}, timeoutMs = 150_000 } = {}) {
   const port = await freePort();
@@ -70,5 +70,6 @@ export async function startService({ env = {}, timeoutMs = 150_000 } = {}) {
     }
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
-  return { baseUrl, stop };
+  // Everything the service printed so far (the no-secrets test reads it).
+  return { baseUrl, stop, output: () => output };
 }

@@ -20,6 +20,7 @@ import type { AppEnv } from "./env";
 import { historyFileRoutes } from "./history/file-routes";
 import { IMPORT_MAX_BYTES } from "./history/kline-import";
 import { historyOperatorRoutes } from "./history/operator-routes";
+import { logRequests } from "./logs/request-log";
 import { readContext } from "./market/reads";
 import { marketRoutes } from "./market/routes";
 import { countRequests } from "./metrics/middleware";
@@ -97,6 +98,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   const app = createRouter();
   app.use(requestId);
   app.use(countRequests);
+  app.use(logRequests);
   app.use(securityHeaders);
   app.use(withRegistry);
   app.use(startDemoFeed);

@@ -98,6 +98,6 @@ export const handleBinanceError: ErrorHandler<AppEnv> = (error, c) => {
   if (error instanceof BinanceError) return binanceErrorResponse(error, requestId);
   if (error instanceof ProblemError) return binanceErrorResponse(fromProblem(error), requestId);
   if (error instanceof HTTPException && error.status < 500) return binanceErrorResponse(new BinanceError("INVALID_PARAMETER", error.message), requestId);
-  console.error(JSON.stringify({ level: "error", requestId, path: c.req.path, error: String(error), stack: error instanceof Error ? error.stack : undefined }));
+  // Logged once, with the route and who asked, by `logRequests` (src/logs/request-log.ts).
   return binanceErrorResponse(new BinanceError("DISCONNECTED"), requestId);
 };

@@ -12,16 +12,7 @@ export const handleError: ErrorHandler<AppEnv> = (error, c) => {
     // route does not declare) are the client's mistakes: 4xx problems like every other.
     return problemResponse(fromHttpException(error), requestId);
   }
-  console.error(
-    JSON.stringify({
-      level: "error",
-      requestId,
-      method: c.req.method,
-      path: c.req.path,
-      error: String(error),
-      stack: error instanceof Error ? error.stack : undefined,
-    }),
-  );
+  // Logged once, with the route and who asked, by `logRequests` (src/logs/request-log.ts).
   return problemResponse(problem("INTERNAL_ERROR", "an unexpected error occurred; quote the requestId when reporting it"), requestId);
 };
 

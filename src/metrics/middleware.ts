@@ -1,8 +1,8 @@
 import { createMiddleware } from "hono/factory";
 import { routePath } from "hono/route";
-import { KEY_ID_PATTERN } from "../access/keys";
 import { ProblemError } from "../core/problem";
 import type { AppEnv } from "../env";
+import { keyIdOf, principalKind } from "../logs/request-log";
 import { isolateMetrics, metricsOn } from "./holder";
 import { callbackOutcome, limitScope } from "./outcomes";
 
@@ -30,25 +30,17 @@ export const countRequests = createMiddleware<AppEnv>(async (c, next) => {
   // Dropped locally; in production the SQL of docs/operations.md#analytics-engine reads them.
   c.env.REQUEST_EVENTS?.writeDataPoint({
     indexes: [route.slice(0, 96)],
-    blobs: [route, c.req.method, code ?? "", principalKind(c.req.path), keyIdOf(c.req.header("X-API-KEY") ?? c.req.query("apiKey"))],
+    blobs: [route, c.req.method, code ?? "", principalKind(c.req.path), keyIdOf(c.req.header("X-API-KEY") ?? c.req.query("apiKey")) ?? ""],
     doubles: [status, Date.now() - startedAt],
   });
-  const waitUntil = (promise: Promise<unknown>) => c.executionCtx.waitUntil(promise);
+  const waitUntil = (promise: Promise<unknown>) => {
+    try {
+      c.executionCtx.waitUntil(promise);
+    } catch {
+      // No execution context (the app called directly, as a test does): the promise runs on its own.
+    }
+  };
   const dueAt = isolateMetrics.settle(c.env, waitUntil);
   // An isolate is billed for CPU, not for waiting: a timer hands the counts on when they are due.
   if (dueAt !== undefined) waitUntil(new Promise((resolve) => setTimeout(resolve, Math.max(0, dueAt - Date.now()))).then(() => isolateMetrics.due(c.env)));
 });
-
-/** The key id a signed request names, if it is one (an id is public; the secret never travels). */
-function keyIdOf(value: string | undefined): string {
-  return value && KEY_ID_PATTERN.test(value) ? value : "";
-}
-
-/** Who a request speaks for, as a kind (never the address itself). */
-function principalKind(path: string): string {
-  if (path.startsWith("/v1/")) return "key";
-  if (path.startsWith("/api/gateway/")) return "gateway";
-  if (path.startsWith("/admin/")) return "operator";
-  if (path.startsWith("/account/") || path.startsWith("/dashboard")) return "account";
-  return "address";
-}

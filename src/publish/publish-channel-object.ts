@@ -6,6 +6,7 @@ import { accessGuard } from "../core/object-ids";
 import { ProblemError, problem, toProblemResult } from "../core/problem";
 import { Slots } from "../core/slots";
 import { parseSymbol } from "../core/symbols";
+import { logEvent } from "../logs/log";
 import { ingest } from "../market/ingest";
 import { MetricsHolder, metricsOn } from "../metrics/holder";
 import { batchOutcome } from "../metrics/outcomes";
@@ -22,6 +23,8 @@ export const IP_HEADER = "X-Publish-Ip";
 /** What a connection carries through hibernation: the address it publishes from, for the allow-list. */
 interface Attachment {
   ip: string;
+  /** The upgrade's request id, for the channel's log lines (docs/operations.md#logs). */
+  requestId?: string;
 }
 
 /** The key's standing as last checked: `checkedAt` is this object's clock. */
@@ -79,7 +82,9 @@ export class PublishChannel extends DurableObject<Env> {
     }
     const { 0: client, 1: server } = new WebSocketPair();
     this.ctx.acceptWebSocket(server);
-    server.serializeAttachment({ ip } satisfies Attachment);
+    const requestId = request.headers.get("X-Request-Id") ?? undefined;
+    server.serializeAttachment({ ip, requestId } satisfies Attachment);
+    logEvent({ event: "publish.channel.open", requestId, route: "/v1/publish", principal: "key", keyId });
     await this.armCheck(Date.now() + KEY_CHECK_EVERY_MS);
     return new Response(null, { status: 101, webSocket: client });
   }
@@ -188,9 +193,20 @@ export class PublishChannel extends DurableObject<Env> {
   private close(ws: WebSocket, reason: string): void {
     try {
       ws.close(POLICY_VIOLATION, reason);
+      this.logClose(ws, POLICY_VIOLATION);
     } catch {
       // already closing
     }
+  }
+
+  /** A channel closed, by either side: one log line with its key and the upgrade's request id. */
+  private logClose(ws: WebSocket, closeCode: number): void {
+    const attachment = ws.deserializeAttachment() as Attachment | null;
+    void this.ctx.storage
+      .get<string>("key")
+      .then((keyId) =>
+        logEvent({ event: "publish.channel.close", requestId: attachment?.requestId, route: "/v1/publish", principal: "key", keyId, closeCode }),
+      );
   }
 
   private closeAll(reason: string): void {
@@ -248,6 +264,7 @@ export class PublishChannel extends DurableObject<Env> {
 
   override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
     this.unacked.clear(ws);
+    this.logClose(ws, code);
     try {
       ws.close(code === 1005 || code === 1006 ? 1000 : code, reason);
     } catch {
@@ -257,5 +274,6 @@ export class PublishChannel extends DurableObject<Env> {
 
   override async webSocketError(ws: WebSocket): Promise<void> {
     this.unacked.clear(ws);
+    this.logClose(ws, 1006);
   }
 }

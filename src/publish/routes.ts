@@ -39,6 +39,7 @@ publishRoutes.get("/publish", async (c) => {
   const forwarded = new Headers(c.req.raw.headers);
   forwarded.set(KEY_HEADER, keyId);
   forwarded.set(IP_HEADER, clientIp(c.req.raw));
+  forwarded.set("X-Request-Id", c.get("requestId"));
   const response = await publishChannel(c.env, principalOfKey(keyId)).fetch(new Request(c.req.raw, { headers: forwarded }));
   if (response.webSocket) return new Response(null, { status: 101, webSocket: response.webSocket, headers });
   const refusal = await response.json<ProblemResult>().catch(() => null);

@@ -507,10 +507,6 @@ export class StreamHub extends DurableObject<Env> {
     if (keysDue !== undefined) due.push(keysDue);
     const noticeDue = this.maintenanceNotices(now);
     if (noticeDue !== undefined) due.push(noticeDue);
-    if (this.metricsDueAt !== undefined && now >= this.metricsDueAt) {
-      this.metricsDueAt = undefined;
-      await this.metrics.due(this.env, now);
-    } else if (this.metricsDueAt !== undefined) due.push(this.metricsDueAt);
     for (const [symbol, since] of this.awaitingBase) {
       if (now - since < BASE_TIMEOUT_MS) {
         due.push(since + BASE_TIMEOUT_MS);
@@ -525,6 +521,11 @@ export class StreamHub extends DurableObject<Env> {
       this.register(stream).catch((error: unknown) => console.error("base re-ask failed", symbol, String(error)));
       due.push(now + BASE_TIMEOUT_MS);
     }
+    // The counts go now when due, or when nothing else would wake the shard again: it is going quiet.
+    if (this.metricsDueAt !== undefined && (now >= this.metricsDueAt || due.length === 0)) {
+      this.metricsDueAt = undefined;
+      await this.metrics.due(this.env, now);
+    } else if (this.metricsDueAt !== undefined) due.push(this.metricsDueAt);
     if (due.length > 0) await this.ctx.storage.setAlarm(Math.min(...due));
   }
 
