@@ -171,21 +171,23 @@ export async function listApiKeys(env: Env, accountId: string, now = Date.now())
   );
 }
 
-/** A key's usage per minute or hour, as its guard counts it; a key of another account is not found. */
-export async function keyUsage(env: Env, accountId: string, keyId: string, interval: UsageInterval, since?: number) {
+/** A key of this account, or 404: another account's key is not found, as if it did not exist. */
+async function requireOwnKey(env: Env, accountId: string, keyId: string): Promise<void> {
   const owned = KEY_ID_PATTERN.test(keyId)
     ? await env.DB.prepare("SELECT id FROM api_keys WHERE id = ? AND account_id = ?").bind(keyId, accountId).first()
     : null;
   if (!owned) throw problem("NOT_FOUND", `no API key ${keyId.slice(0, 40)} in this account`);
+}
+
+/** A key's usage per minute or hour, as its guard counts it; a key of another account is not found. */
+export async function keyUsage(env: Env, accountId: string, keyId: string, interval: UsageInterval, since?: number) {
+  await requireOwnKey(env, accountId, keyId);
   return { keyId, interval, buckets: await keyGuard(env, keyId).keyUsage(interval, since) };
 }
 
 /** Revokes at the guard first, so the very next request with the key fails; then the index. */
 export async function revokeApiKey(env: Env, accountId: string, keyId: string, now = Date.now()): Promise<void> {
-  const owned = KEY_ID_PATTERN.test(keyId)
-    ? await env.DB.prepare("SELECT id FROM api_keys WHERE id = ? AND account_id = ?").bind(keyId, accountId).first()
-    : null;
-  if (!owned) throw problem("NOT_FOUND", `no API key ${keyId.slice(0, 40)} in this account`);
+  await requireOwnKey(env, accountId, keyId);
   await keyGuard(env, keyId).revokeKey(now);
   await env.DB.prepare("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL").bind(now, keyId).run();
 }

@@ -8,7 +8,7 @@ import type { MarketSummary } from "../groups/messages";
 import { type VenueAnswerKind, VenueBoard } from "../groups/venue-board";
 import { ensureRegistry } from "../registry/copy";
 import { groupOf, type RegistryIndex } from "../registry/model";
-import { STATUS_STREAM, type StreamEvent, shardCount, TICKERS_STREAM, type TickerWindow } from "../streams/protocol";
+import { allShards, STATUS_STREAM, type StreamEvent, TICKERS_STREAM, type TickerWindow } from "../streams/protocol";
 import type { MarketAnswer } from "./edge-copies";
 import { type PriceSnapshot, pricesIn } from "./price-index";
 
@@ -154,9 +154,8 @@ export class PriceIndex extends DurableObject<Env> {
       if (alarm === null || alarm > next) await this.ctx.storage.setAlarm(next);
     }
     const event: StreamEvent = { stream: STATUS_STREAM, data: JSON.parse((await this.status()).text) };
-    const shards = Array.from({ length: shardCount(this.env.STREAM_SHARDS) }, (_, i) => `shard-${i}`);
     await Promise.all(
-      shards.map((shard) =>
+      allShards(this.env.STREAM_SHARDS).map((shard) =>
         streamHub(this.env, shard)
           .publish([event])
           .catch((error: unknown) => console.error("status to", shard, "failed", String(error))),

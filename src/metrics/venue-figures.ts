@@ -1,11 +1,10 @@
 import { metricsObject, streamHub } from "../core/object-ids";
-import { shardCount } from "../streams/protocol";
+import { allShards } from "../streams/protocol";
 import type { RecentTimes } from "./metrics-object";
 
 /** Open stream connections by dialect, read from every shard (each hands its counts on first). */
 export async function connectionsByDialect(env: Env): Promise<Record<string, number>> {
-  const shards = Array.from({ length: shardCount(env.STREAM_SHARDS) }, (_, i) => `shard-${i}`);
-  const counts = await Promise.all(shards.map((shard) => streamHub(env, shard).scrape()));
+  const counts = await Promise.all(allShards(env.STREAM_SHARDS).map((shard) => streamHub(env, shard).scrape()));
   const byDialect: Record<string, number> = { native: 0, binance: 0 };
   for (const shard of counts) for (const [dialect, n] of Object.entries(shard)) byDialect[dialect] = (byDialect[dialect] ?? 0) + n;
   return byDialect;

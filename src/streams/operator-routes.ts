@@ -6,7 +6,7 @@ import { problem } from "../core/problem";
 import { createRouter } from "../core/router";
 import { jsonBody, okJson, problemResponses } from "../core/schemas";
 import { CLOSE_KINDS, MAX_GRACE_SECONDS, plannedClose } from "./planned-close";
-import { shardCount } from "./protocol";
+import { allShards, shardCount } from "./protocol";
 
 const PlannedCloseSchema = z
   .object({
@@ -55,7 +55,7 @@ export const streamOperatorRoutes = createRouter().openapi(
         errors: [{ path: "shard", message: `at most ${count - 1}` }],
       });
     }
-    const names = shard === undefined ? Array.from({ length: count }, (_, i) => `shard-${i}`) : [`shard-${shard}`];
+    const names = shard === undefined ? allShards(c.env.STREAM_SHARDS) : [`shard-${shard}`];
     const close = plannedClose(kind, Date.now() + graceSeconds * 1000);
     // Recorded before the shards are told: an announcement that reached some shards is in the log too.
     await auditStatement(c.env.DB, auditOf(c), "streams.close", names.join(","), { kind, graceSeconds }).run();

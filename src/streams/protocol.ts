@@ -239,6 +239,11 @@ export function shardOf(principal: string, shards: number): string {
   return `shard-${(hash >>> 0) % Math.max(1, Math.floor(shards) || 1)}`;
 }
 
+/** Every shard's name, as `shardOf` names them: for whatever must reach all of them (a status, a close, a scrape). */
+export function allShards(configured: string | undefined): string[] {
+  return Array.from({ length: shardCount(configured) }, (_, i) => `shard-${i}`);
+}
+
 /** `STREAM_SHARDS` from configuration: a positive integer, else 1. */
 export function shardCount(configured: string | undefined): number {
   const n = Number(configured);

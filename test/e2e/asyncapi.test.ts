@@ -35,7 +35,7 @@ describe("the AsyncAPI document of the streams (/asyncapi.json)", () => {
       "prices.USDT": "prices",
       heartbeat: "heartbeat",
     };
-    for (const kind of [...Object.values(messages), "tickers", "tickersWindow"]) expect(spec.components.messages[kind], kind).toBeDefined();
+    for (const kind of [...Object.values(messages), "tickers", "tickersWindow", "status"]) expect(spec.components.messages[kind], kind).toBeDefined();
     const streams = Object.keys(messages);
     const c = await connect(baseUrl, `/api/ws?streams=${streams.map(encodeURIComponent).join(",")}`, "198.18.250.1");
     if (!isOpen(c)) throw new Error(`refused: ${c.status}`);

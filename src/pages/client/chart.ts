@@ -1,4 +1,5 @@
 import { type CandlestickData, CandlestickSeries, createChart, type UTCTimestamp } from "lightweight-charts";
+import { CHART_THEME } from "./chart-theme";
 import { client, stream } from "./connection";
 
 /**
@@ -29,12 +30,7 @@ const bar = (k: { openTime: number; open: string; high: string; low: string; clo
 });
 
 export function candleChart(symbol: string, container: HTMLElement, picker: HTMLSelectElement): void {
-  const chart = createChart(container, {
-    autoSize: true,
-    layout: { background: { color: "transparent" }, textColor: "#555", attributionLogo: false },
-    grid: { vertLines: { color: "#eee" }, horzLines: { color: "#eee" } },
-    timeScale: { timeVisible: true, secondsVisible: false, rightOffset: 4 },
-  });
+  const chart = createChart(container, { ...CHART_THEME, timeScale: { timeVisible: true, secondsVisible: false, rightOffset: 4 } });
   const series = chart.addSeries(CandlestickSeries, {
     upColor: "#1f7a4d",
     downColor: "#b3261e",

@@ -1,4 +1,5 @@
 import { createChart, HistogramSeries, type UTCTimestamp } from "lightweight-charts";
+import { CHART_THEME } from "./chart-theme";
 
 /**
  * The dashboard's copy button for a new key's secret. Without JavaScript the secret stays
@@ -41,12 +42,7 @@ const usageChart = document.getElementById("usage-chart");
 const usageKey = document.getElementById("usage-key") as HTMLSelectElement | null;
 const usageInterval = document.getElementById("usage-interval") as HTMLSelectElement | null;
 if (usageChart && usageKey && usageInterval) {
-  const chart = createChart(usageChart, {
-    autoSize: true,
-    layout: { background: { color: "transparent" }, textColor: "#555", attributionLogo: false },
-    grid: { vertLines: { color: "#eee" }, horzLines: { color: "#eee" } },
-    timeScale: { timeVisible: true, secondsVisible: false },
-  });
+  const chart = createChart(usageChart, { ...CHART_THEME, timeScale: { timeVisible: true, secondsVisible: false } });
   const requests = chart.addSeries(HistogramSeries, { color: "#3b6ea5", priceFormat: { type: "volume" } });
   const limited = chart.addSeries(HistogramSeries, { color: "#b3261e", priceFormat: { type: "volume" } });
   const summary = document.getElementById("usage-summary")!;

@@ -2,9 +2,9 @@
 // The URL of each page asset, served by Workers Static Assets from public/assets.
 export const ASSETS = {
   "landing.js": "/assets/landing.692efa86288f.js",
-  "market.js": "/assets/market.7b9cfafb515a.js",
+  "market.js": "/assets/market.0edeafc73f1a.js",
   "docs.js": "/assets/docs.3dd803924b88.js",
-  "dashboard.js": "/assets/dashboard.183942a3f5e8.js",
+  "dashboard.js": "/assets/dashboard.9abbe9b11a82.js",
   "dashboard.css": "/assets/dashboard.17e0f3167659.css",
   "docs.css": "/assets/docs.fa10cbd3394c.css",
   "site.css": "/assets/site.6f88e1c39da4.css"
