@@ -4,53 +4,21 @@ import { groupRelay } from "../core/object-ids";
 import { isProblemResult, ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
 import type { RelayOp } from "../groups/messages";
 import { PacedOutbox } from "../groups/paced-outbox";
-import { aggregateCandles, candleOf, type Kline, type KlineQuery } from "../history/candles";
-import {
-  BUCKET_SIZES,
-  type BucketSize,
-  bucketSizeFor,
-  DAY_MS,
-  type KlineInterval,
-  MINUTE_MS,
-  nextOpenTime,
-  nominalMs,
-  openTimeOf,
-  SECOND_MS,
-} from "../history/intervals";
-import { type DayFiles, KEEP_TRADES, MarketHistory } from "../history/market-history";
+import { BUCKET_SIZES, type BucketSize, DAY_MS, MINUTE_MS } from "../history/intervals";
+import { type DayFiles, MarketHistory } from "../history/market-history";
 import { groupOf, type MarketConfig } from "../registry/model";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
 import type { IngestBatch, IngestResult } from "./ingest";
-import {
-  bookTickerOf,
-  checksumOf,
-  lastTradeOf,
-  type MarketState,
-  rememberBucket,
-  TRADE_RETENTION_MS,
-  tickerAt,
-  tickerOf,
-  windowRecordsOf,
-} from "./market-state";
-import { type MarketMeta, MarketStore, type StoredTrade, type TradePage } from "./market-store";
+import { MarketReads } from "./market-reads";
+import { bookTickerOf, type MarketState, rememberBucket, TRADE_RETENTION_MS, tickerAt, tickerOf, windowRecordsOf } from "./market-state";
+import { type MarketMeta, MarketStore, type StoredTrade } from "./market-store";
 import { MarketStreams } from "./market-streams";
 import { type BookOutcome, type BookUpdate, OrderBook, type WireLevel } from "./order-book";
 import type { PriceReport } from "./price-index";
-import { addToBucket, changePercent, formatWindow, type MinuteBucket, mergeBuckets, minuteOf, type WindowRecord, windowStats } from "./rolling-window";
-import { type WireTrade, wireTrade } from "./wire-trade";
+import { addToBucket, changePercent, type MinuteBucket, minuteOf } from "./rolling-window";
 
+export type { OrderBookText } from "./market-reads";
 export type { WireTrade } from "./wire-trade";
-
-/** An order book snapshot whose levels are already JSON text (see `orderBookText`). */
-export interface OrderBookText {
-  symbol: string;
-  sequence: number;
-  timestamp: number;
-  /** CRC-32 of the best 25 levels a side at `sequence` (docs/streams.md#checksums). */
-  checksum: number;
-  /** `{"bids":[…],"asks":[…]}` */
-  levels: string;
-}
 
 export interface OrderBookSnapshot {
   symbol: string;
@@ -78,6 +46,12 @@ export interface NewerConfig {
  * registry copy, and the object keeps (and stores) the newest revision it has seen, so a rules
  * or status change reaches it with the operator's push or with the next call, whichever is first.
  * Everything it publishes goes through its group relay (docs/design.md#group-relays).
+ *
+ * Each job has its own part, the object holding them together and writing alone: its state in
+ * memory and what derives from it (`market-state.ts`), storage (`market-store.ts`), the reads
+ * (`market-reads.ts`), what stream subscribers get (`market-streams.ts`) and the archive and
+ * daily files (`../history/market-history.ts`). Here: loading, ingest, import, persistence and
+ * the timers.
  */
 export class MarketObject extends DurableObject<Env> {
   private readonly store: MarketStore;
@@ -95,13 +69,14 @@ export class MarketObject extends DurableObject<Env> {
   private streams: MarketStreams | undefined;
   /** The alarm this object set last and has not seen fire (undefined: ask storage). */
   private alarmAt: number | undefined;
-  /** The book's levels as JSON text per depth, for the sequence they were made at. */
-  private bookTexts: { sequence: number; byDepth: Map<number, string> } | undefined;
+  /** Every read of the market, over the same store. */
+  private readonly reads: MarketReads;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.store = new MarketStore(ctx.storage);
     this.history = new MarketHistory(this.store, env.HISTORY, env.TRADE_ARCHIVE_CHUNK);
+    this.reads = new MarketReads(this.store, this.history);
   }
 
   /**
@@ -130,7 +105,7 @@ export class MarketObject extends DurableObject<Env> {
       meta.shards,
       (op) => this.send(op),
       (shards) => this.store.writeMeta("shards", JSON.stringify(shards)),
-      (state, openTime, interval, offsetMs) => this.candleAt(state, openTime, interval, offsetMs),
+      (state, openTime, interval, offsetMs) => this.reads.candleAt(state, openTime, interval, offsetMs),
     );
     this.state = {
       market,
@@ -350,23 +325,6 @@ export class MarketObject extends DurableObject<Env> {
     });
   }
 
-  /**
-   * The order book for `GET /api/orderbook`, its levels as JSON text (`{"bids":[…],"asks":[…]}`):
-   * one string crosses the RPC boundary instead of up to 2,000 small arrays, and the text is
-   * kept until the book changes, so repeated reads of an unchanged book cost nothing here.
-   */
-  private orderBookText(state: MarketState, depth: number, now: number): OrderBookText {
-    const symbol = state.market.symbol;
-    const sequence = state.book.sequence;
-    if (this.bookTexts?.sequence !== sequence) this.bookTexts = { sequence, byDepth: new Map() };
-    let levels = this.bookTexts.byDepth.get(depth);
-    if (levels === undefined) {
-      levels = JSON.stringify(state.book.levels(depth));
-      if (this.bookTexts.byDepth.size < 32) this.bookTexts.byDepth.set(depth, levels);
-    }
-    return { symbol, sequence, timestamp: now, checksum: checksumOf(state), levels };
-  }
-
   /** Moves due chunks of old trades to R2 (docs/history.md#trades); the tests call it to move them now. */
   async archiveTrades(now = Date.now(), most = 16): Promise<number> {
     const state = this.state;
@@ -383,7 +341,8 @@ export class MarketObject extends DurableObject<Env> {
   async writeDay(market: MarketConfig, day: number): Promise<DayFiles | ProblemResult> {
     try {
       const state = this.load(market);
-      const candles = (interval: "1m" | "1h" | "1d", from: number, to: number) => this.klines(state, { interval, startTime: from, endTime: to, limit: 1_440 });
+      const candles = (interval: "1m" | "1h" | "1d", from: number, to: number) =>
+        this.reads.klines(state, { interval, startTime: from, endTime: to, limit: 1_440 });
       const marks = state.dirtyMarks;
       const today = Math.floor(Date.now() / DAY_MS) * DAY_MS;
       const again = state.dirtyDays.filter((d) => d !== day && d < today);
@@ -403,38 +362,6 @@ export class MarketObject extends DurableObject<Env> {
     }
   }
 
-  /** The newest `limit` trades, newest first; with any bound of `page`, that page in tradeId order. */
-  private async trades(state: MarketState, limit: number, page: Omit<TradePage, "limit"> = {}): Promise<WireTrade[]> {
-    const wire = (t: StoredTrade) => wireTrade(state.market, t);
-    if (Object.values(page).some((bound) => bound !== undefined)) return this.history.tradePage(state.market, { ...page, limit });
-    if (state.tradesCache?.version !== state.version) state.tradesCache = { version: state.version, trades: this.store.latestTrades(KEEP_TRADES).map(wire) };
-    return state.tradesCache.trades.slice(0, limit);
-  }
-
-  /**
-   * Candles from the coarsest stored buckets that fit the interval and offset (docs/history.md#layout):
-   * a year of `1d` or `1w` reads 365 day rows, not 525,600 minutes.
-   */
-  private klines(state: MarketState, query: KlineQuery): Kline[] {
-    const offset = query.offsetMs ?? 0;
-    const size = bucketSizeFor(query.interval, offset);
-    const to = query.endTime ?? Number.MAX_SAFE_INTEGER;
-    if (query.startTime !== undefined) {
-      const from = openTimeOf(query.startTime, query.interval, offset);
-      return aggregateCandles(this.store.buckets(size, from, to, "ASC"), query.interval, state.market, query.limit, offset);
-    }
-    return aggregateCandles(this.store.buckets(size, 0, to, "DESC"), query.interval, state.market, query.limit, offset);
-  }
-
-  /**
-   * Statistics of the window `openTime`…`closeTime` (docs/history.md#rolling-windows), from the
-   * minutes at its edges and the hours between; the last price is the market's as of `now`.
-   */
-  private window(state: MarketState, openTime: number, closeTime: number, now: number): WindowRecord {
-    const buckets = [...this.store.spanBuckets(openTime, Math.min(closeTime, now))];
-    return formatWindow(state.market.symbol, windowStats(buckets, lastTradeOf(state), openTime), state.market, closeTime);
-  }
-
   /**
    * One read for the edge copies (docs/edge-reads.md): the answer as JSON text, with the moment
    * it shows, so an isolate serves it as it is and never puts an older answer over a newer one.
@@ -447,32 +374,12 @@ export class MarketObject extends DurableObject<Env> {
       const state = this.readable(market);
       // The version the answer shows is the one when it was asked (a page read from R2 awaits).
       version = state.version;
-      result = await this.answerOf(state, question, at);
+      result = await this.reads.answerOf(state, question, at);
     } catch (error) {
       if (!(error instanceof ProblemError)) throw error;
       result = toProblemResult(error);
     }
     return isProblemResult(result) ? { text: "", problem: result.problem, at, version } : { text: result, at, version };
-  }
-
-  /** The answer's text, showing the market at `at` (the ticker's closeTime, the book's timestamp). */
-  private async answerOf(state: MarketState, question: MarketQuestion, at: number): Promise<string> {
-    switch (question.kind) {
-      case "ticker":
-        return JSON.stringify(tickerAt(state, at));
-      case "book": {
-        const book = this.orderBookText(state, question.depth, at);
-        return `{"symbol":${JSON.stringify(book.symbol)},"sequence":${book.sequence},"timestamp":${book.timestamp},"checksum":${book.checksum},${book.levels.slice(1)}`;
-      }
-      case "bookTicker":
-        return JSON.stringify(bookTickerOf(state, at));
-      case "trades":
-        return JSON.stringify(await this.trades(state, question.limit, question.page));
-      case "klines":
-        return JSON.stringify(this.klines(state, question.query));
-      case "window":
-        return JSON.stringify(this.window(state, question.openTime, question.closeTime ?? at, at));
-    }
   }
 
   /**
@@ -549,24 +456,6 @@ export class MarketObject extends DurableObject<Env> {
     // An open candle is sent once more, closed, when its interval ends, even if no trade comes.
     const nextClose = this.streams!.tick(state, now, windows);
     if (nextClose !== undefined) this.alarmBy(nextClose);
-  }
-
-  /**
-   * The candle of `interval` (at `offsetMs`) opening at `openTime`: up to a day from the minutes
-   * in memory (the last ~25 h); a second, or anything longer than a day, from the stored buckets
-   * that tile it (hours at the edges and days between at an offset): a few small reads.
-   */
-  private candleAt(state: MarketState, openTime: number, interval: KlineInterval, offsetMs: number): Kline | undefined {
-    const closeTime = nextOpenTime(openTime, interval, offsetMs) - 1;
-    const size = bucketSizeFor(interval, offsetMs);
-    const buckets =
-      size === SECOND_MS || size === DAY_MS
-        ? [...this.store.buckets(size, openTime, closeTime, "ASC")]
-        : nominalMs(interval) <= DAY_MS
-          ? state.recentBuckets.filter((b) => b.minute >= openTime && b.minute <= closeTime)
-          : [...this.store.spanBuckets(openTime, closeTime, size, DAY_MS)];
-    const merged = mergeBuckets(buckets);
-    return merged && candleOf(merged, openTime, closeTime, state.market);
   }
 
   /** A shard subscribes: its first message is the whole book, down the channel of every delta after it. */
