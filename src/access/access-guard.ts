@@ -67,6 +67,8 @@ export class AccessGuard extends DurableObject<Env> {
   private usage: UsageRecord | undefined;
   private usageDirty = false;
   private usageWrittenAt = 0;
+  /** The alarm that stores counts a burst left is set (asked of storage once, not per request). */
+  private usageAlarmSet = false;
 
   /** The principal's window of `scope`, made anew when its limit changes. */
   private windowFor(limit: number, scope = "requests"): SlidingWindow {
@@ -201,7 +203,10 @@ export class AccessGuard extends DurableObject<Env> {
     countUse(this.usageRecord(), now, refused);
     this.usageDirty = true;
     if (now - this.usageWrittenAt >= USAGE_WRITE_EVERY_MS) this.writeUsage(now);
-    else void this.ctx.storage.getAlarm().then((alarm) => (alarm === null ? this.ctx.storage.setAlarm(this.usageWrittenAt + USAGE_WRITE_EVERY_MS) : undefined));
+    else if (!this.usageAlarmSet) {
+      this.usageAlarmSet = true;
+      void this.ctx.storage.setAlarm(this.usageWrittenAt + USAGE_WRITE_EVERY_MS);
+    }
   }
 
   private writeUsage(now: number): void {
@@ -218,6 +223,7 @@ export class AccessGuard extends DurableObject<Env> {
 
   /** Stores the counts a burst left in memory: an eviction after it loses none of them. */
   override async alarm(): Promise<void> {
+    this.usageAlarmSet = false;
     this.writeUsage(Date.now());
   }
 
