@@ -97,6 +97,12 @@ function toTrade(row: Row): StoredTrade {
   };
 }
 
+/** A `WHERE` of the bounds that are set (an unset one filters nothing), and their values in order. */
+function whereOf(bounds: [condition: string, value: number | undefined][]): { filter: string; args: number[] } {
+  const used = bounds.filter((bound): bound is [string, number] => bound[1] !== undefined);
+  return { filter: used.length > 0 ? `WHERE ${used.map(([condition]) => condition).join(" AND ")}` : "", args: used.map(([, value]) => value) };
+}
+
 /**
  * All SQLite access of one MarketObject. Big integers are stored as decimal text because
  * SQLite integers come back as JS numbers, which would round volumes above 2^53.
@@ -185,20 +191,14 @@ export class MarketStore {
       ["time >= ?", page.startTime],
       ["time <= ?", page.endTime],
     ];
-    const used = bounds.filter((bound): bound is [string, number] => bound[1] !== undefined);
-    const filter = used.length > 0 ? `WHERE ${used.map(([condition]) => condition).join(" AND ")}` : "";
-    const args = used.map(([, value]) => value);
+    const { filter, args } = whereOf(bounds);
     const forwards = page.fromId !== undefined || (page.before === undefined && page.startTime !== undefined);
-    if (forwards)
-      return this.sql
-        .exec(`SELECT * FROM trades ${filter} ORDER BY seq ASC LIMIT ?`, ...args, page.limit)
-        .toArray()
-        .map(toTrade);
-    return this.sql
-      .exec(`SELECT * FROM trades ${filter} ORDER BY seq DESC LIMIT ?`, ...args, page.limit)
+    const rows = this.sql
+      .exec(`SELECT * FROM trades ${filter} ORDER BY seq ${forwards ? "ASC" : "DESC"} LIMIT ?`, ...args, page.limit)
       .toArray()
-      .map(toTrade)
-      .reverse();
+      .map(toTrade);
+    // A backward page is read newest first and answered in tradeId order.
+    return forwards ? rows : rows.reverse();
   }
 
   /** The newest trades by time (ties: later arrival first). */
@@ -404,12 +404,11 @@ export class MarketStore {
       ["max_time >= ?", page.startTime],
       ["min_time <= ?", page.endTime],
     ];
-    const used = bounds.filter((bound): bound is [string, number] => bound[1] !== undefined);
-    const filter = used.length > 0 ? `WHERE ${used.map(([condition]) => condition).join(" AND ")}` : "";
+    const { filter, args } = whereOf(bounds);
     return this.sql
       .exec<{ chunk: number; first_seq: number; last_seq: number; min_time: number; max_time: number; trades: number; bytes: number }>(
         `SELECT * FROM archive_chunks ${filter} ORDER BY chunk ${forwards ? "ASC" : "DESC"} LIMIT ?`,
-        ...used.map(([, value]) => value),
+        ...args,
         limit,
       )
       .toArray()
