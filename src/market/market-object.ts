@@ -454,7 +454,7 @@ export class MarketObject extends DurableObject<Env> {
     // The windows move each minute: a market with trades in the last 24 h reports again then, traded or not.
     if (ticker.tradeCount24h > 0) this.alarmBy(minuteOf(now) + 60_000);
     // An open candle is sent once more, closed, when its interval ends, even if no trade comes.
-    const nextClose = this.streams!.tick(state, now, windows);
+    const nextClose = this.streams!.tick(state, now, ticker, windows);
     if (nextClose !== undefined) this.alarmBy(nextClose);
   }
 

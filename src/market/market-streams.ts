@@ -4,10 +4,10 @@ import type { Kline } from "../history/candles";
 import { type KlineInterval, openTimeOf } from "../history/intervals";
 import { CONFLATE_MS, Conflation } from "../streams/conflation";
 import { klineStreams, MARKET_ENDED_STREAM, type StreamEvent, TICKER_WINDOWS } from "../streams/protocol";
-import { averagePriceOf, bookTickerOf, checksumOf, type MarketState, snapshotMessageOf, tickerAt } from "./market-state";
+import { averagePriceOf, bookTickerOf, checksumOf, type MarketState, snapshotMessageOf } from "./market-state";
 import type { StoredTrade } from "./market-store";
 import type { BookUpdate } from "./order-book";
-import type { WindowRecord } from "./rolling-window";
+import type { TickerRecord, WindowRecord } from "./rolling-window";
 import { type WireTrade, wireTrade } from "./wire-trade";
 
 /** The candle of an interval (at an offset) opening at a time, from the market's stored buckets. */
@@ -67,10 +67,10 @@ export class MarketStreams {
    * price when it changed and the candles. Returns when an open candle closes by the clock (the
    * market's alarm sends it closed then), or undefined.
    */
-  tick(state: MarketState, now: number, windows: Record<string, WindowRecord>): number | undefined {
+  tick(state: MarketState, now: number, ticker: TickerRecord, windows: Record<string, WindowRecord>): number | undefined {
     if (!this.watched) return undefined;
     const { symbol } = state.market;
-    const events: StreamEvent[] = [{ stream: `ticker.${symbol}`, data: tickerAt(state, now) }];
+    const events: StreamEvent[] = [{ stream: `ticker.${symbol}`, data: ticker }];
     for (const window of TICKER_WINDOWS) events.push({ stream: `ticker.${symbol}.${window}`, data: windows[window] });
     const average = averagePriceOf(state, now);
     const averageKey = average && `${average.price}|${average.lastTradeTime}`;

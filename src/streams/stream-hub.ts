@@ -133,6 +133,8 @@ export class StreamHub extends DurableObject<Env> {
   private readonly counting: boolean;
   /** When the counts held are due to be handed on (the alarm's duty), if a hand-over waits. */
   private metricsDueAt: number | undefined;
+  /** Frames sent since they were last counted (the current burst). */
+  private framesSent = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -252,10 +254,8 @@ export class StreamHub extends DurableObject<Env> {
   private send(ws: WebSocket, message: unknown): void {
     try {
       ws.send(typeof message === "string" ? message : JSON.stringify(message));
-      if (this.counting) {
-        this.metrics.counts.add("mds_stream_messages_sent_total");
-        this.settleMetrics();
-      }
+      // Counted once per burst (a publish to 1,000 sockets is one count of 1,000), not per frame.
+      if (this.counting && this.framesSent++ === 0) queueMicrotask(() => this.countFrames());
     } catch {
       // The socket closed meanwhile; its close handler cleans up.
     }
@@ -671,6 +671,12 @@ export class StreamHub extends DurableObject<Env> {
   private closeAll(close: PlannedClose): void {
     this.ctx.storage.kv.delete(CLOSING_KEY);
     for (const ws of this.ctx.getWebSockets()) this.closeWith(ws, close.code, close.reason);
+  }
+
+  private countFrames(): void {
+    this.metrics.counts.add("mds_stream_messages_sent_total", {}, this.framesSent);
+    this.framesSent = 0;
+    this.settleMetrics();
   }
 
   /** Hands the counts on when due; else the alarm does, which lets the shard hibernate meanwhile (a timer would not). */

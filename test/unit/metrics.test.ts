@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { MetricCounts, seriesKey } from "../../src/metrics/counts";
+import { MAX_SERIES, MetricCounts, seriesKey } from "../../src/metrics/counts";
 import { exposition } from "../../src/metrics/exposition";
 import { SECONDS_BUCKETS } from "../../src/metrics/families";
 import { quantile } from "../../src/metrics/quantiles";
@@ -40,6 +40,16 @@ describe("metric counts, exposition and quantiles (src/metrics)", () => {
     expect(buckets.map(([, n]) => n)).toEqual([1, 1, 3, 3, 3, 3, 3, 4, 4, 4, 4, 4, 4, 5]);
     expect(text).toContain("mds_publish_ack_seconds_count 5\n");
     expect(seriesKey("mds_markets", { status: "stale" })).toBe('mds_markets{status="stale"}');
+  });
+
+  it("a holder keeps at most MAX_SERIES series: a caller cannot grow it without bound, and the series it has still count", () => {
+    const counts = new MetricCounts();
+    for (let i = 0; i < MAX_SERIES + 500; i++) counts.add("mds_http_requests_total", { route: `/r/${i}`, status: "200" });
+    counts.add("mds_http_requests_total", { route: "/r/0", status: "200" });
+    const { counters } = counts.snapshot();
+    expect(Object.keys(counters), "series kept").toHaveLength(MAX_SERIES);
+    expect(counters[seriesKey("mds_http_requests_total", { route: "/r/0", status: "200" })], "a kept series still counts").toBe(2);
+    expect(counters[seriesKey("mds_http_requests_total", { route: `/r/${MAX_SERIES}`, status: "200" })], "a series past the bound").toBeUndefined();
   });
 
   it("estimates quantiles as histogram_quantile does: linear within the bucket that holds the rank", () => {
