@@ -1,7 +1,9 @@
 import { DurableObject } from "cloudflare:workers";
+import { streamHub } from "../core/object-ids";
 import { ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
 import { unseal } from "../core/seal";
 import { allowListAdmits } from "./client-address";
+import { type ConnectionLease, keepAlive, leasesByShard, returnLease, takeLease } from "./connection-leases";
 import { countUse, emptyUsage, type UsageBucket, type UsageInterval, type UsageRecord, usageSince } from "./key-usage";
 import { type KeyRecord, keyStateAt, type MarketGrant, type Permission } from "./keys";
 import { type LoginAttempts, type LoginReservation, type LoginScope, type LoginSettlement, reserveLogin, settleLogin } from "./login-throttle";
@@ -50,6 +52,8 @@ const LOGIN_KEY = "login";
 /** Storage key of a key's usage counts (docs/limits.md#your-keys-usage), written at most once a minute. */
 const USAGE_KEY = "usage";
 const USAGE_WRITE_EVERY_MS = 60_000;
+/** Storage key of the principal's stream connection leases (docs/limits.md#stream-connections). */
+const CONNECTIONS_KEY = "connections";
 
 /**
  * One per principal (`key:<id>`, `ip:<addr>`, `gateway:<id>`). Answers "who is this, may they,
@@ -69,6 +73,9 @@ export class AccessGuard extends DurableObject<Env> {
   private usageWrittenAt = 0;
   /** The alarm that stores counts a burst left is set (asked of storage once, not per request). */
   private usageAlarmSet = false;
+
+  /** Lease asks, one after another: one that must ask shards first finishes before the next counts. */
+  private leaseQueue: Promise<unknown> = Promise.resolve();
 
   /** The principal's window of `scope`, made anew when its limit changes. */
   private windowFor(limit: number, scope = "requests"): SlidingWindow {
@@ -102,6 +109,54 @@ export class AccessGuard extends DurableObject<Env> {
   /** Reports a reserved attempt that did not fail (a failure is counted already). */
   settleLogin(scope: LoginScope, outcome: LoginSettlement, now = Date.now()): void {
     this.ctx.storage.kv.put(LOGIN_KEY, settleLogin(scope, this.ctx.storage.kv.get<LoginAttempts>(LOGIN_KEY), outcome, now));
+  }
+
+  private connectionLeases(): ConnectionLease[] {
+    return this.ctx.storage.kv.get<ConnectionLease[]>(CONNECTIONS_KEY) ?? [];
+  }
+
+  /**
+   * A shard asks for a lease before it upgrades one of the principal's connections (one call per
+   * upgrade). With `limit` held, the shards holding them are asked which are still open (a shard
+   * that died returns nothing), and only then is the connection refused.
+   */
+  takeConnection(id: string, shard: string, limit: number): Promise<boolean> {
+    const asked = this.leaseQueue.then(async () => {
+      const lease = { id, shard, at: Date.now() };
+      const before = this.connectionLeases();
+      let ask = takeLease(before, lease, limit);
+      if (!ask.granted) {
+        const alive = new Map<string, Set<string> | undefined>();
+        await Promise.all(
+          [...leasesByShard(ask.leases)].map(async ([holder, ids]) => {
+            try {
+              alive.set(holder, new Set(await streamHub(this.env, holder).leasesHeld(ids)));
+            } catch (error) {
+              console.error("lease check failed", holder, String(error));
+              alive.set(holder, undefined);
+            }
+          }),
+        );
+        // Read again: leases returned while the shards answered are gone already.
+        ask = takeLease(keepAlive(this.connectionLeases(), alive), lease, limit);
+      }
+      if (ask.leases.length !== before.length || ask.leases.some((l, i) => l.id !== before[i]?.id)) this.ctx.storage.kv.put(CONNECTIONS_KEY, ask.leases);
+      return ask.granted;
+    });
+    this.leaseQueue = asked.catch(() => undefined);
+    return asked;
+  }
+
+  /** A shard returns a connection's lease when it closes (one call per close). */
+  returnConnection(id: string): void {
+    const held = this.connectionLeases();
+    const left = returnLease(held, id);
+    if (left.length !== held.length) this.ctx.storage.kv.put(CONNECTIONS_KEY, left);
+  }
+
+  /** The leases held now (the operator's view, and the tests'). */
+  connectionsHeld(): ConnectionLease[] {
+    return this.connectionLeases();
   }
 
   private async keyRecord(): Promise<KeyRecord | null> {

@@ -8,7 +8,8 @@ import type { MarketSummary } from "../groups/messages";
 import { type VenueAnswerKind, VenueBoard } from "../groups/venue-board";
 import { ensureRegistry } from "../registry/copy";
 import { groupOf, type RegistryIndex } from "../registry/model";
-import { allShards, STATUS_STREAM, type StreamEvent, TICKERS_STREAM, type TickerWindow } from "../streams/protocol";
+import { everyShard } from "../streams/every-shard";
+import { STATUS_STREAM, type StreamEvent, TICKERS_STREAM, type TickerWindow } from "../streams/protocol";
 import type { MarketAnswer } from "./edge-copies";
 import { type PriceSnapshot, pricesIn } from "./price-index";
 
@@ -155,7 +156,7 @@ export class PriceIndex extends DurableObject<Env> {
     }
     const event: StreamEvent = { stream: STATUS_STREAM, data: JSON.parse((await this.status()).text) };
     await Promise.all(
-      allShards(this.env.STREAM_SHARDS).map((shard) =>
+      (await everyShard(this.env)).map((shard) =>
         streamHub(this.env, shard)
           .publish([event])
           .catch((error: unknown) => console.error("status to", shard, "failed", String(error))),

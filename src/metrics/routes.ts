@@ -12,7 +12,7 @@ import { connectionsByDialect } from "./venue-figures";
  * `GET /metrics` for the operator, mounted at `/admin` (docs/operations.md#metrics): the counters
  * and histograms every holder handed on (at most METRICS_FLUSH_MS behind; this isolate's and the
  * shards' are handed on by the scrape itself), and the gauges read now: connections from each
- * shard, markets from the price index. `STREAM_SHARDS` + 2 object calls a scrape.
+ * shard, markets from the price index. A call to every shard (docs/streams.md#placement) + 2 a scrape.
  *
  * @example
  * app.route("/admin", metricsRoutes);

@@ -1,10 +1,10 @@
 import { metricsObject, streamHub } from "../core/object-ids";
-import { allShards } from "../streams/protocol";
+import { everyShard } from "../streams/every-shard";
 import type { RecentTimes } from "./metrics-object";
 
 /** Open stream connections by dialect, read from every shard (each hands its counts on first). */
 export async function connectionsByDialect(env: Env): Promise<Record<string, number>> {
-  const counts = await Promise.all(allShards(env.STREAM_SHARDS).map((shard) => streamHub(env, shard).scrape()));
+  const counts = await Promise.all((await everyShard(env)).map((shard) => streamHub(env, shard).scrape()));
   const byDialect: Record<string, number> = { native: 0, binance: 0 };
   for (const shard of counts) for (const [dialect, n] of Object.entries(shard)) byDialect[dialect] = (byDialect[dialect] ?? 0) + n;
   return byDialect;
@@ -15,7 +15,7 @@ export interface StatusFigures extends RecentTimes {
   connections: number;
 }
 
-/** The status page's figures are read at most this often per isolate: a page view is not STREAM_SHARDS + 1 calls. */
+/** The status page's figures are read at most this often per isolate: a page view is not a call to every shard and one more. */
 const FIGURES_MAX_AGE_MS = 5_000;
 let held: { at: number; figures: StatusFigures } | undefined;
 

@@ -5,8 +5,8 @@ import { streamHub } from "../core/object-ids";
 import { problem } from "../core/problem";
 import { createRouter } from "../core/router";
 import { jsonBody, okJson, problemResponses } from "../core/schemas";
+import { everyShard } from "./every-shard";
 import { CLOSE_KINDS, MAX_GRACE_SECONDS, plannedClose } from "./planned-close";
-import { allShards, shardCount } from "./protocol";
 
 const PlannedCloseSchema = z
   .object({
@@ -41,7 +41,13 @@ export const streamOperatorRoutes = createRouter().openapi(
         .object({
           kind: z.enum(CLOSE_KINDS).openapi({ example: "restart" }),
           graceSeconds: z.number().int().min(0).max(MAX_GRACE_SECONDS).default(30),
-          shard: z.number().int().min(0).optional().openapi({ description: "One shard (0 … STREAM_SHARDS − 1); every shard when left out" }),
+          shard: z
+            .union([z.number().int().min(0), z.string().max(64)])
+            .optional()
+            .openapi({
+              description:
+                "One shard: its name (`shard-2`, `group-3-shard-0`: docs/streams.md#placement) or the general pool's number (0 … STREAM_SHARDS − 1); every shard when left out",
+            }),
         })
         .strict(),
     ),
@@ -49,13 +55,18 @@ export const streamOperatorRoutes = createRouter().openapi(
   }),
   async (c) => {
     const { kind, graceSeconds, shard } = c.req.valid("json");
-    const count = shardCount(c.env.STREAM_SHARDS);
-    if (shard !== undefined && shard >= count) {
-      throw problem("VALIDATION_FAILED", `there are ${count} stream shards: shard is 0 to ${count - 1}`, {
-        errors: [{ path: "shard", message: `at most ${count - 1}` }],
-      });
+    const every = await everyShard(c.env);
+    const one = typeof shard === "number" ? `shard-${shard}` : shard;
+    if (one !== undefined && !every.includes(one)) {
+      throw problem(
+        "VALIDATION_FAILED",
+        `${one} is no stream shard: shard-0 … shard-${every.filter((name) => name.startsWith("shard-")).length - 1}, or group-{g}-shard-{i}`,
+        {
+          errors: [{ path: "shard", message: "not a shard" }],
+        },
+      );
     }
-    const names = shard === undefined ? allShards(c.env.STREAM_SHARDS) : [`shard-${shard}`];
+    const names = one === undefined ? every : [one];
     const close = plannedClose(kind, Date.now() + graceSeconds * 1000);
     // Recorded before the shards are told: an announcement that reached some shards is in the log too.
     await auditStatement(c.env.DB, auditOf(c), "streams.close", names.join(","), { kind, graceSeconds }).run();

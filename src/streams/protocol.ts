@@ -229,27 +229,6 @@ export function frameBytes(message: string | ArrayBuffer): number {
   return message.length > MAX_MESSAGE_BYTES ? message.length : new TextEncoder().encode(message).length;
 }
 
-/** The shard that holds every connection of a principal (FNV-1a of its name, mod N). */
-export function shardOf(principal: string, shards: number): string {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < principal.length; i++) {
-    hash ^= principal.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return `shard-${(hash >>> 0) % Math.max(1, Math.floor(shards) || 1)}`;
-}
-
-/** Every shard's name, as `shardOf` names them: for whatever must reach all of them (a status, a close, a scrape). */
-export function allShards(configured: string | undefined): string[] {
-  return Array.from({ length: shardCount(configured) }, (_, i) => `shard-${i}`);
-}
-
-/** `STREAM_SHARDS` from configuration: a positive integer, else 1. */
-export function shardCount(configured: string | undefined): number {
-  const n = Number(configured);
-  return Number.isInteger(n) && n >= 1 ? n : 1;
-}
-
 /** One message for subscribers of `stream`, as a market or the price index publishes it. */
 export interface StreamEvent {
   stream: string;

@@ -9,12 +9,35 @@ import { type ProblemResult, problem } from "../core/problem";
 import { createRouter } from "../core/router";
 import { problemResponses } from "../core/schemas";
 import type { AppEnv } from "../env";
-import { shardCount, shardOf } from "./protocol";
+import { ensureRegistry, findMarket } from "../registry/copy";
+import type { MarketConfig } from "../registry/model";
+import { DIALECT_HEADER, DIALECT_STREAMS_HEADER, decodeNames, dialectOf } from "./dialect";
+import { placeConnection, shardLayout } from "./placement";
+import { MAX_STREAMS_PER_CONNECTION, parseStreamName, type StreamName } from "./protocol";
 import { PRINCIPAL_HEADER, SHARD_HEADER } from "./stream-hub";
 
+/** The markets a connection names at connect, in the order named (native `?streams=`, or a dialect's names). */
+async function marketsNamed(env: Env, request: Request, dialect: Record<string, string>): Promise<MarketConfig[]> {
+  const spoken = dialectOf(dialect[DIALECT_HEADER]);
+  const names = spoken
+    ? decodeNames(dialect[DIALECT_STREAMS_HEADER] ?? null, MAX_STREAMS_PER_CONNECTION)
+    : (new URL(request.url).searchParams.get("streams") ?? "").split(",", MAX_STREAMS_PER_CONNECTION).filter((name) => name !== "");
+  if (names.length === 0) return [];
+  await ensureRegistry(env);
+  const streams = names.flatMap((name): StreamName[] => {
+    const stream = spoken ? spoken.parse(name)?.native : parseStreamName(name);
+    return stream ? [stream] : [];
+  });
+  // Only a market's streams place a connection: `prices`, `tickers`, `status` and `heartbeat` come to every shard alike.
+  return streams.flatMap((stream) => {
+    const market = ["prices", "tickers", "status", "heartbeat"].includes(stream.kind) ? undefined : findMarket(stream.subject);
+    return market ? [market] : [];
+  });
+}
+
 /**
- * Hands the upgrade to the shard that holds every connection of the principal. The shard
- * answers 101 with the socket, or a `ProblemResult` (429 `STREAM_LIMIT`) that becomes problem
+ * Hands the upgrade to a shard of the group of the markets it names (docs/streams.md#placement). The shard
+ * takes a lease of the principal's guard (the five connections) and answers 101 with the socket, or a `ProblemResult` (429 `STREAM_LIMIT`) that becomes problem
  * JSON here, with the request id, like every other error. The 101 is re-made here so it can
  * carry `headers` (a response from an object has immutable headers, and a 101 cannot be copied).
  */
@@ -28,7 +51,7 @@ async function toShard(
   if (request.headers.get("Upgrade")?.toLowerCase() !== "websocket") {
     throw problem("VALIDATION_FAILED", "this is a WebSocket endpoint: connect with Upgrade: websocket", undefined, headers);
   }
-  const shard = shardOf(principal, shardCount(env.STREAM_SHARDS));
+  const shard = placeConnection(shardLayout(env), principal, await marketsNamed(env, request, dialect));
   const forwarded = new Headers(request.headers);
   // Only the routes say who connects and in which dialect: a client's own `X-Stream-` header says nothing.
   for (const name of [...forwarded.keys()]) if (name.startsWith("x-stream-")) forwarded.delete(name);

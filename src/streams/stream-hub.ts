@@ -59,6 +59,8 @@ interface Attachment {
   /** The streams held: native names, or on a dialect's connection the dialect's names (src/streams/dialect.ts). */
   streams: string[];
   warnings: number;
+  /** The connection's lease of its principal's guard, until it is returned (docs/limits.md#stream-connections). */
+  lease?: string;
   /** Set on a dialect's connection: its id, and its options (Binance: combined frames or raw). */
   dialect?: { id: string; options: DialectOptions };
 }
@@ -102,9 +104,10 @@ function attachmentOf(ws: WebSocket): Attachment {
 }
 
 /**
- * One shard of the WebSocket fan-out. All connections of a principal land on one shard, so
- * the 5-connection limit is an exact count of this shard's sockets tagged with it — the runtime
- * keeps that list through hibernation and drops a socket the moment it closes or fails.
+ * One shard of the WebSocket fan-out. Connections land on a shard of the group of the markets
+ * they name (docs/streams.md#placement); the five connections per principal are counted by its
+ * AccessGuard as leases, taken here before the upgrade and returned on close, so the count is
+ * exact whichever shards hold them.
  *
  * Sockets hibernate; a socket's subscriptions live in its attachment, and the subscriber index
  * here is rebuilt from those after a wake-up. Per market the shard keeps a copy of the book
@@ -133,6 +136,8 @@ export class StreamHub extends DurableObject<Env> {
   private readonly counting: boolean;
   /** When the counts held are due to be handed on (the alarm's duty), if a hand-over waits. */
   private metricsDueAt: number | undefined;
+  /** Leases asked of a guard for connections not yet accepted: held, as far as a guard's check is concerned. */
+  private readonly pendingLeases = new Set<string>();
   /** Frames sent since they were last counted (the current burst). */
   private framesSent = 0;
 
@@ -205,8 +210,19 @@ export class StreamHub extends DurableObject<Env> {
       this.shardName = shard;
       await this.ctx.storage.put("shard", shard);
     }
-    // No await between the count and the accept: checking and taking the slot are one step.
-    if (this.ctx.getWebSockets(principal).length >= MAX_CONNECTIONS_PER_PRINCIPAL) {
+    // The principal's guard counts its connections on every shard (docs/limits.md#stream-connections).
+    const lease = crypto.randomUUID();
+    this.pendingLeases.add(lease);
+    let granted: boolean;
+    try {
+      granted = await accessGuard(this.env, principal).takeConnection(lease, shard, MAX_CONNECTIONS_PER_PRINCIPAL);
+    } catch (error) {
+      this.pendingLeases.delete(lease);
+      console.error("connection lease failed", String(error));
+      return Response.json(toProblemResult(problem("UNAVAILABLE", "the connection limit could not be checked; try again shortly")), { status: 503 });
+    }
+    if (!granted) {
+      this.pendingLeases.delete(lease);
       const who = principal.startsWith("key:") ? "API key" : "client IP";
       return Response.json(
         toProblemResult(problem("STREAM_LIMIT", `at most ${MAX_CONNECTIONS_PER_PRINCIPAL} concurrent WebSocket connections per ${who}; close one first`)),
@@ -215,6 +231,7 @@ export class StreamHub extends DurableObject<Env> {
     }
     const { 0: client, 1: server } = new WebSocketPair();
     this.ctx.acceptWebSocket(server, [principal]);
+    this.pendingLeases.delete(lease);
     // A key's connections are checked while open: revoked or expired, they close (docs/streams.md#closes-and-ended-streams).
     if (principal.startsWith("key:")) {
       this.ctx.storage.kv.put(KEY_VERIFIED_PREFIX + principal, Date.now());
@@ -226,6 +243,7 @@ export class StreamHub extends DurableObject<Env> {
       principal,
       streams: [],
       warnings: 0,
+      lease,
       ...(dialect && { dialect: { id: dialect.id, options: decodeOptions(request.headers.get(DIALECT_OPTIONS_HEADER)) } }),
     } satisfies Attachment);
     // A connection that opens while a planned close is under way is told at once, as the others were.
@@ -815,8 +833,35 @@ export class StreamHub extends DurableObject<Env> {
     return next;
   }
 
+  /** Which of a guard's leases are still open here (or being opened): the rest died with a restart or a crash. */
+  leasesHeld(ids: string[]): string[] {
+    const held = new Set(this.pendingLeases);
+    for (const ws of this.ctx.getWebSockets()) {
+      const lease = (ws.deserializeAttachment() as Attachment | null)?.lease;
+      if (lease) held.add(lease);
+    }
+    return ids.filter((id) => held.has(id));
+  }
+
+  /** A closed connection's lease goes back to its principal's guard, once (one call per close). */
+  private returnLease(ws: WebSocket, attachment: Attachment): void {
+    const lease = attachment.lease;
+    if (!lease) return;
+    try {
+      ws.serializeAttachment({ ...attachment, lease: undefined });
+    } catch {
+      // closed already: the guard forgets a lease returned twice
+    }
+    this.ctx.waitUntil(
+      accessGuard(this.env, attachment.principal)
+        .returnConnection(lease)
+        .catch((error: unknown) => console.error("returning a connection lease failed", String(error))),
+    );
+  }
+
   private forget(ws: WebSocket): void {
     const attachment = ws.deserializeAttachment() as Attachment | null;
+    if (attachment) this.returnLease(ws, attachment);
     const fanout = attachment?.dialect && this.fanouts.get(attachment.dialect.id);
     for (const name of attachment?.streams ?? []) {
       if (fanout) fanout.remove(ws, name);

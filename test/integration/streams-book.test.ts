@@ -4,17 +4,17 @@ import { describe, expect, it } from "vitest";
 import { LocalBook } from "../../client/src/index";
 import { marketObject } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
-import { shardOf } from "../../src/streams/protocol";
+import { shardOf } from "../../src/streams/placement";
 import { callJson } from "../support/http";
 import { until } from "../support/poll";
-import { openSocket, type TestSocket, upgrade } from "./streams-support";
+import { openSocket, shardOfConnection, type TestSocket, upgrade } from "./streams-support";
 
 type Level = [string, string];
 
 const shardCount = Number(env.STREAM_SHARDS);
 const shardOfIp = (ip: string) => shardOf(`ip:${ip}`, shardCount);
 
-/** Client IPs from `prefix`, the first on any shard and the second on another (when there are two). */
+/** Client IPs from `prefix`, the first on any shard of a group and the second on another (when there are two): the index is the same in every group. */
 function ipsOnTwoShards(prefix: string): [string, string] {
   const first = `${prefix}.1`;
   for (let i = 2; i < 250; i++) if (shardOfIp(`${prefix}.${i}`) !== shardOfIp(first) || shardCount === 1) return [first, `${prefix}.${i}`];
@@ -134,7 +134,7 @@ describe("book stream consistency (docs/streams.md)", () => {
     // Joins while deltas are in flight: one on the same shard (its snapshot comes from the
     // shard's copy), one on another shard (which registers with the market now).
     const joining = publisher.deltas(25);
-    const sameShard = await openSocket("/api/ws", ipA);
+    const sameShard = await openSocket("/api/ws?streams=ticker.BTCUSDT", ipA);
     sameShard.ws.send(JSON.stringify({ op: "subscribe", id: 1, streams: ["book.BTCUSDT"] }));
     const sameShardBook = new ClientBook(sameShard, "book.BTCUSDT");
     const otherShard = await openSocket("/api/ws?streams=book.btc-usdt", ipB);
@@ -144,7 +144,7 @@ describe("book stream consistency (docs/streams.md)", () => {
     // The first shard hibernates: it loses its copy, gets a new base from the market on the
     // next delta and sends its book subscribers a fresh snapshot.
     await until(() => firstBook.sequence === publisher.sequence);
-    await evictDurableObject(env.STREAM_HUB.getByName(shardOfIp(ipA)), { webSockets: "hibernate" });
+    await evictDurableObject(env.STREAM_HUB.getByName(await shardOfConnection(`ip:${ipA}`, ["BTCUSDT"])), { webSockets: "hibernate" });
     await publisher.deltas(25);
 
     const books = [firstBook, sameShardBook, otherShardBook];
@@ -163,9 +163,9 @@ describe("book stream consistency (docs/streams.md)", () => {
       });
     }
     expect(firstBook.snapshots).toBe(2); // at connect, and after the shard woke up
-    expect(sameShard.messages.find((m) => m.id === 1)).toEqual({ id: 1, result: { streams: ["book.BTCUSDT"] } });
+    expect(sameShard.messages.find((m) => m.id === 1)).toEqual({ id: 1, result: { streams: ["ticker.BTCUSDT", "book.BTCUSDT"] } });
     // The ack comes before the stream's first message.
-    expect(sameShard.messages.findIndex((m) => m.id === 1)).toBeLessThan(sameShard.messages.findIndex((m) => m.stream));
+    expect(sameShard.messages.findIndex((m) => m.id === 1)).toBeLessThan(sameShard.messages.findIndex((m) => m.stream === "book.BTCUSDT"));
     for (const s of [first, sameShard, otherShard]) s.ws.close();
   });
 

@@ -1,7 +1,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { shardOf } from "../../src/streams/protocol";
+import { shardOf } from "../../src/streams/placement";
 import { until } from "../support/poll";
 import { openSocket } from "./streams-support";
 

@@ -1,4 +1,7 @@
+import { env } from "cloudflare:workers";
 import { expect } from "vitest";
+import { ensureRegistry, findMarket } from "../../src/registry/copy";
+import { placeConnection, shardLayout } from "../../src/streams/placement";
 import { call } from "../support/http";
 
 /** A WebSocket opened through the Worker in workerd, with every message it received. */
@@ -36,4 +39,14 @@ export async function openSocket(path: string, ip: string, headers?: Record<stri
   });
   ws.accept();
   return { ws, messages, texts, closed };
+}
+
+/** The shard a connection of `principal` naming markets `symbols` at connect lands on (docs/streams.md#placement). */
+export async function shardOfConnection(principal: string, symbols: string[] = []): Promise<string> {
+  await ensureRegistry(env);
+  return placeConnection(
+    shardLayout(env),
+    principal,
+    symbols.map((symbol) => findMarket(symbol)!),
+  );
 }

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sign, signaturePayload } from "../../src/access/signature";
 import { ingest } from "../../src/market/ingest";
-import { shardOf } from "../../src/streams/protocol";
+import { shardOf } from "../../src/streams/placement";
 import { newKey, type TestKey } from "../support/accounts";
 import { call } from "../support/http";
 import { until } from "../support/poll";

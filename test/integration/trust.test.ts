@@ -7,12 +7,12 @@ import { accessGuard, marketObject } from "../../src/core/object-ids";
 import { COPIES_MAX_BYTES } from "../../src/market/edge-copies";
 import { heldCopyBytes } from "../../src/market/edge-reads";
 import { KEY_CHECK_EVERY_MS } from "../../src/publish/publish-channel-object";
-import { shardCount, shardOf } from "../../src/streams/protocol";
+import { shardLayout, shardOf } from "../../src/streams/placement";
 import { newAccount, newKey, newPublishKey, signedCall, type TestKey } from "../support/accounts";
 import { ADMIN } from "../support/gateways";
 import { call, callJson } from "../support/http";
 import { until } from "../support/poll";
-import { openSocket, type TestSocket, upgrade } from "./streams-support";
+import { openSocket, shardOfConnection, type TestSocket, upgrade } from "./streams-support";
 
 const json = (method: string, body: unknown, headers: Record<string, string> = {}) => ({
   method,
@@ -29,7 +29,7 @@ async function publishPath(key: { id: string; secret: string }): Promise<string>
 const answerOf = (socket: TestSocket, id: unknown) => until(() => socket.messages.find((m) => m.id === id), { what: `the answer to ${String(id)}` });
 const channelOf = (key: TestKey) => env.PUBLISH_CHANNEL.getByName(`key:${key.id}`);
 /** The shard a principal's connections land on, as the routes place them. */
-const shardFor = (principal: string) => env.STREAM_HUB.getByName(shardOf(principal, shardCount(env.STREAM_SHARDS)));
+const shardFor = (principal: string) => env.STREAM_HUB.getByName(shardOf(principal, shardLayout(env).shards));
 const trade = (id: string, price: string, quantity: string) => ({ id, price, quantity, side: "buy", time: Date.now() });
 
 describe("trust: only publishers the operator names write a market (docs/security.md)", () => {
@@ -304,7 +304,7 @@ describe("what the docs promise about publishing holds (docs/publishing.md)", ()
   it("a join lost on its way to the relay is healed: the shard asks again for a base that never came", async () => {
     const socket = await openSocket("/api/ws?streams=book.BTCUSDC", "198.51.100.40");
     await until(() => socket.messages.find((m) => m.stream === "book.BTCUSDC"), { what: "the first snapshot" });
-    const shard = shardFor("ip:198.51.100.40");
+    const shard = env.STREAM_HUB.getByName(await shardOfConnection("ip:198.51.100.40", ["BTCUSDC"]));
     const group = Math.floor(
       (await callJson("/admin/markets", { headers: ADMIN })).body.markets.find((m: { symbol: string }) => m.symbol === "BTCUSDC").ordinal / 64,
     );

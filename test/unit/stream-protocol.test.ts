@@ -9,8 +9,6 @@ import {
   parseStreamName,
   planSubscribe,
   planUnsubscribe,
-  shardCount,
-  shardOf,
 } from "../../src/streams/protocol";
 import { defaultMarkets, registry } from "../support/registry";
 
@@ -187,34 +185,5 @@ describe("inbound limits", () => {
         expect(frameBytes(text) > MAX_MESSAGE_BYTES).toBe(new TextEncoder().encode(text).length > MAX_MESSAGE_BYTES);
       }),
     );
-  });
-});
-
-describe("shards", () => {
-  it("a principal always lands on the same shard, one of N", () => {
-    fc.assert(
-      fc.property(fc.string(), fc.integer({ min: 1, max: 64 }), (principal, n) => {
-        const shard = shardOf(principal, n);
-        expect(shardOf(principal, n)).toBe(shard);
-        const index = Number(shard.slice("shard-".length));
-        expect(index).toBeGreaterThanOrEqual(0);
-        expect(index).toBeLessThan(n);
-      }),
-    );
-  });
-
-  it("many client IPs spread over every shard", () => {
-    const counts = new Map<string, number>();
-    for (let i = 0; i < 4000; i++) {
-      const shard = shardOf(`ip:10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`, 4);
-      counts.set(shard, (counts.get(shard) ?? 0) + 1);
-    }
-    expect(counts.size).toBe(4);
-    for (const count of counts.values()) expect(count).toBeGreaterThan(700);
-  });
-
-  it("STREAM_SHARDS is a positive integer, else 1", () => {
-    expect(shardCount("4")).toBe(4);
-    for (const bad of [undefined, "", "0", "-2", "1.5", "four"]) expect(shardCount(bad)).toBe(1);
   });
 });
