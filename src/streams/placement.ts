@@ -10,8 +10,10 @@ import { GROUP_SIZE, groupOf, type MarketConfig } from "../registry/model";
 
 /** How many shards serve each group, and the general pool for connections that name no market. */
 export interface ShardLayout {
-  /** The general pool's size, and every group's unless overridden. */
+  /** The general pool's size. */
   shards: number;
+  /** Every group's shard count unless overridden (a shard carries on the order of 1,000 busy subscribers: docs/capacity.md). */
+  groupShards: number;
   /** Per group, a different shard count (a busy group gets more). */
   groups: ReadonlyMap<number, number>;
   /** `principal`: every connection in the general pool by its principal, as before groups (the comparison of docs/capacity.md). */
@@ -26,20 +28,29 @@ function positiveInteger(text: string | undefined, most: number): number | undef
   return Number.isInteger(n) && n >= 1 && n <= most ? n : undefined;
 }
 
-/** `STREAM_SHARDS` (a count, else 1), `STREAM_GROUP_SHARDS` (`group:count,…`, malformed entries ignored), `STREAM_PLACEMENT` (`group` or `principal`). */
+/**
+ * `STREAM_SHARDS` (the general pool: a count, else 1), `STREAM_GROUP_SHARDS` (`N,group:count,…`:
+ * every group's count, else 1, then overrides; what does not read is ignored), `STREAM_PLACEMENT`
+ * (`group`, or `principal` for the old placement).
+ */
 export function shardLayout(env: { STREAM_SHARDS?: string; STREAM_GROUP_SHARDS?: string; STREAM_PLACEMENT?: string }): ShardLayout {
   const groups = new Map<number, number>();
+  let groupShards = 1;
   for (const entry of (env.STREAM_GROUP_SHARDS ?? "").split(",")) {
+    if (!entry.includes(":")) {
+      groupShards = positiveInteger(entry.trim(), MAX_SHARDS_PER_GROUP) ?? groupShards;
+      continue;
+    }
     const [group, count] = entry.split(":");
     const g = Number(group);
     const n = positiveInteger(count?.trim(), MAX_SHARDS_PER_GROUP);
     if (group?.trim() !== "" && Number.isInteger(g) && g >= 0 && n !== undefined) groups.set(g, n);
   }
-  return { shards: positiveInteger(env.STREAM_SHARDS, MAX_SHARDS_PER_GROUP) ?? 1, groups, byPrincipal: env.STREAM_PLACEMENT === "principal" };
+  return { shards: positiveInteger(env.STREAM_SHARDS, MAX_SHARDS_PER_GROUP) ?? 1, groupShards, groups, byPrincipal: env.STREAM_PLACEMENT === "principal" };
 }
 
 export function shardsOfGroup(layout: ShardLayout, group: number): number {
-  return layout.groups.get(group) ?? layout.shards;
+  return layout.groups.get(group) ?? layout.groupShards;
 }
 
 /** FNV-1a of a text: the general pool's shard of a principal. */

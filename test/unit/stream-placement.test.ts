@@ -7,7 +7,7 @@ const market = (ordinal: number) => ({ ordinal });
 
 describe("placement", () => {
   it("a connection naming markets of one group lands on a shard of that group, whatever the principal", () => {
-    const layout = shardLayout({ STREAM_SHARDS: "4", STREAM_GROUP_SHARDS: "2:7" });
+    const layout = shardLayout({ STREAM_SHARDS: "4", STREAM_GROUP_SHARDS: "3,2:7" });
     fc.assert(
       fc.property(
         fc.string(),
@@ -35,7 +35,7 @@ describe("placement", () => {
   });
 
   it("a group's shards fill evenly over many principals", () => {
-    const layout = shardLayout({ STREAM_SHARDS: "4", STREAM_GROUP_SHARDS: "1:8" });
+    const layout = shardLayout({ STREAM_SHARDS: "4", STREAM_GROUP_SHARDS: "4,1:8" });
     for (const [group, shards] of [
       [0, 4],
       [1, 8],
@@ -75,10 +75,12 @@ describe("placement", () => {
     for (const count of counts.values()) expect(count).toBeGreaterThan(700);
   });
 
-  it("STREAM_SHARDS is a positive integer, else 1; STREAM_GROUP_SHARDS overrides groups and ignores what it cannot read", () => {
+  it("STREAM_SHARDS is a positive integer, else 1; STREAM_GROUP_SHARDS sets every group's count and overrides, and ignores what it cannot read", () => {
     expect(shardLayout({ STREAM_SHARDS: "4" }).shards).toBe(4);
     for (const bad of [undefined, "", "0", "-2", "1.5", "four", "100000"]) expect(shardLayout({ STREAM_SHARDS: bad }).shards).toBe(1);
-    const layout = shardLayout({ STREAM_SHARDS: "2", STREAM_GROUP_SHARDS: "0:8, 3:5,x:2,4:0,5:,:3,6:1.5" });
+    expect(shardLayout({ STREAM_SHARDS: "4" }).groupShards, "one shard a group unless configured").toBe(1);
+    const layout = shardLayout({ STREAM_SHARDS: "2", STREAM_GROUP_SHARDS: "2, 0:8, 3:5,x:2,4:0,5:,:3,6:1.5" });
+    expect(layout.groupShards).toBe(2);
     expect([...layout.groups]).toEqual([
       [0, 8],
       [3, 5],
