@@ -3,7 +3,7 @@ import { streamHub } from "../core/object-ids";
 import { ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
 import { unseal } from "../core/seal";
 import { allowListAdmits } from "./client-address";
-import { type ConnectionLease, keepAlive, leasesByShard, returnLease, takeLease } from "./connection-leases";
+import { type ConnectionLease, decideLease, returnLease } from "./connection-leases";
 import { countUse, emptyUsage, type UsageBucket, type UsageInterval, type UsageRecord, usageSince } from "./key-usage";
 import { type KeyRecord, keyStateAt, type MarketGrant, type Permission } from "./keys";
 import { type LoginAttempts, type LoginReservation, type LoginScope, type LoginSettlement, reserveLogin, settleLogin } from "./login-throttle";
@@ -122,24 +122,20 @@ export class AccessGuard extends DurableObject<Env> {
    */
   takeConnection(id: string, shard: string, limit: number): Promise<boolean> {
     const asked = this.leaseQueue.then(async () => {
-      const lease = { id, shard, at: Date.now() };
       const before = this.connectionLeases();
-      let ask = takeLease(before, lease, limit);
-      if (!ask.granted) {
-        const alive = new Map<string, Set<string> | undefined>();
-        await Promise.all(
-          [...leasesByShard(ask.leases)].map(async ([holder, ids]) => {
-            try {
-              alive.set(holder, new Set(await streamHub(this.env, holder).leasesHeld(ids)));
-            } catch (error) {
-              console.error("lease check failed", holder, String(error));
-              alive.set(holder, undefined);
-            }
-          }),
-        );
-        // Read again: leases returned while the shards answered are gone already.
-        ask = takeLease(keepAlive(this.connectionLeases(), alive), lease, limit);
-      }
+      const ask = await decideLease(
+        () => this.connectionLeases(),
+        { id, shard, at: Date.now() },
+        limit,
+        async (holder, ids) => {
+          try {
+            return new Set(await streamHub(this.env, holder).leasesHeld(ids));
+          } catch (error) {
+            console.error("lease check failed", holder, String(error));
+            return undefined;
+          }
+        },
+      );
       if (ask.leases.length !== before.length || ask.leases.some((l, i) => l.id !== before[i]?.id)) this.ctx.storage.kv.put(CONNECTIONS_KEY, ask.leases);
       return ask.granted;
     });

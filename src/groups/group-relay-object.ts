@@ -26,6 +26,8 @@ export class GroupRelay extends DurableObject<Env> {
   private readonly subscribers = new Map<string, Set<string>>();
   private readonly toShards = new Map<string, PacedOutbox<StreamEvent>>();
   private readonly toPriceIndex: PacedOutbox<MarketSummary>;
+  /** Calls made to each shard since this relay woke (one entry per shard it knows: bounded like `toShards`). */
+  readonly callsTo = new Map<string, number>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -37,7 +39,13 @@ export class GroupRelay extends DurableObject<Env> {
 
   private outboxOf(shard: string): PacedOutbox<StreamEvent> {
     let outbox = this.toShards.get(shard);
-    if (!outbox) this.toShards.set(shard, (outbox = new PacedOutbox(SHARD_TICK_MS, (events) => streamHub(this.env, shard).publish(events))));
+    if (!outbox) {
+      const send = (events: StreamEvent[]) => {
+        this.callsTo.set(shard, (this.callsTo.get(shard) ?? 0) + 1);
+        return streamHub(this.env, shard).publish(events);
+      };
+      this.toShards.set(shard, (outbox = new PacedOutbox(SHARD_TICK_MS, send)));
+    }
     return outbox;
   }
 

@@ -158,7 +158,7 @@ export class PriceIndex extends DurableObject<Env> {
     await Promise.all(
       (await everyShard(this.env)).map((shard) =>
         streamHub(this.env, shard)
-          .publish([event])
+          .publish([event], "index")
           .catch((error: unknown) => console.error("status to", shard, "failed", String(error))),
       ),
     );
@@ -226,7 +226,7 @@ export class PriceIndex extends DurableObject<Env> {
     await Promise.all(
       [...perShard].map(([shard, events]) =>
         streamHub(this.env, shard)
-          .publish(events)
+          .publish(events, "index")
           .catch((error: unknown) => console.error("publish to", shard, "failed", String(error))),
       ),
     );

@@ -11,6 +11,10 @@ export const FAMILIES = {
   mds_rate_limited_total: { type: "counter", help: "Requests and connections refused by a limit (429), by scope: public, signed, publish, stream" },
   mds_stream_connections: { type: "gauge", help: "Open stream connections, by dialect (native, binance)" },
   mds_stream_messages_sent_total: { type: "counter", help: "Frames the stream shards sent to their connections" },
+  mds_relay_shard_calls_total: {
+    type: "counter",
+    help: "Calls from the group relays into the stream shards (each carries a tick's events of the markets the shard wants)",
+  },
   mds_stream_delivery_seconds: { type: "histogram", help: "From a market applying a book update to a shard sending it" },
   mds_publish_batches_total: { type: "counter", help: "Ingest batches (POST /v1/ingest and the publisher channel), by result: applied, duplicate, refused" },
   mds_publish_ack_seconds: { type: "histogram", help: "From a publisher channel receiving a batch to its answer" },

@@ -716,8 +716,12 @@ export class StreamHub extends DurableObject<Env> {
     return connections;
   }
 
-  /** Called by a group relay or the price index: each event goes to this shard's subscribers. */
-  async publish(events: StreamEvent[]): Promise<void> {
+  /** Called by a group relay (once per tick at most) or the price index (`from`): each event goes to this shard's subscribers. */
+  async publish(events: StreamEvent[], from: "relay" | "index" = "relay"): Promise<void> {
+    if (this.counting && from === "relay") {
+      this.metrics.counts.add("mds_relay_shard_calls_total", {}, 1);
+      this.settleMetrics();
+    }
     await ensureRegistry(this.env);
     for (const event of events) {
       if (event.stream === MARKET_ENDED_STREAM) {
