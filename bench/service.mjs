@@ -92,16 +92,17 @@ export async function startReference({ name, scriptPath, configPath }, { direct 
   return { mf, ...(await urlsOf(mf, name, direct, before)) };
 }
 
-function miniflareFor(worker, direct, inspectorPort) {
+function miniflareFor(worker, direct, inspectorPort, { persist, directPort = 0 } = {}) {
   return new Miniflare(
     convertV4MiniflareOptions({
       host: "127.0.0.1",
       port: 0,
+      ...(persist ? { resourcePersistencePath: persist } : {}),
       logRequests: false,
       // The Worker's console output goes to stderr: stdout is the bench's report (and its JSON).
       handleStructuredLogs: ({ level, message }) => process.stderr.write(`[workerd ${level}] ${message}\n`),
       ...(inspectorPort ? { inspectorPort } : {}),
-      workers: [{ ...worker, ...(direct ? { unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }] } : {}) }],
+      workers: [{ ...worker, ...(direct ? { unsafeDirectSockets: [{ host: "127.0.0.1", port: directPort }] } : {}) }],
     }),
   );
 }
@@ -162,7 +163,9 @@ function rssMiBOf(pid) {
 
 /**
  * Starts the bundled service with wrangler.toml's bindings (plus `vars`) and local secrets.
- * Returns `{ mf, url, entryUrl, cpuSeconds, rssMiB }`.
+ * Returns `{ mf, url, entryUrl, cpuSeconds, rssMiB }`. `persist`: a directory its storage outlives
+ * the runtime in, so a second start with `restart: true` (no migrations, no default venue again)
+ * and the same `directPort` is the same service restarted, as a deploy restarts every object.
  *
  * Without `assets: true` the Worker runs without Miniflare's emulation of Workers Static Assets.
  * On Cloudflare a request that matches no asset reaches the Worker directly (the asset check is
@@ -171,7 +174,7 @@ function rssMiBOf(pid) {
  * service, and measured here they cost a request more than the service's own work does
  * (docs/benchmarks.md). The pages' assets are on no measured route.
  */
-export async function startService(scriptPath, vars = {}, { direct = false, inspectorPort, assets = false } = {}) {
+export async function startService(scriptPath, vars = {}, { direct = false, inspectorPort, assets = false, persist, directPort, restart = false } = {}) {
   // Bindings come from wrangler.toml, so the bench follows the real configuration; the module
   // rules do not apply to an already bundled script.
   const { modulesRules, assets: assetOptions, ...workerOptions } = unstable_getMiniflareWorkerOptions(path.join(root, "wrangler.toml")).workerOptions;
@@ -193,8 +196,10 @@ export async function startService(scriptPath, vars = {}, { direct = false, insp
     },
     direct,
     inspectorPort,
+    { persist, directPort },
   );
   const urls = await urlsOf(mf, "service", direct, before);
+  if (restart) return { mf, ...urls };
   // Apply D1 migrations the way `wrangler d1 migrations apply` would.
   const db = await mf.getD1Database("DB");
   const dir = path.join(root, "migrations");

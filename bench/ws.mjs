@@ -1,5 +1,6 @@
 // `npm run bench:ws -- --soak 600` is the stream soak instead: drops per hour by close code (bench/ws-soak.mjs).
 // `npm run bench:ws -- --announce` measures an announcement's reach to every client instead (bench/ws-announce.mjs).
+// `npm run bench:ws -- --restart` restarts the runtime under N clients and measures their way back (bench/ws-restart.mjs).
 //
 // `npm run bench:ws [-- --clients 1000] [-- --rate 5000] [-- --trades 1000] [-- --others 19] [-- --seconds 10] [-- --json]`
 //
@@ -444,7 +445,17 @@ async function main() {
   process.exitCode = clean ? 0 : 1;
 }
 
-if (isMainThread && args.includes("--announce")) {
+if (isMainThread && args.includes("--restart")) {
+  const { measureRestart } = await import("./ws-restart.mjs");
+  const restart = await measureRestart({ clients: CLIENTS, log, checksum, sorted });
+  if (asJson) console.log(JSON.stringify({ restart }));
+  else
+    console.log(
+      `restart with ${restart.clients} clients (${restart.binanceClients} Binance-dialect): runtime back in ${restart.restartSeconds} s; ${restart.backInSync} back in sync, the last ${restart.seconds} s after the kill (p50 ${restart.p50Seconds} s); gave up ${restart.gaveUp}; the storm's requests ${restart.requests} (upgrades ${restart.upgrades}, REST snapshots ${restart.restSnapshots}), 429s ${restart.rateLimited}, refused upgrades ${restart.refusedUpgrades}, stream snapshots ${restart.streamSnapshots}; books ≠ REST at the end ${restart.notEqualRest}`,
+    );
+  const met = restart.gaveUp === 0 && restart.seconds <= 15 && restart.rateLimited <= restart.requests / 100 && restart.notEqualRest === 0;
+  process.exit(met ? 0 : 1);
+} else if (isMainThread && args.includes("--announce")) {
   const { measureAnnouncement } = await import("./ws-announce.mjs");
   const report = await measureAnnouncement({ clients: CLIENTS, log, connectAll });
   if (asJson) console.log(JSON.stringify(report));

@@ -9,7 +9,17 @@ export { compareDecimal, isZeroDecimal } from "./decimal.js";
 export { MarketDataError, type ProblemBody } from "./errors.js";
 export type { components, operations, paths } from "./generated/openapi.js";
 export { type ApplyResult, type BookMessage, LocalBook } from "./local-book.js";
-export { type BackoffOptions, backoffDelay, type Clock, RateLimitPacer, type RateLimitState, retryAfterMs, systemClock } from "./pacing.js";
+export {
+  type BackoffOptions,
+  backoffDelay,
+  type Clock,
+  RateLimitPacer,
+  type RateLimitState,
+  RECONNECT_BACKOFF,
+  reconnectDelay,
+  retryAfterMs,
+  systemClock,
+} from "./pacing.js";
 export { type Answer, type Body, type ClientOptions, MarketDataClient, OPERATIONS, type OperationId, type Params, requestTarget } from "./rest.js";
 export { type SigningInput, sign, signaturePayload } from "./signing.js";
 export {

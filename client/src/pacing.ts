@@ -35,6 +35,22 @@ export function backoffDelay(attempt: number, { baseMs, maxMs, random }: Backoff
 }
 
 /**
+ * The wait before a stream's `attempt`-th reconnect (1-based): uniform over all of
+ * `[0, min(maxMs, baseMs · 2^(attempt−1))]` ("full jitter"). When a restart drops every
+ * connection at once, a million clients come back spread evenly over the first second (then two,
+ * then four …) instead of together, and none waits longer than `maxMs` once the service is back.
+ *
+ * @example
+ * reconnectDelay(1, { baseMs: 1000, maxMs: 5000, random: Math.random }) // 0 … 1000
+ */
+export function reconnectDelay(attempt: number, { baseMs, maxMs, random }: BackoffOptions): number {
+  return Math.round(Math.min(maxMs, baseMs * 2 ** Math.max(0, attempt - 1)) * random());
+}
+
+/** A stream's reconnect back-off unless the caller sets its own: 1 s doubling to 5 s (docs/streams.md#reconnecting). */
+export const RECONNECT_BACKOFF = { baseMs: 1000, maxMs: 5000 } as const;
+
+/**
  * How long an answer asks the client to wait (ms): the problem's exact `retryAfterMs` when it
  * has one, else `Retry-After` (seconds, or an HTTP date), else undefined.
  */

@@ -1,6 +1,6 @@
 import type { components } from "./generated/openapi.js";
 import { type BookMessage, LocalBook } from "./local-book.js";
-import { type BackoffOptions, backoffDelay, type Clock, systemClock } from "./pacing.js";
+import { type BackoffOptions, type Clock, RECONNECT_BACKOFF, reconnectDelay, systemClock } from "./pacing.js";
 import { type ClientOptions, MarketDataClient } from "./rest.js";
 
 export type Ticker = components["schemas"]["Ticker"];
@@ -43,7 +43,7 @@ export interface StreamOptions extends Partial<ClientOptions> {
   /** Connect to `/v1/ws` with the API key (default: when `apiKey` and `secret` are given) or to the public `/api/ws`. */
   signed?: boolean;
   WebSocket?: WebSocketConstructor;
-  /** Back-off between reconnects (default 1 s doubling to 30 s, jittered). */
+  /** Back-off between reconnects: each wait uniform in [0, ceiling], the ceiling 1 s doubling to 5 s (`reconnectDelay`). */
   reconnect?: Partial<BackoffOptions>;
   /** Reconnect when nothing arrived for this long (default 15 s: three missed heartbeats); 0 turns the heartbeat off. */
   heartbeatTimeoutMs?: number;
@@ -118,7 +118,8 @@ export class MarketStream {
     const WebSocketImpl = options.WebSocket ?? (globalThis as unknown as { WebSocket?: WebSocketConstructor }).WebSocket;
     if (!WebSocketImpl) throw new TypeError('no WebSocket in this runtime: pass one (e.g. `import WebSocket from "ws"` on Node 20) as the WebSocket option');
     this.WebSocketImpl = WebSocketImpl;
-    void this.open();
+    // After the caller's first subscriptions in the same turn, so the first connection names them (placement).
+    queueMicrotask(() => void this.open());
   }
 
   /** Calls `listener` with each state change (`open`, `reconnecting`, …); returns a function that stops it. */
@@ -305,14 +306,24 @@ export class MarketStream {
     for (const listener of this.stateListeners) listener(state);
   }
 
-  /** `ws(s)://…/api/ws`, or `/v1/ws` signed in the query (browsers cannot set headers on a WebSocket). */
+  /**
+   * `ws(s)://…/api/ws`, or `/v1/ws` signed in the query (browsers cannot set headers on a
+   * WebSocket); with the streams wanted named in `streams`, so the connection lands on a shard of
+   * their markets' group (docs/streams.md#placement). They are subscribed by message too, for the acks.
+   */
   private async url(): Promise<string> {
     const base = this.client.options.baseUrl.replace(/^http/, "ws");
     const signed = this.options.signed ?? Boolean(this.client.options.apiKey && this.client.options.secret);
-    if (!signed) return `${base}/api/ws`;
-    const headers = await this.client.signatureHeaders("GET", "/v1/ws");
-    const query = new URLSearchParams({ apiKey: headers["X-API-KEY"]!, timestamp: headers["X-TIMESTAMP"]!, signature: headers["X-SIGNATURE"]! });
-    return `${base}/v1/ws?${query}`;
+    const named = [...this.wanted.keys()].slice(0, STREAMS_PER_MESSAGE);
+    const query = new URLSearchParams(named.length > 0 ? { streams: named.join(",") } : {});
+    if (signed) {
+      const headers = await this.client.signatureHeaders("GET", "/v1/ws");
+      query.set("apiKey", headers["X-API-KEY"]!);
+      query.set("timestamp", headers["X-TIMESTAMP"]!);
+      query.set("signature", headers["X-SIGNATURE"]!);
+    }
+    const search = query.size > 0 ? `?${query.toString().replaceAll("%2C", ",")}` : "";
+    return `${base}${signed ? "/v1/ws" : "/api/ws"}${search}`;
   }
 
   private async open(): Promise<void> {
@@ -391,7 +402,7 @@ export class MarketStream {
     if (this.state === "closed") return;
     this.attempt += 1;
     this.setState("reconnecting");
-    const delay = backoffDelay(this.attempt, { baseMs: 1000, maxMs: 30_000, random: Math.random, ...this.options.reconnect });
+    const delay = reconnectDelay(this.attempt, { ...RECONNECT_BACKOFF, random: Math.random, ...this.options.reconnect });
     clearTimeout(this.reopen);
     this.reopen = setTimeout(() => {
       this.reconnects += 1;

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { backoffDelay, type Clock, MarketDataClient, MarketDataError, retryAfterMs, sign } from "../src/index.js";
+import { backoffDelay, type Clock, MarketDataClient, MarketDataError, RECONNECT_BACKOFF, reconnectDelay, retryAfterMs, sign } from "../src/index.js";
 
 /** An injected clock: `sleep` records the wait and moves time on at once. */
 class FakeClock implements Clock {
@@ -57,6 +57,33 @@ describe("the client's pacing and back-off", () => {
         expect(delay, `attempt ${attempt}`).toBeLessThanOrEqual(ceiling);
       }),
     );
+  });
+
+  it("a stream's reconnect waits uniformly over all of the doubling ceiling (1 s … 5 s by default), never above it", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 40 }), fc.double({ min: 0, max: 0.999999, noNaN: true }), (attempt, r) => {
+        const delay = reconnectDelay(attempt, { ...RECONNECT_BACKOFF, random: () => r });
+        const ceiling = Math.min(RECONNECT_BACKOFF.maxMs, RECONNECT_BACKOFF.baseMs * 2 ** (attempt - 1));
+        expect(delay, `attempt ${attempt}`).toBeGreaterThanOrEqual(0);
+        expect(delay, `attempt ${attempt}`).toBeLessThanOrEqual(ceiling);
+        expect(delay, `attempt ${attempt} follows the draw`).toBe(Math.round(ceiling * r));
+      }),
+    );
+  });
+
+  it("a million clients dropped at once come back spread evenly over the first second, not together", () => {
+    let seed = 42;
+    const random = () => {
+      seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0;
+      return seed / 2 ** 32;
+    };
+    const perTenth = new Array(10).fill(0);
+    const clients = 1_000_000;
+    for (let i = 0; i < clients; i++) perTenth[Math.min(9, Math.floor(reconnectDelay(1, { ...RECONNECT_BACKOFF, random }) / 100))] += 1;
+    for (const [tenth, n] of perTenth.entries()) {
+      expect(n, `${tenth * 100}–${tenth * 100 + 100} ms: ${n} of a million`).toBeGreaterThan(clients / 10 - clients / 100);
+      expect(n, `${tenth * 100}–${tenth * 100 + 100} ms: ${n} of a million`).toBeLessThan(clients / 10 + clients / 100);
+    }
   });
 
   it("reads the wait from retryAfterMs first, then Retry-After in seconds or as a date", () => {
