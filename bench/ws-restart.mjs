@@ -23,7 +23,7 @@ import { sign } from "./signed-load.mjs";
 
 const MARKETS = ["BTCUSDT", "ETHUSDT", "SOLUSDT", "ETHBTC"];
 const BINANCE_SHARE = 5; // one client in five
-const TARGET_SECONDS = 15;
+export const TARGET_SECONDS = 15;
 const GIVE_UP_SECONDS = 60;
 const FEED_EVERY_MS = 250;
 const now = () => performance.timeOrigin + performance.now();
