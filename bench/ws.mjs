@@ -1,5 +1,6 @@
 // `npm run bench:ws -- --soak 600` is the stream soak instead: drops per hour by close code (bench/ws-soak.mjs).
 // `npm run bench:ws -- --announce` measures an announcement's reach to every client instead (bench/ws-announce.mjs).
+// `npm run bench:ws -- --markets 2000` counts relay→shard calls at venue scale, placed by group and by principal (bench/ws-venue.mjs).
 // `npm run bench:ws -- --restart` restarts the runtime under N clients and measures their way back (bench/ws-restart.mjs).
 //
 // `npm run bench:ws [-- --clients 1000] [-- --rate 5000] [-- --trades 1000] [-- --others 19] [-- --seconds 10] [-- --json]`
@@ -445,7 +446,16 @@ async function main() {
   process.exitCode = clean ? 0 : 1;
 }
 
-if (isMainThread && args.includes("--restart")) {
+if (isMainThread && args.includes("--markets")) {
+  const { measurePlacement } = await import("./ws-venue.mjs");
+  const report = await measurePlacement({ clients: CLIENTS, markets: Number(option("markets", 2000)), seconds: SECONDS, log });
+  if (asJson) console.log(JSON.stringify(report));
+  else
+    console.log(
+      `${report.clients} clients over ${report.markets} markets: relay→shard calls ${report.relayShardCallsPerSecond}/s placed by group (target ≤ ${report.target}: 2 × ${report.groupsWithSubscribedChangedMarkets} groups × 20 ticks), ${report.relayShardCallsPerSecondByPrincipal}/s placed by principal; shards per relay ${report.shardsPerRelay} by group, ${report.shardsPerRelayByPrincipal} by principal; updates applied ${report.updatesPerSecond}/s and ${report.updatesPerSecondByPrincipal}/s`,
+    );
+  process.exit(report.relayShardCallsPerSecond <= report.target ? 0 : 1);
+} else if (isMainThread && args.includes("--restart")) {
   const { measureRestart, TARGET_SECONDS } = await import("./ws-restart.mjs");
   const restart = await measureRestart({ clients: CLIENTS, log, checksum, sorted });
   if (asJson) console.log(JSON.stringify({ restart }));
