@@ -47,21 +47,27 @@ export class LocalBook {
   time: number | undefined;
   /** True while the book continues a snapshot with no gap. */
   synced = false;
+  /** Out of sync only because the connection was lost: a delta that continues `sequence` (or the service's word) syncs it again. */
+  resumable = false;
   private readonly levels = { bids: new Map<string, string>(), asks: new Map<string, string>() };
   /** Sorted ladders, rebuilt on the first read after a change. */
   private sorted: { bids?: Level[]; asks?: Level[] } = {};
 
   apply(message: BookMessage): ApplyResult {
     if (message.type === "delta") {
-      if (!this.synced) return "ignored";
-      if ((message.firstSequence ?? message.sequence) !== this.sequence + 1) {
+      const continues = (message.firstSequence ?? message.sequence) === this.sequence + 1;
+      if (!this.synced && !(this.resumable && continues)) return "ignored";
+      this.resumable = false;
+      if (!continues) {
         this.synced = false;
         return "gap";
       }
+      this.synced = true;
     } else {
       this.levels.bids.clear();
       this.levels.asks.clear();
       this.synced = true;
+      this.resumable = false;
     }
     for (const side of ["bids", "asks"] as const) {
       for (const [price, quantity] of message[side]) {
@@ -79,9 +85,28 @@ export class LocalBook {
     return "applied";
   }
 
-  /** Forgets continuity (the connection was lost): deltas are ignored until the next snapshot. */
+  /** Forgets continuity: deltas are ignored until the next snapshot. */
   invalidate(): void {
     this.synced = false;
+    this.resumable = false;
+  }
+
+  /**
+   * The connection was lost: out of sync, but the book may be continued from its sequence on the
+   * next connection (docs/streams.md#resuming) by a delta that follows it or by {@link resume}.
+   */
+  suspend(): void {
+    if (!this.synced && !this.resumable) return;
+    this.synced = false;
+    this.resumable = true;
+  }
+
+  /** The service said nothing was missed since `sequence`: in sync again if the book is still there. */
+  resume(sequence: number): boolean {
+    if (!this.resumable || sequence !== this.sequence) return false;
+    this.resumable = false;
+    this.synced = true;
+    return true;
   }
 
   /** Best first: bids from the highest price, asks from the lowest; at most `depth` levels. */

@@ -101,6 +101,10 @@ export class MarketStream {
   private readonly wanted = new Map<string, Wanted>();
   private readonly requests = new Map<number, { op: string; streams: string[] }>();
   private readonly stateListeners = new Set<(state: StreamState) => void>();
+  /** The local books kept, by stream: their sequences ride on the next connection (`resume`). */
+  private readonly books = new Map<string, LocalBook>();
+  /** The sequences the current connection asked to resume from. */
+  private resumeAsked = new Map<string, number>();
   private outbox: string[] = [];
   private sentAt: number[] = [];
   private flushTimer: ReturnType<typeof setTimeout> | undefined;
@@ -266,15 +270,18 @@ export class MarketStream {
     });
     const stopWatching = this.onState((state) => {
       if (state === "open") return;
-      book.invalidate(); // the connection is gone: a new one starts from a new snapshot
+      // The connection is gone: the next one continues the book from its sequence if the service still can, else sends a snapshot.
+      book.suspend();
       clearTimeout(retry);
     });
+    this.books.set(stream, book);
     return {
       book,
       close: () => {
         unsubscribe();
         clearTimeout(retry);
         stopWatching();
+        if (this.books.get(stream) === book) this.books.delete(stream);
       },
     };
   }
@@ -316,13 +323,15 @@ export class MarketStream {
     const signed = this.options.signed ?? Boolean(this.client.options.apiKey && this.client.options.secret);
     const named = [...this.wanted.keys()].slice(0, STREAMS_PER_MESSAGE);
     const query = new URLSearchParams(named.length > 0 ? { streams: named.join(",") } : {});
+    this.resumeAsked = new Map([...this.books].filter(([name, book]) => named.includes(name) && book.resumable).map(([name, book]) => [name, book.sequence]));
+    if (this.resumeAsked.size > 0) query.set("resume", [...this.resumeAsked].map(([name, sequence]) => `${name}:${sequence}`).join(","));
     if (signed) {
       const headers = await this.client.signatureHeaders("GET", "/v1/ws");
       query.set("apiKey", headers["X-API-KEY"]!);
       query.set("timestamp", headers["X-TIMESTAMP"]!);
       query.set("signature", headers["X-SIGNATURE"]!);
     }
-    const search = query.size > 0 ? `?${query.toString().replaceAll("%2C", ",")}` : "";
+    const search = query.size > 0 ? `?${query.toString().replaceAll("%2C", ",").replaceAll("%3A", ":")}` : "";
     return `${base}${signed ? "/v1/ws" : "/api/ws"}${search}`;
   }
 
@@ -417,6 +426,13 @@ export class MarketStream {
       if (wanted) for (const listener of wanted.listeners) listener(message.data);
       return;
     }
+    // The connect's own subscription (id null) says which books continue where they were.
+    const resumed = (message.result as { resumed?: unknown } | undefined)?.resumed;
+    if (Array.isArray(resumed))
+      for (const name of resumed) {
+        const sequence = this.resumeAsked.get(String(name));
+        if (sequence !== undefined) this.books.get(String(name))?.resume(sequence);
+      }
     if (typeof message.id !== "number") return;
     const request = this.requests.get(message.id);
     this.requests.delete(message.id);

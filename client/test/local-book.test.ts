@@ -142,6 +142,36 @@ describe("the client's LocalBook", () => {
     expect(book.bids()).toEqual([["3", "1"]]);
   });
 
+  it("a suspended book (lost connection) is continued by a delta that follows it or by the service's word, never by one that does not", () => {
+    const suspended = () => {
+      const book = new LocalBook();
+      book.apply({ type: "snapshot", sequence: 20, bids: [["3", "1"]], asks: [] });
+      book.suspend();
+      expect([book.synced, book.resumable]).toEqual([false, true]);
+      return book;
+    };
+    const continued = suspended();
+    expect(continued.apply({ type: "delta", firstSequence: 21, sequence: 23, bids: [["4", "2"]], asks: [] })).toBe("applied");
+    expect([continued.synced, continued.resumable, continued.sequence]).toEqual([true, false, 23]);
+
+    const skipped = suspended();
+    expect(skipped.apply({ type: "delta", firstSequence: 22, sequence: 22, bids: [["4", "2"]], asks: [] }), "a delta past the book waits for a snapshot").toBe(
+      "ignored",
+    );
+    expect(skipped.bids()).toEqual([["3", "1"]]);
+    expect(skipped.resume(21), "resumed only at its own sequence").toBe(false);
+    expect(skipped.resume(20)).toBe(true);
+    expect(skipped.synced).toBe(true);
+
+    const replaced = suspended();
+    expect(replaced.apply({ type: "snapshot", sequence: 40, bids: [["5", "1"]], asks: [] })).toBe("applied");
+    expect([replaced.synced, replaced.resumable, replaced.resume(40)]).toEqual([true, false, false]);
+
+    const never = new LocalBook();
+    never.suspend();
+    expect(never.resumable, "a book that never synced has nothing to resume").toBe(false);
+  });
+
   it("computes the worked checksum of docs/streams.md", () => {
     expect(
       bookChecksum(

@@ -48,6 +48,7 @@ import {
   type StreamEvent,
   type StreamName,
 } from "./protocol";
+import { parseResume, ResumeLog } from "./resume-log";
 import { type BookMessage, WireBook } from "./wire-book";
 
 /** The `status` stream's message: the body of `GET /api/status` (docs/operations.md#announcements). */
@@ -69,6 +70,8 @@ export const PRINCIPAL_HEADER = "X-Stream-Principal";
 export const SHARD_HEADER = "X-Stream-Shard";
 /** The book snapshot a subscriber gets first (docs/streams.md). */
 export const SNAPSHOT_DEPTH = 100;
+/** A resume waits this long at most for a market's base book after the shard registers (a restart). */
+const RESUME_BASE_WAIT_MS = 2_000;
 /** A market's base book that has not come this long after registering is asked for again (a lost join heals). */
 export const BASE_TIMEOUT_MS = 5_000;
 /** A key whose standing could not be checked for this long has its connections closed: the check fails closed. */
@@ -136,6 +139,10 @@ export class StreamHub extends DurableObject<Env> {
   private readonly counting: boolean;
   /** When the counts held are due to be handed on (the alarm's duty), if a hand-over waits. */
   private metricsDueAt: number | undefined;
+  /** Per market, its last book messages as sent, for resumes (docs/streams.md#resuming). */
+  private readonly recent = new ResumeLog();
+  /** Resumes waiting for a market's base book, per market. */
+  private readonly baseWaiters = new Map<string, (() => void)[]>();
   /** Leases asked of a guard for connections not yet accepted: held, as far as a guard's check is concerned. */
   private readonly pendingLeases = new Set<string>();
   /** Frames sent since they were last counted (the current burst). */
@@ -257,13 +264,15 @@ export class StreamHub extends DurableObject<Env> {
       }
       return new Response(null, { status: 101, webSocket: client });
     }
-    const initial = new URL(request.url).searchParams.get("streams");
+    const query = new URL(request.url).searchParams;
+    const initial = query.get("streams");
     if (initial) {
       await ensureRegistry(this.env);
       await this.subscribe(
         server,
         null,
         initial.split(",", MAX_STREAMS_PER_CONNECTION + 1).filter((name) => name !== ""),
+        parseResume(query.get("resume")),
       );
     }
     return new Response(null, { status: 101, webSocket: client });
@@ -339,21 +348,35 @@ export class StreamHub extends DurableObject<Env> {
    * and a book stream's snapshot right after it (or, while the base book is still on its
    * way, as soon as it arrives).
    */
-  private async subscribe(ws: WebSocket, id: MessageId, names: unknown[]): Promise<void> {
+  private async subscribe(ws: WebSocket, id: MessageId, names: unknown[], resume: ReadonlyMap<string, number> = new Map()): Promise<void> {
     const attachment = attachmentOf(ws);
     const plan = planSubscribe(attachment.streams, names);
     if (!plan.ok) return this.error(ws, id, plan.code, plan.message);
     attachment.streams.push(...plan.streams.map((s) => s.name));
     ws.serializeAttachment(attachment);
-    const registered = await this.ensureSources(ws, plan.streams);
+    const resuming = plan.streams.filter((s) => s.kind === "book" && resume.has(s.name)).map((s) => s.subject);
+    const registered = await this.ensureSources(ws, plan.streams, resuming);
     if (!registered) return this.error(ws, id, "INTERNAL_ERROR", "the streams could not be subscribed; try again");
     if (ws.readyState !== WebSocket.OPEN) return; // closed while waiting
-    // An unsubscribe may have come meanwhile: the attachment is the truth.
+    // An unsubscribe may have come meanwhile: the attachment is the truth. From here to the last
+    // send nothing awaits: what a resume sends and the deltas after it are one unbroken order.
     const held = attachmentOf(ws).streams;
     const added = plan.streams.filter((s) => held.includes(s.name));
     for (const stream of added) this.subscribersOf(stream.name).add(ws);
-    this.send(ws, { id, result: { streams: held } });
+    const resumed = new Map<string, string[]>();
     for (const stream of added) {
+      const from = stream.kind === "book" ? resume.get(stream.name) : undefined;
+      const book = this.books.get(stream.subject);
+      const continuation = from !== undefined && book ? this.recent.continuation(stream.subject, from, book.sequence) : undefined;
+      if (continuation) resumed.set(stream.name, continuation);
+    }
+    this.send(ws, { id, result: { streams: held, ...(resumed.size > 0 && { resumed: [...resumed.keys()] }) } });
+    for (const stream of added) {
+      const continued = resumed.get(stream.name);
+      if (continued) {
+        for (const text of continued) this.send(ws, text);
+        continue;
+      }
       const book = stream.kind === "book" ? this.books.get(stream.subject) : undefined;
       if (book) this.send(ws, { stream: stream.name, data: book.snapshot(SNAPSHOT_DEPTH) });
       // The status as it is now, so a subscriber never waits for the next change.
@@ -361,17 +384,33 @@ export class StreamHub extends DurableObject<Env> {
     }
   }
 
+  /** Resolves once the shard has a copy of the market's book, or after `RESUME_BASE_WAIT_MS`. */
+  private baseOf(symbol: string): Promise<void> {
+    if (this.books.has(symbol) || !this.awaitingBase.has(symbol)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, RESUME_BASE_WAIT_MS);
+      const waiters = this.baseWaiters.get(symbol) ?? [];
+      waiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+      this.baseWaiters.set(symbol, waiters);
+    });
+  }
+
   /**
    * Makes the source of every stream being added publish to this shard (a dialect's stream's is its
    * native stream's); on failure takes the streams back out of the socket's attachment and says
    * false. Subscribes waiting here keep their sources wanted.
    */
-  private async ensureSources(ws: WebSocket, adding: (StreamName | DialectStream)[]): Promise<boolean> {
+  private async ensureSources(ws: WebSocket, adding: (StreamName | DialectStream)[], waitForBase: readonly string[] = []): Promise<boolean> {
     const natives = adding.map((s) => ("native" in s ? s.native : s));
     const sources = [...new Map(natives.map((s) => [sourceOf(s), s])).values()];
     for (const s of sources) this.joining.set(sourceOf(s), (this.joining.get(sourceOf(s)) ?? 0) + 1);
     try {
       await Promise.all(sources.map((s) => this.register(s)));
+      // A resume needs the shard's copy of the book; after a restart its base is on its way (the source stays wanted meanwhile).
+      await Promise.all(waitForBase.map((symbol) => this.baseOf(symbol)));
       return true;
     } catch (error) {
       console.error("subscribe failed", String(error));
@@ -632,6 +671,7 @@ export class StreamHub extends DurableObject<Env> {
         this.send(ws, { id: null, error: { code: "STREAM_ENDED", message: `${symbol} was delisted; these streams ended: ${ended.join(", ")}` } });
     }
     this.books.delete(symbol);
+    this.recent.forget(symbol);
     this.awaitingBase.delete(symbol);
     this.registrations.delete(`market:${symbol}`);
   }
@@ -651,6 +691,7 @@ export class StreamHub extends DurableObject<Env> {
     this.registrations.delete(source);
     if (!fromPriceIndex(stream)) {
       this.books.delete(stream.subject);
+      this.recent.forget(stream.subject);
       this.awaitingBase.delete(stream.subject);
     }
     const released = (async () => {
@@ -749,6 +790,7 @@ export class StreamHub extends DurableObject<Env> {
       if (!sockets || sockets.size === 0) continue;
       // Serialized once, sent as the same string to every subscriber.
       const text = JSON.stringify({ stream: stream.name, data });
+      if (stream.kind === "book") this.recent.remember(stream.subject, data as BookMessage, text);
       for (const ws of sockets) this.send(ws, text);
     }
   }
@@ -768,6 +810,8 @@ export class StreamHub extends DurableObject<Env> {
       book.apply(message);
       this.books.set(symbol, book);
       this.awaitingBase.delete(symbol);
+      for (const wake of this.baseWaiters.get(symbol) ?? []) wake();
+      this.baseWaiters.delete(symbol);
       if (before && message.firstSequence === before.sequence + 1) {
         const changes = book.changesSince(before, message.touched);
         return { type: "delta", firstSequence: message.firstSequence, sequence: book.sequence, time: message.time, checksum: message.checksum, ...changes };
