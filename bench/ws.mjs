@@ -37,7 +37,7 @@ const CHECKSUM_SAMPLE = 20;
 const OTHERS = Number(option("others", 19));
 const OTHER_RATE = 500;
 const OTHER_BATCH_MS = 100;
-const SHARDS = 4; // STREAM_SHARDS in wrangler.toml
+const SHARDS = 4; // the hot market's group's shards here (STREAM_GROUP_SHARDS), and the floor's objects
 const asJson = args.includes("--json");
 const SOAK = args.includes("--soak") ? Number(option("soak", 600)) : undefined;
 const log = (...line) => {
@@ -305,7 +305,8 @@ async function main() {
   const service_ = await import("./service.mjs");
   const { bundleService, startService } = service_;
   log(`bundling; ${CLIENTS} clients on book and trades, ${RATE} book updates/s and ${TRADE_RATE} trades/s for ${SECONDS} s`);
-  const service = await startService(bundleService(asJson), { DEMO_FEED: "off" }, { direct: true });
+  // One hot market's group with as many shards as the floor has objects (docs/streams.md#placement: a busy group gets more).
+  const service = await startService(bundleService(asJson), { DEMO_FEED: "off", STREAM_GROUP_SHARDS: String(SHARDS) }, { direct: true });
   let clients = [];
   let report;
   try {

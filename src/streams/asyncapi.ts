@@ -90,11 +90,25 @@ const MESSAGES: Record<string, Json> = {
     { type: "string", const: KEEPALIVE_REQUEST },
     "text/plain",
   ),
-  ack: message("ack", "Answer to subscribe, unsubscribe or list: every stream the connection holds, in subscription order", {
-    type: "object",
-    required: ["id", "result"],
-    properties: { id: AnswerId, result: { type: "object", required: ["streams"], properties: { streams: StreamList } } },
-  }),
+  ack: message(
+    "ack",
+    "Answer to subscribe, unsubscribe or list: every stream the connection holds, in subscription order. The connect's own subscription (?streams=) is answered first, with id null, and names in resumed the books it continues where ?resume= said (docs/streams.md#resuming)",
+    {
+      type: "object",
+      required: ["id", "result"],
+      properties: {
+        id: AnswerId,
+        result: {
+          type: "object",
+          required: ["streams"],
+          properties: {
+            streams: StreamList,
+            resumed: { ...StreamList, description: "Books continued from the sequence named at connect: no snapshot follows for them" },
+          },
+        },
+      },
+    },
+  ),
   error: message("error", "A request that changed nothing", {
     type: "object",
     required: ["id", "error"],
@@ -227,7 +241,18 @@ function signedQuery(path: string): Json {
   };
 }
 
-const streamsQuery = { streams: { type: "string", description: "Comma-separated streams to subscribe at connect, e.g. book.BTCUSDT,ticker.BTCUSDT" } };
+const streamsQuery = {
+  streams: {
+    type: "string",
+    description:
+      "Comma-separated streams to subscribe at connect, e.g. book.BTCUSDT,ticker.BTCUSDT; their markets' group decides the shard (docs/streams.md#placement)",
+  },
+  resume: {
+    type: "string",
+    description:
+      "Books to continue after a lost connection, each with the client's last sequence: book.BTCUSDT:1234,book.ETHUSDT:88 (docs/streams.md#resuming)",
+  },
+};
 const limits = `At most ${MAX_CONNECTIONS_PER_PRINCIPAL} connections at a time, ${MAX_MESSAGES_PER_SECOND} client messages a second of at most ${MAX_MESSAGE_BYTES} bytes, ${MAX_STREAMS_PER_CONNECTION} streams per connection (docs/streams.md).`;
 
 /**
@@ -267,7 +292,7 @@ export function asyncApiDocument(): Json {
     asyncapi: "3.0.0",
     info: {
       title: "Market Data Service streams",
-      version: "2.2.0",
+      version: "2.3.0",
       description:
         "WebSocket streams of the Market Data Service: tickers, best bid/ask, trades, order books with checksums, candles, prices and a heartbeat. Decimals are strings, times Unix milliseconds. The REST API is in /openapi.json.",
     },

@@ -1291,7 +1291,7 @@ export interface paths {
         };
         /**
          * Operator metrics in the Prometheus text format
-         * @description Families mds_http_requests_total{route,status}, mds_rate_limited_total{scope}, mds_stream_connections{dialect}, mds_stream_messages_sent_total, mds_stream_delivery_seconds, mds_publish_batches_total{result}, mds_publish_ack_seconds, mds_markets{status}, mds_settlement_callbacks_total{result} (docs/operations.md#metrics). Counters are the venue's totals, gathered from every isolate, shard and publisher channel at most METRICS_FLUSH_MS (10 s) behind.
+         * @description Families mds_http_requests_total{route,status}, mds_rate_limited_total{scope}, mds_stream_connections{dialect}, mds_stream_messages_sent_total, mds_relay_shard_calls_total, mds_stream_delivery_seconds, mds_publish_batches_total{result}, mds_publish_ack_seconds, mds_markets{status}, mds_settlement_callbacks_total{result} (docs/operations.md#metrics). Counters are the venue's totals, gathered from every isolate, shard and publisher channel at most METRICS_FLUSH_MS (10 s) behind.
          */
         get: operations["scrapeMetrics"];
         put?: never;
@@ -3634,8 +3634,10 @@ export interface operations {
     openPublicStream: {
         parameters: {
             query?: {
-                /** @description Subscribe at connect */
+                /** @description Subscribe at connect; their markets' group decides the shard (docs/streams.md#placement) */
                 streams?: string;
+                /** @description Continue books after a lost connection from these sequences (docs/streams.md#resuming) */
+                resume?: string;
             };
             header?: never;
             path?: never;
@@ -5840,8 +5842,10 @@ export interface operations {
     openSignedStream: {
         parameters: {
             query?: {
-                /** @description Subscribe at connect */
+                /** @description Subscribe at connect; their markets' group decides the shard (docs/streams.md#placement) */
                 streams?: string;
+                /** @description Continue books after a lost connection from these sequences (docs/streams.md#resuming) */
+                resume?: string;
             };
             header?: never;
             path?: never;
@@ -9118,8 +9122,8 @@ export interface operations {
                     kind: "restart" | "going-away";
                     /** @default 30 */
                     graceSeconds?: number;
-                    /** @description One shard (0 … STREAM_SHARDS − 1); every shard when left out */
-                    shard?: number;
+                    /** @description One shard: its name (`shard-2`, `group-3-shard-0`: docs/streams.md#placement) or the general pool's number (0 … STREAM_SHARDS − 1); every shard when left out */
+                    shard?: number | string;
                 };
             };
         };
