@@ -2,13 +2,14 @@
 //
 // Keeps stream clients connected for the given seconds while the demo feed runs, and counts every
 // connection that ended without the client asking, by close code (docs/streams.md#dropped-connections-1006).
-// Per StreamHub shard (one client address chosen for each of the 4 shards of wrangler.toml): a
+// Per client address (one chosen for each of the general pool's 4 shards of wrangler.toml): a
 // native `/api/ws` client on a book and trades, a Binance raw stream (`/binance/ws/<name>`) and a
-// Binance combined stream (`/binance/stream?streams=`); plus ccxt.pro `watchOrderBookForSymbols`
+// Binance combined stream (`/binance/stream?streams=`) — these name markets of the first group, so
+// they land on its shard (docs/streams.md#placement) —; plus ccxt.pro `watchOrderBookForSymbols`
 // on three markets, as a trading bot runs it. A dropped client reconnects after a second and is
 // counted again, so the figure is drops per hour, not whether the first connection survived.
 // A client that gets no message for 5 s while connected is counted as stalled (the feed ticks
-// several times a second). Beside them on every shard a churner connects, subscribes, and drops
+// several times a second). Beside them, on each general-pool shard, a churner connects, subscribes, and drops
 // its TCP connection without a close frame 0.3–1 s later, over and over, as a bot on a flaky
 // network does: that is what made workerd 1.20261102 reset a whole shard (docs/streams.md#dropped-connections-1006),
 // so the soak keeps doing it. Its own ends are not drops.
@@ -22,7 +23,7 @@ import WebSocket from "ws";
 const SHARDS = 4; // STREAM_SHARDS in wrangler.toml
 const STALL_MS = 5000;
 
-/** FNV-1a as `shardOf` in src/streams/protocol.ts: the client addresses below land on every shard. */
+/** FNV-1a as `shardOf` in src/streams/placement.ts: the client addresses below land on every general-pool shard. */
 function shardOf(principal) {
   let hash = 0x811c9dc5;
   for (let i = 0; i < principal.length; i++) {
