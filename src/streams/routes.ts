@@ -90,13 +90,10 @@ function documentStream(router: ReturnType<typeof createRouter>, operationId: st
       "Upgrade: websocket. Streams ticker.{SYMBOL}[.{1h|4h|1d}], avgPrice.{SYMBOL}, bookTicker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, kline.{SYMBOL}.{interval}[@+08:00], prices.{QUOTE}, tickers[.{1h|4h|1d}], heartbeat; messages subscribe / unsubscribe / list / ping. Every message each way, with its payload schema, is in the AsyncAPI 3 document GET /asyncapi.json; the guide is docs/streams.md. A sixth connection is refused before the upgrade.",
     request: {
       query: z.object({
-        streams: z
-          .string()
-          .optional()
-          .openapi({
-            example: "book.BTCUSDT,ticker.BTCUSDT",
-            description: "Subscribe at connect; their markets' group decides the shard (docs/streams.md#placement)",
-          }),
+        streams: z.string().optional().openapi({
+          example: "book.BTCUSDT,ticker.BTCUSDT",
+          description: "Subscribe at connect; their markets' group decides the shard (docs/streams.md#placement)",
+        }),
         resume: z
           .string()
           .optional()
