@@ -3,6 +3,16 @@ import autocannon from "autocannon";
 
 export const CONNECTIONS = 32;
 
+/** FNV-1a of a text, as src/streams/placement.ts hashes a principal to pick its shard. */
+export function fnv1a(text) {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return hash >>> 0;
+}
+
 /** The value after `--name` on the command line, or `fallback`. */
 export function option(name, fallback) {
   const args = process.argv.slice(2);

@@ -19,19 +19,13 @@
 // (`npm start`). Loopback only; stops by itself; exits 1 when any connection dropped.
 import ccxt from "ccxt";
 import WebSocket from "ws";
+import { fnv1a } from "./load.mjs";
 
 const SHARDS = 4; // STREAM_SHARDS in wrangler.toml
 const STALL_MS = 5000;
 
-/** FNV-1a as `shardOf` in src/streams/placement.ts: the client addresses below land on every general-pool shard. */
-function shardOf(principal) {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < principal.length; i++) {
-    hash ^= principal.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return (hash >>> 0) % SHARDS;
-}
+/** As `shardOf` in src/streams/placement.ts: the client addresses below land on every general-pool shard. */
+const shardOf = (principal) => fnv1a(principal) % SHARDS;
 
 function addressPerShard() {
   const byShard = new Map();

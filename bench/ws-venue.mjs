@@ -13,6 +13,7 @@
 // market) × 20 ticks a second; and shards per relay from the placement rule. Loopback only, bounded.
 import { issuePublishKey } from "../scripts/publish-key.mjs";
 import { listVenue } from "../scripts/venue.mjs";
+import { fnv1a } from "./load.mjs";
 import { sign } from "./signed-load.mjs";
 
 const GROUP_SIZE = 64; // src/registry/model.ts
@@ -30,16 +31,6 @@ const ipOf = (n) => {
   const a = Math.floor(n / 5);
   return `10.${140 + (a >> 16)}.${(a >> 8) & 255}.${a & 255}`;
 };
-
-/** FNV-1a, as `placeConnection` in src/streams/placement.ts picks a shard within a group or the general pool. */
-function fnv(text) {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    hash ^= text.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return hash >>> 0;
-}
 
 /** A deterministic pseudo-random source, so both placements see the same clients. */
 function randomFrom(seed) {
@@ -181,7 +172,7 @@ async function run({ WebSocket, bundle, startService, placement, clients, market
     chosen.forEach((market, n) => {
       const group = Math.floor(market / GROUP_SIZE);
       const principal = `ip:${ipOf(n)}`;
-      const shard = placement === "group" ? `group-${group}-shard-0` : `shard-${fnv(principal) % groups}`;
+      const shard = placement === "group" ? `group-${group}-shard-0` : `shard-${fnv1a(principal) % groups}`;
       shardsByGroup.set(group, (shardsByGroup.get(group) ?? new Set()).add(shard));
     });
     const subscribedGroups = shardsByGroup.size;

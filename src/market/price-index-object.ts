@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { type Checked, createAnnouncement, nextChange, patchAnnouncement, systemStatus, visible } from "../announcements/model";
 import type { Announcement, AnnouncementInput, AnnouncementPatch } from "../announcements/schemas";
+import { alarmBy } from "../core/alarms";
 import { streamHub } from "../core/object-ids";
 import { type ProblemResult, problem, toProblemResult } from "../core/problem";
 import { msSetting } from "../core/settings";
@@ -86,9 +87,7 @@ export class PriceIndex extends DurableObject<Env> {
     }
     // The next write is due within a second: an alarm set later (the summaries' write, up to
     // PERSIST_EVERY_MS away) is brought forward, or the streams and KV would wait for it.
-    const due = this.lastWriteAt + KV_WRITE_EVERY_MS;
-    const alarm = await this.ctx.storage.getAlarm();
-    if (alarm === null || alarm > due) await this.ctx.storage.setAlarm(due);
+    await alarmBy(this.ctx.storage, this.lastWriteAt + KV_WRITE_EVERY_MS);
   }
 
   /**
@@ -151,8 +150,7 @@ export class PriceIndex extends DurableObject<Env> {
     if (next === undefined) this.ctx.storage.kv.delete(STATUS_CHANGE_KEY);
     else {
       this.ctx.storage.kv.put(STATUS_CHANGE_KEY, next);
-      const alarm = await this.ctx.storage.getAlarm();
-      if (alarm === null || alarm > next) await this.ctx.storage.setAlarm(next);
+      await alarmBy(this.ctx.storage, next);
     }
     const event: StreamEvent = { stream: STATUS_STREAM, data: JSON.parse((await this.status()).text) };
     await Promise.all(
@@ -197,9 +195,7 @@ export class PriceIndex extends DurableObject<Env> {
     const registry = await ensureRegistry(this.env);
     this.persist(now, registry);
     // What is not yet due to be written gets its own alarm, so a market that went quiet is stored too.
-    const persistAt = this.persistedAt + PERSIST_EVERY_MS;
-    const alarm = await this.ctx.storage.getAlarm();
-    if (this.dirty.size > 0 && (alarm === null || alarm > persistAt)) await this.ctx.storage.setAlarm(persistAt);
+    if (this.dirty.size > 0) await alarmBy(this.ctx.storage, this.persistedAt + PERSIST_EVERY_MS);
     const markets: PriceSnapshot["markets"] = {};
     for (const market of registry.snapshot.markets) {
       const price = this.board.summary(market.symbol)?.price;

@@ -2,6 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import type { KeyStatus } from "../access/access-guard";
 import { allowListAdmits } from "../access/client-address";
 import { keyStateAt, type MarketGrant } from "../access/keys";
+import { alarmBy } from "../core/alarms";
 import { accessGuard } from "../core/object-ids";
 import { ProblemError, problem, toProblemResult } from "../core/problem";
 import { Slots } from "../core/slots";
@@ -233,9 +234,8 @@ export class PublishChannel extends DurableObject<Env> {
     this.enforce(await this.currentGrant(Date.now()));
   }
 
-  private async armCheck(at: number): Promise<void> {
-    const alarm = await this.ctx.storage.getAlarm();
-    if (alarm === null || alarm > at) await this.ctx.storage.setAlarm(at);
+  private armCheck(at: number): Promise<void> {
+    return alarmBy(this.ctx.storage, at);
   }
 
   /** A batch's result and the time to its answer (docs/operations.md#metrics), handed on when due. */

@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { keyStateAt } from "../access/keys";
 import type { Announcement } from "../announcements/schemas";
+import { alarmBy } from "../core/alarms";
 import { accessGuard, marketObject, priceIndex } from "../core/object-ids";
 import { problem, toProblemResult } from "../core/problem";
 import type { MarketAnswer } from "../market/edge-copies";
@@ -142,7 +143,7 @@ export class StreamHub extends DurableObject<Env> {
   /** Per market, its last book messages as sent, for resumes (docs/streams.md#resuming). */
   private readonly recent = new ResumeLog();
   /** Resumes waiting for a market's base book, per market. */
-  private readonly baseWaiters = new Map<string, (() => void)[]>();
+  private readonly baseWaiters = new Map<string, Set<() => void>>();
   /** Leases asked of a guard for connections not yet accepted: held, as far as a guard's check is concerned. */
   private readonly pendingLeases = new Set<string>();
   /** Frames sent since they were last counted (the current burst). */
@@ -384,17 +385,23 @@ export class StreamHub extends DurableObject<Env> {
     }
   }
 
-  /** Resolves once the shard has a copy of the market's book, or after `RESUME_BASE_WAIT_MS`. */
+  /**
+   * Resolves once the shard has a copy of the market's book, or after `RESUME_BASE_WAIT_MS`; a
+   * waiter that timed out leaves the list, so a base that never comes holds nothing.
+   */
   private baseOf(symbol: string): Promise<void> {
     if (this.books.has(symbol) || !this.awaitingBase.has(symbol)) return Promise.resolve();
     return new Promise((resolve) => {
-      const timer = setTimeout(resolve, RESUME_BASE_WAIT_MS);
-      const waiters = this.baseWaiters.get(symbol) ?? [];
-      waiters.push(() => {
-        clearTimeout(timer);
-        resolve();
-      });
+      const waiters = this.baseWaiters.get(symbol) ?? new Set<() => void>();
       this.baseWaiters.set(symbol, waiters);
+      const done = () => {
+        clearTimeout(timer);
+        waiters.delete(done);
+        if (waiters.size === 0 && this.baseWaiters.get(symbol) === waiters) this.baseWaiters.delete(symbol);
+        resolve();
+      };
+      const timer = setTimeout(done, RESUME_BASE_WAIT_MS);
+      waiters.add(done);
     });
   }
 
@@ -541,9 +548,8 @@ export class StreamHub extends DurableObject<Env> {
   }
 
   /** Makes the one alarm fire no later than `at`. */
-  private async armAlarm(at: number): Promise<void> {
-    const alarm = await this.ctx.storage.getAlarm();
-    if (alarm === null || alarm > at) await this.ctx.storage.setAlarm(at);
+  private armAlarm(at: number): Promise<void> {
+    return alarmBy(this.ctx.storage, at);
   }
 
   /**
@@ -678,9 +684,10 @@ export class StreamHub extends DurableObject<Env> {
 
   /** True while any stream of the source (a market's streams, a quote's prices, the heartbeat) has a subscriber here. */
   private sourceWanted(stream: StreamName): boolean {
-    if ((this.joining.get(sourceOf(stream)) ?? 0) > 0) return true;
-    const names = fromPriceIndex(stream) || stream.kind === "heartbeat" ? [stream.name] : marketStreams(stream.subject);
-    return names.some((name) => (this.subscribers.get(name)?.size ?? 0) > 0 || [...this.fanouts.values()].some((fanout) => fanout.wants(name)));
+    const held = (name: string) => (this.subscribers.get(name)?.size ?? 0) > 0 || [...this.fanouts.values()].some((fanout) => fanout.wants(name));
+    // The event's own stream first: on the hot path it is wanted, and a market's ~30 names need not be made.
+    if (held(stream.name) || (this.joining.get(sourceOf(stream)) ?? 0) > 0) return true;
+    return !fromPriceIndex(stream) && stream.kind !== "heartbeat" && marketStreams(stream.subject).some(held);
   }
 
   /** Nobody here wants a source any more: stop its publishing to this shard. */
@@ -810,8 +817,7 @@ export class StreamHub extends DurableObject<Env> {
       book.apply(message);
       this.books.set(symbol, book);
       this.awaitingBase.delete(symbol);
-      for (const wake of this.baseWaiters.get(symbol) ?? []) wake();
-      this.baseWaiters.delete(symbol);
+      for (const wake of [...(this.baseWaiters.get(symbol) ?? [])]) wake();
       if (before && message.firstSequence === before.sequence + 1) {
         const changes = book.changesSince(before, message.touched);
         return { type: "delta", firstSequence: message.firstSequence, sequence: book.sequence, time: message.time, checksum: message.checksum, ...changes };
