@@ -68,6 +68,11 @@ export class PublishChannel extends DurableObject<Env> {
   private readonly metrics = new MetricsHolder();
   private grant: Grant | undefined;
   private checking: Promise<Grant> | undefined;
+  /**
+   * Bumped by `recheck()`: a check begun before the operator's change may have been answered
+   * before it, so its result never stands for after it (neither cached nor handed to a batch).
+   */
+  private epoch = 0;
 
   override async fetch(request: Request): Promise<Response> {
     const keyId = request.headers.get(KEY_HEADER);
@@ -101,20 +106,24 @@ export class PublishChannel extends DurableObject<Env> {
   /** The key's standing, checked within `KEY_CHECK_EVERY_MS` of `now`; one check in flight at a time. */
   private currentGrant(now: number): Promise<Grant> {
     if (this.grant && now - this.grant.checkedAt < KEY_CHECK_EVERY_MS) return Promise.resolve(this.grant);
-    this.checking ??= this.check().finally(() => {
-      this.checking = undefined;
-    });
+    if (!this.checking) {
+      const checking = this.check(this.epoch).finally(() => {
+        if (this.checking === checking) this.checking = undefined;
+      });
+      this.checking = checking;
+    }
     return this.checking;
   }
 
-  private async check(): Promise<Grant> {
+  private async check(epoch: number): Promise<Grant> {
     const startedAt = Date.now();
     const keyId = await this.ctx.storage.get<string>("key");
     if (!keyId) throw new Error("a publisher channel without its key");
     const status = await accessGuard(this.env, `key:${keyId}`).keyStatus();
     // Counted from before the guard was asked: a revocation after that is caught by the next check.
-    this.grant = { status, checkedAt: startedAt };
-    return this.grant;
+    const grant = { status, checkedAt: startedAt };
+    if (epoch === this.epoch) this.grant = grant;
+    return grant;
   }
 
   /**
@@ -143,13 +152,15 @@ export class PublishChannel extends DurableObject<Env> {
     const { id, body } = parsed;
     // One order per market, however its symbol is spelled (an unparsable one fails in ingest).
     const symbol = parseSymbol(body.symbol)?.symbol ?? body.symbol.toUpperCase();
-    const granted = this.currentGrant(Date.now());
     const previous = this.chains.get(symbol) ?? Promise.resolve();
     const receivedAt = Date.now();
     const run = previous.then(async () => {
       let outcome: "applied" | "duplicate" | "refused" = "refused";
       try {
-        const markets = this.admitted(ws, await granted.catch(() => null));
+        // The standing is asked when the batch's turn comes, not when it arrived: a revocation or a
+        // narrowing answered meanwhile holds for every batch still queued (at most the one in ingest
+        // was admitted before it).
+        const markets = this.admitted(ws, await this.currentGrant(Date.now()).catch(() => null));
         const result = await ingest(this.env, markets, body);
         outcome = batchOutcome(result);
         this.answer(ws, { id, result });
@@ -177,6 +188,8 @@ export class PublishChannel extends DurableObject<Env> {
 
   /** The markets this connection may write now, or the refusal: a batch is never applied unchecked. */
   private admitted(ws: WebSocket, grant: Grant | null): MarketGrant {
+    // A connection closed by a check (or by its publisher) applies nothing more of what it queued.
+    if (ws.readyState !== WebSocket.OPEN) throw problem("UNAVAILABLE", "the connection closed before the batch's turn; it was not applied");
     if (!grant) throw problem("UNAVAILABLE", "the publishing key could not be checked; the batch was not applied — send it again");
     const refusal = refusalOf(grant.status, Date.now());
     if (refusal) {
@@ -230,7 +243,9 @@ export class PublishChannel extends DurableObject<Env> {
   /** The operator changed or revoked the key: check now instead of at the next interval. */
   async recheck(): Promise<void> {
     if (this.ctx.getWebSockets().length === 0) return;
+    this.epoch += 1;
     this.grant = undefined;
+    this.checking = undefined;
     this.enforce(await this.currentGrant(Date.now()));
   }
 

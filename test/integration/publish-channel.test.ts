@@ -2,7 +2,9 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sign, signaturePayload } from "../../src/access/signature";
-import { marketObject } from "../../src/core/object-ids";
+import { accessGuard, marketObject, publishChannel } from "../../src/core/object-ids";
+import { principalOfKey } from "../../src/access/keys";
+import type { PublishChannel } from "../../src/publish/publish-channel-object";
 import { MAX_UNACKED } from "../../src/publish/protocol";
 import { newKey, newPublishKey, type TestKey } from "../support/accounts";
 import { call, callJson } from "../support/http";
@@ -148,6 +150,63 @@ describe("the publisher channel, GET /v1/publish (docs/publishing.md#the-publish
     const key = await newPublishKey();
     const socket = await channel(key, "203.0.130.8");
     expect((await call(`/admin/publish-keys/${key.id}`, { method: "DELETE", headers: { Authorization: "Bearer test-admin-token" } })).status).toBe(204);
+    expect(await socket.closed).toEqual({ code: 1008, reason: "the publishing key was revoked" });
+  });
+
+  it("a revocation holds for every batch still queued: at most the batch in flight is applied after the DELETE is answered", async () => {
+    // Fails before the fix: each batch held the key's standing as checked when it arrived, so all
+    // 60 queued batches of 1,000 trades were applied after the 204 and the 1008.
+    const key = await newPublishKey();
+    const socket = await channel(key, "203.0.130.9");
+    const stub = publishChannel(env, principalOfKey(key.id));
+    type Inside = { chains: Map<string, Promise<unknown>>; pendingBatches: number };
+    const tradesNow = async () => ((await callJson("/api/ticker/ETHUSDT")).body as { tradeCount24h: number }).tradeCount24h;
+    const before = await tradesNow();
+    // The market's chain is held shut, so the batches queue behind it as behind a slow market.
+    let open!: () => void;
+    await runInDurableObject(stub, async (instance: PublishChannel) => {
+      (instance as unknown as Inside).chains.set("ETHUSDT", new Promise<void>((resolve) => (open = resolve)));
+    });
+    const batches = 60;
+    const time = Date.now();
+    for (let n = 0; n < batches; n++) {
+      const trades = Array.from({ length: 1000 }, (_, t) => ({ id: `rv-${n}-${t}`, price: "3400.00", quantity: "0.0100", side: "buy", time }));
+      socket.ws.send(JSON.stringify({ id: n, symbol: "ETHUSDT", trades }));
+    }
+    await until(() => runInDurableObject(stub, async (instance: PublishChannel) => (instance as unknown as Inside).pendingBatches === batches), {
+      what: "all 60 batches queued",
+    });
+    const revoked = await call(`/admin/publish-keys/${key.id}`, { method: "DELETE", headers: { Authorization: "Bearer test-admin-token" } });
+    expect(revoked.status).toBe(204);
+    await runInDurableObject(stub, async (instance: PublishChannel) => {
+      open();
+      await Promise.all([...(instance as unknown as Inside).chains.values()]);
+    });
+    expect((await tradesNow()) - before, "trades applied after the DELETE was answered").toBeLessThanOrEqual(1000);
+    expect(await socket.closed).toEqual({ code: 1008, reason: "the publishing key was revoked" });
+  });
+
+  it("an operator's change is not answered by a check that began before it (the guard may have answered that one first)", async () => {
+    const key = await newPublishKey();
+    const socket = await channel(key, "203.0.130.10");
+    const principal = principalOfKey(key.id);
+    await runInDurableObject(publishChannel(env, principal), async (instance: PublishChannel) => {
+      const inside = instance as unknown as { checking: Promise<unknown> | undefined; grant: unknown };
+      // A check in flight whose guard answered "active" before the revocation below.
+      const status = await accessGuard(env, principal).keyStatus();
+      let answer!: () => void;
+      inside.grant = undefined;
+      inside.checking = new Promise((resolve) => {
+        answer = () => resolve({ status, checkedAt: Date.now() });
+      });
+      await accessGuard(env, principal).revokeKey();
+      const recheck = instance.recheck();
+      answer();
+      await recheck;
+      const standing = (await (instance as unknown as { currentGrant(now: number): Promise<{ status: { revokedAt: number | null } }> }).currentGrant(Date.now()))
+        .status;
+      expect(standing.revokedAt, "the standing after recheck() is the guard's answer after the revocation").not.toBeNull();
+    });
     expect(await socket.closed).toEqual({ code: 1008, reason: "the publishing key was revoked" });
   });
 
