@@ -127,21 +127,27 @@ export class AccessGuard extends DurableObject<Env> {
         () => this.connectionLeases(),
         { id, shard, at: Date.now() },
         limit,
-        async (holder, ids) => {
-          try {
-            return new Set(await streamHub(this.env, holder).leasesHeld(ids));
-          } catch (error) {
-            console.error("lease check failed", holder, String(error));
-            return undefined;
-          }
-        },
+        (holder, ids) => this.askShard(holder, ids),
       );
-      if (ask.leases.length !== before.length || ask.leases.some((l, i) => l.id !== before[i]?.id)) this.ctx.storage.kv.put(CONNECTIONS_KEY, ask.leases);
+      // Stored when anything changed, a confirmation's time too: a lease is kept until a minute
+      // after its shard last confirmed it, not after it was granted.
+      if (ask.leases.length !== before.length || ask.leases.some((l, i) => l.id !== before[i]?.id || l.at !== before[i]?.at))
+        this.ctx.storage.kv.put(CONNECTIONS_KEY, ask.leases);
       return ask.granted;
     });
     this.leaseQueue = asked.catch(() => undefined);
     return asked;
   }
+
+  /** The ids of `ids` that `shard` still holds, or undefined when it does not answer. */
+  private askShard = async (shard: string, ids: string[]): Promise<ReadonlySet<string> | undefined> => {
+    try {
+      return new Set(await streamHub(this.env, shard).leasesHeld(ids));
+    } catch (error) {
+      console.error("lease check failed", shard, String(error));
+      return undefined;
+    }
+  };
 
   /** A shard returns a connection's lease when it closes (one call per close). */
   returnConnection(id: string): void {

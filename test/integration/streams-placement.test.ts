@@ -109,6 +109,22 @@ describe("placement by market group and connection leases (docs/streams.md#place
     elsewhere.ws.close();
   });
 
+  it("a lease confirmed while a sixth was refused is kept a minute after that confirmation, even if its shard then misses one check", async () => {
+    // Fails before the fix: the confirmation was stored only when the lease ids changed, so the
+    // leases kept their grant time, and one missed check dropped all five while they were open.
+    await runInDurableObject(accessGuard(env, "ip:203.0.113.201"), async (guard: AccessGuard) => {
+      const inside = guard as unknown as { askShard: (shard: string, ids: string[]) => Promise<ReadonlySet<string> | undefined> };
+      const grantedAt = Date.now() - 61_000;
+      const held = ["a", "b", "c", "d", "e"].map((id) => ({ id, shard: "shard-0", at: grantedAt }));
+      (guard as unknown as { ctx: DurableObjectState }).ctx.storage.kv.put("connections", held);
+      inside.askShard = async (_shard, ids) => new Set(ids);
+      expect(await guard.takeConnection("f", "shard-0", 5), "a sixth while five are open").toBe(false);
+      inside.askShard = async () => undefined;
+      expect(await guard.takeConnection("g", "shard-0", 5), "a seventh after the shard missed one check").toBe(false);
+      expect(guard.connectionsHeld().map((l) => l.id)).toEqual(["a", "b", "c", "d", "e"]);
+    });
+  });
+
   it("a shard that dies with its connections (a restart closes sockets without a close event) gives its leases back at the next connection", async () => {
     const ip = "198.51.100.64";
     const open = [];
