@@ -8,6 +8,7 @@ import { BoundedMap, textBytes } from "../core/bounded-map";
 import type { ProblemResult } from "../core/problem";
 import { Slots } from "../core/slots";
 import type { KlineQuery } from "../history/candles";
+import { openTimeOf } from "../history/intervals";
 import type { TradePage } from "./market-store";
 
 /** What an edge copy holds the answer to: one market read with its parameters. */
@@ -30,8 +31,11 @@ export function copyKey(symbol: string, question: MarketQuestion): string {
       return `${symbol}:trades:${question.limit}:${fromId ?? ""}:${before ?? ""}:${startTime ?? ""}:${endTime ?? ""}`;
     }
     case "klines": {
-      const { interval, limit, startTime, endTime, offsetMs } = question.query;
-      return `${symbol}:klines:${interval}:${limit}:${startTime ?? ""}:${endTime ?? ""}:${offsetMs ?? 0}`;
+      // Keyed by the candles the bounds resolve to: 1 ms changes of a bound share one copy.
+      const { interval, limit, startTime, endTime, offsetMs = 0 } = question.query;
+      const first = startTime === undefined ? "" : openTimeOf(startTime, interval, offsetMs);
+      const last = endTime === undefined ? "" : openTimeOf(endTime, interval, offsetMs);
+      return `${symbol}:klines:${interval}:${limit}:${first}:${last}:${offsetMs}`;
     }
     case "window":
       return `${symbol}:window:${question.openTime}:${question.closeTime ?? ""}`;

@@ -1,5 +1,5 @@
 import { aggregateCandles, candleOf, type Kline, type KlineQuery } from "../history/candles";
-import { bucketSizeFor, DAY_MS, type KlineInterval, nextOpenTime, nominalMs, openTimeOf, SECOND_MS } from "../history/intervals";
+import { bucketSizeFor, DAY_MS, HOUR_MS, type KlineInterval, MINUTE_MS, nextOpenTime, nominalMs, openTimeOf, SECOND_MS } from "../history/intervals";
 import { KEEP_TRADES, type MarketHistory } from "../history/market-history";
 import type { MarketQuestion } from "./edge-copies";
 import { bookTickerOf, checksumOf, lastTradeOf, type MarketState, tickerAt } from "./market-state";
@@ -59,17 +59,47 @@ export class MarketReads {
 
   /**
    * Candles from the coarsest stored buckets that fit the interval and offset (docs/history.md#layout):
-   * a year of `1d` or `1w` reads 365 day rows, not 525,600 minutes.
+   * a year of `1d` or `1w` reads 365 day rows, not 525,600 minutes. A candle asked with an
+   * `endTime` inside it is whole (candles that open at or before `endTime`).
    */
   klines(state: MarketState, query: KlineQuery): Kline[] {
+    const { interval } = query;
     const offset = query.offsetMs ?? 0;
-    const size = bucketSizeFor(query.interval, offset);
-    const to = query.endTime ?? Number.MAX_SAFE_INTEGER;
-    if (query.startTime !== undefined) {
-      const from = openTimeOf(query.startTime, query.interval, offset);
-      return aggregateCandles(this.store.buckets(size, from, to, "ASC"), query.interval, state.market, query.limit, offset);
+    const from = query.startTime === undefined ? 0 : openTimeOf(query.startTime, interval, offset);
+    const to = query.endTime === undefined ? Number.MAX_SAFE_INTEGER : nextOpenTime(openTimeOf(query.endTime, interval, offset), interval, offset) - 1;
+    const order = query.startTime === undefined ? "DESC" : "ASC";
+    const size = bucketSizeFor(interval, offset);
+    if (size === MINUTE_MS && nominalMs(interval) > HOUR_MS) return this.tiledCandles(state, query, from, to, order);
+    return aggregateCandles(this.store.buckets(size, from, to, order), interval, state.market, query.limit, offset);
+  }
+
+  /**
+   * Candles of 2 h and longer at an offset that is not whole hours (+05:30, +05:45): the hours
+   * (or days) with trades say which candles to build, and each is built from minutes at its edges,
+   * hours and days between — a year of `1M` at +05:30 reads ~365 day rows and ~150 a month, not
+   * every minute of the market's life.
+   */
+  private tiledCandles(state: MarketState, query: KlineQuery, from: number, to: number, order: "ASC" | "DESC"): Kline[] {
+    const { interval, limit } = query;
+    const offset = query.offsetMs ?? 0;
+    const probe = nominalMs(interval) >= DAY_MS ? DAY_MS : HOUR_MS;
+    const sizes = probe === DAY_MS ? ([MINUTE_MS, HOUR_MS, DAY_MS] as const) : ([MINUTE_MS, HOUR_MS] as const);
+    const candles: Kline[] = [];
+    let last: number | undefined;
+    for (const bucket of this.store.buckets(probe, Math.floor(from / probe) * probe, to, order)) {
+      // A probe bucket touches at most two candles (every candle is longer than a probe bucket).
+      const touched = [openTimeOf(bucket.minute, interval, offset), openTimeOf(bucket.minute + probe - 1, interval, offset)];
+      for (const open of order === "ASC" ? touched : touched.reverse()) {
+        if (open < from || open > to || (last !== undefined && (order === "ASC" ? open <= last : open >= last))) continue;
+        last = open;
+        const close = nextOpenTime(open, interval, offset) - 1;
+        const merged = mergeBuckets([...this.store.tileBuckets(open, close, sizes)]);
+        if (!merged) continue;
+        candles.push(candleOf(merged, open, close, state.market));
+        if (candles.length === limit) return order === "DESC" ? candles.reverse() : candles;
+      }
     }
-    return aggregateCandles(this.store.buckets(size, 0, to, "DESC"), query.interval, state.market, query.limit, offset);
+    return order === "DESC" ? candles.reverse() : candles;
   }
 
   /**

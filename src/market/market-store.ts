@@ -249,30 +249,44 @@ export class MarketStore {
     return this.buckets(size, start, start, "ASC").next().value ?? undefined;
   }
 
+  /** Bucket rows read by `buckets()` over this store's life (tests read it; the cost counters come from the same cursors). */
+  bucketRowsRead = 0;
+
   /** Buckets of `size` starting within `from`…`to`, lazily, ascending or descending. */
   *buckets(size: BucketSize, from: number, to: number, order: "ASC" | "DESC"): Generator<MinuteBucket> {
     const cursor =
       size === MINUTE_MS
         ? this.sql.exec(`SELECT * FROM minute_buckets WHERE minute >= ? AND minute <= ? ORDER BY minute ${order}`, from, to)
         : this.sql.exec(`SELECT * FROM rollup_buckets WHERE size = ? AND start >= ? AND start <= ? ORDER BY start ${order}`, size, from, to);
-    for (const row of cursor) yield toBucket(row);
+    try {
+      for (const row of cursor) yield toBucket(row);
+    } finally {
+      this.bucketRowsRead += cursor.rowsRead;
+    }
   }
 
   /**
-   * Buckets that tile `from`…`to` (`from` aligned to `fine`), ascending: fine buckets at the
-   * ragged edges and whole coarse ones between them, so a 7-day window reads about 300 rows of
-   * minutes and hours, not 10,080, and a month at +08:00 about 45 of hours and days, not 744.
+   * Buckets that tile `from`…`to` (`from` aligned to the finest size), ascending: the finest at the
+   * ragged edges and ever coarser ones between them (`sizes` ascending), so a 7-day window reads
+   * about 300 rows of minutes and hours, not 10,080, and a month at +05:30 about 150 of minutes,
+   * hours and days, not 44,640.
    */
-  *spanBuckets(from: number, to: number, fine: BucketSize = MINUTE_MS, coarse: BucketSize = HOUR_MS): Generator<MinuteBucket> {
-    const firstCoarse = Math.ceil(from / coarse) * coarse;
-    const endOfCoarse = Math.floor((to + 1) / coarse) * coarse; // coarse buckets that end within the span
+  *tileBuckets(from: number, to: number, sizes: readonly BucketSize[]): Generator<MinuteBucket> {
+    const [fine, coarse] = sizes as [BucketSize, BucketSize | undefined];
+    const firstCoarse = coarse === undefined ? 0 : Math.ceil(from / coarse) * coarse;
+    const endOfCoarse = coarse === undefined ? 0 : Math.floor((to + 1) / coarse) * coarse; // coarse buckets that end within the span
     if (firstCoarse >= endOfCoarse) {
       yield* this.buckets(fine, from, to, "ASC");
       return;
     }
     yield* this.buckets(fine, from, firstCoarse - 1, "ASC");
-    yield* this.buckets(coarse, firstCoarse, endOfCoarse - coarse, "ASC");
+    yield* this.tileBuckets(firstCoarse, endOfCoarse - 1, sizes.slice(1));
     yield* this.buckets(fine, endOfCoarse, to, "ASC");
+  }
+
+  /** `tileBuckets` with two sizes: `fine` at the edges, `coarse` between. */
+  spanBuckets(from: number, to: number, fine: BucketSize = MINUTE_MS, coarse: BucketSize = HOUR_MS): Generator<MinuteBucket> {
+    return this.tileBuckets(from, to, [fine, coarse]);
   }
 
   /**

@@ -3,7 +3,12 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { formatUnits } from "../../src/core/decimal";
 import { DAY_MS, formatTimeZone, HOUR_MS, KLINE_INTERVALS, type KlineInterval, MINUTE_MS, nextOpenTime, openTimeOf } from "../../src/history/intervals";
+import { runInDurableObject } from "cloudflare:test";
+import { aggregateCandles } from "../../src/history/candles";
+import { marketObject } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
+import type { MarketObject } from "../../src/market/market-object";
+import type { MarketStore } from "../../src/market/market-store";
 import { callJson } from "../support/http";
 import { defaultMarkets } from "../support/registry";
 
@@ -46,7 +51,8 @@ function referenceCandles(trades: readonly Sent[], interval: KlineInterval, offs
     });
 }
 
-const OFFSETS = [0, 8 * HOUR_MS, -5 * HOUR_MS, 5.75 * HOUR_MS, 14 * HOUR_MS, -12 * HOUR_MS];
+// Half-hour offsets take the tiled path (minutes at a candle's edges, hours and days between).
+const OFFSETS = [0, 8 * HOUR_MS, -5 * HOUR_MS, 5.75 * HOUR_MS, 5.5 * HOUR_MS, -3.5 * HOUR_MS, 14 * HOUR_MS, -12 * HOUR_MS];
 
 describe("candles in every interval and timeZone over the stored history (docs/history.md#intervals)", () => {
   it("REST klines equal candles built from the trades one by one, from minute, hour and day buckets alike (property)", async () => {
@@ -86,9 +92,14 @@ describe("candles in every interval and timeZone over the stored history (docs/h
           expect(status, JSON.stringify(body)).toBe(200);
           const want = referenceCandles(sent, interval, offset, market).filter((c) => c.closeTime >= since);
           expect(body, `${interval} at ${formatTimeZone(offset)}`).toEqual(want.slice(0, 1000));
+          // With an endTime inside a candle: the candles that open at or before it, each whole.
+          const end = now - trades[0]!.age + 1;
+          const upTo = await callJson(`/api/klines/ETHUSDT?interval=${interval}&timeZone=${timeZone}&endTime=${end}&limit=1000`);
+          const wantUpTo = referenceCandles(sent, interval, offset, market).filter((c) => c.openTime <= end);
+          expect(upTo.body, `${interval} at ${formatTimeZone(offset)} up to ${end}`).toEqual(wantUpTo.slice(-1000));
         },
       ),
-      { numRuns: 40 },
+      { numRuns: 60 },
     );
   });
 
@@ -128,5 +139,46 @@ describe("candles in every interval and timeZone over the stored history (docs/h
       [base, "0.5000", "0.5100", 2],
       [base + 5_000, "0.4900", "0.4900", 1],
     ]);
+  });
+
+  it("a candle asked with an endTime inside it is whole: 3m, 30m and 1d at +05:30 (fails before: cut at endTime)", async () => {
+    const open = openTimeOf(Date.now() - 2 * DAY_MS, "1d", 5.5 * HOUR_MS) + 3 * HOUR_MS; // whole 30 m and 3 m candles open here
+    const trades = [10_000, 70_000, 130_000].map((after, i) => ({ id: `whole-${i}`, price: ["100.000", "105.000", "95.000"][i]!, quantity: ["1.00", "2.00", "4.00"][i]!, side: "buy" as const, time: open + after }));
+    await ingest(env, "*", { symbol: "SOLUSDT", trades });
+    for (const [interval, timeZone] of [["3m", "0"], ["30m", "0"], ["1d", "5:30"]] as const) {
+      const openTime = openTimeOf(open, interval, timeZone === "0" ? 0 : 5.5 * HOUR_MS);
+      const { body } = await callJson(`/api/klines/SOLUSDT?interval=${interval}&timeZone=${timeZone}&startTime=${openTime}&endTime=${open + 60_000}&limit=1`);
+      expect(body[0], `${interval} at ${timeZone}`).toMatchObject({ openTime, volume: "7.00", close: "95.000", tradeCount: 3 });
+    }
+  });
+
+  it("1M at +05:30 reads minutes only at its candles' edges, not every minute of the market's life (fails before: every minute)", async () => {
+    const offset = 5.5 * HOUR_MS;
+    // A trade minute every 30 minutes over 120 days, so every candle edge has minutes beside it.
+    const first = Math.floor((Date.now() - 120 * DAY_MS) / DAY_MS) * DAY_MS;
+    const rows = Array.from({ length: 120 * 48 }, (_, i) => {
+      const t = first + i * 30 * MINUTE_MS;
+      const price = (97_000 + (i % 97)).toFixed(2);
+      return [t, price, price, price, price, "0.01000", t + MINUTE_MS - 1, (Number(price) * 0.01).toFixed(7), 1, "0.00000", "0.0000000", "0"];
+    });
+    const imported = await callJson("/admin/markets/BTCUSDC/history/klines", {
+      method: "POST",
+      headers: { Authorization: "Bearer test-admin-token", "Content-Type": "application/json" },
+      body: JSON.stringify({ interval: "1m", rows }),
+    });
+    expect(imported.status, JSON.stringify(imported.body)).toBe(200);
+    const stub = marketObject(env, "BTCUSDC");
+    const read = () => runInDurableObject(stub, async (instance: MarketObject) => (instance as unknown as { store: MarketStore }).store.bucketRowsRead);
+    const before = await read();
+    const { status, body } = await callJson("/api/klines/BTCUSDC?interval=1M&timeZone=5:30&limit=1000");
+    expect(status).toBe(200);
+    const rowsRead = (await read()) - before;
+    const want = await runInDurableObject(stub, async (instance: MarketObject) => {
+      const store = (instance as unknown as { store: MarketStore }).store;
+      const market = (await defaultMarkets()).find((m) => m.symbol === "BTCUSDC")!;
+      return aggregateCandles(store.buckets(MINUTE_MS, 0, Number.MAX_SAFE_INTEGER, "ASC"), "1M", market, 1000, offset);
+    });
+    expect(body, "the same candles as from every minute").toEqual(want);
+    expect(rowsRead, `bucket rows read for ${want.length} candles over 5,760 minutes`).toBeLessThan(1_500);
   });
 });

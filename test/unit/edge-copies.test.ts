@@ -58,6 +58,14 @@ describe("edge copies (docs/edge-reads.md)", () => {
     ];
     expect(new Set(keys).size).toBe(keys.length);
   });
+
+  it("klines bounds are keyed by the candle they resolve to: 1 ms changes share one copy, another candle does not", () => {
+    const key = (startTime: number, endTime: number) =>
+      copyKey("BTCUSDT", { kind: "klines", query: { interval: "1M", limit: 1000, startTime, endTime, offsetMs: 19_800_000 } });
+    const may = Date.UTC(2026, 4, 10);
+    expect(key(may, may + 86_400_000)).toBe(key(may + 1, may + 86_400_001));
+    expect(key(may, may + 86_400_000)).not.toBe(key(may, may + 40 * 86_400_000));
+  });
   it("a copy is refreshed ahead between half and three quarters of the max age, early enough for a refresh as slow as the last", () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 5_000 }), fc.array(fc.integer({ min: 0, max: 3_000 }), { minLength: 1, maxLength: 40 }), (maxAge, durations) => {
