@@ -4,10 +4,25 @@
  */
 import { formatDecimal, multiply, parseDecimal } from "../core/decimal";
 import type { Kline } from "./candles";
+import { DAY_MS, MINUTE_MS } from "./intervals";
 import type { ArchivedTrade } from "./trade-archive";
 
 /** The kline intervals written as daily files. */
 export const DAILY_KLINE_INTERVALS = ["1m", "1h", "1d"] as const;
+
+/** Trades are accepted up to 7 days late (MAX_TRADE_AGE_MS in market/ingest.ts, docs/publishing.md). */
+const LATE_TRADES_MS = 7 * DAY_MS;
+/** The daily run's minute after midnight UTC (DAILY_FILES_MINUTE, archive-days.ts). */
+const RUN_AFTER_MS = 5 * MINUTE_MS;
+
+/**
+ * Whether a day's file can change no more: it was written by the run after the last moment a late
+ * trade could reach the day (its last millisecond, 7 days late), so it holds every trade the day
+ * will ever have. A file written before that — even if served long after — may still be rewritten.
+ */
+export function fileIsFinal(day: number, uploadedAt: number): boolean {
+  return uploadedAt >= day + DAY_MS + LATE_TRADES_MS + RUN_AFTER_MS;
+}
 export type DailyKind = "trades" | "aggTrades" | `klines/${(typeof DAILY_KLINE_INTERVALS)[number]}`;
 
 /** A UTC day as `YYYY-MM-DD`, or undefined when the text is not a real date. */

@@ -4,12 +4,10 @@ import { problem } from "../core/problem";
 import { createRouter } from "../core/router";
 import { okJson, problemResponses } from "../core/schemas";
 import type { AppEnv } from "../env";
-import { DAILY_KLINE_INTERVALS, parseDay } from "./daily-files";
+import { DAILY_KLINE_INTERVALS, fileIsFinal, parseDay } from "./daily-files";
 import { DAY_MS } from "./intervals";
 
 const tags = ["Historical data files"];
-/** Trades may arrive up to 7 days late (docs/publishing.md): a day's files are final a day after that. */
-const FINAL_AFTER_MS = 8 * DAY_MS;
 const SYMBOL = /^[A-Z0-9]{2,20}$/;
 
 const FileParams = z.object({
@@ -35,8 +33,8 @@ const fileResponses = {
 
 /**
  * The daily files in Binance's public-data layout (docs/history.md#daily-files), served from R2
- * as they were written: no market object runs to serve them. A day's files are cached as
- * immutable once no late trade can change them.
+ * as they were written: no market object runs to serve them. A file is cached as immutable
+ * when it was written after no late trade could reach its day (`fileIsFinal`).
  *
  * @example
  * app.route("/", historyFileRoutes(publicLimit));
@@ -48,7 +46,7 @@ export function historyFileRoutes(limit: MiddlewareHandler<AppEnv>) {
     if (day === undefined) throw problem("NOT_FOUND", `${key} is not a daily file's name`);
     const object = await c.env.HISTORY.get(key);
     if (!object) throw problem("NOT_FOUND", `${key} has not been written: the files of a day are written at 00:05 UTC the day after`);
-    const final = Date.now() - day > FINAL_AFTER_MS;
+    const final = fileIsFinal(day, object.uploaded.getTime());
     return new Response(object.body, {
       headers: {
         "Content-Type": name.endsWith(".CHECKSUM") ? "text/plain; charset=utf-8" : "application/zip",

@@ -27,6 +27,8 @@ export interface DayFiles {
   skipped?: string;
   /** Past days written again because late trades reached them (YYYY-MM-DD). */
   rewritten?: string[];
+  /** Why the market's files were not written in this run (they are at the next). */
+  failed?: string;
 }
 
 /**

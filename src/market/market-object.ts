@@ -171,6 +171,7 @@ export class MarketObject extends DurableObject<Env> {
       const accepted: StoredTrade[] = [];
       let bookOutcome: BookOutcome | undefined;
       let markedDays: number[] | undefined;
+      let touchedPast = false;
       try {
         this.store.transaction(() => {
           // Validates before it changes anything; an identical replay changes nothing at all.
@@ -206,7 +207,11 @@ export class MarketObject extends DurableObject<Env> {
           for (const { size, bucket } of changedRollups.values()) this.store.upsertBucket(bucket, size);
           // A trade of a day already over: that day's files are written again at the next run.
           const today = Math.floor(now / DAY_MS) * DAY_MS;
-          const late = [...changedRollups.values()].filter((r) => r.size === DAY_MS && r.bucket.minute < today && !state.dirtyDays.includes(r.bucket.minute));
+          const lateDays = [...changedRollups.values()].filter((r) => r.size === DAY_MS && r.bucket.minute < today);
+          // Any late trade counts as a mark, one for a day already marked too: a day's files being
+          // written meanwhile keep the day marked (writeDay compares the count).
+          touchedPast = lateDays.length > 0;
+          const late = lateDays.filter((r) => !state.dirtyDays.includes(r.bucket.minute));
           if (late.length > 0) {
             markedDays = [...state.dirtyDays, ...late.map((r) => r.bucket.minute)].sort((a, b) => a - b);
             meta.push(["dirtyDays", JSON.stringify(markedDays)]);
@@ -222,10 +227,8 @@ export class MarketObject extends DurableObject<Env> {
       }
       state.tradeSeq += acceptedTrades;
       if (acceptedTrades > 0 || bookOutcome === "applied") state.lastUpdateAt = now;
-      if (markedDays) {
-        state.dirtyDays = markedDays;
-        state.dirtyMarks += 1;
-      }
+      if (markedDays) state.dirtyDays = markedDays;
+      if (touchedPast) state.dirtyMarks += 1;
       // The same rule as a bucket's close (a later or equal time wins), so price and quantity agree.
       let latestTime = state.lastTradeTime;
       for (const trade of accepted) {
@@ -358,6 +361,13 @@ export class MarketObject extends DurableObject<Env> {
       return result;
     } catch (error) {
       if (error instanceof ProblemError) return toProblemResult(error);
+      // Not written (an R2 fault, a chunk not readable): the day stays marked, so a later run writes it.
+      const state = this.load(market);
+      if (!state.dirtyDays.includes(day) && day < Math.floor(Date.now() / DAY_MS) * DAY_MS) {
+        state.dirtyDays = [...state.dirtyDays, day].sort((a, b) => a - b);
+        state.dirtyMarks += 1;
+        this.store.writeMeta("dirtyDays", JSON.stringify(state.dirtyDays));
+      }
       throw error;
     }
   }

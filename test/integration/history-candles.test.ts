@@ -1,11 +1,11 @@
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { formatUnits } from "../../src/core/decimal";
-import { DAY_MS, formatTimeZone, HOUR_MS, KLINE_INTERVALS, type KlineInterval, MINUTE_MS, nextOpenTime, openTimeOf } from "../../src/history/intervals";
-import { runInDurableObject } from "cloudflare:test";
-import { aggregateCandles } from "../../src/history/candles";
 import { marketObject } from "../../src/core/object-ids";
+import { aggregateCandles } from "../../src/history/candles";
+import { DAY_MS, formatTimeZone, HOUR_MS, KLINE_INTERVALS, type KlineInterval, MINUTE_MS, nextOpenTime, openTimeOf } from "../../src/history/intervals";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import type { MarketStore } from "../../src/market/market-store";
@@ -143,9 +143,19 @@ describe("candles in every interval and timeZone over the stored history (docs/h
 
   it("a candle asked with an endTime inside it is whole: 3m, 30m and 1d at +05:30 (fails before: cut at endTime)", async () => {
     const open = openTimeOf(Date.now() - 2 * DAY_MS, "1d", 5.5 * HOUR_MS) + 3 * HOUR_MS; // whole 30 m and 3 m candles open here
-    const trades = [10_000, 70_000, 130_000].map((after, i) => ({ id: `whole-${i}`, price: ["100.000", "105.000", "95.000"][i]!, quantity: ["1.00", "2.00", "4.00"][i]!, side: "buy" as const, time: open + after }));
+    const trades = [10_000, 70_000, 130_000].map((after, i) => ({
+      id: `whole-${i}`,
+      price: ["100.000", "105.000", "95.000"][i]!,
+      quantity: ["1.00", "2.00", "4.00"][i]!,
+      side: "buy" as const,
+      time: open + after,
+    }));
     await ingest(env, "*", { symbol: "SOLUSDT", trades });
-    for (const [interval, timeZone] of [["3m", "0"], ["30m", "0"], ["1d", "5:30"]] as const) {
+    for (const [interval, timeZone] of [
+      ["3m", "0"],
+      ["30m", "0"],
+      ["1d", "5:30"],
+    ] as const) {
       const openTime = openTimeOf(open, interval, timeZone === "0" ? 0 : 5.5 * HOUR_MS);
       const { body } = await callJson(`/api/klines/SOLUSDT?interval=${interval}&timeZone=${timeZone}&startTime=${openTime}&endTime=${open + 60_000}&limit=1`);
       expect(body[0], `${interval} at ${timeZone}`).toMatchObject({ openTime, volume: "7.00", close: "95.000", tradeCount: 3 });

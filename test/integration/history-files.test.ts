@@ -1,10 +1,15 @@
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { crc32 } from "../../client/src/checksum";
+import { marketObject } from "../../src/core/object-ids";
+import { writeDailyFiles } from "../../src/history/archive-days";
 import { DAY_MS } from "../../src/history/intervals";
-import { ingest } from "../../src/market/ingest";
+import { ingest, toIngestBatch } from "../../src/market/ingest";
+import type { MarketObject } from "../../src/market/market-object";
 import { ADMIN } from "../support/gateways";
 import { call, callJson } from "../support/http";
+import { defaultMarkets } from "../support/registry";
 
 /** The one file in a zip, read as any unzip would: the local header, the deflated data, its CRC. */
 async function unzipOne(zip: Uint8Array): Promise<{ name: string; text: string }> {
@@ -133,5 +138,47 @@ describe("daily files in Binance's public-data layout (docs/history.md#daily-fil
     expect((await callJson("/admin/archive", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ date }) })).status).toBe(
       401,
     );
+  });
+
+  it("a late trade that reaches a day while its files are being written is in them from the next run (fails before: the mark was cleared)", async () => {
+    const market = (await defaultMarkets()).find((m) => m.symbol === "SOLUSDT")!;
+    const day = yesterday - DAY_MS;
+    const trade = (n: number) => ({ id: `late-${n}`, price: "150.000", quantity: "1.00", side: "buy" as const, time: day + n * 60_000 });
+    await ingest(env, "*", { symbol: "SOLUSDT", trades: [trade(1)] }); // marks the day
+    await runInDurableObject(marketObject(env, "SOLUSDT"), async (instance: MarketObject) => {
+      const writing = instance.writeDay(market, day); // reads the day's minutes, then awaits R2
+      instance.ingest(market, toIngestBatch(market, { symbol: "SOLUSDT", trades: [trade(2)] }, Date.now()));
+      await writing;
+    });
+    expect((await archive({ date, symbols: ["SOLUSDT"] })).body.markets[0].rewritten).toEqual([new Date(day).toISOString().slice(0, 10)]);
+    const dayName = new Date(day).toISOString().slice(0, 10);
+    const zip = new Uint8Array(await (await call(`/data/spot/daily/klines/SOLUSDT/1m/SOLUSDT-1m-${dayName}.zip`)).arrayBuffer());
+    expect((await unzipOne(zip)).text.trim().split("\n"), "both late trades' minutes").toHaveLength(2);
+  });
+
+  it("one market's failure does not end the night's files: the others are written, it is reported and its day stays marked (fails before: the run threw)", async () => {
+    const markets = await defaultMarkets();
+    const day = yesterday - 2 * DAY_MS;
+    const trades = (prefix: string, price: string, quantity: string) =>
+      Array.from({ length: 150 }, (_, i) => ({ id: `${prefix}${i}`, price, quantity, side: "sell" as const, time: day + i * 1000 }));
+    await ingest(env, "*", { symbol: "XRPUSDT", trades: trades("x", "0.6000", "10.0") });
+    await ingest(env, "*", { symbol: "BTCUSDC", trades: trades("u", "97000.00", "0.00100") });
+    // XRPUSDT's first chunk goes to R2, and its object is lost there: the market cannot read its day.
+    await runInDurableObject(marketObject(env, "XRPUSDT"), (instance: MarketObject) => instance.archiveTrades());
+    const lost = await env.HISTORY.list({ prefix: "archive/trades/XRPUSDT/" });
+    expect(lost.objects.length, "a chunk archived").toBeGreaterThan(0);
+    await env.HISTORY.delete(lost.objects.map((o) => o.key));
+    const written = await writeDailyFiles(
+      env,
+      day,
+      ["XRPUSDT", "BTCUSDC"].map((s) => markets.find((m) => m.symbol === s)!),
+    );
+    expect(written.find((w) => w.symbol === "BTCUSDC")).toMatchObject({ trades: 150 });
+    expect(written.find((w) => w.symbol === "XRPUSDT")?.failed).toMatch(/not written in 3 attempts/);
+    const marked = await runInDurableObject(
+      marketObject(env, "XRPUSDT"),
+      async (instance: MarketObject) => (instance as unknown as { state: { dirtyDays: number[] } }).state.dirtyDays,
+    );
+    expect(marked).toContain(day);
   });
 });

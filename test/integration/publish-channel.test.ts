@@ -1,11 +1,11 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { principalOfKey } from "../../src/access/keys";
 import { sign, signaturePayload } from "../../src/access/signature";
 import { accessGuard, marketObject, publishChannel } from "../../src/core/object-ids";
-import { principalOfKey } from "../../src/access/keys";
-import type { PublishChannel } from "../../src/publish/publish-channel-object";
 import { MAX_UNACKED } from "../../src/publish/protocol";
+import type { PublishChannel } from "../../src/publish/publish-channel-object";
 import { newKey, newPublishKey, type TestKey } from "../support/accounts";
 import { call, callJson } from "../support/http";
 import { until } from "../support/poll";
@@ -203,8 +203,9 @@ describe("the publisher channel, GET /v1/publish (docs/publishing.md#the-publish
       const recheck = instance.recheck();
       answer();
       await recheck;
-      const standing = (await (instance as unknown as { currentGrant(now: number): Promise<{ status: { revokedAt: number | null } }> }).currentGrant(Date.now()))
-        .status;
+      const standing = (
+        await (instance as unknown as { currentGrant(now: number): Promise<{ status: { revokedAt: number | null } }> }).currentGrant(Date.now())
+      ).status;
       expect(standing.revokedAt, "the standing after recheck() is the guard's answer after the revocation").not.toBeNull();
     });
     expect(await socket.closed).toEqual({ code: 1008, reason: "the publishing key was revoked" });
