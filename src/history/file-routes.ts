@@ -5,7 +5,6 @@ import { createRouter } from "../core/router";
 import { okJson, problemResponses } from "../core/schemas";
 import type { AppEnv } from "../env";
 import { DAILY_KLINE_INTERVALS, fileIsFinal, parseDay } from "./daily-files";
-import { DAY_MS } from "./intervals";
 
 const tags = ["Historical data files"];
 const SYMBOL = /^[A-Z0-9]{2,20}$/;

@@ -51,12 +51,9 @@ const DayFilesSchema = z
     files: z.array(z.object({ key: z.string(), bytes: z.number().int(), sha256: z.string() })),
     skipped: z.string().optional().openapi({ description: "Why the trades files were not written" }),
     rewritten: z.array(z.string()).optional().openapi({ description: "Past days written again because late trades reached them" }),
-    failed: z
-      .string()
-      .optional()
-      .openapi({
-        description: "Set when this market's files could not be written in this run (tried three times); the day is kept marked and the next run writes it",
-      }),
+    failed: z.string().optional().openapi({
+      description: "Set when this market's files could not be written in this run (tried three times); the day is kept marked and the next run writes it",
+    }),
   })
   .openapi("DayFiles");
 
