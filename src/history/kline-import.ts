@@ -134,10 +134,17 @@ export function importedMinutes(rows: readonly unknown[], market: MarketConfig, 
 
 /**
  * Binance's public-data kline CSV: one row per line, the 12 columns, with or without a header
- * line. Fields stay text; `importedMinutes` checks them.
+ * line (with or without a byte-order mark). Fields stay text; `importedMinutes` checks them.
  */
 export function csvRows(text: string): string[][] {
-  const lines = text.split(/\r?\n/).filter((line) => line.length > 0);
-  if (lines.length > 0 && !/^\d/.test(lines[0]!)) lines.shift(); // a header: open_time,open,…
-  return lines.map((line) => line.split(","));
+  // A byte-order mark and spaces around a line are not data; a blank line is skipped.
+  const lines = text
+    .replace(/^\uFEFF/, "")
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line.length > 0);
+  // Only a line whose first field is a name is a header (open_time,open,…): any other line is a
+  // row, checked like the rest, so nothing is dropped unseen.
+  if (lines.length > 0 && /^[A-Za-z_][A-Za-z_ ]*(,|$)/.test(lines[0]!)) lines.shift();
+  return lines.map((line) => line.split(",").map((field) => field.trim()));
 }

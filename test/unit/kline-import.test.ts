@@ -94,4 +94,14 @@ describe("kline import rows (src/history/kline-import.ts)", () => {
     expect(csvRows(csv.split("\n").slice(1).join("\n"))).toHaveLength(1);
     expect(importedMinutes(csvRows(csv), market, NOW)).toEqual({ minutes: [], skipped: 1 });
   });
+
+  it("a body that starts with a byte-order mark or spaces keeps its first row (before: taken for a header and dropped)", () => {
+    const row = "60000,1.00,1.00,1.00,1.00,0.00000,119999,0.0000000,0,0.00000,0.0000000,0";
+    for (const lead of ["\uFEFF", " ", "\t", "\r\n", "\uFEFF "]) {
+      expect(csvRows(`${lead}${row}\n${row.replace("60000", "120000")}\n`), JSON.stringify(lead)).toHaveLength(2);
+    }
+    expect(csvRows(`\uFEFFopen_time,open,high\n${row}`), "a header after a byte-order mark").toHaveLength(1);
+    // A first line that is neither a header nor a number is a row: its check refuses the import.
+    expect(csvRows(`x60000,1.00\n${row}`)).toHaveLength(2);
+  });
 });
