@@ -15,20 +15,35 @@ export interface StatusFigures extends RecentTimes {
   connections: number;
 }
 
-/** The status page's figures are read at most this often per isolate: a page view is not a call to every shard and one more. */
+/**
+ * The status page's figures are read at most this often per isolate, whether the read succeeded or
+ * failed: a page view is not a call to every shard and one more, least of all while one fails.
+ */
 const FIGURES_MAX_AGE_MS = 5_000;
-let held: { at: number; figures: StatusFigures } | undefined;
+let held: { at: number; figures: StatusFigures | null } | undefined;
+/** One read at a time per isolate: views that come while it runs wait for it. */
+let reading: Promise<StatusFigures | null> | undefined;
 
-/** The figures, at most FIGURES_MAX_AGE_MS old; null when they cannot be read now (the page says so). */
-export async function statusFigures(env: Env, now = Date.now()): Promise<StatusFigures | null> {
-  if (held && now - held.at < FIGURES_MAX_AGE_MS) return held.figures;
+/** The figures, at most FIGURES_MAX_AGE_MS old; null when they could not be read (the page says so). */
+export function statusFigures(env: Env, now = Date.now()): Promise<StatusFigures | null> {
+  if (held && now - held.at < FIGURES_MAX_AGE_MS) return Promise.resolve(held.figures);
+  reading ??= readFigures(env)
+    .then((figures) => {
+      held = { at: now, figures };
+      return figures;
+    })
+    .finally(() => {
+      reading = undefined;
+    });
+  return reading;
+}
+
+async function readFigures(env: Env): Promise<StatusFigures | null> {
   try {
     // The shards hand on their counts as they answer, so the times read after them include theirs.
     const connections = await connectionsByDialect(env);
     const recent = (await metricsObject(env).recentTimes()) as RecentTimes;
-    const figures = { ...recent, connections: Object.values(connections).reduce((a, b) => a + b, 0) };
-    held = { at: now, figures };
-    return figures;
+    return { ...recent, connections: Object.values(connections).reduce((a, b) => a + b, 0) };
   } catch (error) {
     console.error(JSON.stringify({ level: "error", message: "status figures unavailable", error: String(error) }));
     return null;
