@@ -358,6 +358,9 @@ export class StreamHub extends DurableObject<Env> {
     const resuming = plan.streams.filter((s) => s.kind === "book" && resume.has(s.name)).map((s) => s.subject);
     const registered = await this.ensureSources(ws, plan.streams, resuming);
     if (!registered) return this.error(ws, id, "INTERNAL_ERROR", "the streams could not be subscribed; try again");
+    // The status is asked (a call to the price index on a shard that holds none) before the
+    // connection becomes a subscriber of anything: no await may come after that.
+    const status = plan.streams.some((s) => s.kind === "status") ? await this.currentStatus() : undefined;
     if (ws.readyState !== WebSocket.OPEN) return; // closed while waiting
     // An unsubscribe may have come meanwhile: the attachment is the truth. From here to the last
     // send nothing awaits: what a resume sends and the deltas after it are one unbroken order.
@@ -381,7 +384,7 @@ export class StreamHub extends DurableObject<Env> {
       const book = stream.kind === "book" ? this.books.get(stream.subject) : undefined;
       if (book) this.send(ws, { stream: stream.name, data: book.snapshot(SNAPSHOT_DEPTH) });
       // The status as it is now, so a subscriber never waits for the next change.
-      if (stream.kind === "status") this.send(ws, { stream: STATUS_STREAM, data: await this.currentStatus() });
+      if (stream.kind === "status" && status) this.send(ws, { stream: STATUS_STREAM, data: status });
     }
   }
 

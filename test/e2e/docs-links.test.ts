@@ -67,3 +67,30 @@ describe("the documentation stands on its own", () => {
     expect(readFileSync(path.join(root, "README.md")).length).toBeLessThanOrEqual(12 * 1024);
   });
 });
+
+describe("the deploy guide (docs/operations.md#deploy-to-cloudflare)", () => {
+  const guide = (() => {
+    const text = readFileSync(path.join(root, "docs/operations.md"), "utf8");
+    return text.slice(text.indexOf("## Deploy to Cloudflare"), text.indexOf("\n## ", text.indexOf("## Deploy to Cloudflare") + 3));
+  })();
+  const config = readFileSync(path.join(root, "wrangler.toml"), "utf8");
+
+  it("names every Durable Object class wrangler.toml binds, and their number", () => {
+    const classes = [...config.matchAll(/^class_name = "(\w+)"/gm)].map((m) => m[1]!);
+    expect(classes.length, "classes in wrangler.toml").toBeGreaterThan(0);
+    for (const name of classes) expect(guide, `the guide names ${name}`).toContain(name);
+    const words = ["", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"];
+    expect(guide, "the guide's count of classes").toContain(`The ${words[classes.length]} Durable Object classes`);
+  });
+
+  it("names every binding that takes an id or a name of the operator's, and the secrets the code reads", () => {
+    for (const what of ["PRICES", "market-data", "market-data-history", "mds_requests", "SEALING_KEY", "ADMIN_TOKEN", "migrations apply"]) {
+      expect(guide, what).toContain(what);
+    }
+  });
+
+  it("tells the operator that publishing keys are the operator's, never the dashboard's", () => {
+    expect(guide).not.toMatch(/`publish` permission in the dashboard/);
+    expect(guide).toMatch(/publish-key/);
+  });
+});

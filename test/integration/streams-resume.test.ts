@@ -1,8 +1,10 @@
-import { evictDurableObject } from "cloudflare:test";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { type BookMessage, LocalBook } from "../../client/src/index";
+import { streamHub } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
+import type { StreamHub } from "../../src/streams/stream-hub";
 import { callJson } from "../support/http";
 import { until } from "../support/poll";
 import { openSocket, shardOfConnection, type TestSocket } from "./streams-support";
@@ -105,5 +107,34 @@ describe("resuming a book after a lost connection (docs/streams.md#resuming)", (
     expect(again.messages[0]).toEqual({ id: null, result: { streams: ["book.BTCUSDC"], resumed: ["book.BTCUSDC"] } });
     expect(bookOf(again, "book.BTCUSDC"), "no snapshot").toEqual([]);
     again.ws.close();
+  });
+
+  it("a resume with the status stream: the status is asked before the connection subscribes, so no delta can overtake the resumed messages (fails before)", async () => {
+    const ip = "198.51.100.93";
+    const market = feed("ETHBTC", "0.03500");
+    await market.snapshot();
+    const socket = await openSocket("/api/ws", ip);
+    const shard = await shardOfConnection(`ip:${ip}`);
+    const seen = await runInDurableObject(streamHub(env, shard), async (instance: StreamHub) => {
+      const inside = instance as unknown as {
+        ctx: DurableObjectState;
+        subscribers: Map<string, Set<WebSocket>>;
+        currentStatus: () => Promise<unknown>;
+        subscribe: (ws: WebSocket, id: unknown, names: unknown[], resume?: ReadonlyMap<string, number>) => Promise<void>;
+      };
+      const ws = inside.ctx.getWebSockets().find((w) => w.readyState === WebSocket.OPEN)!;
+      const asked = inside.currentStatus.bind(instance);
+      let subscribedWhileAsking: boolean | undefined;
+      // While the status is asked, a delta could reach every subscriber of the book: is this one of them yet?
+      inside.currentStatus = async () => {
+        subscribedWhileAsking = inside.subscribers.get("book.ETHBTC")?.has(ws) ?? false;
+        return asked();
+      };
+      await inside.subscribe(ws, 7, ["status", "book.ETHBTC"]);
+      return subscribedWhileAsking;
+    });
+    expect(seen, "the connection was a book subscriber while the status was asked").toBe(false);
+    await until(() => socket.messages.some((m) => m.stream === "status"), { what: "the status" });
+    socket.ws.close();
   });
 });
