@@ -101,6 +101,9 @@ export class MarketHistory {
         out.push(...(await this.readChunk(market, chunk, bounds)));
         if (out.length >= limit) return out.slice(0, limit);
       }
+      // More chunks than one page reads: the page ends where the archive read ended (short, never
+      // with a gap); the next page, from its last id, goes on.
+      if (chunks.length === MAX_CHUNK_READS && this.store.chunksFor({ ...bounds, fromId: chunks.at(-1)!.lastSeq + 1 }, true, 1).length > 0) return out;
       return [...out, ...hotPart.slice(0, limit - out.length)];
     }
     let out = hotPart;
@@ -142,19 +145,39 @@ export class MarketHistory {
     const dayTrades = await this.tradesBetween(market, day, end);
     // An imported day has candles but no trades: its klines files only.
     if (dayTrades.length === 0) return result;
+    // Never a short file: the trades read must be the live trades the day's candles count.
+    const imported = new Set(
+      this.store
+        .storedMinutes(day, end)
+        .filter((m) => m.imported)
+        .map((m) => m.minute),
+    );
+    const live = minutes.reduce((n, k) => n + (imported.has(k.openTime) ? 0 : k.tradeCount), 0);
+    if (dayTrades.length !== live) {
+      result.skipped = `${dayTrades.length} trades read, ${live} counted by the day's candles: the trades files were not written`;
+      return result;
+    }
     await write("trades", tradesCsv(dayTrades));
     await write("aggTrades", aggTradesCsv(dayTrades));
     return result;
   }
 
-  /** Every trade of `from`…`to` in tradeId order: the archived ones from R2, the rest from SQLite. */
+  /**
+   * Every trade of `from`…`to` in tradeId order: the archived ones from R2 (every chunk whose times
+   * reach the day, however many: late trades spread a day over chunks of later days), the rest
+   * from SQLite.
+   */
   private async tradesBetween(market: MarketConfig, from: number, to: number): Promise<ArchivedTrade[]> {
     const bounds = { startTime: from, endTime: to };
     const archived = this.store.archivedThrough();
-    const hot = this.store.tradePage({ ...bounds, limit: MAX_DAY_TRADES }, archived).map((t) => wireTrade(market, t));
+    const hot = this.store.tradePage({ ...bounds, limit: MAX_DAY_TRADES + 1 }, archived).map((t) => wireTrade(market, t));
     const out: ArchivedTrade[] = [];
-    const chunks = this.store.chunksFor(bounds, true, Math.ceil(MAX_DAY_TRADES / chunkSize(this.chunkTrades)) + 16);
-    for (const chunk of chunks) out.push(...(await this.readChunk(market, chunk, bounds)));
+    for (let next = 1; ; ) {
+      const chunks = this.store.chunksFor({ ...bounds, fromId: next }, true, 64);
+      for (const chunk of chunks) out.push(...(await this.readChunk(market, chunk, bounds)));
+      if (chunks.length < 64) break;
+      next = chunks.at(-1)!.lastSeq + 1;
+    }
     return [...out, ...hot];
   }
 
