@@ -4,6 +4,34 @@ import type { Admission, LeasedAdmission } from "./sliding-window";
 
 /** Lease asks in flight at once in one isolate (each is one principal's, for one guard round trip). */
 const MAX_LEASE_ASKS = 10_000;
+/**
+ * How long a request waits for another request's lease ask. The ask's promise belongs to the
+ * request that made it: if that request ends first (its client went away), the runtime drops the
+ * ask's answer and the promise never settles — so a waiter never waits longer than a guard round
+ * trip could take, and an ask older than this is forgotten.
+ */
+export const MAX_LEASE_WAIT_MS = 1_000;
+
+interface LeaseAsk {
+  asking: Promise<unknown>;
+  at: number;
+  /** Forgotten by a waiter after MAX_LEASE_WAIT_MS: its own end, if it comes, changes nothing. */
+  abandoned: boolean;
+}
+
+/** Resolves when `promise` settles or after `ms` (a timer of the waiting request's own). */
+function settledOrAfter(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return Promise.race([
+    promise.then(
+      () => undefined,
+      () => undefined,
+    ),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
 
 /** What the isolate asks a principal's guard: one admission, or a lease, with what it hands back. */
 export type AskGuard = (options: { lease: number; handBack?: { id: string; unused: number } }) => Promise<LeasedAdmission>;
@@ -27,7 +55,7 @@ export class IsolateLimiter {
    * began just after a lease was asked would otherwise be refused those slots and end one short
    * (9 of 10 when the lease came back after the burst). Bounded by the leases' own bound.
    */
-  private readonly leaseAsks = new Map<string, Promise<unknown>>();
+  private readonly leaseAsks = new Map<string, LeaseAsk>();
 
   /** The refusal this isolate gives `principal` at `now` without asking, unless a held lease can still admit it. */
   refusal(principal: string, now: number): Admission | undefined {
@@ -39,7 +67,10 @@ export class IsolateLimiter {
   async admit(principal: string, now: number, ask: AskGuard, clock: () => number): Promise<Admission> {
     const pending = this.leaseAsks.get(principal);
     if (pending) {
-      await pending.catch(() => undefined);
+      const left = pending.at + MAX_LEASE_WAIT_MS - clock();
+      if (left > 0) await settledOrAfter(pending.asking, left);
+      // Still there after the wait: its request ended without the answer; forget it.
+      if (this.leaseAsks.get(principal) === pending && pending.at + MAX_LEASE_WAIT_MS <= clock()) this.abandon(principal, pending);
       now = Math.max(now, clock());
     }
     const leased = this.leases.spend(principal, now);
@@ -49,12 +80,13 @@ export class IsolateLimiter {
     const options = { lease: this.leases.asked(principal, now), handBack: this.leases.takeHandBack(principal) };
     let admission: LeasedAdmission;
     const asking = ask(options);
-    if (options.lease > 0 && this.leaseAsks.size < MAX_LEASE_ASKS) this.leaseAsks.set(principal, asking);
+    const entry: LeaseAsk = { asking, at: clock(), abandoned: false };
+    if (options.lease > 0 && this.leaseAsks.size < MAX_LEASE_ASKS) this.leaseAsks.set(principal, entry);
     try {
       admission = await asking;
     } finally {
-      this.leases.done(principal);
-      if (this.leaseAsks.get(principal) === asking) this.leaseAsks.delete(principal);
+      if (!entry.abandoned) this.leases.done(principal);
+      if (this.leaseAsks.get(principal) === entry) this.leaseAsks.delete(principal);
     }
     if (!admission.allowed) {
       // The guard's answer is as of its own clock; the isolate's may be a little behind, which
@@ -64,5 +96,12 @@ export class IsolateLimiter {
     }
     this.leases.keep(principal, admission, now);
     return admission;
+  }
+
+  /** An ask whose request ended unanswered: it no longer holds the principal's requests or its leases. */
+  private abandon(principal: string, pending: LeaseAsk): void {
+    pending.abandoned = true;
+    this.leaseAsks.delete(principal);
+    this.leases.done(principal);
   }
 }

@@ -1,6 +1,6 @@
 import fc from "fast-check";
-import { describe, expect, it } from "vitest";
-import { IsolateLimiter } from "../../src/access/isolate-limiter";
+import { describe, expect, it, vi } from "vitest";
+import { IsolateLimiter, MAX_LEASE_WAIT_MS } from "../../src/access/isolate-limiter";
 import { IsolateLeases } from "../../src/access/leases";
 import { LocalRefusals } from "../../src/access/local-refusals";
 import { LEASE_MS, SlidingWindow } from "../../src/access/sliding-window";
@@ -186,5 +186,35 @@ describe("leased admissions (docs/limits.md#leased-admissions), 1–8 simulated 
     const before = guard.admit(20).remaining;
     guard.handBack(handBack!.id, handBack!.unused, 20);
     expect(guard.admit(20).remaining, "slots freed by the hand-back").toBe(before - 1 + handBack!.unused);
+  });
+
+  it("a lease ask whose request ended unanswered does not hold the principal's later requests (before: every later request hung, and the runtime answered 500)", async () => {
+    vi.useFakeTimers();
+    try {
+      const guard = new SlidingWindow(10);
+      const limiter = new IsolateLimiter();
+      let now = 0;
+      const clock = () => now;
+      const answer = async ({ lease }: { lease: number }) => guard.admit(now, lease);
+      expect((await limiter.admit("ip:203.0.113.70", now, answer, clock)).allowed).toBe(true);
+      now = 10;
+      // Asks a lease (the principal is busy here); the runtime drops its answer: it never settles.
+      void limiter.admit("ip:203.0.113.70", now, () => new Promise(() => {}), clock);
+      now = 20;
+      let answered = false;
+      const later = limiter.admit("ip:203.0.113.70", now, answer, clock).then((a) => {
+        answered = true;
+        return a;
+      });
+      now = 20 + MAX_LEASE_WAIT_MS;
+      await vi.advanceTimersByTimeAsync(MAX_LEASE_WAIT_MS);
+      expect(answered, "a later request is answered within MAX_LEASE_WAIT_MS").toBe(true);
+      expect((await later).allowed).toBe(true);
+      // And the one after it does not wait at all, and may lease again.
+      now += 10;
+      expect((await limiter.admit("ip:203.0.113.70", now, answer, clock)).allowed).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
