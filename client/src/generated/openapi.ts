@@ -2568,6 +2568,8 @@ export interface components {
             skipped?: string;
             /** @description Past days written again because late trades reached them */
             rewritten?: string[];
+            /** @description Set when this market's files could not be written in this run (tried three times); the day is kept marked and the next run writes it */
+            failed?: string;
         };
         DailyFiles: {
             /** @example data/spot/daily/trades/BTCUSDT/ */
