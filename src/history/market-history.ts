@@ -51,14 +51,14 @@ export class MarketHistory {
    * run: each chunk is written first, then indexed and let go here, so a failure between the two
    * writes the same chunk again next time (the same bytes). Returns the chunks moved.
    */
-  async archive(market: MarketConfig, tradeSeq: number, hotSince: number, most = 16): Promise<number> {
+  async archive(market: MarketConfig, tradeSeq: number, hotSince: number, most = 16, hotMost = HOT_MOST_TRADES): Promise<number> {
     if (this.archiving) return 0;
     this.archiving = true;
     try {
       const size = chunkSize(this.chunkTrades);
       let moved = 0;
       for (; moved < most; moved++) {
-        const due = this.store.dueChunk(size, hotSince, tradeSeq, HOT_MOST_TRADES);
+        const due = this.store.dueChunk(size, hotSince, tradeSeq, hotMost);
         if (!due) break;
         const trades = due.trades.map((t) => wireTrade(market, t));
         const text = JSON.stringify(trades);

@@ -312,7 +312,7 @@ export class MarketObject extends DurableObject<Env> {
 
   private prune(state: MarketState, now: number): void {
     this.lastPruneAt = now;
-    this.store.prune(now - TRADE_RETENTION_MS);
+    this.store.prune(now - TRADE_RETENTION_MS, now);
     // The archive's writes are R2's: they run beside the ingest, never in its way.
     void this.archiveTrades(now).catch((error) => console.error(JSON.stringify({ level: "error", message: "trade archive failed", error: String(error) })));
     const cutoff = now - TRADE_RETENTION_MS;

@@ -2,6 +2,7 @@ import { type BucketSize, DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS } from "../histo
 import type { ArchivedChunk } from "../history/trade-archive";
 import type { MarketConfig } from "../registry/model";
 import type { UnitLevel } from "./order-book";
+import { RecentTradeIds } from "./recent-trade-ids";
 import { type MinuteBucket, mergeBuckets } from "./rolling-window";
 
 /** A stored trade; prices and quantities are integer units at the market's scales. */
@@ -108,8 +109,12 @@ function whereOf(bounds: [condition: string, value: number | undefined][]): { fi
  * SQLite integers come back as JS numbers, which would round volumes above 2^53.
  */
 export class MarketStore {
+  /** Ids of trades archived in the last 25 hours and more: a resend of one is still a duplicate. */
+  private readonly recentIds: RecentTradeIds;
+
   constructor(private readonly storage: DurableObjectStorage) {
     storage.sql.exec(SCHEMA);
+    this.recentIds = new RecentTradeIds(storage.sql);
     // Markets created before the taker-buy volumes were kept: their older minutes count none.
     const columns = storage.sql.exec<{ name: string }>("PRAGMA table_info(minute_buckets)").toArray();
     if (!columns.some((c) => c.name === "taker_buy_volume")) {
@@ -161,8 +166,9 @@ export class MarketStore {
     );
   }
 
+  /** Whether a trade of this id was taken in the last 25 hours at least: hot, or archived since. */
   hasTrade(id: string): boolean {
-    return this.sql.exec("SELECT 1 FROM trades WHERE id = ?", id).toArray().length > 0;
+    return this.sql.exec("SELECT 1 FROM trades WHERE id = ?", id).toArray().length > 0 || this.recentIds.has(id);
   }
 
   insertTrade(trade: StoredTrade): void {
@@ -352,8 +358,10 @@ export class MarketStore {
   }
 
   /** Second buckets older than `before` go (minutes and coarser are kept for ever; trades go to the archive). */
-  prune(before: number): void {
+  /** Drops second buckets older than `before`, and the hours of archived ids expired at `now`. */
+  prune(before: number, now: number): void {
     this.sql.exec("DELETE FROM rollup_buckets WHERE size = ? AND start < ?", SECOND_MS, before);
+    this.recentIds.forget(now);
   }
 
   /** Trade ids up to this one are in the archive (docs/history.md#trades); 0: none. */
@@ -402,7 +410,17 @@ export class MarketStore {
         chunk.trades,
         chunk.bytes,
       );
-      this.sql.exec("DELETE FROM trades WHERE seq <= ? AND seq NOT IN (SELECT seq FROM trades ORDER BY seq DESC LIMIT ?)", chunk.lastSeq, keepTrades);
+      const gone = this.sql
+        .exec<{ id: string }>(
+          "DELETE FROM trades WHERE seq <= ? AND seq NOT IN (SELECT seq FROM trades ORDER BY seq DESC LIMIT ?) RETURNING id",
+          chunk.lastSeq,
+          keepTrades,
+        )
+        .toArray();
+      this.recentIds.remember(
+        gone.map((row) => row.id),
+        Date.now(),
+      );
       this.writeMeta("archivedThrough", chunk.lastSeq);
     });
   }
