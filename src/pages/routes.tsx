@@ -19,6 +19,8 @@ import { StatusPage } from "./status-page";
  * Worker itself: no CDN.
  */
 
+/** Whether a ticker's market has traded (its last price is 0 until the first trade). */
+const hasTraded = (t: TickerRecord) => /[1-9]/.test(t.lastPrice);
 const changeClass = (t: TickerRecord) => (t.changePercent24h.startsWith("-") ? "down" : Number(t.changePercent24h) > 0 ? "up" : "");
 const signed = (percent: string) => `${percent.startsWith("-") ? "" : "+"}${percent}%`;
 
@@ -96,7 +98,10 @@ export const pageRoutes = new Hono<AppEnv>()
     // Every listed market in one read of the all-market answer (one copy, however many markets).
     const listed = readMarketViews();
     const tickers = JSON.parse((await readMany(readContext(c), undefined, { kind: "ticker" })).text) as TickerRecord[];
-    const bySymbol = new Map(tickers.map((t) => [t.symbol, t]));
+    // A market that never traded shows dashes, not a price of 0; the busiest markets come first.
+    const bySymbol = new Map(tickers.filter(hasTraded).map((t) => [t.symbol, t]));
+    const quoteVolume = (symbol: string) => Number(bySymbol.get(symbol)?.quoteVolume24h ?? -1);
+    const ordered = [...listed].sort((a, b) => quoteVolume(b.symbol) - quoteVolume(a.symbol));
     return c.html(
       <Page title="Markets" script="landing.js">
         <p>
@@ -120,10 +125,10 @@ export const pageRoutes = new Hono<AppEnv>()
             <th>24 h volume</th>
             <th class="status">status</th>
           </tr>
-          {listed.map((market) => {
+          {ordered.map((market) => {
             const t = bySymbol.get(market.symbol);
             return (
-              <tr data-symbol={market.symbol}>
+              <tr data-symbol={market.symbol} data-quote-volume={t?.quoteVolume24h ?? "0"}>
                 <td>
                   <a href={`/markets/${market.symbol}`}>
                     {market.base}/{market.quote}
@@ -163,6 +168,11 @@ export const pageRoutes = new Hono<AppEnv>()
     return c.html(<MarketPage market={market} ticker={ticker} />);
   })
   .get("/status", async (c) => {
-    const [read, figures] = await Promise.all([readVenue(readContext(c), "status"), statusFigures(c.env)]);
-    return c.html(<StatusPage status={JSON.parse(read.text) as VenueStatusBody} figures={figures} />);
+    const context = readContext(c);
+    // The markets answer says since when each feed is silent (one all-market read, as the status).
+    const [read, markets, figures] = await Promise.all([readVenue(context, "status"), readVenue(context, "markets"), statusFigures(c.env)]);
+    const lastUpdates = new Map(
+      (JSON.parse(markets.text) as { markets: { symbol: string; lastUpdateTime: number | null }[] }).markets.map((m) => [m.symbol, m.lastUpdateTime]),
+    );
+    return c.html(<StatusPage status={JSON.parse(read.text) as VenueStatusBody} lastUpdates={lastUpdates} figures={figures} />);
   });

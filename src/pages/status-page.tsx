@@ -1,5 +1,6 @@
 /** @jsxImportSource hono/jsx */
 import type { z } from "@hono/zod-openapi";
+import { isRunning } from "../announcements/model";
 import type { Announcement } from "../announcements/schemas";
 import type { StatusSchema } from "../market/schemas";
 import type { StatusFigures } from "../metrics/venue-figures";
@@ -15,11 +16,36 @@ const ms = (seconds: number | null) => (seconds === null ? "–" : `${(seconds *
 
 const utc = (time: number) => `${new Date(time).toISOString().slice(0, 16).replace("T", " ")} UTC`;
 
-const HEADLINE: Record<VenueStatusBody["status"], string> = {
-  online: "All systems online",
-  maintenance: "Maintenance under way",
-  degraded: "Degraded: an incident, or a market's feed is silent",
-};
+/** At most this many markets are named a kind (silent, halted); `GET /api/status` names them all. */
+export const MOST_NAMED = 100;
+
+const count = (n: number) => n.toLocaleString("en");
+
+/** How long ago, for people: "3 min", "2 h 5 min", "4 d". */
+function ago(ms: number): string {
+  const minutes = Math.floor(ms / 60_000);
+  if (minutes < 60) return `${minutes} min`;
+  if (minutes < 48 * 60) return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+  return `${Math.floor(minutes / 1440)} d`;
+}
+
+/** The headline says why: the running maintenance or incidents, and how many feeds are silent. */
+export function headline(status: VenueStatusBody): string {
+  const running = status.announcements.filter((a) => isRunning(a, status.serverTime));
+  if (status.status === "maintenance") {
+    return `Maintenance under way: ${running
+      .filter((a) => a.kind === "maintenance")
+      .map((a) => a.title)
+      .join("; ")}`;
+  }
+  if (status.status === "online") return "All systems online";
+  const reasons = running.filter((a) => a.kind === "incident").map((a) => `incident: ${a.title}`);
+  if (status.stale > 0) reasons.push(`${count(status.stale)} of ${count(status.trading)} trading markets' feeds are silent`);
+  return `Degraded: ${reasons.join("; ")}`;
+}
+
+/** Natural order of symbols: V2USDT before V10USDT. */
+const bySymbol = (a: string, b: string) => a.localeCompare(b, "en", { numeric: true });
 
 function AnnouncementRow({ announcement, now }: { announcement: Announcement; now: number }) {
   const running = announcement.startsAt <= now;
@@ -35,20 +61,86 @@ function AnnouncementRow({ announcement, now }: { announcement: Announcement; no
 }
 
 /**
- * `/status` (docs/operations.md#status-page): the system status, the current and upcoming
- * announcements and the markets by status, from the same answer as `GET /api/status`.
+ * `/status` (docs/operations.md#status-page): the reason first (the headline names the incident or
+ * how many feeds are silent), then the exceptions — silent markets with since when, halted ones —
+ * the rest counted, then announcements and the streams' figures. From the same answers as
+ * `GET /api/status` and `GET /api/markets` (the markets' last update times).
  */
-export function StatusPage({ status, figures }: { status: VenueStatusBody; figures: StatusFigures | null }) {
+export function StatusPage({
+  status,
+  lastUpdates,
+  figures,
+}: {
+  status: VenueStatusBody;
+  lastUpdates: ReadonlyMap<string, number | null>;
+  figures: StatusFigures | null;
+}) {
   const now = status.serverTime;
+  // Markets that went silent are the news, the most recently silent first; markets that never
+  // had a feed are counted and listed apart.
+  const wentSilent = status.staleMarkets
+    .filter((m) => (lastUpdates.get(m) ?? null) !== null)
+    .sort((a, b) => lastUpdates.get(b)! - lastUpdates.get(a)! || bySymbol(a, b));
+  const neverUpdated = status.staleMarkets.filter((m) => (lastUpdates.get(m) ?? null) === null).sort(bySymbol);
+  const normal = status.trading - status.stale;
   return (
     <Page title="Status" refreshSeconds={STATUS_REFRESH_SECONDS}>
       <h2 id="system-status" data-status={status.status}>
-        {HEADLINE[status.status]}
+        {headline(status)}
       </h2>
       <p class="muted">
         As of {utc(now)}; this page reloads every {STATUS_REFRESH_SECONDS} s. Programs read the same from <code>GET /api/status</code> and the{" "}
         <code>status</code> stream.
       </p>
+      <section id="market-exceptions">
+        <h2>Markets</h2>
+        {wentSilent.length > 0 && (
+          <>
+            <h3>
+              Feeds gone silent: {count(wentSilent.length)} (no update for more than {status.staleAfterMs / 1000} s)
+            </h3>
+            <table id="silent-markets">
+              {wentSilent.slice(0, MOST_NAMED).map((symbol) => (
+                <tr data-silent={symbol}>
+                  <td>
+                    <a href={`/markets/${symbol}`}>{symbol}</a>
+                  </td>
+                  <td>
+                    silent since {utc(lastUpdates.get(symbol)!)} ({ago(now - lastUpdates.get(symbol)!)})
+                  </td>
+                </tr>
+              ))}
+            </table>
+            {wentSilent.length > MOST_NAMED && (
+              <p id="silent-more">
+                … and {count(wentSilent.length - MOST_NAMED)} more; <code>GET /api/markets</code> has each one's last update.
+              </p>
+            )}
+          </>
+        )}
+        {neverUpdated.length > 0 && (
+          <>
+            <h3>No update since they were listed: {count(neverUpdated.length)}</h3>
+            <p id="never-updated">
+              {neverUpdated.slice(0, MOST_NAMED).join(", ")}
+              {neverUpdated.length > MOST_NAMED ? ` … and ${count(neverUpdated.length - MOST_NAMED)} more (GET /api/status names them all)` : ""}
+            </p>
+          </>
+        )}
+        {status.halted > 0 && (
+          <>
+            <h3>Halted by the operator: {count(status.halted)}</h3>
+            <p id="halted-markets">
+              {[...status.haltedMarkets].sort(bySymbol).slice(0, MOST_NAMED).join(", ")}
+              {status.halted > MOST_NAMED ? ` … and ${count(status.halted - MOST_NAMED)} more` : ""}
+            </p>
+          </>
+        )}
+        <p id="markets-normal">
+          {status.stale === 0 && status.halted === 0 ? "All " : "The other "}
+          <span data-figure="trading-normally">{count(normal)}</span> markets are trading normally.
+        </p>
+      </section>
       <section>
         <h2>Announcements</h2>
         {status.announcements.length === 0 ? (
@@ -90,26 +182,6 @@ export function StatusPage({ status, figures }: { status: VenueStatusBody; figur
         ) : (
           <p id="stream-figures">These figures cannot be read just now.</p>
         )}
-      </section>
-      <section>
-        <h2>Markets</h2>
-        <table id="markets-by-status">
-          <tr>
-            <td>trading</td>
-            <td>{status.trading}</td>
-            <td></td>
-          </tr>
-          <tr>
-            <td>stale (no update for {status.staleAfterMs / 1000} s)</td>
-            <td>{status.stale}</td>
-            <td>{status.staleMarkets.join(", ")}</td>
-          </tr>
-          <tr>
-            <td>halted</td>
-            <td>{status.halted}</td>
-            <td>{status.haltedMarkets.join(", ")}</td>
-          </tr>
-        </table>
       </section>
     </Page>
   );

@@ -78,4 +78,53 @@ describe("a venue of 2,000 markets, as an exchange operator lists it (docs/opera
     expect(sockets).toHaveLength(1);
     await page.close();
   });
+
+  it("the pages read well at this size: /status names the reason and the silent markets first, the landing page lists the busiest first with dashes where nothing traded", async () => {
+    const page = await chromium().newPage();
+    await page.goto(`${service.baseUrl}/status`);
+    const status = (await get("/api/status")) as { stale: number; trading: number; staleMarkets: string[] };
+    expect(status.stale, "the generated markets have no feed (one took a batch above)").toBeGreaterThanOrEqual(MARKETS - 1);
+    const headline = await page.locator("#system-status").textContent();
+    expect(headline, "the headline names the reason").toMatch(/^Degraded: .*[\d,]+ of [\d,]+ trading markets' feeds are silent/);
+    // Markets that went silent are named with since when (none yet here: the one that traded did so
+    // a moment ago); the never-updated are counted, with the first 100 named in natural order.
+    for (const text of await page.locator("#silent-markets tr[data-silent]").allTextContents()) {
+      expect(text).toMatch(/silent since \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC \(/);
+    }
+    const never = status.staleMarkets.filter((m) => m.startsWith("V")).length;
+    expect(await page.locator("h3", { hasText: "No update since they were listed" }).textContent()).toContain(never.toLocaleString("en"));
+    const neverText = (await page.locator("#never-updated").textContent())!;
+    expect(neverText.startsWith("V0USDT, V1USDT, V2USDT"), "natural order").toBe(true);
+    expect(neverText).toMatch(/… and [\d,]+ more/);
+    // The exceptions come before the announcements and the figures, and the page is not a wall of symbols.
+    const order = await page.evaluate(() => [...document.querySelectorAll("section h2")].map((h) => h.textContent));
+    expect(order[0]).toBe("Markets");
+    expect((await page.content()).length, "the page's size").toBeLessThan(60_000);
+    await page.screenshot({ path: "/tmp/status-2000.png", fullPage: false });
+    const normal = Number((await page.locator('[data-figure="trading-normally"]').textContent())!.replace(/,/g, ""));
+    expect(normal, "the rest are counted").toBeGreaterThan(0);
+
+    await page.goto(`${service.baseUrl}/`);
+    const rows = await page.locator("tr[data-symbol]").evaluateAll((all) =>
+      all.map((r) => ({
+        symbol: (r as HTMLElement).dataset.symbol!,
+        volume: Number((r as HTMLElement).dataset.quoteVolume),
+        price: r.querySelector('[data-field="lastPrice"]')!.textContent,
+        change: r.querySelector('[data-field="change"]')!.textContent,
+      })),
+    );
+    expect(rows).toHaveLength(MARKETS + 7);
+    for (let i = 1; i < rows.length; i++)
+      expect(rows[i]!.volume, `row ${i} (${rows[i]!.symbol}) by 24 h quote volume`).toBeLessThanOrEqual(rows[i - 1]!.volume);
+    const untraded = rows.find((r) => r.symbol === "V1233USDT")!;
+    expect([untraded.price, untraded.change], "a market that never traded").toEqual(["–", "–"]);
+    const firstDash = rows.findIndex((r) => r.price === "–");
+    expect(
+      rows.slice(firstDash).every((r) => r.price === "–"),
+      "every traded market before every untraded one",
+    ).toBe(true);
+    expect(rows[0]!.price, "the busiest first").not.toBe("–");
+    await page.screenshot({ path: "/tmp/landing-2000.png", fullPage: false });
+    await page.close();
+  });
 });
