@@ -147,7 +147,7 @@ export class MarketHistory {
     if (dayTrades.length === 0) return result;
     // Never a short file: the trades read must be the live trades the day's candles count.
     const imported = new Set(
-      this.store
+      this.store.candles
         .storedMinutes(day, end)
         .filter((m) => m.imported)
         .map((m) => m.minute),
@@ -170,7 +170,7 @@ export class MarketHistory {
   private async tradesBetween(market: MarketConfig, from: number, to: number): Promise<ArchivedTrade[]> {
     const bounds = { startTime: from, endTime: to };
     const archived = this.store.archivedThrough();
-    const hot = this.store.tradePage({ ...bounds, limit: MAX_DAY_TRADES + 1 }, archived).map((t) => wireTrade(market, t));
+    const hot = this.store.tradePage({ ...bounds, limit: MAX_DAY_TRADES }, archived).map((t) => wireTrade(market, t));
     const out: ArchivedTrade[] = [];
     for (let next = 1; ; ) {
       const chunks = this.store.chunksFor({ ...bounds, fromId: next }, true, 64);

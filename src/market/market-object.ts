@@ -48,7 +48,7 @@ export interface NewerConfig {
  * Everything it publishes goes through its group relay (docs/design.md#group-relays).
  *
  * Each job has its own part, the object holding them together and writing alone: its state in
- * memory and what derives from it (`market-state.ts`), storage (`market-store.ts`), the reads
+ * memory and what derives from it (`market-state.ts`), storage (`market-store.ts`, its candle buckets in `bucket-store.ts`), the reads
  * (`market-reads.ts`), what stream subscribers get (`market-streams.ts`) and the archive and
  * daily files (`../history/market-history.ts`). Here: loading, ingest, import, persistence and
  * the timers.
@@ -97,7 +97,7 @@ export class MarketObject extends DurableObject<Env> {
     const book = new OrderBook(market.priceScale, market.quantityScale);
     const levels = this.store.readBook();
     book.restore(meta.bookSequence, meta.bookUpdatedAt, levels.bids, levels.asks, meta.bookFingerprint);
-    const latest = this.store.latestBucket();
+    const latest = this.store.candles.latestBucket();
     const now = Date.now();
     const relay = groupOf(market);
     this.channel = new PacedOutbox(0, (ops) => groupRelay(this.env, relay).relay(ops));
@@ -110,7 +110,7 @@ export class MarketObject extends DurableObject<Env> {
     this.state = {
       market,
       book,
-      recentBuckets: [...this.store.buckets(MINUTE_MS, now - TRADE_RETENTION_MS, Number.MAX_SAFE_INTEGER, "ASC")],
+      recentBuckets: [...this.store.candles.buckets(MINUTE_MS, now - TRADE_RETENTION_MS, Number.MAX_SAFE_INTEGER, "ASC")],
       lastTradePrice: latest?.close,
       lastTradeQty: latest ? (this.store.latestTradeQuantity() ?? 0n) : 0n,
       lastTradeTime: latest?.lastTradeTime ?? 0,
@@ -197,14 +197,14 @@ export class MarketObject extends DurableObject<Env> {
               if (size === MINUTE_MS) continue;
               const start = Math.floor(trade.time / size) * size;
               const key = `${size}:${start}`;
-              const rollup = changedRollups.get(key)?.bucket ?? this.store.bucketAt(size, start);
+              const rollup = changedRollups.get(key)?.bucket ?? this.store.candles.bucketAt(size, start);
               changedRollups.set(key, { size, bucket: addToBucket(rollup, trade, start) });
             }
             acceptedTrades += 1;
           }
           // Each changed bucket once, however many of the batch's trades fell in it.
-          for (const bucket of changedBuckets.values()) this.store.upsertBucket(bucket);
-          for (const { size, bucket } of changedRollups.values()) this.store.upsertBucket(bucket, size);
+          for (const bucket of changedBuckets.values()) this.store.candles.upsertBucket(bucket);
+          for (const { size, bucket } of changedRollups.values()) this.store.candles.upsertBucket(bucket, size);
           // A trade of a day already over: that day's files are written again at the next run.
           const today = Math.floor(now / DAY_MS) * DAY_MS;
           const lateDays = [...changedRollups.values()].filter((r) => r.size === DAY_MS && r.bucket.minute < today);
@@ -259,7 +259,7 @@ export class MarketObject extends DurableObject<Env> {
       const from = minutes[0]!.minute;
       const to = minutes[minutes.length - 1]!.minute;
       const asked = new Set(minutes.map((m) => m.minute));
-      const stored = this.store.storedMinutes(from, to).filter((m) => asked.has(m.minute));
+      const stored = this.store.candles.storedMinutes(from, to).filter((m) => asked.has(m.minute));
       const live = stored.filter((m) => m.imported === 0).map((m) => m.minute);
       if (live.length > 0) {
         const at = new Date(live[0]!).toISOString();
@@ -269,13 +269,13 @@ export class MarketObject extends DurableObject<Env> {
         });
       }
       this.store.transaction(() => {
-        for (const minute of minutes) this.store.upsertBucket(minute, MINUTE_MS, true);
-        this.store.rebuildRollups(from, to);
+        for (const minute of minutes) this.store.candles.upsertBucket(minute, MINUTE_MS, true);
+        this.store.candles.rebuildRollups(from, to);
       });
       // What memory holds of the recent past and the last price follows the stored minutes.
       const now = Date.now();
-      state.recentBuckets = [...this.store.buckets(MINUTE_MS, now - TRADE_RETENTION_MS, Number.MAX_SAFE_INTEGER, "ASC")];
-      const latest = this.store.latestBucket();
+      state.recentBuckets = [...this.store.candles.buckets(MINUTE_MS, now - TRADE_RETENTION_MS, Number.MAX_SAFE_INTEGER, "ASC")];
+      const latest = this.store.candles.latestBucket();
       if (latest && latest.lastTradeTime > state.lastTradeTime) {
         state.lastTradeTime = latest.lastTradeTime;
         state.lastTradePrice = latest.close;
@@ -307,7 +307,7 @@ export class MarketObject extends DurableObject<Env> {
   private bucketAt(state: MarketState, minute: number): MinuteBucket | undefined {
     const recent = state.recentBuckets;
     if (recent.length > 0 && minute >= recent[0]!.minute) return recent.find((b) => b.minute === minute);
-    return this.store.bucketAt(MINUTE_MS, minute);
+    return this.store.candles.bucketAt(MINUTE_MS, minute);
   }
 
   private prune(state: MarketState, now: number): void {

@@ -70,7 +70,7 @@ export class MarketReads {
     const order = query.startTime === undefined ? "DESC" : "ASC";
     const size = bucketSizeFor(interval, offset);
     if (size === MINUTE_MS && nominalMs(interval) > HOUR_MS) return this.tiledCandles(state, query, from, to, order);
-    return aggregateCandles(this.store.buckets(size, from, to, order), interval, state.market, query.limit, offset);
+    return aggregateCandles(this.store.candles.buckets(size, from, to, order), interval, state.market, query.limit, offset);
   }
 
   /**
@@ -86,14 +86,14 @@ export class MarketReads {
     const sizes = probe === DAY_MS ? ([MINUTE_MS, HOUR_MS, DAY_MS] as const) : ([MINUTE_MS, HOUR_MS] as const);
     const candles: Kline[] = [];
     let last: number | undefined;
-    for (const bucket of this.store.buckets(probe, Math.floor(from / probe) * probe, to, order)) {
+    for (const bucket of this.store.candles.buckets(probe, Math.floor(from / probe) * probe, to, order)) {
       // A probe bucket touches at most two candles (every candle is longer than a probe bucket).
       const touched = [openTimeOf(bucket.minute, interval, offset), openTimeOf(bucket.minute + probe - 1, interval, offset)];
       for (const open of order === "ASC" ? touched : touched.reverse()) {
         if (open < from || open > to || (last !== undefined && (order === "ASC" ? open <= last : open >= last))) continue;
         last = open;
         const close = nextOpenTime(open, interval, offset) - 1;
-        const merged = mergeBuckets([...this.store.tileBuckets(open, close, sizes)]);
+        const merged = mergeBuckets([...this.store.candles.tileBuckets(open, close, sizes)]);
         if (!merged) continue;
         candles.push(candleOf(merged, open, close, state.market));
         if (candles.length === limit) return order === "DESC" ? candles.reverse() : candles;
@@ -107,7 +107,7 @@ export class MarketReads {
    * minutes at its edges and the hours between; the last price is the market's as of `now`.
    */
   private window(state: MarketState, openTime: number, closeTime: number, now: number): WindowRecord {
-    const buckets = [...this.store.spanBuckets(openTime, Math.min(closeTime, now))];
+    const buckets = [...this.store.candles.spanBuckets(openTime, Math.min(closeTime, now))];
     return formatWindow(state.market.symbol, windowStats(buckets, lastTradeOf(state), openTime), state.market, closeTime);
   }
 
@@ -141,10 +141,10 @@ export class MarketReads {
     const size = bucketSizeFor(interval, offsetMs);
     const buckets =
       size === SECOND_MS || size === DAY_MS
-        ? [...this.store.buckets(size, openTime, closeTime, "ASC")]
+        ? [...this.store.candles.buckets(size, openTime, closeTime, "ASC")]
         : nominalMs(interval) <= DAY_MS
           ? state.recentBuckets.filter((b) => b.minute >= openTime && b.minute <= closeTime)
-          : [...this.store.spanBuckets(openTime, closeTime, size, DAY_MS)];
+          : [...this.store.candles.spanBuckets(openTime, closeTime, size, DAY_MS)];
     const merged = mergeBuckets(buckets);
     return merged && candleOf(merged, openTime, closeTime, state.market);
   }

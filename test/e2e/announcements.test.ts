@@ -64,7 +64,9 @@ describe("announcements reach every kind of client (docs/operations.md#announcem
 
     const page = await chromium().newPage();
     await page.goto(`${baseUrl}/status`);
-    expect(await page.locator("#system-status").textContent()).toBe("Maintenance under way");
+    expect(await page.locator("#system-status").textContent(), "the headline names the maintenance").toBe(
+      "Maintenance under way: Planned database maintenance",
+    );
     expect(await page.locator(`tr[data-announcement="${announcement.id}"]`).textContent()).toContain("Planned database maintenance");
     expect(await page.locator("script").count(), "readable without JavaScript: the page has no script").toBe(0);
     expect(await page.locator('meta[http-equiv="refresh"]').getAttribute("content"), "it reloads itself").toBe("15");

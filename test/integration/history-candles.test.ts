@@ -178,7 +178,7 @@ describe("candles in every interval and timeZone over the stored history (docs/h
     });
     expect(imported.status, JSON.stringify(imported.body)).toBe(200);
     const stub = marketObject(env, "BTCUSDC");
-    const read = () => runInDurableObject(stub, async (instance: MarketObject) => (instance as unknown as { store: MarketStore }).store.bucketRowsRead);
+    const read = () => runInDurableObject(stub, async (instance: MarketObject) => (instance as unknown as { store: MarketStore }).store.candles.bucketRowsRead);
     const before = await read();
     const { status, body } = await callJson("/api/klines/BTCUSDC?interval=1M&timeZone=5:30&limit=1000");
     expect(status).toBe(200);
@@ -186,7 +186,7 @@ describe("candles in every interval and timeZone over the stored history (docs/h
     const want = await runInDurableObject(stub, async (instance: MarketObject) => {
       const store = (instance as unknown as { store: MarketStore }).store;
       const market = (await defaultMarkets()).find((m) => m.symbol === "BTCUSDC")!;
-      return aggregateCandles(store.buckets(MINUTE_MS, 0, Number.MAX_SAFE_INTEGER, "ASC"), "1M", market, 1000, offset);
+      return aggregateCandles(store.candles.buckets(MINUTE_MS, 0, Number.MAX_SAFE_INTEGER, "ASC"), "1M", market, 1000, offset);
     });
     expect(body, "the same candles as from every minute").toEqual(want);
     expect(rowsRead, `bucket rows read for ${want.length} candles over 5,760 minutes`).toBeLessThan(1_500);

@@ -16,10 +16,10 @@ describe("a market's storage from before the taker-buy volumes (src/market/marke
         volume TEXT NOT NULL, quote_volume TEXT NOT NULL, trade_count INTEGER NOT NULL)`);
       sql.exec("INSERT INTO minute_buckets VALUES (60000, '5', '5', '5', '5', 60000, 60000, '2', '10', 1)");
       const store = new MarketStore(state.storage);
-      const [old] = [...store.buckets(MINUTE_MS, 0, 60_000, "ASC")];
+      const [old] = [...store.candles.buckets(MINUTE_MS, 0, 60_000, "ASC")];
       expect(old).toMatchObject({ minute: 60_000, volume: 2n, takerBuyVolume: 0n, takerBuyQuoteVolume: 0n });
-      store.upsertBucket({ ...old!, minute: 120_000, takerBuyVolume: 1n, takerBuyQuoteVolume: 5n });
-      const [, written] = [...new MarketStore(state.storage).buckets(MINUTE_MS, 0, 120_000, "ASC")];
+      store.candles.upsertBucket({ ...old!, minute: 120_000, takerBuyVolume: 1n, takerBuyQuoteVolume: 5n });
+      const [, written] = [...new MarketStore(state.storage).candles.buckets(MINUTE_MS, 0, 120_000, "ASC")];
       expect(written).toMatchObject({ minute: 120_000, takerBuyVolume: 1n, takerBuyQuoteVolume: 5n });
     });
   });
@@ -30,7 +30,7 @@ describe("a market's storage from before the taker-buy volumes (src/market/marke
       const store = new MarketStore(state.storage);
       // A market from before the rollups: minutes over two hours and two days, no rollups, no marker.
       const minute = (start: number, price: bigint, count: number) =>
-        store.upsertBucket({
+        store.candles.upsertBucket({
           minute: start,
           open: price,
           high: price,
@@ -51,14 +51,14 @@ describe("a market's storage from before the taker-buy volumes (src/market/marke
       sql.exec("DELETE FROM meta WHERE key = 'rollups'");
       const reopened = new MarketStore(state.storage);
       expect(
-        [...reopened.buckets(HOUR_MS, 0, 2 * DAY_MS, "ASC")].map((b) => [b.minute, b.open, b.close, b.count]),
+        [...reopened.candles.buckets(HOUR_MS, 0, 2 * DAY_MS, "ASC")].map((b) => [b.minute, b.open, b.close, b.count]),
         "hours",
       ).toEqual([
         [DAY_MS - HOUR_MS, 7n, 9n, 3],
         [DAY_MS + HOUR_MS, 4n, 4n, 3],
       ]);
       expect(
-        [...reopened.buckets(DAY_MS, 0, 2 * DAY_MS, "ASC")].map((b) => [b.minute, b.high, b.low, b.volume]),
+        [...reopened.candles.buckets(DAY_MS, 0, 2 * DAY_MS, "ASC")].map((b) => [b.minute, b.high, b.low, b.volume]),
         "days",
       ).toEqual([
         [0, 9n, 7n, 4n],
@@ -66,7 +66,7 @@ describe("a market's storage from before the taker-buy volumes (src/market/marke
       ]);
       // Built once: a rollup deleted afterwards stays deleted on the next open.
       sql.exec("DELETE FROM rollup_buckets WHERE size = ?", DAY_MS);
-      expect([...new MarketStore(state.storage).buckets(DAY_MS, 0, 2 * DAY_MS, "ASC")], "not rebuilt again").toEqual([]);
+      expect([...new MarketStore(state.storage).candles.buckets(DAY_MS, 0, 2 * DAY_MS, "ASC")], "not rebuilt again").toEqual([]);
     });
   });
 });

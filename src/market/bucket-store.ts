@@ -1,0 +1,142 @@
+/**
+ * A market's candle buckets in SQLite (docs/history.md#layout): minutes in `minute_buckets`,
+ * seconds, hours and UTC days in `rollup_buckets`; every candle of every interval is built from
+ * them. Part of the market store (which creates the tables), apart because it is a job of its own.
+ */
+import { type BucketSize, DAY_MS, HOUR_MS, MINUTE_MS } from "../history/intervals";
+import { type MinuteBucket, mergeBuckets } from "./rolling-window";
+
+type Row = Record<string, SqlStorageValue>;
+
+function toBucket(row: Row): MinuteBucket {
+  return {
+    minute: (row.minute ?? row.start) as number,
+    open: BigInt(row.open as string),
+    high: BigInt(row.high as string),
+    low: BigInt(row.low as string),
+    close: BigInt(row.close as string),
+    firstTradeTime: row.first_trade_time as number,
+    lastTradeTime: row.last_trade_time as number,
+    volume: BigInt(row.volume as string),
+    quoteVolume: BigInt(row.quote_volume as string),
+    takerBuyVolume: BigInt(row.taker_buy_volume as string),
+    takerBuyQuoteVolume: BigInt(row.taker_buy_quote_volume as string),
+    count: row.trade_count as number,
+  };
+}
+
+export class BucketStore {
+  constructor(private readonly sql: SqlStorage) {}
+
+  /**
+   * Writes one bucket of `size` (docs/history.md#layout): minutes in their own table, the rest as
+   * rollups. A minute written from live trades is live from then on; `imported` marks an import's.
+   */
+  upsertBucket(bucket: MinuteBucket, size: BucketSize = MINUTE_MS, imported = false): void {
+    const [table, key, keyValues] =
+      size === MINUTE_MS ? ["minute_buckets", "minute", `${imported ? 1 : 0}, ?`] : ["rollup_buckets", "size, start", `${size}, ?`];
+    const extra = size === MINUTE_MS ? ["imported, ", ", imported = excluded.imported"] : ["", ""];
+    this.sql.exec(
+      `INSERT INTO ${table} (${extra[0]}${key}, open, high, low, close, first_trade_time, last_trade_time, volume, quote_volume, trade_count,
+         taker_buy_volume, taker_buy_quote_volume)
+       VALUES (${keyValues}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (${key}) DO UPDATE SET open = excluded.open, high = excluded.high, low = excluded.low,
+         close = excluded.close, first_trade_time = excluded.first_trade_time, last_trade_time = excluded.last_trade_time,
+         volume = excluded.volume, quote_volume = excluded.quote_volume, trade_count = excluded.trade_count,
+         taker_buy_volume = excluded.taker_buy_volume, taker_buy_quote_volume = excluded.taker_buy_quote_volume${extra[1]}`,
+      bucket.minute,
+      bucket.open.toString(),
+      bucket.high.toString(),
+      bucket.low.toString(),
+      bucket.close.toString(),
+      bucket.firstTradeTime,
+      bucket.lastTradeTime,
+      bucket.volume.toString(),
+      bucket.quoteVolume.toString(),
+      bucket.count,
+      bucket.takerBuyVolume.toString(),
+      bucket.takerBuyQuoteVolume.toString(),
+    );
+  }
+
+  /** The minutes stored within `from`…`to`, and whether each was imported (else it holds live trades). */
+  storedMinutes(from: number, to: number): { minute: number; imported: number }[] {
+    return this.sql
+      .exec<{ minute: number; imported: number }>("SELECT minute, imported FROM minute_buckets WHERE minute >= ? AND minute <= ?", from, to)
+      .toArray();
+  }
+
+  /** The bucket of `size` starting at `start`, if it holds trades. */
+  bucketAt(size: BucketSize, start: number): MinuteBucket | undefined {
+    return this.buckets(size, start, start, "ASC").next().value ?? undefined;
+  }
+
+  /** Bucket rows read by `buckets()` over this store's life (tests read it; the cost counters come from the same cursors). */
+  bucketRowsRead = 0;
+
+  /** Buckets of `size` starting within `from`…`to`, lazily, ascending or descending. */
+  *buckets(size: BucketSize, from: number, to: number, order: "ASC" | "DESC"): Generator<MinuteBucket> {
+    const cursor =
+      size === MINUTE_MS
+        ? this.sql.exec(`SELECT * FROM minute_buckets WHERE minute >= ? AND minute <= ? ORDER BY minute ${order}`, from, to)
+        : this.sql.exec(`SELECT * FROM rollup_buckets WHERE size = ? AND start >= ? AND start <= ? ORDER BY start ${order}`, size, from, to);
+    try {
+      for (const row of cursor) yield toBucket(row);
+    } finally {
+      this.bucketRowsRead += cursor.rowsRead;
+    }
+  }
+
+  /**
+   * Buckets that tile `from`…`to` (`from` aligned to the finest size), ascending: the finest at the
+   * ragged edges and ever coarser ones between them (`sizes` ascending), so a 7-day window reads
+   * about 300 rows of minutes and hours, not 10,080, and a month at +05:30 about 150 of minutes,
+   * hours and days, not 44,640.
+   */
+  *tileBuckets(from: number, to: number, sizes: readonly BucketSize[]): Generator<MinuteBucket> {
+    const [fine, coarse] = sizes as [BucketSize, BucketSize | undefined];
+    const firstCoarse = coarse === undefined ? 0 : Math.ceil(from / coarse) * coarse;
+    const endOfCoarse = coarse === undefined ? 0 : Math.floor((to + 1) / coarse) * coarse; // coarse buckets that end within the span
+    if (firstCoarse >= endOfCoarse) {
+      yield* this.buckets(fine, from, to, "ASC");
+      return;
+    }
+    yield* this.buckets(fine, from, firstCoarse - 1, "ASC");
+    yield* this.tileBuckets(firstCoarse, endOfCoarse - 1, sizes.slice(1));
+    yield* this.buckets(fine, endOfCoarse, to, "ASC");
+  }
+
+  /** `tileBuckets` with two sizes: `fine` at the edges, `coarse` between. */
+  spanBuckets(from: number, to: number, fine: BucketSize = MINUTE_MS, coarse: BucketSize = HOUR_MS): Generator<MinuteBucket> {
+    return this.tileBuckets(from, to, [fine, coarse]);
+  }
+
+  /**
+   * Builds the hour and day buckets over `from`…`to` again from the minutes, which are the
+   * source of every coarser candle (after an import replaced minutes, or once for old markets).
+   */
+  rebuildRollups(from: number, to: number): void {
+    for (const size of [HOUR_MS, DAY_MS] as const) {
+      const first = Math.floor(from / size) * size;
+      const last = Math.floor(to / size) * size;
+      this.sql.exec("DELETE FROM rollup_buckets WHERE size = ? AND start >= ? AND start <= ?", size, first, last);
+      let group: MinuteBucket[] = [];
+      const flush = () => {
+        const merged = mergeBuckets(group);
+        if (merged) this.upsertBucket({ ...merged, minute: Math.floor(group[0]!.minute / size) * size }, size);
+        group = [];
+      };
+      for (const minute of this.buckets(MINUTE_MS, first, Math.min(last + size - 1, Number.MAX_SAFE_INTEGER), "ASC")) {
+        if (group.length > 0 && Math.floor(minute.minute / size) !== Math.floor(group[0]!.minute / size)) flush();
+        group.push(minute);
+      }
+      flush();
+    }
+  }
+
+  /** The bucket holding the latest trade by time, which carries the market's last price. */
+  latestBucket(): MinuteBucket | undefined {
+    const row = this.sql.exec("SELECT * FROM minute_buckets ORDER BY minute DESC LIMIT 1").toArray()[0];
+    return row ? toBucket(row) : undefined;
+  }
+}
