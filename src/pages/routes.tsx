@@ -4,7 +4,7 @@ import { ProblemError } from "../core/problem";
 import type { AppEnv } from "../env";
 import { readVenue } from "../market/edge-reads";
 import { resolveMarket } from "../market/lookup";
-import { readContext, readMany, readMarketViews, readTickerRecord } from "../market/reads";
+import { readContext, readMany, readMarketViews, readPrices, readTickerRecord } from "../market/reads";
 import type { TickerRecord } from "../market/rolling-window";
 import { statusFigures } from "../metrics/venue-figures";
 import type { MarketConfig } from "../registry/model";
@@ -21,6 +21,8 @@ import { StatusPage } from "./status-page";
 
 /** Whether a ticker's market has traded (its last price is 0 until the first trade). */
 const hasTraded = (t: TickerRecord) => /[1-9]/.test(t.lastPrice);
+/** The landing page orders markets by 24 h quote volume valued in this asset. */
+const VALUE_IN = "USDT";
 const changeClass = (t: TickerRecord) => (t.changePercent24h.startsWith("-") ? "down" : Number(t.changePercent24h) > 0 ? "up" : "");
 const signed = (percent: string) => `${percent.startsWith("-") ? "" : "+"}${percent}%`;
 
@@ -97,11 +99,19 @@ export const pageRoutes = new Hono<AppEnv>()
   .get("/", async (c) => {
     // Every listed market in one read of the all-market answer (one copy, however many markets).
     const listed = readMarketViews();
-    const tickers = JSON.parse((await readMany(readContext(c), undefined, { kind: "ticker" })).text) as TickerRecord[];
-    // A market that never traded shows dashes, not a price of 0; the busiest markets come first.
+    const context = readContext(c);
+    const [tickerRead, priceRead] = await Promise.all([readMany(context, undefined, { kind: "ticker" }), readPrices(context, { quote: VALUE_IN })]);
+    const tickers = JSON.parse(tickerRead.text) as TickerRecord[];
+    // A market that never traded shows dashes, not a price of 0; the busiest markets come first,
+    // their 24 h quote volumes valued in USDT (a quote without a price to USDT counts 0).
     const bySymbol = new Map(tickers.filter(hasTraded).map((t) => [t.symbol, t]));
-    const quoteVolume = (symbol: string) => Number(bySymbol.get(symbol)?.quoteVolume24h ?? -1);
-    const ordered = [...listed].sort((a, b) => quoteVolume(b.symbol) - quoteVolume(a.symbol));
+    const inUsdt = new Map((JSON.parse(priceRead.text) as { data: { asset: string; price: string }[] }).data.map((p) => [p.asset, Number(p.price)]));
+    inUsdt.set(VALUE_IN, 1);
+    const value = (market: { symbol: string; quote: string }) => {
+      const ticker = bySymbol.get(market.symbol);
+      return ticker ? Number(ticker.quoteVolume24h) * (inUsdt.get(market.quote) ?? 0) : -1;
+    };
+    const ordered = listed.map((market) => ({ market, value: value(market) })).sort((a, b) => b.value - a.value);
     return c.html(
       <Page title="Markets" script="landing.js">
         <p>
@@ -125,10 +135,10 @@ export const pageRoutes = new Hono<AppEnv>()
             <th>24 h volume</th>
             <th class="status">status</th>
           </tr>
-          {ordered.map((market) => {
+          {ordered.map(({ market, value: valued }) => {
             const t = bySymbol.get(market.symbol);
             return (
-              <tr data-symbol={market.symbol} data-quote-volume={t?.quoteVolume24h ?? "0"}>
+              <tr data-symbol={market.symbol} data-value={valued}>
                 <td>
                   <a href={`/markets/${market.symbol}`}>
                     {market.base}/{market.quote}
