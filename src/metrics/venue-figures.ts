@@ -21,21 +21,16 @@ export interface StatusFigures extends RecentTimes {
  */
 const FIGURES_MAX_AGE_MS = 5_000;
 let held: { at: number; figures: StatusFigures | null } | undefined;
-/** One read at a time per isolate: views that come while it runs wait for it. */
-let reading: Promise<StatusFigures | null> | undefined;
-
-/** The figures, at most FIGURES_MAX_AGE_MS old; null when they could not be read (the page says so). */
-export function statusFigures(env: Env, now = Date.now()): Promise<StatusFigures | null> {
-  if (held && now - held.at < FIGURES_MAX_AGE_MS) return Promise.resolve(held.figures);
-  reading ??= readFigures(env)
-    .then((figures) => {
-      held = { at: now, figures };
-      return figures;
-    })
-    .finally(() => {
-      reading = undefined;
-    });
-  return reading;
+/**
+ * The figures, at most FIGURES_MAX_AGE_MS old; null when they could not be read (the page says so).
+ * Views that arrive together each read: a read shared between requests would hang every later
+ * view if the request that began it ended first (the runtime drops its answer).
+ */
+export async function statusFigures(env: Env, now = Date.now()): Promise<StatusFigures | null> {
+  if (held && now - held.at < FIGURES_MAX_AGE_MS) return held.figures;
+  const figures = await readFigures(env);
+  held = { at: now, figures };
+  return figures;
 }
 
 async function readFigures(env: Env): Promise<StatusFigures | null> {

@@ -11,11 +11,4 @@ describe("the status page's figures (docs/operations.md#status-page)", () => {
     expect(await statusFigures(env, now + 4_999), "within 5 s of the failure: the failure, not a new fan-out").toBeNull();
     expect(await statusFigures(env, now + 5_000), "5 s after: read again").toMatchObject({ connections: expect.any(Number) });
   });
-
-  it("views that arrive while a read runs share it", async () => {
-    const now = Date.now() + 60_000;
-    const [a, b] = [statusFigures(env, now), statusFigures(env, now)];
-    expect(a).toBe(b);
-    await a;
-  });
 });
