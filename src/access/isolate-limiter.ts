@@ -1,3 +1,4 @@
+import { pollUntil, sleep } from "../core/cross-request-wait";
 import { IsolateLeases } from "./leases";
 import { LocalRefusals } from "./local-refusals";
 import type { Admission, LeasedAdmission } from "./sliding-window";
@@ -5,32 +6,17 @@ import type { Admission, LeasedAdmission } from "./sliding-window";
 /** Lease asks in flight at once in one isolate (each is one principal's, for one guard round trip). */
 const MAX_LEASE_ASKS = 10_000;
 /**
- * How long a request waits for another request's lease ask. The ask's promise belongs to the
- * request that made it: if that request ends first (its client went away), the runtime drops the
- * ask's answer and the promise never settles — so a waiter never waits longer than a guard round
- * trip could take, and an ask older than this is forgotten.
+ * How long a request waits for another request's lease ask (polling its `settled` flag, never
+ * awaiting its promise: `core/cross-request-wait.ts`); an ask unanswered that long is forgotten.
  */
 export const MAX_LEASE_WAIT_MS = 1_000;
 
 interface LeaseAsk {
-  asking: Promise<unknown>;
   at: number;
+  /** Set by the asking request when the guard answered (or failed). */
+  settled: boolean;
   /** Forgotten by a waiter after MAX_LEASE_WAIT_MS: its own end, if it comes, changes nothing. */
   abandoned: boolean;
-}
-
-/** Resolves when `promise` settles or after `ms` (a timer of the waiting request's own). */
-function settledOrAfter(promise: Promise<unknown>, ms: number): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  return Promise.race([
-    promise.then(
-      () => undefined,
-      () => undefined,
-    ),
-    new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
 }
 
 /** What the isolate asks a principal's guard: one admission, or a lease, with what it hands back. */
@@ -63,14 +49,16 @@ export class IsolateLimiter {
     return this.refusals.refusal(principal, now);
   }
 
-  /** Admits one request of `principal` at `now` (this isolate's clock), or says why not; `clock` reads the time after the guard answered. */
-  async admit(principal: string, now: number, ask: AskGuard, clock: () => number): Promise<Admission> {
+  /**
+   * Admits one request of `principal` at `now` (this isolate's clock), or says why not; `clock`
+   * reads the time after the guard answered, `wait` sleeps on this request's own timer.
+   */
+  async admit(principal: string, now: number, ask: AskGuard, clock: () => number, wait: (ms: number) => Promise<void> = sleep): Promise<Admission> {
     const pending = this.leaseAsks.get(principal);
     if (pending) {
-      const left = pending.at + MAX_LEASE_WAIT_MS - clock();
-      if (left > 0) await settledOrAfter(pending.asking, left);
-      // Still there after the wait: its request ended without the answer; forget it.
-      if (this.leaseAsks.get(principal) === pending && pending.at + MAX_LEASE_WAIT_MS <= clock()) this.abandon(principal, pending);
+      const answered = await pollUntil(() => pending.settled, pending.at + MAX_LEASE_WAIT_MS, clock, wait);
+      // Still unanswered after the wait: its request ended without the answer; forget it.
+      if (!answered && this.leaseAsks.get(principal) === pending) this.abandon(principal, pending);
       now = Math.max(now, clock());
     }
     const leased = this.leases.spend(principal, now);
@@ -80,11 +68,12 @@ export class IsolateLimiter {
     const options = { lease: this.leases.asked(principal, now), handBack: this.leases.takeHandBack(principal) };
     let admission: LeasedAdmission;
     const asking = ask(options);
-    const entry: LeaseAsk = { asking, at: clock(), abandoned: false };
+    const entry: LeaseAsk = { at: clock(), settled: false, abandoned: false };
     if (options.lease > 0 && this.leaseAsks.size < MAX_LEASE_ASKS) this.leaseAsks.set(principal, entry);
     try {
       admission = await asking;
     } finally {
+      entry.settled = true;
       if (!entry.abandoned) this.leases.done(principal);
       if (this.leaseAsks.get(principal) === entry) this.leaseAsks.delete(principal);
     }

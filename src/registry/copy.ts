@@ -1,3 +1,4 @@
+import { pollUntil, sleep } from "../core/cross-request-wait";
 import { registryObject } from "../core/object-ids";
 import { problem } from "../core/problem";
 import { msSetting } from "../core/settings";
@@ -14,10 +15,21 @@ const SERVE_STALE_INTERVALS = 6;
  * source passed in. A request finds the copy current, or starts one background refresh and is
  * served the copy it has; only an isolate with no copy (or one far past its interval) waits.
  */
+/** A refresh under way: the request that began it awaits its promise; others poll `settled`. */
+interface Refresh {
+  promise: Promise<RegistryIndex>;
+  startedAt: number;
+  settled: boolean;
+  failed: boolean;
+}
+
+/** A refresh begun by another request is waited for at most this long (a registry answer takes a few ms). */
+export const MAX_REFRESH_WAIT_MS = 2_000;
+
 export class RegistryCopy {
   private held: { epoch: string; index: RegistryIndex } | undefined;
   private checkedAt = Number.NEGATIVE_INFINITY;
-  private refreshing: Promise<RegistryIndex> | undefined;
+  private refreshing: Refresh | undefined;
 
   constructor(private readonly ask: (epoch: string, version: number) => Promise<RegistryText | null>) {}
 
@@ -25,29 +37,68 @@ export class RegistryCopy {
     return this.held?.index;
   }
 
-  /** The copy, current within `intervalMs` of `now` as far as this isolate can tell. */
-  async ensure(now: number, intervalMs: number, waitUntil?: (promise: Promise<unknown>) => void): Promise<RegistryIndex> {
+  /**
+   * The copy, current within `intervalMs` of `now` as far as this isolate can tell. One refresh at a
+   * time: a request that finds another request's refresh under way polls for its end on its own
+   * timers (`core/cross-request-wait.ts`), and one unfinished after MAX_REFRESH_WAIT_MS is forgotten
+   * — its request may have ended, and its answer with it.
+   */
+  async ensure(
+    now: number,
+    intervalMs: number,
+    waitUntil?: (promise: Promise<unknown>) => void,
+    clock: () => number = Date.now,
+    wait: (ms: number) => Promise<void> = sleep,
+  ): Promise<RegistryIndex> {
     const held = this.held;
     if (held && now - this.checkedAt < intervalMs) return held.index;
-    this.refreshing ??= this.refresh(now).finally(() => {
-      this.refreshing = undefined;
-    });
+    if (this.refreshing && clock() - this.refreshing.startedAt >= MAX_REFRESH_WAIT_MS) this.refreshing = undefined;
+    const mine = this.refreshing === undefined;
+    const refresh = this.refreshing ?? this.startRefresh(now, clock());
     if (held && intervalMs > 0 && now - this.checkedAt < SERVE_STALE_INTERVALS * intervalMs) {
-      const background = this.refreshing.catch((error: unknown) => console.error("registry refresh failed", String(error)));
-      waitUntil?.(background);
+      if (mine) waitUntil?.(refresh.promise.catch((error: unknown) => console.error("registry refresh failed", String(error))));
       return held.index;
     }
-    try {
-      return await this.refreshing;
-    } catch (error) {
-      // The registry cannot be asked: the copy held answers (a listing may be late, nothing else
-      // is wrong); without one there is no market to answer for.
-      if (held) {
-        console.error("registry refresh failed; serving the copy held", String(error));
-        return held.index;
+    if (mine) {
+      try {
+        return await refresh.promise;
+      } catch (error) {
+        return this.unanswered(held, String(error));
       }
-      throw problem("UNAVAILABLE", "the market registry did not answer; try again shortly", {}, { "Retry-After": "1" });
     }
+    const ended = await pollUntil(() => refresh.settled, refresh.startedAt + MAX_REFRESH_WAIT_MS, clock, wait);
+    return ended && !refresh.failed ? this.held!.index : this.unanswered(held, ended ? "the refresh failed" : "the refresh did not end in time");
+  }
+
+  private startRefresh(now: number, startedAt: number): Refresh {
+    const refresh: Refresh = { startedAt, settled: false, failed: false, promise: this.refresh(now) };
+    refresh.promise = refresh.promise.then(
+      (index) => {
+        refresh.settled = true;
+        return index;
+      },
+      (error: unknown) => {
+        refresh.settled = true;
+        refresh.failed = true;
+        throw error;
+      },
+    );
+    void refresh.promise
+      .catch(() => undefined)
+      .then(() => {
+        if (this.refreshing === refresh) this.refreshing = undefined;
+      });
+    this.refreshing = refresh;
+    return refresh;
+  }
+
+  /** The registry cannot be asked: the copy held answers (a listing may be late, nothing else is wrong); without one there is no market to answer for. */
+  private unanswered(held: { index: RegistryIndex } | undefined, why: string): RegistryIndex {
+    if (held) {
+      console.error("registry refresh failed; serving the copy held", why);
+      return held.index;
+    }
+    throw problem("UNAVAILABLE", "the market registry did not answer; try again shortly", {}, { "Retry-After": "1" });
   }
 
   /** Asks whether the copy is current as of `now` (the moment the refresh began). */

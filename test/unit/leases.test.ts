@@ -60,7 +60,9 @@ async function burst(limit: number, arrivals: number[], latencies: number[]) {
           await new Promise<void>((resolve) => events.push({ at: now + latencies[i % latencies.length]!, run: resolve }));
           return answer;
         };
-        runs.push(limiter.admit("p", now, ask, () => now).then((a) => void (a.allowed && (admitted += 1))));
+        // A request waiting for another's lease polls on its own timer: an event of the simulation.
+        const wait = (ms: number) => new Promise<void>((resolve) => events.push({ at: now + ms, run: resolve }));
+        runs.push(limiter.admit("p", now, ask, () => now, wait).then((a) => void (a.allowed && (admitted += 1))));
       },
     });
   });

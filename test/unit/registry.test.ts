@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { RegistryCopy } from "../../src/registry/copy";
+import { MAX_REFRESH_WAIT_MS, RegistryCopy } from "../../src/registry/copy";
 import { deriveMarket, GROUP_SIZE, groupOf, type RegistrySnapshot } from "../../src/registry/model";
 import type { RegistryText } from "../../src/registry/registry-object";
 
@@ -117,5 +117,56 @@ describe("an isolate's registry copy when the registry cannot be asked", () => {
       throw new Error("registry down (test)");
     });
     await expect(empty.ensure(0, 1000)).rejects.toMatchObject({ code: "UNAVAILABLE", status: 503 });
+  });
+});
+
+describe("an isolate's registry copy waited for by several requests (src/core/cross-request-wait.ts)", () => {
+  it("a refresh whose request ended unanswered does not hold the others: after MAX_REFRESH_WAIT_MS a request asks again (before: every later request hung)", async () => {
+    let asks = 0;
+    const copy = new RegistryCopy(async () => {
+      asks += 1;
+      // The first ask belongs to a request that went away: its answer never comes.
+      if (asks === 1) return new Promise<never>(() => {});
+      return publication(1, ["BTCUSDT"]);
+    });
+    let t = 0;
+    const clock = () => t;
+    const wait = async (ms: number) => {
+      t += ms;
+    };
+    void copy.ensure(0, 1000, undefined, clock, wait);
+    // A second request while the first's refresh is young waits for it, then gives up: 503, not a hang.
+    await expect(copy.ensure(0, 1000, undefined, clock, wait)).rejects.toMatchObject({ code: "UNAVAILABLE" });
+    expect(t, "it waited no longer than the bound").toBeLessThanOrEqual(MAX_REFRESH_WAIT_MS + 8);
+    // The next request forgets the lost refresh and asks itself.
+    expect((await copy.ensure(t, 1000, undefined, clock, wait)).bySymbol.has("BTCUSDT")).toBe(true);
+    expect(asks).toBe(2);
+  });
+
+  it("a request that finds a refresh under way takes its answer without asking again", async () => {
+    let answer!: (text: ReturnType<typeof publication>) => void;
+    let asks = 0;
+    const copy = new RegistryCopy(() => {
+      asks += 1;
+      return new Promise((resolve) => {
+        answer = resolve;
+      });
+    });
+    let t = 0;
+    const first = copy.ensure(0, 1000, undefined, () => t);
+    const second = copy.ensure(
+      0,
+      1000,
+      undefined,
+      () => t,
+      async (ms) => {
+        t += ms;
+        if (t >= 4) answer(publication(1, ["ETHUSDT"]));
+        await Promise.resolve();
+      },
+    );
+    expect((await second).bySymbol.has("ETHUSDT")).toBe(true);
+    expect((await first).bySymbol.has("ETHUSDT")).toBe(true);
+    expect(asks).toBe(1);
   });
 });
