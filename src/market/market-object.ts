@@ -181,9 +181,11 @@ export class MarketObject extends DurableObject<Env> {
             this.persistBook(state, batch.book);
             meta.push(["bookSequence", state.book.sequence], ["bookUpdatedAt", now], ["bookFingerprint", state.book.lastFingerprint]);
           }
+          // Ids archived in the last 25 hours, looked up for the whole batch at once.
+          const archived = this.store.archivedAmong(batch.trades.map((t) => t.id));
           for (const trade of batch.trades) {
             // Inserted rows are visible inside the transaction: a repeat within the batch is caught too.
-            if (this.store.hasTrade(trade.id)) {
+            if (archived.has(trade.id) || this.store.hasHotTrade(trade.id)) {
               duplicateTrades += 1;
               continue;
             }

@@ -154,7 +154,17 @@ export class MarketStore {
 
   /** Whether a trade of this id was taken in the last 25 hours at least: hot, or archived since. */
   hasTrade(id: string): boolean {
-    return this.sql.exec("SELECT 1 FROM trades WHERE id = ?", id).toArray().length > 0 || this.recentIds.has(id);
+    return this.hasHotTrade(id) || this.archivedAmong([id]).size > 0;
+  }
+
+  /** Whether a trade of this id is in the hot table (rows inserted in the running transaction too). */
+  hasHotTrade(id: string): boolean {
+    return this.sql.exec("SELECT 1 FROM trades WHERE id = ?", id).toArray().length > 0;
+  }
+
+  /** The ids of `ids` whose trades were archived in the last 25 hours (one look-up for a whole batch). */
+  archivedAmong(ids: readonly string[]): Set<string> {
+    return this.recentIds.among(ids);
   }
 
   insertTrade(trade: StoredTrade): void {

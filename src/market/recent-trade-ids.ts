@@ -6,8 +6,8 @@
  *
  * One table per hour of archiving (`recent_ids_{hour}`, the id as its key, no other index): an id
  * is written once, when its trade is archived, and the whole hour is dropped when its youngest id
- * is 26 hours old, so expiry writes no row per id. A lookup probes at most 27 tables, and only for
- * an id the hot table does not hold. Cost, counted in rows: one row written per archived trade;
+ * is 26 hours old, so expiry writes no row per id. A batch's ids are looked up together: one statement per
+ * hour table (at most 27) and 100 ids. Cost, counted in rows: one row written per archived trade;
  * up to 27 rows read per new trade on a market that has archived in the last 26 hours; about 40 bytes
  * of storage per id (3.6 GB at 1,000 trades a second for 26 hours, within an object's 10 GB).
  */
@@ -27,6 +27,8 @@ export function hourExpired(hour: number, now: number): boolean {
 }
 
 const TABLE = /^recent_ids_(\d+)$/;
+/** Ids looked up in one statement (SQLite binds at most a few hundred parameters comfortably). */
+const IDS_PER_STATEMENT = 100;
 
 /** The recent ids of one market object's SQLite: the market store holds one. */
 export class RecentTradeIds {
@@ -60,10 +62,23 @@ export class RecentTradeIds {
     for (const id of ids) this.sql.exec(`INSERT OR IGNORE INTO recent_ids_${hour} (id) VALUES (?)`, id);
   }
 
-  /** Whether `id` left the hot table within the last RECENT_ID_MS (or a little longer: whole hours). */
-  has(id: string): boolean {
-    for (const hour of this.tables()) if (this.sql.exec(`SELECT 1 FROM recent_ids_${hour} WHERE id = ?`, id).toArray().length > 0) return true;
-    return false;
+  /**
+   * The ids of `ids` that left the hot table within the last RECENT_ID_MS (or a little longer:
+   * whole hours). One statement per hour table and 100 ids, not one per id: a batch of 1,000 new
+   * trades costs at most 270 statements, not 27,000.
+   */
+  among(ids: readonly string[]): Set<string> {
+    const found = new Set<string>();
+    const hours = this.tables();
+    if (hours.length === 0) return found;
+    for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT) {
+      const slice = ids.slice(i, i + IDS_PER_STATEMENT);
+      const marks = slice.map(() => "?").join(", ");
+      for (const hour of hours) {
+        for (const row of this.sql.exec<{ id: string }>(`SELECT id FROM recent_ids_${hour} WHERE id IN (${marks})`, ...slice)) found.add(row.id);
+      }
+    }
+    return found;
   }
 
   /** Drops the hours whose ids are all older than RECENT_ID_MS at `now`. */
