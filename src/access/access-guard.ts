@@ -1,7 +1,8 @@
-import { DurableObject } from "cloudflare:workers";
 import { streamHub } from "../core/object-ids";
 import { ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
 import { unseal } from "../core/seal";
+import { MeteredObject } from "../metrics/metered-object";
+import { meterRequests } from "../metrics/object-meter";
 import { allowListAdmits } from "./client-address";
 import { type ConnectionLease, decideLease, returnLease } from "./connection-leases";
 import { countUse, emptyUsage, type UsageBucket, type UsageInterval, type UsageRecord, usageSince } from "./key-usage";
@@ -60,7 +61,11 @@ const CONNECTIONS_KEY = "connections";
  * are they within their rate" in one call. The rate window lives in memory: losing it on
  * eviction only forgets at most one second of history.
  */
-export class AccessGuard extends DurableObject<Env> {
+export class AccessGuard extends MeteredObject {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env, "guard");
+  }
+
   /** Per scope (a key's reads, its publishing; one for any other principal), the rate window. */
   private readonly windows = new Map<string, SlidingWindow>();
   private record: KeyRecord | null | undefined;
@@ -292,3 +297,19 @@ export class AccessGuard extends DurableObject<Env> {
     }
   }
 }
+
+meterRequests(AccessGuard, [
+  "admit",
+  "reserveLogin",
+  "settleLogin",
+  "takeConnection",
+  "returnConnection",
+  "connectionsHeld",
+  "installKey",
+  "revokeKey",
+  "amendKey",
+  "keyStatus",
+  "authorize",
+  "keyUsage",
+  "alarm",
+]);

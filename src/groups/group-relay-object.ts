@@ -1,5 +1,6 @@
-import { DurableObject } from "cloudflare:workers";
 import { priceIndex, streamHub } from "../core/object-ids";
+import { MeteredObject } from "../metrics/metered-object";
+import { meterRequests } from "../metrics/object-meter";
 import type { StreamEvent } from "../streams/protocol";
 import type { MarketSummary, RelayOp } from "./messages";
 import { PacedOutbox } from "./paced-outbox";
@@ -21,7 +22,7 @@ const SUBS_PREFIX = "subs:";
  * forwarding; events in flight at an eviction are lost like a failed call, and a shard that sees
  * a book sequence jump asks its market for a new base.
  */
-export class GroupRelay extends DurableObject<Env> {
+export class GroupRelay extends MeteredObject {
   /** Per market, the shards subscribed to its streams. */
   private readonly subscribers = new Map<string, Set<string>>();
   private readonly toShards = new Map<string, PacedOutbox<StreamEvent>>();
@@ -30,8 +31,8 @@ export class GroupRelay extends DurableObject<Env> {
   readonly callsTo = new Map<string, number>();
 
   constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
-    for (const [key, shards] of ctx.storage.kv.list<string[]>({ prefix: SUBS_PREFIX })) {
+    super(ctx, env, "relay");
+    for (const [key, shards] of this.ctx.storage.kv.list<string[]>({ prefix: SUBS_PREFIX })) {
       this.subscribers.set(key.slice(SUBS_PREFIX.length), new Set(shards));
     }
     this.toPriceIndex = new PacedOutbox(RELAY_TICK_MS, (summaries) => priceIndex(env).reportSummaries(latestPerMarket(summaries)));
@@ -84,3 +85,5 @@ export class GroupRelay extends DurableObject<Env> {
 function latestPerMarket(summaries: MarketSummary[]): MarketSummary[] {
   return [...new Map(summaries.map((s) => [s.symbol, s])).values()];
 }
+
+meterRequests(GroupRelay, ["relay", "flush"]);

@@ -1,6 +1,7 @@
-import { DurableObject } from "cloudflare:workers";
 import { marketObject } from "../core/object-ids";
 import { ProblemError } from "../core/problem";
+import { MeteredObject } from "../metrics/metered-object";
+import { meterRequests } from "../metrics/object-meter";
 import { ensureRegistry, findMarket } from "../registry/copy";
 import type { MarketConfig } from "../registry/model";
 import { createDemoState, DEMO_TICK_MS, type DemoState, demoGrant, demoMarkets, demoTick, resync } from "./demo-feed";
@@ -11,7 +12,11 @@ import { IngestBodySchema } from "./schemas";
  * Runs the demo feed on an alarm loop. Every batch goes through `ingest()`, the path
  * `POST /v1/ingest` takes, after the same schema check, so the demo exercises the real thing.
  */
-export class DemoFeed extends DurableObject<Env> {
+export class DemoFeed extends MeteredObject {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env, "demo-feed");
+  }
+
   private state: DemoState | undefined;
 
   private enabled(): boolean {
@@ -75,3 +80,5 @@ export class DemoFeed extends DurableObject<Env> {
     await this.ctx.storage.setAlarm(Date.now() + DEMO_TICK_MS);
   }
 }
+
+meterRequests(DemoFeed, ["ensureRunning", "step", "alarm"]);

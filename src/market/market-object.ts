@@ -1,4 +1,3 @@
-import { DurableObject } from "cloudflare:workers";
 import { formatUnits } from "../core/decimal";
 import { groupRelay } from "../core/object-ids";
 import { isProblemResult, ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
@@ -6,6 +5,8 @@ import type { RelayOp } from "../groups/messages";
 import { PacedOutbox } from "../groups/paced-outbox";
 import { BUCKET_SIZES, type BucketSize, DAY_MS, MINUTE_MS } from "../history/intervals";
 import { type DayFiles, MarketHistory } from "../history/market-history";
+import { MeteredObject } from "../metrics/metered-object";
+import { meterRequests } from "../metrics/object-meter";
 import { groupOf, type MarketConfig } from "../registry/model";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
 import type { IngestBatch, IngestResult } from "./ingest";
@@ -53,7 +54,7 @@ export interface NewerConfig {
  * daily files (`../history/market-history.ts`). Here: loading, ingest, import, persistence and
  * the timers.
  */
-export class MarketObject extends DurableObject<Env> {
+export class MarketObject extends MeteredObject {
   private readonly store: MarketStore;
   /** The archive, the pages that read it and the daily files: over the same store, written by this object. */
   private readonly history: MarketHistory;
@@ -73,8 +74,8 @@ export class MarketObject extends DurableObject<Env> {
   private readonly reads: MarketReads;
 
   constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
-    this.store = new MarketStore(ctx.storage);
+    super(ctx, env, "market");
+    this.store = new MarketStore(this.ctx.storage);
     this.history = new MarketHistory(this.store, env.HISTORY, env.TRADE_ARCHIVE_CHUNK);
     this.reads = new MarketReads(this.store, this.history);
   }
@@ -487,3 +488,16 @@ export class MarketObject extends DurableObject<Env> {
     if (this.state || this.store.readMeta().config) this.secondly(this.load(), Date.now());
   }
 }
+
+meterRequests(MarketObject, [
+  "ingest",
+  "importMinutes",
+  "orderBook",
+  "archiveTrades",
+  "writeDay",
+  "answer",
+  "configure",
+  "subscribeShard",
+  "unsubscribeShard",
+  "alarm",
+]);

@@ -1,4 +1,3 @@
-import { DurableObject } from "cloudflare:workers";
 import { type Checked, createAnnouncement, nextChange, patchAnnouncement, systemStatus, visible } from "../announcements/model";
 import type { Announcement, AnnouncementInput, AnnouncementPatch } from "../announcements/schemas";
 import { alarmBy } from "../core/alarms";
@@ -7,6 +6,8 @@ import { type ProblemResult, problem, toProblemResult } from "../core/problem";
 import { msSetting } from "../core/settings";
 import type { MarketSummary } from "../groups/messages";
 import { type VenueAnswerKind, VenueBoard } from "../groups/venue-board";
+import { MeteredObject } from "../metrics/metered-object";
+import { meterRequests } from "../metrics/object-meter";
 import { ensureRegistry } from "../registry/copy";
 import { groupOf, type RegistryIndex } from "../registry/model";
 import { everyShard } from "../streams/every-shard";
@@ -42,7 +43,7 @@ function refusal(refused: Extract<Checked<unknown>, { ok: false }>): ProblemResu
  * report), so an evicted index comes back with every market's word of at most 10 s before; markets
  * report again with their next change.
  */
-export class PriceIndex extends DurableObject<Env> {
+export class PriceIndex extends MeteredObject {
   private readonly board: VenueBoard;
   private lastWriteAt = 0;
   /** Markets whose summary changed since the last persist, and when that was. */
@@ -52,11 +53,11 @@ export class PriceIndex extends DurableObject<Env> {
   private readonly subscribers: Map<string, Set<string>>;
 
   constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
+    super(ctx, env, "price-index");
     this.board = new VenueBoard(
       [...ctx.storage.kv.list<Record<string, MarketSummary>>({ prefix: SUMMARIES_PREFIX })].flatMap(([, group]) => Object.values(group)),
     );
-    const shards = ctx.storage.kv.get<Record<string, string[]>>(SHARDS_KEY) ?? {};
+    const shards = this.ctx.storage.kv.get<Record<string, string[]>>(SHARDS_KEY) ?? {};
     this.subscribers = new Map(Object.entries(shards).map(([stream, list]) => [stream, new Set(list)]));
   }
 
@@ -237,3 +238,16 @@ export class PriceIndex extends DurableObject<Env> {
     await this.publish(now);
   }
 }
+
+meterRequests(PriceIndex, [
+  "subscribeShard",
+  "unsubscribeShard",
+  "reportSummaries",
+  "status",
+  "announcements",
+  "announce",
+  "changeAnnouncement",
+  "removeAnnouncement",
+  "answer",
+  "alarm",
+]);

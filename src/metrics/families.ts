@@ -20,6 +20,15 @@ export const FAMILIES = {
   mds_publish_ack_seconds: { type: "histogram", help: "From a publisher channel receiving a batch to its answer" },
   mds_markets: { type: "gauge", help: "Listed markets by status: trading (feed fresh), stale (trading, feed silent), halted" },
   mds_settlement_callbacks_total: { type: "counter", help: "Settlement callbacks answered, by result: applied, held, duplicate, refused, error" },
+  mds_storage_rows_written_total: {
+    type: "counter",
+    help: "Durable Object storage rows written (each index entry, key and alarm a row, as billed), by object class",
+  },
+  mds_storage_rows_read_total: { type: "counter", help: "Durable Object storage rows read, by object class" },
+  mds_object_requests_total: {
+    type: "counter",
+    help: "Requests Durable Objects served, by object class and kind: call (RPC, fetch), alarm, message (WebSocket, billed 20 to a request)",
+  },
 } as const;
 
 export type Family = keyof typeof FAMILIES;

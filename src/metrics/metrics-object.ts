@@ -1,6 +1,7 @@
-import { DurableObject } from "cloudflare:workers";
 import { type HistogramState, MetricCounts, type MetricDelta, seriesKey } from "./counts";
 import type { Family } from "./families";
+import { MeteredObject } from "./metered-object";
+import { meterRequests } from "./object-meter";
 import { quantile } from "./quantiles";
 
 const TOTALS_KEY = "totals";
@@ -23,15 +24,20 @@ export interface RecentTimes {
  * and a scrape reads the totals. One instance: its calls grow with the holders, not the requests.
  * An eviction loses what was reported since the last store, at most PERSIST_EVERY_MS of it.
  */
-export class Metrics extends DurableObject<Env> {
+export class Metrics extends MeteredObject {
   private readonly totals: MetricCounts;
   private dirty = false;
   /** Per minute reported in, the histograms of that minute (memory only: the last six minutes). */
   private readonly minutes = new Map<number, MetricCounts>();
 
   constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
-    this.totals = new MetricCounts(ctx.storage.kv.get<MetricDelta>(TOTALS_KEY));
+    super(ctx, env, "metrics");
+    this.totals = new MetricCounts(this.ctx.storage.kv.get<MetricDelta>(TOTALS_KEY));
+  }
+
+  /** Its own rows and requests go straight into the totals (a report to itself would be a request more). */
+  override afterRequest(): void {
+    this.totals.merge(this.metrics.counts.take());
   }
 
   async report(delta: MetricDelta): Promise<void> {
@@ -72,3 +78,5 @@ export class Metrics extends DurableObject<Env> {
     this.ctx.storage.kv.put(TOTALS_KEY, this.totals.snapshot());
   }
 }
+
+meterRequests(Metrics, ["report", "totalsNow", "recentTimes", "alarm"]);

@@ -1,4 +1,3 @@
-import { DurableObject } from "cloudflare:workers";
 import type { KeyStatus } from "../access/access-guard";
 import { allowListAdmits } from "../access/client-address";
 import { keyStateAt, type MarketGrant } from "../access/keys";
@@ -9,7 +8,9 @@ import { Slots } from "../core/slots";
 import { parseSymbol } from "../core/symbols";
 import { logEvent } from "../logs/log";
 import { ingest } from "../market/ingest";
-import { MetricsHolder, metricsOn } from "../metrics/holder";
+import { metricsOn } from "../metrics/holder";
+import { MeteredObject } from "../metrics/metered-object";
+import { meterRequests } from "../metrics/object-meter";
 import { batchOutcome } from "../metrics/outcomes";
 import { POLICY_VIOLATION } from "../streams/protocol";
 import { errorOf, MAX_BATCH_BYTES, MAX_CHANNELS_PER_KEY, MAX_PENDING_BYTES_PER_KEY, MAX_UNACKED, MAX_UNACKED_PER_KEY, parseBatch } from "./protocol";
@@ -56,7 +57,11 @@ function refusalOf(status: KeyStatus, now: number): string | null {
  * refused, never applied unchecked. An alarm re-checks while connections are open, so a revoked or
  * expired key's connections close within that interval even when idle.
  */
-export class PublishChannel extends DurableObject<Env> {
+export class PublishChannel extends MeteredObject {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env, "channel");
+  }
+
   /** Per connection, the batches sent and not yet answered (flow control). */
   private readonly unacked = new Slots<WebSocket>();
   /** The key's batches and bytes not yet answered, over all its connections. */
@@ -65,7 +70,6 @@ export class PublishChannel extends DurableObject<Env> {
   /** Per market, the last batch in flight: the next one waits for it. */
   private readonly chains = new Map<string, Promise<unknown>>();
   /** Batches and ack times, handed to the Metrics object (docs/operations.md#metrics). */
-  private readonly metrics = new MetricsHolder();
   private grant: Grant | undefined;
   private checking: Promise<Grant> | undefined;
   /**
@@ -258,8 +262,12 @@ export class PublishChannel extends DurableObject<Env> {
     if (!metricsOn(this.env)) return;
     this.metrics.counts.add("mds_publish_batches_total", { result: outcome });
     this.metrics.counts.observe("mds_publish_ack_seconds", (Date.now() - receivedAt) / 1000);
+    this.afterRequest();
+  }
+
+  /** Hands the counts on when due; what is not yet due goes on from the alarm, so a channel that falls silent still hands it on. */
+  override afterRequest(): void {
     const dueAt = this.metrics.settle(this.env, (promise) => this.ctx.waitUntil(promise));
-    // What is not yet due goes on from the alarm, so a channel that falls silent still hands it on.
     if (dueAt !== undefined) this.ctx.waitUntil(this.armCheck(dueAt));
   }
 
@@ -292,3 +300,5 @@ export class PublishChannel extends DurableObject<Env> {
     this.logClose(ws, 1006);
   }
 }
+
+meterRequests(PublishChannel, ["fetch", "webSocketMessage", "recheck", "alarm"]);

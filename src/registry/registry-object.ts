@@ -1,4 +1,5 @@
-import { DurableObject } from "cloudflare:workers";
+import { MeteredObject } from "../metrics/metered-object";
+import { meterRequests } from "../metrics/object-meter";
 import { readRegistry } from "./store";
 
 /** A registry published longer ago than this is read again from D1 on the next ask (a lost publish heals). */
@@ -18,7 +19,11 @@ export interface RegistryText {
  * isolate asks at most once per `REGISTRY_REFRESH_MS` whether its copy is current, and is sent the
  * text only when it is not. One instance; its calls grow with isolates, not with markets.
  */
-export class Registry extends DurableObject<Env> {
+export class Registry extends MeteredObject {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env, "registry");
+  }
+
   private current: RegistryText | undefined;
   private loadedAt = 0;
   private readonly epoch = crypto.randomUUID();
@@ -41,3 +46,5 @@ export class Registry extends DurableObject<Env> {
     return this.load();
   }
 }
+
+meterRequests(Registry, ["since", "reload"]);

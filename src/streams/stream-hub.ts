@@ -1,11 +1,12 @@
-import { DurableObject } from "cloudflare:workers";
 import { keyStateAt } from "../access/keys";
 import type { Announcement } from "../announcements/schemas";
 import { alarmBy } from "../core/alarms";
 import { accessGuard, marketObject, priceIndex } from "../core/object-ids";
 import { problem, toProblemResult } from "../core/problem";
 import type { MarketAnswer } from "../market/edge-copies";
-import { MetricsHolder, metricsOn } from "../metrics/holder";
+import { metricsOn } from "../metrics/holder";
+import { MeteredObject } from "../metrics/metered-object";
+import { meterRequests } from "../metrics/object-meter";
 import { ensureRegistry, findMarket } from "../registry/copy";
 import {
   DIALECT_HEADER,
@@ -121,7 +122,7 @@ function attachmentOf(ws: WebSocket): Attachment {
  * follow it continue it exactly. Without a copy (after a wake-up or a gap) the shard forwards
  * no book messages until a fresh base arrives, and then sends every book subscriber a snapshot.
  */
-export class StreamHub extends DurableObject<Env> {
+export class StreamHub extends MeteredObject {
   private readonly subscribers = new Map<string, Set<WebSocket>>();
   private readonly books = new Map<string, WireBook>();
   /** Markets whose base book is on its way, since when. */
@@ -136,7 +137,6 @@ export class StreamHub extends DurableObject<Env> {
   /** Per dialect, its connections' subscriptions and their rendering (src/streams/dialect.ts). */
   private readonly fanouts = new Map<string, DialectFanout>();
   /** Frames sent and book delivery times, handed to the Metrics object (docs/operations.md#metrics). */
-  private readonly metrics = new MetricsHolder();
   private readonly counting: boolean;
   /** When the counts held are due to be handed on (the alarm's duty), if a hand-over waits. */
   private metricsDueAt: number | undefined;
@@ -150,7 +150,7 @@ export class StreamHub extends DurableObject<Env> {
   private framesSent = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
+    super(ctx, env, "shard");
     this.counting = metricsOn(env);
     // The keepalive is answered by the runtime, so idle connections never wake the shard.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(KEEPALIVE_REQUEST, KEEPALIVE_RESPONSE));
@@ -749,6 +749,10 @@ export class StreamHub extends DurableObject<Env> {
   }
 
   /** Hands the counts on when due; else the alarm does, which lets the shard hibernate meanwhile (a timer would not). */
+  override afterRequest(): void {
+    this.settleMetrics();
+  }
+
   private settleMetrics(): void {
     const dueAt = this.metrics.settle(this.env, (promise) => this.ctx.waitUntil(promise));
     if (dueAt === undefined) return;
@@ -940,3 +944,5 @@ export class StreamHub extends DurableObject<Env> {
     this.forget(ws);
   }
 }
+
+meterRequests(StreamHub, ["fetch", "webSocketMessage", "alarm", "announceClose", "scrape", "publish", "leasesHeld"]);

@@ -1,0 +1,198 @@
+import { type MetricsHolder, metricsOn } from "./holder";
+
+/** Rows a storage call wrote and read, as the runtime bills them. */
+type RowsCounted = (written: number, read: number) => void;
+
+/** The count of keys a KV call names: one key, or each of an array's or an object's. */
+function keysIn(keys: unknown): number {
+  if (typeof keys === "string") return 1;
+  if (Array.isArray(keys)) return keys.length;
+  return keys !== null && typeof keys === "object" ? Object.keys(keys).length : 1;
+}
+
+/** Binds a storage object's own methods to it, so a proxy hands them on unchanged. */
+function passThrough<T extends object>(target: T, prop: string | symbol): unknown {
+  const value = Reflect.get(target, prop, target);
+  return typeof value === "function" ? value.bind(target) : value;
+}
+
+/**
+ * SQL whose every statement's rows are counted from the runtime's own cursor counters
+ * (`rowsWritten`, `rowsRead`: each index entry is a row written). A cursor's counts grow while it
+ * is read, so they are taken at the end of the turn that ran it (a microtask), when the
+ * synchronous reads of that turn are done.
+ */
+function meteredSql(sql: SqlStorage, counted: RowsCounted): { sql: SqlStorage; settle: () => void } {
+  let pending: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
+  const settle = () => {
+    if (pending.length === 0) return;
+    let written = 0;
+    let read = 0;
+    for (const cursor of pending) {
+      written += cursor.rowsWritten;
+      read += cursor.rowsRead;
+    }
+    pending = [];
+    counted(written, read);
+  };
+  const exec = (query: string, ...bindings: unknown[]) => {
+    const cursor = sql.exec(query, ...bindings);
+    if (pending.length === 0) queueMicrotask(settle);
+    pending.push(cursor);
+    return cursor;
+  };
+  return { sql: new Proxy(sql, { get: (target, prop) => (prop === "exec" ? exec : passThrough(target, prop)) }), settle };
+}
+
+/** The synchronous KV API of a SQLite-backed object: one row a key put, deleted or read. */
+function meteredKv(kv: SyncKvStorage, counted: RowsCounted): SyncKvStorage {
+  const wrapped: Partial<SyncKvStorage> = {
+    get: ((key: string) => {
+      counted(0, 1);
+      return kv.get(key);
+    }) as SyncKvStorage["get"],
+    put: ((key: string, value: unknown) => {
+      counted(1, 0);
+      return kv.put(key, value);
+    }) as SyncKvStorage["put"],
+    delete: ((key: string) => {
+      counted(1, 0);
+      return kv.delete(key);
+    }) as SyncKvStorage["delete"],
+    list: ((options?: SyncKvListOptions) => {
+      const entries = [...kv.list(options)];
+      counted(0, Math.max(1, entries.length));
+      return entries[Symbol.iterator]();
+    }) as SyncKvStorage["list"],
+  };
+  return new Proxy(kv, { get: (target, prop) => (prop in wrapped ? wrapped[prop as keyof SyncKvStorage] : passThrough(target, prop)) });
+}
+
+/**
+ * An object's storage with what it bills counted: SQL by the cursors' counters, the KV calls one
+ * row a key, and each `setAlarm`/`deleteAlarm` one row written (the alarm is a row).
+ */
+export function meteredStorage(storage: DurableObjectStorage, counted: RowsCounted): { storage: DurableObjectStorage; settle: () => void } {
+  const { sql, settle } = meteredSql(storage.sql, counted);
+  const kv = meteredKv(storage.kv, counted);
+  const wrapped: Record<string, unknown> = {
+    sql,
+    kv,
+    get: (keys: string | string[], options?: DurableObjectGetOptions) => {
+      counted(0, keysIn(keys));
+      return storage.get(keys as string[], options);
+    },
+    put: (keys: string | Record<string, unknown>, value?: unknown, options?: DurableObjectPutOptions) => {
+      counted(keysIn(keys), 0);
+      return typeof keys === "string" ? storage.put(keys, value, options) : storage.put(keys, value as DurableObjectPutOptions);
+    },
+    delete: (keys: string | string[], options?: DurableObjectPutOptions) => {
+      counted(keysIn(keys), 0);
+      return storage.delete(keys as string[], options);
+    },
+    setAlarm: (time: number | Date, options?: DurableObjectSetAlarmOptions) => {
+      counted(1, 0);
+      return storage.setAlarm(time, options);
+    },
+    deleteAlarm: (options?: DurableObjectSetAlarmOptions) => {
+      counted(1, 0);
+      return storage.deleteAlarm(options);
+    },
+  };
+  const metered = new Proxy(storage, { get: (target, prop) => (typeof prop === "string" && prop in wrapped ? wrapped[prop] : passThrough(target, prop)) });
+  return { storage: metered, settle };
+}
+
+/** How a request reached an object: an RPC call or `fetch`, its alarm, or a WebSocket message (billed 20 to a request). */
+export type RequestKind = "call" | "alarm" | "message";
+
+/**
+ * What one Durable Object bills, counted where it happens (docs/operations.md#metrics): the rows
+ * its storage wrote and read and the requests it served, as `mds_storage_rows_written_total`,
+ * `mds_storage_rows_read_total` and `mds_object_requests_total`, labelled with the object's class.
+ * The counts go into the object's metrics holder and are handed on with its other counts.
+ *
+ * @example
+ * this.meter = new ObjectMeter("market", env, this.metrics);
+ * this.store = new MarketStore(this.meter.storage(ctx.storage));
+ */
+export class ObjectMeter {
+  private readonly on: boolean;
+  /** Counts the rows of the statements run so far (else counted at the end of their turn). */
+  private readonly settlers: (() => void)[] = [];
+
+  constructor(
+    readonly object: string,
+    env: Env,
+    readonly holder: MetricsHolder,
+  ) {
+    this.on = metricsOn(env);
+  }
+
+  /** `storage` with its rows counted (as it is when metrics are off). */
+  storage(storage: DurableObjectStorage): DurableObjectStorage {
+    if (!this.on) return storage;
+    const metered = meteredStorage(storage, (written, read) => this.rows(written, read));
+    this.settlers.push(metered.settle);
+    return metered.storage;
+  }
+
+  /** Counts now the rows of statements whose turn has not ended (before a hand-over). */
+  settleRows(): void {
+    for (const settle of this.settlers) settle();
+  }
+
+  rows(written: number, read: number): void {
+    if (written > 0) this.holder.counts.add("mds_storage_rows_written_total", { object: this.object }, written);
+    if (read > 0) this.holder.counts.add("mds_storage_rows_read_total", { object: this.object }, read);
+  }
+
+  request(kind: RequestKind = "call"): void {
+    if (this.on) this.holder.counts.add("mds_object_requests_total", { object: this.object, kind });
+  }
+}
+
+/** An object with a meter (see `meterRequests`). */
+export interface Metered {
+  readonly meter: ObjectMeter;
+  /** Called after each counted request: hands the counts on when due (the object's own rule). */
+  afterRequest?(): void;
+}
+
+/**
+ * Counts every request an object class serves: wraps the named methods of its prototype (RPC
+ * methods stay prototype methods, as the runtime requires), so no method can forget to count.
+ * `fetch` and RPC methods count as `call`, `alarm` as `alarm`, `webSocketMessage` as `message`.
+ *
+ * @example
+ * meterRequests(MarketObject, ["ingest", "answer", "alarm"]);
+ */
+export function meterRequests<T extends Metered>(cls: { prototype: T }, methods: readonly (keyof T & string)[]): void {
+  for (const name of methods) {
+    const original = cls.prototype[name] as unknown as (this: T, ...args: unknown[]) => unknown;
+    if (typeof original !== "function") throw new Error(`meterRequests: ${name} is not a method`);
+    const kind: RequestKind = name === "alarm" ? "alarm" : name === "webSocketMessage" ? "message" : "call";
+    Object.defineProperty(cls.prototype, name, {
+      configurable: true,
+      writable: true,
+      value: function (this: T, ...args: unknown[]) {
+        this.meter.request(kind);
+        const after = () => {
+          this.meter.settleRows();
+          this.afterRequest?.();
+        };
+        let result: unknown;
+        try {
+          result = original.apply(this, args);
+        } catch (error) {
+          after();
+          throw error;
+        }
+        // An async method's rows are counted when it is done.
+        if (result instanceof Promise) return result.finally(after);
+        after();
+        return result;
+      },
+    });
+  }
+}
