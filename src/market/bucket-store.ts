@@ -2,9 +2,14 @@
  * A market's candle buckets in SQLite (docs/history.md#layout): minutes in `minute_buckets`,
  * seconds, hours and UTC days in `rollup_buckets`; every candle of every interval is built from
  * them. Part of the market store (which creates the tables), apart because it is a job of its own.
+ *
+ * What live trades change is staged in memory and written together at a flush (about once a
+ * minute: docs/design.md#the-write-path), not a row per bucket per batch; reads see the staged
+ * buckets over the stored ones. The trades are stored as they come, so the staged buckets are
+ * never the only copy: a market that restarts stages again the trades after the last flush.
  */
-import { type BucketSize, DAY_MS, HOUR_MS, MINUTE_MS } from "../history/intervals";
-import { type MinuteBucket, mergeBuckets } from "./rolling-window";
+import { BUCKET_SIZES, type BucketSize, DAY_MS, HOUR_MS, MINUTE_MS } from "../history/intervals";
+import { addToBucket, type MinuteBucket, mergeBuckets, type UnitTrade } from "./rolling-window";
 
 type Row = Record<string, SqlStorageValue>;
 
@@ -25,8 +30,43 @@ function toBucket(row: Row): MinuteBucket {
   };
 }
 
+const keyOf = (size: BucketSize, start: number) => `${size}:${start}`;
+
 export class BucketStore {
+  /** Buckets live trades changed since the last flush, by size and start. */
+  private readonly staged = new Map<string, { size: BucketSize; bucket: MinuteBucket }>();
+
   constructor(private readonly sql: SqlStorage) {}
+
+  /** A bucket live trades changed: written at the next flush, read from here until then. */
+  stage(bucket: MinuteBucket, size: BucketSize = MINUTE_MS): void {
+    this.staged.set(keyOf(size, bucket.minute), { size, bucket });
+  }
+
+  /** Adds a live trade to its second, minute, hour and day buckets (staged); returns its minute's and its day's. */
+  stageTrade(trade: UnitTrade): { minute: MinuteBucket; day: MinuteBucket } {
+    const changed = new Map<BucketSize, MinuteBucket>();
+    for (const size of BUCKET_SIZES) {
+      const start = Math.floor(trade.time / size) * size;
+      const bucket = addToBucket(this.bucketAt(size, start), trade, start);
+      this.stage(bucket, size);
+      changed.set(size, bucket);
+    }
+    return { minute: changed.get(MINUTE_MS)!, day: changed.get(DAY_MS)! };
+  }
+
+  /** How many buckets wait for the flush. */
+  get stagedCount(): number {
+    return this.staged.size;
+  }
+
+  /** Writes every staged bucket (a row each) and forgets them; the caller records up to which trade they hold. */
+  flush(): number {
+    const written = this.staged.size;
+    for (const { size, bucket } of this.staged.values()) this.upsertBucket(bucket, size);
+    this.staged.clear();
+    return written;
+  }
 
   /**
    * Writes one bucket of `size` (docs/history.md#layout): minutes in their own table, the rest as
@@ -61,21 +101,46 @@ export class BucketStore {
 
   /** The minutes stored within `from`…`to`, and whether each was imported (else it holds live trades). */
   storedMinutes(from: number, to: number): { minute: number; imported: number }[] {
-    return this.sql
+    const stored = this.sql
       .exec<{ minute: number; imported: number }>("SELECT minute, imported FROM minute_buckets WHERE minute >= ? AND minute <= ?", from, to)
       .toArray();
+    // A staged minute holds live trades.
+    const known = new Set(stored.map((m) => m.minute));
+    for (const { size, bucket } of this.staged.values()) {
+      if (size === MINUTE_MS && bucket.minute >= from && bucket.minute <= to && !known.has(bucket.minute)) stored.push({ minute: bucket.minute, imported: 0 });
+    }
+    return stored;
   }
 
   /** The bucket of `size` starting at `start`, if it holds trades. */
   bucketAt(size: BucketSize, start: number): MinuteBucket | undefined {
-    return this.buckets(size, start, start, "ASC").next().value ?? undefined;
+    return this.staged.get(keyOf(size, start))?.bucket ?? this.buckets(size, start, start, "ASC").next().value ?? undefined;
   }
 
   /** Bucket rows read by `buckets()` over this store's life (tests read it; the cost counters come from the same cursors). */
   bucketRowsRead = 0;
 
-  /** Buckets of `size` starting within `from`…`to`, lazily, ascending or descending. */
+  /** Buckets of `size` starting within `from`…`to`, lazily, ascending or descending: the staged ones over the stored. */
   *buckets(size: BucketSize, from: number, to: number, order: "ASC" | "DESC"): Generator<MinuteBucket> {
+    const staged = [...this.staged.values()]
+      .filter((s) => s.size === size && s.bucket.minute >= from && s.bucket.minute <= to)
+      .map((s) => s.bucket)
+      .sort((a, b) => (order === "ASC" ? a.minute - b.minute : b.minute - a.minute));
+    if (staged.length === 0) {
+      yield* this.storedBuckets(size, from, to, order);
+      return;
+    }
+    const before = (a: number, b: number) => (order === "ASC" ? a < b : a > b);
+    let next = 0;
+    for (const bucket of this.storedBuckets(size, from, to, order)) {
+      while (next < staged.length && before(staged[next]!.minute, bucket.minute)) yield staged[next++]!;
+      if (next < staged.length && staged[next]!.minute === bucket.minute) yield staged[next++]!;
+      else yield bucket;
+    }
+    while (next < staged.length) yield staged[next++]!;
+  }
+
+  private *storedBuckets(size: BucketSize, from: number, to: number, order: "ASC" | "DESC"): Generator<MinuteBucket> {
     const cursor =
       size === MINUTE_MS
         ? this.sql.exec(`SELECT * FROM minute_buckets WHERE minute >= ? AND minute <= ? ORDER BY minute ${order}`, from, to)
@@ -116,6 +181,8 @@ export class BucketStore {
    * source of every coarser candle (after an import replaced minutes, or once for old markets).
    */
   rebuildRollups(from: number, to: number): void {
+    // Staged rollups would hide the rebuilt ones; the caller writes them first, with the record.
+    if (this.staged.size > 0) throw new Error("the staged buckets are written before rollups are rebuilt");
     for (const size of [HOUR_MS, DAY_MS] as const) {
       const first = Math.floor(from / size) * size;
       const last = Math.floor(to / size) * size;
@@ -137,6 +204,8 @@ export class BucketStore {
   /** The bucket holding the latest trade by time, which carries the market's last price. */
   latestBucket(): MinuteBucket | undefined {
     const row = this.sql.exec("SELECT * FROM minute_buckets ORDER BY minute DESC LIMIT 1").toArray()[0];
-    return row ? toBucket(row) : undefined;
+    let latest = row ? toBucket(row) : undefined;
+    for (const { size, bucket } of this.staged.values()) if (size === MINUTE_MS && (!latest || bucket.minute >= latest.minute)) latest = bucket;
+    return latest;
   }
 }

@@ -3,20 +3,21 @@ import { groupRelay } from "../core/object-ids";
 import { isProblemResult, ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
 import type { RelayOp } from "../groups/messages";
 import { PacedOutbox } from "../groups/paced-outbox";
-import { BUCKET_SIZES, type BucketSize, DAY_MS, MINUTE_MS } from "../history/intervals";
+import { DAY_MS, MINUTE_MS } from "../history/intervals";
 import { type DayFiles, MarketHistory } from "../history/market-history";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { groupOf, type MarketConfig } from "../registry/model";
+import type { BookLogPosition } from "./book-log";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
 import type { IngestBatch, IngestResult } from "./ingest";
 import { MarketReads } from "./market-reads";
 import { bookTickerOf, type MarketState, rememberBucket, TRADE_RETENTION_MS, tickerAt, tickerOf, windowRecordsOf } from "./market-state";
-import { type MarketMeta, MarketStore, type StoredTrade } from "./market-store";
+import { type MarketRecord, MarketStore, type StoredTrade } from "./market-store";
 import { MarketStreams } from "./market-streams";
-import { type BookOutcome, type BookUpdate, OrderBook, type WireLevel } from "./order-book";
+import { type BookOutcome, type BookUpdate, OrderBook, type UnitLevel, type WireLevel } from "./order-book";
 import type { PriceReport } from "./price-index";
-import { addToBucket, changePercent, type MinuteBucket, minuteOf } from "./rolling-window";
+import { changePercent, type MinuteBucket, minuteOf } from "./rolling-window";
 
 export type { OrderBookText } from "./market-reads";
 export type { WireTrade } from "./wire-trade";
@@ -30,6 +31,8 @@ export interface OrderBookSnapshot {
 }
 
 const PRUNE_EVERY_MS = 60_000;
+/** The candle buckets live trades change are written at most this often (docs/design.md#the-write-path). */
+const BUCKET_FLUSH_MS = 60_000;
 /** The price index and ticker subscribers hear from a market at most this often (KV takes one write a second). */
 const SECONDLY_MS = 1_000;
 
@@ -72,6 +75,8 @@ export class MarketObject extends MeteredObject {
   private alarmAt: number | undefined;
   /** Every read of the market, over the same store. */
   private readonly reads: MarketReads;
+  /** When the staged candle buckets were last written. */
+  private bucketsFlushedAt = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, "market");
@@ -96,7 +101,9 @@ export class MarketObject extends MeteredObject {
     if (stored && given && given.symbol !== stored.symbol) throw new Error(`MarketObject for ${stored.symbol} called as ${given.symbol}`);
     if (market !== stored) this.store.writeMeta("config", JSON.stringify(market));
     const book = new OrderBook(market.priceScale, market.quantityScale);
-    const levels = this.store.readBook();
+    const levels = this.store.book.read(this.store.bookPosition());
+    // The trades after the buckets' last write are staged again, exactly as when they came.
+    for (const trade of this.store.tradesAfter(meta.bucketsThroughSeq)) this.store.candles.stageTrade(trade);
     book.restore(meta.bookSequence, meta.bookUpdatedAt, levels.bids, levels.asks, meta.bookFingerprint);
     const latest = this.store.candles.latestBucket();
     const now = Date.now();
@@ -167,8 +174,8 @@ export class MarketObject extends MeteredObject {
       let acceptedTrades = 0;
       let duplicateTrades = 0;
       const changedBuckets = new Map<number, MinuteBucket>();
-      /** The second, hour and day buckets the batch changed, by `${size}:${start}`. */
-      const changedRollups = new Map<string, { size: BucketSize; bucket: MinuteBucket }>();
+      /** The days the batch's trades fell in, by start. */
+      const changedDays = new Map<number, MinuteBucket>();
       const accepted: StoredTrade[] = [];
       let bookOutcome: BookOutcome | undefined;
       let markedDays: number[] | undefined;
@@ -177,10 +184,16 @@ export class MarketObject extends MeteredObject {
         this.store.transaction(() => {
           // Validates before it changes anything; an identical replay changes nothing at all.
           bookOutcome = batch.book ? state.book.applyAll(batch.book, now) : undefined;
-          const meta: [keyof MarketMeta, string | number][] = [];
+          const record: Partial<MarketRecord> = {};
           if (batch.book && bookOutcome === "applied") {
-            this.persistBook(state, batch.book);
-            meta.push(["bookSequence", state.book.sequence], ["bookUpdatedAt", now], ["bookFingerprint", state.book.lastFingerprint]);
+            const position = this.persistBook(state, batch.book);
+            Object.assign(record, {
+              bookSequence: state.book.sequence,
+              bookUpdatedAt: now,
+              bookFingerprint: state.book.lastFingerprint,
+              bookSnapshotN: position.snapshotN,
+              bookLogN: position.logN,
+            });
           }
           // Ids archived in the last 25 hours, looked up for the whole batch at once.
           const archived = this.store.archivedAmong(batch.trades.map((t) => t.id));
@@ -193,35 +206,28 @@ export class MarketObject extends MeteredObject {
             const stored: StoredTrade = { ...trade, seq: state.tradeSeq + acceptedTrades + 1 };
             accepted.push(stored);
             this.store.insertTrade(stored);
-            const minute = minuteOf(trade.time);
-            const bucket = addToBucket(changedBuckets.get(minute) ?? this.bucketAt(state, minute), trade);
-            changedBuckets.set(minute, bucket);
-            for (const size of BUCKET_SIZES) {
-              if (size === MINUTE_MS) continue;
-              const start = Math.floor(trade.time / size) * size;
-              const key = `${size}:${start}`;
-              const rollup = changedRollups.get(key)?.bucket ?? this.store.candles.bucketAt(size, start);
-              changedRollups.set(key, { size, bucket: addToBucket(rollup, trade, start) });
-            }
+            const { minute, day } = this.store.candles.stageTrade(trade);
+            changedBuckets.set(minute.minute, minute);
+            changedDays.set(day.minute, day);
             acceptedTrades += 1;
           }
-          // Each changed bucket once, however many of the batch's trades fell in it.
-          for (const bucket of changedBuckets.values()) this.store.candles.upsertBucket(bucket);
-          for (const { size, bucket } of changedRollups.values()) this.store.candles.upsertBucket(bucket, size);
           // A trade of a day already over: that day's files are written again at the next run.
           const today = Math.floor(now / DAY_MS) * DAY_MS;
-          const lateDays = [...changedRollups.values()].filter((r) => r.size === DAY_MS && r.bucket.minute < today);
+          const lateDays = [...changedDays.keys()].filter((day) => day < today);
           // Any late trade counts as a mark, one for a day already marked too: a day's files being
           // written meanwhile keep the day marked (writeDay compares the count).
           touchedPast = lateDays.length > 0;
-          const late = lateDays.filter((r) => !state.dirtyDays.includes(r.bucket.minute));
+          const late = lateDays.filter((day) => !state.dirtyDays.includes(day));
           if (late.length > 0) {
-            markedDays = [...state.dirtyDays, ...late.map((r) => r.bucket.minute)].sort((a, b) => a - b);
-            meta.push(["dirtyDays", JSON.stringify(markedDays)]);
+            markedDays = [...state.dirtyDays, ...late].sort((a, b) => a - b);
+            record.dirtyDays = JSON.stringify(markedDays);
           }
-          if (acceptedTrades > 0) meta.push(["tradeSeq", state.tradeSeq + acceptedTrades]);
-          if (acceptedTrades > 0 || bookOutcome === "applied") meta.push(["lastUpdateAt", now]);
-          this.store.writeMetas(meta);
+          if (acceptedTrades > 0) record.tradeSeq = state.tradeSeq + acceptedTrades;
+          // The staged buckets are written about once a minute (they are rebuilt from the trades after a restart).
+          if (now - this.bucketsFlushedAt >= BUCKET_FLUSH_MS) Object.assign(record, this.flushBuckets(state.tradeSeq + acceptedTrades, now));
+          if (acceptedTrades > 0 || bookOutcome === "applied") record.lastUpdateAt = now;
+          // One row for all of it, whatever changed.
+          if (Object.keys(record).length > 0) this.store.writeRecord(record);
         });
       } catch (error) {
         // A storage fault after the book changed in memory: start again from storage.
@@ -262,6 +268,7 @@ export class MarketObject extends MeteredObject {
       const from = minutes[0]!.minute;
       const to = minutes[minutes.length - 1]!.minute;
       const asked = new Set(minutes.map((m) => m.minute));
+      this.flushBucketsNow(state);
       const stored = this.store.candles.storedMinutes(from, to).filter((m) => asked.has(m.minute));
       const live = stored.filter((m) => m.imported === 0).map((m) => m.minute);
       if (live.length > 0) {
@@ -290,27 +297,36 @@ export class MarketObject extends MeteredObject {
   }
 
   /**
-   * Writes what a batch's book updates changed, once per level however many updates touched it:
-   * the whole book after a snapshot in the batch, else each changed level's final quantity.
+   * Logs what a batch's book updates changed, once per level however many updates touched it
+   * (one row: `book-log.ts`); the whole book after a snapshot in the batch.
    */
-  private persistBook(state: MarketState, updates: readonly BookUpdate[]): void {
-    if (updates.some((u) => u.type === "snapshot")) {
-      this.store.replaceBook(state.book.bids.entries(), state.book.asks.entries());
-      return;
-    }
-    for (const side of ["bids", "asks"] as const) {
-      const touched = new Set(updates.flatMap((u) => u[side].map(([price]) => price)));
-      this.store.writeLevels(
-        side,
-        [...touched].map((price) => [price, state.book[side].quantities.get(price) ?? 0n]),
-      );
-    }
+  private persistBook(state: MarketState, updates: readonly BookUpdate[]): BookLogPosition {
+    const touched = (side: "bids" | "asks"): UnitLevel[] =>
+      [...new Set(updates.flatMap((u) => u[side].map(([price]) => price)))].map((price) => [price, state.book[side].quantities.get(price) ?? 0n]);
+    return this.store.book.append(
+      this.store.bookPosition(),
+      { bids: touched("bids"), asks: touched("asks") },
+      () => ({ bids: state.book.bids.entries(), asks: state.book.asks.entries() }),
+      updates.some((u) => u.type === "snapshot"),
+    );
   }
 
-  private bucketAt(state: MarketState, minute: number): MinuteBucket | undefined {
-    const recent = state.recentBuckets;
-    if (recent.length > 0 && minute >= recent[0]!.minute) return recent.find((b) => b.minute === minute);
-    return this.store.candles.bucketAt(MINUTE_MS, minute);
+  /**
+   * Writes the staged candle buckets (a row each: about a row a second of trading, where four a
+   * batch were written before); returns the record's field saying which trades they hold.
+   * Inside the caller's transaction, with the record.
+   */
+  private flushBuckets(throughSeq: number, now: number): Partial<MarketRecord> {
+    this.bucketsFlushedAt = now;
+    if (this.store.candles.stagedCount === 0) return {};
+    this.store.candles.flush();
+    return { bucketsThroughSeq: throughSeq };
+  }
+
+  /** Writes the staged buckets now, in a transaction of its own (the alarm, before an archive or an import). */
+  private flushBucketsNow(state: MarketState): void {
+    if (this.store.candles.stagedCount === 0) return;
+    this.store.transaction(() => this.store.writeRecord(this.flushBuckets(state.tradeSeq, Date.now())));
   }
 
   private prune(state: MarketState, now: number): void {
@@ -335,6 +351,8 @@ export class MarketObject extends MeteredObject {
   async archiveTrades(now = Date.now(), most = 16): Promise<number> {
     const state = this.state;
     if (!state) return 0;
+    // The archive lets trades go from here: the buckets holding them are written first.
+    this.flushBucketsNow(state);
     const moved = await this.history.archive(state.market, state.tradeSeq, now - TRADE_RETENTION_MS, most);
     if (moved > 0) state.tradesCache = undefined;
     return moved;
@@ -359,7 +377,7 @@ export class MarketObject extends MeteredObject {
       if (state.dirtyMarks === marks && state.dirtyDays.length > 0) {
         const written = new Set([day, ...again]);
         state.dirtyDays = state.dirtyDays.filter((d) => !written.has(d));
-        this.store.writeMeta("dirtyDays", JSON.stringify(state.dirtyDays));
+        this.store.writeRecord({ dirtyDays: JSON.stringify(state.dirtyDays) });
       }
       return result;
     } catch (error) {
@@ -369,7 +387,7 @@ export class MarketObject extends MeteredObject {
       if (!state.dirtyDays.includes(day) && day < Math.floor(Date.now() / DAY_MS) * DAY_MS) {
         state.dirtyDays = [...state.dirtyDays, day].sort((a, b) => a - b);
         state.dirtyMarks += 1;
-        this.store.writeMeta("dirtyDays", JSON.stringify(state.dirtyDays));
+        this.store.writeRecord({ dirtyDays: JSON.stringify(state.dirtyDays) });
       }
       throw error;
     }
@@ -484,6 +502,7 @@ export class MarketObject extends MeteredObject {
 
   override async alarm(): Promise<void> {
     this.alarmAt = undefined;
+    if (this.state) this.flushBucketsNow(this.state);
     // After an eviction the object knows its market only from storage.
     if (this.state || this.store.readMeta().config) this.secondly(this.load(), Date.now());
   }

@@ -1,8 +1,8 @@
 import { SECOND_MS } from "../history/intervals";
 import type { ArchivedChunk } from "../history/trade-archive";
 import type { MarketConfig } from "../registry/model";
+import { BookLog } from "./book-log";
 import { BucketStore } from "./bucket-store";
-import type { UnitLevel } from "./order-book";
 import { RecentTradeIds } from "./recent-trade-ids";
 
 /** A stored trade; prices and quantities are integer units at the market's scales. */
@@ -24,23 +24,34 @@ export interface TradePage {
   limit: number;
 }
 
-export interface MarketMeta {
-  /** The newest config the market was given (from the registry). */
-  config: MarketConfig | undefined;
-  /** StreamHub shards subscribed to this market. */
-  shards: string[];
+/** What changes with every batch, kept as one record (one row written a batch, not one per field). */
+export interface MarketRecord {
   bookSequence: number;
   bookUpdatedAt: number;
   /** Fingerprint of the last applied book update: a replay is recognised after an eviction too. */
   bookFingerprint: string;
+  /** Where the book's log stands (`book-log.ts`). */
+  bookSnapshotN: number;
+  bookLogN: number;
   tradeSeq: number;
+  /** The candle buckets stored hold the trades up to this one; later ones are staged again on load (`bucket-store.ts`). */
+  bucketsThroughSeq: number;
   /** When the market last applied an ingest batch that changed it (its feed's last word). */
   lastUpdateAt: number;
   /** Trade ids up to this one are in the archive (docs/history.md#trades); 0: none. */
   archivedThrough: number;
-  /** Past UTC days that took a late trade since their files were last written (docs/history.md#daily-files). */
+  /** Past UTC days that took a late trade since their files were last written (docs/history.md#daily-files), as JSON. */
   dirtyDays: string;
 }
+
+export interface MarketMeta extends MarketRecord {
+  /** The newest config the market was given (from the registry). */
+  config: MarketConfig | undefined;
+  /** StreamHub shards subscribed to this market. */
+  shards: string[];
+}
+
+const RECORD_KEY = "record";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -64,8 +75,6 @@ CREATE TABLE IF NOT EXISTS archive_chunks (
   chunk INTEGER PRIMARY KEY, first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL,
   min_time INTEGER NOT NULL, max_time INTEGER NOT NULL, trades INTEGER NOT NULL, bytes INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS archive_chunks_by_time ON archive_chunks (max_time);
-CREATE TABLE IF NOT EXISTS book_levels (
-  side TEXT NOT NULL, price TEXT NOT NULL, quantity TEXT NOT NULL, PRIMARY KEY (side, price));
 `;
 
 type Row = Record<string, SqlStorageValue>;
@@ -96,11 +105,16 @@ export class MarketStore {
   private readonly recentIds: RecentTradeIds;
   /** The candle buckets: seconds, minutes, hours and days. */
   readonly candles: BucketStore;
+  /** The book, as a snapshot and a log of batches' changes. */
+  readonly book: BookLog;
+  /** The market's record as last read or written (loaded on first use). */
+  private record: MarketRecord | undefined;
 
   constructor(private readonly storage: DurableObjectStorage) {
     storage.sql.exec(SCHEMA);
     this.recentIds = new RecentTradeIds(storage.sql);
     this.candles = new BucketStore(storage.sql);
+    this.book = new BookLog(storage.sql);
     // Markets created before the taker-buy volumes were kept: their older minutes count none.
     const columns = storage.sql.exec<{ name: string }>("PRAGMA table_info(minute_buckets)").toArray();
     if (!columns.some((c) => c.name === "taker_buy_volume")) {
@@ -126,30 +140,52 @@ export class MarketStore {
   readMeta(): MarketMeta {
     const values = new Map<string, string>();
     for (const row of this.sql.exec<{ key: string; value: string }>("SELECT key, value FROM meta")) values.set(row.key, row.value);
+    // Markets from before the one record kept a row per field.
+    const record: MarketRecord = values.has(RECORD_KEY)
+      ? (JSON.parse(values.get(RECORD_KEY)!) as MarketRecord)
+      : ({
+          bookSequence: Number(values.get("bookSequence") ?? 0),
+          bookUpdatedAt: Number(values.get("bookUpdatedAt") ?? 0),
+          bookFingerprint: values.get("bookFingerprint") ?? "",
+          bookSnapshotN: 0,
+          bookLogN: 0,
+          tradeSeq: Number(values.get("tradeSeq") ?? 0),
+          lastUpdateAt: Number(values.get("lastUpdateAt") ?? 0),
+          archivedThrough: Number(values.get("archivedThrough") ?? 0),
+          dirtyDays: values.get("dirtyDays") ?? "[]",
+        } as MarketRecord);
+    // Markets from before the staged buckets wrote every bucket with its trades.
+    record.bucketsThroughSeq ??= record.tradeSeq;
+    this.record = record;
     return {
+      ...record,
       config: values.has("config") ? (JSON.parse(values.get("config")!) as MarketConfig) : undefined,
       shards: JSON.parse(values.get("shards") ?? "[]") as string[],
-      bookSequence: Number(values.get("bookSequence") ?? 0),
-      bookUpdatedAt: Number(values.get("bookUpdatedAt") ?? 0),
-      bookFingerprint: values.get("bookFingerprint") ?? "",
-      tradeSeq: Number(values.get("tradeSeq") ?? 0),
-      lastUpdateAt: Number(values.get("lastUpdateAt") ?? 0),
-      archivedThrough: Number(values.get("archivedThrough") ?? 0),
-      dirtyDays: values.get("dirtyDays") ?? "[]",
     };
   }
 
-  writeMeta(key: keyof MarketMeta, value: string | number): void {
-    this.writeMetas([[key, value]]);
+  /** The config and the shards: rows of their own, written when they change (rarely). */
+  writeMeta(key: "config" | "shards", value: string): void {
+    this.sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", key, value);
   }
 
-  /** Several metadata values in one statement (an ingest batch writes up to five). */
-  writeMetas(entries: readonly (readonly [keyof MarketMeta, string | number])[]): void {
-    if (entries.length === 0) return;
-    this.sql.exec(
-      `INSERT INTO meta (key, value) VALUES ${entries.map(() => "(?, ?)").join(", ")} ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
-      ...entries.flatMap(([key, value]) => [key, String(value)]),
-    );
+  /** The market's record as stored. */
+  private current(): MarketRecord {
+    if (!this.record) this.readMeta();
+    return this.record!;
+  }
+
+  /** Changes fields of the market's record: one row written, however many fields. */
+  writeRecord(changes: Partial<MarketRecord>): void {
+    const record = { ...this.current(), ...changes };
+    this.sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", RECORD_KEY, JSON.stringify(record));
+    this.record = record;
+  }
+
+  /** Where the book's log stands. */
+  bookPosition(): { snapshotN: number; logN: number } {
+    const { bookSnapshotN, bookLogN } = this.current();
+    return { snapshotN: bookSnapshotN, logN: bookLogN };
   }
 
   /** Whether a trade of this id was taken in the last 25 hours at least: hot, or archived since. */
@@ -203,6 +239,11 @@ export class MarketStore {
     return forwards ? rows : rows.reverse();
   }
 
+  /** The stored trades after `seq`, in the order they were applied. */
+  tradesAfter(seq: number): StoredTrade[] {
+    return this.sql.exec("SELECT * FROM trades WHERE seq > ? ORDER BY seq", seq).toArray().map(toTrade);
+  }
+
   /** The newest trades by time (ties: later arrival first). */
   latestTrades(limit: number): StoredTrade[] {
     return this.sql.exec("SELECT * FROM trades ORDER BY time DESC, seq DESC LIMIT ?", limit).toArray().map(toTrade);
@@ -214,34 +255,6 @@ export class MarketStore {
     return row ? BigInt(row.quantity as string) : undefined;
   }
 
-  replaceBook(bids: readonly UnitLevel[], asks: readonly UnitLevel[]): void {
-    this.sql.exec("DELETE FROM book_levels");
-    this.writeLevels("bids", bids);
-    this.writeLevels("asks", asks);
-  }
-
-  writeLevels(side: "bids" | "asks", levels: readonly UnitLevel[]): void {
-    for (const [price, quantity] of levels) {
-      if (quantity === 0n) this.sql.exec("DELETE FROM book_levels WHERE side = ? AND price = ?", side, price.toString());
-      else
-        this.sql.exec(
-          "INSERT INTO book_levels (side, price, quantity) VALUES (?, ?, ?) ON CONFLICT (side, price) DO UPDATE SET quantity = excluded.quantity",
-          side,
-          price.toString(),
-          quantity.toString(),
-        );
-    }
-  }
-
-  readBook(): { bids: UnitLevel[]; asks: UnitLevel[] } {
-    const book = { bids: [] as UnitLevel[], asks: [] as UnitLevel[] };
-    for (const row of this.sql.exec<{ side: "bids" | "asks"; price: string; quantity: string }>("SELECT side, price, quantity FROM book_levels")) {
-      book[row.side].push([BigInt(row.price), BigInt(row.quantity)]);
-    }
-    return book;
-  }
-
-  /** Second buckets older than `before` go (minutes and coarser are kept for ever; trades go to the archive). */
   /** Drops second buckets older than `before`, and the hours of archived ids expired at `now`. */
   prune(before: number, now: number): void {
     this.sql.exec("DELETE FROM rollup_buckets WHERE size = ? AND start < ?", SECOND_MS, before);
@@ -250,8 +263,7 @@ export class MarketStore {
 
   /** Trade ids up to this one are in the archive (docs/history.md#trades); 0: none. */
   archivedThrough(): number {
-    const row = this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'archivedThrough'").toArray()[0];
-    return row ? Number(row.value) : 0;
+    return this.current().archivedThrough;
   }
 
   /**
@@ -305,7 +317,7 @@ export class MarketStore {
         gone.map((row) => row.id),
         Date.now(),
       );
-      this.writeMeta("archivedThrough", chunk.lastSeq);
+      this.writeRecord({ archivedThrough: chunk.lastSeq });
     });
   }
 

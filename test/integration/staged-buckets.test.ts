@@ -1,0 +1,74 @@
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { marketObject } from "../../src/core/object-ids";
+import { ingest } from "../../src/market/ingest";
+import type { MarketObject } from "../../src/market/market-object";
+import { callJson } from "../support/http";
+
+type Counted = {
+  meter: { holder: { counts: { take(): { counters: Record<string, number> } } } };
+  metrics: { flush(env: Env, now: number, force: boolean): Promise<void> | undefined };
+};
+
+const INTERVALS = ["1s", "1m", "1h", "1d"] as const;
+
+async function candles(symbol: string): Promise<Record<string, unknown>> {
+  const all: Record<string, unknown> = {};
+  for (const interval of INTERVALS) {
+    const { status, body } = await callJson(`/api/klines/${symbol}?interval=${interval}&limit=1000`);
+    expect(status, `${interval} klines`).toBe(200);
+    all[interval] = body;
+  }
+  return all;
+}
+
+describe("candle buckets are staged and written about once a minute (src/market/bucket-store.ts)", () => {
+  it("batches of trades write no bucket row until the flush, and a restart before it loses no trade from any candle, nor counts one twice", async () => {
+    const symbol = "SOLUSDT";
+    const market = marketObject(env, symbol);
+    const base = Date.now() - 200_000;
+    let n = 0;
+    const batch = (at: number) =>
+      ingest(env, "*", {
+        symbol,
+        trades: Array.from({ length: 1 }, (_, i) => ({
+          id: `stage-${++n}`,
+          price: `${150 + (n % 7)}.00`,
+          quantity: `${1 + i}.000`,
+          side: i % 2 ? "sell" : "buy",
+          time: at + i,
+        })),
+      });
+    await batch(base); // the first batch after a start writes what is staged
+    await runInDurableObject(market, async (instance: MarketObject) => (instance as unknown as Counted).metrics.flush(env, Date.now(), true));
+    await runInDurableObject(market, async (instance: MarketObject) => (instance as unknown as Counted).meter.holder.counts.take());
+    // Twenty batches over two and a half minutes of trade time (late trades: the time is the publisher's).
+    for (let i = 1; i <= 20; i++) await batch(base + i * 7_000);
+    const written = await runInDurableObject(market, async (instance: MarketObject) => {
+      await Promise.resolve();
+      return (instance as unknown as Counted).meter.holder.counts.take().counters['mds_storage_rows_written_total{object="market"}'] ?? 0;
+    });
+    // Each batch: its trade (four rows: the row and three index entries) and the market's record,
+    // 100; before staging also four buckets (second, minute, hour, day) a batch, 180 at least. A
+    // flush meanwhile (the alarm) writes each bucket once: 20 seconds, 3 minutes, an hour, a day.
+    expect(written, "rows written by 20 batches of a trade").toBeGreaterThanOrEqual(100);
+    expect(written, "rows written by 20 batches of a trade").toBeLessThanOrEqual(100 + 25 + 2);
+    const before = await candles(symbol);
+
+    // A restart before the flush: the buckets come back from the stored trades.
+    await evictDurableObject(market);
+    expect(await candles(symbol), "candles after a restart before the flush").toEqual(before);
+    // The flush (the minute's alarm) writes them; after another restart nothing is counted twice.
+    await runDurableObjectAlarm(market);
+    await evictDurableObject(market);
+    expect(await candles(symbol), "candles after the flush and another restart").toEqual(before);
+    await batch(base + 160_000);
+    await evictDurableObject(market);
+    const days = (await callJson<{ tradeCount: number }[]>(`/api/klines/${symbol}?interval=1d&limit=2`)).body;
+    expect(
+      days.reduce((sum, day) => sum + day.tradeCount, 0),
+      "the trades the days' candles count",
+    ).toBe(22);
+  });
+});
