@@ -1,0 +1,419 @@
+// `npm run bench:cost [-- --markets 100] [-- --seconds 30] [-- --json]`
+//
+// What the write path costs on Cloudflare, counted rather than estimated (docs/capacity.md#cost).
+// Runs the deployable bundle on workerd (demo feed off, operator metrics on and handed on every
+// second), lists `--markets` markets, attaches stream subscribers, publishes over /v1/publish in
+// five phases of `--seconds` each, and reads the runtime's own counts from /admin/metrics
+// (`mds_storage_rows_written_total`, `mds_storage_rows_read_total`, `mds_object_requests_total`,
+// every object class) at the start and end of each phase's window:
+//   venue   — every market 4 batches/s of 1 trade and 5 level changes (the venue model's batch);
+//   levels  — 4 batches/s of 50 level changes; trades — 4 batches/s of 20 trades;
+//   slow    — 1 batch/s of 1 trade and 5 level changes (more market-seconds per batch);
+//   busy    — one market, 50 batches/s of 100 level changes and 20 trades (the busy-market model).
+// The rows written are fitted (least squares) to rows = a·batches + b·trades + c·level changes +
+// d·active market-seconds: the per-unit figures, extrapolated linearly to the two models of
+// docs/capacity.md and priced at Cloudflare's published rates (PRICES, with the date read).
+// Loopback only; it stops everything it started.
+import { mkdirSync } from "node:fs";
+import WebSocket from "ws";
+import { issuePublishKey } from "../scripts/publish-key.mjs";
+import { listVenue } from "../scripts/venue.mjs";
+import { option } from "./load.mjs";
+import { bundleService, startService, work } from "./service.mjs";
+import { sign } from "./signed-load.mjs";
+
+const MARKETS = Number(option("markets", 100));
+const SECONDS = Number(option("seconds", 30));
+const asJson = process.argv.includes("--json");
+const log = (...line) => {
+  if (!asJson) console.error(...line);
+};
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const TOKEN = "bench-admin-token";
+
+/** Cloudflare's published prices (Workers Paid), read 2026-11-25 from developers.cloudflare.com/…/pricing. */
+export const PRICES = {
+  readAt: "2026-11-25",
+  base: { dollarsPerMonth: 5 },
+  rowsWritten: { perMillion: 1.0, includedPerMonth: 50e6 },
+  rowsRead: { perMillion: 0.001, includedPerMonth: 25e9 },
+  requests: { perMillion: 0.15, includedPerMonth: 1e6 },
+  /** Incoming WebSocket messages are billed 20 to a request. */
+  messagesPerRequest: 20,
+  durationGbSeconds: { perMillion: 12.5, includedPerMonth: 400_000 },
+  /** An object is billed for its 128 MB while it is active. */
+  objectGb: 0.125,
+  sqliteStorage: { perGbMonth: 0.2, includedGb: 5 },
+  kvWrites: { perMillion: 5.0, includedPerMonth: 1e6 },
+  r2ClassA: { perMillion: 4.5, includedPerMonth: 1e6 },
+  r2Storage: { perGbMonth: 0.015, includedGb: 10 },
+};
+const SECONDS_PER_MONTH = 30 * 86_400;
+
+/** The two models of docs/capacity.md. */
+export const MODELS = {
+  venue: { markets: 2000, batchesPerMarketSecond: 10, tradesPerBatch: 1, levelsPerBatch: 5, subscribers: 100_000, subscribersPerShard: 1000, groupSize: 64 },
+  busyMarket: { markets: 1, batchesPerMarketSecond: 50, tradesPerBatch: 20, levelsPerBatch: 100, subscribers: 1000, subscribersPerShard: 1000, groupSize: 64 },
+};
+/** Trades per archived R2 chunk (TRADE_ARCHIVE_CHUNK) and the bytes a trade takes there (gzip'd CSV, docs/history.md#trades). */
+const TRADES_PER_CHUNK = 10_000;
+const R2_BYTES_PER_TRADE = 30;
+/** Daily files per market and day (trades, 1m, 1h, 1d and their checksums: docs/history.md#daily-files). */
+const DAILY_FILES_PER_MARKET = 8;
+
+/** A synthetic market: a book of 200 levels a side around its mid, level changes cycling through it, trades at the touch. */
+function feed(symbol, priceScale, quantityScale, mid) {
+  const price = (units) => (units / 10 ** priceScale).toFixed(priceScale);
+  const quantity = (n) => (n / 10 ** quantityScale).toFixed(quantityScale);
+  const midUnits = Math.round(mid * 10 ** priceScale);
+  let sequence = 0;
+  let n = 0;
+  let tradeN = 0;
+  return {
+    symbol,
+    snapshot() {
+      sequence += 1;
+      const side = (sign) => Array.from({ length: 200 }, (_, i) => [price(midUnits + sign * (1 + i)), quantity(1000 + i)]);
+      return { type: "snapshot", sequence, bids: side(-1), asks: side(1) };
+    },
+    batch(levels, trades) {
+      const body = { symbol };
+      if (levels > 0) {
+        sequence += 1;
+        const bids = [];
+        const asks = [];
+        for (let i = 0; i < levels; i++) {
+          n += 1;
+          const offset = 1 + (n % 200);
+          (n % 2 === 0 ? bids : asks).push([price(n % 2 === 0 ? midUnits - offset : midUnits + offset), quantity(1000 + (n % 997))]);
+        }
+        body.book = { type: "delta", sequence, bids, asks };
+      }
+      if (trades > 0) {
+        const time = Date.now();
+        body.trades = Array.from({ length: trades }, () => ({
+          id: `${symbol}-${++tradeN}`,
+          price: price(midUnits + 1),
+          quantity: quantity(1000),
+          side: "buy",
+          time,
+        }));
+      }
+      return body;
+    },
+  };
+}
+
+function openChannel(url, key, ip) {
+  const timestamp = String(Date.now());
+  const signature = sign(key.secret, timestamp, "GET", "/v1/publish");
+  const ws = new WebSocket(`${url.replace(/^http/, "ws")}/v1/publish?apiKey=${key.id}&timestamp=${timestamp}&signature=${signature}`, {
+    headers: { "CF-Connecting-IP": ip },
+  });
+  const pending = new Map();
+  ws.on("message", (data) => {
+    const answer = JSON.parse(String(data));
+    const waiter = pending.get(answer.id);
+    if (!waiter) return;
+    pending.delete(answer.id);
+    if (answer.error) waiter.reject(new Error(`batch ${answer.id}: ${JSON.stringify(answer.error).slice(0, 300)}`));
+    else waiter.resolve(answer.result);
+  });
+  let nextId = 0;
+  return {
+    opened: new Promise((resolve, reject) => {
+      ws.once("open", resolve);
+      ws.once("error", reject);
+    }),
+    send(body) {
+      const id = ++nextId;
+      return new Promise((resolve, reject) => {
+        pending.set(id, { resolve, reject });
+        ws.send(JSON.stringify({ id, ...body }));
+      });
+    },
+    get unanswered() {
+      return pending.size;
+    },
+    close: () => ws.close(),
+  };
+}
+
+/** The counters of /admin/metrics as series → value. */
+async function scrape(url) {
+  const response = await fetch(`${url}/admin/metrics`, { headers: { Authorization: `Bearer ${TOKEN}`, "CF-Connecting-IP": "10.70.0.1" } });
+  if (response.status !== 200) throw new Error(`/admin/metrics ${response.status}`);
+  const series = new Map();
+  for (const line of (await response.text()).split("\n")) {
+    const match = /^(mds_[a-z_]+(?:\{[^}]*\})?) (-?[0-9.e+-]+)$/.exec(line);
+    if (match) series.set(match[1], Number(match[2]));
+  }
+  return series;
+}
+
+/** Per object class, what grew between two scrapes: rows written and read, requests by kind. */
+function grown(before, after) {
+  const byObject = {};
+  for (const [series, value] of after) {
+    const match = /^(mds_storage_rows_written_total|mds_storage_rows_read_total|mds_object_requests_total)\{(.*)\}$/.exec(series);
+    if (!match) continue;
+    const labels = Object.fromEntries([...match[2].matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+    const entry = (byObject[labels.object] ??= { rowsWritten: 0, rowsRead: 0, calls: 0, alarms: 0, messages: 0 });
+    const delta = value - (before.get(series) ?? 0);
+    if (match[1] === "mds_storage_rows_written_total") entry.rowsWritten += delta;
+    else if (match[1] === "mds_storage_rows_read_total") entry.rowsRead += delta;
+    else entry[{ call: "calls", alarm: "alarms", message: "messages" }[labels.kind]] += delta;
+  }
+  const total = (field) => Object.values(byObject).reduce((sum, o) => sum + o[field], 0);
+  return {
+    byObject,
+    rowsWritten: total("rowsWritten"),
+    rowsRead: total("rowsRead"),
+    requests: total("calls") + total("alarms") + total("messages") / PRICES.messagesPerRequest,
+  };
+}
+
+/**
+ * Publishes `batchesPerSecond` batches of `levels` level changes and `trades` trades to each of
+ * `markets`, spread over `channels`, for `warm + seconds`; counts over the last `seconds` only.
+ */
+async function phase(service, channels, markets, { batchesPerSecond, levels, trades }, seconds, warm = 3) {
+  const counts = { batches: 0, trades: 0, levels: 0 };
+  let counting = false;
+  let stop = false;
+  const inFlight = new Set();
+  const interval = 1000 / batchesPerSecond;
+  const driver = (async () => {
+    let next = performance.now();
+    let turn = 0;
+    while (!stop) {
+      for (const [i, market] of markets.entries()) {
+        const channel = channels[i % channels.length];
+        if (channel.unanswered >= 60) continue; // the channel's window (64): a late batch is skipped, not queued
+        const body = market.batch(levels, trades);
+        const sent = channel.send(body).then((result) => {
+          if (!counting) return;
+          counts.batches += 1;
+          counts.trades += result.acceptedTrades;
+          counts.levels += (body.book?.bids.length ?? 0) + (body.book?.asks.length ?? 0);
+        });
+        inFlight.add(sent);
+        sent.finally(() => inFlight.delete(sent));
+      }
+      turn += 1;
+      next += interval;
+      await sleep(Math.max(0, next - performance.now()));
+    }
+    return turn;
+  })();
+  await sleep(warm * 1000);
+  // A holder hands on at most every second: the window starts and ends with the same lag.
+  const before = await scrape(service.url);
+  const cpuBefore = service.cpuSeconds();
+  counting = true;
+  const started = performance.now();
+  await sleep(seconds * 1000);
+  const after = await scrape(service.url);
+  const cpu = service.cpuSeconds() - cpuBefore;
+  const measured = (performance.now() - started) / 1000;
+  counting = false;
+  stop = true;
+  await driver;
+  await Promise.all(inFlight);
+  return { ...grown(before, after), ...counts, seconds: measured, marketSeconds: markets.length * measured, cpuSeconds: cpu };
+}
+
+/** Least squares: x minimising |A·x − y|, by the normal equations (four unknowns). */
+function leastSquares(rows, ys) {
+  const n = rows[0].length;
+  const m = Array.from({ length: n }, (_, i) => [
+    ...Array.from({ length: n }, (_, j) => rows.reduce((s, r) => s + r[i] * r[j], 0)),
+    rows.reduce((s, r, k) => s + r[i] * ys[k], 0),
+  ]);
+  for (let col = 0; col < n; col++) {
+    const pivot = m.slice(col).reduce((best, row, k) => (Math.abs(row[col]) > Math.abs(m[best][col]) ? col + k : best), col);
+    [m[col], m[pivot]] = [m[pivot], m[col]];
+    for (let r = 0; r < n; r++) {
+      if (r === col) continue;
+      const f = m[r][col] / m[col][col];
+      for (let c = col; c <= n; c++) m[r][c] -= f * m[col][c];
+    }
+  }
+  return m.map((row, i) => row[n] / row[i]);
+}
+
+const dollars = (perSecond, { perMillion, includedPerMonth = 0 }) => (Math.max(0, perSecond * SECONDS_PER_MONTH - includedPerMonth) * perMillion) / 1e6;
+
+/** The model's line items: per second, and dollars a month. */
+function priced(model, counted) {
+  const batches = model.markets * model.batchesPerMarketSecond;
+  const trades = batches * model.tradesPerBatch;
+  const levels = batches * model.levelsPerBatch;
+  const rowsWritten =
+    counted.rowsPerBatch * batches + counted.rowsPerTrade * trades + counted.rowsPerLevelChange * levels + counted.rowsPerMarketSecond * model.markets;
+  const rowsRead = counted.rowsReadPerBatch * batches;
+  const requests = counted.requestsPerBatch * batches;
+  // Objects busy all the time: each market's writer, its group's relay, the shards, the publishers' channels.
+  const busyObjects = model.markets + Math.ceil(model.markets / model.groupSize) + Math.ceil(model.subscribers / model.subscribersPerShard) + 1;
+  const gbSeconds = busyObjects * PRICES.objectGb;
+  const r2Puts = trades / TRADES_PER_CHUNK + (model.markets * DAILY_FILES_PER_MARKET) / 86_400;
+  const r2GbAfterAYear = (trades * R2_BYTES_PER_TRADE * 365 * 86_400) / 1e9;
+  const lineItems = [
+    { name: "rows written", perSecond: rowsWritten, dollars: dollars(rowsWritten, PRICES.rowsWritten) },
+    { name: "rows read", perSecond: rowsRead, dollars: dollars(rowsRead, PRICES.rowsRead) },
+    { name: "object requests", perSecond: requests, dollars: dollars(requests, PRICES.requests) },
+    { name: "object duration (GB-s)", perSecond: gbSeconds, dollars: dollars(gbSeconds, PRICES.durationGbSeconds) },
+    { name: "KV writes (prices, 1/s)", perSecond: 1, dollars: dollars(1, PRICES.kvWrites) },
+    { name: "R2 class A (trade chunks, daily files)", perSecond: r2Puts, dollars: dollars(r2Puts, PRICES.r2ClassA) },
+    {
+      name: "R2 storage (trades, month 12)",
+      perSecond: 0,
+      dollars: Math.max(0, r2GbAfterAYear - PRICES.r2Storage.includedGb) * PRICES.r2Storage.perGbMonth,
+    },
+    { name: "Workers Paid base", perSecond: 0, dollars: PRICES.base.dollarsPerMonth },
+  ].map((item) => ({ ...item, perSecond: Math.round(item.perSecond * 10) / 10, dollars: Math.round(item.dollars) }));
+  return {
+    rowsWrittenPerSecond: Math.round(rowsWritten),
+    requestsPerSecond: Math.round(requests),
+    dollarsPerMonth: lineItems.reduce((s, i) => s + i.dollars, 0),
+    lineItems,
+  };
+}
+
+async function main() {
+  mkdirSync(work, { recursive: true });
+  log("bundling the service with wrangler (deploy --dry-run)…");
+  const service = await startService(bundleService(asJson), { DEMO_FEED: "off", METRICS: "on", METRICS_FLUSH_MS: "1000" });
+  const sockets = [];
+  try {
+    const { url } = service;
+    await listVenue({ url, token: TOKEN, count: MARKETS, headers: { "CF-Connecting-IP": "10.70.0.2" } });
+    const key = await issuePublishKey(url, TOKEN, { label: "bench cost" });
+    const channels = Array.from({ length: 4 }, (_, i) => openChannel(url, key, `10.71.0.${i + 1}`));
+    await Promise.all(channels.map((c) => c.opened));
+    const markets = Array.from({ length: MARKETS }, (_, i) => feed(`V${i}USDT`, [2, 3, 4][i % 3], [3, 2, 1][i % 3], 100 + i));
+    const busy = feed("BTCUSDT", 2, 5, 97_000);
+    log(`${MARKETS} markets listed; their books and the busy market's from a snapshot…`);
+    for (const [i, market] of [...markets, busy].entries()) await channels[i % channels.length].send({ symbol: market.symbol, book: market.snapshot() });
+    // Subscribers: one connection per five markets (their books and trades), five on the busy market.
+    const stream = (names, n) => {
+      const ws = new WebSocket(`${url.replace(/^http/, "ws")}/api/ws?streams=${names.join(",")}`, {
+        headers: { "CF-Connecting-IP": `10.72.${n >> 8}.${n & 255}` },
+      });
+      ws.on("error", () => {});
+      sockets.push(ws);
+      return new Promise((resolve) => ws.once("open", resolve));
+    };
+    const opened = [];
+    for (let i = 0; i < MARKETS; i += 5)
+      opened.push(
+        stream(
+          markets.slice(i, i + 5).flatMap((m) => [`book.${m.symbol}`, `trades.${m.symbol}`]),
+          i,
+        ),
+      );
+    for (let i = 0; i < 5; i++) opened.push(stream(["book.BTCUSDT", "trades.BTCUSDT"], 4000 + i));
+    await Promise.all(opened);
+
+    const phases = {};
+    const plan = [
+      ["venue", markets, { batchesPerSecond: 4, levels: 5, trades: 1 }],
+      ["levels", markets, { batchesPerSecond: 4, levels: 50, trades: 0 }],
+      ["trades", markets, { batchesPerSecond: 4, levels: 0, trades: 20 }],
+      ["slow", markets, { batchesPerSecond: 1, levels: 5, trades: 1 }],
+      ["busy", [busy], { batchesPerSecond: 50, levels: 100, trades: 20 }],
+    ];
+    for (const [name, which, shape] of plan) {
+      log(
+        `${name}: ${which.length} market(s) × ${shape.batchesPerSecond} batches/s of ${shape.levels} level changes and ${shape.trades} trades, ${SECONDS} s…`,
+      );
+      phases[name] = await phase(service, channels, which, shape, SECONDS);
+      await sleep(2000);
+    }
+    const fitted = Object.values(phases);
+    const [perBatch, perTrade, perLevel, perMarketSecond] = leastSquares(
+      fitted.map((p) => [p.batches, p.trades, p.levels, p.marketSeconds]),
+      fitted.map((p) => p.rowsWritten),
+    );
+    const v = phases.venue;
+    const round = (x, digits = 3) => Math.round(x * 10 ** digits) / 10 ** digits;
+    const counted = {
+      rowsPerBatch: round(perBatch),
+      rowsPerTrade: round(perTrade),
+      rowsPerLevelChange: round(perLevel),
+      rowsPerMarketSecond: round(perMarketSecond),
+      rowsReadPerBatch: round(v.rowsRead / v.batches),
+      requestsPerBatch: round(v.requests / v.batches),
+    };
+    const b = phases.busy;
+    const busyMeasured = {
+      rowsWrittenPerSecond: round(b.rowsWritten / b.seconds, 1),
+      batchesPerSecond: round(b.batches / b.seconds, 1),
+      requestsPerSecond: round(b.requests / b.seconds, 1),
+    };
+    const venue = priced(MODELS.venue, counted);
+    const busyMarket = { ...priced(MODELS.busyMarket, counted), measured: busyMeasured };
+    const cpu = Object.fromEntries(
+      Object.entries(phases).map(([name, p]) => [
+        name,
+        {
+          usPerBatch: round((p.cpuSeconds * 1e6) / Math.max(1, p.batches), 0),
+          usPerUpdate: round((p.cpuSeconds * 1e6) / Math.max(1, p.levels + p.trades), 1),
+          usPerMarketSecond: round((p.cpuSeconds * 1e6) / p.marketSeconds, 0),
+        },
+      ]),
+    );
+    const result = {
+      markets: MARKETS,
+      seconds: SECONDS,
+      prices: PRICES.readAt,
+      counted,
+      venue,
+      busyMarket,
+      lineItems: venue.lineItems,
+      cpu,
+      phases: Object.fromEntries(
+        Object.entries(phases).map(([name, p]) => [
+          name,
+          {
+            batches: p.batches,
+            trades: p.trades,
+            levels: p.levels,
+            marketSeconds: round(p.marketSeconds, 1),
+            rowsWritten: p.rowsWritten,
+            rowsRead: p.rowsRead,
+            requests: round(p.requests, 1),
+            byObject: p.byObject,
+          },
+        ]),
+      ),
+    };
+    if (asJson) {
+      console.log(JSON.stringify(result));
+      return;
+    }
+    console.log(`\nCounted on this machine (${MARKETS} markets, ${SECONDS} s a phase; prices read ${PRICES.readAt})`);
+    console.log("phase    batches  trades  levels  rows written  rows/batch  requests/batch  cpu µs/update");
+    for (const [name, p] of Object.entries(phases))
+      console.log(
+        `${name.padEnd(7)} ${String(p.batches).padStart(8)} ${String(p.trades).padStart(7)} ${String(p.levels).padStart(7)} ${String(p.rowsWritten).padStart(13)} ${(p.rowsWritten / p.batches).toFixed(2).padStart(11)} ${(p.requests / p.batches).toFixed(2).padStart(15)} ${String(cpu[name].usPerUpdate).padStart(14)}`,
+      );
+    console.log(`\nper unit (fitted): ${JSON.stringify(counted)}`);
+    for (const [name, model] of [
+      ["venue (2,000 markets, 20,000 trades/s, 100,000 level changes/s)", venue],
+      ["busy market (1,000 trades/s, 5,000 level changes/s)", busyMarket],
+    ]) {
+      console.log(
+        `\n${name}: ${model.rowsWrittenPerSecond} rows written/s, ${model.requestsPerSecond} requests/s, $${model.dollarsPerMonth.toLocaleString("en-US")} a month`,
+      );
+      for (const item of model.lineItems)
+        console.log(`  ${item.name.padEnd(40)} ${String(item.perSecond).padStart(12)}/s  $${item.dollars.toLocaleString("en-US").padStart(10)}`);
+    }
+    console.log(`\nbusy market measured: ${JSON.stringify(busyMeasured)}`);
+  } finally {
+    for (const ws of sockets) ws.terminate();
+    await service.mf.dispose();
+  }
+}
+
+await main();
