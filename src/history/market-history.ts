@@ -74,6 +74,7 @@ export class MarketHistory {
             bytes: text.length,
           },
           KEEP_TRADES,
+          tradeSeq,
         );
       }
       return moved;

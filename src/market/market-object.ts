@@ -195,22 +195,22 @@ export class MarketObject extends MeteredObject {
               bookLogN: position.logN,
             });
           }
-          // Ids archived in the last 25 hours, looked up for the whole batch at once.
-          const archived = this.store.archivedAmong(batch.trades.map((t) => t.id));
+          // Ids taken in the last 25 hours (or still hot), looked up for the whole batch at once.
+          const known = this.store.knownAmong(batch.trades.map((t) => t.id));
           for (const trade of batch.trades) {
-            // Inserted rows are visible inside the transaction: a repeat within the batch is caught too.
-            if (archived.has(trade.id) || this.store.hasHotTrade(trade.id)) {
+            if (known.has(trade.id)) {
               duplicateTrades += 1;
               continue;
             }
+            known.add(trade.id); // a repeat within the batch is one too
             const stored: StoredTrade = { ...trade, seq: state.tradeSeq + acceptedTrades + 1 };
             accepted.push(stored);
-            this.store.insertTrade(stored);
             const { minute, day } = this.store.candles.stageTrade(trade);
             changedBuckets.set(minute.minute, minute);
             changedDays.set(day.minute, day);
             acceptedTrades += 1;
           }
+          this.store.insertTrades(accepted, now);
           // A trade of a day already over: that day's files are written again at the next run.
           const today = Math.floor(now / DAY_MS) * DAY_MS;
           const lateDays = [...changedDays.keys()].filter((day) => day < today);
@@ -231,7 +231,7 @@ export class MarketObject extends MeteredObject {
         });
       } catch (error) {
         // A storage fault after the book changed in memory: start again from storage.
-        if (!(error instanceof ProblemError)) this.ctx.abort("ingest failed to persist");
+        if (!(error instanceof ProblemError)) this.ctx.abort(`ingest failed to persist: ${String(error)}`);
         throw error;
       }
       state.tradeSeq += acceptedTrades;

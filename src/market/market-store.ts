@@ -4,6 +4,7 @@ import type { MarketConfig } from "../registry/model";
 import { BookLog } from "./book-log";
 import { BucketStore } from "./bucket-store";
 import { RecentTradeIds } from "./recent-trade-ids";
+import { TradeBlocks } from "./trade-blocks";
 
 /** A stored trade; prices and quantities are integer units at the market's scales. */
 export interface StoredTrade {
@@ -55,11 +56,6 @@ const RECORD_KEY = "record";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS trades (
-  id TEXT PRIMARY KEY, seq INTEGER NOT NULL, price TEXT NOT NULL, quantity TEXT NOT NULL,
-  side TEXT NOT NULL, time INTEGER NOT NULL);
-CREATE INDEX IF NOT EXISTS trades_by_seq ON trades (seq);
-CREATE INDEX IF NOT EXISTS trades_by_time ON trades (time);
 CREATE TABLE IF NOT EXISTS minute_buckets (
   minute INTEGER PRIMARY KEY, open TEXT NOT NULL, high TEXT NOT NULL, low TEXT NOT NULL,
   close TEXT NOT NULL, first_trade_time INTEGER NOT NULL, last_trade_time INTEGER NOT NULL,
@@ -107,6 +103,8 @@ export class MarketStore {
   readonly candles: BucketStore;
   /** The book, as a snapshot and a log of batches' changes. */
   readonly book: BookLog;
+  /** The hot trades, a block a batch. */
+  private readonly blocks: TradeBlocks;
   /** The market's record as last read or written (loaded on first use). */
   private record: MarketRecord | undefined;
 
@@ -115,6 +113,8 @@ export class MarketStore {
     this.recentIds = new RecentTradeIds(storage.sql);
     this.candles = new BucketStore(storage.sql);
     this.book = new BookLog(storage.sql);
+    this.blocks = new TradeBlocks(storage.sql);
+    this.upgradeTrades();
     // Markets created before the taker-buy volumes were kept: their older minutes count none.
     const columns = storage.sql.exec<{ name: string }>("PRAGMA table_info(minute_buckets)").toArray();
     if (!columns.some((c) => c.name === "taker_buy_volume")) {
@@ -188,31 +188,43 @@ export class MarketStore {
     return { snapshotN: bookSnapshotN, logN: bookLogN };
   }
 
-  /** Whether a trade of this id was taken in the last 25 hours at least: hot, or archived since. */
+  /**
+   * Markets from before the blocks kept a row per trade in a `trades` table: moved into blocks of
+   * 1,000 and their ids remembered, once; `trades` is then a view of the blocks (for an operator's
+   * look inside, never written).
+   */
+  private upgradeTrades(): void {
+    const table = this.sql.exec<{ type: string }>("SELECT type FROM sqlite_master WHERE name = 'trades'").toArray()[0];
+    if (table?.type === "table") {
+      this.transaction(() => {
+        const rows = this.sql.exec("SELECT * FROM trades ORDER BY seq").toArray().map(toTrade);
+        for (let i = 0; i < rows.length; i += 1000) this.blocks.append(rows.slice(i, i + 1000));
+        this.recentIds.remember(rows, Date.now());
+        this.sql.exec("DROP TABLE trades");
+      });
+    }
+    if (table?.type !== "view") {
+      this.sql.exec(`CREATE VIEW IF NOT EXISTS trades AS
+        SELECT t.value ->> 0 AS id, t.value ->> 1 AS seq, t.value ->> 2 AS price, t.value ->> 3 AS quantity,
+          CASE t.value ->> 4 WHEN 1 THEN 'buy' ELSE 'sell' END AS side, t.value ->> 5 AS time
+        FROM trade_blocks, json_each(trade_blocks.trades) AS t`);
+    }
+  }
+
+  /** Whether a trade of this id was taken in the last 25 hours at least, or is still hot. */
   hasTrade(id: string): boolean {
-    return this.hasHotTrade(id) || this.archivedAmong([id]).size > 0;
+    return this.knownAmong([id]).size > 0;
   }
 
-  /** Whether a trade of this id is in the hot table (rows inserted in the running transaction too). */
-  hasHotTrade(id: string): boolean {
-    return this.sql.exec("SELECT 1 FROM trades WHERE id = ?", id).toArray().length > 0;
-  }
-
-  /** The ids of `ids` whose trades were archived in the last 25 hours (one look-up for a whole batch). */
-  archivedAmong(ids: readonly string[]): Set<string> {
+  /** The ids of `ids` taken in the last 25 hours, or still hot (one look-up for a whole batch). */
+  knownAmong(ids: readonly string[]): Set<string> {
     return this.recentIds.among(ids);
   }
 
-  insertTrade(trade: StoredTrade): void {
-    this.sql.exec(
-      "INSERT INTO trades (id, seq, price, quantity, side, time) VALUES (?, ?, ?, ?, ?, ?)",
-      trade.id,
-      trade.seq,
-      trade.price.toString(),
-      trade.quantity.toString(),
-      trade.side,
-      trade.time,
-    );
+  /** A batch's accepted trades, in the order applied: one block, and their ids kept for the duplicates' check. */
+  insertTrades(trades: readonly StoredTrade[], now: number): void {
+    this.blocks.append(trades);
+    this.recentIds.remember(trades, now);
   }
 
   /**
@@ -222,43 +234,29 @@ export class MarketStore {
    * first `limit` from `startTime`, else the last `limit` up to `endTime`.
    */
   tradePage(page: TradePage, after = 0): StoredTrade[] {
-    const bounds: [string, number | undefined][] = [
-      ["seq > ?", after > 0 ? after : undefined],
-      ["seq >= ?", page.fromId],
-      ["seq < ?", page.before],
-      ["time >= ?", page.startTime],
-      ["time <= ?", page.endTime],
-    ];
-    const { filter, args } = whereOf(bounds);
     const forwards = page.fromId !== undefined || (page.before === undefined && page.startTime !== undefined);
-    const rows = this.sql
-      .exec(`SELECT * FROM trades ${filter} ORDER BY seq ${forwards ? "ASC" : "DESC"} LIMIT ?`, ...args, page.limit)
-      .toArray()
-      .map(toTrade);
-    // A backward page is read newest first and answered in tradeId order.
-    return forwards ? rows : rows.reverse();
+    return this.blocks.page(page, after, forwards);
   }
 
   /** The stored trades after `seq`, in the order they were applied. */
   tradesAfter(seq: number): StoredTrade[] {
-    return this.sql.exec("SELECT * FROM trades WHERE seq > ? ORDER BY seq", seq).toArray().map(toTrade);
+    return this.blocks.between(seq + 1, Number.MAX_SAFE_INTEGER);
   }
 
   /** The newest trades by time (ties: later arrival first). */
   latestTrades(limit: number): StoredTrade[] {
-    return this.sql.exec("SELECT * FROM trades ORDER BY time DESC, seq DESC LIMIT ?", limit).toArray().map(toTrade);
+    return this.blocks.latest(limit);
   }
 
   /** The quantity of the latest trade by time (the last applied among equal times): the ticker's `lastQty`. */
   latestTradeQuantity(): bigint | undefined {
-    const row = this.sql.exec("SELECT quantity FROM trades ORDER BY time DESC, seq DESC LIMIT 1").toArray()[0];
-    return row ? BigInt(row.quantity as string) : undefined;
+    return this.blocks.latest(1)[0]?.quantity;
   }
 
   /** Drops second buckets older than `before`, and the hours of archived ids expired at `now`. */
   prune(before: number, now: number): void {
     this.sql.exec("DELETE FROM rollup_buckets WHERE size = ? AND start < ?", SECOND_MS, before);
-    this.recentIds.forget(now);
+    this.recentIds.forget(now, this.archivedThrough());
   }
 
   /** Trade ids up to this one are in the archive (docs/history.md#trades); 0: none. */
@@ -273,18 +271,14 @@ export class MarketStore {
    * (a busy market's hot rows are bounded by count: 25 hours of 1,000 a second would not fit).
    */
   dueChunk(size: number, before: number, tradeSeq: number, hotMost: number): { chunk: number; trades: StoredTrade[] } | undefined {
-    const oldest = this.sql.exec<{ seq: number | null }>("SELECT MIN(seq) AS seq FROM trades WHERE seq > ?", this.archivedThrough()).one().seq;
+    const oldest = this.blocks.firstAfter(this.archivedThrough());
     if (oldest === null) return undefined;
     const chunk = Math.floor((oldest - 1) / size);
     const last = (chunk + 1) * size;
     if (last > tradeSeq) return undefined; // not complete yet
-    const newest = this.sql.exec<{ time: number }>("SELECT MAX(time) AS time FROM trades WHERE seq > ? AND seq <= ?", chunk * size, last).one().time;
+    const newest = this.blocks.latestTimeBetween(chunk * size + 1, last) ?? 0;
     if (newest >= before && tradeSeq - last <= hotMost) return undefined;
-    const trades = this.sql
-      .exec("SELECT * FROM trades WHERE seq > ? AND seq <= ? ORDER BY seq", chunk * size, last)
-      .toArray()
-      .map(toTrade);
-    return { chunk, trades };
+    return { chunk, trades: this.blocks.between(chunk * size + 1, last) };
   }
 
   /**
@@ -294,6 +288,7 @@ export class MarketStore {
   chunkArchived(
     chunk: { chunk: number; firstSeq: number; lastSeq: number; minTime: number; maxTime: number; trades: number; bytes: number },
     keepTrades: number,
+    newestSeq: number,
   ): void {
     this.transaction(() => {
       this.sql.exec(
@@ -306,17 +301,7 @@ export class MarketStore {
         chunk.trades,
         chunk.bytes,
       );
-      const gone = this.sql
-        .exec<{ id: string }>(
-          "DELETE FROM trades WHERE seq <= ? AND seq NOT IN (SELECT seq FROM trades ORDER BY seq DESC LIMIT ?) RETURNING id",
-          chunk.lastSeq,
-          keepTrades,
-        )
-        .toArray();
-      this.recentIds.remember(
-        gone.map((row) => row.id),
-        Date.now(),
-      );
+      this.blocks.dropThrough(chunk.lastSeq, newestSeq, keepTrades);
       this.writeRecord({ archivedThrough: chunk.lastSeq });
     });
   }

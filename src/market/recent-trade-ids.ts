@@ -1,15 +1,15 @@
 /**
- * The ids of trades that left the hot `trades` table (archived to R2), kept so that a publisher's
- * resend within 25 hours is still recognised as a duplicate, whatever the market's rate
- * (docs/publishing.md#resending). A chunk can be archived young — once 1,000,000 trades follow it,
- * 17 minutes at 1,000 trades a second — so the hot table alone does not cover 25 hours.
+ * The ids of a market's recent trades, kept so that a publisher's resend within 25 hours is still
+ * recognised as a duplicate, whatever the market's rate (docs/publishing.md#resending).
  *
- * One table per hour of archiving (`recent_ids_{hour}`, the id as its key, no other index): an id
- * is written once, when its trade is archived, and the whole hour is dropped when its youngest id
- * is 26 hours old, so expiry writes no row per id. A batch's ids are looked up together: one statement per
- * hour table (at most 27) and 100 ids. Cost, counted in rows: one row written per archived trade;
- * up to 27 rows read per new trade on a market that has archived in the last 26 hours; about 40 bytes
- * of storage per id (3.6 GB at 1,000 trades a second for 26 hours, within an object's 10 GB).
+ * One table per hour of receipt (`recent_ids_{hour}`, the id as its key with the trade's `seq`, no
+ * other index): an id is written once, when its trade is taken, and the whole hour is dropped when
+ * its youngest id is 26 hours old and all its trades are archived, so expiry writes no row per id.
+ * An expired hour whose trades are still hot (a quiet market fills a chunk slowly) moves to
+ * `recent_ids_old` and leaves it as they are archived: a hot trade stays known. A batch's ids are
+ * looked up together: one statement per table (at most 28) and 100 ids. Cost, counted in rows: one
+ * row written per trade; up to 28 rows read per new trade; about 40 bytes of storage per id
+ * (3.6 GB at 1,000 trades a second for 26 hours, within an object's 10 GB).
  */
 import { HOUR_MS } from "../history/intervals";
 
@@ -27,7 +27,8 @@ export function hourExpired(hour: number, now: number): boolean {
 }
 
 const TABLE = /^recent_ids_(\d+)$/;
-/** Ids looked up in one statement (SQLite binds at most a few hundred parameters comfortably). */
+const OLD = "recent_ids_old";
+/** Ids looked up in one statement (SQLite in a Durable Object binds at most 100 values a statement). */
 const IDS_PER_STATEMENT = 100;
 
 /** The recent ids of one market object's SQLite: the market store holds one. */
@@ -35,7 +36,9 @@ export class RecentTradeIds {
   /** The hours with a table, ascending (read once from the schema). */
   private hours: number[] | undefined;
 
-  constructor(private readonly sql: SqlStorage) {}
+  constructor(private readonly sql: SqlStorage) {
+    sql.exec(`CREATE TABLE IF NOT EXISTS ${OLD} (id TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID`);
+  }
 
   private tables(): number[] {
     this.hours ??= this.sql
@@ -46,20 +49,32 @@ export class RecentTradeIds {
         return match ? [Number(match[1])] : [];
       })
       .sort((a, b) => a - b);
+    for (const hour of this.hours) {
+      // Tables from before the seq column held archived trades only: seq 0.
+      const columns = this.sql.exec<{ name: string }>(`PRAGMA table_info(recent_ids_${hour})`).toArray();
+      if (!columns.some((c) => c.name === "seq")) this.sql.exec(`ALTER TABLE recent_ids_${hour} ADD COLUMN seq INTEGER NOT NULL DEFAULT 0`);
+    }
     return this.hours;
   }
 
-  /** Keeps `ids` (trades leaving the hot table at `now`) for RECENT_ID_MS at least. */
-  remember(ids: readonly string[], now: number): void {
-    if (ids.length === 0) return;
+  /** Keeps the ids of `trades` (taken at `now`) for RECENT_ID_MS at least, and while they are hot. One statement. */
+  remember(trades: readonly { id: string; seq: number }[], now: number): void {
+    if (trades.length === 0) return;
     const hour = idHour(now);
     const hours = this.tables();
     if (!hours.includes(hour)) {
-      this.sql.exec(`CREATE TABLE IF NOT EXISTS recent_ids_${hour} (id TEXT PRIMARY KEY) WITHOUT ROWID`);
+      this.sql.exec(`CREATE TABLE IF NOT EXISTS recent_ids_${hour} (id TEXT PRIMARY KEY, seq INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID`);
       hours.push(hour);
       hours.sort((a, b) => a - b);
     }
-    for (const id of ids) this.sql.exec(`INSERT OR IGNORE INTO recent_ids_${hour} (id) VALUES (?)`, id);
+    // Two bound values a trade: SQLite here binds at most 100 a statement.
+    for (let i = 0; i < trades.length; i += IDS_PER_STATEMENT / 2) {
+      const slice = trades.slice(i, i + IDS_PER_STATEMENT / 2);
+      this.sql.exec(
+        `INSERT OR IGNORE INTO recent_ids_${hour} (id, seq) VALUES ${slice.map(() => "(?, ?)").join(", ")}`,
+        ...slice.flatMap((t) => [t.id, t.seq]),
+      );
+    }
   }
 
   /**
@@ -69,21 +84,28 @@ export class RecentTradeIds {
    */
   among(ids: readonly string[]): Set<string> {
     const found = new Set<string>();
-    const hours = this.tables();
-    if (hours.length === 0) return found;
+    const tables = [OLD, ...this.tables().map((hour) => `recent_ids_${hour}`)];
     for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT) {
       const slice = ids.slice(i, i + IDS_PER_STATEMENT);
       const marks = slice.map(() => "?").join(", ");
-      for (const hour of hours) {
-        for (const row of this.sql.exec<{ id: string }>(`SELECT id FROM recent_ids_${hour} WHERE id IN (${marks})`, ...slice)) found.add(row.id);
+      for (const table of tables) {
+        for (const row of this.sql.exec<{ id: string }>(`SELECT id FROM ${table} WHERE id IN (${marks})`, ...slice)) found.add(row.id);
       }
     }
     return found;
   }
 
-  /** Drops the hours whose ids are all older than RECENT_ID_MS at `now`. */
-  forget(now: number): void {
+  /**
+   * Drops the hours whose ids are all older than RECENT_ID_MS at `now`; the ids among them of
+   * trades not yet archived (`seq` above `archivedThrough`) move to the old table until they are.
+   */
+  forget(now: number, archivedThrough: number): void {
     const hours = this.tables();
-    while (hours.length > 0 && hourExpired(hours[0]!, now)) this.sql.exec(`DROP TABLE IF EXISTS recent_ids_${hours.shift()}`);
+    while (hours.length > 0 && hourExpired(hours[0]!, now)) {
+      const table = `recent_ids_${hours.shift()}`;
+      this.sql.exec(`INSERT OR IGNORE INTO ${OLD} (id, seq) SELECT id, seq FROM ${table} WHERE seq > ?`, archivedThrough);
+      this.sql.exec(`DROP TABLE IF EXISTS ${table}`);
+    }
+    this.sql.exec(`DELETE FROM ${OLD} WHERE seq <= ?`, archivedThrough);
   }
 }

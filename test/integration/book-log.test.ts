@@ -22,7 +22,8 @@ async function book(symbol: string) {
 describe("the book in storage is a snapshot and a log of batches (src/market/book-log.ts)", () => {
   it("writes two rows a batch however many levels it changes: the change and the market's one record", async () => {
     const symbol = "SOLBTC";
-    const levels = (n: number, from: number, quantity = "1.00") => Array.from({ length: n }, (_, i): [string, string] => [(0.002 + (from + i) * 0.000001).toFixed(6), quantity]);
+    const levels = (n: number, from: number, quantity = "1.00") =>
+      Array.from({ length: n }, (_, i): [string, string] => [(0.002 + (from + i) * 0.000001).toFixed(6), quantity]);
     await ingest(env, "*", { symbol, book: { type: "snapshot", sequence: 1, bids: levels(50, 0), asks: [["0.010000", "1.00"]] } });
     const market = marketObject(env, symbol);
     const take = () =>

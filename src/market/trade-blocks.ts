@@ -1,0 +1,133 @@
+import type { StoredTrade, TradePage } from "./market-store";
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS trade_blocks (
+  first_seq INTEGER PRIMARY KEY, last_seq INTEGER NOT NULL, min_time INTEGER NOT NULL, max_time INTEGER NOT NULL,
+  trades TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS trade_blocks_by_time ON trade_blocks (max_time);
+`;
+
+/** A trade as a block holds it: [id, seq, price, quantity, side (1 buy, 0 sell), time]. */
+type Packed = [string, number, string, string, 0 | 1, number];
+
+const pack = (t: StoredTrade): Packed => [t.id, t.seq, t.price.toString(), t.quantity.toString(), t.side === "buy" ? 1 : 0, t.time];
+const unpack = ([id, seq, price, quantity, buy, time]: Packed): StoredTrade => ({
+  id,
+  seq,
+  price: BigInt(price),
+  quantity: BigInt(quantity),
+  side: buy === 1 ? "buy" : "sell",
+  time,
+});
+
+interface BlockRow {
+  first_seq: number;
+  last_seq: number;
+  min_time: number;
+  max_time: number;
+  trades: string;
+}
+
+const tradesOf = (row: Record<string, SqlStorageValue>) => (JSON.parse((row as unknown as BlockRow).trades) as Packed[]).map(unpack);
+
+/**
+ * A market's hot trades, a block a batch (docs/design.md#the-write-path): the trades one batch
+ * brought are one row and one index entry, where a row per trade and three index entries were
+ * written before (and as many deleted at the archive). Blocks are keyed by their first trade id
+ * (`seq`) and indexed by their latest trade time; every read decodes the blocks its bounds reach
+ * and filters their trades, so answers are the same as a row per trade gave.
+ */
+export class TradeBlocks {
+  constructor(private readonly sql: SqlStorage) {
+    sql.exec(SCHEMA);
+  }
+
+  /** One batch's accepted trades, in the order they were applied (ascending `seq`). */
+  append(trades: readonly StoredTrade[]): void {
+    if (trades.length === 0) return;
+    this.sql.exec(
+      "INSERT INTO trade_blocks (first_seq, last_seq, min_time, max_time, trades) VALUES (?, ?, ?, ?, ?)",
+      trades[0]!.seq,
+      trades[trades.length - 1]!.seq,
+      Math.min(...trades.map((t) => t.time)),
+      Math.max(...trades.map((t) => t.time)),
+      JSON.stringify(trades.map(pack)),
+    );
+  }
+
+  /** The trades with `seq` in `from`…`to`, ascending. */
+  between(from: number, to: number): StoredTrade[] {
+    const out: StoredTrade[] = [];
+    for (const row of this.sql.exec("SELECT trades FROM trade_blocks WHERE last_seq >= ? AND first_seq <= ? ORDER BY first_seq", from, to)) {
+      for (const trade of tradesOf(row)) if (trade.seq >= from && trade.seq <= to) out.push(trade);
+    }
+    return out;
+  }
+
+  /** The lowest stored trade id above `seq`, or null. */
+  firstAfter(seq: number): number | null {
+    const row = this.sql
+      .exec<{ first_seq: number; last_seq: number }>("SELECT first_seq, last_seq FROM trade_blocks WHERE last_seq > ? ORDER BY first_seq LIMIT 1", seq)
+      .toArray()[0];
+    return row ? Math.max(row.first_seq, seq + 1) : null;
+  }
+
+  /** The latest trade time among trades `from`…`to` (null: none): read from whole blocks, so it may be a little later, never earlier. */
+  latestTimeBetween(from: number, to: number): number | null {
+    return this.sql.exec<{ time: number | null }>("SELECT MAX(max_time) AS time FROM trade_blocks WHERE last_seq >= ? AND first_seq <= ?", from, to).one().time;
+  }
+
+  /**
+   * One page of trades (the bounds that are set, and `seq > after`), in `seq` order: forwards the
+   * first `limit`, else the last `limit` (answered ascending). The same rule a row per trade answered.
+   */
+  page(page: TradePage, after: number, forwards: boolean): StoredTrade[] {
+    const lowest = Math.max(after + 1, page.fromId ?? 0);
+    const highest = page.before === undefined ? Number.MAX_SAFE_INTEGER : page.before - 1;
+    const admits = (t: StoredTrade) =>
+      t.seq >= lowest &&
+      t.seq <= highest &&
+      (page.startTime === undefined || t.time >= page.startTime) &&
+      (page.endTime === undefined || t.time <= page.endTime);
+    const cursor = this.sql.exec(
+      `SELECT trades FROM trade_blocks WHERE last_seq >= ? AND first_seq <= ? AND max_time >= ? AND min_time <= ? ORDER BY first_seq ${forwards ? "ASC" : "DESC"}`,
+      lowest,
+      highest,
+      page.startTime ?? 0,
+      page.endTime ?? Number.MAX_SAFE_INTEGER,
+    );
+    const out: StoredTrade[] = [];
+    for (const row of cursor) {
+      const trades = tradesOf(row).filter(admits);
+      if (!forwards) trades.reverse();
+      for (const trade of trades) {
+        out.push(trade);
+        if (out.length >= page.limit) return forwards ? out : out.reverse();
+      }
+    }
+    return forwards ? out : out.reverse();
+  }
+
+  /** The newest `limit` trades by time (ties: later arrival first). */
+  latest(limit: number): StoredTrade[] {
+    const found: StoredTrade[] = [];
+    const newestFirst = (a: StoredTrade, b: StoredTrade) => b.time - a.time || b.seq - a.seq;
+    for (const row of this.sql.exec("SELECT max_time, trades FROM trade_blocks ORDER BY max_time DESC")) {
+      // Blocks come latest-trade first: once `limit` trades are later than everything a block holds, it and the rest add nothing.
+      if (found.length >= limit) {
+        found.sort(newestFirst);
+        if (found[limit - 1]!.time > (row.max_time as number)) break;
+      }
+      found.push(...tradesOf(row));
+    }
+    return found.sort(newestFirst).slice(0, limit);
+  }
+
+  /**
+   * Lets the trades up to `seq` go (they are archived) except the blocks holding the newest
+   * `keep`, which the latest-trades answer reads; a block reaching past `seq` stays whole.
+   */
+  dropThrough(seq: number, newestSeq: number, keep: number): void {
+    this.sql.exec("DELETE FROM trade_blocks WHERE last_seq <= ? AND last_seq <= ?", seq, newestSeq - keep);
+  }
+}

@@ -1,0 +1,46 @@
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { marketObject } from "../../src/core/object-ids";
+import { ingest } from "../../src/market/ingest";
+import type { MarketObject } from "../../src/market/market-object";
+import { callJson } from "../support/http";
+
+type Counted = {
+  meter: { holder: { counts: { take(): { counters: Record<string, number> } } } };
+  metrics: { flush(env: Env, now: number, force: boolean): Promise<void> | undefined };
+};
+
+describe("a batch's trades are one block (src/market/trade-blocks.ts)", () => {
+  it("a batch of 100 trades writes its block, their ids and the record: 103 rows, where a row and three index entries a trade were 400", async () => {
+    const symbol = "XRPUSDT";
+    const market = marketObject(env, symbol);
+    const now = Date.now();
+    const trades = (from: number) =>
+      Array.from({ length: 100 }, (_, i) => ({ id: `blk-${from + i}`, price: "0.5000", quantity: "10.0", side: "sell" as const, time: now - 1_000 + from + i }));
+    await ingest(env, "*", { symbol, trades: trades(0) }); // the first batch after a start writes the staged buckets
+    await runInDurableObject(market, async (instance: MarketObject) => (instance as unknown as Counted).metrics.flush(env, Date.now(), true));
+    await runInDurableObject(market, async (instance: MarketObject) => (instance as unknown as Counted).meter.holder.counts.take());
+    expect((await ingest(env, "*", { symbol, trades: trades(100) })).acceptedTrades).toBe(100);
+    const written = await runInDurableObject(market, async (instance: MarketObject) => {
+      await Promise.resolve();
+      return (instance as unknown as Counted).meter.holder.counts.take().counters['mds_storage_rows_written_total{object="market"}'] ?? 0;
+    });
+    // And an alarm set when the market's summary is held back (a row).
+    expect(written, "rows written by one batch of 100 trades").toBeGreaterThanOrEqual(103);
+    expect(written, "rows written by one batch of 100 trades").toBeLessThanOrEqual(104);
+    // The same answers as before: the latest trades newest first, a page by id, a resend a duplicate.
+    const latest = (await callJson<{ id: string }[]>(`/api/trades/${symbol}?limit=3`)).body;
+    expect(latest.map((t) => t.id).sort()).toEqual(["blk-197", "blk-198", "blk-199"]);
+    const page = (await callJson<{ id: string; tradeId: number }[]>(`/api/trades/${symbol}?fromId=99&limit=3`)).body;
+    expect(page.map((t) => [t.tradeId, t.id])).toEqual([
+      [99, "blk-98"],
+      [100, "blk-99"],
+      [101, "blk-100"],
+    ]);
+    expect(await ingest(env, "*", { symbol, trades: trades(150).slice(0, 60) }), "ids of both blocks resent").toMatchObject({
+      acceptedTrades: 10,
+      duplicateTrades: 50,
+    });
+  });
+});
