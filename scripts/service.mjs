@@ -20,12 +20,14 @@ function freePort() {
 }
 
 /**
- * @param {{ env?: Record<string, string>, timeoutMs?: number }} [options] extra environment (e.g. `--var` is not needed: `npm start` turns the demo feed on)
- * @returns {Promise<{ baseUrl: string, stop: () => Promise<void>, output: () => string }>}
+ * `state` and `port` start it again on a state directory a killed one left (a crash test);
+ * `kill()` is `kill -9` of its whole process group, leaving the state for that restart.
+ * @param {{ env?: Record<string, string>, timeoutMs?: number, state?: string, port?: number }} [options] extra environment (e.g. `--var` is not needed: `npm start` turns the demo feed on)
+ * @returns {Promise<{ baseUrl: string, stop: () => Promise<void>, kill: () => Promise<void>, output: () => string, state: string, port: number }>}
  */
-export async function startService({ env = {}, timeoutMs = 150_000 } = {}) {
-  const port = await freePort();
-  const state = mkdtempSync(path.join(tmpdir(), "mds-service-"));
+export async function startService({ env = {}, timeoutMs = 150_000, state: given, port: givenPort } = {}) {
+  const port = givenPort ?? (await freePort());
+  const state = given ?? mkdtempSync(path.join(tmpdir(), "mds-service-"));
   const child = spawn("npm", ["start", "--", "--persist-to", state], {
     cwd: path.resolve(import.meta.dirname, ".."),
     env: { ...process.env, PORT: String(port), WRANGLER_LOG: process.env.SERVICE_LOG ? "info" : "warn", ...env },
@@ -53,6 +55,12 @@ export async function startService({ env = {}, timeoutMs = 150_000 } = {}) {
     }
     rmSync(state, { recursive: true, force: true });
   };
+  const kill = async () => {
+    if (!child.pid || child.exitCode !== null) return;
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    process.kill(-child.pid, "SIGKILL");
+    await exited;
+  };
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (child.exitCode !== null) {
@@ -71,5 +79,5 @@ export async function startService({ env = {}, timeoutMs = 150_000 } = {}) {
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
   // Everything the service printed so far (the no-secrets test reads it).
-  return { baseUrl, stop, output: () => output };
+  return { baseUrl, stop, kill, output: () => output, state, port };
 }

@@ -502,7 +502,8 @@ export class MarketObject extends MeteredObject {
 
   override async alarm(): Promise<void> {
     this.alarmAt = undefined;
-    if (this.state) this.flushBucketsNow(this.state);
+    // The staged buckets are written once they are a minute old, also when trading has stopped.
+    if (this.state && Date.now() - this.bucketsFlushedAt >= BUCKET_FLUSH_MS) this.flushBucketsNow(this.state);
     // After an eviction the object knows its market only from storage.
     if (this.state || this.store.readMeta().config) this.secondly(this.load(), Date.now());
   }

@@ -17,7 +17,13 @@ describe("a batch's trades are one block (src/market/trade-blocks.ts)", () => {
     const market = marketObject(env, symbol);
     const now = Date.now();
     const trades = (from: number) =>
-      Array.from({ length: 100 }, (_, i) => ({ id: `blk-${from + i}`, price: "0.5000", quantity: "10.0", side: "sell" as const, time: now - 1_000 + from + i }));
+      Array.from({ length: 100 }, (_, i) => ({
+        id: `blk-${from + i}`,
+        price: "0.5000",
+        quantity: "10.0",
+        side: "sell" as const,
+        time: now - 1_000 + from + i,
+      }));
     await ingest(env, "*", { symbol, trades: trades(0) }); // the first batch after a start writes the staged buckets
     await runInDurableObject(market, async (instance: MarketObject) => (instance as unknown as Counted).metrics.flush(env, Date.now(), true));
     await runInDurableObject(market, async (instance: MarketObject) => (instance as unknown as Counted).meter.holder.counts.take());
