@@ -111,7 +111,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   for (const [prefix, router, ...guards] of [
     ["/api", marketRoutes(publicLimit)], //                   market data: publicLimit
     ["/api", publicStreamRoutes(publicLimit)], //             GET /api/ws: publicLimit, 5 connections per address
-    ["/binance", binanceRoutes(publicLimit)], //              Binance dialect, REST and streams: publicLimit, 5 connections per address
+    ["/binance", binanceRoutes(publicLimit, () => app)], //  Binance dialect, REST, streams and WebSocket API: publicLimit, 5 connections per address
     ["/api/gateway", callbackRoutes], //                      settlement callbacks: per gateway; failures
     ["/v1", signedRoutes], //                                 signed market data and ingest: per key; failures
     ["/v1", signedStreamRoutes], //                           GET /v1/ws: per key, 5 connections per key; failures

@@ -4,7 +4,7 @@ import { unseal } from "../core/seal";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { allowListAdmits } from "./client-address";
-import { type ConnectionLease, decideLease, returnLease } from "./connection-leases";
+import { type ConnectionLease, confirmLease, decideLease, EDGE_HOLDER, returnLease } from "./connection-leases";
 import { countUse, emptyUsage, type UsageBucket, type UsageInterval, type UsageRecord, usageSince } from "./key-usage";
 import { type KeyRecord, keyStateAt, type MarketGrant, type Permission } from "./keys";
 import { type LoginAttempts, type LoginReservation, type LoginScope, type LoginSettlement, reserveLogin, settleLogin } from "./login-throttle";
@@ -146,6 +146,7 @@ export class AccessGuard extends MeteredObject {
 
   /** The ids of `ids` that `shard` still holds, or undefined when it does not answer. */
   private askShard = async (shard: string, ids: string[]): Promise<ReadonlySet<string> | undefined> => {
+    if (shard === EDGE_HOLDER) return undefined; // confirms itself (confirmConnection)
     try {
       return new Set(await streamHub(this.env, shard).leasesHeld(ids));
     } catch (error) {
@@ -153,6 +154,12 @@ export class AccessGuard extends MeteredObject {
       return undefined;
     }
   };
+
+  /** A connection an isolate holds itself says it is open (every EDGE_CONFIRM_MS). */
+  confirmConnection(id: string, now = Date.now()): void {
+    const held = this.connectionLeases();
+    if (held.some((l) => l.id === id)) this.ctx.storage.kv.put(CONNECTIONS_KEY, confirmLease(held, id, now));
+  }
 
   /** A shard returns a connection's lease when it closes (one call per close). */
   returnConnection(id: string): void {
@@ -299,6 +306,7 @@ export class AccessGuard extends MeteredObject {
 }
 
 meterRequests(AccessGuard, [
+  "confirmConnection",
   "admit",
   "reserveLogin",
   "settleLogin",

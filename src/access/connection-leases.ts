@@ -19,6 +19,19 @@ export interface ConnectionLease {
 /** A lease whose shard does not answer is kept this long after it was last confirmed. */
 export const UNANSWERED_LEASE_MS = 60_000;
 
+/**
+ * The holder of connections a Worker isolate keeps itself (the Binance WebSocket API): no shard
+ * to ask, so such a lease confirms itself every EDGE_CONFIRM_MS and is kept until
+ * UNANSWERED_LEASE_MS after its last confirmation, like a lease whose shard does not answer.
+ */
+export const EDGE_HOLDER = "edge";
+export const EDGE_CONFIRM_MS = 20_000;
+
+/** A held lease confirmed now (unchanged when not held). */
+export function confirmLease(held: readonly ConnectionLease[], id: string, now: number): ConnectionLease[] {
+  return held.map((lease) => (lease.id === id ? { ...lease, at: now } : lease));
+}
+
 /** Leases a principal may hold at most however it asks: the guard's record stays a few hundred bytes. */
 export const MAX_LEASES = 5;
 

@@ -45,6 +45,7 @@ import {
 } from "./schemas";
 import { binanceStreamRoutes } from "./stream-routes";
 import * as binance from "./translate";
+import { type App, binanceWsApiRoutes } from "./ws-api-routes";
 
 /** What the translations may hold at most (docs/security.md#bounded-memory). */
 export const TRANSLATIONS_MAX_BYTES = 8 * 1024 * 1024;
@@ -172,9 +173,9 @@ const noFutures = (c: Context<AppEnv>) =>
  * parameters, shapes and errors over the same reads, edge copies and limits as `/api`.
  *
  * @example
- * app.route("/binance", binanceRoutes(publicLimit));
+ * app.route("/binance", binanceRoutes(publicLimit, () => app));
  */
-export function binanceRoutes(limit: MiddlewareHandler<AppEnv>) {
+export function binanceRoutes(limit: MiddlewareHandler<AppEnv>, app: () => App) {
   const router = new OpenAPIHono<AppEnv>({ defaultHook: binanceHook });
   router.onError(handleBinanceError);
   const get = <P extends string, R extends Omit<RouteConfig, "method" | "path" | "tags" | "middleware">>(path: P, config: R) =>
@@ -413,6 +414,7 @@ export function binanceRoutes(limit: MiddlewareHandler<AppEnv>) {
     async (c) => sendAs<z.infer<typeof BinanceSystemStatusSchema>>(c, await readVenue(readContext(c), "status"), binance.systemStatus),
   );
   binanceStreamRoutes(router, limit);
+  binanceWsApiRoutes(router, limit, app);
   router.get("/fapi/v1/exchangeInfo", limit, noFutures);
   router.get("/dapi/v1/exchangeInfo", limit, noFutures);
   // Anything else under /binance (accounts, orders, other products) is not here: Binance's shape, not a problem+json.

@@ -1,0 +1,122 @@
+import { BINANCE_ERRORS, type BinanceErrorName } from "./errors";
+
+/**
+ * Binance's WebSocket API (`/binance/ws-api/v3`, docs/binance.md#websocket-api), its requests
+ * read as Binance reads them: each public market-data method is the REST dialect's endpoint
+ * of the same name, asked with the same parameters, so its answer is the REST answer in
+ * Binance's envelope. Pure: no I/O here (the connection is `ws-api-connection.ts`).
+ */
+
+/** Each public market-data method and the REST path under `/binance/api/v3/` answering it. */
+export const WS_API_METHODS: Readonly<Record<string, string>> = {
+  ping: "ping",
+  time: "time",
+  exchangeInfo: "exchangeInfo",
+  depth: "depth",
+  "trades.recent": "trades",
+  "trades.historical": "historicalTrades",
+  "trades.aggregate": "aggTrades",
+  klines: "klines",
+  uiKlines: "uiKlines",
+  avgPrice: "avgPrice",
+  "ticker.24hr": "ticker/24hr",
+  "ticker.tradingDay": "ticker/tradingDay",
+  ticker: "ticker",
+  "ticker.price": "ticker/price",
+  "ticker.book": "ticker/bookTicker",
+};
+
+/** A request's frame is at most this long: a market-data request is a few hundred bytes. */
+export const MAX_REQUEST_BYTES = 16 * 1024;
+
+export type RequestId = string | number | null;
+
+/** A request read: the REST path and query that answer it, or Binance's error for it. */
+export type WsApiRequest =
+  | { id: RequestId; path: string; query: URLSearchParams; returnRateLimits: boolean | undefined }
+  | { id: RequestId; error: { status: number; code: number; msg: string } };
+
+const errorOf = (id: RequestId, name: BinanceErrorName, msg?: string): WsApiRequest => {
+  const known = BINANCE_ERRORS[name];
+  return { id, error: { status: known.status === 404 ? 400 : known.status, code: known.code, msg: msg || known.msg } };
+};
+
+/** A request id as Binance takes it: a string (≤ 36 characters here), an integer or null. */
+function idOf(value: unknown): RequestId | undefined {
+  if (value === null) return null;
+  if (typeof value === "string" && value.length <= 36) return value;
+  if (typeof value === "number" && Number.isSafeInteger(value)) return value;
+  return undefined;
+}
+
+/** A parameter's value as the REST query takes it: arrays (`symbols`, `permissions`) as JSON, scalars as text. */
+function queryValue(value: unknown): string | undefined {
+  if (typeof value === "string") return value;
+  if (typeof value === "number" && Number.isFinite(value)) return String(value);
+  if (typeof value === "boolean") return String(value);
+  if (Array.isArray(value) && value.every((v) => typeof v === "string")) return JSON.stringify(value);
+  return undefined;
+}
+
+/**
+ * Reads one text frame: `{id, method, params?}`. A method may carry Binance's `v3/` prefix. An
+ * unknown or private method (orders, accounts, sessions: not part of this venue) is -1020.
+ */
+export function readRequest(text: string): WsApiRequest {
+  if (text.length > MAX_REQUEST_BYTES) return errorOf(null, "ILLEGAL_CHARS", `A request is at most ${MAX_REQUEST_BYTES} bytes.`);
+  let frame: unknown;
+  try {
+    frame = JSON.parse(text);
+  } catch {
+    return errorOf(null, "ILLEGAL_CHARS", "Malformed request: not JSON.");
+  }
+  if (frame === null || typeof frame !== "object" || Array.isArray(frame)) return errorOf(null, "ILLEGAL_CHARS", "Malformed request: not a JSON object.");
+  const { id: rawId, method, params = {} } = frame as { id?: unknown; method?: unknown; params?: unknown };
+  const id = idOf(rawId);
+  if (id === undefined) return errorOf(null, "MANDATORY_PARAM_EMPTY_OR_MALFORMED", "Mandatory parameter 'id' was not sent, was empty/null, or malformed.");
+  if (typeof method !== "string" || method === "")
+    return errorOf(id, "MANDATORY_PARAM_EMPTY_OR_MALFORMED", "Mandatory parameter 'method' was not sent, was empty/null, or malformed.");
+  const path = WS_API_METHODS[method.replace(/^v3\//, "")];
+  if (path === undefined) {
+    return errorOf(
+      id,
+      "UNSUPPORTED_OPERATION",
+      `Unknown method '${method}': this venue's WebSocket API has its public market data only (docs/binance.md#websocket-api).`,
+    );
+  }
+  if (params === null || typeof params !== "object" || Array.isArray(params))
+    return errorOf(id, "ILLEGAL_CHARS", "Malformed request: 'params' is not an object.");
+  const query = new URLSearchParams();
+  let returnRateLimits: boolean | undefined;
+  for (const [name, value] of Object.entries(params)) {
+    if (name === "returnRateLimits") {
+      if (typeof value !== "boolean")
+        return errorOf(id, "ILLEGAL_CHARS", "Illegal characters found in parameter 'returnRateLimits'; legal range is 'true, false'.");
+      returnRateLimits = value;
+      continue;
+    }
+    const text = queryValue(value);
+    if (text === undefined) return errorOf(id, "ILLEGAL_CHARS", `Illegal characters found in parameter '${name}'.`);
+    query.set(name, text);
+  }
+  return { id, path, query, returnRateLimits };
+}
+
+/** Binance's `rateLimits` entry for this venue's public limit, from the REST answer's `RateLimit-*` headers. */
+export function rateLimitsOf(headers: Headers): { rateLimitType: "REQUEST_WEIGHT"; interval: "SECOND"; intervalNum: 1; limit: number; count: number }[] {
+  const limit = Number(headers.get("RateLimit-Limit"));
+  const remaining = Number(headers.get("RateLimit-Remaining"));
+  if (!Number.isFinite(limit) || limit <= 0 || !Number.isFinite(remaining)) return [];
+  return [{ rateLimitType: "REQUEST_WEIGHT", interval: "SECOND", intervalNum: 1, limit, count: Math.max(0, limit - remaining) }];
+}
+
+/**
+ * The answer's frame: `{id, status, result}` for a 200, `{id, status, error: {code, msg}}`
+ * otherwise (the REST dialect's error body), each with `rateLimits` unless asked not to.
+ */
+export function answerFrame(id: RequestId, status: number, body: unknown, rateLimits: unknown[] | undefined): string {
+  const limits = rateLimits ? { rateLimits } : {};
+  if (status === 200) return JSON.stringify({ id, status, result: body, ...limits });
+  const error = body !== null && typeof body === "object" && "code" in body ? body : { code: BINANCE_ERRORS.UNKNOWN.code, msg: String(body) };
+  return JSON.stringify({ id, status, error, ...limits });
+}

@@ -1,0 +1,120 @@
+import { env } from "cloudflare:workers";
+import { beforeAll, describe, expect, it } from "vitest";
+import { accessGuard } from "../../src/core/object-ids";
+import { ingest } from "../../src/market/ingest";
+import { callJson } from "../support/http";
+import { until } from "../support/poll";
+import { openSocket, type TestSocket, upgrade } from "./streams-support";
+
+/** Sends a request and waits for the answer with its id. */
+async function ask(socket: TestSocket, id: number | string, method: string, params?: Record<string, unknown>) {
+  socket.ws.send(JSON.stringify({ id, method, ...(params ? { params } : {}) }));
+  return until(() => socket.messages.find((m) => m.id === id), { what: `the answer to ${method} (${id})` });
+}
+
+beforeAll(async () => {
+  const time = Date.now() - 1000;
+  await ingest(env, "*", {
+    symbol: "ETHUSDT",
+    trades: [
+      { id: "wsapi-1", price: "3000.00", quantity: "0.5000", side: "buy", time: time - 10 },
+      { id: "wsapi-2", price: "3001.00", quantity: "0.2500", side: "sell", time },
+    ],
+    book: {
+      type: "snapshot",
+      sequence: 7,
+      bids: [
+        ["2999.00", "1.0000"],
+        ["2998.00", "2.0000"],
+      ],
+      asks: [["3002.00", "1.5000"]],
+    },
+  });
+});
+
+describe("Binance's WebSocket API (docs/binance.md#websocket-api)", () => {
+  it("answers every public market-data method with the REST dialect's answer, in Binance's envelope", async () => {
+    const socket = await openSocket("/binance/ws-api/v3", "198.18.70.1");
+    const cases: [string, Record<string, unknown> | undefined, string][] = [
+      ["ping", undefined, "ping"],
+      ["depth", { symbol: "ETHUSDT", limit: 5 }, "depth?symbol=ETHUSDT&limit=5"],
+      ["trades.recent", { symbol: "ETHUSDT", limit: 10 }, "trades?symbol=ETHUSDT&limit=10"],
+      ["trades.historical", { symbol: "ETHUSDT", fromId: 1 }, "historicalTrades?symbol=ETHUSDT&fromId=1"],
+      ["trades.aggregate", { symbol: "ETHUSDT" }, "aggTrades?symbol=ETHUSDT"],
+      ["klines", { symbol: "ETHUSDT", interval: "1m", limit: 3 }, "klines?symbol=ETHUSDT&interval=1m&limit=3"],
+      ["uiKlines", { symbol: "ETHUSDT", interval: "1h" }, "uiKlines?symbol=ETHUSDT&interval=1h"],
+      ["ticker.price", { symbols: ["ETHUSDT", "BTCUSDT"] }, `ticker/price?symbols=${encodeURIComponent('["ETHUSDT","BTCUSDT"]')}`],
+      ["ticker.book", { symbol: "ETHUSDT" }, "ticker/bookTicker?symbol=ETHUSDT"],
+    ];
+    let id = 0;
+    for (const [method, params, rest] of cases) {
+      const answer = await ask(socket, ++id, method, params);
+      const expected = await callJson(`/binance/api/v3/${rest}`, { ip: `198.18.71.${id}` });
+      expect(expected.status, `REST ${rest}`).toBe(200);
+      expect(answer, method).toMatchObject({ id, status: 200, result: expected.body });
+      expect(answer.rateLimits, `${method}: the address's limit`).toEqual([
+        { rateLimitType: "REQUEST_WEIGHT", interval: "SECOND", intervalNum: 1, limit: 10, count: expect.any(Number) },
+      ]);
+    }
+    socket.ws.close();
+  });
+
+  it("answers the time-dependent methods in the same shapes: time, exchangeInfo, avgPrice, ticker.24hr, ticker.tradingDay, ticker", async () => {
+    const socket = await openSocket("/binance/ws-api/v3?returnRateLimits=false", "198.18.70.2");
+    const time = await ask(socket, "t", "v3/time");
+    expect(time).toEqual({ id: "t", status: 200, result: { serverTime: expect.any(Number) } });
+    const info = await ask(socket, "i", "exchangeInfo", { symbols: ["BTCUSDT", "ETHUSDT"] });
+    expect(info.result.symbols.map((s: { symbol: string }) => s.symbol)).toEqual(["BTCUSDT", "ETHUSDT"]);
+    expect((await ask(socket, "a", "avgPrice", { symbol: "ETHUSDT" })).result).toMatchObject({ mins: 5, price: expect.any(String) });
+    const ticker = await ask(socket, "h", "ticker.24hr", { symbol: "ETHUSDT" });
+    expect(ticker.result).toMatchObject({ symbol: "ETHUSDT", lastPrice: "3001.00", count: 2 });
+    expect((await ask(socket, "d", "ticker.tradingDay", { symbol: "ETHUSDT" })).result).toMatchObject({ symbol: "ETHUSDT", count: 2 });
+    expect((await ask(socket, "w", "ticker", { symbol: "ETHUSDT", windowSize: "1h" })).result).toMatchObject({ symbol: "ETHUSDT", count: 2 });
+    expect(ticker.rateLimits, "?returnRateLimits=false leaves them out").toBeUndefined();
+    expect((await ask(socket, "r", "time", { returnRateLimits: true })).rateLimits, "unless a request asks").toHaveLength(1);
+    socket.ws.close();
+  });
+
+  it("answers Binance's errors, never a 5xx: an unknown or private method -1020, an unknown symbol -1121, a malformed frame -1100", async () => {
+    const socket = await openSocket("/binance/ws-api/v3", "198.18.70.3");
+    expect(await ask(socket, 1, "order.place", { symbol: "ETHUSDT" })).toMatchObject({ id: 1, status: 400, error: { code: -1020 } });
+    expect(await ask(socket, 2, "depth", { symbol: "NOPEUSDT" })).toMatchObject({ id: 2, status: 400, error: { code: -1121, msg: "Invalid symbol." } });
+    expect(await ask(socket, 3, "depth", {})).toMatchObject({ id: 3, status: 400, error: { code: -1102 } });
+    expect(await ask(socket, 4, "klines", { symbol: "ETHUSDT", interval: "7m" })).toMatchObject({ id: 4, status: 400, error: { code: -1120 } });
+    expect(await ask(socket, 5, "depth", { symbol: { nested: true } })).toMatchObject({ id: 5, status: 400, error: { code: -1100 } });
+    socket.ws.send("not json");
+    const malformed = await until(() => socket.messages.find((m) => m.id === null), { what: "the answer to a frame that is not JSON" });
+    expect(malformed).toMatchObject({ status: 400, error: { code: -1100 } });
+    socket.ws.close();
+  });
+
+  it("counts each request once against the address's 10 a second: the rest are 429 -1003", async () => {
+    const socket = await openSocket("/binance/ws-api/v3", "198.18.70.4");
+    for (let i = 0; i < 14; i++) socket.ws.send(JSON.stringify({ id: i, method: "ping" }));
+    await until(() => (socket.messages.length >= 14 ? socket.messages : undefined), { what: "14 answers" });
+    const statuses = socket.messages.map((m) => m.status);
+    // The upgrade was one of the ten.
+    expect(statuses.filter((s) => s === 200).length, "requests answered within the limit").toBe(9);
+    expect(statuses.filter((s) => s === 429).length, "refused").toBe(5);
+    expect(socket.messages.find((m) => m.status === 429).error.code).toBe(-1003);
+    expect(
+      socket.messages.map((m) => m.id),
+      "answers in the order asked",
+    ).toEqual([...Array(14).keys()]);
+    socket.ws.close();
+  });
+
+  it("is one of the address's five connections with its streams; a closed one gives its place back", async () => {
+    const ip = "198.18.70.5";
+    const open = [await openSocket("/binance/ws-api/v3", ip)];
+    for (let i = 0; i < 4; i++) open.push(await openSocket(i % 2 ? "/binance/ws/ethusdt@trade" : "/binance/ws-api/v3", ip));
+    const sixth = await upgrade("/binance/ws-api/v3", ip);
+    expect(sixth.status, "a sixth connection").toBe(429);
+    expect(((await sixth.json()) as { code: number }).code).toBe(-1003);
+    open[0]!.ws.close();
+    await until(async () => ((await accessGuard(env, `ip:${ip}`).connectionsHeld()).length === 4 ? true : undefined), { what: "the lease returned" });
+    const again = await openSocket("/binance/ws-api/v3", ip);
+    expect((await ask(again, 1, "ping")).status).toBe(200);
+    for (const socket of [...open.slice(1), again]) socket.ws.close();
+  });
+});
