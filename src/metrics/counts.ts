@@ -43,9 +43,14 @@ export class MetricCounts {
   }
 
   add(family: Family, labels: Labels = {}, n = 1): void {
-    const key = seriesKey(family, labels);
-    if (!this.counters.has(key) && this.counters.size >= MAX_SERIES) return;
-    this.counters.set(key, (this.counters.get(key) ?? 0) + n);
+    this.addSeries(seriesKey(family, labels), n);
+  }
+
+  /** `add` by a series key made once (`seriesKey`): what a per-request counter on a hot path uses. */
+  addSeries(key: string, n = 1): void {
+    const held = this.counters.get(key);
+    if (held === undefined && this.counters.size >= MAX_SERIES) return;
+    this.counters.set(key, (held ?? 0) + n);
   }
 
   observe(family: Family, seconds: number, labels: Labels = {}): void {

@@ -1,13 +1,13 @@
 import { DurableObject } from "cloudflare:workers";
-import { MetricsHolder } from "./holder";
+import { isolateMetrics, MetricsHolder } from "./holder";
 import { type Metered, ObjectMeter } from "./object-meter";
 
 /**
  * A Durable Object whose storage rows and requests are counted (docs/operations.md#metrics): its
  * `ctx.storage` is the metered one, so every statement of the class and of the stores it hands the
  * storage to is counted without a call site remembering to; the requests are counted by
- * `meterRequests` on the class. The counts go with the object's other counts in `metrics`, and are
- * handed on after a request once due (an object that falls quiet hands on at its next request).
+ * `meterRequests` on the class. The counts go into the isolate's holder, shared by every object
+ * the isolate runs (a thousand guards hand on as one), and are handed on after a request once due.
  *
  * @example
  * export class GroupRelay extends MeteredObject {
@@ -21,9 +21,9 @@ export abstract class MeteredObject extends DurableObject<Env> implements Metere
   readonly meter: ObjectMeter;
   protected readonly metrics = new MetricsHolder();
 
-  constructor(ctx: DurableObjectState, env: Env, object: string) {
+  constructor(ctx: DurableObjectState, env: Env, object: string, holder: MetricsHolder = isolateMetrics) {
     super(ctx, env);
-    this.meter = new ObjectMeter(object, env, this.metrics);
+    this.meter = new ObjectMeter(object, env, holder);
     const storage = this.meter.storage(ctx.storage);
     if (storage !== ctx.storage) {
       this.ctx = new Proxy(ctx as typeof this.ctx, {
@@ -36,8 +36,11 @@ export abstract class MeteredObject extends DurableObject<Env> implements Metere
     }
   }
 
+  /** Hands a promise to the runtime past the request (made once: it runs after every request). */
+  private readonly keepAlive = (promise: Promise<unknown>) => this.ctx.waitUntil(promise);
+
   /** After each counted request: the counts are handed on when due. */
   afterRequest(): void {
-    this.metrics.settle(this.env, (promise) => this.ctx.waitUntil(promise));
+    this.meter.holder.settle(this.env, this.keepAlive);
   }
 }

@@ -1,5 +1,6 @@
 import { type HistogramState, MetricCounts, type MetricDelta, seriesKey } from "./counts";
 import type { Family } from "./families";
+import { MetricsHolder } from "./holder";
 import { MeteredObject } from "./metered-object";
 import { meterRequests } from "./object-meter";
 import { quantile } from "./quantiles";
@@ -31,13 +32,13 @@ export class Metrics extends MeteredObject {
   private readonly minutes = new Map<number, MetricCounts>();
 
   constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env, "metrics");
+    super(ctx, env, "metrics", new MetricsHolder());
     this.totals = new MetricCounts(this.ctx.storage.kv.get<MetricDelta>(TOTALS_KEY));
   }
 
   /** Its own rows and requests go straight into the totals (a report to itself would be a request more). */
   override afterRequest(): void {
-    this.totals.merge(this.metrics.counts.take());
+    this.totals.merge(this.meter.holder.counts.take());
   }
 
   async report(delta: MetricDelta): Promise<void> {

@@ -1,3 +1,4 @@
+import { seriesKey } from "./counts";
 import { type MetricsHolder, metricsOn } from "./holder";
 
 /** Rows a storage call wrote and read, as the runtime bills them. */
@@ -118,6 +119,8 @@ export type RequestKind = "call" | "alarm" | "message";
  */
 export class ObjectMeter {
   private readonly on: boolean;
+  /** The series keys, made once: counting a request is a map update. */
+  private readonly keys: { written: string; read: string } & Record<RequestKind, string>;
   /** Counts the rows of the statements run so far (else counted at the end of their turn). */
   private readonly settlers: (() => void)[] = [];
 
@@ -127,6 +130,13 @@ export class ObjectMeter {
     readonly holder: MetricsHolder,
   ) {
     this.on = metricsOn(env);
+    this.keys = {
+      written: seriesKey("mds_storage_rows_written_total", { object }),
+      read: seriesKey("mds_storage_rows_read_total", { object }),
+      call: seriesKey("mds_object_requests_total", { object, kind: "call" }),
+      alarm: seriesKey("mds_object_requests_total", { object, kind: "alarm" }),
+      message: seriesKey("mds_object_requests_total", { object, kind: "message" }),
+    };
   }
 
   /** `storage` with its rows counted (as it is when metrics are off). */
@@ -143,12 +153,12 @@ export class ObjectMeter {
   }
 
   rows(written: number, read: number): void {
-    if (written > 0) this.holder.counts.add("mds_storage_rows_written_total", { object: this.object }, written);
-    if (read > 0) this.holder.counts.add("mds_storage_rows_read_total", { object: this.object }, read);
+    if (written > 0) this.holder.counts.addSeries(this.keys.written, written);
+    if (read > 0) this.holder.counts.addSeries(this.keys.read, read);
   }
 
   request(kind: RequestKind = "call"): void {
-    if (this.on) this.holder.counts.add("mds_object_requests_total", { object: this.object, kind });
+    if (this.on) this.holder.counts.addSeries(this.keys[kind]);
   }
 }
 
@@ -157,6 +167,12 @@ export interface Metered {
   readonly meter: ObjectMeter;
   /** Called after each counted request: hands the counts on when due (the object's own rule). */
   afterRequest?(): void;
+}
+
+/** After a counted request: its rows counted, the counts handed on when due. */
+function settled(object: Metered): void {
+  object.meter.settleRows();
+  object.afterRequest?.();
 }
 
 /**
@@ -177,20 +193,16 @@ export function meterRequests<T extends Metered>(cls: { prototype: T }, methods:
       writable: true,
       value: function (this: T, ...args: unknown[]) {
         this.meter.request(kind);
-        const after = () => {
-          this.meter.settleRows();
-          this.afterRequest?.();
-        };
         let result: unknown;
         try {
           result = original.apply(this, args);
         } catch (error) {
-          after();
+          settled(this);
           throw error;
         }
         // An async method's rows are counted when it is done.
-        if (result instanceof Promise) return result.finally(after);
-        after();
+        if (result instanceof Promise) return result.finally(() => settled(this));
+        settled(this);
         return result;
       },
     });

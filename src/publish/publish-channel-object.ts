@@ -267,6 +267,7 @@ export class PublishChannel extends MeteredObject {
 
   /** Hands the counts on when due; what is not yet due goes on from the alarm, so a channel that falls silent still hands it on. */
   override afterRequest(): void {
+    super.afterRequest();
     const dueAt = this.metrics.settle(this.env, (promise) => this.ctx.waitUntil(promise));
     if (dueAt !== undefined) this.ctx.waitUntil(this.armCheck(dueAt));
   }

@@ -750,6 +750,7 @@ export class StreamHub extends MeteredObject {
 
   /** Hands the counts on when due; else the alarm does, which lets the shard hibernate meanwhile (a timer would not). */
   override afterRequest(): void {
+    super.afterRequest();
     this.settleMetrics();
   }
 

@@ -8,9 +8,9 @@ import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import { callJson } from "../support/http";
 
+/** The object's meter and the isolate's holder it counts into. */
 type Counted = {
-  meter: { holder: { counts: { take(): { counters: Record<string, number> } } } };
-  metrics: { flush(env: Env, now: number, force: boolean): Promise<void> | undefined };
+  meter: { holder: { counts: { take(): { counters: Record<string, number> } }; flush(env: Env, now: number, force: boolean): Promise<void> | undefined } };
 };
 
 async function book(symbol: string) {
@@ -33,7 +33,7 @@ describe("the book in storage is a snapshot and a log of batches (src/market/boo
         return counted.meter.holder.counts.take().counters['mds_storage_rows_written_total{object="market"}'] ?? 0;
       });
     // What came before is handed on now, so nothing is due again for 10 s.
-    await runInDurableObject(market, async (instance: MarketObject) => (instance as unknown as Counted).metrics.flush(env, Date.now(), true));
+    await runInDurableObject(market, async (instance: MarketObject) => (instance as unknown as Counted).meter.holder.flush(env, Date.now(), true));
     await take();
     for (let i = 0; i < 10; i++) {
       const result = await ingest(env, "*", { symbol, book: { type: "delta", sequence: 2 + i, bids: levels(40, i * 4, `${2 + i}.00`), asks: [] } });

@@ -6,9 +6,9 @@ import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import { callJson } from "../support/http";
 
+/** The object's meter and the isolate's holder it counts into. */
 type Counted = {
-  meter: { holder: { counts: { take(): { counters: Record<string, number> } } } };
-  metrics: { flush(env: Env, now: number, force: boolean): Promise<void> | undefined };
+  meter: { holder: { counts: { take(): { counters: Record<string, number> } }; flush(env: Env, now: number, force: boolean): Promise<void> | undefined } };
 };
 
 const INTERVALS = ["1s", "1m", "1h", "1d"] as const;
@@ -41,7 +41,7 @@ describe("candle buckets are staged and written about once a minute (src/market/
         })),
       });
     await batch(base); // the first batch after a start writes what is staged
-    await runInDurableObject(market, async (instance: MarketObject) => (instance as unknown as Counted).metrics.flush(env, Date.now(), true));
+    await runInDurableObject(market, async (instance: MarketObject) => (instance as unknown as Counted).meter.holder.flush(env, Date.now(), true));
     await runInDurableObject(market, async (instance: MarketObject) => (instance as unknown as Counted).meter.holder.counts.take());
     // Twenty batches over two and a half minutes of trade time (late trades: the time is the publisher's).
     for (let i = 1; i <= 20; i++) await batch(base + i * 7_000);

@@ -6,9 +6,9 @@ import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import { callJson } from "../support/http";
 
+/** The object's meter and the isolate's holder it counts into. */
 type Counted = {
-  meter: { holder: { counts: { take(): { counters: Record<string, number> } } } };
-  metrics: { flush(env: Env, now: number, force: boolean): Promise<void> | undefined };
+  meter: { holder: { counts: { take(): { counters: Record<string, number> } }; flush(env: Env, now: number, force: boolean): Promise<void> | undefined } };
 };
 
 describe("a batch's trades are one block (src/market/trade-blocks.ts)", () => {
@@ -25,7 +25,7 @@ describe("a batch's trades are one block (src/market/trade-blocks.ts)", () => {
         time: now - 1_000 + from + i,
       }));
     await ingest(env, "*", { symbol, trades: trades(0) }); // the first batch after a start writes the staged buckets
-    await runInDurableObject(market, async (instance: MarketObject) => (instance as unknown as Counted).metrics.flush(env, Date.now(), true));
+    await runInDurableObject(market, async (instance: MarketObject) => (instance as unknown as Counted).meter.holder.flush(env, Date.now(), true));
     await runInDurableObject(market, async (instance: MarketObject) => (instance as unknown as Counted).meter.holder.counts.take());
     expect((await ingest(env, "*", { symbol, trades: trades(100) })).acceptedTrades).toBe(100);
     const written = await runInDurableObject(market, async (instance: MarketObject) => {
