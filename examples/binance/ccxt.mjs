@@ -5,18 +5,25 @@ import ccxt from "ccxt";
 const base = process.env.BASE_URL ?? "http://127.0.0.1:8787";
 const dialect = `${base}/binance`;
 
+const ws = dialect.replace(/^http/, "ws");
+
+// Every URL CCXT's spot market data uses: one left out keeps pointing at the real Binance, and
+// its answers would come from there without an error (docs/binance.md#ccxt).
 const exchange = new ccxt.pro.binance({
   urls: {
     api: {
       public: `${dialect}/api/v3`,
+      sapi: `${dialect}/sapi/v1`,
       // CCXT asks for futures markets too when it loads markets: the dialect answers that there are none.
       fapiPublic: `${dialect}/fapi/v1`,
       dapiPublic: `${dialect}/dapi/v1`,
-      ws: { spot: `${dialect.replace(/^http/, "ws")}/ws` },
+      ws: { spot: `${ws}/ws`, "ws-api": { spot: `${ws}/ws-api/v3` } },
     },
   },
   // Every request counts 1 against 10 a second per address here; CCXT weighs a Binance weight of 1 as 0.2 of rateLimit.
   rateLimit: 1000,
+  // All subscriptions on one connection (an address has five), up to 1024 streams on it.
+  options: { streamLimits: { spot: 1 }, subscriptionLimitByStream: { spot: 1024 } },
 });
 
 // CCXT needs this once for a plain ws:// URL (local development); not for wss://.
@@ -32,7 +39,7 @@ const book = await exchange.fetchOrderBook(symbol, 5);
 console.log(`book #${book.nonce}: best bid ${book.bids[0]}, best ask ${book.asks[0]}`);
 const trades = await exchange.fetchTrades(symbol, undefined, 3);
 console.log("trades", trades.map((t) => `${t.side} ${t.amount} @ ${t.price}`).join(", "));
-const candles = await exchange.fetchOHLCV(symbol, "1m", undefined, 3);
+const candles = await exchange.fetchOHLCVWs(symbol, "1m", undefined, 3); // over the WebSocket API
 console.log(
   "candles",
   candles.map(([time, open, high, low, close]) => `${new Date(time).toISOString().slice(11, 16)} o${open} h${high} l${low} c${close}`).join(" | "),

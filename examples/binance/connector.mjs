@@ -1,6 +1,6 @@
 // Binance's official connector (@binance/connector), unchanged, pointed at this service's Binance dialect (docs/binance.md).
 // Run against `npm start`: `node examples/binance/connector.mjs` (BASE_URL to point elsewhere).
-import { Spot, WebsocketStream } from "@binance/connector";
+import { Spot, WebsocketAPI, WebsocketStream } from "@binance/connector";
 
 const base = process.env.BASE_URL ?? "http://127.0.0.1:8787";
 const quiet = { debug() {}, info() {}, log() {}, warn() {}, error: console.error };
@@ -19,6 +19,22 @@ try {
 } catch (error) {
   console.log("3m klines:", error.response.status, JSON.stringify(error.response.data));
 }
+
+// Binance's WebSocket API: the same answers as REST, request and answer over one connection.
+await new Promise((resolve) => {
+  const api = new WebsocketAPI("", "", {
+    logger: quiet,
+    wsURL: `${base.replace(/^http/, "ws")}/binance/ws-api/v3`,
+    callbacks: {
+      open: () => api.tickerPrice({ symbol: "BTCUSDT" }),
+      message: (text) => {
+        console.log("ws-api ticker.price", JSON.stringify(JSON.parse(text).result));
+        api.disconnect();
+        resolve();
+      },
+    },
+  });
+});
 
 // A live order book kept as Binance documents it: buffer the diff stream, take a REST snapshot, apply diffs after it.
 const symbol = "btcusdt";

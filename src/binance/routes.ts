@@ -51,8 +51,12 @@ import { type App, binanceWsApiRoutes } from "./ws-api-routes";
 export const TRANSLATIONS_MAX_BYTES = 8 * 1024 * 1024;
 
 const tags = ["Binance-compatible market data"];
-/** The most levels or rows one read answers here (Binance allows more for depth: a larger limit gets this). */
+/** The most rows one read answers here (as Binance: a larger limit gets this). */
 const MAX_ROWS = 1000;
+/** The most levels a side `depth` answers: Binance's 5000, which a book here holds (MAX_LEVELS_PER_SIDE). */
+const MAX_DEPTH = 5000;
+/** `symbols` may name every listed market where the answer is read from the all-market one; its text is bounded instead. */
+const MAX_SYMBOLS_TEXT = 32 * 1024;
 
 /** A refused parameter in Binance's words: missing or empty is -1102, malformed -1100 (its legal form), an interval -1120. */
 const binanceHook: Hook<unknown, AppEnv, string, unknown> = (result, c) => {
@@ -72,8 +76,12 @@ function marketOf(symbol: string): MarketConfig {
   return market;
 }
 
-/** `symbols=["A","B"]`: the markets, in that order; malformed is -1100, an unknown one -1121. */
-function marketsOf(raw: string): MarketConfig[] {
+/**
+ * `symbols=["A","B"]`: the markets, in that order; malformed is -1100, an unknown one -1121. At
+ * most `most` (Binance's 100 where each market is read by itself), else bounded by its text.
+ */
+function marketsOf(raw: string, most: number): MarketConfig[] {
+  if (raw.length > MAX_SYMBOLS_TEXT) throw binanceError("INVALID_PARAMETER", `symbols is at most ${MAX_SYMBOLS_TEXT} characters here.`);
   let names: unknown;
   try {
     names = JSON.parse(raw);
@@ -84,22 +92,22 @@ function marketsOf(raw: string): MarketConfig[] {
     throw illegalParameter("symbols", SYMBOLS_RULE);
   }
   if (names.length === 0) throw missingParameter("symbols");
-  if (names.length > MAX_LIST_SYMBOLS) throw binanceError("INVALID_PARAMETER", `symbols names at most ${MAX_LIST_SYMBOLS} markets here.`);
+  if (names.length > most) throw binanceError("INVALID_PARAMETER", `symbols names at most ${most} markets here.`);
   if (new Set(names).size !== names.length) throw binanceError("INVALID_PARAMETER", "symbols names a market twice.");
   return names.map(marketOf);
 }
 
 /** `symbol`, `symbols` or neither: the markets asked for, or undefined for every market. */
-function marketsAsked(query: { symbol?: string; symbols?: string }): { one?: MarketConfig; many?: MarketConfig[] } {
+function marketsAsked(query: { symbol?: string; symbols?: string }, most = MAX_LIST_SYMBOLS): { one?: MarketConfig; many?: MarketConfig[] } {
   if (query.symbol !== undefined && query.symbols !== undefined) throw binanceError("INVALID_PARAMETER_COMBINATION");
   if (query.symbol !== undefined) return { one: marketOf(query.symbol) };
-  if (query.symbols !== undefined) return { many: marketsOf(query.symbols) };
+  if (query.symbols !== undefined) return { many: marketsOf(query.symbols, most) };
   return {};
 }
 
-const rows = (limit: number | undefined, fallback: number) => {
-  if (limit === 0) throw illegalParameter("limit", `1 - ${MAX_ROWS}`);
-  return Math.min(limit ?? fallback, MAX_ROWS);
+const rows = (limit: number | undefined, fallback: number, most = MAX_ROWS) => {
+  if (limit === 0) throw illegalParameter("limit", `1 - ${most}`);
+  return Math.min(limit ?? fallback, most);
 };
 
 /**
@@ -125,9 +133,12 @@ function sendAs<T>(c: Context<AppEnv>, read: EdgeRead, translate: (value: never)
   return sendRead<T>(c, { ...read, text });
 }
 
-/** One question about one market, about the markets asked for, or about all of them. */
-async function readRecords(c: Context<AppEnv>, asked: { one?: MarketConfig; many?: MarketConfig[] }, kind: "ticker" | "bookTicker"): Promise<EdgeRead> {
-  return readAsked(c, asked, { kind }, () => readVenue(readContext(c), kind));
+/**
+ * One question about one market, or the all-market answer: the markets `symbols` asks for are
+ * picked from it (`eachRecord`'s `only`), one read however many, never a read per market.
+ */
+async function readRecords(c: Context<AppEnv>, asked: { one?: MarketConfig }, kind: "ticker" | "bookTicker"): Promise<EdgeRead> {
+  return asked.one ? readMarket(readContext(c), asked.one, { kind }) : readVenue(readContext(c), kind);
 }
 
 /** One question about the market `symbol` names or the markets `symbols` names; `neither` answers when there is none. */
@@ -143,10 +154,18 @@ async function readAsked(
   return neither();
 }
 
-/** Translates a record or an array of records, each with its market (for the scales of a zero). */
-function eachRecord<R extends { symbol: string }>(translate: (record: R, market: MarketConfig) => unknown) {
+/**
+ * Translates a record or an array of records, each with its market (for the scales of a zero);
+ * with `only`, the array's records of those markets, in that order.
+ */
+function eachRecord<R extends { symbol: string }>(translate: (record: R, market: MarketConfig) => unknown, only?: readonly MarketConfig[]) {
   const one = (record: R) => translate(record, marketOf(record.symbol));
-  return (value: R | R[]) => (Array.isArray(value) ? value.map(one) : one(value));
+  const pick = (records: R[]) => {
+    if (!only) return records;
+    const bySymbol = new Map(records.map((r) => [r.symbol, r]));
+    return only.flatMap((m) => bySymbol.get(m.symbol) ?? []);
+  };
+  return (value: R | R[]) => (Array.isArray(value) ? pick(value).map(one) : one(value));
 }
 
 /** A window question about the market `symbol` names or the markets `symbols` names; one of them is required. */
@@ -198,7 +217,7 @@ export function binanceRoutes(limit: MiddlewareHandler<AppEnv>, app: () => App) 
     }),
     (c) => {
       const query = c.req.valid("query");
-      const asked = marketsAsked(query);
+      const asked = marketsAsked(query, Number.POSITIVE_INFINITY); // from the registry copy: no read at all
       let markets = asked.one ? [asked.one] : (asked.many ?? currentRegistry().snapshot.markets);
       if (query.symbolStatus) markets = markets.filter((m) => binance.exchangeSymbol(m).status === query.symbolStatus);
       return c.json(binance.exchangeInfo(markets, Date.now()) as z.infer<typeof ExchangeInfoSchema>, 200);
@@ -214,7 +233,7 @@ export function binanceRoutes(limit: MiddlewareHandler<AppEnv>, app: () => App) 
     }),
     async (c) => {
       const { symbol, limit } = c.req.valid("query");
-      const read = await readOne(c, marketOf(symbol), { kind: "book", depth: rows(limit, 100) });
+      const read = await readOne(c, marketOf(symbol), { kind: "book", depth: rows(limit, 100, MAX_DEPTH) });
       return sendAs<z.infer<typeof BinanceDepthSchema>>(c, read, binance.depth);
     },
   );
@@ -329,9 +348,10 @@ export function binanceRoutes(limit: MiddlewareHandler<AppEnv>, app: () => App) 
     }),
     async (c) => {
       const query = c.req.valid("query");
-      const read = await readRecords(c, marketsAsked(query), "ticker");
+      const asked = marketsAsked(query, Number.POSITIVE_INFINITY);
+      const read = await readRecords(c, asked, "ticker");
       const translate = query.type === "MINI" ? (t: TickerRecord) => binance.miniTicker(t) : binance.fullTicker;
-      return sendAs<z.infer<typeof BinanceTickerSchema>>(c, read, eachRecord(translate));
+      return sendAs<z.infer<typeof BinanceTickerSchema>>(c, read, eachRecord(translate, asked.many));
     },
   );
   router.openapi(
@@ -383,8 +403,9 @@ export function binanceRoutes(limit: MiddlewareHandler<AppEnv>, app: () => App) 
       responses: { ...ok(oneOrMany(BinancePriceSchema), "Prices"), ...errors },
     }),
     async (c) => {
-      const read = await readRecords(c, marketsAsked(c.req.valid("query")), "ticker");
-      return sendAs<z.infer<typeof BinancePriceSchema>>(c, read, eachRecord(binance.tickerPrice));
+      const asked = marketsAsked(c.req.valid("query"), Number.POSITIVE_INFINITY);
+      const read = await readRecords(c, asked, "ticker");
+      return sendAs<z.infer<typeof BinancePriceSchema>>(c, read, eachRecord(binance.tickerPrice, asked.many));
     },
   );
   router.openapi(
@@ -395,8 +416,9 @@ export function binanceRoutes(limit: MiddlewareHandler<AppEnv>, app: () => App) 
       responses: { ...ok(oneOrMany(BinanceBookTickerSchema), "Tops of the books"), ...errors },
     }),
     async (c) => {
-      const read = await readRecords(c, marketsAsked(c.req.valid("query")), "bookTicker");
-      return sendAs<z.infer<typeof BinanceBookTickerSchema>>(c, read, eachRecord(binance.bookTicker));
+      const asked = marketsAsked(c.req.valid("query"), Number.POSITIVE_INFINITY);
+      const read = await readRecords(c, asked, "bookTicker");
+      return sendAs<z.infer<typeof BinanceBookTickerSchema>>(c, read, eachRecord(binance.bookTicker, asked.many));
     },
   );
   router.openapi(

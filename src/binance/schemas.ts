@@ -23,7 +23,11 @@ const Integer = (description: string) =>
     .transform(Number)
     .optional()
     .openapi({ type: "integer", description });
-const Symbols = z.string().optional().openapi({ example: '["BTCUSDT","ETHUSDT"]', description: "A JSON array of symbols (URL-encoded); not with `symbol`" });
+const Symbols = z.string().optional().openapi({
+  example: '["BTCUSDT","ETHUSDT"]',
+  description:
+    "A JSON array of symbols (URL-encoded); not with `symbol`. Every listed market may be named where the answer comes from the all-market one (ticker/24hr, ticker/price, ticker/bookTicker, exchangeInfo; at most 32 KiB of text), else at most 100",
+});
 
 export const SymbolQuery = z.object({ symbol: SymbolParam });
 export const OptionalSymbolQuery = z.object({ symbol: SymbolParam.optional(), symbols: Symbols });
@@ -42,7 +46,7 @@ export const ExchangeInfoQuery = OptionalSymbolQuery.extend({
   symbolStatus: z.enum(["TRADING", "HALT", "BREAK"]).optional().openapi({ description: "Only markets in this status" }),
 });
 export const DepthQuery = SymbolQuery.extend({
-  limit: Integer("Levels a side: default 100; Binance allows up to 5000, here at most 1000 (a larger limit gets 1000)"),
+  limit: Integer("Levels a side: default 100, at most 5000 as on Binance (a larger limit gets 5000)"),
 });
 export const TradesQuery = SymbolQuery.extend({ limit: Integer("Default 500, at most 1000 (a larger limit gets 1000)") });
 export const HistoricalTradesQuery = TradesQuery.extend({ fromId: Integer("The trade id to start from; without it the most recent trades") });

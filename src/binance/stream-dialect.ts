@@ -33,6 +33,8 @@ async function subscribe(connection: DialectConnection, id: BinanceId, names: re
  */
 export const binanceDialect: StreamDialect = {
   id: BINANCE_DIALECT,
+  // Binance's own: 5 incoming messages a second on a stream connection, disconnected beyond.
+  messagesPerSecond: 5,
   parse: parseBinanceStream,
   // As Binance does, a name at connect that is no stream subscribes to nothing (CCXT connects to `/ws/0`).
   connect: (connection, names) =>

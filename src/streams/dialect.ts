@@ -49,6 +49,8 @@ export interface DialectConnection {
 export interface StreamDialect {
   /** The value of `DIALECT_HEADER` that marks its connections. */
   readonly id: string;
+  /** Incoming messages a connection may send in any rolling second (the native 10 when unset); one more closes it with 1008. */
+  readonly messagesPerSecond?: number;
   /** The stream a name means, or null when it is none (against the shard's registry copy). */
   parse(name: unknown): DialectStream | null;
   /** The streams named at connect (`DIALECT_STREAMS_HEADER`). */

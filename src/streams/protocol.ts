@@ -214,12 +214,12 @@ export function planUnsubscribe(current: readonly string[], requested: unknown[]
 
 /**
  * The inbound rate: records a message at `now` in `times` (the arrival times of the last
- * second, oldest first) and says whether it is within 10 in any rolling second.
+ * second, oldest first) and says whether it is within `most` (10; a dialect's may be fewer) in any rolling second.
  */
-export function admitMessage(times: number[], now: number): boolean {
+export function admitMessage(times: number[], now: number, most = MAX_MESSAGES_PER_SECOND): boolean {
   while (times.length > 0 && times[0]! <= now - 1000) times.shift();
   times.push(now);
-  return times.length <= MAX_MESSAGES_PER_SECOND;
+  return times.length <= most;
 }
 
 /** UTF-8 size of a frame, for the 4 KiB limit. */

@@ -312,7 +312,8 @@ export class StreamHub extends MeteredObject {
     if (frameBytes(message) > MAX_MESSAGE_BYTES) return this.closeForPolicy(ws, `messages are at most ${MAX_MESSAGE_BYTES} bytes`);
     let times = this.inbound.get(ws);
     if (!times) this.inbound.set(ws, (times = []));
-    if (!admitMessage(times, Date.now())) return this.closeForPolicy(ws, `at most ${MAX_MESSAGES_PER_SECOND} messages per second`);
+    const most = this.dialectOfSocket(ws)?.messagesPerSecond ?? MAX_MESSAGES_PER_SECOND;
+    if (!admitMessage(times, Date.now(), most)) return this.closeForPolicy(ws, `at most ${most} messages per second`);
 
     const dialect = this.dialectOfSocket(ws);
     if (dialect) {

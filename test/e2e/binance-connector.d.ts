@@ -22,4 +22,18 @@ declare module "@binance/connector" {
     subscribe(stream: string | string[]): void;
     disconnect(): void;
   }
+  export class WebsocketAPI {
+    constructor(
+      apiKey: string,
+      apiSecret: string,
+      options: { logger: object; wsURL: string; callbacks: { open?: () => void; message: (text: string) => void } },
+    );
+    time(): void;
+    orderbook(symbol: string, options?: { limit?: number }): void;
+    klines(symbol: string, interval: string, options?: { limit?: number }): void;
+    trades(symbol: string, options?: { limit?: number }): void;
+    ticker24hr(options: { symbol?: string; symbols?: string[] }): void;
+    tickerPrice(options: { symbol?: string; symbols?: string[] }): void;
+    disconnect(): void;
+  }
 }

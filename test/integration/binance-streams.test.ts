@@ -123,19 +123,21 @@ describe("the Binance streams (docs/binance.md#streams)", () => {
     expect(await request(socket, { method: "UNSUBSCRIBE", params: ["solusdt@trade"], id: 3 })).toEqual({ result: null, id: 3 });
     expect(await request(socket, { method: "LIST_SUBSCRIPTIONS", id: 4 })).toEqual({ result: ["!ticker@arr", "solusdt@depth"], id: 4 });
     expect(await request(socket, { method: "GET_PROPERTY", params: ["combined"], id: 5 })).toEqual({ result: false, id: 5 });
+    await new Promise((resolve) => setTimeout(resolve, 1_000)); // Binance's 5 messages a second
     expect(await request(socket, { method: "SET_PROPERTY", params: ["combined", true], id: 6 })).toEqual({ result: null, id: 6 });
     expect(await request(socket, { method: "GET_PROPERTY", params: ["combined"], id: 7 })).toEqual({ result: true, id: 7 });
     socket.ws.close();
-    // Another connection for the refusals (each connection takes 10 messages a second, and 3 malformed ones).
+    // Another connection for the refusals (each connection takes 5 messages a second, and 3 malformed ones).
     const other = await openSocket("/binance/ws/solusdt@trade", nextIp());
-    for (const [message, code] of [
+    for (const [i, [message, code]] of [
       [{ method: "SUBSCRIBE", params: ["SOLUSDT@trade"], id: 8 }, 2],
       [{ method: "SUBSCRIBE", params: ["solusdt@kline_2m"], id: 9 }, 2],
       [{ method: "SUBSCRIBE", params: ["nopeusdt@trade", "solusdt@ticker"], id: 10 }, 2],
       [{ method: "SUBSCRIBER", params: [], id: 11 }, 2],
       [{ method: "SET_PROPERTY", params: ["combined", "yes"], id: 12 }, 1],
       [{ method: "GET_PROPERTY", params: ["other"], id: 13 }, 0],
-    ] as const) {
+    ].entries() as IterableIterator<[number, readonly [{ id: number } & Record<string, unknown>, number]]>) {
+      if (i === 4) await new Promise((resolve) => setTimeout(resolve, 1_000)); // 5 messages a second
       expect(await request(other, message), JSON.stringify(message)).toMatchObject({ error: { code, msg: expect.any(String) }, id: message.id });
     }
     // A refused subscribe changed nothing.
@@ -146,6 +148,16 @@ describe("the Binance streams (docs/binance.md#streams)", () => {
     expect(await until(() => third.messages.find((m) => m.error?.code === 3), { what: "code 3" })).toMatchObject({ id: null });
     third.ws.close();
   }, 30_000);
+
+  it("a connection sends at most 5 messages a second, as Binance allows: a sixth within a second closes it (1008)", async () => {
+    const socket = await openSocket("/binance/ws", nextIp());
+    for (let i = 0; i < 6; i++) socket.ws.send(JSON.stringify({ method: "LIST_SUBSCRIPTIONS", id: i }));
+    expect(await socket.closed).toEqual({ code: 1008, reason: "at most 5 messages per second" });
+    expect(
+      socket.messages.map((m) => m.id),
+      "the five within the limit answered",
+    ).toEqual([0, 1, 2, 3, 4]);
+  });
 
   it("one address has 5 connections in all, native and Binance: a sixth is 429 -1003", async () => {
     const ip = nextIp();

@@ -612,6 +612,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/binance/ws-api/v3": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Binance's WebSocket API: request/response market data over one connection
+         * @description Upgrade: websocket. Text frames {"id","method","params"} answered {"id","status","result","rateLimits"} or {"id","status","error":{"code","msg"}}. Methods: ping, time, exchangeInfo, depth, trades.recent, trades.historical, trades.aggregate, klines, uiKlines, avgPrice, ticker.24hr, ticker.tradingDay, ticker, ticker.price, ticker.book (the REST dialect's answers); any other method is -1020. Each request counts against the client address's 10 a second; the connection is one of its 5 with the streams. ?returnRateLimits=false leaves rateLimits out unless a request asks for them (docs/binance.md#websocket-api).
+         */
+        get: operations["binanceWebSocketApi"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/gateway/callback": {
         parameters: {
             query?: never;
@@ -3808,7 +3828,7 @@ export interface operations {
             query?: {
                 /** @description As Binance writes it: upper case, no separator */
                 symbol?: string;
-                /** @description A JSON array of symbols (URL-encoded); not with `symbol` */
+                /** @description A JSON array of symbols (URL-encoded); not with `symbol`. Every listed market may be named where the answer comes from the all-market one (ticker/24hr, ticker/price, ticker/bookTicker, exchangeInfo; at most 32 KiB of text), else at most 100 */
                 symbols?: string;
                 /** @description Accepted and ignored: every market here is SPOT */
                 permissions?: string;
@@ -3870,7 +3890,7 @@ export interface operations {
             query: {
                 /** @description As Binance writes it: upper case, no separator */
                 symbol: string;
-                /** @description Levels a side: default 100; Binance allows up to 5000, here at most 1000 (a larger limit gets 1000) */
+                /** @description Levels a side: default 100, at most 5000 as on Binance (a larger limit gets 5000) */
                 limit?: number;
             };
             header?: never;
@@ -4312,7 +4332,7 @@ export interface operations {
             query?: {
                 /** @description As Binance writes it: upper case, no separator */
                 symbol?: string;
-                /** @description A JSON array of symbols (URL-encoded); not with `symbol` */
+                /** @description A JSON array of symbols (URL-encoded); not with `symbol`. Every listed market may be named where the answer comes from the all-market one (ticker/24hr, ticker/price, ticker/bookTicker, exchangeInfo; at most 32 KiB of text), else at most 100 */
                 symbols?: string;
                 /** @description FULL (default) or MINI */
                 type?: "FULL" | "MINI";
@@ -4374,7 +4394,7 @@ export interface operations {
             query?: {
                 /** @description As Binance writes it: upper case, no separator */
                 symbol?: string;
-                /** @description A JSON array of symbols (URL-encoded); not with `symbol` */
+                /** @description A JSON array of symbols (URL-encoded); not with `symbol`. Every listed market may be named where the answer comes from the all-market one (ticker/24hr, ticker/price, ticker/bookTicker, exchangeInfo; at most 32 KiB of text), else at most 100 */
                 symbols?: string;
                 /** @description FULL (default) or MINI */
                 type?: "FULL" | "MINI";
@@ -4438,7 +4458,7 @@ export interface operations {
             query?: {
                 /** @description As Binance writes it: upper case, no separator */
                 symbol?: string;
-                /** @description A JSON array of symbols (URL-encoded); not with `symbol` */
+                /** @description A JSON array of symbols (URL-encoded); not with `symbol`. Every listed market may be named where the answer comes from the all-market one (ticker/24hr, ticker/price, ticker/bookTicker, exchangeInfo; at most 32 KiB of text), else at most 100 */
                 symbols?: string;
                 /** @description FULL (default) or MINI */
                 type?: "FULL" | "MINI";
@@ -4502,7 +4522,7 @@ export interface operations {
             query?: {
                 /** @description As Binance writes it: upper case, no separator */
                 symbol?: string;
-                /** @description A JSON array of symbols (URL-encoded); not with `symbol` */
+                /** @description A JSON array of symbols (URL-encoded); not with `symbol`. Every listed market may be named where the answer comes from the all-market one (ticker/24hr, ticker/price, ticker/bookTicker, exchangeInfo; at most 32 KiB of text), else at most 100 */
                 symbols?: string;
             };
             header?: never;
@@ -4562,7 +4582,7 @@ export interface operations {
             query?: {
                 /** @description As Binance writes it: upper case, no separator */
                 symbol?: string;
-                /** @description A JSON array of symbols (URL-encoded); not with `symbol` */
+                /** @description A JSON array of symbols (URL-encoded); not with `symbol`. Every listed market may be named where the answer comes from the all-market one (ticker/24hr, ticker/price, ticker/bookTicker, exchangeInfo; at most 32 KiB of text), else at most 100 */
                 symbols?: string;
             };
             header?: never;
@@ -4719,6 +4739,54 @@ export interface operations {
         parameters: {
             query?: {
                 streams?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching Protocols */
+            101: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not a WebSocket upgrade (-1130) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description -1003: over the request limit, or a sixth connection */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    binanceWebSocketApi: {
+        parameters: {
+            query?: {
+                /** @description Default true */
+                returnRateLimits?: "true" | "false";
             };
             header?: never;
             path?: never;

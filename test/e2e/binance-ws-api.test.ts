@@ -1,0 +1,162 @@
+import net from "node:net";
+import { WebsocketAPI } from "@binance/connector";
+import ccxt from "ccxt";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import WebSocket from "ws";
+import { adminToken } from "../../scripts/publish-key.mjs";
+import { listVenue } from "../../scripts/venue.mjs";
+import { until } from "../support/poll";
+import { newPublishKey } from "./api-keys";
+
+/**
+ * Binance's WebSocket API (docs/binance.md#websocket-api) through Binance's own clients, changed
+ * only in their URLs, against `npm start`; and the check that a client configured as the docs say
+ * never reaches the real exchange: every connection this process opens during the file is
+ * recorded, and every one must go to 127.0.0.1.
+ */
+const baseUrl = inject("baseUrl");
+const dialect = `${baseUrl}/binance`;
+const wsDialect = dialect.replace(/^http/, "ws");
+
+const destinations: string[] = [];
+const connect = net.Socket.prototype.connect;
+beforeAll(() => {
+  net.Socket.prototype.connect = function (this: net.Socket, ...args: unknown[]) {
+    // Node hands connect its arguments normalized as [options, callback] (or as given by a caller of its own).
+    const first = Array.isArray(args[0]) ? (args[0] as unknown[])[0] : args[0];
+    const options = typeof first === "object" && first !== null ? (first as { host?: string; path?: string }) : undefined;
+    destinations.push(options?.path ? `unix:${options.path}` : String(options?.host ?? (typeof args[1] === "string" ? args[1] : "localhost")));
+    return (connect as (...a: unknown[]) => net.Socket).apply(this, args);
+  } as typeof connect;
+});
+afterAll(() => {
+  net.Socket.prototype.connect = connect;
+  expect(destinations.length, "connections made").toBeGreaterThan(0);
+  expect(
+    destinations.filter((host) => host !== "127.0.0.1"),
+    "connections that left this machine",
+  ).toEqual([]);
+});
+
+beforeAll(async () => {
+  // The demo feed's first trades (it starts with the service's first request).
+  await until(
+    async () =>
+      ((await (await fetch(`${baseUrl}/api/trades/BTCUSDT?limit=1`, { headers: { "CF-Connecting-IP": "198.18.151.1" } })).json()) as unknown[]).length > 0,
+    {
+      what: "a first demo trade",
+      timeoutMs: 30_000,
+    },
+  );
+});
+
+describe("@binance/connector's WebsocketAPI, only its URL changed", () => {
+  it("answers time, depth, klines, trades.recent, ticker.24hr and ticker.price", async () => {
+    const answers: any[] = [];
+    let opened = false;
+    const quiet = { debug() {}, info() {}, log() {}, warn() {}, error() {} };
+    const api = new WebsocketAPI("", "", {
+      logger: quiet,
+      wsURL: `${wsDialect}/ws-api/v3`,
+      callbacks: {
+        open: () => {
+          opened = true;
+        },
+        message: (text: string) => answers.push(JSON.parse(text)),
+      },
+    });
+    try {
+      await until(() => opened, { what: "the WebSocket API connection" });
+      const ask = async (send: () => void) => {
+        const before = answers.length;
+        send();
+        return until(() => answers[before], { what: "an answer" });
+      };
+      const time = await ask(() => api.time());
+      expect(time, "time").toMatchObject({ status: 200, result: { serverTime: expect.any(Number) } });
+      const depth = await ask(() => api.orderbook("BTCUSDT", { limit: 5 }));
+      expect([depth.status, depth.result.bids.length, depth.result.lastUpdateId > 0]).toEqual([200, 5, true]);
+      expect((await ask(() => api.klines("BTCUSDT", "1m", { limit: 3 }))).result[0]).toHaveLength(12);
+      expect((await ask(() => api.trades("BTCUSDT", { limit: 3 }))).result.length).toBeGreaterThan(0);
+      expect((await ask(() => api.ticker24hr({ symbol: "ETHUSDT" }))).result.symbol).toBe("ETHUSDT");
+      expect((await ask(() => api.tickerPrice({ symbol: "ETHUSDT" }))).result).toEqual({ symbol: "ETHUSDT", price: expect.any(String) });
+      const refused = await ask(() => api.orderbook("NOPEUSDT"));
+      expect([refused.status, refused.error.code]).toEqual([400, -1121]);
+    } finally {
+      api.disconnect();
+    }
+  }, 60_000);
+});
+
+describe("CCXT configured as docs/binance.md#ccxt says: the WebSocket API too, nothing reaches Binance", () => {
+  const headers = { "CF-Connecting-IP": "198.18.150.9" };
+  const exchange = new ccxt.pro.binance({
+    urls: {
+      api: {
+        public: `${dialect}/api/v3`,
+        sapi: `${dialect}/sapi/v1`,
+        fapiPublic: `${dialect}/fapi/v1`,
+        dapiPublic: `${dialect}/dapi/v1`,
+        ws: { spot: `${wsDialect}/ws`, "ws-api": { spot: `${wsDialect}/ws-api/v3` } },
+      },
+    },
+    rateLimit: 1000,
+    headers,
+    options: { fetchMarkets: { types: ["spot"] }, streamLimits: { spot: 1 }, subscriptionLimitByStream: { spot: 1024 }, ws: { options: { headers } } },
+  });
+  afterAll(() => exchange.close());
+
+  it("fetchOHLCVWs and fetchTradesWs answer from this venue, equal to REST", async () => {
+    await exchange.loadHttpProxyAgent();
+    await exchange.loadMarkets();
+    const candles = await exchange.fetchOHLCVWs("BTC/USDT", "1m", undefined, 3);
+    const rest = await exchange.fetchOHLCV("BTC/USDT", "1m", undefined, 3);
+    expect(candles.length, "candles over the WebSocket API").toBeGreaterThan(0);
+    expect(
+      candles.map((c) => c[0]),
+      "the same candles as REST (open times)",
+    ).toEqual(rest.map((c) => c[0]).slice(-candles.length));
+    const trades = await exchange.fetchTradesWs("BTC/USDT", undefined, 5);
+    expect(trades.length, "trades over the WebSocket API").toBeGreaterThan(0);
+    // CCXT parses these answers without their market (as against Binance): the ids and prices are this venue's.
+    const restTrades = await exchange.fetchTrades("BTC/USDT", undefined, 1000, { fetchTradesMethod: "publicGetTrades" });
+    const known = new Set(restTrades.map((t) => t.id));
+    expect(
+      trades.every((t) => known.has(t.id) && (t.price ?? 0) > 0),
+      "each trade is one of this venue's",
+    ).toBe(true);
+    expect(await exchange.fetchStatus(), "fetchStatus from sapi here").toMatchObject({ status: "ok" });
+  }, 60_000);
+
+  it("fetchOrderBook(…, 5000) gets a book of 1,500 levels a side whole, and fetchTickers takes 150 symbols in one request", async () => {
+    await listVenue({ url: baseUrl, token: adminToken(), count: 150 }); // V0USDT … V149USDT (what is listed stays)
+    // A deep book on V1USDT (tick 0.001), published as a feed handler would.
+    const key = await newPublishKey(baseUrl, ["V1USDT"]);
+    const at = Date.now();
+    const { createHmac } = await import("node:crypto");
+    const signature = createHmac("sha256", key.secret).update(`${at}\nGET\n/v1/publish\n`).digest("hex");
+    const channel = new WebSocket(`${wsDialect.replace(/\/binance$/, "")}/v1/publish?apiKey=${key.id}&timestamp=${at}&signature=${signature}`);
+    await new Promise((resolve, reject) => channel.on("open", resolve).on("error", reject));
+    const side = (from: number, step: number) => Array.from({ length: 1500 }, (_, i) => [((from + step * i) / 1000).toFixed(3), "1.00"]);
+    const sequence = 1_000_000 + (at % 1_000_000);
+    const answered = new Promise<any>((resolve) => channel.on("message", (data) => resolve(JSON.parse(String(data)))));
+    channel.send(JSON.stringify({ id: 1, symbol: "V1USDT", book: { type: "snapshot", sequence, bids: side(100_000, -1), asks: side(100_001, 1) } }));
+    expect((await answered).result, "the deep book applied").toMatchObject({ book: "applied" });
+    channel.close();
+    await until(async () => ((await exchange.loadMarkets(true))["V149/USDT"] ? true : undefined), { what: "the listing in CCXT's markets" });
+    // Read back through the native API first: CCXT weighs a 5000-level depth as Binance does (250), so each of its calls waits.
+    const nativeDepth = async () =>
+      (
+        (await (await fetch(`${baseUrl}/binance/api/v3/depth?symbol=V1USDT&limit=1`, { headers: { "CF-Connecting-IP": "198.18.151.2" } })).json()) as {
+          lastUpdateId: number;
+        }
+      ).lastUpdateId;
+    await until(async () => ((await nativeDepth()) === sequence ? true : undefined), { what: "the deep book read back" });
+    const book = await exchange.fetchOrderBook("V1/USDT", 5000);
+    expect([book.bids.length, book.asks.length], "levels a side").toEqual([1500, 1500]);
+
+    const symbols = Array.from({ length: 150 }, (_, i) => `V${i}/USDT`);
+    const tickers = await exchange.fetchTickers(symbols);
+    expect(Object.keys(tickers).sort(), "a ticker for each of the 150").toEqual([...symbols].sort());
+  }, 120_000);
+});
