@@ -19,8 +19,8 @@ import WebSocket from "ws";
 import { issuePublishKey } from "../scripts/publish-key.mjs";
 import { listVenue } from "../scripts/venue.mjs";
 import { option } from "./load.mjs";
+import { openChannel } from "./publisher.mjs";
 import { bundleService, startService, work } from "./service.mjs";
-import { sign } from "./signed-load.mjs";
 
 const MARKETS = Number(option("markets", 100));
 const SECONDS = Number(option("seconds", 30));
@@ -104,41 +104,6 @@ function feed(symbol, priceScale, quantityScale, mid) {
   };
 }
 
-function openChannel(url, key, ip) {
-  const timestamp = String(Date.now());
-  const signature = sign(key.secret, timestamp, "GET", "/v1/publish");
-  const ws = new WebSocket(`${url.replace(/^http/, "ws")}/v1/publish?apiKey=${key.id}&timestamp=${timestamp}&signature=${signature}`, {
-    headers: { "CF-Connecting-IP": ip },
-  });
-  const pending = new Map();
-  ws.on("message", (data) => {
-    const answer = JSON.parse(String(data));
-    const waiter = pending.get(answer.id);
-    if (!waiter) return;
-    pending.delete(answer.id);
-    if (answer.error) waiter.reject(new Error(`batch ${answer.id}: ${JSON.stringify(answer.error).slice(0, 300)}`));
-    else waiter.resolve(answer.result);
-  });
-  let nextId = 0;
-  return {
-    opened: new Promise((resolve, reject) => {
-      ws.once("open", resolve);
-      ws.once("error", reject);
-    }),
-    send(body) {
-      const id = ++nextId;
-      return new Promise((resolve, reject) => {
-        pending.set(id, { resolve, reject });
-        ws.send(JSON.stringify({ id, ...body }));
-      });
-    },
-    get unanswered() {
-      return pending.size;
-    },
-    close: () => ws.close(),
-  };
-}
-
 /** The counters of /admin/metrics as series → value. */
 async function scrape(url) {
   const response = await fetch(`${url}/admin/metrics`, { headers: { Authorization: `Bearer ${TOKEN}`, "CF-Connecting-IP": "10.70.0.1" } });
@@ -191,7 +156,7 @@ async function phase(service, channels, markets, { batchesPerSecond, levels, tra
         const channel = channels[i % channels.length];
         if (channel.unanswered >= 60) continue; // the channel's window (64): a late batch is skipped, not queued
         const body = market.batch(levels, trades);
-        const sent = channel.send(body).then((result) => {
+        const sent = channel.send(body).then(({ result }) => {
           if (!counting) return;
           counts.batches += 1;
           counts.trades += result.acceptedTrades;

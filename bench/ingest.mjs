@@ -11,10 +11,10 @@
 // checks at the end that every acknowledged update is in the book's sequence and every
 // acknowledged trade is in /api/trades. Loopback only; it stops everything it started.
 import { mkdirSync } from "node:fs";
-import WebSocket from "ws";
 import { issuePublishKey } from "../scripts/publish-key.mjs";
 import { listVenue } from "../scripts/venue.mjs";
 import { option } from "./load.mjs";
+import { openChannel } from "./publisher.mjs";
 import { bundleService, startService, work } from "./service.mjs";
 import { sign } from "./signed-load.mjs";
 
@@ -139,43 +139,6 @@ async function postRun(url, key, market, seconds) {
   return { updates, trades, latencies };
 }
 
-function openChannel(url, key) {
-  const timestamp = String(Date.now());
-  const signature = sign(key.secret, timestamp, "GET", "/v1/publish");
-  const ws = new WebSocket(`${url.replace(/^http/, "ws")}/v1/publish?apiKey=${key.id}&timestamp=${timestamp}&signature=${signature}`, {
-    headers: { "CF-Connecting-IP": "10.61.0.2" },
-  });
-  const pending = new Map();
-  ws.on("message", (data) => {
-    const answer = JSON.parse(String(data));
-    const waiter = pending.get(answer.id);
-    if (!waiter) return;
-    pending.delete(answer.id);
-    if (answer.error) waiter.reject(new Error(`batch ${answer.id}: ${JSON.stringify(answer.error).slice(0, 300)}`));
-    else waiter.resolve(answer.result);
-  });
-  let nextId = 0;
-  return {
-    opened: new Promise((resolve, reject) => {
-      ws.once("open", resolve);
-      ws.once("error", reject);
-    }),
-    /** Sends a batch; resolves with its result and the ms it took to be answered. */
-    send(body) {
-      const id = ++nextId;
-      const started = performance.now();
-      return new Promise((resolve, reject) => {
-        pending.set(id, { resolve: (result) => resolve({ result, ms: performance.now() - started }), reject });
-        ws.send(JSON.stringify({ id, ...body }));
-      });
-    },
-    get unanswered() {
-      return pending.size;
-    },
-    close: () => ws.close(),
-  };
-}
-
 async function publishRun(channel, markets, rate, tradeRate, seconds) {
   const latencies = [];
   const totals = { updates: 0, trades: 0 };
@@ -266,7 +229,7 @@ async function main() {
     checks.push({ name: "post", ...(await verify(url, postMarket, post.trades)) });
 
     log(`publish: one market, ${RATE} updates/s and ${TRADE_RATE} trades/s over /v1/publish for ${SECONDS} s…`);
-    const channel = openChannel(url, key);
+    const channel = openChannel(url, key, "10.61.0.2");
     await channel.opened;
     const wsMarket = feed("ETHUSDT", scales("ETHUSDT"), 3400);
     cpu = service.cpuSeconds();
