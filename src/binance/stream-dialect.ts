@@ -1,7 +1,7 @@
 import type { DialectConnection, StreamDialect } from "../streams/dialect";
-import { MAX_STREAMS_PER_CONNECTION } from "../streams/protocol";
+import { MAX_STREAM_NAME_BYTES } from "../streams/protocol";
 import { frame, render } from "./stream-render";
-import { type BinanceId, type BinanceStream, parseBinanceRequest, parseBinanceStream } from "./streams";
+import { BINANCE_MAX_STREAMS, type BinanceId, type BinanceStream, parseBinanceRequest, parseBinanceStream } from "./streams";
 import * as binance from "./translate";
 
 export const BINANCE_DIALECT = "binance";
@@ -22,8 +22,9 @@ async function subscribe(connection: DialectConnection, id: BinanceId, names: re
     streams.push(stream);
   }
   const outcome = await connection.subscribe(streams, answer ? JSON.stringify({ result: null, id }) : null);
-  if (outcome === "too-many") connection.send(error(id, `at most ${MAX_STREAMS_PER_CONNECTION} streams per connection here`));
-  else if (outcome === "failed") connection.send(error(id, "the streams could not be subscribed; try again"));
+  if (outcome === "too-many") {
+    connection.send(error(id, `at most ${BINANCE_MAX_STREAMS} streams per connection, their names at most ${MAX_STREAM_NAME_BYTES} bytes in all`));
+  } else if (outcome === "failed") connection.send(error(id, "the streams could not be subscribed; try again"));
 }
 
 /**
@@ -35,6 +36,7 @@ export const binanceDialect: StreamDialect = {
   id: BINANCE_DIALECT,
   // Binance's own: 5 incoming messages a second on a stream connection, disconnected beyond.
   messagesPerSecond: 5,
+  maxStreams: BINANCE_MAX_STREAMS,
   parse: parseBinanceStream,
   // As Binance does, a name at connect that is no stream subscribes to nothing (CCXT connects to `/ws/0`).
   connect: (connection, names) =>

@@ -5,7 +5,10 @@
  */
 import { isKlineInterval } from "../history/intervals";
 import { findMarket } from "../registry/copy";
-import { MAX_STREAMS_PER_CONNECTION, parseStreamName, type StreamName, TICKERS_STREAM } from "../streams/protocol";
+import { parseStreamName, type StreamName, TICKERS_STREAM } from "../streams/protocol";
+
+/** Binance's streams per connection; the names' bytes (MAX_STREAM_NAME_BYTES) bound it first for long names (about 400 of the longest). */
+export const BINANCE_MAX_STREAMS = 1024;
 
 export type ViewKind =
   | "trade"
@@ -144,7 +147,7 @@ export function parseBinanceRequest(text: string): { ok: true; request: BinanceR
     case "SUBSCRIBE":
     case "UNSUBSCRIBE":
       if (!Array.isArray(params) || !params.every((p) => typeof p === "string")) return fail(2, "Invalid request: params must be an array of stream names", id);
-      if (params.length > MAX_STREAMS_PER_CONNECTION) return fail(2, "Invalid request: too many parameters", id);
+      if (params.length > BINANCE_MAX_STREAMS) return fail(2, "Invalid request: too many parameters", id);
       return { ok: true, request: { method, id, params } };
     case "LIST_SUBSCRIPTIONS":
       return { ok: true, request: { method, id } };
@@ -163,5 +166,5 @@ export function namesIn(list: string): string[] {
   return list
     .split("/")
     .filter((name) => name !== "")
-    .slice(0, MAX_STREAMS_PER_CONNECTION + 1);
+    .slice(0, BINANCE_MAX_STREAMS + 1);
 }

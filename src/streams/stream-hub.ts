@@ -8,6 +8,7 @@ import { metricsOn } from "../metrics/holder";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { ensureRegistry, findMarket } from "../registry/copy";
+import { packNames, unpackNames } from "./attachment";
 import {
   DIALECT_HEADER,
   DIALECT_OPTIONS_HEADER,
@@ -37,6 +38,7 @@ import {
   MAX_CONNECTIONS_PER_PRINCIPAL,
   MAX_MESSAGE_BYTES,
   MAX_MESSAGES_PER_SECOND,
+  MAX_STREAM_NAME_BYTES,
   MAX_STREAMS_PER_CONNECTION,
   MAX_WARNINGS,
   type MessageId,
@@ -104,8 +106,26 @@ const NOTICED_KEY = "maintenanceNoticed";
 /** Per API key with connections here, when its standing was last confirmed (survives hibernation). */
 const KEY_VERIFIED_PREFIX = "verified:";
 
+/** An attachment as the socket keeps it: its streams packed (./attachment.ts), so a few markets' many streams fit. */
+type StoredAttachment = Omit<Attachment, "streams"> & { streams: string | string[] };
+
+/** A socket's attachment with its streams unpacked, or null before it has one. */
+function loadAttachment(ws: WebSocket): Attachment | null {
+  const stored = ws.deserializeAttachment() as StoredAttachment | null;
+  return stored ? { ...stored, streams: unpackNames(stored.streams) } : null;
+}
+
 function attachmentOf(ws: WebSocket): Attachment {
-  return ws.deserializeAttachment() as Attachment;
+  return loadAttachment(ws)!;
+}
+
+/** What an attachment holds but its streams, read without unpacking them (per frame: the dialect's options). */
+function headerOf(ws: WebSocket): Omit<Attachment, "streams"> {
+  return ws.deserializeAttachment() as StoredAttachment;
+}
+
+function saveAttachment(ws: WebSocket, attachment: Attachment): void {
+  ws.serializeAttachment({ ...attachment, streams: packNames(attachment.streams) } satisfies StoredAttachment);
 }
 
 /**
@@ -156,7 +176,7 @@ export class StreamHub extends MeteredObject {
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(KEEPALIVE_REQUEST, KEEPALIVE_RESPONSE));
     const dialectSockets: [WebSocket, Attachment][] = [];
     for (const ws of ctx.getWebSockets()) {
-      const attachment = ws.deserializeAttachment() as Attachment | null;
+      const attachment = loadAttachment(ws);
       if (attachment?.dialect) dialectSockets.push([ws, attachment]);
       else for (const stream of attachment?.streams ?? []) this.subscribersOf(stream).add(ws);
     }
@@ -184,7 +204,7 @@ export class StreamHub extends MeteredObject {
         (fanout = new DialectFanout(
           dialect,
           (ws, text) => this.send(ws, text),
-          (ws) => attachmentOf(ws).dialect?.options ?? {},
+          (ws) => headerOf(ws).dialect?.options ?? {},
         )),
       );
     return fanout;
@@ -192,7 +212,7 @@ export class StreamHub extends MeteredObject {
 
   /** The dialect a socket speaks, or undefined for the native protocol. */
   private dialectOfSocket(ws: WebSocket): StreamDialect | undefined {
-    return dialectOf(attachmentOf(ws).dialect?.id);
+    return dialectOf(headerOf(ws).dialect?.id);
   }
 
   private subscribersOf(stream: string): Set<WebSocket> {
@@ -247,7 +267,7 @@ export class StreamHub extends MeteredObject {
       await this.armAlarm(Date.now() + KEY_CHECK_EVERY_MS);
     }
     const dialect = dialectOf(request.headers.get(DIALECT_HEADER));
-    server.serializeAttachment({
+    saveAttachment(server, {
       principal,
       streams: [],
       warnings: 0,
@@ -258,7 +278,7 @@ export class StreamHub extends MeteredObject {
     const closing = this.ctx.storage.kv.get<PlannedClose>(CLOSING_KEY);
     if (closing) this.send(server, this.notice(server, closing, Date.now()));
     if (dialect) {
-      const names = decodeNames(request.headers.get(DIALECT_STREAMS_HEADER), MAX_STREAMS_PER_CONNECTION);
+      const names = decodeNames(request.headers.get(DIALECT_STREAMS_HEADER), dialect.maxStreams ?? MAX_STREAMS_PER_CONNECTION);
       if (names.length > 0) {
         await ensureRegistry(this.env);
         await dialect.connect(this.connectionOf(server, dialect), names);
@@ -327,7 +347,7 @@ export class StreamHub extends MeteredObject {
     if (!parsed.ok) {
       const attachment = attachmentOf(ws);
       attachment.warnings += 1;
-      ws.serializeAttachment(attachment);
+      saveAttachment(ws, attachment);
       if (attachment.warnings > MAX_WARNINGS) return this.closeForPolicy(ws, `more than ${MAX_WARNINGS} invalid messages`);
       return this.error(ws, parsed.id, parsed.code, parsed.message);
     }
@@ -355,7 +375,7 @@ export class StreamHub extends MeteredObject {
     const plan = planSubscribe(attachment.streams, names);
     if (!plan.ok) return this.error(ws, id, plan.code, plan.message);
     attachment.streams.push(...plan.streams.map((s) => s.name));
-    ws.serializeAttachment(attachment);
+    saveAttachment(ws, attachment);
     const resuming = plan.streams.filter((s) => s.kind === "book" && resume.has(s.name)).map((s) => s.subject);
     const registered = await this.ensureSources(ws, plan.streams, resuming);
     if (!registered) return this.error(ws, id, "INTERNAL_ERROR", "the streams could not be subscribed; try again");
@@ -427,7 +447,7 @@ export class StreamHub extends MeteredObject {
       console.error("subscribe failed", String(error));
       const current = attachmentOf(ws);
       current.streams = current.streams.filter((name) => !adding.some((s) => s.name === name));
-      ws.serializeAttachment(current);
+      saveAttachment(ws, current);
       return false;
     } finally {
       for (const s of sources) this.joining.set(sourceOf(s), (this.joining.get(sourceOf(s)) ?? 1) - 1);
@@ -446,13 +466,13 @@ export class StreamHub extends MeteredObject {
       setOptions: (options) => {
         const attachment = attachmentOf(ws);
         attachment.dialect = { id: dialect.id, options };
-        ws.serializeAttachment(attachment);
+        saveAttachment(ws, attachment);
       },
       send: (text) => this.send(ws, text),
       warn: () => {
         const attachment = attachmentOf(ws);
         attachment.warnings += 1;
-        ws.serializeAttachment(attachment);
+        saveAttachment(ws, attachment);
         if (attachment.warnings <= MAX_WARNINGS) return false;
         this.closeForPolicy(ws, `more than ${MAX_WARNINGS} invalid messages`);
         return true;
@@ -463,7 +483,7 @@ export class StreamHub extends MeteredObject {
         const attachment = attachmentOf(ws);
         for (const name of attachment.streams) if (gone.has(name)) this.fanoutOf(dialect).remove(ws, name);
         attachment.streams = attachment.streams.filter((name) => !gone.has(name));
-        ws.serializeAttachment(attachment);
+        saveAttachment(ws, attachment);
       },
     };
   }
@@ -471,10 +491,12 @@ export class StreamHub extends MeteredObject {
   /** Adds a dialect's streams to a connection, all or nothing; `ack` goes before any greeting. */
   private async dialectSubscribe(ws: WebSocket, dialect: StreamDialect, asked: readonly DialectStream[], ack: string | null): Promise<SubscribeOutcome> {
     const attachment = attachmentOf(ws);
-    const streams = [...new Map(asked.filter((s) => !attachment.streams.includes(s.name)).map((s) => [s.name, s])).values()];
-    if (attachment.streams.length + streams.length > MAX_STREAMS_PER_CONNECTION) return "too-many";
+    const holding = new Set(attachment.streams);
+    const streams = [...new Map(asked.filter((s) => !holding.has(s.name)).map((s) => [s.name, s])).values()];
+    const after = [...attachment.streams, ...streams.map((s) => s.name)];
+    if (after.length > (dialect.maxStreams ?? MAX_STREAMS_PER_CONNECTION) || packNames(after).length > MAX_STREAM_NAME_BYTES) return "too-many";
     attachment.streams.push(...streams.map((s) => s.name));
-    ws.serializeAttachment(attachment);
+    saveAttachment(ws, attachment);
     if (!(await this.ensureSources(ws, streams))) return "failed";
     if (ws.readyState !== WebSocket.OPEN) return "closed";
     const held = attachmentOf(ws).streams;
@@ -499,7 +521,7 @@ export class StreamHub extends MeteredObject {
       return;
     }
     attachment.streams = attachment.streams.filter((name) => !plan.streams.some((s) => s.name === name));
-    ws.serializeAttachment(attachment);
+    saveAttachment(ws, attachment);
     for (const stream of plan.streams) this.subscribers.get(stream.name)?.delete(ws);
     this.send(ws, { id, result: { streams: attachment.streams } });
   }
@@ -624,7 +646,7 @@ export class StreamHub extends MeteredObject {
   private async checkKeys(now: number): Promise<number | undefined> {
     const byKey = new Map<string, WebSocket[]>();
     for (const ws of this.ctx.getWebSockets()) {
-      const principal = (ws.deserializeAttachment() as Attachment | null)?.principal;
+      const principal = (ws.deserializeAttachment() as StoredAttachment | null)?.principal;
       if (principal?.startsWith("key:")) byKey.set(principal, [...(byKey.get(principal) ?? []), ws]);
     }
     for (const [key] of this.ctx.storage.kv.list<number>({ prefix: KEY_VERIFIED_PREFIX })) {
@@ -665,14 +687,14 @@ export class StreamHub extends MeteredObject {
     const native = new Set(marketStreams(symbol));
     const dialectNames = new Map([...this.fanouts].map(([id, fanout]) => [id, fanout.namesOf(symbol)]));
     for (const ws of this.ctx.getWebSockets()) {
-      const attachment = ws.deserializeAttachment() as Attachment | null;
+      const attachment = loadAttachment(ws);
       if (!attachment) continue;
       const id = attachment.dialect?.id;
       const ending = id === undefined ? native : (dialectNames.get(id) ?? new Set<string>());
       const ended = attachment.streams.filter((name) => ending.has(name));
       if (ended.length === 0) continue;
       attachment.streams = attachment.streams.filter((name) => !ended.includes(name));
-      ws.serializeAttachment(attachment);
+      saveAttachment(ws, attachment);
       for (const name of ended) {
         if (id !== undefined) this.fanouts.get(id)?.remove(ws, name);
         else this.subscribers.get(name)?.delete(ws);
@@ -767,7 +789,7 @@ export class StreamHub extends MeteredObject {
     await this.metrics.flush(this.env, Date.now(), true);
     const connections: Record<string, number> = { native: 0 };
     for (const ws of this.ctx.getWebSockets()) {
-      const dialect = (ws.deserializeAttachment() as Attachment | null)?.dialect?.id ?? "native";
+      const dialect = (ws.deserializeAttachment() as StoredAttachment | null)?.dialect?.id ?? "native";
       connections[dialect] = (connections[dialect] ?? 0) + 1;
     }
     return connections;
@@ -900,7 +922,7 @@ export class StreamHub extends MeteredObject {
   leasesHeld(ids: string[]): string[] {
     const held = new Set(this.pendingLeases);
     for (const ws of this.ctx.getWebSockets()) {
-      const lease = (ws.deserializeAttachment() as Attachment | null)?.lease;
+      const lease = (ws.deserializeAttachment() as StoredAttachment | null)?.lease;
       if (lease) held.add(lease);
     }
     return ids.filter((id) => held.has(id));
@@ -911,7 +933,7 @@ export class StreamHub extends MeteredObject {
     const lease = attachment.lease;
     if (!lease) return;
     try {
-      ws.serializeAttachment({ ...attachment, lease: undefined });
+      saveAttachment(ws, { ...attachment, lease: undefined });
     } catch {
       // closed already: the guard forgets a lease returned twice
     }
@@ -923,7 +945,7 @@ export class StreamHub extends MeteredObject {
   }
 
   private forget(ws: WebSocket): void {
-    const attachment = ws.deserializeAttachment() as Attachment | null;
+    const attachment = loadAttachment(ws);
     if (attachment) this.returnLease(ws, attachment);
     const fanout = attachment?.dialect && this.fanouts.get(attachment.dialect.id);
     for (const name of attachment?.streams ?? []) {

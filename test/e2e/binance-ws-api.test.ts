@@ -159,4 +159,34 @@ describe("CCXT configured as docs/binance.md#ccxt says: the WebSocket API too, n
     const tickers = await exchange.fetchTickers(symbols);
     expect(Object.keys(tickers).sort(), "a ticker for each of the 150").toEqual([...symbols].sort());
   }, 120_000);
+
+  it("watchOrderBookForSymbols over 60 symbols on one connection: CCXT subscribes them in one request, and a book comes", async () => {
+    const symbols = Array.from({ length: 60 }, (_, i) => `V${i}/USDT`);
+    await listVenue({ url: baseUrl, token: adminToken(), count: 150 }); // listed already when the tests above ran
+    await exchange.loadHttpProxyAgent();
+    await until(async () => ((await exchange.loadMarkets(true))["V59/USDT"] ? true : undefined), { what: "the listing in CCXT's markets" });
+    const key = await newPublishKey(baseUrl, ["V2USDT"]);
+    const { createHmac } = await import("node:crypto");
+    const at = Date.now();
+    const signature = createHmac("sha256", key.secret).update(`${at}\nGET\n/v1/publish\n`).digest("hex");
+    const channel = new WebSocket(`${wsDialect.replace(/\/binance$/, "")}/v1/publish?apiKey=${key.id}&timestamp=${at}&signature=${signature}`);
+    await new Promise((resolve, reject) => channel.on("open", resolve).on("error", reject));
+    const answers: any[] = [];
+    channel.on("message", (data) => answers.push(JSON.parse(String(data))));
+    const sequence = 2_000_000 + (at % 1_000_000);
+    channel.send(JSON.stringify({ id: 1, symbol: "V2USDT", book: { type: "snapshot", sequence, bids: [["99.990", "1.00"]], asks: [["100.010", "1.00"]] } }));
+    await until(() => answers.find((a) => a.id === 1)?.result, { what: "the V2USDT book" });
+    const watched = exchange.watchOrderBookForSymbols(symbols);
+    // Once subscribed (the subscribe's answer came back), V2USDT moves: its diff makes CCXT take the book.
+    await until(() => Object.values(exchange.clients).some((client: any) => Object.keys(client.subscriptions ?? {}).length > 0) || undefined, {
+      what: "the subscription",
+    });
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    channel.send(JSON.stringify({ id: 2, symbol: "V2USDT", book: { type: "delta", sequence: sequence + 1, bids: [["99.980", "2.00"]], asks: [] } }));
+    const book = await watched;
+    expect(symbols, "a book of the 60 came").toContain(book.symbol);
+    const streamClients = Object.keys(exchange.clients).filter((url) => url.includes("/binance/ws") && !url.includes("ws-api"));
+    expect(streamClients, "stream connections CCXT opened").toHaveLength(1);
+    channel.close();
+  }, 120_000);
 });

@@ -1,0 +1,45 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { packNames, unpackNames } from "../../src/streams/attachment";
+
+describe("stream names in a connection's attachment (src/streams/attachment.ts)", () => {
+  it("unpack(pack(names)) is the names in their order, for any names of the protocols' characters", () => {
+    const name = fc.stringMatching(/^[a-zA-Z0-9._@:+-]{1,40}$/);
+    fc.assert(
+      fc.property(fc.array(name, { maxLength: 200 }), (names) => {
+        expect(unpackNames(packNames(names))).toEqual(names);
+      }),
+    );
+  });
+
+  it("keeps each symbol once: 1,024 streams of 64 markets take under 15 KiB", () => {
+    const kinds = [
+      "trade",
+      "aggTrade",
+      "depth",
+      "depth@100ms",
+      "bookTicker",
+      "ticker",
+      "miniTicker",
+      "avgPrice",
+      "depth5",
+      "depth10",
+      "depth20",
+      "depth5@100ms",
+      "depth10@100ms",
+      "depth20@100ms",
+      "kline_1m",
+      "kline_1h@+08:00",
+    ];
+    const names = Array.from({ length: 64 }, (_, i) => `longnamedasset${i}usdt`).flatMap((symbol) => kinds.map((kind) => `${symbol}@${kind}`));
+    expect(names).toHaveLength(1024);
+    expect(packNames(names).length).toBeLessThan(15 * 1024);
+    expect(JSON.stringify(names).length, "as a plain list").toBeGreaterThan(16 * 1024);
+  });
+
+  it("reads an attachment from before packing (an array of names)", () => {
+    expect(unpackNames(["book.BTCUSDT", "btcusdt@trade"])).toEqual(["book.BTCUSDT", "btcusdt@trade"]);
+    expect(unpackNames(undefined)).toEqual([]);
+    expect(unpackNames(packNames([]))).toEqual([]);
+  });
+});
