@@ -1,9 +1,22 @@
+import type { DialectOptions } from "./dialect";
+
 /**
- * How a connection's stream names are kept in its hibernation attachment, which the runtime
- * bounds at 16 KiB a socket: each name's part before its first `@` once, in a table, and the
- * names as `index:rest` — a connection holding many streams of a few markets (Binance's 1024)
- * keeps each market's symbol once. Pure.
+ * What a stream connection carries through hibernation, in its attachment, which the runtime
+ * bounds at 16 KiB a socket. Its stream names are packed: each name's part before its first `@`
+ * once, in a table, and the names as `index:rest` — a connection holding many streams of a few
+ * markets (Binance's 1024) keeps each market's symbol once.
  */
+
+export interface Attachment {
+  principal: string;
+  /** The streams held: native names, or on a dialect's connection the dialect's names (src/streams/dialect.ts). */
+  streams: string[];
+  warnings: number;
+  /** The connection's lease of its principal's guard, until it is returned (docs/limits.md#stream-connections). */
+  lease?: string;
+  /** Set on a dialect's connection: its id, and its options (Binance: combined frames or raw). */
+  dialect?: { id: string; options: DialectOptions };
+}
 
 const ENTRIES = "\n";
 const ITEMS = "|";
@@ -37,4 +50,26 @@ export function unpackNames(packed: string | readonly string[] | undefined): str
     const colon = entry.indexOf(":");
     return `${prefixes[Number(entry.slice(0, colon))]}@${entry.slice(colon + 1)}`;
   });
+}
+
+/** An attachment as the socket keeps it: its streams packed (./attachment.ts), so a few markets' many streams fit. */
+export type StoredAttachment = Omit<Attachment, "streams"> & { streams: string | string[] };
+
+/** A socket's attachment with its streams unpacked, or null before it has one. */
+export function loadAttachment(ws: WebSocket): Attachment | null {
+  const stored = ws.deserializeAttachment() as StoredAttachment | null;
+  return stored ? { ...stored, streams: unpackNames(stored.streams) } : null;
+}
+
+export function attachmentOf(ws: WebSocket): Attachment {
+  return loadAttachment(ws)!;
+}
+
+/** What an attachment holds but its streams, read without unpacking them (per frame: the dialect's options). */
+export function headerOf(ws: WebSocket): Omit<Attachment, "streams"> {
+  return ws.deserializeAttachment() as StoredAttachment;
+}
+
+export function saveAttachment(ws: WebSocket, attachment: Attachment): void {
+  ws.serializeAttachment({ ...attachment, streams: packNames(attachment.streams) } satisfies StoredAttachment);
 }

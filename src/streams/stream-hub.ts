@@ -1,20 +1,16 @@
-import { keyStateAt } from "../access/keys";
-import type { Announcement } from "../announcements/schemas";
 import { alarmBy } from "../core/alarms";
 import { accessGuard, marketObject, priceIndex } from "../core/object-ids";
 import { problem, toProblemResult } from "../core/problem";
-import type { MarketAnswer } from "../market/edge-copies";
 import { metricsOn } from "../metrics/holder";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { ensureRegistry, findMarket } from "../registry/copy";
-import { packNames, unpackNames } from "./attachment";
+import { type Attachment, attachmentOf, headerOf, loadAttachment, packNames, type StoredAttachment, saveAttachment } from "./attachment";
 import {
   DIALECT_HEADER,
   DIALECT_OPTIONS_HEADER,
   DIALECT_STREAMS_HEADER,
   type DialectConnection,
-  type DialectOptions,
   type DialectStream,
   decodeNames,
   decodeOptions,
@@ -33,7 +29,6 @@ import {
   KEEPALIVE_REQUEST,
   KEEPALIVE_RESPONSE,
   KEY_CHECK_EVERY_MS,
-  MAINTENANCE_NOTICE_LEAD_MS,
   MARKET_ENDED_STREAM,
   MAX_CONNECTIONS_PER_PRINCIPAL,
   MAX_MESSAGE_BYTES,
@@ -53,22 +48,8 @@ import {
   type StreamName,
 } from "./protocol";
 import { parseResume, ResumeLog } from "./resume-log";
+import { ShardDuties, type VenueStatusMessage } from "./shard-duties";
 import { type BookMessage, WireBook } from "./wire-book";
-
-/** The `status` stream's message: the body of `GET /api/status` (docs/operations.md#announcements). */
-type VenueStatusMessage = { announcements?: Announcement[] } & Record<string, unknown>;
-
-/** What a socket carries through hibernation (small: at most 50 stream names). */
-interface Attachment {
-  principal: string;
-  /** The streams held: native names, or on a dialect's connection the dialect's names (src/streams/dialect.ts). */
-  streams: string[];
-  warnings: number;
-  /** The connection's lease of its principal's guard, until it is returned (docs/limits.md#stream-connections). */
-  lease?: string;
-  /** Set on a dialect's connection: its id, and its options (Binance: combined frames or raw). */
-  dialect?: { id: string; options: DialectOptions };
-}
 
 export const PRINCIPAL_HEADER = "X-Stream-Principal";
 export const SHARD_HEADER = "X-Stream-Shard";
@@ -78,8 +59,6 @@ export const SNAPSHOT_DEPTH = 100;
 const RESUME_BASE_WAIT_MS = 2_000;
 /** A market's base book that has not come this long after registering is asked for again (a lost join heals). */
 export const BASE_TIMEOUT_MS = 5_000;
-/** A key whose standing could not be checked for this long has its connections closed: the check fails closed. */
-const KEY_UNVERIFIED_CLOSE_MS = 2 * KEY_CHECK_EVERY_MS;
 
 /** The streams the price index publishes (every other stream but the heartbeat is a market's). */
 function fromPriceIndex(stream: StreamName): boolean {
@@ -91,41 +70,6 @@ function sourceOf(stream: StreamName): string {
   if (stream.kind === "heartbeat") return HEARTBEAT_STREAM;
   if (stream.kind === "status") return STATUS_STREAM;
   return fromPriceIndex(stream) ? `index:${stream.name}` : `market:${stream.subject}`;
-}
-
-/** Storage key of the heartbeat counter: it survives hibernation, so a client sees no step back. */
-const HEARTBEAT_KEY = "heartbeatSequence";
-/** Storage keys of when the next heartbeat and the next key check are due (the one alarm serves both). */
-const HEARTBEAT_DUE_KEY = "heartbeatDue";
-const KEYS_DUE_KEY = "keysDue";
-/** Storage key of a planned close under way (its code, reason and time): it survives hibernation. */
-const CLOSING_KEY = "closing";
-/** The venue's status as the price index last pushed it, and the maintenances its dialects' connections were told of. */
-const STATUS_KEY = "status";
-const NOTICED_KEY = "maintenanceNoticed";
-/** Per API key with connections here, when its standing was last confirmed (survives hibernation). */
-const KEY_VERIFIED_PREFIX = "verified:";
-
-/** An attachment as the socket keeps it: its streams packed (./attachment.ts), so a few markets' many streams fit. */
-type StoredAttachment = Omit<Attachment, "streams"> & { streams: string | string[] };
-
-/** A socket's attachment with its streams unpacked, or null before it has one. */
-function loadAttachment(ws: WebSocket): Attachment | null {
-  const stored = ws.deserializeAttachment() as StoredAttachment | null;
-  return stored ? { ...stored, streams: unpackNames(stored.streams) } : null;
-}
-
-function attachmentOf(ws: WebSocket): Attachment {
-  return loadAttachment(ws)!;
-}
-
-/** What an attachment holds but its streams, read without unpacking them (per frame: the dialect's options). */
-function headerOf(ws: WebSocket): Omit<Attachment, "streams"> {
-  return ws.deserializeAttachment() as StoredAttachment;
-}
-
-function saveAttachment(ws: WebSocket, attachment: Attachment): void {
-  ws.serializeAttachment({ ...attachment, streams: packNames(attachment.streams) } satisfies StoredAttachment);
 }
 
 /**
@@ -169,8 +113,21 @@ export class StreamHub extends MeteredObject {
   /** Frames sent since they were last counted (the current burst). */
   private framesSent = 0;
 
+  /** The alarm's duties that keep their state in storage: heartbeat, key checks, maintenance notices, a planned close. */
+  private readonly duties: ShardDuties;
+
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, "shard");
+    this.duties = new ShardDuties({
+      env,
+      storage: this.ctx.storage,
+      sockets: () => this.ctx.getWebSockets().map((ws) => ({ ws, principal: (ws.deserializeAttachment() as StoredAttachment | null)?.principal })),
+      subscribersOf: (stream) => this.subscribers.get(stream),
+      send: (ws, message) => this.send(ws, message),
+      closeForPolicy: (ws, reason) => this.closeForPolicy(ws, reason),
+      heartbeatUnwanted: () => this.registrations.delete(HEARTBEAT_STREAM),
+      maintenanceNoticeOf: (ws, now) => this.dialectOfSocket(ws)?.maintenanceNotice(now) ?? undefined,
+    });
     this.counting = metricsOn(env);
     // The keepalive is answered by the runtime, so idle connections never wake the shard.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(KEEPALIVE_REQUEST, KEEPALIVE_RESPONSE));
@@ -262,8 +219,7 @@ export class StreamHub extends MeteredObject {
     this.pendingLeases.delete(lease);
     // A key's connections are checked while open: revoked or expired, they close (docs/streams.md#closes-and-ended-streams).
     if (principal.startsWith("key:")) {
-      this.ctx.storage.kv.put(KEY_VERIFIED_PREFIX + principal, Date.now());
-      if (this.ctx.storage.kv.get<number>(KEYS_DUE_KEY) === undefined) this.ctx.storage.kv.put(KEYS_DUE_KEY, Date.now() + KEY_CHECK_EVERY_MS);
+      this.duties.keyConnected(principal, Date.now());
       await this.armAlarm(Date.now() + KEY_CHECK_EVERY_MS);
     }
     const dialect = dialectOf(request.headers.get(DIALECT_HEADER));
@@ -275,7 +231,7 @@ export class StreamHub extends MeteredObject {
       ...(dialect && { dialect: { id: dialect.id, options: decodeOptions(request.headers.get(DIALECT_OPTIONS_HEADER)) } }),
     } satisfies Attachment);
     // A connection that opens while a planned close is under way is told at once, as the others were.
-    const closing = this.ctx.storage.kv.get<PlannedClose>(CLOSING_KEY);
+    const closing = this.duties.closing();
     if (closing) this.send(server, this.notice(server, closing, Date.now()));
     if (dialect) {
       const names = decodeNames(request.headers.get(DIALECT_STREAMS_HEADER), dialect.maxStreams ?? MAX_STREAMS_PER_CONNECTION);
@@ -381,7 +337,7 @@ export class StreamHub extends MeteredObject {
     if (!registered) return this.error(ws, id, "INTERNAL_ERROR", "the streams could not be subscribed; try again");
     // The status is asked (a call to the price index on a shard that holds none) before the
     // connection becomes a subscriber of anything: no await may come after that.
-    const status = plan.streams.some((s) => s.kind === "status") ? await this.currentStatus() : undefined;
+    const status = plan.streams.some((s) => s.kind === "status") ? await this.duties.currentStatus() : undefined;
     if (ws.readyState !== WebSocket.OPEN) return; // closed while waiting
     // An unsubscribe may have come meanwhile: the attachment is the truth. From here to the last
     // send nothing awaits: what a resume sends and the deltas after it are one unbroken order.
@@ -569,7 +525,7 @@ export class StreamHub extends MeteredObject {
    * it: a shard without heartbeat subscribers is never woken for it.
    */
   private async armHeartbeat(): Promise<void> {
-    if (this.ctx.storage.kv.get<number>(HEARTBEAT_DUE_KEY) === undefined) this.ctx.storage.kv.put(HEARTBEAT_DUE_KEY, Date.now() + HEARTBEAT_EVERY_MS);
+    this.duties.heartbeatWanted(Date.now());
     await this.armAlarm(Date.now() + HEARTBEAT_EVERY_MS);
   }
 
@@ -587,14 +543,14 @@ export class StreamHub extends MeteredObject {
   override async alarm(): Promise<void> {
     const now = Date.now();
     const due: number[] = [];
-    const closing = this.ctx.storage.kv.get<PlannedClose>(CLOSING_KEY);
+    const closing = this.duties.closing();
     if (closing && now >= closing.closeAt) this.closeAll(closing);
     else if (closing) due.push(closing.closeAt);
-    const heartbeatDue = this.heartbeat(now);
+    const heartbeatDue = this.duties.heartbeat(now);
     if (heartbeatDue !== undefined) due.push(heartbeatDue);
-    const keysDue = await this.checkKeys(now);
+    const keysDue = await this.duties.checkKeys(now);
     if (keysDue !== undefined) due.push(keysDue);
-    const noticeDue = this.maintenanceNotices(now);
+    const noticeDue = this.duties.maintenanceNotices(now);
     if (noticeDue !== undefined) due.push(noticeDue);
     for (const [symbol, since] of this.awaitingBase) {
       if (now - since < BASE_TIMEOUT_MS) {
@@ -616,66 +572,6 @@ export class StreamHub extends MeteredObject {
       await this.metrics.due(this.env, now);
     } else if (this.metricsDueAt !== undefined) due.push(this.metricsDueAt);
     if (due.length > 0) await this.ctx.storage.setAlarm(Math.min(...due));
-  }
-
-  /** Sends the heartbeat if due; returns when the next is due, or undefined when nobody listens. */
-  private heartbeat(now: number): number | undefined {
-    const sockets = this.subscribers.get(HEARTBEAT_STREAM);
-    // Nobody left: not due again, and the registration goes, so a new subscriber arms it again.
-    if (!sockets || sockets.size === 0) {
-      this.registrations.delete(HEARTBEAT_STREAM);
-      this.ctx.storage.kv.delete(HEARTBEAT_DUE_KEY);
-      return undefined;
-    }
-    const dueAt = this.ctx.storage.kv.get<number>(HEARTBEAT_DUE_KEY) ?? now;
-    if (now < dueAt) return dueAt;
-    const sequence = (this.ctx.storage.kv.get<number>(HEARTBEAT_KEY) ?? 0) + 1;
-    this.ctx.storage.kv.put(HEARTBEAT_KEY, sequence);
-    const text = JSON.stringify({ stream: HEARTBEAT_STREAM, data: { time: now, sequence } });
-    for (const ws of sockets) this.send(ws, text);
-    this.ctx.storage.kv.put(HEARTBEAT_DUE_KEY, now + HEARTBEAT_EVERY_MS);
-    return now + HEARTBEAT_EVERY_MS;
-  }
-
-  /**
-   * Re-checks the standing of every API key with connections here (one guard call per key), if due:
-   * a revoked or expired key's connections close with 1008 and a reason; so do those of a key that
-   * could not be checked for `KEY_UNVERIFIED_CLOSE_MS` (the check fails closed). Returns when the
-   * next check is due, or undefined when no key has a connection here.
-   */
-  private async checkKeys(now: number): Promise<number | undefined> {
-    const byKey = new Map<string, WebSocket[]>();
-    for (const ws of this.ctx.getWebSockets()) {
-      const principal = (ws.deserializeAttachment() as StoredAttachment | null)?.principal;
-      if (principal?.startsWith("key:")) byKey.set(principal, [...(byKey.get(principal) ?? []), ws]);
-    }
-    for (const [key] of this.ctx.storage.kv.list<number>({ prefix: KEY_VERIFIED_PREFIX })) {
-      if (!byKey.has(key.slice(KEY_VERIFIED_PREFIX.length))) this.ctx.storage.kv.delete(key);
-    }
-    if (byKey.size === 0) {
-      this.ctx.storage.kv.delete(KEYS_DUE_KEY);
-      return undefined;
-    }
-    const dueAt = this.ctx.storage.kv.get<number>(KEYS_DUE_KEY) ?? now;
-    if (now < dueAt) return dueAt;
-    await Promise.all(
-      [...byKey].map(async ([principal, sockets]) => {
-        let reason: string | null = null;
-        try {
-          const status = await accessGuard(this.env, principal).keyStatus();
-          const state = status.exists ? keyStateAt(status, Date.now()) : "revoked";
-          if (state === "active") this.ctx.storage.kv.put(KEY_VERIFIED_PREFIX + principal, now);
-          else reason = `the API key ${state === "revoked" ? "was revoked" : "expired"}`;
-        } catch (error) {
-          console.error("stream key check failed", principal, String(error));
-          const verifiedAt = this.ctx.storage.kv.get<number>(KEY_VERIFIED_PREFIX + principal) ?? 0;
-          if (now - verifiedAt >= KEY_UNVERIFIED_CLOSE_MS) reason = "the API key could not be checked";
-        }
-        if (reason) for (const ws of sockets) this.closeForPolicy(ws, reason);
-      }),
-    );
-    this.ctx.storage.kv.put(KEYS_DUE_KEY, now + KEY_CHECK_EVERY_MS);
-    return now + KEY_CHECK_EVERY_MS;
   }
 
   /**
@@ -754,14 +650,14 @@ export class StreamHub extends MeteredObject {
       this.closeAll(close);
       return sockets.length;
     }
-    this.ctx.storage.kv.put(CLOSING_KEY, close);
+    this.duties.setClosing(close);
     await this.armAlarm(close.closeAt);
     return sockets.length;
   }
 
   /** Ends a planned close: every connection closes with its code and reason, and the shard takes new ones as before. */
   private closeAll(close: PlannedClose): void {
-    this.ctx.storage.kv.delete(CLOSING_KEY);
+    this.duties.setClosing(undefined);
     for (const ws of this.ctx.getWebSockets()) this.closeWith(ws, close.code, close.reason);
   }
 
@@ -808,7 +704,8 @@ export class StreamHub extends MeteredObject {
         continue;
       }
       if (event.stream === STATUS_STREAM) {
-        await this.takeStatus(event.data as VenueStatusMessage);
+        const due = this.duties.takeStatus(event.data as VenueStatusMessage, Date.now());
+        if (due !== undefined) await this.armAlarm(due);
         continue;
       }
       const stream = parseStreamName(event.stream);
@@ -866,56 +763,6 @@ export class StreamHub extends MeteredObject {
       this.register(stream).catch((error: unknown) => console.error("book resync failed", symbol, String(error)));
     }
     return undefined;
-  }
-
-  /** The status the price index pushed last, or asked of it when this shard has none yet. */
-  private async currentStatus(): Promise<VenueStatusMessage> {
-    const held = this.ctx.storage.kv.get<VenueStatusMessage>(STATUS_KEY);
-    if (held) return held;
-    // Typed here: the stub's inferred type of this call does not resolve through the index's imports.
-    const answer: MarketAnswer = await priceIndex(this.env).status();
-    const status = JSON.parse(answer.text) as VenueStatusMessage;
-    this.ctx.storage.kv.put(STATUS_KEY, status);
-    return status;
-  }
-
-  /**
-   * A new status from the price index (an announcement changed, started or ended): `status`
-   * subscribers get it, and each dialect's connections are told of a maintenance shortly before
-   * it starts (`MAINTENANCE_NOTICE_LEAD_MS`, the alarm).
-   */
-  private async takeStatus(status: VenueStatusMessage): Promise<void> {
-    this.ctx.storage.kv.put(STATUS_KEY, status);
-    const text = JSON.stringify({ stream: STATUS_STREAM, data: status });
-    for (const ws of this.subscribers.get(STATUS_STREAM) ?? []) this.send(ws, text);
-    const due = this.maintenanceNotices(Date.now());
-    if (due !== undefined) await this.armAlarm(due);
-  }
-
-  /**
-   * Tells every dialect connection here of each maintenance whose notice is due (once per
-   * announcement); returns when the next notice is due, or undefined when none is waiting.
-   */
-  private maintenanceNotices(now: number): number | undefined {
-    const status = this.ctx.storage.kv.get<VenueStatusMessage>(STATUS_KEY);
-    const maintenances = (status?.announcements ?? []).filter((a) => a.kind === "maintenance" && (a.endsAt === null || now < a.endsAt));
-    const noticed = new Set((this.ctx.storage.kv.get<string[]>(NOTICED_KEY) ?? []).filter((id) => maintenances.some((a) => a.id === id)));
-    let next: number | undefined;
-    for (const maintenance of maintenances) {
-      if (noticed.has(maintenance.id)) continue;
-      const noticeAt = maintenance.startsAt - MAINTENANCE_NOTICE_LEAD_MS;
-      if (noticeAt > now) {
-        next = Math.min(next ?? noticeAt, noticeAt);
-        continue;
-      }
-      noticed.add(maintenance.id);
-      for (const ws of this.ctx.getWebSockets()) {
-        const notice = this.dialectOfSocket(ws)?.maintenanceNotice(now);
-        if (notice) this.send(ws, notice);
-      }
-    }
-    this.ctx.storage.kv.put(NOTICED_KEY, [...noticed]);
-    return next;
   }
 
   /** Which of a guard's leases are still open here (or being opened): the rest died with a restart or a crash. */

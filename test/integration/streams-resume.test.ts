@@ -119,14 +119,14 @@ describe("resuming a book after a lost connection (docs/streams.md#resuming)", (
       const inside = instance as unknown as {
         ctx: DurableObjectState;
         subscribers: Map<string, Set<WebSocket>>;
-        currentStatus: () => Promise<unknown>;
+        duties: { currentStatus: () => Promise<unknown> };
         subscribe: (ws: WebSocket, id: unknown, names: unknown[], resume?: ReadonlyMap<string, number>) => Promise<void>;
       };
       const ws = inside.ctx.getWebSockets().find((w) => w.readyState === WebSocket.OPEN)!;
-      const asked = inside.currentStatus.bind(instance);
+      const asked = inside.duties.currentStatus.bind(inside.duties);
       let subscribedWhileAsking: boolean | undefined;
       // While the status is asked, a delta could reach every subscriber of the book: is this one of them yet?
-      inside.currentStatus = async () => {
+      inside.duties.currentStatus = async () => {
         subscribedWhileAsking = inside.subscribers.get("book.ETHBTC")?.has(ws) ?? false;
         return asked();
       };

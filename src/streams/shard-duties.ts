@@ -1,0 +1,183 @@
+import { keyStateAt } from "../access/keys";
+import type { Announcement } from "../announcements/schemas";
+import { accessGuard, priceIndex } from "../core/object-ids";
+import type { MarketAnswer } from "../market/edge-copies";
+import type { PlannedClose } from "./planned-close";
+import { HEARTBEAT_EVERY_MS, HEARTBEAT_STREAM, KEY_CHECK_EVERY_MS, MAINTENANCE_NOTICE_LEAD_MS, STATUS_STREAM } from "./protocol";
+
+/** The `status` stream's message: the body of `GET /api/status` (docs/operations.md#announcements). */
+export type VenueStatusMessage = { announcements?: Announcement[] } & Record<string, unknown>;
+
+/** A key whose standing could not be checked for this long has its connections closed: the check fails closed. */
+const KEY_UNVERIFIED_CLOSE_MS = 2 * KEY_CHECK_EVERY_MS;
+/** Storage key of the heartbeat counter: it survives hibernation, so a client sees no step back. */
+const HEARTBEAT_KEY = "heartbeatSequence";
+/** Storage keys of when the next heartbeat and the next key check are due (the one alarm serves both). */
+const HEARTBEAT_DUE_KEY = "heartbeatDue";
+const KEYS_DUE_KEY = "keysDue";
+/** Storage key of a planned close under way (its code, reason and time): it survives hibernation. */
+const CLOSING_KEY = "closing";
+/** The venue's status as the price index last pushed it, and the maintenances its dialects' connections were told of. */
+const STATUS_KEY = "status";
+const NOTICED_KEY = "maintenanceNoticed";
+/** Per API key with connections here, when its standing was last confirmed (survives hibernation). */
+const KEY_VERIFIED_PREFIX = "verified:";
+
+/** What the duties need of their shard. */
+export interface DutyHost {
+  readonly env: Env;
+  readonly storage: DurableObjectStorage;
+  /** The open connections, each with its principal. */
+  sockets(): { ws: WebSocket; principal: string | undefined }[];
+  /** Subscribers of a stream here (the heartbeat's, the status's). */
+  subscribersOf(stream: string): ReadonlySet<WebSocket> | undefined;
+  send(ws: WebSocket, message: unknown): void;
+  closeForPolicy(ws: WebSocket, reason: string): void;
+  /** Nobody listens to the heartbeat: its registration goes, so a new subscriber arms it again. */
+  heartbeatUnwanted(): void;
+  /** A maintenance notice in the words of a connection's protocol, if it has one. */
+  maintenanceNoticeOf(ws: WebSocket, now: number): string | undefined;
+}
+
+/**
+ * A shard's duties that run on its one alarm and keep their state in storage, so they survive
+ * hibernation (docs/streams.md): the heartbeat, re-checking the API keys of open connections,
+ * telling connections of a maintenance, and the planned close under way. Each says when it is
+ * next due; the shard sets its alarm for the earliest.
+ */
+export class ShardDuties {
+  constructor(private readonly host: DutyHost) {}
+
+  private get kv(): SyncKvStorage {
+    return this.host.storage.kv;
+  }
+
+  /** A connection asked for the heartbeat: due from now (unless it is already). */
+  heartbeatWanted(now: number): void {
+    if (this.kv.get<number>(HEARTBEAT_DUE_KEY) === undefined) this.kv.put(HEARTBEAT_DUE_KEY, now + HEARTBEAT_EVERY_MS);
+  }
+
+  /** Sends the heartbeat if due; returns when the next is due, or undefined when nobody listens. */
+  heartbeat(now: number): number | undefined {
+    const sockets = this.host.subscribersOf(HEARTBEAT_STREAM);
+    if (!sockets || sockets.size === 0) {
+      this.host.heartbeatUnwanted();
+      this.kv.delete(HEARTBEAT_DUE_KEY);
+      return undefined;
+    }
+    const dueAt = this.kv.get<number>(HEARTBEAT_DUE_KEY) ?? now;
+    if (now < dueAt) return dueAt;
+    const sequence = (this.kv.get<number>(HEARTBEAT_KEY) ?? 0) + 1;
+    this.kv.put(HEARTBEAT_KEY, sequence);
+    const text = JSON.stringify({ stream: HEARTBEAT_STREAM, data: { time: now, sequence } });
+    for (const ws of sockets) this.host.send(ws, text);
+    this.kv.put(HEARTBEAT_DUE_KEY, now + HEARTBEAT_EVERY_MS);
+    return now + HEARTBEAT_EVERY_MS;
+  }
+
+  /** A key's connection opened here, its standing just checked: its checks are due from now on. */
+  keyConnected(principal: string, now: number): void {
+    this.kv.put(KEY_VERIFIED_PREFIX + principal, now);
+    if (this.kv.get<number>(KEYS_DUE_KEY) === undefined) this.kv.put(KEYS_DUE_KEY, now + KEY_CHECK_EVERY_MS);
+  }
+
+  /**
+   * Re-checks the standing of every API key with connections here (one guard call per key), if due:
+   * a revoked or expired key's connections close with 1008 and a reason; so do those of a key that
+   * could not be checked for `KEY_UNVERIFIED_CLOSE_MS` (the check fails closed). Returns when the
+   * next check is due, or undefined when no key has a connection here.
+   */
+  async checkKeys(now: number): Promise<number | undefined> {
+    const byKey = new Map<string, WebSocket[]>();
+    for (const { ws, principal } of this.host.sockets()) {
+      if (principal?.startsWith("key:")) byKey.set(principal, [...(byKey.get(principal) ?? []), ws]);
+    }
+    for (const [key] of this.kv.list<number>({ prefix: KEY_VERIFIED_PREFIX })) {
+      if (!byKey.has(key.slice(KEY_VERIFIED_PREFIX.length))) this.kv.delete(key);
+    }
+    if (byKey.size === 0) {
+      this.kv.delete(KEYS_DUE_KEY);
+      return undefined;
+    }
+    const dueAt = this.kv.get<number>(KEYS_DUE_KEY) ?? now;
+    if (now < dueAt) return dueAt;
+    await Promise.all(
+      [...byKey].map(async ([principal, sockets]) => {
+        let reason: string | null = null;
+        try {
+          const status = await accessGuard(this.host.env, principal).keyStatus();
+          const state = status.exists ? keyStateAt(status, Date.now()) : "revoked";
+          if (state === "active") this.kv.put(KEY_VERIFIED_PREFIX + principal, now);
+          else reason = `the API key ${state === "revoked" ? "was revoked" : "expired"}`;
+        } catch (error) {
+          console.error("stream key check failed", principal, String(error));
+          const verifiedAt = this.kv.get<number>(KEY_VERIFIED_PREFIX + principal) ?? 0;
+          if (now - verifiedAt >= KEY_UNVERIFIED_CLOSE_MS) reason = "the API key could not be checked";
+        }
+        if (reason) for (const ws of sockets) this.host.closeForPolicy(ws, reason);
+      }),
+    );
+    this.kv.put(KEYS_DUE_KEY, now + KEY_CHECK_EVERY_MS);
+    return now + KEY_CHECK_EVERY_MS;
+  }
+
+  /** The planned close under way, if any. */
+  closing(): PlannedClose | undefined {
+    return this.kv.get<PlannedClose>(CLOSING_KEY);
+  }
+
+  /** A planned close is announced (it replaces an earlier one), or ends (undefined). */
+  setClosing(close: PlannedClose | undefined): void {
+    if (close) this.kv.put(CLOSING_KEY, close);
+    else this.kv.delete(CLOSING_KEY);
+  }
+
+  /** The status the price index pushed last, or asked of it when this shard has none yet. */
+  async currentStatus(): Promise<VenueStatusMessage> {
+    const held = this.kv.get<VenueStatusMessage>(STATUS_KEY);
+    if (held) return held;
+    // Typed here: the stub's inferred type of this call does not resolve through the index's imports.
+    const answer: MarketAnswer = await priceIndex(this.host.env).status();
+    const status = JSON.parse(answer.text) as VenueStatusMessage;
+    this.kv.put(STATUS_KEY, status);
+    return status;
+  }
+
+  /**
+   * A new status from the price index (an announcement changed, started or ended): `status`
+   * subscribers get it, and each dialect's connections are told of a maintenance shortly before
+   * it starts (`MAINTENANCE_NOTICE_LEAD_MS`). Returns when the next notice is due.
+   */
+  takeStatus(status: VenueStatusMessage, now: number): number | undefined {
+    this.kv.put(STATUS_KEY, status);
+    const text = JSON.stringify({ stream: STATUS_STREAM, data: status });
+    for (const ws of this.host.subscribersOf(STATUS_STREAM) ?? []) this.host.send(ws, text);
+    return this.maintenanceNotices(now);
+  }
+
+  /**
+   * Tells every dialect connection here of each maintenance whose notice is due (once per
+   * announcement); returns when the next notice is due, or undefined when none is waiting.
+   */
+  maintenanceNotices(now: number): number | undefined {
+    const status = this.kv.get<VenueStatusMessage>(STATUS_KEY);
+    const maintenances = (status?.announcements ?? []).filter((a) => a.kind === "maintenance" && (a.endsAt === null || now < a.endsAt));
+    const noticed = new Set((this.kv.get<string[]>(NOTICED_KEY) ?? []).filter((id) => maintenances.some((a) => a.id === id)));
+    let next: number | undefined;
+    for (const maintenance of maintenances) {
+      if (noticed.has(maintenance.id)) continue;
+      const noticeAt = maintenance.startsAt - MAINTENANCE_NOTICE_LEAD_MS;
+      if (noticeAt > now) {
+        next = Math.min(next ?? noticeAt, noticeAt);
+        continue;
+      }
+      noticed.add(maintenance.id);
+      for (const { ws } of this.host.sockets()) {
+        const notice = this.host.maintenanceNoticeOf(ws, now);
+        if (notice) this.host.send(ws, notice);
+      }
+    }
+    this.kv.put(NOTICED_KEY, [...noticed]);
+    return next;
+  }
+}
