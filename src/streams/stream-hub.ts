@@ -1,10 +1,10 @@
 import { alarmBy } from "../core/alarms";
-import { accessGuard, marketObject, priceIndex } from "../core/object-ids";
+import { accessGuard } from "../core/object-ids";
 import { problem, toProblemResult } from "../core/problem";
 import { metricsOn } from "../metrics/holder";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
-import { ensureRegistry, findMarket } from "../registry/copy";
+import { ensureRegistry } from "../registry/copy";
 import { type Attachment, attachmentOf, headerOf, loadAttachment, packNames, type StoredAttachment, saveAttachment } from "./attachment";
 import {
   DIALECT_HEADER,
@@ -47,30 +47,14 @@ import {
   type StreamEvent,
   type StreamName,
 } from "./protocol";
-import { parseResume, ResumeLog } from "./resume-log";
+import { parseResume } from "./resume-log";
 import { ShardDuties, type VenueStatusMessage } from "./shard-duties";
-import { type BookMessage, WireBook } from "./wire-book";
+import { ShardSources, SNAPSHOT_DEPTH, sourceOf } from "./shard-sources";
+import type { BookMessage } from "./wire-book";
 
 export const PRINCIPAL_HEADER = "X-Stream-Principal";
 export const SHARD_HEADER = "X-Stream-Shard";
-/** The book snapshot a subscriber gets first (docs/streams.md). */
-export const SNAPSHOT_DEPTH = 100;
-/** A resume waits this long at most for a market's base book after the shard registers (a restart). */
-const RESUME_BASE_WAIT_MS = 2_000;
-/** A market's base book that has not come this long after registering is asked for again (a lost join heals). */
-export const BASE_TIMEOUT_MS = 5_000;
-
-/** The streams the price index publishes (every other stream but the heartbeat is a market's). */
-function fromPriceIndex(stream: StreamName): boolean {
-  return stream.kind === "prices" || stream.kind === "tickers";
-}
-
-/** Markets and the price index publish to shards; this names what a shard registered for. */
-function sourceOf(stream: StreamName): string {
-  if (stream.kind === "heartbeat") return HEARTBEAT_STREAM;
-  if (stream.kind === "status") return STATUS_STREAM;
-  return fromPriceIndex(stream) ? `index:${stream.name}` : `market:${stream.subject}`;
-}
+export { BASE_TIMEOUT_MS, SNAPSHOT_DEPTH } from "./shard-sources";
 
 /**
  * One shard of the WebSocket fan-out. Connections land on a shard of the group of the markets
@@ -88,13 +72,8 @@ function sourceOf(stream: StreamName): string {
  */
 export class StreamHub extends MeteredObject {
   private readonly subscribers = new Map<string, Set<WebSocket>>();
-  private readonly books = new Map<string, WireBook>();
-  /** Markets whose base book is on its way, since when. */
-  private readonly awaitingBase = new Map<string, number>();
-  private readonly registrations = new Map<string, Promise<void>>();
-  private readonly releases = new Map<string, Promise<void>>();
-  /** Subscribes waiting for their source's registration, per source: they keep it wanted. */
-  private readonly joining = new Map<string, number>();
+  /** What publishes here, the book copies and the resume log (./shard-sources.ts). */
+  private readonly sources: ShardSources;
   /** Arrival times of each socket's messages in the last second (lost on hibernation: harmless). */
   private readonly inbound = new Map<WebSocket, number[]>();
   private shardName: string | undefined;
@@ -104,10 +83,6 @@ export class StreamHub extends MeteredObject {
   private readonly counting: boolean;
   /** When the counts held are due to be handed on (the alarm's duty), if a hand-over waits. */
   private metricsDueAt: number | undefined;
-  /** Per market, its last book messages as sent, for resumes (docs/streams.md#resuming). */
-  private readonly recent = new ResumeLog();
-  /** Resumes waiting for a market's base book, per market. */
-  private readonly baseWaiters = new Map<string, Set<() => void>>();
   /** Leases asked of a guard for connections not yet accepted: held, as far as a guard's check is concerned. */
   private readonly pendingLeases = new Set<string>();
   /** Frames sent since they were last counted (the current burst). */
@@ -118,6 +93,13 @@ export class StreamHub extends MeteredObject {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, "shard");
+    this.sources = new ShardSources({
+      env,
+      shard: () => this.shard(),
+      armAlarm: (at) => this.armAlarm(at),
+      armHeartbeat: () => this.armHeartbeat(),
+      wants: (name) => (this.subscribers.get(name)?.size ?? 0) > 0 || [...this.fanouts.values()].some((fanout) => fanout.wants(name)),
+    });
     this.duties = new ShardDuties({
       env,
       storage: this.ctx.storage,
@@ -125,7 +107,7 @@ export class StreamHub extends MeteredObject {
       subscribersOf: (stream) => this.subscribers.get(stream),
       send: (ws, message) => this.send(ws, message),
       closeForPolicy: (ws, reason) => this.closeForPolicy(ws, reason),
-      heartbeatUnwanted: () => this.registrations.delete(HEARTBEAT_STREAM),
+      heartbeatUnwanted: () => this.sources.registrations.delete(HEARTBEAT_STREAM),
       maintenanceNoticeOf: (ws, now) => this.dialectOfSocket(ws)?.maintenanceNotice(now) ?? undefined,
     });
     this.counting = metricsOn(env);
@@ -347,8 +329,8 @@ export class StreamHub extends MeteredObject {
     const resumed = new Map<string, string[]>();
     for (const stream of added) {
       const from = stream.kind === "book" ? resume.get(stream.name) : undefined;
-      const book = this.books.get(stream.subject);
-      const continuation = from !== undefined && book ? this.recent.continuation(stream.subject, from, book.sequence) : undefined;
+      const book = this.sources.books.get(stream.subject);
+      const continuation = from !== undefined && book ? this.sources.recent.continuation(stream.subject, from, book.sequence) : undefined;
       if (continuation) resumed.set(stream.name, continuation);
     }
     this.send(ws, { id, result: { streams: held, ...(resumed.size > 0 && { resumed: [...resumed.keys()] }) } });
@@ -358,31 +340,11 @@ export class StreamHub extends MeteredObject {
         for (const text of continued) this.send(ws, text);
         continue;
       }
-      const book = stream.kind === "book" ? this.books.get(stream.subject) : undefined;
+      const book = stream.kind === "book" ? this.sources.books.get(stream.subject) : undefined;
       if (book) this.send(ws, { stream: stream.name, data: book.snapshot(SNAPSHOT_DEPTH) });
       // The status as it is now, so a subscriber never waits for the next change.
       if (stream.kind === "status" && status) this.send(ws, { stream: STATUS_STREAM, data: status });
     }
-  }
-
-  /**
-   * Resolves once the shard has a copy of the market's book, or after `RESUME_BASE_WAIT_MS`; a
-   * waiter that timed out leaves the list, so a base that never comes holds nothing.
-   */
-  private baseOf(symbol: string): Promise<void> {
-    if (this.books.has(symbol) || !this.awaitingBase.has(symbol)) return Promise.resolve();
-    return new Promise((resolve) => {
-      const waiters = this.baseWaiters.get(symbol) ?? new Set<() => void>();
-      this.baseWaiters.set(symbol, waiters);
-      const done = () => {
-        clearTimeout(timer);
-        waiters.delete(done);
-        if (waiters.size === 0 && this.baseWaiters.get(symbol) === waiters) this.baseWaiters.delete(symbol);
-        resolve();
-      };
-      const timer = setTimeout(done, RESUME_BASE_WAIT_MS);
-      waiters.add(done);
-    });
   }
 
   /**
@@ -393,11 +355,11 @@ export class StreamHub extends MeteredObject {
   private async ensureSources(ws: WebSocket, adding: (StreamName | DialectStream)[], waitForBase: readonly string[] = []): Promise<boolean> {
     const natives = adding.map((s) => ("native" in s ? s.native : s));
     const sources = [...new Map(natives.map((s) => [sourceOf(s), s])).values()];
-    for (const s of sources) this.joining.set(sourceOf(s), (this.joining.get(sourceOf(s)) ?? 0) + 1);
+    for (const s of sources) this.sources.joining.set(sourceOf(s), (this.sources.joining.get(sourceOf(s)) ?? 0) + 1);
     try {
-      await Promise.all(sources.map((s) => this.register(s)));
+      await Promise.all(sources.map((s) => this.sources.register(s)));
       // A resume needs the shard's copy of the book; after a restart its base is on its way (the source stays wanted meanwhile).
-      await Promise.all(waitForBase.map((symbol) => this.baseOf(symbol)));
+      await Promise.all(waitForBase.map((symbol) => this.sources.baseOf(symbol)));
       return true;
     } catch (error) {
       console.error("subscribe failed", String(error));
@@ -406,7 +368,7 @@ export class StreamHub extends MeteredObject {
       saveAttachment(ws, current);
       return false;
     } finally {
-      for (const s of sources) this.joining.set(sourceOf(s), (this.joining.get(sourceOf(s)) ?? 1) - 1);
+      for (const s of sources) this.sources.joining.set(sourceOf(s), (this.sources.joining.get(sourceOf(s)) ?? 1) - 1);
     }
   }
 
@@ -460,7 +422,7 @@ export class StreamHub extends MeteredObject {
     const fanout = this.fanoutOf(dialect);
     for (const stream of added) fanout.add(ws, stream);
     if (ack !== null) this.send(ws, ack);
-    for (const stream of added) fanout.greet(ws, stream, this.books.get(stream.native.subject));
+    for (const stream of added) fanout.greet(ws, stream, this.sources.books.get(stream.native.subject));
     return "subscribed";
   }
 
@@ -480,44 +442,6 @@ export class StreamHub extends MeteredObject {
     saveAttachment(ws, attachment);
     for (const stream of plan.streams) this.subscribers.get(stream.name)?.delete(ws);
     this.send(ws, { id, result: { streams: attachment.streams } });
-  }
-
-  /** Makes sure the source publishes to this shard (after any release of it has finished). */
-  private register(stream: StreamName): Promise<void> {
-    const source = sourceOf(stream);
-    let registration = this.registrations.get(source);
-    if (!registration) {
-      if (!fromPriceIndex(stream) && stream.kind !== "heartbeat") {
-        // A new registration brings a new base book; until then there is no copy to trust. If it
-        // never comes (the join was lost on its way), the alarm asks again.
-        this.books.delete(stream.subject);
-        this.awaitingBase.set(stream.subject, Date.now());
-        this.armAlarm(Date.now() + BASE_TIMEOUT_MS).catch((error: unknown) => console.error("arming the base re-ask failed", String(error)));
-      }
-      const released = this.releases.get(source) ?? Promise.resolve();
-      registration = released.then(() => this.registerSource(stream));
-      registration.catch(() => {
-        if (this.registrations.get(source) === registration) this.registrations.delete(source);
-      });
-      this.registrations.set(source, registration);
-    }
-    return registration;
-  }
-
-  private async registerSource(stream: StreamName): Promise<void> {
-    if (stream.kind === "heartbeat") return this.armHeartbeat();
-    if (stream.kind === "status") return; // every shard hears the status; nothing to join
-    const shard = await this.shard();
-    if (fromPriceIndex(stream)) return priceIndex(this.env).subscribeShard(stream.name, shard);
-    // The market answers by sending its whole book down the channel of the deltas that follow.
-    try {
-      const market = findMarket(stream.subject);
-      if (!market) throw new Error(`${stream.subject} is no longer listed`);
-      await marketObject(this.env, stream.subject).subscribeShard(market, shard);
-    } catch (error) {
-      this.awaitingBase.delete(stream.subject);
-      throw error;
-    }
   }
 
   /**
@@ -552,20 +476,7 @@ export class StreamHub extends MeteredObject {
     if (keysDue !== undefined) due.push(keysDue);
     const noticeDue = this.duties.maintenanceNotices(now);
     if (noticeDue !== undefined) due.push(noticeDue);
-    for (const [symbol, since] of this.awaitingBase) {
-      if (now - since < BASE_TIMEOUT_MS) {
-        due.push(since + BASE_TIMEOUT_MS);
-        continue;
-      }
-      const stream = parseStreamName(`book.${symbol}`);
-      if (!stream || !this.sourceWanted(stream)) {
-        this.awaitingBase.delete(symbol);
-        continue;
-      }
-      this.registrations.delete(sourceOf(stream));
-      this.register(stream).catch((error: unknown) => console.error("base re-ask failed", symbol, String(error)));
-      due.push(now + BASE_TIMEOUT_MS);
-    }
+    due.push(...this.sources.reaskBases(now));
     // The counts go now when due, or when nothing else would wake the shard again: it is going quiet.
     if (this.metricsDueAt !== undefined && (now >= this.metricsDueAt || due.length === 0)) {
       this.metricsDueAt = undefined;
@@ -598,41 +509,7 @@ export class StreamHub extends MeteredObject {
       if (id === undefined)
         this.send(ws, { id: null, error: { code: "STREAM_ENDED", message: `${symbol} was delisted; these streams ended: ${ended.join(", ")}` } });
     }
-    this.books.delete(symbol);
-    this.recent.forget(symbol);
-    this.awaitingBase.delete(symbol);
-    this.registrations.delete(`market:${symbol}`);
-  }
-
-  /** True while any stream of the source (a market's streams, a quote's prices, the heartbeat) has a subscriber here. */
-  private sourceWanted(stream: StreamName): boolean {
-    const held = (name: string) => (this.subscribers.get(name)?.size ?? 0) > 0 || [...this.fanouts.values()].some((fanout) => fanout.wants(name));
-    // The event's own stream first: on the hot path it is wanted, and a market's ~30 names need not be made.
-    if (held(stream.name) || (this.joining.get(sourceOf(stream)) ?? 0) > 0) return true;
-    return !fromPriceIndex(stream) && stream.kind !== "heartbeat" && marketStreams(stream.subject).some(held);
-  }
-
-  /** Nobody here wants a source any more: stop its publishing to this shard. */
-  private release(stream: StreamName): void {
-    if (stream.kind === "heartbeat" || stream.kind === "status") return; // nothing registered: the alarm stops by itself, the status comes anyway
-    const source = sourceOf(stream);
-    if (this.releases.has(source)) return;
-    this.registrations.delete(source);
-    if (!fromPriceIndex(stream)) {
-      this.books.delete(stream.subject);
-      this.recent.forget(stream.subject);
-      this.awaitingBase.delete(stream.subject);
-    }
-    const released = (async () => {
-      const shard = await this.shard();
-      if (fromPriceIndex(stream)) return priceIndex(this.env).unsubscribeShard(stream.name, shard);
-      // A market delisted meanwhile has nobody to tell.
-      const market = findMarket(stream.subject);
-      if (market) await marketObject(this.env, stream.subject).unsubscribeShard(market, shard);
-    })()
-      .catch((error: unknown) => console.error("release failed", String(error)))
-      .finally(() => this.releases.delete(source));
-    this.releases.set(source, released);
+    this.sources.forgetMarket(symbol);
   }
 
   /**
@@ -710,59 +587,24 @@ export class StreamHub extends MeteredObject {
       }
       const stream = parseStreamName(event.stream);
       if (!stream) continue;
-      if (!this.sourceWanted(stream)) {
-        this.release(stream);
+      if (!this.sources.sourceWanted(stream)) {
+        this.sources.release(stream);
         continue;
       }
-      const data = stream.kind === "book" ? this.trackBook(stream, event.data as BookMessage) : event.data;
+      const data = stream.kind === "book" ? this.sources.trackBook(stream, event.data as BookMessage) : event.data;
       if (data === undefined) continue;
       // From the market applying the update to this shard sending it (the book's `time`, in the market's clock).
       const appliedAt = stream.kind === "book" ? (data as BookMessage).time : undefined;
       if (this.counting && appliedAt !== undefined) this.metrics.counts.observe("mds_stream_delivery_seconds", Math.max(0, Date.now() - appliedAt) / 1000);
       // Every protocol is rendered from the same message the native subscribers get.
-      for (const fanout of this.fanouts.values()) fanout.deliver(stream, data, this.books.get(stream.subject));
+      for (const fanout of this.fanouts.values()) fanout.deliver(stream, data, this.sources.books.get(stream.subject));
       const sockets = this.subscribers.get(stream.name);
       if (!sockets || sockets.size === 0) continue;
       // Serialized once, sent as the same string to every subscriber.
       const text = JSON.stringify({ stream: stream.name, data });
-      if (stream.kind === "book") this.recent.remember(stream.subject, data as BookMessage, text);
+      if (stream.kind === "book") this.sources.recent.remember(stream.subject, data as BookMessage, text);
       for (const ws of sockets) this.send(ws, text);
     }
-  }
-
-  /**
-   * Keeps the shard's copy of a book and says what its subscribers get: a delta as it came; a
-   * snapshot that continues the copy (a publisher's, in a conflated interval) as the delta from
-   * the copy to it — every level that changed or that an update in between touched, so it
-   * brings any book from `firstSequence − 1` to `sequence` exactly; any other snapshot (a base)
-   * as the copy's 100 best levels; nothing while the copy is missing.
-   */
-  private trackBook(stream: StreamName, message: BookMessage): BookMessage | undefined {
-    const symbol = stream.subject;
-    if (message.type === "snapshot") {
-      const before = this.books.get(symbol);
-      const book = new WireBook();
-      book.apply(message);
-      this.books.set(symbol, book);
-      this.awaitingBase.delete(symbol);
-      for (const wake of [...(this.baseWaiters.get(symbol) ?? [])]) wake();
-      if (before && message.firstSequence === before.sequence + 1) {
-        const changes = book.changesSince(before, message.touched);
-        return { type: "delta", firstSequence: message.firstSequence, sequence: book.sequence, time: message.time, checksum: message.checksum, ...changes };
-      }
-      return book.snapshot(SNAPSHOT_DEPTH);
-    }
-    const book = this.books.get(symbol);
-    if (book?.apply(message)) return message;
-    // No copy (woken from hibernation), or a delta that does not follow it: ask for a new base,
-    // unless one is on its way. Its snapshot goes to every book subscriber.
-    this.books.delete(symbol);
-    const since = this.awaitingBase.get(symbol);
-    if (since === undefined || Date.now() - since > BASE_TIMEOUT_MS) {
-      this.registrations.delete(sourceOf(stream));
-      this.register(stream).catch((error: unknown) => console.error("book resync failed", symbol, String(error)));
-    }
-    return undefined;
   }
 
   /** Which of a guard's leases are still open here (or being opened): the rest died with a restart or a crash. */

@@ -36,9 +36,12 @@ describe("the server heartbeat (docs/streams.md#heartbeat)", () => {
     s.ws.send(JSON.stringify({ op: "unsubscribe", id: 2, streams: ["heartbeat"] }));
     await until(() => s.messages.find((m) => m.id === 2));
     // The other connection's market sent its base book (else the alarm stays armed to ask again).
-    await until(() => runInDurableObject(shard, (instance: object) => (instance as { awaitingBase: Map<string, number> }).awaitingBase.size === 0), {
-      what: "no base book awaited",
-    });
+    await until(
+      () => runInDurableObject(shard, (instance: object) => (instance as { sources: { awaitingBase: Map<string, number> } }).sources.awaitingBase.size === 0),
+      {
+        what: "no base book awaited",
+      },
+    );
     expect(await runDurableObjectAlarm(shard)).toBe(true);
     expect(await runDurableObjectAlarm(shard), "no alarm once nobody listens").toBe(false);
     expect(s.messages.filter((m) => m.stream === "heartbeat")).toHaveLength(2);

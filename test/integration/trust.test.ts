@@ -313,7 +313,7 @@ describe("what the docs promise about publishing holds (docs/publishing.md)", ()
       (instance as { subscribers: Map<string, Set<string>> }).subscribers.delete("BTCUSDC");
     });
     await runInDurableObject(shard, (instance: object) => {
-      const hub = instance as { books: Map<string, unknown>; awaitingBase: Map<string, number> };
+      const hub = (instance as { sources: { books: Map<string, unknown>; awaitingBase: Map<string, number> } }).sources;
       hub.books.delete("BTCUSDC");
       hub.awaitingBase.set("BTCUSDC", Date.now() - 60_000);
     });
