@@ -5,20 +5,18 @@ import { metricsOn } from "../metrics/holder";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { ensureRegistry } from "../registry/copy";
-import { type Attachment, attachmentOf, headerOf, loadAttachment, packNames, type StoredAttachment, saveAttachment } from "./attachment";
+import { type Attachment, attachmentOf, headerOf, loadAttachment, type StoredAttachment, saveAttachment } from "./attachment";
 import {
   DIALECT_HEADER,
   DIALECT_OPTIONS_HEADER,
   DIALECT_STREAMS_HEADER,
-  type DialectConnection,
   type DialectStream,
   decodeNames,
   decodeOptions,
   dialectOf,
   type StreamDialect,
-  type SubscribeOutcome,
 } from "./dialect";
-import { DialectFanout } from "./dialect-fanout";
+import { DialectConnections } from "./dialect-connections";
 import { type CloseKind, closingNotice, type PlannedClose, plannedClose } from "./planned-close";
 import {
   admitMessage,
@@ -33,7 +31,6 @@ import {
   MAX_CONNECTIONS_PER_PRINCIPAL,
   MAX_MESSAGE_BYTES,
   MAX_MESSAGES_PER_SECOND,
-  MAX_STREAM_NAME_BYTES,
   MAX_STREAMS_PER_CONNECTION,
   MAX_WARNINGS,
   type MessageId,
@@ -78,7 +75,7 @@ export class StreamHub extends MeteredObject {
   private readonly inbound = new Map<WebSocket, number[]>();
   private shardName: string | undefined;
   /** Per dialect, its connections' subscriptions and their rendering (src/streams/dialect.ts). */
-  private readonly fanouts = new Map<string, DialectFanout>();
+  private readonly dialects: DialectConnections;
   /** Frames sent and book delivery times, handed to the Metrics object (docs/operations.md#metrics). */
   private readonly counting: boolean;
   /** When the counts held are due to be handed on (the alarm's duty), if a hand-over waits. */
@@ -98,7 +95,13 @@ export class StreamHub extends MeteredObject {
       shard: () => this.shard(),
       armAlarm: (at) => this.armAlarm(at),
       armHeartbeat: () => this.armHeartbeat(),
-      wants: (name) => (this.subscribers.get(name)?.size ?? 0) > 0 || [...this.fanouts.values()].some((fanout) => fanout.wants(name)),
+      wants: (name) => (this.subscribers.get(name)?.size ?? 0) > 0 || this.dialects.wants(name),
+    });
+    this.dialects = new DialectConnections({
+      send: (ws, message) => this.send(ws, message),
+      closeForPolicy: (ws, reason) => this.closeForPolicy(ws, reason),
+      ensureSources: (ws, adding) => this.ensureSources(ws, adding),
+      bookOf: (symbol) => this.sources.books.get(symbol),
     });
     this.duties = new ShardDuties({
       env,
@@ -125,28 +128,10 @@ export class StreamHub extends MeteredObject {
         await ensureRegistry(env);
         for (const [ws, attachment] of dialectSockets) {
           const dialect = dialectOf(attachment.dialect!.id);
-          if (!dialect) continue;
-          for (const name of attachment.streams) {
-            const stream = dialect.parse(name);
-            if (stream) this.fanoutOf(dialect).add(ws, stream);
-          }
+          if (dialect) this.dialects.restore(ws, dialect, attachment);
         }
       });
     }
-  }
-
-  private fanoutOf(dialect: StreamDialect): DialectFanout {
-    let fanout = this.fanouts.get(dialect.id);
-    if (!fanout)
-      this.fanouts.set(
-        dialect.id,
-        (fanout = new DialectFanout(
-          dialect,
-          (ws, text) => this.send(ws, text),
-          (ws) => headerOf(ws).dialect?.options ?? {},
-        )),
-      );
-    return fanout;
   }
 
   /** The dialect a socket speaks, or undefined for the native protocol. */
@@ -219,7 +204,7 @@ export class StreamHub extends MeteredObject {
       const names = decodeNames(request.headers.get(DIALECT_STREAMS_HEADER), dialect.maxStreams ?? MAX_STREAMS_PER_CONNECTION);
       if (names.length > 0) {
         await ensureRegistry(this.env);
-        await dialect.connect(this.connectionOf(server, dialect), names);
+        await dialect.connect(this.dialects.connectionOf(server, dialect), names);
       }
       return new Response(null, { status: 101, webSocket: client });
     }
@@ -276,7 +261,7 @@ export class StreamHub extends MeteredObject {
     const dialect = this.dialectOfSocket(ws);
     if (dialect) {
       await ensureRegistry(this.env);
-      return dialect.message(this.connectionOf(ws, dialect), message);
+      return dialect.message(this.dialects.connectionOf(ws, dialect), message);
     }
     const parsed =
       typeof message === "string"
@@ -372,60 +357,6 @@ export class StreamHub extends MeteredObject {
     }
   }
 
-  /** What a dialect may do with one of its connections (src/streams/dialect.ts). */
-  private connectionOf(ws: WebSocket, dialect: StreamDialect): DialectConnection {
-    return {
-      get streams() {
-        return attachmentOf(ws).streams;
-      },
-      get options() {
-        return attachmentOf(ws).dialect?.options ?? {};
-      },
-      setOptions: (options) => {
-        const attachment = attachmentOf(ws);
-        attachment.dialect = { id: dialect.id, options };
-        saveAttachment(ws, attachment);
-      },
-      send: (text) => this.send(ws, text),
-      warn: () => {
-        const attachment = attachmentOf(ws);
-        attachment.warnings += 1;
-        saveAttachment(ws, attachment);
-        if (attachment.warnings <= MAX_WARNINGS) return false;
-        this.closeForPolicy(ws, `more than ${MAX_WARNINGS} invalid messages`);
-        return true;
-      },
-      subscribe: (streams, ack) => this.dialectSubscribe(ws, dialect, streams, ack),
-      unsubscribe: (names) => {
-        const gone = new Set(names);
-        const attachment = attachmentOf(ws);
-        for (const name of attachment.streams) if (gone.has(name)) this.fanoutOf(dialect).remove(ws, name);
-        attachment.streams = attachment.streams.filter((name) => !gone.has(name));
-        saveAttachment(ws, attachment);
-      },
-    };
-  }
-
-  /** Adds a dialect's streams to a connection, all or nothing; `ack` goes before any greeting. */
-  private async dialectSubscribe(ws: WebSocket, dialect: StreamDialect, asked: readonly DialectStream[], ack: string | null): Promise<SubscribeOutcome> {
-    const attachment = attachmentOf(ws);
-    const holding = new Set(attachment.streams);
-    const streams = [...new Map(asked.filter((s) => !holding.has(s.name)).map((s) => [s.name, s])).values()];
-    const after = [...attachment.streams, ...streams.map((s) => s.name)];
-    if (after.length > (dialect.maxStreams ?? MAX_STREAMS_PER_CONNECTION) || packNames(after).length > MAX_STREAM_NAME_BYTES) return "too-many";
-    attachment.streams.push(...streams.map((s) => s.name));
-    saveAttachment(ws, attachment);
-    if (!(await this.ensureSources(ws, streams))) return "failed";
-    if (ws.readyState !== WebSocket.OPEN) return "closed";
-    const held = attachmentOf(ws).streams;
-    const added = streams.filter((s) => held.includes(s.name));
-    const fanout = this.fanoutOf(dialect);
-    for (const stream of added) fanout.add(ws, stream);
-    if (ack !== null) this.send(ws, ack);
-    for (const stream of added) fanout.greet(ws, stream, this.sources.books.get(stream.native.subject));
-    return "subscribed";
-  }
-
   /** A planned close's notice in the words of the socket's protocol. */
   private notice(ws: WebSocket, close: PlannedClose, now: number): string {
     return this.dialectOfSocket(ws)?.closingNotice(close, now) ?? closingNotice(close);
@@ -492,7 +423,7 @@ export class StreamHub extends MeteredObject {
    */
   private endMarket(symbol: string): void {
     const native = new Set(marketStreams(symbol));
-    const dialectNames = new Map([...this.fanouts].map(([id, fanout]) => [id, fanout.namesOf(symbol)]));
+    const dialectNames = this.dialects.namesOf(symbol);
     for (const ws of this.ctx.getWebSockets()) {
       const attachment = loadAttachment(ws);
       if (!attachment) continue;
@@ -503,7 +434,7 @@ export class StreamHub extends MeteredObject {
       attachment.streams = attachment.streams.filter((name) => !ended.includes(name));
       saveAttachment(ws, attachment);
       for (const name of ended) {
-        if (id !== undefined) this.fanouts.get(id)?.remove(ws, name);
+        if (id !== undefined) this.dialects.remove(id, ws, [name]);
         else this.subscribers.get(name)?.delete(ws);
       }
       if (id === undefined)
@@ -597,7 +528,7 @@ export class StreamHub extends MeteredObject {
       const appliedAt = stream.kind === "book" ? (data as BookMessage).time : undefined;
       if (this.counting && appliedAt !== undefined) this.metrics.counts.observe("mds_stream_delivery_seconds", Math.max(0, Date.now() - appliedAt) / 1000);
       // Every protocol is rendered from the same message the native subscribers get.
-      for (const fanout of this.fanouts.values()) fanout.deliver(stream, data, this.sources.books.get(stream.subject));
+      this.dialects.deliver(stream, data, this.sources.books.get(stream.subject));
       const sockets = this.subscribers.get(stream.name);
       if (!sockets || sockets.size === 0) continue;
       // Serialized once, sent as the same string to every subscriber.
@@ -636,11 +567,8 @@ export class StreamHub extends MeteredObject {
   private forget(ws: WebSocket): void {
     const attachment = loadAttachment(ws);
     if (attachment) this.returnLease(ws, attachment);
-    const fanout = attachment?.dialect && this.fanouts.get(attachment.dialect.id);
-    for (const name of attachment?.streams ?? []) {
-      if (fanout) fanout.remove(ws, name);
-      else this.subscribers.get(name)?.delete(ws);
-    }
+    if (attachment?.dialect) this.dialects.remove(attachment.dialect.id, ws, attachment.streams);
+    else for (const name of attachment?.streams ?? []) this.subscribers.get(name)?.delete(ws);
     this.inbound.delete(ws);
   }
 
