@@ -63,9 +63,14 @@ export { BASE_TIMEOUT_MS, SNAPSHOT_DEPTH } from "./shard-sources";
  * here is rebuilt from those after a wake-up. Per market the shard keeps a copy of the book
  * (`WireBook`), built from the base book the market sends when the shard registers and kept by
  * every delta after it, in the order the market produced them (one ordered channel per shard,
- * see `ShardPublisher`). Every snapshot a client gets comes from that copy, so the deltas that
+ * the group relay's outbox to it). Every snapshot a client gets comes from that copy, so the deltas that
  * follow it continue it exactly. Without a copy (after a wake-up or a gap) the shard forwards
  * no book messages until a fresh base arrives, and then sends every book subscriber a snapshot.
+ *
+ * Its jobs apart: what a socket keeps (`attachment.ts`), what publishes here and the book copies
+ * (`shard-sources.ts`), the alarm's stored duties (`shard-duties.ts`) and the dialects'
+ * connections (`dialect-connections.ts`). Here: connections and their limits, the native
+ * protocol's messages and subscriptions, the fan-out of what is published, and the alarm.
  */
 export class StreamHub extends MeteredObject {
   private readonly subscribers = new Map<string, Set<WebSocket>>();
@@ -74,7 +79,7 @@ export class StreamHub extends MeteredObject {
   /** Arrival times of each socket's messages in the last second (lost on hibernation: harmless). */
   private readonly inbound = new Map<WebSocket, number[]>();
   private shardName: string | undefined;
-  /** Per dialect, its connections' subscriptions and their rendering (src/streams/dialect.ts). */
+  /** The connections in other exchanges' protocols (./dialect-connections.ts). */
   private readonly dialects: DialectConnections;
   /** Frames sent and book delivery times, handed to the Metrics object (docs/operations.md#metrics). */
   private readonly counting: boolean;
