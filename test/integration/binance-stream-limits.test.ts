@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { BINANCE_MAX_STREAMS } from "../../src/binance/streams";
 import { packNames } from "../../src/streams/attachment";
 import { MAX_STREAM_NAME_BYTES } from "../../src/streams/protocol";
+import { BINANCE_STREAM_KINDS } from "../support/binance-stream-kinds";
 import { until } from "../support/poll";
 import { listThroughAdmin, registry } from "../support/registry";
 import { openSocket, type TestSocket } from "./streams-support";
@@ -50,26 +51,7 @@ beforeAll(async () => {
 
 describe("streams per Binance connection (docs/binance.md#streams)", () => {
   it(`holds ${BINANCE_MAX_STREAMS} streams, as Binance, and refuses one more with Binance's error 2`, async () => {
-    const names = short.flatMap((symbol) =>
-      [
-        "trade",
-        "aggTrade",
-        "depth",
-        "depth@100ms",
-        "bookTicker",
-        "ticker",
-        "miniTicker",
-        "avgPrice",
-        "depth5",
-        "depth10",
-        "depth20",
-        "depth5@100ms",
-        "depth10@100ms",
-        "depth20@100ms",
-        "ticker_1h",
-        "ticker_4h",
-      ].map((kind) => `${symbol}@${kind}`),
-    );
+    const names = short.flatMap((symbol) => [...BINANCE_STREAM_KINDS, "ticker_1h", "ticker_4h"].map((kind) => `${symbol}@${kind}`));
     expect(names.length).toBeGreaterThan(BINANCE_MAX_STREAMS);
     expect(packNames(names.slice(0, BINANCE_MAX_STREAMS)).length, "short names fit the attachment's budget").toBeLessThanOrEqual(MAX_STREAM_NAME_BYTES);
     const socket = await openSocket("/binance/ws", "198.18.80.1");

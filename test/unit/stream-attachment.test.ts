@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { packNames, unpackNames } from "../../src/streams/attachment";
+import { BINANCE_STREAM_KINDS } from "../support/binance-stream-kinds";
 
 describe("stream names in a connection's attachment (src/streams/attachment.ts)", () => {
   it("unpack(pack(names)) is the names in their order, for any names of the protocols' characters", () => {
@@ -13,24 +14,7 @@ describe("stream names in a connection's attachment (src/streams/attachment.ts)"
   });
 
   it("keeps each symbol once: 1,024 streams of 64 markets take under 15 KiB", () => {
-    const kinds = [
-      "trade",
-      "aggTrade",
-      "depth",
-      "depth@100ms",
-      "bookTicker",
-      "ticker",
-      "miniTicker",
-      "avgPrice",
-      "depth5",
-      "depth10",
-      "depth20",
-      "depth5@100ms",
-      "depth10@100ms",
-      "depth20@100ms",
-      "kline_1m",
-      "kline_1h@+08:00",
-    ];
+    const kinds = [...BINANCE_STREAM_KINDS, "kline_1m", "kline_1h@+08:00"];
     const names = Array.from({ length: 64 }, (_, i) => `longnamedasset${i}usdt`).flatMap((symbol) => kinds.map((kind) => `${symbol}@${kind}`));
     expect(names).toHaveLength(1024);
     expect(packNames(names).length).toBeLessThan(15 * 1024);
