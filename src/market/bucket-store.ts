@@ -114,7 +114,7 @@ export class BucketStore {
 
   /** The bucket of `size` starting at `start`, if it holds trades. */
   bucketAt(size: BucketSize, start: number): MinuteBucket | undefined {
-    return this.staged.get(keyOf(size, start))?.bucket ?? this.buckets(size, start, start, "ASC").next().value ?? undefined;
+    return this.staged.get(keyOf(size, start))?.bucket ?? this.storedBuckets(size, start, start, "ASC").next().value ?? undefined;
   }
 
   /** Bucket rows read by `buckets()` over this store's life (tests read it; the cost counters come from the same cursors). */

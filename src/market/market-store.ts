@@ -1,5 +1,5 @@
 import { SECOND_MS } from "../history/intervals";
-import type { ArchivedChunk } from "../history/trade-archive";
+import { type ArchivedChunk, pageRunsForwards } from "../history/trade-archive";
 import type { MarketConfig } from "../registry/model";
 import { BookLog } from "./book-log";
 import { BucketStore } from "./bucket-store";
@@ -166,6 +166,10 @@ export class MarketStore {
 
   /** The config and the shards: rows of their own, written when they change (rarely). */
   writeMeta(key: "config" | "shards", value: string): void {
+    this.putMeta(key, value);
+  }
+
+  private putMeta(key: string, value: string): void {
     this.sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", key, value);
   }
 
@@ -178,7 +182,7 @@ export class MarketStore {
   /** Changes fields of the market's record: one row written, however many fields. */
   writeRecord(changes: Partial<MarketRecord>): void {
     const record = { ...this.current(), ...changes };
-    this.sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", RECORD_KEY, JSON.stringify(record));
+    this.putMeta(RECORD_KEY, JSON.stringify(record));
     this.record = record;
   }
 
@@ -234,8 +238,7 @@ export class MarketStore {
    * first `limit` from `startTime`, else the last `limit` up to `endTime`.
    */
   tradePage(page: TradePage, after = 0): StoredTrade[] {
-    const forwards = page.fromId !== undefined || (page.before === undefined && page.startTime !== undefined);
-    return this.blocks.page(page, after, forwards);
+    return this.blocks.page(page, after, pageRunsForwards(page));
   }
 
   /** The stored trades after `seq`, in the order they were applied. */

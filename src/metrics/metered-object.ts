@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import { isolateMetrics, MetricsHolder } from "./holder";
+import { isolateMetrics, type MetricsHolder } from "./holder";
 import { type Metered, ObjectMeter } from "./object-meter";
 
 /**
@@ -19,7 +19,6 @@ import { type Metered, ObjectMeter } from "./object-meter";
  */
 export abstract class MeteredObject extends DurableObject<Env> implements Metered {
   readonly meter: ObjectMeter;
-  protected readonly metrics = new MetricsHolder();
 
   constructor(ctx: DurableObjectState, env: Env, object: string, holder: MetricsHolder = isolateMetrics) {
     super(ctx, env);

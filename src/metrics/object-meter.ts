@@ -111,10 +111,10 @@ export type RequestKind = "call" | "alarm" | "message";
  * What one Durable Object bills, counted where it happens (docs/operations.md#metrics): the rows
  * its storage wrote and read and the requests it served, as `mds_storage_rows_written_total`,
  * `mds_storage_rows_read_total` and `mds_object_requests_total`, labelled with the object's class.
- * The counts go into the object's metrics holder and are handed on with its other counts.
+ * The counts go into `holder` (the isolate's, shared by the objects it runs: `MeteredObject`).
  *
  * @example
- * this.meter = new ObjectMeter("market", env, this.metrics);
+ * this.meter = new ObjectMeter("market", env, isolateMetrics);
  * this.store = new MarketStore(this.meter.storage(ctx.storage));
  */
 export class ObjectMeter {

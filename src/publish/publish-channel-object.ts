@@ -8,7 +8,7 @@ import { Slots } from "../core/slots";
 import { parseSymbol } from "../core/symbols";
 import { logEvent } from "../logs/log";
 import { ingest } from "../market/ingest";
-import { metricsOn } from "../metrics/holder";
+import { MetricsHolder, metricsOn } from "../metrics/holder";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { batchOutcome } from "../metrics/outcomes";
@@ -70,6 +70,7 @@ export class PublishChannel extends MeteredObject {
   /** Per market, the last batch in flight: the next one waits for it. */
   private readonly chains = new Map<string, Promise<unknown>>();
   /** Batches and ack times, handed to the Metrics object (docs/operations.md#metrics). */
+  private readonly metrics = new MetricsHolder();
   private grant: Grant | undefined;
   private checking: Promise<Grant> | undefined;
   /**

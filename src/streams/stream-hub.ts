@@ -1,7 +1,7 @@
 import { alarmBy } from "../core/alarms";
 import { accessGuard } from "../core/object-ids";
 import { problem, toProblemResult } from "../core/problem";
-import { metricsOn } from "../metrics/holder";
+import { MetricsHolder, metricsOn } from "../metrics/holder";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { ensureRegistry } from "../registry/copy";
@@ -82,6 +82,7 @@ export class StreamHub extends MeteredObject {
   /** The connections in other exchanges' protocols (./dialect-connections.ts). */
   private readonly dialects: DialectConnections;
   /** Frames sent and book delivery times, handed to the Metrics object (docs/operations.md#metrics). */
+  private readonly metrics = new MetricsHolder();
   private readonly counting: boolean;
   /** When the counts held are due to be handed on (the alarm's duty), if a hand-over waits. */
   private metricsDueAt: number | undefined;
