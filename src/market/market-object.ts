@@ -31,8 +31,13 @@ export interface OrderBookSnapshot {
 }
 
 const PRUNE_EVERY_MS = 60_000;
-/** The candle buckets live trades change are written at most this often (docs/design.md#the-write-path). */
+/** The candle buckets live trades change are written at most this often (docs/design.md#the-write-path)… */
 const BUCKET_FLUSH_MS = 60_000;
+/**
+ * …or sooner once this many wait (about 1 MB): late trades spread over a week stage a bucket each
+ * of their own, and a publisher could otherwise grow the staged map without bound within a minute.
+ */
+export const MAX_STAGED_BUCKETS = 4_096;
 /** The price index and ticker subscribers hear from a market at most this often (KV takes one write a second). */
 const SECONDLY_MS = 1_000;
 
@@ -175,7 +180,7 @@ export class MarketObject extends MeteredObject {
       let duplicateTrades = 0;
       const changedBuckets = new Map<number, MinuteBucket>();
       /** The days the batch's trades fell in, by start. */
-      const changedDays = new Map<number, MinuteBucket>();
+      const changedDays = new Set<number>();
       const accepted: StoredTrade[] = [];
       let bookOutcome: BookOutcome | undefined;
       let markedDays: number[] | undefined;
@@ -207,13 +212,13 @@ export class MarketObject extends MeteredObject {
             accepted.push(stored);
             const { minute, day } = this.store.candles.stageTrade(trade);
             changedBuckets.set(minute.minute, minute);
-            changedDays.set(day.minute, day);
+            changedDays.add(day.minute);
             acceptedTrades += 1;
           }
           this.store.insertTrades(accepted, now);
           // A trade of a day already over: that day's files are written again at the next run.
           const today = Math.floor(now / DAY_MS) * DAY_MS;
-          const lateDays = [...changedDays.keys()].filter((day) => day < today);
+          const lateDays = [...changedDays].filter((day) => day < today);
           // Any late trade counts as a mark, one for a day already marked too: a day's files being
           // written meanwhile keep the day marked (writeDay compares the count).
           touchedPast = lateDays.length > 0;
@@ -224,7 +229,9 @@ export class MarketObject extends MeteredObject {
           }
           if (acceptedTrades > 0) record.tradeSeq = state.tradeSeq + acceptedTrades;
           // The staged buckets are written about once a minute (they are rebuilt from the trades after a restart).
-          if (now - this.bucketsFlushedAt >= BUCKET_FLUSH_MS) Object.assign(record, this.flushBuckets(state.tradeSeq + acceptedTrades, now));
+          if (now - this.bucketsFlushedAt >= BUCKET_FLUSH_MS || this.store.candles.stagedCount >= MAX_STAGED_BUCKETS) {
+            Object.assign(record, this.flushBuckets(state.tradeSeq + acceptedTrades, now));
+          }
           if (acceptedTrades > 0 || bookOutcome === "applied") record.lastUpdateAt = now;
           // One row for all of it, whatever changed.
           if (Object.keys(record).length > 0) this.store.writeRecord(record);

@@ -3,7 +3,8 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { marketObject } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
-import type { MarketObject } from "../../src/market/market-object";
+import { MAX_STAGED_BUCKETS, type MarketObject } from "../../src/market/market-object";
+import type { MarketStore } from "../../src/market/market-store";
 import { callJson } from "../support/http";
 
 /** The object's meter and the isolate's holder it counts into. */
@@ -73,5 +74,29 @@ describe("candle buckets are staged and written about once a minute (src/market/
       days.reduce((sum, day) => sum + day.tradeCount, 0),
       "the trades the days' candles count",
     ).toBe(22);
+  });
+
+  it(`holds at most ${MAX_STAGED_BUCKETS} staged buckets: late trades a bucket each are written sooner than the minute (fails before: 4,106 held)`, async () => {
+    const symbol = "XRPUSDT";
+    const now = Date.now();
+    let n = 0;
+    // Three batches of 1,000 trades 180 s apart (a second and a minute of their own each), up to 6.3 days late.
+    for (let batch = 0; batch < 3; batch++) {
+      const trades = Array.from({ length: 1000 }, () => {
+        n += 1;
+        return { id: `late-${n}`, price: "0.5000", quantity: "10.0", side: "buy" as const, time: now - 60_000 - n * 180_000 };
+      });
+      expect((await ingest(env, "*", { symbol, trades })).acceptedTrades, `batch ${batch}`).toBe(1000);
+    }
+    const staged = await runInDurableObject(
+      marketObject(env, symbol),
+      (instance: MarketObject) => (instance as unknown as { store: MarketStore }).store.candles.stagedCount,
+    );
+    expect(staged, "buckets waiting for the flush").toBeLessThanOrEqual(MAX_STAGED_BUCKETS);
+    const days = (await callJson<{ tradeCount: number }[]>(`/api/klines/${symbol}?interval=1d&limit=10`)).body;
+    expect(
+      days.reduce((sum, day) => sum + day.tradeCount, 0),
+      "every trade in the candles",
+    ).toBe(3000);
   });
 });
