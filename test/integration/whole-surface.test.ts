@@ -98,6 +98,9 @@ describe("the whole surface: no client input gets a 5xx (docs/api.md#errors)", (
           const target = `${path}${search ? `?${search}` : ""}`;
           const response = await call(target, { method, headers, body: withBody ? payload : undefined });
           const label = `${method} ${target} [${mediaType ?? "no type"}] ${withBody ? String(payload).slice(0, 60) : "(no body)"}`;
+          // A "." or ".." value is a dot segment: the URL is resolved before it is sent, so the
+          // request reaches another route and only the general promises below hold for it.
+          const sameRoute = new URL(path, "http://service.test").pathname === path;
           expect(response.status, label).toBeLessThan(500);
           const type = response.headers.get("Content-Type") ?? "";
           if (operation.path.startsWith("/binance/") && response.status >= 400 && method !== "HEAD") {
@@ -105,7 +108,7 @@ describe("the whole surface: no client input gets a 5xx (docs/api.md#errors)", (
             expect(type, label).toMatch(/^application\/json/);
             const error = (await response.json()) as { code: number; msg: string };
             expect([BINANCE_ERROR_CODES.includes(error.code), typeof error.msg], `${label}: ${JSON.stringify(error)}`).toEqual([true, "string"]);
-            if (method === operation.method && response.status !== 429 && response.status !== 404) {
+            if (sameRoute && method === operation.method && response.status !== 429 && response.status !== 404) {
               expect(operation.statuses, `${label}: ${response.status} ${error.code} is not in its OpenAPI responses`).toContain(String(response.status));
             }
           } else if (response.status >= 400 && method !== "HEAD" && !(operation.statuses.length === 0 && type.startsWith("text/html"))) {
@@ -114,7 +117,7 @@ describe("the whole surface: no client input gets a 5xx (docs/api.md#errors)", (
             expect(codes.has(problem.code), `${label}: code ${problem.code}`).toBe(true);
             expect(problem.status, label).toBe(response.status);
             // A documented operation lists every status its route answers.
-            if (method === operation.method && operation.statuses.length > 0 && response.status !== 429) {
+            if (sameRoute && method === operation.method && operation.statuses.length > 0 && response.status !== 429) {
               expect(operation.statuses, `${label}: ${response.status} ${problem.code} is not in its OpenAPI responses`).toContain(String(response.status));
             }
           } else {
