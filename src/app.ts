@@ -17,6 +17,7 @@ import { createRouter } from "./core/router";
 import { noStore, securityHeaders } from "./core/security-headers";
 import { docsRoutes } from "./docs/routes";
 import type { AppEnv } from "./env";
+import { replayRoutes } from "./history/book-routes";
 import { historyFileRoutes } from "./history/file-routes";
 import { IMPORT_MAX_BYTES } from "./history/kline-import";
 import { historyOperatorRoutes } from "./history/operator-routes";
@@ -111,6 +112,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   for (const [prefix, router, ...guards] of [
     ["/api", marketRoutes(publicLimit)], //                   market data: publicLimit
     ["/api", publicStreamRoutes(publicLimit)], //             GET /api/ws: publicLimit, 5 connections per address
+    ["/api", replayRoutes(publicLimit)], //                   GET /api/replay: publicLimit, one of the 5 connections
     ["/binance", binanceRoutes(publicLimit, () => app)], //  Binance dialect, REST, streams and WebSocket API: publicLimit, 5 connections per address
     ["/api/gateway", callbackRoutes], //                      settlement callbacks: per gateway; failures
     ["/v1", signedRoutes], //                                 signed market data and ingest: per key; failures

@@ -4,6 +4,7 @@ import { problem } from "../core/problem";
 import { createRouter } from "../core/router";
 import { okJson, problemResponses } from "../core/schemas";
 import type { AppEnv } from "../env";
+import { BOOK_FILE_KINDS, parseHour } from "./book-files";
 import { DAILY_KLINE_INTERVALS, fileIsFinal, parseDay } from "./daily-files";
 
 const tags = ["Historical data files"];
@@ -14,6 +15,7 @@ const FileParams = z.object({
   file: z.string().openapi({ param: { name: "file", in: "path" }, example: "BTCUSDT-trades-2026-11-23.zip" }),
 });
 const KindParam = z.object({ kind: z.enum(["trades", "aggTrades"]).openapi({ param: { name: "kind", in: "path" } }) });
+const HourlyKindParam = z.object({ kind: z.enum(BOOK_FILE_KINDS).openapi({ param: { name: "kind", in: "path" } }) });
 const IntervalParam = z.object({ interval: z.enum(DAILY_KLINE_INTERVALS).openapi({ param: { name: "interval", in: "path" } }) });
 const ListingSchema = z
   .object({
@@ -39,13 +41,21 @@ const fileResponses = {
  * app.route("/", historyFileRoutes(publicLimit));
  */
 export function historyFileRoutes(limit: MiddlewareHandler<AppEnv>) {
-  const serve = async (c: Context<AppEnv>, key: string, name: string, expected: RegExp) => {
+  const serve = async (c: Context<AppEnv>, key: string, name: string, expected: RegExp, hourly = false) => {
     const match = expected.exec(name);
-    const day = match ? parseDay(match[1]!) : undefined;
-    if (day === undefined) throw problem("NOT_FOUND", `${key} is not a daily file's name`);
+    const start = match ? (hourly ? parseHour : parseDay)(match[1]!) : undefined;
+    if (start === undefined) throw problem("NOT_FOUND", `${key} is not ${hourly ? "an hourly" : "a daily"} file's name`);
     const object = await c.env.HISTORY.get(key);
-    if (!object) throw problem("NOT_FOUND", `${key} has not been written: the files of a day are written at 00:05 UTC the day after`);
-    const final = fileIsFinal(day, object.uploaded.getTime());
+    if (!object) {
+      throw problem(
+        "NOT_FOUND",
+        hourly
+          ? `${key} has not been written: an hour's book files are written in the minutes after it ends, for hours in which the book changed`
+          : `${key} has not been written: the files of a day are written at 00:05 UTC the day after`,
+      );
+    }
+    // An hour's book files are written once, after the hour (docs/history.md#book-files).
+    const final = hourly || fileIsFinal(start, object.uploaded.getTime());
     return new Response(object.body, {
       headers: {
         "Content-Type": name.endsWith(".CHECKSUM") ? "text/plain; charset=utf-8" : "application/zip",
@@ -71,6 +81,7 @@ export function historyFileRoutes(limit: MiddlewareHandler<AppEnv>) {
     return symbol;
   };
   const name = (symbol: string, what: string) => new RegExp(`^${symbol}-${what}-(\\d{4}-\\d{2}-\\d{2})\\.zip(?:\\.CHECKSUM)?$`);
+  const hourName = (symbol: string, what: string) => new RegExp(`^${symbol}-${what}-(\\d{4}-\\d{2}-\\d{2}-\\d{2})\\.zip(?:\\.CHECKSUM)?$`);
 
   // Most specific first: `klines/{symbol}/{interval}` would otherwise read as `{kind}/{symbol}/{file}`.
   const router = createRouter()
@@ -137,6 +148,44 @@ export function historyFileRoutes(limit: MiddlewareHandler<AppEnv>) {
       }),
       (c) => list(c, `data/spot/daily/${c.req.valid("param").kind}/${symbolOf(c.req.valid("param").symbol)}/`),
     );
+  router
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/data/spot/hourly/{kind}/{symbol}/{file}",
+        operationId: "getHourlyBookFile",
+        tags,
+        middleware: [limit],
+        summary: "An hour's book or bookTicker file (zip), or its .CHECKSUM",
+        description:
+          "`{SYMBOL}-book-{YYYY-MM-DD-HH}.zip`: `sequence,time,side,price,quantity,update_type`, opening with the whole book as the hour began (`snapshot`), then every level each update set (`delta`; quantity 0 removes it). `{SYMBOL}-bookTicker-{YYYY-MM-DD-HH}.zip`: `sequence,time,bid_price,bid_qty,ask_price,ask_qty` at every change of the best levels (docs/history.md#book-files).",
+        request: { params: HourlyKindParam.merge(FileParams) },
+        responses: fileResponses,
+      }),
+      async (c) => {
+        const { kind, file } = c.req.valid("param");
+        const symbol = symbolOf(c.req.valid("param").symbol);
+        return serve(c, `data/spot/hourly/${kind}/${symbol}/${file}`, file, hourName(symbol, kind), true);
+      },
+    )
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/data/spot/hourly/{kind}/{symbol}",
+        operationId: "listHourlyBookFiles",
+        tags,
+        middleware: [limit],
+        summary: "The hours of a market's book or bookTicker files",
+        request: { params: HourlyKindParam.extend({ symbol: FileParams.shape.symbol }), query: z.object({ cursor: z.string().max(1024).optional() }) },
+        responses: { ...okJson(ListingSchema, "Files, by name (so by hour)"), ...problemResponses(404, 429) },
+      }),
+      (c) => list(c, `data/spot/hourly/${c.req.valid("param").kind}/${symbolOf(c.req.valid("param").symbol)}/`),
+    );
+  router.get("/data/spot/hourly/:kind/:symbol/", limit, (c) => {
+    const kind = c.req.param("kind");
+    if (!(BOOK_FILE_KINDS as readonly string[]).includes(kind)) throw problem("NOT_FOUND", `the hourly files are ${BOOK_FILE_KINDS.join(" and ")}`);
+    return list(c, `data/spot/hourly/${kind}/${symbolOf(c.req.param("symbol"))}/`);
+  });
   // The listings also answer with a trailing slash, as a directory would.
   router.get("/data/spot/daily/klines/:symbol/:interval/", limit, (c) => {
     const interval = c.req.param("interval");

@@ -1,4 +1,4 @@
-import type { UnitLevel } from "./order-book";
+import type { BookUpdate, UnitLevel } from "./order-book";
 
 /** Where the book's durable state stands: its snapshot covers log entries up to `snapshotN`; entries after it, up to `logN`, are in the ring. */
 export interface BookLogPosition {
@@ -6,15 +6,31 @@ export interface BookLogPosition {
   logN: number;
 }
 
-/** A batch's net change to the book: each touched level's final quantity (0: removed). */
-export interface BookChange {
+/** A batch's applied book updates as the publisher sent them, and when the market applied them. */
+export interface BookEntry {
+  time: number;
+  updates: BookUpdate[];
+}
+
+/** The whole book at a sequence: where a segment of the history starts. */
+export interface BookBase {
+  sequence: number;
+  time: number;
   bids: UnitLevel[];
   asks: UnitLevel[];
 }
 
+/** A closed stretch of the book's history: the book at its start and every batch after it, in order (docs/history.md#book-history). */
+export interface BookSegment {
+  base: BookBase;
+  entries: BookEntry[];
+}
+
 /** The ring's slots; a snapshot is written at least every SNAPSHOT_EVERY entries, so the entries after one always fit. */
-export const RING_SLOTS = 1_024;
-export const SNAPSHOT_EVERY = 512;
+export const RING_SLOTS = 4_096;
+export const SNAPSHOT_EVERY = 2_048;
+/** …or once the entries after it hold this many bytes: a segment is one SQLite value until it is in R2 (2 MB at most). */
+export const SEGMENT_MAX_BYTES = 1_000_000;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS book_log (slot INTEGER PRIMARY KEY, n INTEGER NOT NULL, change TEXT NOT NULL);
@@ -23,71 +39,158 @@ CREATE TABLE IF NOT EXISTS book_levels (
   side TEXT NOT NULL, price TEXT NOT NULL, quantity TEXT NOT NULL, PRIMARY KEY (side, price));
 `;
 
-const encode = (levels: readonly UnitLevel[]) => levels.map(([price, quantity]) => [price.toString(), quantity.toString()]);
-const decode = (levels: [string, string][]) => levels.map(([price, quantity]): UnitLevel => [BigInt(price), BigInt(quantity)]);
+type TextLevels = [string, string][];
+const encode = (levels: readonly UnitLevel[]): TextLevels => levels.map(([price, quantity]) => [price.toString(), quantity.toString()]);
+const decode = (levels: TextLevels) => levels.map(([price, quantity]): UnitLevel => [BigInt(price), BigInt(quantity)]);
+
+/** An entry as stored: `{"t":time,"u":[["s"|"d",sequence,bids,asks],…]}`, units as decimal text. */
+export function encodeEntry(entry: BookEntry): string {
+  return JSON.stringify({ t: entry.time, u: entry.updates.map((u) => [u.type === "snapshot" ? "s" : "d", u.sequence, encode(u.bids), encode(u.asks)]) });
+}
+
+export function decodeEntry(value: { t: number; u: ["s" | "d", number, TextLevels, TextLevels][] }): BookEntry {
+  return {
+    time: value.t,
+    updates: value.u.map(([type, sequence, bids, asks]) => ({ type: type === "s" ? "snapshot" : "delta", sequence, bids: decode(bids), asks: decode(asks) })),
+  };
+}
+
+export function encodeBase(base: BookBase): { sequence: number; time: number; bids: TextLevels; asks: TextLevels } {
+  return { sequence: base.sequence, time: base.time, bids: encode(base.bids), asks: encode(base.asks) };
+}
+
+export function decodeBase(value: { sequence: number; time: number; bids: TextLevels; asks: TextLevels }): BookBase {
+  return { sequence: value.sequence, time: value.time, bids: decode(value.bids), asks: decode(value.asks) };
+}
+
+/** A stored ring entry: since the history, the batch's updates (`t`, `u`); before it, the batch's net change (`bids`, `asks`). */
+type StoredChange = { t: number; u: ["s" | "d", number, TextLevels, TextLevels][] } | { bids: TextLevels; asks: TextLevels };
+type StoredSnapshot = { bids: TextLevels; asks: TextLevels; sequence?: number; time?: number };
 
 /**
  * A market's book in storage, written as a log rather than as levels (docs/design.md#the-write-path):
- * a batch's change is one row in a ring of RING_SLOTS slots, overwritten in place (one row written,
- * no delete to pay for), and the whole book is one snapshot row, written when the batch holds a
- * snapshot or SNAPSHOT_EVERY entries after the last. A book of any depth costs one row a batch,
- * where a row per level it touched was paid before. Reading it back: the snapshot, then the ring's
+ * a batch's updates are one row in a ring of RING_SLOTS slots, overwritten in place (one row
+ * written, no delete to pay for), and the whole book is one snapshot row, written every
+ * SNAPSHOT_EVERY entries (or SEGMENT_MAX_BYTES). A book of any depth costs one row a batch, where
+ * a row per level it touched was paid before. Reading it back: the snapshot, then the ring's
  * entries after it in order.
  *
- * Markets from before the log keep their `book_levels` rows as the base until their first snapshot,
- * which empties them.
+ * When a snapshot is written, the snapshot before it and the entries between are a closed
+ * segment of the book's history, handed to the caller to keep (`../history/book-history.ts`).
+ *
+ * Markets from before the log keep their `book_levels` rows as the base until their first
+ * snapshot, which empties them; entries and snapshots from before the history carry no times, so
+ * their history starts at their next snapshot.
  */
 export class BookLog {
+  /** Bytes of the entries after the snapshot (read once from the ring after a restart). */
+  private segmentBytes: number | undefined;
+
   constructor(private readonly sql: SqlStorage) {
     sql.exec(SCHEMA);
   }
 
-  /** Records a batch's change; returns the new position (the caller stores it with the market's state). */
-  append(position: BookLogPosition, change: BookChange, wholeBook: () => BookChange, snapshot: boolean): BookLogPosition {
+  /**
+   * Records a batch's applied updates; returns the new position (the caller stores it with the
+   * market's state) and, when a snapshot was written, the segment it closed.
+   */
+  append(position: BookLogPosition, entry: BookEntry, wholeBook: () => BookBase): { position: BookLogPosition; closed?: BookSegment } {
     const n = position.logN + 1;
-    if (snapshot || n - position.snapshotN >= SNAPSHOT_EVERY) {
+    const text = encodeEntry(entry);
+    this.segmentBytes ??= this.sql
+      .exec<{ bytes: number }>("SELECT coalesce(sum(length(change)), 0) AS bytes FROM book_log WHERE n > ? AND n <= ?", position.snapshotN, position.logN)
+      .one().bytes;
+    if (n - position.snapshotN >= SNAPSHOT_EVERY || this.segmentBytes + text.length > SEGMENT_MAX_BYTES) {
+      const closed = this.segmentBefore(position, entry);
       const book = wholeBook();
       this.sql.exec(
         "INSERT INTO book_snapshot (id, levels) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET levels = excluded.levels",
-        JSON.stringify({ bids: encode(book.bids), asks: encode(book.asks) }),
+        JSON.stringify(encodeBase(book)),
       );
       if (position.snapshotN === 0 && this.sql.exec("SELECT 1 FROM book_levels LIMIT 1").toArray().length > 0) this.sql.exec("DELETE FROM book_levels");
-      return { snapshotN: n, logN: n };
+      this.segmentBytes = 0;
+      return { position: { snapshotN: n, logN: n }, ...(closed ? { closed } : {}) };
     }
     this.sql.exec(
       "INSERT INTO book_log (slot, n, change) VALUES (?, ?, ?) ON CONFLICT (slot) DO UPDATE SET n = excluded.n, change = excluded.change",
       n % RING_SLOTS,
       n,
-      JSON.stringify({ bids: encode(change.bids), asks: encode(change.asks) }),
+      text,
     );
-    return { snapshotN: position.snapshotN, logN: n };
+    this.segmentBytes += text.length;
+    return { position: { snapshotN: position.snapshotN, logN: n } };
+  }
+
+  /** The segment a snapshot now closes: the stored snapshot, the ring's entries after it and `last`; none where its start carries no time. */
+  private segmentBefore(position: BookLogPosition, last: BookEntry): BookSegment | undefined {
+    const base = this.base(position);
+    if (!base) return undefined;
+    const entries = this.entries(position);
+    if (!entries) return undefined;
+    return { base, entries: [...entries, last] };
+  }
+
+  /** The book at the stored snapshot; an empty book at 0 for a market that never had one; undefined for a snapshot from before the history. */
+  base(position: BookLogPosition): BookBase | undefined {
+    if (position.snapshotN === 0) {
+      const legacy = this.sql.exec("SELECT 1 FROM book_levels LIMIT 1").toArray().length > 0;
+      return legacy ? undefined : { sequence: 0, time: 0, bids: [], asks: [] };
+    }
+    const row = this.sql.exec<{ levels: string }>("SELECT levels FROM book_snapshot WHERE id = 1").toArray()[0];
+    if (!row) return undefined;
+    const stored = JSON.parse(row.levels) as StoredSnapshot;
+    if (stored.sequence === undefined || stored.time === undefined) return undefined;
+    return decodeBase(stored as Required<StoredSnapshot>);
+  }
+
+  /** The entries after the snapshot, in order; undefined when one is from before the history (no time). */
+  entries(position: BookLogPosition): BookEntry[] | undefined {
+    const entries: BookEntry[] = [];
+    for (const change of this.stored(position)) {
+      if (!("u" in change)) return undefined;
+      entries.push(decodeEntry(change));
+    }
+    return entries;
+  }
+
+  private stored(position: BookLogPosition): StoredChange[] {
+    const rows = this.sql
+      .exec<{ n: number; change: string }>("SELECT n, change FROM book_log WHERE n > ? AND n <= ? ORDER BY n", position.snapshotN, position.logN)
+      .toArray();
+    if (rows.length !== position.logN - position.snapshotN) {
+      throw new Error(`the book log holds ${rows.length} entries after its snapshot, ${position.logN - position.snapshotN} were written`);
+    }
+    return rows.map((row) => JSON.parse(row.change) as StoredChange);
   }
 
   /** The book as stored: the snapshot (or a pre-log market's levels), then each logged change after it. */
-  read(position: BookLogPosition): BookChange {
+  read(position: BookLogPosition): { bids: UnitLevel[]; asks: UnitLevel[] } {
     const sides = { bids: new Map<bigint, bigint>(), asks: new Map<bigint, bigint>() };
     const snapshot = this.sql.exec<{ levels: string }>("SELECT levels FROM book_snapshot WHERE id = 1").toArray()[0];
     if (snapshot && position.snapshotN > 0) {
-      const levels = JSON.parse(snapshot.levels) as { bids: [string, string][]; asks: [string, string][] };
+      const levels = JSON.parse(snapshot.levels) as StoredSnapshot;
       for (const side of ["bids", "asks"] as const) for (const [price, quantity] of decode(levels[side])) sides[side].set(price, quantity);
     } else {
       for (const row of this.sql.exec<{ side: "bids" | "asks"; price: string; quantity: string }>("SELECT side, price, quantity FROM book_levels")) {
         sides[row.side].set(BigInt(row.price), BigInt(row.quantity));
       }
     }
-    const entries = this.sql
-      .exec<{ n: number; change: string }>("SELECT n, change FROM book_log WHERE n > ? AND n <= ? ORDER BY n", position.snapshotN, position.logN)
-      .toArray();
-    if (entries.length !== position.logN - position.snapshotN) {
-      throw new Error(`the book log holds ${entries.length} entries after its snapshot, ${position.logN - position.snapshotN} were written`);
-    }
-    for (const entry of entries) {
-      const change = JSON.parse(entry.change) as { bids: [string, string][]; asks: [string, string][] };
-      for (const side of ["bids", "asks"] as const) {
-        for (const [price, quantity] of decode(change[side])) {
-          if (quantity === 0n) sides[side].delete(price);
-          else sides[side].set(price, quantity);
+    const put = (side: "bids" | "asks", levels: TextLevels) => {
+      for (const [price, quantity] of decode(levels)) {
+        if (quantity === 0n) sides[side].delete(price);
+        else sides[side].set(price, quantity);
+      }
+    };
+    for (const change of this.stored(position)) {
+      // Before the history an entry was the batch's net change; since, the updates themselves.
+      const updates = "u" in change ? change.u : [["d", 0, change.bids, change.asks] as const];
+      for (const [type, , bids, asks] of updates) {
+        if (type === "s") {
+          sides.bids.clear();
+          sides.asks.clear();
         }
+        put("bids", bids);
+        put("asks", asks);
       }
     }
     return { bids: [...sides.bids], asks: [...sides.asks] };

@@ -3,19 +3,21 @@ import { groupRelay } from "../core/object-ids";
 import { isProblemResult, ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
 import type { RelayOp } from "../groups/messages";
 import { PacedOutbox } from "../groups/paced-outbox";
-import { DAY_MS, MINUTE_MS } from "../history/intervals";
+import { hourOf } from "../history/book-files";
+import type { BookTarget } from "../history/book-replay";
+import { DAY_MS, HOUR_MS, MINUTE_MS } from "../history/intervals";
+import { BOOK_FILES_AFTER_MS, MarketBookHistory, type ReplayPage } from "../history/market-book-history";
 import { type DayFiles, MarketHistory } from "../history/market-history";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { groupOf, type MarketConfig } from "../registry/model";
-import type { BookLogPosition } from "./book-log";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
 import type { IngestBatch, IngestResult } from "./ingest";
 import { MarketReads } from "./market-reads";
 import { bookTickerOf, type MarketState, rememberBucket, TRADE_RETENTION_MS, tickerAt, tickerOf, windowRecordsOf } from "./market-state";
 import { type MarketRecord, MarketStore, type StoredTrade } from "./market-store";
 import { MarketStreams } from "./market-streams";
-import { type BookOutcome, type BookUpdate, OrderBook, type UnitLevel, type WireLevel } from "./order-book";
+import { type BookOutcome, OrderBook, type WireLevel } from "./order-book";
 import type { PriceReport } from "./price-index";
 import { changePercent, type MinuteBucket, minuteOf } from "./rolling-window";
 
@@ -66,6 +68,8 @@ export class MarketObject extends MeteredObject {
   private readonly store: MarketStore;
   /** The archive, the pages that read it and the daily files: over the same store, written by this object. */
   private readonly history: MarketHistory;
+  /** The book's history: the book at any kept moment, the replay's pages, the hourly files. */
+  private readonly bookHistory: MarketBookHistory;
   private state: MarketState | undefined;
   private lastPruneAt = 0;
   private lastSecondlyAt = 0;
@@ -87,6 +91,7 @@ export class MarketObject extends MeteredObject {
     super(ctx, env, "market");
     this.store = new MarketStore(this.ctx.storage);
     this.history = new MarketHistory(this.store, env.HISTORY, env.TRADE_ARCHIVE_CHUNK);
+    this.bookHistory = new MarketBookHistory(this.store, this.ctx.storage.sql, env.HISTORY);
     this.reads = new MarketReads(this.store, this.history);
   }
 
@@ -133,6 +138,8 @@ export class MarketObject extends MeteredObject {
       dirtyMarks: 0,
       version: 0,
     };
+    // A segment kept before a restart that R2 does not have yet.
+    if (this.bookHistory.kept.pending) this.uploadSegments(this.state);
     return this.state;
   }
 
@@ -185,19 +192,23 @@ export class MarketObject extends MeteredObject {
       let bookOutcome: BookOutcome | undefined;
       let markedDays: number[] | undefined;
       let touchedPast = false;
+      let segmentClosed = false;
       try {
         this.store.transaction(() => {
+          const sequenceBefore = state.book.sequence;
           // Validates before it changes anything; an identical replay changes nothing at all.
           bookOutcome = batch.book ? state.book.applyAll(batch.book, now) : undefined;
           const record: Partial<MarketRecord> = {};
           if (batch.book && bookOutcome === "applied") {
-            const position = this.persistBook(state, batch.book);
+            // The updates the book did not have already (a resend may overlap), as sent: the book's history.
+            const applied = batch.book.filter((u) => u.sequence > sequenceBefore);
+            const logged = this.bookHistory.record(state, applied, now);
+            segmentClosed = logged.closed;
             Object.assign(record, {
               bookSequence: state.book.sequence,
               bookUpdatedAt: now,
               bookFingerprint: state.book.lastFingerprint,
-              bookSnapshotN: position.snapshotN,
-              bookLogN: position.logN,
+              ...logged.fields,
             });
           }
           // Ids taken in the last 25 hours (or still hot), looked up for the whole batch at once.
@@ -257,6 +268,8 @@ export class MarketObject extends MeteredObject {
       state.version += 1;
       this.streams!.batch(state, bookApplied ? batch.book : undefined, accepted);
       if (acceptedTrades > 0 || bookApplied) this.scheduleSecondly(state, now);
+      if (bookApplied) this.alarmBy(hourOf(now) + HOUR_MS + BOOK_FILES_AFTER_MS); // the hour's book files
+      if (segmentClosed) this.uploadSegments(state);
       if (now - this.lastPruneAt > PRUNE_EVERY_MS) this.prune(state, now);
       return { symbol, acceptedTrades, duplicateTrades, sequence: state.book.sequence, ...(bookOutcome ? { book: bookOutcome } : {}) };
     });
@@ -303,19 +316,41 @@ export class MarketObject extends MeteredObject {
     });
   }
 
+  /** The book's closed segments go to R2 beside the ingest, never in its way; until then they are in storage. */
+  private uploadSegments(state: MarketState): void {
+    void this.bookHistory.upload(state.market.symbol).catch((error) => {
+      console.error(JSON.stringify({ level: "error", message: "book history upload failed", error: String(error) }));
+      this.alarmBy(Date.now() + MINUTE_MS); // tried again then
+    });
+  }
+
   /**
-   * Logs what a batch's book updates changed, once per level however many updates touched it
-   * (one row: `book-log.ts`); the whole book after a snapshot in the batch.
+   * The book as it stood at a sequence or a moment (docs/history.md#book-history), as JSON text
+   * in the live answer's shape; `final` when it can change no more.
    */
-  private persistBook(state: MarketState, updates: readonly BookUpdate[]): BookLogPosition {
-    const touched = (side: "bids" | "asks"): UnitLevel[] =>
-      [...new Set(updates.flatMap((u) => u[side].map(([price]) => price)))].map((price) => [price, state.book[side].quantities.get(price) ?? 0n]);
-    return this.store.book.append(
-      this.store.bookPosition(),
-      { bids: touched("bids"), asks: touched("asks") },
-      () => ({ bids: state.book.bids.entries(), asks: state.book.asks.entries() }),
-      updates.some((u) => u.type === "snapshot"),
-    );
+  async bookAt(market: MarketConfig, target: BookTarget, depth: number): Promise<{ text: string; sequence: number; final: boolean } | ProblemResult> {
+    try {
+      return await this.bookHistory.bookAt(this.readable(market), target, depth);
+    } catch (error) {
+      if (error instanceof ProblemError) return toProblemResult(error);
+      throw error;
+    }
+  }
+
+  /** One page of a replay's book messages (docs/history.md#replay). */
+  async bookReplay(market: MarketConfig, from: number, to: number, after?: number): Promise<ReplayPage | ProblemResult> {
+    try {
+      return await this.bookHistory.replayPage(this.readable(market), from, to, after);
+    } catch (error) {
+      if (error instanceof ProblemError) return toProblemResult(error);
+      throw error;
+    }
+  }
+
+  /** Writes the closed hours' book files that are due at `now` (the alarm does; the tests call it with a later clock). */
+  async writeBookHours(now = Date.now()): Promise<number[]> {
+    if (!this.state && !this.store.readMeta().config) return [];
+    return this.bookHistory.writeHours(this.load(), now);
   }
 
   /**
@@ -509,6 +544,18 @@ export class MarketObject extends MeteredObject {
 
   override async alarm(): Promise<void> {
     this.alarmAt = undefined;
+    const now = Date.now();
+    const hoursFrom = this.store.bookHoursFrom();
+    if (hoursFrom > 0) {
+      // A closed hour's book files; an R2 fault leaves the hour due, and the alarm comes again.
+      if (hoursFrom + HOUR_MS + BOOK_FILES_AFTER_MS <= now) {
+        await this.writeBookHours(now).catch((error) => {
+          console.error(JSON.stringify({ level: "error", message: "book files failed", error: String(error) }));
+          this.alarmBy(now + MINUTE_MS);
+        });
+      }
+      if (this.store.bookHoursFrom() > 0) this.alarmBy(this.store.bookHoursFrom() + HOUR_MS + BOOK_FILES_AFTER_MS);
+    }
     // The staged buckets are written once they are a minute old, also when trading has stopped.
     if (this.state && Date.now() - this.bucketsFlushedAt >= BUCKET_FLUSH_MS) this.flushBucketsNow(this.state);
     // After an eviction the object knows its market only from storage.
@@ -522,6 +569,9 @@ meterRequests(MarketObject, [
   "orderBook",
   "archiveTrades",
   "writeDay",
+  "bookAt",
+  "bookReplay",
+  "writeBookHours",
   "answer",
   "configure",
   "subscribeShard",

@@ -43,6 +43,8 @@ export interface MarketRecord {
   archivedThrough: number;
   /** Past UTC days that took a late trade since their files were last written (docs/history.md#daily-files), as JSON. */
   dirtyDays: string;
+  /** The first UTC hour whose book files are not written yet, from the first book update after the last written (0: none due). */
+  bookHoursFrom?: number;
 }
 
 export interface MarketMeta extends MarketRecord {
@@ -260,6 +262,11 @@ export class MarketStore {
   prune(before: number, now: number): void {
     this.sql.exec("DELETE FROM rollup_buckets WHERE size = ? AND start < ?", SECOND_MS, before);
     this.recentIds.forget(now, this.archivedThrough());
+  }
+
+  /** The first hour whose book files are due (docs/history.md#book-files); 0: none. */
+  bookHoursFrom(): number {
+    return this.current().bookHoursFrom ?? 0;
   }
 
   /** Trade ids up to this one are in the archive (docs/history.md#trades); 0: none. */

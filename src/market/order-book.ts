@@ -289,6 +289,22 @@ export class OrderBook {
     return side.prices.map((price) => [formatUnits(price, this.priceScale), formatUnits(side.quantities.get(price)!, this.quantityScale)]);
   }
 
+  /**
+   * Applies an update that was validated when it was published, as the book's history reads it
+   * back (docs/history.md#book-history): no checks, no fingerprints.
+   */
+  replay(update: BookUpdate, time: number): void {
+    if (update.type === "snapshot") {
+      this.bids.clear();
+      this.asks.clear();
+    }
+    for (const [price, quantity] of update.bids) this.bids.set(price, quantity);
+    for (const [price, quantity] of update.asks) this.asks.set(price, quantity);
+    this.sequence = update.sequence;
+    this.updatedAt = time;
+    this.wireCache = undefined;
+  }
+
   /** Replaces the whole state (used when restoring from storage). */
   restore(sequence: number, updatedAt: number, bids: readonly UnitLevel[], asks: readonly UnitLevel[], lastFingerprint = ""): void {
     this.bids.clear();

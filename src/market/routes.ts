@@ -1,8 +1,9 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import type { MiddlewareHandler } from "hono";
+import type { MiddlewareHandler, TypedResponse } from "hono";
 import { createRouter } from "../core/router";
 import { okJson, problemResponses } from "../core/schemas";
 import type { AppEnv } from "../env";
+import { readBookAt } from "../history/book-routes";
 import { parseTimeZone } from "../history/intervals";
 import { readVenue } from "./edge-reads";
 import {
@@ -19,8 +20,8 @@ import {
 } from "./reads";
 import { parseWindowSize } from "./rolling-window";
 import {
+  BookQuery,
   BookTickerSchema,
-  DepthQuery,
   KlineSchema,
   KlinesQuery,
   MarketsSchema,
@@ -70,15 +71,20 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
         operationId: "getOrderBook",
         tags,
         middleware: [limit],
-        summary: "Order book snapshot",
-        request: { params: PairParam, query: DepthQuery },
+        summary: "Order book snapshot, now or at a past sequence or moment",
+        description:
+          "Without `sequence` or `at`: the live book. With one: the book exactly as it stood then, from the market's book history (docs/history.md#book-history); before the history begins, 404 naming its first sequence and time.",
+        request: { params: PairParam, query: BookQuery },
         responses: { ...okJson(OrderBookSchema, "Up to `depth` levels a side, best first"), ...problemResponses(400, 404, 429) },
       }),
-      async (c) =>
-        sendRead<z.infer<typeof OrderBookSchema>>(
-          c,
-          await readPair(readContext(c), c.req.valid("param").pair, { kind: "book", depth: c.req.valid("query").depth }),
-        ),
+      async (c) => {
+        const { depth, sequence, at } = c.req.valid("query");
+        const { pair } = c.req.valid("param");
+        if (sequence !== undefined || at !== undefined)
+          return readBookAt(c, pair, sequence !== undefined ? { sequence } : { time: at! }, depth) as unknown as Response &
+            TypedResponse<z.infer<typeof OrderBookSchema>, 200, "json">;
+        return sendRead<z.infer<typeof OrderBookSchema>>(c, await readPair(readContext(c), pair, { kind: "book", depth }));
+      },
     )
     .openapi(
       createRoute({

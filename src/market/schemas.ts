@@ -16,6 +16,7 @@ export const OrderBookSchema = z
     symbol: z.string().openapi({ example: "BTCUSDT" }),
     sequence: z.number().int().openapi({ description: "Increases by 1 with every book update" }),
     timestamp: TimestampMs,
+    time: TimestampMs.optional().openapi({ description: "With sequence= or at=: when the market applied the update at `sequence` (then also `timestamp`)" }),
     checksum: z.number().int().openapi({
       example: 4195112551,
       description: "CRC-32 of the best 25 levels a side at this sequence, as the book stream sends it (docs/streams.md#checksums)",
@@ -253,6 +254,14 @@ export const PricesQuery = z.object({
 export const DepthQuery = z.object({
   depth: queryIntOr(1, 1000, 100).openapi({ example: 100, description: "Levels per side, 1–1000, default 100" }),
 });
+
+/** `GET /api/orderbook/{pair}`: the live book, or as it stood at a sequence or a moment (docs/history.md#book-history). */
+export const BookQuery = DepthQuery.extend({
+  sequence: queryInt(0, Number.MAX_SAFE_INTEGER).openapi({
+    description: "The book as it stood at this sequence (after the last update at or before it); immutable, cached by the sequence",
+  }),
+  at: queryInt(0, 8_640_000_000_000).openapi({ description: "Unix ms: the book as it stood then (after the last batch applied at or before it)" }),
+}).refine((q) => q.sequence === undefined || q.at === undefined, { message: "send sequence or at, not both", path: ["at"] });
 
 const TradeId = (description: string) => queryInt(1, Number.MAX_SAFE_INTEGER).openapi({ description });
 

@@ -53,7 +53,7 @@ describe("the book in storage is a snapshot and a log of batches (src/market/boo
     const level = fc.tuple(fc.integer({ min: 1, max: 400 }), fc.integer({ min: 0, max: 5 }));
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.tuple(fc.array(level, { maxLength: 6 }), fc.array(level, { maxLength: 6 })), { minLength: 20, maxLength: 40 }),
+        fc.array(fc.tuple(fc.array(level, { maxLength: 6 }), fc.array(level, { maxLength: 6 })), { minLength: 70, maxLength: 100 }),
         async (batches) => {
           for (const [bids, asks] of batches) {
             const side = (entries: [number, number][], base: number, step: number) => [

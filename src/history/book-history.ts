@@ -1,0 +1,114 @@
+/**
+ * A market's book history (docs/history.md#book-history): the closed segments of its book log —
+ * the book at a sequence and every batch after it — each one R2 object, with a row a segment
+ * here saying what it covers. A segment is kept in its row from the transaction that closes it
+ * until R2 has it, so an acknowledged update is never only in memory.
+ */
+import { type BookSegment, decodeBase, decodeEntry, encodeBase, encodeEntry } from "../market/book-log";
+import type { BookTarget } from "./book-replay";
+
+/** What one kept segment covers. */
+export interface SegmentRow {
+  baseSeq: number;
+  lastSeq: number;
+  firstTime: number;
+  lastTime: number;
+  bytes: number;
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS book_segments (
+  base_seq INTEGER PRIMARY KEY, last_seq INTEGER NOT NULL, first_time INTEGER NOT NULL, last_time INTEGER NOT NULL,
+  bytes INTEGER NOT NULL, pending TEXT);
+CREATE INDEX IF NOT EXISTS book_segments_by_time ON book_segments (first_time);
+`;
+
+/** `book-history/BTCUSDT/0000000000001234.json`: a segment, named by the sequence of its base. */
+export function segmentKey(symbol: string, baseSeq: number): string {
+  return `book-history/${symbol}/${String(baseSeq).padStart(16, "0")}.json`;
+}
+
+export function encodeSegment(segment: BookSegment): string {
+  return `{"base":${JSON.stringify(encodeBase(segment.base))},"entries":[${segment.entries.map(encodeEntry).join(",")}]}`;
+}
+
+export function decodeSegment(text: string): BookSegment {
+  const value = JSON.parse(text) as { base: Parameters<typeof decodeBase>[0]; entries: Parameters<typeof decodeEntry>[0][] };
+  return { base: decodeBase(value.base), entries: value.entries.map(decodeEntry) };
+}
+
+type Row = { base_seq: number; last_seq: number; first_time: number; last_time: number; bytes: number };
+const toRow = (r: Row): SegmentRow => ({ baseSeq: r.base_seq, lastSeq: r.last_seq, firstTime: r.first_time, lastTime: r.last_time, bytes: r.bytes });
+const COLUMNS = "base_seq, last_seq, first_time, last_time, bytes";
+
+export class BookHistory {
+  constructor(
+    private readonly sql: SqlStorage,
+    private readonly bucket: R2Bucket,
+  ) {
+    sql.exec(SCHEMA);
+  }
+
+  /** Keeps a closed segment (in the caller's transaction): two rows written, one a segment of SNAPSHOT_EVERY batches. */
+  keep(segment: BookSegment): void {
+    const last = segment.entries[segment.entries.length - 1]!;
+    const text = encodeSegment(segment);
+    this.sql.exec(
+      "INSERT OR REPLACE INTO book_segments (base_seq, last_seq, first_time, last_time, bytes, pending) VALUES (?, ?, ?, ?, ?, ?)",
+      segment.base.sequence,
+      last.updates[last.updates.length - 1]!.sequence,
+      segment.base.time,
+      last.time,
+      text.length,
+      text,
+    );
+  }
+
+  /** Whether a kept segment waits for R2. */
+  get pending(): boolean {
+    return this.sql.exec("SELECT 1 FROM book_segments WHERE pending IS NOT NULL LIMIT 1").toArray().length > 0;
+  }
+
+  /** Puts the segments that wait into R2, oldest first, and lets their text go from here; returns how many. */
+  async upload(symbol: string): Promise<number> {
+    const waiting = this.sql
+      .exec<{ base_seq: number; pending: string }>("SELECT base_seq, pending FROM book_segments WHERE pending IS NOT NULL ORDER BY base_seq")
+      .toArray();
+    for (const { base_seq, pending } of waiting) {
+      await this.bucket.put(segmentKey(symbol, base_seq), pending, { httpMetadata: { contentType: "application/json" } });
+      this.sql.exec("UPDATE book_segments SET pending = NULL WHERE base_seq = ?", base_seq);
+    }
+    return waiting.length;
+  }
+
+  /** The kept segment holding the target (the last one starting at or before it), if any. */
+  find(target: BookTarget): SegmentRow | undefined {
+    const row =
+      "sequence" in target
+        ? this.sql.exec<Row>(`SELECT ${COLUMNS} FROM book_segments WHERE base_seq <= ? ORDER BY base_seq DESC LIMIT 1`, target.sequence).toArray()[0]
+        : this.sql
+            .exec<Row>(`SELECT ${COLUMNS} FROM book_segments WHERE first_time <= ? ORDER BY first_time DESC, base_seq DESC LIMIT 1`, target.time)
+            .toArray()[0];
+    return row && toRow(row);
+  }
+
+  /** The oldest kept segment: where the history begins. */
+  first(): SegmentRow | undefined {
+    const row = this.sql.exec<Row>(`SELECT ${COLUMNS} FROM book_segments ORDER BY base_seq LIMIT 1`).toArray()[0];
+    return row && toRow(row);
+  }
+
+  /** The kept segments with batches in [from, to), in order. */
+  between(from: number, to: number): SegmentRow[] {
+    return this.sql.exec<Row>(`SELECT ${COLUMNS} FROM book_segments WHERE first_time < ? AND last_time >= ? ORDER BY base_seq`, to, from).toArray().map(toRow);
+  }
+
+  /** A kept segment read back: from its row while it waits for R2, else from R2. */
+  async read(symbol: string, row: SegmentRow): Promise<BookSegment> {
+    const pending = this.sql.exec<{ pending: string | null }>("SELECT pending FROM book_segments WHERE base_seq = ?", row.baseSeq).toArray()[0]?.pending;
+    if (pending) return decodeSegment(pending);
+    const object = await this.bucket.get(segmentKey(symbol, row.baseSeq));
+    if (!object) throw new Error(`the book segment at ${row.baseSeq} of ${symbol} is not in R2`);
+    return decodeSegment(await object.text());
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * The book's history read back (docs/history.md#book-history): a segment's base, then its
+ * batches in order, into an order book — to a sequence, to a moment, or as the messages a live
+ * subscriber got. Pure: the market object and the replay connection do the I/O.
+ */
+import { formatUnits } from "../core/decimal";
+import { bookChecksum, CHECKSUM_DEPTH } from "../market/book-checksum";
+import type { BookEntry, BookSegment } from "../market/book-log";
+import { OrderBook, type WireLevel } from "../market/order-book";
+import { CONFLATE_MS } from "../streams/conflation";
+
+/** A moment of the book: the last update at or before a sequence, or the last batch applied at or before a time. */
+export type BookTarget = { sequence: number } | { time: number };
+
+/** Whether an entry's updates (or which of them) fall at or before the target. */
+function reaches(target: BookTarget, entry: BookEntry, sequence: number): boolean {
+  return "sequence" in target ? sequence <= target.sequence : entry.time <= target.time;
+}
+
+/** A book at the segment's base, at the market's scales. */
+export function bookOf(segment: BookSegment, priceScale: number, quantityScale: number): OrderBook {
+  const book = new OrderBook(priceScale, quantityScale);
+  book.restore(segment.base.sequence, segment.base.time, segment.base.bids, segment.base.asks);
+  return book;
+}
+
+/** Replays the segment's batches into `book` (at its base) while they reach the target; returns the entries left. */
+export function replayTo(book: OrderBook, segment: BookSegment, target: BookTarget): BookEntry[] {
+  for (let i = 0; i < segment.entries.length; i++) {
+    const entry = segment.entries[i]!;
+    for (let u = 0; u < entry.updates.length; u++) {
+      const update = entry.updates[u]!;
+      if (!reaches(target, entry, update.sequence)) return [{ time: entry.time, updates: entry.updates.slice(u) }, ...segment.entries.slice(i + 1)];
+      book.replay(update, entry.time);
+    }
+  }
+  return [];
+}
+
+/** Whether the segment holds the target: from its base to its last batch. */
+export function segmentHolds(segment: BookSegment, target: BookTarget): boolean {
+  return "sequence" in target ? target.sequence >= segment.base.sequence : target.time >= segment.base.time;
+}
+
+/** The book as `GET /api/orderbook?sequence=|at=` answers it: the live answer's shape, at the moment it stood. */
+export function historicalBook(symbol: string, book: OrderBook, depth: number) {
+  const { bids, asks } = book.levels(depth);
+  return { symbol, sequence: book.sequence, time: book.updatedAt, timestamp: book.updatedAt, checksum: checksumAt(book), bids, asks };
+}
+
+function checksumAt(book: OrderBook): number {
+  const { bids, asks } = book.levels(CHECKSUM_DEPTH);
+  return bookChecksum(bids, asks);
+}
+
+/** A `book.{SYMBOL}` message as the replay sends it: what a live subscriber got, with the moment it shows. */
+export interface ReplayBookMessage {
+  type: "snapshot" | "delta";
+  firstSequence?: number;
+  sequence: number;
+  time: number;
+  checksum: number;
+  bids: WireLevel[];
+  asks: WireLevel[];
+}
+
+/** The whole book as the first message of a replay. */
+export function snapshotMessage(book: OrderBook): ReplayBookMessage {
+  return { type: "snapshot", sequence: book.sequence, time: book.updatedAt, checksum: checksumAt(book), ...book.levels(Number.MAX_SAFE_INTEGER) };
+}
+
+/**
+ * The batches as a live subscriber got them (docs/streams.md#conflation): one message per
+ * CONFLATE_MS window of the market's clock, the window's touched levels at their final quantity
+ * (`"0"`: removed) from `firstSequence` to `sequence`, or the whole book when a snapshot came in
+ * it; batches after `toTime` are left out. `book` is at the state before the first entry.
+ */
+export function conflatedMessages(book: OrderBook, entries: readonly BookEntry[], toTime: number): ReplayBookMessage[] {
+  const messages: ReplayBookMessage[] = [];
+  let i = 0;
+  while (i < entries.length && entries[i]!.time <= toTime) {
+    const window = Math.floor(entries[i]!.time / CONFLATE_MS);
+    const firstSequence = book.sequence + 1;
+    const touched = { bids: new Set<bigint>(), asks: new Set<bigint>() };
+    let snapshot = false;
+    for (; i < entries.length && entries[i]!.time <= toTime && Math.floor(entries[i]!.time / CONFLATE_MS) === window; i++) {
+      const entry = entries[i]!;
+      for (const update of entry.updates) {
+        snapshot ||= update.type === "snapshot";
+        for (const [price] of update.bids) touched.bids.add(price);
+        for (const [price] of update.asks) touched.asks.add(price);
+        book.replay(update, entry.time);
+      }
+    }
+    if (snapshot) {
+      messages.push({ ...snapshotMessage(book), firstSequence });
+      continue;
+    }
+    const level = (side: "bids" | "asks", price: bigint): WireLevel => {
+      const quantity = book[side].quantities.get(price);
+      return [formatUnits(price, book.priceScale), quantity === undefined ? "0" : formatUnits(quantity, book.quantityScale)];
+    };
+    const sorted = (side: "bids" | "asks") =>
+      [...touched[side]].sort((a, b) => (side === "bids" ? (a > b ? -1 : 1) : a < b ? -1 : 1)).map((p) => level(side, p));
+    messages.push({
+      type: "delta",
+      firstSequence,
+      sequence: book.sequence,
+      time: book.updatedAt,
+      checksum: checksumAt(book),
+      bids: sorted("bids"),
+      asks: sorted("asks"),
+    });
+  }
+  return messages;
+}

@@ -1,0 +1,205 @@
+/**
+ * One market's book history (docs/history.md#book-history), over its store: what the ingest
+ * records of each batch's updates, the book at any kept sequence or moment, the replay's pages,
+ * the segments' way to R2 and the hourly files. The market object writes alone and hands this
+ * the state it holds.
+ */
+import { problem } from "../core/problem";
+import type { BookSegment } from "../market/book-log";
+import type { MarketState } from "../market/market-state";
+import type { MarketRecord, MarketStore } from "../market/market-store";
+import type { BookUpdate } from "../market/order-book";
+import { hourFiles, hourlyKey, hourOf } from "./book-files";
+import { BookHistory, type SegmentRow } from "./book-history";
+import { type BookTarget, bookOf, conflatedMessages, historicalBook, type ReplayBookMessage, replayTo, segmentHolds, snapshotMessage } from "./book-replay";
+import { HOUR_MS, MINUTE_MS } from "./intervals";
+import { checksumLine, zipOne } from "./zip";
+
+/** An hour's files are written this long after it ends (the alarm; docs/history.md#book-files). */
+export const BOOK_FILES_AFTER_MS = MINUTE_MS;
+/** The most CSV one hourly file is built from in memory; a busier hour is not written (docs/history.md#book-files). */
+export const BOOK_FILE_MAX_BYTES = 48 * 1024 * 1024;
+
+/** A page of a replay's book messages; `next` is the sequence the next page continues after, absent at the end. */
+export interface ReplayPage {
+  messages: ReplayBookMessage[];
+  next?: number;
+}
+
+export class MarketBookHistory {
+  readonly kept: BookHistory;
+  private uploading: Promise<number> | undefined;
+
+  constructor(
+    private readonly store: MarketStore,
+    sql: SqlStorage,
+    private readonly bucket: R2Bucket,
+  ) {
+    this.kept = new BookHistory(sql, bucket);
+  }
+
+  /**
+   * Logs the batch's applied updates (inside the ingest's transaction): one ring row, and when
+   * that closes a segment, the segment kept until R2 has it. Returns the record's fields and
+   * whether a segment now waits.
+   */
+  record(state: MarketState, applied: BookUpdate[], now: number): { fields: Partial<MarketRecord>; closed: boolean } {
+    const { position, closed } = this.store.book.append(this.store.bookPosition(), { time: now, updates: applied }, () => ({
+      sequence: state.book.sequence,
+      time: now,
+      bids: state.book.bids.entries(),
+      asks: state.book.asks.entries(),
+    }));
+    if (closed) this.kept.keep(closed);
+    const fields: Partial<MarketRecord> = { bookSnapshotN: position.snapshotN, bookLogN: position.logN };
+    if (!this.store.bookHoursFrom()) fields.bookHoursFrom = hourOf(now);
+    return { fields, closed: closed !== undefined };
+  }
+
+  /** Puts the kept segments into R2, one upload at a time (the ingest's writes never wait for it). */
+  upload(symbol: string): Promise<number> {
+    this.uploading ??= this.kept.upload(symbol).finally(() => {
+      this.uploading = undefined;
+    });
+    return this.uploading;
+  }
+
+  /** The segment holding the target: the log's open one, or a kept one; undefined before the history begins. */
+  private async segmentFor(state: MarketState, target: BookTarget): Promise<{ segment: BookSegment; row?: SegmentRow } | undefined> {
+    const position = this.store.bookPosition();
+    const base = this.store.book.base(position);
+    if (base && segmentHolds({ base, entries: [] }, target)) {
+      const entries = this.store.book.entries(position);
+      if (entries) return { segment: { base, entries } };
+    }
+    const row = this.kept.find(target);
+    if (!row) return undefined;
+    const segment = await this.kept.read(state.market.symbol, row);
+    return segmentHolds(segment, target) ? { segment, row } : undefined;
+  }
+
+  /** 404 naming what is kept. */
+  private notKept(state: MarketState, asked: string): never {
+    const first = this.kept.first();
+    const position = this.store.bookPosition();
+    const open = this.store.book.base(position);
+    const begins = first ? { sequence: first.baseSeq, time: first.firstTime } : open ? { sequence: open.sequence, time: open.time } : undefined;
+    const { symbol } = state.market;
+    throw problem(
+      "NOT_FOUND",
+      begins
+        ? `${asked} is before the book history of ${symbol}, which begins at sequence ${begins.sequence} (${new Date(begins.time).toISOString()})`
+        : `${symbol} keeps no book history yet`,
+      begins ? { firstSequence: begins.sequence, firstTime: begins.time } : {},
+    );
+  }
+
+  /**
+   * The book as it stood at the target, in the live answer's shape, as JSON text; `final` when it
+   * can change no more (a sequence, or a moment before the last update).
+   */
+  async bookAt(state: MarketState, target: BookTarget, depth: number): Promise<{ text: string; sequence: number; final: boolean }> {
+    const live = state.book;
+    const { symbol } = state.market;
+    if ("sequence" in target && target.sequence > live.sequence) {
+      throw problem("NOT_FOUND", `sequence ${target.sequence} has not happened: the book of ${symbol} is at ${live.sequence}`, { sequence: live.sequence });
+    }
+    if ("sequence" in target ? target.sequence === live.sequence : target.time >= live.updatedAt) {
+      const text = JSON.stringify(historicalBook(symbol, live, depth));
+      return { text, sequence: live.sequence, final: "sequence" in target };
+    }
+    const found = await this.segmentFor(state, target);
+    if (!found) this.notKept(state, "sequence" in target ? `sequence ${target.sequence}` : new Date(target.time).toISOString());
+    const book = bookOf(found.segment, state.market.priceScale, state.market.quantityScale);
+    replayTo(book, found.segment, target);
+    return { text: JSON.stringify(historicalBook(symbol, book, depth)), sequence: book.sequence, final: true };
+  }
+
+  /**
+   * One page of a replay's book messages up to `to`: the first (no `after`) opens with the whole
+   * book at `from`; each page is at most one segment (SNAPSHOT_EVERY batches, about 1 MB).
+   */
+  async replayPage(state: MarketState, from: number, to: number, after?: number): Promise<ReplayPage> {
+    const target: BookTarget = after === undefined ? { time: from } : { sequence: after };
+    const live = state.book;
+    if (after !== undefined && after >= live.sequence) return { messages: [] };
+    if (after === undefined && from >= live.updatedAt && live.sequence > 0) {
+      // Nothing after `from` yet: the book as it is, and the end.
+      return { messages: [snapshotMessage(this.liveCopy(state))] };
+    }
+    const found = await this.segmentFor(state, target);
+    if (!found) this.notKept(state, after === undefined ? new Date(from).toISOString() : `sequence ${after}`);
+    const book = bookOf(found.segment, state.market.priceScale, state.market.quantityScale);
+    const rest = replayTo(book, found.segment, target);
+    const messages = after === undefined ? [snapshotMessage(book)] : [];
+    messages.push(...conflatedMessages(book, rest, to));
+    const passedTo = rest.some((entry) => entry.time > to);
+    return found.row && !passedTo ? { messages, next: found.row.lastSeq } : { messages };
+  }
+
+  private liveCopy(state: MarketState) {
+    const book = bookOf({ base: { sequence: 0, time: 0, bids: [], asks: [] }, entries: [] }, state.market.priceScale, state.market.quantityScale);
+    book.restore(state.book.sequence, state.book.updatedAt, state.book.bids.entries(), state.book.asks.entries());
+    return book;
+  }
+
+  /**
+   * Writes the files of every closed hour since the record's `bookHoursFrom` that had book
+   * updates (an hour without any has no file), each once: a file already in R2 is never written
+   * again. Returns the hours written; the record moves past them.
+   */
+  async writeHours(state: MarketState, now: number): Promise<number[]> {
+    const written: number[] = [];
+    let hour = this.store.bookHoursFrom();
+    if (!hour) return written;
+    await this.upload(state.market.symbol);
+    for (let n = 0; hour + HOUR_MS + BOOK_FILES_AFTER_MS <= now && n < 168; n++, hour += HOUR_MS) {
+      if (await this.writeHour(state, hour)) written.push(hour);
+    }
+    // The next hour to write: this one, if the book changed since it began; else none until it changes.
+    const next = state.book.updatedAt >= hour ? hour : 0;
+    if (next !== this.store.bookHoursFrom()) this.store.writeRecord({ bookHoursFrom: next });
+    return written;
+  }
+
+  private async writeHour(state: MarketState, hour: number): Promise<boolean> {
+    const { symbol } = state.market;
+    const key = hourlyKey("book", symbol, hour);
+    if (await this.bucket.head(key)) return false; // written before: an hour's files are written once
+    const segments = await this.segmentsOf(state, hour);
+    if (segments.length === 0) return false;
+    const book = bookOf(segments[0]!, state.market.priceScale, state.market.quantityScale);
+    const files = hourFiles(book, segments, hour);
+    if (!files) return false;
+    if (files.book.length > BOOK_FILE_MAX_BYTES) {
+      console.error(JSON.stringify({ level: "error", message: "book hour too large for one file", symbol, hour, bytes: files.book.length }));
+      return false;
+    }
+    // The bookTicker file first: the book file's presence says the hour is written.
+    for (const [kind, csv] of [
+      ["bookTicker", files.bookTicker],
+      ["book", files.book],
+    ] as const) {
+      const fileKey = hourlyKey(kind, symbol, hour);
+      const name = fileKey.slice(fileKey.lastIndexOf("/") + 1);
+      const zip = await zipOne(name.replace(/\.zip$/, ".csv"), new TextEncoder().encode(csv), new Date(hour));
+      await this.bucket.put(`${fileKey}.CHECKSUM`, await checksumLine(zip, name), { httpMetadata: { contentType: "text/plain; charset=utf-8" } });
+      await this.bucket.put(fileKey, zip, { httpMetadata: { contentType: "application/zip" } });
+    }
+    return true;
+  }
+
+  /** The segments with batches in the hour, in order, the open one last if it has some. */
+  private async segmentsOf(state: MarketState, hour: number): Promise<BookSegment[]> {
+    const segments: BookSegment[] = [];
+    for (const row of this.kept.between(hour, hour + HOUR_MS)) segments.push(await this.kept.read(state.market.symbol, row));
+    const position = this.store.bookPosition();
+    const base = this.store.book.base(position);
+    const entries = base && this.store.book.entries(position);
+    if (base && entries && entries.length > 0 && entries[0]!.time < hour + HOUR_MS && entries[entries.length - 1]!.time >= hour) {
+      segments.push({ base, entries });
+    }
+    // A segment's base is the book after the one before's last batch, so the first here opens the hour.
+    return segments;
+  }
+}

@@ -1,0 +1,158 @@
+import type { Context } from "hono";
+import { clientPrincipal } from "../access/client-address";
+import { EDGE_CONFIRM_MS, EDGE_HOLDER } from "../access/connection-leases";
+import { accessGuard, marketObject } from "../core/object-ids";
+import { type ProblemResult, problem, unwrap } from "../core/problem";
+import type { AppEnv } from "../env";
+import type { MarketAnswer } from "../market/edge-copies";
+import type { WireTrade } from "../market/wire-trade";
+import type { MarketConfig } from "../registry/model";
+import { CONFLATE_MS } from "../streams/conflation";
+import { MAX_CONNECTIONS_PER_PRINCIPAL } from "../streams/protocol";
+import type { ReplayBookMessage } from "./book-replay";
+import type { ReplayPage } from "./market-book-history";
+
+/** What a replay was asked for (validated by the route). */
+export interface ReplayRequest {
+  streams: { kind: "book" | "trades"; market: MarketConfig }[];
+  from: number;
+  to: number;
+  /** Times real time; 0: as fast as the service sends. */
+  speed: number;
+}
+
+/** A replay's longest span: its reads grow with what happened in it (docs/history.md#replay). */
+export const MAX_REPLAY_SPAN_MS = 24 * 60 * 60 * 1000;
+/** Trades read per call of the market. */
+const TRADES_PAGE = 1_000;
+
+interface Timed {
+  time: number;
+  text: string;
+}
+
+/** One stream's messages in order, read a page at a time. */
+interface Source {
+  buffer: Timed[];
+  more: (() => Promise<Timed[]>) | undefined;
+}
+
+function bookSource(env: Env, market: MarketConfig, from: number, to: number): Source {
+  const stream = `book.${market.symbol}`;
+  let after: number | undefined;
+  let first = true;
+  const source: Source = { buffer: [], more: undefined };
+  const page = async (): Promise<Timed[]> => {
+    const result = unwrap((await marketObject(env, market.symbol).bookReplay(market, from, to, after)) as unknown as ReplayPage | ProblemResult);
+    const messages = result.messages.map((data: ReplayBookMessage, i) => ({
+      // The opening snapshot is the book at `from`: it goes first whatever its own time.
+      time: first && i === 0 ? from : data.time,
+      text: `{"stream":${JSON.stringify(stream)},"data":${JSON.stringify(data)}}`,
+    }));
+    first = false;
+    after = result.next;
+    source.more = result.next === undefined ? undefined : page;
+    return messages;
+  };
+  source.more = page;
+  return source;
+}
+
+function tradesSource(env: Env, market: MarketConfig, from: number, to: number): Source {
+  const stream = `trades.${market.symbol}`;
+  let fromId: number | undefined;
+  const source: Source = { buffer: [], more: undefined };
+  const page = async (): Promise<Timed[]> => {
+    const answer: MarketAnswer = await marketObject(env, market.symbol).answer(market, {
+      kind: "trades",
+      limit: TRADES_PAGE,
+      page: { startTime: from, endTime: to, ...(fromId !== undefined ? { fromId } : {}) },
+    });
+    if (answer.problem) throw problem(answer.problem.code, answer.problem.detail, answer.problem.extras);
+    const trades = JSON.parse(answer.text) as WireTrade[];
+    fromId = trades.length > 0 ? trades[trades.length - 1]!.tradeId + 1 : undefined;
+    source.more = trades.length === TRADES_PAGE ? page : undefined;
+    // As the live stream: the trades of one CONFLATE_MS window in one message.
+    const messages: Timed[] = [];
+    for (let i = 0; i < trades.length; ) {
+      const window = Math.floor(trades[i]!.time / CONFLATE_MS);
+      let j = i;
+      while (j < trades.length && Math.floor(trades[j]!.time / CONFLATE_MS) === window) j++;
+      messages.push({ time: trades[i]!.time, text: `{"stream":${JSON.stringify(stream)},"data":${JSON.stringify(trades.slice(i, j))}}` });
+      i = j;
+    }
+    return messages;
+  };
+  source.more = page;
+  return source;
+}
+
+/** The next message of all sources by time (a book message before trades of the same moment: the sources' order). */
+async function next(sources: Source[]): Promise<Timed | undefined> {
+  for (const source of sources) while (source.buffer.length === 0 && source.more) source.buffer.push(...(await source.more()));
+  let best: Source | undefined;
+  for (const source of sources) if (source.buffer.length > 0 && (!best || source.buffer[0]!.time < best.buffer[0]!.time)) best = source;
+  return best?.buffer.shift();
+}
+
+/**
+ * `GET /api/replay` (docs/history.md#replay): the messages a live subscriber got on the named
+ * streams between `from` and `to`, from the book's history and the trades, paced at `speed`.
+ * Held by this isolate, counted as one of the client address's five connections by a lease of its
+ * guard (confirmed every 20 s, returned on close). Reads: one market call per book segment
+ * (2,048 batches at most) and per 1,000 trades, each segment one R2 read once it is there.
+ * The first pages are read before the upgrade, so what is not kept is a 404, not a close.
+ */
+export async function replayUpgrade(c: Context<AppEnv>, request: ReplayRequest): Promise<Response> {
+  if (c.req.header("Upgrade")?.toLowerCase() !== "websocket")
+    throw problem("VALIDATION_FAILED", "GET /api/replay is a WebSocket: connect with Upgrade: websocket");
+  const sources = request.streams.map(({ kind, market }) =>
+    kind === "book" ? bookSource(c.env, market, request.from, request.to) : tradesSource(c.env, market, request.from, request.to),
+  );
+  for (const source of sources) if (source.more) source.buffer.push(...(await source.more()));
+  const guard = accessGuard(c.env, clientPrincipal(c.req.raw));
+  const lease = crypto.randomUUID();
+  if (!(await guard.takeConnection(lease, EDGE_HOLDER, MAX_CONNECTIONS_PER_PRINCIPAL))) {
+    throw problem(
+      "STREAM_LIMIT",
+      `at most ${MAX_CONNECTIONS_PER_PRINCIPAL} connections per client address, streams and replays together (docs/limits.md#stream-connections)`,
+    );
+  }
+  const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
+  server.accept();
+  const confirm = setInterval(() => void guard.confirmConnection(lease).catch(() => undefined), EDGE_CONFIRM_MS);
+  let closed = false;
+  const end = () => {
+    if (closed) return;
+    closed = true;
+    clearInterval(confirm);
+    c.executionCtx.waitUntil(guard.returnConnection(lease).catch(() => undefined));
+  };
+  server.addEventListener("close", end);
+  server.addEventListener("error", end);
+  const run = async () => {
+    const started = Date.now();
+    let sent = 0;
+    try {
+      for (let message = await next(sources); message && !closed; message = await next(sources)) {
+        if (request.speed > 0) {
+          const due = started + (message.time - request.from) / request.speed - Date.now();
+          if (due > 0) await new Promise((resolve) => setTimeout(resolve, due));
+        }
+        if (closed) return;
+        server.send(message.text);
+        sent += 1;
+      }
+      if (closed) return;
+      server.send(JSON.stringify({ stream: "replay", data: { type: "replayEnded", from: request.from, to: request.to, messages: sent } }));
+      server.close(1000, "replay ended");
+    } catch (error) {
+      console.error(JSON.stringify({ level: "error", message: "replay failed", error: String(error) }));
+      if (!closed) server.close(1011, "replay failed: read again from the last message's time");
+    } finally {
+      end();
+    }
+  };
+  c.executionCtx.waitUntil(run());
+  return new Response(null, { status: 101, webSocket: client });
+}

@@ -1,0 +1,181 @@
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { LocalBook } from "../../client/src/local-book";
+import { marketObject } from "../../src/core/object-ids";
+import { hourlyKey, hourOf } from "../../src/history/book-files";
+import { HOUR_MS } from "../../src/history/intervals";
+import { ingest } from "../../src/market/ingest";
+import type { MarketObject } from "../../src/market/market-object";
+import { ensureRegistry, findMarket } from "../../src/registry/copy";
+import { atScale } from "../support/book-levels";
+import { call, callJson } from "../support/http";
+import { openSocket } from "./streams-support";
+
+type Level = [string, string];
+type Uploads = { bookHistory: { upload(symbol: string): Promise<number> } };
+interface Book {
+  sequence: number;
+  time: number;
+  checksum: number;
+  bids: Level[];
+  asks: Level[];
+}
+
+/** The book the publisher built, side by side with what it sends: levels by price text, sorted when read. */
+class ModelBook {
+  readonly bids = new Map<string, string>();
+  readonly asks = new Map<string, string>();
+  apply(update: { type: string; bids: Level[]; asks: Level[] }) {
+    if (update.type === "snapshot") {
+      this.bids.clear();
+      this.asks.clear();
+    }
+    for (const side of ["bids", "asks"] as const) {
+      for (const [price, quantity] of update[side]) {
+        if (Number(quantity) === 0) this[side].delete(price);
+        else this[side].set(price, quantity);
+      }
+    }
+  }
+  levels(): { bids: Level[]; asks: Level[] } {
+    const sorted = (side: "bids" | "asks") => [...this[side]].sort((a, b) => (side === "bids" ? Number(b[0]) - Number(a[0]) : Number(a[0]) - Number(b[0])));
+    return { bids: sorted("bids"), asks: sorted("asks") };
+  }
+}
+
+async function unzipText(zip: Uint8Array): Promise<string> {
+  const view = new DataView(zip.buffer, zip.byteOffset, zip.byteLength);
+  const [size, nameLength, extra] = [view.getUint32(18, true), view.getUint16(26, true), view.getUint16(28, true)];
+  const data = zip.subarray(30 + nameLength + extra, 30 + nameLength + extra + size);
+  return new Response(new Blob([data]).stream().pipeThrough(new DecompressionStream("deflate-raw"))).text();
+}
+
+const hex = async (bytes: Uint8Array) => [...new Uint8Array(await crypto.subtle.digest("SHA-256", bytes))].map((b) => b.toString(16).padStart(2, "0")).join("");
+
+describe("book history (docs/history.md#book-history)", () => {
+  it("every sequence and moment answers the book the publisher built; files and a replay rebuild the same books", async () => {
+    await ensureRegistry(env);
+    const symbol = "ETHBTC";
+    const market = findMarket(symbol)!;
+    const price = (units: number) => atScale(units, market.priceScale);
+    const quantity = (units: number) => atScale(units, market.quantityScale);
+    const model = new ModelBook();
+    const built = new Map<number, { bids: Level[]; asks: Level[] }>();
+    let sequence = 0;
+    // Wide batches (about 5 KB each), so segments close on their bytes and go to R2 within the run.
+    const side = fc.array(fc.tuple(fc.integer({ min: 0, max: 999 }), fc.integer({ min: 0, max: 9_999 })), { minLength: 40, maxLength: 160 });
+    const batches = fc.sample(fc.tuple(side, side, fc.boolean(), fc.integer({ min: 1, max: 3 })), { numRuns: 2_100, seed: 45 });
+    const first = {
+      type: "snapshot" as const,
+      sequence: ++sequence,
+      bids: [[price(4_000), quantity(1_000)]] as Level[],
+      asks: [[price(6_000), quantity(1_000)]] as Level[],
+    };
+    await ingest(env, "*", { symbol, book: first });
+    model.apply(first);
+    built.set(sequence, model.levels());
+    for (const [bids, asks, snapshot, parts] of batches) {
+      const updates = [];
+      for (let part = 0; part < parts; part++) {
+        const levels = (entries: [number, number][], base: number, step: number): Level[] => [
+          ...new Map(
+            entries
+              .slice(part * 40, part * 40 + 60)
+              .map(([offset, q]) => [price(base + step * offset), snapshot && q === 0 ? quantity(1) : q === 0 ? "0" : quantity(q)]),
+          ),
+        ];
+        const type = snapshot && part === 0 ? ("snapshot" as const) : ("delta" as const);
+        const update = { type, sequence: ++sequence, bids: levels(bids, 4_999, -1), asks: levels(asks, 5_001, 1) };
+        updates.push(update);
+        model.apply(update);
+        built.set(sequence, model.levels());
+      }
+      const result = await ingest(env, "*", { symbol, book: updates });
+      expect(result.book, `batch ending at ${sequence}`).toBe("applied");
+    }
+    const object = marketObject(env, symbol);
+    // The uploads run beside the ingest: waited for here.
+    await runInDurableObject(object, (instance: MarketObject) => (instance as unknown as Uploads).bookHistory.upload(symbol));
+    const kept = await env.HISTORY.list({ prefix: `book-history/${symbol}/` });
+    expect(kept.objects.length, "segments closed and put in R2 while the batches came").toBeGreaterThanOrEqual(2);
+    await evictDurableObject(object);
+
+    // Every 13th sequence, the first and the last: the book exactly as the publisher built it there.
+    const sampled = [...built.keys()].filter((n) => n % 13 === 0 || n === 1 || n === sequence);
+    const answers = new Map<number, Book>();
+    for (const n of sampled) {
+      const { status, body } = await callJson<Book>(`/api/orderbook/${symbol}?sequence=${n}&depth=1000`);
+      expect(status, `?sequence=${n}`).toBe(200);
+      expect({ sequence: body.sequence, bids: body.bids, asks: body.asks }, `the book at ${n}`).toEqual({ sequence: n, ...built.get(n)! });
+      answers.set(n, body);
+    }
+    // A moment: the book after the last batch applied at or before it.
+    for (const n of sampled.filter((_, i) => i % 4 === 0)) {
+      const { time } = answers.get(n)!;
+      const { body } = await callJson<Book>(`/api/orderbook/${symbol}?at=${time}&depth=1000`);
+      expect(body.time, `?at=${time}`).toBe(time);
+      expect(body.sequence, `?at=${time}: the last update of that moment`).toBeGreaterThanOrEqual(n);
+      expect({ bids: body.bids, asks: body.asks }, `?at=${time}`).toEqual(built.get(body.sequence)!);
+    }
+    const cached = await call(`/api/orderbook/${symbol}?sequence=${sampled[1]}&depth=1000`);
+    expect([cached.headers.get("X-Book-Cache"), cached.headers.get("Cache-Control")], "asked again: from the location's cache, immutable").toEqual([
+      "hit",
+      "public, max-age=31536000, immutable",
+    ]);
+    await cached.arrayBuffer();
+    const future = await callJson<{ code: string }>(`/api/orderbook/${symbol}?sequence=${sequence + 1}`);
+    expect([future.status, future.body.code], "a sequence not reached yet").toEqual([404, "NOT_FOUND"]);
+    const both = await callJson<{ code: string }>(`/api/orderbook/${symbol}?sequence=1&at=1`);
+    expect([both.status, both.body.code]).toEqual([400, "VALIDATION_FAILED"]);
+
+    // A replay at speed 0 rebuilds, message by message, the books the publisher built.
+    const from = answers.get(1)!.time;
+    const to = answers.get(sequence)!.time;
+    const replay = await openSocket(`/api/replay?streams=book.${symbol}&from=${from}&to=${to}&speed=0`, "10.45.0.1");
+    const { code } = await replay.closed;
+    expect(code, "the replay closes normally at its end").toBe(1000);
+    const last = replay.messages[replay.messages.length - 1];
+    expect(last.data.type, "the last message").toBe("replayEnded");
+    const local = new LocalBook();
+    let checked = 0;
+    for (const message of replay.messages.slice(0, -1)) {
+      expect(local.apply(message.data), `message at ${message.data.sequence}`).not.toBe("gap");
+      expect({ bids: local.bids(), asks: local.asks() }, `the replayed book at ${message.data.sequence}`).toEqual(built.get(local.sequence));
+      checked += 1;
+    }
+    expect(local.sequence, "the replay reaches the last sequence").toBe(sequence);
+    expect(checked, "messages replayed").toBeGreaterThan(1);
+
+    // The hour's files, written once the hour is over: replayed from their snapshot, the book REST shows at the hour's last sequence.
+    const hour = hourOf(to);
+    const written = await runInDurableObject(object, (instance: MarketObject) => instance.writeBookHours(hour + HOUR_MS + 61_000));
+    expect(written, "the hour's files were written").toContain(hour);
+    const key = hourlyKey("book", symbol, hour);
+    const name = key.slice(key.lastIndexOf("/") + 1);
+    const zip = new Uint8Array(await (await call(`/${key}`)).arrayBuffer());
+    const checksum = await (await call(`/${key}.CHECKSUM`)).text();
+    expect(checksum, "sha256sum -c's line").toBe(`${await hex(zip)}  ${name}\n`);
+    const rows = (await unzipText(zip))
+      .trimEnd()
+      .split("\n")
+      .map((line) => line.split(","));
+    const file = new ModelBook();
+    let snapshotAt = -1;
+    for (const [seq, , sideName, p, q, type] of rows) {
+      if (type === "snapshot" && Number(seq) !== snapshotAt) {
+        file.bids.clear();
+        file.asks.clear();
+        snapshotAt = Number(seq);
+      }
+      file[sideName === "bid" ? "bids" : "asks"].set(p!, q!);
+      if (Number(q) === 0) file[sideName === "bid" ? "bids" : "asks"].delete(p!);
+    }
+    const lastSeq = Number(rows[rows.length - 1]![0]);
+    const rest = await callJson<Book>(`/api/orderbook/${symbol}?sequence=${lastSeq}&depth=1000`);
+    expect(file.levels(), "the file, replayed, ends at REST's book at the hour's last sequence").toEqual({ bids: rest.body.bids, asks: rest.body.asks });
+    const again = await runInDurableObject(object, (instance: MarketObject) => instance.writeBookHours(hour + 2 * HOUR_MS + 61_000));
+    expect(again, "an hour's files are written once").not.toContain(hour);
+  }, 120_000);
+});
