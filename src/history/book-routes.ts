@@ -4,7 +4,7 @@ import { jsonText } from "../core/json-text";
 import { marketObject } from "../core/object-ids";
 import { problem, unwrap } from "../core/problem";
 import { createRouter } from "../core/router";
-import { problemResponses } from "../core/schemas";
+import { problemResponses, queryInt } from "../core/schemas";
 import type { AppEnv } from "../env";
 import { resolveMarket } from "../market/lookup";
 import type { BookTarget } from "./book-replay";
@@ -48,16 +48,8 @@ const ReplayQuery = z
       .string()
       .max(1024)
       .openapi({ example: "book.BTCUSDT,trades.BTCUSDT", description: `Up to ${MAX_REPLAY_STREAMS} of book.{SYMBOL} and trades.{SYMBOL}, comma-separated` }),
-    from: z
-      .string()
-      .regex(/^\d{1,16}$/, "Unix ms")
-      .transform(Number)
-      .openapi({ type: "integer", description: "Unix ms: the replay opens with the book as it stood then" }),
-    to: z
-      .string()
-      .regex(/^\d{1,16}$/, "Unix ms")
-      .transform(Number)
-      .openapi({ type: "integer", description: "Unix ms: the last moment replayed; at most 24 h after from" }),
+    from: queryInt(0, 8_640_000_000_000).openapi({ description: "Unix ms: the replay opens with the book as it stood then (required)" }),
+    to: queryInt(0, 8_640_000_000_000).openapi({ description: "Unix ms: the last moment replayed; at most 24 h after from (required)" }),
     speed: z
       .string()
       .regex(/^\d{1,4}(\.\d{1,3})?$/, "a number from 0 to 1000")
@@ -65,8 +57,9 @@ const ReplayQuery = z
       .optional()
       .openapi({ type: "number", minimum: 0, maximum: 1000, default: 1, description: "Times real time; 0: as fast as the service sends" }),
   })
-  .refine((q) => q.from < q.to, { message: "from must be before to", path: ["to"] })
-  .refine((q) => q.to - q.from <= MAX_REPLAY_SPAN_MS, { message: "a replay spans at most 24 h: ask again from its end", path: ["to"] })
+  .refine((q) => q.from !== undefined && q.to !== undefined, { message: "from and to are required", path: ["from"] })
+  .refine((q) => q.from! < q.to!, { message: "from must be before to", path: ["to"] })
+  .refine((q) => q.to! - q.from! <= MAX_REPLAY_SPAN_MS, { message: "a replay spans at most 24 h: ask again from its end", path: ["to"] })
   .refine((q) => (q.speed ?? 1) <= 1000, { message: "speed is at most 1000", path: ["speed"] });
 
 /** `book.BTCUSDT,trades.BTCUSDT` as the replay's streams; 400 for anything else. */
@@ -110,7 +103,7 @@ export function replayRoutes(limit: MiddlewareHandler<AppEnv>) {
       });
     }
     const { streams, from, to, speed } = parsed.data;
-    return replayUpgrade(c, { streams: parseStreams(streams), from, to, speed: speed ?? 1 });
+    return replayUpgrade(c, { streams: parseStreams(streams), from: from!, to: to!, speed: speed ?? 1 });
   });
   return router;
 }

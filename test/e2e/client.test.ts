@@ -218,6 +218,7 @@ describe("the client package against the running service", () => {
     ["ticker", /^BTCUSDT last \d+\.\d{2} .*\n(.*last \d+\.\d{2} .*\n){3}$/],
     ["book", /^(#\d+ {2}bid \d+\.\d+ × .* spread \d+\.\d+ .* checksum \d+\n){10}$/],
     ["signed", /signed GET \/v1\/ticker\/24hr\?symbol=BTCUSDT → last \d+\.\d{2}/],
+    ["replay", /^(\d{2}:\d{2} UTC {2}spread narrowest \d.* \(\d+ messages\)\n)+\d+ messages replayed from .* to .*\n$/],
   ])("the README's one command for client/examples/%s.mjs runs and prints what it promises", async (name, expected) => {
     const { stdout } = await promisify(execFile)("npm", ["run", "-s", `example:${name}`], {
       cwd: path.resolve(import.meta.dirname, "../.."),

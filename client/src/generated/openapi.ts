@@ -29,7 +29,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Order book snapshot */
+        /**
+         * Order book snapshot, now or at a past sequence or moment
+         * @description Without `sequence` or `at`: the live book. With one: the book exactly as it stood then, from the market's book history (docs/history.md#book-history); before the history begins, 404 naming its first sequence and time.
+         */
         get: operations["getOrderBook"];
         put?: never;
         post?: never;
@@ -262,6 +265,26 @@ export interface paths {
          * @description Upgrade: websocket. Streams ticker.{SYMBOL}[.{1h|4h|1d}], avgPrice.{SYMBOL}, bookTicker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, kline.{SYMBOL}.{interval}[@+08:00], prices.{QUOTE}, tickers[.{1h|4h|1d}], heartbeat; messages subscribe / unsubscribe / list / ping. Every message each way, with its payload schema, is in the AsyncAPI 3 document GET /asyncapi.json; the guide is docs/streams.md. A sixth connection is refused before the upgrade.
          */
         get: operations["openPublicStream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Replay of past book and trades messages over a WebSocket
+         * @description Upgrade: websocket. The messages live subscribers got on `book.{SYMBOL}` and `trades.{SYMBOL}` between `from` and `to`: the book as it stood at `from` (a snapshot), then its deltas with `firstSequence`, `sequence` and `checksum`, and the trades, paced at `speed` times real time, ending with `{"stream":"replay","data":{"type":"replayEnded",…}}` (docs/history.md#replay). One of the client address's five connections.
+         */
+        get: operations["replayStreams"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1436,6 +1459,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/data/spot/hourly/{kind}/{symbol}/{file}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An hour's book or bookTicker file (zip), or its .CHECKSUM
+         * @description `{SYMBOL}-book-{YYYY-MM-DD-HH}.zip`: `sequence,time,side,price,quantity,update_type`, opening with the whole book as the hour began (`snapshot`), then every level each update set (`delta`; quantity 0 removes it). `{SYMBOL}-bookTicker-{YYYY-MM-DD-HH}.zip`: `sequence,time,bid_price,bid_qty,ask_price,ask_qty` at every change of the best levels (docs/history.md#book-files).
+         */
+        get: operations["getHourlyBookFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/data/spot/hourly/{kind}/{symbol}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The hours of a market's book or bookTicker files */
+        get: operations["listHourlyBookFiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1506,6 +1566,11 @@ export interface components {
              * @example 1763800000000
              */
             timestamp: number;
+            /**
+             * @description With sequence= or at=: when the market applied the update at `sequence` (then also `timestamp`)
+             * @example 1763800000000
+             */
+            time?: number;
             /**
              * @description CRC-32 of the best 25 levels a side at this sequence, as the book stream sends it (docs/streams.md#checksums)
              * @example 4195112551
@@ -2710,6 +2775,10 @@ export interface operations {
             query?: {
                 /** @description Levels per side, 1–1000, default 100 */
                 depth?: number;
+                /** @description The book as it stood at this sequence (after the last update at or before it); immutable, cached by the sequence */
+                sequence?: number;
+                /** @description Unix ms: the book as it stood then (after the last batch applied at or before it) */
+                at?: number;
             };
             header?: never;
             path: {
@@ -3692,6 +3761,78 @@ export interface operations {
                 };
             };
             /** @description Problem: RATE_LIMITED, STREAM_LIMIT */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    replayStreams: {
+        parameters: {
+            query: {
+                /** @description Up to 10 of book.{SYMBOL} and trades.{SYMBOL}, comma-separated */
+                streams: string;
+                /** @description Unix ms: the replay opens with the book as it stood then (required) */
+                from?: number;
+                /** @description Unix ms: the last moment replayed; at most 24 h after from (required) */
+                to?: number;
+                /** @description Times real time; 0: as fast as the service sends */
+                speed?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching Protocols */
+            101: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Problem: VALIDATION_FAILED */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -10340,6 +10481,172 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description Files, by name (so by day) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DailyFiles"];
+                };
+            };
+            /** @description Problem: VALIDATION_FAILED */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getHourlyBookFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                kind: "book" | "bookTicker";
+                symbol: string;
+                file: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The zip (one CSV inside), or its CHECKSUM line (`sha256  name`, as sha256sum writes it) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/zip": string;
+                    "text/plain": string;
+                };
+            };
+            /** @description Problem: VALIDATION_FAILED */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listHourlyBookFiles: {
+        parameters: {
+            query?: {
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                kind: "book" | "bookTicker";
+                symbol: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Files, by name (so by hour) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
