@@ -31,6 +31,8 @@ const ended = await replay({
   },
 });
 for (const [minute, { narrowest, widest, last, updates }] of minutes) {
-  console.log(`${minute} UTC  spread narrowest ${narrowest.toPrecision(6)}  widest ${widest.toPrecision(6)}  last ${last.toPrecision(6)}  (${updates} messages)`);
+  console.log(
+    `${minute} UTC  spread narrowest ${narrowest.toPrecision(6)}  widest ${widest.toPrecision(6)}  last ${last.toPrecision(6)}  (${updates} messages)`,
+  );
 }
 console.log(`${ended.messages} messages replayed from ${new Date(from).toISOString()} to ${new Date(to).toISOString()}`);

@@ -20,8 +20,8 @@ export {
   retryAfterMs,
   systemClock,
 } from "./pacing.js";
-export { type Answer, type Body, type ClientOptions, MarketDataClient, OPERATIONS, type OperationId, type Params, requestTarget } from "./rest.js";
 export { type ReplayEnded, type ReplayOptions, replay } from "./replay.js";
+export { type Answer, type Body, type ClientOptions, MarketDataClient, OPERATIONS, type OperationId, type Params, requestTarget } from "./rest.js";
 export { type SigningInput, sign, signaturePayload } from "./signing.js";
 export {
   type BookTicker,

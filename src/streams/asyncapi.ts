@@ -222,6 +222,33 @@ const PUBLISH_MESSAGES: Json = {
   ),
 };
 
+/** The replay's own message; the others are the live streams' `book` and `trades` (docs/history.md#replay). */
+const REPLAY_MESSAGES: Json = {
+  book: MESSAGES.book,
+  trades: MESSAGES.trades,
+  replayEnded: streamMessage(
+    "replayEnded",
+    "^replay$",
+    {
+      type: "object",
+      required: ["type", "from", "to", "messages"],
+      properties: {
+        type: { type: "string", const: "replayEnded" },
+        from: { type: "integer", description: "Unix ms, as asked" },
+        to: { type: "integer", description: "Unix ms, as asked" },
+        messages: { type: "integer", description: "Messages the replay sent before this one" },
+      },
+    },
+    "replay: the replay's last message, after which the connection closes with 1000",
+  ),
+};
+const replayQuery = {
+  streams: { type: "string", description: "Up to 10 of book.{SYMBOL} and trades.{SYMBOL}, comma-separated" },
+  from: { type: "integer", description: "Unix ms: the replay opens with each book as it stood then" },
+  to: { type: "integer", description: "Unix ms: the last moment replayed, at most 24 h after from" },
+  speed: { type: "number", minimum: 0, maximum: 1000, default: 1, description: "Times real time; 0: as fast as the service sends" },
+};
+
 function channel(address: string, title: string, description: string, query: Json, messages: Json = MESSAGES): Json {
   return {
     address,
@@ -288,6 +315,12 @@ export function asyncApiDocument(): Json {
     title: "Answers on the publisher channel",
     messages: [{ $ref: "#/channels/publish/messages/batchResult" }, { $ref: "#/channels/publish/messages/batchError" }],
   };
+  operations.replayReceive = {
+    action: "receive",
+    channel: { $ref: "#/channels/replay" },
+    title: "A replay's messages",
+    messages: Object.keys(REPLAY_MESSAGES).map((message) => ({ $ref: `#/channels/replay/messages/${message}` })),
+  };
   return {
     asyncapi: "3.0.0",
     info: {
@@ -313,8 +346,15 @@ export function asyncApiDocument(): Json {
         signedQuery("/v1/publish"),
         PUBLISH_MESSAGES,
       ),
+      replay: channel(
+        "/api/replay",
+        "Replay of the past",
+        `The messages live subscribers got on book.{SYMBOL} and trades.{SYMBOL} between from and to: each book as it stood at from (a snapshot), then its 100 ms deltas and the trades in time order, paced at speed, and replayEnded last (docs/history.md#replay). For anyone, per client address; one of its ${MAX_CONNECTIONS_PER_PRINCIPAL} connections. Nothing is sent to it.`,
+        replayQuery,
+        REPLAY_MESSAGES,
+      ),
     },
     operations,
-    components: { messages: { ...MESSAGES, ...PUBLISH_MESSAGES } },
+    components: { messages: { ...MESSAGES, ...PUBLISH_MESSAGES, replayEnded: REPLAY_MESSAGES.replayEnded } },
   };
 }
