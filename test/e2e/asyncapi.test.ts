@@ -17,7 +17,7 @@ describe("the AsyncAPI document of the streams (/asyncapi.json)", () => {
         ?.channels()
         .all()
         .map((c) => c.address()),
-    ).toEqual(["/api/ws", "/v1/ws", "/v1/publish"]);
+    ).toEqual(["/api/ws", "/v1/ws", "/v1/publish", "/api/replay"]);
   });
 
   it("has a message for every stream kind, and the live streams send what their payloads require", async () => {

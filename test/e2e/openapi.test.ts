@@ -47,8 +47,8 @@ describe("the OpenAPI document (/openapi.json)", () => {
         expect(Array.isArray(operation.security), `${where}: security stated`).toBe(true);
         const statuses = Object.keys(operation.responses ?? {});
         expect(
-          // A WebSocket endpoint (the streams, the publisher channel, the Binance WebSocket API) answers 101.
-          statuses.some((s) => s.startsWith("2") || (s === "101" && /\/ws$|\/publish$|^\/binance\/(ws\/\{streams\}|stream|ws-api\/v3)$/.test(route))),
+          // A WebSocket endpoint (the streams, the publisher channel, the replay, the Binance WebSocket API) answers 101.
+          statuses.some((s) => s.startsWith("2") || (s === "101" && /\/ws$|\/publish$|\/replay$|^\/binance\/(ws\/\{streams\}|stream|ws-api\/v3)$/.test(route))),
           `${where}: a success answer`,
         ).toBe(true);
       }
