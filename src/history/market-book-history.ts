@@ -34,8 +34,38 @@ export class MarketBookHistory {
     private readonly store: MarketStore,
     sql: SqlStorage,
     private readonly bucket: R2Bucket,
+    /** Makes sure the market's alarm fires no later than a time. */
+    private readonly alarmBy: (time: number) => void,
   ) {
     this.kept = new BookHistory(sql, bucket);
+  }
+
+  /** After a batch changed the book: its hour's files are due after the hour; a closed segment goes to R2 now. */
+  applied(state: MarketState, now: number, segmentClosed: boolean): void {
+    this.alarmBy(hourOf(now) + HOUR_MS + BOOK_FILES_AFTER_MS);
+    if (segmentClosed) this.uploadBeside(state.market.symbol);
+  }
+
+  /** The kept segments go to R2 beside the ingest, never in its way; a fault is tried again by the alarm a minute on. */
+  uploadBeside(symbol: string): void {
+    void this.upload(symbol).catch((error) => {
+      console.error(JSON.stringify({ level: "error", message: "book history upload failed", error: String(error) }));
+      this.alarmBy(Date.now() + MINUTE_MS);
+    });
+  }
+
+  /** The alarm: the closed hours' files that are due; an R2 fault leaves the hour due, and the alarm comes again. */
+  async alarm(load: () => MarketState, now: number): Promise<void> {
+    const from = this.store.bookHoursFrom();
+    if (from === 0) return;
+    if (from + HOUR_MS + BOOK_FILES_AFTER_MS <= now) {
+      await this.writeHours(load(), now).catch((error) => {
+        console.error(JSON.stringify({ level: "error", message: "book files failed", error: String(error) }));
+        this.alarmBy(now + MINUTE_MS);
+      });
+    }
+    const next = this.store.bookHoursFrom();
+    if (next > 0) this.alarmBy(next + HOUR_MS + BOOK_FILES_AFTER_MS);
   }
 
   /**

@@ -1,25 +1,25 @@
-import { formatUnits } from "../core/decimal";
 import { groupRelay } from "../core/object-ids";
 import { isProblemResult, ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
 import type { RelayOp } from "../groups/messages";
 import { PacedOutbox } from "../groups/paced-outbox";
-import { hourOf } from "../history/book-files";
 import type { BookTarget } from "../history/book-replay";
-import { DAY_MS, HOUR_MS, MINUTE_MS } from "../history/intervals";
-import { BOOK_FILES_AFTER_MS, MarketBookHistory, type ReplayPage } from "../history/market-book-history";
+import { MINUTE_MS } from "../history/intervals";
+import { MarketBookHistory, type ReplayPage } from "../history/market-book-history";
+import { importMinutes, writeDays } from "../history/market-days";
 import { type DayFiles, MarketHistory } from "../history/market-history";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { groupOf, type MarketConfig } from "../registry/model";
+import { rememberTrades, type TakenTrades, takeTrades } from "./batch-trades";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
 import type { IngestBatch, IngestResult } from "./ingest";
 import { MarketReads } from "./market-reads";
-import { bookTickerOf, type MarketState, rememberBucket, TRADE_RETENTION_MS, tickerAt, tickerOf, windowRecordsOf } from "./market-state";
-import { type MarketRecord, MarketStore, type StoredTrade } from "./market-store";
+import { MarketSecondly } from "./market-secondly";
+import { type MarketState, TRADE_RETENTION_MS } from "./market-state";
+import { type MarketRecord, MarketStore } from "./market-store";
 import { MarketStreams } from "./market-streams";
 import { type BookOutcome, OrderBook, type WireLevel } from "./order-book";
-import type { PriceReport } from "./price-index";
-import { changePercent, type MinuteBucket, minuteOf } from "./rolling-window";
+import type { MinuteBucket } from "./rolling-window";
 
 export type { OrderBookText } from "./market-reads";
 export type { WireTrade } from "./wire-trade";
@@ -40,8 +40,6 @@ const BUCKET_FLUSH_MS = 60_000;
  * of their own, and a publisher could otherwise grow the staged map without bound within a minute.
  */
 export const MAX_STAGED_BUCKETS = 4_096;
-/** The price index and ticker subscribers hear from a market at most this often (KV takes one write a second). */
-const SECONDLY_MS = 1_000;
 
 /** What `ingest` answers when the caller's config is older than the market's: validate again with this one. */
 export interface NewerConfig {
@@ -72,7 +70,6 @@ export class MarketObject extends MeteredObject {
   private readonly bookHistory: MarketBookHistory;
   private state: MarketState | undefined;
   private lastPruneAt = 0;
-  private lastSecondlyAt = 0;
   /**
    * The ordered channel to the market's group relay: one call in flight, and what the market
    * sends meanwhile goes in the next call (no tick: a quiet market pays no delay).
@@ -80,8 +77,8 @@ export class MarketObject extends MeteredObject {
   private channel: PacedOutbox<RelayOp> | undefined;
   /** What the market's stream subscribers get (built only while a shard is subscribed). */
   private streams: MarketStreams | undefined;
-  /** The alarm this object set last and has not seen fire (undefined: ask storage). */
-  private alarmAt: number | undefined;
+  /** The once-a-second summary and the alarm. */
+  private readonly secondly: MarketSecondly;
   /** Every read of the market, over the same store. */
   private readonly reads: MarketReads;
   /** When the staged candle buckets were last written. */
@@ -91,7 +88,12 @@ export class MarketObject extends MeteredObject {
     super(ctx, env, "market");
     this.store = new MarketStore(this.ctx.storage);
     this.history = new MarketHistory(this.store, env.HISTORY, env.TRADE_ARCHIVE_CHUNK);
-    this.bookHistory = new MarketBookHistory(this.store, this.ctx.storage.sql, env.HISTORY);
+    this.secondly = new MarketSecondly(
+      this.ctx.storage,
+      (op) => this.send(op),
+      () => this.streams!,
+    );
+    this.bookHistory = new MarketBookHistory(this.store, this.ctx.storage.sql, env.HISTORY, (time) => this.secondly.alarmBy(time));
     this.reads = new MarketReads(this.store, this.history);
   }
 
@@ -139,7 +141,7 @@ export class MarketObject extends MeteredObject {
       version: 0,
     };
     // A segment kept before a restart that R2 does not have yet.
-    if (this.bookHistory.kept.pending) this.uploadSegments(this.state);
+    if (this.bookHistory.kept.pending) this.bookHistory.uploadBeside(market.symbol);
     return this.state;
   }
 
@@ -165,6 +167,16 @@ export class MarketObject extends MeteredObject {
     }
   }
 
+  /** The same, for work that awaits. */
+  private async guardedAsync<T>(work: () => Promise<T>): Promise<T | ProblemResult> {
+    try {
+      return await work();
+    } catch (error) {
+      if (error instanceof ProblemError) return toProblemResult(error);
+      throw error;
+    }
+  }
+
   private readable(market: MarketConfig | undefined): MarketState {
     const state = this.load(market);
     if (state.market.status === "DELISTED") throw problem("UNKNOWN_SYMBOL", `${state.market.symbol} is delisted`);
@@ -183,12 +195,7 @@ export class MarketObject extends MeteredObject {
       const { symbol } = market;
       if (state.market.status !== "TRADING") throw problem("MARKET_NOT_TRADING", `${symbol} is ${state.market.status.toLowerCase()} and accepts no ingest`);
       const now = Date.now();
-      let acceptedTrades = 0;
-      let duplicateTrades = 0;
-      const changedBuckets = new Map<number, MinuteBucket>();
-      /** The days the batch's trades fell in, by start. */
-      const changedDays = new Set<number>();
-      const accepted: StoredTrade[] = [];
+      let taken: TakenTrades = { accepted: [], duplicates: 0, changedBuckets: new Map(), lateDays: [] };
       let bookOutcome: BookOutcome | undefined;
       let markedDays: number[] | undefined;
       let touchedPast = false;
@@ -211,29 +218,13 @@ export class MarketObject extends MeteredObject {
               ...logged.fields,
             });
           }
-          // Ids taken in the last 25 hours (or still hot), looked up for the whole batch at once.
-          const known = this.store.knownAmong(batch.trades.map((t) => t.id));
-          for (const trade of batch.trades) {
-            if (known.has(trade.id)) {
-              duplicateTrades += 1;
-              continue;
-            }
-            known.add(trade.id); // a repeat within the batch is one too
-            const stored: StoredTrade = { ...trade, seq: state.tradeSeq + acceptedTrades + 1 };
-            accepted.push(stored);
-            const { minute, day } = this.store.candles.stageTrade(trade);
-            changedBuckets.set(minute.minute, minute);
-            changedDays.add(day.minute);
-            acceptedTrades += 1;
-          }
-          this.store.insertTrades(accepted, now);
-          // A trade of a day already over: that day's files are written again at the next run.
-          const today = Math.floor(now / DAY_MS) * DAY_MS;
-          const lateDays = [...changedDays].filter((day) => day < today);
-          // Any late trade counts as a mark, one for a day already marked too: a day's files being
+          taken = takeTrades(this.store, batch.trades, state.tradeSeq, now);
+          const acceptedTrades = taken.accepted.length;
+          // A trade of a day already over: that day's files are written again at the next run. Any
+          // late trade counts as a mark, one for a day already marked too: a day's files being
           // written meanwhile keep the day marked (writeDay compares the count).
-          touchedPast = lateDays.length > 0;
-          const late = lateDays.filter((day) => !state.dirtyDays.includes(day));
+          touchedPast = taken.lateDays.length > 0;
+          const late = taken.lateDays.filter((day) => !state.dirtyDays.includes(day));
           if (late.length > 0) {
             markedDays = [...state.dirtyDays, ...late].sort((a, b) => a - b);
             record.dirtyDays = JSON.stringify(markedDays);
@@ -252,26 +243,19 @@ export class MarketObject extends MeteredObject {
         if (!(error instanceof ProblemError)) this.ctx.abort(`ingest failed to persist: ${String(error)}`);
         throw error;
       }
-      state.tradeSeq += acceptedTrades;
+      const { accepted } = taken;
+      const acceptedTrades = accepted.length;
+      rememberTrades(state, taken, now);
       if (acceptedTrades > 0 || bookOutcome === "applied") state.lastUpdateAt = now;
       if (markedDays) state.dirtyDays = markedDays;
       if (touchedPast) state.dirtyMarks += 1;
-      // The same rule as a bucket's close (a later or equal time wins), so price and quantity agree.
-      let latestTime = state.lastTradeTime;
-      for (const trade of accepted) {
-        if (trade.time < latestTime) continue;
-        latestTime = trade.time;
-        state.lastTradeQty = trade.quantity;
-      }
-      for (const bucket of changedBuckets.values()) rememberBucket(state, bucket, now);
       const bookApplied = bookOutcome === "applied";
       state.version += 1;
       this.streams!.batch(state, bookApplied ? batch.book : undefined, accepted);
-      if (acceptedTrades > 0 || bookApplied) this.scheduleSecondly(state, now);
-      if (bookApplied) this.alarmBy(hourOf(now) + HOUR_MS + BOOK_FILES_AFTER_MS); // the hour's book files
-      if (segmentClosed) this.uploadSegments(state);
+      if (acceptedTrades > 0 || bookApplied) this.secondly.schedule(state, now);
+      if (bookApplied) this.bookHistory.applied(state, now, segmentClosed);
       if (now - this.lastPruneAt > PRUNE_EVERY_MS) this.prune(state, now);
-      return { symbol, acceptedTrades, duplicateTrades, sequence: state.book.sequence, ...(bookOutcome ? { book: bookOutcome } : {}) };
+      return { symbol, acceptedTrades, duplicateTrades: taken.duplicates, sequence: state.book.sequence, ...(bookOutcome ? { book: bookOutcome } : {}) };
     });
   }
 
@@ -284,43 +268,8 @@ export class MarketObject extends MeteredObject {
   importMinutes(market: MarketConfig, minutes: MinuteBucket[]): { imported: number; replaced: number } | ProblemResult {
     return this.guarded(() => {
       const state = this.readable(market);
-      if (minutes.length === 0) return { imported: 0, replaced: 0 };
-      const from = minutes[0]!.minute;
-      const to = minutes[minutes.length - 1]!.minute;
-      const asked = new Set(minutes.map((m) => m.minute));
       this.flushBucketsNow(state);
-      const stored = this.store.candles.storedMinutes(from, to).filter((m) => asked.has(m.minute));
-      const live = stored.filter((m) => m.imported === 0).map((m) => m.minute);
-      if (live.length > 0) {
-        const at = new Date(live[0]!).toISOString();
-        throw problem("LIVE_MINUTE", `the minute at ${at} (${live[0]}) holds live trades: an import never replaces them, and nothing was imported`, {
-          errors: [{ path: `rows.${minutes.findIndex((m) => m.minute === live[0])}`, message: `${at} holds live trades` }],
-          minutes: live.slice(0, 100),
-        });
-      }
-      this.store.transaction(() => {
-        for (const minute of minutes) this.store.candles.upsertBucket(minute, MINUTE_MS, true);
-        this.store.candles.rebuildRollups(from, to);
-      });
-      // What memory holds of the recent past and the last price follows the stored minutes.
-      const now = Date.now();
-      state.recentBuckets = [...this.store.candles.buckets(MINUTE_MS, now - TRADE_RETENTION_MS, Number.MAX_SAFE_INTEGER, "ASC")];
-      const latest = this.store.candles.latestBucket();
-      if (latest && latest.lastTradeTime > state.lastTradeTime) {
-        state.lastTradeTime = latest.lastTradeTime;
-        state.lastTradePrice = latest.close;
-        state.lastTradeQty = 0n; // an imported minute says nothing of its last trade's quantity
-      }
-      state.version += 1;
-      return { imported: minutes.length, replaced: stored.length };
-    });
-  }
-
-  /** The book's closed segments go to R2 beside the ingest, never in its way; until then they are in storage. */
-  private uploadSegments(state: MarketState): void {
-    void this.bookHistory.upload(state.market.symbol).catch((error) => {
-      console.error(JSON.stringify({ level: "error", message: "book history upload failed", error: String(error) }));
-      this.alarmBy(Date.now() + MINUTE_MS); // tried again then
+      return importMinutes(this.store, state, minutes);
     });
   }
 
@@ -328,23 +277,13 @@ export class MarketObject extends MeteredObject {
    * The book as it stood at a sequence or a moment (docs/history.md#book-history), as JSON text
    * in the live answer's shape; `final` when it can change no more.
    */
-  async bookAt(market: MarketConfig, target: BookTarget, depth: number): Promise<{ text: string; sequence: number; final: boolean } | ProblemResult> {
-    try {
-      return await this.bookHistory.bookAt(this.readable(market), target, depth);
-    } catch (error) {
-      if (error instanceof ProblemError) return toProblemResult(error);
-      throw error;
-    }
+  bookAt(market: MarketConfig, target: BookTarget, depth: number): Promise<{ text: string; sequence: number; final: boolean } | ProblemResult> {
+    return this.guardedAsync(() => this.bookHistory.bookAt(this.readable(market), target, depth));
   }
 
   /** One page of a replay's book messages (docs/history.md#replay). */
-  async bookReplay(market: MarketConfig, from: number, to: number, after?: number): Promise<ReplayPage | ProblemResult> {
-    try {
-      return await this.bookHistory.replayPage(this.readable(market), from, to, after);
-    } catch (error) {
-      if (error instanceof ProblemError) return toProblemResult(error);
-      throw error;
-    }
+  bookReplay(market: MarketConfig, from: number, to: number, after?: number): Promise<ReplayPage | ProblemResult> {
+    return this.guardedAsync(() => this.bookHistory.replayPage(this.readable(market), from, to, after));
   }
 
   /** Writes the closed hours' book files that are due at `now` (the alarm does; the tests call it with a later clock). */
@@ -404,35 +343,13 @@ export class MarketObject extends MeteredObject {
    * One UTC day's files (docs/history.md#daily-files), from this market's candles and trades; and
    * again the files of past days that took a late trade since they were written.
    */
-  async writeDay(market: MarketConfig, day: number): Promise<DayFiles | ProblemResult> {
-    try {
+  writeDay(market: MarketConfig, day: number): Promise<DayFiles | ProblemResult> {
+    return this.guardedAsync(() => {
       const state = this.load(market);
       const candles = (interval: "1m" | "1h" | "1d", from: number, to: number) =>
         this.reads.klines(state, { interval, startTime: from, endTime: to, limit: 1_440 });
-      const marks = state.dirtyMarks;
-      const today = Math.floor(Date.now() / DAY_MS) * DAY_MS;
-      const again = state.dirtyDays.filter((d) => d !== day && d < today);
-      const result = await this.history.writeDay(state.market, day, candles);
-      for (const past of again) await this.history.writeDay(state.market, past, candles);
-      if (again.length > 0) result.rewritten = again.map((d) => new Date(d).toISOString().slice(0, 10));
-      // Cleared only if no day was marked meanwhile: else all are written again next time (the same bytes where nothing changed).
-      if (state.dirtyMarks === marks && state.dirtyDays.length > 0) {
-        const written = new Set([day, ...again]);
-        state.dirtyDays = state.dirtyDays.filter((d) => !written.has(d));
-        this.store.writeRecord({ dirtyDays: JSON.stringify(state.dirtyDays) });
-      }
-      return result;
-    } catch (error) {
-      if (error instanceof ProblemError) return toProblemResult(error);
-      // Not written (an R2 fault, a chunk not readable): the day stays marked, so a later run writes it.
-      const state = this.load(market);
-      if (!state.dirtyDays.includes(day) && day < Math.floor(Date.now() / DAY_MS) * DAY_MS) {
-        state.dirtyDays = [...state.dirtyDays, day].sort((a, b) => a - b);
-        state.dirtyMarks += 1;
-        this.store.writeRecord({ dirtyDays: JSON.stringify(state.dirtyDays) });
-      }
-      throw error;
-    }
+      return writeDays(this.history, this.store, state, day, candles);
+    });
   }
 
   /**
@@ -461,74 +378,8 @@ export class MarketObject extends MeteredObject {
    */
   configure(market: MarketConfig): void {
     const state = this.load(market);
-    this.secondly(state, Date.now());
+    this.secondly.now(state, Date.now());
     if (state.market.status === "DELISTED") this.streams!.end(state);
-  }
-
-  /** The market's price summary for the price index, or undefined before its first trade. */
-  private priceReport(state: MarketState, now: number): PriceReport | undefined {
-    if (state.lastTradePrice === undefined) return undefined;
-    const { stats } = tickerOf(state, now);
-    const { symbol, priceScale } = state.market;
-    return {
-      symbol,
-      status: state.market.status,
-      lastPrice: formatUnits(stats.lastPrice, priceScale),
-      openPrice: formatUnits(stats.openPrice, priceScale),
-      changePercent24h: changePercent(stats.lastPrice, stats.openPrice),
-      updatedAt: state.lastTradeTime,
-    };
-  }
-
-  /**
-   * Once a second at most: the group relay gets the market's summary (its ticker, rolling windows,
-   * top of the book and price, for the all-market answers, the price index and `tickers[.{window}]`),
-   * and the market's subscribers get its once-a-second records (docs/streams.md). A tick held back
-   * goes out from the alarm.
-   */
-  private scheduleSecondly(state: MarketState, now: number): void {
-    if (now - this.lastSecondlyAt >= SECONDLY_MS) {
-      this.secondly(state, now);
-    } else {
-      this.alarmBy(this.lastSecondlyAt + SECONDLY_MS);
-    }
-  }
-
-  /** Makes sure the alarm fires no later than `time` (one alarm serves the ticker and the candles). */
-  private alarmBy(time: number): void {
-    // A busy market asks for the same alarm on every batch: asked of storage once, then known here.
-    if (this.alarmAt !== undefined && this.alarmAt <= time) return;
-    void this.ctx.storage.getAlarm().then((alarm) => {
-      if (alarm !== null && alarm <= time) {
-        this.alarmAt = alarm;
-        return;
-      }
-      this.alarmAt = time;
-      return this.ctx.storage.setAlarm(time);
-    });
-  }
-
-  private secondly(state: MarketState, now: number): void {
-    this.lastSecondlyAt = now;
-    const { symbol } = state.market;
-    const ticker = tickerAt(state, now);
-    const windows = windowRecordsOf(state, now);
-    const price = this.priceReport(state, now);
-    const summary = {
-      symbol,
-      at: now,
-      ticker: JSON.stringify(ticker),
-      windows: Object.fromEntries(Object.entries(windows).map(([window, record]) => [window, JSON.stringify(record)])),
-      bookTicker: JSON.stringify(bookTickerOf(state, now)),
-      lastUpdateTime: ticker.lastUpdateTime ?? null,
-      ...(price ? { price } : {}),
-    };
-    this.send({ symbol, summary });
-    // The windows move each minute: a market with trades in the last 24 h reports again then, traded or not.
-    if (ticker.tradeCount24h > 0) this.alarmBy(minuteOf(now) + 60_000);
-    // An open candle is sent once more, closed, when its interval ends, even if no trade comes.
-    const nextClose = this.streams!.tick(state, now, ticker, windows);
-    if (nextClose !== undefined) this.alarmBy(nextClose);
   }
 
   /** A shard subscribes: its first message is the whole book, down the channel of every delta after it. */
@@ -543,23 +394,12 @@ export class MarketObject extends MeteredObject {
   }
 
   override async alarm(): Promise<void> {
-    this.alarmAt = undefined;
-    const now = Date.now();
-    const hoursFrom = this.store.bookHoursFrom();
-    if (hoursFrom > 0) {
-      // A closed hour's book files; an R2 fault leaves the hour due, and the alarm comes again.
-      if (hoursFrom + HOUR_MS + BOOK_FILES_AFTER_MS <= now) {
-        await this.writeBookHours(now).catch((error) => {
-          console.error(JSON.stringify({ level: "error", message: "book files failed", error: String(error) }));
-          this.alarmBy(now + MINUTE_MS);
-        });
-      }
-      if (this.store.bookHoursFrom() > 0) this.alarmBy(this.store.bookHoursFrom() + HOUR_MS + BOOK_FILES_AFTER_MS);
-    }
+    this.secondly.fired();
+    await this.bookHistory.alarm(() => this.load(), Date.now());
     // The staged buckets are written once they are a minute old, also when trading has stopped.
     if (this.state && Date.now() - this.bucketsFlushedAt >= BUCKET_FLUSH_MS) this.flushBucketsNow(this.state);
     // After an eviction the object knows its market only from storage.
-    if (this.state || this.store.readMeta().config) this.secondly(this.load(), Date.now());
+    if (this.state || this.store.readMeta().config) this.secondly.now(this.load(), Date.now());
   }
 }
 

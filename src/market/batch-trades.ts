@@ -1,0 +1,54 @@
+import { DAY_MS } from "../history/intervals";
+import type { UnitTradeInput } from "./ingest";
+import { type MarketState, rememberBucket } from "./market-state";
+import type { MarketStore, StoredTrade } from "./market-store";
+import type { MinuteBucket } from "./rolling-window";
+
+/** What a batch's trades did: those taken (numbered in order), the duplicates, the buckets they changed, the past days they reached. */
+export interface TakenTrades {
+  accepted: StoredTrade[];
+  duplicates: number;
+  changedBuckets: Map<number, MinuteBucket>;
+  /** UTC days before `now`'s that took a trade (their files are written again). */
+  lateDays: number[];
+}
+
+/**
+ * Inside the ingest's transaction: the batch's trades not taken before (ids of the last 25 hours,
+ * or still hot, looked up for the whole batch at once; a repeat within the batch is one too),
+ * numbered after `tradeSeq`, staged into the candle buckets and stored as one block.
+ */
+export function takeTrades(store: MarketStore, trades: readonly UnitTradeInput[], tradeSeq: number, now: number): TakenTrades {
+  const known = store.knownAmong(trades.map((t) => t.id));
+  const accepted: StoredTrade[] = [];
+  const changedBuckets = new Map<number, MinuteBucket>();
+  const changedDays = new Set<number>();
+  let duplicates = 0;
+  for (const trade of trades) {
+    if (known.has(trade.id)) {
+      duplicates += 1;
+      continue;
+    }
+    known.add(trade.id);
+    accepted.push({ ...trade, seq: tradeSeq + accepted.length + 1 });
+    const { minute, day } = store.candles.stageTrade(trade);
+    changedBuckets.set(minute.minute, minute);
+    changedDays.add(day.minute);
+  }
+  store.insertTrades(accepted, now);
+  const today = Math.floor(now / DAY_MS) * DAY_MS;
+  return { accepted, duplicates, changedBuckets, lateDays: [...changedDays].filter((day) => day < today) };
+}
+
+/** After the commit: what memory holds of the last trade and of the recent minutes. */
+export function rememberTrades(state: MarketState, taken: TakenTrades, now: number): void {
+  state.tradeSeq += taken.accepted.length;
+  // The same rule as a bucket's close (a later or equal time wins), so price and quantity agree.
+  let latestTime = state.lastTradeTime;
+  for (const trade of taken.accepted) {
+    if (trade.time < latestTime) continue;
+    latestTime = trade.time;
+    state.lastTradeQty = trade.quantity;
+  }
+  for (const bucket of taken.changedBuckets.values()) rememberBucket(state, bucket, now);
+}

@@ -1,0 +1,92 @@
+import { formatUnits } from "../core/decimal";
+import type { RelayOp } from "../groups/messages";
+import { bookTickerOf, type MarketState, tickerAt, tickerOf, windowRecordsOf } from "./market-state";
+import type { MarketStreams } from "./market-streams";
+import type { PriceReport } from "./price-index";
+import { changePercent, minuteOf } from "./rolling-window";
+
+/** The price index and ticker subscribers hear from a market at most this often (KV takes one write a second). */
+const SECONDLY_MS = 1_000;
+
+/** The market's price summary for the price index, or undefined before its first trade. */
+function priceReport(state: MarketState, now: number): PriceReport | undefined {
+  if (state.lastTradePrice === undefined) return undefined;
+  const { stats } = tickerOf(state, now);
+  const { symbol, priceScale } = state.market;
+  return {
+    symbol,
+    status: state.market.status,
+    lastPrice: formatUnits(stats.lastPrice, priceScale),
+    openPrice: formatUnits(stats.openPrice, priceScale),
+    changePercent24h: changePercent(stats.lastPrice, stats.openPrice),
+    updatedAt: state.lastTradeTime,
+  };
+}
+
+/**
+ * A market's once-a-second duties and its one alarm: the group relay gets the market's summary
+ * (its ticker, rolling windows, top of the book and price, for the all-market answers, the price
+ * index and `tickers[.{window}]`), and the market's subscribers its once-a-second records
+ * (docs/streams.md). A summary held back goes out from the alarm, which also serves the candles'
+ * closes and the market's other timers (`alarmBy`).
+ */
+export class MarketSecondly {
+  private lastSecondlyAt = 0;
+  /** The alarm this object set last and has not seen fire (undefined: ask storage). */
+  private alarmAt: number | undefined;
+
+  constructor(
+    private readonly storage: DurableObjectStorage,
+    private readonly send: (op: RelayOp) => void,
+    private readonly streams: () => MarketStreams,
+  ) {}
+
+  /** After a batch changed the market: the summary now, or by the alarm within the second. */
+  schedule(state: MarketState, now: number): void {
+    if (now - this.lastSecondlyAt >= SECONDLY_MS) this.now(state, now);
+    else this.alarmBy(this.lastSecondlyAt + SECONDLY_MS);
+  }
+
+  /** The alarm fired: the next `alarmBy` asks storage again. */
+  fired(): void {
+    this.alarmAt = undefined;
+  }
+
+  /** Makes sure the alarm fires no later than `time` (one alarm serves the ticker, the candles and the book files). */
+  alarmBy(time: number): void {
+    // A busy market asks for the same alarm on every batch: asked of storage once, then known here.
+    if (this.alarmAt !== undefined && this.alarmAt <= time) return;
+    void this.storage.getAlarm().then((alarm) => {
+      if (alarm !== null && alarm <= time) {
+        this.alarmAt = alarm;
+        return;
+      }
+      this.alarmAt = time;
+      return this.storage.setAlarm(time);
+    });
+  }
+
+  /** The summary and the once-a-second records, now. */
+  now(state: MarketState, now: number): void {
+    this.lastSecondlyAt = now;
+    const { symbol } = state.market;
+    const ticker = tickerAt(state, now);
+    const windows = windowRecordsOf(state, now);
+    const price = priceReport(state, now);
+    const summary = {
+      symbol,
+      at: now,
+      ticker: JSON.stringify(ticker),
+      windows: Object.fromEntries(Object.entries(windows).map(([window, record]) => [window, JSON.stringify(record)])),
+      bookTicker: JSON.stringify(bookTickerOf(state, now)),
+      lastUpdateTime: ticker.lastUpdateTime ?? null,
+      ...(price ? { price } : {}),
+    };
+    this.send({ symbol, summary });
+    // The windows move each minute: a market with trades in the last 24 h reports again then, traded or not.
+    if (ticker.tradeCount24h > 0) this.alarmBy(minuteOf(now) + 60_000);
+    // An open candle is sent once more, closed, when its interval ends, even if no trade comes.
+    const nextClose = this.streams().tick(state, now, ticker, windows);
+    if (nextClose !== undefined) this.alarmBy(nextClose);
+  }
+}
