@@ -56,12 +56,14 @@ export class MarketSecondly {
   alarmBy(time: number): void {
     // A busy market asks for the same alarm on every batch: asked of storage once, then known here.
     if (this.alarmAt !== undefined && this.alarmAt <= time) return;
+    // Known at once, so a second call in the same turn (a later time) neither asks nor overwrites
+    // this one: storage runs the calls in order, and only an earlier time gets this far.
+    this.alarmAt = time;
     void this.storage.getAlarm().then((alarm) => {
       if (alarm !== null && alarm <= time) {
-        this.alarmAt = alarm;
+        if (this.alarmAt !== undefined && alarm < this.alarmAt) this.alarmAt = alarm;
         return;
       }
-      this.alarmAt = time;
       return this.storage.setAlarm(time);
     });
   }
