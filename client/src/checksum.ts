@@ -21,9 +21,9 @@ const TABLE = (() => {
 
 const encoder = new TextEncoder();
 
-/** CRC-32 of a text's UTF-8 bytes (or of bytes), an unsigned 32-bit integer. */
-export function crc32(input: string | Uint8Array): number {
-  let crc = 0xffffffff;
+/** CRC-32 of a text's UTF-8 bytes (or of bytes), an unsigned 32-bit integer; `previous` continues the CRC of what came before. */
+export function crc32(input: string | Uint8Array, previous = 0): number {
+  let crc = (previous ^ 0xffffffff) >>> 0;
   for (const byte of typeof input === "string" ? encoder.encode(input) : input) crc = TABLE[(crc ^ byte) & 0xff]! ^ (crc >>> 8);
   return (crc ^ 0xffffffff) >>> 0;
 }

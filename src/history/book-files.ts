@@ -29,69 +29,72 @@ export function hourlyKey(kind: BookFileKind, symbol: string, hour: number): str
   return `data/spot/hourly/${kind}/${symbol}/${symbol}-${kind}-${hourName(hour)}.zip`;
 }
 
-/** The hour's two files as CSV text, and the sequences they span. */
-export interface HourFiles {
-  book: string;
-  bookTicker: string;
-  /** The sequence of the opening snapshot (the book as the hour began) and of the hour's last update. */
-  firstSequence: number;
-  lastSequence: number;
-  /** Level changes in the hour (the opening snapshot's rows not counted). */
-  changes: number;
-}
-
 /**
- * The hour's rows, replaying `segments` (in order, the first at its base in `book`):
+ * The hour's rows, made a segment at a time (`segment`), replaying the segments in order into
+ * `book` (at the first one's base):
  * - book: `sequence,time,side,price,quantity,update_type` — first the whole book as the hour began
  *   (`snapshot`, at its sequence and time), then every level each update of the hour set, in
  *   order (`delta`; quantity 0 removes the level; a publisher's snapshot in the hour is again
  *   every level of the new book, marked `snapshot`);
  * - bookTicker: `sequence,time,bid_price,bid_qty,ask_price,ask_qty` at the opening and at every
  *   update that changed the best levels (empty fields: that side is empty).
- * Undefined when no update fell in the hour.
  */
-export function hourFiles(book: OrderBook, segments: readonly BookSegment[], hour: number): HourFiles | undefined {
-  const end = hour + HOUR_MS;
-  const price = (p: bigint) => formatUnits(p, book.priceScale);
-  const quantity = (q: bigint) => (q === 0n ? "0" : formatUnits(q, book.quantityScale));
-  const rows: string[] = [];
-  const tops: string[] = [];
-  let lastTop = "";
-  const top = () => {
-    const { bid, ask } = book.top();
-    const text = `${bid ? `${price(bid[0])},${quantity(bid[1])}` : ","},${ask ? `${price(ask[0])},${quantity(ask[1])}` : ","}`;
-    if (text !== lastTop) tops.push(`${book.sequence},${book.updatedAt},${text}\n`);
-    lastTop = text;
-  };
-  const levelRows = (update: BookUpdate, time: number, type: string) => {
-    for (const [side, levels] of [
-      ["bid", update.bids],
-      ["ask", update.asks],
-    ] as const)
-      for (const [p, q] of levels) rows.push(`${update.sequence},${time},${side},${price(p)},${quantity(q)},${type}\n`);
-  };
-  let opened = false;
-  let firstSequence = 0;
-  let changes = 0;
-  for (const segment of segments) {
+export class HourRows {
+  /** Whether an update fell in the hour (else the hour has no files). */
+  opened = false;
+  /** Level changes in the hour (the opening snapshot's rows not counted). */
+  changes = 0;
+  private lastTop = "";
+  private readonly end: number;
+
+  constructor(
+    private readonly book: OrderBook,
+    private readonly hour: number,
+  ) {
+    this.end = hour + HOUR_MS;
+  }
+
+  /** The sequence of the hour's last update so far. */
+  get lastSequence(): number {
+    return this.book.sequence;
+  }
+
+  /** The rows of the segment's batches in the hour, as the two files' text. */
+  segment(segment: BookSegment): { book: string; bookTicker: string } {
+    const { book } = this;
+    const price = (p: bigint) => formatUnits(p, book.priceScale);
+    const quantity = (q: bigint) => (q === 0n ? "0" : formatUnits(q, book.quantityScale));
+    const rows: string[] = [];
+    const tops: string[] = [];
+    const top = () => {
+      const { bid, ask } = book.top();
+      const text = `${bid ? `${price(bid[0])},${quantity(bid[1])}` : ","},${ask ? `${price(ask[0])},${quantity(ask[1])}` : ","}`;
+      if (text !== this.lastTop) tops.push(`${book.sequence},${book.updatedAt},${text}\n`);
+      this.lastTop = text;
+    };
+    const levelRows = (update: BookUpdate, time: number, type: string) => {
+      for (const [side, levels] of [
+        ["bid", update.bids],
+        ["ask", update.asks],
+      ] as const)
+        for (const [p, q] of levels) rows.push(`${update.sequence},${time},${side},${price(p)},${quantity(q)},${type}\n`);
+    };
     for (const entry of segment.entries) {
-      if (entry.time >= end) break;
-      if (entry.time >= hour && !opened) {
-        opened = true;
-        firstSequence = book.sequence;
+      if (entry.time >= this.end) break;
+      if (entry.time >= this.hour && !this.opened) {
+        this.opened = true;
         levelRows({ type: "snapshot", sequence: book.sequence, bids: book.bids.entries(), asks: book.asks.entries() }, book.updatedAt, "snapshot");
         top();
       }
       for (const update of entry.updates) {
-        if (opened) {
+        if (this.opened) {
           levelRows(update, entry.time, update.type);
-          changes += update.bids.length + update.asks.length;
+          this.changes += update.bids.length + update.asks.length;
         }
         book.replay(update, entry.time);
-        if (opened) top();
+        if (this.opened) top();
       }
     }
+    return { book: rows.join(""), bookTicker: tops.join("") };
   }
-  if (!opened) return undefined;
-  return { book: rows.join(""), bookTicker: tops.join(""), firstSequence, lastSequence: book.sequence, changes };
 }

@@ -9,16 +9,14 @@ import type { BookSegment } from "../market/book-log";
 import type { MarketState } from "../market/market-state";
 import type { MarketRecord, MarketStore } from "../market/market-store";
 import type { BookUpdate } from "../market/order-book";
-import { hourFiles, hourlyKey, hourOf } from "./book-files";
+import { BOOK_FILE_KINDS, HourRows, hourlyKey, hourOf } from "./book-files";
 import { BookHistory, type SegmentRow } from "./book-history";
 import { type BookTarget, bookOf, conflatedMessages, historicalBook, type ReplayBookMessage, replayTo, segmentHolds, snapshotMessage } from "./book-replay";
 import { HOUR_MS, MINUTE_MS } from "./intervals";
-import { checksumLine, zipOne } from "./zip";
+import { ZipStreamWriter } from "./zip-stream";
 
 /** An hour's files are written this long after it ends (the alarm; docs/history.md#book-files). */
 export const BOOK_FILES_AFTER_MS = MINUTE_MS;
-/** The most CSV one hourly file is built from in memory; a busier hour is not written (docs/history.md#book-files). */
-export const BOOK_FILE_MAX_BYTES = 48 * 1024 * 1024;
 
 /** A page of a replay's book messages; `next` is the sequence the next page continues after, absent at the end. */
 export interface ReplayPage {
@@ -192,44 +190,47 @@ export class MarketBookHistory {
     return written;
   }
 
+  /**
+   * Writes one hour's two files, a segment at a time into zips streamed to R2 (memory holds one
+   * segment and one 8 MiB part per file, however busy the hour). The book's `.CHECKSUM`, written
+   * last, says the hour is written.
+   */
   private async writeHour(state: MarketState, hour: number): Promise<boolean> {
     const { symbol } = state.market;
     const key = hourlyKey("book", symbol, hour);
-    if (await this.bucket.head(key)) return false; // written before: an hour's files are written once
-    const segments = await this.segmentsOf(state, hour);
-    if (segments.length === 0) return false;
-    const book = bookOf(segments[0]!, state.market.priceScale, state.market.quantityScale);
-    const files = hourFiles(book, segments, hour);
-    if (!files) return false;
-    if (files.book.length > BOOK_FILE_MAX_BYTES) {
-      console.error(JSON.stringify({ level: "error", message: "book hour too large for one file", symbol, hour, bytes: files.book.length }));
-      return false;
-    }
-    // The bookTicker file first: the book file's presence says the hour is written.
-    for (const [kind, csv] of [
-      ["bookTicker", files.bookTicker],
-      ["book", files.book],
-    ] as const) {
+    if (await this.bucket.head(`${key}.CHECKSUM`)) return false; // written before: an hour's files are written once
+    const sources = this.segmentsOf(symbol, hour);
+    if (sources.length === 0) return false;
+    const first = await sources[0]!();
+    const rows = new HourRows(bookOf(first, state.market.priceScale, state.market.quantityScale), hour);
+    const files = BOOK_FILE_KINDS.map((kind) => {
       const fileKey = hourlyKey(kind, symbol, hour);
       const name = fileKey.slice(fileKey.lastIndexOf("/") + 1);
-      const zip = await zipOne(name.replace(/\.zip$/, ".csv"), new TextEncoder().encode(csv), new Date(hour));
-      await this.bucket.put(`${fileKey}.CHECKSUM`, await checksumLine(zip, name), { httpMetadata: { contentType: "text/plain; charset=utf-8" } });
-      await this.bucket.put(fileKey, zip, { httpMetadata: { contentType: "application/zip" } });
+      return { kind, key: fileKey, name, zip: new ZipStreamWriter(this.bucket, fileKey, name.replace(/\.zip$/, ".csv"), new Date(hour)) };
+    });
+    for (let i = 0; i < sources.length; i++) {
+      const text = rows.segment(i === 0 ? first : await sources[i]!());
+      for (const file of files) await file.zip.write(text[file.kind]);
+    }
+    if (!rows.opened) return false;
+    // The bookTicker file first: the book file's checksum, last, says the hour is written.
+    for (const file of [...files].reverse()) {
+      const { sha256 } = await file.zip.close();
+      await this.bucket.put(`${file.key}.CHECKSUM`, `${sha256}  ${file.name}\n`, { httpMetadata: { contentType: "text/plain; charset=utf-8" } });
     }
     return true;
   }
 
-  /** The segments with batches in the hour, in order, the open one last if it has some. */
-  private async segmentsOf(state: MarketState, hour: number): Promise<BookSegment[]> {
-    const segments: BookSegment[] = [];
-    for (const row of this.kept.between(hour, hour + HOUR_MS)) segments.push(await this.kept.read(state.market.symbol, row));
+  /** The segments with batches in the hour, in order, each read when asked for; the open one last if it has some. */
+  private segmentsOf(symbol: string, hour: number): (() => Promise<BookSegment>)[] {
+    const sources: (() => Promise<BookSegment>)[] = this.kept.between(hour, hour + HOUR_MS).map((row) => () => this.kept.read(symbol, row));
     const position = this.store.bookPosition();
     const base = this.store.book.base(position);
     const entries = base && this.store.book.entries(position);
     if (base && entries && entries.length > 0 && entries[0]!.time < hour + HOUR_MS && entries[entries.length - 1]!.time >= hour) {
-      segments.push({ base, entries });
+      sources.push(() => Promise.resolve({ base, entries }));
     }
     // A segment's base is the book after the one before's last batch, so the first here opens the hour.
-    return segments;
+    return sources;
   }
 }

@@ -11,6 +11,7 @@ import type { MarketObject } from "../../src/market/market-object";
 import { ensureRegistry, findMarket } from "../../src/registry/copy";
 import { atScale } from "../support/book-levels";
 import { call, callJson } from "../support/http";
+import { unzip } from "../support/zip";
 import { openSocket } from "./streams-support";
 
 type Level = [string, string];
@@ -43,13 +44,6 @@ class ModelBook {
     const sorted = (side: "bids" | "asks") => [...this[side]].sort((a, b) => (side === "bids" ? Number(b[0]) - Number(a[0]) : Number(a[0]) - Number(b[0])));
     return { bids: sorted("bids"), asks: sorted("asks") };
   }
-}
-
-async function unzipText(zip: Uint8Array): Promise<string> {
-  const view = new DataView(zip.buffer, zip.byteOffset, zip.byteLength);
-  const [size, nameLength, extra] = [view.getUint32(18, true), view.getUint16(26, true), view.getUint16(28, true)];
-  const data = zip.subarray(30 + nameLength + extra, 30 + nameLength + extra + size);
-  return new Response(new Blob([data]).stream().pipeThrough(new DecompressionStream("deflate-raw"))).text();
 }
 
 const hex = async (bytes: Uint8Array) => [...new Uint8Array(await crypto.subtle.digest("SHA-256", bytes))].map((b) => b.toString(16).padStart(2, "0")).join("");
@@ -157,7 +151,7 @@ describe("book history (docs/history.md#book-history)", () => {
     const zip = new Uint8Array(await (await call(`/${key}`)).arrayBuffer());
     const checksum = await (await call(`/${key}.CHECKSUM`)).text();
     expect(checksum, "sha256sum -c's line").toBe(`${await hex(zip)}  ${name}\n`);
-    const rows = (await unzipText(zip))
+    const rows = (await unzip(zip)).text
       .trimEnd()
       .split("\n")
       .map((line) => line.split(","));
