@@ -60,6 +60,16 @@ const TRADES_PER_CHUNK = 10_000;
 const R2_BYTES_PER_TRADE = 30;
 /** Daily files per market and day (trades, 1m, 1h, 1d and their checksums: docs/history.md#daily-files). */
 const DAILY_FILES_PER_MARKET = 8;
+/**
+ * Book history (docs/history.md#book-history): a segment to R2 every 2,048 batches or 1 MB of
+ * updates (about 21 bytes a level change as JSON), gzipped to about 5.1 bytes a change; hourly
+ * book files of about 6.8 bytes a change, four puts a market-hour (two zips, two checksums).
+ */
+const BOOK_SEGMENT_BATCHES = 2_048;
+const BOOK_SEGMENT_BYTES = 1_000_000;
+const BOOK_JSON_BYTES_PER_LEVEL = 21;
+const BOOK_R2_BYTES_PER_LEVEL = 5.1 + 6.8;
+const BOOK_FILE_PUTS_PER_MARKET_HOUR = 4;
 
 /** A synthetic market: a book of 200 levels a side around its mid, level changes cycling through it, trades at the touch. */
 function feed(symbol, priceScale, quantityScale, mid) {
@@ -221,17 +231,21 @@ function priced(model, counted) {
   // Objects busy all the time: each market's writer, its group's relay, the shards, the publishers' channels.
   const busyObjects = model.markets + Math.ceil(model.markets / model.groupSize) + Math.ceil(model.subscribers / model.subscribersPerShard) + 1;
   const gbSeconds = busyObjects * PRICES.objectGb;
-  const r2Puts = trades / TRADES_PER_CHUNK + (model.markets * DAILY_FILES_PER_MARKET) / 86_400;
-  const r2GbAfterAYear = (trades * R2_BYTES_PER_TRADE * 365 * 86_400) / 1e9;
+  // Per market: a segment closes on its count or its bytes, whichever comes first.
+  const perMarketBatches = model.batchesPerMarketSecond;
+  const segmentsPerMarket = Math.max(perMarketBatches / BOOK_SEGMENT_BATCHES, (perMarketBatches * model.levelsPerBatch * BOOK_JSON_BYTES_PER_LEVEL) / BOOK_SEGMENT_BYTES);
+  const bookPuts = model.levelsPerBatch > 0 ? model.markets * (segmentsPerMarket + BOOK_FILE_PUTS_PER_MARKET_HOUR / 3_600) : 0;
+  const r2Puts = trades / TRADES_PER_CHUNK + (model.markets * DAILY_FILES_PER_MARKET) / 86_400 + bookPuts;
+  const r2GbAfterAYear = ((trades * R2_BYTES_PER_TRADE + levels * BOOK_R2_BYTES_PER_LEVEL) * 365 * 86_400) / 1e9;
   const lineItems = [
     { name: "rows written", perSecond: rowsWritten, dollars: dollars(rowsWritten, PRICES.rowsWritten) },
     { name: "rows read", perSecond: rowsRead, dollars: dollars(rowsRead, PRICES.rowsRead) },
     { name: "object requests", perSecond: requests, dollars: dollars(requests, PRICES.requests) },
     { name: "object duration (GB-s)", perSecond: gbSeconds, dollars: dollars(gbSeconds, PRICES.durationGbSeconds) },
     { name: "KV writes (prices, 1/s)", perSecond: 1, dollars: dollars(1, PRICES.kvWrites) },
-    { name: "R2 class A (trade chunks, daily files)", perSecond: r2Puts, dollars: dollars(r2Puts, PRICES.r2ClassA) },
+    { name: "R2 class A (trade chunks, daily files, book history)", perSecond: r2Puts, dollars: dollars(r2Puts, PRICES.r2ClassA) },
     {
-      name: "R2 storage (trades, month 12)",
+      name: "R2 storage (trades, book history, month 12)",
       perSecond: 0,
       dollars: Math.max(0, r2GbAfterAYear - PRICES.r2Storage.includedGb) * PRICES.r2Storage.perGbMonth,
     },
