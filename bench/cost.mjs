@@ -233,7 +233,10 @@ function priced(model, counted) {
   const gbSeconds = busyObjects * PRICES.objectGb;
   // Per market: a segment closes on its count or its bytes, whichever comes first.
   const perMarketBatches = model.batchesPerMarketSecond;
-  const segmentsPerMarket = Math.max(perMarketBatches / BOOK_SEGMENT_BATCHES, (perMarketBatches * model.levelsPerBatch * BOOK_JSON_BYTES_PER_LEVEL) / BOOK_SEGMENT_BYTES);
+  const segmentsPerMarket = Math.max(
+    perMarketBatches / BOOK_SEGMENT_BATCHES,
+    (perMarketBatches * model.levelsPerBatch * BOOK_JSON_BYTES_PER_LEVEL) / BOOK_SEGMENT_BYTES,
+  );
   const bookPuts = model.levelsPerBatch > 0 ? model.markets * (segmentsPerMarket + BOOK_FILE_PUTS_PER_MARKET_HOUR / 3_600) : 0;
   const r2Puts = trades / TRADES_PER_CHUNK + (model.markets * DAILY_FILES_PER_MARKET) / 86_400 + bookPuts;
   const r2GbAfterAYear = ((trades * R2_BYTES_PER_TRADE + levels * BOOK_R2_BYTES_PER_LEVEL) * 365 * 86_400) / 1e9;

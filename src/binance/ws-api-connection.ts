@@ -1,7 +1,5 @@
 import type { Context } from "hono";
-import { clientPrincipal } from "../access/client-address";
-import { EDGE_CONFIRM_MS, EDGE_HOLDER } from "../access/connection-leases";
-import { accessGuard } from "../core/object-ids";
+import { openEdgeConnection } from "../access/edge-connection";
 import type { AppEnv } from "../env";
 import { MAX_CONNECTIONS_PER_PRINCIPAL } from "../streams/protocol";
 import { BinanceError } from "./errors";
@@ -28,10 +26,8 @@ export const MAX_WAITING_REQUESTS = 50;
 export async function wsApiUpgrade(c: Context<AppEnv>, dispatch: DialectFetch): Promise<Response> {
   if (c.req.header("Upgrade")?.toLowerCase() !== "websocket")
     throw new BinanceError("INVALID_PARAMETER", "This is a WebSocket endpoint: connect with Upgrade: websocket.");
-  const principal = clientPrincipal(c.req.raw);
-  const guard = accessGuard(c.env, principal);
-  const lease = crypto.randomUUID();
-  if (!(await guard.takeConnection(lease, EDGE_HOLDER, MAX_CONNECTIONS_PER_PRINCIPAL))) {
+  const connection = await openEdgeConnection(c);
+  if (!connection) {
     throw new BinanceError(
       "TOO_MANY_REQUESTS",
       `Too many connections: ${MAX_CONNECTIONS_PER_PRINCIPAL} per client address, streams and WebSocket API together (docs/limits.md#stream-connections).`,
@@ -40,17 +36,7 @@ export async function wsApiUpgrade(c: Context<AppEnv>, dispatch: DialectFetch): 
   const url = new URL(c.req.url);
   const rateLimitsByDefault = url.searchParams.get("returnRateLimits") !== "false";
   const address = c.req.header("CF-Connecting-IP");
-  const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
-  server.accept();
-
-  const confirm = setInterval(() => void guard.confirmConnection(lease).catch(() => undefined), EDGE_CONFIRM_MS);
-  let closed = false;
-  const close = () => {
-    if (closed) return;
-    closed = true;
-    clearInterval(confirm);
-    c.executionCtx.waitUntil(guard.returnConnection(lease).catch(() => undefined));
-  };
+  const { client, server } = connection;
 
   let waiting = 0;
   let turn: Promise<void> = Promise.resolve();
@@ -79,23 +65,22 @@ export async function wsApiUpgrade(c: Context<AppEnv>, dispatch: DialectFetch): 
     turn = turn.then(async () => {
       try {
         const frame = await answer(text);
-        if (!closed) server.send(frame);
+        if (!connection.ended) server.send(frame);
       } catch (error) {
         console.error(JSON.stringify({ level: "error", message: "ws-api request failed", error: String(error) }));
-        if (!closed) server.send(answerFrame(null, 503, { code: -1001, msg: "Internal error; unable to process your request. Please try again." }, undefined));
+        if (!connection.ended)
+          server.send(answerFrame(null, 503, { code: -1001, msg: "Internal error; unable to process your request. Please try again." }, undefined));
       } finally {
         waiting -= 1;
       }
     });
   });
   server.addEventListener("close", () => {
-    close();
     try {
       server.close(1000);
     } catch {
       // already closed
     }
   });
-  server.addEventListener("error", close);
   return new Response(null, { status: 101, webSocket: client });
 }

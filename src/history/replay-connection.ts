@@ -1,7 +1,6 @@
 import type { Context } from "hono";
-import { clientPrincipal } from "../access/client-address";
-import { EDGE_CONFIRM_MS, EDGE_HOLDER } from "../access/connection-leases";
-import { accessGuard, marketObject } from "../core/object-ids";
+import { openEdgeConnection } from "../access/edge-connection";
+import { marketObject } from "../core/object-ids";
 import { type ProblemResult, problem, unwrap } from "../core/problem";
 import type { AppEnv } from "../env";
 import type { MarketAnswer } from "../market/edge-copies";
@@ -110,47 +109,35 @@ export async function replayUpgrade(c: Context<AppEnv>, request: ReplayRequest):
     kind === "book" ? bookSource(c.env, market, request.from, request.to) : tradesSource(c.env, market, request.from, request.to),
   );
   for (const source of sources) if (source.more) source.buffer.push(...(await source.more()));
-  const guard = accessGuard(c.env, clientPrincipal(c.req.raw));
-  const lease = crypto.randomUUID();
-  if (!(await guard.takeConnection(lease, EDGE_HOLDER, MAX_CONNECTIONS_PER_PRINCIPAL))) {
+  const connection = await openEdgeConnection(c);
+  if (!connection) {
     throw problem(
       "STREAM_LIMIT",
       `at most ${MAX_CONNECTIONS_PER_PRINCIPAL} connections per client address, streams and replays together (docs/limits.md#stream-connections)`,
     );
   }
-  const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
-  server.accept();
-  const confirm = setInterval(() => void guard.confirmConnection(lease).catch(() => undefined), EDGE_CONFIRM_MS);
-  let closed = false;
-  const end = () => {
-    if (closed) return;
-    closed = true;
-    clearInterval(confirm);
-    c.executionCtx.waitUntil(guard.returnConnection(lease).catch(() => undefined));
-  };
-  server.addEventListener("close", end);
-  server.addEventListener("error", end);
+  const { client, server } = connection;
   const run = async () => {
     const started = Date.now();
     let sent = 0;
     try {
-      for (let message = await next(sources); message && !closed; message = await next(sources)) {
+      for (let message = await next(sources); message && !connection.ended; message = await next(sources)) {
         if (request.speed > 0) {
           const due = started + (message.time - request.from) / request.speed - Date.now();
           if (due > 0) await new Promise((resolve) => setTimeout(resolve, due));
         }
-        if (closed) return;
+        if (connection.ended) return;
         server.send(message.text);
         sent += 1;
       }
-      if (closed) return;
+      if (connection.ended) return;
       server.send(JSON.stringify({ stream: "replay", data: { type: "replayEnded", from: request.from, to: request.to, messages: sent } }));
       server.close(1000, "replay ended");
     } catch (error) {
       console.error(JSON.stringify({ level: "error", message: "replay failed", error: String(error) }));
-      if (!closed) server.close(1011, "replay failed: read again from the last message's time");
+      if (!connection.ended) server.close(1011, "replay failed: read again from the last message's time");
     } finally {
-      end();
+      connection.end();
     }
   };
   c.executionCtx.waitUntil(run());

@@ -1,10 +1,10 @@
-import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { type LocalBook, replay, type WebSocketConstructor } from "../../client/src/index";
 import { adminToken, issuePublishKey } from "../../scripts/publish-key.mjs";
 import { startService } from "../../scripts/service.mjs";
 import { listVenue } from "../../scripts/venue.mjs";
+import { publisherChannel } from "./publisher";
 
 /**
  * Book history as a new user meets it (docs/history.md#book-history), against the service started
@@ -20,33 +20,8 @@ beforeAll(async () => {
 }, 180_000);
 afterAll(() => service?.stop());
 const symbol = "V0USDT"; // listed here; no demo feed writes it
-const sign = (secret: string, payload: string) => createHmac("sha256", secret).update(payload).digest("hex");
 const headers = { "CF-Connecting-IP": "198.18.45.1" };
 type Level = [string, string];
-
-async function publisher(key: { id: string; secret: string }) {
-  const at = Date.now();
-  const ws = new WebSocket(
-    `${baseUrl.replace(/^http/, "ws")}/v1/publish?apiKey=${key.id}&timestamp=${at}&signature=${sign(key.secret, `${at}\nGET\n/v1/publish\n`)}`,
-  );
-  const waiting = new Map<number, (answer: { result?: { book?: string }; error?: unknown }) => void>();
-  ws.on("message", (data) => {
-    const answer = JSON.parse(String(data)) as { id: number; result?: { book?: string }; error?: unknown };
-    waiting.get(answer.id)?.(answer);
-    waiting.delete(answer.id);
-  });
-  await new Promise((resolve, reject) => ws.on("open", resolve).on("error", reject));
-  let next = 0;
-  return {
-    send: (body: object) =>
-      new Promise<{ result?: { book?: string }; error?: unknown }>((resolve) => {
-        const id = ++next;
-        waiting.set(id, resolve);
-        ws.send(JSON.stringify({ id, ...body }));
-      }),
-    close: () => ws.close(),
-  };
-}
 
 const price = (n: number) => (100 + n / 100).toFixed(2);
 const sorted = (side: Map<string, string>, descending: boolean): Level[] =>
@@ -65,7 +40,7 @@ describe("book history against the running service (docs/history.md#book-history
   it("a minute of known book changes: ?sequence=N and ?at=T answer the book the publisher built, and a replay at speed 0 rebuilds it message by message", async () => {
     await listVenue({ url: baseUrl, token: adminToken(), count: 1 });
     const key = await issuePublishKey(baseUrl, adminToken(), { label: "book history test", markets: [symbol] });
-    const channel = await publisher(key);
+    const channel = await publisherChannel(baseUrl, key);
     const book = { bids: new Map<string, string>(), asks: new Map<string, string>() };
     const built = new Map<number, { bids: Level[]; asks: Level[] }>();
     const keep = (sequence: number) => built.set(sequence, { bids: sorted(book.bids, true), asks: sorted(book.asks, false) });

@@ -1,36 +1,8 @@
-import { createHmac } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import WebSocket from "ws";
 import { adminToken, issuePublishKey } from "../../scripts/publish-key.mjs";
 import { startService } from "../../scripts/service.mjs";
 import { listVenue } from "../../scripts/venue.mjs";
-
-const sign = (secret: string, payload: string) => createHmac("sha256", secret).update(payload).digest("hex");
-
-/** A publisher channel: sends batches, resolves each with its answer. */
-async function channel(base: string, key: { id: string; secret: string }) {
-  const at = Date.now();
-  const ws = new WebSocket(
-    `${base.replace(/^http/, "ws")}/v1/publish?apiKey=${key.id}&timestamp=${at}&signature=${sign(key.secret, `${at}\nGET\n/v1/publish\n`)}`,
-  );
-  const waiting = new Map<number, (answer: { result?: Record<string, unknown>; error?: unknown }) => void>();
-  ws.on("message", (data) => {
-    const answer = JSON.parse(String(data)) as { id: number; result?: Record<string, unknown>; error?: unknown };
-    waiting.get(answer.id)?.(answer);
-    waiting.delete(answer.id);
-  });
-  await new Promise((resolve, reject) => ws.on("open", resolve).on("error", reject));
-  let next = 0;
-  return {
-    send: (body: object) =>
-      new Promise<{ result?: Record<string, unknown>; error?: unknown }>((resolve) => {
-        const id = ++next;
-        waiting.set(id, resolve);
-        ws.send(JSON.stringify({ id, ...body }));
-      }),
-    close: () => ws.close(),
-  };
-}
+import { publisherChannel } from "./publisher";
 
 const price = (n: number) => (100 + n / 100).toFixed(2);
 
@@ -42,7 +14,7 @@ describe("an acknowledgement is durable (docs/publishing.md#acknowledgements)", 
       const base = first.baseUrl;
       await listVenue({ url: base, token: adminToken(), count: 1 }); // V0USDT: no demo feed writes it
       const key = await issuePublishKey(base, adminToken(), { label: "crash test", markets: ["V0USDT"] });
-      const publisher = await channel(base, key);
+      const publisher = await publisherChannel(base, key);
       const snapshot = { symbol: "V0USDT", book: { type: "snapshot", sequence: 1, bids: [[price(-1), "5.000"]], asks: [[price(1), "5.000"]] } };
       for (let attempt = 0; ; attempt++) {
         const answer = await publisher.send(snapshot); // the listing reaches every isolate within a second
@@ -96,7 +68,7 @@ describe("an acknowledgement is durable (docs/publishing.md#acknowledgements)", 
         bids: sorted(book.bids, true),
         asks: sorted(book.asks, false),
       });
-      const again = await channel(base, key);
+      const again = await publisherChannel(base, key);
       const resent = await again.send(batches.at(-1)!);
       expect(resent.result, "the last batch resent after the restart").toMatchObject({ acceptedTrades: 0, duplicateTrades: 20, book: "duplicate" });
       again.close();

@@ -172,4 +172,26 @@ describe("book history (docs/history.md#book-history)", () => {
     const again = await runInDurableObject(object, (instance: MarketObject) => instance.writeBookHours(hour + 2 * HOUR_MS + 61_000));
     expect(again, "an hour's files are written once").not.toContain(hour);
   }, 120_000);
+
+  it("a replay is one of the client address's five connections: with five open, it is refused before the upgrade (docs/limits.md#stream-connections)", async () => {
+    await ensureRegistry(env);
+    const symbol = "SOLBTC";
+    const market = findMarket(symbol)!;
+    await ingest(env, "*", {
+      symbol,
+      book: { type: "snapshot", sequence: 1, bids: [[atScale(2_000, market.priceScale), "1"]], asks: [[atScale(3_000, market.priceScale), "1"]] },
+    });
+    const ip = "10.45.0.9";
+    const path = `/api/replay?streams=book.${symbol}&from=${Date.now() - 60_000}&to=${Date.now() + 1_000}&speed=0`;
+    const open = [];
+    for (let i = 0; i < 5; i++) open.push(await openSocket("/api/ws?streams=heartbeat", ip));
+    const refused = await callJson<{ code: string }>(path, { ip, headers: { Upgrade: "websocket" } });
+    expect([refused.status, refused.body.code], "a sixth connection, as a replay").toEqual([429, "STREAM_LIMIT"]);
+    open[0]!.ws.close();
+    await open[0]!.closed;
+    const replay = await openSocket(path, ip);
+    expect((await replay.closed).code, "with a connection free, the replay runs to its end").toBe(1000);
+    expect(replay.messages.at(-1)?.data.type).toBe("replayEnded");
+    for (const socket of open.slice(1)) socket.ws.close();
+  });
 });
