@@ -1,8 +1,9 @@
 /**
  * A market's book history (docs/history.md#book-history): the closed segments of its book log —
  * the book at a sequence and every batch after it — each one R2 object, with a row a segment
- * here saying what it covers. A segment is kept in its row from the transaction that closes it
- * until R2 has it, so an acknowledged update is never only in memory.
+ * here saying what it covers. A segment's text is kept here from the transaction that closes it
+ * until R2 has it, so an acknowledged update is never only in memory: in parts of 1 MB, as a
+ * segment is about 1 MB and more when its last batch is big.
  */
 import { type BookSegment, decodeBase, decodeEntry, encodeBase, encodeEntry } from "../market/book-log";
 import type { BookTarget } from "./book-replay";
@@ -19,9 +20,13 @@ export interface SegmentRow {
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS book_segments (
   base_seq INTEGER PRIMARY KEY, last_seq INTEGER NOT NULL, first_time INTEGER NOT NULL, last_time INTEGER NOT NULL,
-  bytes INTEGER NOT NULL, pending TEXT);
+  bytes INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS book_segments_by_time ON book_segments (first_time);
+CREATE TABLE IF NOT EXISTS book_segment_text (base_seq INTEGER NOT NULL, part INTEGER NOT NULL, text TEXT NOT NULL, PRIMARY KEY (base_seq, part));
 `;
+
+/** Characters of a segment's text in one row while it waits for R2 (ASCII JSON: a character is a byte; a SQLite value holds 2 MB). */
+const PART_CHARS = 1_000_000;
 
 /** `book-history/BTCUSDT/0000000000001234.json.gz`: a segment, named by the sequence of its base. */
 export function segmentKey(symbol: string, baseSeq: number): string {
@@ -49,38 +54,57 @@ export class BookHistory {
     sql.exec(SCHEMA);
   }
 
-  /** Keeps a closed segment (in the caller's transaction): two rows written, one a segment of SNAPSHOT_EVERY batches. */
+  /**
+   * Keeps a closed segment (in the caller's transaction): its row and time index, and its text in
+   * a part or more until R2 has it — four rows written in all for a segment of SNAPSHOT_EVERY
+   * batches, with the part's delete.
+   */
   keep(segment: BookSegment): void {
     const last = segment.entries[segment.entries.length - 1]!;
     const text = encodeSegment(segment);
     this.sql.exec(
-      "INSERT OR REPLACE INTO book_segments (base_seq, last_seq, first_time, last_time, bytes, pending) VALUES (?, ?, ?, ?, ?, ?)",
+      "INSERT OR REPLACE INTO book_segments (base_seq, last_seq, first_time, last_time, bytes) VALUES (?, ?, ?, ?, ?)",
       segment.base.sequence,
       last.updates[last.updates.length - 1]!.sequence,
       segment.base.time,
       last.time,
       text.length,
-      text,
     );
+    for (let part = 0; part * PART_CHARS < text.length; part++) {
+      this.sql.exec(
+        "INSERT OR REPLACE INTO book_segment_text (base_seq, part, text) VALUES (?, ?, ?)",
+        segment.base.sequence,
+        part,
+        text.slice(part * PART_CHARS, (part + 1) * PART_CHARS),
+      );
+    }
   }
 
   /** Whether a kept segment waits for R2. */
   get pending(): boolean {
-    return this.sql.exec("SELECT 1 FROM book_segments WHERE pending IS NOT NULL LIMIT 1").toArray().length > 0;
+    return this.sql.exec("SELECT 1 FROM book_segment_text LIMIT 1").toArray().length > 0;
+  }
+
+  /** A waiting segment's text, or undefined once R2 has it. */
+  private waiting(baseSeq: number): string | undefined {
+    const parts = this.sql.exec<{ text: string }>("SELECT text FROM book_segment_text WHERE base_seq = ? ORDER BY part", baseSeq).toArray();
+    return parts.length > 0 ? parts.map((p) => p.text).join("") : undefined;
   }
 
   /** Puts the segments that wait into R2, oldest first, and lets their text go from here; returns how many. */
   async upload(symbol: string): Promise<number> {
-    const waiting = this.sql
-      .exec<{ base_seq: number; pending: string }>("SELECT base_seq, pending FROM book_segments WHERE pending IS NOT NULL ORDER BY base_seq")
-      .toArray();
-    for (const { base_seq, pending } of waiting) {
+    let uploaded = 0;
+    // Until none waits: a segment closed while one was being put goes in the same run.
+    for (;;) {
+      const next = this.sql.exec<{ base_seq: number }>("SELECT base_seq FROM book_segment_text ORDER BY base_seq LIMIT 1").toArray()[0];
+      if (!next) return uploaded;
+      const text = this.waiting(next.base_seq)!;
       // Gzipped: about 5 bytes a level change where the JSON holds 21 (docs/history.md#book-history).
-      const gzipped = await new Response(new Blob([pending]).stream().pipeThrough(new CompressionStream("gzip"))).arrayBuffer();
-      await this.bucket.put(segmentKey(symbol, base_seq), gzipped, { httpMetadata: { contentType: "application/json", contentEncoding: "gzip" } });
-      this.sql.exec("UPDATE book_segments SET pending = NULL WHERE base_seq = ?", base_seq);
+      const gzipped = await new Response(new Blob([text]).stream().pipeThrough(new CompressionStream("gzip"))).arrayBuffer();
+      await this.bucket.put(segmentKey(symbol, next.base_seq), gzipped, { httpMetadata: { contentType: "application/json", contentEncoding: "gzip" } });
+      this.sql.exec("DELETE FROM book_segment_text WHERE base_seq = ?", next.base_seq);
+      uploaded += 1;
     }
-    return waiting.length;
   }
 
   /** The kept segment holding the target (the last one starting at or before it), if any. */
@@ -107,8 +131,8 @@ export class BookHistory {
 
   /** A kept segment read back: from its row while it waits for R2, else from R2. */
   async read(symbol: string, row: SegmentRow): Promise<BookSegment> {
-    const pending = this.sql.exec<{ pending: string | null }>("SELECT pending FROM book_segments WHERE base_seq = ?", row.baseSeq).toArray()[0]?.pending;
-    if (pending) return decodeSegment(pending);
+    const waiting = this.waiting(row.baseSeq);
+    if (waiting !== undefined) return decodeSegment(waiting);
     const object = await this.bucket.get(segmentKey(symbol, row.baseSeq));
     if (!object) throw new Error(`the book segment at ${row.baseSeq} of ${symbol} is not in R2`);
     return decodeSegment(await new Response(object.body.pipeThrough(new DecompressionStream("gzip"))).text());
