@@ -72,7 +72,8 @@ export class MarketBookHistory {
    * whether a segment now waits.
    */
   record(state: MarketState, applied: BookUpdate[], now: number): { fields: Partial<MarketRecord>; closed: boolean } {
-    const { position, closed } = this.store.book.append(this.store.bookPosition(), { time: now, updates: applied }, () => ({
+    const entry = { time: now, updates: applied, fingerprint: state.book.lastFingerprint };
+    const { position, closed } = this.store.book.append(this.store.bookPosition(), entry, () => ({
       sequence: state.book.sequence,
       time: now,
       bids: state.book.bids.entries(),

@@ -10,6 +10,17 @@ export interface BookLogPosition {
 export interface BookEntry {
   time: number;
   updates: BookUpdate[];
+  /** The batch's fingerprint (`order-book.ts`): an exact resend is recognised after a restart too. */
+  fingerprint?: string;
+}
+
+/** Where the book stood after the last logged batch: what the market's record need not be written each batch to know. */
+export interface BookLatest {
+  n: number;
+  snapshotN: number | undefined;
+  sequence: number;
+  time: number;
+  fingerprint: string;
 }
 
 /** The whole book at a sequence: where a segment of the history starts. */
@@ -43,15 +54,20 @@ type TextLevels = [string, string][];
 const encode = (levels: readonly UnitLevel[]): TextLevels => levels.map(([price, quantity]) => [price.toString(), quantity.toString()]);
 const decode = (levels: TextLevels) => levels.map(([price, quantity]): UnitLevel => [BigInt(price), BigInt(quantity)]);
 
-/** An entry as stored: `{"t":time,"u":[["s"|"d",sequence,bids,asks],…]}`, units as decimal text. */
+/** An entry as stored: `{"t":time,"u":[["s"|"d",sequence,bids,asks],…],"f":fingerprint}`, units as decimal text. */
 export function encodeEntry(entry: BookEntry): string {
-  return JSON.stringify({ t: entry.time, u: entry.updates.map((u) => [u.type === "snapshot" ? "s" : "d", u.sequence, encode(u.bids), encode(u.asks)]) });
+  return JSON.stringify({
+    t: entry.time,
+    u: entry.updates.map((u) => [u.type === "snapshot" ? "s" : "d", u.sequence, encode(u.bids), encode(u.asks)]),
+    ...(entry.fingerprint ? { f: entry.fingerprint } : {}),
+  });
 }
 
-export function decodeEntry(value: { t: number; u: ["s" | "d", number, TextLevels, TextLevels][] }): BookEntry {
+export function decodeEntry(value: { t: number; u: ["s" | "d", number, TextLevels, TextLevels][]; f?: string }): BookEntry {
   return {
     time: value.t,
     updates: value.u.map(([type, sequence, bids, asks]) => ({ type: type === "s" ? "snapshot" : "delta", sequence, bids: decode(bids), asks: decode(asks) })),
+    ...(value.f ? { fingerprint: value.f } : {}),
   };
 }
 
@@ -64,8 +80,9 @@ export function decodeBase(value: { sequence: number; time: number; bids: TextLe
 }
 
 /** A stored ring entry: since the history, the batch's updates (`t`, `u`); before it, the batch's net change (`bids`, `asks`). */
-type StoredChange = { t: number; u: ["s" | "d", number, TextLevels, TextLevels][] } | { bids: TextLevels; asks: TextLevels };
-type StoredSnapshot = { bids: TextLevels; asks: TextLevels; sequence?: number; time?: number };
+type StoredChange = { t: number; u: ["s" | "d", number, TextLevels, TextLevels][]; f?: string } | { bids: TextLevels; asks: TextLevels };
+/** The snapshot row: the whole book; since the history its sequence and time; since the derived record the log position and the batch's fingerprint. */
+type StoredSnapshot = { bids: TextLevels; asks: TextLevels; sequence?: number; time?: number; n?: number; f?: string };
 
 /**
  * A market's book in storage, written as a log rather than as levels (docs/design.md#the-write-path):
@@ -105,7 +122,7 @@ export class BookLog {
       const book = wholeBook();
       this.sql.exec(
         "INSERT INTO book_snapshot (id, levels) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET levels = excluded.levels",
-        JSON.stringify(encodeBase(book)),
+        JSON.stringify({ ...encodeBase(book), n, ...(entry.fingerprint ? { f: entry.fingerprint } : {}) }),
       );
       if (position.snapshotN === 0 && this.sql.exec("SELECT 1 FROM book_levels LIMIT 1").toArray().length > 0) this.sql.exec("DELETE FROM book_levels");
       this.segmentBytes = 0;
@@ -119,6 +136,26 @@ export class BookLog {
     );
     this.segmentBytes += text.length;
     return { position: { snapshotN: position.snapshotN, logN: n } };
+  }
+
+  /**
+   * Where the book stood after the last logged batch, from the log itself (the newest ring entry
+   * or the snapshot, whichever was written last); undefined when neither says (written before).
+   * The market's record is not written each batch: it is brought up to this on load.
+   */
+  latest(): BookLatest | undefined {
+    const snapshotRow = this.sql.exec<{ levels: string }>("SELECT levels FROM book_snapshot WHERE id = 1").toArray()[0];
+    const snapshot = snapshotRow ? (JSON.parse(snapshotRow.levels) as StoredSnapshot) : undefined;
+    const newest = this.sql.exec<{ n: number; change: string }>("SELECT n, change FROM book_log ORDER BY n DESC LIMIT 1").toArray()[0];
+    const change = newest ? (JSON.parse(newest.change) as StoredChange) : undefined;
+    if (newest && change && "u" in change && change.f && (snapshot?.n === undefined || newest.n > snapshot.n)) {
+      const last = change.u[change.u.length - 1]!;
+      return { n: newest.n, snapshotN: snapshot?.n, sequence: last[1], time: change.t, fingerprint: change.f };
+    }
+    if (snapshot?.n !== undefined && snapshot.sequence !== undefined && snapshot.time !== undefined && snapshot.f !== undefined) {
+      return { n: snapshot.n, snapshotN: snapshot.n, sequence: snapshot.sequence, time: snapshot.time, fingerprint: snapshot.f };
+    }
+    return undefined;
   }
 
   /** The segment a snapshot now closes: the stored snapshot, the ring's entries after it and `last`; none where its start carries no time. */

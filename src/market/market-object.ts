@@ -16,7 +16,7 @@ import type { IngestBatch, IngestResult } from "./ingest";
 import { MarketReads } from "./market-reads";
 import { MarketSecondly } from "./market-secondly";
 import { type MarketState, TRADE_RETENTION_MS } from "./market-state";
-import { type MarketRecord, MarketStore } from "./market-store";
+import { DERIVED_FIELDS, type MarketRecord, MarketStore } from "./market-store";
 import { MarketStreams } from "./market-streams";
 import { type BookOutcome, OrderBook, type WireLevel } from "./order-book";
 import type { MinuteBucket } from "./rolling-window";
@@ -235,8 +235,10 @@ export class MarketObject extends MeteredObject {
             Object.assign(record, this.flushBuckets(state.tradeSeq + acceptedTrades, now));
           }
           if (acceptedTrades > 0 || bookOutcome === "applied") record.lastUpdateAt = now;
-          // One row for all of it, whatever changed.
-          if (Object.keys(record).length > 0) this.store.writeRecord(record);
+          // One row for all of it when something the log and the blocks do not keep changed; else none.
+          const keys = Object.keys(record) as (keyof MarketRecord)[];
+          if (keys.some((key) => !DERIVED_FIELDS.includes(key))) this.store.writeRecord(record);
+          else if (keys.length > 0) this.store.noteRecord(record);
         });
       } catch (error) {
         // A storage fault after the book changed in memory: start again from storage.

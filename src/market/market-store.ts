@@ -56,6 +56,17 @@ export interface MarketMeta extends MarketRecord {
 
 const RECORD_KEY = "record";
 
+/** The record's fields a batch changes that the book log and the trade blocks keep too (`bringUp`): no row of their own a batch. */
+export const DERIVED_FIELDS: readonly (keyof MarketRecord)[] = [
+  "bookSequence",
+  "bookUpdatedAt",
+  "bookFingerprint",
+  "bookSnapshotN",
+  "bookLogN",
+  "tradeSeq",
+  "lastUpdateAt",
+];
+
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS minute_buckets (
@@ -158,6 +169,7 @@ export class MarketStore {
         } as MarketRecord);
     // Markets from before the staged buckets wrote every bucket with its trades.
     record.bucketsThroughSeq ??= record.tradeSeq;
+    this.bringUp(record);
     this.record = record;
     return {
       ...record,
@@ -181,11 +193,41 @@ export class MarketStore {
     return this.record!;
   }
 
+  /**
+   * The record's fields that every batch changes, read back from what the batch wrote anyway (the
+   * book log's newest entry or snapshot, the newest trade block): the record is not written for
+   * them, and is brought up to them here when the market loads.
+   */
+  private bringUp(record: MarketRecord): void {
+    const book = this.book.latest();
+    if (book && book.n > record.bookLogN) {
+      record.bookLogN = book.n;
+      record.bookSnapshotN = book.snapshotN ?? record.bookSnapshotN;
+      record.bookSequence = book.sequence;
+      record.bookUpdatedAt = book.time;
+      record.bookFingerprint = book.fingerprint;
+      record.lastUpdateAt = Math.max(record.lastUpdateAt, book.time);
+    }
+    const block = this.blocks.newest();
+    if (block && block.lastSeq > record.tradeSeq) {
+      record.tradeSeq = block.lastSeq;
+      record.lastUpdateAt = Math.max(record.lastUpdateAt, block.appliedAt);
+    }
+  }
+
   /** Changes fields of the market's record: one row written, however many fields. */
   writeRecord(changes: Partial<MarketRecord>): void {
     const record = { ...this.current(), ...changes };
     this.putMeta(RECORD_KEY, JSON.stringify(record));
     this.record = record;
+  }
+
+  /**
+   * Changes fields of the record that the log and the blocks keep anyway (DERIVED_FIELDS), in
+   * memory only; the next write of the record carries them, and a load reads them back.
+   */
+  noteRecord(changes: Partial<MarketRecord>): void {
+    this.record = { ...this.current(), ...changes };
   }
 
   /** Where the book's log stands. */
@@ -229,7 +271,7 @@ export class MarketStore {
 
   /** A batch's accepted trades, in the order applied: one block, and their ids kept for the duplicates' check. */
   insertTrades(trades: readonly StoredTrade[], now: number): void {
-    this.blocks.append(trades);
+    this.blocks.append(trades, now);
     this.recentIds.remember(trades, now);
   }
 

@@ -40,19 +40,31 @@ const tradesOf = (row: Record<string, SqlStorageValue>) => (JSON.parse((row as u
 export class TradeBlocks {
   constructor(private readonly sql: SqlStorage) {
     sql.exec(SCHEMA);
+    // Blocks from before the derived record do not say when they were applied (0).
+    const columns = sql.exec<{ name: string }>("PRAGMA table_info(trade_blocks)").toArray();
+    if (!columns.some((c) => c.name === "applied_at")) sql.exec("ALTER TABLE trade_blocks ADD COLUMN applied_at INTEGER NOT NULL DEFAULT 0");
   }
 
-  /** One batch's accepted trades, in the order they were applied (ascending `seq`). */
-  append(trades: readonly StoredTrade[]): void {
+  /** One batch's accepted trades, in the order they were applied (ascending `seq`), and when. */
+  append(trades: readonly StoredTrade[], appliedAt = 0): void {
     if (trades.length === 0) return;
     this.sql.exec(
-      "INSERT INTO trade_blocks (first_seq, last_seq, min_time, max_time, trades) VALUES (?, ?, ?, ?, ?)",
+      "INSERT INTO trade_blocks (first_seq, last_seq, min_time, max_time, trades, applied_at) VALUES (?, ?, ?, ?, ?, ?)",
       trades[0]!.seq,
       trades[trades.length - 1]!.seq,
       Math.min(...trades.map((t) => t.time)),
       Math.max(...trades.map((t) => t.time)),
       JSON.stringify(trades.map(pack)),
+      appliedAt,
     );
+  }
+
+  /** The newest block's last trade id and when it was applied: the market's record is brought up to it on load. */
+  newest(): { lastSeq: number; appliedAt: number } | undefined {
+    const row = this.sql
+      .exec<{ last_seq: number; applied_at: number }>("SELECT last_seq, applied_at FROM trade_blocks ORDER BY first_seq DESC LIMIT 1")
+      .toArray()[0];
+    return row && { lastSeq: row.last_seq, appliedAt: row.applied_at };
   }
 
   /** The trades with `seq` in `from`…`to`, ascending. */

@@ -80,9 +80,29 @@ describe("the whole surface: no client input gets a 5xx (docs/api.md#errors)", (
         fc.constantFrom(...MEDIA_TYPES),
         body,
         fc.array(pathValue, { minLength: 3, maxLength: 3 }),
-        fc.dictionary(fc.constantFrom("symbol", "symbols", "depth", "limit", "interval", "startTime", "cursor", "status", "gatewayId", "streams", "sequence", "at", "from", "to", "speed"), pathValue, {
-          maxKeys: 3,
-        }),
+        fc.dictionary(
+          fc.constantFrom(
+            "symbol",
+            "symbols",
+            "depth",
+            "limit",
+            "interval",
+            "startTime",
+            "cursor",
+            "status",
+            "gatewayId",
+            "streams",
+            "sequence",
+            "at",
+            "from",
+            "to",
+            "speed",
+          ),
+          pathValue,
+          {
+            maxKeys: 3,
+          },
+        ),
         fc.record({ admin: fc.boolean(), session: fc.boolean(), origin: fc.boolean() }),
         async (operation, otherMethod, mediaType, payload, values, query, who) => {
           let i = 0;
