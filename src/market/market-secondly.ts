@@ -68,8 +68,13 @@ export class MarketSecondly {
     });
   }
 
-  /** The summary and the once-a-second records, now. */
-  now(state: MarketState, now: number): void {
+  /**
+   * The summary and the once-a-second records, now. From the alarm while the market trades (a
+   * batch in the last second), the next alarm is a second on: the batches meanwhile ask for that
+   * same time and set none, so a trading market pays one `setAlarm` a second, not one for the
+   * minute's and another for the batch's held-back summary.
+   */
+  now(state: MarketState, now: number, fromAlarm = false): void {
     this.lastSecondlyAt = now;
     const { symbol } = state.market;
     const ticker = tickerAt(state, now);
@@ -85,8 +90,9 @@ export class MarketSecondly {
       ...(price ? { price } : {}),
     };
     this.send({ symbol, summary });
+    if (fromAlarm && now - state.lastUpdateAt < SECONDLY_MS) this.alarmBy(now + SECONDLY_MS);
     // The windows move each minute: a market with trades in the last 24 h reports again then, traded or not.
-    if (ticker.tradeCount24h > 0) this.alarmBy(minuteOf(now) + 60_000);
+    else if (ticker.tradeCount24h > 0) this.alarmBy(minuteOf(now) + 60_000);
     // An open candle is sent once more, closed, when its interval ends, even if no trade comes.
     const nextClose = this.streams().tick(state, now, ticker, windows);
     if (nextClose !== undefined) this.alarmBy(nextClose);
