@@ -1,33 +1,14 @@
 // CCXT's own `binance` adapter, unchanged, pointed at this service's Binance dialect (docs/binance.md).
 // Run against `npm start`: `npm run example:ccxt` (BASE_URL to point elsewhere).
 import ccxt from "ccxt";
+import { ccxtConfig } from "./ccxt-config.mjs";
 
 const base = process.env.BASE_URL ?? "http://127.0.0.1:8787";
-const dialect = `${base}/binance`;
-
-const ws = dialect.replace(/^http/, "ws");
-
-// Every URL CCXT's spot market data uses: one left out keeps pointing at the real Binance, and
-// its answers would come from there without an error (docs/binance.md#ccxt).
-const exchange = new ccxt.pro.binance({
-  urls: {
-    api: {
-      public: `${dialect}/api/v3`,
-      sapi: `${dialect}/sapi/v1`,
-      // CCXT asks for futures markets too when it loads markets: the dialect answers that there are none.
-      fapiPublic: `${dialect}/fapi/v1`,
-      dapiPublic: `${dialect}/dapi/v1`,
-      ws: { spot: `${ws}/ws`, "ws-api": { spot: `${ws}/ws-api/v3` } },
-    },
-  },
-  // Every request counts 1 against 10 a second per address here; CCXT weighs a Binance weight of 1 as 0.2 of rateLimit.
-  rateLimit: 1000,
-  // All subscriptions on one connection (an address has five), up to 1024 streams on it.
-  options: { streamLimits: { spot: 1 }, subscriptionLimitByStream: { spot: 1024 } },
-});
+// Every URL CCXT's spot market data uses, the limits and one connection (ccxt-config.mjs, docs/binance.md#ccxt).
+const exchange = new ccxt.pro.binance(ccxtConfig(base));
 
 // CCXT needs this once for a plain ws:// URL (local development); not for wss://.
-if (dialect.startsWith("http:")) await exchange.loadHttpProxyAgent();
+if (base.startsWith("http:")) await exchange.loadHttpProxyAgent();
 
 const symbol = "BTC/USDT";
 const markets = await exchange.loadMarkets();

@@ -7,6 +7,7 @@ import { createRouter } from "../core/router";
 import { problemResponses, queryInt } from "../core/schemas";
 import type { AppEnv } from "../env";
 import { resolveMarket } from "../market/lookup";
+import { readContext } from "../market/reads";
 import type { BookTarget } from "./book-replay";
 import { MAX_REPLAY_SPAN_MS, type ReplayRequest, replayUpgrade } from "./replay-connection";
 
@@ -33,11 +34,9 @@ export async function readBookAt(c: Context<AppEnv>, pair: string, target: BookT
   const cacheControl = answer.final ? "public, max-age=31536000, immutable" : "public, max-age=0";
   if (answer.final && cache) {
     const put = cache.put(cacheKey(market.symbol, answer.sequence, depth), new Response(answer.text, { headers: { "Cache-Control": cacheControl } }));
-    try {
-      c.executionCtx.waitUntil(put);
-    } catch {
-      await put;
-    }
+    const { waitUntil } = readContext(c);
+    if (waitUntil) waitUntil(put);
+    else await put;
   }
   return jsonText(c, answer.text, { "Cache-Control": cacheControl });
 }

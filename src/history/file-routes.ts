@@ -80,8 +80,9 @@ export function historyFileRoutes(limit: MiddlewareHandler<AppEnv>) {
     if (!SYMBOL.test(symbol)) throw problem("NOT_FOUND", `${symbol} is not a symbol as the files name it (BTCUSDT)`);
     return symbol;
   };
-  const name = (symbol: string, what: string) => new RegExp(`^${symbol}-${what}-(\\d{4}-\\d{2}-\\d{2})\\.zip(?:\\.CHECKSUM)?$`);
-  const hourName = (symbol: string, what: string) => new RegExp(`^${symbol}-${what}-(\\d{4}-\\d{2}-\\d{2}-\\d{2})\\.zip(?:\\.CHECKSUM)?$`);
+  /** A file's name, its date (`YYYY-MM-DD`, with `-HH` for an hour's) captured. */
+  const name = (symbol: string, what: string, hour = "") => new RegExp(`^${symbol}-${what}-(\\d{4}-\\d{2}-\\d{2}${hour})\\.zip(?:\\.CHECKSUM)?$`);
+  const hourName = (symbol: string, what: string) => name(symbol, what, "-\\d{2}");
 
   // Most specific first: `klines/{symbol}/{interval}` would otherwise read as `{kind}/{symbol}/{file}`.
   const router = createRouter()

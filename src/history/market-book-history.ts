@@ -154,7 +154,7 @@ export class MarketBookHistory {
     if (after !== undefined && after >= live.sequence) return { messages: [] };
     if (after === undefined && from >= live.updatedAt && live.sequence > 0) {
       // Nothing after `from` yet: the book as it is, and the end.
-      return { messages: [snapshotMessage(this.liveCopy(state))] };
+      return { messages: [snapshotMessage(live)] };
     }
     const found = await this.segmentFor(state, target);
     if (!found) this.notKept(state, after === undefined ? new Date(from).toISOString() : `sequence ${after}`);
@@ -164,12 +164,6 @@ export class MarketBookHistory {
     messages.push(...conflatedMessages(book, rest, to));
     const passedTo = rest.some((entry) => entry.time > to);
     return found.row && !passedTo ? { messages, next: found.row.lastSeq } : { messages };
-  }
-
-  private liveCopy(state: MarketState) {
-    const book = bookOf({ base: { sequence: 0, time: 0, bids: [], asks: [] }, entries: [] }, state.market.priceScale, state.market.quantityScale);
-    book.restore(state.book.sequence, state.book.updatedAt, state.book.bids.entries(), state.book.asks.entries());
-    return book;
   }
 
   /**

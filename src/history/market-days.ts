@@ -4,8 +4,7 @@
  * market object calls these, writing alone.
  */
 import { problem } from "../core/problem";
-import type { MarketState } from "../market/market-state";
-import { TRADE_RETENTION_MS } from "../market/market-state";
+import { type MarketState, TRADE_RETENTION_MS } from "../market/market-state";
 import type { MarketStore } from "../market/market-store";
 import type { MinuteBucket } from "../market/rolling-window";
 import type { Kline } from "./candles";

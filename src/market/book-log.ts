@@ -144,8 +144,7 @@ export class BookLog {
    * The market's record is not written each batch: it is brought up to this on load.
    */
   latest(): BookLatest | undefined {
-    const snapshotRow = this.sql.exec<{ levels: string }>("SELECT levels FROM book_snapshot WHERE id = 1").toArray()[0];
-    const snapshot = snapshotRow ? (JSON.parse(snapshotRow.levels) as StoredSnapshot) : undefined;
+    const snapshot = this.snapshot();
     const newest = this.sql.exec<{ n: number; change: string }>("SELECT n, change FROM book_log ORDER BY n DESC LIMIT 1").toArray()[0];
     const change = newest ? (JSON.parse(newest.change) as StoredChange) : undefined;
     if (newest && change && "u" in change && change.f && (snapshot?.n === undefined || newest.n > snapshot.n)) {
@@ -173,11 +172,15 @@ export class BookLog {
       const legacy = this.sql.exec("SELECT 1 FROM book_levels LIMIT 1").toArray().length > 0;
       return legacy ? undefined : { sequence: 0, time: 0, bids: [], asks: [] };
     }
-    const row = this.sql.exec<{ levels: string }>("SELECT levels FROM book_snapshot WHERE id = 1").toArray()[0];
-    if (!row) return undefined;
-    const stored = JSON.parse(row.levels) as StoredSnapshot;
-    if (stored.sequence === undefined || stored.time === undefined) return undefined;
+    const stored = this.snapshot();
+    if (stored?.sequence === undefined || stored.time === undefined) return undefined;
     return decodeBase(stored as Required<StoredSnapshot>);
+  }
+
+  /** The snapshot row, parsed; undefined before the first. */
+  private snapshot(): StoredSnapshot | undefined {
+    const row = this.sql.exec<{ levels: string }>("SELECT levels FROM book_snapshot WHERE id = 1").toArray()[0];
+    return row && (JSON.parse(row.levels) as StoredSnapshot);
   }
 
   /** The entries after the snapshot, in order; undefined when one is from before the history (no time). */
@@ -203,9 +206,8 @@ export class BookLog {
   /** The book as stored: the snapshot (or a pre-log market's levels), then each logged change after it. */
   read(position: BookLogPosition): { bids: UnitLevel[]; asks: UnitLevel[] } {
     const sides = { bids: new Map<bigint, bigint>(), asks: new Map<bigint, bigint>() };
-    const snapshot = this.sql.exec<{ levels: string }>("SELECT levels FROM book_snapshot WHERE id = 1").toArray()[0];
-    if (snapshot && position.snapshotN > 0) {
-      const levels = JSON.parse(snapshot.levels) as StoredSnapshot;
+    const levels = position.snapshotN > 0 ? this.snapshot() : undefined;
+    if (levels) {
       for (const side of ["bids", "asks"] as const) for (const [price, quantity] of decode(levels[side])) sides[side].set(price, quantity);
     } else {
       for (const row of this.sql.exec<{ side: "bids" | "asks"; price: string; quantity: string }>("SELECT side, price, quantity FROM book_levels")) {

@@ -3,6 +3,7 @@ import { WebsocketAPI } from "@binance/connector";
 import ccxt from "ccxt";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import WebSocket from "ws";
+import { ccxtConfig } from "../../examples/binance/ccxt-config.mjs";
 import { adminToken } from "../../scripts/publish-key.mjs";
 import { listVenue } from "../../scripts/venue.mjs";
 import { until } from "../support/poll";
@@ -93,19 +94,12 @@ describe("@binance/connector's WebsocketAPI, only its URL changed", () => {
 
 describe("CCXT configured as docs/binance.md#ccxt says: the WebSocket API too, nothing reaches Binance", () => {
   const headers = { "CF-Connecting-IP": "198.18.150.9" };
+  // The example's own configuration (examples/binance/ccxt-config.mjs), with this test's client address.
+  const config = ccxtConfig(baseUrl);
   const exchange = new ccxt.pro.binance({
-    urls: {
-      api: {
-        public: `${dialect}/api/v3`,
-        sapi: `${dialect}/sapi/v1`,
-        fapiPublic: `${dialect}/fapi/v1`,
-        dapiPublic: `${dialect}/dapi/v1`,
-        ws: { spot: `${wsDialect}/ws`, "ws-api": { spot: `${wsDialect}/ws-api/v3` } },
-      },
-    },
-    rateLimit: 1000,
+    ...config,
     headers,
-    options: { fetchMarkets: { types: ["spot"] }, streamLimits: { spot: 1 }, subscriptionLimitByStream: { spot: 1024 }, ws: { options: { headers } } },
+    options: { ...config.options, fetchMarkets: { types: ["spot"] }, ws: { options: { headers } } },
   });
   afterAll(() => exchange.close());
 
