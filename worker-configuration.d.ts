@@ -18,6 +18,7 @@ interface __BaseEnv_Env {
 	FEED_STALE_AFTER_MS: string;
 	DEMO_MARKETS: string;
 	TRADE_ARCHIVE_CHUNK: string;
+	INGEST_TICK_MS: string;
 	METRICS: string;
 	METRICS_FLUSH_MS: string;
 	SEALING_KEY: string;
@@ -44,7 +45,7 @@ type StringifyValues<EnvType extends Record<string, unknown>> = {
 	[Binding in keyof EnvType]: EnvType[Binding] extends string ? EnvType[Binding] : string;
 };
 declare namespace NodeJS {
-	interface ProcessEnv extends StringifyValues<Pick<Cloudflare.Env, "DEMO_FEED" | "DEMO_SEED" | "STREAM_SHARDS" | "STREAM_GROUP_SHARDS" | "STREAM_PLACEMENT" | "SETTLEMENT_GAP_HOLD_MS" | "MARKET_READ_MAX_AGE_MS" | "MARKET_READ_STALE_IF_ERROR_MS" | "VENUE_READ_MAX_AGE_MS" | "REGISTRY_REFRESH_MS" | "FEED_STALE_AFTER_MS" | "DEMO_MARKETS" | "TRADE_ARCHIVE_CHUNK" | "METRICS" | "METRICS_FLUSH_MS" | "SEALING_KEY" | "ADMIN_TOKEN">> {}
+	interface ProcessEnv extends StringifyValues<Pick<Cloudflare.Env, "DEMO_FEED" | "DEMO_SEED" | "STREAM_SHARDS" | "STREAM_GROUP_SHARDS" | "STREAM_PLACEMENT" | "SETTLEMENT_GAP_HOLD_MS" | "MARKET_READ_MAX_AGE_MS" | "MARKET_READ_STALE_IF_ERROR_MS" | "VENUE_READ_MAX_AGE_MS" | "REGISTRY_REFRESH_MS" | "FEED_STALE_AFTER_MS" | "DEMO_MARKETS" | "TRADE_ARCHIVE_CHUNK" | "INGEST_TICK_MS" | "METRICS" | "METRICS_FLUSH_MS" | "SEALING_KEY" | "ADMIN_TOKEN">> {}
 }
 declare module "*.txt" {
 	const value: string;

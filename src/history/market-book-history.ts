@@ -5,10 +5,9 @@
  * the state it holds.
  */
 import { problem } from "../core/problem";
-import type { BookSegment } from "../market/book-log";
+import type { BookEntry, BookSegment } from "../market/book-log";
 import type { MarketState } from "../market/market-state";
 import type { MarketRecord, MarketStore } from "../market/market-store";
-import type { BookUpdate } from "../market/order-book";
 import { BOOK_FILE_KINDS, HourRows, hourlyKey, hourOf } from "./book-files";
 import { BookHistory, type SegmentRow } from "./book-history";
 import { type BookTarget, bookOf, conflatedMessages, historicalBook, type ReplayBookMessage, replayTo, segmentHolds, snapshotMessage } from "./book-replay";
@@ -67,13 +66,13 @@ export class MarketBookHistory {
   }
 
   /**
-   * Logs the batch's applied updates (inside the ingest's transaction): one ring row, and when
-   * that closes a segment, the segment kept until R2 has it. Returns the record's fields and
+   * Logs the applied updates of a commit's batches (inside its transaction): one ring row, and
+   * when that closes a segment, the segment kept until R2 has it. Returns the record's fields and
    * whether a segment now waits.
    */
-  record(state: MarketState, applied: BookUpdate[], now: number): { fields: Partial<MarketRecord>; closed: boolean } {
-    const entry = { time: now, updates: applied, fingerprint: state.book.lastFingerprint };
-    const { position, closed } = this.store.book.append(this.store.bookPosition(), entry, () => ({
+  record(state: MarketState, entries: readonly BookEntry[]): { fields: Partial<MarketRecord>; closed: boolean } {
+    const now = entries[entries.length - 1]!.time;
+    const { position, closed } = this.store.book.append(this.store.bookPosition(), entries, () => ({
       sequence: state.book.sequence,
       time: now,
       bids: state.book.bids.entries(),
@@ -81,7 +80,7 @@ export class MarketBookHistory {
     }));
     if (closed) this.kept.keep(closed);
     const fields: Partial<MarketRecord> = { bookSnapshotN: position.snapshotN, bookLogN: position.logN };
-    if (!this.store.bookHoursFrom()) fields.bookHoursFrom = hourOf(now);
+    if (!this.store.bookHoursFrom()) fields.bookHoursFrom = hourOf(entries[0]!.time);
     return { fields, closed: closed !== undefined };
   }
 

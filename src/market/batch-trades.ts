@@ -14,12 +14,13 @@ export interface TakenTrades {
 }
 
 /**
- * Inside the ingest's transaction: the batch's trades not taken before (ids of the last 25 hours,
- * or still hot, looked up for the whole batch at once; a repeat within the batch is one too),
- * numbered after `tradeSeq`, staged into the candle buckets and stored as one block.
+ * The batch's trades not taken before (ids within their minute for 25 hours, or still hot, looked
+ * up for the whole batch at once; a repeat within the batch is one too), numbered after
+ * `tradeSeq`, staged into the candle buckets and their ids remembered; nothing is written (the
+ * tick's commit writes them as one block: `staged-batches.ts`).
  */
 export function takeTrades(store: MarketStore, trades: readonly UnitTradeInput[], tradeSeq: number, now: number): TakenTrades {
-  const known = store.knownAmong(trades.map((t) => t.id));
+  const known = store.knownAmong(trades);
   const accepted: StoredTrade[] = [];
   const changedBuckets = new Map<number, MinuteBucket>();
   const changedDays = new Set<number>();
@@ -35,12 +36,12 @@ export function takeTrades(store: MarketStore, trades: readonly UnitTradeInput[]
     changedBuckets.set(minute.minute, minute);
     changedDays.add(day.minute);
   }
-  store.insertTrades(accepted, now);
+  store.rememberIds(accepted);
   const today = Math.floor(now / DAY_MS) * DAY_MS;
   return { accepted, duplicates, changedBuckets, lateDays: [...changedDays].filter((day) => day < today) };
 }
 
-/** After the commit: what memory holds of the last trade and of the recent minutes. */
+/** What memory holds of the last trade and of the recent minutes. */
 export function rememberTrades(state: MarketState, taken: TakenTrades, now: number): void {
   state.tradeSeq += taken.accepted.length;
   // The same rule as a bucket's close (a later or equal time wins), so price and quantity agree.

@@ -63,6 +63,11 @@ export function encodeEntry(entry: BookEntry): string {
   });
 }
 
+/** A ring row: one batch's entry as it was before ticks, or the entries of a tick's batches as an array. */
+export function encodeEntries(entries: readonly BookEntry[]): string {
+  return entries.length === 1 ? encodeEntry(entries[0]!) : `[${entries.map(encodeEntry).join(",")}]`;
+}
+
 export function decodeEntry(value: { t: number; u: ["s" | "d", number, TextLevels, TextLevels][]; f?: string }): BookEntry {
   return {
     time: value.t,
@@ -83,6 +88,12 @@ export function decodeBase(value: { sequence: number; time: number; bids: TextLe
 type StoredChange = { t: number; u: ["s" | "d", number, TextLevels, TextLevels][]; f?: string } | { bids: TextLevels; asks: TextLevels };
 /** The snapshot row: the whole book; since the history its sequence and time; since the derived record the log position and the batch's fingerprint. */
 type StoredSnapshot = { bids: TextLevels; asks: TextLevels; sequence?: number; time?: number; n?: number; f?: string };
+
+/** A ring row's changes, in order: a tick's row holds an array of them. */
+const changesOf = (text: string): StoredChange[] => {
+  const value = JSON.parse(text) as StoredChange | StoredChange[];
+  return Array.isArray(value) ? value : [value];
+};
 
 /**
  * A market's book in storage, written as a log rather than as levels (docs/design.md#the-write-path):
@@ -108,21 +119,23 @@ export class BookLog {
   }
 
   /**
-   * Records a batch's applied updates; returns the new position (the caller stores it with the
+   * Records the applied updates of the batches of one commit (docs/design.md#the-write-path: a
+   * tick's batches share one row); returns the new position (the caller stores it with the
    * market's state) and, when a snapshot was written, the segment it closed.
    */
-  append(position: BookLogPosition, entry: BookEntry, wholeBook: () => BookBase): { position: BookLogPosition; closed?: BookSegment } {
+  append(position: BookLogPosition, entries: readonly BookEntry[], wholeBook: () => BookBase): { position: BookLogPosition; closed?: BookSegment } {
     const n = position.logN + 1;
-    const text = encodeEntry(entry);
+    const text = encodeEntries(entries);
     this.segmentBytes ??= this.sql
       .exec<{ bytes: number }>("SELECT coalesce(sum(length(change)), 0) AS bytes FROM book_log WHERE n > ? AND n <= ?", position.snapshotN, position.logN)
       .one().bytes;
     if (n - position.snapshotN >= SNAPSHOT_EVERY || this.segmentBytes + text.length > SEGMENT_MAX_BYTES) {
-      const closed = this.segmentBefore(position, entry);
+      const closed = this.segmentBefore(position, entries);
       const book = wholeBook();
+      const fingerprint = entries[entries.length - 1]?.fingerprint;
       this.sql.exec(
         "INSERT INTO book_snapshot (id, levels) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET levels = excluded.levels",
-        JSON.stringify({ ...encodeBase(book), n, ...(entry.fingerprint ? { f: entry.fingerprint } : {}) }),
+        JSON.stringify({ ...encodeBase(book), n, ...(fingerprint ? { f: fingerprint } : {}) }),
       );
       if (position.snapshotN === 0 && this.sql.exec("SELECT 1 FROM book_levels LIMIT 1").toArray().length > 0) this.sql.exec("DELETE FROM book_levels");
       this.segmentBytes = 0;
@@ -146,7 +159,7 @@ export class BookLog {
   latest(): BookLatest | undefined {
     const snapshot = this.snapshot();
     const newest = this.sql.exec<{ n: number; change: string }>("SELECT n, change FROM book_log ORDER BY n DESC LIMIT 1").toArray()[0];
-    const change = newest ? (JSON.parse(newest.change) as StoredChange) : undefined;
+    const change = newest ? changesOf(newest.change).at(-1) : undefined;
     if (newest && change && "u" in change && change.f && (snapshot?.n === undefined || newest.n > snapshot.n)) {
       const last = change.u[change.u.length - 1]!;
       return { n: newest.n, snapshotN: snapshot?.n, sequence: last[1], time: change.t, fingerprint: change.f };
@@ -158,12 +171,12 @@ export class BookLog {
   }
 
   /** The segment a snapshot now closes: the stored snapshot, the ring's entries after it and `last`; none where its start carries no time. */
-  private segmentBefore(position: BookLogPosition, last: BookEntry): BookSegment | undefined {
+  private segmentBefore(position: BookLogPosition, last: readonly BookEntry[]): BookSegment | undefined {
     const base = this.base(position);
     if (!base) return undefined;
     const entries = this.entries(position);
     if (!entries) return undefined;
-    return { base, entries: [...entries, last] };
+    return { base, entries: [...entries, ...last] };
   }
 
   /** The book at the stored snapshot; an empty book at 0 for a market that never had one; undefined for a snapshot from before the history. */
@@ -200,7 +213,7 @@ export class BookLog {
     if (rows.length !== position.logN - position.snapshotN) {
       throw new Error(`the book log holds ${rows.length} entries after its snapshot, ${position.logN - position.snapshotN} were written`);
     }
-    return rows.map((row) => JSON.parse(row.change) as StoredChange);
+    return rows.flatMap((row) => changesOf(row.change));
   }
 
   /** The book as stored: the snapshot (or a pre-log market's levels), then each logged change after it. */

@@ -10,7 +10,7 @@ import { type DayFiles, MarketHistory } from "../history/market-history";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { groupOf, type MarketConfig } from "../registry/model";
-import { rememberTrades, type TakenTrades, takeTrades } from "./batch-trades";
+import { Tick } from "../ticks/tick";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
 import type { IngestBatch, IngestResult } from "./ingest";
 import { MarketReads } from "./market-reads";
@@ -18,8 +18,10 @@ import { MarketSecondly } from "./market-secondly";
 import { type MarketState, TRADE_RETENTION_MS } from "./market-state";
 import { DERIVED_FIELDS, type MarketRecord, MarketStore } from "./market-store";
 import { MarketStreams } from "./market-streams";
-import { type BookOutcome, OrderBook, type WireLevel } from "./order-book";
+import { OrderBook, type WireLevel } from "./order-book";
 import type { MinuteBucket } from "./rolling-window";
+import { StagedBatches, stageBatch } from "./staged-batches";
+import { PENDING_MAX_BYTES } from "./trade-id-minutes";
 
 export type { OrderBookText } from "./market-reads";
 export type { WireTrade } from "./wire-trade";
@@ -83,6 +85,11 @@ export class MarketObject extends MeteredObject {
   private readonly reads: MarketReads;
   /** When the staged candle buckets were last written. */
   private bucketsFlushedAt = 0;
+  /** What the batches since the last commit applied, to be written at the tick (docs/design.md#the-write-path). */
+  private staged = new StagedBatches();
+  /** The tick's length (`INGEST_TICK_MS`, 100 ms; the workers tests commit each batch at once unless a test sets it). */
+  private tickMs: number;
+  private readonly tick: Tick;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, "market");
@@ -95,6 +102,11 @@ export class MarketObject extends MeteredObject {
     );
     this.bookHistory = new MarketBookHistory(this.store, this.ctx.storage.sql, env.HISTORY, (time) => this.secondly.alarmBy(time));
     this.reads = new MarketReads(this.store, this.history);
+    this.tickMs = Number(env.INGEST_TICK_MS ?? "100");
+    this.tick = new Tick(
+      () => this.tickMs,
+      () => this.commit(),
+    );
   }
 
   /**
@@ -114,8 +126,10 @@ export class MarketObject extends MeteredObject {
     if (market !== stored) this.store.writeMeta("config", JSON.stringify(market));
     const book = new OrderBook(market.priceScale, market.quantityScale);
     const levels = this.store.book.read(this.store.bookPosition());
-    // The trades after the buckets' last write are staged again, exactly as when they came.
-    for (const trade of this.store.tradesAfter(meta.bucketsThroughSeq)) this.store.candles.stageTrade(trade);
+    // The trades after the buckets' last write are staged again, exactly as when they came, and their ids known again.
+    const unwritten = this.store.tradesAfter(meta.bucketsThroughSeq);
+    for (const trade of unwritten) this.store.candles.stageTrade(trade);
+    this.store.rememberIds(unwritten);
     book.restore(meta.bookSequence, meta.bookUpdatedAt, levels.bids, levels.asks, meta.bookFingerprint);
     const latest = this.store.candles.latestBucket();
     const now = Date.now();
@@ -186,79 +200,70 @@ export class MarketObject extends MeteredObject {
   /**
    * Applies one validated batch (docs/publishing.md): book first, all or nothing, then trades.
    * A batch checked against an older config than the market holds is not applied: the answer
-   * carries the newer config, and the caller checks the batch again with it.
+   * carries the newer config, and the caller checks the batch again with it. The answer waits
+   * for the tick's commit (docs/design.md#the-write-path): when it comes, the batch is durable.
    */
-  ingest(market: MarketConfig, batch: IngestBatch): IngestResult | ProblemResult | NewerConfig {
-    return this.guarded(() => {
+  async ingest(market: MarketConfig, batch: IngestBatch): Promise<IngestResult | ProblemResult | NewerConfig> {
+    const staged = this.guarded(() => {
       const state = this.load(market);
       if (state.market.revision > market.revision) return { newerConfig: state.market };
-      const { symbol } = market;
-      if (state.market.status !== "TRADING") throw problem("MARKET_NOT_TRADING", `${symbol} is ${state.market.status.toLowerCase()} and accepts no ingest`);
-      const now = Date.now();
-      let taken: TakenTrades = { accepted: [], duplicates: 0, changedBuckets: new Map(), lateDays: [] };
-      let bookOutcome: BookOutcome | undefined;
-      let markedDays: number[] | undefined;
-      let touchedPast = false;
-      let segmentClosed = false;
-      try {
-        this.store.transaction(() => {
-          const sequenceBefore = state.book.sequence;
-          // Validates before it changes anything; an identical replay changes nothing at all.
-          bookOutcome = batch.book ? state.book.applyAll(batch.book, now) : undefined;
-          const record: Partial<MarketRecord> = {};
-          if (batch.book && bookOutcome === "applied") {
-            // The updates the book did not have already (a resend may overlap), as sent: the book's history.
-            const applied = batch.book.filter((u) => u.sequence > sequenceBefore);
-            const logged = this.bookHistory.record(state, applied, now);
-            segmentClosed = logged.closed;
-            Object.assign(record, {
-              bookSequence: state.book.sequence,
-              bookUpdatedAt: now,
-              bookFingerprint: state.book.lastFingerprint,
-              ...logged.fields,
-            });
-          }
-          taken = takeTrades(this.store, batch.trades, state.tradeSeq, now);
-          const acceptedTrades = taken.accepted.length;
-          // A trade of a day already over: that day's files are written again at the next run. Any
-          // late trade counts as a mark, one for a day already marked too: a day's files being
-          // written meanwhile keep the day marked (writeDay compares the count).
-          touchedPast = taken.lateDays.length > 0;
-          const late = taken.lateDays.filter((day) => !state.dirtyDays.includes(day));
-          if (late.length > 0) {
-            markedDays = [...state.dirtyDays, ...late].sort((a, b) => a - b);
-            record.dirtyDays = JSON.stringify(markedDays);
-          }
-          if (acceptedTrades > 0) record.tradeSeq = state.tradeSeq + acceptedTrades;
-          // The staged buckets are written about once a minute (they are rebuilt from the trades after a restart).
-          if (now - this.bucketsFlushedAt >= BUCKET_FLUSH_MS || this.store.candles.stagedCount >= MAX_STAGED_BUCKETS) {
-            Object.assign(record, this.flushBuckets(state.tradeSeq + acceptedTrades, now));
-          }
-          if (acceptedTrades > 0 || bookOutcome === "applied") record.lastUpdateAt = now;
-          // One row for all of it when something the log and the blocks do not keep changed; else none.
-          const keys = Object.keys(record) as (keyof MarketRecord)[];
-          if (keys.some((key) => !DERIVED_FIELDS.includes(key))) this.store.writeRecord(record);
-          else if (keys.length > 0) this.store.noteRecord(record);
-        });
-      } catch (error) {
-        // A storage fault after the book changed in memory: start again from storage.
-        if (!(error instanceof ProblemError)) this.ctx.abort(`ingest failed to persist: ${String(error)}`);
-        throw error;
-      }
-      const { accepted } = taken;
-      const acceptedTrades = accepted.length;
-      rememberTrades(state, taken, now);
-      if (acceptedTrades > 0 || bookOutcome === "applied") state.lastUpdateAt = now;
-      if (markedDays) state.dirtyDays = markedDays;
-      if (touchedPast) state.dirtyMarks += 1;
-      const bookApplied = bookOutcome === "applied";
-      state.version += 1;
-      this.streams!.batch(state, bookApplied ? batch.book : undefined, accepted);
-      if (acceptedTrades > 0 || bookApplied) this.secondly.schedule(state, now);
-      if (bookApplied) this.bookHistory.applied(state, now, segmentClosed);
-      if (now - this.lastPruneAt > PRUNE_EVERY_MS) this.prune(state, now);
-      return { symbol, acceptedTrades, duplicateTrades: taken.duplicates, sequence: state.book.sequence, ...(bookOutcome ? { book: bookOutcome } : {}) };
+      if (state.market.status !== "TRADING")
+        throw problem("MARKET_NOT_TRADING", `${market.symbol} is ${state.market.status.toLowerCase()} and accepts no ingest`);
+      return stageBatch(this.store, state, this.staged, batch, Date.now());
     });
+    if (isProblemResult(staged) || "newerConfig" in staged) return staged;
+    await this.tick.committed();
+    return staged;
+  }
+
+  /**
+   * Writes what the batches since the last commit staged, in one transaction: one ring row for
+   * their book entries, one block for their trades, the buckets and ids when due, the record when
+   * a mark changed; then streams them and schedules the summary. A storage fault restarts the
+   * object from storage, and every batch of the tick is answered with the error (none was acknowledged).
+   */
+  private commit(): void {
+    const state = this.state!;
+    const staged = this.staged;
+    this.staged = new StagedBatches();
+    const now = Date.now();
+    let segmentClosed = false;
+    try {
+      this.store.transaction(() => {
+        const record: Partial<MarketRecord> = { ...staged.record };
+        const last = staged.entries[staged.entries.length - 1];
+        if (last) {
+          const logged = this.bookHistory.record(state, staged.entries);
+          segmentClosed = logged.closed;
+          Object.assign(record, { bookSequence: state.book.sequence, bookUpdatedAt: last.time, bookFingerprint: last.fingerprint, ...logged.fields });
+        }
+        if (staged.trades.length > 0) {
+          this.store.appendTrades(staged.trades, now);
+          record.tradeSeq = state.tradeSeq;
+        }
+        // The staged buckets and ids are written about once a minute (they are rebuilt from the trades after a restart).
+        if (
+          now - this.bucketsFlushedAt >= BUCKET_FLUSH_MS ||
+          this.store.candles.stagedCount >= MAX_STAGED_BUCKETS ||
+          this.store.pendingIds().bytes >= PENDING_MAX_BYTES
+        ) {
+          Object.assign(record, this.flushBuckets(state.tradeSeq, now));
+        }
+        if (staged.changed) record.lastUpdateAt = state.lastUpdateAt;
+        // One row for all of it when something the log and the blocks do not keep changed; else none.
+        const keys = Object.keys(record) as (keyof MarketRecord)[];
+        if (keys.some((key) => !DERIVED_FIELDS.includes(key))) this.store.writeRecord(record);
+        else if (keys.length > 0) this.store.noteRecord(record);
+      });
+    } catch (error) {
+      // A storage fault after the market changed in memory: start again from storage.
+      this.ctx.abort(`ingest failed to persist: ${String(error)}`);
+      throw error;
+    }
+    for (const { book, trades } of staged.streamed) this.streams!.batch(state, book, trades);
+    if (staged.changed) this.secondly.schedule(state, now);
+    if (staged.entries.length > 0) this.bookHistory.applied(state, now, segmentClosed);
+    if (now - this.lastPruneAt > PRUNE_EVERY_MS) this.prune(state, now);
   }
 
   /**
@@ -296,19 +301,23 @@ export class MarketObject extends MeteredObject {
 
   /**
    * Writes the staged candle buckets (a row each: about a row a second of trading, where four a
-   * batch were written before); returns the record's field saying which trades they hold.
+   * batch were written before) and the waiting trade ids (a row a minute of trade time, where a
+   * row a trade was written before); returns the record's field saying which trades they hold.
    * Inside the caller's transaction, with the record.
    */
   private flushBuckets(throughSeq: number, now: number): Partial<MarketRecord> {
     this.bucketsFlushedAt = now;
-    if (this.store.candles.stagedCount === 0) return {};
+    if (this.store.candles.stagedCount === 0 && this.store.pendingIds().count === 0) return {};
     this.store.candles.flush();
+    this.store.writeIds(now);
     return { bucketsThroughSeq: throughSeq };
   }
 
   /** Writes the staged buckets now, in a transaction of its own (the alarm, before an archive or an import). */
   private flushBucketsNow(state: MarketState): void {
-    if (this.store.candles.stagedCount === 0) return;
+    // What a tick staged is written first: the buckets' mark never runs ahead of the stored trades.
+    this.tick.commitNow();
+    if (this.store.candles.stagedCount === 0 && this.store.pendingIds().count === 0) return;
     this.store.transaction(() => this.store.writeRecord(this.flushBuckets(state.tradeSeq, Date.now())));
   }
 
@@ -396,6 +405,7 @@ export class MarketObject extends MeteredObject {
   }
 
   override async alarm(): Promise<void> {
+    this.tick.commitNow();
     this.secondly.fired();
     // The staged buckets are written once they are a minute old, also when trading has stopped.
     if (this.state && Date.now() - this.bucketsFlushedAt >= BUCKET_FLUSH_MS) this.flushBucketsNow(this.state);

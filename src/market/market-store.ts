@@ -5,6 +5,7 @@ import { BookLog } from "./book-log";
 import { BucketStore } from "./bucket-store";
 import { RecentTradeIds } from "./recent-trade-ids";
 import { TradeBlocks } from "./trade-blocks";
+import { TradeIdMinutes } from "./trade-id-minutes";
 
 /** A stored trade; prices and quantities are integer units at the market's scales. */
 export interface StoredTrade {
@@ -110,7 +111,9 @@ function whereOf(bounds: [condition: string, value: number | undefined][]): { fi
  * SQLite integers come back as JS numbers, which would round volumes above 2^53.
  */
 export class MarketStore {
-  /** Ids of trades archived in the last 25 hours and more: a resend of one is still a duplicate. */
+  /** The ids of trades taken in the last 25 hours and of hot ones, by minute of trade time: a resend of one is a duplicate. */
+  private readonly tradeIds: TradeIdMinutes;
+  /** Ids kept a row each before the minutes (`recent-trade-ids.ts`): read until their hours expire, never written. */
   private readonly recentIds: RecentTradeIds;
   /** The candle buckets: seconds, minutes, hours and days. */
   readonly candles: BucketStore;
@@ -124,6 +127,7 @@ export class MarketStore {
   constructor(private readonly storage: DurableObjectStorage) {
     storage.sql.exec(SCHEMA);
     this.recentIds = new RecentTradeIds(storage.sql);
+    this.tradeIds = new TradeIdMinutes(storage.sql);
     this.candles = new BucketStore(storage.sql);
     this.book = new BookLog(storage.sql);
     this.blocks = new TradeBlocks(storage.sql);
@@ -247,7 +251,8 @@ export class MarketStore {
       this.transaction(() => {
         const rows = this.sql.exec("SELECT * FROM trades ORDER BY seq").toArray().map(toTrade);
         for (let i = 0; i < rows.length; i += 1000) this.blocks.append(rows.slice(i, i + 1000));
-        this.recentIds.remember(rows, Date.now());
+        this.tradeIds.remember(rows);
+        this.tradeIds.write(Date.now());
         this.sql.exec("DROP TABLE trades");
       });
     }
@@ -259,20 +264,37 @@ export class MarketStore {
     }
   }
 
-  /** Whether a trade of this id was taken in the last 25 hours at least, or is still hot. */
-  hasTrade(id: string): boolean {
-    return this.knownAmong([id]).size > 0;
+  /** Whether a trade of this id and time was taken in the last 25 hours at least, or is still hot. */
+  hasTrade(id: string, time: number): boolean {
+    return this.knownAmong([{ id, time }]).size > 0;
   }
 
-  /** The ids of `ids` taken in the last 25 hours, or still hot (one look-up for a whole batch). */
-  knownAmong(ids: readonly string[]): Set<string> {
-    return this.recentIds.among(ids);
+  /** The ids of `trades` taken in the last 25 hours, or still hot (looked up for a whole batch at once). */
+  knownAmong(trades: readonly { id: string; time: number }[]): Set<string> {
+    const found = this.tradeIds.among(trades);
+    const rest = trades.filter((t) => !found.has(t.id)).map((t) => t.id);
+    if (rest.length > 0) for (const id of this.recentIds.among(rest)) found.add(id);
+    return found;
   }
 
-  /** A batch's accepted trades, in the order applied: one block, and their ids kept for the duplicates' check. */
-  insertTrades(trades: readonly StoredTrade[], now: number): void {
+  /** A commit's accepted trades, in the order applied: one block. */
+  appendTrades(trades: readonly StoredTrade[], now: number): void {
     this.blocks.append(trades, now);
-    this.recentIds.remember(trades, now);
+  }
+
+  /** Trades just taken, or taken before a restart and not written with the ids yet: known from now on; written by `writeIds`. */
+  rememberIds(trades: readonly StoredTrade[]): void {
+    this.tradeIds.remember(trades);
+  }
+
+  /** The ids waiting for their write: how many, and their bytes. */
+  pendingIds(): { count: number; bytes: number } {
+    return { count: this.tradeIds.pendingCount, bytes: this.tradeIds.pendingBytes };
+  }
+
+  /** Writes the waiting ids (with the staged buckets, under the same `bucketsThroughSeq`). */
+  writeIds(now: number): void {
+    this.tradeIds.write(now);
   }
 
   /**
@@ -303,6 +325,7 @@ export class MarketStore {
   /** Drops second buckets older than `before`, and the hours of archived ids expired at `now`. */
   prune(before: number, now: number): void {
     this.sql.exec("DELETE FROM rollup_buckets WHERE size = ? AND start < ?", SECOND_MS, before);
+    this.tradeIds.forget(now, this.archivedThrough());
     this.recentIds.forget(now, this.archivedThrough());
   }
 

@@ -1,6 +1,6 @@
 /**
- * The ids of a market's recent trades, kept so that a publisher's resend within 25 hours is still
- * recognised as a duplicate, whatever the market's rate (docs/publishing.md#resending).
+ * The ids of a market's trades as they were kept before the minutes of `trade-id-minutes.ts`: read
+ * (a resend of a trade taken before is still a duplicate) until their hours expire, never written.
  *
  * One table per hour of receipt (`recent_ids_{hour}`, the id as its key with the trade's `seq`, no
  * other index): an id is written once, when its trade is taken, and the whole hour is dropped when
@@ -11,20 +11,7 @@
  * row written per trade; up to 28 rows read per new trade; about 40 bytes of storage per id
  * (3.6 GB at 1,000 trades a second for 26 hours, within an object's 10 GB).
  */
-import { HOUR_MS } from "../history/intervals";
-
-/** An id is kept at least this long after it was archived (and so after it was received). */
-export const RECENT_ID_MS = 25 * HOUR_MS;
-
-/** The hour an id archived at `now` is kept under. */
-export function idHour(now: number): number {
-  return Math.floor(now / HOUR_MS);
-}
-
-/** Whether an hour's ids may be dropped at `now`: its last id was archived ≥ RECENT_ID_MS ago. */
-export function hourExpired(hour: number, now: number): boolean {
-  return (hour + 1) * HOUR_MS + RECENT_ID_MS <= now;
-}
+import { hourExpired } from "./trade-id-minutes";
 
 const TABLE = /^recent_ids_(\d+)$/;
 const OLD = "recent_ids_old";
@@ -35,6 +22,8 @@ const IDS_PER_STATEMENT = 100;
 export class RecentTradeIds {
   /** The hours with a table, ascending (read once from the schema). */
   private hours: number[] | undefined;
+  /** Whether any id is kept here (read once, and again after a `forget`). */
+  private holds: boolean | undefined;
 
   constructor(private readonly sql: SqlStorage) {
     sql.exec(`CREATE TABLE IF NOT EXISTS ${OLD} (id TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID`);
@@ -57,26 +46,6 @@ export class RecentTradeIds {
     return this.hours;
   }
 
-  /** Keeps the ids of `trades` (taken at `now`) for RECENT_ID_MS at least, and while they are hot. One statement. */
-  remember(trades: readonly { id: string; seq: number }[], now: number): void {
-    if (trades.length === 0) return;
-    const hour = idHour(now);
-    const hours = this.tables();
-    if (!hours.includes(hour)) {
-      this.sql.exec(`CREATE TABLE IF NOT EXISTS recent_ids_${hour} (id TEXT PRIMARY KEY, seq INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID`);
-      hours.push(hour);
-      hours.sort((a, b) => a - b);
-    }
-    // Two bound values a trade: SQLite here binds at most 100 a statement.
-    for (let i = 0; i < trades.length; i += IDS_PER_STATEMENT / 2) {
-      const slice = trades.slice(i, i + IDS_PER_STATEMENT / 2);
-      this.sql.exec(
-        `INSERT OR IGNORE INTO recent_ids_${hour} (id, seq) VALUES ${slice.map(() => "(?, ?)").join(", ")}`,
-        ...slice.flatMap((t) => [t.id, t.seq]),
-      );
-    }
-  }
-
   /**
    * The ids of `ids` that left the hot table within the last RECENT_ID_MS (or a little longer:
    * whole hours). One statement per hour table and 100 ids, not one per id: a batch of 1,000 new
@@ -84,6 +53,9 @@ export class RecentTradeIds {
    */
   among(ids: readonly string[]): Set<string> {
     const found = new Set<string>();
+    // A market from after the minutes has none: no statement a batch.
+    this.holds ??= this.tables().length > 0 || this.sql.exec(`SELECT 1 FROM ${OLD} LIMIT 1`).toArray().length > 0;
+    if (!this.holds) return found;
     const tables = [OLD, ...this.tables().map((hour) => `recent_ids_${hour}`)];
     for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT) {
       const slice = ids.slice(i, i + IDS_PER_STATEMENT);
@@ -107,5 +79,6 @@ export class RecentTradeIds {
       this.sql.exec(`DROP TABLE IF EXISTS ${table}`);
     }
     this.sql.exec(`DELETE FROM ${OLD} WHERE seq <= ?`, archivedThrough);
+    this.holds = undefined;
   }
 }

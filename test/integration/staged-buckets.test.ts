@@ -50,12 +50,13 @@ describe("candle buckets are staged and written about once a minute (src/market/
       await Promise.resolve();
       return (instance as unknown as Counted).meter.holder.counts.take().counters['mds_storage_rows_written_total{object="market"}'] ?? 0;
     });
-    // Each batch: its trades' block (a row and an index entry) and the trade's id, 60 (the market's
-    // record is read back from the block: 80 with it a batch); before staging also four buckets
-    // (second, minute, hour, day) a batch, 160 at least. A flush meanwhile (the alarm) writes each
-    // bucket once — 20 seconds, 3 minutes, an hour, a day — and the record.
-    expect(written, "rows written by 20 batches of a trade").toBeGreaterThanOrEqual(60);
-    expect(written, "rows written by 20 batches of a trade").toBeLessThanOrEqual(60 + 25 + 3);
+    // Each batch: its trades' block (a row and an index entry), 40 (the trade's id a row of its own
+    // before the ids by minute: 60; the market's record before it was read back from the block: 80);
+    // before staging also four buckets (second, minute, hour, day) a batch, 160 at least. A flush
+    // meanwhile (the alarm) writes each bucket once — 20 seconds, 3 minutes, an hour, a day — the
+    // ids of each of 3 minutes of trade time, and the record.
+    expect(written, "rows written by 20 batches of a trade").toBeGreaterThanOrEqual(40);
+    expect(written, "rows written by 20 batches of a trade").toBeLessThanOrEqual(40 + 25 + 3 + 3);
     const before = await candles(symbol);
 
     // A restart before the flush: the buckets come back from the stored trades.

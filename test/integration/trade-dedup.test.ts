@@ -1,4 +1,4 @@
-import { runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { marketObject } from "../../src/core/object-ids";
@@ -10,7 +10,9 @@ import type { MarketState } from "../../src/market/market-state";
 import type { MarketStore } from "../../src/market/market-store";
 
 type Inside = { history: MarketHistory; store: MarketStore; state: MarketState };
-const trade = (n: number, time = Date.now()) => ({ id: `dd-${n}`, price: "150.000", quantity: "1.00", side: "buy" as const, time });
+/** A resend is the same trade again: its id and its time (docs/publishing.md#resending). */
+const T0 = Date.now();
+const trade = (n: number, time = T0) => ({ id: `dd-${n}`, price: "150.000", quantity: "1.00", side: "buy" as const, time });
 
 describe("a trade id is a duplicate for 25 hours at any rate (docs/publishing.md#resending)", () => {
   it("a trade archived young, because many trades followed it, is still recognised when resent (fails before: applied twice)", async () => {
@@ -36,10 +38,48 @@ describe("a trade id is a duplicate for 25 hours at any rate (docs/publishing.md
     await runInDurableObject(stub, async (instance: MarketObject) => {
       const { store } = instance as unknown as Inside;
       store.prune(0, now + 25 * HOUR_MS - 1);
-      expect(store.hasTrade("dd-0"), "just under 25 hours after").toBe(true);
+      expect(store.hasTrade("dd-0", T0), "just under 25 hours after").toBe(true);
       store.prune(0, now + 27 * HOUR_MS);
-      expect(store.hasTrade("dd-0"), "27 hours after").toBe(false);
-      expect(store.hasTrade("dd-1299"), "a hot trade stays known").toBe(true);
+      expect(store.hasTrade("dd-0", T0), "27 hours after").toBe(false);
+      expect(store.hasTrade("dd-1299", T0), "a hot trade stays known").toBe(true);
     });
+  });
+});
+
+describe("trade ids cost a row a minute of trade time, not a row a trade (src/market/trade-id-minutes.ts)", () => {
+  type Ids = Inside & { bucketsFlushedAt: number; ctx: DurableObjectState };
+  const rowsOf = (instance: MarketObject, minutes: number[]) => {
+    const { ctx } = instance as unknown as Ids;
+    const tables = ctx.storage.sql
+      .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'trade_ids_[0-9]*'")
+      .toArray()
+      .map((t) => t.name);
+    return tables.reduce(
+      (sum, table) => sum + ctx.storage.sql.exec<{ n: number }>(`SELECT count(*) AS n FROM ${table} WHERE minute IN (${minutes.join(",")})`).one().n,
+      0,
+    );
+  };
+
+  it("100 trades over two minutes of trade time are two rows once written; resends are duplicates before the write, after it and after restarts (fails before: no such rows)", async () => {
+    const stub = marketObject(env, "SOLUSDT");
+    const start = Math.floor(T0 / 60_000) * 60_000 - 10 * 60_000;
+    const minutes = [start / 60_000, start / 60_000 + 1];
+    const batches = Array.from({ length: 10 }, (_, b) => Array.from({ length: 10 }, (_, i) => trade(10_000 + b * 10 + i, start + (b * 10 + i) * 1_000)));
+    for (const batch of batches) expect((await ingest(env, "*", { symbol: "SOLUSDT", trades: batch })).acceptedTrades, "new trades").toBe(10);
+    expect(await runInDurableObject(stub, async (instance: MarketObject) => rowsOf(instance, minutes)), "rows before the minute's write").toBe(0);
+    // A restart before the write: the ids are known again from the stored trades.
+    await evictDurableObject(stub);
+    expect(await ingest(env, "*", { symbol: "SOLUSDT", trades: batches[3]! }), "a resend after a restart before the write").toMatchObject({
+      acceptedTrades: 0,
+      duplicateTrades: 10,
+    });
+    await runInDurableObject(stub, async (instance: MarketObject) => {
+      (instance as unknown as Ids).bucketsFlushedAt = 0; // as if a minute had passed
+    });
+    expect(await runDurableObjectAlarm(stub), "the minute's alarm ran").toBe(true);
+    expect(await runInDurableObject(stub, async (instance: MarketObject) => rowsOf(instance, minutes)), "rows after the write: one a minute").toBe(2);
+    await evictDurableObject(stub);
+    const resent = await ingest(env, "*", { symbol: "SOLUSDT", trades: [...batches[0]!, ...batches[9]!, trade(20_000, start)] });
+    expect(resent, "after the write and a restart: twenty duplicates, one new").toMatchObject({ acceptedTrades: 1, duplicateTrades: 20 });
   });
 });

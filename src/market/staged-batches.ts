@@ -1,0 +1,63 @@
+import { rememberTrades, takeTrades } from "./batch-trades";
+import type { BookEntry } from "./book-log";
+import type { IngestBatch, IngestResult } from "./ingest";
+import type { MarketState } from "./market-state";
+import type { MarketRecord, MarketStore, StoredTrade } from "./market-store";
+import type { BookOutcome, BookUpdate } from "./order-book";
+
+/**
+ * What a market applied since its last commit and has not written yet (docs/design.md#the-write-path):
+ * the batches' book entries (one ring row for all), their trades (one block for all), the record's
+ * fields they changed, and what each batch sends its subscribers once it is durable.
+ */
+export class StagedBatches {
+  readonly entries: BookEntry[] = [];
+  readonly trades: StoredTrade[] = [];
+  readonly record: Partial<MarketRecord> = {};
+  /** Per batch, in order: its stream messages (sent after the commit, so nothing not durable is streamed). */
+  readonly streamed: { book: readonly BookUpdate[] | undefined; trades: StoredTrade[] }[] = [];
+  /** Whether a batch changed the market (its summary is due). */
+  changed = false;
+}
+
+/**
+ * Applies one validated batch in memory — book first, all or nothing, then trades — and stages
+ * what it must write; nothing is written here. The market is as if the batch were applied (a
+ * later batch of the same tick builds on it); its answer goes out once the tick is committed.
+ */
+export function stageBatch(store: MarketStore, state: MarketState, staged: StagedBatches, batch: IngestBatch, now: number): IngestResult {
+  const sequenceBefore = state.book.sequence;
+  // Validates before it changes anything; an identical replay changes nothing at all.
+  const bookOutcome: BookOutcome | undefined = batch.book ? state.book.applyAll(batch.book, now) : undefined;
+  const bookApplied = bookOutcome === "applied";
+  if (batch.book && bookApplied) {
+    // The updates the book did not have already (a resend may overlap), as sent: the book's history.
+    staged.entries.push({ time: now, updates: batch.book.filter((u) => u.sequence > sequenceBefore), fingerprint: state.book.lastFingerprint });
+  }
+  const taken = takeTrades(store, batch.trades, state.tradeSeq, now);
+  staged.trades.push(...taken.accepted);
+  // A trade of a day already over: that day's files are written again at the next run. Any late
+  // trade counts as a mark, one for a day already marked too: a day's files being written
+  // meanwhile keep the day marked (writeDay compares the count).
+  const late = taken.lateDays.filter((day) => !state.dirtyDays.includes(day));
+  if (late.length > 0) {
+    state.dirtyDays = [...state.dirtyDays, ...late].sort((a, b) => a - b);
+    staged.record.dirtyDays = JSON.stringify(state.dirtyDays);
+  }
+  if (taken.lateDays.length > 0) state.dirtyMarks += 1;
+  rememberTrades(state, taken, now);
+  const acceptedTrades = taken.accepted.length;
+  if (acceptedTrades > 0 || bookApplied) {
+    state.lastUpdateAt = now;
+    staged.changed = true;
+  }
+  state.version += 1;
+  staged.streamed.push({ book: bookApplied ? batch.book : undefined, trades: taken.accepted });
+  return {
+    symbol: state.market.symbol,
+    acceptedTrades,
+    duplicateTrades: taken.duplicates,
+    sequence: state.book.sequence,
+    ...(bookOutcome ? { book: bookOutcome } : {}),
+  };
+}

@@ -1,0 +1,170 @@
+/**
+ * The ids of a market's trades, kept so that a resend within 25 hours is recognised as a
+ * duplicate at any rate (docs/publishing.md#resending) — without a row per trade.
+ *
+ * A resend is the same trade again: the same id and the same time. So ids are kept by the minute
+ * of the trade's time, packed: what the market took since its last write is held in memory (and
+ * rebuilt after a restart from the stored trades, like the staged candle buckets) and written
+ * with the buckets about once a minute, one row per minute of trade time those trades reach, in
+ * a table per hour of receipt (`trade_ids_{hour}`) dropped whole once its hour ended 25 hours
+ * ago, so expiry writes nothing per id. A lookup reads only the rows of its trades' minutes (at
+ * most a few, cached for the minutes being traded). Rows whose trades are still hot when their
+ * hour expires move to `trade_ids_hot` until the trades are archived: a hot trade stays known.
+ *
+ * Cost: about one row a market-minute (a trade late by minutes adds the row of its minute); no
+ * index beyond the key. Memory: the ids taken since the last write (≤ PENDING_MAX_BYTES) and the
+ * cached minutes (≤ CACHED_MINUTES).
+ */
+import { HOUR_MS, MINUTE_MS } from "../history/intervals";
+
+/** An id is kept at least this long after its trade was taken. */
+export const RECENT_ID_MS = 25 * HOUR_MS;
+/** The ids waiting to be written are written sooner than the minute once they reach this size (a row is at most 2 MB). */
+export const PENDING_MAX_BYTES = 1_000_000;
+/** Minutes of trade time whose ids are held in memory for lookups. */
+const CACHED_MINUTES = 4;
+
+const TABLE = /^trade_ids_(\d+)$/;
+const HOT = "trade_ids_hot";
+const columns = "(minute INTEGER NOT NULL, n INTEGER NOT NULL, max_seq INTEGER NOT NULL, ids TEXT NOT NULL, PRIMARY KEY (minute, n)) WITHOUT ROWID";
+
+/** The hour an id taken at `now` is kept under. */
+export function idHour(now: number): number {
+  return Math.floor(now / HOUR_MS);
+}
+
+/** Whether an hour's ids may be dropped at `now`: the last of them was taken ≥ RECENT_ID_MS ago. */
+export function hourExpired(hour: number, now: number): boolean {
+  return (hour + 1) * HOUR_MS + RECENT_ID_MS <= now;
+}
+
+/** A row's ids: each with its trade id number (`seq`), which says whether the trade is still hot. */
+type Packed = [id: string, seq: number][];
+
+/** The minute an id is kept under: its trade's time. */
+const minuteOf = (time: number): number => Math.floor(time / MINUTE_MS);
+
+export class TradeIdMinutes {
+  /** The hours with a table, ascending (read once from the schema). */
+  private hours: number[] | undefined;
+  /** Ids taken since the last write, by minute of trade time, with the highest trade id among them. */
+  private pending = new Map<number, { ids: Packed; maxSeq: number }>();
+  /** The same ids, for a lookup by id alone (a resend before the write is known whatever its time). */
+  private pendingIds = new Set<string>();
+  private bytes = 0;
+  /** Every id kept for a minute, stored and pending, for the minutes looked up last (least recent first). */
+  private cache = new Map<number, Set<string>>();
+  /** The key of the last row written, so that two writes never share one. */
+  private lastN = 0;
+
+  constructor(private readonly sql: SqlStorage) {
+    sql.exec(`CREATE TABLE IF NOT EXISTS ${HOT} ${columns}`);
+  }
+
+  /** Ids waiting to be written, and their size. */
+  get pendingCount(): number {
+    return this.pendingIds.size;
+  }
+
+  get pendingBytes(): number {
+    return this.bytes;
+  }
+
+  private tables(): number[] {
+    this.hours ??= this.sql
+      .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'trade_ids_%'")
+      .toArray()
+      .flatMap((row) => {
+        const match = TABLE.exec(row.name);
+        return match ? [Number(match[1])] : [];
+      })
+      .sort((a, b) => a - b);
+    return this.hours;
+  }
+
+  /** Every id kept for a minute of trade time: from the rows of its minute in each table, and what waits. */
+  private minute(minute: number): Set<string> {
+    const cached = this.cache.get(minute);
+    if (cached) {
+      this.cache.delete(minute);
+      this.cache.set(minute, cached);
+      return cached;
+    }
+    const ids = new Set<string>();
+    for (const table of [HOT, ...this.tables().map((hour) => `trade_ids_${hour}`)]) {
+      for (const row of this.sql.exec<{ ids: string }>(`SELECT ids FROM ${table} WHERE minute = ?`, minute)) {
+        for (const [id] of JSON.parse(row.ids) as Packed) ids.add(id);
+      }
+    }
+    for (const [id] of this.pending.get(minute)?.ids ?? []) ids.add(id);
+    this.cache.set(minute, ids);
+    if (this.cache.size > CACHED_MINUTES) this.cache.delete(this.cache.keys().next().value!);
+    return ids;
+  }
+
+  /** Which of `trades` were taken before (by id within the minute of their time; by id alone while unwritten). */
+  among(trades: readonly { id: string; time: number }[]): Set<string> {
+    const found = new Set<string>();
+    for (const trade of trades) {
+      if (this.pendingIds.has(trade.id) || this.minute(minuteOf(trade.time)).has(trade.id)) found.add(trade.id);
+    }
+    return found;
+  }
+
+  /** Keeps the ids of trades just taken (in memory until the next `write`, which the caller makes durable). */
+  remember(trades: readonly { id: string; seq: number; time: number }[]): void {
+    for (const trade of trades) {
+      const minute = minuteOf(trade.time);
+      const entry = this.pending.get(minute) ?? { ids: [], maxSeq: 0 };
+      if (entry.ids.length === 0) this.pending.set(minute, entry);
+      entry.ids.push([trade.id, trade.seq]);
+      entry.maxSeq = Math.max(entry.maxSeq, trade.seq);
+      this.pendingIds.add(trade.id);
+      this.bytes += trade.id.length + 20;
+      this.cache.get(minute)?.add(trade.id);
+    }
+  }
+
+  /** Writes what waits: one row a minute of trade time, in the table of the hour it is written (inside the caller's transaction). */
+  write(now: number): void {
+    if (this.pending.size === 0) return;
+    const hour = idHour(now);
+    const hours = this.tables();
+    if (!hours.includes(hour)) {
+      this.sql.exec(`CREATE TABLE IF NOT EXISTS trade_ids_${hour} ${columns}`);
+      hours.push(hour);
+      hours.sort((a, b) => a - b);
+    }
+    this.lastN = Math.max(this.lastN + 1, now);
+    for (const [minute, { ids, maxSeq }] of this.pending) {
+      this.sql.exec(`INSERT INTO trade_ids_${hour} (minute, n, max_seq, ids) VALUES (?, ?, ?, ?)`, minute, this.lastN, maxSeq, JSON.stringify(ids));
+    }
+    this.pending = new Map();
+    this.pendingIds = new Set();
+    this.bytes = 0;
+  }
+
+  /**
+   * Drops the hours whose ids are all older than TRADE_ID_KEPT_MS at `now`; their rows holding a
+   * trade not yet archived (`max_seq` above `archivedThrough`) move to the hot table until it is.
+   */
+  forget(now: number, archivedThrough: number): void {
+    const hours = this.tables();
+    let dropped = false;
+    while (hours.length > 0 && hourExpired(hours[0]!, now)) {
+      const table = `trade_ids_${hours.shift()}`;
+      // A quiet market's hour: keep the ids of its trades not yet archived, and only those.
+      const rows = this.sql
+        .exec<{ minute: number; n: number; max_seq: number; ids: string }>(`SELECT * FROM ${table} WHERE max_seq > ?`, archivedThrough)
+        .toArray();
+      for (const row of rows) {
+        const hot = (JSON.parse(row.ids) as Packed).filter(([, seq]) => seq > archivedThrough);
+        this.sql.exec(`INSERT OR IGNORE INTO ${HOT} (minute, n, max_seq, ids) VALUES (?, ?, ?, ?)`, row.minute, row.n, row.max_seq, JSON.stringify(hot));
+      }
+      this.sql.exec(`DROP TABLE IF EXISTS ${table}`);
+      dropped = true;
+    }
+    if (this.sql.exec(`DELETE FROM ${HOT} WHERE max_seq <= ?`, archivedThrough).rowsWritten > 0) dropped = true;
+    if (dropped) this.cache.clear();
+  }
+}

@@ -1,0 +1,100 @@
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { marketObject } from "../../src/core/object-ids";
+import { ingest } from "../../src/market/ingest";
+import type { MarketObject } from "../../src/market/market-object";
+import type { IngestBody } from "../../src/market/schemas";
+import { ensureRegistry, findMarket } from "../../src/registry/copy";
+import { callJson } from "../support/http";
+
+type Ticking = {
+  tickMs: number;
+  meter: { holder: { counts: { take(): { counters: Record<string, number> } }; flush(env: Env, now: number, force: boolean): Promise<void> | undefined } };
+};
+const T0 = Date.now();
+const ROWS = 'mds_storage_rows_written_total{object="market"}';
+
+/** A batch of the ETHUSDT feed: delta `sequence` of five levels, and one trade. */
+const batch = (sequence: number): IngestBody => ({
+  symbol: "ETHUSDT",
+  book: {
+    type: "delta",
+    sequence,
+    bids: Array.from({ length: 3 }, (_, i) => [`${3000 - i - 1}.00`, `${1 + ((sequence + i) % 9)}.0000`] as [string, string]),
+    asks: Array.from({ length: 2 }, (_, i) => [`${3000 + i + 1}.00`, `${1 + ((sequence + i) % 7)}.0000`] as [string, string]),
+  },
+  trades: [{ id: `tick-${sequence}`, price: "3000.00", quantity: "0.1000", side: "buy", time: T0 + sequence }],
+});
+
+async function setTick(ms: number): Promise<void> {
+  await runInDurableObject(marketObject(env, "ETHUSDT"), async (instance: MarketObject) => {
+    (instance as unknown as Ticking).tickMs = ms;
+  });
+}
+
+/** Rows the market wrote since the last call (the first call starts the count: it hands on what is held). */
+async function rowsWritten(start = false): Promise<number> {
+  return runInDurableObject(marketObject(env, "ETHUSDT"), async (instance: MarketObject) => {
+    const { holder } = (instance as unknown as Ticking).meter;
+    if (start) await holder.flush(env, Date.now(), true);
+    return holder.counts.take().counters[ROWS] ?? 0;
+  });
+}
+
+describe("the tick: a market writes its batches together, at most once a tick, and answers each once it is written (src/ticks/tick.ts)", () => {
+  it("40 batches sent together are written in a few commits, not 40 (fails before: 3 rows a batch), and all of them are there after a restart", async () => {
+    await ensureRegistry(env);
+    await ingest(env, "*", { symbol: "ETHUSDT", book: { type: "snapshot", sequence: 1, bids: [["2999.00", "1.0000"]], asks: [["3001.00", "1.0000"]] } });
+    await setTick(100);
+    await rowsWritten(true);
+    const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => ingest(env, "*", batch(2 + i))));
+    for (const [i, answer] of answers.entries()) expect(answer, `batch ${i}`).toMatchObject({ acceptedTrades: 1, book: "applied" });
+    const rows = await rowsWritten();
+    // A commit: the book's ring row, the trades' block and its index entry (3); the first batch
+    // commits at once (a quiet spell), the rest with the ticks after it; the alarm's row, and the
+    // record's at most once.
+    expect(rows, "rows written by 40 batches sent together").toBeLessThanOrEqual(3 * 4 + 2);
+    await evictDurableObject(marketObject(env, "ETHUSDT"));
+    const book = await callJson<{ sequence: number }>("/api/orderbook/ETHUSDT?depth=5");
+    expect(book.body.sequence, "the book after a restart").toBe(41);
+    const trades = await callJson<unknown[]>("/api/trades/ETHUSDT?limit=100");
+    expect(trades.body.length, "the trades after a restart").toBe(40);
+    expect(await ingest(env, "*", batch(41)), "the last batch resent").toMatchObject({ acceptedTrades: 0, duplicateTrades: 1, book: "duplicate" });
+  });
+
+  it("an object aborted mid-tick answered none of the tick's batches, kept the one it answered, and takes the others when resent", async () => {
+    await ensureRegistry(env);
+    const market = findMarket("ETHUSDT")!;
+    const stub = marketObject(env, "ETHUSDT");
+    const start = ((await callJson<{ sequence: number }>("/api/orderbook/ETHUSDT?depth=1")).body.sequence ?? 0) + 1;
+    // A tick of a minute, begun by the last commit: all five batches wait for it.
+    await setTick(60_000);
+    const sent = Array.from({ length: 5 }, (_, i) =>
+      ingest(env, "*", batch(start + i)).then(
+        (answer) => ({ answered: true as const, answer }),
+        (error: unknown) => ({ answered: false as const, error: String(error) }),
+      ),
+    );
+    // Once the five are staged (the book shows the last), the object is aborted before its tick.
+    for (let tries = 0; tries < 200; tries++) {
+      const staged = await runInDurableObject(stub, async (instance: MarketObject) => instance.orderBook(market, 1));
+      if ("sequence" in staged && staged.sequence === start + 4) break;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    await runInDurableObject(stub, async (_instance: MarketObject, state) => {
+      state.abort("the runtime failed mid-tick");
+    }).catch(() => undefined);
+    const outcomes = await Promise.all(sent);
+    expect(
+      outcomes.filter((o) => o.answered),
+      "batches answered before the abort",
+    ).toHaveLength(0);
+    const book = await callJson<{ sequence: number }>("/api/orderbook/ETHUSDT?depth=1");
+    expect(book.body.sequence, "the book after the abort: what was acknowledged").toBe(start - 1);
+    await setTick(0);
+    for (let i = 0; i < 5; i++) {
+      expect(await ingest(env, "*", batch(start + i)), `batch ${start + i} resent`).toMatchObject({ acceptedTrades: 1, book: "applied" });
+    }
+  });
+});
