@@ -11,8 +11,11 @@
 //   slow    — 1 batch/s of 1 trade and 5 level changes (more market-seconds per batch);
 //   busy    — one market, 50 batches/s of 100 level changes and 20 trades (the busy-market model).
 // The rows written are fitted (least squares) to rows = a·batches + b·trades + c·level changes +
-// d·active market-seconds: the per-unit figures, extrapolated linearly to the two models of
-// docs/capacity.md and priced at Cloudflare's published rates (PRICES, with the date read).
+// d·active market-seconds over the four phases whose markets take at most one batch a tick (each
+// batch then is a commit of its own, as at the venue's 10 a second): the per-unit figures,
+// extrapolated linearly to the venue model of docs/capacity.md. The busy phase *is* the busy-market
+// model (its batches share ticks, so no per-batch figure extrapolates it): its own counts are
+// priced. Prices are Cloudflare's published rates (PRICES, with the date read).
 // Loopback only; it stops everything it started.
 import { mkdirSync } from "node:fs";
 import WebSocket from "ws";
@@ -219,15 +222,19 @@ function leastSquares(rows, ys) {
 
 const dollars = (perSecond, { perMillion, includedPerMonth = 0 }) => (Math.max(0, perSecond * SECONDS_PER_MONTH - includedPerMonth) * perMillion) / 1e6;
 
-/** The model's line items: per second, and dollars a month. */
-function priced(model, counted) {
+/**
+ * The model's line items: per second, and dollars a month — from the per-unit figures, or, for a
+ * model a phase ran at full scale, from that phase's own counts per second (`measured`).
+ */
+function priced(model, counted, measured) {
   const batches = model.markets * model.batchesPerMarketSecond;
   const trades = batches * model.tradesPerBatch;
   const levels = batches * model.levelsPerBatch;
   const rowsWritten =
+    measured?.rowsWrittenPerSecond ??
     counted.rowsPerBatch * batches + counted.rowsPerTrade * trades + counted.rowsPerLevelChange * levels + counted.rowsPerMarketSecond * model.markets;
-  const rowsRead = counted.rowsReadPerBatch * batches;
-  const requests = counted.requestsPerBatch * batches;
+  const rowsRead = measured?.rowsReadPerSecond ?? counted.rowsReadPerBatch * batches;
+  const requests = measured?.requestsPerSecond ?? counted.requestsPerBatch * batches;
   // Objects busy all the time: each market's writer, its group's relay, the shards, the publishers' channels.
   const busyObjects = model.markets + Math.ceil(model.markets / model.groupSize) + Math.ceil(model.subscribers / model.subscribersPerShard) + 1;
   const gbSeconds = busyObjects * PRICES.objectGb;
@@ -312,7 +319,9 @@ async function main() {
       phases[name] = await phase(service, channels, which, shape, SECONDS);
       await sleep(2000);
     }
-    const fitted = Object.values(phases);
+    const fitted = Object.entries(phases)
+      .filter(([name]) => name !== "busy")
+      .map(([, p]) => p);
     const [perBatch, perTrade, perLevel, perMarketSecond] = leastSquares(
       fitted.map((p) => [p.batches, p.trades, p.levels, p.marketSeconds]),
       fitted.map((p) => p.rowsWritten),
@@ -330,11 +339,13 @@ async function main() {
     const b = phases.busy;
     const busyMeasured = {
       rowsWrittenPerSecond: round(b.rowsWritten / b.seconds, 1),
+      rowsReadPerSecond: round(b.rowsRead / b.seconds, 1),
       batchesPerSecond: round(b.batches / b.seconds, 1),
       requestsPerSecond: round(b.requests / b.seconds, 1),
     };
     const venue = priced(MODELS.venue, counted);
-    const busyMarket = { ...priced(MODELS.busyMarket, counted), measured: busyMeasured };
+    // The busy phase ran the busy-market model at full scale (50 batches a second of 100 level changes and 20 trades).
+    const busyMarket = { ...priced(MODELS.busyMarket, counted, busyMeasured), measured: busyMeasured };
     const cpu = Object.fromEntries(
       Object.entries(phases).map(([name, p]) => [
         name,

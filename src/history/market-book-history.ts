@@ -66,22 +66,34 @@ export class MarketBookHistory {
   }
 
   /**
-   * Logs the applied updates of a commit's batches (inside its transaction): one ring row, and
-   * when that closes a segment, the segment kept until R2 has it. Returns the record's fields and
-   * whether a segment now waits.
+   * Logs a commit (inside its transaction): its batches' applied updates and their trades (packed),
+   * one ring row — or a snapshot, when one is due, which closes a segment kept until R2 has it.
+   * Returns the record's fields, whether a segment now waits, and whether a snapshot took the
+   * row's place (the commit's trades are then the caller's to write).
    */
-  record(state: MarketState, entries: readonly BookEntry[]): { fields: Partial<MarketRecord>; closed: boolean } {
-    const now = entries[entries.length - 1]!.time;
-    const { position, closed } = this.store.book.append(this.store.bookPosition(), entries, () => ({
-      sequence: state.book.sequence,
-      time: now,
-      bids: state.book.bids.entries(),
-      asks: state.book.asks.entries(),
-    }));
+  record(
+    state: MarketState,
+    entries: readonly BookEntry[],
+    trades: readonly unknown[],
+    now: number,
+  ): { fields: Partial<MarketRecord>; closed: boolean; snapshot: boolean } {
+    const { position, closed, snapshot } = this.store.book.append(
+      this.store.bookPosition(),
+      entries,
+      () => ({
+        sequence: state.book.sequence,
+        time: entries[entries.length - 1]?.time ?? state.book.updatedAt,
+        bids: state.book.bids.entries(),
+        asks: state.book.asks.entries(),
+        fingerprint: state.book.lastFingerprint,
+      }),
+      trades,
+      now,
+    );
     if (closed) this.kept.keep(closed);
     const fields: Partial<MarketRecord> = { bookSnapshotN: position.snapshotN, bookLogN: position.logN };
-    if (!this.store.bookHoursFrom()) fields.bookHoursFrom = hourOf(entries[0]!.time);
-    return { fields, closed: closed !== undefined };
+    if (!this.store.bookHoursFrom() && entries.length > 0) fields.bookHoursFrom = hourOf(entries[0]!.time);
+    return { fields, closed: closed !== undefined, snapshot };
   }
 
   /** Puts the kept segments into R2, one upload at a time (the ingest's writes never wait for it). */

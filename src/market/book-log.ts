@@ -14,13 +14,12 @@ export interface BookEntry {
   fingerprint?: string;
 }
 
-/** Where the book stood after the last logged batch: what the market's record need not be written each batch to know. */
+/** Where the log stands after its last commit, and the book after the last batch that changed it: what the market's record need not be written each commit to know. */
 export interface BookLatest {
   n: number;
   snapshotN: number | undefined;
-  sequence: number;
-  time: number;
-  fingerprint: string;
+  /** Absent when the rows since the snapshot changed no book and the snapshot does not say (the record does). */
+  book?: { sequence: number; time: number; fingerprint: string };
 }
 
 /** The whole book at a sequence: where a segment of the history starts. */
@@ -63,9 +62,13 @@ export function encodeEntry(entry: BookEntry): string {
   });
 }
 
-/** A ring row: one batch's entry as it was before ticks, or the entries of a tick's batches as an array. */
-export function encodeEntries(entries: readonly BookEntry[]): string {
-  return entries.length === 1 ? encodeEntry(entries[0]!) : `[${entries.map(encodeEntry).join(",")}]`;
+/**
+ * A ring row is one commit's record (docs/design.md#the-write-path): `{"e":[entry,…],"tr":[trade,…]}`,
+ * the book entries of the commit's batches and, opaque here, their trades as the trade blocks
+ * pack them with the commit's time (`a`). Before ticks a row was one batch's entry alone.
+ */
+export function encodeCommit(entries: readonly BookEntry[], trades: readonly unknown[], at: number): string {
+  return `{"e":[${entries.map(encodeEntry).join(",")}]${trades.length > 0 ? `,"tr":${JSON.stringify(trades)},"a":${at}` : ""}}`;
 }
 
 export function decodeEntry(value: { t: number; u: ["s" | "d", number, TextLevels, TextLevels][]; f?: string }): BookEntry {
@@ -89,11 +92,19 @@ type StoredChange = { t: number; u: ["s" | "d", number, TextLevels, TextLevels][
 /** The snapshot row: the whole book; since the history its sequence and time; since the derived record the log position and the batch's fingerprint. */
 type StoredSnapshot = { bids: TextLevels; asks: TextLevels; sequence?: number; time?: number; n?: number; f?: string };
 
-/** A ring row's changes, in order: a tick's row holds an array of them. */
-const changesOf = (text: string): StoredChange[] => {
-  const value = JSON.parse(text) as StoredChange | StoredChange[];
-  return Array.isArray(value) ? value : [value];
+/** A ring row as stored: a commit's record, or (before ticks) one change. */
+type StoredRow = { e: StoredChange[]; tr?: unknown[]; a?: number } | StoredChange;
+const rowOf = (text: string): { changes: StoredChange[]; trades: unknown[]; at: number } => {
+  const value = JSON.parse(text) as StoredRow;
+  return "e" in value ? { changes: value.e, trades: value.tr ?? [], at: value.a ?? 0 } : { changes: [value], trades: [], at: 0 };
 };
+
+/** A commit's record read back: its entries (those from before the book history have none), its trades as packed, and its time. */
+export function decodeCommit(text: string): { entries: BookEntry[]; trades: unknown[]; at: number } {
+  const { changes, trades, at } = rowOf(text);
+  return { entries: changes.flatMap((change) => ("u" in change ? [decodeEntry(change)] : [])), trades, at };
+}
+const changesOf = (text: string): StoredChange[] => rowOf(text).changes;
 
 /**
  * A market's book in storage, written as a log rather than as levels (docs/design.md#the-write-path):
@@ -119,27 +130,36 @@ export class BookLog {
   }
 
   /**
-   * Records the applied updates of the batches of one commit (docs/design.md#the-write-path: a
-   * tick's batches share one row); returns the new position (the caller stores it with the
-   * market's state) and, when a snapshot was written, the segment it closed.
+   * Records one commit (docs/design.md#the-write-path): its batches' applied book updates and
+   * their trades, one row for all. Returns the new position (the caller stores it with the
+   * market's state) and whether a snapshot was written instead — then the commit's trades are
+   * not in the log, and the caller writes them elsewhere in the same transaction — with the
+   * segment it closed.
    */
-  append(position: BookLogPosition, entries: readonly BookEntry[], wholeBook: () => BookBase): { position: BookLogPosition; closed?: BookSegment } {
+  append(
+    position: BookLogPosition,
+    entries: readonly BookEntry[],
+    wholeBook: () => BookBase & { fingerprint?: string },
+    trades: readonly unknown[] = [],
+    at = 0,
+  ): { position: BookLogPosition; snapshot: boolean; closed?: BookSegment } {
     const n = position.logN + 1;
-    const text = encodeEntries(entries);
+    const text = encodeCommit(entries, trades, at);
     this.segmentBytes ??= this.sql
       .exec<{ bytes: number }>("SELECT coalesce(sum(length(change)), 0) AS bytes FROM book_log WHERE n > ? AND n <= ?", position.snapshotN, position.logN)
       .one().bytes;
     if (n - position.snapshotN >= SNAPSHOT_EVERY || this.segmentBytes + text.length > SEGMENT_MAX_BYTES) {
       const closed = this.segmentBefore(position, entries);
       const book = wholeBook();
-      const fingerprint = entries[entries.length - 1]?.fingerprint;
+      // The snapshot carries the fingerprint of the last batch that changed the book (an earlier commit's, when this one changed none).
+      const fingerprint = entries[entries.length - 1]?.fingerprint ?? book.fingerprint;
       this.sql.exec(
         "INSERT INTO book_snapshot (id, levels) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET levels = excluded.levels",
         JSON.stringify({ ...encodeBase(book), n, ...(fingerprint ? { f: fingerprint } : {}) }),
       );
       if (position.snapshotN === 0 && this.sql.exec("SELECT 1 FROM book_levels LIMIT 1").toArray().length > 0) this.sql.exec("DELETE FROM book_levels");
       this.segmentBytes = 0;
-      return { position: { snapshotN: n, logN: n }, ...(closed ? { closed } : {}) };
+      return { position: { snapshotN: n, logN: n }, snapshot: true, ...(closed ? { closed } : {}) };
     }
     this.sql.exec(
       "INSERT INTO book_log (slot, n, change) VALUES (?, ?, ?) ON CONFLICT (slot) DO UPDATE SET n = excluded.n, change = excluded.change",
@@ -148,7 +168,7 @@ export class BookLog {
       text,
     );
     this.segmentBytes += text.length;
-    return { position: { snapshotN: position.snapshotN, logN: n } };
+    return { position: { snapshotN: position.snapshotN, logN: n }, snapshot: false };
   }
 
   /**
@@ -158,16 +178,38 @@ export class BookLog {
    */
   latest(): BookLatest | undefined {
     const snapshot = this.snapshot();
-    const newest = this.sql.exec<{ n: number; change: string }>("SELECT n, change FROM book_log ORDER BY n DESC LIMIT 1").toArray()[0];
-    const change = newest ? changesOf(newest.change).at(-1) : undefined;
-    if (newest && change && "u" in change && change.f && (snapshot?.n === undefined || newest.n > snapshot.n)) {
-      const last = change.u[change.u.length - 1]!;
-      return { n: newest.n, snapshotN: snapshot?.n, sequence: last[1], time: change.t, fingerprint: change.f };
+    // The newest row, and the newest entry at or before it (a commit of trades alone changed no book).
+    const rows = this.sql.exec<{ n: number; change: string }>("SELECT n, change FROM book_log WHERE n > ? ORDER BY n DESC", snapshot?.n ?? 0);
+    let newestN: number | undefined;
+    let unknown = false;
+    for (const row of rows) {
+      newestN ??= row.n;
+      const change = changesOf(row.change).at(-1);
+      if (change && "u" in change && change.f) {
+        const last = change.u[change.u.length - 1]!;
+        return { n: newestN, snapshotN: snapshot?.n, book: { sequence: last[1], time: change.t, fingerprint: change.f } };
+      }
+      // An entry from before the fingerprints: the record says where the book is.
+      if (change) {
+        unknown = true;
+        break;
+      }
     }
-    if (snapshot?.n !== undefined && snapshot.sequence !== undefined && snapshot.time !== undefined && snapshot.f !== undefined) {
-      return { n: snapshot.n, snapshotN: snapshot.n, sequence: snapshot.sequence, time: snapshot.time, fingerprint: snapshot.f };
-    }
-    return undefined;
+    const snapshotBook =
+      snapshot?.n !== undefined && snapshot.sequence !== undefined && snapshot.time !== undefined && snapshot.f !== undefined
+        ? { sequence: snapshot.sequence, time: snapshot.time, fingerprint: snapshot.f }
+        : undefined;
+    const n = newestN ?? snapshot?.n;
+    if (n === undefined) return undefined;
+    return { n, snapshotN: snapshot?.n, ...(snapshotBook && !unknown ? { book: snapshotBook } : {}) };
+  }
+
+  /** The trades of the commits after the snapshot, in order, as the caller packed them, each commit's with its time (those not yet in a block are among them). */
+  tradesAfterSnapshot(position: BookLogPosition): { trades: unknown[]; at: number }[] {
+    return this.rows(position).flatMap((row) => {
+      const { trades, at } = rowOf(row.change);
+      return trades.length > 0 ? [{ trades, at }] : [];
+    });
   }
 
   /** The segment a snapshot now closes: the stored snapshot, the ring's entries after it and `last`; none where its start carries no time. */
@@ -207,13 +249,18 @@ export class BookLog {
   }
 
   private stored(position: BookLogPosition): StoredChange[] {
+    return this.rows(position).flatMap((row) => changesOf(row.change));
+  }
+
+  /** The ring's rows after the snapshot, in order (all of them: a missing one is a fault). */
+  private rows(position: BookLogPosition): { n: number; change: string }[] {
     const rows = this.sql
       .exec<{ n: number; change: string }>("SELECT n, change FROM book_log WHERE n > ? AND n <= ? ORDER BY n", position.snapshotN, position.logN)
       .toArray();
     if (rows.length !== position.logN - position.snapshotN) {
       throw new Error(`the book log holds ${rows.length} entries after its snapshot, ${position.logN - position.snapshotN} were written`);
     }
-    return rows.flatMap((row) => changesOf(row.change));
+    return rows;
   }
 
   /** The book as stored: the snapshot (or a pre-log market's levels), then each logged change after it. */

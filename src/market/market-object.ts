@@ -21,6 +21,7 @@ import { MarketStreams } from "./market-streams";
 import { OrderBook, type WireLevel } from "./order-book";
 import type { MinuteBucket } from "./rolling-window";
 import { StagedBatches, stageBatch } from "./staged-batches";
+import { pack } from "./trade-blocks";
 import { PENDING_MAX_BYTES } from "./trade-id-minutes";
 
 export type { OrderBookText } from "./market-reads";
@@ -232,14 +233,17 @@ export class MarketObject extends MeteredObject {
       this.store.transaction(() => {
         const record: Partial<MarketRecord> = { ...staged.record };
         const last = staged.entries[staged.entries.length - 1];
-        if (last) {
-          const logged = this.bookHistory.record(state, staged.entries);
+        if (last || staged.trades.length > 0) {
+          // One row for the commit: its book entries and its trades (docs/design.md#the-write-path).
+          // The trades' time is the last batch's (the market's last update, as the ticker shows it).
+          this.store.appendTrades(staged.trades, state.lastUpdateAt);
+          const logged = this.bookHistory.record(state, staged.entries, staged.trades.map(pack), state.lastUpdateAt);
           segmentClosed = logged.closed;
-          Object.assign(record, { bookSequence: state.book.sequence, bookUpdatedAt: last.time, bookFingerprint: last.fingerprint, ...logged.fields });
-        }
-        if (staged.trades.length > 0) {
-          this.store.appendTrades(staged.trades, now);
-          record.tradeSeq = state.tradeSeq;
+          Object.assign(record, logged.fields);
+          if (last) Object.assign(record, { bookSequence: state.book.sequence, bookUpdatedAt: last.time, bookFingerprint: last.fingerprint });
+          if (staged.trades.length > 0) record.tradeSeq = state.tradeSeq;
+          // A snapshot took the row's place, or the open block is full: the trades not in a block are written as one now.
+          if (logged.snapshot || this.store.openBlockFull()) this.store.sealTrades();
         }
         // The staged buckets and ids are written about once a minute (they are rebuilt from the trades after a restart).
         if (
@@ -263,6 +267,7 @@ export class MarketObject extends MeteredObject {
     for (const { book, trades } of staged.streamed) this.streams!.batch(state, book, trades);
     if (staged.changed) this.secondly.schedule(state, now);
     if (staged.entries.length > 0) this.bookHistory.applied(state, now, segmentClosed);
+    else if (segmentClosed) this.bookHistory.uploadBeside(state.market.symbol);
     if (now - this.lastPruneAt > PRUNE_EVERY_MS) this.prune(state, now);
   }
 
@@ -307,6 +312,7 @@ export class MarketObject extends MeteredObject {
    */
   private flushBuckets(throughSeq: number, now: number): Partial<MarketRecord> {
     this.bucketsFlushedAt = now;
+    this.store.sealTrades();
     if (this.store.candles.stagedCount === 0 && this.store.pendingIds().count === 0) return {};
     this.store.candles.flush();
     this.store.writeIds(now);

@@ -4,7 +4,7 @@ import type { MarketConfig } from "../registry/model";
 import { BookLog } from "./book-log";
 import { BucketStore } from "./bucket-store";
 import { RecentTradeIds } from "./recent-trade-ids";
-import { TradeBlocks } from "./trade-blocks";
+import { type PackedTrade, TradeBlocks, unpack } from "./trade-blocks";
 import { TradeIdMinutes } from "./trade-id-minutes";
 
 /** A stored trade; prices and quantities are integer units at the market's scales. */
@@ -203,15 +203,20 @@ export class MarketStore {
    * them, and is brought up to them here when the market loads.
    */
   private bringUp(record: MarketRecord): void {
-    const book = this.book.latest();
-    if (book && book.n > record.bookLogN) {
-      record.bookLogN = book.n;
-      record.bookSnapshotN = book.snapshotN ?? record.bookSnapshotN;
-      record.bookSequence = book.sequence;
-      record.bookUpdatedAt = book.time;
-      record.bookFingerprint = book.fingerprint;
-      record.lastUpdateAt = Math.max(record.lastUpdateAt, book.time);
+    const log = this.book.latest();
+    if (log && log.n > record.bookLogN) {
+      record.bookLogN = log.n;
+      record.bookSnapshotN = log.snapshotN ?? record.bookSnapshotN;
+      if (log.book) {
+        record.bookSequence = log.book.sequence;
+        record.bookUpdatedAt = log.book.time;
+        record.bookFingerprint = log.book.fingerprint;
+        record.lastUpdateAt = Math.max(record.lastUpdateAt, log.book.time);
+      }
     }
+    // The trades of the commits since the newest block are its open block again (they are in the log's rows).
+    const position = { snapshotN: record.bookSnapshotN, logN: record.bookLogN };
+    this.blocks.restoreOpen(this.book.tradesAfterSnapshot(position).map(({ trades, at }) => ({ trades: (trades as PackedTrade[]).map(unpack), at })));
     const block = this.blocks.newest();
     if (block && block.lastSeq > record.tradeSeq) {
       record.tradeSeq = block.lastSeq;
@@ -250,7 +255,7 @@ export class MarketStore {
     if (table?.type === "table") {
       this.transaction(() => {
         const rows = this.sql.exec("SELECT * FROM trades ORDER BY seq").toArray().map(toTrade);
-        for (let i = 0; i < rows.length; i += 1000) this.blocks.append(rows.slice(i, i + 1000));
+        for (let i = 0; i < rows.length; i += 1000) this.blocks.writeBlock(rows.slice(i, i + 1000));
         this.tradeIds.remember(rows);
         this.tradeIds.write(Date.now());
         this.sql.exec("DROP TABLE trades");
@@ -277,9 +282,19 @@ export class MarketStore {
     return found;
   }
 
-  /** A commit's accepted trades, in the order applied: one block. */
+  /** A commit's accepted trades, in the order applied: into the open block (the commit's log row holds them). */
   appendTrades(trades: readonly StoredTrade[], now: number): void {
     this.blocks.append(trades, now);
+  }
+
+  /** Whether the open block is due before the minute (its size). */
+  openBlockFull(): boolean {
+    return this.blocks.openFull;
+  }
+
+  /** Writes the open block as a row (with the buckets' write, at a snapshot of the log, or once it is full). */
+  sealTrades(): void {
+    this.blocks.seal();
   }
 
   /** Trades just taken, or taken before a restart and not written with the ids yet: known from now on; written by `writeIds`. */

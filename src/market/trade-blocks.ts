@@ -8,10 +8,16 @@ CREATE INDEX IF NOT EXISTS trade_blocks_by_time ON trade_blocks (max_time);
 `;
 
 /** A trade as a block holds it: [id, seq, price, quantity, side (1 buy, 0 sell), time]. */
-type Packed = [string, number, string, string, 0 | 1, number];
+export type PackedTrade = [string, number, string, string, 0 | 1, number];
+type Packed = PackedTrade;
 
-const pack = (t: StoredTrade): Packed => [t.id, t.seq, t.price.toString(), t.quantity.toString(), t.side === "buy" ? 1 : 0, t.time];
-const unpack = ([id, seq, price, quantity, buy, time]: Packed): StoredTrade => ({
+/** The open block is written once it holds about this much (a row is at most 2 MB), or at the minute. */
+export const OPEN_BLOCK_MAX_BYTES = 512_000;
+/** A packed trade's bytes, about: the open block's bound counts them. */
+const packedBytes = (t: StoredTrade) => t.id.length + 48;
+
+export const pack = (t: StoredTrade): Packed => [t.id, t.seq, t.price.toString(), t.quantity.toString(), t.side === "buy" ? 1 : 0, t.time];
+export const unpack = ([id, seq, price, quantity, buy, time]: Packed): StoredTrade => ({
   id,
   seq,
   price: BigInt(price),
@@ -31,13 +37,20 @@ interface BlockRow {
 const tradesOf = (row: Record<string, SqlStorageValue>) => (JSON.parse((row as unknown as BlockRow).trades) as Packed[]).map(unpack);
 
 /**
- * A market's hot trades, a block a batch (docs/design.md#the-write-path): the trades one batch
- * brought are one row and one index entry, where a row per trade and three index entries were
- * written before (and as many deleted at the archive). Blocks are keyed by their first trade id
+ * A market's hot trades, in blocks (docs/design.md#the-write-path): the trades of about a minute
+ * are one row and one index entry, where a row per trade and three index entries were written
+ * before. Until its minute is written, the open block is held here in memory — its trades are
+ * durable in the book log's commit rows, from which `restoreOpen` brings them back after a
+ * restart — and every read sees it as the newest block. Blocks are keyed by their first trade id
  * (`seq`) and indexed by their latest trade time; every read decodes the blocks its bounds reach
  * and filters their trades, so answers are the same as a row per trade gave.
  */
 export class TradeBlocks {
+  /** The trades not yet in a row (ascending `seq`, all above every stored block's), and when the last came. */
+  private open: StoredTrade[] = [];
+  private openAt = 0;
+  private openBytes = 0;
+
   constructor(private readonly sql: SqlStorage) {
     sql.exec(SCHEMA);
     // Blocks from before the derived record do not say when they were applied (0).
@@ -45,9 +58,40 @@ export class TradeBlocks {
     if (!columns.some((c) => c.name === "applied_at")) sql.exec("ALTER TABLE trade_blocks ADD COLUMN applied_at INTEGER NOT NULL DEFAULT 0");
   }
 
-  /** One batch's accepted trades, in the order they were applied (ascending `seq`), and when. */
+  /** A commit's accepted trades, in the order they were applied (ascending `seq`), and when: into the open block. */
   append(trades: readonly StoredTrade[], appliedAt = 0): void {
     if (trades.length === 0) return;
+    this.open.push(...trades);
+    this.openAt = appliedAt;
+    for (const trade of trades) this.openBytes += packedBytes(trade);
+  }
+
+  /** Whether the open block is due to be written before the minute (its size). */
+  get openFull(): boolean {
+    return this.openBytes >= OPEN_BLOCK_MAX_BYTES;
+  }
+
+  /** Writes the open block as one row (inside the caller's transaction); nothing when it is empty. */
+  seal(): void {
+    if (this.open.length === 0) return;
+    this.write(this.open, this.openAt);
+    this.open = [];
+    this.openBytes = 0;
+  }
+
+  /** After a restart: the trades the log's commit rows hold beyond the newest stored block are the open block again. */
+  restoreOpen(commits: readonly { trades: readonly StoredTrade[]; at: number }[]): void {
+    this.open = [];
+    this.openBytes = 0;
+    const stored = this.storedNewest()?.lastSeq ?? 0;
+    for (const { trades, at } of commits)
+      this.append(
+        trades.filter((t) => t.seq > stored),
+        at,
+      );
+  }
+
+  private write(trades: readonly StoredTrade[], appliedAt: number): void {
     this.sql.exec(
       "INSERT INTO trade_blocks (first_seq, last_seq, min_time, max_time, trades, applied_at) VALUES (?, ?, ?, ?, ?, ?)",
       trades[0]!.seq,
@@ -59,8 +103,18 @@ export class TradeBlocks {
     );
   }
 
-  /** The newest block's last trade id and when it was applied: the market's record is brought up to it on load. */
+  /** Writes trades as a block of their own at once (a market's trades from before the blocks). */
+  writeBlock(trades: readonly StoredTrade[]): void {
+    if (trades.length > 0) this.write(trades, 0);
+  }
+
+  /** The newest trade id and when it was applied (the open block's, else the newest row's): the market's record is brought up to it on load. */
   newest(): { lastSeq: number; appliedAt: number } | undefined {
+    const last = this.open[this.open.length - 1];
+    return last ? { lastSeq: last.seq, appliedAt: this.openAt } : this.storedNewest();
+  }
+
+  private storedNewest(): { lastSeq: number; appliedAt: number } | undefined {
     const row = this.sql
       .exec<{ last_seq: number; applied_at: number }>("SELECT last_seq, applied_at FROM trade_blocks ORDER BY first_seq DESC LIMIT 1")
       .toArray()[0];
@@ -73,6 +127,7 @@ export class TradeBlocks {
     for (const row of this.sql.exec("SELECT trades FROM trade_blocks WHERE last_seq >= ? AND first_seq <= ? ORDER BY first_seq", from, to)) {
       for (const trade of tradesOf(row)) if (trade.seq >= from && trade.seq <= to) out.push(trade);
     }
+    for (const trade of this.open) if (trade.seq >= from && trade.seq <= to) out.push(trade);
     return out;
   }
 
@@ -81,12 +136,17 @@ export class TradeBlocks {
     const row = this.sql
       .exec<{ first_seq: number; last_seq: number }>("SELECT first_seq, last_seq FROM trade_blocks WHERE last_seq > ? ORDER BY first_seq LIMIT 1", seq)
       .toArray()[0];
-    return row ? Math.max(row.first_seq, seq + 1) : null;
+    if (row) return Math.max(row.first_seq, seq + 1);
+    return this.open.find((t) => t.seq > seq)?.seq ?? null;
   }
 
   /** The latest trade time among trades `from`…`to` (null: none): read from whole blocks, so it may be a little later, never earlier. */
   latestTimeBetween(from: number, to: number): number | null {
-    return this.sql.exec<{ time: number | null }>("SELECT MAX(max_time) AS time FROM trade_blocks WHERE last_seq >= ? AND first_seq <= ?", from, to).one().time;
+    let time = this.sql
+      .exec<{ time: number | null }>("SELECT MAX(max_time) AS time FROM trade_blocks WHERE last_seq >= ? AND first_seq <= ?", from, to)
+      .one().time;
+    for (const trade of this.open) if (trade.seq >= from && trade.seq <= to && (time === null || trade.time > time)) time = trade.time;
+    return time;
   }
 
   /**
@@ -109,9 +169,17 @@ export class TradeBlocks {
       page.endTime ?? Number.MAX_SAFE_INTEGER,
     );
     const out: StoredTrade[] = [];
-    for (const row of cursor) {
-      const trades = tradesOf(row).filter(admits);
-      if (!forwards) trades.reverse();
+    // The open block is the newest: first when paging backwards, last forwards.
+    const open = this.open.filter(admits);
+    const blocks = (function* (): Generator<StoredTrade[]> {
+      if (!forwards) yield open.reverse();
+      for (const row of cursor) {
+        const trades = tradesOf(row).filter(admits);
+        yield forwards ? trades : trades.reverse();
+      }
+      if (forwards) yield open;
+    })();
+    for (const trades of blocks) {
       for (const trade of trades) {
         out.push(trade);
         if (out.length >= page.limit) return forwards ? out : out.reverse();
@@ -122,7 +190,7 @@ export class TradeBlocks {
 
   /** The newest `limit` trades by time (ties: later arrival first). */
   latest(limit: number): StoredTrade[] {
-    const found: StoredTrade[] = [];
+    const found: StoredTrade[] = [...this.open];
     const newestFirst = (a: StoredTrade, b: StoredTrade) => b.time - a.time || b.seq - a.seq;
     for (const row of this.sql.exec("SELECT max_time, trades FROM trade_blocks ORDER BY max_time DESC")) {
       // Blocks come latest-trade first: once `limit` trades are later than everything a block holds, it and the rest add nothing.
@@ -136,10 +204,20 @@ export class TradeBlocks {
   }
 
   /**
-   * Lets the trades up to `seq` go (they are archived) except the blocks holding the newest
-   * `keep`, which the latest-trades answer reads; a block reaching past `seq` stays whole.
+   * Lets the trades up to `seq` go (they are archived) except the newest `keep`, which the
+   * latest-trades answer reads. A block of about a minute may straddle that line: it is written
+   * again without the trades that go (two rows and their index entries, once per archived chunk).
    */
   dropThrough(seq: number, newestSeq: number, keep: number): void {
-    this.sql.exec("DELETE FROM trade_blocks WHERE last_seq <= ? AND last_seq <= ?", seq, newestSeq - keep);
+    const line = Math.min(seq, newestSeq - keep);
+    this.sql.exec("DELETE FROM trade_blocks WHERE last_seq <= ?", line);
+    const straddling = this.sql.exec("SELECT first_seq, trades, applied_at FROM trade_blocks WHERE first_seq <= ? AND last_seq > ?", line, line).toArray();
+    for (const row of straddling) {
+      this.sql.exec("DELETE FROM trade_blocks WHERE first_seq = ?", row.first_seq);
+      this.write(
+        tradesOf(row).filter((t) => t.seq > line),
+        row.applied_at as number,
+      );
+    }
   }
 }
