@@ -155,14 +155,27 @@ export function grantedMarket(grant: MarketGrant, symbol: string): MarketConfig 
  * through here with a schema-validated body and their publisher's grant, and the market's
  * single writer applies it.
  */
-export async function ingest(env: Env, grant: MarketGrant, body: IngestBody, now = Date.now()): Promise<IngestResult> {
+export async function ingest(env: Env, grant: MarketGrant, body: IngestBody, now = Date.now(), via?: IngestVia): Promise<IngestResult> {
   await ensureRegistry(env);
   let market = grantedMarket(grant, body.symbol);
   // The market holds the newest rules: checked against an older copy's, the batch is checked again.
   for (;;) {
     objectCalls.ingest += 1;
-    const answer = unwrap(await marketObject(env, market.symbol).ingest(market, toIngestBatch(market, body, now)));
+    const call = (via?.stubOf(market.symbol) ?? marketObject(env, market.symbol)).ingest(market, toIngestBatch(market, body, now));
+    via?.dispatched();
+    const answer = unwrap(await call);
     if (!("newerConfig" in answer)) return answer;
     market = answer.newerConfig;
   }
+}
+
+/**
+ * How a caller that keeps a market's batches in order pipelines them (the publisher channel):
+ * calls on one stub reach the object in the order they were made, so the next batch may go as
+ * soon as this one is on its way (`dispatched`) — not after its answer, which waits for the
+ * market's tick (docs/design.md#the-write-path).
+ */
+export interface IngestVia {
+  stubOf(symbol: string): ReturnType<typeof marketObject>;
+  dispatched(): void;
 }

@@ -416,7 +416,7 @@ export class MarketObject extends MeteredObject {
     // The staged buckets are written once they are a minute old, also when trading has stopped.
     if (this.state && Date.now() - this.bucketsFlushedAt >= BUCKET_FLUSH_MS) this.flushBucketsNow(this.state);
     // After an eviction the object knows its market only from storage.
-    if (this.state || this.store.readMeta().config) this.secondly.now(this.load(), Date.now(), true);
+    if (this.state || this.store.readMeta().config) this.secondly.now(this.load(), Date.now());
     // Last: the summary's alarm (a minute on at most) stands, and the book files' later one needs no row of its own.
     await this.bookHistory.alarm(() => this.load(), Date.now());
   }

@@ -27,13 +27,22 @@ function priceReport(state: MarketState, now: number): PriceReport | undefined {
  * A market's once-a-second duties and its one alarm: the group relay gets the market's summary
  * (its ticker, rolling windows, top of the book and price, for the all-market answers, the price
  * index and `tickers[.{window}]`), and the market's subscribers its once-a-second records
- * (docs/streams.md). A summary held back goes out from the alarm, which also serves the candles'
- * closes and the market's other timers (`alarmBy`).
+ * (docs/streams.md). A summary held back goes out on a timer of the object's (a trading market is
+ * in memory anyway; a timer writes no row, where re-arming the alarm each second wrote one); the
+ * alarm serves the minute's roll, the candles' closes and the market's other timers (`alarmBy`),
+ * and is set only when its time changes.
  */
 export class MarketSecondly {
   private lastSecondlyAt = 0;
   /** The alarm this object set last and has not seen fire (undefined: ask storage). */
   private alarmAt: number | undefined;
+  /** The held-back summary's timer, while one waits. */
+  private heldBack: unknown;
+  /** The timers it uses (a test injects its own). */
+  timers: { set(run: () => void, ms: number): unknown; clear(handle: unknown): void } = {
+    set: (run, ms) => setTimeout(run, ms),
+    clear: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+  };
 
   constructor(
     private readonly storage: DurableObjectStorage,
@@ -41,10 +50,18 @@ export class MarketSecondly {
     private readonly streams: () => MarketStreams,
   ) {}
 
-  /** After a batch changed the market: the summary now, or by the alarm within the second. */
+  /** After a batch changed the market: the summary now, or by the timer within the second. */
   schedule(state: MarketState, now: number): void {
     if (now - this.lastSecondlyAt >= SECONDLY_MS) this.now(state, now);
-    else this.alarmBy(this.lastSecondlyAt + SECONDLY_MS);
+    else {
+      this.heldBack ??= this.timers.set(
+        () => {
+          this.heldBack = undefined;
+          this.now(state, Date.now());
+        },
+        this.lastSecondlyAt + SECONDLY_MS - now,
+      );
+    }
   }
 
   /** The alarm fired: the next `alarmBy` asks storage again. */
@@ -69,12 +86,12 @@ export class MarketSecondly {
   }
 
   /**
-   * The summary and the once-a-second records, now. From the alarm while the market trades (a
-   * batch in the last second), the next alarm is a second on: the batches meanwhile ask for that
-   * same time and set none, so a trading market pays one `setAlarm` a second, not one for the
-   * minute's and another for the batch's held-back summary.
+   * The summary and the once-a-second records, now. A trading market's alarm is the minute's end
+   * (and a candle's close): one `setAlarm` a minute, not one a second.
    */
-  now(state: MarketState, now: number, fromAlarm = false): void {
+  now(state: MarketState, now: number): void {
+    if (this.heldBack !== undefined) this.timers.clear(this.heldBack);
+    this.heldBack = undefined;
     this.lastSecondlyAt = now;
     const { symbol } = state.market;
     const ticker = tickerAt(state, now);
@@ -90,9 +107,8 @@ export class MarketSecondly {
       ...(price ? { price } : {}),
     };
     this.send({ symbol, summary });
-    if (fromAlarm && now - state.lastUpdateAt < SECONDLY_MS) this.alarmBy(now + SECONDLY_MS);
     // The windows move each minute: a market with trades in the last 24 h reports again then, traded or not.
-    else if (ticker.tradeCount24h > 0) this.alarmBy(minuteOf(now) + 60_000);
+    if (ticker.tradeCount24h > 0) this.alarmBy(minuteOf(now) + 60_000);
     // An open candle is sent once more, closed, when its interval ends, even if no trade comes.
     const nextClose = this.streams().tick(state, now, ticker, windows);
     if (nextClose !== undefined) this.alarmBy(nextClose);

@@ -12,8 +12,8 @@
  * hour expires move to `trade_ids_hot` until the trades are archived: a hot trade stays known.
  *
  * Cost: about one row a market-minute (a trade late by minutes adds the row of its minute); no
- * index beyond the key. Memory: the ids taken since the last write (≤ PENDING_MAX_BYTES) and the
- * cached minutes (≤ CACHED_MINUTES).
+ * index beyond the key. Memory: the ids taken since the last write (≤ PENDING_MAX_BYTES), those of
+ * the last write (known by id alone until the next), and the cached minutes (≤ CACHED_MINUTES).
  */
 import { HOUR_MS, MINUTE_MS } from "../history/intervals";
 
@@ -51,6 +51,9 @@ export class TradeIdMinutes {
   private pending = new Map<number, { ids: Packed; maxSeq: number }>();
   /** The same ids, for a lookup by id alone (a resend before the write is known whatever its time). */
   private pendingIds = new Set<string>();
+  /** The ids of the last write, by id alone too: a resend soon after the minute's write is known whatever its time. */
+  private lastWritten = new Set<string>();
+  private lastWrittenHour = 0;
   private bytes = 0;
   /** Every id kept for a minute, stored and pending, for the minutes looked up last (least recent first). */
   private cache = new Map<number, Set<string>>();
@@ -106,7 +109,7 @@ export class TradeIdMinutes {
   among(trades: readonly { id: string; time: number }[]): Set<string> {
     const found = new Set<string>();
     for (const trade of trades) {
-      if (this.pendingIds.has(trade.id) || this.minute(minuteOf(trade.time)).has(trade.id)) found.add(trade.id);
+      if (this.pendingIds.has(trade.id) || this.lastWritten.has(trade.id) || this.minute(minuteOf(trade.time)).has(trade.id)) found.add(trade.id);
     }
     return found;
   }
@@ -140,6 +143,8 @@ export class TradeIdMinutes {
       this.sql.exec(`INSERT INTO trade_ids_${hour} (minute, n, max_seq, ids) VALUES (?, ?, ?, ?)`, minute, this.lastN, maxSeq, JSON.stringify(ids));
     }
     this.pending = new Map();
+    this.lastWritten = this.pendingIds;
+    this.lastWrittenHour = hour;
     this.pendingIds = new Set();
     this.bytes = 0;
   }
@@ -166,5 +171,6 @@ export class TradeIdMinutes {
     }
     if (this.sql.exec(`DELETE FROM ${HOT} WHERE max_seq <= ?`, archivedThrough).rowsWritten > 0) dropped = true;
     if (dropped) this.cache.clear();
+    if (hourExpired(this.lastWrittenHour, now)) this.lastWritten = new Set();
   }
 }

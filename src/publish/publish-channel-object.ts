@@ -2,7 +2,7 @@ import type { KeyStatus } from "../access/access-guard";
 import { allowListAdmits } from "../access/client-address";
 import { keyStateAt, type MarketGrant } from "../access/keys";
 import { alarmBy } from "../core/alarms";
-import { accessGuard } from "../core/object-ids";
+import { accessGuard, marketObject } from "../core/object-ids";
 import { ProblemError, problem, toProblemResult } from "../core/problem";
 import { Slots } from "../core/slots";
 import { parseSymbol } from "../core/symbols";
@@ -67,8 +67,10 @@ export class PublishChannel extends MeteredObject {
   /** The key's batches and bytes not yet answered, over all its connections. */
   private pendingBatches = 0;
   private pendingBytes = 0;
-  /** Per market, the last batch in flight: the next one waits for it. */
+  /** Per market, the last batch's turn: the next one waits until it is on its way. */
   private readonly chains = new Map<string, Promise<unknown>>();
+  /** Per market, the stub its batches go through. */
+  private readonly stubs = new Map<string, ReturnType<typeof marketObject>>();
   /** Batches and ack times, handed to the Metrics object (docs/operations.md#metrics). */
   private readonly metrics = new MetricsHolder();
   private grant: Grant | undefined;
@@ -159,36 +161,55 @@ export class PublishChannel extends MeteredObject {
     const symbol = parseSymbol(body.symbol)?.symbol ?? body.symbol.toUpperCase();
     const previous = this.chains.get(symbol) ?? Promise.resolve();
     const receivedAt = Date.now();
+    // The next batch of the market waits for this one to be on its way to the market, not for its
+    // answer: the market takes them in order (one stub) and answers each once its tick is written.
+    let dispatched!: () => void;
+    const turn = new Promise<void>((resolve) => {
+      dispatched = resolve;
+    });
     const run = previous.then(async () => {
       let outcome: "applied" | "duplicate" | "refused" = "refused";
       try {
         // The standing is asked when the batch's turn comes, not when it arrived: a revocation or a
-        // narrowing answered meanwhile holds for every batch still queued (at most the one in ingest
-        // was admitted before it).
+        // narrowing answered meanwhile holds for every batch still queued (at most those on their
+        // way were admitted before it).
         const markets = this.admitted(ws, await this.currentGrant(Date.now()).catch(() => null));
-        const result = await ingest(this.env, markets, body);
+        const result = await ingest(this.env, markets, body, Date.now(), { stubOf: (market) => this.stubOf(market), dispatched });
         outcome = batchOutcome(result);
         this.answer(ws, { id, result });
       } catch (error) {
         if (!(error instanceof ProblemError)) {
+          // A stub that threw is broken for every later call: the next batch gets a new one.
+          this.stubs.delete(symbol);
           console.error("publish batch failed", String(error));
           this.answer(ws, { id, error: errorOf("UNAVAILABLE", "the market did not apply the batch; send it again") });
         } else this.answer(ws, { id, error: errorOf(error.code, error.message, error.extras) });
       } finally {
+        dispatched();
         this.count(outcome, receivedAt);
         this.unacked.release(ws);
         this.pendingBatches -= 1;
         this.pendingBytes -= size;
       }
     });
-    this.chains.set(symbol, run);
+    this.chains.set(symbol, turn);
     // Not awaited: the runtime hands over the next message when this handler returns, and the
     // next batch may be another market's. Order within a market is the chain's.
     this.ctx.waitUntil(
       run.then(() => {
-        if (this.chains.get(symbol) === run) this.chains.delete(symbol);
+        if (this.chains.get(symbol) === turn) this.chains.delete(symbol);
       }),
     );
+  }
+
+  /** The one stub per market this channel calls it through (E-order: its batches arrive as sent). */
+  private stubOf(symbol: string): ReturnType<typeof marketObject> {
+    let stub = this.stubs.get(symbol);
+    if (!stub) {
+      stub = marketObject(this.env, symbol);
+      this.stubs.set(symbol, stub);
+    }
+    return stub;
   }
 
   /** The markets this connection may write now, or the refusal: a batch is never applied unchecked. */

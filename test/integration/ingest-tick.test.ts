@@ -1,12 +1,16 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { sign, signaturePayload } from "../../src/access/signature";
 import { marketObject } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import type { IngestBody } from "../../src/market/schemas";
 import { ensureRegistry, findMarket } from "../../src/registry/copy";
+import { newPublishKey } from "../support/accounts";
 import { callJson } from "../support/http";
+import { until } from "../support/poll";
+import { openSocket } from "./streams-support";
 
 type Ticking = {
   tickMs: number;
@@ -27,15 +31,15 @@ const batch = (sequence: number): IngestBody => ({
   trades: [{ id: `tick-${sequence}`, price: "3000.00", quantity: "0.1000", side: "buy", time: T0 + sequence }],
 });
 
-async function setTick(ms: number): Promise<void> {
-  await runInDurableObject(marketObject(env, "ETHUSDT"), async (instance: MarketObject) => {
+async function setTick(ms: number, symbol = "ETHUSDT"): Promise<void> {
+  await runInDurableObject(marketObject(env, symbol), async (instance: MarketObject) => {
     (instance as unknown as Ticking).tickMs = ms;
   });
 }
 
 /** Rows the market wrote since the last call (the first call starts the count: it hands on what is held). */
-async function rowsWritten(start = false): Promise<number> {
-  return runInDurableObject(marketObject(env, "ETHUSDT"), async (instance: MarketObject) => {
+async function rowsWritten(start = false, symbol = "ETHUSDT"): Promise<number> {
+  return runInDurableObject(marketObject(env, symbol), async (instance: MarketObject) => {
     const { holder } = (instance as unknown as Ticking).meter;
     if (start) await holder.flush(env, Date.now(), true);
     return holder.counts.take().counters[ROWS] ?? 0;
@@ -96,5 +100,36 @@ describe("the tick: a market writes its batches together, at most once a tick, a
     for (let i = 0; i < 5; i++) {
       expect(await ingest(env, "*", batch(start + i)), `batch ${start + i} resent`).toMatchObject({ acceptedTrades: 1, book: "applied" });
     }
+  });
+
+  it("the publisher channel sends a market's batches on without waiting for their answers, so a burst shares ticks (fails before: a commit a batch), in order", async () => {
+    await ensureRegistry(env);
+    const key = await newPublishKey();
+    const timestamp = Date.now();
+    const signature = await sign(key.secret, signaturePayload({ timestamp, method: "GET", requestTarget: "/v1/publish", body: "" }));
+    const socket = await openSocket(`/v1/publish?apiKey=${key.id}&timestamp=${timestamp}&signature=${signature}`, "203.0.131.7");
+    const solBatch = (sequence: number) => ({
+      id: sequence,
+      symbol: "SOLUSDT",
+      book:
+        sequence === 1
+          ? { type: "snapshot", sequence, bids: [["149.000", "5.00"]], asks: [["151.000", "5.00"]] }
+          : { type: "delta", sequence, bids: [["149.000", `${sequence}.00`]], asks: [] },
+      trades: [{ id: `pipe-${sequence}`, price: "150.000", quantity: "1.00", side: "buy", time: T0 + sequence }],
+    });
+    socket.ws.send(JSON.stringify(solBatch(1)));
+    await until(() => socket.messages.find((m) => m.id === 1), { what: "the snapshot's answer" });
+    await setTick(100, "SOLUSDT");
+    await rowsWritten(true, "SOLUSDT");
+    for (let sequence = 2; sequence <= 31; sequence++) socket.ws.send(JSON.stringify(solBatch(sequence)));
+    await until(() => socket.messages.find((m) => m.id === 31), { what: "the last answer" });
+    const answers = socket.messages.filter((m) => typeof m.id === "number" && m.id >= 2);
+    expect(
+      answers.map((m) => m.result?.sequence),
+      "every batch applied, in order",
+    ).toEqual(Array.from({ length: 30 }, (_, i) => i + 2));
+    const rows = await rowsWritten(false, "SOLUSDT");
+    expect(rows, "rows written by a burst of 30 batches on the channel").toBeLessThanOrEqual(10);
+    socket.ws.close();
   });
 });

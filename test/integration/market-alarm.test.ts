@@ -30,13 +30,18 @@ describe("a market's one alarm (src/market/market-secondly.ts)", () => {
 });
 
 type Trading = {
-  secondly: { now(state: unknown, now: number, fromAlarm?: boolean): void; schedule(state: unknown, now: number): void; fired(): void };
+  secondly: {
+    now(state: unknown, now: number): void;
+    schedule(state: unknown, now: number): void;
+    fired(): void;
+    timers: { set(run: () => void, ms: number): unknown; clear(handle: unknown): void };
+  };
   state: { lastUpdateAt: number } | undefined;
   meter: { holder: { counts: { take(): { counters: Record<string, number> } }; flush(env: Env, now: number, force: boolean): Promise<void> | undefined } };
 };
 
 describe("a trading market's alarm (src/market/market-secondly.ts)", () => {
-  it("from the alarm while batches come, the next is a second on, and the batches of that second set none: one setAlarm a second (before: two, the minute's and the batch's)", async () => {
+  it("ten seconds of batches every 100 ms, the alarm run whenever it is due: one setAlarm (the minute's end), the held-back summaries on a timer (before: one setAlarm a second)", async () => {
     await ensureRegistry(env);
     const symbol = "BTCUSDC";
     const market = findMarket(symbol)!;
@@ -44,20 +49,38 @@ describe("a trading market's alarm (src/market/market-secondly.ts)", () => {
     const counts = await runInDurableObject(marketObject(env, symbol), async (instance: MarketObject, state) => {
       instance.orderBook(market, 1); // loaded
       const inside = instance as unknown as Trading;
-      // A moment far ahead, so no alarm of the real clock runs meanwhile: a batch 100 ms before it.
-      const at = Date.now() + 3_600_000;
-      inside.state!.lastUpdateAt = at - 100;
+      // The injected clock: a moment far ahead (no alarm of the real clock runs meanwhile), at a
+      // minute's start; the injected timers hold the held-back summaries (they would send them).
+      const at = Math.ceil((Date.now() + 3_600_000) / 60_000) * 60_000;
+      const held: number[] = [];
+      inside.secondly.timers = { set: (_run, ms) => held.push(ms), clear: () => undefined };
       await inside.meter.holder.flush(env, Date.now(), true);
       inside.meter.holder.counts.take();
       inside.secondly.fired();
       await state.storage.deleteAlarm();
-      inside.secondly.now(inside.state, at, true);
-      for (let ms = 100; ms < 1_000; ms += 100) inside.secondly.schedule(inside.state, at + ms); // the second's batches
-      await state.storage.getAlarm();
-      const alarm = await state.storage.getAlarm();
+      const alarms: number[] = [];
+      for (let ms = 0; ms < 10_000; ms += 100) {
+        const now = at + ms;
+        const due = await state.storage.getAlarm();
+        if (due === null || due <= now) {
+          // The runtime runs the alarm (and clears it) when it is due.
+          if (due !== null) alarms.push(due - at);
+          inside.secondly.fired();
+          await state.storage.deleteAlarm();
+          inside.secondly.now(inside.state, now);
+        }
+        inside.state!.lastUpdateAt = now; // a batch
+        inside.secondly.schedule(inside.state, now);
+        await state.storage.getAlarm(); // the alarm asked for, if any, is set by now
+      }
       const rows = inside.meter.holder.counts.take().counters['mds_storage_rows_written_total{object="market"}'] ?? 0;
-      return { alarm: alarm! - at, rows };
+      return { alarm: (await state.storage.getAlarm())! - at, alarmsRun: alarms.length, rows, held: held.length };
     });
-    expect(counts, "the next alarm a second on, and the rows written for it").toEqual({ alarm: 1_000, rows: 1 });
+    expect(counts, "the alarm at the minute's end, none run in ten seconds, one row; a summary held back each second").toEqual({
+      alarm: 60_000,
+      alarmsRun: 0,
+      rows: 1,
+      held: 10,
+    });
   });
 });

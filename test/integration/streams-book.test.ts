@@ -1,8 +1,7 @@
-import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { LocalBook } from "../../client/src/index";
-import { marketObject } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
 import { callJson } from "../support/http";
 import { until } from "../support/poll";
@@ -268,11 +267,10 @@ describe("trades, ticker and prices streams", () => {
     socket.ws.close();
   });
 
-  it("ticker messages come at most once a second, however often the market trades: the rest wait for the market's alarm", async () => {
+  it("ticker messages come at most once a second, however often the market trades: the rest wait for the market's timer", async () => {
     const socket = await openSocket("/api/ws?streams=ticker.SOLUSDT,trades.SOLUSDT", "203.0.114.4");
     await until(() => socket.messages.find((m) => m.result), { what: "the subscribe ack" });
     const tickers = () => socket.messages.filter((m) => m.stream === "ticker.SOLUSDT").map((m) => m.data);
-    const market = marketObject(env, "SOLUSDT");
     // Twenty trades as fast as ingest takes them (well within one second).
     for (let i = 0; i < 20; i++) {
       await ingest(env, "*", {
@@ -286,12 +284,8 @@ describe("trades, ticker and prices streams", () => {
     });
     const early = tickers();
     expect(early.length, "tickers during the burst").toBeLessThanOrEqual(1);
-    // The rest is held back for the market's alarm: due a second after the last ticker at the
-    // latest (sooner when a minute ends first: the one alarm serves the candles' roll too).
-    const alarm = await runInDurableObject(market, (_object, state) => state.storage.getAlarm());
-    expect(alarm, "the alarm that sends the held-back ticker").not.toBeNull();
-    if (early[0]) expect(alarm!, "the held-back ticker waits at most a second").toBeLessThanOrEqual(early[0].closeTime + 1000);
-    expect(await runDurableObjectAlarm(market)).toBe(true);
+    // The rest is held back for the market's timer, a second after the last ticker at the latest
+    // (src/market/market-secondly.ts): it comes by itself.
     const latest = await until(() => tickers().find((t) => t.lastPrice === "150.019"), { what: "the ticker with the last trade" });
     expect(latest).toMatchObject({ symbol: "SOLUSDT", lastPrice: "150.019" });
     expect(tickers().length, "tickers in all").toBe(early.length + 1);
