@@ -121,6 +121,26 @@ export function toProblemResult(error: ProblemError): ProblemResult {
   return { problem: { code: error.code, detail: error.message, extras: error.extras } };
 }
 
+/** Runs `work`, turning an expected failure (a ProblemError) into a value that survives RPC. */
+export function guarded<T>(work: () => T): T | ProblemResult {
+  try {
+    return work();
+  } catch (error) {
+    if (error instanceof ProblemError) return toProblemResult(error);
+    throw error;
+  }
+}
+
+/** The same, for work that awaits. */
+export async function guardedAsync<T>(work: () => Promise<T>): Promise<T | ProblemResult> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof ProblemError) return toProblemResult(error);
+    throw error;
+  }
+}
+
 /** Returns the value, or throws the problem it carries. */
 export function unwrap<T>(value: T | ProblemResult): T {
   if (isProblemResult(value)) {

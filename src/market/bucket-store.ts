@@ -8,7 +8,7 @@
  * buckets over the stored ones. The trades are stored as they come, so the staged buckets are
  * never the only copy: a market that restarts stages again the trades after the last flush.
  */
-import { BUCKET_SIZES, type BucketSize, DAY_MS, HOUR_MS, MINUTE_MS } from "../history/intervals";
+import { BUCKET_SIZES, type BucketSize, DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS } from "../history/intervals";
 import { addToBucket, type MinuteBucket, mergeBuckets, type UnitTrade } from "./rolling-window";
 
 type Row = Record<string, SqlStorageValue>;
@@ -32,11 +32,46 @@ function toBucket(row: Row): MinuteBucket {
 
 const keyOf = (size: BucketSize, start: number) => `${size}:${start}`;
 
+/** A second bucket as its minute's row packs it: [start, open, high, low, close, first, last, volume, quote volume, count, taker buy, taker buy quote]. */
+type PackedSecond = [number, string, string, string, string, number, number, string, string, number, string, string];
+const packSecond = (b: MinuteBucket): PackedSecond => [
+  b.minute,
+  b.open.toString(),
+  b.high.toString(),
+  b.low.toString(),
+  b.close.toString(),
+  b.firstTradeTime,
+  b.lastTradeTime,
+  b.volume.toString(),
+  b.quoteVolume.toString(),
+  b.count,
+  b.takerBuyVolume.toString(),
+  b.takerBuyQuoteVolume.toString(),
+];
+const unpackSecond = ([minute, open, high, low, close, first, last, volume, quote, count, buy, buyQuote]: PackedSecond): MinuteBucket => ({
+  minute,
+  open: BigInt(open),
+  high: BigInt(high),
+  low: BigInt(low),
+  close: BigInt(close),
+  firstTradeTime: first,
+  lastTradeTime: last,
+  volume: BigInt(volume),
+  quoteVolume: BigInt(quote),
+  count,
+  takerBuyVolume: BigInt(buy),
+  takerBuyQuoteVolume: BigInt(buyQuote),
+});
+
 export class BucketStore {
   /** Buckets live trades changed since the last flush, by size and start. */
   private readonly staged = new Map<string, { size: BucketSize; bucket: MinuteBucket }>();
 
-  constructor(private readonly sql: SqlStorage) {}
+  constructor(private readonly sql: SqlStorage) {
+    // The second buckets of a minute are one row (docs/design.md#the-write-path): a trading second
+    // cost a row to write and another to prune before.
+    sql.exec("CREATE TABLE IF NOT EXISTS second_buckets (minute INTEGER PRIMARY KEY, buckets TEXT NOT NULL)");
+  }
 
   /** A bucket live trades changed: written at the next flush, read from here until then. */
   stage(bucket: MinuteBucket, size: BucketSize = MINUTE_MS): void {
@@ -60,12 +95,39 @@ export class BucketStore {
     return this.staged.size;
   }
 
-  /** Writes every staged bucket (a row each) and forgets them; the caller records up to which trade they hold. */
+  /**
+   * Writes every staged bucket and forgets them: a row each, but the seconds a row a minute; the
+   * caller records up to which trade they hold.
+   */
   flush(): number {
     const written = this.staged.size;
-    for (const { size, bucket } of this.staged.values()) this.upsertBucket(bucket, size);
+    const seconds = new Map<number, MinuteBucket[]>();
+    for (const { size, bucket } of this.staged.values()) {
+      if (size !== SECOND_MS) this.upsertBucket(bucket, size);
+      else {
+        const minute = Math.floor(bucket.minute / MINUTE_MS) * MINUTE_MS;
+        seconds.set(minute, [...(seconds.get(minute) ?? []), bucket]);
+      }
+    }
+    for (const [minute, changed] of seconds) {
+      const row = this.sql.exec<{ buckets: string }>("SELECT buckets FROM second_buckets WHERE minute = ?", minute).toArray()[0];
+      const all = new Map<number, PackedSecond>(row ? (JSON.parse(row.buckets) as PackedSecond[]).map((b) => [b[0], b]) : []);
+      for (const bucket of changed) all.set(bucket.minute, packSecond(bucket));
+      const packed = [...all.values()].sort((a, b) => a[0] - b[0]);
+      this.sql.exec(
+        "INSERT INTO second_buckets (minute, buckets) VALUES (?, ?) ON CONFLICT (minute) DO UPDATE SET buckets = excluded.buckets",
+        minute,
+        JSON.stringify(packed),
+      );
+    }
     this.staged.clear();
     return written;
+  }
+
+  /** Drops the second buckets older than `before` (their minutes' rows; and rows of seconds from before the packing). */
+  pruneSeconds(before: number): void {
+    this.sql.exec("DELETE FROM second_buckets WHERE minute + ? <= ?", MINUTE_MS, before);
+    this.sql.exec("DELETE FROM rollup_buckets WHERE size = ? AND start < ?", SECOND_MS, before);
   }
 
   /**
@@ -141,6 +203,10 @@ export class BucketStore {
   }
 
   private *storedBuckets(size: BucketSize, from: number, to: number, order: "ASC" | "DESC"): Generator<MinuteBucket> {
+    if (size === SECOND_MS) {
+      yield* this.storedSeconds(from, to, order);
+      return;
+    }
     const cursor =
       size === MINUTE_MS
         ? this.sql.exec(`SELECT * FROM minute_buckets WHERE minute >= ? AND minute <= ? ORDER BY minute ${order}`, from, to)
@@ -150,6 +216,24 @@ export class BucketStore {
     } finally {
       this.bucketRowsRead += cursor.rowsRead;
     }
+  }
+
+  /** The stored second buckets within `from`…`to`: the minutes' rows, over any row of a second from before the packing. */
+  private *storedSeconds(from: number, to: number, order: "ASC" | "DESC"): Generator<MinuteBucket> {
+    const found = new Map<number, MinuteBucket>();
+    const legacy = this.sql.exec("SELECT * FROM rollup_buckets WHERE size = ? AND start >= ? AND start <= ?", SECOND_MS, from, to);
+    for (const row of legacy) found.set(row.start as number, toBucket(row));
+    const rows = this.sql.exec<{ buckets: string }>(
+      "SELECT buckets FROM second_buckets WHERE minute >= ? AND minute <= ?",
+      Math.floor(from / MINUTE_MS) * MINUTE_MS,
+      to,
+    );
+    for (const row of rows) {
+      for (const packed of JSON.parse(row.buckets) as PackedSecond[]) if (packed[0] >= from && packed[0] <= to) found.set(packed[0], unpackSecond(packed));
+    }
+    this.bucketRowsRead += legacy.rowsRead + rows.rowsRead;
+    const sorted = [...found.values()].sort((a, b) => (order === "ASC" ? a.minute - b.minute : b.minute - a.minute));
+    yield* sorted;
   }
 
   /**

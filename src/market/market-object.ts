@@ -1,9 +1,8 @@
 import { groupRelay } from "../core/object-ids";
-import { isProblemResult, ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
+import { guarded, guardedAsync, isProblemResult, ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
 import type { RelayOp } from "../groups/messages";
 import { PacedOutbox } from "../groups/paced-outbox";
 import type { BookTarget } from "../history/book-replay";
-import { MINUTE_MS } from "../history/intervals";
 import { MarketBookHistory, type ReplayPage } from "../history/market-book-history";
 import { importMinutes, writeDays } from "../history/market-days";
 import { type DayFiles, MarketHistory } from "../history/market-history";
@@ -13,12 +12,13 @@ import { groupOf, type MarketConfig } from "../registry/model";
 import { Tick } from "../ticks/tick";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
 import type { IngestBatch, IngestResult } from "./ingest";
+import { restoreState } from "./market-load";
 import { MarketReads } from "./market-reads";
 import { MarketSecondly } from "./market-secondly";
 import { type MarketState, TRADE_RETENTION_MS } from "./market-state";
 import { DERIVED_FIELDS, type MarketRecord, MarketStore } from "./market-store";
 import { MarketStreams } from "./market-streams";
-import { OrderBook, type WireLevel } from "./order-book";
+import type { WireLevel } from "./order-book";
 import type { MinuteBucket } from "./rolling-window";
 import { StagedBatches, stageBatch } from "./staged-batches";
 import { pack } from "./trade-blocks";
@@ -125,15 +125,6 @@ export class MarketObject extends MeteredObject {
     if (!market) throw new Error("a market object was called before it was given its config");
     if (stored && given && given.symbol !== stored.symbol) throw new Error(`MarketObject for ${stored.symbol} called as ${given.symbol}`);
     if (market !== stored) this.store.writeMeta("config", JSON.stringify(market));
-    const book = new OrderBook(market.priceScale, market.quantityScale);
-    const levels = this.store.book.read(this.store.bookPosition());
-    // The trades after the buckets' last write are staged again, exactly as when they came, and their ids known again.
-    const unwritten = this.store.tradesAfter(meta.bucketsThroughSeq);
-    for (const trade of unwritten) this.store.candles.stageTrade(trade);
-    this.store.rememberIds(unwritten);
-    book.restore(meta.bookSequence, meta.bookUpdatedAt, levels.bids, levels.asks, meta.bookFingerprint);
-    const latest = this.store.candles.latestBucket();
-    const now = Date.now();
     const relay = groupOf(market);
     this.channel = new PacedOutbox(0, (ops) => groupRelay(this.env, relay).relay(ops));
     this.streams = new MarketStreams(
@@ -142,19 +133,7 @@ export class MarketObject extends MeteredObject {
       (shards) => this.store.writeMeta("shards", JSON.stringify(shards)),
       (state, openTime, interval, offsetMs) => this.reads.candleAt(state, openTime, interval, offsetMs),
     );
-    this.state = {
-      market,
-      book,
-      recentBuckets: [...this.store.candles.buckets(MINUTE_MS, now - TRADE_RETENTION_MS, Number.MAX_SAFE_INTEGER, "ASC")],
-      lastTradePrice: latest?.close,
-      lastTradeQty: latest ? (this.store.latestTradeQuantity() ?? 0n) : 0n,
-      lastTradeTime: latest?.lastTradeTime ?? 0,
-      tradeSeq: meta.tradeSeq,
-      lastUpdateAt: meta.lastUpdateAt,
-      dirtyDays: JSON.parse(meta.dirtyDays) as number[],
-      dirtyMarks: 0,
-      version: 0,
-    };
+    this.state = restoreState(this.store, meta, market, Date.now());
     // A segment kept before a restart that R2 does not have yet.
     if (this.bookHistory.kept.pending) this.bookHistory.uploadBeside(market.symbol);
     return this.state;
@@ -172,26 +151,6 @@ export class MarketObject extends MeteredObject {
     this.channel!.push(op);
   }
 
-  /** Runs a read or write, turning expected failures into values that survive RPC. */
-  private guarded<T>(work: () => T): T | ProblemResult {
-    try {
-      return work();
-    } catch (error) {
-      if (error instanceof ProblemError) return toProblemResult(error);
-      throw error;
-    }
-  }
-
-  /** The same, for work that awaits. */
-  private async guardedAsync<T>(work: () => Promise<T>): Promise<T | ProblemResult> {
-    try {
-      return await work();
-    } catch (error) {
-      if (error instanceof ProblemError) return toProblemResult(error);
-      throw error;
-    }
-  }
-
   private readable(market: MarketConfig | undefined): MarketState {
     const state = this.load(market);
     if (state.market.status === "DELISTED") throw problem("UNKNOWN_SYMBOL", `${state.market.symbol} is delisted`);
@@ -205,7 +164,7 @@ export class MarketObject extends MeteredObject {
    * for the tick's commit (docs/design.md#the-write-path): when it comes, the batch is durable.
    */
   async ingest(market: MarketConfig, batch: IngestBatch): Promise<IngestResult | ProblemResult | NewerConfig> {
-    const staged = this.guarded(() => {
+    const staged = guarded(() => {
       const state = this.load(market);
       if (state.market.revision > market.revision) return { newerConfig: state.market };
       if (state.market.status !== "TRADING")
@@ -278,7 +237,7 @@ export class MarketObject extends MeteredObject {
    * sees them exactly as it sees live ones.
    */
   importMinutes(market: MarketConfig, minutes: MinuteBucket[]): { imported: number; replaced: number } | ProblemResult {
-    return this.guarded(() => {
+    return guarded(() => {
       const state = this.readable(market);
       this.flushBucketsNow(state);
       return importMinutes(this.store, state, minutes);
@@ -290,12 +249,12 @@ export class MarketObject extends MeteredObject {
    * in the live answer's shape; `final` when it can change no more.
    */
   bookAt(market: MarketConfig, target: BookTarget, depth: number): Promise<{ text: string; sequence: number; final: boolean } | ProblemResult> {
-    return this.guardedAsync(() => this.bookHistory.bookAt(this.readable(market), target, depth));
+    return guardedAsync(() => this.bookHistory.bookAt(this.readable(market), target, depth));
   }
 
   /** One page of a replay's book messages (docs/history.md#replay). */
   bookReplay(market: MarketConfig, from: number, to: number, after?: number): Promise<ReplayPage | ProblemResult> {
-    return this.guardedAsync(() => this.bookHistory.replayPage(this.readable(market), from, to, after));
+    return guardedAsync(() => this.bookHistory.replayPage(this.readable(market), from, to, after));
   }
 
   /** Writes the closed hours' book files that are due at `now` (the alarm does; the tests call it with a later clock). */
@@ -338,7 +297,7 @@ export class MarketObject extends MeteredObject {
   }
 
   orderBook(market: MarketConfig, depth: number): OrderBookSnapshot | ProblemResult {
-    return this.guarded(() => {
+    return guarded(() => {
       const state = this.readable(market);
       const { bids, asks } = state.book.levels(depth);
       return { symbol: market.symbol, sequence: state.book.sequence, timestamp: Date.now(), bids, asks };
@@ -361,7 +320,7 @@ export class MarketObject extends MeteredObject {
    * again the files of past days that took a late trade since they were written.
    */
   writeDay(market: MarketConfig, day: number): Promise<DayFiles | ProblemResult> {
-    return this.guardedAsync(() => {
+    return guardedAsync(() => {
       const state = this.load(market);
       const candles = (interval: "1m" | "1h" | "1d", from: number, to: number) =>
         this.reads.klines(state, { interval, startTime: from, endTime: to, limit: 1_440 });

@@ -1,4 +1,3 @@
-import { SECOND_MS } from "../history/intervals";
 import { type ArchivedChunk, pageRunsForwards } from "../history/trade-archive";
 import type { MarketConfig } from "../registry/model";
 import { BookLog } from "./book-log";
@@ -6,6 +5,7 @@ import { BucketStore } from "./bucket-store";
 import { RecentTradeIds } from "./recent-trade-ids";
 import { type PackedTrade, TradeBlocks, unpack } from "./trade-blocks";
 import { TradeIdMinutes } from "./trade-id-minutes";
+import { upgradeTrades } from "./trade-upgrade";
 
 /** A stored trade; prices and quantities are integer units at the market's scales. */
 export interface StoredTrade {
@@ -89,17 +89,6 @@ CREATE INDEX IF NOT EXISTS archive_chunks_by_time ON archive_chunks (max_time);
 
 type Row = Record<string, SqlStorageValue>;
 
-function toTrade(row: Row): StoredTrade {
-  return {
-    id: row.id as string,
-    seq: row.seq as number,
-    price: BigInt(row.price as string),
-    quantity: BigInt(row.quantity as string),
-    side: row.side as "buy" | "sell",
-    time: row.time as number,
-  };
-}
-
 /** A `WHERE` of the bounds that are set (an unset one filters nothing), and their values in order. */
 function whereOf(bounds: [condition: string, value: number | undefined][]): { filter: string; args: number[] } {
   const used = bounds.filter((bound): bound is [string, number] => bound[1] !== undefined);
@@ -131,7 +120,7 @@ export class MarketStore {
     this.candles = new BucketStore(storage.sql);
     this.book = new BookLog(storage.sql);
     this.blocks = new TradeBlocks(storage.sql);
-    this.upgradeTrades();
+    upgradeTrades(storage, this.blocks, this.tradeIds);
     // Markets created before the taker-buy volumes were kept: their older minutes count none.
     const columns = storage.sql.exec<{ name: string }>("PRAGMA table_info(minute_buckets)").toArray();
     if (!columns.some((c) => c.name === "taker_buy_volume")) {
@@ -245,30 +234,6 @@ export class MarketStore {
     return { snapshotN: bookSnapshotN, logN: bookLogN };
   }
 
-  /**
-   * Markets from before the blocks kept a row per trade in a `trades` table: moved into blocks of
-   * 1,000 and their ids remembered, once; `trades` is then a view of the blocks (for an operator's
-   * look inside, never written).
-   */
-  private upgradeTrades(): void {
-    const table = this.sql.exec<{ type: string }>("SELECT type FROM sqlite_master WHERE name = 'trades'").toArray()[0];
-    if (table?.type === "table") {
-      this.transaction(() => {
-        const rows = this.sql.exec("SELECT * FROM trades ORDER BY seq").toArray().map(toTrade);
-        for (let i = 0; i < rows.length; i += 1000) this.blocks.writeBlock(rows.slice(i, i + 1000));
-        this.tradeIds.remember(rows);
-        this.tradeIds.write(Date.now());
-        this.sql.exec("DROP TABLE trades");
-      });
-    }
-    if (table?.type !== "view") {
-      this.sql.exec(`CREATE VIEW IF NOT EXISTS trades AS
-        SELECT t.value ->> 0 AS id, t.value ->> 1 AS seq, t.value ->> 2 AS price, t.value ->> 3 AS quantity,
-          CASE t.value ->> 4 WHEN 1 THEN 'buy' ELSE 'sell' END AS side, t.value ->> 5 AS time
-        FROM trade_blocks, json_each(trade_blocks.trades) AS t`);
-    }
-  }
-
   /** Whether a trade of this id and time was taken in the last 25 hours at least, or is still hot. */
   hasTrade(id: string, time: number): boolean {
     return this.knownAmong([{ id, time }]).size > 0;
@@ -339,7 +304,7 @@ export class MarketStore {
 
   /** Drops second buckets older than `before`, and the hours of archived ids expired at `now`. */
   prune(before: number, now: number): void {
-    this.sql.exec("DELETE FROM rollup_buckets WHERE size = ? AND start < ?", SECOND_MS, before);
+    this.candles.pruneSeconds(before);
     this.tradeIds.forget(now, this.archivedThrough());
     this.recentIds.forget(now, this.archivedThrough());
   }

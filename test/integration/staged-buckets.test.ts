@@ -68,6 +68,13 @@ describe("candle buckets are staged and written about once a minute (src/market/
       (instance as unknown as { bucketsFlushedAt: number }).bucketsFlushedAt = 0; // as if a minute had passed
     });
     expect(await runDurableObjectAlarm(market), "the minute's alarm ran").toBe(true);
+    // The 21 trades' seconds are a row a minute of trade time (before: a row a second, 21).
+    const secondRows = await runInDurableObject(market, async (_instance: MarketObject, state) => ({
+      packed: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM second_buckets").one().n,
+      apart: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM rollup_buckets WHERE size = 1000").one().n,
+    }));
+    const minutes = new Set([0, ...Array.from({ length: 20 }, (_, i) => (i + 1) * 7_000)].map((d) => Math.floor((base + d) / 60_000))).size;
+    expect(secondRows, "rows holding the second buckets").toEqual({ packed: minutes, apart: 0 });
     await evictDurableObject(market);
     expect(await candles(symbol), "candles after the flush and another restart").toEqual(before);
     await batch(base + 160_000);

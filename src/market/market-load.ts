@@ -1,0 +1,34 @@
+import { MINUTE_MS } from "../history/intervals";
+import type { MarketConfig } from "../registry/model";
+import { type MarketState, TRADE_RETENTION_MS } from "./market-state";
+import type { MarketMeta, MarketStore } from "./market-store";
+import { OrderBook } from "./order-book";
+
+/**
+ * A market's state in memory, rebuilt from its storage after a start (docs/design.md#the-write-path):
+ * the book from the log's snapshot and the rows after it, the trades after the buckets' last write
+ * staged again exactly as when they came (and their ids known again), the recent minutes for the
+ * rolling windows, and the record's fields read back from the log and the blocks.
+ */
+export function restoreState(store: MarketStore, meta: MarketMeta, market: MarketConfig, now: number): MarketState {
+  const book = new OrderBook(market.priceScale, market.quantityScale);
+  const levels = store.book.read(store.bookPosition());
+  const unwritten = store.tradesAfter(meta.bucketsThroughSeq);
+  for (const trade of unwritten) store.candles.stageTrade(trade);
+  store.rememberIds(unwritten);
+  book.restore(meta.bookSequence, meta.bookUpdatedAt, levels.bids, levels.asks, meta.bookFingerprint);
+  const latest = store.candles.latestBucket();
+  return {
+    market,
+    book,
+    recentBuckets: [...store.candles.buckets(MINUTE_MS, now - TRADE_RETENTION_MS, Number.MAX_SAFE_INTEGER, "ASC")],
+    lastTradePrice: latest?.close,
+    lastTradeQty: latest ? (store.latestTradeQuantity() ?? 0n) : 0n,
+    lastTradeTime: latest?.lastTradeTime ?? 0,
+    tradeSeq: meta.tradeSeq,
+    lastUpdateAt: meta.lastUpdateAt,
+    dirtyDays: JSON.parse(meta.dirtyDays) as number[],
+    dirtyMarks: 0,
+    version: 0,
+  };
+}
