@@ -68,7 +68,11 @@ export function encodeEntry(entry: BookEntry): string {
  * pack them with the commit's time (`a`). Before ticks a row was one batch's entry alone.
  */
 export function encodeCommit(entries: readonly BookEntry[], trades: readonly unknown[], at: number): string {
-  return `{"e":[${entries.map(encodeEntry).join(",")}]${trades.length > 0 ? `,"tr":${JSON.stringify(trades)},"a":${at}` : ""}}`;
+  return encodeCommitOf(entries.map(encodeEntry), trades, at);
+}
+
+function encodeCommitOf(entries: readonly string[], trades: readonly unknown[], at: number): string {
+  return `{"e":[${entries.join(",")}]${trades.length > 0 ? `,"tr":${JSON.stringify(trades)},"a":${at}` : ""}}`;
 }
 
 export function decodeEntry(value: { t: number; u: ["s" | "d", number, TextLevels, TextLevels][]; f?: string }): BookEntry {
@@ -122,7 +126,11 @@ const changesOf = (text: string): StoredChange[] => rowOf(text).changes;
  * their history starts at their next snapshot.
  */
 export class BookLog {
-  /** Bytes of the entries after the snapshot (read once from the ring after a restart). */
+  /**
+   * Bytes of the book entries after the snapshot: what bounds a segment (a commit's trades are not
+   * the book's history). Read once from the ring after a restart, trades and all: a little early
+   * then, never late.
+   */
   private segmentBytes: number | undefined;
 
   constructor(private readonly sql: SqlStorage) {
@@ -144,11 +152,13 @@ export class BookLog {
     at = 0,
   ): { position: BookLogPosition; snapshot: boolean; closed?: BookSegment } {
     const n = position.logN + 1;
-    const text = encodeCommit(entries, trades, at);
+    const encoded = entries.map(encodeEntry);
+    const entryBytes = encoded.reduce((sum, e) => sum + e.length, 0);
+    const text = encodeCommitOf(encoded, trades, at);
     this.segmentBytes ??= this.sql
       .exec<{ bytes: number }>("SELECT coalesce(sum(length(change)), 0) AS bytes FROM book_log WHERE n > ? AND n <= ?", position.snapshotN, position.logN)
       .one().bytes;
-    if (n - position.snapshotN >= SNAPSHOT_EVERY || this.segmentBytes + text.length > SEGMENT_MAX_BYTES) {
+    if (n - position.snapshotN >= SNAPSHOT_EVERY || this.segmentBytes + entryBytes > SEGMENT_MAX_BYTES) {
       const closed = this.segmentBefore(position, entries);
       const book = wholeBook();
       // The snapshot carries the fingerprint of the last batch that changed the book (an earlier commit's, when this one changed none).
@@ -167,7 +177,7 @@ export class BookLog {
       n,
       text,
     );
-    this.segmentBytes += text.length;
+    this.segmentBytes += entryBytes;
     return { position: { snapshotN: position.snapshotN, logN: n }, snapshot: false };
   }
 

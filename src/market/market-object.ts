@@ -20,7 +20,7 @@ import { DERIVED_FIELDS, type MarketRecord, MarketStore } from "./market-store";
 import { MarketStreams } from "./market-streams";
 import type { WireLevel } from "./order-book";
 import type { MinuteBucket } from "./rolling-window";
-import { StagedBatches, stageBatch } from "./staged-batches";
+import { batchBytes, COMMIT_MAX_BYTES, StagedBatches, stageBatch } from "./staged-batches";
 import { pack } from "./trade-blocks";
 import { PENDING_MAX_BYTES } from "./trade-id-minutes";
 
@@ -169,6 +169,8 @@ export class MarketObject extends MeteredObject {
       if (state.market.revision > market.revision) return { newerConfig: state.market };
       if (state.market.status !== "TRADING")
         throw problem("MARKET_NOT_TRADING", `${market.symbol} is ${state.market.status.toLowerCase()} and accepts no ingest`);
+      // A commit's row stays within a value's size: what is staged goes first when this batch would take it past.
+      if (this.staged.bytes > 0 && this.staged.bytes + batchBytes(batch) > COMMIT_MAX_BYTES) this.tick.commitNow();
       return stageBatch(this.store, state, this.staged, batch, Date.now());
     });
     if (isProblemResult(staged) || "newerConfig" in staged) return staged;

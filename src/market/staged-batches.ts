@@ -18,6 +18,17 @@ export class StagedBatches {
   readonly streamed: { book: readonly BookUpdate[] | undefined; trades: StoredTrade[] }[] = [];
   /** Whether a batch changed the market (its summary is due). */
   changed = false;
+  /** About how many bytes the commit's row will hold (`batchBytes`). */
+  bytes = 0;
+}
+
+/** A commit's row holds about this much at most: a batch that would take it past is written in the next (a row is at most 2 MB on Cloudflare). */
+export const COMMIT_MAX_BYTES = 1_000_000;
+
+/** About the bytes a batch adds to its commit's row: its levels and its trades, as the log encodes them. */
+export function batchBytes(batch: IngestBatch): number {
+  const levels = (batch.book ?? []).reduce((sum, update) => sum + update.bids.length + update.asks.length, 0);
+  return 32 * levels + 80 * batch.trades.length;
 }
 
 /**
@@ -52,6 +63,7 @@ export function stageBatch(store: MarketStore, state: MarketState, staged: Stage
     staged.changed = true;
   }
   state.version += 1;
+  staged.bytes += batchBytes(batch);
   staged.streamed.push({ book: bookApplied ? batch.book : undefined, trades: taken.accepted });
   return {
     symbol: state.market.symbol,

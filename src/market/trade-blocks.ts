@@ -11,8 +11,8 @@ CREATE INDEX IF NOT EXISTS trade_blocks_by_time ON trade_blocks (max_time);
 export type PackedTrade = [string, number, string, string, 0 | 1, number];
 type Packed = PackedTrade;
 
-/** The open block is written once it holds about this much (a row is at most 2 MB), or at the minute. */
-export const OPEN_BLOCK_MAX_BYTES = 512_000;
+/** The open block is written once it holds about this much (a row is at most 2 MB on Cloudflare), or at the minute. */
+export const OPEN_BLOCK_MAX_BYTES = 1_200_000;
 /** A packed trade's bytes, about: the open block's bound counts them. */
 const packedBytes = (t: StoredTrade) => t.id.length + 48;
 

@@ -132,4 +132,33 @@ describe("the tick: a market writes its batches together, at most once a tick, a
     expect(rows, "rows written by a burst of 30 batches on the channel").toBeLessThanOrEqual(10);
     socket.ws.close();
   });
+
+  it("a tick's row stays within Cloudflare's 2 MB a value: 30 batches of 1,000 trades sent together are written in several commits (fails before: one row of about 2.4 MB)", async () => {
+    await ensureRegistry(env);
+    await setTick(100, "XRPUSDT");
+    const batches = Array.from({ length: 30 }, (_, b) => ({
+      symbol: "XRPUSDT",
+      trades: Array.from({ length: 1_000 }, (_, i) => ({
+        id: `big-${b}-${i}-${"x".repeat(20)}`,
+        price: "0.6000",
+        quantity: "10.0",
+        side: "buy" as const,
+        time: T0 - 40_000 + b * 1_000 + i,
+      })),
+    }));
+    const answers = await Promise.all(batches.map((body) => ingest(env, "*", body)));
+    expect(
+      answers.reduce((sum, a) => sum + a.acceptedTrades, 0),
+      "trades taken",
+    ).toBe(30_000);
+    const largest = await runInDurableObject(
+      marketObject(env, "XRPUSDT"),
+      async (_instance: MarketObject, state) =>
+        state.storage.sql.exec<{ bytes: number | null }>("SELECT max(length(change)) AS bytes FROM book_log").one().bytes ?? 0,
+    );
+    expect(largest, "the largest commit row (bytes)").toBeLessThanOrEqual(1_500_000);
+    expect(largest, "the largest commit row (bytes)").toBeGreaterThan(0);
+    const trades = await callJson<unknown[]>("/api/trades/XRPUSDT?limit=1000");
+    expect(trades.body.length, "the latest trades read back").toBe(1_000);
+  });
 });
