@@ -112,11 +112,11 @@ const changesOf = (text: string): StoredChange[] => rowOf(text).changes;
 
 /**
  * A market's book in storage, written as a log rather than as levels (docs/design.md#the-write-path):
- * a batch's updates are one row in a ring of RING_SLOTS slots, overwritten in place (one row
- * written, no delete to pay for), and the whole book is one snapshot row, written every
- * SNAPSHOT_EVERY entries (or SEGMENT_MAX_BYTES). A book of any depth costs one row a batch, where
- * a row per level it touched was paid before. Reading it back: the snapshot, then the ring's
- * entries after it in order.
+ * a commit (the batches of a tick: their updates, and their trades) is one row in a ring of
+ * RING_SLOTS slots, overwritten in place (one row written, no delete to pay for), and the whole
+ * book is one snapshot row, written every SNAPSHOT_EVERY commits (or SEGMENT_MAX_BYTES of
+ * updates). A book of any depth costs one row a commit, where a row per level it touched was paid
+ * before. Reading it back: the snapshot, then the ring's entries after it in order.
  *
  * When a snapshot is written, the snapshot before it and the entries between are a closed
  * segment of the book's history, handed to the caller to keep (`../history/book-history.ts`).

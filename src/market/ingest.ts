@@ -155,19 +155,33 @@ export function grantedMarket(grant: MarketGrant, symbol: string): MarketConfig 
  * through here with a schema-validated body and their publisher's grant, and the market's
  * single writer applies it.
  */
-export async function ingest(env: Env, grant: MarketGrant, body: IngestBody, now = Date.now(), via?: IngestVia): Promise<IngestResult> {
+export async function ingest(
+  env: Env,
+  grant: MarketGrant,
+  body: IngestBody,
+  now = Date.now(),
+  { via, commit = "tick" }: { via?: IngestVia; commit?: IngestCommit } = {},
+): Promise<IngestResult> {
   await ensureRegistry(env);
   let market = grantedMarket(grant, body.symbol);
   // The market holds the newest rules: checked against an older copy's, the batch is checked again.
   for (;;) {
     objectCalls.ingest += 1;
-    const call = (via?.stubOf(market.symbol) ?? marketObject(env, market.symbol)).ingest(market, toIngestBatch(market, body, now));
+    const call = (via?.stubOf(market.symbol) ?? marketObject(env, market.symbol)).ingest(market, toIngestBatch(market, body, now), commit);
     via?.dispatched();
     const answer = unwrap(await call);
     if (!("newerConfig" in answer)) return answer;
     market = answer.newerConfig;
   }
 }
+
+/**
+ * When the market writes the batch (docs/design.md#the-write-path): with its tick's other batches
+ * (`tick`: the publisher channel, which keeps many in flight), or at once with whatever is staged
+ * (`now`: `POST /v1/ingest`, whose publisher has one request in flight per market — a tick would
+ * hold its one batch and only add the wait).
+ */
+export type IngestCommit = "tick" | "now";
 
 /**
  * How a caller that keeps a market's batches in order pipelines them (the publisher channel):

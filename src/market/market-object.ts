@@ -11,7 +11,7 @@ import { meterRequests } from "../metrics/object-meter";
 import { groupOf, type MarketConfig } from "../registry/model";
 import { Tick } from "../ticks/tick";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
-import type { IngestBatch, IngestResult } from "./ingest";
+import type { IngestBatch, IngestCommit, IngestResult } from "./ingest";
 import { restoreState } from "./market-load";
 import { MarketReads } from "./market-reads";
 import { MarketSecondly } from "./market-secondly";
@@ -163,7 +163,7 @@ export class MarketObject extends MeteredObject {
    * carries the newer config, and the caller checks the batch again with it. The answer waits
    * for the tick's commit (docs/design.md#the-write-path): when it comes, the batch is durable.
    */
-  async ingest(market: MarketConfig, batch: IngestBatch): Promise<IngestResult | ProblemResult | NewerConfig> {
+  async ingest(market: MarketConfig, batch: IngestBatch, commit: IngestCommit = "tick"): Promise<IngestResult | ProblemResult | NewerConfig> {
     const staged = guarded(() => {
       const state = this.load(market);
       if (state.market.revision > market.revision) return { newerConfig: state.market };
@@ -174,7 +174,9 @@ export class MarketObject extends MeteredObject {
       return stageBatch(this.store, state, this.staged, batch, Date.now());
     });
     if (isProblemResult(staged) || "newerConfig" in staged) return staged;
-    await this.tick.committed();
+    const committed = this.tick.committed();
+    if (commit === "now") this.tick.commitNow();
+    await committed;
     return staged;
   }
 

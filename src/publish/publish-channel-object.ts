@@ -174,7 +174,7 @@ export class PublishChannel extends MeteredObject {
         // narrowing answered meanwhile holds for every batch still queued (at most those on their
         // way were admitted before it).
         const markets = this.admitted(ws, await this.currentGrant(Date.now()).catch(() => null));
-        const result = await ingest(this.env, markets, body, Date.now(), { stubOf: (market) => this.stubOf(market), dispatched });
+        const result = await ingest(this.env, markets, body, Date.now(), { via: { stubOf: (market) => this.stubOf(market), dispatched } });
         outcome = batchOutcome(result);
         this.answer(ws, { id, result });
       } catch (error) {

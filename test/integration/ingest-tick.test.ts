@@ -7,7 +7,7 @@ import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import type { IngestBody } from "../../src/market/schemas";
 import { ensureRegistry, findMarket } from "../../src/registry/copy";
-import { newPublishKey } from "../support/accounts";
+import { newPublishKey, signedCall } from "../support/accounts";
 import { callJson } from "../support/http";
 import { until } from "../support/poll";
 import { openSocket } from "./streams-support";
@@ -160,5 +160,21 @@ describe("the tick: a market writes its batches together, at most once a tick, a
     expect(largest, "the largest commit row (bytes)").toBeGreaterThan(0);
     const trades = await callJson<unknown[]>("/api/trades/XRPUSDT?limit=1000");
     expect(trades.body.length, "the latest trades read back").toBe(1_000);
+  });
+
+  it("POST /v1/ingest is written at once, not with a tick its one batch would be alone in (fails before: it waited for the tick, here a minute)", async () => {
+    await ensureRegistry(env);
+    const publisher = await newPublishKey();
+    const body = (n: number) =>
+      JSON.stringify({ symbol: "BTCUSDC", trades: [{ id: `post-${n}`, price: "97000.00", quantity: "0.01000", side: "buy", time: T0 }] });
+    expect((await signedCall(publisher, "POST", "/v1/ingest", { body: body(0) })).status, "a first batch").toBe(200);
+    await setTick(60_000, "BTCUSDC");
+    // A tick of a minute began with the first batch's commit: a batch waiting for it would hang the test.
+    const answered = await Promise.race([
+      signedCall(publisher, "POST", "/v1/ingest", { body: body(1) }).then((response) => response.status),
+      new Promise((resolve) => setTimeout(() => resolve("still waiting after 5 s"), 5_000)),
+    ]);
+    expect(answered, "the second batch's answer").toBe(200);
+    await setTick(0, "BTCUSDC");
   });
 });
