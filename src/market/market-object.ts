@@ -181,10 +181,11 @@ export class MarketObject extends MeteredObject {
   }
 
   /**
-   * Writes what the batches since the last commit staged, in one transaction: one ring row for
-   * their book entries, one block for their trades, the buckets and ids when due, the record when
-   * a mark changed; then streams them and schedules the summary. A storage fault restarts the
-   * object from storage, and every batch of the tick is answered with the error (none was acknowledged).
+   * Writes what the batches since the last commit staged, in one transaction: one row of the log
+   * for their book entries and trades, the buckets, ids and open block when due, the record when a
+   * mark changed; then streams them (subscribers see only what is durable) and schedules the
+   * summary. A storage fault restarts the object from storage, and every batch of the tick is
+   * answered with the error (none was acknowledged).
    */
   private commit(): void {
     const state = this.state!;
