@@ -32,7 +32,10 @@ function toBucket(row: Row): MinuteBucket {
 
 const keyOf = (size: BucketSize, start: number) => `${size}:${start}`;
 
-/** A second bucket as its minute's row packs it: [start, open, high, low, close, first, last, volume, quote volume, count, taker buy, taker buy quote]. */
+/**
+ * A bucket's values in the order a row binds them and a minute's row of seconds packs them: [start,
+ * open, high, low, close, first, last, volume, quote volume, count, taker buy, taker buy quote].
+ */
 type PackedSecond = [number, string, string, string, string, number, number, string, string, number, string, string];
 const packSecond = (b: MinuteBucket): PackedSecond => [
   b.minute,
@@ -146,18 +149,7 @@ export class BucketStore {
          close = excluded.close, first_trade_time = excluded.first_trade_time, last_trade_time = excluded.last_trade_time,
          volume = excluded.volume, quote_volume = excluded.quote_volume, trade_count = excluded.trade_count,
          taker_buy_volume = excluded.taker_buy_volume, taker_buy_quote_volume = excluded.taker_buy_quote_volume${extra[1]}`,
-      bucket.minute,
-      bucket.open.toString(),
-      bucket.high.toString(),
-      bucket.low.toString(),
-      bucket.close.toString(),
-      bucket.firstTradeTime,
-      bucket.lastTradeTime,
-      bucket.volume.toString(),
-      bucket.quoteVolume.toString(),
-      bucket.count,
-      bucket.takerBuyVolume.toString(),
-      bucket.takerBuyQuoteVolume.toString(),
+      ...packSecond(bucket),
     );
   }
 

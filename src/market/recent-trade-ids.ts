@@ -11,9 +11,8 @@
  * row written per trade; up to 28 rows read per new trade; about 40 bytes of storage per id
  * (3.6 GB at 1,000 trades a second for 26 hours, within an object's 10 GB).
  */
-import { hourExpired } from "./trade-id-minutes";
+import { hourExpired, hourTables } from "./trade-id-minutes";
 
-const TABLE = /^recent_ids_(\d+)$/;
 const OLD = "recent_ids_old";
 /** Ids looked up in one statement (SQLite in a Durable Object binds at most 100 values a statement). */
 const IDS_PER_STATEMENT = 100;
@@ -30,14 +29,7 @@ export class RecentTradeIds {
   }
 
   private tables(): number[] {
-    this.hours ??= this.sql
-      .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'recent_ids_%'")
-      .toArray()
-      .flatMap((row) => {
-        const match = TABLE.exec(row.name);
-        return match ? [Number(match[1])] : [];
-      })
-      .sort((a, b) => a - b);
+    this.hours ??= hourTables(this.sql, "recent_ids_");
     for (const hour of this.hours) {
       // Tables from before the seq column held archived trades only: seq 0.
       const columns = this.sql.exec<{ name: string }>(`PRAGMA table_info(recent_ids_${hour})`).toArray();

@@ -24,7 +24,6 @@ export const PENDING_MAX_BYTES = 1_000_000;
 /** Minutes of trade time whose ids are held in memory for lookups. */
 const CACHED_MINUTES = 4;
 
-const TABLE = /^trade_ids_(\d+)$/;
 const HOT = "trade_ids_hot";
 const columns = "(minute INTEGER NOT NULL, n INTEGER NOT NULL, max_seq INTEGER NOT NULL, ids TEXT NOT NULL, PRIMARY KEY (minute, n)) WITHOUT ROWID";
 
@@ -40,6 +39,19 @@ export function hourExpired(hour: number, now: number): boolean {
 
 /** A row's ids: each with its trade id number (`seq`), which says whether the trade is still hot. */
 type Packed = [id: string, seq: number][];
+
+/** The hours of a store's tables named `{prefix}{hour}`, ascending. */
+export function hourTables(sql: SqlStorage, prefix: string): number[] {
+  const pattern = new RegExp(`^${prefix}(\\d+)$`);
+  return sql
+    .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE ?", `${prefix}%`)
+    .toArray()
+    .flatMap((row) => {
+      const match = pattern.exec(row.name);
+      return match ? [Number(match[1])] : [];
+    })
+    .sort((a, b) => a - b);
+}
 
 /** The minute an id is kept under: its trade's time. */
 const minuteOf = (time: number): number => Math.floor(time / MINUTE_MS);
@@ -74,14 +86,7 @@ export class TradeIdMinutes {
   }
 
   private tables(): number[] {
-    this.hours ??= this.sql
-      .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'trade_ids_%'")
-      .toArray()
-      .flatMap((row) => {
-        const match = TABLE.exec(row.name);
-        return match ? [Number(match[1])] : [];
-      })
-      .sort((a, b) => a - b);
+    this.hours ??= hourTables(this.sql, "trade_ids_");
     return this.hours;
   }
 
