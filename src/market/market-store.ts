@@ -87,8 +87,6 @@ CREATE TABLE IF NOT EXISTS archive_chunks (
 CREATE INDEX IF NOT EXISTS archive_chunks_by_time ON archive_chunks (max_time);
 `;
 
-type Row = Record<string, SqlStorageValue>;
-
 /** A `WHERE` of the bounds that are set (an unset one filters nothing), and their values in order. */
 function whereOf(bounds: [condition: string, value: number | undefined][]): { filter: string; args: number[] } {
   const used = bounds.filter((bound): bound is [string, number] => bound[1] !== undefined);
