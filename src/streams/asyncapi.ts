@@ -206,11 +206,15 @@ const SENT = ["subscribe", "unsubscribe", "list", "ping", "keepalive"];
 /** The publisher channel's messages (docs/publishing.md#the-publisher-channel). */
 const PUBLISH_MESSAGES: Json = {
   batch: message("batch", "An ingest batch (the POST /v1/ingest body) with the client's id", schemaOf(PublishMessageSchema)),
-  batchResult: message("batchResult", "The batch was applied (or was an exact resend): the ingest result", {
-    type: "object",
-    required: ["id", "result"],
-    properties: { id: MessageId, result: schemaOf(IngestResultSchema) },
-  }),
+  batchResult: message(
+    "batchResult",
+    "The batch was applied (or was an exact resend) and is durable — written with its market's tick, at most 100 ms after it came: the ingest result",
+    {
+      type: "object",
+      required: ["id", "result"],
+      properties: { id: MessageId, result: schemaOf(IngestResultSchema) },
+    },
+  ),
   batchError: message(
     "batchError",
     `The batch was refused, nothing of it applied: the problem POST /v1/ingest would have answered; RATE_LIMITED past ${MAX_UNACKED} unanswered batches`,
