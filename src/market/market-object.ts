@@ -171,7 +171,11 @@ export class MarketObject extends MeteredObject {
         throw problem("MARKET_NOT_TRADING", `${market.symbol} is ${state.market.status.toLowerCase()} and accepts no ingest`);
       // A commit's row stays within a value's size: what is staged goes first when this batch would take it past.
       if (this.staged.bytes > 0 && this.staged.bytes + batchBytes(batch) > COMMIT_MAX_BYTES) this.tick.commitNow();
-      return stageBatch(this.store, state, this.staged, batch, Date.now());
+      const { result, streamed } = stageBatch(this.store, state, this.staged, batch, Date.now());
+      // Streamed as applied, not at the commit: a delta's checksum is the book it leaves, and the
+      // tick would add its wait to every subscriber's (docs/design.md#the-write-path).
+      this.streams!.batch(state, streamed.book, streamed.trades);
+      return result;
     });
     if (isProblemResult(staged) || "newerConfig" in staged) return staged;
     const committed = this.tick.committed();
@@ -183,9 +187,8 @@ export class MarketObject extends MeteredObject {
   /**
    * Writes what the batches since the last commit staged, in one transaction: one row of the log
    * for their book entries and trades, the buckets, ids and open block when due, the record when a
-   * mark changed; then streams them (subscribers see only what is durable) and schedules the
-   * summary. A storage fault restarts the object from storage, and every batch of the tick is
-   * answered with the error (none was acknowledged).
+   * mark changed; then schedules the summary. A storage fault restarts the object from storage,
+   * and every batch of the tick is answered with the error (none was acknowledged).
    */
   private commit(): void {
     const state = this.state!;
@@ -228,7 +231,6 @@ export class MarketObject extends MeteredObject {
       this.ctx.abort(`ingest failed to persist: ${String(error)}`);
       throw error;
     }
-    for (const { book, trades } of staged.streamed) this.streams!.batch(state, book, trades);
     if (staged.changed) this.secondly.schedule(state, now);
     if (staged.entries.length > 0) this.bookHistory.applied(state, now, segmentClosed);
     else if (segmentClosed) this.bookHistory.uploadBeside(state.market.symbol);

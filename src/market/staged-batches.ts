@@ -14,8 +14,6 @@ export class StagedBatches {
   readonly entries: BookEntry[] = [];
   readonly trades: StoredTrade[] = [];
   readonly record: Partial<MarketRecord> = {};
-  /** Per batch, in order: its stream messages (sent after the commit, so nothing not durable is streamed). */
-  readonly streamed: { book: readonly BookUpdate[] | undefined; trades: StoredTrade[] }[] = [];
   /** Whether a batch changed the market (its summary is due). */
   changed = false;
   /** About how many bytes the commit's row will hold (`batchBytes`). */
@@ -36,7 +34,13 @@ export function batchBytes(batch: IngestBatch): number {
  * what it must write; nothing is written here. The market is as if the batch were applied (a
  * later batch of the same tick builds on it); its answer goes out once the tick is committed.
  */
-export function stageBatch(store: MarketStore, state: MarketState, staged: StagedBatches, batch: IngestBatch, now: number): IngestResult {
+export function stageBatch(
+  store: MarketStore,
+  state: MarketState,
+  staged: StagedBatches,
+  batch: IngestBatch,
+  now: number,
+): { result: IngestResult; streamed: { book: readonly BookUpdate[] | undefined; trades: StoredTrade[] } } {
   const sequenceBefore = state.book.sequence;
   // Validates before it changes anything; an identical replay changes nothing at all.
   const bookOutcome: BookOutcome | undefined = batch.book ? state.book.applyAll(batch.book, now) : undefined;
@@ -64,12 +68,15 @@ export function stageBatch(store: MarketStore, state: MarketState, staged: Stage
   }
   state.version += 1;
   staged.bytes += batchBytes(batch);
-  staged.streamed.push({ book: bookApplied ? batch.book : undefined, trades: taken.accepted });
   return {
-    symbol: state.market.symbol,
-    acceptedTrades,
-    duplicateTrades: taken.duplicates,
-    sequence: state.book.sequence,
-    ...(bookOutcome ? { book: bookOutcome } : {}),
+    result: {
+      symbol: state.market.symbol,
+      acceptedTrades,
+      duplicateTrades: taken.duplicates,
+      sequence: state.book.sequence,
+      ...(bookOutcome ? { book: bookOutcome } : {}),
+    },
+    // What its stream subscribers get: sent as it is applied, with the book it leaves (their checksums are of it).
+    streamed: { book: bookApplied ? batch.book : undefined, trades: taken.accepted },
   };
 }

@@ -1,6 +1,7 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { LocalBook } from "../../client/src/index";
 import { sign, signaturePayload } from "../../src/access/signature";
 import { marketObject } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
@@ -176,5 +177,34 @@ describe("the tick: a market writes its batches together, at most once a tick, a
     ]);
     expect(answered, "the second batch's answer").toBe(200);
     await setTick(0, "BTCUSDC");
+  });
+
+  it("a subscriber's book follows a burst that shares ticks, every delta's checksum its own book (fails before: streamed at the commit, the checksums were of a book ahead of them)", async () => {
+    await ensureRegistry(env);
+    const symbol = "ETHBTC";
+    const level = (n: number) => `0.0${String(3000 + n).padStart(4, "0")}`;
+    await ingest(env, "*", { symbol, book: { type: "snapshot", sequence: 1, bids: [[level(0), "1.0000"]], asks: [["0.05000", "1.0000"]] } });
+    const socket = await openSocket(`/api/ws?streams=book.${symbol}`, "203.0.131.9");
+    const book = new LocalBook();
+    const outcomes: string[] = [];
+    const apply = (message: { stream?: string; data?: unknown }) => {
+      if (message.stream === `book.${symbol}`) outcomes.push(book.apply(message.data as Parameters<LocalBook["apply"]>[0]));
+    };
+    for (const message of socket.messages) apply(message);
+    socket.ws.addEventListener("message", (event) => apply(JSON.parse(event.data as string)));
+    await until(() => book.synced, { what: "the subscriber's snapshot" });
+    await setTick(100, symbol);
+    await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        ingest(env, "*", { symbol, book: { type: "delta", sequence: 2 + i, bids: [[level(1 + (i % 9)), `${1 + i}.0000`]], asks: [] } }),
+      ),
+    );
+    await until(() => book.synced && book.sequence === 41, { what: "the subscriber's book at the last sequence" });
+    expect(
+      outcomes.filter((o) => o !== "applied"),
+      "deltas the subscriber's book refused (a checksum or a sequence that does not follow)",
+    ).toEqual([]);
+    socket.ws.close();
+    await setTick(0, symbol);
   });
 });
