@@ -161,11 +161,10 @@ export class BookLog {
     if (n - position.snapshotN >= SNAPSHOT_EVERY || this.segmentBytes + entryBytes > SEGMENT_MAX_BYTES) {
       const closed = this.segmentBefore(position, entries);
       const book = wholeBook();
-      // The snapshot carries the fingerprint of the last batch that changed the book (an earlier commit's, when this one changed none).
-      const fingerprint = entries[entries.length - 1]?.fingerprint ?? book.fingerprint;
+      // The snapshot carries the fingerprint of the last batch that changed the book (this commit's or an earlier one's).
       this.sql.exec(
         "INSERT INTO book_snapshot (id, levels) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET levels = excluded.levels",
-        JSON.stringify({ ...encodeBase(book), n, ...(fingerprint ? { f: fingerprint } : {}) }),
+        JSON.stringify({ ...encodeBase(book), n, ...(book.fingerprint ? { f: book.fingerprint } : {}) }),
       );
       if (position.snapshotN === 0 && this.sql.exec("SELECT 1 FROM book_levels LIMIT 1").toArray().length > 0) this.sql.exec("DELETE FROM book_levels");
       this.segmentBytes = 0;

@@ -170,8 +170,10 @@ export class MarketObject extends MeteredObject {
       if (state.market.status !== "TRADING")
         throw problem("MARKET_NOT_TRADING", `${market.symbol} is ${state.market.status.toLowerCase()} and accepts no ingest`);
       // A commit's row stays within a value's size: what is staged goes first when this batch would take it past.
-      if (this.staged.bytes > 0 && this.staged.bytes + batchBytes(batch) > COMMIT_MAX_BYTES) this.tick.commitNow();
+      const bytes = batchBytes(batch);
+      if (this.staged.bytes > 0 && this.staged.bytes + bytes > COMMIT_MAX_BYTES) this.tick.commitNow();
       const { result, streamed } = stageBatch(this.store, state, this.staged, batch, Date.now());
+      this.staged.bytes += bytes;
       // Streamed as applied, not at the commit: a delta's checksum is the book it leaves, and the
       // tick would add its wait to every subscriber's (docs/design.md#the-write-path).
       this.streams!.batch(state, streamed.book, streamed.trades);
@@ -266,7 +268,7 @@ export class MarketObject extends MeteredObject {
 
   /** Writes the closed hours' book files that are due at `now` (the alarm does; the tests call it with a later clock). */
   async writeBookHours(now = Date.now()): Promise<number[]> {
-    if (!this.state && !this.store.readMeta().config) return [];
+    if (!this.state && !this.store.hasConfig()) return [];
     return this.bookHistory.writeHours(this.load(), now);
   }
 
@@ -382,7 +384,7 @@ export class MarketObject extends MeteredObject {
     // The staged buckets are written once they are a minute old, also when trading has stopped.
     if (this.state && Date.now() - this.bucketsFlushedAt >= BUCKET_FLUSH_MS) this.flushBucketsNow(this.state);
     // After an eviction the object knows its market only from storage.
-    if (this.state || this.store.readMeta().config) this.secondly.now(this.load(), Date.now());
+    if (this.state || this.store.hasConfig()) this.secondly.now(this.load(), Date.now());
     // Last: the summary's alarm (a minute on at most) stands, and the book files' later one needs no row of its own.
     await this.bookHistory.alarm(() => this.load(), Date.now());
   }

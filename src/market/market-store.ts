@@ -141,6 +141,14 @@ export class MarketStore {
     return this.storage.sql;
   }
 
+  /**
+   * Whether the market was given its config (one key read): an evicted object's alarm asks before
+   * it loads, where `readMeta` would read the log back twice.
+   */
+  hasConfig(): boolean {
+    return this.sql.exec("SELECT 1 FROM meta WHERE key = 'config'").toArray().length > 0;
+  }
+
   readMeta(): MarketMeta {
     const values = new Map<string, string>();
     for (const row of this.sql.exec<{ key: string; value: string }>("SELECT key, value FROM meta")) values.set(row.key, row.value);

@@ -7,8 +7,8 @@ import type { BookOutcome, BookUpdate } from "./order-book";
 
 /**
  * What a market applied since its last commit and has not written yet (docs/design.md#the-write-path):
- * the batches' book entries (one ring row for all), their trades (one block for all), the record's
- * fields they changed, and what each batch sends its subscribers once it is durable.
+ * the batches' book entries and their trades (one row of the book log for all), the record's
+ * fields they changed, and about how large that row will be.
  */
 export class StagedBatches {
   readonly entries: BookEntry[] = [];
@@ -16,7 +16,7 @@ export class StagedBatches {
   readonly record: Partial<MarketRecord> = {};
   /** Whether a batch changed the market (its summary is due). */
   changed = false;
-  /** About how many bytes the commit's row will hold (`batchBytes`). */
+  /** About how many bytes the commit's row will hold (`batchBytes` of each batch, added by the caller). */
   bytes = 0;
 }
 
@@ -67,7 +67,6 @@ export function stageBatch(
     staged.changed = true;
   }
   state.version += 1;
-  staged.bytes += batchBytes(batch);
   return {
     result: {
       symbol: state.market.symbol,

@@ -9,15 +9,14 @@ CREATE INDEX IF NOT EXISTS trade_blocks_by_time ON trade_blocks (max_time);
 
 /** A trade as a block holds it: [id, seq, price, quantity, side (1 buy, 0 sell), time]. */
 export type PackedTrade = [string, number, string, string, 0 | 1, number];
-type Packed = PackedTrade;
 
 /** The open block is written once it holds about this much (a row is at most 2 MB on Cloudflare), or at the minute. */
 export const OPEN_BLOCK_MAX_BYTES = 1_200_000;
 /** A packed trade's bytes, about: the open block's bound counts them. */
 const packedBytes = (t: StoredTrade) => t.id.length + 48;
 
-export const pack = (t: StoredTrade): Packed => [t.id, t.seq, t.price.toString(), t.quantity.toString(), t.side === "buy" ? 1 : 0, t.time];
-export const unpack = ([id, seq, price, quantity, buy, time]: Packed): StoredTrade => ({
+export const pack = (t: StoredTrade): PackedTrade => [t.id, t.seq, t.price.toString(), t.quantity.toString(), t.side === "buy" ? 1 : 0, t.time];
+export const unpack = ([id, seq, price, quantity, buy, time]: PackedTrade): StoredTrade => ({
   id,
   seq,
   price: BigInt(price),
@@ -34,7 +33,7 @@ interface BlockRow {
   trades: string;
 }
 
-const tradesOf = (row: Record<string, SqlStorageValue>) => (JSON.parse((row as unknown as BlockRow).trades) as Packed[]).map(unpack);
+const tradesOf = (row: Record<string, SqlStorageValue>) => (JSON.parse((row as unknown as BlockRow).trades) as PackedTrade[]).map(unpack);
 
 /**
  * A market's hot trades, in blocks (docs/design.md#the-write-path): the trades of about a minute
