@@ -102,8 +102,7 @@ export class BucketStore {
    * Writes every staged bucket and forgets them: a row each, but the seconds a row a minute; the
    * caller records up to which trade they hold.
    */
-  flush(): number {
-    const written = this.staged.size;
+  flush(): void {
     const seconds = new Map<number, MinuteBucket[]>();
     for (const { size, bucket } of this.staged.values()) {
       if (size !== SECOND_MS) this.upsertBucket(bucket, size);
@@ -124,7 +123,6 @@ export class BucketStore {
       );
     }
     this.staged.clear();
-    return written;
   }
 
   /** Drops the second buckets older than `before` (their minutes' rows; and rows of seconds from before the packing). */
