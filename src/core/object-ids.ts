@@ -1,3 +1,5 @@
+import { groupOf } from "./market-groups";
+
 /**
  * Durable Object ids by name, kept per isolate: deriving an id hashes the name, which costs
  * more than the rest of a cheap call. Bounded, so a flood of new names cannot grow it forever.
@@ -32,10 +34,13 @@ export function stubByName<T extends Rpc.DurableObjectBranded | undefined>(names
  */
 export const objectCalls = { market: 0, guard: 0, marketReads: 0, ingest: 0, venueReads: 0, relay: 0, priceIndex: 0, shard: 0, registry: 0, metrics: 0 };
 
-/** A market's single writer, named by its canonical symbol. */
-export function marketObject(env: Env, symbol: string) {
+/**
+ * The object hosting a market's engine: its group's (docs/design.md#market-hosts), named by the
+ * group, which the market's listing order gives.
+ */
+export function marketObject(env: Env, market: { ordinal: number }) {
   objectCalls.market += 1;
-  return stubByName(env.MARKET, symbol);
+  return stubByName(env.MARKET, `group:${groupOf(market)}`);
 }
 
 /** The guard of one principal: `ip:…`, `key:…`, `gateway:…`, `login:…`. */

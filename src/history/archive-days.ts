@@ -33,7 +33,7 @@ async function writeMarketDay(env: Env, market: MarketConfig, day: number): Prom
   let failure = "";
   for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
     try {
-      return unwrap(await marketObject(env, market.symbol).writeDay(market, day));
+      return unwrap(await marketObject(env, market).writeDay(market, day));
     } catch (error) {
       failure = error instanceof Error ? error.message : String(error);
       console.error("daily files failed", market.symbol, dayName(day), `attempt ${attempt}`, failure);

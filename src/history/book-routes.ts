@@ -30,7 +30,7 @@ export async function readBookAt(c: Context<AppEnv>, pair: string, target: BookT
     const hit = await cache?.match(cacheKey(market.symbol, target.sequence, depth));
     if (hit) return jsonText(c, await hit.text(), { "Cache-Control": "public, max-age=31536000, immutable", "X-Book-Cache": "hit" });
   }
-  const answer = unwrap(await marketObject(c.env, market.symbol).bookAt(market, target, depth));
+  const answer = unwrap(await marketObject(c.env, market).bookAt(market, target, depth));
   const cacheControl = answer.final ? "public, max-age=31536000, immutable" : "public, max-age=0";
   if (answer.final && cache) {
     const put = cache.put(cacheKey(market.symbol, answer.sequence, depth), new Response(answer.text, { headers: { "Cache-Control": cacheControl } }));

@@ -108,7 +108,7 @@ export const historyOperatorRoutes = createRouter()
       const to = minutes.at(-1)?.minute ?? null;
       // Recorded before the market writes: an import that failed half-way through the call is in the log too.
       await auditStatement(c.env.DB, auditOf(c), "history.import", market.symbol, { interval: "1m", rows: rows.length, from, to }).run();
-      const result = unwrap(await marketObject(c.env, market.symbol).importMinutes(market, minutes));
+      const result = unwrap(await marketObject(c.env, market).importMinutes(market, minutes));
       return c.json({ symbol: market.symbol, interval: "1m" as const, ...result, skipped, from, to }, 200);
     },
   )

@@ -42,7 +42,7 @@ function bookSource(env: Env, market: MarketConfig, from: number, to: number): S
   let first = true;
   const source: Source = { buffer: [], more: undefined };
   const page = async (): Promise<Timed[]> => {
-    const result = unwrap((await marketObject(env, market.symbol).bookReplay(market, from, to, after)) as unknown as ReplayPage | ProblemResult);
+    const result = unwrap((await marketObject(env, market).bookReplay(market, from, to, after)) as unknown as ReplayPage | ProblemResult);
     const messages = result.messages.map((data: ReplayBookMessage, i) => ({
       // The opening snapshot is the book at `from`: it goes first whatever its own time.
       time: first && i === 0 ? from : data.time,
@@ -62,7 +62,7 @@ function tradesSource(env: Env, market: MarketConfig, from: number, to: number):
   let fromId: number | undefined;
   const source: Source = { buffer: [], more: undefined };
   const page = async (): Promise<Timed[]> => {
-    const answer: MarketAnswer = await marketObject(env, market.symbol).answer(market, {
+    const answer: MarketAnswer = await marketObject(env, market).answer(market, {
       kind: "trades",
       limit: TRADES_PAGE,
       page: { startTime: from, endTime: to, ...(fromId !== undefined ? { fromId } : {}) },

@@ -42,7 +42,7 @@ export class DemoFeed extends MeteredObject {
   }
 
   private async bookSequence(market: MarketConfig): Promise<number> {
-    const snapshot = await marketObject(this.env, market.symbol).orderBook(market, 1);
+    const snapshot = await marketObject(this.env, market).orderBook(market, 1);
     return "sequence" in snapshot ? snapshot.sequence : 0;
   }
 

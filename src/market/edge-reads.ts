@@ -189,7 +189,7 @@ function staleOrUnavailable(policy: EdgePolicy, key: string, now: number): EdgeR
 export function readMarket(ctx: ReadContext, market: MarketConfig, question: MarketQuestion): Promise<EdgeRead> {
   return readThroughEdge(ctx, copyKey(market.symbol, question), () => {
     objectCalls.marketReads += 1;
-    return marketObject(ctx.env, market.symbol).answer(market, question);
+    return marketObject(ctx.env, market).answer(market, question);
   });
 }
 

@@ -167,7 +167,7 @@ export async function ingest(
   // The market holds the newest rules: checked against an older copy's, the batch is checked again.
   for (;;) {
     objectCalls.ingest += 1;
-    const call = (via?.stubOf(market.symbol) ?? marketObject(env, market.symbol)).ingest(market, toIngestBatch(market, body, now), commit);
+    const call = (via?.stubOf(market) ?? marketObject(env, market)).ingest(market, toIngestBatch(market, body, now), commit);
     via?.dispatched();
     const answer = unwrap(await call);
     if (!("newerConfig" in answer)) return answer;
@@ -190,6 +190,6 @@ export type IngestCommit = "tick" | "now";
  * market's tick (docs/design.md#the-write-path).
  */
 export interface IngestVia {
-  stubOf(symbol: string): ReturnType<typeof marketObject>;
+  stubOf(market: MarketConfig): ReturnType<typeof marketObject>;
   dispatched(): void;
 }

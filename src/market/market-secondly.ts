@@ -1,6 +1,7 @@
 import { formatUnits } from "../core/decimal";
 import type { RelayOp } from "../groups/messages";
 import { bookTickerOf, type MarketState, tickerAt, tickerOf, windowRecordsOf } from "./market-state";
+import type { MarketStorage } from "./market-storage";
 import type { MarketStreams } from "./market-streams";
 import type { PriceReport } from "./price-index";
 import { changePercent, minuteOf } from "./rolling-window";
@@ -45,7 +46,7 @@ export class MarketSecondly {
   };
 
   constructor(
-    private readonly storage: DurableObjectStorage,
+    private readonly storage: MarketStorage,
     private readonly send: (op: RelayOp) => void,
     private readonly streams: () => MarketStreams,
   ) {}

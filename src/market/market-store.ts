@@ -2,6 +2,7 @@ import { type ArchivedChunk, pageRunsForwards } from "../history/trade-archive";
 import type { MarketConfig } from "../registry/model";
 import { BookLog } from "./book-log";
 import { BucketStore } from "./bucket-store";
+import type { MarketStorage } from "./market-storage";
 import { RecentTradeIds } from "./recent-trade-ids";
 import { type PackedTrade, TradeBlocks, unpack } from "./trade-blocks";
 import { TradeIdMinutes } from "./trade-id-minutes";
@@ -111,7 +112,7 @@ export class MarketStore {
   /** The market's record as last read or written (loaded on first use). */
   private record: MarketRecord | undefined;
 
-  constructor(private readonly storage: DurableObjectStorage) {
+  constructor(private readonly storage: MarketStorage) {
     storage.sql.exec(SCHEMA);
     this.recentIds = new RecentTradeIds(storage.sql);
     this.tradeIds = new TradeIdMinutes(storage.sql);

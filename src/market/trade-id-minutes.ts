@@ -16,6 +16,7 @@
  * the last write (known by id alone until the next), and the cached minutes (≤ CACHED_MINUTES).
  */
 import { HOUR_MS, MINUTE_MS } from "../history/intervals";
+import { scopeOf } from "./market-storage";
 
 /** An id is kept at least this long after its trade was taken. */
 export const RECENT_ID_MS = 25 * HOUR_MS;
@@ -42,9 +43,11 @@ type Packed = [id: string, seq: number][];
 
 /** The hours of a store's tables named `{prefix}{hour}`, ascending. */
 export function hourTables(sql: SqlStorage, prefix: string): number[] {
-  const pattern = new RegExp(`^${prefix}(\\d+)$`);
+  // In a host's shared database the market's tables carry its prefix too (`market-storage.ts`).
+  const named = scopeOf(sql) + prefix;
+  const pattern = new RegExp(`^${named}(\\d+)$`);
   return sql
-    .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE ?", `${prefix}%`)
+    .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE ?", `${named}%`)
     .toArray()
     .flatMap((row) => {
       const match = pattern.exec(row.name);

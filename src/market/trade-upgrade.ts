@@ -1,3 +1,4 @@
+import { type MarketStorage, scopeOf } from "./market-storage";
 import type { StoredTrade } from "./market-store";
 import type { TradeBlocks } from "./trade-blocks";
 import type { TradeIdMinutes } from "./trade-id-minutes";
@@ -18,9 +19,11 @@ function toTrade(row: Record<string, SqlStorageValue>): StoredTrade {
  * 1,000 and their ids remembered, once; `trades` is then a view of the blocks (for an operator's
  * look inside, never written).
  */
-export function upgradeTrades(storage: DurableObjectStorage, blocks: TradeBlocks, tradeIds: TradeIdMinutes): void {
+export function upgradeTrades(storage: MarketStorage, blocks: TradeBlocks, tradeIds: TradeIdMinutes): void {
   const { sql } = storage;
-  const table = sql.exec<{ type: string }>("SELECT type FROM sqlite_master WHERE name = 'trades'").toArray()[0];
+  // A market in a host began there, after the blocks: nothing to move, and its view carries its prefix.
+  const scope = scopeOf(sql);
+  const table = scope === "" ? sql.exec<{ type: string }>("SELECT type FROM sqlite_master WHERE name = 'trades'").toArray()[0] : undefined;
   if (table?.type === "table") {
     storage.transactionSync(() => {
       const rows = sql.exec("SELECT * FROM trades ORDER BY seq").toArray().map(toTrade);
@@ -31,7 +34,7 @@ export function upgradeTrades(storage: DurableObjectStorage, blocks: TradeBlocks
     });
   }
   if (table?.type !== "view") {
-    sql.exec(`CREATE VIEW IF NOT EXISTS trades AS
+    sql.exec(`CREATE VIEW IF NOT EXISTS ${scope}trades AS
       SELECT t.value ->> 0 AS id, t.value ->> 1 AS seq, t.value ->> 2 AS price, t.value ->> 3 AS quantity,
         CASE t.value ->> 4 WHEN 1 THEN 'buy' ELSE 'sell' END AS side, t.value ->> 5 AS time
       FROM trade_blocks, json_each(trade_blocks.trades) AS t`);

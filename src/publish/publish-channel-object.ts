@@ -12,6 +12,7 @@ import { MetricsHolder, metricsOn } from "../metrics/holder";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { batchOutcome } from "../metrics/outcomes";
+import type { MarketConfig } from "../registry/model";
 import { POLICY_VIOLATION } from "../streams/protocol";
 import { errorOf, MAX_BATCH_BYTES, MAX_CHANNELS_PER_KEY, MAX_PENDING_BYTES_PER_KEY, MAX_UNACKED, MAX_UNACKED_PER_KEY, parseBatch } from "./protocol";
 
@@ -203,11 +204,11 @@ export class PublishChannel extends MeteredObject {
   }
 
   /** The one stub per market this channel calls it through (E-order: its batches arrive as sent). */
-  private stubOf(symbol: string): ReturnType<typeof marketObject> {
-    let stub = this.stubs.get(symbol);
+  private stubOf(market: MarketConfig): ReturnType<typeof marketObject> {
+    let stub = this.stubs.get(market.symbol);
     if (!stub) {
-      stub = marketObject(this.env, symbol);
-      this.stubs.set(symbol, stub);
+      stub = marketObject(this.env, market);
+      this.stubs.set(market.symbol, stub);
     }
     return stub;
   }

@@ -52,13 +52,7 @@ export interface RegistrySnapshot {
   assets: AssetConfig[];
 }
 
-/** Markets per group relay: a relay and its calls into shared objects serve this many markets. */
-export const GROUP_SIZE = 64;
-
-/** The group relay a market reports to: markets are grouped in listing order, 64 a group. */
-export function groupOf(market: Pick<MarketConfig, "ordinal">): number {
-  return Math.floor(market.ordinal / GROUP_SIZE);
-}
+export { GROUP_SIZE, groupOf } from "../core/market-groups";
 
 export const ASSET_CODE = /^[A-Z0-9]{1,16}$/;
 export const ASSET_CODE_RULE = "1–16 upper-case letters and digits";

@@ -80,7 +80,7 @@ async function publish(env: Env): Promise<void> {
 async function enforce(env: Env, change: MarketChange, audit: AuditContext): Promise<MarketConfig> {
   if (change.after === change.before) return change.after;
   try {
-    await marketObject(env, change.after.symbol).configure(change.after);
+    await marketObject(env, change.after).configure(change.after);
   } catch (error) {
     console.error(
       JSON.stringify({ level: "error", message: "market could not be told of a change; undoing it", symbol: change.after.symbol, error: String(error) }),

@@ -106,7 +106,7 @@ export class ShardSources {
     try {
       const market = findMarket(stream.subject);
       if (!market) throw new Error(`${stream.subject} is no longer listed`);
-      await marketObject(this.host.env, stream.subject).subscribeShard(market, shard);
+      await marketObject(this.host.env, market).subscribeShard(market, shard);
     } catch (error) {
       this.awaitingBase.delete(stream.subject);
       throw error;
@@ -137,7 +137,7 @@ export class ShardSources {
       if (fromPriceIndex(stream)) return priceIndex(this.host.env).unsubscribeShard(stream.name, shard);
       // A market delisted meanwhile has nobody to tell.
       const market = findMarket(stream.subject);
-      if (market) await marketObject(this.host.env, stream.subject).unsubscribeShard(market, shard);
+      if (market) await marketObject(this.host.env, market).unsubscribeShard(market, shard);
     })()
       .catch((error: unknown) => console.error("release failed", String(error)))
       .finally(() => this.releases.delete(source));

@@ -3,14 +3,15 @@ import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { LocalBook } from "../../client/src/local-book";
-import { marketObject } from "../../src/core/object-ids";
 import { hourlyKey, hourOf } from "../../src/history/book-files";
 import { HOUR_MS } from "../../src/history/intervals";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
+import { tablePrefixOf } from "../../src/market/market-storage";
 import { ensureRegistry, findMarket } from "../../src/registry/copy";
 import { atScale } from "../support/book-levels";
 import { call, callJson } from "../support/http";
+import { hostOf } from "../support/registry";
 import { unzip } from "../support/zip";
 import { openSocket } from "./streams-support";
 
@@ -89,9 +90,9 @@ describe("book history (docs/history.md#book-history)", () => {
       const result = await ingest(env, "*", { symbol, book: updates });
       expect(result.book, `batch ending at ${sequence}`).toBe("applied");
     }
-    const object = marketObject(env, symbol);
+    const object = await hostOf(symbol);
     // The uploads run beside the ingest: waited for here.
-    await runInDurableObject(object, (instance: MarketObject) => (instance as unknown as Uploads).bookHistory.upload(symbol));
+    await runInDurableObject(object, (instance: MarketObject) => (instance.engine(symbol) as unknown as Uploads).bookHistory.upload(symbol));
     const kept = await env.HISTORY.list({ prefix: `book-history/${symbol}/` });
     expect(kept.objects.length, "segments closed and put in R2 while the batches came").toBeGreaterThanOrEqual(2);
     await evictDurableObject(object);
@@ -144,7 +145,7 @@ describe("book history (docs/history.md#book-history)", () => {
 
     // The hour's files, written once the hour is over: replayed from their snapshot, the book REST shows at the hour's last sequence.
     const hour = hourOf(to);
-    const written = await runInDurableObject(object, (instance: MarketObject) => instance.writeBookHours(hour + HOUR_MS + 61_000));
+    const written = await runInDurableObject(object, (instance: MarketObject) => instance.writeBookHours(symbol, hour + HOUR_MS + 61_000));
     expect(written, "the hour's files were written").toContain(hour);
     const key = hourlyKey("book", symbol, hour);
     const name = key.slice(key.lastIndexOf("/") + 1);
@@ -169,7 +170,7 @@ describe("book history (docs/history.md#book-history)", () => {
     const lastSeq = Number(rows[rows.length - 1]![0]);
     const rest = await callJson<Book>(`/api/orderbook/${symbol}?sequence=${lastSeq}&depth=1000`);
     expect(file.levels(), "the file, replayed, ends at REST's book at the hour's last sequence").toEqual({ bids: rest.body.bids, asks: rest.body.asks });
-    const again = await runInDurableObject(object, (instance: MarketObject) => instance.writeBookHours(hour + 2 * HOUR_MS + 61_000));
+    const again = await runInDurableObject(object, (instance: MarketObject) => instance.writeBookHours(symbol, hour + 2 * HOUR_MS + 61_000));
     expect(again, "an hour's files are written once").not.toContain(hour);
   }, 120_000);
 
@@ -189,15 +190,18 @@ describe("book history (docs/history.md#book-history)", () => {
     for (let b = 0; b < 5; b++) expect((await ingest(env, "*", { symbol, book: [update(++sequence, b === 0 ? "snapshot" : "delta")] })).book).toBe("applied");
     const big = Array.from({ length: 7 }, () => update(++sequence, "delta"));
     expect((await ingest(env, "*", { symbol, book: big })).book, "the batch that closes the segment").toBe("applied");
-    const object = marketObject(env, symbol);
+    const object = await hostOf(symbol);
     const kept = await runInDurableObject(
       object,
-      (_: MarketObject, state) => state.storage.sql.exec<{ bytes: number }>("SELECT max(bytes) AS bytes FROM book_segments").one().bytes,
+      (_: MarketObject, state) =>
+        state.storage.sql.exec<{ bytes: number }>(`SELECT max(bytes) AS bytes FROM ${tablePrefixOf(symbol)}book_segments`).one().bytes,
     );
     expect(kept, "the kept segment's bytes").toBeGreaterThan(2_000_000);
     // workerd takes bigger values than Cloudflare does (2 MB a string or row): the parts are checked here.
     const parts = await runInDurableObject(object, (_: MarketObject, state) =>
-      state.storage.sql.exec<{ longest: number; parts: number }>("SELECT max(length(text)) AS longest, count(*) AS parts FROM book_segment_text").one(),
+      state.storage.sql
+        .exec<{ longest: number; parts: number }>(`SELECT max(length(text)) AS longest, count(*) AS parts FROM ${tablePrefixOf(symbol)}book_segment_text`)
+        .one(),
     );
     expect(parts.longest, "the longest value it left in SQLite, within the platform's 2 MB").toBeLessThanOrEqual(1_000_000);
     expect(parts.parts, "parts while it waits for R2").toBeGreaterThanOrEqual(3);
@@ -210,7 +214,7 @@ describe("book history (docs/history.md#book-history)", () => {
         atScale(2_000 + n, market.quantityScale),
       ]);
     }
-    await runInDurableObject(object, (instance: MarketObject) => (instance as unknown as Uploads).bookHistory.upload(symbol));
+    await runInDurableObject(object, (instance: MarketObject) => (instance.engine(symbol) as unknown as Uploads).bookHistory.upload(symbol));
     await evictDurableObject(object);
     const { body } = await callJson<Book>(`/api/orderbook/${symbol}?sequence=3&depth=5`);
     expect([body.sequence, body.bids[0]![1]], "?sequence=3 from R2").toEqual([3, atScale(1_003, market.quantityScale)]);

@@ -2,11 +2,11 @@ import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { marketObject } from "../../src/core/object-ids";
 import { SNAPSHOT_EVERY } from "../../src/market/book-log";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import { callJson } from "../support/http";
+import { hostOf } from "../support/registry";
 
 /** The object's meter and the isolate's holder it counts into. */
 type Counted = {
@@ -25,7 +25,7 @@ describe("the book in storage is a snapshot and a log of batches (src/market/boo
     const levels = (n: number, from: number, quantity = "1.00") =>
       Array.from({ length: n }, (_, i): [string, string] => [(0.002 + (from + i) * 0.000001).toFixed(6), quantity]);
     await ingest(env, "*", { symbol, book: { type: "snapshot", sequence: 1, bids: levels(50, 0), asks: [["0.010000", "1.00"]] } });
-    const market = marketObject(env, symbol);
+    const market = await hostOf(symbol);
     const take = () =>
       runInDurableObject(market, async (instance: MarketObject) => {
         const counted = instance as unknown as Counted;
@@ -63,7 +63,7 @@ describe("the book in storage is a snapshot and a log of batches (src/market/boo
             await ingest(env, "*", { symbol, book: { type: "delta", sequence: ++sequence, bids: side(bids, 0.05, -1), asks: side(asks, 0.06, 1) } });
           }
           const live = await book(symbol);
-          await evictDurableObject(marketObject(env, symbol));
+          await evictDurableObject(await hostOf(symbol));
           const restored = await book(symbol);
           expect({ sequence: restored.sequence, bids: restored.bids, asks: restored.asks }, `the book at ${live.sequence} after an eviction`).toEqual({
             sequence: live.sequence,

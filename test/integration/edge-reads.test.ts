@@ -2,9 +2,10 @@ import { createExecutionContext, runInDurableObject, waitOnExecutionContext } fr
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
-import { accessGuard, marketObject, objectCalls } from "../../src/core/object-ids";
+import { accessGuard, objectCalls } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
 import { until } from "../support/poll";
+import { hostOf } from "../support/registry";
 
 // The suite runs with MARKET_READ_MAX_AGE_MS = 0 (every read asks the market); these tests give
 // the app the production bounds, or their own, through its env.
@@ -119,7 +120,7 @@ describe("edge read path (docs/edge-reads.md)", () => {
   it("a failing market: reads answer from the copy with its age and a Warning, then 503 UNAVAILABLE past the stale-if-error bound", async () => {
     await ingest(env, "*", { symbol: "SOLUSDT", trades: [trade("failing", "150.00")] });
     const { body: fresh } = await read("/api/ticker/SOLUSDT");
-    await withFailing(marketObject(env, "SOLUSDT"), "answer", async () => {
+    await withFailing(await hostOf("SOLUSDT"), "answer", async () => {
       // Max age 0: the copy is past it at once, so the market is asked, fails, and the copy answers.
       const stale = await read("/api/ticker/SOLUSDT", { MARKET_READ_MAX_AGE_MS: "0" });
       expect(stale.response.status).toBe(200);

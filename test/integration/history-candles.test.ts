@@ -3,14 +3,13 @@ import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { formatUnits } from "../../src/core/decimal";
-import { marketObject } from "../../src/core/object-ids";
 import { aggregateCandles } from "../../src/history/candles";
 import { DAY_MS, formatTimeZone, HOUR_MS, KLINE_INTERVALS, type KlineInterval, MINUTE_MS, nextOpenTime, openTimeOf } from "../../src/history/intervals";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import type { MarketStore } from "../../src/market/market-store";
 import { callJson } from "../support/http";
-import { defaultMarkets } from "../support/registry";
+import { defaultMarkets, hostOf } from "../support/registry";
 
 interface Sent {
   price: bigint;
@@ -177,14 +176,18 @@ describe("candles in every interval and timeZone over the stored history (docs/h
       body: JSON.stringify({ interval: "1m", rows }),
     });
     expect(imported.status, JSON.stringify(imported.body)).toBe(200);
-    const stub = marketObject(env, "BTCUSDC");
-    const read = () => runInDurableObject(stub, async (instance: MarketObject) => (instance as unknown as { store: MarketStore }).store.candles.bucketRowsRead);
+    const stub = await hostOf("BTCUSDC");
+    const read = () =>
+      runInDurableObject(
+        stub,
+        async (instance: MarketObject) => (instance.engine("BTCUSDC") as unknown as { store: MarketStore }).store.candles.bucketRowsRead,
+      );
     const before = await read();
     const { status, body } = await callJson("/api/klines/BTCUSDC?interval=1M&timeZone=5:30&limit=1000");
     expect(status).toBe(200);
     const rowsRead = (await read()) - before;
     const want = await runInDurableObject(stub, async (instance: MarketObject) => {
-      const store = (instance as unknown as { store: MarketStore }).store;
+      const store = (instance.engine("BTCUSDC") as unknown as { store: MarketStore }).store;
       const market = (await defaultMarkets()).find((m) => m.symbol === "BTCUSDC")!;
       return aggregateCandles(store.candles.buckets(MINUTE_MS, 0, Number.MAX_SAFE_INTEGER, "ASC"), "1M", market, 1000, offset);
     });

@@ -2,14 +2,13 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { crc32 } from "../../client/src/checksum";
-import { marketObject } from "../../src/core/object-ids";
 import { writeDailyFiles } from "../../src/history/archive-days";
 import { DAY_MS } from "../../src/history/intervals";
 import { ingest, toIngestBatch } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import { ADMIN } from "../support/gateways";
 import { call, callJson } from "../support/http";
-import { defaultMarkets } from "../support/registry";
+import { defaultMarkets, hostOf } from "../support/registry";
 
 /** The one file in a zip, read as any unzip would: the local header, the deflated data, its CRC. */
 async function unzipOne(zip: Uint8Array): Promise<{ name: string; text: string }> {
@@ -145,7 +144,7 @@ describe("daily files in Binance's public-data layout (docs/history.md#daily-fil
     const day = yesterday - DAY_MS;
     const trade = (n: number) => ({ id: `late-${n}`, price: "150.000", quantity: "1.00", side: "buy" as const, time: day + n * 60_000 });
     await ingest(env, "*", { symbol: "SOLUSDT", trades: [trade(1)] }); // marks the day
-    await runInDurableObject(marketObject(env, "SOLUSDT"), async (instance: MarketObject) => {
+    await runInDurableObject(await hostOf("SOLUSDT"), async (instance: MarketObject) => {
       const writing = instance.writeDay(market, day); // reads the day's minutes, then awaits R2
       instance.ingest(market, toIngestBatch(market, { symbol: "SOLUSDT", trades: [trade(2)] }, Date.now()));
       await writing;
@@ -164,7 +163,7 @@ describe("daily files in Binance's public-data layout (docs/history.md#daily-fil
     await ingest(env, "*", { symbol: "XRPUSDT", trades: trades("x", "0.6000", "10.0") });
     await ingest(env, "*", { symbol: "BTCUSDC", trades: trades("u", "97000.00", "0.00100") });
     // XRPUSDT's first chunk goes to R2, and its object is lost there: the market cannot read its day.
-    await runInDurableObject(marketObject(env, "XRPUSDT"), (instance: MarketObject) => instance.archiveTrades());
+    await runInDurableObject(await hostOf("XRPUSDT"), (instance: MarketObject) => instance.archiveTrades("XRPUSDT"));
     const lost = await env.HISTORY.list({ prefix: "archive/trades/XRPUSDT/" });
     expect(lost.objects.length, "a chunk archived").toBeGreaterThan(0);
     await env.HISTORY.delete(lost.objects.map((o) => o.key));
@@ -176,8 +175,8 @@ describe("daily files in Binance's public-data layout (docs/history.md#daily-fil
     expect(written.find((w) => w.symbol === "BTCUSDC")).toMatchObject({ trades: 150 });
     expect(written.find((w) => w.symbol === "XRPUSDT")?.failed).toMatch(/not written in 3 attempts/);
     const marked = await runInDurableObject(
-      marketObject(env, "XRPUSDT"),
-      async (instance: MarketObject) => (instance as unknown as { state: { dirtyDays: number[] } }).state.dirtyDays,
+      await hostOf("XRPUSDT"),
+      async (instance: MarketObject) => (instance.engine("XRPUSDT") as unknown as { state: { dirtyDays: number[] } }).state.dirtyDays,
     );
     expect(marked).toContain(day);
   });

@@ -1,11 +1,12 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { marketObject } from "../../src/core/object-ids";
 import { DAY_MS, HOUR_MS } from "../../src/history/intervals";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
+import { tablePrefixOf } from "../../src/market/market-storage";
 import { callJson } from "../support/http";
+import { hostOf } from "../support/registry";
 
 type Trade = { tradeId: number; id: string; price: string; time: number };
 
@@ -35,7 +36,7 @@ async function walkBackwards(size: number): Promise<Trade[]> {
 async function archiveAll(): Promise<number> {
   let moved = 0;
   for (;;) {
-    const step = await runInDurableObject(marketObject(env, "SOLBTC"), (instance: MarketObject) => instance.archiveTrades(Date.now(), 100));
+    const step = await runInDurableObject(await hostOf("SOLBTC"), (instance: MarketObject) => instance.archiveTrades("SOLBTC", Date.now(), 100));
     if (step === 0) return moved;
     moved += step;
   }
@@ -62,8 +63,8 @@ describe("the trade archive in R2 (docs/history.md#trades)", () => {
     const listed = await env.HISTORY.list({ prefix: "archive/trades/SOLBTC/" });
     expect(listed.objects.map((o) => o.key)).toEqual(Array.from({ length: 13 }, (_, k) => `archive/trades/SOLBTC/${String(k).padStart(12, "0")}.json`));
     const kept = await runInDurableObject(
-      marketObject(env, "SOLBTC"),
-      (_instance, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM trades").one().n,
+      await hostOf("SOLBTC"),
+      (_instance, state) => state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM ${tablePrefixOf("SOLBTC")}trades`).one().n,
     );
     expect(kept, "the newest 1,000 stay for the latest-trades answer").toBe(1_000);
   });

@@ -3,14 +3,15 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { LocalBook } from "../../client/src/index";
 import { sign, signaturePayload } from "../../src/access/signature";
-import { marketObject } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
+import { tablePrefixOf } from "../../src/market/market-storage";
 import type { IngestBody } from "../../src/market/schemas";
 import { ensureRegistry, findMarket } from "../../src/registry/copy";
 import { newPublishKey, signedCall } from "../support/accounts";
 import { callJson } from "../support/http";
 import { until } from "../support/poll";
+import { hostOf } from "../support/registry";
 import { openSocket } from "./streams-support";
 
 type Ticking = {
@@ -33,14 +34,14 @@ const batch = (sequence: number): IngestBody => ({
 });
 
 async function setTick(ms: number, symbol = "ETHUSDT"): Promise<void> {
-  await runInDurableObject(marketObject(env, symbol), async (instance: MarketObject) => {
-    (instance as unknown as Ticking).tickMs = ms;
+  await runInDurableObject(await hostOf(symbol), async (instance: MarketObject) => {
+    (instance.engine(symbol) as unknown as Ticking).tickMs = ms;
   });
 }
 
 /** Rows the market wrote since the last call (the first call starts the count: it hands on what is held). */
 async function rowsWritten(start = false, symbol = "ETHUSDT"): Promise<number> {
-  return runInDurableObject(marketObject(env, symbol), async (instance: MarketObject) => {
+  return runInDurableObject(await hostOf(symbol), async (instance: MarketObject) => {
     const { holder } = (instance as unknown as Ticking).meter;
     if (start) await holder.flush(env, Date.now(), true);
     return holder.counts.take().counters[ROWS] ?? 0;
@@ -60,7 +61,7 @@ describe("the tick: a market writes its batches together, at most once a tick, a
     // commits at once (a quiet spell), the rest with the ticks after it; the alarm's row, and the
     // record's at most once.
     expect(rows, "rows written by 40 batches sent together").toBeLessThanOrEqual(3 * 4 + 2);
-    await evictDurableObject(marketObject(env, "ETHUSDT"));
+    await evictDurableObject(await hostOf("ETHUSDT"));
     const book = await callJson<{ sequence: number }>("/api/orderbook/ETHUSDT?depth=5");
     expect(book.body.sequence, "the book after a restart").toBe(41);
     const trades = await callJson<unknown[]>("/api/trades/ETHUSDT?limit=100");
@@ -71,7 +72,7 @@ describe("the tick: a market writes its batches together, at most once a tick, a
   it("an object aborted mid-tick answered none of the tick's batches, kept the one it answered, and takes the others when resent", async () => {
     await ensureRegistry(env);
     const market = findMarket("ETHUSDT")!;
-    const stub = marketObject(env, "ETHUSDT");
+    const stub = await hostOf("ETHUSDT");
     const start = ((await callJson<{ sequence: number }>("/api/orderbook/ETHUSDT?depth=1")).body.sequence ?? 0) + 1;
     // A tick of a minute, begun by the last commit: all five batches wait for it.
     await setTick(60_000);
@@ -153,9 +154,9 @@ describe("the tick: a market writes its batches together, at most once a tick, a
       "trades taken",
     ).toBe(30_000);
     const largest = await runInDurableObject(
-      marketObject(env, "XRPUSDT"),
+      await hostOf("XRPUSDT"),
       async (_instance: MarketObject, state) =>
-        state.storage.sql.exec<{ bytes: number | null }>("SELECT max(length(change)) AS bytes FROM book_log").one().bytes ?? 0,
+        state.storage.sql.exec<{ bytes: number | null }>(`SELECT max(length(change)) AS bytes FROM ${tablePrefixOf("XRPUSDT")}book_log`).one().bytes ?? 0,
     );
     expect(largest, "the largest commit row (bytes)").toBeLessThanOrEqual(1_500_000);
     expect(largest, "the largest commit row (bytes)").toBeGreaterThan(0);

@@ -5,7 +5,7 @@ import { ingest } from "../../src/market/ingest";
 import { ADMIN } from "../support/gateways";
 import { call, callJson } from "../support/http";
 import { until } from "../support/poll";
-import { defaultMarkets } from "../support/registry";
+import { defaultMarkets, hostOf } from "../support/registry";
 
 const MARKETS = await defaultMarkets();
 
@@ -226,7 +226,7 @@ describe("public market endpoints answer the documented shapes", () => {
     });
     const before = (await callJson("/api/ticker/BTCUSDT")).body;
     const bookBefore = (await callJson("/api/orderbook/BTCUSDT")).body;
-    await evictDurableObject(env.MARKET.getByName("BTCUSDT"));
+    await evictDurableObject(await hostOf("BTCUSDT"));
     const after = (await callJson("/api/ticker/BTCUSDT")).body;
     const bookAfter = (await callJson("/api/orderbook/BTCUSDT")).body;
     expect({ ...after, closeTime: 0 }).toEqual({ ...before, closeTime: 0 });

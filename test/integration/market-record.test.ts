@@ -1,18 +1,18 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { marketObject } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import { ensureRegistry, findMarket } from "../../src/registry/copy";
+import { hostOf } from "../support/registry";
 
 type Inside = { state: { lastUpdateAt: number; tradeSeq: number; book: { sequence: number; lastFingerprint: string } } | undefined };
 
 /** What the market holds of its record in memory, loaded first. */
-function held(symbol: string) {
-  return runInDurableObject(marketObject(env, symbol), (instance: MarketObject) => {
+async function held(symbol: string) {
+  return runInDurableObject(await hostOf(symbol), (instance: MarketObject) => {
     instance.orderBook(findMarket(symbol)!, 1);
-    const { state } = instance as unknown as Inside;
+    const { state } = instance.engine(symbol) as unknown as Inside;
     return { lastUpdateAt: state!.lastUpdateAt, tradeSeq: state!.tradeSeq, sequence: state!.book.sequence, fingerprint: state!.book.lastFingerprint };
   });
 }
@@ -36,7 +36,7 @@ describe("the market's record is read back from the log and the blocks (src/mark
     await ingest(env, "*", { symbol, trades: [trade("r-3")] });
     const before = await held(symbol);
     expect([before.sequence, before.tradeSeq], "before the eviction").toEqual([3, 3]);
-    await evictDurableObject(marketObject(env, symbol));
+    await evictDurableObject(await hostOf(symbol));
     expect(await held(symbol), "read back after the eviction").toEqual(before);
     expect((await ingest(env, "*", lastBook)).book, "the last book batch sent again: recognised").toBe("duplicate");
     const next = await ingest(env, "*", { symbol, trades: [trade("r-4"), trade("r-1")] });

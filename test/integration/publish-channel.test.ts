@@ -3,12 +3,13 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { principalOfKey } from "../../src/access/keys";
 import { sign, signaturePayload } from "../../src/access/signature";
-import { accessGuard, marketObject, publishChannel } from "../../src/core/object-ids";
+import { accessGuard, publishChannel } from "../../src/core/object-ids";
 import { MAX_UNACKED } from "../../src/publish/protocol";
 import type { PublishChannel } from "../../src/publish/publish-channel-object";
 import { newKey, newPublishKey, type TestKey } from "../support/accounts";
 import { call, callJson } from "../support/http";
 import { until } from "../support/poll";
+import { hostOf } from "../support/registry";
 import { openSocket, type TestSocket, upgrade } from "./streams-support";
 
 /** `/v1/publish` in the query form: the path signed alone, as a browser or a plain client sends it. */
@@ -97,7 +98,7 @@ describe("the publisher channel, GET /v1/publish (docs/publishing.md#the-publish
     // The market holds every batch until released, so the window fills whatever the machine's speed.
     let release = () => {};
     const held = new Promise<void>((resolve) => (release = resolve));
-    const market = marketObject(env, "ETHBTC");
+    const market = await hostOf("ETHBTC");
     let restore = () => {};
     await runInDurableObject(market, (instance: object) => {
       const prototype = Object.getPrototypeOf(instance) as Record<string, (...args: unknown[]) => unknown>;

@@ -1,11 +1,13 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { marketObject } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
-import { MAX_STAGED_BUCKETS, type MarketObject } from "../../src/market/market-object";
+import { MAX_STAGED_BUCKETS } from "../../src/market/market-engine";
+import type { MarketObject } from "../../src/market/market-object";
+import { tablePrefixOf } from "../../src/market/market-storage";
 import type { MarketStore } from "../../src/market/market-store";
 import { callJson } from "../support/http";
+import { hostOf } from "../support/registry";
 
 /** The object's meter and the isolate's holder it counts into. */
 type Counted = {
@@ -27,7 +29,7 @@ async function candles(symbol: string): Promise<Record<string, unknown>> {
 describe("candle buckets are staged and written about once a minute (src/market/bucket-store.ts)", () => {
   it("batches of trades write no bucket row until the flush, and a restart before it loses no trade from any candle, nor counts one twice", async () => {
     const symbol = "SOLUSDT";
-    const market = marketObject(env, symbol);
+    const market = await hostOf(symbol);
     const base = Date.now() - 200_000;
     let n = 0;
     const batch = (at: number) =>
@@ -65,13 +67,13 @@ describe("candle buckets are staged and written about once a minute (src/market/
     expect(await candles(symbol), "candles after a restart before the flush").toEqual(before);
     // The flush (the minute's alarm) writes them; after another restart nothing is counted twice.
     await runInDurableObject(market, async (instance: MarketObject) => {
-      (instance as unknown as { bucketsFlushedAt: number }).bucketsFlushedAt = 0; // as if a minute had passed
+      (instance.engine(symbol) as unknown as { bucketsFlushedAt: number }).bucketsFlushedAt = 0; // as if a minute had passed
     });
     expect(await runDurableObjectAlarm(market), "the minute's alarm ran").toBe(true);
     // The 21 trades' seconds are a row a minute of trade time (before: a row a second, 21).
     const secondRows = await runInDurableObject(market, async (_instance: MarketObject, state) => ({
-      packed: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM second_buckets").one().n,
-      apart: state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM rollup_buckets WHERE size = 1000").one().n,
+      packed: state.storage.sql.exec<{ n: number }>(`SELECT count(*) AS n FROM ${tablePrefixOf(symbol)}second_buckets`).one().n,
+      apart: state.storage.sql.exec<{ n: number }>(`SELECT count(*) AS n FROM ${tablePrefixOf(symbol)}rollup_buckets WHERE size = 1000`).one().n,
     }));
     const minutes = new Set([0, ...Array.from({ length: 20 }, (_, i) => (i + 1) * 7_000)].map((d) => Math.floor((base + d) / 60_000))).size;
     expect(secondRows, "rows holding the second buckets").toEqual({ packed: minutes, apart: 0 });
@@ -99,8 +101,8 @@ describe("candle buckets are staged and written about once a minute (src/market/
       expect((await ingest(env, "*", { symbol, trades })).acceptedTrades, `batch ${batch}`).toBe(1000);
     }
     const staged = await runInDurableObject(
-      marketObject(env, symbol),
-      (instance: MarketObject) => (instance as unknown as { store: MarketStore }).store.candles.stagedCount,
+      await hostOf(symbol),
+      (instance: MarketObject) => (instance.engine(symbol) as unknown as { store: MarketStore }).store.candles.stagedCount,
     );
     expect(staged, "buckets waiting for the flush").toBeLessThanOrEqual(MAX_STAGED_BUCKETS);
     const days = (await callJson<{ tradeCount: number }[]>(`/api/klines/${symbol}?interval=1d&limit=10`)).body;

@@ -1,10 +1,10 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { marketObject } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import { call } from "../support/http";
+import { hostOf } from "../support/registry";
 
 const admin = { Authorization: "Bearer test-admin-token" };
 
@@ -13,7 +13,7 @@ const take = (instance: object) => (instance as Meterable).meter.holder.counts.t
 
 describe("storage rows and object requests are counted where they happen (docs/operations.md#metrics)", () => {
   it("counts a statement's rows from the runtime's own cursor, an index entry a row; a KV put, a get and an alarm one row each", async () => {
-    await runInDurableObject(marketObject(env, "SOLBTC"), async (instance: MarketObject) => {
+    await runInDurableObject(await hostOf("SOLBTC"), async (instance: MarketObject) => {
       const { ctx } = instance as unknown as Meterable;
       take(instance);
       ctx.storage.sql.exec(

@@ -1,11 +1,11 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { marketObject } from "../../src/core/object-ids";
 import { nextOpenTime, openTimeOf } from "../../src/history/intervals";
 import { ingest } from "../../src/market/ingest";
 import { callJson } from "../support/http";
 import { until } from "../support/poll";
+import { hostOf } from "../support/registry";
 import { openSocket } from "./streams-support";
 
 const MINUTE = 60_000;
@@ -21,7 +21,7 @@ describe("kline streams (docs/streams.md)", () => {
     // The client's REST read falls between the two minutes' trades.
     const before = (await callJson(`/api/klines/XRPUSDT?interval=1m&startTime=${start}`)).body as Candle[];
     await ingest(env, "*", { symbol: "XRPUSDT", trades: [trade("k2", "0.6000", start + MINUTE + 1_000), trade("k3", "0.6100", start + MINUTE + 2_000)] });
-    await runDurableObjectAlarm(marketObject(env, "XRPUSDT")); // the held second's publication, without waiting for it
+    await runDurableObjectAlarm(await hostOf("XRPUSDT")); // the held second's publication, without waiting for it
     const streamed = await until(
       () => {
         const candles = s.messages.filter((m) => m.stream === "kline.XRPUSDT.1m").map((m) => m.data as Candle);

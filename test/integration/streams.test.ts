@@ -3,10 +3,12 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sign, signaturePayload } from "../../src/access/signature";
 import { ingest } from "../../src/market/ingest";
+import { tablePrefixOf } from "../../src/market/market-storage";
 import { shardOf } from "../../src/streams/placement";
 import { newKey, type TestKey } from "../support/accounts";
 import { call } from "../support/http";
 import { until } from "../support/poll";
+import { hostOf } from "../support/registry";
 import { openSocket, upgrade } from "./streams-support";
 
 const shardCount = Number(env.STREAM_SHARDS);
@@ -208,9 +210,9 @@ describe("/v1/ws authentication", () => {
 
 describe("shards stop hearing from markets nobody there watches", () => {
   it("after the last subscriber leaves, the next update unsubscribes the shard from the market; a new subscriber registers again", async () => {
-    const shardsOf = () =>
-      runInDurableObject(env.MARKET.getByName("ETHBTC"), async (_instance, state) => {
-        const row = state.storage.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'shards'").toArray()[0];
+    const shardsOf = async () =>
+      runInDurableObject(await hostOf("ETHBTC"), async (_instance, state) => {
+        const row = state.storage.sql.exec<{ value: string }>(`SELECT value FROM ${tablePrefixOf("ETHBTC")}meta WHERE key = 'shards'`).toArray()[0];
         return JSON.parse(row?.value ?? "[]") as string[];
       });
     const first = await openSocket("/api/ws?streams=trades.ETHBTC", "192.0.2.60");

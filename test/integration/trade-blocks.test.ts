@@ -1,10 +1,10 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { marketObject } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import { callJson } from "../support/http";
+import { hostOf } from "../support/registry";
 
 /** The object's meter and the isolate's holder it counts into. */
 type Counted = {
@@ -14,7 +14,7 @@ type Counted = {
 describe("a batch's trades are one block (src/market/trade-blocks.ts)", () => {
   it("a batch of 100 trades writes one row, its commit's, which holds them: where a row and three index entries a trade were 400 (with a row an id 103, with a block of its own 2)", async () => {
     const symbol = "XRPUSDT";
-    const market = marketObject(env, symbol);
+    const market = await hostOf(symbol);
     const now = Date.now();
     const trades = (from: number) =>
       Array.from({ length: 100 }, (_, i) => ({

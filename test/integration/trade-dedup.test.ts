@@ -1,13 +1,14 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { marketObject } from "../../src/core/object-ids";
 import { HOUR_MS } from "../../src/history/intervals";
 import type { MarketHistory } from "../../src/history/market-history";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import type { MarketState } from "../../src/market/market-state";
+import { tablePrefixOf } from "../../src/market/market-storage";
 import type { MarketStore } from "../../src/market/market-store";
+import { hostOf } from "../support/registry";
 
 type Inside = { history: MarketHistory; store: MarketStore; state: MarketState };
 /** A resend is the same trade again: its id and its time (docs/publishing.md#resending). */
@@ -22,9 +23,9 @@ describe("a trade id is a duplicate for 25 hours at any rate (docs/publishing.md
       const batch = Array.from({ length: b === 0 ? 1000 : 300 }, (_, i) => trade(b * 1000 + i));
       expect((await ingest(env, "*", { symbol: "SOLUSDT", trades: batch })).acceptedTrades).toBe(batch.length);
     }
-    const stub = marketObject(env, "SOLUSDT");
+    const stub = await hostOf("SOLUSDT");
     const moved = await runInDurableObject(stub, async (instance: MarketObject) => {
-      const inside = instance as unknown as Inside;
+      const inside = instance.engine("SOLUSDT") as unknown as Inside;
       return inside.history.archive(inside.state.market, inside.state.tradeSeq, Date.now() - 25 * HOUR_MS, 20, 100);
     });
     expect(moved, "young chunks archived").toBeGreaterThanOrEqual(3);
@@ -33,10 +34,10 @@ describe("a trade id is a duplicate for 25 hours at any rate (docs/publishing.md
   });
 
   it("the ids of an hour are dropped once they are more than 25 hours old, and not before", async () => {
-    const stub = marketObject(env, "SOLUSDT");
+    const stub = await hostOf("SOLUSDT");
     const now = Date.now();
     await runInDurableObject(stub, async (instance: MarketObject) => {
-      const { store } = instance as unknown as Inside;
+      const { store } = instance.engine("SOLUSDT") as unknown as Inside;
       store.prune(0, now + 25 * HOUR_MS - 1);
       expect(store.hasTrade("dd-0", T0), "just under 25 hours after").toBe(true);
       store.prune(0, now + 27 * HOUR_MS);
@@ -47,11 +48,11 @@ describe("a trade id is a duplicate for 25 hours at any rate (docs/publishing.md
 });
 
 describe("trade ids cost a row a minute of trade time, not a row a trade (src/market/trade-id-minutes.ts)", () => {
-  type Ids = Inside & { bucketsFlushedAt: number; ctx: DurableObjectState };
+  type Ids = Inside & { bucketsFlushedAt: number };
   const rowsOf = (instance: MarketObject, minutes: number[]) => {
-    const { ctx } = instance as unknown as Ids;
+    const { ctx } = instance as unknown as { ctx: DurableObjectState };
     const tables = ctx.storage.sql
-      .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'trade_ids_[0-9]*'")
+      .exec<{ name: string }>(`SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB '${tablePrefixOf("SOLUSDT")}trade_ids_[0-9]*'`)
       .toArray()
       .map((t) => t.name);
     return tables.reduce(
@@ -61,7 +62,7 @@ describe("trade ids cost a row a minute of trade time, not a row a trade (src/ma
   };
 
   it("100 trades over two minutes of trade time are two rows once written; resends are duplicates before the write, after it and after restarts (fails before: no such rows)", async () => {
-    const stub = marketObject(env, "SOLUSDT");
+    const stub = await hostOf("SOLUSDT");
     const start = Math.floor(T0 / 60_000) * 60_000 - 10 * 60_000;
     const minutes = [start / 60_000, start / 60_000 + 1];
     const batches = Array.from({ length: 10 }, (_, b) => Array.from({ length: 10 }, (_, i) => trade(10_000 + b * 10 + i, start + (b * 10 + i) * 1_000)));
@@ -74,7 +75,7 @@ describe("trade ids cost a row a minute of trade time, not a row a trade (src/ma
       duplicateTrades: 10,
     });
     await runInDurableObject(stub, async (instance: MarketObject) => {
-      (instance as unknown as Ids).bucketsFlushedAt = 0; // as if a minute had passed
+      (instance.engine("SOLUSDT") as unknown as Ids).bucketsFlushedAt = 0; // as if a minute had passed
     });
     expect(await runDurableObjectAlarm(stub), "the minute's alarm ran").toBe(true);
     expect(await runInDurableObject(stub, async (instance: MarketObject) => rowsOf(instance, minutes)), "rows after the write: one a minute").toBe(2);

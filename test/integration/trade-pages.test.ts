@@ -1,13 +1,13 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { marketObject } from "../../src/core/object-ids";
 import { DAY_MS } from "../../src/history/intervals";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import type { MarketStore } from "../../src/market/market-store";
 import { callJson } from "../support/http";
 import { until } from "../support/poll";
+import { hostOf } from "../support/registry";
 
 describe("trade pages over many archived chunks (docs/history.md#trades)", () => {
   it("a forward page that reads its most chunks ends there, short, and the next page goes on: no gap (fails before: hot trades were appended after a gap)", async () => {
@@ -25,10 +25,10 @@ describe("trade pages over many archived chunks (docs/history.md#trades)", () =>
     }
     // The market archives beside its ingest too: ask until the old chunks are in R2.
     await until(
-      () =>
-        runInDurableObject(marketObject(env, "XRPUSDT"), async (instance: MarketObject) => {
-          await instance.archiveTrades(Date.now(), 20);
-          return (instance as unknown as { store: MarketStore }).store.archivedThrough() >= 1300;
+      async () =>
+        runInDurableObject(await hostOf("XRPUSDT"), async (instance: MarketObject) => {
+          await instance.archiveTrades("XRPUSDT", Date.now(), 20);
+          return (instance.engine("XRPUSDT") as unknown as { store: MarketStore }).store.archivedThrough() >= 1300;
         }),
       { what: "the old trades archived" },
     );

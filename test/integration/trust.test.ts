@@ -3,15 +3,17 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sign, signaturePayload } from "../../src/access/signature";
 import { TRANSLATIONS_MAX_BYTES, translations } from "../../src/binance/routes";
-import { accessGuard, marketObject } from "../../src/core/object-ids";
+import { accessGuard } from "../../src/core/object-ids";
 import { COPIES_MAX_BYTES } from "../../src/market/edge-copies";
 import { heldCopyBytes } from "../../src/market/edge-reads";
+import type { MarketObject } from "../../src/market/market-object";
 import { KEY_CHECK_EVERY_MS } from "../../src/publish/publish-channel-object";
 import { shardLayout, shardOf } from "../../src/streams/placement";
 import { newAccount, newKey, newPublishKey, signedCall, type TestKey } from "../support/accounts";
 import { ADMIN } from "../support/gateways";
 import { call, callJson } from "../support/http";
 import { until } from "../support/poll";
+import { hostOf } from "../support/registry";
 import { openSocket, shardOfConnection, type TestSocket, upgrade } from "./streams-support";
 
 const json = (method: string, body: unknown, headers: Record<string, string> = {}) => ({
@@ -254,17 +256,17 @@ describe("what the docs promise about publishing holds (docs/publishing.md)", ()
     expect(halt.status).toBe(200);
     // An isolate with the registry as it was before the halt sends the old config: the market refuses.
     const trading = (await callJson("/admin/markets", { headers: ADMIN })).body.markets.find((m: { symbol: string }) => m.symbol === "ETHBTC");
-    const stale = await marketObject(env, "ETHBTC").ingest({ ...trading, status: "TRADING", revision: trading.revision - 1 }, { trades: [] });
+    const stale = await (await hostOf("ETHBTC")).ingest({ ...trading, status: "TRADING", revision: trading.revision - 1 }, { trades: [] });
     expect(stale, "a batch checked against an older copy gets the newer config back").toMatchObject({ newerConfig: { status: "HALTED" } });
     const refused = await signedCall(key, "POST", "/v1/ingest", { body: JSON.stringify({ symbol: "ETHBTC", trades: [trade("halt-1", "0.05000", "1.000")] }) });
     expect([refused.status, ((await refused.json()) as { code: string }).code]).toEqual([409, "MARKET_NOT_TRADING"]);
     expect((await call("/admin/markets/ETHBTC/status", json("PUT", { status: "TRADING" }))).status).toBe(200);
 
     // The market cannot be told (its object throws on the config it is sent): the change is undone, the answer 503.
-    const market = marketObject(env, "ETHBTC");
+    const market = await hostOf("ETHBTC");
     const misname = (symbol: string) =>
-      runInDurableObject(market, (instance: object) => {
-        (instance as { state: { market: { symbol: string } } }).state.market.symbol = symbol;
+      runInDurableObject(market, (instance: MarketObject) => {
+        (instance.engine("ETHBTC") as unknown as { state: { market: { symbol: string } } }).state.market.symbol = symbol;
       });
     await misname("NOTETHBTC");
     const failed = await call("/admin/markets/ETHBTC/status", json("PUT", { status: "HALTED" }));

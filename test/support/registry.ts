@@ -1,4 +1,5 @@
 import { env } from "cloudflare:workers";
+import { marketObject } from "../../src/core/object-ids";
 import { ensureRegistry } from "../../src/registry/copy";
 import type { MarketConfig, RegistryIndex } from "../../src/registry/model";
 import { ADMIN } from "./gateways";
@@ -23,4 +24,11 @@ export async function listThroughAdmin(path: "/admin/assets" | "/admin/markets",
   });
   if (status !== 201) throw new Error(`${path}: ${status} ${JSON.stringify(answer)}`);
   return answer;
+}
+
+/** The object hosting a listed market's engine: its group's (docs/design.md#market-hosts). */
+export async function hostOf(symbol: string) {
+  const market = (await registry()).bySymbol.get(symbol);
+  if (!market) throw new Error(`${symbol} is not listed`);
+  return marketObject(env, market);
 }

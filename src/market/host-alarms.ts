@@ -1,0 +1,75 @@
+/** The one stored record of when each hosted market's alarm is due. */
+const DUE_KEY = "alarms";
+
+/**
+ * The alarms of the markets one object hosts (docs/design.md#market-hosts), on the object's one
+ * alarm: each market sets and reads its own as if it were alone, the host keeps them in one
+ * record (a row when one changes) and arms its alarm for the earliest. When it fires, the markets
+ * due are taken off and run; they set their next, and the alarm is armed again.
+ *
+ * A market sets its alarm only when its time changes (about once a minute while it trades), so
+ * the record is written about once a market-minute and the object's alarm once a minute: where
+ * each market's alarm was a row and a request of its own, a group's markets due together are one
+ * request.
+ */
+export class HostAlarms {
+  private readonly due: Map<string, number>;
+  /** The object's alarm as this host last set or read it: null for none, undefined until asked. */
+  private armedAt: number | null | undefined;
+
+  constructor(private readonly storage: DurableObjectStorage) {
+    this.due = new Map(Object.entries(storage.kv.get<Record<string, number>>(DUE_KEY) ?? {}));
+  }
+
+  /** One market's alarm, as its parts use an object's. */
+  of(symbol: string): { getAlarm(): Promise<number | null>; setAlarm(time: number): Promise<void> } {
+    return {
+      getAlarm: async () => this.due.get(symbol) ?? null,
+      setAlarm: async (time) => {
+        if (this.due.get(symbol) === time) return;
+        this.due.set(symbol, time);
+        this.persist();
+        await this.arm();
+      },
+    };
+  }
+
+  /**
+   * The alarm fired at `now`: the markets due, taken off (each sets its next as it runs) — by now,
+   * or else the earliest (an alarm run before its time, as a test does, serves the one it was set for).
+   */
+  take(now: number): string[] {
+    this.armedAt = null;
+    if (this.due.size === 0) return [];
+    const by = Math.max(now, Math.min(...this.due.values()));
+    const due = [...this.due].filter(([, time]) => time <= by).map(([symbol]) => symbol);
+    if (due.length === 0) return due;
+    for (const symbol of due) this.due.delete(symbol);
+    this.persist();
+    return due;
+  }
+
+  /** A market whose alarm failed is due again at once (the runtime retries the alarm, with its back-off). */
+  failed(symbol: string, now: number): void {
+    if (this.due.has(symbol)) return; // it set its next before it failed
+    this.due.set(symbol, now);
+    this.persist();
+  }
+
+  /** Arms the object's alarm for the earliest market's, unless it already fires by then. */
+  async arm(): Promise<void> {
+    if (this.armedAt === undefined) {
+      const stored = await this.storage.getAlarm();
+      this.armedAt ??= stored;
+    }
+    if (this.due.size === 0) return;
+    const next = Math.min(...this.due.values());
+    if (this.armedAt !== null && this.armedAt <= next) return;
+    this.armedAt = next;
+    await this.storage.setAlarm(next);
+  }
+
+  private persist(): void {
+    this.storage.kv.put(DUE_KEY, Object.fromEntries(this.due));
+  }
+}

@@ -1,0 +1,398 @@
+import { guarded, guardedAsync, isProblemResult, ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
+import type { RelayOp } from "../groups/messages";
+import type { BookTarget } from "../history/book-replay";
+import { MarketBookHistory, type ReplayPage } from "../history/market-book-history";
+import { importMinutes, writeDays } from "../history/market-days";
+import { type DayFiles, MarketHistory } from "../history/market-history";
+import type { MarketConfig } from "../registry/model";
+import { Tick } from "../ticks/tick";
+import type { MarketAnswer, MarketQuestion } from "./edge-copies";
+import type { IngestBatch, IngestCommit, IngestResult } from "./ingest";
+import { restoreState } from "./market-load";
+import { MarketReads } from "./market-reads";
+import { MarketSecondly } from "./market-secondly";
+import { type MarketState, TRADE_RETENTION_MS } from "./market-state";
+import type { MarketStorage } from "./market-storage";
+import { DERIVED_FIELDS, type MarketRecord, MarketStore } from "./market-store";
+import { MarketStreams } from "./market-streams";
+import type { WireLevel } from "./order-book";
+import type { MinuteBucket } from "./rolling-window";
+import { batchBytes, COMMIT_MAX_BYTES, StagedBatches, stageBatch } from "./staged-batches";
+import { pack } from "./trade-blocks";
+import { PENDING_MAX_BYTES } from "./trade-id-minutes";
+
+export type { OrderBookText } from "./market-reads";
+export type { WireTrade } from "./wire-trade";
+
+export interface OrderBookSnapshot {
+  symbol: string;
+  sequence: number;
+  timestamp: number;
+  bids: WireLevel[];
+  asks: WireLevel[];
+}
+
+const PRUNE_EVERY_MS = 60_000;
+/** The candle buckets live trades change are written at most this often (docs/design.md#the-write-path)… */
+const BUCKET_FLUSH_MS = 60_000;
+/**
+ * …or sooner once this many wait (about 1 MB): late trades spread over a week stage a bucket each
+ * of their own, and a publisher could otherwise grow the staged map without bound within a minute.
+ */
+export const MAX_STAGED_BUCKETS = 4_096;
+
+/** What `ingest` answers when the caller's config is older than the market's: validate again with this one. */
+export interface NewerConfig {
+  newerConfig: MarketConfig;
+}
+
+/** What a market's engine is given by the object that hosts it (`market-object.ts`). */
+export interface MarketHost {
+  readonly env: Env;
+  /** The market's view of the host's storage: its own tables, its own alarm. */
+  readonly storage: MarketStorage;
+  /** To the group's relay, in order (docs/design.md#group-relays). */
+  send(op: RelayOp): void;
+  /** A storage fault after memory changed: the host starts again from storage. */
+  abort(reason: string): void;
+}
+
+/**
+ * One market's single writer, hosted with the rest of its group in one object
+ * (docs/design.md#market-hosts). Applies ingest batches exactly once, keeps the L2 book, trades
+ * and minute buckets in SQLite, and answers every read of the market from memory it rebuilds
+ * from that storage after eviction.
+ *
+ * It learns its config from the registry: every caller passes the market's config from its
+ * registry copy, and the engine keeps (and stores) the newest revision it has seen, so a rules
+ * or status change reaches it with the operator's push or with the next call, whichever is first.
+ * Everything it publishes goes through its group relay (docs/design.md#group-relays).
+ *
+ * Each job has its own part, the engine holding them together and writing alone: its state in
+ * memory and what derives from it (`market-state.ts`), storage (`market-store.ts`, its candle buckets in `bucket-store.ts`), the reads
+ * (`market-reads.ts`), what stream subscribers get (`market-streams.ts`) and the archive and
+ * daily files (`../history/market-history.ts`). Here: loading, ingest, import, persistence and
+ * the timers.
+ */
+export class MarketEngine {
+  private readonly store: MarketStore;
+  /** The archive, the pages that read it and the daily files: over the same store, written by this object. */
+  private readonly history: MarketHistory;
+  /** The book's history: the book at any kept moment, the replay's pages, the hourly files. */
+  private readonly bookHistory: MarketBookHistory;
+  private state: MarketState | undefined;
+  private lastPruneAt = 0;
+  /** What the market's stream subscribers get (built only while a shard is subscribed). */
+  private streams: MarketStreams | undefined;
+  /** The once-a-second summary and the alarm. */
+  private readonly secondly: MarketSecondly;
+  /** Every read of the market, over the same store. */
+  private readonly reads: MarketReads;
+  /** When the staged candle buckets were last written. */
+  private bucketsFlushedAt = 0;
+  /** What the batches since the last commit applied, to be written at the tick (docs/design.md#the-write-path). */
+  private staged = new StagedBatches();
+  /** The tick's length (`INGEST_TICK_MS`, 100 ms; the workers tests commit each batch at once unless a test sets it). */
+  private tickMs: number;
+  private readonly tick: Tick;
+
+  constructor(private readonly host: MarketHost) {
+    const { env, storage } = host;
+    this.store = new MarketStore(storage);
+    this.history = new MarketHistory(this.store, env.HISTORY, env.TRADE_ARCHIVE_CHUNK);
+    this.secondly = new MarketSecondly(
+      storage,
+      (op) => this.send(op),
+      () => this.streams!,
+    );
+    this.bookHistory = new MarketBookHistory(this.store, storage.sql, env.HISTORY, (time) => this.secondly.alarmBy(time));
+    this.reads = new MarketReads(this.store, this.history);
+    this.tickMs = Number(env.INGEST_TICK_MS ?? "100");
+    this.tick = new Tick(
+      () => this.tickMs,
+      () => this.commit(),
+    );
+  }
+
+  /**
+   * Loads the market on first use, and takes `given` if it is a newer revision of the config
+   * than the one held. After an eviction the stored config serves calls that bring none (the alarm).
+   */
+  private load(given?: MarketConfig): MarketState {
+    if (this.state) {
+      if (given) this.adopt(this.state, given);
+      return this.state;
+    }
+    const meta = this.store.readMeta();
+    const stored = meta.config;
+    const market = stored && (!given || stored.revision >= given.revision) ? stored : given;
+    if (!market) throw new Error("a market object was called before it was given its config");
+    if (stored && given && given.symbol !== stored.symbol) throw new Error(`the engine of ${stored.symbol} called as ${given.symbol}`);
+    if (market !== stored) this.store.writeMeta("config", JSON.stringify(market));
+    this.streams = new MarketStreams(
+      meta.shards,
+      (op) => this.send(op),
+      (shards) => this.store.writeMeta("shards", JSON.stringify(shards)),
+      (state, openTime, interval, offsetMs) => this.reads.candleAt(state, openTime, interval, offsetMs),
+    );
+    this.state = restoreState(this.store, meta, market, Date.now());
+    // A segment kept before a restart that R2 does not have yet.
+    if (this.bookHistory.kept.pending) this.bookHistory.uploadBeside(market.symbol);
+    return this.state;
+  }
+
+  /** The market's config as held, once loaded. */
+  get config(): MarketConfig | undefined {
+    return this.state?.market;
+  }
+
+  private adopt(state: MarketState, given: MarketConfig): void {
+    if (given.symbol !== state.market.symbol) throw new Error(`the engine of ${state.market.symbol} called as ${given.symbol}`);
+    if (given.revision <= state.market.revision) return;
+    state.market = given;
+    state.version += 1; // the cached answers show the rules and status
+    this.store.writeMeta("config", JSON.stringify(given));
+  }
+
+  private send(op: RelayOp): void {
+    this.host.send(op);
+  }
+
+  private readable(market: MarketConfig | undefined): MarketState {
+    const state = this.load(market);
+    if (state.market.status === "DELISTED") throw problem("UNKNOWN_SYMBOL", `${state.market.symbol} is delisted`);
+    return state;
+  }
+
+  /**
+   * Applies one validated batch (docs/publishing.md): book first, all or nothing, then trades.
+   * A batch checked against an older config than the market holds is not applied: the answer
+   * carries the newer config, and the caller checks the batch again with it. The answer waits
+   * for the tick's commit (docs/design.md#the-write-path): when it comes, the batch is durable.
+   */
+  async ingest(market: MarketConfig, batch: IngestBatch, commit: IngestCommit = "tick"): Promise<IngestResult | ProblemResult | NewerConfig> {
+    const staged = guarded(() => {
+      const state = this.load(market);
+      if (state.market.revision > market.revision) return { newerConfig: state.market };
+      if (state.market.status !== "TRADING")
+        throw problem("MARKET_NOT_TRADING", `${market.symbol} is ${state.market.status.toLowerCase()} and accepts no ingest`);
+      // A commit's row stays within a value's size: what is staged goes first when this batch would take it past.
+      const bytes = batchBytes(batch);
+      if (this.staged.bytes > 0 && this.staged.bytes + bytes > COMMIT_MAX_BYTES) this.tick.commitNow();
+      const { result, streamed } = stageBatch(this.store, state, this.staged, batch, Date.now());
+      this.staged.bytes += bytes;
+      // Streamed as applied, not at the commit: a delta's checksum is the book it leaves, and the
+      // tick would add its wait to every subscriber's (docs/design.md#the-write-path).
+      this.streams!.batch(state, streamed.book, streamed.trades);
+      return result;
+    });
+    if (isProblemResult(staged) || "newerConfig" in staged) return staged;
+    const committed = this.tick.committed();
+    if (commit === "now") this.tick.commitNow();
+    await committed;
+    return staged;
+  }
+
+  /**
+   * Writes what the batches since the last commit staged, in one transaction: one row of the log
+   * for their book entries and trades, the buckets, ids and open block when due, the record when a
+   * mark changed; then schedules the summary. A storage fault restarts the object from storage,
+   * and every batch of the tick is answered with the error (none was acknowledged).
+   */
+  private commit(): void {
+    const state = this.state!;
+    const staged = this.staged;
+    this.staged = new StagedBatches();
+    const now = Date.now();
+    let segmentClosed = false;
+    try {
+      this.store.transaction(() => {
+        const record: Partial<MarketRecord> = { ...staged.record };
+        const last = staged.entries[staged.entries.length - 1];
+        if (last || staged.trades.length > 0) {
+          // One row for the commit: its book entries and its trades (docs/design.md#the-write-path).
+          // The trades' time is the last batch's (the market's last update, as the ticker shows it).
+          this.store.appendTrades(staged.trades, state.lastUpdateAt);
+          const logged = this.bookHistory.record(state, staged.entries, staged.trades.map(pack), state.lastUpdateAt);
+          segmentClosed = logged.closed;
+          Object.assign(record, logged.fields);
+          if (last) Object.assign(record, { bookSequence: state.book.sequence, bookUpdatedAt: last.time, bookFingerprint: last.fingerprint });
+          if (staged.trades.length > 0) record.tradeSeq = state.tradeSeq;
+          // A snapshot took the row's place, or the open block is full: the trades not in a block are written as one now.
+          if (logged.snapshot || this.store.openBlockFull()) this.store.sealTrades();
+        }
+        // The staged buckets and ids are written about once a minute (they are rebuilt from the trades after a restart).
+        if (
+          now - this.bucketsFlushedAt >= BUCKET_FLUSH_MS ||
+          this.store.candles.stagedCount >= MAX_STAGED_BUCKETS ||
+          this.store.pendingIds().bytes >= PENDING_MAX_BYTES
+        ) {
+          Object.assign(record, this.flushBuckets(state.tradeSeq, now));
+        }
+        if (staged.changed) record.lastUpdateAt = state.lastUpdateAt;
+        // One row for all of it when something the log and the blocks do not keep changed; else none.
+        const keys = Object.keys(record) as (keyof MarketRecord)[];
+        if (keys.some((key) => !DERIVED_FIELDS.includes(key))) this.store.writeRecord(record);
+        else if (keys.length > 0) this.store.noteRecord(record);
+      });
+    } catch (error) {
+      // A storage fault after the market changed in memory: start again from storage.
+      this.host.abort(`ingest failed to persist: ${String(error)}`);
+      throw error;
+    }
+    if (staged.changed) this.secondly.schedule(state, now);
+    if (staged.entries.length > 0) this.bookHistory.applied(state, now, segmentClosed);
+    else if (segmentClosed) this.bookHistory.uploadBeside(state.market.symbol);
+    if (now - this.lastPruneAt > PRUNE_EVERY_MS) this.prune(state, now);
+  }
+
+  /**
+   * Brings in a market's past as minutes (docs/history.md#import), all or nothing: a minute that
+   * holds live trades is refused (409 naming it), an imported one is replaced. The hours and days
+   * over the imported span are built again from the minutes, so every coarser candle and window
+   * sees them exactly as it sees live ones.
+   */
+  importMinutes(market: MarketConfig, minutes: MinuteBucket[]): { imported: number; replaced: number } | ProblemResult {
+    return guarded(() => {
+      const state = this.readable(market);
+      this.flushBucketsNow(state);
+      return importMinutes(this.store, state, minutes);
+    });
+  }
+
+  /**
+   * The book as it stood at a sequence or a moment (docs/history.md#book-history), as JSON text
+   * in the live answer's shape; `final` when it can change no more.
+   */
+  bookAt(market: MarketConfig, target: BookTarget, depth: number): Promise<{ text: string; sequence: number; final: boolean } | ProblemResult> {
+    return guardedAsync(() => this.bookHistory.bookAt(this.readable(market), target, depth));
+  }
+
+  /** One page of a replay's book messages (docs/history.md#replay). */
+  bookReplay(market: MarketConfig, from: number, to: number, after?: number): Promise<ReplayPage | ProblemResult> {
+    return guardedAsync(() => this.bookHistory.replayPage(this.readable(market), from, to, after));
+  }
+
+  /** Writes the closed hours' book files that are due at `now` (the alarm does; the tests call it with a later clock). */
+  async writeBookHours(now = Date.now()): Promise<number[]> {
+    if (!this.state && !this.store.hasConfig()) return [];
+    return this.bookHistory.writeHours(this.load(), now);
+  }
+
+  /**
+   * Writes the staged candle buckets (a row each: about a row a second of trading, where four a
+   * batch were written before) and the waiting trade ids (a row a minute of trade time, where a
+   * row a trade was written before); returns the record's field saying which trades they hold.
+   * Inside the caller's transaction, with the record.
+   */
+  private flushBuckets(throughSeq: number, now: number): Partial<MarketRecord> {
+    this.bucketsFlushedAt = now;
+    this.store.sealTrades();
+    if (this.store.candles.stagedCount === 0 && this.store.pendingIds().count === 0) return {};
+    this.store.candles.flush();
+    this.store.writeIds(now);
+    return { bucketsThroughSeq: throughSeq };
+  }
+
+  /** Writes the staged buckets now, in a transaction of its own (the alarm, before an archive or an import). */
+  private flushBucketsNow(state: MarketState): void {
+    // What a tick staged is written first: the buckets' mark never runs ahead of the stored trades.
+    this.tick.commitNow();
+    if (this.store.candles.stagedCount === 0 && this.store.pendingIds().count === 0) return;
+    this.store.transaction(() => this.store.writeRecord(this.flushBuckets(state.tradeSeq, Date.now())));
+  }
+
+  private prune(state: MarketState, now: number): void {
+    this.lastPruneAt = now;
+    this.store.prune(now - TRADE_RETENTION_MS, now);
+    // The archive's writes are R2's: they run beside the ingest, never in its way.
+    void this.archiveTrades(now).catch((error) => console.error(JSON.stringify({ level: "error", message: "trade archive failed", error: String(error) })));
+    const cutoff = now - TRADE_RETENTION_MS;
+    const firstKept = state.recentBuckets.findIndex((b) => b.minute >= cutoff);
+    state.recentBuckets.splice(0, firstKept === -1 ? state.recentBuckets.length : firstKept);
+  }
+
+  orderBook(market: MarketConfig, depth: number): OrderBookSnapshot | ProblemResult {
+    return guarded(() => {
+      const state = this.readable(market);
+      const { bids, asks } = state.book.levels(depth);
+      return { symbol: market.symbol, sequence: state.book.sequence, timestamp: Date.now(), bids, asks };
+    });
+  }
+
+  /** Moves due chunks of old trades to R2 (docs/history.md#trades); the tests call it to move them now. */
+  async archiveTrades(now = Date.now(), most = 16): Promise<number> {
+    const state = this.state;
+    if (!state) return 0;
+    // The archive lets trades go from here: the buckets holding them are written first.
+    this.flushBucketsNow(state);
+    const moved = await this.history.archive(state.market, state.tradeSeq, now - TRADE_RETENTION_MS, most);
+    if (moved > 0) state.tradesCache = undefined;
+    return moved;
+  }
+
+  /**
+   * One UTC day's files (docs/history.md#daily-files), from this market's candles and trades; and
+   * again the files of past days that took a late trade since they were written.
+   */
+  writeDay(market: MarketConfig, day: number): Promise<DayFiles | ProblemResult> {
+    return guardedAsync(() => {
+      const state = this.load(market);
+      const candles = (interval: "1m" | "1h" | "1d", from: number, to: number) =>
+        this.reads.klines(state, { interval, startTime: from, endTime: to, limit: 1_440 });
+      return writeDays(this.history, this.store, state, day, candles);
+    });
+  }
+
+  /**
+   * One read for the edge copies (docs/edge-reads.md): the answer as JSON text, with the moment
+   * it shows, so an isolate serves it as it is and never puts an older answer over a newer one.
+   */
+  async answer(market: MarketConfig, question: MarketQuestion): Promise<MarketAnswer> {
+    const at = Date.now();
+    let version = this.state?.version ?? 0;
+    let result: string | ProblemResult;
+    try {
+      const state = this.readable(market);
+      // The version the answer shows is the one when it was asked (a page read from R2 awaits).
+      version = state.version;
+      result = await this.reads.answerOf(state, question, at);
+    } catch (error) {
+      if (!(error instanceof ProblemError)) throw error;
+      result = toProblemResult(error);
+    }
+    return isProblemResult(result) ? { text: "", problem: result.problem, at, version } : { text: result, at, version };
+  }
+
+  /**
+   * The operator pushes a changed config (rules, status) as soon as it is committed: a halt takes
+   * effect at once, and the all-market answers hear of it with the summary sent now.
+   */
+  configure(market: MarketConfig): void {
+    const state = this.load(market);
+    this.secondly.now(state, Date.now());
+    if (state.market.status === "DELISTED") this.streams!.end(state);
+  }
+
+  /** A shard subscribes: its first message is the whole book, down the channel of every delta after it. */
+  subscribeShard(market: MarketConfig, shard: string): void {
+    const state = this.load(market); // builds the streams on first use
+    this.streams!.join(state, shard);
+  }
+
+  unsubscribeShard(market: MarketConfig, shard: string): void {
+    const state = this.load(market);
+    this.streams!.leave(state, shard);
+  }
+
+  async alarm(): Promise<void> {
+    this.tick.commitNow();
+    this.secondly.fired();
+    // The staged buckets are written once they are a minute old, also when trading has stopped.
+    if (this.state && Date.now() - this.bucketsFlushedAt >= BUCKET_FLUSH_MS) this.flushBucketsNow(this.state);
+    // After an eviction the object knows its market only from storage.
+    if (this.state || this.store.hasConfig()) this.secondly.now(this.load(), Date.now());
+    // Last: the summary's alarm (a minute on at most) stands, and the book files' later one needs no row of its own.
+    await this.bookHistory.alarm(() => this.load(), Date.now());
+  }
+}
