@@ -76,6 +76,8 @@ export class MarketBookHistory {
     entries: readonly BookEntry[],
     trades: readonly unknown[],
     now: number,
+    /** A snapshot now, whatever the log's counts (`BookLog.append`). */
+    force = false,
   ): { fields: Partial<MarketRecord>; closed: boolean; snapshot: boolean } {
     const { position, closed, snapshot } = this.store.book.append(
       this.store.bookPosition(),
@@ -89,6 +91,7 @@ export class MarketBookHistory {
       }),
       trades,
       now,
+      force,
     );
     if (closed) this.kept.keep(closed);
     const fields: Partial<MarketRecord> = { bookSnapshotN: position.snapshotN, bookLogN: position.logN };

@@ -1,3 +1,4 @@
+import type { LogRing, LogRow } from "../ticks/journal";
 import type { BookUpdate, UnitLevel } from "./order-book";
 
 /** Where the book's durable state stands: its snapshot covers log entries up to `snapshotN`; entries after it, up to `logN`, are in the ring. */
@@ -110,6 +111,26 @@ export function decodeCommit(text: string): { entries: BookEntry[]; trades: unkn
 }
 const changesOf = (text: string): StoredChange[] => rowOf(text).changes;
 
+/** A market's own ring table: its log where it is alone in its object (before groups, and the tests' stores). */
+class TableRing implements LogRing {
+  constructor(private readonly sql: SqlStorage) {}
+
+  put(n: number, change: string): void {
+    this.sql.exec(
+      "INSERT INTO book_log (slot, n, change) VALUES (?, ?, ?) ON CONFLICT (slot) DO UPDATE SET n = excluded.n, change = excluded.change",
+      n % RING_SLOTS,
+      n,
+      change,
+    );
+  }
+
+  rows(after: number, through = Number.MAX_SAFE_INTEGER): LogRow[] {
+    return this.sql.exec<{ n: number; change: string }>("SELECT n, change FROM book_log WHERE n > ? AND n <= ? ORDER BY n", after, through).toArray();
+  }
+
+  covered(): void {}
+}
+
 /**
  * A market's book in storage, written as a log rather than as levels (docs/design.md#the-write-path):
  * a commit (the batches of a tick: their updates, and their trades) is one row in a ring of
@@ -133,8 +154,15 @@ export class BookLog {
    */
   private segmentBytes: number | undefined;
 
-  constructor(private readonly sql: SqlStorage) {
+  private readonly ring: LogRing;
+
+  /** `ring`: where the commits' rows go — the group's journal for a hosted market (`../ticks/journal.ts`), else its own table. */
+  constructor(
+    private readonly sql: SqlStorage,
+    ring?: LogRing,
+  ) {
     sql.exec(SCHEMA);
+    this.ring = ring ?? new TableRing(sql);
   }
 
   /**
@@ -150,15 +178,15 @@ export class BookLog {
     wholeBook: () => BookBase & { fingerprint?: string },
     trades: readonly unknown[] = [],
     at = 0,
+    /** A snapshot now whatever its counts (the journal is about to overwrite this log's oldest row). */
+    force = false,
   ): { position: BookLogPosition; snapshot: boolean; closed?: BookSegment } {
     const n = position.logN + 1;
     const encoded = entries.map(encodeEntry);
     const entryBytes = encoded.reduce((sum, e) => sum + e.length, 0);
     const text = encodeCommitOf(encoded, trades, at);
-    this.segmentBytes ??= this.sql
-      .exec<{ bytes: number }>("SELECT coalesce(sum(length(change)), 0) AS bytes FROM book_log WHERE n > ? AND n <= ?", position.snapshotN, position.logN)
-      .one().bytes;
-    if (n - position.snapshotN >= SNAPSHOT_EVERY || this.segmentBytes + entryBytes > SEGMENT_MAX_BYTES) {
+    this.segmentBytes ??= this.ring.rows(position.snapshotN, position.logN).reduce((sum, row) => sum + row.change.length, 0);
+    if (force || n - position.snapshotN >= SNAPSHOT_EVERY || this.segmentBytes + entryBytes > SEGMENT_MAX_BYTES) {
       const closed = this.segmentBefore(position, entries);
       const book = wholeBook();
       // The snapshot carries the fingerprint of the last batch that changed the book (this commit's or an earlier one's).
@@ -168,14 +196,10 @@ export class BookLog {
       );
       if (position.snapshotN === 0 && this.sql.exec("SELECT 1 FROM book_levels LIMIT 1").toArray().length > 0) this.sql.exec("DELETE FROM book_levels");
       this.segmentBytes = 0;
+      this.ring.covered();
       return { position: { snapshotN: n, logN: n }, snapshot: true, ...(closed ? { closed } : {}) };
     }
-    this.sql.exec(
-      "INSERT INTO book_log (slot, n, change) VALUES (?, ?, ?) ON CONFLICT (slot) DO UPDATE SET n = excluded.n, change = excluded.change",
-      n % RING_SLOTS,
-      n,
-      text,
-    );
+    this.ring.put(n, text);
     this.segmentBytes += entryBytes;
     return { position: { snapshotN: position.snapshotN, logN: n }, snapshot: false };
   }
@@ -188,7 +212,7 @@ export class BookLog {
   latest(): BookLatest | undefined {
     const snapshot = this.snapshot();
     // The newest row, and the newest entry at or before it (a commit of trades alone changed no book).
-    const rows = this.sql.exec<{ n: number; change: string }>("SELECT n, change FROM book_log WHERE n > ? ORDER BY n DESC", snapshot?.n ?? 0);
+    const rows = this.ring.rows(snapshot?.n ?? 0).reverse();
     let newestN: number | undefined;
     let unknown = false;
     for (const row of rows) {
@@ -226,7 +250,8 @@ export class BookLog {
     const base = this.base(position);
     if (!base) return undefined;
     const entries = this.entries(position);
-    if (!entries) return undefined;
+    // None since the snapshot (a forced one, after records of trades alone): nothing to keep.
+    if (!entries || entries.length + last.length === 0) return undefined;
     return { base, entries: [...entries, ...last] };
   }
 
@@ -262,10 +287,8 @@ export class BookLog {
   }
 
   /** The ring's rows after the snapshot, in order (all of them: a missing one is a fault). */
-  private rows(position: BookLogPosition): { n: number; change: string }[] {
-    const rows = this.sql
-      .exec<{ n: number; change: string }>("SELECT n, change FROM book_log WHERE n > ? AND n <= ? ORDER BY n", position.snapshotN, position.logN)
-      .toArray();
+  private rows(position: BookLogPosition): LogRow[] {
+    const rows = this.ring.rows(position.snapshotN, position.logN);
     if (rows.length !== position.logN - position.snapshotN) {
       throw new Error(`the book log holds ${rows.length} entries after its snapshot, ${position.logN - position.snapshotN} were written`);
     }

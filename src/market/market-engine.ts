@@ -5,7 +5,7 @@ import { MarketBookHistory, type ReplayPage } from "../history/market-book-histo
 import { importMinutes, writeDays } from "../history/market-days";
 import { type DayFiles, MarketHistory } from "../history/market-history";
 import type { MarketConfig } from "../registry/model";
-import { Tick } from "../ticks/tick";
+import type { Tick } from "../ticks/tick";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
 import type { IngestBatch, IngestCommit, IngestResult } from "./ingest";
 import { restoreState } from "./market-load";
@@ -17,7 +17,7 @@ import { DERIVED_FIELDS, type MarketRecord, MarketStore } from "./market-store";
 import { MarketStreams } from "./market-streams";
 import type { WireLevel } from "./order-book";
 import type { MinuteBucket } from "./rolling-window";
-import { batchBytes, COMMIT_MAX_BYTES, StagedBatches, stageBatch } from "./staged-batches";
+import { batchBytes, StagedBatches, stageBatch } from "./staged-batches";
 import { pack } from "./trade-blocks";
 import { PENDING_MAX_BYTES } from "./trade-id-minutes";
 
@@ -53,8 +53,10 @@ export interface MarketHost {
   readonly storage: MarketStorage;
   /** To the group's relay, in order (docs/design.md#group-relays). */
   send(op: RelayOp): void;
-  /** A storage fault after memory changed: the host starts again from storage. */
-  abort(reason: string): void;
+  /** The group's tick: the staged batches of all its markets are committed together (`market-object.ts`). */
+  readonly tick: Tick;
+  /** Makes room in the tick's row for `bytes` more: what is staged is committed first if they would take it past its bound. */
+  roomFor(bytes: number): void;
 }
 
 /**
@@ -90,11 +92,8 @@ export class MarketEngine {
   private readonly reads: MarketReads;
   /** When the staged candle buckets were last written. */
   private bucketsFlushedAt = 0;
-  /** What the batches since the last commit applied, to be written at the tick (docs/design.md#the-write-path). */
+  /** What the batches since the last commit applied, to be written with the group's tick (docs/design.md#the-write-path). */
   private staged = new StagedBatches();
-  /** The tick's length (`INGEST_TICK_MS`, 100 ms; the workers tests commit each batch at once unless a test sets it). */
-  private tickMs: number;
-  private readonly tick: Tick;
 
   constructor(private readonly host: MarketHost) {
     const { env, storage } = host;
@@ -107,11 +106,6 @@ export class MarketEngine {
     );
     this.bookHistory = new MarketBookHistory(this.store, storage.sql, env.HISTORY, (time) => this.secondly.alarmBy(time));
     this.reads = new MarketReads(this.store, this.history);
-    this.tickMs = Number(env.INGEST_TICK_MS ?? "100");
-    this.tick = new Tick(
-      () => this.tickMs,
-      () => this.commit(),
-    );
   }
 
   /**
@@ -177,73 +171,88 @@ export class MarketEngine {
       if (state.market.status !== "TRADING")
         throw problem("MARKET_NOT_TRADING", `${market.symbol} is ${state.market.status.toLowerCase()} and accepts no ingest`);
       // A commit's row stays within a value's size: what is staged goes first when this batch would take it past.
-      const bytes = batchBytes(batch);
-      if (this.staged.bytes > 0 && this.staged.bytes + bytes > COMMIT_MAX_BYTES) this.tick.commitNow();
+      this.host.roomFor(batchBytes(batch));
       const { result, streamed } = stageBatch(this.store, state, this.staged, batch, Date.now());
-      this.staged.bytes += bytes;
+      this.staged.batches += 1;
       // Streamed as applied, not at the commit: a delta's checksum is the book it leaves, and the
       // tick would add its wait to every subscriber's (docs/design.md#the-write-path).
       this.streams!.batch(state, streamed.book, streamed.trades);
       return result;
     });
     if (isProblemResult(staged) || "newerConfig" in staged) return staged;
-    const committed = this.tick.committed();
-    if (commit === "now") this.tick.commitNow();
+    const { tick } = this.host;
+    const committed = tick.committed();
+    if (commit === "now") tick.commitNow();
     await committed;
     return staged;
   }
 
+  /** Whether batches applied since the last commit wait for it. */
+  get staging(): boolean {
+    return this.staged.batches > 0;
+  }
+
   /**
-   * Writes what the batches since the last commit staged, in one transaction: one row of the log
-   * for their book entries and trades, the buckets, ids and open block when due, the record when a
-   * mark changed; then schedules the summary. A storage fault restarts the object from storage,
-   * and every batch of the tick is answered with the error (none was acknowledged).
+   * Writes what the batches since the last commit staged, inside the group's commit
+   * (`market-object.ts`): the commit's record (its book entries and trades) into the tick's row
+   * of the group's journal, the buckets, ids and open block when due, the market's record when a
+   * mark changed. Returns what follows once the commit is durable (the summary, the upload).
    */
-  private commit(): void {
+  commitStaged(): () => void {
     const state = this.state!;
     const staged = this.staged;
     this.staged = new StagedBatches();
     const now = Date.now();
     let segmentClosed = false;
-    try {
-      this.store.transaction(() => {
-        const record: Partial<MarketRecord> = { ...staged.record };
-        const last = staged.entries[staged.entries.length - 1];
-        if (last || staged.trades.length > 0) {
-          // One row for the commit: its book entries and its trades (docs/design.md#the-write-path).
-          // The trades' time is the last batch's (the market's last update, as the ticker shows it).
-          this.store.appendTrades(staged.trades, state.lastUpdateAt);
-          const logged = this.bookHistory.record(state, staged.entries, staged.trades.map(pack), state.lastUpdateAt);
-          segmentClosed = logged.closed;
-          Object.assign(record, logged.fields);
-          if (last) Object.assign(record, { bookSequence: state.book.sequence, bookUpdatedAt: last.time, bookFingerprint: last.fingerprint });
-          if (staged.trades.length > 0) record.tradeSeq = state.tradeSeq;
-          // A snapshot took the row's place, or the open block is full: the trades not in a block are written as one now.
-          if (logged.snapshot || this.store.openBlockFull()) this.store.sealTrades();
-        }
-        // The staged buckets and ids are written about once a minute (they are rebuilt from the trades after a restart).
-        if (
-          now - this.bucketsFlushedAt >= BUCKET_FLUSH_MS ||
-          this.store.candles.stagedCount >= MAX_STAGED_BUCKETS ||
-          this.store.pendingIds().bytes >= PENDING_MAX_BYTES
-        ) {
-          Object.assign(record, this.flushBuckets(state.tradeSeq, now));
-        }
-        if (staged.changed) record.lastUpdateAt = state.lastUpdateAt;
-        // One row for all of it when something the log and the blocks do not keep changed; else none.
-        const keys = Object.keys(record) as (keyof MarketRecord)[];
-        if (keys.some((key) => !DERIVED_FIELDS.includes(key))) this.store.writeRecord(record);
-        else if (keys.length > 0) this.store.noteRecord(record);
-      });
-    } catch (error) {
-      // A storage fault after the market changed in memory: start again from storage.
-      this.host.abort(`ingest failed to persist: ${String(error)}`);
-      throw error;
+    const record: Partial<MarketRecord> = { ...staged.record };
+    const last = staged.entries[staged.entries.length - 1];
+    if (last || staged.trades.length > 0) {
+      // One record for the commit: its book entries and its trades (docs/design.md#the-write-path).
+      // The trades' time is the last batch's (the market's last update, as the ticker shows it).
+      this.store.appendTrades(staged.trades, state.lastUpdateAt);
+      const logged = this.bookHistory.record(state, staged.entries, staged.trades.map(pack), state.lastUpdateAt);
+      segmentClosed = logged.closed;
+      Object.assign(record, logged.fields);
+      if (last) Object.assign(record, { bookSequence: state.book.sequence, bookUpdatedAt: last.time, bookFingerprint: last.fingerprint });
+      if (staged.trades.length > 0) record.tradeSeq = state.tradeSeq;
+      // A snapshot took the record's place, or the open block is full: the trades not in a block are written as one now.
+      if (logged.snapshot || this.store.openBlockFull()) this.store.sealTrades();
     }
-    if (staged.changed) this.secondly.schedule(state, now);
-    if (staged.entries.length > 0) this.bookHistory.applied(state, now, segmentClosed);
-    else if (segmentClosed) this.bookHistory.uploadBeside(state.market.symbol);
-    if (now - this.lastPruneAt > PRUNE_EVERY_MS) this.prune(state, now);
+    // The staged buckets and ids are written about once a minute (they are rebuilt from the trades after a restart).
+    if (
+      now - this.bucketsFlushedAt >= BUCKET_FLUSH_MS ||
+      this.store.candles.stagedCount >= MAX_STAGED_BUCKETS ||
+      this.store.pendingIds().bytes >= PENDING_MAX_BYTES
+    ) {
+      Object.assign(record, this.flushBuckets(state.tradeSeq, now));
+    }
+    if (staged.changed) record.lastUpdateAt = state.lastUpdateAt;
+    // One row for all of it when something the log and the blocks do not keep changed; else none.
+    const keys = Object.keys(record) as (keyof MarketRecord)[];
+    if (keys.some((key) => !DERIVED_FIELDS.includes(key))) this.store.writeRecord(record);
+    else if (keys.length > 0) this.store.noteRecord(record);
+    return () => {
+      if (staged.changed) this.secondly.schedule(state, now);
+      if (staged.entries.length > 0) this.bookHistory.applied(state, now, segmentClosed);
+      else if (segmentClosed) this.bookHistory.uploadBeside(state.market.symbol);
+      if (now - this.lastPruneAt > PRUNE_EVERY_MS) this.prune(state, now);
+    };
+  }
+
+  /**
+   * The group's journal is about to write over this market's oldest record that its snapshot
+   * does not cover: a snapshot now covers its log (inside the group's commit; a quiet market's,
+   * about once per JOURNAL_SLOTS ticks). Returns the closed segment's upload.
+   */
+  coverJournal(): () => void {
+    const state = this.load();
+    const logged = this.bookHistory.record(state, [], [], state.lastUpdateAt, true);
+    // The trades of the records the snapshot covers are written as a block.
+    this.store.sealTrades();
+    this.store.noteRecord(logged.fields);
+    return () => {
+      if (logged.closed) this.bookHistory.uploadBeside(state.market.symbol);
+    };
   }
 
   /**
@@ -297,7 +306,7 @@ export class MarketEngine {
   /** Writes the staged buckets now, in a transaction of its own (the alarm, before an archive or an import). */
   private flushBucketsNow(state: MarketState): void {
     // What a tick staged is written first: the buckets' mark never runs ahead of the stored trades.
-    this.tick.commitNow();
+    this.host.tick.commitNow();
     if (this.store.candles.stagedCount === 0 && this.store.pendingIds().count === 0) return;
     this.store.transaction(() => this.store.writeRecord(this.flushBuckets(state.tradeSeq, Date.now())));
   }
@@ -386,7 +395,7 @@ export class MarketEngine {
   }
 
   async alarm(): Promise<void> {
-    this.tick.commitNow();
+    this.host.tick.commitNow();
     this.secondly.fired();
     // The staged buckets are written once they are a minute old, also when trading has stopped.
     if (this.state && Date.now() - this.bucketsFlushedAt >= BUCKET_FLUSH_MS) this.flushBucketsNow(this.state);

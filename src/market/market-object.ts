@@ -8,12 +8,15 @@ import type { DayFiles } from "../history/market-history";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { groupOf, type MarketConfig } from "../registry/model";
+import { GroupJournal } from "../ticks/journal";
+import { Tick } from "../ticks/tick";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
 import { HostAlarms } from "./host-alarms";
 import type { IngestBatch, IngestCommit, IngestResult } from "./ingest";
 import { MarketEngine, type NewerConfig, type OrderBookSnapshot } from "./market-engine";
 import { scopedSql, tablePrefixOf } from "./market-storage";
 import type { MinuteBucket } from "./rolling-window";
+import { COMMIT_MAX_BYTES } from "./staged-batches";
 
 export type { NewerConfig, OrderBookSnapshot, OrderBookText, WireTrade } from "./market-engine";
 
@@ -36,10 +39,23 @@ export class MarketObject extends MeteredObject {
    * meanwhile goes in the next call (no tick: a quiet market pays no delay).
    */
   private toRelay: PacedOutbox<RelayOp> | undefined;
+  /** The group's commits: one row a tick for all its markets' records (`../ticks/journal.ts`). */
+  private readonly journal: GroupJournal;
+  /** The tick's length (`INGEST_TICK_MS`, 100 ms; the workers tests commit each batch at once unless a test sets it). */
+  tickMs: number;
+  private readonly tick: Tick;
+  /** About the bytes the tick's row will hold (`batchBytes` of each batch staged). */
+  private stagedBytes = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, "market");
     this.alarms = new HostAlarms(this.ctx.storage);
+    this.journal = new GroupJournal(this.ctx.storage.sql);
+    this.tickMs = Number(env.INGEST_TICK_MS ?? "100");
+    this.tick = new Tick(
+      () => this.tickMs,
+      () => this.commit(),
+    );
   }
 
   /** The engine of one of the group's markets (public for the tests, which look inside it). */
@@ -55,13 +71,45 @@ export class MarketObject extends MeteredObject {
           transactionSync: (work) => storage.transactionSync(work),
           getAlarm: alarm.getAlarm,
           setAlarm: alarm.setAlarm,
+          ring: this.journal.ringOf(symbol),
         },
         send: (op) => this.relayOf(op).push(op),
-        abort: (reason) => this.ctx.abort(reason),
+        tick: this.tick,
+        roomFor: (bytes) => this.roomFor(bytes),
       });
       this.engines.set(symbol, engine);
     }
     return engine;
+  }
+
+  /** A tick's row stays within a value's size: what is staged is committed first when `bytes` more would take it past. */
+  private roomFor(bytes: number): void {
+    if (this.stagedBytes > 0 && this.stagedBytes + bytes > COMMIT_MAX_BYTES) this.tick.commitNow();
+    this.stagedBytes += bytes;
+  }
+
+  /**
+   * The group's commit (docs/design.md#the-write-path): every market's staged batches in one
+   * transaction, their records one row of the journal — a market whose oldest record that row
+   * would overwrite writes a snapshot first. The batches are answered once it is durable. A
+   * storage fault restarts the object from storage, and every batch of the tick gets the error
+   * (none was acknowledged).
+   */
+  private commit(): void {
+    this.stagedBytes = 0;
+    const after: (() => void)[] = [];
+    try {
+      this.ctx.storage.transactionSync(() => {
+        for (const engine of this.engines.values()) if (engine.staging) after.push(engine.commitStaged());
+        if (this.journal.staged) for (const symbol of this.journal.dueForCover()) after.push(this.engine(symbol).coverJournal());
+        this.journal.write();
+      });
+    } catch (error) {
+      this.journal.discard();
+      this.ctx.abort(`ingest failed to persist: ${String(error)}`);
+      throw error;
+    }
+    for (const next of after) next();
   }
 
   /** The group's relay is the one of its markets' group: named by the first op's market, which every later one shares. */

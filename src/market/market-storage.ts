@@ -1,3 +1,5 @@
+import type { LogRing } from "../ticks/journal";
+
 /**
  * What a market's parts need of storage: its SQL, transactions and one alarm. A market hosted in
  * its group's object (docs/design.md#market-hosts) gets a view of the group's storage in which its
@@ -5,6 +7,8 @@
  */
 export interface MarketStorage {
   readonly sql: SqlStorage;
+  /** Where its book log's rows go: its group's journal when hosted (`../ticks/journal.ts`), else its own table. */
+  readonly ring?: LogRing;
   transactionSync<T>(work: () => T): T;
   getAlarm(): Promise<number | null>;
   setAlarm(time: number): Promise<void>;

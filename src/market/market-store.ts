@@ -117,7 +117,7 @@ export class MarketStore {
     this.recentIds = new RecentTradeIds(storage.sql);
     this.tradeIds = new TradeIdMinutes(storage.sql);
     this.candles = new BucketStore(storage.sql);
-    this.book = new BookLog(storage.sql);
+    this.book = new BookLog(storage.sql, storage.ring);
     this.blocks = new TradeBlocks(storage.sql);
     upgradeTrades(storage, this.blocks, this.tradeIds);
     // Markets created before the taker-buy volumes were kept: their older minutes count none.

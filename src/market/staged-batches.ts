@@ -16,8 +16,8 @@ export class StagedBatches {
   readonly record: Partial<MarketRecord> = {};
   /** Whether a batch changed the market (its summary is due). */
   changed = false;
-  /** About how many bytes the commit's row will hold (`batchBytes` of each batch, added by the caller). */
-  bytes = 0;
+  /** The batches staged (each waits for the commit). */
+  batches = 0;
 }
 
 /** A commit's row holds about this much at most: a batch that would take it past is written in the next (a row is at most 2 MB on Cloudflare). */

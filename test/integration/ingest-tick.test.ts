@@ -5,7 +5,6 @@ import { LocalBook } from "../../client/src/index";
 import { sign, signaturePayload } from "../../src/access/signature";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
-import { tablePrefixOf } from "../../src/market/market-storage";
 import type { IngestBody } from "../../src/market/schemas";
 import { ensureRegistry, findMarket } from "../../src/registry/copy";
 import { newPublishKey, signedCall } from "../support/accounts";
@@ -15,7 +14,6 @@ import { hostOf } from "../support/registry";
 import { openSocket } from "./streams-support";
 
 type Ticking = {
-  tickMs: number;
   meter: { holder: { counts: { take(): { counters: Record<string, number> } }; flush(env: Env, now: number, force: boolean): Promise<void> | undefined } };
 };
 const T0 = Date.now();
@@ -35,7 +33,7 @@ const batch = (sequence: number): IngestBody => ({
 
 async function setTick(ms: number, symbol = "ETHUSDT"): Promise<void> {
   await runInDurableObject(await hostOf(symbol), async (instance: MarketObject) => {
-    (instance.engine(symbol) as unknown as Ticking).tickMs = ms;
+    instance.tickMs = ms;
   });
 }
 
@@ -156,7 +154,7 @@ describe("the tick: a market writes its batches together, at most once a tick, a
     const largest = await runInDurableObject(
       await hostOf("XRPUSDT"),
       async (_instance: MarketObject, state) =>
-        state.storage.sql.exec<{ bytes: number | null }>(`SELECT max(length(change)) AS bytes FROM ${tablePrefixOf("XRPUSDT")}book_log`).one().bytes ?? 0,
+        state.storage.sql.exec<{ bytes: number | null }>("SELECT max(length(body)) AS bytes FROM journal").one().bytes ?? 0,
     );
     expect(largest, "the largest commit row (bytes)").toBeLessThanOrEqual(1_500_000);
     expect(largest, "the largest commit row (bytes)").toBeGreaterThan(0);

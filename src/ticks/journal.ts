@@ -1,0 +1,126 @@
+/**
+ * A group's journal (docs/design.md#the-write-path): each tick of the object hosting the group's
+ * markets is one row holding every record its markets committed in it — where each market wrote a
+ * row of its own. The rows are a ring of JOURNAL_SLOTS, overwritten in place (one row written, no
+ * delete), so the journal keeps about the last JOURNAL_SLOTS ticks.
+ *
+ * A row is `{"SYM":[n,"record"],…}`: each market's record as text, with the market's own number
+ * for it (its book log's `n`). A market reads its records back by its key, which SQLite picks out
+ * of each row (`json_extract`) without the rest being parsed here.
+ *
+ * A market's records after its book snapshot are its log, so they must not be overwritten: before
+ * a row is written over a tick holding such records, the market writes a snapshot (`dueForCover`,
+ * then the market's `coverJournal`). A market trading at least once every two ticks snapshots on
+ * its own long before (every 2,048 of its records); a quiet one pays a snapshot each
+ * JOURNAL_SLOTS ticks.
+ */
+
+/** The ring's rows: at 10 ticks a second about seven minutes of the group's ticks. */
+export const JOURNAL_SLOTS = 4_096;
+
+const SCHEMA = "CREATE TABLE IF NOT EXISTS journal (slot INTEGER PRIMARY KEY, n INTEGER NOT NULL, body TEXT NOT NULL)";
+
+/** A market's records as its book log reads them: its own numbers, their text. */
+export interface LogRow {
+  n: number;
+  change: string;
+}
+
+/** Where a market's log rows live: its own table (`book-log.ts`), or its group's journal. */
+export interface LogRing {
+  /** Writes the record numbered `n` (in the journal: with the tick's row). */
+  put(n: number, change: string): void;
+  /** The records numbered after `after`, through `through` if given, ascending. */
+  rows(after: number, through?: number): LogRow[];
+  /** A snapshot now covers every record written so far: none of them is needed any more. */
+  covered(): void;
+}
+
+const pathOf = (symbol: string) => `$."${symbol}"`;
+
+export class GroupJournal {
+  /** The ring's rows (a test makes it small). */
+  slots = JOURNAL_SLOTS;
+  /** The number of the last row written. */
+  private n: number;
+  /** The records of the tick being committed, by market. */
+  private readonly pending = new Map<string, [number, string]>();
+  /** Per market, the row of its oldest record that its snapshot does not cover. */
+  private readonly uncovered = new Map<string, number>();
+
+  constructor(private readonly sql: SqlStorage) {
+    sql.exec(SCHEMA);
+    this.n = sql.exec<{ n: number | null }>("SELECT max(n) AS n FROM journal").one().n ?? 0;
+    // After a start every market's oldest kept record counts as uncovered: its market, asked to
+    // cover it, finds whether its snapshot already does (`coverJournal`).
+    for (const row of this.sql.exec<{ symbol: string; first: number }>(
+      "SELECT j.key AS symbol, min(journal.n) AS first FROM journal, json_each(journal.body) AS j GROUP BY j.key",
+    )) {
+      this.uncovered.set(row.symbol, row.first);
+    }
+  }
+
+  /** One market's view: its records, numbered its own way, in the group's rows. */
+  ringOf(symbol: string): LogRing {
+    return {
+      put: (n, change) => {
+        this.pending.set(symbol, [n, change]);
+        if (!this.uncovered.has(symbol)) this.uncovered.set(symbol, this.n + 1);
+      },
+      rows: (after, through = Number.MAX_SAFE_INTEGER) => this.rowsOf(symbol, after, through),
+      covered: () => {
+        this.uncovered.delete(symbol);
+      },
+    };
+  }
+
+  /** Whether the tick holds a record to write. */
+  get staged(): boolean {
+    return this.pending.size > 0;
+  }
+
+  /** The markets whose oldest uncovered record the next row would overwrite: each must cover it first. */
+  dueForCover(): string[] {
+    const overwritten = this.n + 1 - this.slots;
+    return [...this.uncovered].filter(([, first]) => first <= overwritten).map(([symbol]) => symbol);
+  }
+
+  /** Writes the tick's records as one row (inside the commit's transaction). */
+  write(): void {
+    if (this.pending.size === 0) return;
+    const n = this.n + 1;
+    const body = JSON.stringify(Object.fromEntries(this.pending));
+    this.sql.exec(
+      "INSERT INTO journal (slot, n, body) VALUES (?, ?, ?) ON CONFLICT (slot) DO UPDATE SET n = excluded.n, body = excluded.body",
+      n % this.slots,
+      n,
+      body,
+    );
+    this.n = n;
+    this.pending.clear();
+  }
+
+  /** A failed commit: what the tick staged is gone with it (the object starts again from storage). */
+  discard(): void {
+    this.pending.clear();
+  }
+
+  private rowsOf(symbol: string, after: number, through: number): LogRow[] {
+    const path = pathOf(symbol);
+    // Only rows from the market's oldest uncovered one can hold what a log asks for.
+    const from = this.uncovered.get(symbol) ?? this.n + 1;
+    const rows: LogRow[] = [];
+    for (const row of this.sql.exec<{ part: string }>(
+      "SELECT json_extract(body, ?) AS part FROM journal WHERE n >= ? AND json_extract(body, ?) IS NOT NULL ORDER BY n",
+      path,
+      from,
+      path,
+    )) {
+      const [n, change] = JSON.parse(row.part) as [number, string];
+      if (n > after && n <= through) rows.push({ n, change });
+    }
+    const staged = this.pending.get(symbol);
+    if (staged && staged[0] > after && staged[0] <= through) rows.push({ n: staged[0], change: staged[1] });
+    return rows.sort((a, b) => a.n - b.n);
+  }
+}
