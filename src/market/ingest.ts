@@ -1,7 +1,7 @@
 import { grantsMarket, type MarketGrant } from "../access/keys";
 import { DecimalError, exactAtScale, parseDecimal } from "../core/decimal";
 import { marketObject, objectCalls } from "../core/object-ids";
-import { type FieldError, problem, unwrap } from "../core/problem";
+import { type FieldError, type ProblemResult, problem, unwrap } from "../core/problem";
 import { ensureRegistry } from "../registry/copy";
 import type { MarketConfig } from "../registry/model";
 import { resolveMarket } from "./lookup";
@@ -167,7 +167,8 @@ export async function ingest(
   // The market holds the newest rules: checked against an older copy's, the batch is checked again.
   for (;;) {
     objectCalls.ingest += 1;
-    const call = (via?.stubOf(market) ?? marketObject(env, market)).ingest(market, toIngestBatch(market, body, now), commit);
+    const batch = toIngestBatch(market, body, now);
+    const call = via ? via.call(market, batch, commit) : marketObject(env, market).ingest(market, batch, commit);
     via?.dispatched();
     const answer = unwrap(await call);
     if (!("newerConfig" in answer)) return answer;
@@ -185,11 +186,19 @@ export type IngestCommit = "tick" | "now";
 
 /**
  * How a caller that keeps a market's batches in order pipelines them (the publisher channel):
- * calls on one stub reach the object in the order they were made, so the next batch may go as
- * soon as this one is on its way (`dispatched`) — not after its answer, which waits for the
- * market's tick (docs/design.md#the-write-path).
+ * it sends them on its own way (`call`, gathering a host's batches into one call), in the order
+ * given, so the next batch may go as soon as this one is on its way (`dispatched`) — not after
+ * its answer, which waits for the group's tick (docs/design.md#the-write-path).
  */
 export interface IngestVia {
-  stubOf(market: MarketConfig): ReturnType<typeof marketObject>;
+  call(market: MarketConfig, batch: IngestBatch, commit: IngestCommit): Promise<IngestAnswer>;
   dispatched(): void;
 }
+
+/** What a market answers when the caller's config is older than the one it holds: validate again with this one. */
+export interface NewerConfig {
+  newerConfig: MarketConfig;
+}
+
+/** A market's answer to a batch: applied (or not), refused, or checked against an older config than it holds. */
+export type IngestAnswer = IngestResult | ProblemResult | NewerConfig;

@@ -7,7 +7,7 @@ import { type DayFiles, MarketHistory } from "../history/market-history";
 import type { MarketConfig } from "../registry/model";
 import type { Tick } from "../ticks/tick";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
-import type { IngestBatch, IngestCommit, IngestResult } from "./ingest";
+import type { IngestAnswer, IngestBatch, IngestCommit } from "./ingest";
 import { restoreState } from "./market-load";
 import { MarketReads } from "./market-reads";
 import { MarketSecondly } from "./market-secondly";
@@ -40,11 +40,6 @@ const BUCKET_FLUSH_MS = 60_000;
  * of their own, and a publisher could otherwise grow the staged map without bound within a minute.
  */
 export const MAX_STAGED_BUCKETS = 4_096;
-
-/** What `ingest` answers when the caller's config is older than the market's: validate again with this one. */
-export interface NewerConfig {
-  newerConfig: MarketConfig;
-}
 
 /** What a market's engine is given by the object that hosts it (`market-object.ts`). */
 export interface MarketHost {
@@ -164,7 +159,7 @@ export class MarketEngine {
    * carries the newer config, and the caller checks the batch again with it. The answer waits
    * for the tick's commit (docs/design.md#the-write-path): when it comes, the batch is durable.
    */
-  async ingest(market: MarketConfig, batch: IngestBatch, commit: IngestCommit = "tick"): Promise<IngestResult | ProblemResult | NewerConfig> {
+  async ingest(market: MarketConfig, batch: IngestBatch, commit: IngestCommit = "tick"): Promise<IngestAnswer> {
     const staged = guarded(() => {
       const state = this.load(market);
       if (state.market.revision > market.revision) return { newerConfig: state.market };

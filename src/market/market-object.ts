@@ -12,13 +12,13 @@ import { GroupJournal } from "../ticks/journal";
 import { Tick } from "../ticks/tick";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
 import { HostAlarms } from "./host-alarms";
-import type { IngestBatch, IngestCommit, IngestResult } from "./ingest";
-import { MarketEngine, type NewerConfig, type OrderBookSnapshot } from "./market-engine";
+import type { IngestAnswer, IngestBatch, IngestCommit } from "./ingest";
+import { MarketEngine, type OrderBookSnapshot } from "./market-engine";
 import { scopedSql, tablePrefixOf } from "./market-storage";
 import type { MinuteBucket } from "./rolling-window";
 import { COMMIT_MAX_BYTES } from "./staged-batches";
 
-export type { NewerConfig, OrderBookSnapshot, OrderBookText, WireTrade } from "./market-engine";
+export type { OrderBookSnapshot, OrderBookText, WireTrade } from "./market-engine";
 
 /**
  * The object of one group of markets (docs/design.md#market-hosts): it hosts each of the group's
@@ -123,8 +123,16 @@ export class MarketObject extends MeteredObject {
     return this.toRelay;
   }
 
-  ingest(market: MarketConfig, batch: IngestBatch, commit?: IngestCommit): Promise<IngestResult | ProblemResult | NewerConfig> {
+  ingest(market: MarketConfig, batch: IngestBatch, commit?: IngestCommit): Promise<IngestAnswer> {
     return this.engine(market.symbol).ingest(market, batch, commit);
+  }
+
+  /**
+   * A publisher channel's batches for the group's markets, gathered into one call
+   * (`../publish/host-calls.ts`): staged in the order given, each answered once its tick is written.
+   */
+  ingestAll(items: { market: MarketConfig; batch: IngestBatch; commit: IngestCommit }[]): Promise<IngestAnswer[]> {
+    return Promise.all(items.map(({ market, batch, commit }) => this.engine(market.symbol).ingest(market, batch, commit)));
   }
 
   importMinutes(market: MarketConfig, minutes: MinuteBucket[]): { imported: number; replaced: number } | ProblemResult {
@@ -192,6 +200,7 @@ export class MarketObject extends MeteredObject {
 
 meterRequests(MarketObject, [
   "ingest",
+  "ingestAll",
   "importMinutes",
   "orderBook",
   "archiveTrades",

@@ -7,13 +7,14 @@ import { ProblemError, problem, toProblemResult } from "../core/problem";
 import { Slots } from "../core/slots";
 import { parseSymbol } from "../core/symbols";
 import { logEvent } from "../logs/log";
-import { ingest } from "../market/ingest";
+import { type IngestAnswer, type IngestBatch, type IngestCommit, ingest } from "../market/ingest";
 import { MetricsHolder, metricsOn } from "../metrics/holder";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { batchOutcome } from "../metrics/outcomes";
-import type { MarketConfig } from "../registry/model";
+import { groupOf, type MarketConfig } from "../registry/model";
 import { POLICY_VIOLATION } from "../streams/protocol";
+import { HostCalls } from "./host-calls";
 import { errorOf, MAX_BATCH_BYTES, MAX_CHANNELS_PER_KEY, MAX_PENDING_BYTES_PER_KEY, MAX_UNACKED, MAX_UNACKED_PER_KEY, parseBatch } from "./protocol";
 
 /** The key's standing is asked again at least this often while a channel is open (docs/publishing.md#rights-on-an-open-channel). */
@@ -44,6 +45,11 @@ function refusalOf(status: KeyStatus, now: number): string | null {
   return null;
 }
 
+/** A host's batches wait at most this long for others to share their call (`host-calls.ts`). */
+const GATHER_MS = 20;
+
+type HostItem = { market: MarketConfig; batch: IngestBatch; commit: IngestCommit };
+
 /**
  * One per publishing key: holds the key's publisher connections (`GET /v1/publish`) and applies
  * their batches through the one ingest path (docs/publishing.md#the-publisher-channel). Batches of
@@ -61,7 +67,11 @@ function refusalOf(status: KeyStatus, now: number): string | null {
 export class PublishChannel extends MeteredObject {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, "channel");
+    this.gatherMs = Math.min(GATHER_MS, Number(env.INGEST_TICK_MS ?? "100"));
   }
+
+  /** How long a host's first batch waits for others (GATHER_MS; none in the workers tests unless a test sets it). */
+  gatherMs: number;
 
   /** Per connection, the batches sent and not yet answered (flow control). */
   private readonly unacked = new Slots<WebSocket>();
@@ -70,8 +80,8 @@ export class PublishChannel extends MeteredObject {
   private pendingBytes = 0;
   /** Per market, the last batch's turn: the next one waits until it is on its way. */
   private readonly chains = new Map<string, Promise<unknown>>();
-  /** Per market, the stub its batches go through. */
-  private readonly stubs = new Map<string, ReturnType<typeof marketObject>>();
+  /** Per market host (a group), the calls its batches go in: one stub, a call per gathering (`host-calls.ts`). */
+  private readonly hosts = new Map<number, HostCalls<HostItem, IngestAnswer>>();
   /** Batches and ack times, handed to the Metrics object (docs/operations.md#metrics). */
   private readonly metrics = new MetricsHolder();
   private grant: Grant | undefined;
@@ -175,13 +185,15 @@ export class PublishChannel extends MeteredObject {
         // narrowing answered meanwhile holds for every batch still queued (at most those on their
         // way were admitted before it).
         const markets = this.admitted(ws, await this.currentGrant(Date.now()).catch(() => null));
-        const result = await ingest(this.env, markets, body, Date.now(), { via: { stubOf: (market) => this.stubOf(market), dispatched } });
+        const result = await ingest(this.env, markets, body, Date.now(), {
+          via: { call: (market, batch, commit) => this.hostOf(market).call({ market, batch, commit }), dispatched },
+        });
         outcome = batchOutcome(result);
         this.answer(ws, { id, result });
       } catch (error) {
         if (!(error instanceof ProblemError)) {
-          // A stub that threw is broken for every later call: the next batch gets a new one.
-          this.stubs.delete(symbol);
+          // A stub that threw is broken for every later call: the next batches get new ones.
+          this.hosts.clear();
           console.error("publish batch failed", String(error));
           this.answer(ws, { id, error: errorOf("UNAVAILABLE", "the market did not apply the batch; send it again") });
         } else this.answer(ws, { id, error: errorOf(error.code, error.message, error.extras) });
@@ -203,14 +215,20 @@ export class PublishChannel extends MeteredObject {
     );
   }
 
-  /** The one stub per market this channel calls it through (E-order: its batches arrive as sent). */
-  private stubOf(market: MarketConfig): ReturnType<typeof marketObject> {
-    let stub = this.stubs.get(market.symbol);
-    if (!stub) {
-      stub = marketObject(this.env, market);
-      this.stubs.set(market.symbol, stub);
+  /**
+   * The calls into a market's host, through one stub (E-order: its batches arrive as sent). A
+   * host's batches are gathered for GATHER_MS (a fifth of the tick), so the calls into a group
+   * are about 50 a second however many batches its markets take.
+   */
+  private hostOf(market: MarketConfig): HostCalls<HostItem, IngestAnswer> {
+    const group = groupOf(market);
+    let calls = this.hosts.get(group);
+    if (!calls) {
+      const stub = marketObject(this.env, market);
+      calls = new HostCalls(this.gatherMs, (items) => stub.ingestAll(items));
+      this.hosts.set(group, calls);
     }
-    return stub;
+    return calls;
   }
 
   /** The markets this connection may write now, or the refusal: a batch is never applied unchecked. */

@@ -2,11 +2,16 @@ import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { LocalBook } from "../../client/src/index";
+import { principalOfKey } from "../../src/access/keys";
 import { sign, signaturePayload } from "../../src/access/signature";
+import { publishChannel } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import type { IngestBody } from "../../src/market/schemas";
+import { seriesKey } from "../../src/metrics/counts";
+import type { PublishChannel } from "../../src/publish/publish-channel-object";
 import { ensureRegistry, findMarket } from "../../src/registry/copy";
+import { groupOf } from "../../src/registry/model";
 import { newPublishKey, signedCall } from "../support/accounts";
 import { callJson } from "../support/http";
 import { until } from "../support/poll";
@@ -34,6 +39,15 @@ const batch = (sequence: number): IngestBody => ({
 async function setTick(ms: number, symbol = "ETHUSDT"): Promise<void> {
   await runInDurableObject(await hostOf(symbol), async (instance: MarketObject) => {
     instance.tickMs = ms;
+  });
+}
+
+/** Calls the market hosts took since the last call (the first call starts the count: it hands on what is held). */
+async function callsInto(start = false): Promise<number> {
+  return runInDurableObject(await hostOf("SOLUSDT"), async (instance: MarketObject) => {
+    const { holder } = (instance as unknown as Ticking).meter;
+    if (start) await holder.flush(env, Date.now(), true);
+    return holder.counts.take().counters[seriesKey("mds_object_requests_total", { object: "market", kind: "call" })] ?? 0;
   });
 }
 
@@ -130,6 +144,47 @@ describe("the tick: a market writes its batches together, at most once a tick, a
     ).toEqual(Array.from({ length: 30 }, (_, i) => i + 2));
     const rows = await rowsWritten(false, "SOLUSDT");
     expect(rows, "rows written by a burst of 30 batches on the channel").toBeLessThanOrEqual(10);
+    socket.ws.close();
+  });
+
+  it("the channel gathers a group's batches into a few calls, not a call a batch (fails before: 15 calls for 15 batches), each answered", async () => {
+    await ensureRegistry(env);
+    const key = await newPublishKey();
+    const timestamp = Date.now();
+    const signature = await sign(key.secret, signaturePayload({ timestamp, method: "GET", requestTarget: "/v1/publish", body: "" }));
+    const socket = await openSocket(`/v1/publish?apiKey=${key.id}&timestamp=${timestamp}&signature=${signature}`, "203.0.131.9");
+    // A gathering longer than the burst takes to arrive: the count does not hang on the machine's speed.
+    await runInDurableObject(publishChannel(env, principalOfKey(key.id)), async (instance: PublishChannel) => {
+      instance.gatherMs = 1_000;
+    });
+    const markets = [
+      { symbol: "SOLUSDT", price: "150.000", quantity: "1.00" },
+      { symbol: "ETHUSDT", price: "3000.00", quantity: "0.1000" },
+      { symbol: "BTCUSDC", price: "97000.00", quantity: "0.01000" },
+    ];
+    expect(new Set(markets.map((m) => groupOf(findMarket(m.symbol)!))).size, "one group").toBe(1);
+    await callsInto(true);
+    let id = 100;
+    for (let n = 0; n < 5; n++)
+      for (const m of markets)
+        socket.ws.send(
+          JSON.stringify({
+            id: id++,
+            symbol: m.symbol,
+            trades: [{ id: `gather-${m.symbol}-${n}`, price: m.price, quantity: m.quantity, side: "buy", time: T0 + 1_000 + n }],
+          }),
+        );
+    await until(() => socket.messages.filter((m) => typeof m.id === "number" && m.id >= 100).length === 15, { what: "15 answers" });
+    const answers = socket.messages.filter((m) => typeof m.id === "number" && m.id >= 100);
+    expect(
+      answers.map((m) => m.result?.acceptedTrades),
+      "each batch answered: its trade taken",
+    ).toEqual(Array.from({ length: 15 }, () => 1));
+    expect(await callsInto(), "calls into the group's host for 15 batches").toBeLessThanOrEqual(2);
+    for (const m of markets) {
+      const trades = await callJson<{ id: string }[]>(`/api/trades/${m.symbol}?limit=5`);
+      expect(trades.body.map((t) => t.id).sort(), `${m.symbol}'s newest trades`).toEqual(Array.from({ length: 5 }, (_, n) => `gather-${m.symbol}-${n}`));
+    }
     socket.ws.close();
   });
 

@@ -102,13 +102,13 @@ describe("the publisher channel, GET /v1/publish (docs/publishing.md#the-publish
     let restore = () => {};
     await runInDurableObject(market, (instance: object) => {
       const prototype = Object.getPrototypeOf(instance) as Record<string, (...args: unknown[]) => unknown>;
-      const original = prototype.ingest!;
-      prototype.ingest = async function (this: unknown, ...args: unknown[]) {
+      const original = prototype.ingestAll!;
+      prototype.ingestAll = async function (this: unknown, ...args: unknown[]) {
         await held;
         return original.apply(this, args);
       };
       restore = () => {
-        prototype.ingest = original;
+        prototype.ingestAll = original;
       };
     });
     const count = MAX_UNACKED + 10;
