@@ -9,13 +9,15 @@
 //   venue   — every market 4 batches/s of 1 trade and 5 level changes (the venue model's batch);
 //   levels  — 4 batches/s of 50 level changes; trades — 4 batches/s of 20 trades;
 //   slow    — 1 batch/s of 1 trade and 5 level changes (more market-seconds per batch);
+//   group   — the venue's batch on the markets of one group only (one host instead of two);
 //   busy    — one market, 50 batches/s of 100 level changes and 20 trades (the busy-market model).
-// The rows written are fitted (least squares) to rows = a·batches + b·trades + c·level changes +
-// d·active market-seconds over the four phases whose markets take at most one batch a tick (each
-// batch then is a commit of its own, as at the venue's 10 a second): the per-unit figures,
-// extrapolated linearly to the venue model of docs/capacity.md. The busy phase *is* the busy-market
-// model (its batches share ticks, so no per-batch figure extrapolates it): its own counts are
-// priced. Prices are Cloudflare's published rates (PRICES, with the date read).
+// Markets are hosted by group, 64 a group, and a group commits once a tick (docs/design.md#market-hosts),
+// so the rows written are fitted (least squares, none below zero) to rows = a·batches + b·trades +
+// c·level changes + d·market-seconds + e·host-seconds over the five phases besides busy (the group
+// phase tells hosts from markets), and the requests to a·batches + d·market-seconds + e·host-seconds:
+// the per-unit figures, extrapolated linearly to the venue model of docs/capacity.md (2,000 markets
+// in 32 hosts). The busy phase *is* the busy-market model: its own counts are priced. Prices are
+// Cloudflare's published rates (PRICES, with the date read).
 // Loopback only; it stops everything it started.
 import { mkdirSync } from "node:fs";
 import WebSocket from "ws";
@@ -199,10 +201,29 @@ async function phase(service, channels, markets, { batchesPerSecond, levels, tra
   stop = true;
   await driver;
   await Promise.all(inFlight);
-  return { ...grown(before, after), ...counts, seconds: measured, marketSeconds: markets.length * measured, cpuSeconds: cpu };
+  const hosts = new Set(markets.map((m) => m.group)).size;
+  return { ...grown(before, after), ...counts, seconds: measured, marketSeconds: markets.length * measured, hostSeconds: hosts * measured, cpuSeconds: cpu };
 }
 
-/** Least squares: x minimising |A·x − y|, by the normal equations (four unknowns). */
+/** Least squares, none below zero: a coefficient fitted negative is held at 0 and the rest fitted again. */
+function fitNonNegative(rows, ys) {
+  const free = rows[0].map((_, i) => i);
+  for (;;) {
+    const x = leastSquares(
+      rows.map((r) => free.map((i) => r[i])),
+      ys,
+    );
+    const negative = x.findIndex((v) => v < 0);
+    if (negative === -1 || free.length === 1) {
+      const all = rows[0].map(() => 0);
+      for (const [k, i] of free.entries()) all[i] = Math.max(0, x[k]);
+      return all;
+    }
+    free.splice(negative, 1);
+  }
+}
+
+/** Least squares: x minimising |A·x − y|, by the normal equations. */
 function leastSquares(rows, ys) {
   const n = rows[0].length;
   const m = Array.from({ length: n }, (_, i) => [
@@ -231,13 +252,19 @@ function priced(model, counted, measured) {
   const batches = model.markets * model.batchesPerMarketSecond;
   const trades = batches * model.tradesPerBatch;
   const levels = batches * model.levelsPerBatch;
+  const hosts = Math.ceil(model.markets / model.groupSize);
   const rowsWritten =
     measured?.rowsWrittenPerSecond ??
-    counted.rowsPerBatch * batches + counted.rowsPerTrade * trades + counted.rowsPerLevelChange * levels + counted.rowsPerMarketSecond * model.markets;
+    counted.rowsPerBatch * batches +
+      counted.rowsPerTrade * trades +
+      counted.rowsPerLevelChange * levels +
+      counted.rowsPerMarketSecond * model.markets +
+      counted.rowsPerHostSecond * hosts;
   const rowsRead = measured?.rowsReadPerSecond ?? counted.rowsReadPerBatch * batches;
-  const requests = measured?.requestsPerSecond ?? counted.requestsPerBatch * batches;
-  // Objects busy all the time: each market's writer, its group's relay, the shards, the publishers' channels.
-  const busyObjects = model.markets + Math.ceil(model.markets / model.groupSize) + Math.ceil(model.subscribers / model.subscribersPerShard) + 1;
+  const requests =
+    measured?.requestsPerSecond ?? counted.requestsPerBatch * batches + counted.requestsPerMarketSecond * model.markets + counted.requestsPerHostSecond * hosts;
+  // Objects busy all the time: each group's host and relay, the shards, the publishers' channel.
+  const busyObjects = 2 * hosts + Math.ceil(model.subscribers / model.subscribersPerShard) + 1;
   const gbSeconds = busyObjects * PRICES.objectGb;
   // Per market: a segment closes on its count or its bytes, whichever comes first.
   const perMarketBatches = model.batchesPerMarketSecond;
@@ -283,6 +310,13 @@ async function main() {
     await Promise.all(channels.map((c) => c.opened));
     const markets = Array.from({ length: MARKETS }, (_, i) => feed(`V${i}USDT`, [2, 3, 4][i % 3], [3, 2, 1][i % 3], 100 + i));
     const busy = feed("BTCUSDT", 2, 5, 97_000);
+    // Each market's group, from its place in the registry's listing order (docs/design.md#market-hosts).
+    const listed = await fetch(`${url}/admin/markets`, { headers: { Authorization: `Bearer ${TOKEN}`, "CF-Connecting-IP": "10.70.0.2" } });
+    const order = ((await listed.json()).markets ?? []).map((m, i) => [m.symbol, m.ordinal ?? i]);
+    const groupOf = new Map(order.map(([symbol, ordinal]) => [symbol, Math.floor(ordinal / MODELS.venue.groupSize)]));
+    for (const market of [...markets, busy]) market.group = groupOf.get(market.symbol) ?? -1;
+    const lastGroup = markets[markets.length - 1].group;
+    const oneGroup = markets.filter((m) => m.group === lastGroup);
     log(`${MARKETS} markets listed; their books and the busy market's from a snapshot…`);
     for (const [i, market] of [...markets, busy].entries()) await channels[i % channels.length].send({ symbol: market.symbol, book: market.snapshot() });
     // Subscribers: one connection per five markets (their books and trades), five on the busy market.
@@ -314,6 +348,7 @@ async function main() {
       ["levels", markets, { batchesPerSecond: 4, levels: 50, trades: 0 }],
       ["trades", markets, { batchesPerSecond: 4, levels: 0, trades: 20 }],
       ["slow", markets, { batchesPerSecond: 1, levels: 5, trades: 1 }],
+      ["group", oneGroup, { batchesPerSecond: 4, levels: 5, trades: 1 }],
     ];
     for (const [name, which, shape] of plan) {
       log(
@@ -325,9 +360,13 @@ async function main() {
     const fitted = Object.entries(phases)
       .filter(([name]) => name !== "busy")
       .map(([, p]) => p);
-    const [perBatch, perTrade, perLevel, perMarketSecond] = leastSquares(
-      fitted.map((p) => [p.batches, p.trades, p.levels, p.marketSeconds]),
+    const [perBatch, perTrade, perLevel, perMarketSecond, perHostSecond] = fitNonNegative(
+      fitted.map((p) => [p.batches, p.trades, p.levels, p.marketSeconds, p.hostSeconds]),
       fitted.map((p) => p.rowsWritten),
+    );
+    const [requestsPerBatch, requestsPerMarketSecond, requestsPerHostSecond] = fitNonNegative(
+      fitted.map((p) => [p.batches, p.marketSeconds, p.hostSeconds]),
+      fitted.map((p) => p.requests),
     );
     const v = phases.venue;
     const round = (x, digits = 3) => Math.round(x * 10 ** digits) / 10 ** digits;
@@ -336,8 +375,11 @@ async function main() {
       rowsPerTrade: round(perTrade),
       rowsPerLevelChange: round(perLevel),
       rowsPerMarketSecond: round(perMarketSecond),
+      rowsPerHostSecond: round(perHostSecond),
       rowsReadPerBatch: round(v.rowsRead / v.batches),
-      requestsPerBatch: round(v.requests / v.batches),
+      requestsPerBatch: round(requestsPerBatch),
+      requestsPerMarketSecond: round(requestsPerMarketSecond),
+      requestsPerHostSecond: round(requestsPerHostSecond),
     };
     const b = phases.busy;
     const busyMeasured = {
@@ -376,6 +418,7 @@ async function main() {
             trades: p.trades,
             levels: p.levels,
             marketSeconds: round(p.marketSeconds, 1),
+            hostSeconds: round(p.hostSeconds, 1),
             rowsWritten: p.rowsWritten,
             rowsRead: p.rowsRead,
             requests: round(p.requests, 1),

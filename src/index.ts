@@ -5,7 +5,6 @@ import { ledgerOptions, releaseExpiredHolds } from "./settlements/ledger";
 import { registerDialect } from "./streams/dialect";
 
 export { AccessGuard } from "./access/access-guard";
-export { GroupRelay } from "./groups/group-relay-object";
 export { DemoFeed } from "./market/demo-feed-object";
 export { MarketObject } from "./market/market-object";
 export { PriceIndex } from "./market/price-index-object";

@@ -29,10 +29,10 @@ export function stubByName<T extends Rpc.DurableObjectBranded | undefined>(names
  * are made (one stub, one call): what the edge read path saves is measured, not estimated.
  * `marketReads` is the part of `market` that the read path made, `ingest` the batches applied;
  * `venueReads` the part of `priceIndex` that the all-market reads made. Locally every object runs
- * in the one isolate, so these count the calls into the group relays, the price index and the
+ * in the one isolate, so these count the calls into the price index and the
  * shards too (docs/benchmarks.md).
  */
-export const objectCalls = { market: 0, guard: 0, marketReads: 0, ingest: 0, venueReads: 0, relay: 0, priceIndex: 0, shard: 0, registry: 0, metrics: 0 };
+export const objectCalls = { market: 0, guard: 0, marketReads: 0, ingest: 0, venueReads: 0, priceIndex: 0, shard: 0, registry: 0, metrics: 0 };
 
 /**
  * The object hosting a market's engine: its group's (docs/design.md#market-hosts), named by the
@@ -62,11 +62,6 @@ export function metricsObject(env: Env) {
 export function priceIndex(env: Env) {
   objectCalls.priceIndex += 1;
   return stubByName(env.PRICE_INDEX, "global");
-}
-/** The relay of a group of markets (`groupOf`). */
-export function groupRelay(env: Env, group: number) {
-  objectCalls.relay += 1;
-  return stubByName(env.GROUP_RELAY, `group:${group}`);
 }
 /** A key's publisher channel (`key:…`): holds its `GET /v1/publish` connections. */
 export const publishChannel = (env: Env, principal: string) => stubByName(env.PUBLISH_CHANNEL, principal);

@@ -1,13 +1,11 @@
-import { groupRelay } from "../core/object-ids";
 import type { ProblemResult } from "../core/problem";
-import type { RelayOp } from "../groups/messages";
-import { PacedOutbox } from "../groups/paced-outbox";
+import { GroupRelay } from "../groups/group-relay";
 import type { BookTarget } from "../history/book-replay";
 import type { ReplayPage } from "../history/market-book-history";
 import type { DayFiles } from "../history/market-history";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
-import { groupOf, type MarketConfig } from "../registry/model";
+import type { MarketConfig } from "../registry/model";
 import { GroupJournal } from "../ticks/journal";
 import { Tick } from "../ticks/tick";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
@@ -34,11 +32,8 @@ export type { OrderBookSnapshot, OrderBookText, WireTrade } from "./market-engin
 export class MarketObject extends MeteredObject {
   private readonly engines = new Map<string, MarketEngine>();
   private readonly alarms: HostAlarms;
-  /**
-   * The ordered channel to the group's relay: one call in flight, and what the markets send
-   * meanwhile goes in the next call (no tick: a quiet market pays no delay).
-   */
-  private toRelay: PacedOutbox<RelayOp> | undefined;
+  /** What the group's markets publish goes through it to the shards and the price index (docs/design.md#group-relays). */
+  readonly relay: GroupRelay;
   /** The group's commits: one row a tick for all its markets' records (`../ticks/journal.ts`). */
   private readonly journal: GroupJournal;
   /** The tick's length (`INGEST_TICK_MS`, 100 ms; the workers tests commit each batch at once unless a test sets it). */
@@ -50,6 +45,7 @@ export class MarketObject extends MeteredObject {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, "market");
     this.alarms = new HostAlarms(this.ctx.storage);
+    this.relay = new GroupRelay(this.ctx.storage.kv, env);
     this.journal = new GroupJournal(this.ctx.storage.sql);
     this.tickMs = Number(env.INGEST_TICK_MS ?? "100");
     this.tick = new Tick(
@@ -73,7 +69,7 @@ export class MarketObject extends MeteredObject {
           setAlarm: alarm.setAlarm,
           ring: this.journal.ringOf(symbol),
         },
-        send: (op) => this.relayOf(op).push(op),
+        send: (op) => this.relay.relay([op]),
         tick: this.tick,
         roomFor: (bytes) => this.roomFor(bytes),
       });
@@ -110,17 +106,6 @@ export class MarketObject extends MeteredObject {
       throw error;
     }
     for (const next of after) next();
-  }
-
-  /** The group's relay is the one of its markets' group: named by the first op's market, which every later one shares. */
-  private relayOf(op: RelayOp): PacedOutbox<RelayOp> {
-    if (!this.toRelay) {
-      const market = this.engine(op.symbol).config;
-      if (!market) throw new Error(`${op.symbol} sent to its relay before it was loaded`);
-      const group = groupOf(market);
-      this.toRelay = new PacedOutbox(0, (ops) => groupRelay(this.env, group).relay(ops));
-    }
-    return this.toRelay;
   }
 
   ingest(market: MarketConfig, batch: IngestBatch, commit?: IngestCommit): Promise<IngestAnswer> {

@@ -10,12 +10,12 @@ import { type Metered, ObjectMeter } from "./object-meter";
  * the isolate runs (a thousand guards hand on as one), and are handed on after a request once due.
  *
  * @example
- * export class GroupRelay extends MeteredObject {
+ * export class PriceIndex extends MeteredObject {
  *   constructor(ctx: DurableObjectState, env: Env) {
- *     super(ctx, env, "relay");
+ *     super(ctx, env, "price-index");
  *   }
  * }
- * meterRequests(GroupRelay, ["relay", "flush"]);
+ * meterRequests(PriceIndex, ["reportSummaries", "status"]);
  */
 export abstract class MeteredObject extends DurableObject<Env> implements Metered {
   readonly meter: ObjectMeter;

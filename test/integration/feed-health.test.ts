@@ -1,11 +1,12 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { groupRelay } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
+import type { MarketObject } from "../../src/market/market-object";
 import { ADMIN } from "../support/gateways";
 import { callJson } from "../support/http";
 import { until } from "../support/poll";
+import { hostOfGroup } from "../support/registry";
 
 describe("feed health (docs/api.md#feed-health)", () => {
   it("the ticker and /api/markets carry lastUpdateTime; /api/status counts trading, halted and stale markets", async () => {
@@ -20,7 +21,7 @@ describe("feed health (docs/api.md#feed-health)", () => {
       body: JSON.stringify({ status: "HALTED" }),
     });
     expect(halt.status).toBe(200);
-    await groupRelay(env, 0).flush();
+    await runInDurableObject(hostOfGroup(0), (host: MarketObject) => host.relay.flush());
     const markets = await until(async () => {
       const body = (await callJson("/api/markets")).body as { markets: { symbol: string; lastUpdateTime: number | null }[] };
       return body.markets.find((m) => m.symbol === "BTCUSDT")?.lastUpdateTime === ticker.lastUpdateTime && body;
@@ -46,7 +47,7 @@ describe("the price index after an eviction (docs/design.md#group-relays)", () =
       Object.assign(instance, { persistedAt: 0, lastWriteAt: 0 });
     });
     await ingest(env, "*", { symbol: "SOLUSDT", trades: [{ id: "evict-1", price: "151.000", quantity: "1.00", side: "buy", time: Date.now() }] });
-    await groupRelay(env, 0).flush();
+    await runInDurableObject(hostOfGroup(0), (host: MarketObject) => host.relay.flush());
     await until(
       async () =>
         ((await callJson("/api/ticker")).body as { symbol: string; lastPrice: string }[]).find((t) => t.symbol === "SOLUSDT")?.lastPrice === "151.000",

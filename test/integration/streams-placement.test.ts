@@ -2,12 +2,13 @@ import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { AccessGuard } from "../../src/access/access-guard";
-import { accessGuard, groupRelay } from "../../src/core/object-ids";
+import { accessGuard } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
+import type { MarketObject } from "../../src/market/market-object";
 import { GROUP_SIZE, groupOf } from "../../src/registry/model";
 import { groupOfShard } from "../../src/streams/placement";
 import { until } from "../support/poll";
-import { listThroughAdmin, registry } from "../support/registry";
+import { hostOfGroup, listThroughAdmin, registry } from "../support/registry";
 import { openSocket, shardOfConnection, upgrade } from "./streams-support";
 
 const rules = { tickSize: "0.01", stepSize: "0.001", minQty: "0.001", maxQty: "1000000", minNotional: "1" };
@@ -67,7 +68,9 @@ describe("placement by market group and connection leases (docs/streams.md#place
     await until(() => socket.messages.find((m) => m.id === 7), { what: "the cross-group subscribe's ack" });
     expect(socket.messages.find((m) => m.id === 7)).toEqual({ id: 7, result: { streams: [`trades.${home}`, `trades.${away}`] } });
     const relayShards = (group: number, symbol: string) =>
-      runInDurableObject(groupRelay(env, group), (relay: object) => [...((relay as { subscribers: Map<string, Set<string>> }).subscribers.get(symbol) ?? [])]);
+      runInDurableObject(hostOfGroup(group), (host: MarketObject) => [
+        ...((host.relay as unknown as { subscribers: Map<string, Set<string>> }).subscribers.get(symbol) ?? []),
+      ]);
     expect(await relayShards(4, away), "group 4's relay now calls group 1's shard").toEqual([shard]);
     expect(await relayShards(1, home)).toEqual([shard]);
 
@@ -86,10 +89,10 @@ describe("placement by market group and connection leases (docs/streams.md#place
     const elsewhere = await openSocket("/api/ws", b);
     elsewhere.ws.send(JSON.stringify({ op: "subscribe", id: 1, streams: [`trades.${other}`] }));
     await until(() => elsewhere.messages.find((m) => m.id === 1) && watching.messages.length >= 0, { what: "both subscribed" });
-    const relay = groupRelay(env, group);
+    const relay = { flush: () => runInDurableObject(hostOfGroup(group), (host: MarketObject) => host.relay.flush()) };
     await relay.flush();
 
-    const callsTo = () => runInDurableObject(relay, (r: object) => new Map((r as { callsTo: Map<string, number> }).callsTo));
+    const callsTo = () => runInDurableObject(hostOfGroup(group), (host: MarketObject) => new Map(host.relay.callsTo));
     const [watchingShard, otherShard] = [await shardOfConnection(`ip:${a}`, [wanted]), await shardOfConnection(`ip:${b}`)];
     const before = await callsTo();
     for (let i = 0; i < 5; i++)

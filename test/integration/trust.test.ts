@@ -13,7 +13,7 @@ import { newAccount, newKey, newPublishKey, signedCall, type TestKey } from "../
 import { ADMIN } from "../support/gateways";
 import { call, callJson } from "../support/http";
 import { until } from "../support/poll";
-import { hostOf } from "../support/registry";
+import { hostOf, hostOfGroup } from "../support/registry";
 import { openSocket, shardOfConnection, type TestSocket, upgrade } from "./streams-support";
 
 const json = (method: string, body: unknown, headers: Record<string, string> = {}) => ({
@@ -290,10 +290,10 @@ describe("what the docs promise about publishing holds (docs/publishing.md)", ()
     const socket = await openSocket("/api/ws?streams=book.DLSTUSDT,trades.DLSTUSDT,ticker.BTCUSDT", "198.51.100.39");
     await until(() => socket.messages.find((m) => m.stream === "book.DLSTUSDT"), { what: "the book snapshot" });
     expect((await call("/admin/markets/DLSTUSDT/status", json("PUT", { status: "DELISTED" }))).status).toBe(200);
-    await env.GROUP_RELAY.getByName(
-      "group:" +
-        Math.floor((await callJson("/admin/markets", { headers: ADMIN })).body.markets.find((m: { symbol: string }) => m.symbol === "DLSTUSDT").ordinal / 64),
-    ).flush();
+    const group = Math.floor(
+      (await callJson("/admin/markets", { headers: ADMIN })).body.markets.find((m: { symbol: string }) => m.symbol === "DLSTUSDT").ordinal / 64,
+    );
+    await runInDurableObject(hostOfGroup(group), (host: MarketObject) => host.relay.flush());
     const ended = await until(() => socket.messages.find((m) => m.error?.code === "STREAM_ENDED"), { what: "the end of the streams" });
     expect(ended.error.message).toContain("book.DLSTUSDT");
     socket.ws.send(JSON.stringify({ op: "list", id: 7 }));
@@ -311,8 +311,8 @@ describe("what the docs promise about publishing holds (docs/publishing.md)", ()
       (await callJson("/admin/markets", { headers: ADMIN })).body.markets.find((m: { symbol: string }) => m.symbol === "BTCUSDC").ordinal / 64,
     );
     // The relay forgets the shard (as if the join never reached it); the shard waits for a base.
-    await runInDurableObject(env.GROUP_RELAY.getByName(`group:${group}`), (instance: object) => {
-      (instance as { subscribers: Map<string, Set<string>> }).subscribers.delete("BTCUSDC");
+    await runInDurableObject(hostOfGroup(group), (host: MarketObject) => {
+      (host.relay as unknown as { subscribers: Map<string, Set<string>> }).subscribers.delete("BTCUSDC");
     });
     await runInDurableObject(shard, (instance: object) => {
       const hub = (instance as { sources: { books: Map<string, unknown>; awaitingBase: Map<string, number> } }).sources;

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { marketObject } from "../../src/core/object-ids";
 import { ensureRegistry } from "../../src/registry/copy";
-import type { MarketConfig, RegistryIndex } from "../../src/registry/model";
+import { GROUP_SIZE, type MarketConfig, type RegistryIndex } from "../../src/registry/model";
 import { ADMIN } from "./gateways";
 import { callJson } from "./http";
 
@@ -31,4 +31,9 @@ export async function hostOf(symbol: string) {
   const market = (await registry()).bySymbol.get(symbol);
   if (!market) throw new Error(`${symbol} is not listed`);
   return marketObject(env, market);
+}
+
+/** The object hosting a group's markets, by the group's number. */
+export function hostOfGroup(group: number) {
+  return marketObject(env, { ordinal: group * GROUP_SIZE });
 }

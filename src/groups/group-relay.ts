@@ -1,6 +1,4 @@
 import { priceIndex, streamHub } from "../core/object-ids";
-import { MeteredObject } from "../metrics/metered-object";
-import { meterRequests } from "../metrics/object-meter";
 import type { StreamEvent } from "../streams/protocol";
 import type { MarketSummary, RelayOp } from "./messages";
 import { PacedOutbox } from "./paced-outbox";
@@ -13,16 +11,17 @@ export const SHARD_TICK_MS = 50;
 const SUBS_PREFIX = "subs:";
 
 /**
- * The relay of one group of up to 64 markets (docs/design.md#group-relays). Its markets send it
- * their stream events and summaries in order; it forwards them in one batch per 50 ms to each
- * shard subscribed to any of them, and its markets' summaries per 100 ms to the price index, so the calls
- * into every shared object are bounded by groups × ticks, not by markets × updates.
+ * The relay of one group of up to 64 markets (docs/design.md#group-relays), inside the object
+ * that hosts them. Its markets hand it their stream events and summaries in order; it forwards
+ * them in one batch per 50 ms to each shard subscribed to any of them, and its markets' summaries
+ * per 100 ms to the price index, so the calls into every shared object are bounded by groups ×
+ * ticks, not by markets × updates.
  *
- * Which shards want which market is kept in storage, so a relay woken after eviction goes on
- * forwarding; events in flight at an eviction are lost like a failed call, and a shard that sees
- * a book sequence jump asks its market for a new base.
+ * Which shards want which market is kept in the host's storage, so a host woken after eviction
+ * goes on forwarding; events in flight at an eviction are lost like a failed call, and a shard
+ * that sees a book sequence jump asks its market for a new base.
  */
-export class GroupRelay extends MeteredObject {
+export class GroupRelay {
   /** Per market, the shards subscribed to its streams. */
   private readonly subscribers = new Map<string, Set<string>>();
   private readonly toShards = new Map<string, PacedOutbox<StreamEvent>>();
@@ -30,9 +29,11 @@ export class GroupRelay extends MeteredObject {
   /** Calls made to each shard since this relay woke (one entry per shard it knows: bounded like `toShards`). */
   readonly callsTo = new Map<string, number>();
 
-  constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env, "relay");
-    for (const [key, shards] of this.ctx.storage.kv.list<string[]>({ prefix: SUBS_PREFIX })) {
+  constructor(
+    private readonly kv: SyncKvStorage,
+    private readonly env: Env,
+  ) {
+    for (const [key, shards] of kv.list<string[]>({ prefix: SUBS_PREFIX })) {
       this.subscribers.set(key.slice(SUBS_PREFIX.length), new Set(shards));
     }
     this.toPriceIndex = new PacedOutbox(RELAY_TICK_MS, (summaries) => priceIndex(env).reportSummaries(latestPerMarket(summaries)));
@@ -53,12 +54,12 @@ export class GroupRelay extends MeteredObject {
   private persist(symbol: string, shards: Set<string>): void {
     if (shards.size === 0) {
       this.subscribers.delete(symbol);
-      this.ctx.storage.kv.delete(SUBS_PREFIX + symbol);
-    } else this.ctx.storage.kv.put(SUBS_PREFIX + symbol, [...shards]);
+      this.kv.delete(SUBS_PREFIX + symbol);
+    } else this.kv.put(SUBS_PREFIX + symbol, [...shards]);
   }
 
   /** A market's ops, applied in the order it sent them. */
-  async relay(ops: RelayOp[]): Promise<void> {
+  relay(ops: RelayOp[]): void {
     for (const op of ops) {
       if ("events" in op) {
         for (const shard of this.subscribers.get(op.symbol) ?? []) this.outboxOf(shard).push(...op.events);
@@ -85,5 +86,3 @@ export class GroupRelay extends MeteredObject {
 function latestPerMarket(summaries: MarketSummary[]): MarketSummary[] {
   return [...new Map(summaries.map((s) => [s.symbol, s])).values()];
 }
-
-meterRequests(GroupRelay, ["relay", "flush"]);
