@@ -263,8 +263,8 @@ function priced(model, counted, measured) {
   const rowsRead = measured?.rowsReadPerSecond ?? counted.rowsReadPerBatch * batches;
   const requests =
     measured?.requestsPerSecond ?? counted.requestsPerBatch * batches + counted.requestsPerMarketSecond * model.markets + counted.requestsPerHostSecond * hosts;
-  // Objects busy all the time: each group's host and relay, the shards, the publishers' channel.
-  const busyObjects = 2 * hosts + Math.ceil(model.subscribers / model.subscribersPerShard) + 1;
+  // Objects busy all the time: each group's host (its relay inside), the shards, the publishers' channel.
+  const busyObjects = hosts + Math.ceil(model.subscribers / model.subscribersPerShard) + 1;
   const gbSeconds = busyObjects * PRICES.objectGb;
   // Per market: a segment closes on its count or its bytes, whichever comes first.
   const perMarketBatches = model.batchesPerMarketSecond;
