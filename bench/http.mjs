@@ -295,10 +295,10 @@ async function main() {
         `\npublishing: ${p.markets} markets, the demo feed publishing all of them, ${p.subscribers} WebSocket clients on ${p.streams} streams, ${p.seconds} s:`,
       );
       console.log(
-        `  market updates ${p.updatesPerSecond}/s; calls per second into: price index ${p.callsPerSecond.priceIndex}, shards ${p.callsPerSecond.shard} (${p.shards} shards), group relays ${p.callsPerSecond.relay} (${p.groups} relays)`,
+        `  market updates ${p.updatesPerSecond}/s; calls per second into: price index ${p.callsPerSecond.priceIndex}, shards ${p.callsPerSecond.shard} (${p.shards} shards; ${p.groups} groups)`,
       );
       console.log(
-        `  calls per market update: price index ${p.perUpdate.priceIndex}, each shard ${p.perUpdate.shardEach}, relays ${p.perUpdate.relay}; stream messages received ${p.messagesPerSecond}/s`,
+        `  calls per market update: price index ${p.perUpdate.priceIndex}, each shard ${p.perUpdate.shardEach}; stream messages received ${p.messagesPerSecond}/s`,
       );
     }
     // A refused or failed request means the load was not what the figures claim: say so.

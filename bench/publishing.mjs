@@ -1,6 +1,6 @@
 // The shared objects under synthetic publishing, for `npm run bench -- --markets N`: the service
 // with the demo feed publishing every listed market and WebSocket clients subscribed across the
-// shards; the calls into the price index, the shards and the group relays are read from the
+// shards; the calls into the price index and the shards (from the group relays inside the market hosts) are read from the
 // service's own counters (GET /admin/isolate: locally every object runs in the one isolate).
 import WebSocket from "ws";
 import { startService } from "./service.mjs";
@@ -56,11 +56,10 @@ export async function measurePublishing(script, { markets, direct, log, listVenu
       shards: SHARDS,
       groups: Math.ceil(markets / 64),
       updatesPerSecond: round(updates / SECONDS),
-      callsPerSecond: { priceIndex: round(delta("priceIndex") / SECONDS), shard: round(delta("shard") / SECONDS), relay: round(delta("relay") / SECONDS) },
+      callsPerSecond: { priceIndex: round(delta("priceIndex") / SECONDS), shard: round(delta("shard") / SECONDS) },
       perUpdate: {
         priceIndex: round(delta("priceIndex") / updates, 4),
         shardEach: round(delta("shard") / SHARDS / updates, 4),
-        relay: round(delta("relay") / updates, 3),
       },
       messagesPerSecond: round((messages - messagesBefore) / SECONDS),
     };

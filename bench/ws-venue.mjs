@@ -17,7 +17,7 @@ import { fnv1a } from "./load.mjs";
 import { sign } from "./signed-load.mjs";
 
 const GROUP_SIZE = 64; // src/registry/model.ts
-const TICKS_PER_SECOND = 20; // SHARD_TICK_MS = 50 in src/groups/group-relay-object.ts
+const TICKS_PER_SECOND = 20; // SHARD_TICK_MS = 50 in src/groups/group-relay.ts
 /**
  * Every subscribed market moves this often (the others would make no shard call however they
  * move): about 400 updates a second here, within what this machine applies while it fans out.
