@@ -167,23 +167,30 @@ async function phase(service, channels, markets, { batchesPerSecond, levels, tra
   const driver = (async () => {
     let next = performance.now();
     let turn = 0;
+    // The markets' batches spread over the interval in slices of about 20 ms, as a venue's
+    // publishers' arrive, not in one burst (a burst's first batch commits alone, the rest a tick later).
+    const slices = Math.max(1, Math.min(markets.length, Math.round(interval / 20)));
+    const perSlice = Math.ceil(markets.length / slices);
     while (!stop) {
-      for (const [i, market] of markets.entries()) {
-        const channel = channels[i % channels.length];
-        if (channel.unanswered >= 60) continue; // the channel's window (64): a late batch is skipped, not queued
-        const body = market.batch(levels, trades);
-        const sent = channel.send(body).then(({ result }) => {
-          if (!counting) return;
-          counts.batches += 1;
-          counts.trades += result.acceptedTrades;
-          counts.levels += (body.book?.bids.length ?? 0) + (body.book?.asks.length ?? 0);
-        });
-        inFlight.add(sent);
-        sent.finally(() => inFlight.delete(sent));
+      for (let k = 0; k < slices; k++) {
+        for (let i = k * perSlice; i < Math.min(markets.length, (k + 1) * perSlice); i++) {
+          const market = markets[i];
+          const channel = channels[i % channels.length];
+          if (channel.unanswered >= 60) continue; // the channel's window (64): a late batch is skipped, not queued
+          const body = market.batch(levels, trades);
+          const sent = channel.send(body).then(({ result }) => {
+            if (!counting) return;
+            counts.batches += 1;
+            counts.trades += result.acceptedTrades;
+            counts.levels += (body.book?.bids.length ?? 0) + (body.book?.asks.length ?? 0);
+          });
+          inFlight.add(sent);
+          sent.finally(() => inFlight.delete(sent));
+        }
+        next += interval / slices;
+        await sleep(Math.max(0, next - performance.now()));
       }
       turn += 1;
-      next += interval;
-      await sleep(Math.max(0, next - performance.now()));
     }
     return turn;
   })();

@@ -237,6 +237,13 @@ export class BookLog {
     return { n, snapshotN: snapshot?.n, ...(snapshotBook && !unknown ? { book: snapshotBook } : {}) };
   }
 
+  /** Whether records after the snapshot are kept (the journal must not write over them); when none are, the ring is told so. */
+  holdsRecords(position: BookLogPosition): boolean {
+    if (position.logN > position.snapshotN) return true;
+    this.ring.covered();
+    return false;
+  }
+
   /** The trades of the commits after the snapshot, in order, as the caller packed them, each commit's with its time (those not yet in a block are among them). */
   tradesAfterSnapshot(position: BookLogPosition): { trades: unknown[]; at: number }[] {
     return this.rows(position).flatMap((row) => {

@@ -241,6 +241,8 @@ export class MarketEngine {
    */
   coverJournal(): () => void {
     const state = this.load();
+    // Counted as uncovered after a restart, its records may already be under its snapshot: nothing to write.
+    if (!this.store.book.holdsRecords(this.store.bookPosition())) return () => {};
     const logged = this.bookHistory.record(state, [], [], state.lastUpdateAt, true);
     // The trades of the records the snapshot covers are written as a block.
     this.store.sealTrades();

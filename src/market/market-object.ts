@@ -21,10 +21,10 @@ export type { OrderBookSnapshot, OrderBookText, WireTrade } from "./market-engin
 /**
  * The object of one group of markets (docs/design.md#market-hosts): it hosts each of the group's
  * markets' engines (`market-engine.ts`), their tables side by side in its storage under each
- * market's prefix, their alarms on its one alarm, and what they publish on one ordered channel to
- * the group's relay. A market is still its own single writer; what the group shares is the
- * object — a venue's busy objects are its groups, not its markets, and the markets due at a
- * minute's end are one alarm.
+ * market's prefix, their commits in one journal row a tick, their alarms on its one alarm, and
+ * the group's relay, which takes what they publish. A market is still its own single writer; what
+ * the group shares is the object — a venue's busy objects are its groups, not its markets, a
+ * group's tick is one row, and the markets due at a minute's end are one alarm.
  *
  * Every call names its market (the config the caller read from the registry, or its symbol where
  * it has none); the engine is built on first use and rebuilt from storage after an eviction.
