@@ -115,7 +115,7 @@ export class MarketEngine {
     const meta = this.store.readMeta();
     const stored = meta.config;
     const market = stored && (!given || stored.revision >= given.revision) ? stored : given;
-    if (!market) throw new Error("a market object was called before it was given its config");
+    if (!market) throw new Error("a market's engine was called before it was given its config");
     if (stored && given && given.symbol !== stored.symbol) throw new Error(`the engine of ${stored.symbol} called as ${given.symbol}`);
     if (market !== stored) this.store.writeMeta("config", JSON.stringify(market));
     this.streams = new MarketStreams(
@@ -128,11 +128,6 @@ export class MarketEngine {
     // A segment kept before a restart that R2 does not have yet.
     if (this.bookHistory.kept.pending) this.bookHistory.uploadBeside(market.symbol);
     return this.state;
-  }
-
-  /** The market's config as held, once loaded. */
-  get config(): MarketConfig | undefined {
-    return this.state?.market;
   }
 
   private adopt(state: MarketState, given: MarketConfig): void {

@@ -45,7 +45,7 @@ function refusalOf(status: KeyStatus, now: number): string | null {
   return null;
 }
 
-/** A host's batches wait at most this long for others to share their call (`host-calls.ts`). */
+/** A channel calls a host at most once in this long: what comes meanwhile shares the next call (`host-calls.ts`). */
 const GATHER_MS = 20;
 
 type HostItem = { market: MarketConfig; batch: IngestBatch; commit: IngestCommit };
@@ -70,7 +70,7 @@ export class PublishChannel extends MeteredObject {
     this.gatherMs = Math.min(GATHER_MS, Number(env.INGEST_TICK_MS ?? "100"));
   }
 
-  /** How long a host's first batch waits for others (GATHER_MS; none in the workers tests unless a test sets it). */
+  /** The least time between two calls into a host (GATHER_MS; none in the workers tests unless a test sets it). */
   gatherMs: number;
 
   /** Per connection, the batches sent and not yet answered (flow control). */
@@ -216,9 +216,9 @@ export class PublishChannel extends MeteredObject {
   }
 
   /**
-   * The calls into a market's host, through one stub (E-order: its batches arrive as sent). A
-   * host's batches are gathered for GATHER_MS (a fifth of the tick), so the calls into a group
-   * are about 50 a second however many batches its markets take.
+   * The calls into a market's host, through one stub (E-order: its batches arrive as sent), at
+   * most one per GATHER_MS on average (a fifth of the tick): the calls into a group are at most 50 a second
+   * a channel however many batches its markets take.
    */
   private hostOf(market: MarketConfig): HostCalls<HostItem, IngestAnswer> {
     const group = groupOf(market);

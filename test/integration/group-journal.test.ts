@@ -68,6 +68,16 @@ describe("a group's markets commit together: one journal row a tick (src/ticks/j
     // Each journal row, each market's open block staying in memory; the alarms' record and the
     // object's alarm; the minute's buckets of markets due to write them (at most one each).
     expect(rows, "rows written for 35 batches of seven markets").toBeLessThan(35);
+    // Every table the markets made carries its market's prefix: only the group's journal is shared.
+    const shared = await onHost((host) =>
+      (host as unknown as { ctx: DurableObjectState }).ctx.storage.sql
+        .exec<{ name: string }>(
+          "SELECT name FROM sqlite_master WHERE name NOT LIKE 'm\\_%' ESCAPE '\\' AND name NOT LIKE '\\_cf\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'",
+        )
+        .toArray()
+        .map((row) => row.name),
+    );
+    expect(shared, "tables and indexes without a market's prefix").toEqual(["journal"]);
     await evictDurableObject(await hostOf("BTCUSDT"));
     for (const symbol of GROUP) {
       const trades = await callJson<{ id: string }[]>(`/api/trades/${symbol}?limit=10`);
