@@ -42,6 +42,13 @@ async function setTick(ms: number, symbol = "ETHUSDT"): Promise<void> {
   });
 }
 
+/** A publisher channel signed with `key`, from `ip`. */
+async function openPublisher(key: { id: string; secret: string }, ip: string) {
+  const timestamp = Date.now();
+  const signature = await sign(key.secret, signaturePayload({ timestamp, method: "GET", requestTarget: "/v1/publish", body: "" }));
+  return openSocket(`/v1/publish?apiKey=${key.id}&timestamp=${timestamp}&signature=${signature}`, ip);
+}
+
 /** Calls the market hosts took since the last call (the first call starts the count: it hands on what is held). */
 async function callsInto(start = false): Promise<number> {
   return runInDurableObject(await hostOf("SOLUSDT"), async (instance: MarketObject) => {
@@ -119,9 +126,7 @@ describe("the tick: a market writes its batches together, at most once a tick, a
   it("the publisher channel sends a market's batches on without waiting for their answers, so a burst shares ticks (fails before: a commit a batch), in order", async () => {
     await ensureRegistry(env);
     const key = await newPublishKey();
-    const timestamp = Date.now();
-    const signature = await sign(key.secret, signaturePayload({ timestamp, method: "GET", requestTarget: "/v1/publish", body: "" }));
-    const socket = await openSocket(`/v1/publish?apiKey=${key.id}&timestamp=${timestamp}&signature=${signature}`, "203.0.131.7");
+    const socket = await openPublisher(key, "203.0.131.7");
     const solBatch = (sequence: number) => ({
       id: sequence,
       symbol: "SOLUSDT",
@@ -150,9 +155,7 @@ describe("the tick: a market writes its batches together, at most once a tick, a
   it("the channel gathers a group's batches into a few calls, not a call a batch (fails before: 15 calls for 15 batches), each answered", async () => {
     await ensureRegistry(env);
     const key = await newPublishKey();
-    const timestamp = Date.now();
-    const signature = await sign(key.secret, signaturePayload({ timestamp, method: "GET", requestTarget: "/v1/publish", body: "" }));
-    const socket = await openSocket(`/v1/publish?apiKey=${key.id}&timestamp=${timestamp}&signature=${signature}`, "203.0.131.9");
+    const socket = await openPublisher(key, "203.0.131.9");
     // A gathering longer than the burst takes to arrive: the count does not hang on the machine's speed.
     await runInDurableObject(publishChannel(env, principalOfKey(key.id)), async (instance: PublishChannel) => {
       instance.gatherMs = 1_000;
