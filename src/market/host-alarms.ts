@@ -16,6 +16,8 @@ export class HostAlarms {
   private readonly due: Map<string, number>;
   /** The object's alarm as this host last set or read it: null for none, undefined until asked. */
   private armedAt: number | null | undefined;
+  /** The armings asked for, one after another (each reads and may set the object's alarm). */
+  private arming: Promise<void> = Promise.resolve();
 
   constructor(private readonly storage: DurableObjectStorage) {
     this.due = new Map(Object.entries(storage.kv.get<Record<string, number>>(DUE_KEY) ?? {}));
@@ -29,7 +31,7 @@ export class HostAlarms {
         if (this.due.get(symbol) === time) return;
         this.due.set(symbol, time);
         this.persist();
-        await this.arm();
+        await this.rearm();
       },
     };
   }
@@ -56,8 +58,18 @@ export class HostAlarms {
     this.persist();
   }
 
-  /** Arms the object's alarm for the earliest market's, unless it already fires by then. */
-  async arm(): Promise<void> {
+  /** Arms the object's alarm for the earliest market's, after any arming already asked for. */
+  rearm(): Promise<void> {
+    this.arming = this.arming.catch(() => undefined).then(() => this.arm());
+    return this.arming;
+  }
+
+  /** Resolves once every arming asked for so far is done (a test counts the rows after it). */
+  settled(): Promise<void> {
+    return this.arming.catch(() => undefined);
+  }
+
+  private async arm(): Promise<void> {
     if (this.armedAt === undefined) {
       const stored = await this.storage.getAlarm();
       this.armedAt ??= stored;

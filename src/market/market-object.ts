@@ -178,7 +178,7 @@ export class MarketObject extends MeteredObject {
         failure ??= error;
       }
     }
-    await this.alarms.arm();
+    await this.alarms.rearm();
     if (failure !== undefined) throw failure;
   }
 }

@@ -24,10 +24,11 @@ describe("a market's one alarm (src/market/market-secondly.ts, src/market/host-a
         const market = instance.engine(symbol) as unknown as WithAlarm;
         market.secondly.alarmBy(first);
         market.secondly.alarmBy(second);
-        // Storage answers in order: once these reads are answered, both calls' reads were, and any
-        // alarm they set was asked before the read after it.
-        await state.storage.getAlarm();
-        await state.storage.getAlarm();
+        // The market asks its alarm of the host first (answered at once), then sets it; the host arms
+        // its own once the armings asked for before are done.
+        const { alarms } = instance as unknown as Host;
+        await alarms.of(symbol).getAlarm();
+        await alarms.settled();
         return { market: await (instance as unknown as Host).alarms.of(symbol).getAlarm(), object: await state.storage.getAlarm() };
       });
       expect(alarms.market, `${symbol}: alarmBy(${first - base}) then alarmBy(${second - base})`).toBe(Math.min(first, second));
@@ -65,6 +66,9 @@ describe("a trading market's alarm (src/market/market-secondly.ts)", () => {
       inside.secondly.timers = { set: (_run, ms) => held.push(ms), clear: () => undefined };
       inside.secondly.fired();
       host.alarms.take(at);
+      // The alarms the load and the ingest before asked for are set before the count starts.
+      await alarm.getAlarm();
+      await host.alarms.settled();
       await state.storage.deleteAlarm();
       await host.meter.holder.flush(env, Date.now(), true);
       host.meter.holder.counts.take();
@@ -81,7 +85,9 @@ describe("a trading market's alarm (src/market/market-secondly.ts)", () => {
         }
         inside.state!.lastUpdateAt = now; // a batch
         inside.secondly.schedule(inside.state, now);
-        await state.storage.getAlarm(); // the alarm asked for, if any, is set by now
+        // The alarm asked for, if any, is set by now: the market's ask is answered at once, then the host arms.
+        await alarm.getAlarm();
+        await host.alarms.settled();
       }
       const rows = host.meter.holder.counts.take().counters['mds_storage_rows_written_total{object="market"}'] ?? 0;
       return { alarm: (await alarm.getAlarm())! - at, object: (await state.storage.getAlarm())! - at, alarmsRun: alarms.length, rows, held: held.length };
