@@ -200,5 +200,12 @@ export interface NewerConfig {
   newerConfig: MarketConfig;
 }
 
+/** A batch as the publisher channel hands it to a market's host, with the config it was checked against. */
+export interface IngestItem {
+  market: MarketConfig;
+  batch: IngestBatch;
+  commit: IngestCommit;
+}
+
 /** A market's answer to a batch: applied (or not), refused, or checked against an older config than it holds. */
 export type IngestAnswer = IngestResult | ProblemResult | NewerConfig;

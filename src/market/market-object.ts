@@ -10,7 +10,7 @@ import { GroupJournal } from "../ticks/journal";
 import { Tick } from "../ticks/tick";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
 import { HostAlarms } from "./host-alarms";
-import type { IngestAnswer, IngestBatch, IngestCommit } from "./ingest";
+import type { IngestAnswer, IngestBatch, IngestCommit, IngestItem } from "./ingest";
 import { MarketEngine, type OrderBookSnapshot } from "./market-engine";
 import { scopedSql, tablePrefixOf } from "./market-storage";
 import type { MinuteBucket } from "./rolling-window";
@@ -59,14 +59,12 @@ export class MarketObject extends MeteredObject {
     let engine = this.engines.get(symbol);
     if (!engine) {
       const { storage } = this.ctx;
-      const alarm = this.alarms.of(symbol);
       engine = new MarketEngine({
         env: this.env,
         storage: {
           sql: scopedSql(storage.sql, tablePrefixOf(symbol)),
           transactionSync: (work) => storage.transactionSync(work),
-          getAlarm: alarm.getAlarm,
-          setAlarm: alarm.setAlarm,
+          ...this.alarms.of(symbol),
           ring: this.journal.ringOf(symbol),
         },
         send: (op) => this.relay.relay([op]),
@@ -116,7 +114,7 @@ export class MarketObject extends MeteredObject {
    * A publisher channel's batches for the group's markets, gathered into one call
    * (`../publish/host-calls.ts`): staged in the order given, each answered once its tick is written.
    */
-  ingestAll(items: { market: MarketConfig; batch: IngestBatch; commit: IngestCommit }[]): Promise<IngestAnswer[]> {
+  ingestAll(items: IngestItem[]): Promise<IngestAnswer[]> {
     return Promise.all(items.map(({ market, batch, commit }) => this.engine(market.symbol).ingest(market, batch, commit)));
   }
 

@@ -7,7 +7,7 @@ import { ProblemError, problem, toProblemResult } from "../core/problem";
 import { Slots } from "../core/slots";
 import { parseSymbol } from "../core/symbols";
 import { logEvent } from "../logs/log";
-import { type IngestAnswer, type IngestBatch, type IngestCommit, ingest } from "../market/ingest";
+import { type IngestAnswer, type IngestItem, ingest } from "../market/ingest";
 import { MetricsHolder, metricsOn } from "../metrics/holder";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
@@ -45,10 +45,8 @@ function refusalOf(status: KeyStatus, now: number): string | null {
   return null;
 }
 
-/** A channel calls a host at most once in this long: what comes meanwhile shares the next call (`host-calls.ts`). */
+/** A channel calls a host at most once in this long on average: what comes meanwhile shares the next call (`host-calls.ts`). */
 const GATHER_MS = 20;
-
-type HostItem = { market: MarketConfig; batch: IngestBatch; commit: IngestCommit };
 
 /**
  * One per publishing key: holds the key's publisher connections (`GET /v1/publish`) and applies
@@ -70,7 +68,7 @@ export class PublishChannel extends MeteredObject {
     this.gatherMs = Math.min(GATHER_MS, Number(env.INGEST_TICK_MS ?? "100"));
   }
 
-  /** The least time between two calls into a host (GATHER_MS; none in the workers tests unless a test sets it). */
+  /** The calls' spacing into a host, on average (GATHER_MS; none in the workers tests unless a test sets it). */
   gatherMs: number;
 
   /** Per connection, the batches sent and not yet answered (flow control). */
@@ -81,7 +79,7 @@ export class PublishChannel extends MeteredObject {
   /** Per market, the last batch's turn: the next one waits until it is on its way. */
   private readonly chains = new Map<string, Promise<unknown>>();
   /** Per market host (a group), the calls its batches go in: one stub, a call per gathering (`host-calls.ts`). */
-  private readonly hosts = new Map<number, HostCalls<HostItem, IngestAnswer>>();
+  private readonly hosts = new Map<number, HostCalls<IngestItem, IngestAnswer>>();
   /** Batches and ack times, handed to the Metrics object (docs/operations.md#metrics). */
   private readonly metrics = new MetricsHolder();
   private grant: Grant | undefined;
@@ -220,7 +218,7 @@ export class PublishChannel extends MeteredObject {
    * most one per GATHER_MS on average (a fifth of the tick): the calls into a group are at most 50 a second
    * a channel however many batches its markets take.
    */
-  private hostOf(market: MarketConfig): HostCalls<HostItem, IngestAnswer> {
+  private hostOf(market: MarketConfig): HostCalls<IngestItem, IngestAnswer> {
     const group = groupOf(market);
     let calls = this.hosts.get(group);
     if (!calls) {
