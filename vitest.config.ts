@@ -35,6 +35,9 @@ export default defineConfig({
                 // Each batch written at once, as the tests' sequences of batches expect; the tick itself
                 // is tested by test/integration/ingest-tick.test.ts, and runs in e2e and the benchmarks.
                 INGEST_TICK_MS: "0",
+                // A session closed once no call is under way (an eviction waits for an open one, and the
+                // tests evict); test/integration/rpc-sessions.test.ts keeps them open as deployed.
+                SESSION_IDLE_MS: "0",
               },
             },
           }),

@@ -43,6 +43,7 @@ export const PRICES = {
   base: { dollarsPerMonth: 5 },
   rowsWritten: { perMillion: 1.0, includedPerMonth: 50e6 },
   rowsRead: { perMillion: 0.001, includedPerMonth: 25e9 },
+  /** An RPC session is billed as one request, however many calls it carries. */
   requests: { perMillion: 0.15, includedPerMonth: 1e6 },
   /** Incoming WebSocket messages are billed 20 to a request. */
   messagesPerRequest: 20,
@@ -139,18 +140,20 @@ function grown(before, after) {
     const match = /^(mds_storage_rows_written_total|mds_storage_rows_read_total|mds_object_requests_total)\{(.*)\}$/.exec(series);
     if (!match) continue;
     const labels = Object.fromEntries([...match[2].matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
-    const entry = (byObject[labels.object] ??= { rowsWritten: 0, rowsRead: 0, calls: 0, alarms: 0, messages: 0 });
+    const entry = (byObject[labels.object] ??= { rowsWritten: 0, rowsRead: 0, calls: 0, alarms: 0, messages: 0, sessionCalls: 0 });
     const delta = value - (before.get(series) ?? 0);
     if (match[1] === "mds_storage_rows_written_total") entry.rowsWritten += delta;
     else if (match[1] === "mds_storage_rows_read_total") entry.rowsRead += delta;
-    else entry[{ call: "calls", alarm: "alarms", message: "messages" }[labels.kind]] += delta;
+    else entry[{ call: "calls", alarm: "alarms", message: "messages", session: "sessionCalls" }[labels.kind]] += delta;
   }
   const total = (field) => Object.values(byObject).reduce((sum, o) => sum + o[field], 0);
   return {
     byObject,
     rowsWritten: total("rowsWritten"),
     rowsRead: total("rowsRead"),
+    // A call on an RPC session is part of the request that opened it (counted under `calls`): not billed.
     requests: total("calls") + total("alarms") + total("messages") / PRICES.messagesPerRequest,
+    sessionCalls: total("sessionCalls"),
   };
 }
 
@@ -429,6 +432,7 @@ async function main() {
             rowsWritten: p.rowsWritten,
             rowsRead: p.rowsRead,
             requests: round(p.requests, 1),
+            sessionCalls: p.sessionCalls,
             byObject: p.byObject,
           },
         ]),

@@ -1,4 +1,5 @@
 import { priceIndex, streamHub } from "../core/object-ids";
+import { SessionLink, type SessionStub, sessionIdleMs } from "../sessions/session-link";
 import type { StreamEvent } from "../streams/protocol";
 import type { MarketSummary, RelayOp } from "./messages";
 import { PacedOutbox } from "./paced-outbox";
@@ -9,6 +10,14 @@ export const RELAY_TICK_MS = 100;
 export const SHARD_TICK_MS = 50;
 
 const SUBS_PREFIX = "subs:";
+
+/** What a relay calls on a shard's session and on the price index's (their classes name them). */
+interface ShardCalls {
+  publish(events: StreamEvent[]): Promise<void>;
+}
+interface PriceIndexCalls {
+  reportSummaries(summaries: MarketSummary[]): Promise<void>;
+}
 
 /**
  * The relay of one group of up to 64 markets (docs/design.md#group-relays), inside the object
@@ -28,6 +37,8 @@ export class GroupRelay {
   private readonly toPriceIndex: PacedOutbox<MarketSummary>;
   /** Calls made to each shard since this relay woke (one entry per shard it knows: bounded like `toShards`). */
   readonly callsTo = new Map<string, number>();
+  /** Its sessions' idle time (SESSION_IDLE_MS; a test may set it before the first event). */
+  sessionIdleMs: number;
 
   constructor(
     private readonly kv: SyncKvStorage,
@@ -36,15 +47,21 @@ export class GroupRelay {
     for (const [key, shards] of kv.list<string[]>({ prefix: SUBS_PREFIX })) {
       this.subscribers.set(key.slice(SUBS_PREFIX.length), new Set(shards));
     }
-    this.toPriceIndex = new PacedOutbox(RELAY_TICK_MS, (summaries) => priceIndex(env).reportSummaries(latestPerMarket(summaries)));
+    this.sessionIdleMs = sessionIdleMs(env);
+    let index: SessionLink<PriceIndexCalls> | undefined;
+    this.toPriceIndex = new PacedOutbox(RELAY_TICK_MS, (summaries) => {
+      index ??= this.link(() => priceIndex(env).openSession());
+      return index.call("reportSummaries", latestPerMarket(summaries));
+    });
   }
 
   private outboxOf(shard: string): PacedOutbox<StreamEvent> {
     let outbox = this.toShards.get(shard);
     if (!outbox) {
+      const link = this.link<ShardCalls>(() => streamHub(this.env, shard).openSession());
       const send = (events: StreamEvent[]) => {
         this.callsTo.set(shard, (this.callsTo.get(shard) ?? 0) + 1);
-        return streamHub(this.env, shard).publish(events);
+        return link.call("publish", events);
       };
       this.toShards.set(shard, (outbox = new PacedOutbox(SHARD_TICK_MS, send)));
     }
@@ -74,6 +91,11 @@ export class GroupRelay {
         if (shards?.delete(op.leave)) this.persist(op.symbol, shards);
       } else this.toPriceIndex.push(op.summary);
     }
+  }
+
+  /** A session into a shard or the price index: its calls, a tick each, are one billed request (`../sessions/`). */
+  private link<T>(open: () => Promise<SessionStub>): SessionLink<T> {
+    return new SessionLink<T>(open, this.sessionIdleMs);
   }
 
   /** Sends everything queued now, without waiting for the tick (tests count calls this way). */

@@ -6,6 +6,7 @@ import type { DayFiles } from "../history/market-history";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import type { MarketConfig } from "../registry/model";
+import { ObjectSession } from "../sessions/object-session";
 import { GroupJournal } from "../ticks/journal";
 import { Tick } from "../ticks/tick";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
@@ -118,6 +119,11 @@ export class MarketObject extends MeteredObject {
     return Promise.all(items.map(({ market, batch, commit }) => this.engine(market.symbol).ingest(market, batch, commit)));
   }
 
+  /** A publisher channel's session into the group (`../sessions/`): its gathered calls ride on it, one billed request. */
+  openSession(): ObjectSession<MarketObject> {
+    return new ObjectSession<MarketObject>(this, ["ingestAll"]);
+  }
+
   importMinutes(market: MarketConfig, minutes: MinuteBucket[]): { imported: number; replaced: number } | ProblemResult {
     return this.engine(market.symbol).importMinutes(market, minutes);
   }
@@ -184,6 +190,7 @@ export class MarketObject extends MeteredObject {
 meterRequests(MarketObject, [
   "ingest",
   "ingestAll",
+  "openSession",
   "importMinutes",
   "orderBook",
   "archiveTrades",

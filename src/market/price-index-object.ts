@@ -10,6 +10,7 @@ import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { ensureRegistry } from "../registry/copy";
 import { groupOf, type RegistryIndex } from "../registry/model";
+import { ObjectSession } from "../sessions/object-session";
 import { everyShard } from "../streams/every-shard";
 import { STATUS_STREAM, type StreamEvent, TICKERS_STREAM, type TickerWindow } from "../streams/protocol";
 import type { MarketAnswer } from "./edge-copies";
@@ -76,6 +77,11 @@ export class PriceIndex extends MeteredObject {
 
   unsubscribeShard(stream: string, shard: string): void {
     if (this.subscribers.get(stream)?.delete(shard)) this.persistShards();
+  }
+
+  /** A group relay's session (`../sessions/`): its summaries every tick ride on it, one billed request. */
+  openSession(): ObjectSession<PriceIndex> {
+    return new ObjectSession<PriceIndex>(this, ["reportSummaries"]);
   }
 
   /** A group relay's batch of its markets' summaries. */
@@ -243,6 +249,7 @@ meterRequests(PriceIndex, [
   "subscribeShard",
   "unsubscribeShard",
   "reportSummaries",
+  "openSession",
   "status",
   "announcements",
   "announce",

@@ -104,8 +104,12 @@ export function meteredStorage(storage: DurableObjectStorage, counted: RowsCount
   return { storage: metered, settle };
 }
 
-/** How a request reached an object: an RPC call or `fetch`, its alarm, or a WebSocket message (billed 20 to a request). */
-export type RequestKind = "call" | "alarm" | "message";
+/**
+ * How a request reached an object: an RPC call or `fetch`, its alarm, a WebSocket message (billed
+ * 20 to a request), or a call on an RPC session the object handed out (`../sessions/`: the
+ * session's opening was the billed call; the calls on it are not billed).
+ */
+export type RequestKind = "call" | "alarm" | "message" | "session";
 
 /**
  * What one Durable Object bills, counted where it happens (docs/operations.md#metrics): the rows
@@ -136,6 +140,7 @@ export class ObjectMeter {
       call: seriesKey("mds_object_requests_total", { object, kind: "call" }),
       alarm: seriesKey("mds_object_requests_total", { object, kind: "alarm" }),
       message: seriesKey("mds_object_requests_total", { object, kind: "message" }),
+      session: seriesKey("mds_object_requests_total", { object, kind: "session" }),
     };
   }
 
@@ -175,6 +180,25 @@ function settled(object: Metered): void {
   object.afterRequest?.();
 }
 
+/** The methods `meterRequests` wrapped, unwrapped, per class prototype (for calls on a session). */
+const unmetered = new WeakMap<object, Map<string, (...args: unknown[]) => unknown>>();
+
+/** Runs one request of `object`: counted as `kind`, its rows counted when it is done, the counts handed on when due. */
+function runMetered<T extends Metered>(object: T, kind: RequestKind, method: (...args: unknown[]) => unknown, args: unknown[]): unknown {
+  object.meter.request(kind);
+  let result: unknown;
+  try {
+    result = method.apply(object, args);
+  } catch (error) {
+    settled(object);
+    throw error;
+  }
+  // An async method's rows are counted when it is done.
+  if (result instanceof Promise) return result.finally(() => settled(object));
+  settled(object);
+  return result;
+}
+
 /**
  * Counts every request an object class serves: wraps the named methods of its prototype (RPC
  * methods stay prototype methods, as the runtime requires), so no method can forget to count.
@@ -184,27 +208,30 @@ function settled(object: Metered): void {
  * meterRequests(MarketObject, ["ingest", "answer", "alarm"]);
  */
 export function meterRequests<T extends Metered>(cls: { prototype: T }, methods: readonly (keyof T & string)[]): void {
+  const originals = new Map<string, (...args: unknown[]) => unknown>();
+  unmetered.set(cls.prototype, originals);
   for (const name of methods) {
     const original = cls.prototype[name] as unknown as (this: T, ...args: unknown[]) => unknown;
     if (typeof original !== "function") throw new Error(`meterRequests: ${name} is not a method`);
+    originals.set(name, original);
     const kind: RequestKind = name === "alarm" ? "alarm" : name === "webSocketMessage" ? "message" : "call";
     Object.defineProperty(cls.prototype, name, {
       configurable: true,
       writable: true,
       value: function (this: T, ...args: unknown[]) {
-        this.meter.request(kind);
-        let result: unknown;
-        try {
-          result = original.apply(this, args);
-        } catch (error) {
-          settled(this);
-          throw error;
-        }
-        // An async method's rows are counted when it is done.
-        if (result instanceof Promise) return result.finally(() => settled(this));
-        settled(this);
-        return result;
+        return runMetered(this, kind, original, args);
       },
     });
   }
+}
+
+/**
+ * Calls a metered method of `object` as a call on one of its RPC sessions: counted as `session`
+ * (not billed: the session's opening was), and otherwise as the method's own call is.
+ */
+export function callInSession<T extends Metered>(object: T, name: string, args: unknown[]): unknown {
+  let method: ((...args: unknown[]) => unknown) | undefined;
+  for (let proto = Object.getPrototypeOf(object); proto && !method; proto = Object.getPrototypeOf(proto)) method = unmetered.get(proto)?.get(name);
+  if (!method) throw new Error(`callInSession: ${name} is not a metered method`);
+  return runMetered(object, "session", method, args);
 }

@@ -8,11 +8,13 @@ import { Slots } from "../core/slots";
 import { parseSymbol } from "../core/symbols";
 import { logEvent } from "../logs/log";
 import { type IngestAnswer, type IngestItem, ingest } from "../market/ingest";
+import type { MarketObject } from "../market/market-object";
 import { MetricsHolder, metricsOn } from "../metrics/holder";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { batchOutcome } from "../metrics/outcomes";
 import { groupOf, type MarketConfig } from "../registry/model";
+import { SessionLink, sessionIdleMs } from "../sessions/session-link";
 import { POLICY_VIOLATION } from "../streams/protocol";
 import { HostCalls } from "./host-calls";
 import { errorOf, MAX_BATCH_BYTES, MAX_CHANNELS_PER_KEY, MAX_PENDING_BYTES_PER_KEY, MAX_UNACKED, MAX_UNACKED_PER_KEY, parseBatch } from "./protocol";
@@ -66,7 +68,11 @@ export class PublishChannel extends MeteredObject {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, "channel");
     this.gatherMs = Math.min(GATHER_MS, Number(env.INGEST_TICK_MS ?? "100"));
+    this.sessionIdleMs = sessionIdleMs(env);
   }
+
+  /** Its sessions' idle time (SESSION_IDLE_MS; a test may set it before the first batch). */
+  sessionIdleMs: number;
 
   /** The calls' spacing into a host, on average (GATHER_MS; none in the workers tests unless a test sets it). */
   gatherMs: number;
@@ -222,8 +228,8 @@ export class PublishChannel extends MeteredObject {
     const group = groupOf(market);
     let calls = this.hosts.get(group);
     if (!calls) {
-      const stub = marketObject(this.env, market);
-      calls = new HostCalls(this.gatherMs, (items) => stub.ingestAll(items));
+      const link = new SessionLink<MarketObject>(() => marketObject(this.env, market).openSession(), this.sessionIdleMs);
+      calls = new HostCalls(this.gatherMs, (items) => link.call("ingestAll", items));
       this.hosts.set(group, calls);
     }
     return calls;

@@ -5,6 +5,7 @@ import { MetricsHolder, metricsOn } from "../metrics/holder";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { ensureRegistry } from "../registry/copy";
+import { ObjectSession } from "../sessions/object-session";
 import { type Attachment, attachmentOf, headerOf, loadAttachment, type StoredAttachment, saveAttachment } from "./attachment";
 import {
   DIALECT_HEADER,
@@ -505,6 +506,11 @@ export class StreamHub extends MeteredObject {
     return connections;
   }
 
+  /** A group relay's session (`../sessions/`): its ticks' events ride on it, one billed request. */
+  openSession(): ObjectSession<StreamHub> {
+    return new ObjectSession<StreamHub>(this, ["publish"]);
+  }
+
   /** Called by a group relay (once per tick at most) or the price index (`from`): each event goes to this shard's subscribers. */
   async publish(events: StreamEvent[], from: "relay" | "index" = "relay"): Promise<void> {
     if (this.counting && from === "relay") {
@@ -592,4 +598,4 @@ export class StreamHub extends MeteredObject {
   }
 }
 
-meterRequests(StreamHub, ["fetch", "webSocketMessage", "alarm", "announceClose", "scrape", "publish", "leasesHeld"]);
+meterRequests(StreamHub, ["fetch", "webSocketMessage", "alarm", "announceClose", "scrape", "publish", "openSession", "leasesHeld"]);
