@@ -62,7 +62,7 @@ export class ShardDuties {
     const sockets = this.host.subscribersOf(HEARTBEAT_STREAM);
     if (!sockets || sockets.size === 0) {
       this.host.heartbeatUnwanted();
-      this.kv.delete(HEARTBEAT_DUE_KEY);
+      this.forget(HEARTBEAT_DUE_KEY);
       return undefined;
     }
     const dueAt = this.kv.get<number>(HEARTBEAT_DUE_KEY) ?? now;
@@ -96,7 +96,7 @@ export class ShardDuties {
       if (!byKey.has(key.slice(KEY_VERIFIED_PREFIX.length))) this.kv.delete(key);
     }
     if (byKey.size === 0) {
-      this.kv.delete(KEYS_DUE_KEY);
+      this.forget(KEYS_DUE_KEY);
       return undefined;
     }
     const dueAt = this.kv.get<number>(KEYS_DUE_KEY) ?? now;
@@ -162,7 +162,8 @@ export class ShardDuties {
   maintenanceNotices(now: number): number | undefined {
     const status = this.kv.get<VenueStatusMessage>(STATUS_KEY);
     const maintenances = (status?.announcements ?? []).filter((a) => a.kind === "maintenance" && (a.endsAt === null || now < a.endsAt));
-    const noticed = new Set((this.kv.get<string[]>(NOTICED_KEY) ?? []).filter((id) => maintenances.some((a) => a.id === id)));
+    const held = this.kv.get<string[]>(NOTICED_KEY) ?? [];
+    const noticed = new Set(held.filter((id) => maintenances.some((a) => a.id === id)));
     let next: number | undefined;
     for (const maintenance of maintenances) {
       if (noticed.has(maintenance.id)) continue;
@@ -177,7 +178,13 @@ export class ShardDuties {
         if (notice) this.host.send(ws, notice);
       }
     }
-    this.kv.put(NOTICED_KEY, [...noticed]);
+    // Written only when it changed: every alarm of the shard runs this.
+    if (held.length !== noticed.size || held.some((id) => !noticed.has(id))) this.kv.put(NOTICED_KEY, [...noticed]);
     return next;
+  }
+
+  /** Deletes a key that is there: a delete is a row written, a read costs next to nothing (every alarm runs these). */
+  private forget(key: string): void {
+    if (this.kv.get(key) !== undefined) this.kv.delete(key);
   }
 }
