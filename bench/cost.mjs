@@ -14,9 +14,11 @@
 // Markets are hosted by group, 64 a group, and a group commits once a tick (docs/design.md#market-hosts),
 // so the rows written are fitted (least squares, none below zero) to rows = a·batches + b·trades +
 // c·level changes + d·market-seconds + e·host-seconds over the five phases besides busy (the group
-// phase tells hosts from markets), and the requests to a·batches + d·market-seconds + e·host-seconds:
-// the per-unit figures, extrapolated linearly to the venue model of docs/capacity.md (2,000 markets
-// in 32 hosts). The busy phase *is* the busy-market model: its own counts are priced. Prices are
+// phase tells hosts from markets), and the requests besides the publishers' messages to a·batches +
+// d·market-seconds + e·host-seconds: the per-unit figures, extrapolated linearly to the venue model of
+// docs/capacity.md (2,000 markets in 32 hosts). Calls on an RPC session are not billed (the session's
+// opening is); the publishers send each 20 ms slice's batches as one message (an array), and the
+// model's messages are its batches over its `batchesPerMessage`, 20 to a request. The busy phase *is* the busy-market model: its own counts are priced. Prices are
 // Cloudflare's published rates (PRICES, with the date read).
 // Loopback only; it stops everything it started.
 import { mkdirSync } from "node:fs";
@@ -58,9 +60,32 @@ export const PRICES = {
 const SECONDS_PER_MONTH = 30 * 86_400;
 
 /** The two models of docs/capacity.md. */
+/**
+ * `batchesPerMessage`: the venue's publisher sends its markets' batches of each 20 ms together, 400
+ * of them, in messages of at most 64 (docs/publishing.md#the-publisher-channel); the busy market's
+ * publisher sends each batch alone (one every 20 ms).
+ */
 export const MODELS = {
-  venue: { markets: 2000, batchesPerMarketSecond: 10, tradesPerBatch: 1, levelsPerBatch: 5, subscribers: 100_000, subscribersPerShard: 1000, groupSize: 64 },
-  busyMarket: { markets: 1, batchesPerMarketSecond: 50, tradesPerBatch: 20, levelsPerBatch: 100, subscribers: 1000, subscribersPerShard: 1000, groupSize: 64 },
+  venue: {
+    markets: 2000,
+    batchesPerMarketSecond: 10,
+    tradesPerBatch: 1,
+    levelsPerBatch: 5,
+    batchesPerMessage: 64,
+    subscribers: 100_000,
+    subscribersPerShard: 1000,
+    groupSize: 64,
+  },
+  busyMarket: {
+    markets: 1,
+    batchesPerMarketSecond: 50,
+    tradesPerBatch: 20,
+    levelsPerBatch: 100,
+    batchesPerMessage: 1,
+    subscribers: 1000,
+    subscribersPerShard: 1000,
+    groupSize: 64,
+  },
 };
 /** Trades per archived R2 chunk (TRADE_ARCHIVE_CHUNK) and the bytes a trade takes there (gzip'd CSV, docs/history.md#trades). */
 const TRADES_PER_CHUNK = 10_000;
@@ -153,6 +178,9 @@ function grown(before, after) {
     rowsRead: total("rowsRead"),
     // A call on an RPC session is part of the request that opened it (counted under `calls`): not billed.
     requests: total("calls") + total("alarms") + total("messages") / PRICES.messagesPerRequest,
+    // The publishers' messages are priced from the model's (how many batches a message carries), the rest fitted.
+    requestsBesideMessages: total("calls") + total("alarms"),
+    messages: total("messages"),
     sessionCalls: total("sessionCalls"),
   };
 }
@@ -176,19 +204,28 @@ async function phase(service, channels, markets, { batchesPerSecond, levels, tra
     const perSlice = Math.ceil(markets.length / slices);
     while (!stop) {
       for (let k = 0; k < slices; k++) {
+        // A venue's publisher sends its markets' batches of a moment in one message (an array).
+        const bySlice = new Map();
         for (let i = k * perSlice; i < Math.min(markets.length, (k + 1) * perSlice); i++) {
-          const market = markets[i];
           const channel = channels[i % channels.length];
-          if (channel.unanswered >= 60) continue; // the channel's window (64): a late batch is skipped, not queued
-          const body = market.batch(levels, trades);
-          const sent = channel.send(body).then(({ result }) => {
-            if (!counting) return;
-            counts.batches += 1;
-            counts.trades += result.acceptedTrades;
-            counts.levels += (body.book?.bids.length ?? 0) + (body.book?.asks.length ?? 0);
-          });
-          inFlight.add(sent);
-          sent.finally(() => inFlight.delete(sent));
+          const batch = bySlice.get(channel) ?? [];
+          // The channel's window (64): a late batch is skipped, not queued.
+          if (channel.unanswered + batch.length >= 60) continue;
+          batch.push(markets[i].batch(levels, trades));
+          bySlice.set(channel, batch);
+        }
+        for (const [channel, bodies] of bySlice) {
+          for (const [j, answer] of channel.sendMany(bodies).entries()) {
+            const body = bodies[j];
+            const sent = answer.then(({ result }) => {
+              if (!counting) return;
+              counts.batches += 1;
+              counts.trades += result.acceptedTrades;
+              counts.levels += (body.book?.bids.length ?? 0) + (body.book?.asks.length ?? 0);
+            });
+            inFlight.add(sent);
+            sent.finally(() => inFlight.delete(sent));
+          }
         }
         next += interval / slices;
         await sleep(Math.max(0, next - performance.now()));
@@ -272,7 +309,11 @@ function priced(model, counted, measured) {
       counted.rowsPerHostSecond * hosts;
   const rowsRead = measured?.rowsReadPerSecond ?? counted.rowsReadPerBatch * batches;
   const requests =
-    measured?.requestsPerSecond ?? counted.requestsPerBatch * batches + counted.requestsPerMarketSecond * model.markets + counted.requestsPerHostSecond * hosts;
+    measured?.requestsPerSecond ??
+    batches / model.batchesPerMessage / PRICES.messagesPerRequest +
+      counted.requestsPerBatch * batches +
+      counted.requestsPerMarketSecond * model.markets +
+      counted.requestsPerHostSecond * hosts;
   // Objects busy all the time: each group's host (its relay inside), the shards, the publishers' channel.
   const busyObjects = hosts + Math.ceil(model.subscribers / model.subscribersPerShard) + 1;
   const gbSeconds = busyObjects * PRICES.objectGb;
@@ -376,7 +417,7 @@ async function main() {
     );
     const [requestsPerBatch, requestsPerMarketSecond, requestsPerHostSecond] = fitNonNegative(
       fitted.map((p) => [p.batches, p.marketSeconds, p.hostSeconds]),
-      fitted.map((p) => p.requests),
+      fitted.map((p) => p.requestsBesideMessages),
     );
     const v = phases.venue;
     const round = (x, digits = 3) => Math.round(x * 10 ** digits) / 10 ** digits;
@@ -388,6 +429,7 @@ async function main() {
       rowsPerHostSecond: round(perHostSecond),
       rowsReadPerBatch: round(v.rowsRead / v.batches),
       requestsPerBatch: round(requestsPerBatch),
+      batchesPerMessage: round(v.batches / Math.max(1, v.messages), 2),
       requestsPerMarketSecond: round(requestsPerMarketSecond),
       requestsPerHostSecond: round(requestsPerHostSecond),
     };

@@ -5,7 +5,8 @@ import { type IngestBody, IngestBodySchema } from "../market/schemas";
 
 /**
  * The publisher channel's protocol (docs/publishing.md#the-publisher-channel), pure: a message is
- * an ingest batch with the client's `id`, answered `{id, result}` or `{id, error}` with the
+ * an ingest batch with the client's `id`, or an array of up to MAX_BATCHES_PER_MESSAGE of them
+ * (taken in order, as if sent one by one), each answered `{id, result}` or `{id, error}` with the
  * semantics of `POST /v1/ingest`.
  */
 
@@ -18,6 +19,13 @@ export const MAX_CHANNELS_PER_KEY = 4;
 /** Batches, and their bytes, awaiting an answer over all of one key's connections: what a key can make its channel hold. */
 export const MAX_UNACKED_PER_KEY = MAX_CHANNELS_PER_KEY * MAX_UNACKED;
 export const MAX_PENDING_BYTES_PER_KEY = 16 * 1024 * 1024;
+
+/**
+ * Batches one message may carry (an array): a connection's whole window. Cloudflare bills 20
+ * incoming messages as one request, whatever they hold, so a venue's publisher sending its
+ * markets' batches of a moment together pays per message, not per batch.
+ */
+export const MAX_BATCHES_PER_MESSAGE = MAX_UNACKED;
 
 export type BatchId = string | number;
 
@@ -37,15 +45,27 @@ export function errorOf(code: ProblemCode, detail: string, extras?: ProblemExtra
   return problemBody(code, detail, undefined, extras);
 }
 
-/** Parses one message: a batch with its id, or the error to answer (with the id when it has one). */
-export function parseBatch(message: string | ArrayBuffer): Parsed {
-  if (typeof message !== "string") return { ok: false, id: null, error: errorOf("VALIDATION_FAILED", "batches are JSON text, not binary") };
+/**
+ * Parses one message: its batches in order, each with its id or the error to answer it with (with
+ * the id when it has one). A message that is no batch at all is one error without an id.
+ */
+export function parseMessage(message: string | ArrayBuffer): Parsed[] {
+  if (typeof message !== "string") return [{ ok: false, id: null, error: errorOf("VALIDATION_FAILED", "batches are JSON text, not binary") }];
   let value: unknown;
   try {
     value = JSON.parse(message);
   } catch {
-    return { ok: false, id: null, error: errorOf("VALIDATION_FAILED", "a batch is JSON: {id, symbol, book?, trades?}") };
+    return [{ ok: false, id: null, error: errorOf("VALIDATION_FAILED", "a message is JSON: a batch {id, symbol, book?, trades?} or an array of them") }];
   }
+  if (!Array.isArray(value)) return [parseBatch(value)];
+  if (value.length === 0 || value.length > MAX_BATCHES_PER_MESSAGE) {
+    return [{ ok: false, id: null, error: errorOf("VALIDATION_FAILED", `an array of batches holds 1 to ${MAX_BATCHES_PER_MESSAGE} of them`) }];
+  }
+  return value.map(parseBatch);
+}
+
+/** One batch of a message: its body and id, or the error to answer (with the id when it has one). */
+function parseBatch(value: unknown): Parsed {
   const parsed = PublishMessageSchema.safeParse(value);
   if (!parsed.success) {
     return {

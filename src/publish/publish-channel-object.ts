@@ -17,7 +17,16 @@ import { groupOf, type MarketConfig } from "../registry/model";
 import { SessionLink, sessionIdleMs } from "../sessions/session-link";
 import { POLICY_VIOLATION } from "../streams/protocol";
 import { HostCalls } from "./host-calls";
-import { errorOf, MAX_BATCH_BYTES, MAX_CHANNELS_PER_KEY, MAX_PENDING_BYTES_PER_KEY, MAX_UNACKED, MAX_UNACKED_PER_KEY, parseBatch } from "./protocol";
+import {
+  errorOf,
+  MAX_BATCH_BYTES,
+  MAX_CHANNELS_PER_KEY,
+  MAX_PENDING_BYTES_PER_KEY,
+  MAX_UNACKED,
+  MAX_UNACKED_PER_KEY,
+  type Parsed,
+  parseMessage,
+} from "./protocol";
 
 /** The key's standing is asked again at least this often while a channel is open (docs/publishing.md#rights-on-an-open-channel). */
 export const KEY_CHECK_EVERY_MS = 10_000;
@@ -155,12 +164,21 @@ export class PublishChannel extends MeteredObject {
    */
   override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
     const size = typeof message === "string" ? message.length : message.byteLength;
-    if (size > MAX_BATCH_BYTES) return this.answer(ws, { id: null, error: errorOf("PAYLOAD_TOO_LARGE", `a batch is at most ${MAX_BATCH_BYTES} bytes`) });
-    const parsed = parseBatch(message);
-    if (!parsed.ok) return this.answer(ws, { id: parsed.id, error: parsed.error });
+    if (size > MAX_BATCH_BYTES) return this.answer(ws, { id: null, error: errorOf("PAYLOAD_TOO_LARGE", `a message is at most ${MAX_BATCH_BYTES} bytes`) });
+    const batches = parseMessage(message);
+    // A message's bytes are shared by its batches, so the key's pending bytes add up to what it sent.
+    for (const parsed of batches) this.take(ws, parsed, size / batches.length);
+  }
+
+  /** One batch of a message: refused now, or put in its market's chain (in the message's order). */
+  private take(ws: WebSocket, parsed: Parsed, size: number): void {
+    if (!parsed.ok) {
+      this.answer(ws, { id: parsed.id, error: parsed.error });
+      return;
+    }
     const overKey = this.pendingBatches >= MAX_UNACKED_PER_KEY || this.pendingBytes + size > MAX_PENDING_BYTES_PER_KEY;
     if (overKey || !this.unacked.take(ws, MAX_UNACKED)) {
-      return this.answer(ws, {
+      this.answer(ws, {
         id: parsed.id,
         error: errorOf(
           "RATE_LIMITED",
@@ -168,6 +186,7 @@ export class PublishChannel extends MeteredObject {
           { maxUnacked: MAX_UNACKED, maxUnackedPerKey: MAX_UNACKED_PER_KEY, maxPendingBytesPerKey: MAX_PENDING_BYTES_PER_KEY },
         ),
       });
+      return;
     }
     this.pendingBatches += 1;
     this.pendingBytes += size;

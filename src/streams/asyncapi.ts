@@ -16,7 +16,7 @@ import {
   TradeSchema,
   WindowSchema,
 } from "../market/schemas";
-import { MAX_UNACKED, PublishMessageSchema } from "../publish/protocol";
+import { MAX_BATCHES_PER_MESSAGE, MAX_UNACKED, PublishMessageSchema } from "../publish/protocol";
 import { GOING_AWAY, SERVICE_RESTART } from "./planned-close";
 import {
   ERROR_CODES,
@@ -206,6 +206,12 @@ const SENT = ["subscribe", "unsubscribe", "list", "ping", "keepalive"];
 /** The publisher channel's messages (docs/publishing.md#the-publisher-channel). */
 const PUBLISH_MESSAGES: Json = {
   batch: message("batch", "An ingest batch (the POST /v1/ingest body) with the client's id", schemaOf(PublishMessageSchema)),
+  batches: message("batches", `1 to ${MAX_BATCHES_PER_MESSAGE} ingest batches in one message, taken in order as if sent one by one, each answered on its own`, {
+    type: "array",
+    minItems: 1,
+    maxItems: MAX_BATCHES_PER_MESSAGE,
+    items: schemaOf(PublishMessageSchema),
+  }),
   batchResult: message(
     "batchResult",
     "The batch was applied (or was an exact resend) and is durable — written with its market's tick, at most 100 ms after it came: the ingest result",
@@ -311,7 +317,7 @@ export function asyncApiDocument(): Json {
     action: "send",
     channel: publish,
     title: "Ingest batches on the publisher channel",
-    messages: [{ $ref: "#/channels/publish/messages/batch" }],
+    messages: [{ $ref: "#/channels/publish/messages/batch" }, { $ref: "#/channels/publish/messages/batches" }],
   };
   operations.publishReceive = {
     action: "receive",

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { principalOfKey } from "../../src/access/keys";
 import { sign, signaturePayload } from "../../src/access/signature";
 import { accessGuard, publishChannel } from "../../src/core/object-ids";
-import { MAX_UNACKED } from "../../src/publish/protocol";
+import { MAX_BATCHES_PER_MESSAGE, MAX_UNACKED } from "../../src/publish/protocol";
 import type { PublishChannel } from "../../src/publish/publish-channel-object";
 import { newKey, newPublishKey, type TestKey } from "../support/accounts";
 import { call, callJson } from "../support/http";
@@ -89,6 +89,44 @@ describe("the publisher channel, GET /v1/publish (docs/publishing.md#the-publish
       const mine = page.filter((t) => t.id.startsWith(`order-${market}`)).sort((a, b) => a.tradeId - b.tradeId);
       expect(mine.map((t) => t.id)).toEqual(Array.from({ length: 20 }, (_, n) => `order-${market}-${n}`));
     }
+    socket.ws.close();
+  });
+
+  it("takes an array of batches in one message, each answered on its own as if sent alone, in order (fails before: the array was refused)", async () => {
+    const key = await newPublishKey();
+    const socket = await channel(key, "203.0.130.9");
+    const trade = (market: string, n: number) => {
+      const [price, quantity] = market === "BTCUSDT" ? ["97000.00", "0.00100"] : ["3400.00", "0.0100"];
+      return { id: `many-${market}-${n}`, price, quantity, side: "buy", time: Date.now() };
+    };
+    const batches = [
+      { id: "m1", symbol: "BTCUSDT", trades: [trade("BTCUSDT", 1)] },
+      { id: "m2", symbol: "ETHUSDT", trades: [trade("ETHUSDT", 1)] },
+      { id: "m3", symbol: "BTCUSDT", trades: [{ ...trade("BTCUSDT", 2), price: "97000.001" }] }, // off the tick: refused alone
+      { id: "m4", symbol: "BTCUSDT", trades: [trade("BTCUSDT", 3)] },
+      { id: "m5", symbol: "ETHUSDT", book: { type: "delta" } }, // malformed: its own error, with its id
+    ];
+    socket.ws.send(JSON.stringify(batches));
+    const answers = await Promise.all(batches.map((b) => answerOf(socket, b.id)));
+    expect(
+      answers.map((a) => a.result?.acceptedTrades ?? a.error.code),
+      "each batch's answer",
+    ).toEqual([1, 1, "VALIDATION_FAILED", 1, "VALIDATION_FAILED"]);
+    const btc = (await callJson<{ id: string; tradeId: number }[]>("/api/trades/BTCUSDT?limit=1000")).body
+      .filter((t) => t.id.startsWith("many-"))
+      .sort((a, b) => a.tradeId - b.tradeId);
+    expect(
+      btc.map((t) => t.id),
+      "one market's batches of the message, in the message's order",
+    ).toEqual(["many-BTCUSDT-1", "many-BTCUSDT-3"]);
+    // An empty array, or one longer than a connection's window, is no batch: one error without an id.
+    socket.ws.send("[]");
+    socket.ws.send(JSON.stringify(Array.from({ length: MAX_BATCHES_PER_MESSAGE + 1 }, (_, n) => ({ id: `over-${n}`, symbol: "BTCUSDT", trades: [] }))));
+    await until(() => socket.messages.filter((m) => m.id === null && m.error).length === 2, { what: "two refusals" });
+    expect(
+      socket.messages.some((m) => typeof m.id === "string" && m.id.startsWith("over-")),
+      "no batch of the long array taken",
+    ).toBe(false);
     socket.ws.close();
   });
 
