@@ -66,6 +66,21 @@ const unpackSecond = ([minute, open, high, low, close, first, last, volume, quot
   takerBuyQuoteVolume: BigInt(buyQuote),
 });
 
+/** A commit writes the staged buckets itself only when the minute's alarm is this late (its write is the alarm's). */
+export const BUCKET_FLUSH_LATE_MS = 5_000;
+
+/**
+ * Whether the staged buckets are due to be written (docs/design.md#the-write-path): at the
+ * market's alarm at a minute's end, once the minute has turned since the last write — so a write
+ * holds the closed minute, not two minutes' halves, each written twice (about 3 rows a trading
+ * market-minute more: its seconds, its minute and its ids) — and at a commit only when that alarm
+ * is late by BUCKET_FLUSH_LATE_MS.
+ */
+export function bucketsDue(now: number, flushedAt: number, at: "alarm" | "commit"): boolean {
+  if (at === "alarm") return Math.floor(now / MINUTE_MS) !== Math.floor(flushedAt / MINUTE_MS);
+  return now - flushedAt >= MINUTE_MS + BUCKET_FLUSH_LATE_MS;
+}
+
 export class BucketStore {
   /** Buckets live trades changed since the last flush, by size and start. */
   private readonly staged = new Map<string, { size: BucketSize; bucket: MinuteBucket }>();

@@ -6,6 +6,7 @@ import { importMinutes, writeDays } from "../history/market-days";
 import { type DayFiles, MarketHistory } from "../history/market-history";
 import type { MarketConfig } from "../registry/model";
 import type { Tick } from "../ticks/tick";
+import { bucketsDue } from "./bucket-store";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
 import type { IngestAnswer, IngestBatch, IngestCommit } from "./ingest";
 import { restoreState } from "./market-load";
@@ -33,10 +34,8 @@ export interface OrderBookSnapshot {
 }
 
 const PRUNE_EVERY_MS = 60_000;
-/** The candle buckets live trades change are written at most this often (docs/design.md#the-write-path)… */
-const BUCKET_FLUSH_MS = 60_000;
 /**
- * …or sooner once this many wait (about 1 MB): late trades spread over a week stage a bucket each
+ * The candle buckets live trades change are written at the minute's end (`bucketsDue`), or sooner once this many wait (about 1 MB): late trades spread over a week stage a bucket each
  * of their own, and a publisher could otherwise grow the staged map without bound within a minute.
  */
 export const MAX_STAGED_BUCKETS = 4_096;
@@ -210,7 +209,7 @@ export class MarketEngine {
     }
     // The staged buckets and ids are written about once a minute (they are rebuilt from the trades after a restart).
     if (
-      now - this.bucketsFlushedAt >= BUCKET_FLUSH_MS ||
+      bucketsDue(now, this.bucketsFlushedAt, "commit") ||
       this.store.candles.stagedCount >= MAX_STAGED_BUCKETS ||
       this.store.pendingIds().bytes >= PENDING_MAX_BYTES
     ) {
@@ -389,8 +388,8 @@ export class MarketEngine {
   async alarm(): Promise<void> {
     this.host.tick.commitNow();
     this.secondly.fired();
-    // The staged buckets are written once they are a minute old, also when trading has stopped.
-    if (this.state && Date.now() - this.bucketsFlushedAt >= BUCKET_FLUSH_MS) this.flushBucketsNow(this.state);
+    // The staged buckets are written at the minute's end, also when trading has stopped.
+    if (this.state && bucketsDue(Date.now(), this.bucketsFlushedAt, "alarm")) this.flushBucketsNow(this.state);
     // After an eviction the object knows its market only from storage.
     if (this.state || this.store.hasConfig()) this.secondly.now(this.load(), Date.now());
     // Last: the summary's alarm (a minute on at most) stands, and the book files' later one needs no row of its own.
