@@ -324,7 +324,9 @@ export class MarketEngine {
   async archiveTrades(now = Date.now(), most = 16): Promise<number> {
     const state = this.state;
     if (!state) return 0;
-    // The archive lets trades go from here: the buckets holding them are written first.
+    // The archive lets trades go from here: the buckets holding them are written first, when a chunk is
+    // due (checked every minute: a write at the check's phase would split the minute's into two halves).
+    if (!this.history.archiveDue(state.tradeSeq, now - TRADE_RETENTION_MS)) return 0;
     this.flushBucketsNow(state);
     const moved = await this.history.archive(state.market, state.tradeSeq, now - TRADE_RETENTION_MS, most);
     if (moved > 0) state.tradesCache = undefined;

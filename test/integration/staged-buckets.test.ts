@@ -111,4 +111,19 @@ describe("candle buckets are staged and written about once a minute (src/market/
       "every trade in the candles",
     ).toBe(3000);
   });
+
+  it("the archive's check each minute writes no bucket while no chunk is due (fails before: it wrote them at its own phase, splitting the minute's write in two)", async () => {
+    const symbol = "SOLUSDT";
+    const staged = () =>
+      runInDurableObject(hostOfSymbol, (instance: MarketObject) => (instance.engine(symbol) as unknown as { store: MarketStore }).store.candles.stagedCount);
+    const hostOfSymbol = await hostOf(symbol);
+    // The market's first commit writes what it holds; the next trade's buckets wait for the minute's end.
+    for (const n of [1, 2])
+      await ingest(env, "*", { symbol, trades: [{ id: `archive-check-${n}`, price: "150.000", quantity: "1.00", side: "buy", time: Date.now() }] });
+    const before = await staged();
+    expect(before, "the trade's buckets staged").toBeGreaterThan(0);
+    const moved = await runInDurableObject(hostOfSymbol, (instance: MarketObject) => instance.archiveTrades(symbol));
+    expect(moved, "chunks moved").toBe(0);
+    expect(await staged(), "buckets still staged after the archive's check").toBe(before);
+  });
 });
