@@ -18,7 +18,8 @@
 // c·level changes + d·market-seconds + e·host-seconds over the five phases besides busy (the group
 // phase tells hosts from markets), and the requests besides the publishers' messages to a·batches +
 // d·market-seconds + e·host-seconds: the per-unit figures, extrapolated linearly to the venue model of
-// docs/capacity.md (2,000 markets in 32 hosts). Calls on an RPC session are not billed (the session's
+// docs/capacity.md (2,000 markets in 32 hosts); rows read likewise (batches, market-seconds,
+// host-seconds). Calls on an RPC session are not billed (the session's
 // opening is); the publishers send each 20 ms slice's batches as one message (an array), and the
 // model's messages are its batches over its `batchesPerMessage`, 20 to a request. The busy phase *is* the busy-market model: its own counts are priced. Prices are
 // Cloudflare's published rates (PRICES, with the date read).
@@ -310,7 +311,8 @@ function priced(model, counted, measured) {
       counted.rowsPerLevelChange * levels +
       counted.rowsPerMarketSecond * model.markets +
       counted.rowsPerHostSecond * hosts;
-  const rowsRead = measured?.rowsReadPerSecond ?? counted.rowsReadPerBatch * batches;
+  const rowsRead =
+    measured?.rowsReadPerSecond ?? counted.rowsReadPerBatch * batches + counted.rowsReadPerMarketSecond * model.markets + counted.rowsReadPerHostSecond * hosts;
   const requests =
     measured?.requestsPerSecond ??
     batches / model.batchesPerMessage / PRICES.messagesPerRequest +
@@ -418,6 +420,11 @@ async function main() {
       fitted.map((p) => [p.batches, p.trades, p.levels, p.marketSeconds, p.hostSeconds]),
       fitted.map((p) => p.rowsWritten),
     );
+    // Rows read come mostly from each watched market's once-a-second records (its windows read the stored hours).
+    const [readsPerBatch, readsPerMarketSecond, readsPerHostSecond] = fitNonNegative(
+      fitted.map((p) => [p.batches, p.marketSeconds, p.hostSeconds]),
+      fitted.map((p) => p.rowsRead),
+    );
     const [requestsPerBatch, requestsPerMarketSecond, requestsPerHostSecond] = fitNonNegative(
       fitted.map((p) => [p.batches, p.marketSeconds, p.hostSeconds]),
       fitted.map((p) => p.requestsBesideMessages),
@@ -430,7 +437,9 @@ async function main() {
       rowsPerLevelChange: round(perLevel),
       rowsPerMarketSecond: round(perMarketSecond),
       rowsPerHostSecond: round(perHostSecond),
-      rowsReadPerBatch: round(v.rowsRead / v.batches),
+      rowsReadPerBatch: round(readsPerBatch),
+      rowsReadPerMarketSecond: round(readsPerMarketSecond),
+      rowsReadPerHostSecond: round(readsPerHostSecond),
       requestsPerBatch: round(requestsPerBatch),
       batchesPerMessage: round(v.batches / Math.max(1, v.messages), 2),
       requestsPerMarketSecond: round(requestsPerMarketSecond),
