@@ -18,6 +18,9 @@ export class HostAlarms {
   private armedAt: number | null | undefined;
   /** The armings asked for, one after another (each reads and may set the object's alarm). */
   private arming: Promise<void> = Promise.resolve();
+  /** Inside `running`: the record is written and the alarm armed once, at its end. */
+  private deferred = false;
+  private dirty = false;
 
   constructor(private readonly storage: DurableObjectStorage) {
     this.due = new Map(Object.entries(storage.kv.get<Record<string, number>>(DUE_KEY) ?? {}));
@@ -30,8 +33,7 @@ export class HostAlarms {
       setAlarm: async (time) => {
         if (this.due.get(symbol) === time) return;
         this.due.set(symbol, time);
-        this.persist();
-        await this.rearm();
+        if (this.changed()) await this.rearm();
       },
     };
   }
@@ -47,7 +49,7 @@ export class HostAlarms {
     const due = [...this.due].filter(([, time]) => time <= by).map(([symbol]) => symbol);
     if (due.length === 0) return due;
     for (const symbol of due) this.due.delete(symbol);
-    this.persist();
+    this.changed();
     return due;
   }
 
@@ -55,7 +57,24 @@ export class HostAlarms {
   failed(symbol: string, now: number): void {
     if (this.due.has(symbol)) return; // it set its next before it failed
     this.due.set(symbol, now);
-    this.persist();
+    this.changed();
+  }
+
+  /**
+   * Runs the object's alarm: the markets taken off and each setting its next write the record
+   * once and arm the alarm once, at the end — a row, not one a market. Should the object fail
+   * before the end, the stored record still holds the markets as due, and the runtime's retry of
+   * the alarm runs them again.
+   */
+  async running(run: () => Promise<void>): Promise<void> {
+    this.deferred = true;
+    try {
+      await run();
+    } finally {
+      this.deferred = false;
+      if (this.dirty) this.persist();
+    }
+    await this.rearm();
   }
 
   /** Arms the object's alarm for the earliest market's, after any arming already asked for. */
@@ -81,7 +100,18 @@ export class HostAlarms {
     await this.storage.setAlarm(next);
   }
 
+  /** The record changed: written now, or at the end of `running`. Says whether it was written now. */
+  private changed(): boolean {
+    if (this.deferred) {
+      this.dirty = true;
+      return false;
+    }
+    this.persist();
+    return true;
+  }
+
   private persist(): void {
+    this.dirty = false;
     this.storage.kv.put(DUE_KEY, Object.fromEntries(this.due));
   }
 }

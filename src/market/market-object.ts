@@ -174,15 +174,17 @@ export class MarketObject extends MeteredObject {
   override async alarm(): Promise<void> {
     const now = Date.now();
     let failure: unknown;
-    for (const symbol of this.alarms.take(now)) {
-      try {
-        await this.engine(symbol).alarm();
-      } catch (error) {
-        this.alarms.failed(symbol, now);
-        failure ??= error;
+    // The markets' next alarms are one write of the record, at the end (`HostAlarms.running`).
+    await this.alarms.running(async () => {
+      for (const symbol of this.alarms.take(now)) {
+        try {
+          await this.engine(symbol).alarm();
+        } catch (error) {
+          this.alarms.failed(symbol, now);
+          failure ??= error;
+        }
       }
-    }
-    await this.alarms.rearm();
+    });
     if (failure !== undefined) throw failure;
   }
 }
