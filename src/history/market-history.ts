@@ -46,16 +46,16 @@ export class MarketHistory {
     private readonly chunkTrades: string | undefined,
   ) {}
 
-  /**
-   * Moves complete chunks of trades older than `hotSince` to R2 (docs/history.md#trades), a few a
-   * run: each chunk is written first, then indexed and let go here, so a failure between the two
-   * writes the same chunk again next time (the same bytes). Returns the chunks moved.
-   */
   /** Whether `archive` would move a chunk now (its checks are a few index reads until one is due). */
   archiveDue(tradeSeq: number, hotSince: number, hotMost = HOT_MOST_TRADES): boolean {
     return this.store.dueChunk(chunkSize(this.chunkTrades), hotSince, tradeSeq, hotMost) !== undefined;
   }
 
+  /**
+   * Moves complete chunks of trades older than `hotSince` to R2 (docs/history.md#trades), a few a
+   * run: each chunk is written first, then indexed and let go here, so a failure between the two
+   * writes the same chunk again next time (the same bytes). Returns the chunks moved.
+   */
   async archive(market: MarketConfig, tradeSeq: number, hotSince: number, most = 16, hotMost = HOT_MOST_TRADES): Promise<number> {
     if (this.archiving) return 0;
     this.archiving = true;

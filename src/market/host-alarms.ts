@@ -7,10 +7,10 @@ const DUE_KEY = "alarms";
  * record (a row when one changes) and arms its alarm for the earliest. When it fires, the markets
  * due are taken off and run; they set their next, and the alarm is armed again.
  *
- * A market sets its alarm only when its time changes (about once a minute while it trades), so
- * the record is written about once a market-minute and the object's alarm once a minute: where
- * each market's alarm was a row and a request of its own, a group's markets due together are one
- * request.
+ * A market sets its alarm only when its time changes (about once a minute while it trades); the
+ * markets due together run in one round of the object's alarm, which writes the record and arms
+ * the alarm once at its end (`running`): where each market's alarm was a row and a request of its
+ * own, a group's markets due together are one request and two rows.
  */
 export class HostAlarms {
   private readonly due: Map<string, number>;

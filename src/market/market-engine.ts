@@ -35,8 +35,9 @@ export interface OrderBookSnapshot {
 
 const PRUNE_EVERY_MS = 60_000;
 /**
- * The candle buckets live trades change are written at the minute's end (`bucketsDue`), or sooner once this many wait (about 1 MB): late trades spread over a week stage a bucket each
- * of their own, and a publisher could otherwise grow the staged map without bound within a minute.
+ * The candle buckets live trades change are written at the minute's end (`bucketsDue`), or sooner
+ * once this many wait (about 1 MB): late trades spread over a week stage a bucket each of their
+ * own, and a publisher could otherwise grow the staged map without bound within a minute.
  */
 export const MAX_STAGED_BUCKETS = 4_096;
 
@@ -207,7 +208,7 @@ export class MarketEngine {
       // A snapshot took the record's place, or the open block is full: the trades not in a block are written as one now.
       if (logged.snapshot || this.store.openBlockFull()) this.store.sealTrades();
     }
-    // The staged buckets and ids are written about once a minute (they are rebuilt from the trades after a restart).
+    // The staged buckets and ids are written at the minute's end, by the alarm, here only when it is late (rebuilt from the trades after a restart).
     if (
       bucketsDue(now, this.bucketsFlushedAt, "commit") ||
       this.store.candles.stagedCount >= MAX_STAGED_BUCKETS ||
@@ -324,8 +325,7 @@ export class MarketEngine {
   async archiveTrades(now = Date.now(), most = 16): Promise<number> {
     const state = this.state;
     if (!state) return 0;
-    // The archive lets trades go from here: the buckets holding them are written first, when a chunk is
-    // due (checked every minute: a write at the check's phase would split the minute's into two halves).
+    // Buckets first, and only when a chunk is due: a write at this check's phase splits the minute's in two.
     if (!this.history.archiveDue(state.tradeSeq, now - TRADE_RETENTION_MS)) return 0;
     this.flushBucketsNow(state);
     const moved = await this.history.archive(state.market, state.tradeSeq, now - TRADE_RETENTION_MS, most);
