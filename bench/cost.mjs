@@ -19,7 +19,9 @@
 // phase tells hosts from markets), and the requests besides the publishers' messages to a·batches +
 // d·market-seconds + e·host-seconds: the per-unit figures, extrapolated linearly to the venue model of
 // docs/capacity.md (2,000 markets in 32 hosts); rows read likewise (batches, market-seconds,
-// host-seconds). Calls on an RPC session are not billed (the session's
+// host-seconds) — the hosts' and shards' counts fitted, those of the objects a venue has one of
+// (the publisher channel, price index, metrics, registry, the key's guard) taken per second as
+// measured. Calls on an RPC session are not billed (the session's
 // opening is); the publishers send each 20 ms slice's batches as one message (an array), and the
 // model's messages are its batches over its `batchesPerMessage`, 20 to a request. The busy phase *is* the busy-market model: its own counts are priced. Prices are
 // Cloudflare's published rates (PRICES, with the date read).
@@ -256,6 +258,24 @@ async function phase(service, channels, markets, { batchesPerSecond, levels, tra
   return { ...grown(before, after), ...counts, seconds: measured, marketSeconds: markets.length * measured, hostSeconds: hosts * measured, cpuSeconds: cpu };
 }
 
+/**
+ * Objects a venue has one of (or a few) whatever its size: their counts are taken per second as
+ * measured, not scaled with the hosts as the market hosts' and their shards' are.
+ */
+const SINGLETONS = new Set(["channel", "price-index", "metrics", "registry", "guard"]);
+
+/** A phase's counts of `field` (`rowsWritten`, `rowsRead`, `billed`) split: the scaled objects' and the singletons'. */
+function split(p, field) {
+  const of = (o) => (field === "billed" ? o.calls + o.alarms : o[field]);
+  let scaled = 0;
+  let fixed = 0;
+  for (const [name, o] of Object.entries(p.byObject)) {
+    if (SINGLETONS.has(name)) fixed += of(o);
+    else scaled += of(o);
+  }
+  return { scaled, fixed };
+}
+
 /** Least squares, none below zero: a coefficient fitted negative is held at 0 and the rest fitted again. */
 function fitNonNegative(rows, ys) {
   const free = rows[0].map((_, i) => i);
@@ -310,15 +330,21 @@ function priced(model, counted, measured) {
       counted.rowsPerTrade * trades +
       counted.rowsPerLevelChange * levels +
       counted.rowsPerMarketSecond * model.markets +
-      counted.rowsPerHostSecond * hosts;
+      counted.rowsPerHostSecond * hosts +
+      counted.rowsOfSingletonsPerSecond;
   const rowsRead =
-    measured?.rowsReadPerSecond ?? counted.rowsReadPerBatch * batches + counted.rowsReadPerMarketSecond * model.markets + counted.rowsReadPerHostSecond * hosts;
+    measured?.rowsReadPerSecond ??
+    counted.rowsReadPerBatch * batches +
+      counted.rowsReadPerMarketSecond * model.markets +
+      counted.rowsReadPerHostSecond * hosts +
+      counted.rowsReadOfSingletonsPerSecond;
   const requests =
     measured?.requestsPerSecond ??
     batches / model.batchesPerMessage / PRICES.messagesPerRequest +
       counted.requestsPerBatch * batches +
       counted.requestsPerMarketSecond * model.markets +
-      counted.requestsPerHostSecond * hosts;
+      counted.requestsPerHostSecond * hosts +
+      counted.requestsOfSingletonsPerSecond;
   // Objects busy all the time: each group's host (its relay inside), the shards, the publishers' channel.
   const busyObjects = hosts + Math.ceil(model.subscribers / model.subscribersPerShard) + 1;
   const gbSeconds = busyObjects * PRICES.objectGb;
@@ -416,18 +442,21 @@ async function main() {
     const fitted = Object.entries(phases)
       .filter(([name]) => name !== "busy")
       .map(([, p]) => p);
+    // The hosts' and shards' counts are fitted; the singletons' are a venue's as measured, per second.
+    const perSecondFixed = (field) => fitted.reduce((sum, p) => sum + split(p, field).fixed / p.seconds, 0) / fitted.length;
     const [perBatch, perTrade, perLevel, perMarketSecond, perHostSecond] = fitNonNegative(
       fitted.map((p) => [p.batches, p.trades, p.levels, p.marketSeconds, p.hostSeconds]),
-      fitted.map((p) => p.rowsWritten),
+      fitted.map((p) => split(p, "rowsWritten").scaled),
     );
     // Rows read come mostly from each watched market's once-a-second records (its windows read the stored hours).
     const [readsPerBatch, readsPerMarketSecond, readsPerHostSecond] = fitNonNegative(
       fitted.map((p) => [p.batches, p.marketSeconds, p.hostSeconds]),
-      fitted.map((p) => p.rowsRead),
+      fitted.map((p) => split(p, "rowsRead").scaled),
     );
+    // The publishers' messages are priced from the model; the other requests fitted.
     const [requestsPerBatch, requestsPerMarketSecond, requestsPerHostSecond] = fitNonNegative(
       fitted.map((p) => [p.batches, p.marketSeconds, p.hostSeconds]),
-      fitted.map((p) => p.requestsBesideMessages),
+      fitted.map((p) => split(p, "billed").scaled),
     );
     const v = phases.venue;
     const round = (x, digits = 3) => Math.round(x * 10 ** digits) / 10 ** digits;
@@ -437,13 +466,16 @@ async function main() {
       rowsPerLevelChange: round(perLevel),
       rowsPerMarketSecond: round(perMarketSecond),
       rowsPerHostSecond: round(perHostSecond),
+      rowsOfSingletonsPerSecond: round(perSecondFixed("rowsWritten")),
       rowsReadPerBatch: round(readsPerBatch),
       rowsReadPerMarketSecond: round(readsPerMarketSecond),
       rowsReadPerHostSecond: round(readsPerHostSecond),
+      rowsReadOfSingletonsPerSecond: round(perSecondFixed("rowsRead")),
       requestsPerBatch: round(requestsPerBatch),
       batchesPerMessage: round(v.batches / Math.max(1, v.messages), 2),
       requestsPerMarketSecond: round(requestsPerMarketSecond),
       requestsPerHostSecond: round(requestsPerHostSecond),
+      requestsOfSingletonsPerSecond: round(perSecondFixed("billed")),
     };
     const b = phases.busy;
     const busyMeasured = {
