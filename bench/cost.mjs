@@ -184,8 +184,7 @@ function grown(before, after) {
     rowsRead: total("rowsRead"),
     // A call on an RPC session is part of the request that opened it (counted under `calls`): not billed.
     requests: total("calls") + total("alarms") + total("messages") / PRICES.messagesPerRequest,
-    // The publishers' messages are priced from the model's (how many batches a message carries), the rest fitted.
-    requestsBesideMessages: total("calls") + total("alarms"),
+    // The publishers' messages are priced from the model's (how many batches a message carries).
     messages: total("messages"),
     sessionCalls: total("sessionCalls"),
   };

@@ -93,7 +93,7 @@ export class PublishChannel extends MeteredObject {
   private pendingBytes = 0;
   /** Per market, the last batch's turn: the next one waits until it is on its way. */
   private readonly chains = new Map<string, Promise<unknown>>();
-  /** Per market host (a group), the calls its batches go in: one stub, a call per gathering (`host-calls.ts`). */
+  /** Per market host (a group), the calls its batches go in: one RPC session, a call per gathering (`host-calls.ts`). */
   private readonly hosts = new Map<number, HostCalls<IngestItem, IngestAnswer>>();
   /** Batches and ack times, handed to the Metrics object (docs/operations.md#metrics). */
   private readonly metrics = new MetricsHolder();
@@ -239,7 +239,7 @@ export class PublishChannel extends MeteredObject {
   }
 
   /**
-   * The calls into a market's host, through one stub (E-order: its batches arrive as sent), at
+   * The calls into a market's host, on one RPC session (one stub, E-order: its batches arrive as sent), at
    * most one per GATHER_MS on average (a fifth of the tick): the calls into a group are at most 50 a second
    * a channel however many batches its markets take.
    */
