@@ -3,7 +3,6 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { LocalBook } from "../../client/src/index";
 import { principalOfKey } from "../../src/access/keys";
-import { sign, signaturePayload } from "../../src/access/signature";
 import { publishChannel } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
@@ -16,7 +15,7 @@ import { newPublishKey, signedCall } from "../support/accounts";
 import { callJson } from "../support/http";
 import { until } from "../support/poll";
 import { hostOf } from "../support/registry";
-import { openSocket } from "./streams-support";
+import { openPublisher, openSocket } from "./streams-support";
 
 type Ticking = {
   meter: { holder: { counts: { take(): { counters: Record<string, number> } }; flush(env: Env, now: number, force: boolean): Promise<void> | undefined } };
@@ -40,13 +39,6 @@ async function setTick(ms: number, symbol = "ETHUSDT"): Promise<void> {
   await runInDurableObject(await hostOf(symbol), async (instance: MarketObject) => {
     instance.tickMs = ms;
   });
-}
-
-/** A publisher channel signed with `key`, from `ip`. */
-async function openPublisher(key: { id: string; secret: string }, ip: string) {
-  const timestamp = Date.now();
-  const signature = await sign(key.secret, signaturePayload({ timestamp, method: "GET", requestTarget: "/v1/publish", body: "" }));
-  return openSocket(`/v1/publish?apiKey=${key.id}&timestamp=${timestamp}&signature=${signature}`, ip);
 }
 
 /** Calls the market hosts took since the last call (the first call starts the count: it hands on what is held). */

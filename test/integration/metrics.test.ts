@@ -1,14 +1,13 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { sign, signaturePayload } from "../../src/access/signature";
 import { publishChannel } from "../../src/core/object-ids";
 import type { MetricsHolder } from "../../src/metrics/holder";
 import { newPublishKey } from "../support/accounts";
 import { approveGateway, callbackBody, deliver } from "../support/gateways";
 import { call } from "../support/http";
 import { until } from "../support/poll";
-import { openSocket } from "./streams-support";
+import { openPublisher, openSocket } from "./streams-support";
 
 const admin = { Authorization: "Bearer test-admin-token" };
 
@@ -50,9 +49,7 @@ describe("operator metrics (docs/operations.md#metrics)", () => {
 
     // Three batches on a publisher channel: applied, duplicate, refused.
     const key = await newPublishKey();
-    const timestamp = Date.now();
-    const signature = await sign(key.secret, signaturePayload({ timestamp, method: "GET", requestTarget: "/v1/publish", body: "" }));
-    const channel = await openSocket(`/v1/publish?apiKey=${key.id}&timestamp=${timestamp}&signature=${signature}`, "198.18.162.1");
+    const channel = await openPublisher(key, "198.18.162.1");
     const batch = { symbol: "ETHUSDT", trades: [{ id: "m-1", price: "3000.00", quantity: "0.5000", side: "buy", time: Date.now() }] };
     for (const [id, body] of [
       [1, batch],

@@ -2,7 +2,6 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { principalOfKey } from "../../src/access/keys";
-import { sign, signaturePayload } from "../../src/access/signature";
 import { accessGuard, publishChannel } from "../../src/core/object-ids";
 import { MAX_BATCHES_PER_MESSAGE, MAX_UNACKED } from "../../src/publish/protocol";
 import type { PublishChannel } from "../../src/publish/publish-channel-object";
@@ -10,13 +9,7 @@ import { newKey, newPublishKey, type TestKey } from "../support/accounts";
 import { call, callJson } from "../support/http";
 import { until } from "../support/poll";
 import { hostOf } from "../support/registry";
-import { openSocket, type TestSocket, upgrade } from "./streams-support";
-
-/** `/v1/publish` in the query form: the path signed alone, as a browser or a plain client sends it. */
-async function publishPath(key: { id: string; secret: string }, timestamp = Date.now()): Promise<string> {
-  const signature = await sign(key.secret, signaturePayload({ timestamp, method: "GET", requestTarget: "/v1/publish", body: "" }));
-  return `/v1/publish?apiKey=${key.id}&timestamp=${timestamp}&signature=${signature}`;
-}
+import { openSocket, publishPath, type TestSocket, upgrade } from "./streams-support";
 
 async function channel(key: TestKey, ip = "203.0.130.1"): Promise<TestSocket> {
   return openSocket(await publishPath(key), ip);

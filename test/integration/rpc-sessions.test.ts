@@ -2,7 +2,6 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { principalOfKey } from "../../src/access/keys";
-import { sign, signaturePayload } from "../../src/access/signature";
 import { publishChannel } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
@@ -14,7 +13,7 @@ import { newPublishKey } from "../support/accounts";
 import { callJson } from "../support/http";
 import { until } from "../support/poll";
 import { hostOf } from "../support/registry";
-import { openSocket } from "./streams-support";
+import { openPublisher, openSocket } from "./streams-support";
 
 const T0 = Date.now();
 
@@ -28,12 +27,6 @@ async function requestsOf(object: string, symbol = "SOLUSDT"): Promise<{ billed:
       onSessions: counters[seriesKey("mds_object_requests_total", { object, kind: "session" })] ?? 0,
     };
   });
-}
-
-async function openPublisher(key: { id: string; secret: string }, ip: string) {
-  const timestamp = Date.now();
-  const signature = await sign(key.secret, signaturePayload({ timestamp, method: "GET", requestTarget: "/v1/publish", body: "" }));
-  return openSocket(`/v1/publish?apiKey=${key.id}&timestamp=${timestamp}&signature=${signature}`, ip);
 }
 
 describe("RPC sessions: a caller's calls into a busy object are one billed request (src/sessions/)", () => {

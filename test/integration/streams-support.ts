@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
+import { sign, signaturePayload } from "../../src/access/signature";
 import { ensureRegistry, findMarket } from "../../src/registry/copy";
 import { placeConnection, shardLayout } from "../../src/streams/placement";
 import { call } from "../support/http";
@@ -39,6 +40,17 @@ export async function openSocket(path: string, ip: string, headers?: Record<stri
   });
   ws.accept();
   return { ws, messages, texts, closed };
+}
+
+/** `/v1/publish` in the query form: the path signed alone with a publishing key, as a browser or a plain client sends it. */
+export async function publishPath(key: { id: string; secret: string }, timestamp = Date.now()): Promise<string> {
+  const signature = await sign(key.secret, signaturePayload({ timestamp, method: "GET", requestTarget: "/v1/publish", body: "" }));
+  return `/v1/publish?apiKey=${key.id}&timestamp=${timestamp}&signature=${signature}`;
+}
+
+/** A publisher channel opened with `key` from `ip`. */
+export async function openPublisher(key: { id: string; secret: string }, ip: string): Promise<TestSocket> {
+  return openSocket(await publishPath(key), ip);
 }
 
 /** The shard a connection of `principal` naming markets `symbols` at connect lands on (docs/streams.md#placement). */

@@ -14,19 +14,13 @@ import { ADMIN } from "../support/gateways";
 import { call, callJson } from "../support/http";
 import { until } from "../support/poll";
 import { hostOf, hostOfGroup } from "../support/registry";
-import { openSocket, shardOfConnection, type TestSocket, upgrade } from "./streams-support";
+import { openSocket, publishPath, shardOfConnection, type TestSocket, upgrade } from "./streams-support";
 
 const json = (method: string, body: unknown, headers: Record<string, string> = {}) => ({
   method,
   headers: { ...ADMIN, "Content-Type": "application/json", ...headers },
   body: JSON.stringify(body),
 });
-
-async function publishPath(key: { id: string; secret: string }): Promise<string> {
-  const timestamp = Date.now();
-  const signature = await sign(key.secret, signaturePayload({ timestamp, method: "GET", requestTarget: "/v1/publish", body: "" }));
-  return `/v1/publish?apiKey=${key.id}&timestamp=${timestamp}&signature=${signature}`;
-}
 
 const answerOf = (socket: TestSocket, id: unknown) => until(() => socket.messages.find((m) => m.id === id), { what: `the answer to ${String(id)}` });
 const channelOf = (key: TestKey) => env.PUBLISH_CHANNEL.getByName(`key:${key.id}`);
