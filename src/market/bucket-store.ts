@@ -7,6 +7,10 @@
  * minute: docs/design.md#the-write-path), not a row per bucket per batch; reads see the staged
  * buckets over the stored ones. The trades are stored as they come, so the staged buckets are
  * never the only copy: a market that restarts stages again the trades after the last flush.
+ *
+ * An hour or a day is written once, at the first flush after it ends (`closedBy`): until then it
+ * stays staged, and a market that restarts builds it again from its stored minutes
+ * (`restoreOpenRollups`) — where each flush wrote both again, two rows a trading market-minute.
  */
 import { BUCKET_SIZES, type BucketSize, DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS } from "../history/intervals";
 import { addToBucket, type MinuteBucket, mergeBuckets, type UnitTrade } from "./rolling-window";
@@ -31,6 +35,9 @@ function toBucket(row: Row): MinuteBucket {
 }
 
 const keyOf = (size: BucketSize, start: number) => `${size}:${start}`;
+
+/** An hour or a day that has not ended by `now`: it stays staged (written once, at its close). */
+const stillOpen = (size: BucketSize, start: number, now: number) => (size === HOUR_MS || size === DAY_MS) && start + size > now;
 
 /**
  * A bucket's values in the order a row binds them and a minute's row of seconds packs them: [start,
@@ -108,18 +115,27 @@ export class BucketStore {
     return { minute: changed.get(MINUTE_MS)!, day: changed.get(DAY_MS)! };
   }
 
-  /** How many buckets wait for the flush. */
+  /** How many buckets are held in memory: those waiting for the flush and the open hours and days. */
   get stagedCount(): number {
     return this.staged.size;
   }
 
+  /** Whether a flush at `now` has a row to write: a second or minute staged, or an hour or day that has ended. */
+  writable(now: number): boolean {
+    for (const { size, bucket } of this.staged.values()) if (!stillOpen(size, bucket.minute, now)) return true;
+    return false;
+  }
+
   /**
-   * Writes every staged bucket and forgets them: a row each, but the seconds a row a minute; the
-   * caller records up to which trade they hold.
+   * Writes the staged buckets and forgets them: a row each, but the seconds a row a minute, and an
+   * hour or a day only once it has ended by `now` (until then it stays staged); the caller records
+   * up to which trade they hold and `now` as the time the rollups are written through.
    */
-  flush(): void {
+  flush(now: number): void {
     const seconds = new Map<number, MinuteBucket[]>();
-    for (const { size, bucket } of this.staged.values()) {
+    for (const [key, { size, bucket }] of this.staged) {
+      if (stillOpen(size, bucket.minute, now)) continue;
+      this.staged.delete(key);
       if (size !== SECOND_MS) this.upsertBucket(bucket, size);
       else {
         const minute = Math.floor(bucket.minute / MINUTE_MS) * MINUTE_MS;
@@ -137,7 +153,28 @@ export class BucketStore {
         JSON.stringify(packed),
       );
     }
-    this.staged.clear();
+  }
+
+  /**
+   * After a start: the hours and days not written whole by `writtenThrough` (the last flush's time;
+   * undefined for a market whose every flush wrote them) are built again from the stored minutes
+   * and staged, before the trades after the flush are staged again over them. Reads at most a
+   * day's hours and an hour's minutes a period.
+   */
+  restoreOpenRollups(writtenThrough: number | undefined): void {
+    if (writtenThrough === undefined) return;
+    // Trades are at most seconds from the future (ingest.ts): the periods from the last flush's day on are a day or two.
+    const from = Math.floor(writtenThrough / DAY_MS) * DAY_MS;
+    const latest = this.sql.exec<{ minute: number | null }>("SELECT max(minute) AS minute FROM minute_buckets WHERE minute >= ?", from).one().minute;
+    if (latest === null) return;
+    for (const size of [HOUR_MS, DAY_MS] as const) {
+      for (let start = Math.floor(writtenThrough / size) * size; start <= latest; start += size) {
+        // The day from its hours: those before are stored whole, the rest were just rebuilt (staged).
+        const parts = size === HOUR_MS ? this.storedBuckets(MINUTE_MS, start, start + size - 1, "ASC") : this.buckets(HOUR_MS, start, start + size - 1, "ASC");
+        const merged = mergeBuckets([...parts]);
+        if (merged) this.stage({ ...merged, minute: start }, size);
+      }
+    }
   }
 
   /** Drops the second buckets older than `before` (their minutes' rows; and rows of seconds from before the packing). */
@@ -270,11 +307,16 @@ export class BucketStore {
    * source of every coarser candle (after an import replaced minutes, or once for old markets).
    */
   rebuildRollups(from: number, to: number): void {
-    // Staged rollups would hide the rebuilt ones; the caller writes them first, with the record.
-    if (this.staged.size > 0) throw new Error("the staged buckets are written before rollups are rebuilt");
+    // Staged minutes would be missing from the rebuilt rollups; the caller writes them first, with the record.
+    for (const { size } of this.staged.values()) {
+      if (size === SECOND_MS || size === MINUTE_MS) throw new Error("the staged buckets are written before rollups are rebuilt");
+    }
     for (const size of [HOUR_MS, DAY_MS] as const) {
       const first = Math.floor(from / size) * size;
       const last = Math.floor(to / size) * size;
+      // An open hour or day staged would hide its rebuilt row: the row holds all of it now.
+      for (const [key, staged] of this.staged)
+        if (staged.size === size && staged.bucket.minute >= first && staged.bucket.minute <= last) this.staged.delete(key);
       this.sql.exec("DELETE FROM rollup_buckets WHERE size = ? AND start >= ? AND start <= ?", size, first, last);
       let group: MinuteBucket[] = [];
       const flush = () => {

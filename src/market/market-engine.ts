@@ -282,25 +282,28 @@ export class MarketEngine {
 
   /**
    * Writes the staged candle buckets (a row each: about a row a second of trading, where four a
-   * batch were written before) and the waiting trade ids (a row a minute of trade time, where a
-   * row a trade was written before); returns the record's field saying which trades they hold.
-   * Inside the caller's transaction, with the record.
+   * batch were written before; an hour or a day once, at its close) and the waiting trade ids (a
+   * row a minute of trade time, where a row a trade was written before); returns the record's
+   * fields saying which trades they hold and when the rollups were written through. Inside the
+   * caller's transaction, with the record. The open block is not written here: its trades are in
+   * the log's records until a snapshot covers them, and it is written then (a block a snapshot,
+   * not a block a minute).
    */
   private flushBuckets(throughSeq: number, now: number): Partial<MarketRecord> {
     this.bucketsFlushedAt = now;
-    this.store.sealTrades();
-    if (this.store.candles.stagedCount === 0 && this.store.pendingIds().count === 0) return {};
-    this.store.candles.flush();
+    if (!this.store.candles.writable(now) && this.store.pendingIds().count === 0) return {};
+    this.store.candles.flush(now);
     this.store.writeIds(now);
-    return { bucketsThroughSeq: throughSeq };
+    return { bucketsThroughSeq: throughSeq, rollupsThrough: now };
   }
 
   /** Writes the staged buckets now, in a transaction of its own (the alarm, before an archive or an import). */
   private flushBucketsNow(state: MarketState): void {
     // What a tick staged is written first: the buckets' mark never runs ahead of the stored trades.
     this.host.tick.commitNow();
-    if (this.store.candles.stagedCount === 0 && this.store.pendingIds().count === 0) return;
-    this.store.transaction(() => this.store.writeRecord(this.flushBuckets(state.tradeSeq, Date.now())));
+    const now = Date.now();
+    if (!this.store.candles.writable(now) && this.store.pendingIds().count === 0) return;
+    this.store.transaction(() => this.store.writeRecord(this.flushBuckets(state.tradeSeq, now)));
   }
 
   private prune(state: MarketState, now: number): void {
@@ -328,6 +331,8 @@ export class MarketEngine {
     // Buckets first, and only when a chunk is due: a write at this check's phase splits the minute's in two.
     if (!this.history.archiveDue(state.tradeSeq, now - TRADE_RETENTION_MS)) return 0;
     this.flushBucketsNow(state);
+    // The chunk may reach into the open block (a busy market's): its trades are written as a block first.
+    this.store.transaction(() => this.store.sealTrades());
     const moved = await this.history.archive(state.market, state.tradeSeq, now - TRADE_RETENTION_MS, most);
     if (moved > 0) state.tradesCache = undefined;
     return moved;

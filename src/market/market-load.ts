@@ -14,6 +14,8 @@ export function restoreState(store: MarketStore, meta: MarketMeta, market: Marke
   const book = new OrderBook(market.priceScale, market.quantityScale);
   const levels = store.book.read(store.bookPosition());
   const unwritten = store.tradesAfter(meta.bucketsThroughSeq);
+  // The open hours and days from the stored minutes first, then the trades after them over them.
+  store.candles.restoreOpenRollups(meta.rollupsThrough);
   for (const trade of unwritten) store.candles.stageTrade(trade);
   store.rememberIds(unwritten);
   book.restore(meta.bookSequence, meta.bookUpdatedAt, levels.bids, levels.asks, meta.bookFingerprint);

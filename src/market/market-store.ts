@@ -39,6 +39,8 @@ export interface MarketRecord {
   tradeSeq: number;
   /** The candle buckets stored hold the trades up to this one; later ones are staged again on load (`bucket-store.ts`). */
   bucketsThroughSeq: number;
+  /** The last flush's time: hours and days that ended by then are stored whole, later ones are built again on load (`bucket-store.ts`); absent, every flush wrote them. */
+  rollupsThrough?: number;
   /** When the market last applied an ingest batch that changed it (its feed's last word). */
   lastUpdateAt: number;
   /** Trade ids up to this one are in the archive (docs/history.md#trades); 0: none. */

@@ -1,8 +1,9 @@
-import { runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
+import { tablePrefixOf } from "../../src/market/market-storage";
 import { callJson } from "../support/http";
 import { hostOf } from "../support/registry";
 
@@ -49,5 +50,50 @@ describe("a batch's trades are one block (src/market/trade-blocks.ts)", () => {
       acceptedTrades: 10,
       duplicateTrades: 50,
     });
+  });
+
+  it("the minute's write seals no block: the open block waits for the log's snapshot, and a restart brings it back from the log (fails before: a block and its index entry a market-minute)", async () => {
+    const symbol = "ETHUSDT";
+    const market = await hostOf(symbol);
+    const blocks = () =>
+      runInDurableObject(
+        market,
+        async (_instance: MarketObject, state) =>
+          state.storage.sql.exec<{ n: number }>(`SELECT count(*) AS n FROM ${tablePrefixOf(symbol)}trade_blocks`).one().n,
+      );
+    const trades = (from: number, count: number) =>
+      Array.from({ length: count }, (_, i) => ({
+        id: `seal-${from + i}`,
+        price: "3000.00",
+        quantity: "0.5000",
+        side: "buy" as const,
+        time: Date.now() - 1_000,
+      }));
+    const minute = async () => {
+      await runInDurableObject(market, async (instance: MarketObject) => {
+        (instance.engine(symbol) as unknown as { bucketsFlushedAt: number }).bucketsFlushedAt = 0; // as if a minute had passed
+      });
+      expect(await runDurableObjectAlarm(market), "the minute's alarm ran").toBe(true);
+    };
+    for (let round = 0; round < 3; round++) {
+      expect((await ingest(env, "*", { symbol, trades: trades(round * 10, 10) })).acceptedTrades, `round ${round}`).toBe(10);
+      await minute();
+    }
+    expect(await blocks(), "blocks after three minutes' writes").toBe(0);
+    // A restart: the trades come back from the log's records, each once.
+    await evictDurableObject(market);
+    const page = (await callJson<{ id: string; tradeId: number }[]>(`/api/trades/${symbol}?fromId=1&limit=100`)).body;
+    expect(
+      page.map((t) => t.id),
+      "the trades after a restart, in order",
+    ).toEqual(trades(0, 30).map((t) => t.id));
+    expect(await ingest(env, "*", { symbol, trades: trades(25, 10) }), "a resend across the restart").toMatchObject({ acceptedTrades: 5, duplicateTrades: 5 });
+    // The log's snapshot covers the records: their trades are written as one block then.
+    await runInDurableObject(market, async (instance: MarketObject) => {
+      instance.engine(symbol).coverJournal();
+    });
+    expect(await blocks(), "blocks after the log's snapshot").toBe(1);
+    const after = (await callJson<{ id: string }[]>(`/api/trades/${symbol}?fromId=1&limit=100`)).body;
+    expect(after.length, "every trade still read once").toBe(35);
   });
 });

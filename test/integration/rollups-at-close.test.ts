@@ -1,0 +1,121 @@
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { DAY_MS, HOUR_MS, MINUTE_MS } from "../../src/history/intervals";
+import { BucketStore } from "../../src/market/bucket-store";
+import { ingest } from "../../src/market/ingest";
+import type { MarketObject } from "../../src/market/market-object";
+import { tablePrefixOf } from "../../src/market/market-storage";
+import type { MarketStore } from "../../src/market/market-store";
+import { addToBucket, type MinuteBucket } from "../../src/market/rolling-window";
+import { callJson } from "../support/http";
+import { hostOf } from "../support/registry";
+
+/** An hour long past, so the test's clock is its own (`flush(now)`), whatever the machine's. */
+const H0 = Date.UTC(2026, 0, 1, 10);
+const DAY0 = Date.UTC(2026, 0, 1);
+
+const tradeAt = (time: number, n: number) => ({
+  price: BigInt(1_000 + (n % 17)),
+  quantity: BigInt(1 + (n % 5)),
+  side: n % 2 ? ("sell" as const) : ("buy" as const),
+  time,
+});
+
+describe("hours and days are written once, at their close (src/market/bucket-store.ts)", () => {
+  it("an hour of trading minutes writes no hour or day row until each ends, then one; a restart builds the open ones again from the minutes (fails before: a row for each, every minute)", async () => {
+    const symbol = "XRPUSDT";
+    await runInDurableObject(await hostOf(symbol), (instance: MarketObject, state) => {
+      const candles = (instance.engine(symbol) as unknown as { store: MarketStore }).store.candles;
+      const sql = (candles as unknown as { sql: SqlStorage }).sql;
+      const prefix = tablePrefixOf(symbol);
+      const rollupRows = (size: number) =>
+        state.storage.sql.exec<{ n: number }>(`SELECT count(*) AS n FROM ${prefix}rollup_buckets WHERE size = ? AND start >= ?`, size, DAY0).one().n;
+      // The rows each flush writes, as the runtime counts them: each statement's cursor, summed after the flush.
+      let written = 0;
+      const flush = (now: number) => {
+        const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
+        const counting = new Proxy(sql, {
+          get: (target, prop) =>
+            prop === "exec"
+              ? (query: string, ...bindings: unknown[]) => {
+                  const cursor = target.exec(query, ...bindings);
+                  cursors.push(cursor);
+                  return cursor;
+                }
+              : Reflect.get(target, prop, target),
+        });
+        (candles as unknown as { sql: SqlStorage }).sql = counting;
+        try {
+          candles.flush(now);
+        } finally {
+          (candles as unknown as { sql: SqlStorage }).sql = sql;
+        }
+        for (const cursor of cursors) written += cursor.rowsWritten;
+      };
+      const fold = (start: number) => trades.reduce<MinuteBucket | undefined>((bucket, t) => addToBucket(bucket, t, start), undefined);
+      const trades: ReturnType<typeof tradeAt>[] = [];
+      // Sixty minutes of the hour, a trade each, each minute flushed as its alarm does just after it ends.
+      for (let m = 0; m < 60; m++) {
+        const trade = tradeAt(H0 + m * MINUTE_MS + 1_000, m);
+        trades.push(trade);
+        candles.stageTrade(trade);
+        flush(H0 + (m + 1) * MINUTE_MS + 100);
+        if (m === 29) {
+          // Half-way: a restart. The open hour and day come back from the stored minutes.
+          expect(rollupRows(HOUR_MS), "hour rows while the hour is open").toBe(0);
+          const restarted = new BucketStore(sql);
+          restarted.restoreOpenRollups(H0 + 30 * MINUTE_MS + 100);
+          expect(restarted.bucketAt(HOUR_MS, H0), "the open hour after a restart").toEqual(fold(H0));
+          expect(restarted.bucketAt(DAY_MS, DAY0), "the open day after a restart").toEqual(fold(DAY0));
+        }
+      }
+      // The last flush ran after the hour ended: it wrote the hour, once; the day is still open.
+      expect(rollupRows(HOUR_MS), "hour rows once the hour ended").toBe(1);
+      expect(rollupRows(DAY_MS), "day rows while the day is open").toBe(0);
+      // Each minute's flush: its minute and its seconds' row (2); the hour once, at its close (its
+      // row and its key's index entry). Before: the hour and the day again at every flush, 242.
+      expect(written, "rows written by 60 minute flushes").toBe(60 * 2 + 2);
+      const restarted = new BucketStore(sql);
+      restarted.restoreOpenRollups(H0 + HOUR_MS + 100);
+      expect(restarted.bucketAt(HOUR_MS, H0), "the closed hour as stored").toEqual(fold(H0));
+      expect(restarted.bucketAt(DAY_MS, DAY0), "the open day built from the hours").toEqual(fold(DAY0));
+      // The day's close: the next flush after midnight writes it.
+      candles.flush(DAY0 + DAY_MS + 100);
+      expect(rollupRows(DAY_MS), "day rows once the day ended").toBe(1);
+      expect(candles.writable(DAY0 + DAY_MS + 200), "nothing left to write").toBe(false);
+    });
+  });
+
+  it("candles of every size stay exact across flushes and restarts while their hour and day are open", async () => {
+    const symbol = "SOLUSDT";
+    const market = await hostOf(symbol);
+    let n = 0;
+    const batch = () =>
+      ingest(env, "*", {
+        symbol,
+        trades: [{ id: `close-${++n}`, price: `${150 + (n % 7)}.00`, quantity: `${1 + (n % 3)}.000`, side: n % 2 ? "sell" : "buy", time: Date.now() - 1_000 }],
+      });
+    const flushNow = async () => {
+      await runInDurableObject(market, async (instance: MarketObject) => {
+        (instance.engine(symbol) as unknown as { bucketsFlushedAt: number }).bucketsFlushedAt = 0; // as if a minute had passed
+      });
+      expect(await runDurableObjectAlarm(market), "the minute's alarm ran").toBe(true);
+    };
+    const totals = async (interval: string) => {
+      const { status, body } = await callJson<{ tradeCount: number; volume: string }[]>(`/api/klines/${symbol}?interval=${interval}&limit=5`);
+      expect(status, `${interval} klines`).toBe(200);
+      return { trades: body.reduce((s, k) => s + k.tradeCount, 0), volume: body.reduce((s, k) => s + Number(k.volume), 0) };
+    };
+    let volume = 0;
+    for (let round = 0; round < 3; round++) {
+      for (let i = 0; i < 4; i++) {
+        await batch();
+        volume += 1 + (n % 3);
+      }
+      await flushNow();
+      await evictDurableObject(market);
+      for (const interval of ["1m", "1h", "1d"]) expect(await totals(interval), `${interval} after round ${round}`).toEqual({ trades: n, volume });
+    }
+  });
+});
