@@ -24,6 +24,10 @@ export const FAMILIES = {
     type: "counter",
     help: "Durable Object storage rows written (each index entry, key and alarm a row, as billed), by object class",
   },
+  mds_storage_table_rows_written_total: {
+    type: "counter",
+    help: "The same rows written, by object class and table (a market's tables by their name without its prefix; kv, alarm and schema for those writes)",
+  },
   mds_storage_rows_read_total: { type: "counter", help: "Durable Object storage rows read, by object class" },
   mds_object_requests_total: {
     type: "counter",

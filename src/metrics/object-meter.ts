@@ -1,8 +1,21 @@
 import { seriesKey } from "./counts";
 import { type MetricsHolder, metricsOn } from "./holder";
 
-/** Rows a storage call wrote and read, as the runtime bills them. */
-type RowsCounted = (written: number, read: number) => void;
+/** Rows a storage call wrote and read, as the runtime bills them, and the table written (`kv`, `alarm` for those calls). */
+type RowsCounted = (written: number, read: number, table?: string) => void;
+
+/** The table a writing statement names; `schema` for any other (CREATE, DROP, ALTER). */
+const WRITES = /^\s*(?:INSERT(?:\s+OR\s+\w+)?\s+INTO|REPLACE\s+INTO|UPDATE|DELETE\s+FROM)\s+"?(\w+)/i;
+
+/**
+ * The table family a statement writes: a market's own prefix (`m_{SYMBOL}_`, `market-storage.ts`)
+ * and an hour's suffix (`trade_ids_{hour}`) taken off, so a venue's thousands of tables are a
+ * few dozen series.
+ */
+export function tableOf(query: string): string {
+  const name = WRITES.exec(query)?.[1];
+  return name === undefined ? "schema" : name.replace(/^m_[A-Z0-9]+_/, "").replace(/_[0-9]+$/, "");
+}
 
 /** The count of keys a KV call names: one key, or each of an array's or an object's. */
 function keysIn(keys: unknown): number {
@@ -24,22 +37,26 @@ function passThrough<T extends object>(target: T, prop: string | symbol): unknow
  * synchronous reads of that turn are done.
  */
 function meteredSql(sql: SqlStorage, counted: RowsCounted): { sql: SqlStorage; settle: () => void } {
-  let pending: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
+  let pending: [string, SqlStorageCursor<Record<string, SqlStorageValue>>][] = [];
   const settle = () => {
     if (pending.length === 0) return;
-    let written = 0;
     let read = 0;
-    for (const cursor of pending) {
-      written += cursor.rowsWritten;
+    const written = new Map<string, number>();
+    for (const [query, cursor] of pending) {
       read += cursor.rowsRead;
+      if (cursor.rowsWritten > 0) {
+        const table = tableOf(query);
+        written.set(table, (written.get(table) ?? 0) + cursor.rowsWritten);
+      }
     }
     pending = [];
-    counted(written, read);
+    if (read > 0) counted(0, read);
+    for (const [table, rows] of written) counted(rows, 0, table);
   };
   const exec = (query: string, ...bindings: unknown[]) => {
     const cursor = sql.exec(query, ...bindings);
     if (pending.length === 0) queueMicrotask(settle);
-    pending.push(cursor);
+    pending.push([query, cursor]);
     return cursor;
   };
   return { sql: new Proxy(sql, { get: (target, prop) => (prop === "exec" ? exec : passThrough(target, prop)) }), settle };
@@ -53,11 +70,11 @@ function meteredKv(kv: SyncKvStorage, counted: RowsCounted): SyncKvStorage {
       return kv.get(key);
     }) as SyncKvStorage["get"],
     put: ((key: string, value: unknown) => {
-      counted(1, 0);
+      counted(1, 0, "kv");
       return kv.put(key, value);
     }) as SyncKvStorage["put"],
     delete: ((key: string) => {
-      counted(1, 0);
+      counted(1, 0, "kv");
       return kv.delete(key);
     }) as SyncKvStorage["delete"],
     list: ((options?: SyncKvListOptions) => {
@@ -84,19 +101,19 @@ export function meteredStorage(storage: DurableObjectStorage, counted: RowsCount
       return storage.get(keys as string[], options);
     },
     put: (keys: string | Record<string, unknown>, value?: unknown, options?: DurableObjectPutOptions) => {
-      counted(keysIn(keys), 0);
+      counted(keysIn(keys), 0, "kv");
       return typeof keys === "string" ? storage.put(keys, value, options) : storage.put(keys, value as DurableObjectPutOptions);
     },
     delete: (keys: string | string[], options?: DurableObjectPutOptions) => {
-      counted(keysIn(keys), 0);
+      counted(keysIn(keys), 0, "kv");
       return storage.delete(keys as string[], options);
     },
     setAlarm: (time: number | Date, options?: DurableObjectSetAlarmOptions) => {
-      counted(1, 0);
+      counted(1, 0, "alarm");
       return storage.setAlarm(time, options);
     },
     deleteAlarm: (options?: DurableObjectSetAlarmOptions) => {
-      counted(1, 0);
+      counted(1, 0, "alarm");
       return storage.deleteAlarm(options);
     },
   };
@@ -125,6 +142,8 @@ export class ObjectMeter {
   private readonly on: boolean;
   /** The series keys, made once: counting a request is a map update. */
   private readonly keys: { written: string; read: string } & Record<RequestKind, string>;
+  /** The per-table series keys, made once each. */
+  private readonly tableKeys = new Map<string, string>();
   /** Counts the rows of the statements run so far (else counted at the end of their turn). */
   private readonly settlers: (() => void)[] = [];
 
@@ -147,7 +166,7 @@ export class ObjectMeter {
   /** `storage` with its rows counted (as it is when metrics are off). */
   storage(storage: DurableObjectStorage): DurableObjectStorage {
     if (!this.on) return storage;
-    const metered = meteredStorage(storage, (written, read) => this.rows(written, read));
+    const metered = meteredStorage(storage, (written, read, table) => this.rows(written, read, table));
     this.settlers.push(metered.settle);
     return metered.storage;
   }
@@ -157,8 +176,13 @@ export class ObjectMeter {
     for (const settle of this.settlers) settle();
   }
 
-  rows(written: number, read: number): void {
-    if (written > 0) this.holder.counts.addSeries(this.keys.written, written);
+  rows(written: number, read: number, table = "other"): void {
+    if (written > 0) {
+      this.holder.counts.addSeries(this.keys.written, written);
+      let key = this.tableKeys.get(table);
+      if (key === undefined) this.tableKeys.set(table, (key = seriesKey("mds_storage_table_rows_written_total", { object: this.object, table })));
+      this.holder.counts.addSeries(key, written);
+    }
     if (read > 0) this.holder.counts.addSeries(this.keys.read, read);
   }
 

@@ -25,7 +25,9 @@ describe("storage rows and object requests are counted where they happen (docs/o
       const insert = ctx.storage.sql.exec("INSERT INTO meter_probe (a, b) VALUES (1, 'x'), (2, 'y'), (3, 'z')");
       await Promise.resolve(); // the turn ends: its statements are counted
       expect(insert.rowsWritten, "three rows and three index entries, as the runtime counts them").toBe(6);
-      expect(take(instance)['mds_storage_rows_written_total{object="market"}'], "counted as the cursor says").toBe(6);
+      const first = take(instance);
+      expect(first['mds_storage_rows_written_total{object="market"}'], "counted as the cursor says").toBe(6);
+      expect(first['mds_storage_table_rows_written_total{object="market",table="meter_probe"}'], "the same rows, by the table written").toBe(6);
       const rows = ctx.storage.sql.exec("SELECT * FROM meter_probe WHERE b >= 'y'").toArray();
       expect(rows).toHaveLength(2);
       ctx.storage.kv.put("probe", 1);
@@ -35,6 +37,13 @@ describe("storage rows and object requests are counted where they happen (docs/o
       await Promise.resolve();
       const counted = take(instance);
       expect(counted['mds_storage_rows_written_total{object="market"}'], "kv.put, setAlarm, deleteAlarm").toBe(3);
+      expect(
+        [
+          counted['mds_storage_table_rows_written_total{object="market",table="kv"}'],
+          counted['mds_storage_table_rows_written_total{object="market",table="alarm"}'],
+        ],
+        "kv.put; setAlarm and deleteAlarm",
+      ).toEqual([1, 2]);
       expect(counted['mds_storage_rows_read_total{object="market"}'], "the select's rows read and kv.get").toBeGreaterThanOrEqual(3);
     });
   });

@@ -1,8 +1,10 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { scopeQuery, tablePrefixOf } from "../../src/market/market-storage";
 import { MAX_SERIES, MetricCounts, seriesKey } from "../../src/metrics/counts";
 import { exposition } from "../../src/metrics/exposition";
 import { SECONDS_BUCKETS } from "../../src/metrics/families";
+import { tableOf } from "../../src/metrics/object-meter";
 import { quantile } from "../../src/metrics/quantiles";
 
 describe("metric counts, exposition and quantiles (src/metrics)", () => {
@@ -66,5 +68,27 @@ describe("metric counts, exposition and quantiles (src/metrics)", () => {
     expect(quantile(0.5, buckets, 20)).toBeCloseTo(0.001);
     expect(quantile(0.99, buckets, 20)).toBeCloseTo(0.05 + 0.05 * 0.98);
     expect(quantile(0.99, buckets, 25), "past the last bound: that bound").toBe(10);
+  });
+});
+
+describe("rows written by table (src/metrics/object-meter.ts)", () => {
+  const statements: [string, string][] = [
+    ["INSERT INTO minute_buckets (minute) VALUES (?) ON CONFLICT (minute) DO UPDATE SET open = excluded.open", "minute_buckets"],
+    ["INSERT OR REPLACE INTO book_segments (base_seq) VALUES (?)", "book_segments"],
+    ["DELETE FROM trade_blocks WHERE last_seq <= ?", "trade_blocks"],
+    ["INSERT INTO trade_ids_498802 (minute, n, max_seq, ids) VALUES (?, ?, ?, ?)", "trade_ids"],
+    ["  UPDATE meta SET value = ? WHERE key = ?", "meta"],
+    ["\nCREATE TABLE IF NOT EXISTS second_buckets (minute INTEGER PRIMARY KEY)", "schema"],
+    ["INSERT INTO journal (slot, n, body) VALUES (?, ?, ?)", "journal"],
+  ];
+
+  it("names a statement's table the same whatever market's prefix the host gave it (property)", () => {
+    fc.assert(
+      fc.property(fc.stringMatching(/^[A-Z0-9]{2,20}$/), (symbol) => {
+        for (const [query, table] of statements) {
+          expect(tableOf(scopeQuery(query, tablePrefixOf(symbol))), `${query} in ${symbol}`).toBe(table);
+        }
+      }),
+    );
   });
 });
