@@ -63,3 +63,13 @@ export function randomId(prefix: string, bytes: number): string {
 export async function sha256Hex(data: Uint8Array<ArrayBuffer> | string): Promise<string> {
   return toHex(await crypto.subtle.digest("SHA-256", typeof data === "string" ? new TextEncoder().encode(data) : data));
 }
+
+/** Text gzipped (R2 objects written once and read whole: the archive's chunks, the book's segments). */
+export function gzipText(text: string): Promise<ArrayBuffer> {
+  return new Response(new Blob([text]).stream().pipeThrough(new CompressionStream("gzip"))).arrayBuffer();
+}
+
+/** The text of a gzipped body. */
+export function gunzipText(body: ReadableStream<Uint8Array>): Promise<string> {
+  return new Response(body.pipeThrough(new DecompressionStream("gzip"))).text();
+}

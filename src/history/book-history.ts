@@ -5,6 +5,7 @@
  * until R2 has it, so an acknowledged update is never only in memory: in parts of 1 MB, as a
  * segment is about 1 MB and more when its last batch is big.
  */
+import { gunzipText, gzipText } from "../core/encoding";
 import { type BookSegment, decodeBase, decodeEntry, encodeBase, encodeEntry } from "../market/book-log";
 import type { BookTarget } from "./book-replay";
 
@@ -100,7 +101,7 @@ export class BookHistory {
       if (!next) return uploaded;
       const text = this.waiting(next.base_seq)!;
       // Gzipped: about 5 bytes a level change where the JSON holds 21 (docs/history.md#book-history).
-      const gzipped = await new Response(new Blob([text]).stream().pipeThrough(new CompressionStream("gzip"))).arrayBuffer();
+      const gzipped = await gzipText(text);
       await this.bucket.put(segmentKey(symbol, next.base_seq), gzipped, { httpMetadata: { contentType: "application/json", contentEncoding: "gzip" } });
       this.sql.exec("DELETE FROM book_segment_text WHERE base_seq = ?", next.base_seq);
       uploaded += 1;
@@ -135,6 +136,6 @@ export class BookHistory {
     if (waiting !== undefined) return decodeSegment(waiting);
     const object = await this.bucket.get(segmentKey(symbol, row.baseSeq));
     if (!object) throw new Error(`the book segment at ${row.baseSeq} of ${symbol} is not in R2`);
-    return decodeSegment(await new Response(object.body.pipeThrough(new DecompressionStream("gzip"))).text());
+    return decodeSegment(await gunzipText(object.body));
   }
 }
