@@ -73,6 +73,10 @@ const unpackSecond = ([minute, open, high, low, close, first, last, volume, quot
   takerBuyQuoteVolume: BigInt(buyQuote),
 });
 
+/** Spans of stored hours or days of at most this many read whole and kept; at most this many kept in all (about 400 KB). */
+const ROLLUP_CACHE_SPAN = 64;
+const ROLLUP_CACHE_BUCKETS = 2_048;
+
 /** A commit writes the staged buckets itself only when the minute's alarm is this late (its write is the alarm's). */
 export const BUCKET_FLUSH_LATE_MS = 5_000;
 
@@ -91,6 +95,14 @@ export function bucketsDue(now: number, flushedAt: number, at: "alarm" | "commit
 export class BucketStore {
   /** Buckets live trades changed since the last flush, by size and start. */
   private readonly staged = new Map<string, { size: BucketSize; bucket: MinuteBucket }>();
+  /** Stored hours and days read for a span, until a rollup is written (`storedBuckets`), and how many buckets they hold. */
+  private readonly rollupReads = new Map<string, MinuteBucket[]>();
+  private rollupsHeld = 0;
+
+  private forgetRollupReads(): void {
+    this.rollupReads.clear();
+    this.rollupsHeld = 0;
+  }
 
   constructor(private readonly sql: SqlStorage) {
     // The second buckets of a minute are one row (docs/design.md#the-write-path): a trading second
@@ -188,6 +200,7 @@ export class BucketStore {
    * rollups. A minute written from live trades is live from then on; `imported` marks an import's.
    */
   upsertBucket(bucket: MinuteBucket, size: BucketSize = MINUTE_MS, imported = false): void {
+    if (size !== MINUTE_MS) this.forgetRollupReads();
     const [table, key, keyValues] =
       size === MINUTE_MS ? ["minute_buckets", "minute", `${imported ? 1 : 0}, ?`] : ["rollup_buckets", "size, start", `${size}, ?`];
     const extra = size === MINUTE_MS ? ["imported, ", ", imported = excluded.imported"] : ["", ""];
@@ -249,10 +262,29 @@ export class BucketStore {
       yield* this.storedSeconds(from, to, order);
       return;
     }
+    // Up to 64 hours or days read whole and kept until a rollup is written: an open
+    // candle's stored part, asked again each second by its kline streams, is read once.
+    const cached = size !== MINUTE_MS && to - from < ROLLUP_CACHE_SPAN * size;
+    const key = `${size}:${from}:${to}:${order}`;
+    const hit = cached ? this.rollupReads.get(key) : undefined;
+    if (hit) {
+      yield* hit;
+      return;
+    }
     const cursor =
       size === MINUTE_MS
         ? this.sql.exec(`SELECT * FROM minute_buckets WHERE minute >= ? AND minute <= ? ORDER BY minute ${order}`, from, to)
         : this.sql.exec(`SELECT * FROM rollup_buckets WHERE size = ? AND start >= ? AND start <= ? ORDER BY start ${order}`, size, from, to);
+    if (cached) {
+      // Frozen: a reader that changed one would change every later read of it.
+      const read = cursor.toArray().map((row) => Object.freeze(toBucket(row)));
+      this.bucketRowsRead += cursor.rowsRead;
+      if (this.rollupsHeld + read.length > ROLLUP_CACHE_BUCKETS) this.forgetRollupReads();
+      this.rollupReads.set(key, read);
+      this.rollupsHeld += read.length;
+      yield* read;
+      return;
+    }
     try {
       for (const row of cursor) yield toBucket(row);
     } finally {
@@ -318,6 +350,7 @@ export class BucketStore {
       for (const [key, staged] of this.staged)
         if (staged.size === size && staged.bucket.minute >= first && staged.bucket.minute <= last) this.staged.delete(key);
       this.sql.exec("DELETE FROM rollup_buckets WHERE size = ? AND start >= ? AND start <= ?", size, first, last);
+      this.forgetRollupReads();
       let group: MinuteBucket[] = [];
       const flush = () => {
         const merged = mergeBuckets(group);
