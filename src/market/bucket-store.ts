@@ -14,6 +14,7 @@
  */
 import { BUCKET_SIZES, type BucketSize, DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS } from "../history/intervals";
 import { addToBucket, type MinuteBucket, mergeBuckets, type UnitTrade } from "./rolling-window";
+import { packBucket, SecondRing } from "./second-ring";
 
 type Row = Record<string, SqlStorageValue>;
 
@@ -38,40 +39,6 @@ const keyOf = (size: BucketSize, start: number) => `${size}:${start}`;
 
 /** An hour or a day that has not ended by `now`: it stays staged (written once, at its close). */
 const stillOpen = (size: BucketSize, start: number, now: number) => (size === HOUR_MS || size === DAY_MS) && start + size > now;
-
-/**
- * A bucket's values in the order a row binds them and a minute's row of seconds packs them: [start,
- * open, high, low, close, first, last, volume, quote volume, count, taker buy, taker buy quote].
- */
-type PackedSecond = [number, string, string, string, string, number, number, string, string, number, string, string];
-const packSecond = (b: MinuteBucket): PackedSecond => [
-  b.minute,
-  b.open.toString(),
-  b.high.toString(),
-  b.low.toString(),
-  b.close.toString(),
-  b.firstTradeTime,
-  b.lastTradeTime,
-  b.volume.toString(),
-  b.quoteVolume.toString(),
-  b.count,
-  b.takerBuyVolume.toString(),
-  b.takerBuyQuoteVolume.toString(),
-];
-const unpackSecond = ([minute, open, high, low, close, first, last, volume, quote, count, buy, buyQuote]: PackedSecond): MinuteBucket => ({
-  minute,
-  open: BigInt(open),
-  high: BigInt(high),
-  low: BigInt(low),
-  close: BigInt(close),
-  firstTradeTime: first,
-  lastTradeTime: last,
-  volume: BigInt(volume),
-  quoteVolume: BigInt(quote),
-  count,
-  takerBuyVolume: BigInt(buy),
-  takerBuyQuoteVolume: BigInt(buyQuote),
-});
 
 /** Spans of stored hours or days of at most this many read whole and kept; at most this many kept in all (about 400 KB). */
 const ROLLUP_CACHE_SPAN = 64;
@@ -104,10 +71,11 @@ export class BucketStore {
     this.rollupsHeld = 0;
   }
 
+  /** The second buckets: a minute's as one row, in a ring of 25 hours (`second-ring.ts`). */
+  private readonly seconds: SecondRing;
+
   constructor(private readonly sql: SqlStorage) {
-    // The second buckets of a minute are one row (docs/design.md#the-write-path): a trading second
-    // cost a row to write and another to prune before.
-    sql.exec("CREATE TABLE IF NOT EXISTS second_buckets (minute INTEGER PRIMARY KEY, buckets TEXT NOT NULL)");
+    this.seconds = new SecondRing(sql);
   }
 
   /** A bucket live trades changed: written at the next flush, read from here until then. */
@@ -154,17 +122,7 @@ export class BucketStore {
         seconds.set(minute, [...(seconds.get(minute) ?? []), bucket]);
       }
     }
-    for (const [minute, changed] of seconds) {
-      const row = this.sql.exec<{ buckets: string }>("SELECT buckets FROM second_buckets WHERE minute = ?", minute).toArray()[0];
-      const all = new Map<number, PackedSecond>(row ? (JSON.parse(row.buckets) as PackedSecond[]).map((b) => [b[0], b]) : []);
-      for (const bucket of changed) all.set(bucket.minute, packSecond(bucket));
-      const packed = [...all.values()].sort((a, b) => a[0] - b[0]);
-      this.sql.exec(
-        "INSERT INTO second_buckets (minute, buckets) VALUES (?, ?) ON CONFLICT (minute) DO UPDATE SET buckets = excluded.buckets",
-        minute,
-        JSON.stringify(packed),
-      );
-    }
+    for (const [minute, changed] of seconds) this.seconds.write(minute, changed, now);
   }
 
   /**
@@ -191,7 +149,7 @@ export class BucketStore {
 
   /** Drops the second buckets older than `before` (their minutes' rows; and rows of seconds from before the packing). */
   pruneSeconds(before: number): void {
-    this.sql.exec("DELETE FROM second_buckets WHERE minute + ? <= ?", MINUTE_MS, before);
+    this.seconds.prune(before);
     this.sql.exec("DELETE FROM rollup_buckets WHERE size = ? AND start < ?", SECOND_MS, before);
   }
 
@@ -212,7 +170,7 @@ export class BucketStore {
          close = excluded.close, first_trade_time = excluded.first_trade_time, last_trade_time = excluded.last_trade_time,
          volume = excluded.volume, quote_volume = excluded.quote_volume, trade_count = excluded.trade_count,
          taker_buy_volume = excluded.taker_buy_volume, taker_buy_quote_volume = excluded.taker_buy_quote_volume${extra[1]}`,
-      ...packSecond(bucket),
+      ...packBucket(bucket),
     );
   }
 
@@ -297,15 +255,9 @@ export class BucketStore {
     const found = new Map<number, MinuteBucket>();
     const legacy = this.sql.exec("SELECT * FROM rollup_buckets WHERE size = ? AND start >= ? AND start <= ?", SECOND_MS, from, to);
     for (const row of legacy) found.set(row.start as number, toBucket(row));
-    const rows = this.sql.exec<{ buckets: string }>(
-      "SELECT buckets FROM second_buckets WHERE minute >= ? AND minute <= ?",
-      Math.floor(from / MINUTE_MS) * MINUTE_MS,
-      to,
-    );
-    for (const row of rows) {
-      for (const packed of JSON.parse(row.buckets) as PackedSecond[]) if (packed[0] >= from && packed[0] <= to) found.set(packed[0], unpackSecond(packed));
-    }
-    this.bucketRowsRead += legacy.rowsRead + rows.rowsRead;
+    const before = this.seconds.rowsRead;
+    this.seconds.read(from, to, found);
+    this.bucketRowsRead += legacy.rowsRead + this.seconds.rowsRead - before;
     const sorted = [...found.values()].sort((a, b) => (order === "ASC" ? a.minute - b.minute : b.minute - a.minute));
     yield* sorted;
   }

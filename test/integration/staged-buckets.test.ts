@@ -72,7 +72,7 @@ describe("candle buckets are staged and written about once a minute (src/market/
     expect(await runDurableObjectAlarm(market), "the minute's alarm ran").toBe(true);
     // The 21 trades' seconds are a row a minute of trade time (before: a row a second, 21).
     const secondRows = await runInDurableObject(market, async (_instance: MarketObject, state) => ({
-      packed: state.storage.sql.exec<{ n: number }>(`SELECT count(*) AS n FROM ${tablePrefixOf(symbol)}second_buckets`).one().n,
+      packed: state.storage.sql.exec<{ n: number }>(`SELECT count(*) AS n FROM ${tablePrefixOf(symbol)}second_ring`).one().n,
       apart: state.storage.sql.exec<{ n: number }>(`SELECT count(*) AS n FROM ${tablePrefixOf(symbol)}rollup_buckets WHERE size = 1000`).one().n,
     }));
     const minutes = new Set([0, ...Array.from({ length: 20 }, (_, i) => (i + 1) * 7_000)].map((d) => Math.floor((base + d) / 60_000))).size;
