@@ -8,9 +8,11 @@
  * buckets over the stored ones. The trades are stored as they come, so the staged buckets are
  * never the only copy: a market that restarts stages again the trades after the last flush.
  *
- * An hour or a day is written once, at the first flush after it ends (`closedBy`): until then it
- * stays staged, and a market that restarts builds it again from its stored minutes
+ * An hour or a day is written once, at the first flush after it ends (`stillOpen`): until then
+ * it stays staged, and a market that restarts builds it again from its stored minutes
  * (`restoreOpenRollups`) — where each flush wrote both again, two rows a trading market-minute.
+ * Likewise the minute being traded when the flush runs stays staged (its seconds, its minute):
+ * its trades are staged again after a restart from the record's `heldFrom`.
  */
 import { BUCKET_SIZES, type BucketSize, DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS } from "../history/intervals";
 import { addToBucket, type MinuteBucket, mergeBuckets, type UnitTrade } from "./rolling-window";
@@ -37,8 +39,13 @@ function toBucket(row: Row): MinuteBucket {
 
 const keyOf = (size: BucketSize, start: number) => `${size}:${start}`;
 
-/** An hour or a day that has not ended by `now`: it stays staged (written once, at its close). */
-const stillOpen = (size: BucketSize, start: number, now: number) => (size === HOUR_MS || size === DAY_MS) && start + size > now;
+/**
+ * A bucket a flush at `now` leaves staged: an hour or a day that has not ended (written once, at
+ * its close), and a second or minute of the minutes from `heldFrom` on (the minute still being
+ * traded, written once it has ended, not a part of it now and the whole of it again later).
+ */
+const stillOpen = (size: BucketSize, start: number, now: number, heldFrom: number) =>
+  size === HOUR_MS || size === DAY_MS ? start + size > now : Math.floor(start / MINUTE_MS) * MINUTE_MS >= heldFrom;
 
 /** Spans of stored hours or days of at most this many read whole and kept; at most this many kept in all (about 400 KB). */
 const ROLLUP_CACHE_SPAN = 64;
@@ -57,6 +64,11 @@ export const BUCKET_FLUSH_LATE_MS = 5_000;
 export function bucketsDue(now: number, flushedAt: number, at: "alarm" | "commit"): boolean {
   if (at === "alarm") return Math.floor(now / MINUTE_MS) !== Math.floor(flushedAt / MINUTE_MS);
   return now - flushedAt >= MINUTE_MS + BUCKET_FLUSH_LATE_MS;
+}
+
+/** The minute a flush at `now` holds back: the one being traded; none when `all` must be written (an archive, an import, a bound reached). */
+export function heldFromAt(now: number, all: boolean): number {
+  return all ? Number.POSITIVE_INFINITY : Math.floor(now / MINUTE_MS) * MINUTE_MS;
 }
 
 export class BucketStore {
@@ -100,21 +112,22 @@ export class BucketStore {
     return this.staged.size;
   }
 
-  /** Whether a flush at `now` has a row to write: a second or minute staged, or an hour or day that has ended. */
-  writable(now: number): boolean {
-    for (const { size, bucket } of this.staged.values()) if (!stillOpen(size, bucket.minute, now)) return true;
+  /** Whether a flush at `now` holding back the minutes from `heldFrom` has a row to write. */
+  writable(now: number, heldFrom = Number.POSITIVE_INFINITY): boolean {
+    for (const { size, bucket } of this.staged.values()) if (!stillOpen(size, bucket.minute, now, heldFrom)) return true;
     return false;
   }
 
   /**
-   * Writes the staged buckets and forgets them: a row each, but the seconds a row a minute, and an
-   * hour or a day only once it has ended by `now` (until then it stays staged); the caller records
-   * up to which trade they hold and `now` as the time the rollups are written through.
+   * Writes the staged buckets and forgets them: a row each, but the seconds a row a minute; an
+   * hour or a day only once it has ended by `now`, and no second or minute of the minutes from
+   * `heldFrom` on (those stay staged). The caller records up to which trade they hold, `now` as
+   * the time the rollups are written through, and `heldFrom`.
    */
-  flush(now: number): void {
+  flush(now: number, heldFrom = Number.POSITIVE_INFINITY): void {
     const seconds = new Map<number, MinuteBucket[]>();
     for (const [key, { size, bucket }] of this.staged) {
-      if (stillOpen(size, bucket.minute, now)) continue;
+      if (stillOpen(size, bucket.minute, now, heldFrom)) continue;
       this.staged.delete(key);
       if (size !== SECOND_MS) this.upsertBucket(bucket, size);
       else {
@@ -293,7 +306,7 @@ export class BucketStore {
   rebuildRollups(from: number, to: number): void {
     // Staged minutes would be missing from the rebuilt rollups; the caller writes them first, with the record.
     for (const { size } of this.staged.values()) {
-      if (size === SECOND_MS || size === MINUTE_MS) throw new Error("the staged buckets are written before rollups are rebuilt");
+      if (size === SECOND_MS || size === MINUTE_MS) throw new Error("the staged buckets are written (all of them) before rollups are rebuilt");
     }
     for (const size of [HOUR_MS, DAY_MS] as const) {
       const first = Math.floor(from / size) * size;

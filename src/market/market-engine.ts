@@ -6,7 +6,7 @@ import { importMinutes, writeDays } from "../history/market-days";
 import { type DayFiles, MarketHistory } from "../history/market-history";
 import type { MarketConfig } from "../registry/model";
 import type { Tick } from "../ticks/tick";
-import { bucketsDue } from "./bucket-store";
+import { bucketsDue, heldFromAt } from "./bucket-store";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
 import type { IngestAnswer, IngestBatch, IngestCommit } from "./ingest";
 import { restoreState } from "./market-load";
@@ -209,13 +209,8 @@ export class MarketEngine {
       if (logged.snapshot || this.store.openBlockFull()) this.store.sealTrades();
     }
     // The staged buckets and ids are written at the minute's end, by the alarm, here only when it is late (rebuilt from the trades after a restart).
-    if (
-      bucketsDue(now, this.bucketsFlushedAt, "commit") ||
-      this.store.candles.stagedCount >= MAX_STAGED_BUCKETS ||
-      this.store.pendingIds().bytes >= PENDING_MAX_BYTES
-    ) {
-      Object.assign(record, this.flushBuckets(state.tradeSeq, now));
-    }
+    const full = this.store.candles.stagedCount >= MAX_STAGED_BUCKETS || this.store.pendingIds().bytes >= PENDING_MAX_BYTES;
+    if (full || bucketsDue(now, this.bucketsFlushedAt, "commit")) Object.assign(record, this.flushBuckets(state.tradeSeq, now, full));
     if (staged.changed) record.lastUpdateAt = state.lastUpdateAt;
     // One row for all of it when something the log and the blocks do not keep changed; else none.
     const keys = Object.keys(record) as (keyof MarketRecord)[];
@@ -256,7 +251,7 @@ export class MarketEngine {
   importMinutes(market: MarketConfig, minutes: MinuteBucket[]): { imported: number; replaced: number } | ProblemResult {
     return guarded(() => {
       const state = this.readable(market);
-      this.flushBucketsNow(state);
+      this.flushBucketsNow(state, true);
       return importMinutes(this.store, state, minutes);
     });
   }
@@ -289,21 +284,27 @@ export class MarketEngine {
    * the log's records until a snapshot covers them, and it is written then (a block a snapshot,
    * not a block a minute).
    */
-  private flushBuckets(throughSeq: number, now: number): Partial<MarketRecord> {
+  private flushBuckets(throughSeq: number, now: number, all: boolean): Partial<MarketRecord> {
     this.bucketsFlushedAt = now;
-    if (!this.store.candles.writable(now) && this.store.pendingIds().count === 0) return {};
-    this.store.candles.flush(now);
-    this.store.writeIds(now);
-    return { bucketsThroughSeq: throughSeq, rollupsThrough: now };
+    // The minute being traded waits for the next write (all of it then), unless everything must go now.
+    const heldFrom = heldFromAt(now, all);
+    if (!this.store.candles.writable(now, heldFrom) && !this.store.idsWritable(heldFrom)) return {};
+    this.store.candles.flush(now, heldFrom);
+    this.store.writeIds(now, heldFrom);
+    return { bucketsThroughSeq: throughSeq, rollupsThrough: now, heldFrom: all ? undefined : heldFrom };
   }
 
-  /** Writes the staged buckets now, in a transaction of its own (the alarm, before an archive or an import). */
-  private flushBucketsNow(state: MarketState): void {
+  /**
+   * Writes the staged buckets now, in a transaction of its own: the alarm's at the minute's end,
+   * or `all` of them before an archive or an import.
+   */
+  private flushBucketsNow(state: MarketState, all = false): void {
     // What a tick staged is written first: the buckets' mark never runs ahead of the stored trades.
     this.host.tick.commitNow();
     const now = Date.now();
-    if (!this.store.candles.writable(now) && this.store.pendingIds().count === 0) return;
-    this.store.transaction(() => this.store.writeRecord(this.flushBuckets(state.tradeSeq, now)));
+    const heldFrom = heldFromAt(now, all);
+    if (!this.store.candles.writable(now, heldFrom) && !this.store.idsWritable(heldFrom)) return;
+    this.store.transaction(() => this.store.writeRecord(this.flushBuckets(state.tradeSeq, now, all)));
   }
 
   private prune(state: MarketState, now: number): void {
@@ -330,7 +331,7 @@ export class MarketEngine {
     if (!state) return 0;
     // Buckets first, and only when a chunk is due: a write at this check's phase splits the minute's in two.
     if (!this.history.archiveDue(state.tradeSeq, now - TRADE_RETENTION_MS)) return 0;
-    this.flushBucketsNow(state);
+    this.flushBucketsNow(state, true);
     // The chunk may reach into the open block (a busy market's): its trades are written as a block first.
     this.store.transaction(() => this.store.sealTrades());
     const moved = await this.history.archive(state.market, state.tradeSeq, now - TRADE_RETENTION_MS, most);

@@ -13,7 +13,7 @@ import { OrderBook } from "./order-book";
 export function restoreState(store: MarketStore, meta: MarketMeta, market: MarketConfig, now: number): MarketState {
   const book = new OrderBook(market.priceScale, market.quantityScale);
   const levels = store.book.read(store.bookPosition());
-  const unwritten = store.tradesAfter(meta.bucketsThroughSeq);
+  const unwritten = store.tradesUnwritten(meta.bucketsThroughSeq, meta.heldFrom);
   // The open hours and days from the stored minutes first, then the trades after them over them.
   store.candles.restoreOpenRollups(meta.rollupsThrough);
   for (const trade of unwritten) store.candles.stageTrade(trade);

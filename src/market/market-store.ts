@@ -41,6 +41,8 @@ export interface MarketRecord {
   bucketsThroughSeq: number;
   /** The last flush's time: hours and days that ended by then are stored whole, later ones are built again on load (`bucket-store.ts`); absent, every flush wrote them. */
   rollupsThrough?: number;
+  /** The minute being traded at the last flush, held back: the trades from its start on are staged again on load, even up to `bucketsThroughSeq`. */
+  heldFrom?: number;
   /** When the market last applied an ingest batch that changed it (its feed's last word). */
   lastUpdateAt: number;
   /** Trade ids up to this one are in the archive (docs/history.md#trades); 0: none. */
@@ -281,9 +283,14 @@ export class MarketStore {
     return { count: this.tradeIds.pendingCount, bytes: this.tradeIds.pendingBytes };
   }
 
-  /** Writes the waiting ids (with the staged buckets, under the same `bucketsThroughSeq`). */
-  writeIds(now: number): void {
-    this.tradeIds.write(now);
+  /** Whether a write of the ids holding back the minutes from `heldFrom` on would write a row. */
+  idsWritable(heldFrom: number): boolean {
+    return this.tradeIds.writable(heldFrom);
+  }
+
+  /** Writes the waiting ids but those of the minutes from `heldFrom` on (with the staged buckets, under the same `bucketsThroughSeq`). */
+  writeIds(now: number, heldFrom: number): void {
+    this.tradeIds.write(now, heldFrom);
   }
 
   /**
@@ -299,6 +306,15 @@ export class MarketStore {
   /** The stored trades after `seq`, in the order they were applied. */
   tradesAfter(seq: number): StoredTrade[] {
     return this.blocks.between(seq + 1, Number.MAX_SAFE_INTEGER);
+  }
+
+  /**
+   * The trades the stored buckets do not hold, in the order applied: those after `throughSeq`,
+   * and those up to it whose time is from `heldFrom` on (the minute a flush held back).
+   */
+  tradesUnwritten(throughSeq: number, heldFrom: number | undefined): StoredTrade[] {
+    const held = heldFrom === undefined ? [] : this.blocks.page({ startTime: heldFrom, before: throughSeq + 1, limit: Number.MAX_SAFE_INTEGER }, 0, true);
+    return [...held, ...this.tradesAfter(throughSeq)];
   }
 
   /** The newest trades by time (ties: later arrival first). */

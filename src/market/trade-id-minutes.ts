@@ -136,9 +136,19 @@ export class TradeIdMinutes {
     }
   }
 
-  /** Writes what waits: one row a minute of trade time, in the table of the hour it is written (inside the caller's transaction). */
-  write(now: number): void {
-    if (this.pending.size === 0) return;
+  /** Whether a write holding back the minutes from `heldFrom` on would write a row. */
+  writable(heldFrom = Number.POSITIVE_INFINITY): boolean {
+    for (const minute of this.pending.keys()) if (minute * MINUTE_MS < heldFrom) return true;
+    return false;
+  }
+
+  /**
+   * Writes what waits: one row a minute of trade time, in the table of the hour it is written
+   * (inside the caller's transaction) — but the minutes from `heldFrom` on (the one still being
+   * traded), which wait for a later write with their candle buckets.
+   */
+  write(now: number, heldFrom = Number.POSITIVE_INFINITY): void {
+    if (!this.writable(heldFrom)) return;
     const hour = idHour(now);
     const hours = this.tables();
     if (!hours.includes(hour)) {
@@ -147,14 +157,27 @@ export class TradeIdMinutes {
       hours.sort((a, b) => a - b);
     }
     this.lastN = Math.max(this.lastN + 1, now);
-    for (const [minute, { ids, maxSeq }] of this.pending) {
-      this.sql.exec(`INSERT INTO trade_ids_${hour} (minute, n, max_seq, ids) VALUES (?, ?, ?, ?)`, minute, this.lastN, maxSeq, JSON.stringify(ids));
+    const held = new Map<number, { ids: Packed; maxSeq: number }>();
+    const written = new Set<string>();
+    for (const [minute, entry] of this.pending) {
+      if (minute * MINUTE_MS >= heldFrom) {
+        held.set(minute, entry);
+        continue;
+      }
+      this.sql.exec(`INSERT INTO trade_ids_${hour} (minute, n, max_seq, ids) VALUES (?, ?, ?, ?)`, minute, this.lastN, entry.maxSeq, JSON.stringify(entry.ids));
+      for (const [id] of entry.ids) written.add(id);
     }
-    this.pending = new Map();
-    this.lastWritten = this.pendingIds;
+    this.pending = held;
+    this.lastWritten = written;
     this.lastWrittenHour = hour;
     this.pendingIds = new Set();
     this.bytes = 0;
+    for (const entry of held.values()) {
+      for (const [id] of entry.ids) {
+        this.pendingIds.add(id);
+        this.bytes += id.length + 20;
+      }
+    }
   }
 
   /**

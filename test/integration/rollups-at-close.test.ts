@@ -2,7 +2,7 @@ import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "c
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { DAY_MS, HOUR_MS, MINUTE_MS } from "../../src/history/intervals";
-import { BucketStore } from "../../src/market/bucket-store";
+import { BucketStore, heldFromAt } from "../../src/market/bucket-store";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import { tablePrefixOf } from "../../src/market/market-storage";
@@ -45,11 +45,14 @@ describe("hours and days are written once, at their close (src/market/bucket-sto
                 }
               : Reflect.get(target, prop, target),
         });
+        const ring = (candles as unknown as { seconds: { sql: SqlStorage } }).seconds;
         (candles as unknown as { sql: SqlStorage }).sql = counting;
+        ring.sql = counting;
         try {
           candles.flush(now);
         } finally {
           (candles as unknown as { sql: SqlStorage }).sql = sql;
+          ring.sql = sql;
         }
         for (const cursor of cursors) written += cursor.rowsWritten;
       };
@@ -140,5 +143,73 @@ describe("hours and days are written once, at their close (src/market/bucket-sto
       expect(after.buckets, "hours after a write").toBe(7);
       expect(after.rowsRead, "rows read after a write").toBeGreaterThanOrEqual(7);
     });
+  });
+
+  it("the minute being traded when the flush runs waits for the next: a flush just after each turn writes each minute once (fails before: its first moments, then all of it again)", async () => {
+    const symbol = "ETHBTC";
+    await runInDurableObject(await hostOf(symbol), (instance: MarketObject) => {
+      const candles = (instance.engine(symbol) as unknown as { store: MarketStore }).store.candles;
+      const sql = (candles as unknown as { sql: SqlStorage }).sql;
+      const ring = (candles as unknown as { seconds: { sql: SqlStorage } }).seconds;
+      let written = 0;
+      const flush = (now: number) => {
+        const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
+        const counting = new Proxy(sql, {
+          get: (target, prop) =>
+            prop === "exec"
+              ? (query: string, ...bindings: unknown[]) => {
+                  const cursor = target.exec(query, ...bindings);
+                  cursors.push(cursor);
+                  return cursor;
+                }
+              : Reflect.get(target, prop, target),
+        });
+        (candles as unknown as { sql: SqlStorage }).sql = counting;
+        ring.sql = counting;
+        try {
+          candles.flush(now, heldFromAt(now, false));
+        } finally {
+          (candles as unknown as { sql: SqlStorage }).sql = sql;
+          ring.sql = sql;
+        }
+        for (const cursor of cursors) written += cursor.rowsWritten;
+      };
+      // Ten minutes; each flush runs 100 ms after the turn, when a trade of the new minute is already in.
+      for (let m = 0; m < 10; m++) {
+        candles.stageTrade(tradeAt(H0 + m * MINUTE_MS + 59_900, m));
+        candles.stageTrade(tradeAt(H0 + (m + 1) * MINUTE_MS + 50, m + 1));
+        flush(H0 + (m + 1) * MINUTE_MS + 100);
+      }
+      // Each flush: the minute that ended and its seconds' row, once (the first a new row each).
+      expect(written, "rows written by ten flushes").toBe(10 * 2);
+      const minutes = [...candles.buckets(MINUTE_MS, H0, H0 + 11 * MINUTE_MS, "ASC")].map((b) => b.count);
+      expect(minutes, "the minutes' trades, the last still staged").toEqual([1, ...Array.from({ length: 9 }, () => 2), 1]);
+    });
+  });
+
+  it("a restart while a minute is held back stages its trades again: candles exact, resends duplicates, nothing counted twice", async () => {
+    const symbol = "SOLBTC";
+    const market = await hostOf(symbol);
+    const trades = Array.from({ length: 6 }, (_, i) => ({
+      id: `held-${i}`,
+      price: `0.0015${i}`,
+      quantity: "2.00",
+      side: "buy" as const,
+      time: Date.now() - 1_000 + i,
+    }));
+    expect((await ingest(env, "*", { symbol, trades: trades.slice(0, 3) })).acceptedTrades, "first trades").toBe(3);
+    expect((await ingest(env, "*", { symbol, trades: trades.slice(3) })).acceptedTrades, "later trades").toBe(3);
+    const count = async (interval: string) =>
+      (await callJson<{ tradeCount: number }[]>(`/api/klines/${symbol}?interval=${interval}&limit=10`)).body.reduce((s, k) => s + k.tradeCount, 0);
+    for (let round = 0; round < 2; round++) {
+      // The minute's alarm (its flush holds the minute being traded), then a restart.
+      await runInDurableObject(market, async (instance: MarketObject) => {
+        (instance.engine(symbol) as unknown as { bucketsFlushedAt: number }).bucketsFlushedAt = 0;
+      });
+      expect(await runDurableObjectAlarm(market), "the minute's alarm ran").toBe(true);
+      await evictDurableObject(market);
+      for (const interval of ["1s", "1m", "1h", "1d"]) expect(await count(interval), `${interval} trades after restart ${round}`).toBe(6);
+      expect(await ingest(env, "*", { symbol, trades }), `a resend after restart ${round}`).toMatchObject({ acceptedTrades: 0, duplicateTrades: 6 });
+    }
   });
 });
