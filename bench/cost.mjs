@@ -7,26 +7,32 @@
 // isolate's holder, which each scrape hands on), lists `--markets` markets, attaches stream subscribers, publishes over /v1/publish in
 // five phases of `--seconds` each, and reads the runtime's own counts from /admin/metrics
 // (`mds_storage_rows_written_total`, `mds_storage_rows_read_total`, `mds_object_requests_total`,
-// every object class) at the start and end of each phase's window:
-//   venue   — every market 4 batches/s of 1 trade and 5 level changes (the venue model's batch);
+// every object class, and `mds_storage_table_rows_written_total` by table) at the start and end of
+// each phase's window:
+//   venue   — every market at the venue model's own rate and batch: 10 batches/s of 1 trade and 5 level changes;
+//   group   — the same on the markets of one group only (one host instead of two);
 //   levels  — 4 batches/s of 50 level changes; trades — 4 batches/s of 20 trades;
 //   slow    — 1 batch/s of 1 trade and 5 level changes (more market-seconds per batch);
-//   group   — the venue's batch on the markets of one group only (one host instead of two);
 //   busy    — one market, 50 batches/s of 100 level changes and 20 trades (the busy-market model).
-// Markets are hosted by group, 64 a group, and a group commits once a tick (docs/design.md#market-hosts),
-// so the rows written are fitted (least squares, none below zero) to rows = a·batches + b·trades +
-// c·level changes + d·market-seconds + e·host-seconds over the five phases besides busy (the group
-// phase tells hosts from markets), and the requests besides the publishers' messages to a·batches +
-// d·market-seconds + e·host-seconds: the per-unit figures, extrapolated linearly to the venue model of
-// docs/capacity.md (2,000 markets in 32 hosts); rows read likewise (batches, market-seconds,
-// host-seconds) — the hosts' and shards' counts fitted, those of the objects a venue has one of
-// (the publisher channel, price index, metrics, registry, the key's guard) taken per second as
-// measured. Calls on an RPC session are not billed (the session's
-// opening is); the publishers send each 20 ms slice's batches as one message (an array), and the
-// model's messages are its batches over its `batchesPerMessage`, 20 to a request. The busy phase *is* the busy-market model: its own counts are priced. Prices are
-// Cloudflare's published rates (PRICES, with the date read).
+// Markets are hosted by group, 64 a group, and a group commits once a tick (docs/design.md#market-hosts).
+// The venue model is priced from its own two phases: what the hosts and shards wrote, read and were
+// billed is solved into a part per host-second and a part per market-second (venue: two hosts, 100
+// markets; group: one host, its markets), scaled to the model's 32 hosts and 2,000 markets, plus the
+// objects a venue has one of (the publisher channel, price index, metrics, registry, the key's
+// guard) per second as measured, plus the rows that what was written costs again when it goes (a
+// trade block's row and index entry at the archive: the rows written to that table). Before the
+// group phase the markets' logs are staggered over a cycle, so that their snapshots (every 2,048
+// commits) spread evenly over the phases' windows, as a venue's do, instead of coming together. The per-unit figures (`counted`: rows a batch, trade, level change,
+// market-second) are a least-squares fit over the five phases besides busy, for reading only.
+// Calls on an RPC session are not billed (the session's opening is); the publishers send each 20 ms
+// slice's batches as one message (an array), and the model's messages are its batches over its
+// `batchesPerMessage`, 20 to a request. The busy phase *is* the busy-market model: its own counts
+// are priced. R2's bytes a trade (its archive chunk, its daily files) are measured on the formats
+// the service writes; a level change's from docs/history.md#book-history. Prices are Cloudflare's
+// published rates (PRICES, with the date read).
 // Loopback only; it stops everything it started.
 import { mkdirSync } from "node:fs";
+import { deflateRawSync, gzipSync } from "node:zlib";
 import WebSocket from "ws";
 import { issuePublishKey } from "../scripts/publish-key.mjs";
 import { listVenue } from "../scripts/venue.mjs";
@@ -93,9 +99,10 @@ export const MODELS = {
     groupSize: 64,
   },
 };
-/** Trades per archived R2 chunk (TRADE_ARCHIVE_CHUNK) and the bytes a trade takes there (gzip'd CSV, docs/history.md#trades). */
+/** A market's log writes its book whole every this many commits (src/market/book-log.ts). */
+const SNAPSHOT_EVERY = 2_048;
+/** Trades per archived R2 chunk (TRADE_ARCHIVE_CHUNK). */
 const TRADES_PER_CHUNK = 10_000;
-const R2_BYTES_PER_TRADE = 30;
 /** Daily files per market and day (trades, 1m, 1h, 1d and their checksums: docs/history.md#daily-files). */
 const DAILY_FILES_PER_MARKET = 8;
 /**
@@ -108,6 +115,50 @@ const BOOK_SEGMENT_BYTES = 1_000_000;
 const BOOK_JSON_BYTES_PER_LEVEL = 21;
 const BOOK_R2_BYTES_PER_LEVEL = 5.1 + 6.8;
 const BOOK_FILE_PUTS_PER_MARKET_HOUR = 4;
+
+/**
+ * R2's bytes a trade, measured on the formats the service writes (docs/history.md): its archive
+ * chunk (the wire trades as JSON, gzipped) and its two daily files (trades and aggTrades CSV,
+ * deflated in a zip), over 10,000 trades of three markets' shapes whose prices walk and whose
+ * quantities and sides are random — node's zlib at its default level, as the runtime's
+ * CompressionStream. A synthetic feed's repeated prices would compress far better than a real one.
+ */
+function historyBytesPerTrade() {
+  let seed = 42;
+  const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648;
+  const per = { chunk: 0, dailyFiles: 0 };
+  const shapes = [
+    ["BTCUSDT", 9_700_000, 2, 5],
+    ["ETHBTC", 10_700, 2, 3],
+    ["SOLUSDT", 1_080_000, 4, 1],
+  ];
+  for (const [symbol, mid, priceScale, quantityScale] of shapes) {
+    const n = 10_000;
+    let price = mid;
+    let time = Date.UTC(2026, 10, 26);
+    const trades = Array.from({ length: n }, (_, i) => {
+      price += Math.round((random() - 0.5) * 20);
+      time += Math.floor(random() * 200);
+      const quantity = 1 + Math.floor(random() * 10 ** quantityScale);
+      return {
+        tradeId: 1_000_000 + i,
+        id: `${symbol}-${5_000_000 + i}`,
+        price: (price / 10 ** priceScale).toFixed(priceScale),
+        quantity: (quantity / 10 ** quantityScale).toFixed(quantityScale),
+        side: random() < 0.5 ? "buy" : "sell",
+        time,
+      };
+    });
+    const maker = (t) => (t.side === "sell" ? "True" : "False");
+    const quote = (t) => (Number(t.price) * Number(t.quantity)).toFixed(priceScale + quantityScale);
+    const tradesCsv = trades.map((t) => `${t.tradeId},${t.price},${t.quantity},${quote(t)},${t.time},${maker(t)},True\n`).join("");
+    const aggCsv = trades.map((t) => `${t.tradeId},${t.price},${t.quantity},${t.tradeId},${t.tradeId},${t.time},${maker(t)},True\n`).join("");
+    per.chunk += gzipSync(JSON.stringify(trades)).length / n / shapes.length;
+    per.dailyFiles += (deflateRawSync(tradesCsv).length + deflateRawSync(aggCsv).length) / n / shapes.length;
+  }
+  return { chunk: Math.round(per.chunk * 10) / 10, dailyFiles: Math.round(per.dailyFiles * 10) / 10 };
+}
+const TRADE_R2_BYTES = historyBytesPerTrade();
 
 /** A synthetic market: a book of 200 levels a side around its mid, level changes cycling through it, trades at the touch. */
 function feed(symbol, priceScale, quantityScale, mid) {
@@ -167,10 +218,19 @@ async function scrape(url) {
 /** Per object class, what grew between two scrapes: rows written and read, requests by kind. */
 function grown(before, after) {
   const byObject = {};
+  /** Rows written by `object/table`. */
+  const tables = {};
   for (const [series, value] of after) {
-    const match = /^(mds_storage_rows_written_total|mds_storage_rows_read_total|mds_object_requests_total)\{(.*)\}$/.exec(series);
+    const match = /^(mds_storage_rows_written_total|mds_storage_rows_read_total|mds_object_requests_total|mds_storage_table_rows_written_total)\{(.*)\}$/.exec(
+      series,
+    );
     if (!match) continue;
     const labels = Object.fromEntries([...match[2].matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+    if (match[1] === "mds_storage_table_rows_written_total") {
+      const key = `${labels.object}/${labels.table}`;
+      tables[key] = (tables[key] ?? 0) + value - (before.get(series) ?? 0);
+      continue;
+    }
     const entry = (byObject[labels.object] ??= { rowsWritten: 0, rowsRead: 0, calls: 0, alarms: 0, messages: 0, sessionCalls: 0 });
     const delta = value - (before.get(series) ?? 0);
     if (match[1] === "mds_storage_rows_written_total") entry.rowsWritten += delta;
@@ -180,6 +240,7 @@ function grown(before, after) {
   const total = (field) => Object.values(byObject).reduce((sum, o) => sum + o[field], 0);
   return {
     byObject,
+    tables,
     rowsWritten: total("rowsWritten"),
     rowsRead: total("rowsRead"),
     // A call on an RPC session is part of the request that opened it (counted under `calls`): not billed.
@@ -355,7 +416,7 @@ function priced(model, counted, measured) {
   );
   const bookPuts = model.levelsPerBatch > 0 ? model.markets * (segmentsPerMarket + BOOK_FILE_PUTS_PER_MARKET_HOUR / 3_600) : 0;
   const r2Puts = trades / TRADES_PER_CHUNK + (model.markets * DAILY_FILES_PER_MARKET) / 86_400 + bookPuts;
-  const r2GbAfterAYear = ((trades * R2_BYTES_PER_TRADE + levels * BOOK_R2_BYTES_PER_LEVEL) * 365 * 86_400) / 1e9;
+  const r2GbAfterAYear = ((trades * (TRADE_R2_BYTES.chunk + TRADE_R2_BYTES.dailyFiles) + levels * BOOK_R2_BYTES_PER_LEVEL) * 365 * 86_400) / 1e9;
   const lineItems = [
     { name: "rows written", perSecond: rowsWritten, dollars: dollars(rowsWritten, PRICES.rowsWritten) },
     { name: "rows read", perSecond: rowsRead, dollars: dollars(rowsRead, PRICES.rowsRead) },
@@ -421,21 +482,40 @@ async function main() {
     await Promise.all(opened);
 
     const phases = {};
-    // The busy market first, while the others have not traded: their minutes' alarms (a market that
-    // traded in the last 24 h reports each minute) are not the busy market's to pay.
+    const venueShape = { batchesPerSecond: MODELS.venue.batchesPerMarketSecond, levels: MODELS.venue.levelsPerBatch, trades: MODELS.venue.tradesPerBatch };
+    // The venue's phases hold a whole cycle of each market's log (a snapshot every SNAPSHOT_EVERY
+    // commits, a commit a batch at this rate): each market closes about one segment in the window.
+    const cycle = Math.max(SECONDS, Math.ceil(SNAPSHOT_EVERY / venueShape.batchesPerSecond) + 1);
+    // The busy market first and then one group, while the others have not traded: the minutes'
+    // alarms of a market that traded in the last 24 h are not theirs to pay.
     const plan = [
-      ["busy", [busy], { batchesPerSecond: 50, levels: 100, trades: 20 }],
-      ["venue", markets, { batchesPerSecond: 4, levels: 5, trades: 1 }],
-      ["levels", markets, { batchesPerSecond: 4, levels: 50, trades: 0 }],
-      ["trades", markets, { batchesPerSecond: 4, levels: 0, trades: 20 }],
-      ["slow", markets, { batchesPerSecond: 1, levels: 5, trades: 1 }],
-      ["group", oneGroup, { batchesPerSecond: 4, levels: 5, trades: 1 }],
+      ["busy", [busy], { batchesPerSecond: 50, levels: 100, trades: 20 }, SECONDS],
+      ["group", oneGroup, venueShape, cycle],
+      ["venue", markets, venueShape, cycle],
+      ["levels", markets, { batchesPerSecond: 4, levels: 50, trades: 0 }, SECONDS],
+      ["trades", markets, { batchesPerSecond: 4, levels: 0, trades: 20 }, SECONDS],
+      ["slow", markets, { batchesPerSecond: 1, levels: 5, trades: 1 }, SECONDS],
     ];
-    for (const [name, which, shape] of plan) {
+    for (const [name, which, shape, seconds] of plan) {
+      if (name === "group") {
+        // The markets' logs staggered, so their snapshots spread over a cycle (they began together):
+        // in ten steps of a tenth of a cycle, one more tenth of the markets takes a level change a tick.
+        log(`staggering the markets' logs over a cycle (${cycle} s)…`);
+        for (let step = 0; step < 10; step++) {
+          await phase(
+            service,
+            channels,
+            markets.slice(0, Math.ceil(((step + 1) * markets.length) / 10)),
+            { batchesPerSecond: 10, levels: 1, trades: 0 },
+            cycle / 10,
+            0,
+          );
+        }
+      }
       log(
-        `${name}: ${which.length} market(s) × ${shape.batchesPerSecond} batches/s of ${shape.levels} level changes and ${shape.trades} trades, ${SECONDS} s…`,
+        `${name}: ${which.length} market(s) × ${shape.batchesPerSecond} batches/s of ${shape.levels} level changes and ${shape.trades} trades, ${seconds} s…`,
       );
-      phases[name] = await phase(service, channels, which, shape, SECONDS);
+      phases[name] = await phase(service, channels, which, shape, seconds);
       await sleep(2000);
     }
     const fitted = Object.entries(phases)
@@ -459,6 +539,43 @@ async function main() {
     );
     const v = phases.venue;
     const round = (x, digits = 3) => Math.round(x * 10 ** digits) / 10 ** digits;
+    // The venue model from its own phases: per host-second and per market-second (venue and group
+    // differ in both), the singletons per second, and the rows what was written costs when it goes.
+    const solve = (field) =>
+      fitNonNegative(
+        [phases.venue, phases.group].map((p) => [p.hostSeconds, p.marketSeconds]),
+        [phases.venue, phases.group].map((p) => split(p, field).scaled),
+      );
+    const perSecondOf = (field) => (split(phases.venue, field).fixed / phases.venue.seconds + split(phases.group, field).fixed / phases.group.seconds) / 2;
+    const venueHosts = Math.ceil(MODELS.venue.markets / MODELS.venue.groupSize);
+    const scaled = (field) => {
+      const [perHost, perMarket] = solve(field);
+      return { perHostSecond: perHost, perMarketSecond: perMarket, perSecond: perHost * venueHosts + perMarket * MODELS.venue.markets + perSecondOf(field) };
+    };
+    const written = scaled("rowsWritten");
+    const read = scaled("rowsRead");
+    const billed = scaled("billed");
+    // A block's row and index entry are deleted at the archive: as many rows again. (A minute's
+    // seconds are written over 25 hours on, in their ring, not deleted.)
+    const deferredPerMarketSecond = (v.tables["market/trade_blocks"] ?? 0) / v.marketSeconds;
+    const venueBatches = MODELS.venue.markets * MODELS.venue.batchesPerMarketSecond;
+    const venueMeasured = {
+      rowsWrittenPerSecond: round(written.perSecond + deferredPerMarketSecond * MODELS.venue.markets, 1),
+      rowsReadPerSecond: round(read.perSecond, 1),
+      requestsPerSecond: round(venueBatches / MODELS.venue.batchesPerMessage / PRICES.messagesPerRequest + billed.perSecond, 1),
+    };
+    const venueParts = {
+      rowsPerHostSecond: round(written.perHostSecond, 2),
+      rowsPerMarketSecond: round(written.perMarketSecond, 3),
+      rowsDeferredPerMarketSecond: round(deferredPerMarketSecond, 3),
+      rowsOfSingletonsPerSecond: round(perSecondOf("rowsWritten"), 2),
+      rowsByTable: Object.fromEntries(
+        Object.entries(v.tables)
+          .filter(([, rows]) => rows > 0)
+          .sort((a, b) => b[1] - a[1])
+          .map(([table, rows]) => [table, round(rows / v.seconds, 2)]),
+      ),
+    };
     const counted = {
       rowsPerBatch: round(perBatch),
       rowsPerTrade: round(perTrade),
@@ -483,7 +600,7 @@ async function main() {
       batchesPerSecond: round(b.batches / b.seconds, 1),
       requestsPerSecond: round(b.requests / b.seconds, 1),
     };
-    const venue = priced(MODELS.venue, counted);
+    const venue = { ...priced(MODELS.venue, counted, venueMeasured), measured: venueMeasured, parts: venueParts };
     // The busy phase ran the busy-market model at full scale (50 batches a second of 100 level changes and 20 trades).
     const busyMarket = { ...priced(MODELS.busyMarket, counted, busyMeasured), measured: busyMeasured };
     const cpu = Object.fromEntries(
@@ -501,6 +618,7 @@ async function main() {
       seconds: SECONDS,
       metricsFlushMs: Number(FLUSH_MS),
       prices: PRICES.readAt,
+      r2BytesPerTrade: TRADE_R2_BYTES,
       counted,
       venue,
       busyMarket,
@@ -545,6 +663,9 @@ async function main() {
       for (const item of model.lineItems)
         console.log(`  ${item.name.padEnd(40)} ${String(item.perSecond).padStart(12)}/s  $${item.dollars.toLocaleString("en-US").padStart(10)}`);
     }
+    console.log(`\nvenue measured (its own phases, scaled): ${JSON.stringify(venueMeasured)}`);
+    console.log(`  parts: ${JSON.stringify(venueParts)}`);
+    console.log(`  R2 bytes a trade: ${JSON.stringify(TRADE_R2_BYTES)}`);
     console.log(`\nbusy market measured: ${JSON.stringify(busyMeasured)}`);
     console.log(
       `  rows written a second by object: ${Object.entries(phases.busy.byObject)
