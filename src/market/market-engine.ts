@@ -6,7 +6,6 @@ import { importMinutes, writeDays } from "../history/market-days";
 import { type DayFiles, MarketHistory } from "../history/market-history";
 import type { MarketConfig } from "../registry/model";
 import type { Tick } from "../ticks/tick";
-import { bucketsDue, heldFromAt } from "./bucket-store";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
 import type { IngestAnswer, IngestBatch, IngestCommit } from "./ingest";
 import { restoreState } from "./market-load";
@@ -16,11 +15,11 @@ import { type MarketState, TRADE_RETENTION_MS } from "./market-state";
 import type { MarketStorage } from "./market-storage";
 import { DERIVED_FIELDS, type MarketRecord, MarketStore } from "./market-store";
 import { MarketStreams } from "./market-streams";
+import { MinuteWrites } from "./minute-writes";
 import type { WireLevel } from "./order-book";
 import type { MinuteBucket } from "./rolling-window";
 import { batchBytes, StagedBatches, stageBatch } from "./staged-batches";
 import { pack } from "./trade-blocks";
-import { PENDING_MAX_BYTES } from "./trade-id-minutes";
 
 export type { OrderBookText } from "./market-reads";
 export type { WireTrade } from "./wire-trade";
@@ -34,13 +33,6 @@ export interface OrderBookSnapshot {
 }
 
 const PRUNE_EVERY_MS = 60_000;
-/**
- * The candle buckets live trades change are written at the minute's end (`bucketsDue`), or sooner
- * once this many wait (about 1 MB): late trades spread over a week stage a bucket each of their
- * own, and a publisher could otherwise grow the staged map without bound within a minute.
- */
-export const MAX_STAGED_BUCKETS = 4_096;
-
 /** What a market's engine is given by the object that hosts it (`market-object.ts`). */
 export interface MarketHost {
   readonly env: Env;
@@ -85,8 +77,8 @@ export class MarketEngine {
   private readonly secondly: MarketSecondly;
   /** Every read of the market, over the same store. */
   private readonly reads: MarketReads;
-  /** When the staged candle buckets were last written. */
-  private bucketsFlushedAt = 0;
+  /** The staged buckets' and ids' writes: at the minute's end, each minute once. */
+  private readonly minutes: MinuteWrites;
   /** What the batches since the last commit applied, to be written with the group's tick (docs/design.md#the-write-path). */
   private staged = new StagedBatches();
 
@@ -101,6 +93,7 @@ export class MarketEngine {
     );
     this.bookHistory = new MarketBookHistory(this.store, storage.sql, env.HISTORY, (time) => this.secondly.alarmBy(time));
     this.reads = new MarketReads(this.store, this.history);
+    this.minutes = new MinuteWrites(this.store, host.tick);
   }
 
   /**
@@ -209,8 +202,7 @@ export class MarketEngine {
       if (logged.snapshot || this.store.openBlockFull()) this.store.sealTrades();
     }
     // The staged buckets and ids are written at the minute's end, by the alarm, here only when it is late (rebuilt from the trades after a restart).
-    const full = this.store.candles.stagedCount >= MAX_STAGED_BUCKETS || this.store.pendingIds().bytes >= PENDING_MAX_BYTES;
-    if (full || bucketsDue(now, this.bucketsFlushedAt, "commit")) Object.assign(record, this.flushBuckets(state.tradeSeq, now, full));
+    Object.assign(record, this.minutes.atCommit(state.tradeSeq, now));
     if (staged.changed) record.lastUpdateAt = state.lastUpdateAt;
     // One row for all of it when something the log and the blocks do not keep changed; else none.
     const keys = Object.keys(record) as (keyof MarketRecord)[];
@@ -251,7 +243,7 @@ export class MarketEngine {
   importMinutes(market: MarketConfig, minutes: MinuteBucket[]): { imported: number; replaced: number } | ProblemResult {
     return guarded(() => {
       const state = this.readable(market);
-      this.flushBucketsNow(state, true);
+      this.minutes.writeNow(state.tradeSeq, true);
       return importMinutes(this.store, state, minutes);
     });
   }
@@ -273,38 +265,6 @@ export class MarketEngine {
   async writeBookHours(now = Date.now()): Promise<number[]> {
     if (!this.state && !this.store.hasConfig()) return [];
     return this.bookHistory.writeHours(this.load(), now);
-  }
-
-  /**
-   * Writes the staged candle buckets (a row each: about a row a second of trading, where four a
-   * batch were written before; an hour or a day once, at its close) and the waiting trade ids (a
-   * row a minute of trade time, where a row a trade was written before); returns the record's
-   * fields saying which trades they hold and when the rollups were written through. Inside the
-   * caller's transaction, with the record. The open block is not written here: its trades are in
-   * the log's records until a snapshot covers them, and it is written then (a block a snapshot,
-   * not a block a minute).
-   */
-  private flushBuckets(throughSeq: number, now: number, all: boolean): Partial<MarketRecord> {
-    this.bucketsFlushedAt = now;
-    // The minute being traded waits for the next write (all of it then), unless everything must go now.
-    const heldFrom = heldFromAt(now, all);
-    if (!this.store.candles.writable(now, heldFrom) && !this.store.idsWritable(heldFrom)) return {};
-    this.store.candles.flush(now, heldFrom);
-    this.store.writeIds(now, heldFrom);
-    return { bucketsThroughSeq: throughSeq, rollupsThrough: now, heldFrom: all ? undefined : heldFrom };
-  }
-
-  /**
-   * Writes the staged buckets now, in a transaction of its own: the alarm's at the minute's end,
-   * or `all` of them before an archive or an import.
-   */
-  private flushBucketsNow(state: MarketState, all = false): void {
-    // What a tick staged is written first: the buckets' mark never runs ahead of the stored trades.
-    this.host.tick.commitNow();
-    const now = Date.now();
-    const heldFrom = heldFromAt(now, all);
-    if (!this.store.candles.writable(now, heldFrom) && !this.store.idsWritable(heldFrom)) return;
-    this.store.transaction(() => this.store.writeRecord(this.flushBuckets(state.tradeSeq, now, all)));
   }
 
   private prune(state: MarketState, now: number): void {
@@ -331,7 +291,7 @@ export class MarketEngine {
     if (!state) return 0;
     // Buckets first, and only when a chunk is due: a write at this check's phase splits the minute's in two.
     if (!this.history.archiveDue(state.tradeSeq, now - TRADE_RETENTION_MS)) return 0;
-    this.flushBucketsNow(state, true);
+    this.minutes.writeNow(state.tradeSeq, true);
     // The chunk may reach into the open block (a busy market's): its trades are written as a block first.
     this.store.transaction(() => this.store.sealTrades());
     const moved = await this.history.archive(state.market, state.tradeSeq, now - TRADE_RETENTION_MS, most);
@@ -397,7 +357,7 @@ export class MarketEngine {
     this.host.tick.commitNow();
     this.secondly.fired();
     // The staged buckets are written at the minute's end, also when trading has stopped.
-    if (this.state && bucketsDue(Date.now(), this.bucketsFlushedAt, "alarm")) this.flushBucketsNow(this.state);
+    if (this.state) this.minutes.atAlarm(this.state.tradeSeq, Date.now());
     // After an eviction the object knows its market only from storage.
     if (this.state || this.store.hasConfig()) this.secondly.now(this.load(), Date.now());
     // Last: the summary's alarm (a minute on at most) stands, and the book files' later one needs no row of its own.

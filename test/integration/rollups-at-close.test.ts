@@ -101,7 +101,7 @@ describe("hours and days are written once, at their close (src/market/bucket-sto
       });
     const flushNow = async () => {
       await runInDurableObject(market, async (instance: MarketObject) => {
-        (instance.engine(symbol) as unknown as { bucketsFlushedAt: number }).bucketsFlushedAt = 0; // as if a minute had passed
+        (instance.engine(symbol) as unknown as { minutes: { flushedAt: number } }).minutes.flushedAt = 0; // as if a minute had passed
       });
       expect(await runDurableObjectAlarm(market), "the minute's alarm ran").toBe(true);
     };
@@ -204,7 +204,7 @@ describe("hours and days are written once, at their close (src/market/bucket-sto
     for (let round = 0; round < 2; round++) {
       // The minute's alarm (its flush holds the minute being traded), then a restart.
       await runInDurableObject(market, async (instance: MarketObject) => {
-        (instance.engine(symbol) as unknown as { bucketsFlushedAt: number }).bucketsFlushedAt = 0;
+        (instance.engine(symbol) as unknown as { minutes: { flushedAt: number } }).minutes.flushedAt = 0;
       });
       expect(await runDurableObjectAlarm(market), "the minute's alarm ran").toBe(true);
       await evictDurableObject(market);

@@ -2,10 +2,10 @@ import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "c
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ingest } from "../../src/market/ingest";
-import { MAX_STAGED_BUCKETS } from "../../src/market/market-engine";
 import type { MarketObject } from "../../src/market/market-object";
 import { tablePrefixOf } from "../../src/market/market-storage";
 import type { MarketStore } from "../../src/market/market-store";
+import { MAX_STAGED_BUCKETS } from "../../src/market/minute-writes";
 import { callJson } from "../support/http";
 import { hostOf } from "../support/registry";
 
@@ -67,7 +67,7 @@ describe("candle buckets are staged and written about once a minute (src/market/
     expect(await candles(symbol), "candles after a restart before the flush").toEqual(before);
     // The flush (the minute's alarm) writes them; after another restart nothing is counted twice.
     await runInDurableObject(market, async (instance: MarketObject) => {
-      (instance.engine(symbol) as unknown as { bucketsFlushedAt: number }).bucketsFlushedAt = 0; // as if a minute had passed
+      (instance.engine(symbol) as unknown as { minutes: { flushedAt: number } }).minutes.flushedAt = 0; // as if a minute had passed
     });
     expect(await runDurableObjectAlarm(market), "the minute's alarm ran").toBe(true);
     // The 21 trades' seconds are a row a minute of trade time (before: a row a second, 21).

@@ -71,7 +71,7 @@ describe("a batch's trades are one block (src/market/trade-blocks.ts)", () => {
       }));
     const minute = async () => {
       await runInDurableObject(market, async (instance: MarketObject) => {
-        (instance.engine(symbol) as unknown as { bucketsFlushedAt: number }).bucketsFlushedAt = 0; // as if a minute had passed
+        (instance.engine(symbol) as unknown as { minutes: { flushedAt: number } }).minutes.flushedAt = 0; // as if a minute had passed
       });
       expect(await runDurableObjectAlarm(market), "the minute's alarm ran").toBe(true);
     };

@@ -50,7 +50,7 @@ describe("a trade id is a duplicate for 25 hours at any rate (docs/publishing.md
 });
 
 describe("trade ids cost a row a minute of trade time, not a row a trade (src/market/trade-id-minutes.ts)", () => {
-  type Ids = Inside & { bucketsFlushedAt: number };
+  type Ids = Inside & { minutes: { flushedAt: number } };
   const rowsOf = (instance: MarketObject, minutes: number[]) => {
     const { ctx } = instance as unknown as { ctx: DurableObjectState };
     const tables = ctx.storage.sql
@@ -77,7 +77,7 @@ describe("trade ids cost a row a minute of trade time, not a row a trade (src/ma
       duplicateTrades: 10,
     });
     await runInDurableObject(stub, async (instance: MarketObject) => {
-      (instance.engine("SOLUSDT") as unknown as Ids).bucketsFlushedAt = 0; // as if a minute had passed
+      (instance.engine("SOLUSDT") as unknown as Ids).minutes.flushedAt = 0; // as if a minute had passed
     });
     expect(await runDurableObjectAlarm(stub), "the minute's alarm ran").toBe(true);
     expect(await runInDurableObject(stub, async (instance: MarketObject) => rowsOf(instance, minutes)), "rows after the write: one a minute").toBe(2);
