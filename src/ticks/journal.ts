@@ -105,13 +105,23 @@ export class GroupJournal {
     this.pending.clear();
   }
 
+  /** The condition on `slot` for the rows numbered `from` to the last written (every slot once they fill the ring). */
+  private slotsFrom(from: number): string {
+    if (from > this.n) return "0 = 1";
+    if (this.n - from + 1 >= this.slots) return "1 = 1";
+    const [a, b] = [from % this.slots, this.n % this.slots];
+    return a <= b ? `slot BETWEEN ${a} AND ${b}` : `(slot >= ${a} OR slot <= ${b})`;
+  }
+
   private rowsOf(symbol: string, after: number, through: number): LogRow[] {
     const path = pathOf(symbol);
-    // Only rows from the market's oldest uncovered one can hold what a log asks for.
+    // Only rows from the market's oldest uncovered one can hold what a log asks for: their slots,
+    // not the whole ring (a snapshot's segment reads its records back: half the ring, not all of it).
     const from = this.uncovered.get(symbol) ?? this.n + 1;
     const rows: LogRow[] = [];
     for (const row of this.sql.exec<{ part: string }>(
-      "SELECT json_extract(body, ?) AS part FROM journal WHERE n >= ? AND json_extract(body, ?) IS NOT NULL ORDER BY n",
+      // Unordered (a sorter's rows are read again): sorted here.
+      `SELECT json_extract(body, ?) AS part FROM journal WHERE ${this.slotsFrom(from)} AND n >= ? AND json_extract(body, ?) IS NOT NULL`,
       path,
       from,
       path,

@@ -6,7 +6,7 @@ import type { MarketObject } from "../../src/market/market-object";
 import { tablePrefixOf } from "../../src/market/market-storage";
 import type { IngestBody } from "../../src/market/schemas";
 import { ensureRegistry, findMarket } from "../../src/registry/copy";
-import type { GroupJournal } from "../../src/ticks/journal";
+import { type GroupJournal, GroupJournal as JournalOf } from "../../src/ticks/journal";
 import { callJson } from "../support/http";
 import { hostOf } from "../support/registry";
 
@@ -128,5 +128,42 @@ describe("a group's markets commit together: one journal row a tick (src/ticks/j
       "the quiet market's newest trade after the restart",
     ).toContain(`gj-${quiet}-${q + 2}`);
     expect((await ingest(env, "*", batchOf(quiet, q + 3))).book, "the quiet market goes on from its book").toBe("applied");
+  });
+
+  it("a market's records are read from the slots from its oldest uncovered row, not the whole ring (fails before: every row of the ring read)", async () => {
+    // A journal of its own, in an object with no journal: 64 slots, 60 rows; the market in the last 10.
+    const stub = env.DEMO_FEED_OBJECT.get(env.DEMO_FEED_OBJECT.idFromName("journal-slots"));
+    await runInDurableObject(stub, (_instance, state) => {
+      const journal = new JournalOf(state.storage.sql);
+      journal.slots = 64;
+      const other = journal.ringOf("OTHER");
+      const market = journal.ringOf("MARKET");
+      for (let n = 1; n <= 60; n++) {
+        other.put(n, `o${n}`);
+        if (n > 50) market.put(n - 50, `m${n - 50}`);
+        journal.write();
+      }
+      const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
+      const sql = state.storage.sql;
+      (journal as unknown as { sql: SqlStorage }).sql = new Proxy(sql, {
+        get: (target, prop) =>
+          prop === "exec"
+            ? (query: string, ...bindings: unknown[]) => {
+                const cursor = target.exec(query, ...bindings);
+                cursors.push(cursor);
+                return cursor;
+              }
+            : Reflect.get(target, prop, target),
+      });
+      const rows = market.rows(0);
+      expect(
+        rows.map((r) => r.change),
+        "the market's records",
+      ).toEqual(Array.from({ length: 10 }, (_, i) => `m${i + 1}`));
+      expect(
+        cursors.reduce((sum, c) => sum + c.rowsRead, 0),
+        "rows read: the 10 rows from the market's first",
+      ).toBe(10);
+    });
   });
 });
