@@ -77,6 +77,8 @@ export class BucketStore {
   /** Stored hours and days read for a span, until a rollup is written (`storedBuckets`), and how many buckets they hold. */
   private readonly rollupReads = new Map<string, MinuteBucket[]>();
   private rollupsHeld = 0;
+  /** Whether rows of a second from before the packing may be left (undefined: not asked yet). */
+  private legacySeconds: boolean | undefined;
 
   private forgetRollupReads(): void {
     this.rollupReads.clear();
@@ -163,7 +165,13 @@ export class BucketStore {
   /** Drops the second buckets older than `before` (their minutes' rows; and rows of seconds from before the packing). */
   pruneSeconds(before: number): void {
     this.seconds.prune(before);
+    if (this.legacySeconds === false) return;
     this.sql.exec("DELETE FROM rollup_buckets WHERE size = ? AND start < ?", SECOND_MS, before);
+    this.legacySeconds = this.hasLegacySeconds();
+  }
+
+  private hasLegacySeconds(): boolean {
+    return this.sql.exec("SELECT 1 FROM rollup_buckets WHERE size = ? LIMIT 1", SECOND_MS).toArray().length > 0;
   }
 
   /**
@@ -266,11 +274,16 @@ export class BucketStore {
   /** The stored second buckets within `from`…`to`: the minutes' rows, over any row of a second from before the packing. */
   private *storedSeconds(from: number, to: number, order: "ASC" | "DESC"): Generator<MinuteBucket> {
     const found = new Map<number, MinuteBucket>();
-    const legacy = this.sql.exec("SELECT * FROM rollup_buckets WHERE size = ? AND start >= ? AND start <= ?", SECOND_MS, from, to);
-    for (const row of legacy) found.set(row.start as number, toBucket(row));
+    // Rows of a second from before the packing, until the prune has taken the last of them.
+    this.legacySeconds ??= this.hasLegacySeconds();
+    if (this.legacySeconds) {
+      const legacy = this.sql.exec("SELECT * FROM rollup_buckets WHERE size = ? AND start >= ? AND start <= ?", SECOND_MS, from, to);
+      for (const row of legacy) found.set(row.start as number, toBucket(row));
+      this.bucketRowsRead += legacy.rowsRead;
+    }
     const before = this.seconds.rowsRead;
     this.seconds.read(from, to, found);
-    this.bucketRowsRead += legacy.rowsRead + this.seconds.rowsRead - before;
+    this.bucketRowsRead += this.seconds.rowsRead - before;
     const sorted = [...found.values()].sort((a, b) => (order === "ASC" ? a.minute - b.minute : b.minute - a.minute));
     yield* sorted;
   }

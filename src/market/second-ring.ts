@@ -133,5 +133,6 @@ function slotsBetween(from: number, to: number): string {
   const last = Math.floor(to / MINUTE_MS);
   if (last - first + 1 >= SECOND_SLOTS) return "1 = 1";
   const [a, b] = [first % SECOND_SLOTS, last % SECOND_SLOTS];
-  return a <= b ? `slot BETWEEN ${a} AND ${b}` : `(slot >= ${a} OR slot <= ${b})`;
+  if (a === b) return `slot = ${a}`;
+  return a < b ? `slot BETWEEN ${a} AND ${b}` : `(slot >= ${a} OR slot <= ${b})`;
 }

@@ -79,6 +79,10 @@ describe("the second buckets are a ring of 25 hours of minutes (src/market/secon
       candles.stageTrade(trade(M0 + 5_000, 9));
       candles.flush(later + 3 * MINUTE_MS);
       expect(seconds(later), "the slot's newest minute, untouched").toEqual([[later + 3_000, 1]]);
+      // A minute's seconds are its ring row alone: no table from before the packing asked (fails before: 2 rows a read).
+      const read = candles.bucketRowsRead;
+      seconds(later);
+      expect(candles.bucketRowsRead - read, "rows read for a minute's seconds").toBe(1);
     });
   });
 
