@@ -4,32 +4,35 @@
 // Runs the deployable bundle on workerd (demo feed off, operator metrics on and handed on every
 // `--flush-ms`, the deployed METRICS_FLUSH_MS by default: a holder's hand-over wakes its object,
 // and what that writes is part of the bill; every object's rows and requests are counted in the
-// isolate's holder, which each scrape hands on), lists `--markets` markets, attaches stream subscribers, publishes over /v1/publish in
-// five phases of `--seconds` each, and reads the runtime's own counts from /admin/metrics
-// (`mds_storage_rows_written_total`, `mds_storage_rows_read_total`, `mds_object_requests_total`,
-// every object class, and `mds_storage_table_rows_written_total` by table) at the start and end of
-// each phase's window:
-//   venue   — every market at the venue model's own rate and batch: 10 batches/s of 1 trade and 5 level changes;
-//   group   — the same on the markets of one group only (one host instead of two);
+// isolate's holder, which each scrape hands on), lists `--markets` markets, attaches stream
+// subscribers, publishes over /v1/publish in six phases, and reads the runtime's own counts from
+// /admin/metrics (`mds_storage_rows_written_total`, `mds_storage_rows_read_total`,
+// `mds_object_requests_total`, every object class, and `mds_storage_table_rows_written_total` by
+// table) at the start and end of each phase's window:
+//   busy    — one market, 50 batches/s of 100 level changes and 20 trades (the busy-market model), first;
+//   group   — one group's markets at the venue model's own rate and batch (10 batches/s of 1 trade
+//             and 5 level changes);
+//   venue   — every market at that rate, for a whole cycle of each market's log (2,048 commits) in
+//             whole minutes (4);
 //   levels  — 4 batches/s of 50 level changes; trades — 4 batches/s of 20 trades;
-//   slow    — 1 batch/s of 1 trade and 5 level changes (more market-seconds per batch);
-//   busy    — one market, 50 batches/s of 100 level changes and 20 trades (the busy-market model).
-// Markets are hosted by group, 64 a group, and a group commits once a tick (docs/design.md#market-hosts).
-// The venue model is priced from its own two phases: what the hosts and shards wrote, read and were
-// billed is solved into a part per host-second and a part per market-second (venue: two hosts, 100
-// markets; group: one host, its markets), scaled to the model's 32 hosts and 2,000 markets, plus the
-// objects a venue has one of (the publisher channel, price index, metrics, registry, the key's
-// guard) per second as measured, plus the rows that what was written costs again when it goes (a
-// trade block's row and index entry at the archive: the rows written to that table). Before the
-// group phase the markets' logs are staggered over a cycle, so that their snapshots (every 2,048
-// commits) spread evenly over the phases' windows, as a venue's do, instead of coming together. The per-unit figures (`counted`: rows a batch, trade, level change,
-// market-second) are a least-squares fit over the five phases besides busy, for reading only.
-// Calls on an RPC session are not billed (the session's opening is); the publishers send each 20 ms
-// slice's batches as one message (an array), and the model's messages are its batches over its
-// `batchesPerMessage`, 20 to a request. The busy phase *is* the busy-market model: its own counts
-// are priced. R2's bytes a trade (its archive chunk, its daily files) are measured on the formats
-// the service writes; a level change's from docs/history.md#book-history. Prices are Cloudflare's
-// published rates (PRICES, with the date read).
+//   slow    — 1 batch/s of 1 trade and 5 level changes (more market-seconds per batch).
+// The others are `--seconds` each. Before the group phase the markets' logs are staggered over a
+// cycle, so that their snapshots (every 2,048 commits) spread over the windows, as a venue's do,
+// instead of coming together. Markets are hosted by group, 64 a group, and a group commits once a
+// tick (docs/design.md#market-hosts). The venue model is priced from its own phase, part by part
+// as counted, scaled to its 32 hosts and 2,000 markets: the hosts' own tables (the group's
+// journal, its alarm and alarm record) and the shards per host-second, the markets' tables per
+// market-second, the objects a venue has one of (the publisher channel, price index, metrics,
+// registry, the key's guard) per second as measured, and the rows that what was written costs
+// again when it goes (a trade block's row and index entry at the archive). The per-unit figures
+// (`counted`: rows a batch, trade, level change, market-second) are a least-squares fit over the
+// five phases besides busy, for reading only. Calls on an RPC session are not billed (the
+// session's opening is); the publishers send each 20 ms slice's batches as one message (an
+// array), and the model's messages are its batches over its `batchesPerMessage`, 20 to a request.
+// The busy phase *is* the busy-market model: its own counts are priced. R2's bytes a trade (its
+// archive chunk, its daily files) are measured on the formats the service writes; a level
+// change's from docs/history.md#book-history. Prices are Cloudflare's published rates (PRICES,
+// with the date read).
 // Loopback only; it stops everything it started.
 import { mkdirSync } from "node:fs";
 import { deflateRawSync, gzipSync } from "node:zlib";
@@ -483,15 +486,17 @@ async function main() {
 
     const phases = {};
     const venueShape = { batchesPerSecond: MODELS.venue.batchesPerMarketSecond, levels: MODELS.venue.levelsPerBatch, trades: MODELS.venue.tradesPerBatch };
-    // The venue's phases hold a whole cycle of each market's log (a snapshot every SNAPSHOT_EVERY
-    // commits, a commit a batch at this rate): each market closes about one segment in the window.
-    const cycle = Math.max(SECONDS, Math.ceil(SNAPSHOT_EVERY / venueShape.batchesPerSecond) + 1);
+    // A cycle of each market's log: a snapshot every SNAPSHOT_EVERY commits, at most a commit a
+    // batch at this rate. The venue's phase holds a cycle and whole minutes (each market writes its
+    // minute once a minute: a window of 3.4 minutes holds 3 or 4 of those writes).
+    const cycle = Math.ceil(SNAPSHOT_EVERY / venueShape.batchesPerSecond) + 1;
+    const venueSeconds = Math.max(SECONDS, Math.ceil(cycle / 60) * 60);
     // The busy market first and then one group, while the others have not traded: the minutes'
     // alarms of a market that traded in the last 24 h are not theirs to pay.
     const plan = [
       ["busy", [busy], { batchesPerSecond: 50, levels: 100, trades: 20 }, SECONDS],
-      ["group", oneGroup, venueShape, cycle],
-      ["venue", markets, venueShape, cycle],
+      ["group", oneGroup, venueShape, SECONDS],
+      ["venue", markets, venueShape, venueSeconds],
       ["levels", markets, { batchesPerSecond: 4, levels: 50, trades: 0 }, SECONDS],
       ["trades", markets, { batchesPerSecond: 4, levels: 0, trades: 20 }, SECONDS],
       ["slow", markets, { batchesPerSecond: 1, levels: 5, trades: 1 }, SECONDS],
@@ -539,35 +544,57 @@ async function main() {
     );
     const v = phases.venue;
     const round = (x, digits = 3) => Math.round(x * 10 ** digits) / 10 ** digits;
-    // The venue model from its own phases: per host-second and per market-second (venue and group
-    // differ in both), the singletons per second, and the rows what was written costs when it goes.
-    const solve = (field) =>
-      fitNonNegative(
-        [phases.venue, phases.group].map((p) => [p.hostSeconds, p.marketSeconds]),
-        [phases.venue, phases.group].map((p) => split(p, field).scaled),
-      );
-    const perSecondOf = (field) => (split(phases.venue, field).fixed / phases.venue.seconds + split(phases.group, field).fixed / phases.group.seconds) / 2;
+    // The venue model from its own phase, part by part as counted: the hosts' own tables (the
+    // group's journal, its alarm and alarm record) and the shards per host-second, the markets'
+    // tables per market-second, the singletons per second, and the rows the archive deletes later
+    // (a block's row and index entry, as many as were written; a minute's seconds are written over
+    // 25 hours on, in their ring, not deleted). Rows read: the market objects' per market-second
+    // (their windows, their snapshots' reading of the journal), the rest per host-second. Requests:
+    // the publishers' messages from the model, the rest (alarms, sessions opened) per host-second.
+    const HOST_TABLES = new Set(["market/journal", "market/kv", "market/alarm"]);
+    let hostRows = 0;
+    let marketRows = 0;
+    // A market creates its ids' table of the hour once an hour (`schema`): a window that holds an
+    // hour's start holds all of that hour's, so they are counted a market-hour, not a window.
+    const schemaPerMarketSecond = (v.tables["market/schema"] ?? 0) / (v.marketSeconds / v.seconds) / 3_600;
+    for (const [key, rows] of Object.entries(v.tables)) {
+      const object = key.slice(0, key.indexOf("/"));
+      if (SINGLETONS.has(object) || key === "market/schema") continue;
+      if (object === "market" && !HOST_TABLES.has(key)) marketRows += rows;
+      else hostRows += rows;
+    }
     const venueHosts = Math.ceil(MODELS.venue.markets / MODELS.venue.groupSize);
-    const scaled = (field) => {
-      const [perHost, perMarket] = solve(field);
-      return { perHostSecond: perHost, perMarketSecond: perMarket, perSecond: perHost * venueHosts + perMarket * MODELS.venue.markets + perSecondOf(field) };
+    const perSecondOf = (field) => split(v, field).fixed / v.seconds;
+    const marketReads = v.byObject.market?.rowsRead ?? 0;
+    const written = {
+      perHostSecond: hostRows / v.hostSeconds,
+      perMarketSecond: marketRows / v.marketSeconds + schemaPerMarketSecond,
+      deferredPerMarketSecond: (v.tables["market/trade_blocks"] ?? 0) / v.marketSeconds,
     };
-    const written = scaled("rowsWritten");
-    const read = scaled("rowsRead");
-    const billed = scaled("billed");
-    // A block's row and index entry are deleted at the archive: as many rows again. (A minute's
-    // seconds are written over 25 hours on, in their ring, not deleted.)
-    const deferredPerMarketSecond = (v.tables["market/trade_blocks"] ?? 0) / v.marketSeconds;
     const venueBatches = MODELS.venue.markets * MODELS.venue.batchesPerMarketSecond;
     const venueMeasured = {
-      rowsWrittenPerSecond: round(written.perSecond + deferredPerMarketSecond * MODELS.venue.markets, 1),
-      rowsReadPerSecond: round(read.perSecond, 1),
-      requestsPerSecond: round(venueBatches / MODELS.venue.batchesPerMessage / PRICES.messagesPerRequest + billed.perSecond, 1),
+      rowsWrittenPerSecond: round(
+        written.perHostSecond * venueHosts + (written.perMarketSecond + written.deferredPerMarketSecond) * MODELS.venue.markets + perSecondOf("rowsWritten"),
+        1,
+      ),
+      rowsReadPerSecond: round(
+        (marketReads / v.marketSeconds) * MODELS.venue.markets +
+          ((split(v, "rowsRead").scaled - marketReads) / v.hostSeconds) * venueHosts +
+          perSecondOf("rowsRead"),
+        1,
+      ),
+      requestsPerSecond: round(
+        venueBatches / MODELS.venue.batchesPerMessage / PRICES.messagesPerRequest +
+          (split(v, "billed").scaled / v.hostSeconds) * venueHosts +
+          perSecondOf("billed"),
+        1,
+      ),
     };
     const venueParts = {
       rowsPerHostSecond: round(written.perHostSecond, 2),
       rowsPerMarketSecond: round(written.perMarketSecond, 3),
-      rowsDeferredPerMarketSecond: round(deferredPerMarketSecond, 3),
+      rowsDeferredPerMarketSecond: round(written.deferredPerMarketSecond, 3),
+      rowsReadPerMarketSecond: round(marketReads / v.marketSeconds, 1),
       rowsOfSingletonsPerSecond: round(perSecondOf("rowsWritten"), 2),
       rowsByTable: Object.fromEntries(
         Object.entries(v.tables)
