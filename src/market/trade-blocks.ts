@@ -1,10 +1,13 @@
 import type { StoredTrade, TradePage } from "./market-store";
 
+// No index on the times: a block is a few minutes of trades (a snapshot of the log apart), so a
+// market holds a few hundred at most, and an index entry was a row written with each and another
+// deleted at the archive. The times are read before the trades in each row (local, never the text).
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS trade_blocks (
   first_seq INTEGER PRIMARY KEY, last_seq INTEGER NOT NULL, min_time INTEGER NOT NULL, max_time INTEGER NOT NULL,
   trades TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS trade_blocks_by_time ON trade_blocks (max_time);
+DROP INDEX IF EXISTS trade_blocks_by_time;
 `;
 
 /** A trade as a block holds it: [id, seq, price, quantity, side (1 buy, 0 sell), time]. */
@@ -191,13 +194,14 @@ export class TradeBlocks {
   latest(limit: number): StoredTrade[] {
     const found: StoredTrade[] = [...this.open];
     const newestFirst = (a: StoredTrade, b: StoredTrade) => b.time - a.time || b.seq - a.seq;
-    for (const row of this.sql.exec("SELECT max_time, trades FROM trade_blocks ORDER BY max_time DESC")) {
+    const blocks = this.sql.exec<{ first_seq: number; max_time: number }>("SELECT first_seq, max_time FROM trade_blocks ORDER BY max_time DESC").toArray();
+    for (const block of blocks) {
       // Blocks come latest-trade first: once `limit` trades are later than everything a block holds, it and the rest add nothing.
       if (found.length >= limit) {
         found.sort(newestFirst);
-        if (found[limit - 1]!.time > (row.max_time as number)) break;
+        if (found[limit - 1]!.time > block.max_time) break;
       }
-      found.push(...tradesOf(row));
+      found.push(...tradesOf(this.sql.exec("SELECT trades FROM trade_blocks WHERE first_seq = ?", block.first_seq).one()));
     }
     return found.sort(newestFirst).slice(0, limit);
   }

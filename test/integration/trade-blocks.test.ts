@@ -96,4 +96,57 @@ describe("a batch's trades are one block (src/market/trade-blocks.ts)", () => {
     const after = (await callJson<{ id: string }[]>(`/api/trades/${symbol}?fromId=1&limit=100`)).body;
     expect(after.length, "every trade still read once").toBe(35);
   });
+
+  it("a block is one row written: no index on its times (fails before: a row and an index entry, each deleted again at the archive)", async () => {
+    const symbol = "SOLUSDT";
+    const market = await hostOf(symbol);
+    const now = Date.now();
+    const trades = Array.from({ length: 12 }, (_, i) => ({
+      id: `one-row-${i}`,
+      price: `${150 + i}.000`,
+      quantity: "1.00",
+      side: "buy" as const,
+      time: now - 60_000 + i * 1_000,
+    }));
+    for (const part of [trades.slice(0, 6), trades.slice(6)]) expect((await ingest(env, "*", { symbol, trades: part })).acceptedTrades, "trades taken").toBe(6);
+    const { written, indexes } = await runInDurableObject(market, async (instance: MarketObject, state) => {
+      const blocks = (instance.engine(symbol) as unknown as { store: { blocks: { sql: SqlStorage }; sealTrades(): void } }).store;
+      const sql = blocks.blocks.sql;
+      const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
+      blocks.blocks.sql = new Proxy(sql, {
+        get: (target, prop) =>
+          prop === "exec"
+            ? (query: string, ...bindings: unknown[]) => {
+                const cursor = target.exec(query, ...bindings);
+                cursors.push(cursor);
+                return cursor;
+              }
+            : Reflect.get(target, prop, target),
+      });
+      try {
+        state.storage.transactionSync(() => blocks.sealTrades());
+      } finally {
+        blocks.blocks.sql = sql;
+      }
+      return {
+        written: cursors.reduce((sum, c) => sum + c.rowsWritten, 0),
+        indexes: state.storage.sql
+          .exec<{ n: number }>(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'index' AND tbl_name = '${tablePrefixOf(symbol)}trade_blocks'`)
+          .one().n,
+      };
+    });
+    expect(written, "rows written by a block of 12 trades").toBe(1);
+    expect(indexes, "indexes on the blocks").toBe(0);
+    // The latest trades and a page by time read the blocks as before.
+    const latest = (await callJson<{ id: string }[]>(`/api/trades/${symbol}?limit=3`)).body;
+    expect(
+      latest.map((t) => t.id),
+      "the latest three, newest first",
+    ).toEqual(["one-row-11", "one-row-10", "one-row-9"]);
+    const page = (await callJson<{ id: string }[]>(`/api/trades/${symbol}?startTime=${now - 55_500}&endTime=${now - 52_500}`)).body;
+    expect(
+      page.map((t) => t.id),
+      "a page by time",
+    ).toEqual(["one-row-5", "one-row-6", "one-row-7"]);
+  });
 });
