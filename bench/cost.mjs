@@ -35,7 +35,7 @@
 // with the date read).
 // Loopback only; it stops everything it started.
 import { mkdirSync } from "node:fs";
-import { deflateRawSync, gzipSync } from "node:zlib";
+import { deflateRawSync, gunzipSync, gzipSync } from "node:zlib";
 import WebSocket from "ws";
 import { issuePublishKey } from "../scripts/publish-key.mjs";
 import { listVenue } from "../scripts/venue.mjs";
@@ -110,14 +110,47 @@ const TRADES_PER_CHUNK = 10_000;
 const DAILY_FILES_PER_MARKET = 8;
 /**
  * Book history (docs/history.md#book-history): a segment to R2 every 2,048 batches or 1 MB of
- * updates (about 21 bytes a level change as JSON), gzipped to about 5.1 bytes a change; hourly
- * book files of about 6.8 bytes a change, four puts a market-hour (two zips, two checksums).
+ * updates (about 21 bytes a level change as JSON), its gzipped bytes a level change measured on
+ * the segments the run wrote (each model's own batch shape); hourly book files of about 6.8 bytes
+ * a change (measured 2026-11-25 on a busy market's hour), four puts a market-hour (two zips, two
+ * checksums).
  */
 const BOOK_SEGMENT_BATCHES = 2_048;
 const BOOK_SEGMENT_BYTES = 1_000_000;
 const BOOK_JSON_BYTES_PER_LEVEL = 21;
-const BOOK_R2_BYTES_PER_LEVEL = 5.1 + 6.8;
+const BOOK_FILE_BYTES_PER_LEVEL = 6.8;
 const BOOK_FILE_PUTS_PER_MARKET_HOUR = 4;
+
+/** The keys of the book segments in R2 under `prefix`. */
+async function segmentKeys(mf, prefix) {
+  const bucket = await mf.getR2Bucket("HISTORY");
+  const keys = [];
+  let cursor;
+  do {
+    const listed = await bucket.list({ prefix, cursor });
+    keys.push(...listed.objects.map((o) => o.key));
+    cursor = listed.truncated ? listed.cursor : undefined;
+  } while (cursor);
+  return keys;
+}
+
+/** The gzipped bytes a level change of the book segments in R2 under `prefix` but those of `before` (undefined: none written). */
+async function segmentBytesPerLevel(mf, prefix, before = []) {
+  const bucket = await mf.getR2Bucket("HISTORY");
+  const old = new Set(before);
+  let bytes = 0;
+  let levels = 0;
+  for (const key of await segmentKeys(mf, prefix)) {
+    if (old.has(key)) continue;
+    {
+      const gzipped = Buffer.from(await (await bucket.get(key)).arrayBuffer());
+      const segment = JSON.parse(gunzipSync(gzipped).toString());
+      bytes += gzipped.length;
+      for (const entry of segment.entries) for (const [, , bids, asks] of entry.u) levels += bids.length + asks.length;
+    }
+  }
+  return levels > 0 ? Math.round((bytes / levels) * 100) / 100 : undefined;
+}
 
 /**
  * R2's bytes a trade, measured on the formats the service writes (docs/history.md): its archive
@@ -382,7 +415,7 @@ const dollars = (perSecond, { perMillion, includedPerMonth = 0 }) => (Math.max(0
  * The model's line items: per second, and dollars a month — from the per-unit figures, or, for a
  * model a phase ran at full scale, from that phase's own counts per second (`measured`).
  */
-function priced(model, counted, measured) {
+function priced(model, counted, measured, segmentBytes) {
   const batches = model.markets * model.batchesPerMarketSecond;
   const trades = batches * model.tradesPerBatch;
   const levels = batches * model.levelsPerBatch;
@@ -419,7 +452,8 @@ function priced(model, counted, measured) {
   );
   const bookPuts = model.levelsPerBatch > 0 ? model.markets * (segmentsPerMarket + BOOK_FILE_PUTS_PER_MARKET_HOUR / 3_600) : 0;
   const r2Puts = trades / TRADES_PER_CHUNK + (model.markets * DAILY_FILES_PER_MARKET) / 86_400 + bookPuts;
-  const r2GbAfterAYear = ((trades * (TRADE_R2_BYTES.chunk + TRADE_R2_BYTES.dailyFiles) + levels * BOOK_R2_BYTES_PER_LEVEL) * 365 * 86_400) / 1e9;
+  const r2GbAfterAYear =
+    ((trades * (TRADE_R2_BYTES.chunk + TRADE_R2_BYTES.dailyFiles) + levels * (segmentBytes + BOOK_FILE_BYTES_PER_LEVEL)) * 365 * 86_400) / 1e9;
   const lineItems = [
     { name: "rows written", perSecond: rowsWritten, dollars: dollars(rowsWritten, PRICES.rowsWritten) },
     { name: "rows read", perSecond: rowsRead, dollars: dollars(rowsRead, PRICES.rowsRead) },
@@ -485,6 +519,7 @@ async function main() {
     await Promise.all(opened);
 
     const phases = {};
+    let venueSegmentBytes;
     const venueShape = { batchesPerSecond: MODELS.venue.batchesPerMarketSecond, levels: MODELS.venue.levelsPerBatch, trades: MODELS.venue.tradesPerBatch };
     // A cycle of each market's log: a snapshot every SNAPSHOT_EVERY commits, at most a commit a
     // batch at this rate. The venue's phase holds a cycle and whole minutes (each market writes its
@@ -504,23 +539,19 @@ async function main() {
     for (const [name, which, shape, seconds] of plan) {
       if (name === "group") {
         // The markets' logs staggered, so their snapshots spread over a cycle (they began together):
-        // in ten steps of a tenth of a cycle, one more tenth of the markets takes a level change a tick.
+        // in ten steps of a tenth of a cycle, one more tenth of the markets takes the venue's batches.
         log(`staggering the markets' logs over a cycle (${cycle} s)…`);
         for (let step = 0; step < 10; step++) {
-          await phase(
-            service,
-            channels,
-            markets.slice(0, Math.ceil(((step + 1) * markets.length) / 10)),
-            { batchesPerSecond: 10, levels: 1, trades: 0 },
-            cycle / 10,
-            0,
-          );
+          await phase(service, channels, markets.slice(0, Math.ceil(((step + 1) * markets.length) / 10)), venueShape, cycle / 10, 0);
         }
       }
       log(
         `${name}: ${which.length} market(s) × ${shape.batchesPerSecond} batches/s of ${shape.levels} level changes and ${shape.trades} trades, ${seconds} s…`,
       );
+      const before = name === "venue" ? await segmentKeys(service.mf, "book-history/V") : [];
       phases[name] = await phase(service, channels, which, shape, seconds);
+      // The segments the venue's phase closed hold its batches (the stagger and the group phase have its shape too).
+      if (name === "venue") venueSegmentBytes = await segmentBytesPerLevel(service.mf, "book-history/V", before);
       await sleep(2000);
     }
     const fitted = Object.entries(phases)
@@ -627,9 +658,14 @@ async function main() {
       batchesPerSecond: round(b.batches / b.seconds, 1),
       requestsPerSecond: round(b.requests / b.seconds, 1),
     };
-    const venue = { ...priced(MODELS.venue, counted, venueMeasured), measured: venueMeasured, parts: venueParts };
+    // The segments the run wrote: the venue's markets' (its batch shape) and the busy market's.
+    const segmentBytes = {
+      venue: venueSegmentBytes ?? 5.1,
+      busyMarket: (await segmentBytesPerLevel(service.mf, "book-history/BTCUSDT/")) ?? 5.1,
+    };
+    const venue = { ...priced(MODELS.venue, counted, venueMeasured, segmentBytes.venue), measured: venueMeasured, parts: venueParts };
     // The busy phase ran the busy-market model at full scale (50 batches a second of 100 level changes and 20 trades).
-    const busyMarket = { ...priced(MODELS.busyMarket, counted, busyMeasured), measured: busyMeasured };
+    const busyMarket = { ...priced(MODELS.busyMarket, counted, busyMeasured, segmentBytes.busyMarket), measured: busyMeasured };
     const cpu = Object.fromEntries(
       Object.entries(phases).map(([name, p]) => [
         name,
@@ -646,6 +682,7 @@ async function main() {
       metricsFlushMs: Number(FLUSH_MS),
       prices: PRICES.readAt,
       r2BytesPerTrade: TRADE_R2_BYTES,
+      r2SegmentBytesPerLevel: segmentBytes,
       counted,
       venue,
       busyMarket,
@@ -692,7 +729,7 @@ async function main() {
     }
     console.log(`\nvenue measured (its own phases, scaled): ${JSON.stringify(venueMeasured)}`);
     console.log(`  parts: ${JSON.stringify(venueParts)}`);
-    console.log(`  R2 bytes a trade: ${JSON.stringify(TRADE_R2_BYTES)}`);
+    console.log(`  R2 bytes a trade: ${JSON.stringify(TRADE_R2_BYTES)}; a level change in segments: ${JSON.stringify(segmentBytes)}`);
     console.log(`\nbusy market measured: ${JSON.stringify(busyMeasured)}`);
     console.log(
       `  rows written a second by object: ${Object.entries(phases.busy.byObject)
