@@ -9,6 +9,7 @@ import { ensureRegistry, findMarket } from "../../src/registry/copy";
 import { type GroupJournal, GroupJournal as JournalOf } from "../../src/ticks/journal";
 import { callJson } from "../support/http";
 import { hostOf } from "../support/registry";
+import { rowsCounted } from "../support/rows-counted";
 
 type Host = {
   tickMs: number;
@@ -143,27 +144,15 @@ describe("a group's markets commit together: one journal row a tick (src/ticks/j
         if (n > 50) market.put(n - 50, `m${n - 50}`);
         journal.write();
       }
-      const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
-      const sql = state.storage.sql;
-      (journal as unknown as { sql: SqlStorage }).sql = new Proxy(sql, {
-        get: (target, prop) =>
-          prop === "exec"
-            ? (query: string, ...bindings: unknown[]) => {
-                const cursor = target.exec(query, ...bindings);
-                cursors.push(cursor);
-                return cursor;
-              }
-            : Reflect.get(target, prop, target),
+      let rows: { change: string }[] = [];
+      const { read } = rowsCounted([journal], () => {
+        rows = market.rows(0);
       });
-      const rows = market.rows(0);
       expect(
         rows.map((r) => r.change),
         "the market's records",
       ).toEqual(Array.from({ length: 10 }, (_, i) => `m${i + 1}`));
-      expect(
-        cursors.reduce((sum, c) => sum + c.rowsRead, 0),
-        "rows read: the 10 rows from the market's first",
-      ).toBe(10);
+      expect(read, "rows read: the 10 rows from the market's first").toBe(10);
     });
   });
 });

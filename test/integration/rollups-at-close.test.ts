@@ -10,6 +10,7 @@ import type { MarketStore } from "../../src/market/market-store";
 import { addToBucket, type MinuteBucket } from "../../src/market/rolling-window";
 import { callJson } from "../support/http";
 import { hostOf } from "../support/registry";
+import { rowsCounted } from "../support/rows-counted";
 
 /** An hour long past, so the test's clock is its own (`flush(now)`), whatever the machine's. */
 const H0 = Date.UTC(2026, 0, 1, 10);
@@ -34,27 +35,7 @@ describe("hours and days are written once, at their close (src/market/bucket-sto
       // The rows each flush writes, as the runtime counts them: each statement's cursor, summed after the flush.
       let written = 0;
       const flush = (now: number) => {
-        const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
-        const counting = new Proxy(sql, {
-          get: (target, prop) =>
-            prop === "exec"
-              ? (query: string, ...bindings: unknown[]) => {
-                  const cursor = target.exec(query, ...bindings);
-                  cursors.push(cursor);
-                  return cursor;
-                }
-              : Reflect.get(target, prop, target),
-        });
-        const ring = (candles as unknown as { seconds: { sql: SqlStorage } }).seconds;
-        (candles as unknown as { sql: SqlStorage }).sql = counting;
-        ring.sql = counting;
-        try {
-          candles.flush(now);
-        } finally {
-          (candles as unknown as { sql: SqlStorage }).sql = sql;
-          ring.sql = sql;
-        }
-        for (const cursor of cursors) written += cursor.rowsWritten;
+        written += rowsCounted([candles, secondsOf(candles)], () => candles.flush(now)).written;
       };
       const fold = (start: number) => trades.reduce<MinuteBucket | undefined>((bucket, t) => addToBucket(bucket, t, start), undefined);
       const trades: ReturnType<typeof tradeAt>[] = [];
@@ -149,30 +130,9 @@ describe("hours and days are written once, at their close (src/market/bucket-sto
     const symbol = "ETHBTC";
     await runInDurableObject(await hostOf(symbol), (instance: MarketObject) => {
       const candles = (instance.engine(symbol) as unknown as { store: MarketStore }).store.candles;
-      const sql = (candles as unknown as { sql: SqlStorage }).sql;
-      const ring = (candles as unknown as { seconds: { sql: SqlStorage } }).seconds;
       let written = 0;
       const flush = (now: number) => {
-        const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
-        const counting = new Proxy(sql, {
-          get: (target, prop) =>
-            prop === "exec"
-              ? (query: string, ...bindings: unknown[]) => {
-                  const cursor = target.exec(query, ...bindings);
-                  cursors.push(cursor);
-                  return cursor;
-                }
-              : Reflect.get(target, prop, target),
-        });
-        (candles as unknown as { sql: SqlStorage }).sql = counting;
-        ring.sql = counting;
-        try {
-          candles.flush(now, heldFromAt(now, false));
-        } finally {
-          (candles as unknown as { sql: SqlStorage }).sql = sql;
-          ring.sql = sql;
-        }
-        for (const cursor of cursors) written += cursor.rowsWritten;
+        written += rowsCounted([candles, secondsOf(candles)], () => candles.flush(now, heldFromAt(now, false))).written;
       };
       // Ten minutes; each flush runs 100 ms after the turn, when a trade of the new minute is already in.
       for (let m = 0; m < 10; m++) {
@@ -213,3 +173,8 @@ describe("hours and days are written once, at their close (src/market/bucket-sto
     }
   });
 });
+
+/** The ring a bucket store writes its seconds to (`second-ring.ts`): counted with the store. */
+function secondsOf(candles: unknown): unknown {
+  return (candles as { seconds: unknown }).seconds;
+}

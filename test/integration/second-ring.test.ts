@@ -6,6 +6,7 @@ import { tablePrefixOf } from "../../src/market/market-storage";
 import type { MarketStore } from "../../src/market/market-store";
 import { SECOND_SLOTS } from "../../src/market/second-ring";
 import { hostOf } from "../support/registry";
+import { rowsCounted } from "../support/rows-counted";
 
 /** A minute long past, so the test's clock is its own. */
 const M0 = Date.UTC(2026, 0, 1, 10);
@@ -18,33 +19,10 @@ describe("the second buckets are a ring of 25 hours of minutes (src/market/secon
     const symbol = "XRPUSDT";
     await runInDurableObject(await hostOf(symbol), (instance: MarketObject, state) => {
       const candles = (instance.engine(symbol) as unknown as { store: MarketStore }).store.candles;
-      const sql = (candles as unknown as { sql: SqlStorage }).sql;
       const ring = `${tablePrefixOf(symbol)}second_ring`;
       const rows = () => state.storage.sql.exec<{ n: number }>(`SELECT count(*) AS n FROM ${ring}`).one().n;
       // Each statement's rows as the runtime counts them, over one call.
-      const written = (work: () => void) => {
-        const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
-        const counting = new Proxy(sql, {
-          get: (target, prop) =>
-            prop === "exec"
-              ? (query: string, ...bindings: unknown[]) => {
-                  const cursor = target.exec(query, ...bindings);
-                  cursors.push(cursor);
-                  return cursor;
-                }
-              : Reflect.get(target, prop, target),
-        });
-        const seconds = (candles as unknown as { seconds: { sql: SqlStorage } }).seconds;
-        (candles as unknown as { sql: SqlStorage }).sql = counting;
-        seconds.sql = counting;
-        try {
-          work();
-        } finally {
-          (candles as unknown as { sql: SqlStorage }).sql = sql;
-          seconds.sql = sql;
-        }
-        return cursors.reduce((sum, c) => sum + c.rowsWritten, 0);
-      };
+      const written = (work: () => void) => rowsCounted([candles, (candles as unknown as { seconds: unknown }).seconds], work).written;
       const seconds = (minute: number) => [...candles.buckets(SECOND_MS, minute, minute + MINUTE_MS - 1, "ASC")].map((b) => [b.minute, b.count]);
       // Three minutes, a trade in two of their seconds each, each flushed once it ends.
       for (let m = 0; m < 3; m++) {

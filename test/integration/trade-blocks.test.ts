@@ -6,6 +6,7 @@ import type { MarketObject } from "../../src/market/market-object";
 import { tablePrefixOf } from "../../src/market/market-storage";
 import { callJson } from "../support/http";
 import { hostOf } from "../support/registry";
+import { rowsCounted } from "../support/rows-counted";
 
 /** The object's meter and the isolate's holder it counts into. */
 type Counted = {
@@ -110,26 +111,10 @@ describe("a batch's trades are one block (src/market/trade-blocks.ts)", () => {
     }));
     for (const part of [trades.slice(0, 6), trades.slice(6)]) expect((await ingest(env, "*", { symbol, trades: part })).acceptedTrades, "trades taken").toBe(6);
     const { written, indexes } = await runInDurableObject(market, async (instance: MarketObject, state) => {
-      const blocks = (instance.engine(symbol) as unknown as { store: { blocks: { sql: SqlStorage }; sealTrades(): void } }).store;
-      const sql = blocks.blocks.sql;
-      const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
-      blocks.blocks.sql = new Proxy(sql, {
-        get: (target, prop) =>
-          prop === "exec"
-            ? (query: string, ...bindings: unknown[]) => {
-                const cursor = target.exec(query, ...bindings);
-                cursors.push(cursor);
-                return cursor;
-              }
-            : Reflect.get(target, prop, target),
-      });
-      try {
-        state.storage.transactionSync(() => blocks.sealTrades());
-      } finally {
-        blocks.blocks.sql = sql;
-      }
+      const store = (instance.engine(symbol) as unknown as { store: { blocks: unknown; sealTrades(): void } }).store;
+      const counted = rowsCounted([store.blocks], () => state.storage.transactionSync(() => store.sealTrades()));
       return {
-        written: cursors.reduce((sum, c) => sum + c.rowsWritten, 0),
+        written: counted.written,
         indexes: state.storage.sql
           .exec<{ n: number }>(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'index' AND tbl_name = '${tablePrefixOf(symbol)}trade_blocks'`)
           .one().n,
