@@ -80,16 +80,16 @@ export class BucketStore {
   /** Whether rows of a second from before the packing may be left (undefined: not asked yet). */
   private legacySeconds: boolean | undefined;
 
-  private forgetRollupReads(): void {
-    this.rollupReads.clear();
-    this.rollupsHeld = 0;
-  }
-
   /** The second buckets: a minute's as one row, in a ring of 25 hours (`second-ring.ts`). */
   private readonly seconds: SecondRing;
 
   constructor(private readonly sql: SqlStorage) {
     this.seconds = new SecondRing(sql);
+  }
+
+  private forgetRollupReads(): void {
+    this.rollupReads.clear();
+    this.rollupsHeld = 0;
   }
 
   /** A bucket live trades changed: written at the next flush, read from here until then. */
@@ -281,9 +281,7 @@ export class BucketStore {
       for (const row of legacy) found.set(row.start as number, toBucket(row));
       this.bucketRowsRead += legacy.rowsRead;
     }
-    const before = this.seconds.rowsRead;
-    this.seconds.read(from, to, found);
-    this.bucketRowsRead += this.seconds.rowsRead - before;
+    this.bucketRowsRead += this.seconds.read(from, to, found);
     const sorted = [...found.values()].sort((a, b) => (order === "ASC" ? a.minute - b.minute : b.minute - a.minute));
     yield* sorted;
   }

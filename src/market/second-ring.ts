@@ -8,6 +8,7 @@
  * Markets from before the ring kept a row a minute in `second_buckets`: read under the ring's
  * rows and pruned as before, until empty.
  */
+import { ringSlots } from "../core/ring-slots";
 import { MINUTE_MS } from "../history/intervals";
 import type { MinuteBucket } from "./rolling-window";
 
@@ -53,19 +54,23 @@ const unpack = ([minute, open, high, low, close, first, last, volume, quote, cou
 });
 
 const slotOf = (minute: number) => Math.floor(minute / MINUTE_MS) % SECOND_SLOTS;
+/** The condition on `slot` for the minutes of `from`…`to`. */
+const slotsOfMinutes = (from: number, to: number) => ringSlots(Math.floor(from / MINUTE_MS), Math.floor(to / MINUTE_MS), SECOND_SLOTS);
 
 export class SecondRing {
   /** Whether `second_buckets` (from before the ring) may still hold rows. */
   private legacy: boolean;
   /** The prune's last bound: the minutes before it are gone (undefined: not pruned since the start). */
   private prunedBefore: number | undefined;
-  /** Rows read, for the store's count. */
-  rowsRead = 0;
 
   constructor(private readonly sql: SqlStorage) {
     sql.exec("CREATE TABLE IF NOT EXISTS second_ring (slot INTEGER PRIMARY KEY, minute INTEGER NOT NULL, buckets TEXT NOT NULL)");
     sql.exec("CREATE TABLE IF NOT EXISTS second_buckets (minute INTEGER PRIMARY KEY, buckets TEXT NOT NULL)");
-    this.legacy = sql.exec("SELECT 1 FROM second_buckets LIMIT 1").toArray().length > 0;
+    this.legacy = this.legacyLeft();
+  }
+
+  private legacyLeft(): boolean {
+    return this.sql.exec("SELECT 1 FROM second_buckets LIMIT 1").toArray().length > 0;
   }
 
   /** Writes a minute's changed seconds over what its row holds (inside the caller's transaction); a minute past the 25 hours is not kept. */
@@ -88,24 +93,25 @@ export class SecondRing {
     );
   }
 
-  /** The stored seconds within `from`…`to`, by start, into `found`: the ring's over the rows from before it. */
-  read(from: number, to: number, found: Map<number, MinuteBucket>): void {
+  /** The stored seconds within `from`…`to`, by start, into `found`: the ring's over the rows from before it. Returns the rows read. */
+  read(from: number, to: number, found: Map<number, MinuteBucket>): number {
     const first = Math.floor(from / MINUTE_MS) * MINUTE_MS;
     const add = (text: string) => {
       for (const packed of JSON.parse(text) as PackedSecond[]) if (packed[0] >= from && packed[0] <= to) found.set(packed[0], unpack(packed));
     };
+    let read = 0;
     if (this.legacy) {
       const rows = this.sql.exec<{ buckets: string }>("SELECT buckets FROM second_buckets WHERE minute >= ? AND minute <= ?", first, to);
       for (const row of rows) add(row.buckets);
-      this.rowsRead += rows.rowsRead;
+      read += rows.rowsRead;
     }
     const rows = this.sql.exec<{ buckets: string }>(
-      `SELECT buckets FROM second_ring WHERE ${slotsBetween(first, to)} AND minute >= ? AND minute <= ?`,
+      `SELECT buckets FROM second_ring WHERE ${slotsOfMinutes(first, to)} AND minute >= ? AND minute <= ?`,
       first,
       to,
     );
     for (const row of rows) add(row.buckets);
-    this.rowsRead += rows.rowsRead;
+    return read + rows.rowsRead;
   }
 
   /**
@@ -117,22 +123,12 @@ export class SecondRing {
     const bound = before - PRUNE_GRACE_MS;
     const since = this.prunedBefore === undefined ? bound - SECOND_SLOTS * MINUTE_MS : Math.max(this.prunedBefore, bound - SECOND_SLOTS * MINUTE_MS);
     if (bound > since) {
-      this.sql.exec(`DELETE FROM second_ring WHERE ${slotsBetween(since - MINUTE_MS, bound)} AND minute + ? <= ?`, MINUTE_MS, bound);
+      this.sql.exec(`DELETE FROM second_ring WHERE ${slotsOfMinutes(since - MINUTE_MS, bound)} AND minute + ? <= ?`, MINUTE_MS, bound);
     }
     this.prunedBefore = bound;
     if (this.legacy) {
       this.sql.exec("DELETE FROM second_buckets WHERE minute + ? <= ?", MINUTE_MS, before);
-      this.legacy = this.sql.exec("SELECT 1 FROM second_buckets LIMIT 1").toArray().length > 0;
+      this.legacy = this.legacyLeft();
     }
   }
-}
-
-/** The condition on `slot` for the minutes `from`…`to` (every slot for 25 hours or more; two ranges where the ring wraps). */
-function slotsBetween(from: number, to: number): string {
-  const first = Math.floor(from / MINUTE_MS);
-  const last = Math.floor(to / MINUTE_MS);
-  if (last - first + 1 >= SECOND_SLOTS) return "1 = 1";
-  const [a, b] = [first % SECOND_SLOTS, last % SECOND_SLOTS];
-  if (a === b) return `slot = ${a}`;
-  return a < b ? `slot BETWEEN ${a} AND ${b}` : `(slot >= ${a} OR slot <= ${b})`;
 }

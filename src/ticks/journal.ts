@@ -15,6 +15,8 @@
  * JOURNAL_SLOTS ticks.
  */
 
+import { ringSlots } from "../core/ring-slots";
+
 /** The ring's rows: at 10 ticks a second about seven minutes of the group's ticks. */
 export const JOURNAL_SLOTS = 4_096;
 
@@ -105,14 +107,6 @@ export class GroupJournal {
     this.pending.clear();
   }
 
-  /** The condition on `slot` for the rows numbered `from` to the last written (every slot once they fill the ring). */
-  private slotsFrom(from: number): string {
-    if (from > this.n) return "0 = 1";
-    if (this.n - from + 1 >= this.slots) return "1 = 1";
-    const [a, b] = [from % this.slots, this.n % this.slots];
-    return a <= b ? `slot BETWEEN ${a} AND ${b}` : `(slot >= ${a} OR slot <= ${b})`;
-  }
-
   private rowsOf(symbol: string, after: number, through: number): LogRow[] {
     const path = pathOf(symbol);
     // Only rows from the market's oldest uncovered one can hold what a log asks for: their slots,
@@ -121,7 +115,7 @@ export class GroupJournal {
     const rows: LogRow[] = [];
     for (const row of this.sql.exec<{ part: string }>(
       // Unordered (a sorter's rows are read again): sorted here.
-      `SELECT json_extract(body, ?) AS part FROM journal WHERE ${this.slotsFrom(from)} AND n >= ? AND json_extract(body, ?) IS NOT NULL`,
+      `SELECT json_extract(body, ?) AS part FROM journal WHERE ${ringSlots(from, this.n, this.slots)} AND n >= ? AND json_extract(body, ?) IS NOT NULL`,
       path,
       from,
       path,
