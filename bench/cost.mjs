@@ -412,35 +412,15 @@ function leastSquares(rows, ys) {
 const dollars = (perSecond, { perMillion, includedPerMonth = 0 }) => (Math.max(0, perSecond * SECONDS_PER_MONTH - includedPerMonth) * perMillion) / 1e6;
 
 /**
- * The model's line items: per second, and dollars a month — from the per-unit figures, or, for a
- * model a phase ran at full scale, from that phase's own counts per second (`measured`).
+ * The model's line items: per second, and dollars a month — its rows and requests as counted for
+ * it (`measured`: the busy phase's own, the venue's from its phase scaled), the rest from the model.
  */
-function priced(model, counted, measured, segmentBytes) {
+function priced(model, measured, segmentBytes) {
   const batches = model.markets * model.batchesPerMarketSecond;
   const trades = batches * model.tradesPerBatch;
   const levels = batches * model.levelsPerBatch;
   const hosts = Math.ceil(model.markets / model.groupSize);
-  const rowsWritten =
-    measured?.rowsWrittenPerSecond ??
-    counted.rowsPerBatch * batches +
-      counted.rowsPerTrade * trades +
-      counted.rowsPerLevelChange * levels +
-      counted.rowsPerMarketSecond * model.markets +
-      counted.rowsPerHostSecond * hosts +
-      counted.rowsOfSingletonsPerSecond;
-  const rowsRead =
-    measured?.rowsReadPerSecond ??
-    counted.rowsReadPerBatch * batches +
-      counted.rowsReadPerMarketSecond * model.markets +
-      counted.rowsReadPerHostSecond * hosts +
-      counted.rowsReadOfSingletonsPerSecond;
-  const requests =
-    measured?.requestsPerSecond ??
-    batches / model.batchesPerMessage / PRICES.messagesPerRequest +
-      counted.requestsPerBatch * batches +
-      counted.requestsPerMarketSecond * model.markets +
-      counted.requestsPerHostSecond * hosts +
-      counted.requestsOfSingletonsPerSecond;
+  const { rowsWrittenPerSecond: rowsWritten, rowsReadPerSecond: rowsRead, requestsPerSecond: requests } = measured;
   // Objects busy all the time: each group's host (its relay inside), the shards, the publishers' channel.
   const busyObjects = hosts + Math.ceil(model.subscribers / model.subscribersPerShard) + 1;
   const gbSeconds = busyObjects * PRICES.objectGb;
@@ -663,9 +643,9 @@ async function main() {
       venue: venueSegmentBytes ?? 5.1,
       busyMarket: (await segmentBytesPerLevel(service.mf, "book-history/BTCUSDT/")) ?? 5.1,
     };
-    const venue = { ...priced(MODELS.venue, counted, venueMeasured, segmentBytes.venue), measured: venueMeasured, parts: venueParts };
+    const venue = { ...priced(MODELS.venue, venueMeasured, segmentBytes.venue), measured: venueMeasured, parts: venueParts };
     // The busy phase ran the busy-market model at full scale (50 batches a second of 100 level changes and 20 trades).
-    const busyMarket = { ...priced(MODELS.busyMarket, counted, busyMeasured, segmentBytes.busyMarket), measured: busyMeasured };
+    const busyMarket = { ...priced(MODELS.busyMarket, busyMeasured, segmentBytes.busyMarket), measured: busyMeasured };
     const cpu = Object.fromEntries(
       Object.entries(phases).map(([name, p]) => [
         name,
