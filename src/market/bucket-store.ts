@@ -51,19 +51,26 @@ const stillOpen = (size: BucketSize, start: number, now: number, heldFrom: numbe
 const ROLLUP_CACHE_SPAN = 64;
 const ROLLUP_CACHE_BUCKETS = 2_048;
 
-/** A commit writes the staged buckets itself only when the minute's alarm is this late (its write is the alarm's). */
-export const BUCKET_FLUSH_LATE_MS = 5_000;
+/**
+ * A minute is written this long after it ends, not at the turn: a batch sent just before the turn
+ * lands just after it, and its trades, stamped in the closed minute, would stage that minute again
+ * for a second write a minute later (1.05 to 1.28 writes a trading market-minute measured, each
+ * write its minute, its seconds and its ids).
+ */
+export const MINUTE_WRITE_AFTER_MS = 2_000;
 
 /**
- * Whether the staged buckets are due to be written (docs/design.md#the-write-path): at the
- * market's alarm at a minute's end, once the minute has turned since the last write — so a write
- * holds the closed minute, not two minutes' halves, each written twice (about 3 rows a trading
- * market-minute more: its seconds, its minute and its ids) — and at a commit only when that alarm
- * is late by BUCKET_FLUSH_LATE_MS.
+ * Whether the staged buckets are due to be written (docs/design.md#the-write-path), at a commit or
+ * at the market's alarm: once the minute has turned since the last write and MINUTE_WRITE_AFTER_MS
+ * have passed since the turn, so a write holds the closed minute whole, stragglers in, and not two
+ * minutes' halves each written twice. The alarm at the turn comes too soon for a market that trades
+ * on: its first commit after the wait writes. A market that stopped trading is written by the alarm
+ * a minute on (its minute alarms go on while it has trades in the last 24 hours): two turns since
+ * the last write are due whatever the phase, as is the first write after a start (`flushedAt` 0).
  */
-export function bucketsDue(now: number, flushedAt: number, at: "alarm" | "commit"): boolean {
-  if (at === "alarm") return Math.floor(now / MINUTE_MS) !== Math.floor(flushedAt / MINUTE_MS);
-  return now - flushedAt >= MINUTE_MS + BUCKET_FLUSH_LATE_MS;
+export function bucketsDue(now: number, flushedAt: number): boolean {
+  const turns = Math.floor(now / MINUTE_MS) - Math.floor(flushedAt / MINUTE_MS);
+  return turns >= 2 || (turns === 1 && now % MINUTE_MS >= MINUTE_WRITE_AFTER_MS);
 }
 
 /** The minute a flush at `now` holds back: the one being traded; none when `all` must be written (an archive, an import, a bound reached). */

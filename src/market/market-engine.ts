@@ -201,7 +201,7 @@ export class MarketEngine {
       // A snapshot took the record's place, or the open block is full: the trades not in a block are written as one now.
       if (logged.snapshot || this.store.openBlockFull()) this.store.sealTrades();
     }
-    // The staged buckets and ids are written at the minute's end, by the alarm, here only when it is late (rebuilt from the trades after a restart).
+    // The staged buckets and ids of a closed minute are written by the first commit a moment after its end (rebuilt from the trades after a restart).
     Object.assign(record, this.minutes.atCommit(state.tradeSeq, now));
     if (staged.changed) record.lastUpdateAt = state.lastUpdateAt;
     // One row for all of it when something the log and the blocks do not keep changed; else none.
@@ -356,7 +356,7 @@ export class MarketEngine {
   async alarm(): Promise<void> {
     this.host.tick.commitNow();
     this.secondly.fired();
-    // The staged buckets are written at the minute's end, also when trading has stopped.
+    // The staged buckets of a market that stopped trading are written by its alarm.
     if (this.state) this.minutes.atAlarm(this.state.tradeSeq, Date.now());
     // After an eviction the object knows its market only from storage.
     if (this.state || this.store.hasConfig()) this.secondly.now(this.load(), Date.now());

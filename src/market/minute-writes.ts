@@ -1,9 +1,10 @@
 /**
  * A market's minute writes (docs/design.md#the-write-path): its staged candle buckets and its
- * trade ids, written at the minute's end by its alarm (`bucketsDue`), or by a commit when that
- * alarm is late or what waits reaches its bound — each minute once it has ended (the one being
- * traded is held back, `heldFromAt`), each hour and day once it has closed. Returns the fields of
- * the market's record that say what the stored buckets hold, for the caller to write with them.
+ * trade ids, written a moment after the minute's end by its first commit (`bucketsDue`), by its
+ * alarm when it stopped trading, or at once when what waits reaches its bound — each minute once
+ * it has ended (the one being traded is held back, `heldFromAt`), each hour and day once it has
+ * closed. Returns the fields of the market's record that say what the stored buckets hold, for the
+ * caller to write with them.
  */
 import type { Tick } from "../ticks/tick";
 import { bucketsDue, heldFromAt } from "./bucket-store";
@@ -27,15 +28,15 @@ export class MinuteWrites {
     private readonly tick: Tick,
   ) {}
 
-  /** Inside a commit: written when the alarm is late or a bound is reached (then all of it). */
+  /** Inside a commit: written once the minute's wait is over (`bucketsDue`), or all of it when a bound is reached. */
   atCommit(tradeSeq: number, now: number): Partial<MarketRecord> {
     const full = this.store.candles.stagedCount >= MAX_STAGED_BUCKETS || this.store.pendingIds().bytes >= PENDING_MAX_BYTES;
-    return full || bucketsDue(now, this.flushedAt, "commit") ? this.write(tradeSeq, now, full) : {};
+    return full || bucketsDue(now, this.flushedAt) ? this.write(tradeSeq, now, full) : {};
   }
 
-  /** The market's alarm: written once the minute has turned since the last write. */
+  /** The market's alarm: written when due and no commit wrote it (a market that stopped trading). */
   atAlarm(tradeSeq: number, now: number): void {
-    if (bucketsDue(now, this.flushedAt, "alarm")) this.writeNow(tradeSeq);
+    if (bucketsDue(now, this.flushedAt)) this.writeNow(tradeSeq);
   }
 
   /**
