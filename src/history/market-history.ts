@@ -4,6 +4,7 @@ import { type WireTrade, wireTrade } from "../market/wire-trade";
 import type { MarketConfig } from "../registry/model";
 import type { Kline } from "./candles";
 import { aggTradesCsv, csvName, type DailyKind, dailyKey, dayName, klinesCsv, tradesCsv } from "./daily-files";
+import { ZIP_PUT } from "./file-storage";
 import { DAY_MS } from "./intervals";
 import { type ArchivedChunk, type ArchivedTrade, chunkKey, chunkSize, MAX_CHUNK_READS, pageRunsForwards, withinPage } from "./trade-archive";
 import { checksumLine, zipOne } from "./zip";
@@ -139,7 +140,7 @@ export class MarketHistory {
       const key = dailyKey(kind, symbol, day);
       const zip = await zipOne(csvName(key), new TextEncoder().encode(csv), new Date(day));
       const checksum = await checksumLine(zip, key.slice(key.lastIndexOf("/") + 1));
-      await this.bucket.put(key, zip, { httpMetadata: { contentType: "application/zip" } });
+      await this.bucket.put(key, zip, ZIP_PUT);
       await this.bucket.put(`${key}.CHECKSUM`, checksum, { httpMetadata: { contentType: "text/plain; charset=utf-8" } });
       result.files.push({ key, bytes: zip.length, sha256: checksum.slice(0, 64) });
     };

@@ -6,6 +6,7 @@
  * Up to 4 GiB of CSV (no ZIP64).
  */
 import { crc32 } from "../../client/src/checksum";
+import { ZIP_PUT } from "./file-storage";
 import { ZIP_MAX_BYTES } from "./zip";
 
 /** R2 takes parts of one size but the last, at least 5 MiB. */
@@ -54,7 +55,7 @@ class R2Sink {
   }
 
   private async part(bytes: Uint8Array): Promise<void> {
-    this.upload ??= await this.bucket.createMultipartUpload(this.key, { httpMetadata: { contentType: "application/zip" } });
+    this.upload ??= await this.bucket.createMultipartUpload(this.key, ZIP_PUT);
     this.parts.push(await this.upload.uploadPart(this.parts.length + 1, bytes));
   }
 
@@ -66,7 +67,7 @@ class R2Sink {
         if (rest.length > 0) await this.part(rest);
         await this.upload.complete(this.parts);
       } else {
-        await this.bucket.put(this.key, rest, { httpMetadata: { contentType: "application/zip" } });
+        await this.bucket.put(this.key, rest, ZIP_PUT);
       }
     } catch (error) {
       await this.upload?.abort().catch(() => undefined);

@@ -8,6 +8,7 @@ import { ingest, toIngestBatch } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import { ADMIN } from "../support/gateways";
 import { call, callJson } from "../support/http";
+import { recordingBucket } from "../support/recording-bucket";
 import { defaultMarkets, hostOf } from "../support/registry";
 
 /** The one file in a zip, read as any unzip would: the local header, the deflated data, its CRC. */
@@ -137,6 +138,38 @@ describe("daily files in Binance's public-data layout (docs/history.md#daily-fil
     expect((await callJson("/admin/archive", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ date }) })).status).toBe(
       401,
     );
+  });
+
+  it("puts a day's zips in R2's Infrequent Access class and their checksums in Standard (docs/history.md#storage-class; fails before: every file Standard)", async () => {
+    const market = (await defaultMarkets()).find((m) => m.symbol === "BTCUSDC")!;
+    const day = yesterday - 3 * DAY_MS;
+    const trades = Array.from({ length: 20 }, (_, i) => ({
+      id: `ia-${i}`,
+      price: "97000.00",
+      quantity: "0.00100",
+      side: "buy" as const,
+      time: day + i * 60_000,
+    }));
+    expect((await ingest(env, "*", { symbol: "BTCUSDC", trades })).acceptedTrades).toBe(20);
+    const classes = await runInDurableObject(await hostOf("BTCUSDC"), async (instance: MarketObject) => {
+      // The engine's history puts through a recording pass-through of the same bucket.
+      const history = (instance.engine("BTCUSDC") as unknown as { history: { bucket: R2Bucket } }).history;
+      const recorded = recordingBucket(history.bucket);
+      history.bucket = recorded.bucket;
+      await instance.writeDay(market, day);
+      return [...recorded.classes];
+    });
+    const zips = classes.filter(([key]) => key.endsWith(".zip"));
+    const checksums = classes.filter(([key]) => key.endsWith(".CHECKSUM"));
+    expect(zips.length, "the day's zips: trades, aggTrades, klines 1m, 1h, 1d").toBe(5);
+    expect(
+      zips.filter(([, storageClass]) => storageClass !== "InfrequentAccess"),
+      "zips not put Infrequent Access",
+    ).toEqual([]);
+    expect(
+      checksums.map(([, storageClass]) => storageClass),
+      "the checksums' class",
+    ).toEqual(Array.from({ length: 5 }, () => "Standard"));
   });
 
   it("a late trade that reaches a day while its files are being written is in them from the next run (fails before: the mark was cleared)", async () => {

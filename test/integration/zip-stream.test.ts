@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { crc32 } from "../../client/src/checksum";
 import { PART_BYTES, ZipStreamWriter } from "../../src/history/zip-stream";
+import { recordingBucket } from "../support/recording-bucket";
 import { unzip } from "../support/zip";
 
 const hex = async (bytes: Uint8Array) => [...new Uint8Array(await crypto.subtle.digest("SHA-256", bytes))].map((b) => b.toString(16).padStart(2, "0")).join("");
@@ -14,7 +15,8 @@ describe("a zip streamed to R2 (src/history/zip-stream.ts)", () => {
     "%s — unzips to the text written, with its CRC, and the SHA-256 returned is the object's",
     async (_, rows) => {
       const key = `test/zip-stream-${rows}.zip`;
-      const writer = new ZipStreamWriter(env.HISTORY, key, "rows.csv", new Date(Date.UTC(2026, 10, 25)));
+      const recorded = recordingBucket(env.HISTORY);
+      const writer = new ZipStreamWriter(recorded.bucket, key, "rows.csv", new Date(Date.UTC(2026, 10, 25)));
       let text = "";
       let seed = rows;
       // Rows of pseudo-random digits: deflate keeps about half, so 800,000 rows outgrow a part.
@@ -37,6 +39,8 @@ describe("a zip streamed to R2 (src/history/zip-stream.ts)", () => {
       const file = await unzip(zip);
       expect([file.name, file.flags & 8, file.crc], "name, sizes after the data, CRC of the text").toEqual(["rows.csv", 8, crc32(text)]);
       expect(file.text === text, "the text written, unchanged").toBe(true);
+      // An hourly file is put in R2's Infrequent Access class (docs/history.md#storage-class), by either path.
+      expect(recorded.classes.get(key), "the storage class asked for").toBe("InfrequentAccess");
     },
     120_000,
   );
