@@ -99,7 +99,7 @@ async function next(sources: Source[]): Promise<Timed | undefined> {
  * streams between `from` and `to`, from the book's history and the trades, paced at `speed`.
  * Held by this isolate, counted as one of the client address's five connections by a lease of its
  * guard (confirmed every 20 s, returned on close). Reads: one market call per book segment
- * (2,048 batches at most) and per 1,000 trades, each segment one R2 read once it is there.
+ * (4,096 commits at most) and per 1,000 trades, each segment one R2 read once it is there.
  * The first pages are read before the upgrade, so what is not kept is a 404, not a close.
  */
 export async function replayUpgrade(c: Context<AppEnv>, request: ReplayRequest): Promise<Response> {

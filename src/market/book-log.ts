@@ -39,7 +39,13 @@ export interface BookSegment {
 
 /** The ring's slots; a snapshot is written at least every SNAPSHOT_EVERY entries, so the entries after one always fit. */
 export const RING_SLOTS = 4_096;
-export const SNAPSHOT_EVERY = 2_048;
+/**
+ * A snapshot closes a segment of this many commits: its rows (seven, with the trades' block) and
+ * its R2 put come once per SNAPSHOT_EVERY commits, and a restart reads back at most this many
+ * records a market (the group's journal holds JOURNAL_SLOTS ticks, as many: a market committing
+ * every tick is covered by its snapshot as its oldest record would be written over).
+ */
+export const SNAPSHOT_EVERY = 4_096;
 /** …or once the entries after it hold this many bytes: a segment is one SQLite value until it is in R2 (2 MB at most). */
 export const SEGMENT_MAX_BYTES = 1_000_000;
 

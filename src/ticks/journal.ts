@@ -10,9 +10,9 @@
  *
  * A market's records after its book snapshot are its log, so they must not be overwritten: before
  * a row is written over a tick holding such records, the market writes a snapshot (`dueForCover`,
- * then the market's `coverJournal`). A market trading at least once every two ticks snapshots on
- * its own long before (every 2,048 of its records); a quiet one pays a snapshot each
- * JOURNAL_SLOTS ticks.
+ * then the market's `coverJournal`). A market snapshots on its own every SNAPSHOT_EVERY (4,096) of
+ * its records or at the cover, whichever comes first: a market committing every tick at about the
+ * same time either way; a quiet one pays a snapshot each JOURNAL_SLOTS ticks.
  */
 
 import { ringSlots } from "../core/ring-slots";

@@ -54,7 +54,7 @@ describe("the book in storage is a snapshot and a log of batches (src/market/boo
     const level = fc.tuple(fc.integer({ min: 1, max: 400 }), fc.integer({ min: 0, max: 5 }));
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.tuple(fc.array(level, { maxLength: 6 }), fc.array(level, { maxLength: 6 })), { minLength: 70, maxLength: 100 }),
+        fc.array(fc.tuple(fc.array(level, { maxLength: 6 }), fc.array(level, { maxLength: 6 })), { minLength: 140, maxLength: 200 }),
         async (batches) => {
           for (const [bids, asks] of batches) {
             const side = (entries: [number, number][], base: number, step: number) => [
@@ -75,5 +75,5 @@ describe("the book in storage is a snapshot and a log of batches (src/market/boo
       { numRuns: 30 },
     );
     expect(sequence, "more batches than a snapshot's interval, so the ring and its snapshots were both read back").toBeGreaterThan(SNAPSHOT_EVERY);
-  }, 60_000);
+  }, 180_000);
 });
