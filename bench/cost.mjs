@@ -34,7 +34,9 @@
 // change's from docs/history.md#book-history. Prices are Cloudflare's published rates (PRICES,
 // with the date read).
 // Loopback only; it stops everything it started.
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readdirSync, rmSync } from "node:fs";
+import path from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { deflateRawSync, gunzipSync, gzipSync } from "node:zlib";
 import WebSocket from "ws";
 import { issuePublishKey } from "../scripts/publish-key.mjs";
@@ -71,6 +73,9 @@ export const PRICES = {
   kvWrites: { perMillion: 5.0, includedPerMonth: 1e6 },
   r2ClassA: { perMillion: 4.5, includedPerMonth: 1e6 },
   r2Storage: { perGbMonth: 0.015, includedGb: 10 },
+  /** The Infrequent Access class (the daily and hourly zips): no free tier; a read pays $0.01 a GB more. */
+  r2ClassAInfrequent: { perMillion: 9.0 },
+  r2StorageInfrequent: { perGbMonth: 0.01 },
 };
 const SECONDS_PER_MONTH = 30 * 86_400;
 
@@ -103,23 +108,27 @@ export const MODELS = {
   },
 };
 /** A market's log writes its book whole every this many commits (src/market/book-log.ts). */
-const SNAPSHOT_EVERY = 2_048;
+const SNAPSHOT_EVERY = 4_096;
+/** The group journal's ring of ticks (src/ticks/journal.ts). */
+const JOURNAL_SLOTS = 4_096;
+/** A market's seconds: a row a minute in a ring of 25 hours (src/market/second-ring.ts). */
+const SECOND_RING_SLOTS = 1_500;
+/** Trades kept hot in SQLite (a day, at most a million a market) and ids (25 hours) before R2 and expiry. */
+const HOT_SECONDS = 86_400;
+const HOT_MOST_TRADES = 1_000_000;
+const ID_SECONDS = 90_000;
 /** Trades per archived R2 chunk (TRADE_ARCHIVE_CHUNK). */
 const TRADES_PER_CHUNK = 10_000;
-/** Daily files per market and day (trades, 1m, 1h, 1d and their checksums: docs/history.md#daily-files). */
-const DAILY_FILES_PER_MARKET = 8;
+/** Daily zips per market and day (trades, aggTrades, klines 1m, 1h, 1d: Infrequent Access), each with a Standard `.CHECKSUM`. */
+const DAILY_ZIPS_PER_MARKET = 5;
 /**
- * Book history (docs/history.md#book-history): a segment to R2 every 2,048 batches or 1 MB of
- * updates (about 21 bytes a level change as JSON), its gzipped bytes a level change measured on
- * the segments the run wrote (each model's own batch shape); hourly book files of about 6.8 bytes
- * a change (measured 2026-11-25 on a busy market's hour), four puts a market-hour (two zips, two
- * checksums).
+ * Book history (docs/history.md#book-history): a segment to R2 every SNAPSHOT_EVERY commits or
+ * 1 MB of updates (about 21 bytes a level change as JSON); two hourly zips a market-hour (one put
+ * each, or a multipart upload of 8 MiB parts) and their two checksums.
  */
-const BOOK_SEGMENT_BATCHES = 2_048;
 const BOOK_SEGMENT_BYTES = 1_000_000;
 const BOOK_JSON_BYTES_PER_LEVEL = 21;
-const BOOK_FILE_BYTES_PER_LEVEL = 6.8;
-const BOOK_FILE_PUTS_PER_MARKET_HOUR = 4;
+const BOOK_FILE_PART_BYTES = 8 * 1024 * 1024;
 
 /** The keys of the book segments in R2 under `prefix`. */
 async function segmentKeys(mf, prefix) {
@@ -195,6 +204,146 @@ function historyBytesPerTrade() {
   return { chunk: Math.round(per.chunk * 10) / 10, dailyFiles: Math.round(per.dailyFiles * 10) / 10 };
 }
 const TRADE_R2_BYTES = historyBytesPerTrade();
+
+/**
+ * R2's bytes a level change, measured on the formats the service writes (docs/history.md#book-history)
+ * over 60,000 changes of three markets' shapes in a model's batches: its segment (the commits'
+ * entries as JSON, units as text, gzipped) and its two hourly files (the book's CSV rows, and the
+ * bookTicker's at each change of the best levels, deflated in zips). Levels fall within 50 ticks
+ * of a walking mid, a fifth of them removals, quantities random: the run's own feed cycles through
+ * its levels and compresses better than a real book would (its segments are reported beside).
+ */
+function bookBytesPerLevel(levelsPerBatch, batchesPerSecond) {
+  let seed = 7;
+  const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648;
+  const shapes = [
+    [9_700_000, 2, 5],
+    [10_700, 2, 3],
+    [1_080_000, 4, 1],
+  ];
+  const per = { segment: 0, hourlyFiles: 0 };
+  for (const [start, priceScale, quantityScale] of shapes) {
+    const changes = 60_000;
+    let mid = start;
+    let time = Date.UTC(2026, 10, 26, 14);
+    let sequence = 5_000_000;
+    const bids = new Map();
+    const asks = new Map();
+    const quantity = () => 1 + Math.floor(random() * 10 ** quantityScale);
+    for (let i = 1; i <= 200; i++) {
+      bids.set(mid - i, quantity());
+      asks.set(mid + i, quantity());
+    }
+    const p = (units) => (units / 10 ** priceScale).toFixed(priceScale);
+    const q = (units) => (units === 0 ? "0" : (units / 10 ** quantityScale).toFixed(quantityScale));
+    const entries = [];
+    const rows = [];
+    const tops = [];
+    let lastTop = "";
+    for (let n = 0; n < changes; ) {
+      sequence += 1;
+      time += Math.max(1, Math.round((1000 / batchesPerSecond) * (0.5 + random())));
+      mid += Math.round((random() - 0.5) * 4);
+      const update = [[], []];
+      for (let l = 0; l < levelsPerBatch; l++, n++) {
+        const bid = random() < 0.5;
+        const price = bid ? mid - 1 - Math.floor(random() * 50) : mid + 1 + Math.floor(random() * 50);
+        const units = random() < 0.2 ? 0 : quantity();
+        const side = bid ? bids : asks;
+        if (units === 0) side.delete(price);
+        else side.set(price, units);
+        update[bid ? 0 : 1].push([String(price), String(units)]);
+        rows.push(`${sequence},${time},${bid ? "bid" : "ask"},${p(price)},${q(units)},delta\n`);
+      }
+      entries.push(JSON.stringify({ t: time, u: [["d", sequence, ...update]] }));
+      const bestBid = Math.max(...bids.keys());
+      const bestAsk = Math.min(...asks.keys());
+      const top = `${p(bestBid)},${q(bids.get(bestBid))},${p(bestAsk)},${q(asks.get(bestAsk))}`;
+      if (top !== lastTop) tops.push(`${sequence},${time},${top}\n`);
+      lastTop = top;
+    }
+    // Each segment opens with the whole book (its base): shared by the batches of a segment.
+    const base = JSON.stringify({ bids: [...bids].map(([u, n]) => [String(u), String(n)]), asks: [...asks].map(([u, n]) => [String(u), String(n)]) });
+    const segmentBatches = Math.min(SNAPSHOT_EVERY, BOOK_SEGMENT_BYTES / (levelsPerBatch * BOOK_JSON_BYTES_PER_LEVEL));
+    const baseShare = gzipSync(base).length / (segmentBatches * levelsPerBatch);
+    per.segment += (gzipSync(`{"entries":[${entries.join(",")}]}`).length / changes + baseShare) / shapes.length;
+    per.hourlyFiles += (deflateRawSync(rows.join("")).length + deflateRawSync(tops.join("")).length) / changes / shapes.length;
+  }
+  return { segment: Math.round(per.segment * 100) / 100, hourlyFiles: Math.round(per.hourlyFiles * 100) / 100 };
+}
+
+/**
+ * SQLite's bytes of the venue's market hosts after the run, table by table (`dbstat`, the pages
+ * each table and its indexes take) in their files under `persist`, with what they hold: the
+ * trades in blocks, the minutes, the seconds' ring rows, the journal's ticks, the segments kept.
+ */
+function sqliteHeld(persist, isVenue) {
+  const dir = path.join(persist, "do", "service-MarketObject");
+  const held = { bytes: {}, blockTrades: 0, minuteRows: 0, ringRows: 0, journalRows: 0, segmentRows: 0, markets: 0, hosts: 0 };
+  for (const file of readdirSync(dir).filter((f) => f.endsWith(".sqlite") && f !== "metadata.sqlite")) {
+    const db = new DatabaseSync(path.join(dir, file));
+    try {
+      const tables = db.prepare("SELECT name, tbl_name FROM sqlite_schema WHERE type IN ('table', 'index')").all();
+      const ownTable = new Map(tables.map((t) => [t.name, t.tbl_name]));
+      const venue = (table) => isVenue(table.match(/^m_([A-Z0-9]+)_/)?.[1]);
+      if (!tables.some((t) => t.name === "journal")) continue;
+      held.hosts += 1;
+      for (const { name, bytes } of db.prepare("SELECT name, sum(pgsize) AS bytes FROM dbstat GROUP BY name").all()) {
+        const table = ownTable.get(name) ?? name;
+        if (/^m_/.test(table) && !venue(table)) continue;
+        const family = table.replace(/^m_[A-Z0-9]+_/, "").replace(/_[0-9]+$/, "");
+        held.bytes[family] = (held.bytes[family] ?? 0) + bytes;
+      }
+      const count = (suffix, expression) =>
+        tables
+          .filter((t) => t.name === t.tbl_name && t.name.endsWith(`_${suffix}`) && venue(t.name))
+          .reduce((sum, t) => sum + (db.prepare(`SELECT ${expression} AS n FROM "${t.name}"`).get().n ?? 0), 0);
+      held.markets += tables.filter((t) => t.name.endsWith("_meta") && venue(t.name)).length;
+      held.blockTrades += count("trade_blocks", "sum(last_seq - first_seq + 1)");
+      held.minuteRows += count("minute_buckets", "count(*)");
+      held.ringRows += count("second_ring", "count(*)");
+      held.segmentRows += count("book_segments", "count(*)");
+      held.journalRows += db.prepare("SELECT count(*) AS n FROM journal").get().n;
+    } finally {
+      db.close();
+    }
+  }
+  return held;
+}
+
+/**
+ * SQLite's GB for a model after a year, from the bytes held after the run: hot trades a day (at
+ * most a million a market) and their ids 25 hours, a minute's candle rows (and its hours' and
+ * days') for ever, a full ring of seconds, each host's full journal, a segment's row for ever,
+ * the rest (records, the book's snapshot, kv) a market as measured. `idTrades`: the ids' trades
+ * (all the run's, every id is held 25 hours).
+ */
+function sqliteGbAfterAYear(model, held, idTrades) {
+  const b = (family) => held.bytes[family] ?? 0;
+  const tradesPerMarketSecond = model.batchesPerMarketSecond * model.tradesPerBatch;
+  const perTrade = b("trade_blocks") / Math.max(1, held.blockTrades);
+  const perId = Object.keys(held.bytes)
+    .filter((f) => f.startsWith("trade_ids"))
+    .reduce((sum, f) => sum + b(f) / Math.max(1, idTrades), 0);
+  const perMinute = (b("minute_buckets") + b("rollup_buckets")) / Math.max(1, held.minuteRows);
+  const perRing = b("second_ring") / Math.max(1, held.ringRows);
+  const perJournalRow = b("journal") / Math.max(1, held.journalRows);
+  const perSegment = b("book_segments") / Math.max(1, held.segmentRows);
+  const named = new Set(["trade_blocks", "minute_buckets", "rollup_buckets", "second_ring", "journal", "book_segments"]);
+  const rest = Object.keys(held.bytes)
+    .filter((f) => !named.has(f) && !f.startsWith("trade_ids"))
+    .reduce((sum, f) => sum + b(f), 0);
+  const hosts = Math.ceil(model.markets / model.groupSize);
+  const segmentsPerMarketYear = ((model.batchesPerMarketSecond * 365 * 86_400) / SNAPSHOT_EVERY) * (model.levelsPerBatch > 0 ? 1 : 0);
+  const perMarket =
+    perTrade * Math.min(tradesPerMarketSecond * HOT_SECONDS, HOT_MOST_TRADES) +
+    perId * tradesPerMarketSecond * ID_SECONDS +
+    perMinute * 365 * 1_440 +
+    perRing * SECOND_RING_SLOTS +
+    perSegment * segmentsPerMarketYear +
+    rest / Math.max(1, held.markets);
+  return (perMarket * model.markets + perJournalRow * JOURNAL_SLOTS * hosts) / 1e9;
+}
 
 /** A synthetic market: a book of 200 levels a side around its mid, level changes cycling through it, trades at the touch. */
 function feed(symbol, priceScale, quantityScale, mid) {
@@ -415,7 +564,7 @@ const dollars = (perSecond, { perMillion, includedPerMonth = 0 }) => (Math.max(0
  * The model's line items: per second, and dollars a month — its rows and requests as counted for
  * it (`measured`: the busy phase's own, the venue's from its phase scaled), the rest from the model.
  */
-function priced(model, measured, segmentBytes) {
+function priced(model, measured, book, sqliteGb) {
   const batches = model.markets * model.batchesPerMarketSecond;
   const trades = batches * model.tradesPerBatch;
   const levels = batches * model.levelsPerBatch;
@@ -427,30 +576,43 @@ function priced(model, measured, segmentBytes) {
   // Per market: a segment closes on its count or its bytes, whichever comes first.
   const perMarketBatches = model.batchesPerMarketSecond;
   const segmentsPerMarket = Math.max(
-    perMarketBatches / BOOK_SEGMENT_BATCHES,
+    perMarketBatches / SNAPSHOT_EVERY,
     (perMarketBatches * model.levelsPerBatch * BOOK_JSON_BYTES_PER_LEVEL) / BOOK_SEGMENT_BYTES,
   );
-  const bookPuts = model.levelsPerBatch > 0 ? model.markets * (segmentsPerMarket + BOOK_FILE_PUTS_PER_MARKET_HOUR / 3_600) : 0;
-  const r2Puts = trades / TRADES_PER_CHUNK + (model.markets * DAILY_FILES_PER_MARKET) / 86_400 + bookPuts;
-  const r2GbAfterAYear =
-    ((trades * (TRADE_R2_BYTES.chunk + TRADE_R2_BYTES.dailyFiles) + levels * (segmentBytes + BOOK_FILE_BYTES_PER_LEVEL)) * 365 * 86_400) / 1e9;
+  // An hour's zip is one put, or a multipart upload (create, its 8 MiB parts, complete); its checksum one put.
+  const hourZipBytes = (perMarketBatches * model.levelsPerBatch * book.hourlyFiles * 3_600) / 2;
+  const hourZipPuts = hourZipBytes > BOOK_FILE_PART_BYTES ? Math.ceil(hourZipBytes / BOOK_FILE_PART_BYTES) + 2 : 1;
+  const booked = model.levelsPerBatch > 0 ? model.markets : 0;
+  const r2Puts = trades / TRADES_PER_CHUNK + booked * (segmentsPerMarket + 2 / 3_600) + (model.markets * DAILY_ZIPS_PER_MARKET) / 86_400;
+  const r2PutsInfrequent = (booked * 2 * hourZipPuts) / 3_600 + (model.markets * DAILY_ZIPS_PER_MARKET) / 86_400;
+  const year = 365 * 86_400;
+  const r2Gb = ((trades * TRADE_R2_BYTES.chunk + levels * book.segment) * year) / 1e9;
+  const r2GbInfrequent = ((trades * TRADE_R2_BYTES.dailyFiles + levels * book.hourlyFiles) * year) / 1e9;
   const lineItems = [
     { name: "rows written", perSecond: rowsWritten, dollars: dollars(rowsWritten, PRICES.rowsWritten) },
     { name: "rows read", perSecond: rowsRead, dollars: dollars(rowsRead, PRICES.rowsRead) },
     { name: "object requests", perSecond: requests, dollars: dollars(requests, PRICES.requests) },
     { name: "object duration (GB-s)", perSecond: gbSeconds, dollars: dollars(gbSeconds, PRICES.durationGbSeconds) },
     { name: "KV writes (prices, 1/s)", perSecond: 1, dollars: dollars(1, PRICES.kvWrites) },
-    { name: "R2 class A (trade chunks, daily files, book history)", perSecond: r2Puts, dollars: dollars(r2Puts, PRICES.r2ClassA) },
+    { name: "R2 class A, Standard (chunks, segments, checksums)", perSecond: r2Puts, dollars: dollars(r2Puts, PRICES.r2ClassA) },
+    { name: "R2 class A, Infrequent Access (zips)", perSecond: r2PutsInfrequent, dollars: dollars(r2PutsInfrequent, PRICES.r2ClassAInfrequent) },
     {
-      name: "R2 storage (trades, book history, month 12)",
+      name: "R2 storage, Standard (chunks, segments; month 12)",
       perSecond: 0,
-      dollars: Math.max(0, r2GbAfterAYear - PRICES.r2Storage.includedGb) * PRICES.r2Storage.perGbMonth,
+      dollars: Math.max(0, r2Gb - PRICES.r2Storage.includedGb) * PRICES.r2Storage.perGbMonth,
+    },
+    { name: "R2 storage, Infrequent Access (zips; month 12)", perSecond: 0, dollars: r2GbInfrequent * PRICES.r2StorageInfrequent.perGbMonth },
+    {
+      name: "SQLite storage (hot trades, ids, candles; month 12)",
+      perSecond: 0,
+      dollars: Math.max(0, sqliteGb - PRICES.sqliteStorage.includedGb) * PRICES.sqliteStorage.perGbMonth,
     },
     { name: "Workers Paid base", perSecond: 0, dollars: PRICES.base.dollarsPerMonth },
   ].map((item) => ({ ...item, perSecond: Math.round(item.perSecond * 10) / 10, dollars: Math.round(item.dollars) }));
   return {
     rowsWrittenPerSecond: Math.round(rowsWritten),
     requestsPerSecond: Math.round(requests),
+    storageGbAfterAYear: { r2: Math.round(r2Gb), r2Infrequent: Math.round(r2GbInfrequent), sqlite: Math.round(sqliteGb) },
     dollarsPerMonth: lineItems.reduce((s, i) => s + i.dollars, 0),
     lineItems,
   };
@@ -459,8 +621,12 @@ function priced(model, measured, segmentBytes) {
 async function main() {
   mkdirSync(work, { recursive: true });
   log("bundling the service with wrangler (deploy --dry-run)…");
-  const service = await startService(bundleService(asJson), { DEMO_FEED: "off", METRICS: "on", METRICS_FLUSH_MS: FLUSH_MS });
+  // On disk, so SQLite's bytes can be read after the run (`sqliteHeld`).
+  const persist = path.join(work, "cost-state");
+  rmSync(persist, { recursive: true, force: true });
+  const service = await startService(bundleService(asJson), { DEMO_FEED: "off", METRICS: "on", METRICS_FLUSH_MS: FLUSH_MS }, { persist });
   const sockets = [];
+  let stopped = false;
   try {
     const { url } = service;
     await listVenue({ url, token: TOKEN, count: MARKETS, headers: { "CF-Connecting-IP": "10.70.0.2" } });
@@ -638,14 +804,28 @@ async function main() {
       batchesPerSecond: round(b.batches / b.seconds, 1),
       requestsPerSecond: round(b.requests / b.seconds, 1),
     };
-    // The segments the run wrote: the venue's markets' (its batch shape) and the busy market's.
-    const segmentBytes = {
-      venue: venueSegmentBytes ?? 5.1,
-      busyMarket: (await segmentBytesPerLevel(service.mf, "book-history/BTCUSDT/")) ?? 5.1,
+    // A level change's R2 bytes in each model's batches; beside them, the segments the run wrote (its feed's).
+    const bookBytes = {
+      venue: bookBytesPerLevel(MODELS.venue.levelsPerBatch, MODELS.venue.batchesPerMarketSecond),
+      busyMarket: bookBytesPerLevel(MODELS.busyMarket.levelsPerBatch, MODELS.busyMarket.batchesPerMarketSecond),
+      runSegments: { venue: venueSegmentBytes, busyMarket: await segmentBytesPerLevel(service.mf, "book-history/BTCUSDT/") },
     };
-    const venue = { ...priced(MODELS.venue, venueMeasured, segmentBytes.venue), measured: venueMeasured, parts: venueParts };
+    // SQLite's bytes held by the venue's markets (every id of the run's trades is held), read from
+    // the objects' files once the runtime has stopped and closed them.
+    for (const ws of sockets) ws.terminate();
+    await service.mf.dispose();
+    stopped = true;
+    const held = sqliteHeld(persist, (symbol) => symbol !== undefined && /^V[0-9]+USDT$/.test(symbol));
+    const idTrades = Object.entries(phases)
+      .filter(([name]) => name !== "busy")
+      .reduce((sum, [, p]) => sum + p.trades, 0);
+    const sqlite = {
+      venue: sqliteGbAfterAYear(MODELS.venue, held, idTrades),
+      busyMarket: sqliteGbAfterAYear(MODELS.busyMarket, held, idTrades),
+    };
+    const venue = { ...priced(MODELS.venue, venueMeasured, bookBytes.venue, sqlite.venue), measured: venueMeasured, parts: venueParts };
     // The busy phase ran the busy-market model at full scale (50 batches a second of 100 level changes and 20 trades).
-    const busyMarket = { ...priced(MODELS.busyMarket, busyMeasured, segmentBytes.busyMarket), measured: busyMeasured };
+    const busyMarket = { ...priced(MODELS.busyMarket, busyMeasured, bookBytes.busyMarket, sqlite.busyMarket), measured: busyMeasured };
     const cpu = Object.fromEntries(
       Object.entries(phases).map(([name, p]) => [
         name,
@@ -662,7 +842,8 @@ async function main() {
       metricsFlushMs: Number(FLUSH_MS),
       prices: PRICES.readAt,
       r2BytesPerTrade: TRADE_R2_BYTES,
-      r2SegmentBytesPerLevel: segmentBytes,
+      r2BookBytesPerLevel: bookBytes,
+      sqliteHeld: { ...held, idTrades },
       counted,
       venue,
       busyMarket,
@@ -709,7 +890,8 @@ async function main() {
     }
     console.log(`\nvenue measured (its own phases, scaled): ${JSON.stringify(venueMeasured)}`);
     console.log(`  parts: ${JSON.stringify(venueParts)}`);
-    console.log(`  R2 bytes a trade: ${JSON.stringify(TRADE_R2_BYTES)}; a level change in segments: ${JSON.stringify(segmentBytes)}`);
+    console.log(`  R2 bytes a trade: ${JSON.stringify(TRADE_R2_BYTES)}; a level change: ${JSON.stringify(bookBytes)}`);
+    console.log(`  SQLite held by the venue's markets: ${JSON.stringify({ ...held, idTrades })}`);
     console.log(`\nbusy market measured: ${JSON.stringify(busyMeasured)}`);
     console.log(
       `  rows written a second by object: ${Object.entries(phases.busy.byObject)
@@ -719,7 +901,7 @@ async function main() {
     );
   } finally {
     for (const ws of sockets) ws.terminate();
-    await service.mf.dispose();
+    if (!stopped) await service.mf.dispose();
   }
 }
 
