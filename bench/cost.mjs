@@ -273,13 +273,15 @@ function bookBytesPerLevel(levelsPerBatch, batchesPerSecond) {
 }
 
 /**
- * SQLite's bytes of the venue's market hosts after the run, table by table (`dbstat`, the pages
- * each table and its indexes take) in their files under `persist`, with what they hold: the
- * trades in blocks, the minutes, the seconds' ring rows, the journal's ticks, the segments kept.
+ * SQLite's bytes of the venue's market hosts after the run, table by table in their files under
+ * `persist` (`dbstat`: the bytes each table and its indexes use in their pages, `used`, and the
+ * pages' bytes, `pages` — a market's small tables take a page each, mostly empty, so a row's bytes
+ * are its used bytes at the fill of the big tables' pages), with what they hold: the trades in
+ * blocks, the minutes, the seconds' ring rows, the journal's ticks, the segments kept.
  */
 function sqliteHeld(persist, isVenue) {
   const dir = path.join(persist, "do", "service-MarketObject");
-  const held = { bytes: {}, blockTrades: 0, minuteRows: 0, ringRows: 0, journalRows: 0, segmentRows: 0, markets: 0, hosts: 0 };
+  const held = { bytes: {}, pages: {}, blockTrades: 0, minuteRows: 0, ringRows: 0, journalRows: 0, segmentRows: 0, markets: 0, hosts: 0 };
   for (const file of readdirSync(dir).filter((f) => f.endsWith(".sqlite") && f !== "metadata.sqlite")) {
     const db = new DatabaseSync(path.join(dir, file));
     try {
@@ -288,11 +290,12 @@ function sqliteHeld(persist, isVenue) {
       const venue = (table) => isVenue(table.match(/^m_([A-Z0-9]+)_/)?.[1]);
       if (!tables.some((t) => t.name === "journal")) continue;
       held.hosts += 1;
-      for (const { name, bytes } of db.prepare("SELECT name, sum(pgsize) AS bytes FROM dbstat GROUP BY name").all()) {
+      for (const { name, used, pages } of db.prepare("SELECT name, sum(pgsize - unused) AS used, sum(pgsize) AS pages FROM dbstat GROUP BY name").all()) {
         const table = ownTable.get(name) ?? name;
         if (/^m_/.test(table) && !venue(table)) continue;
         const family = table.replace(/^m_[A-Z0-9]+_/, "").replace(/_[0-9]+$/, "");
-        held.bytes[family] = (held.bytes[family] ?? 0) + bytes;
+        held.bytes[family] = (held.bytes[family] ?? 0) + used;
+        held.pages[family] = (held.pages[family] ?? 0) + pages;
       }
       const count = (suffix, expression) =>
         tables
@@ -319,7 +322,15 @@ function sqliteHeld(persist, isVenue) {
  * (all the run's, every id is held 25 hours).
  */
 function sqliteGbAfterAYear(model, held, idTrades) {
-  const b = (family) => held.bytes[family] ?? 0;
+  // The fill of the pages of the families past 4 MB (the journal, the blocks, the ids, the ring).
+  const big = Object.keys(held.pages).filter((f) => held.pages[f] > 4 * 1024 * 1024);
+  const fill =
+    big.reduce((sum, f) => sum + held.bytes[f], 0) /
+      Math.max(
+        1,
+        big.reduce((sum, f) => sum + held.pages[f], 0),
+      ) || 1;
+  const b = (family) => (held.bytes[family] ?? 0) / fill;
   const tradesPerMarketSecond = model.batchesPerMarketSecond * model.tradesPerBatch;
   const perTrade = b("trade_blocks") / Math.max(1, held.blockTrades);
   const perId = Object.keys(held.bytes)
