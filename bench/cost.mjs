@@ -12,12 +12,12 @@
 //   busy    — one market, 50 batches/s of 100 level changes and 20 trades (the busy-market model), first;
 //   group   — one group's markets at the venue model's own rate and batch (10 batches/s of 1 trade
 //             and 5 level changes);
-//   venue   — every market at that rate, for a whole cycle of each market's log (2,048 commits) in
-//             whole minutes (4);
+//   venue   — every market at that rate, for a whole cycle of each market's log (4,096 commits) in
+//             whole minutes (7);
 //   levels  — 4 batches/s of 50 level changes; trades — 4 batches/s of 20 trades;
 //   slow    — 1 batch/s of 1 trade and 5 level changes (more market-seconds per batch).
 // The others are `--seconds` each. Before the group phase the markets' logs are staggered over a
-// cycle, so that their snapshots (every 2,048 commits) spread over the windows, as a venue's do,
+// cycle, so that their snapshots (every 4,096 commits) spread over the windows, as a venue's do,
 // instead of coming together. Markets are hosted by group, 64 a group, and a group commits once a
 // tick (docs/design.md#market-hosts). The venue model is priced from its own phase, part by part
 // as counted, scaled to its 32 hosts and 2,000 markets: the hosts' own tables (the group's
@@ -30,9 +30,11 @@
 // session's opening is); the publishers send each 20 ms slice's batches as one message (an
 // array), and the model's messages are its batches over its `batchesPerMessage`, 20 to a request.
 // The busy phase *is* the busy-market model: its own counts are priced. R2's bytes a trade (its
-// archive chunk, its daily files) are measured on the formats the service writes; a level
-// change's from docs/history.md#book-history. Prices are Cloudflare's published rates (PRICES,
-// with the date read).
+// archive chunk, its daily zips) and a level change (its segment, its hourly zips) are measured on
+// the formats the service writes, over walking prices; the zips are priced in Infrequent Access.
+// SQLite's storage after a year is projected from the bytes the venue's hosts hold after the run
+// (their files, read once the runtime has stopped). Storage is priced in the twelfth month.
+// Prices are Cloudflare's published rates (PRICES, with the date read).
 // Loopback only; it stops everything it started.
 import { mkdirSync, readdirSync, rmSync } from "node:fs";
 import path from "node:path";
@@ -324,12 +326,9 @@ function sqliteHeld(persist, isVenue) {
 function sqliteGbAfterAYear(model, held, idTrades) {
   // The fill of the pages of the families past 4 MB (the journal, the blocks, the ids, the ring).
   const big = Object.keys(held.pages).filter((f) => held.pages[f] > 4 * 1024 * 1024);
-  const fill =
-    big.reduce((sum, f) => sum + held.bytes[f], 0) /
-      Math.max(
-        1,
-        big.reduce((sum, f) => sum + held.pages[f], 0),
-      ) || 1;
+  const used = big.reduce((sum, f) => sum + held.bytes[f], 0);
+  const pages = big.reduce((sum, f) => sum + held.pages[f], 0);
+  const fill = pages > 0 ? used / pages : 1;
   const b = (family) => (held.bytes[family] ?? 0) / fill;
   const tradesPerMarketSecond = model.batchesPerMarketSecond * model.tradesPerBatch;
   const perTrade = b("trade_blocks") / Math.max(1, held.blockTrades);
