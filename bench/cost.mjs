@@ -163,6 +163,12 @@ async function segmentBytesPerLevel(mf, prefix, before = []) {
   return levels > 0 ? Math.round((bytes / levels) * 100) / 100 : undefined;
 }
 
+/** A repeatable stream of numbers in [0, 1) (a linear congruential generator): the same bytes each run. */
+function seededRandom(seed) {
+  let state = seed;
+  return () => (state = (state * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648;
+}
+
 /**
  * R2's bytes a trade, measured on the formats the service writes (docs/history.md): its archive
  * chunk (the wire trades as JSON, gzipped) and its two daily files (trades and aggTrades CSV,
@@ -171,8 +177,7 @@ async function segmentBytesPerLevel(mf, prefix, before = []) {
  * CompressionStream. A synthetic feed's repeated prices would compress far better than a real one.
  */
 function historyBytesPerTrade() {
-  let seed = 42;
-  const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648;
+  const random = seededRandom(42);
   const per = { chunk: 0, dailyFiles: 0 };
   const shapes = [
     ["BTCUSDT", 9_700_000, 2, 5],
@@ -216,8 +221,7 @@ const TRADE_R2_BYTES = historyBytesPerTrade();
  * its levels and compresses better than a real book would (its segments are reported beside).
  */
 function bookBytesPerLevel(levelsPerBatch, batchesPerSecond) {
-  let seed = 7;
-  const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648;
+  const random = seededRandom(7);
   const shapes = [
     [9_700_000, 2, 5],
     [10_700, 2, 3],

@@ -40,15 +40,17 @@ export class MinuteWrites {
   }
 
   /**
-   * Written now, in a transaction of its own with the record: the alarm's, or `all` of them (the
-   * minute being traded too) before an archive or an import.
+   * Written now, in a transaction of its own with the record (none when nothing was due): the
+   * alarm's, or `all` of them (the minute being traded too) before an archive or an import.
    */
   writeNow(tradeSeq: number, all = false): void {
     // What a tick staged is written first: the buckets' mark never runs ahead of the stored trades.
     this.tick.commitNow();
     const now = Date.now();
-    if (!this.writable(now, heldFromAt(now, all))) return;
-    this.store.transaction(() => this.store.writeRecord(this.write(tradeSeq, now, all)));
+    this.store.transaction(() => {
+      const fields = this.write(tradeSeq, now, all);
+      if (Object.keys(fields).length > 0) this.store.writeRecord(fields);
+    });
   }
 
   /**

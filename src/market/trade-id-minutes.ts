@@ -22,6 +22,8 @@ import { scopeOf } from "./market-storage";
 export const RECENT_ID_MS = 25 * HOUR_MS;
 /** The ids waiting to be written are written sooner than the minute once they reach this size (a row is at most 2 MB). */
 export const PENDING_MAX_BYTES = 1_000_000;
+/** An id's bytes as the waiting ids count them (PENDING_MAX_BYTES): its text and its packed entry's rest. */
+const idBytes = (id: string) => id.length + 20;
 /** Minutes of trade time whose ids are held in memory for lookups. */
 const CACHED_MINUTES = 4;
 
@@ -131,7 +133,7 @@ export class TradeIdMinutes {
       entry.ids.push([trade.id, trade.seq]);
       entry.maxSeq = Math.max(entry.maxSeq, trade.seq);
       this.pendingIds.add(trade.id);
-      this.bytes += trade.id.length + 20;
+      this.bytes += idBytes(trade.id);
       this.cache.get(minute)?.add(trade.id);
     }
   }
@@ -175,7 +177,7 @@ export class TradeIdMinutes {
     for (const entry of held.values()) {
       for (const [id] of entry.ids) {
         this.pendingIds.add(id);
-        this.bytes += id.length + 20;
+        this.bytes += idBytes(id);
       }
     }
   }

@@ -110,7 +110,7 @@ export class GroupJournal {
   private rowsOf(symbol: string, after: number, through: number): LogRow[] {
     const path = pathOf(symbol);
     // Only rows from the market's oldest uncovered one can hold what a log asks for: their slots,
-    // not the whole ring (a snapshot's segment reads its records back: half the ring, not all of it).
+    // not the whole ring (a market that wrote its snapshot a moment ago reads a few rows).
     const from = this.uncovered.get(symbol) ?? this.n + 1;
     const rows: LogRow[] = [];
     for (const row of this.sql.exec<{ part: string }>(
