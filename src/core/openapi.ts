@@ -68,6 +68,8 @@ const WHERE: Partial<Record<ProblemCode, RegExp>> = {
   // A gateway id, asset or symbol taken; a market's rules or status changed by another request meanwhile.
   ALREADY_EXISTS: /^\/admin\/(gateways|assets|markets)$|^\/admin\/markets\/\{pair\}|^\/admin\/publish-keys\/\{/,
   MARKET_NOT_TRADING: /^\/v1\/ingest$|^\/admin\/markets\/\{pair\}(\/status)?$/,
+  // One market of a group failed to load or commit: it alone is held a while (docs/publishing.md#quarantine).
+  MARKET_UNAVAILABLE: /^\/v1\/(ingest|publish)$/,
   LIVE_MINUTE: /\/history\/klines$/,
   TOO_MANY_ANNOUNCEMENTS: /^\/admin\/announcements$/,
   STREAM_LIMIT: /\/ws$|^\/v1\/publish$/,

@@ -25,6 +25,7 @@ export const PROBLEM_CODES = {
   STALE_SEQUENCE: { status: 409, title: "Stale Sequence" },
   ALREADY_EXISTS: { status: 409, title: "Already Exists" },
   MARKET_NOT_TRADING: { status: 409, title: "Market Not Trading" },
+  MARKET_UNAVAILABLE: { status: 503, title: "Market Unavailable" },
   LIVE_MINUTE: { status: 409, title: "Minute Holds Live Trades" },
   TOO_MANY_ANNOUNCEMENTS: { status: 409, title: "Too Many Announcements" },
   PAYLOAD_TOO_LARGE: { status: 413, title: "Payload Too Large" },
@@ -141,11 +142,12 @@ export async function guardedAsync<T>(work: () => Promise<T>): Promise<T | Probl
   }
 }
 
-/** Returns the value, or throws the problem it carries. */
+/** Returns the value, or throws the problem it carries (its `retryAfterMs` as `Retry-After`: headers do not cross RPC). */
 export function unwrap<T>(value: T | ProblemResult): T {
   if (isProblemResult(value)) {
     const { code, detail, extras } = value.problem;
-    throw new ProblemError(code, detail, extras);
+    const retryAfterMs = extras?.retryAfterMs;
+    throw new ProblemError(code, detail, extras, typeof retryAfterMs === "number" ? { "Retry-After": String(Math.ceil(retryAfterMs / 1_000)) } : {});
   }
   return value;
 }

@@ -1,5 +1,8 @@
 /** The one stored record of when each hosted market's alarm is due. */
 const DUE_KEY = "alarms";
+/** A market whose alarm failed runs again after 1 s, twice as long after each failure in a row, at most 5 minutes. */
+const FIRST_RETRY_MS = 1_000;
+const LONGEST_RETRY_MS = 300_000;
 
 /**
  * The alarms of the markets one object hosts (docs/design.md#market-hosts), on the object's one
@@ -18,6 +21,8 @@ export class HostAlarms {
   private armedAt: number | null | undefined;
   /** The armings asked for, one after another (each reads and may set the object's alarm). */
   private arming: Promise<void> = Promise.resolve();
+  /** Per market, its alarm's failures in a row (in memory: a restart tries it at once). */
+  private readonly failures = new Map<string, number>();
   /** Inside `running`: the record is written and the alarm armed once, at its end. */
   private deferred = false;
   private dirty = false;
@@ -53,11 +58,26 @@ export class HostAlarms {
     return due;
   }
 
-  /** A market whose alarm failed is due again at once (the runtime retries the alarm, with its back-off). */
-  failed(symbol: string, now: number): void {
-    if (this.due.has(symbol)) return; // it set its next before it failed
-    this.due.set(symbol, now);
-    this.changed();
+  /**
+   * A market's alarm failed: it is due again after its own back-off (1 s, doubling, at most 5
+   * minutes), or sooner if it set an earlier time before it failed. Returns when. The object's
+   * alarm does not throw for it: the runtime's retries are the object's, and spent on one market
+   * they would stop every market's alarms.
+   */
+  failed(symbol: string, now: number): number {
+    const failures = (this.failures.get(symbol) ?? 0) + 1;
+    this.failures.set(symbol, failures);
+    const retryAt = Math.min(this.due.get(symbol) ?? Number.POSITIVE_INFINITY, now + Math.min(LONGEST_RETRY_MS, FIRST_RETRY_MS * 2 ** (failures - 1)));
+    if (this.due.get(symbol) !== retryAt) {
+      this.due.set(symbol, retryAt);
+      this.changed();
+    }
+    return retryAt;
+  }
+
+  /** A market's alarm ran: its back-off starts again. */
+  succeeded(symbol: string): void {
+    if (this.failures.size > 0) this.failures.delete(symbol);
   }
 
   /**
@@ -96,8 +116,10 @@ export class HostAlarms {
     if (this.due.size === 0) return;
     const next = Math.min(...this.due.values());
     if (this.armedAt !== null && this.armedAt <= next) return;
-    this.armedAt = next;
+    // Known once it is set: a failed setAlarm leaves the next arming to ask again.
+    this.armedAt = undefined;
     await this.storage.setAlarm(next);
+    this.armedAt = next;
   }
 
   /** The record changed: written now, or at the end of `running`. Says whether it was written now. */

@@ -7,7 +7,7 @@ import { type DayFiles, MarketHistory } from "../history/market-history";
 import type { MarketConfig } from "../registry/model";
 import type { Tick } from "../ticks/tick";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
-import type { IngestAnswer, IngestBatch, IngestCommit } from "./ingest";
+import type { IngestAnswer, IngestBatch, IngestCommit, IngestResult } from "./ingest";
 import { restoreState } from "./market-load";
 import { MarketReads } from "./market-reads";
 import { MarketSecondly } from "./market-secondly";
@@ -44,6 +44,8 @@ export interface MarketHost {
   readonly tick: Tick;
   /** Makes room in the tick's row for `bytes` more: what is staged is committed first if they would take it past its bound. */
   roomFor(bytes: number): void;
+  /** The market failed to load or stage (its memory may be ahead of storage): the host drops and holds it; the answer for its batches. */
+  failed(error: unknown): ProblemError;
 }
 
 /**
@@ -81,6 +83,8 @@ export class MarketEngine {
   private readonly minutes: MinuteWrites;
   /** What the batches since the last commit applied, to be written with the group's tick (docs/design.md#the-write-path). */
   private staged = new StagedBatches();
+  /** Dropped by its host after a failure: its timers send nothing more (a new engine serves the market). */
+  private retired = false;
 
   constructor(private readonly host: MarketHost) {
     const { env, storage } = host;
@@ -132,7 +136,12 @@ export class MarketEngine {
   }
 
   private send(op: RelayOp): void {
-    this.host.send(op);
+    if (!this.retired) this.host.send(op);
+  }
+
+  /** Its host dropped it after a failure (docs/design.md#isolation): what it still has scheduled sends nothing. */
+  retire(): void {
+    this.retired = true;
   }
 
   private readable(market: MarketConfig | undefined): MarketState {
@@ -148,26 +157,41 @@ export class MarketEngine {
    * for the tick's commit (docs/design.md#the-write-path): when it comes, the batch is durable.
    */
   async ingest(market: MarketConfig, batch: IngestBatch, commit: IngestCommit = "tick"): Promise<IngestAnswer> {
-    const staged = guarded(() => {
-      const state = this.load(market);
-      if (state.market.revision > market.revision) return { newerConfig: state.market };
-      if (state.market.status !== "TRADING")
-        throw problem("MARKET_NOT_TRADING", `${market.symbol} is ${state.market.status.toLowerCase()} and accepts no ingest`);
-      // A commit's row stays within a value's size: what is staged goes first when this batch would take it past.
-      this.host.roomFor(batchBytes(batch));
-      const { result, streamed } = stageBatch(this.store, state, this.staged, batch, Date.now());
-      this.staged.batches += 1;
-      // Streamed as applied, not at the commit: a delta's checksum is the book it leaves, and the
-      // tick would add its wait to every subscriber's (docs/design.md#the-write-path).
-      this.streams!.batch(state, streamed.book, streamed.trades);
-      return result;
-    });
+    const staged = this.stage(market, batch);
     if (isProblemResult(staged) || "newerConfig" in staged) return staged;
     const { tick } = this.host;
-    const committed = tick.committed();
+    const committed = tick.committed(market.symbol);
     if (commit === "now") tick.commitNow();
     await committed;
     return staged;
+  }
+
+  /**
+   * Loads the market and stages one batch; a throw that is not a refusal (a load that fails, a
+   * fault half-way through applying) is the market's failure alone: its host drops and holds it
+   * (docs/design.md#isolation), and the batch is answered as not applied.
+   */
+  private stage(market: MarketConfig, batch: IngestBatch): IngestResult | { newerConfig: MarketConfig } | ProblemResult {
+    try {
+      return guarded(() => this.applyBatch(market, batch));
+    } catch (error) {
+      return toProblemResult(this.host.failed(error));
+    }
+  }
+
+  private applyBatch(market: MarketConfig, batch: IngestBatch): IngestResult | { newerConfig: MarketConfig } {
+    const state = this.load(market);
+    if (state.market.revision > market.revision) return { newerConfig: state.market };
+    if (state.market.status !== "TRADING")
+      throw problem("MARKET_NOT_TRADING", `${market.symbol} is ${state.market.status.toLowerCase()} and accepts no ingest`);
+    // A commit's row stays within a value's size: what is staged goes first when this batch would take it past.
+    this.host.roomFor(batchBytes(batch));
+    const { result, streamed } = stageBatch(this.store, state, this.staged, batch, Date.now());
+    this.staged.batches += 1;
+    // Streamed as applied, not at the commit: a delta's checksum is the book it leaves, and the
+    // tick would add its wait to every subscriber's (docs/design.md#the-write-path).
+    this.streams!.batch(state, streamed.book, streamed.trades);
+    return result;
   }
 
   /** Whether batches applied since the last commit wait for it. */

@@ -1,4 +1,4 @@
-import type { ProblemResult } from "../core/problem";
+import { ProblemError, type ProblemResult, toProblemResult } from "../core/problem";
 import { GroupRelay } from "../groups/group-relay";
 import type { BookTarget } from "../history/book-replay";
 import type { ReplayPage } from "../history/market-book-history";
@@ -14,6 +14,7 @@ import { HostAlarms } from "./host-alarms";
 import type { IngestAnswer, IngestBatch, IngestCommit, IngestItem } from "./ingest";
 import { MarketEngine, type OrderBookSnapshot } from "./market-engine";
 import { scopedSql, tablePrefixOf } from "./market-storage";
+import { type HeldMarket, Quarantine } from "./quarantine";
 import type { MinuteBucket } from "./rolling-window";
 import { COMMIT_MAX_BYTES } from "./staged-batches";
 
@@ -42,6 +43,8 @@ export class MarketObject extends MeteredObject {
   private readonly tick: Tick;
   /** About the bytes the tick's row will hold (`batchBytes` of each batch staged). */
   private stagedBytes = 0;
+  /** The group's markets that failed to load, stage or commit: each held alone (docs/design.md#isolation). */
+  readonly quarantine = new Quarantine();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, "market");
@@ -71,6 +74,7 @@ export class MarketObject extends MeteredObject {
         send: (op) => this.relay.relay([op]),
         tick: this.tick,
         roomFor: (bytes) => this.roomFor(bytes),
+        failed: (error) => this.retire(symbol, error, "load"),
       });
       this.engines.set(symbol, engine);
     }
@@ -86,17 +90,39 @@ export class MarketObject extends MeteredObject {
   /**
    * The group's commit (docs/design.md#the-write-path): every market's staged batches in one
    * transaction, their records one row of the journal — a market whose oldest record that row
-   * would overwrite writes a snapshot first. The batches are answered once it is durable. A
-   * storage fault restarts the object from storage, and every batch of the tick gets the error
-   * (none was acknowledged).
+   * would overwrite writes a snapshot first. The batches are answered once it is durable.
+   *
+   * Each market's part is a savepoint of its own (docs/design.md#isolation): a market whose part
+   * throws is undone alone and held (`retire`), its batches answered 503 `MARKET_UNAVAILABLE`, and
+   * the rest commit; a market that cannot write its cover has its records kept aside. A fault of
+   * the transaction itself restarts the object from storage, and every batch of the tick gets the
+   * error (none was acknowledged). What follows a durable commit can fail no batch.
    */
-  private commit(): void {
+  private commit(): ReadonlyMap<string, unknown> {
     this.stagedBytes = 0;
     const after: (() => void)[] = [];
+    const failed = new Map<string, unknown>();
+    const committed: string[] = [];
+    const { storage } = this.ctx;
+    const part = (symbol: string, work: () => () => void): boolean => {
+      try {
+        after.push(storage.transactionSync(work));
+        return true;
+      } catch (error) {
+        this.journal.drop(symbol);
+        failed.set(symbol, error);
+        return false;
+      }
+    };
     try {
-      this.ctx.storage.transactionSync(() => {
-        for (const engine of this.engines.values()) if (engine.staging) after.push(engine.commitStaged());
-        if (this.journal.staged) for (const symbol of this.journal.dueForCover()) after.push(this.engine(symbol).coverJournal());
+      storage.transactionSync(() => {
+        for (const [symbol, engine] of this.engines) if (engine.staging && part(symbol, () => engine.commitStaged())) committed.push(symbol);
+        if (this.journal.staged) {
+          for (const symbol of this.journal.dueForCover()) {
+            // A market whose part failed holds batches that are not durable: its memory is no snapshot.
+            if (failed.has(symbol) || !part(symbol, () => this.engine(symbol).coverJournal())) this.journal.keepAside(symbol);
+          }
+        }
         this.journal.write();
       });
     } catch (error) {
@@ -104,19 +130,68 @@ export class MarketObject extends MeteredObject {
       this.ctx.abort(`ingest failed to persist: ${String(error)}`);
       throw error;
     }
-    for (const next of after) next();
+    const answers = new Map<string, ProblemError>();
+    for (const [symbol, error] of failed) answers.set(symbol, this.retire(symbol, error, "commit"));
+    for (const symbol of committed) this.quarantine.released(symbol);
+    for (const next of after) {
+      try {
+        next();
+      } catch (error) {
+        console.error(JSON.stringify({ level: "error", message: "after a commit", error: String(error) }));
+      }
+    }
+    return answers;
+  }
+
+  /**
+   * A market failed to load, stage or commit: its engine is dropped (its memory may be ahead of
+   * storage; the next use rebuilds it from what is durable), its batches waiting for the tick get
+   * the answer, and it is held a while. Returns the answer.
+   */
+  private retire(symbol: string, error: unknown, stage: "load" | "commit"): ProblemError {
+    this.drop(symbol, stage);
+    const answer = this.quarantine.failed(symbol, error);
+    this.tick.fail(symbol, answer);
+    return answer;
+  }
+
+  /** Drops a market's engine after a failure (the next use rebuilds it from storage), counted for `/status` and the metrics. */
+  private drop(symbol: string, stage: "load" | "commit" | "alarm"): void {
+    this.engines.get(symbol)?.retire();
+    this.engines.delete(symbol);
+    this.meter.holder.counts.add("mds_market_failures_total", { symbol, stage });
   }
 
   ingest(market: MarketConfig, batch: IngestBatch, commit?: IngestCommit): Promise<IngestAnswer> {
-    return this.engine(market.symbol).ingest(market, batch, commit);
+    return this.ingestOne({ market, batch, commit });
   }
 
   /**
    * A publisher channel's batches for the group's markets, gathered into one call
-   * (`../publish/host-calls.ts`): staged in the order given, each answered once its tick is written.
+   * (`../publish/host-calls.ts`): staged in the order given, each answered once its tick is
+   * written — a market that fails answers its own batches, never the others'.
    */
   ingestAll(items: IngestItem[]): Promise<IngestAnswer[]> {
-    return Promise.all(items.map(({ market, batch, commit }) => this.engine(market.symbol).ingest(market, batch, commit)));
+    return Promise.all(items.map((item) => this.ingestOne(item)));
+  }
+
+  /** One batch: refused at once while its market is held; a market that fails to load or stage is held. */
+  private async ingestOne({ market, batch, commit }: Omit<IngestItem, "commit"> & { commit?: IngestCommit }): Promise<IngestAnswer> {
+    const held = this.quarantine.refusal(market.symbol);
+    if (held) return toProblemResult(held);
+    try {
+      return await this.engine(market.symbol).ingest(market, batch, commit);
+    } catch (error) {
+      if (error instanceof ProblemError) return toProblemResult(error);
+      // The market's engine could not be built (its tables); a fault of the whole commit is not the market's.
+      if (this.engines.has(market.symbol)) throw error;
+      return toProblemResult(this.retire(market.symbol, error, "load"));
+    }
+  }
+
+  /** The markets held after a failure, for `/status` and the metrics. */
+  heldMarkets(): HeldMarket[] {
+    return this.quarantine.list();
   }
 
   /** A publisher channel's session into the group (`../sessions/`): its gathered calls ride on it, one billed request. */
@@ -170,22 +245,28 @@ export class MarketObject extends MeteredObject {
     this.engine(market.symbol).unsubscribeShard(market, shard);
   }
 
-  /** The markets whose alarms are due run in turn; a failure is retried (the first is thrown once the others ran). */
+  /**
+   * The markets whose alarms are due run in turn. A market whose alarm throws is retried on its
+   * own back-off (`HostAlarms.failed`) and rebuilt from storage; the object's alarm never throws
+   * for it, so the runtime's retries are never spent on one market and the others' alarms go on
+   * (docs/design.md#isolation).
+   */
   override async alarm(): Promise<void> {
     const now = Date.now();
-    let failure: unknown;
     // The markets' next alarms are one write of the record, at the end (`HostAlarms.running`).
     await this.alarms.running(async () => {
       for (const symbol of this.alarms.take(now)) {
         try {
           await this.engine(symbol).alarm();
+          this.alarms.succeeded(symbol);
         } catch (error) {
-          this.alarms.failed(symbol, now);
-          failure ??= error;
+          const retryAt = this.alarms.failed(symbol, now);
+          console.error(JSON.stringify({ level: "error", message: "market alarm failed", symbol, retryAt, error: String(error) }));
+          // Its memory may be ahead of what its alarm's transaction rolled back.
+          this.drop(symbol, "alarm");
         }
       }
     });
-    if (failure !== undefined) throw failure;
   }
 }
 

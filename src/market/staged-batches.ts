@@ -3,7 +3,8 @@ import type { BookEntry } from "./book-log";
 import type { IngestBatch, IngestResult } from "./ingest";
 import type { MarketState } from "./market-state";
 import type { MarketRecord, MarketStore, StoredTrade } from "./market-store";
-import type { BookOutcome, BookUpdate } from "./order-book";
+import type { BookOutcome, BookUpdate, UnitLevel } from "./order-book";
+import { tradeBytes } from "./trade-blocks";
 
 /**
  * What a market applied since its last commit and has not written yet (docs/design.md#the-write-path):
@@ -23,10 +24,18 @@ export class StagedBatches {
 /** A commit's row holds about this much at most: a batch that would take it past is written in the next (a row is at most 2 MB on Cloudflare). */
 export const COMMIT_MAX_BYTES = 1_000_000;
 
-/** About the bytes a batch adds to its commit's row: its levels and its trades, as the log encodes them. */
+/** A level's bytes in a journal row: its two numbers, their quotes escaped, brackets and commas. */
+const levelBytes = (sum: number, [price, quantity]: UnitLevel) => sum + price.toString().length + quantity.toString().length + 12;
+
+/**
+ * At most the bytes a batch adds to its commit's journal row: its levels and its trades
+ * (`tradeBytes`), as the log encodes them — whatever the ids and the scales, so a commit held to
+ * COMMIT_MAX_BYTES is a row within Cloudflare's 2 MB.
+ */
 export function batchBytes(batch: IngestBatch): number {
-  const levels = (batch.book ?? []).reduce((sum, update) => sum + update.bids.length + update.asks.length, 0);
-  return 32 * levels + 80 * batch.trades.length;
+  let bytes = 0;
+  for (const update of batch.book ?? []) bytes += 32 + update.bids.reduce(levelBytes, 0) + update.asks.reduce(levelBytes, 0);
+  return bytes + batch.trades.reduce((sum, trade) => sum + tradeBytes(trade), 0);
 }
 
 /**

@@ -13,10 +13,27 @@ DROP INDEX IF EXISTS trade_blocks_by_time;
 /** A trade as a block holds it: [id, seq, price, quantity, side (1 buy, 0 sell), time]. */
 export type PackedTrade = [string, number, string, string, 0 | 1, number];
 
-/** The open block is written once it holds about this much (a row is at most 2 MB on Cloudflare), or at the minute. */
+/**
+ * The open block is written once it holds this much, and before a commit's trades would take it
+ * past (a row is at most 2 MB on Cloudflare; a commit's trades are at most COMMIT_MAX_BYTES): a
+ * block's row is never more than this.
+ */
 export const OPEN_BLOCK_MAX_BYTES = 1_200_000;
-/** A packed trade's bytes, about: the open block's bound counts them. */
-const packedBytes = (t: StoredTrade) => t.id.length + 48;
+
+/** Plain ids (printable ASCII, nothing JSON escapes) are counted by their length; others by their escaped UTF-8 bytes. */
+const PLAIN_ID = /^[\x20-\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/**
+ * At most the bytes a trade takes in a block's row and, escaped once more, in a journal row (its
+ * id may be escaped twice): what the blocks' and the commits' bounds count. `seq` unknown (a batch
+ * not yet applied) counts as 16 digits.
+ */
+export function tradeBytes(t: { id: string; seq?: number; price: bigint; quantity: bigint; time: number }): number {
+  const id = PLAIN_ID.test(t.id) ? t.id.length : 2 * new TextEncoder().encode(JSON.stringify(t.id)).length;
+  const seq = t.seq === undefined ? 16 : String(t.seq).length;
+  // Six quotes, escaped in the journal (12), five commas, two brackets, the side, the comma between trades.
+  return id + seq + t.price.toString().length + t.quantity.toString().length + String(t.time).length + 21;
+}
 
 export const pack = (t: StoredTrade): PackedTrade => [t.id, t.seq, t.price.toString(), t.quantity.toString(), t.side === "buy" ? 1 : 0, t.time];
 export const unpack = ([id, seq, price, quantity, buy, time]: PackedTrade): StoredTrade => ({
@@ -60,12 +77,21 @@ export class TradeBlocks {
     if (!columns.some((c) => c.name === "applied_at")) sql.exec("ALTER TABLE trade_blocks ADD COLUMN applied_at INTEGER NOT NULL DEFAULT 0");
   }
 
-  /** A commit's accepted trades, in the order they were applied (ascending `seq`), and when: into the open block. */
+  /**
+   * A commit's accepted trades, in the order they were applied (ascending `seq`), and when: into
+   * the open block — written first (inside the caller's transaction) if they would take it past its bound.
+   */
   append(trades: readonly StoredTrade[], appliedAt = 0): void {
+    const bytes = trades.reduce((sum, trade) => sum + tradeBytes(trade), 0);
+    if (this.openBytes > 0 && this.openBytes + bytes > OPEN_BLOCK_MAX_BYTES) this.seal();
+    this.add(trades, appliedAt, bytes);
+  }
+
+  private add(trades: readonly StoredTrade[], appliedAt: number, bytes: number): void {
     if (trades.length === 0) return;
     this.open.push(...trades);
     this.openAt = appliedAt;
-    for (const trade of trades) this.openBytes += packedBytes(trade);
+    this.openBytes += bytes;
   }
 
   /** Whether the open block is due to be written before the minute (its size). */
@@ -86,11 +112,15 @@ export class TradeBlocks {
     this.open = [];
     this.openBytes = 0;
     const stored = this.storedNewest()?.lastSeq ?? 0;
-    for (const { trades, at } of commits)
-      this.append(
-        trades.filter((t) => t.seq > stored),
+    // As they were before the restart: they fitted (a block is written before it would pass its bound).
+    for (const { trades, at } of commits) {
+      const open = trades.filter((t) => t.seq > stored);
+      this.add(
+        open,
         at,
+        open.reduce((sum, trade) => sum + tradeBytes(trade), 0),
       );
+    }
   }
 
   private write(trades: readonly StoredTrade[], appliedAt: number): void {

@@ -29,6 +29,10 @@ export const FAMILIES = {
     help: "The same rows written, by object class and table (a market's tables by their name without its prefix; kv, alarm and schema for those writes)",
   },
   mds_storage_rows_read_total: { type: "counter", help: "Durable Object storage rows read, by object class" },
+  mds_market_failures_total: {
+    type: "counter",
+    help: "A market's failures inside its group's host, by symbol and stage (load or commit: the market is held alone; alarm: retried on its own back-off)",
+  },
   mds_object_requests_total: {
     type: "counter",
     help: "Requests Durable Objects served, by object class and kind: call (RPC, fetch), alarm, message (WebSocket, billed 20 to a request)",

@@ -17,6 +17,8 @@ export interface RecentTimes {
   deliveryP50: number | null;
   deliveryP99: number | null;
   ackP99: number | null;
+  /** Markets that failed in their host in the last 5 minutes (docs/design.md#isolation), by symbol: how many times. */
+  marketFailures: Record<string, number>;
 }
 
 /**
@@ -28,7 +30,7 @@ export interface RecentTimes {
 export class Metrics extends MeteredObject {
   private readonly totals: MetricCounts;
   private dirty = false;
-  /** Per minute reported in, the histograms of that minute (memory only: the last six minutes). */
+  /** Per minute reported in, the histograms of that minute and its markets' failures (memory only: the last six minutes). */
   private readonly minutes = new Map<number, MetricCounts>();
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -45,7 +47,8 @@ export class Metrics extends MeteredObject {
     this.totals.merge(delta);
     const minute = Math.floor(Date.now() / MINUTE_MS) * MINUTE_MS;
     const held = this.minutes.get(minute) ?? new MetricCounts();
-    held.merge({ counters: {}, histograms: delta.histograms });
+    const failures = Object.fromEntries(Object.entries(delta.counters).filter(([key]) => key.startsWith(FAILURES)));
+    held.merge({ counters: failures, histograms: delta.histograms });
     this.minutes.set(minute, held);
     for (const old of this.minutes.keys()) if (old <= minute - RECENT_MINUTES * MINUTE_MS) this.minutes.delete(old);
     if (this.dirty) return;
@@ -62,7 +65,7 @@ export class Metrics extends MeteredObject {
     const since = Math.floor(now / MINUTE_MS) * MINUTE_MS - (RECENT_MINUTES - 1) * MINUTE_MS;
     const window = new MetricCounts();
     for (const [minute, counts] of this.minutes) if (minute >= since) window.merge(counts.snapshot());
-    const histograms = window.snapshot().histograms;
+    const { histograms, counters } = window.snapshot();
     const of = (family: Family): HistogramState => histograms[seriesKey(family)] ?? { buckets: [], sum: 0, count: 0 };
     const delivery = of("mds_stream_delivery_seconds");
     const ack = of("mds_publish_ack_seconds");
@@ -70,6 +73,7 @@ export class Metrics extends MeteredObject {
       deliveryP50: quantile(0.5, delivery.buckets, delivery.count),
       deliveryP99: quantile(0.99, delivery.buckets, delivery.count),
       ackP99: quantile(0.99, ack.buckets, ack.count),
+      marketFailures: failuresBySymbol(counters),
     };
   }
 
@@ -78,6 +82,18 @@ export class Metrics extends MeteredObject {
     this.dirty = false;
     this.ctx.storage.kv.put(TOTALS_KEY, this.totals.snapshot());
   }
+}
+
+const FAILURES = "mds_market_failures_total{";
+
+/** The `mds_market_failures_total` series of a window, added up by symbol. */
+function failuresBySymbol(counters: Record<string, number>): Record<string, number> {
+  const bySymbol: Record<string, number> = {};
+  for (const [key, n] of Object.entries(counters)) {
+    const symbol = key.startsWith(FAILURES) ? /symbol="([^"]*)"/.exec(key)?.[1] : undefined;
+    if (symbol) bySymbol[symbol] = (bySymbol[symbol] ?? 0) + n;
+  }
+  return bySymbol;
 }
 
 meterRequests(Metrics, ["report", "totalsNow", "recentTimes", "alarm"]);

@@ -178,6 +178,16 @@ export function StatusPage({
               <td>publish acknowledgement, last 5 minutes</td>
               <td data-figure="ack">p99 {ms(figures.ackP99)}</td>
             </tr>
+            <tr>
+              <td>markets failing in their host, last 5 minutes (each held alone; its batches answered 503)</td>
+              <td data-figure="market-failures">
+                {Object.keys(figures.marketFailures).length === 0
+                  ? "none"
+                  : Object.entries(figures.marketFailures)
+                      .map(([symbol, n]) => `${symbol} (${n})`)
+                      .join(", ")}
+              </td>
+            </tr>
           </table>
         ) : (
           <p id="stream-figures">These figures cannot be read just now.</p>

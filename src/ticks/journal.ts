@@ -40,6 +40,13 @@ export interface LogRing {
 
 const pathOf = (symbol: string) => `$."${symbol}"`;
 
+/**
+ * Records of a market that could not cover them (it fails to load: docs/design.md#isolation),
+ * moved out of the ring before a row is written over them, until its snapshot covers them.
+ */
+const KEPT_SCHEMA =
+  "CREATE TABLE IF NOT EXISTS journal_kept (symbol TEXT NOT NULL, n INTEGER NOT NULL, change TEXT NOT NULL, PRIMARY KEY (symbol, n)) WITHOUT ROWID";
+
 export class GroupJournal {
   /** The ring's rows (a test makes it small). */
   slots = JOURNAL_SLOTS;
@@ -49,6 +56,10 @@ export class GroupJournal {
   private readonly pending = new Map<string, [number, string]>();
   /** Per market, the row of its oldest record that its snapshot does not cover. */
   private readonly uncovered = new Map<string, number>();
+  /** Markets first uncovered by the tick being committed (a market's part that fails is undone: `drop`). */
+  private readonly uncoveredNow = new Set<string>();
+  /** Markets with records moved to `journal_kept` (`keepAside`). */
+  private readonly keptAside = new Set<string>();
 
   constructor(private readonly sql: SqlStorage) {
     sql.exec(SCHEMA);
@@ -60,6 +71,9 @@ export class GroupJournal {
     )) {
       this.uncovered.set(row.symbol, row.first);
     }
+    if (sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'journal_kept'").toArray().length > 0) {
+      for (const row of sql.exec<{ symbol: string }>("SELECT DISTINCT symbol FROM journal_kept")) this.keptAside.add(row.symbol);
+    }
   }
 
   /** One market's view: its records, numbered its own way, in the group's rows. */
@@ -67,11 +81,15 @@ export class GroupJournal {
     return {
       put: (n, change) => {
         this.pending.set(symbol, [n, change]);
-        if (!this.uncovered.has(symbol)) this.uncovered.set(symbol, this.n + 1);
+        if (!this.uncovered.has(symbol)) {
+          this.uncovered.set(symbol, this.n + 1);
+          this.uncoveredNow.add(symbol);
+        }
       },
       rows: (after, through = Number.MAX_SAFE_INTEGER) => this.rowsOf(symbol, after, through),
       covered: () => {
         this.uncovered.delete(symbol);
+        if (this.keptAside.delete(symbol)) this.sql.exec("DELETE FROM journal_kept WHERE symbol = ?", symbol);
       },
     };
   }
@@ -87,8 +105,39 @@ export class GroupJournal {
     return [...this.uncovered].filter(([, first]) => first <= overwritten).map(([symbol]) => symbol);
   }
 
+  /** One market's part of the tick failed and was undone: its record is not written. */
+  drop(symbol: string): void {
+    this.pending.delete(symbol);
+    if (this.uncoveredNow.has(symbol)) this.uncovered.delete(symbol);
+  }
+
+  /**
+   * A market due for its cover cannot write a snapshot (it fails to load): its uncovered records
+   * are moved out of the ring, into `journal_kept`, so the group's next row overwrites nothing
+   * it still needs — the group goes on committing and the market loses nothing. Its records are
+   * read from there with the ring's until its snapshot covers them. Inside the commit's transaction.
+   */
+  keepAside(symbol: string): void {
+    const from = this.uncovered.get(symbol);
+    if (from === undefined) return;
+    const path = pathOf(symbol);
+    this.sql.exec(KEPT_SCHEMA);
+    this.sql.exec(
+      `INSERT OR IGNORE INTO journal_kept (symbol, n, change)
+       SELECT ?, json_extract(part, '$[0]'), json_extract(part, '$[1]') FROM (SELECT json_extract(body, ?) AS part FROM journal WHERE n >= ?) WHERE part IS NOT NULL`,
+      symbol,
+      path,
+      from,
+    );
+    this.keptAside.add(symbol);
+    // Its record in the row being written (if any) is the oldest it still has in the ring.
+    if (this.pending.has(symbol)) this.uncovered.set(symbol, this.n + 1);
+    else this.uncovered.delete(symbol);
+  }
+
   /** Writes the tick's records as one row (inside the commit's transaction). */
   write(): void {
+    this.uncoveredNow.clear();
     if (this.pending.size === 0) return;
     const n = this.n + 1;
     const body = JSON.stringify(Object.fromEntries(this.pending));
@@ -105,6 +154,7 @@ export class GroupJournal {
   /** A failed commit: what the tick staged is gone with it (the object starts again from storage). */
   discard(): void {
     this.pending.clear();
+    this.uncoveredNow.clear();
   }
 
   private rowsOf(symbol: string, after: number, through: number): LogRow[] {
@@ -122,6 +172,18 @@ export class GroupJournal {
     )) {
       const [n, change] = JSON.parse(row.part) as [number, string];
       if (n > after && n <= through) rows.push({ n, change });
+    }
+    if (this.keptAside.has(symbol)) {
+      // After a restart the ring's rows may hold some of them still.
+      const read = new Set(rows.map((row) => row.n));
+      for (const row of this.sql.exec<{ n: number; change: string }>(
+        "SELECT n, change FROM journal_kept WHERE symbol = ? AND n > ? AND n <= ?",
+        symbol,
+        after,
+        through,
+      )) {
+        if (!read.has(row.n)) rows.push({ n: row.n, change: row.change });
+      }
     }
     const staged = this.pending.get(symbol);
     if (staged && staged[0] > after && staged[0] <= through) rows.push({ n: staged[0], change: staged[1] });

@@ -134,4 +134,41 @@ describe("a batch's trades are one block (src/market/trade-blocks.ts)", () => {
       "a page by time",
     ).toEqual(["one-row-5", "one-row-6", "one-row-7"]);
   });
+
+  it("no row passes 2 MB with 64-character ids and large numbers: the open block is written before a commit's trades would take it past its bound (fails before: a block of 2.6 MB)", async () => {
+    const symbol = "BTCUSDC";
+    const object = await hostOf(symbol);
+    const id = (n: number) => `${"x".repeat(56)}${String(n).padStart(8, "0")}`;
+    // Prices of 12 digits before the point, quantities up to the market's largest, at its scales.
+    const trades = (from: number) =>
+      Array.from({ length: 1_000 }, (_, i) => ({
+        id: id(from + i),
+        price: "123456789012.34",
+        quantity: `${1 + (i % 999)}.${String(10_000 + i).slice(-5)}`,
+        side: "buy" as const,
+        time: Date.now(),
+      }));
+    // Ten batches one after another leave the open block just under its bound...
+    for (let b = 0; b < 10; b++) expect((await ingest(env, "*", { symbol, trades: trades(b * 1_000) })).acceptedTrades, `batch ${b}`).toBe(1_000);
+    // ...then twelve sent together commit in one tick.
+    await runInDurableObject(object, (instance: MarketObject) => {
+      instance.tickMs = 100;
+    });
+    const together = await Promise.all(Array.from({ length: 12 }, (_, b) => ingest(env, "*", { symbol, trades: trades(10_000 + b * 1_000) })));
+    expect(
+      together.map((answer) => answer.acceptedTrades).reduce((a, b) => a + b, 0),
+      "trades sent together",
+    ).toBe(12_000);
+    const largest = await runInDurableObject(object, (instance: MarketObject, state) => {
+      instance.tickMs = 0;
+      const sql = state.storage.sql;
+      const block = sql.exec<{ bytes: number }>(`SELECT max(length(CAST(trades AS BLOB))) AS bytes FROM ${tablePrefixOf(symbol)}trade_blocks`).one().bytes;
+      const journal = sql.exec<{ bytes: number }>("SELECT max(length(CAST(body AS BLOB))) AS bytes FROM journal").one().bytes;
+      return { block, journal };
+    });
+    expect(largest.block, "the largest trade block's bytes").toBeLessThanOrEqual(1_200_000);
+    expect(largest.journal, "the largest journal row's bytes").toBeLessThanOrEqual(2_000_000);
+    const count = await callJson<unknown[]>(`/api/trades/${symbol}?limit=1000`);
+    expect(count.body.length, "the newest trades read back").toBe(1_000);
+  });
 });

@@ -20,6 +20,7 @@ describe("the tick: work staged between commits is written together, at most onc
         commits.push(staged);
         staged = 0;
         if (fail) throw new Error("storage failed");
+        return undefined;
       },
       () => now,
     );

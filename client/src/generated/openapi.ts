@@ -1546,7 +1546,7 @@ export interface components {
             /** @example 404 */
             status: number;
             /** @enum {string} */
-            code: "VALIDATION_FAILED" | "INVALID_SYMBOL" | "UNKNOWN_SYMBOL" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "MISSING_CREDENTIALS" | "MALFORMED_CREDENTIALS" | "INVALID_API_KEY" | "INVALID_SIGNATURE" | "TIMESTAMP_OUT_OF_WINDOW" | "PERMISSION_DENIED" | "IP_NOT_ALLOWED" | "FORBIDDEN_MARKET" | "UNAUTHENTICATED" | "UNKNOWN_GATEWAY" | "EVENT_ID_CONFLICT" | "SEQUENCE_GAP" | "STALE_SEQUENCE" | "ALREADY_EXISTS" | "MARKET_NOT_TRADING" | "LIVE_MINUTE" | "TOO_MANY_ANNOUNCEMENTS" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "STREAM_LIMIT" | "HELD_LIMIT" | "NOT_CONFIGURED" | "UNAVAILABLE" | "INTERNAL_ERROR";
+            code: "VALIDATION_FAILED" | "INVALID_SYMBOL" | "UNKNOWN_SYMBOL" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "MISSING_CREDENTIALS" | "MALFORMED_CREDENTIALS" | "INVALID_API_KEY" | "INVALID_SIGNATURE" | "TIMESTAMP_OUT_OF_WINDOW" | "PERMISSION_DENIED" | "IP_NOT_ALLOWED" | "FORBIDDEN_MARKET" | "UNAUTHENTICATED" | "UNKNOWN_GATEWAY" | "EVENT_ID_CONFLICT" | "SEQUENCE_GAP" | "STALE_SEQUENCE" | "ALREADY_EXISTS" | "MARKET_NOT_TRADING" | "MARKET_UNAVAILABLE" | "LIVE_MINUTE" | "TOO_MANY_ANNOUNCEMENTS" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "STREAM_LIMIT" | "HELD_LIMIT" | "NOT_CONFIGURED" | "UNAVAILABLE" | "INTERNAL_ERROR";
             detail: string;
             requestId?: string;
             errors?: {
@@ -6034,7 +6034,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: NOT_CONFIGURED, UNAVAILABLE */
+            /** @description Problem: MARKET_UNAVAILABLE, NOT_CONFIGURED, UNAVAILABLE */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6221,7 +6221,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: NOT_CONFIGURED, UNAVAILABLE */
+            /** @description Problem: MARKET_UNAVAILABLE, NOT_CONFIGURED, UNAVAILABLE */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
