@@ -37,6 +37,18 @@ export function replayTo(book: OrderBook, segment: BookSegment, target: BookTarg
   return [];
 }
 
+/** The sequence the book stands at for the target, within the segment (no level is touched). */
+export function sequenceAt(segment: BookSegment, target: BookTarget): number {
+  let sequence = segment.base.sequence;
+  for (const entry of segment.entries) {
+    for (const update of entry.updates) {
+      if (!reaches(target, entry, update.sequence)) return sequence;
+      sequence = update.sequence;
+    }
+  }
+  return sequence;
+}
+
 /** Whether the segment holds the target: from its base to its last batch. */
 export function segmentHolds(segment: BookSegment, target: BookTarget): boolean {
   return "sequence" in target ? target.sequence >= segment.base.sequence : target.time >= segment.base.time;

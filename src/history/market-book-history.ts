@@ -10,7 +10,18 @@ import type { MarketState } from "../market/market-state";
 import type { MarketRecord, MarketStore } from "../market/market-store";
 import { BOOK_FILE_KINDS, HourRows, hourlyKey, hourOf } from "./book-files";
 import { BookHistory, type SegmentRow } from "./book-history";
-import { type BookTarget, bookOf, conflatedMessages, historicalBook, type ReplayBookMessage, replayTo, segmentHolds, snapshotMessage } from "./book-replay";
+import {
+  type BookTarget,
+  bookOf,
+  conflatedMessages,
+  historicalBook,
+  type ReplayBookMessage,
+  replayTo,
+  segmentHolds,
+  sequenceAt,
+  snapshotMessage,
+} from "./book-replay";
+import { entriesBytes, type HistoryCache, segmentBytes } from "./history-cache";
 import { HOUR_MS, MINUTE_MS } from "./intervals";
 import { ZipStreamWriter } from "./zip-stream";
 
@@ -33,6 +44,8 @@ export class MarketBookHistory {
     private readonly bucket: R2Bucket,
     /** Makes sure the market's alarm fires no later than a time. */
     private readonly alarmBy: (time: number) => void,
+    /** The host's, shared by its markets: open segments decoded and final answers, bounded in bytes. */
+    private readonly cache: HistoryCache,
   ) {
     this.kept = new BookHistory(sql, bucket);
   }
@@ -109,16 +122,41 @@ export class MarketBookHistory {
 
   /** The segment holding the target: the log's open one, or a kept one; undefined before the history begins. */
   private async segmentFor(state: MarketState, target: BookTarget): Promise<{ segment: BookSegment; row?: SegmentRow } | undefined> {
-    const position = this.store.bookPosition();
-    const base = this.store.book.base(position);
-    if (base && segmentHolds({ base, entries: [] }, target)) {
-      const entries = this.store.book.entries(position);
-      if (entries) return { segment: { base, entries } };
-    }
+    const open = this.openSegment(state.market.symbol);
+    if (open && segmentHolds(open, target)) return { segment: open };
     const row = this.kept.find(target);
     if (!row) return undefined;
     const segment = await this.kept.read(state.market.symbol, row);
     return segmentHolds(segment, target) ? { segment, row } : undefined;
+  }
+
+  /**
+   * The log's open segment, decoded: held by the host's cache and brought up to date with the
+   * records committed since (a read parses only those, not the whole segment's journal rows).
+   */
+  private openSegment(symbol: string): BookSegment | undefined {
+    const position = this.store.bookPosition();
+    const held = this.cache.segments.get(symbol);
+    if (held && held.snapshotN === position.snapshotN && held.logN <= position.logN) {
+      if (held.logN < position.logN) {
+        const mark = this.store.book.mark();
+        const more = this.store.book.entries(position, held.logN, held.mark);
+        if (!more) return undefined;
+        held.segment.entries.push(...more);
+        held.logN = position.logN;
+        held.mark = mark;
+        held.bytes += entriesBytes(more);
+        this.cache.segments.set(symbol, held); // its bytes counted again
+      }
+      return held.segment;
+    }
+    const mark = this.store.book.mark();
+    const base = this.store.book.base(position);
+    const entries = base && this.store.book.entries(position);
+    if (!base || !entries) return undefined;
+    const segment: BookSegment = { base, entries };
+    this.cache.segments.set(symbol, { snapshotN: position.snapshotN, logN: position.logN, mark, segment, bytes: segmentBytes(segment) });
+    return segment;
   }
 
   /** 404 naming what is kept. */
@@ -149,13 +187,21 @@ export class MarketBookHistory {
     }
     if ("sequence" in target ? target.sequence === live.sequence : target.time >= live.updatedAt) {
       const text = JSON.stringify(historicalBook(symbol, live, depth));
-      return { text, sequence: live.sequence, final: "sequence" in target };
+      // Final only once committed: a batch staged for the tick may yet fail, and its sequence be another's.
+      return { text, sequence: live.sequence, final: "sequence" in target && live.sequence <= this.store.committedBookSequence() };
     }
     const found = await this.segmentFor(state, target);
     if (!found) this.notKept(state, "sequence" in target ? `sequence ${target.sequence}` : new Date(target.time).toISOString());
+    // A moment is the sequence it resolves to: the same book, asked again either way, is one answer.
+    const sequence = sequenceAt(found.segment, target);
+    const key = `${symbol}|${sequence}|${depth}`;
+    const cached = this.cache.answers.get(key);
+    if (cached !== undefined) return { text: cached, sequence, final: true };
     const book = bookOf(found.segment, state.market.priceScale, state.market.quantityScale);
     replayTo(book, found.segment, target);
-    return { text: JSON.stringify(historicalBook(symbol, book, depth)), sequence: book.sequence, final: true };
+    const text = JSON.stringify(historicalBook(symbol, book, depth));
+    this.cache.answers.set(key, text);
+    return { text, sequence: book.sequence, final: true };
   }
 
   /**
@@ -233,11 +279,10 @@ export class MarketBookHistory {
   /** The segments with batches in the hour, in order, each read when asked for; the open one last if it has some. */
   private segmentsOf(symbol: string, hour: number): (() => Promise<BookSegment>)[] {
     const sources: (() => Promise<BookSegment>)[] = this.kept.between(hour, hour + HOUR_MS).map((row) => () => this.kept.read(symbol, row));
-    const position = this.store.bookPosition();
-    const base = this.store.book.base(position);
-    const entries = base && this.store.book.entries(position);
-    if (base && entries && entries.length > 0 && entries[0]!.time < hour + HOUR_MS && entries[entries.length - 1]!.time >= hour) {
-      sources.push(() => Promise.resolve({ base, entries }));
+    const open = this.openSegment(symbol);
+    const entries = open?.entries;
+    if (open && entries && entries.length > 0 && entries[0]!.time < hour + HOUR_MS && entries[entries.length - 1]!.time >= hour) {
+      sources.push(() => Promise.resolve(open));
     }
     // A segment's base is the book after the one before's last batch, so the first here opens the hour.
     return sources;

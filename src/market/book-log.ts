@@ -135,6 +135,11 @@ class TableRing implements LogRing {
   }
 
   covered(): void {}
+
+  /** A table of the market's own: a reader's `since` is not used. */
+  mark(): number {
+    return 0;
+  }
 }
 
 /**
@@ -285,23 +290,31 @@ export class BookLog {
     return row && (JSON.parse(row.levels) as StoredSnapshot);
   }
 
-  /** The entries after the snapshot, in order; undefined when one is from before the history (no time). */
-  entries(position: BookLogPosition): BookEntry[] | undefined {
+  /**
+   * The entries after the snapshot (or after record `after`, for a reader that holds those
+   * before), in order; undefined when one is from before the history (no time).
+   */
+  entries(position: BookLogPosition, after = position.snapshotN, since = 0): BookEntry[] | undefined {
     const entries: BookEntry[] = [];
-    for (const change of this.stored(position)) {
+    for (const change of this.stored({ snapshotN: after, logN: position.logN }, since)) {
       if (!("u" in change)) return undefined;
       entries.push(decodeEntry(change));
     }
     return entries;
   }
 
-  private stored(position: BookLogPosition): StoredChange[] {
-    return this.rows(position).flatMap((row) => changesOf(row.change));
+  /** Where the log's ring stands now (a reader holding the records through now reads on from it: `entries`' `since`). */
+  mark(): number {
+    return this.ring.mark();
+  }
+
+  private stored(position: BookLogPosition, since = 0): StoredChange[] {
+    return this.rows(position, since).flatMap((row) => changesOf(row.change));
   }
 
   /** The ring's rows after the snapshot, in order (all of them: a missing one is a fault). */
-  private rows(position: BookLogPosition): LogRow[] {
-    const rows = this.ring.rows(position.snapshotN, position.logN);
+  private rows(position: BookLogPosition, since = 0): LogRow[] {
+    const rows = this.ring.rows(position.snapshotN, position.logN, since);
     if (rows.length !== position.logN - position.snapshotN) {
       throw new Error(`the book log holds ${rows.length} entries after its snapshot, ${position.logN - position.snapshotN} were written`);
     }

@@ -1,6 +1,7 @@
 import { guarded, guardedAsync, isProblemResult, ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
 import type { RelayOp } from "../groups/messages";
 import type { BookTarget } from "../history/book-replay";
+import type { HistoryCache } from "../history/history-cache";
 import { MarketBookHistory, type ReplayPage } from "../history/market-book-history";
 import { importMinutes, writeDays } from "../history/market-days";
 import { type DayFiles, MarketHistory } from "../history/market-history";
@@ -44,6 +45,8 @@ export interface MarketHost {
   readonly tick: Tick;
   /** Makes room in the tick's row for `bytes` more: what is staged is committed first if they would take it past its bound. */
   roomFor(bytes: number): void;
+  /** The host's history cache, shared by its markets (`../history/history-cache.ts`). */
+  readonly historyCache: HistoryCache;
   /** The market failed to load or stage (its memory may be ahead of storage): the host drops and holds it; the answer for its batches. */
   failed(error: unknown): ProblemError;
 }
@@ -95,7 +98,7 @@ export class MarketEngine {
       (op) => this.send(op),
       () => this.streams!,
     );
-    this.bookHistory = new MarketBookHistory(this.store, storage.sql, env.HISTORY, (time) => this.secondly.alarmBy(time));
+    this.bookHistory = new MarketBookHistory(this.store, storage.sql, env.HISTORY, (time) => this.secondly.alarmBy(time), host.historyCache);
     this.reads = new MarketReads(this.store, this.history);
     this.minutes = new MinuteWrites(this.store, host.tick);
   }

@@ -1,6 +1,7 @@
 import { ProblemError, type ProblemResult, toProblemResult } from "../core/problem";
 import { GroupRelay } from "../groups/group-relay";
 import type { BookTarget } from "../history/book-replay";
+import { HistoryCache } from "../history/history-cache";
 import type { ReplayPage } from "../history/market-book-history";
 import type { DayFiles } from "../history/market-history";
 import { MeteredObject } from "../metrics/metered-object";
@@ -43,6 +44,8 @@ export class MarketObject extends MeteredObject {
   private readonly tick: Tick;
   /** About the bytes the tick's row will hold (`batchBytes` of each batch staged). */
   private stagedBytes = 0;
+  /** Its markets' open segments decoded and final history answers, bounded in bytes (docs/history.md#book-history). */
+  private readonly historyCache = new HistoryCache();
   /** The group's markets that failed to load, stage or commit: each held alone (docs/design.md#isolation). */
   readonly quarantine = new Quarantine();
 
@@ -75,6 +78,7 @@ export class MarketObject extends MeteredObject {
         tick: this.tick,
         roomFor: (bytes) => this.roomFor(bytes),
         failed: (error) => this.retire(symbol, error, "load"),
+        historyCache: this.historyCache,
       });
       this.engines.set(symbol, engine);
     }
@@ -159,6 +163,7 @@ export class MarketObject extends MeteredObject {
   private drop(symbol: string, stage: "load" | "commit" | "alarm"): void {
     this.engines.get(symbol)?.retire();
     this.engines.delete(symbol);
+    this.historyCache.forget(symbol);
     this.meter.holder.counts.add("mds_market_failures_total", { symbol, stage });
   }
 

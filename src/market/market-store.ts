@@ -239,6 +239,11 @@ export class MarketStore {
     this.record = { ...this.current(), ...changes };
   }
 
+  /** The book's sequence as last committed (a batch staged for the tick is not in it yet). */
+  committedBookSequence(): number {
+    return this.current().bookSequence;
+  }
+
   /** Where the book's log stands. */
   bookPosition(): { snapshotN: number; logN: number } {
     const { bookSnapshotN, bookLogN } = this.current();

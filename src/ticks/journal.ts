@@ -32,8 +32,14 @@ export interface LogRow {
 export interface LogRing {
   /** Writes the record numbered `n` (in the journal: with the tick's row). */
   put(n: number, change: string): void;
-  /** The records numbered after `after`, through `through` if given, ascending. */
-  rows(after: number, through?: number): LogRow[];
+  /**
+   * The records numbered after `after`, through `through` if given, ascending; a reader that read
+   * every record through `after` at the ring's `mark` gives it as `since`, and only rows written
+   * since then are read.
+   */
+  rows(after: number, through?: number, since?: number): LogRow[];
+  /** Where the ring stands now: every record written so far is in a row at or before it. */
+  mark(): number;
   /** A snapshot now covers every record written so far: none of them is needed any more. */
   covered(): void;
 }
@@ -86,7 +92,8 @@ export class GroupJournal {
           this.uncoveredNow.add(symbol);
         }
       },
-      rows: (after, through = Number.MAX_SAFE_INTEGER) => this.rowsOf(symbol, after, through),
+      rows: (after, through = Number.MAX_SAFE_INTEGER, since = 0) => this.rowsOf(symbol, after, through, since),
+      mark: () => this.n,
       covered: () => {
         this.uncovered.delete(symbol);
         if (this.keptAside.delete(symbol)) this.sql.exec("DELETE FROM journal_kept WHERE symbol = ?", symbol);
@@ -157,11 +164,12 @@ export class GroupJournal {
     this.uncoveredNow.clear();
   }
 
-  private rowsOf(symbol: string, after: number, through: number): LogRow[] {
+  private rowsOf(symbol: string, after: number, through: number, since: number): LogRow[] {
     const path = pathOf(symbol);
     // Only rows from the market's oldest uncovered one can hold what a log asks for: their slots,
-    // not the whole ring (a market that wrote its snapshot a moment ago reads a few rows).
-    const from = this.uncovered.get(symbol) ?? this.n + 1;
+    // not the whole ring (a market that wrote its snapshot a moment ago reads a few rows); and of
+    // those, only the rows after `since` (a reader holding the records before).
+    const from = Math.max(this.uncovered.get(symbol) ?? this.n + 1, since + 1);
     const rows: LogRow[] = [];
     for (const row of this.sql.exec<{ part: string }>(
       // Unordered (a sorter's rows are read again): sorted here.

@@ -1,0 +1,58 @@
+import { BoundedMap, textBytes } from "../core/bounded-map";
+import type { BookEntry, BookSegment } from "../market/book-log";
+
+/** A host's decoded open segments, at most this many bytes (estimated) for all its markets together. */
+export const SEGMENTS_MAX_BYTES = 24 * 1024 * 1024;
+/** A host's final history answers (texts), at most this many bytes. */
+export const ANSWERS_MAX_BYTES = 8 * 1024 * 1024;
+
+/** A market's open segment as decoded for its history reads, through the log's record `logN`. */
+export interface OpenSegment {
+  snapshotN: number;
+  logN: number;
+  /** The log ring's mark when it was read through `logN`: the records after are in later rows. */
+  mark: number;
+  segment: BookSegment;
+  bytes: number;
+}
+
+/** About what a decoded level and entry hold in an isolate (two bigints in an array; an entry's object and array). */
+const LEVEL_BYTES = 120;
+const ENTRY_BYTES = 200;
+
+/** About the bytes entries hold in memory, decoded. */
+export function entriesBytes(entries: readonly BookEntry[]): number {
+  let bytes = 0;
+  for (const entry of entries) {
+    bytes += ENTRY_BYTES;
+    for (const update of entry.updates) bytes += LEVEL_BYTES * (update.bids.length + update.asks.length);
+  }
+  return bytes;
+}
+
+/** About the bytes a segment holds in memory, decoded. */
+export function segmentBytes(segment: BookSegment): number {
+  return LEVEL_BYTES * (segment.base.bids.length + segment.base.asks.length) + entriesBytes(segment.entries);
+}
+
+/**
+ * What a market host keeps for its markets' history reads (docs/history.md#book-history), shared by
+ * its 64 markets and bounded in bytes (least recently used first out): each read market's open
+ * segment, decoded and brought up to date with the records committed since it was last read —
+ * a read no longer parses the group's journal rows, only the few new ones — and the answers that
+ * can change no more, by market, sequence and depth, so the same book asked again is served as
+ * text. Memory only: a restart reads again.
+ *
+ * @example
+ * const held = cache.segments.get(symbol); // then only the records after held.logN are read
+ * cache.answers.set(`${symbol}|${sequence}|${depth}`, text);
+ */
+export class HistoryCache {
+  readonly segments = new BoundedMap<OpenSegment>(SEGMENTS_MAX_BYTES, 64, (_key, held) => held.bytes);
+  readonly answers = new BoundedMap<string>(ANSWERS_MAX_BYTES, 4_096, textBytes);
+
+  /** A market dropped after a failure: what is held of it is read again. */
+  forget(symbol: string): void {
+    this.segments.delete(symbol);
+  }
+}

@@ -1,0 +1,100 @@
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { ingest } from "../../src/market/ingest";
+import type { MarketObject } from "../../src/market/market-object";
+import type { IngestBody } from "../../src/market/schemas";
+import { seriesKey } from "../../src/metrics/counts";
+import { ensureRegistry, findMarket } from "../../src/registry/copy";
+import { callJson } from "../support/http";
+import { hostOf } from "../support/registry";
+
+type Counted = {
+  meter: { holder: { counts: { take(): { counters: Record<string, number> } }; flush(env: Env, now: number, force: boolean): Promise<void> | undefined } };
+};
+const READ = seriesKey("mds_storage_rows_read_total", { object: "market" });
+
+/** Rows the market hosts read since the last call (the first starts the count). */
+async function rowsRead(symbol: string, start = false): Promise<number> {
+  return runInDurableObject(await hostOf(symbol), async (instance: MarketObject) => {
+    const { holder } = (instance as unknown as Counted).meter;
+    if (start) await holder.flush(env, Date.now(), true);
+    return holder.counts.take().counters[READ] ?? 0;
+  });
+}
+
+/** SOLBTC's batch `sequence`: a snapshot at 1, then a delta of one level each side. */
+const batch = (sequence: number): IngestBody => ({
+  symbol: "SOLBTC",
+  book: {
+    type: sequence === 1 ? "snapshot" : "delta",
+    sequence,
+    bids: [[`0.00${String(2000 - (sequence % 50)).padStart(5, "0")}`, `${1 + (sequence % 7)}.00`]],
+    asks: [[`0.00${String(3000 + (sequence % 50)).padStart(5, "0")}`, `${1 + (sequence % 5)}.00`]],
+  },
+  trades: [],
+});
+
+interface Book {
+  sequence: number;
+  bids: [string, string][];
+  asks: [string, string][];
+}
+
+describe("book history reads cost the host a bounded amount (docs/history.md#book-history)", () => {
+  it("a read of the open segment parses only the records committed since the last read, and a book asked again is one answer (fails before: every read parsed the whole segment's journal rows)", async () => {
+    await ensureRegistry(env);
+    for (let s = 1; s <= 300; s++) expect((await ingest(env, "*", batch(s))).book, `batch ${s}`).toBe("applied");
+    await rowsRead("SOLBTC", true);
+    const first = await callJson<Book>("/api/orderbook/SOLBTC?sequence=150&depth=100");
+    expect(first.body.sequence, "?sequence=150").toBe(150);
+    const firstRows = await rowsRead("SOLBTC");
+    expect(firstRows, "rows the first read reads: the segment's").toBeGreaterThanOrEqual(300);
+    expect((await ingest(env, "*", batch(301))).book, "batch 301").toBe("applied");
+    await rowsRead("SOLBTC", true);
+    const next = await callJson<Book>("/api/orderbook/SOLBTC?sequence=151&depth=100");
+    expect(next.body.sequence, "?sequence=151").toBe(151);
+    expect(await rowsRead("SOLBTC"), "rows the next read reads: the one record committed since").toBeLessThanOrEqual(3);
+    const again = await callJson<Book>("/api/orderbook/SOLBTC?sequence=151&depth=100");
+    expect(again.body, "the same book asked again").toEqual(next.body);
+    // The answers are the books they were: every sequence replayed from the snapshot equals the read.
+    const levels = new Map<string, string>();
+    for (let s = 1; s <= 151; s++) {
+      const update = batch(s).book as { bids: [string, string][]; asks: [string, string][] };
+      if (s === 1) levels.clear();
+      levels.set(`b${update.bids[0]![0]}`, update.bids[0]![1]);
+      levels.set(`a${update.asks[0]![0]}`, update.asks[0]![1]);
+    }
+    const bids = [...levels].filter(([k]) => k.startsWith("b")).length;
+    expect(next.body.bids.length + next.body.asks.length, "levels at sequence 151").toBe(levels.size);
+    expect(next.body.bids.length, "bids at sequence 151").toBe(bids);
+  });
+
+  it("?sequence= of a book staged for the tick is not final until its commit: a failed commit could give its sequence to another batch (fails before: final, cached for a year)", async () => {
+    await ensureRegistry(env);
+    const market = findMarket("SOLBTC")!;
+    const object = await hostOf("SOLBTC");
+    const at = (await callJson<Book>("/api/orderbook/SOLBTC?depth=1")).body.sequence;
+    await runInDurableObject(object, (instance: MarketObject) => {
+      instance.tickMs = 60_000;
+    });
+    // The last commit began the tick: this batch waits for the next.
+    const sent = ingest(env, "*", batch(at + 1));
+    let staged: { final: boolean; sequence: number } | undefined;
+    for (let tries = 0; tries < 200 && staged?.sequence !== at + 1; tries++) {
+      staged = await runInDurableObject(object, async (instance: MarketObject) => {
+        const answer = await instance.bookAt(market, { sequence: at + 1 }, 10);
+        return "problem" in answer ? undefined : { final: answer.final, sequence: answer.sequence };
+      });
+    }
+    expect(staged, "the staged book asked by its sequence").toEqual({ final: false, sequence: at + 1 });
+    const committed = await runInDurableObject(object, async (instance: MarketObject) => {
+      instance.tickMs = 0;
+      (instance as unknown as { tick: { commitNow(): void } }).tick.commitNow();
+      const answer = await instance.bookAt(market, { sequence: at + 1 }, 10);
+      return "problem" in answer ? undefined : answer.final;
+    });
+    expect((await sent).book, "the batch, committed").toBe("applied");
+    expect(committed, "the same sequence once committed").toBe(true);
+  });
+});
