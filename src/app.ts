@@ -140,24 +140,14 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.get("/openapi.json", (c) => c.json((document ??= withPublicSecurity(withSharedAnswers(app.getOpenAPI31Document(OPENAPI_INFO))))));
   let streams: ReturnType<typeof asyncApiDocument> | undefined;
   app.get("/asyncapi.json", (c) => c.json((streams ??= asyncApiDocument())));
-  app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", {
-    type: "apiKey",
-    in: "header",
-    name: "X-API-KEY",
-    description: "API key id (mk_…), from the dashboard's API Management",
-  });
-  app.openAPIRegistry.registerComponent("securitySchemes", "Signature", {
-    type: "apiKey",
-    in: "header",
-    name: "X-SIGNATURE",
-    description: "hex HMAC-SHA256 of `X-TIMESTAMP\\nMETHOD\\nrequestTarget\\nbody` keyed by the API secret (docs/signing.md)",
-  });
-  app.openAPIRegistry.registerComponent("securitySchemes", "Timestamp", {
-    type: "apiKey",
-    in: "header",
-    name: "X-TIMESTAMP",
-    description: "Unix ms; optional X-RECV-WINDOW (1–60000, default 5000)",
-  });
+  // The signed requests' three headers (docs/signing.md), each a scheme of its own.
+  for (const [scheme, name, description] of [
+    ["ApiKey", "X-API-KEY", "API key id (mk_…), from the dashboard's API Management"],
+    ["Signature", "X-SIGNATURE", "hex HMAC-SHA256 of `X-TIMESTAMP\\nMETHOD\\nrequestTarget\\nbody` keyed by the API secret (docs/signing.md)"],
+    ["Timestamp", "X-TIMESTAMP", "Unix ms; optional X-RECV-WINDOW (1–60000, default 5000)"],
+  ] as const) {
+    app.openAPIRegistry.registerComponent("securitySchemes", scheme, { type: "apiKey", in: "header", name, description });
+  }
   app.openAPIRegistry.registerComponent("securitySchemes", "AdminToken", {
     type: "http",
     scheme: "bearer",

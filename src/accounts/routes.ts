@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import { clientIp } from "../access/client-address";
 import { createRouter } from "../core/router";
@@ -17,6 +17,12 @@ const sameOrigin = createMiddleware<AppEnv>(async (c, next) => {
   requireSameOrigin(c);
   await next();
 });
+
+/** Starts the account's session (its cookie on the answer); returns the account. */
+async function withSession<T extends { id: string }>(c: Context<AppEnv>, account: T): Promise<T> {
+  await startSession(c, account.id);
+  return account;
+}
 
 /**
  * The account JSON API, mounted at `/account`; `limit` stands in front of every route.
@@ -43,9 +49,7 @@ export const accountRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       }),
       async (c) => {
         const { email, password } = c.req.valid("json");
-        const account = await signUp(c.env, email, password);
-        await startSession(c, account.id);
-        return c.json(account, 201);
+        return c.json(await withSession(c, await signUp(c.env, email, password)), 201);
       },
     )
     .openapi(
@@ -63,9 +67,7 @@ export const accountRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       }),
       async (c) => {
         const { email, password } = c.req.valid("json");
-        const account = await signIn(c.env, email, password, clientIp(c.req.raw));
-        await startSession(c, account.id);
-        return c.json(account, 200);
+        return c.json(await withSession(c, await signIn(c.env, email, password, clientIp(c.req.raw))), 200);
       },
     )
     .openapi(

@@ -1,12 +1,13 @@
 import { gunzipText, gzipText } from "../core/encoding";
 import type { MarketStore, StoredTrade, TradePage } from "../market/market-store";
+import { pageRunsForwards } from "../market/trades";
 import { type WireTrade, wireTrade } from "../market/wire-trade";
 import type { MarketConfig } from "../registry/model";
 import type { Kline } from "./candles";
 import { aggTradesCsv, csvName, type DailyKind, dailyKey, dayName, klinesCsv, tradesCsv } from "./daily-files";
 import { ZIP_PUT } from "./file-storage";
 import { DAY_MS } from "./intervals";
-import { type ArchivedChunk, type ArchivedTrade, chunkKey, chunkSize, MAX_CHUNK_READS, pageRunsForwards, withinPage } from "./trade-archive";
+import { type ArchivedChunk, type ArchivedTrade, chunkKey, chunkSize, MAX_CHUNK_READS, withinPage } from "./trade-archive";
 import { checksumLine, zipOne } from "./zip";
 
 /**

@@ -4,7 +4,7 @@
  * by the pages of `/api/trades`, `historicalTrades` and `aggTrades`. Pure: keys, chunk bounds
  * and the page rules; the market object does the I/O.
  */
-import type { TradePage } from "../market/market-store";
+import type { TradePage } from "../market/trades";
 import type { WireTrade } from "../market/wire-trade";
 
 /** Trades a chunk holds; `TRADE_ARCHIVE_CHUNK` overrides it (the tests use small chunks). */
@@ -44,11 +44,6 @@ export function chunkBounds(chunk: number, size: number): [first: number, last: 
 /** `archive/trades/BTCUSDT/000000000042.json`: sorted by name, they are sorted by trade id. */
 export function chunkKey(symbol: string, chunk: number): string {
   return `archive/trades/${symbol}/${String(chunk).padStart(12, "0")}.json`;
-}
-
-/** A page runs forwards from `fromId` or `startTime`; else it is the last `limit` before its upper bound. */
-export function pageRunsForwards(page: Omit<TradePage, "limit">): boolean {
-  return page.fromId !== undefined || (page.before === undefined && page.startTime !== undefined);
 }
 
 /** Whether a chunk can hold any trade of the page (its ids and times against the page's bounds). */

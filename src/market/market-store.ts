@@ -1,4 +1,4 @@
-import { type ArchivedChunk, pageRunsForwards } from "../history/trade-archive";
+import type { ArchivedChunk } from "../history/trade-archive";
 import type { MarketConfig } from "../registry/model";
 import { BookLog } from "./book-log";
 import { BucketStore } from "./bucket-store";
@@ -7,25 +7,9 @@ import { RecentTradeIds } from "./recent-trade-ids";
 import { type PackedTrade, TradeBlocks, unpack } from "./trade-blocks";
 import { TradeIdMinutes } from "./trade-id-minutes";
 import { upgradeTrades } from "./trade-upgrade";
+import { pageRunsForwards, type StoredTrade, type TradePage } from "./trades";
 
-/** A stored trade; prices and quantities are integer units at the market's scales. */
-export interface StoredTrade {
-  id: string;
-  seq: number;
-  price: bigint;
-  quantity: bigint;
-  side: "buy" | "sell";
-  time: number;
-}
-
-/** A page of the trade history: any of the bounds, and how many. */
-export interface TradePage {
-  fromId?: number;
-  before?: number;
-  startTime?: number;
-  endTime?: number;
-  limit: number;
-}
+export type { StoredTrade, TradePage } from "./trades";
 
 /** What changes with every batch, kept as one record (one row written a batch, not one per field). */
 export interface MarketRecord {

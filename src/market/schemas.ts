@@ -26,6 +26,11 @@ export const OrderBookSchema = z
   })
   .openapi("OrderBook");
 
+/** A change in percent, as every ticker and window shows it. */
+const ChangePercent = DecimalString.openapi({ example: "-1.23", description: "Percent, 2 decimals, half away from zero" });
+/** A window's quote volume, as every ticker and window shows it. */
+const QuoteVolume = DecimalString.openapi({ description: "Σ price × quantity, exact (priceScale + quantityScale decimals)" });
+
 export const TickerSchema = z
   .object({
     symbol: z.string().openapi({ example: "BTCUSDT" }),
@@ -35,9 +40,9 @@ export const TickerSchema = z
     high24h: DecimalString,
     low24h: DecimalString,
     change24h: DecimalString.openapi({ description: "Absolute change in quote currency: lastPrice − openPrice" }),
-    changePercent24h: DecimalString.openapi({ example: "-1.23", description: "Percent, 2 decimals, half away from zero" }),
+    changePercent24h: ChangePercent,
     volume24h: DecimalString.openapi({ description: "Base-asset volume in the window" }),
-    quoteVolume24h: DecimalString.openapi({ description: "Σ price × quantity, exact (priceScale + quantityScale decimals)" }),
+    quoteVolume24h: QuoteVolume,
     tradeCount24h: z.number().int(),
     openTime: TimestampMs.openapi({ description: "Start of the current minute − 24 h" }),
     closeTime: TimestampMs.openapi({ description: "The moment the record shows: at most MARKET_READ_MAX_AGE_MS before the response (also in X-As-Of)" }),
@@ -69,10 +74,10 @@ export const WindowSchema = z
     lowPrice: DecimalString,
     lastPrice: DecimalString,
     priceChange: DecimalString.openapi({ description: "lastPrice − openPrice" }),
-    priceChangePercent: DecimalString.openapi({ example: "-1.23", description: "Percent, 2 decimals, half away from zero" }),
+    priceChangePercent: ChangePercent,
     weightedAvgPrice: DecimalString.openapi({ description: "quoteVolume / volume at the price scale; 0 without volume" }),
     volume: DecimalString,
-    quoteVolume: DecimalString.openapi({ description: "Σ price × quantity, exact (priceScale + quantityScale decimals)" }),
+    quoteVolume: QuoteVolume,
     tradeCount: z.number().int(),
   })
   .openapi("WindowStats");

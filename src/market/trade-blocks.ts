@@ -1,4 +1,4 @@
-import type { StoredTrade, TradePage } from "./market-store";
+import type { StoredTrade, TradePage } from "./trades";
 
 // No index on the times: a block is a few minutes of trades (a snapshot of the log apart), so a
 // market holds a few hundred at most, and an index entry was a row written with each and another

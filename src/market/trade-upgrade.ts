@@ -1,7 +1,7 @@
 import { type MarketStorage, scopeOf } from "./market-storage";
-import type { StoredTrade } from "./market-store";
 import type { TradeBlocks } from "./trade-blocks";
 import type { TradeIdMinutes } from "./trade-id-minutes";
+import type { StoredTrade } from "./trades";
 
 function toTrade(row: Record<string, SqlStorageValue>): StoredTrade {
   return {
