@@ -5,7 +5,7 @@
 // (docs/publishing.md#batches), for `--seconds`, three ways on the service of `npm run bench`
 // (the deployable bundle on workerd, demo feed off):
 //   post     — POST /v1/ingest, one batch in flight (a market's batches must arrive in order);
-//   publish  — the publisher channel GET /v1/publish, batches pipelined (up to 64 unanswered);
+//   publish  — the publisher channel GET /v1/publish, batches pipelined (up to 4,096 unanswered);
 //   venue    — 20 markets × 500 updates a second at once over one /v1/publish connection.
 // It reports updates and trades acknowledged per second, ingest→ack p50/p99 per batch, and
 // checks at the end that every acknowledged update is in the book's sequence and every
@@ -152,7 +152,7 @@ async function publishRun(channel, markets, rate, tradeRate, seconds) {
     for (const [i, market] of markets.entries()) {
       dues[i].updates += ((now - last) * rate) / 1000;
       dues[i].trades += ((now - last) * tradeRate) / 1000;
-      // Pipelined, under the channel's 64 unanswered: what is not sent now goes in the next batch.
+      // Pipelined, under the channel's 4,096 unanswered: what is not sent now goes in the next batch.
       if (channel.unanswered >= 60) continue;
       const body = gather(market, dues[i]);
       if (!body.book && !body.trades) continue;

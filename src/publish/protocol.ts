@@ -10,8 +10,14 @@ import { type IngestBody, IngestBodySchema } from "../market/schemas";
  * semantics of `POST /v1/ingest`.
  */
 
-/** Batches a connection may have sent and not yet had answered; one more is refused, never dropped. */
-export const MAX_UNACKED = 64;
+/**
+ * Batches a connection may have sent and not yet had answered; one more is refused, never dropped.
+ * Sized by rate × the wait for the tick: a venue's 20,000 batches a second, each answered once its
+ * tick is written (p50 about 60 ms, p99 about 150 ms), keep about 1,200–3,000 in flight on the one
+ * connection that carries them (docs/publishing.md#flow-control). What it holds is bounded in
+ * bytes by the key's MAX_PENDING_BYTES_PER_KEY.
+ */
+export const MAX_UNACKED = 4_096;
 /** A message is at most this many bytes (the runtime's WebSocket message limit). */
 export const MAX_BATCH_BYTES = 1024 * 1024;
 /** Open publisher connections per publishing key (docs/limits.md#publishing). */
@@ -21,11 +27,11 @@ export const MAX_UNACKED_PER_KEY = MAX_CHANNELS_PER_KEY * MAX_UNACKED;
 export const MAX_PENDING_BYTES_PER_KEY = 16 * 1024 * 1024;
 
 /**
- * Batches one message may carry (an array): a connection's whole window. Cloudflare bills 20
- * incoming messages as one request, whatever they hold, so a venue's publisher sending its
- * markets' batches of a moment together pays per message, not per batch.
+ * Batches one message may carry (an array; the message itself at most MAX_BATCH_BYTES). Cloudflare
+ * bills 20 incoming messages as one request, whatever they hold, so a venue's publisher sending
+ * its markets' batches of a moment together pays per message, not per batch.
  */
-export const MAX_BATCHES_PER_MESSAGE = MAX_UNACKED;
+export const MAX_BATCHES_PER_MESSAGE = 1_024;
 
 export type BatchId = string | number;
 

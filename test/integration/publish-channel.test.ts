@@ -143,11 +143,17 @@ describe("the publisher channel, GET /v1/publish (docs/publishing.md#the-publish
       };
     });
     const count = MAX_UNACKED + 10;
+    const tradesBefore = (await callJson<{ tradeCount24h: number }>("/api/ticker/ETHBTC")).body.tradeCount24h;
+    const trade = (n: number) => ({
+      id: n,
+      symbol: "ETHBTC",
+      trades: [{ id: `flow-${n}`, price: "0.03500", quantity: "1.0000", side: "buy", time: Date.now() }],
+    });
     try {
-      for (let n = 0; n < count; n++)
-        socket.ws.send(
-          JSON.stringify({ id: n, symbol: "ETHBTC", trades: [{ id: `flow-${n}`, price: "0.03500", quantity: "1.0000", side: "buy", time: Date.now() }] }),
-        );
+      // In arrays, as a venue's publisher sends: the window is counted in batches, not messages.
+      for (let n = 0; n < count; n += MAX_BATCHES_PER_MESSAGE) {
+        socket.ws.send(JSON.stringify(Array.from({ length: Math.min(MAX_BATCHES_PER_MESSAGE, count - n) }, (_, i) => trade(n + i))));
+      }
       const refused = await until(() => {
         const got = socket.messages.filter((m) => typeof m.id === "number" && m.error);
         return got.length === 10 && got;
@@ -163,8 +169,12 @@ describe("the publisher channel, GET /v1/publish (docs/publishing.md#the-publish
     });
     await runInDurableObject(market, () => restore());
     // Every batch answered with a result was applied; none answered with an error was.
-    const stored = new Set(((await callJson("/api/trades/ETHBTC?limit=1000")).body as { id: string }[]).map((t) => t.id));
-    for (const m of answers) expect(stored.has(`flow-${m.id}`), `batch ${m.id}`).toBe(!m.error);
+    expect(answers.filter((m) => !m.error).length, "batches applied").toBe(MAX_UNACKED);
+    const tradesAfter = (await callJson<{ tradeCount24h: number }>("/api/ticker/ETHBTC")).body.tradeCount24h;
+    expect(tradesAfter - tradesBefore, "the market's trades: one a batch applied").toBe(MAX_UNACKED);
+    const newest = new Set(((await callJson("/api/trades/ETHBTC?limit=1000")).body as { id: string }[]).map((t) => t.id));
+    for (const m of answers.filter((m) => m.error)) expect(newest.has(`flow-${m.id}`), `refused batch ${m.id}`).toBe(false);
+    expect(newest.has(`flow-${MAX_UNACKED - 1}`), "the last batch taken").toBe(true);
     socket.ws.close();
   });
 
