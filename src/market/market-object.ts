@@ -44,6 +44,11 @@ export class MarketObject extends MeteredObject {
   private readonly tick: Tick;
   /** About the bytes the tick's row will hold (`batchBytes` of each batch staged). */
   private stagedBytes = 0;
+  /**
+   * A fault switch for `npm run bench:isolation` (a Miniflare binding of that run, never in
+   * wrangler.toml): the market named fails its part of every commit, as a market with a fault would.
+   */
+  private readonly faultMarket = (this.env as unknown as { FAULT_MARKET?: string }).FAULT_MARKET;
   /** Its markets' open segments decoded and final history answers, bounded in bytes (docs/history.md#book-history). */
   private readonly historyCache = new HistoryCache();
   /** The group's markets that failed to load, stage or commit: each held alone (docs/design.md#isolation). */
@@ -120,7 +125,7 @@ export class MarketObject extends MeteredObject {
     };
     try {
       storage.transactionSync(() => {
-        for (const [symbol, engine] of this.engines) if (engine.staging && part(symbol, () => engine.commitStaged())) committed.push(symbol);
+        for (const [symbol, engine] of this.engines) if (engine.staging && part(symbol, () => this.commitOf(symbol, engine))) committed.push(symbol);
         if (this.journal.staged) {
           for (const symbol of this.journal.dueForCover()) {
             // A market whose part failed holds batches that are not durable: its memory is no snapshot.
@@ -145,6 +150,11 @@ export class MarketObject extends MeteredObject {
       }
     }
     return answers;
+  }
+
+  private commitOf(symbol: string, engine: MarketEngine): () => void {
+    if (symbol === this.faultMarket) throw new Error(`${symbol} fails every commit (FAULT_MARKET)`);
+    return engine.commitStaged();
   }
 
   /**

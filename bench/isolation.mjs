@@ -1,0 +1,254 @@
+// `npm run bench:isolation [-- --seconds 20] [-- --json]`
+//
+// What the rest of a group's host can do to a busy market's acknowledgements (docs/design.md#isolation).
+// One publisher keeps BTCUSDT busy over `/v1/publish` — a book of 2,000 levels, then 20 batches a
+// second of 20 level changes and 2 trades — and its batches' acknowledgement p50/p99 are measured
+// for `--seconds` each:
+//   alone     — nothing else;
+//   history   — (a) six client addresses read BTCUSDT's book history at their public limit (10 a
+//               second each): `?at=` half a second ago and `?sequence=` three back, in turn;
+//   ws-api    — (c) five Binance WebSocket API connections ask for the 5,000-level book ten times a
+//               second and never read their answers (their sockets paused); workerd's RSS before
+//               and after;
+//   failing   — (d) ETHUSDT, of the same group, fails on every batch (the host's fault switch
+//               FAULT_MARKET, a Miniflare binding of this run only: its part of every commit
+//               throws) while a second publisher keeps sending it 20 batches a second.
+// Each phase's p99 against the alone phase's, in the same run; every batch must be acknowledged.
+// (b), an hour's book files built for the busy market, is not run here: the files of an hour are
+// built a minute after it closes, and the bench cannot move the runtime's clock (docs/benchmarks.md).
+// Loopback only; bounded in time; it stops everything it started.
+import { mkdirSync } from "node:fs";
+import WebSocket from "ws";
+import { issuePublishKey } from "../scripts/publish-key.mjs";
+import { option } from "./load.mjs";
+import { openChannel } from "./publisher.mjs";
+import { bundleService, startService, work } from "./service.mjs";
+
+const SECONDS = Number(option("seconds", 20));
+const asJson = process.argv.includes("--json");
+const log = (...line) => {
+  if (!asJson) console.log(...line);
+};
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** p-th percentile of `values` (ms). */
+function percentile(values, p) {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  return Math.round(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] * 10) / 10;
+}
+
+/** A market's feed: a book of `levels` a side around `mid`, deltas of `changes` levels, trades at the touch. */
+function feed(symbol, priceScale, quantityScale, mid, levels) {
+  const unit = 10 ** priceScale;
+  const price = (units) => (units / unit).toFixed(priceScale);
+  const quantity = (n) => (n / 10 ** quantityScale).toFixed(quantityScale);
+  const midUnits = Math.round(mid * unit);
+  let sequence = 0;
+  let n = 0;
+  let tradeN = 0;
+  return {
+    symbol,
+    get sequence() {
+      return sequence;
+    },
+    snapshot() {
+      sequence += 1;
+      const side = (sign) => Array.from({ length: levels }, (_, i) => [price(midUnits + sign * (1 + i)), quantity(1000 + i)]);
+      return { symbol, book: { type: "snapshot", sequence, bids: side(-1), asks: side(1) } };
+    },
+    batch(changes, trades) {
+      sequence += 1;
+      const bids = [];
+      const asks = [];
+      for (let c = 0; c < changes; c++) {
+        n += 1;
+        const level = [price(midUnits + (c % 2 === 0 ? -1 : 1) * (1 + (n % levels))), quantity(1000 + (n % 997))];
+        (c % 2 === 0 ? bids : asks).push(level);
+      }
+      const time = Date.now();
+      return {
+        symbol,
+        book: { type: "delta", sequence, bids, asks },
+        trades: Array.from({ length: trades }, () => ({
+          id: `${symbol}-iso-${++tradeN}`,
+          price: price(midUnits + 1),
+          quantity: quantity(1000),
+          side: "buy",
+          time,
+        })),
+      };
+    },
+  };
+}
+
+/** Sends `market`'s batches at `perSecond` for `seconds`; resolves with the acknowledgements' times and the failures' codes. */
+async function publish(channel, market, perSecond, seconds) {
+  const latencies = [];
+  const failures = {};
+  const sent = [];
+  const end = Date.now() + seconds * 1000;
+  for (let next = Date.now(); Date.now() < end; next += 1000 / perSecond) {
+    const wait = next - Date.now();
+    if (wait > 0) await sleep(wait);
+    sent.push(
+      channel.send(market.batch(20, 2)).then(
+        ({ ms }) => latencies.push(ms),
+        (error) => {
+          const code = /"code":"([A-Z_]+)"/.exec(String(error))?.[1] ?? "ERROR";
+          failures[code] = (failures[code] ?? 0) + 1;
+        },
+      ),
+    );
+  }
+  await Promise.all(sent);
+  return { batches: sent.length, latencies, failures };
+}
+
+/** (a) Six addresses reading the market's book history at 10 a second each, until `stop()`. */
+function historyReaders(url, symbol, lastSequence) {
+  let running = true;
+  const statuses = {};
+  const readers = Array.from({ length: 6 }, async (_, r) => {
+    for (let i = 0; running; i++) {
+      const started = Date.now();
+      const target = i % 2 === 0 ? `at=${Date.now() - 500}` : `sequence=${Math.max(2, lastSequence() - 3)}`;
+      const response = await fetch(`${url}/api/orderbook/${symbol}?${target}&depth=100`, { headers: { "CF-Connecting-IP": `10.63.0.${r + 1}` } }).catch(
+        () => undefined,
+      );
+      const status = response?.status ?? 0;
+      statuses[status] = (statuses[status] ?? 0) + 1;
+      await response?.arrayBuffer().catch(() => undefined);
+      await sleep(Math.max(0, 100 - (Date.now() - started)));
+    }
+  });
+  return {
+    statuses,
+    stop: async () => {
+      running = false;
+      await Promise.all(readers);
+    },
+  };
+}
+
+/** (c) Five WebSocket API connections asking for the deep book 10 times a second, never reading. */
+async function hungConsumers(url, symbol) {
+  const sockets = await Promise.all(
+    Array.from(
+      { length: 5 },
+      (_, c) =>
+        new Promise((resolve, reject) => {
+          const ws = new WebSocket(`${url.replace(/^http/, "ws")}/binance/ws-api/v3`, { headers: { "CF-Connecting-IP": `10.64.0.${c + 1}` } });
+          ws.once("open", () => {
+            // Never read: the socket's bytes stay in the kernel and back up into the runtime.
+            ws._socket.pause();
+            resolve(ws);
+          });
+          ws.once("error", reject);
+        }),
+    ),
+  );
+  let running = true;
+  let sent = 0;
+  const loops = sockets.map(async (ws) => {
+    for (let i = 0; running && ws.readyState === WebSocket.OPEN; i++) {
+      ws.send(JSON.stringify({ id: `d${i}`, method: "depth", params: { symbol, limit: 5000 } }));
+      sent += 1;
+      await sleep(100);
+    }
+  });
+  return {
+    stop: async () => {
+      running = false;
+      await Promise.all(loops);
+      const closed = sockets.filter((ws) => ws.readyState !== WebSocket.OPEN).length;
+      for (const ws of sockets) ws.terminate();
+      return { sent, closedByServer: closed };
+    },
+  };
+}
+
+function row(name, run, alone) {
+  const p99 = percentile(run.latencies, 99);
+  return {
+    name,
+    batches: run.batches,
+    acknowledged: run.latencies.length,
+    failures: run.failures,
+    ackP50Ms: percentile(run.latencies, 50),
+    ackP99Ms: p99,
+    p99VsAlone: alone && p99 !== null ? Math.round((p99 / alone) * 100) / 100 : 1,
+  };
+}
+
+async function main() {
+  mkdirSync(work, { recursive: true });
+  log("bundling the service with wrangler (deploy --dry-run)…");
+  const service = await startService(bundleService(asJson), { DEMO_FEED: "off", FAULT_MARKET: "ETHUSDT" });
+  const rows = [];
+  const extra = {};
+  try {
+    const url = service.url;
+    const key = await issuePublishKey(url, "bench-admin-token", { label: "bench isolation" });
+    const channel = openChannel(url, key, "10.62.0.1");
+    await channel.opened;
+    const busy = feed("BTCUSDT", 2, 5, 97000, 1000);
+    await channel.send(busy.snapshot());
+    log(`warming up: BTCUSDT, a book of 2,000 levels, 20 batches a second of 20 level changes and 2 trades…`);
+    await publish(channel, busy, 20, 5);
+
+    log(`alone: ${SECONDS} s…`);
+    const alone = await publish(channel, busy, 20, SECONDS);
+    const aloneP99 = percentile(alone.latencies, 99);
+    rows.push(row("alone", alone, aloneP99));
+
+    log(`(a) history: six addresses read BTCUSDT's book history at 10 a second each, ${SECONDS} s…`);
+    const readers = historyReaders(url, busy.symbol, () => busy.sequence);
+    const history = await publish(channel, busy, 20, SECONDS);
+    await readers.stop();
+    rows.push(row("history", history, aloneP99));
+    extra.historyStatuses = readers.statuses;
+
+    log(`(c) ws-api: five connections ask for the 5,000-level book 10 times a second and never read, ${SECONDS} s…`);
+    const rssBefore = service.rssMiB();
+    const hung = await hungConsumers(url, busy.symbol);
+    const wsApi = await publish(channel, busy, 20, SECONDS);
+    const rssDuring = service.rssMiB();
+    extra.wsApi = { ...(await hung.stop()), rssBeforeMiB: rssBefore, rssAfterMiB: rssDuring, rssGrowthMiB: Math.round((rssDuring - rssBefore) * 10) / 10 };
+    rows.push(row("ws-api", wsApi, aloneP99));
+
+    log(`(d) failing: ETHUSDT, of the same group, fails on every batch while it is sent 20 a second, ${SECONDS} s…`);
+    const failingChannel = openChannel(url, key, "10.62.0.2");
+    await failingChannel.opened;
+    const failing = feed("ETHUSDT", 2, 4, 3400, 20);
+    const [busyRun, failingRun] = await Promise.all([
+      publish(channel, busy, 20, SECONDS),
+      (async () => {
+        await failingChannel.send(failing.snapshot()).catch(() => undefined);
+        return publish(failingChannel, failing, 20, SECONDS);
+      })(),
+    ]);
+    rows.push(row("failing", busyRun, aloneP99));
+    extra.failingMarket = { batches: failingRun.batches, acknowledged: failingRun.latencies.length, failures: failingRun.failures };
+    channel.close();
+    failingChannel.close();
+  } finally {
+    await service.mf.dispose();
+  }
+  const within = (r) => r.ackP99Ms !== null && r.ackP99Ms < 150 && r.p99VsAlone <= 1.5 && r.acknowledged === r.batches;
+  if (asJson) console.log(JSON.stringify({ seconds: SECONDS, rows, ...extra }));
+  else {
+    console.log(`\n${SECONDS} s a phase; ack = from sending a batch to its answer (ms); target: p99 < 150 ms and ≤ 1.5 × alone, every batch acknowledged`);
+    console.log("phase     batches  acked  ack p50  ack p99  × alone  within");
+    for (const r of rows)
+      console.log(
+        `${r.name.padEnd(9)} ${String(r.batches).padStart(7)}  ${String(r.acknowledged).padStart(5)}  ${String(r.ackP50Ms).padStart(7)}  ${String(r.ackP99Ms).padStart(7)}  ${String(r.p99VsAlone).padStart(7)}  ${within(r) ? "yes" : "NO"}${Object.keys(r.failures).length ? `  failures ${JSON.stringify(r.failures)}` : ""}`,
+      );
+    console.log(`history reads by status: ${JSON.stringify(extra.historyStatuses)}`);
+    console.log(`ws-api: ${JSON.stringify(extra.wsApi)}`);
+    console.log(`failing market ETHUSDT: ${JSON.stringify(extra.failingMarket)}`);
+  }
+  if (rows.some((r) => r.acknowledged !== r.batches)) process.exitCode = 1;
+}
+
+await main();
