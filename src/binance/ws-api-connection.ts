@@ -1,15 +1,26 @@
 import type { Context } from "hono";
 import { openEdgeConnection } from "../access/edge-connection";
+import { ByteWindow } from "../core/byte-window";
 import type { AppEnv } from "../env";
 import { MAX_CONNECTIONS_PER_PRINCIPAL } from "../streams/protocol";
 import { BinanceError } from "./errors";
-import { answerFrame, rateLimitsOf, readRequest } from "./ws-api";
+import { answerFrame, MAX_REQUEST_BYTES, type RequestId, rateLimitsOf, readRequest, requestIdIn } from "./ws-api";
 
 /** The app itself: each request of a connection is answered by the REST dialect's route. */
 export type DialectFetch = (request: Request) => Promise<Response>;
 
 /** Requests a connection may have waiting for their answer; one more is refused (-1003) rather than queued. */
 export const MAX_WAITING_REQUESTS = 50;
+/**
+ * Answer bytes a connection may be sent in any minute: past it a request is answered 429 -1003
+ * (a small frame) instead. The runtime does not say what a client has not read (`bufferedAmount`
+ * is 0 on workerd), so this bounds what a client that stops reading makes the isolate hold: 4 MiB
+ * a minute per connection, about 13 books of 5,000 levels a side (Binance's weights allow about 24
+ * deep books a minute to an address).
+ */
+export const MAX_ANSWER_BYTES_PER_MINUTE = 4 * 1024 * 1024;
+/** Frames a connection may send in any second, valid or not; more are answered -1003 and never dispatched. */
+export const MAX_FRAMES_PER_SECOND = 10;
 
 /**
  * `GET /binance/ws-api/v3` (docs/binance.md#websocket-api): the connection is held by this
@@ -40,9 +51,10 @@ export async function wsApiUpgrade(c: Context<AppEnv>, dispatch: DialectFetch): 
 
   let waiting = 0;
   let turn: Promise<void> = Promise.resolve();
-  const answer = async (text: string): Promise<string> => {
+  const answer = async (text: string): Promise<{ frame: string; id: RequestId }> => {
     const request = readRequest(text);
-    if ("error" in request) return answerFrame(request.id, request.error.status, { code: request.error.code, msg: request.error.msg }, undefined);
+    if ("error" in request)
+      return { frame: answerFrame(request.id, request.error.status, { code: request.error.code, msg: request.error.msg }, undefined), id: request.id };
     const query = request.query.toString();
     const response = await dispatch(
       new Request(`${url.origin}/binance/api/v3/${request.path}${query ? `?${query}` : ""}`, {
@@ -50,26 +62,65 @@ export async function wsApiUpgrade(c: Context<AppEnv>, dispatch: DialectFetch): 
       }),
     );
     const body = await response.json().catch(() => ({ code: -1000, msg: "An unknown error occurred while processing the request." }));
-    return answerFrame(request.id, response.status, body, (request.returnRateLimits ?? rateLimitsByDefault) ? rateLimitsOf(response.headers) : undefined);
+    return {
+      frame: answerFrame(request.id, response.status, body, (request.returnRateLimits ?? rateLimitsByDefault) ? rateLimitsOf(response.headers) : undefined),
+      id: request.id,
+    };
+  };
+  const frames = new FrameWindow(MAX_FRAMES_PER_SECOND, 1_000);
+  const answered = new ByteWindow(MAX_ANSWER_BYTES_PER_MINUTE, 60_000);
+  /** Sends an answer within the connection's bytes a minute; past them, the request is refused. */
+  const send = (frame: string, id: unknown = null): void => {
+    if (connection.ended) return;
+    if (answered.take(frame.length, Date.now())) server.send(frame);
+    else
+      server.send(
+        answerFrame(
+          id as RequestId,
+          429,
+          {
+            code: -1003,
+            msg: `More than ${MAX_ANSWER_BYTES_PER_MINUTE} bytes of answers in a minute on this connection: ask for less (a smaller limit) or wait.`,
+          },
+          undefined,
+        ),
+      );
   };
   server.addEventListener("message", (event) => {
-    const text = typeof event.data === "string" ? event.data : "";
-    if (waiting >= MAX_WAITING_REQUESTS) {
-      server.send(
-        answerFrame(null, 429, { code: -1003, msg: `More than ${MAX_WAITING_REQUESTS} requests wait for their answers on this connection.` }, undefined),
-      );
+    // Every frame counts, valid or not; refused on arrival, before anything of it is kept: past the
+    // connection's frames a second, binary, oversized, or behind too many waiting requests.
+    const id = () => (typeof event.data === "string" && event.data.length <= MAX_REQUEST_BYTES ? requestIdIn(event.data) : null);
+    const refusal = !frames.take(Date.now())
+      ? answerFrame(id(), 429, { code: -1003, msg: `More than ${MAX_FRAMES_PER_SECOND} frames a second on this connection.` }, undefined)
+      : typeof event.data !== "string"
+        ? answerFrame(null, 400, { code: -1100, msg: "Malformed request: a request is a JSON text frame." }, undefined)
+        : event.data.length > MAX_REQUEST_BYTES
+          ? answerFrame(null, 400, { code: -1100, msg: `A request is at most ${MAX_REQUEST_BYTES} bytes.` }, undefined)
+          : waiting >= MAX_WAITING_REQUESTS
+            ? answerFrame(id(), 429, { code: -1003, msg: `More than ${MAX_WAITING_REQUESTS} requests wait for their answers on this connection.` }, undefined)
+            : undefined;
+    if (refusal !== undefined) {
+      // In its place among the answers while few wait; at once when the queue is full (it holds no more).
+      if (waiting >= MAX_WAITING_REQUESTS) send(refusal);
+      else {
+        waiting += 1;
+        turn = turn.then(() => {
+          send(refusal);
+          waiting -= 1;
+        });
+      }
       return;
     }
+    const text = event.data as string;
     waiting += 1;
     // One after another: answers keep the requests' order.
     turn = turn.then(async () => {
       try {
-        const frame = await answer(text);
-        if (!connection.ended) server.send(frame);
+        const { frame, id } = await answer(text);
+        send(frame, id);
       } catch (error) {
         console.error(JSON.stringify({ level: "error", message: "ws-api request failed", error: String(error) }));
-        if (!connection.ended)
-          server.send(answerFrame(null, 503, { code: -1001, msg: "Internal error; unable to process your request. Please try again." }, undefined));
+        send(answerFrame(null, 503, { code: -1001, msg: "Internal error; unable to process your request. Please try again." }, undefined));
       } finally {
         waiting -= 1;
       }
@@ -83,4 +134,24 @@ export async function wsApiUpgrade(c: Context<AppEnv>, dispatch: DialectFetch): 
     }
   });
   return new Response(null, { status: 101, webSocket: client });
+}
+
+/** At most `most` events in any `ms`: the times of the last `most` taken, oldest first. */
+class FrameWindow {
+  private readonly times: number[] = [];
+
+  constructor(
+    private readonly most: number,
+    private readonly ms: number,
+  ) {}
+
+  /** Takes an event at `now` if the window has room. */
+  take(now: number): boolean {
+    if (this.times.length === this.most) {
+      if (now - this.times[0]! < this.ms) return false;
+      this.times.shift();
+    }
+    this.times.push(now);
+    return true;
+  }
 }

@@ -49,6 +49,18 @@ function idOf(value: unknown): RequestId | undefined {
   return undefined;
 }
 
+/** The id of a request frame refused before it is read (a refusal still names the request it answers); null when it has none. */
+export function requestIdIn(text: string): RequestId {
+  let frame: unknown;
+  try {
+    frame = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (frame === null || typeof frame !== "object") return null;
+  return idOf((frame as { id?: unknown }).id) ?? null;
+}
+
 /** A parameter's value as the REST query takes it: arrays (`symbols`, `permissions`) as JSON, scalars as text. */
 function queryValue(value: unknown): string | undefined {
   if (typeof value === "string") return value;

@@ -1,5 +1,6 @@
 import type { Context } from "hono";
 import { openEdgeConnection } from "../access/edge-connection";
+import { ByteWindow } from "../core/byte-window";
 import { marketObject } from "../core/object-ids";
 import { type ProblemResult, problem, unwrap } from "../core/problem";
 import type { AppEnv } from "../env";
@@ -95,6 +96,13 @@ async function next(sources: Source[]): Promise<Timed | undefined> {
 }
 
 /**
+ * A replay sends at most this many bytes a second, whatever its speed (0 included): the runtime
+ * does not say what a client has not read, so a client that stops reading makes the isolate hold
+ * at most this much more a second, and never more than the replay's span.
+ */
+export const REPLAY_BYTES_PER_SECOND = 2 * 1024 * 1024;
+
+/**
  * `GET /api/replay` (docs/history.md#replay): the messages a live subscriber got on the named
  * streams between `from` and `to`, from the book's history and the trades, paced at `speed`.
  * Held by this isolate, counted as one of the client address's five connections by a lease of its
@@ -119,6 +127,7 @@ export async function replayUpgrade(c: Context<AppEnv>, request: ReplayRequest):
   const { client, server } = connection;
   const run = async () => {
     const started = Date.now();
+    const paced = new ByteWindow(REPLAY_BYTES_PER_SECOND, 1_000);
     let sent = 0;
     try {
       for (let message = await next(sources); message && !connection.ended; message = await next(sources)) {
@@ -126,7 +135,11 @@ export async function replayUpgrade(c: Context<AppEnv>, request: ReplayRequest):
           const due = started + (message.time - request.from) / request.speed - Date.now();
           if (due > 0) await new Promise((resolve) => setTimeout(resolve, due));
         }
+        // At most REPLAY_BYTES_PER_SECOND, speed 0 too: what a client that stops reading makes the isolate hold grows no faster.
+        const wait = paced.waitFor(message.text.length, Date.now());
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
         if (connection.ended) return;
+        paced.force(message.text.length, Date.now());
         server.send(message.text);
         sent += 1;
       }

@@ -88,6 +88,19 @@ describe("Binance's WebSocket API (docs/binance.md#websocket-api)", () => {
     socket.ws.close();
   });
 
+  it("counts every frame against the connection's 10 a second, valid or not, and refuses a binary or oversized one on arrival (fails before: frames that were not requests were answered without limit)", async () => {
+    const socket = await openSocket("/binance/ws-api/v3", "198.18.70.9");
+    socket.ws.send(new Uint8Array([1, 2, 3]));
+    socket.ws.send(JSON.stringify({ id: "big", method: "ping", params: { pad: "x".repeat(20_000) } }));
+    for (let i = 0; i < 13; i++) socket.ws.send("not json");
+    await until(() => (socket.messages.length >= 15 ? socket.messages : undefined), { what: "15 answers" });
+    const codes = socket.messages.map((m) => m.error?.code);
+    expect(codes.slice(0, 2), "the binary and the oversized frame").toEqual([-1100, -1100]);
+    expect(codes.filter((c) => c === -1003).length, "frames past 10 in a second").toBe(5);
+    expect(codes.filter((c) => c === -1100).length, "frames answered as malformed").toBe(10);
+    socket.ws.close();
+  });
+
   it("counts each request once against the address's 10 a second: the rest are 429 -1003", async () => {
     const socket = await openSocket("/binance/ws-api/v3", "198.18.70.4");
     for (let i = 0; i < 14; i++) socket.ws.send(JSON.stringify({ id: i, method: "ping" }));
