@@ -9,7 +9,7 @@
 //               second each): `?at=` half a second ago and `?sequence=` three back, in turn;
 //   ws-api    — (c) five Binance WebSocket API connections ask for the 5,000-level book ten times a
 //               second and never read their answers (their sockets paused); workerd's RSS before
-//               and after;
+//               and after, against `ws-read` just before it: the same requests from clients that read;
 //   failing   — (d) ETHUSDT, of the same group, fails on every batch (the host's fault switch
 //               FAULT_MARKET, a Miniflare binding of this run only: its part of every commit
 //               throws) while a second publisher keeps sending it 20 batches a second.
@@ -132,16 +132,16 @@ function historyReaders(url, symbol, lastSequence) {
 }
 
 /** (c) Five WebSocket API connections asking for the deep book 10 times a second, never reading. */
-async function hungConsumers(url, symbol) {
+async function hungConsumers(url, symbol, { read = false, ipBase = 64 } = {}) {
   const sockets = await Promise.all(
     Array.from(
       { length: 5 },
       (_, c) =>
         new Promise((resolve, reject) => {
-          const ws = new WebSocket(`${url.replace(/^http/, "ws")}/binance/ws-api/v3`, { headers: { "CF-Connecting-IP": `10.64.0.${c + 1}` } });
+          const ws = new WebSocket(`${url.replace(/^http/, "ws")}/binance/ws-api/v3`, { headers: { "CF-Connecting-IP": `10.${ipBase}.0.${c + 1}` } });
           ws.once("open", () => {
             // Never read: the socket's bytes stay in the kernel and back up into the runtime.
-            ws._socket.pause();
+            if (!read) ws._socket.pause();
             resolve(ws);
           });
           ws.once("error", reject);
@@ -168,10 +168,11 @@ async function hungConsumers(url, symbol) {
   };
 }
 
-function row(name, run, alone) {
+function row(name, run, alone, rss) {
   const p99 = percentile(run.latencies, 99);
   return {
     name,
+    rssGrowthMiB: rss ? Math.round((rss[1] - rss[0]) * 10) / 10 : null,
     batches: run.batches,
     acknowledged: run.latencies.length,
     failures: run.failures,
@@ -198,16 +199,25 @@ async function main() {
     await publish(channel, busy, 20, 5);
 
     log(`alone: ${SECONDS} s…`);
+    let rss = service.rssMiB();
     const alone = await publish(channel, busy, 20, SECONDS);
     const aloneP99 = percentile(alone.latencies, 99);
-    rows.push(row("alone", alone, aloneP99));
+    rows.push(row("alone", alone, aloneP99, [rss, service.rssMiB()]));
 
     log(`(a) history: six addresses read BTCUSDT's book history at 10 a second each, ${SECONDS} s…`);
+    rss = service.rssMiB();
     const readers = historyReaders(url, busy.symbol, () => busy.sequence);
     const history = await publish(channel, busy, 20, SECONDS);
     await readers.stop();
-    rows.push(row("history", history, aloneP99));
+    rows.push(row("history", history, aloneP99, [rss, service.rssMiB()]));
     extra.historyStatuses = readers.statuses;
+
+    log(`(c) baseline, ws-read: the same five connections' requests, read, ${SECONDS} s…`);
+    rss = service.rssMiB();
+    const reading = await hungConsumers(url, busy.symbol, { read: true, ipBase: 65 });
+    const wsRead = await publish(channel, busy, 20, SECONDS);
+    await reading.stop();
+    rows.push(row("ws-read", wsRead, aloneP99, [rss, service.rssMiB()]));
 
     log(`(c) ws-api: five connections ask for the 5,000-level book 10 times a second and never read, ${SECONDS} s…`);
     const rssBefore = service.rssMiB();
@@ -215,9 +225,10 @@ async function main() {
     const wsApi = await publish(channel, busy, 20, SECONDS);
     const rssDuring = service.rssMiB();
     extra.wsApi = { ...(await hung.stop()), rssBeforeMiB: rssBefore, rssAfterMiB: rssDuring, rssGrowthMiB: Math.round((rssDuring - rssBefore) * 10) / 10 };
-    rows.push(row("ws-api", wsApi, aloneP99));
+    rows.push(row("ws-api", wsApi, aloneP99, [rssBefore, rssDuring]));
 
     log(`(d) failing: ETHUSDT, of the same group, fails on every batch while it is sent 20 a second, ${SECONDS} s…`);
+    rss = service.rssMiB();
     const failingChannel = openChannel(url, key, "10.62.0.2");
     await failingChannel.opened;
     const failing = feed("ETHUSDT", 2, 4, 3400, 20);
@@ -228,7 +239,7 @@ async function main() {
         return publish(failingChannel, failing, 20, SECONDS);
       })(),
     ]);
-    rows.push(row("failing", busyRun, aloneP99));
+    rows.push(row("failing", busyRun, aloneP99, [rss, service.rssMiB()]));
     extra.failingMarket = { batches: failingRun.batches, acknowledged: failingRun.latencies.length, failures: failingRun.failures };
     channel.close();
     failingChannel.close();
@@ -239,10 +250,10 @@ async function main() {
   if (asJson) console.log(JSON.stringify({ seconds: SECONDS, rows, ...extra }));
   else {
     console.log(`\n${SECONDS} s a phase; ack = from sending a batch to its answer (ms); target: p99 < 150 ms and ≤ 1.5 × alone, every batch acknowledged`);
-    console.log("phase     batches  acked  ack p50  ack p99  × alone  within");
+    console.log("phase     batches  acked  ack p50  ack p99  × alone  RSS +MiB  within");
     for (const r of rows)
       console.log(
-        `${r.name.padEnd(9)} ${String(r.batches).padStart(7)}  ${String(r.acknowledged).padStart(5)}  ${String(r.ackP50Ms).padStart(7)}  ${String(r.ackP99Ms).padStart(7)}  ${String(r.p99VsAlone).padStart(7)}  ${within(r) ? "yes" : "NO"}${Object.keys(r.failures).length ? `  failures ${JSON.stringify(r.failures)}` : ""}`,
+        `${r.name.padEnd(9)} ${String(r.batches).padStart(7)}  ${String(r.acknowledged).padStart(5)}  ${String(r.ackP50Ms).padStart(7)}  ${String(r.ackP99Ms).padStart(7)}  ${String(r.p99VsAlone).padStart(7)}  ${String(r.rssGrowthMiB).padStart(8)}  ${within(r) ? "yes" : "NO"}${Object.keys(r.failures).length ? `  failures ${JSON.stringify(r.failures)}` : ""}`,
       );
     console.log(`history reads by status: ${JSON.stringify(extra.historyStatuses)}`);
     console.log(`ws-api: ${JSON.stringify(extra.wsApi)}`);
