@@ -70,6 +70,8 @@ const WHERE: Partial<Record<ProblemCode, RegExp>> = {
   MARKET_NOT_TRADING: /^\/v1\/ingest$|^\/admin\/markets\/\{pair\}(\/status)?$/,
   // One market of a group failed to load or commit: it alone is held a while (docs/publishing.md#quarantine).
   MARKET_UNAVAILABLE: /^\/v1\/(ingest|publish)$/,
+  // The group's host holds 98 % of its 10 GB (docs/capacity.md#a-hosts-storage).
+  STORAGE_FULL: /^\/v1\/(ingest|publish)$/,
   LIVE_MINUTE: /\/history\/klines$/,
   TOO_MANY_ANNOUNCEMENTS: /^\/admin\/announcements$/,
   STREAM_LIMIT: /\/ws$|^\/v1\/publish$/,

@@ -26,6 +26,7 @@ export const PROBLEM_CODES = {
   ALREADY_EXISTS: { status: 409, title: "Already Exists" },
   MARKET_NOT_TRADING: { status: 409, title: "Market Not Trading" },
   MARKET_UNAVAILABLE: { status: 503, title: "Market Unavailable" },
+  STORAGE_FULL: { status: 503, title: "Storage Full" },
   LIVE_MINUTE: { status: 409, title: "Minute Holds Live Trades" },
   TOO_MANY_ANNOUNCEMENTS: { status: 409, title: "Too Many Announcements" },
   PAYLOAD_TOO_LARGE: { status: 413, title: "Payload Too Large" },

@@ -197,6 +197,11 @@ export class MarketEngine {
     return result;
   }
 
+  /** The market's listing order, once it is loaded (its group's number is `groupOf` it). */
+  get ordinal(): number | undefined {
+    return this.state?.market.ordinal;
+  }
+
   /** Whether batches applied since the last commit wait for it. */
   get staging(): boolean {
     return this.staged.batches > 0;

@@ -1,4 +1,4 @@
-import { ProblemError, type ProblemResult, toProblemResult } from "../core/problem";
+import { ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
 import { GroupRelay } from "../groups/group-relay";
 import type { BookTarget } from "../history/book-replay";
 import { HistoryCache } from "../history/history-cache";
@@ -7,11 +7,13 @@ import type { DayFiles } from "../history/market-history";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import type { MarketConfig } from "../registry/model";
+import { groupOf } from "../registry/model";
 import { ObjectSession } from "../sessions/object-session";
 import { GroupJournal } from "../ticks/journal";
 import { Tick } from "../ticks/tick";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
 import { HostAlarms } from "./host-alarms";
+import { HostStorage } from "./host-storage";
 import type { IngestAnswer, IngestBatch, IngestCommit, IngestItem } from "./ingest";
 import { MarketEngine, type OrderBookSnapshot } from "./market-engine";
 import { scopedSql, tablePrefixOf } from "./market-storage";
@@ -51,6 +53,8 @@ export class MarketObject extends MeteredObject {
   private readonly faultMarket = (this.env as unknown as { FAULT_MARKET?: string }).FAULT_MARKET;
   /** Its markets' open segments decoded and final history answers, bounded in bytes (docs/history.md#book-history). */
   private readonly historyCache = new HistoryCache();
+  /** Its SQLite against Cloudflare's 10 GB an object (public for the tests, which make the limit small). */
+  readonly storage: HostStorage;
   /** The group's markets that failed to load, stage or commit: each held alone (docs/design.md#isolation). */
   readonly quarantine = new Quarantine();
 
@@ -59,6 +63,7 @@ export class MarketObject extends MeteredObject {
     this.alarms = new HostAlarms(this.ctx.storage);
     this.relay = new GroupRelay(this.ctx.storage.kv, env);
     this.journal = new GroupJournal(this.ctx.storage.sql);
+    this.storage = new HostStorage(this.ctx.storage.sql);
     this.tickMs = Number(env.INGEST_TICK_MS ?? "100");
     this.tick = new Tick(
       () => this.tickMs,
@@ -194,6 +199,7 @@ export class MarketObject extends MeteredObject {
   private async ingestOne({ market, batch, commit }: Omit<IngestItem, "commit"> & { commit?: IngestCommit }): Promise<IngestAnswer> {
     const held = this.quarantine.refusal(market.symbol);
     if (held) return toProblemResult(held);
+    if (this.storage.level(Date.now()) === "full") return toProblemResult(this.storageFull());
     try {
       return await this.engine(market.symbol).ingest(market, batch, commit);
     } catch (error) {
@@ -202,6 +208,20 @@ export class MarketObject extends MeteredObject {
       if (this.engines.has(market.symbol)) throw error;
       return toProblemResult(this.retire(market.symbol, error, "load"));
     }
+  }
+
+  private storageFull(): ProblemError {
+    const limit = this.storage.limitBytes;
+    return problem(
+      "STORAGE_FULL",
+      `the host of this market's group holds ${this.storage.size(Date.now())} of its ${limit} bytes: it takes no batches until the operator makes room (docs/capacity.md#a-hosts-storage); nothing of this batch was applied`,
+      { retryAfterMs: 60_000 },
+    );
+  }
+
+  /** Its SQLite's size, for the operator's scrape (`mds_host_storage_bytes`). */
+  storageBytes(): number {
+    return this.storage.size(Date.now());
   }
 
   /** The markets held after a failure, for `/status` and the metrics. */
@@ -282,6 +302,17 @@ export class MarketObject extends MeteredObject {
         }
       }
     });
+    this.checkStorage(now);
+  }
+
+  /** Once a minute while it trades (the markets' alarms are the minutes' ends): the operator hears before the host is full. */
+  private checkStorage(now: number): void {
+    const level = this.storage.level(now);
+    if (level === "ok") return;
+    const ordinal = [...this.engines.values()].map((engine) => engine.ordinal).find((n) => n !== undefined);
+    const group = ordinal === undefined ? "unknown" : String(groupOf({ ordinal }));
+    this.meter.holder.counts.add("mds_host_storage_warnings_total", { group, level: level === "full" ? "98" : "80" });
+    console.error(JSON.stringify({ level: "warn", message: "market host storage", group, bytes: this.storage.size(now), of: this.storage.limitBytes }));
   }
 }
 
@@ -300,5 +331,6 @@ meterRequests(MarketObject, [
   "configure",
   "subscribeShard",
   "unsubscribeShard",
+  "storageBytes",
   "alarm",
 ]);

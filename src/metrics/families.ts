@@ -33,6 +33,11 @@ export const FAMILIES = {
     type: "counter",
     help: "A market's failures inside its group's host, by symbol and stage (load or commit: the market is held alone; alarm: retried on its own back-off)",
   },
+  mds_host_storage_warnings_total: {
+    type: "counter",
+    help: "A market host's minutes with its storage past 80 % of 10 GB (level 80) or past 98 %, taking no batches (level 98), by group",
+  },
+  mds_host_storage_bytes: { type: "gauge", help: "Each market host's SQLite size in bytes, by group (Cloudflare's limit: 10 GB an object)" },
   mds_object_requests_total: {
     type: "counter",
     help: "Requests Durable Objects served, by object class and kind: call (RPC, fetch), alarm, message (WebSocket, billed 20 to a request)",

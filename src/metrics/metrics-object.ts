@@ -19,6 +19,8 @@ export interface RecentTimes {
   ackP99: number | null;
   /** Markets that failed in their host in the last 5 minutes (docs/design.md#isolation), by symbol: how many times. */
   marketFailures: Record<string, number>;
+  /** Market hosts whose storage was past 80 % (or 98 %: taking no batches) of 10 GB in the last 5 minutes, by group: the highest level. */
+  storageWarnings: Record<string, "80" | "98">;
 }
 
 /**
@@ -47,7 +49,7 @@ export class Metrics extends MeteredObject {
     this.totals.merge(delta);
     const minute = Math.floor(Date.now() / MINUTE_MS) * MINUTE_MS;
     const held = this.minutes.get(minute) ?? new MetricCounts();
-    const failures = Object.fromEntries(Object.entries(delta.counters).filter(([key]) => key.startsWith(FAILURES)));
+    const failures = Object.fromEntries(Object.entries(delta.counters).filter(([key]) => RECENT_COUNTERS.some((prefix) => key.startsWith(prefix))));
     held.merge({ counters: failures, histograms: delta.histograms });
     this.minutes.set(minute, held);
     for (const old of this.minutes.keys()) if (old <= minute - RECENT_MINUTES * MINUTE_MS) this.minutes.delete(old);
@@ -74,6 +76,7 @@ export class Metrics extends MeteredObject {
       deliveryP99: quantile(0.99, delivery.buckets, delivery.count),
       ackP99: quantile(0.99, ack.buckets, ack.count),
       marketFailures: failuresBySymbol(counters),
+      storageWarnings: storageWarningsByGroup(counters),
     };
   }
 
@@ -85,6 +88,21 @@ export class Metrics extends MeteredObject {
 }
 
 const FAILURES = "mds_market_failures_total{";
+const STORAGE_WARNINGS = "mds_host_storage_warnings_total{";
+/** The counters kept a minute at a time for the recent window, besides the histograms. */
+const RECENT_COUNTERS = [FAILURES, STORAGE_WARNINGS];
+
+/** The `mds_host_storage_warnings_total` series of a window: each group's highest level. */
+function storageWarningsByGroup(counters: Record<string, number>): Record<string, "80" | "98"> {
+  const byGroup: Record<string, "80" | "98"> = {};
+  for (const key of Object.keys(counters)) {
+    if (!key.startsWith(STORAGE_WARNINGS)) continue;
+    const group = /group="([^"]*)"/.exec(key)?.[1];
+    const level = /level="([^"]*)"/.exec(key)?.[1] === "98" ? "98" : "80";
+    if (group && byGroup[group] !== "98") byGroup[group] = level;
+  }
+  return byGroup;
+}
 
 /** The `mds_market_failures_total` series of a window, added up by symbol. */
 function failuresBySymbol(counters: Record<string, number>): Record<string, number> {

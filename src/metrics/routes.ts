@@ -1,9 +1,11 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { requireAdmin, OPERATOR_SECURITY as security, OPERATOR_TAGS as tags } from "../admin/auth";
-import { metricsObject, priceIndex } from "../core/object-ids";
+import { marketObject, metricsObject, priceIndex } from "../core/object-ids";
 import { createRouter } from "../core/router";
 import { problemResponses } from "../core/schemas";
 import type { MarketAnswer } from "../market/edge-copies";
+import { ensureRegistry } from "../registry/copy";
+import { GROUP_SIZE } from "../registry/model";
 import { exposition, type GaugeValue, PROMETHEUS_CONTENT_TYPE } from "./exposition";
 import { isolateMetrics } from "./holder";
 import { connectionsByDialect } from "./venue-figures";
@@ -27,7 +29,7 @@ export const metricsRoutes = createRouter().openapi(
     middleware: [requireAdmin],
     summary: "Operator metrics in the Prometheus text format",
     description:
-      "Families mds_http_requests_total{route,status}, mds_rate_limited_total{scope}, mds_stream_connections{dialect}, mds_stream_messages_sent_total, mds_relay_shard_calls_total, mds_stream_delivery_seconds, mds_publish_batches_total{result}, mds_publish_ack_seconds, mds_markets{status}, mds_settlement_callbacks_total{result} (docs/operations.md#metrics). Counters are the venue's totals, gathered from every isolate, shard and publisher channel at most METRICS_FLUSH_MS (10 s) behind.",
+      "Families mds_http_requests_total{route,status}, mds_rate_limited_total{scope}, mds_stream_connections{dialect}, mds_stream_messages_sent_total, mds_relay_shard_calls_total, mds_stream_delivery_seconds, mds_publish_batches_total{result}, mds_publish_ack_seconds, mds_markets{status}, mds_settlement_callbacks_total{result}, mds_market_failures_total{symbol,stage}, mds_host_storage_warnings_total{group,level}, mds_host_storage_bytes{group} (docs/operations.md#metrics). Counters are the venue's totals, gathered from every isolate, shard and publisher channel at most METRICS_FLUSH_MS (10 s) behind.",
     responses: {
       200: { description: "Prometheus text format 0.0.4", content: { "text/plain": { schema: z.string() } } },
       ...problemResponses(401, 429, 503),
@@ -38,6 +40,11 @@ export const metricsRoutes = createRouter().openapi(
     if (flushed) await flushed;
     // The shards hand on their counts first, so the totals read after them hold them.
     const byDialect = await connectionsByDialect(c.env);
+    // Each market host's storage: a call per group (32 at the venue's 2,000 markets).
+    const groups = Math.ceil((await ensureRegistry(c.env)).snapshot.markets.length / GROUP_SIZE);
+    const storage = await Promise.all(
+      Array.from({ length: groups }, (_, g) => marketObject(c.env, { ordinal: g * GROUP_SIZE }).storageBytes() as Promise<number>),
+    );
     const [totals, answer] = await Promise.all([metricsObject(c.env).totalsNow(), priceIndex(c.env).status() as Promise<MarketAnswer>]);
     const status = JSON.parse(answer.text) as { trading: number; stale: number; halted: number };
     const gauges: GaugeValue[] = [
@@ -45,6 +52,7 @@ export const metricsRoutes = createRouter().openapi(
       { family: "mds_markets", labels: 'status="trading"', value: status.trading - status.stale },
       { family: "mds_markets", labels: 'status="stale"', value: status.stale },
       { family: "mds_markets", labels: 'status="halted"', value: status.halted },
+      ...storage.map((value, group) => ({ family: "mds_host_storage_bytes" as const, labels: `group="${group}"`, value })),
     ];
     return c.text(exposition(totals, gauges), 200, { "Content-Type": PROMETHEUS_CONTENT_TYPE });
   },

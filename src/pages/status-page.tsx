@@ -188,6 +188,16 @@ export function StatusPage({
                       .join(", ")}
               </td>
             </tr>
+            <tr>
+              <td>market hosts past 80 % of their 10 GB, last 5 minutes (past 98 % a host takes no batches)</td>
+              <td data-figure="storage-warnings">
+                {Object.keys(figures.storageWarnings).length === 0
+                  ? "none"
+                  : Object.entries(figures.storageWarnings)
+                      .map(([group, level]) => `group ${group} (${level === "98" ? "full: taking no batches" : "past 80 %"})`)
+                      .join(", ")}
+              </td>
+            </tr>
           </table>
         ) : (
           <p id="stream-figures">These figures cannot be read just now.</p>

@@ -843,7 +843,7 @@ export interface paths {
         };
         /**
          * The publisher channel: ingest batches over one WebSocket (an operator's publishing key)
-         * @description Upgrade: websocket, signed like GET /v1/ws (headers, or ?apiKey=&timestamp=&signature= over /v1/publish) with a publishing key. Each message is a POST /v1/ingest body with an `id`; each is answered {id, result} (the IngestResult) or {id, error} (the problem), with the same semantics: dedupe, sequences, rules, all or nothing, FORBIDDEN_MARKET outside the key's markets. Batches of one market apply in the order sent. At most 4 connections per key (a fifth is 429 STREAM_LIMIT). At most 64 batches may await their answer on a connection, and 256 batches or 16777216 bytes on all of a key's: one more is answered with error RATE_LIMITED and not applied. The key is re-checked at least every 10 s: revocation, expiry and an allow-list change close the connection (1008), a market-list change holds the next batch.
+         * @description Upgrade: websocket, signed like GET /v1/ws (headers, or ?apiKey=&timestamp=&signature= over /v1/publish) with a publishing key. Each message is a POST /v1/ingest body with an `id`; each is answered {id, result} (the IngestResult) or {id, error} (the problem), with the same semantics: dedupe, sequences, rules, all or nothing, FORBIDDEN_MARKET outside the key's markets. Batches of one market apply in the order sent. At most 4 connections per key (a fifth is 429 STREAM_LIMIT). At most 4096 batches may await their answer on a connection, and 16384 batches or 16777216 bytes on all of a key's: one more is answered with error RATE_LIMITED and not applied. The key is re-checked at least every 10 s: revocation, expiry and an allow-list change close the connection (1008), a market-list change holds the next batch.
          */
         get: operations["openPublisherChannel"];
         put?: never;
@@ -1334,7 +1334,7 @@ export interface paths {
         };
         /**
          * Operator metrics in the Prometheus text format
-         * @description Families mds_http_requests_total{route,status}, mds_rate_limited_total{scope}, mds_stream_connections{dialect}, mds_stream_messages_sent_total, mds_relay_shard_calls_total, mds_stream_delivery_seconds, mds_publish_batches_total{result}, mds_publish_ack_seconds, mds_markets{status}, mds_settlement_callbacks_total{result} (docs/operations.md#metrics). Counters are the venue's totals, gathered from every isolate, shard and publisher channel at most METRICS_FLUSH_MS (10 s) behind.
+         * @description Families mds_http_requests_total{route,status}, mds_rate_limited_total{scope}, mds_stream_connections{dialect}, mds_stream_messages_sent_total, mds_relay_shard_calls_total, mds_stream_delivery_seconds, mds_publish_batches_total{result}, mds_publish_ack_seconds, mds_markets{status}, mds_settlement_callbacks_total{result}, mds_market_failures_total{symbol,stage}, mds_host_storage_warnings_total{group,level}, mds_host_storage_bytes{group} (docs/operations.md#metrics). Counters are the venue's totals, gathered from every isolate, shard and publisher channel at most METRICS_FLUSH_MS (10 s) behind.
          */
         get: operations["scrapeMetrics"];
         put?: never;
@@ -1546,7 +1546,7 @@ export interface components {
             /** @example 404 */
             status: number;
             /** @enum {string} */
-            code: "VALIDATION_FAILED" | "INVALID_SYMBOL" | "UNKNOWN_SYMBOL" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "MISSING_CREDENTIALS" | "MALFORMED_CREDENTIALS" | "INVALID_API_KEY" | "INVALID_SIGNATURE" | "TIMESTAMP_OUT_OF_WINDOW" | "PERMISSION_DENIED" | "IP_NOT_ALLOWED" | "FORBIDDEN_MARKET" | "UNAUTHENTICATED" | "UNKNOWN_GATEWAY" | "EVENT_ID_CONFLICT" | "SEQUENCE_GAP" | "STALE_SEQUENCE" | "ALREADY_EXISTS" | "MARKET_NOT_TRADING" | "MARKET_UNAVAILABLE" | "LIVE_MINUTE" | "TOO_MANY_ANNOUNCEMENTS" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "STREAM_LIMIT" | "HELD_LIMIT" | "NOT_CONFIGURED" | "UNAVAILABLE" | "INTERNAL_ERROR";
+            code: "VALIDATION_FAILED" | "INVALID_SYMBOL" | "UNKNOWN_SYMBOL" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "MISSING_CREDENTIALS" | "MALFORMED_CREDENTIALS" | "INVALID_API_KEY" | "INVALID_SIGNATURE" | "TIMESTAMP_OUT_OF_WINDOW" | "PERMISSION_DENIED" | "IP_NOT_ALLOWED" | "FORBIDDEN_MARKET" | "UNAUTHENTICATED" | "UNKNOWN_GATEWAY" | "EVENT_ID_CONFLICT" | "SEQUENCE_GAP" | "STALE_SEQUENCE" | "ALREADY_EXISTS" | "MARKET_NOT_TRADING" | "MARKET_UNAVAILABLE" | "STORAGE_FULL" | "LIVE_MINUTE" | "TOO_MANY_ANNOUNCEMENTS" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "STREAM_LIMIT" | "HELD_LIMIT" | "NOT_CONFIGURED" | "UNAVAILABLE" | "INTERNAL_ERROR";
             detail: string;
             requestId?: string;
             errors?: {
@@ -6034,7 +6034,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: MARKET_UNAVAILABLE, NOT_CONFIGURED, UNAVAILABLE */
+            /** @description Problem: MARKET_UNAVAILABLE, STORAGE_FULL, NOT_CONFIGURED, UNAVAILABLE */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6221,7 +6221,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: MARKET_UNAVAILABLE, NOT_CONFIGURED, UNAVAILABLE */
+            /** @description Problem: MARKET_UNAVAILABLE, STORAGE_FULL, NOT_CONFIGURED, UNAVAILABLE */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
