@@ -13,7 +13,7 @@
 import { mkdirSync } from "node:fs";
 import { issuePublishKey } from "../scripts/publish-key.mjs";
 import { listVenue } from "../scripts/venue.mjs";
-import { option } from "./load.mjs";
+import { option, percentile } from "./load.mjs";
 import { openChannel } from "./publisher.mjs";
 import { bundleService, startService, work } from "./service.mjs";
 import { sign } from "./signed-load.mjs";
@@ -30,13 +30,6 @@ const log = (...line) => {
 };
 let ipCounter = 0;
 const nextIp = () => `10.60.${(++ipCounter >> 8) & 255}.${ipCounter & 255}`;
-
-/** p-th percentile of `values` (ms). */
-function percentile(values, p) {
-  if (values.length === 0) return null;
-  const sorted = [...values].sort((a, b) => a - b);
-  return Math.round(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] * 10) / 10;
-}
 
 /** A market's synthetic feed: a book of 20 levels a side around `mid`, one level changed per update, and trades at the touch. */
 function feed(symbol, { priceScale, quantityScale }, mid) {

@@ -20,7 +20,7 @@
 import { mkdirSync } from "node:fs";
 import WebSocket from "ws";
 import { issuePublishKey } from "../scripts/publish-key.mjs";
-import { option } from "./load.mjs";
+import { option, percentile } from "./load.mjs";
 import { openChannel } from "./publisher.mjs";
 import { bundleService, startService, work } from "./service.mjs";
 
@@ -30,13 +30,6 @@ const log = (...line) => {
   if (!asJson) console.log(...line);
 };
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** p-th percentile of `values` (ms). */
-function percentile(values, p) {
-  if (values.length === 0) return null;
-  const sorted = [...values].sort((a, b) => a - b);
-  return Math.round(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] * 10) / 10;
-}
 
 /** A market's feed: a book of `levels` a side around `mid`, deltas of `changes` levels, trades at the touch. */
 function feed(symbol, priceScale, quantityScale, mid, levels) {

@@ -83,3 +83,10 @@ export async function touchClients(url, nextIp, count = 1024, path = "/api/time"
     }),
   );
 }
+
+/** p-th percentile of `values` (ms, to a tenth), or null when there are none. */
+export function percentile(values, p) {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  return Math.round(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] * 10) / 10;
+}
