@@ -1,3 +1,5 @@
+import { doublingMs } from "../core/backoff";
+
 /**
  * The sign-in throttle, as pure rules. Each principal (an account, a client address) has one
  * record of failed attempts, kept by its AccessGuard, which decides every attempt alone.
@@ -38,7 +40,7 @@ function current(attempts: LoginAttempts | undefined, now: number): LoginAttempt
 /** How long after the last failure the next attempt on an account must wait. */
 export function accountDelayMs(failures: number): number {
   if (failures < ACCOUNT_FREE_FAILURES) return 0;
-  return Math.min(ACCOUNT_MAX_DELAY_MS, 1000 * 2 ** Math.min(20, failures - ACCOUNT_FREE_FAILURES));
+  return doublingMs(failures - ACCOUNT_FREE_FAILURES + 1, 1_000, ACCOUNT_MAX_DELAY_MS);
 }
 
 /**

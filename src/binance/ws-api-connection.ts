@@ -1,5 +1,6 @@
 import type { Context } from "hono";
 import { openEdgeConnection } from "../access/edge-connection";
+import { SlidingWindow } from "../access/sliding-window";
 import { ByteWindow } from "../core/byte-window";
 import type { AppEnv } from "../env";
 import { MAX_CONNECTIONS_PER_PRINCIPAL } from "../streams/protocol";
@@ -67,16 +68,16 @@ export async function wsApiUpgrade(c: Context<AppEnv>, dispatch: DialectFetch): 
       id: request.id,
     };
   };
-  const frames = new FrameWindow(MAX_FRAMES_PER_SECOND, 1_000);
+  const frames = new SlidingWindow(MAX_FRAMES_PER_SECOND, 1_000);
   const answered = new ByteWindow(MAX_ANSWER_BYTES_PER_MINUTE, 60_000);
   /** Sends an answer within the connection's bytes a minute; past them, the request is refused. */
-  const send = (frame: string, id: unknown = null): void => {
+  const send = (frame: string, id: RequestId = null): void => {
     if (connection.ended) return;
     if (answered.take(frame.length, Date.now())) server.send(frame);
     else
       server.send(
         answerFrame(
-          id as RequestId,
+          id,
           429,
           {
             code: -1003,
@@ -90,7 +91,7 @@ export async function wsApiUpgrade(c: Context<AppEnv>, dispatch: DialectFetch): 
     // Every frame counts, valid or not; refused on arrival, before anything of it is kept: past the
     // connection's frames a second, binary, oversized, or behind too many waiting requests.
     const id = () => (typeof event.data === "string" && event.data.length <= MAX_REQUEST_BYTES ? requestIdIn(event.data) : null);
-    const refusal = !frames.take(Date.now())
+    const refusal = !frames.admit(Date.now()).allowed
       ? answerFrame(id(), 429, { code: -1003, msg: `More than ${MAX_FRAMES_PER_SECOND} frames a second on this connection.` }, undefined)
       : typeof event.data !== "string"
         ? answerFrame(null, 400, { code: -1100, msg: "Malformed request: a request is a JSON text frame." }, undefined)
@@ -134,24 +135,4 @@ export async function wsApiUpgrade(c: Context<AppEnv>, dispatch: DialectFetch): 
     }
   });
   return new Response(null, { status: 101, webSocket: client });
-}
-
-/** At most `most` events in any `ms`: the times of the last `most` taken, oldest first. */
-class FrameWindow {
-  private readonly times: number[] = [];
-
-  constructor(
-    private readonly most: number,
-    private readonly ms: number,
-  ) {}
-
-  /** Takes an event at `now` if the window has room. */
-  take(now: number): boolean {
-    if (this.times.length === this.most) {
-      if (now - this.times[0]! < this.ms) return false;
-      this.times.shift();
-    }
-    this.times.push(now);
-    return true;
-  }
 }

@@ -22,8 +22,7 @@ export class ByteWindow {
   take(bytes: number, now: number): boolean {
     this.expire(now);
     if (this.total + bytes > this.most) return false;
-    this.sent.push({ at: now, bytes });
-    this.total += bytes;
+    this.force(bytes, now);
     return true;
   }
 

@@ -201,7 +201,7 @@ export class MarketBookHistory {
     replayTo(book, found.segment, target);
     const text = JSON.stringify(historicalBook(symbol, book, depth));
     this.cache.answers.set(key, text);
-    return { text, sequence: book.sequence, final: true };
+    return { text, sequence, final: true };
   }
 
   /**

@@ -1,3 +1,5 @@
+import { doublingMs } from "../core/backoff";
+
 /** The one stored record of when each hosted market's alarm is due. */
 const DUE_KEY = "alarms";
 /** A market whose alarm failed runs again after 1 s, twice as long after each failure in a row, at most 5 minutes. */
@@ -67,7 +69,7 @@ export class HostAlarms {
   failed(symbol: string, now: number): number {
     const failures = (this.failures.get(symbol) ?? 0) + 1;
     this.failures.set(symbol, failures);
-    const retryAt = Math.min(this.due.get(symbol) ?? Number.POSITIVE_INFINITY, now + Math.min(LONGEST_RETRY_MS, FIRST_RETRY_MS * 2 ** (failures - 1)));
+    const retryAt = Math.min(this.due.get(symbol) ?? Number.POSITIVE_INFINITY, now + doublingMs(failures, FIRST_RETRY_MS, LONGEST_RETRY_MS));
     if (this.due.get(symbol) !== retryAt) {
       this.due.set(symbol, retryAt);
       this.changed();

@@ -1,3 +1,4 @@
+import { doublingMs } from "../core/backoff";
 import { type ProblemError, problem } from "../core/problem";
 
 /** A held market is tried again after 1 s, then twice as long after each failure, at most a minute. */
@@ -50,7 +51,7 @@ export class Quarantine {
     const entry: HeldMarket = {
       symbol,
       since: before?.since ?? now,
-      until: now + Math.min(LONGEST_HOLD_MS, FIRST_HOLD_MS * 2 ** (failures - 1)),
+      until: now + doublingMs(failures, FIRST_HOLD_MS, LONGEST_HOLD_MS),
       failures,
       reason: String(error instanceof Error ? error.message : error).slice(0, REASON_CHARS),
     };

@@ -26,6 +26,11 @@ export function seriesKey(family: Family, labels: Labels = {}): string {
   return names.length === 0 ? family : `${family}{${names.map((name) => `${name}="${escapeLabel(labels[name]!)}"`).join(",")}}`;
 }
 
+/** The value of label `name` in a series key (`seriesKey`'s inverse for one label), or undefined. */
+export function labelIn(key: string, name: string): string | undefined {
+  return new RegExp(`[{,]${name}="([^"]*)"`).exec(key)?.[1];
+}
+
 /**
  * Counts kept where they happen (an isolate, a shard, a publisher channel) until they are handed
  * on (`take`), and merged where they are gathered (the Metrics object). Adding is a map update.

@@ -1,4 +1,4 @@
-import { type HistogramState, MetricCounts, type MetricDelta, seriesKey } from "./counts";
+import { type HistogramState, labelIn, MetricCounts, type MetricDelta, seriesKey } from "./counts";
 import type { Family } from "./families";
 import { MetricsHolder } from "./holder";
 import { MeteredObject } from "./metered-object";
@@ -97,8 +97,8 @@ function storageWarningsByGroup(counters: Record<string, number>): Record<string
   const byGroup: Record<string, "80" | "98"> = {};
   for (const key of Object.keys(counters)) {
     if (!key.startsWith(STORAGE_WARNINGS)) continue;
-    const group = /group="([^"]*)"/.exec(key)?.[1];
-    const level = /level="([^"]*)"/.exec(key)?.[1] === "98" ? "98" : "80";
+    const group = labelIn(key, "group");
+    const level = labelIn(key, "level") === "98" ? "98" : "80";
     if (group && byGroup[group] !== "98") byGroup[group] = level;
   }
   return byGroup;
@@ -108,7 +108,7 @@ function storageWarningsByGroup(counters: Record<string, number>): Record<string
 function failuresBySymbol(counters: Record<string, number>): Record<string, number> {
   const bySymbol: Record<string, number> = {};
   for (const [key, n] of Object.entries(counters)) {
-    const symbol = key.startsWith(FAILURES) ? /symbol="([^"]*)"/.exec(key)?.[1] : undefined;
+    const symbol = key.startsWith(FAILURES) ? labelIn(key, "symbol") : undefined;
     if (symbol) bySymbol[symbol] = (bySymbol[symbol] ?? 0) + n;
   }
   return bySymbol;
