@@ -5,6 +5,7 @@ import { ledgerOptions, releaseExpiredHolds } from "./settlements/ledger";
 import { registerDialect } from "./streams/dialect";
 
 export { AccessGuard } from "./access/access-guard";
+export { BookFilesWorkflow } from "./history/book-files-workflow";
 export { DemoFeed } from "./market/demo-feed-object";
 export { MarketObject } from "./market/market-object";
 export { PriceIndex } from "./market/price-index-object";

@@ -29,6 +29,14 @@ export function hourlyKey(kind: BookFileKind, symbol: string, hour: number): str
   return `data/spot/hourly/${kind}/${symbol}/${symbol}-${kind}-${hourName(hour)}.zip`;
 }
 
+/** What the rows of an hour's next segment need of those before (`HourRows.carry`). */
+export interface HourCarry {
+  opened: boolean;
+  changes: number;
+  /** The bookTicker file's last row's prices, so an unchanged top is not written again. */
+  lastTop: string;
+}
+
 /**
  * The hour's rows, made a segment at a time (`segment`), replaying the segments in order into
  * `book` (at the first one's base):
@@ -41,17 +49,28 @@ export function hourlyKey(kind: BookFileKind, symbol: string, hour: number): str
  */
 export class HourRows {
   /** Whether an update fell in the hour (else the hour has no files). */
-  opened = false;
+  opened: boolean;
   /** Level changes in the hour (the opening snapshot's rows not counted). */
-  changes = 0;
-  private lastTop = "";
+  changes: number;
+  private lastTop: string;
   private readonly end: number;
 
   constructor(
+    /** The book at the first segment's base: each segment's rows are made from its own base. */
     private readonly book: OrderBook,
     private readonly hour: number,
+    /** Where the segments before left the hour (`carry`), when each is made apart. */
+    carry: HourCarry = { opened: false, changes: 0, lastTop: "" },
   ) {
     this.end = hour + HOUR_MS;
+    this.opened = carry.opened;
+    this.changes = carry.changes;
+    this.lastTop = carry.lastTop;
+  }
+
+  /** What the next segment's rows need of this one's: a few bytes, handed from one Workflow step to the next. */
+  get carry(): HourCarry {
+    return { opened: this.opened, changes: this.changes, lastTop: this.lastTop };
   }
 
   /** The sequence of the hour's last update so far. */

@@ -49,6 +49,13 @@ export function decodeSegment(text: string): BookSegment {
   return { base: decodeBase(value.base), entries: value.entries.map(decodeEntry) };
 }
 
+/** A segment read back from R2 (the host's reads, and the Workflow that builds an hour's files). */
+export async function readSegment(bucket: R2Bucket, symbol: string, baseSeq: number): Promise<BookSegment> {
+  const object = await bucket.get(segmentKey(symbol, baseSeq));
+  if (!object) throw new Error(`the book segment at ${baseSeq} of ${symbol} is not in R2`);
+  return decodeSegment(await gunzipText(object.body));
+}
+
 type Row = { base_seq: number; last_seq: number; first_time: number; last_time: number; bytes: number };
 const toRow = (r: Row): SegmentRow => ({ baseSeq: r.base_seq, lastSeq: r.last_seq, firstTime: r.first_time, lastTime: r.last_time, bytes: r.bytes });
 const COLUMNS = "base_seq, last_seq, first_time, last_time, bytes";
@@ -140,8 +147,6 @@ export class BookHistory {
   async read(symbol: string, row: SegmentRow): Promise<BookSegment> {
     const waiting = this.waiting(row.baseSeq);
     if (waiting !== undefined) return decodeSegment(waiting);
-    const object = await this.bucket.get(segmentKey(symbol, row.baseSeq));
-    if (!object) throw new Error(`the book segment at ${row.baseSeq} of ${symbol} is not in R2`);
-    return decodeSegment(await gunzipText(object.body));
+    return readSegment(this.bucket, symbol, row.baseSeq);
   }
 }

@@ -1,14 +1,15 @@
 /**
  * One market's book history (docs/history.md#book-history), over its store: what the ingest
  * records of each batch's updates, the book at any kept sequence or moment, the replay's pages,
- * the segments' way to R2 and the hourly files. The market object writes alone and hands this
+ * the segments' way to R2 and the closed hours handed to the Workflow that builds their files. The market object writes alone and hands this
  * the state it holds.
  */
 import { problem } from "../core/problem";
 import type { BookEntry, BookSegment } from "../market/book-log";
 import type { MarketState } from "../market/market-state";
 import type { MarketRecord, MarketStore } from "../market/market-store";
-import { BOOK_FILE_KINDS, HourRows, hourlyKey, hourOf } from "./book-files";
+import { hourOf } from "./book-files";
+import { type BookHourParams, bookHourId } from "./book-files-workflow";
 import { BookHistory, type SegmentRow } from "./book-history";
 import {
   type BookTarget,
@@ -23,9 +24,8 @@ import {
 } from "./book-replay";
 import { entriesBytes, type HistoryCache, segmentBytes } from "./history-cache";
 import { HOUR_MS, MINUTE_MS } from "./intervals";
-import { ZipStreamWriter } from "./zip-stream";
 
-/** An hour's files are written this long after it ends (the alarm; docs/history.md#book-files). */
+/** An hour is handed to its files' Workflow this long after it ends (the alarm; docs/history.md#book-files). */
 export const BOOK_FILES_AFTER_MS = MINUTE_MS;
 
 /** A page of a replay's book messages; `next` is the sequence the next page continues after, absent at the end. */
@@ -41,11 +41,13 @@ export class MarketBookHistory {
   constructor(
     private readonly store: MarketStore,
     sql: SqlStorage,
-    private readonly bucket: R2Bucket,
+    bucket: R2Bucket,
     /** Makes sure the market's alarm fires no later than a time. */
     private readonly alarmBy: (time: number) => void,
     /** The host's, shared by its markets: open segments decoded and final answers, bounded in bytes. */
     private readonly cache: HistoryCache,
+    /** The Workflow that builds an hour's files (env.BOOK_FILES). */
+    private readonly files: Workflow<BookHourParams>,
   ) {
     this.kept = new BookHistory(sql, bucket);
   }
@@ -64,13 +66,16 @@ export class MarketBookHistory {
     });
   }
 
-  /** The alarm: the closed hours' files that are due; an R2 fault leaves the hour due, and the alarm comes again. */
+  /**
+   * The alarm: the closed hours that are due are handed on (`closeHours`); an R2 or Workflow fault
+   * leaves the hour due, and the alarm comes again a minute on.
+   */
   async alarm(load: () => MarketState, now: number): Promise<void> {
     const from = this.store.bookHoursFrom();
     if (from === 0) return;
     if (from + HOUR_MS + BOOK_FILES_AFTER_MS <= now) {
-      await this.writeHours(load(), now).catch((error) => {
-        console.error(JSON.stringify({ level: "error", message: "book files failed", error: String(error) }));
+      await this.closeHours(load(), now).catch((error) => {
+        console.error(JSON.stringify({ level: "error", message: "book hours not handed on", error: String(error) }));
         this.alarmBy(now + MINUTE_MS);
       });
     }
@@ -92,8 +97,12 @@ export class MarketBookHistory {
     /** A snapshot now, whatever the log's counts (`BookLog.append`). */
     force = false,
   ): { fields: Partial<MarketRecord>; closed: boolean; snapshot: boolean } {
+    const at = this.store.bookPosition();
+    // The first commit of a later hour closes the segment: an hour's files read closed segments only.
+    const opened = entries.length > 0 ? this.store.book.openedAt(at) : undefined;
+    const hourClosed = opened !== undefined && hourOf(entries[0]!.time) > hourOf(opened);
     const { position, closed, snapshot } = this.store.book.append(
-      this.store.bookPosition(),
+      at,
       entries,
       () => ({
         sequence: state.book.sequence,
@@ -104,7 +113,7 @@ export class MarketBookHistory {
       }),
       trades,
       now,
-      force,
+      force || hourClosed,
     );
     if (closed) this.kept.keep(closed);
     const fields: Partial<MarketRecord> = { bookSnapshotN: position.snapshotN, bookLogN: position.logN };
@@ -227,64 +236,47 @@ export class MarketBookHistory {
   }
 
   /**
-   * Writes the files of every closed hour since the record's `bookHoursFrom` that had book
-   * updates (an hour without any has no file), each once: a file already in R2 is never written
-   * again. Returns the hours written; the record moves past them.
+   * Hands every closed hour since the record's `bookHoursFrom` to the Workflow that builds its
+   * files (`book-files-workflow.ts`), off this thread: once the segments holding it are in R2, one
+   * instance an hour (an hour without a segment has no files). The host only records that the hour
+   * closed; it never waits for the files, so a failing hour holds back no other. Stops at an hour
+   * the open segment still holds part of (its commit or the alarm closes it: `closeHour`). Returns
+   * the hours handed on; the record moves past them.
    */
-  async writeHours(state: MarketState, now: number): Promise<number[]> {
-    const written: number[] = [];
+  async closeHours(state: MarketState, now: number): Promise<number[]> {
+    const handed: number[] = [];
     let hour = this.store.bookHoursFrom();
-    if (!hour) return written;
+    if (!hour) return handed;
     await this.upload(state.market.symbol);
+    const open = this.store.book.openedAt(this.store.bookPosition());
     for (let n = 0; hour + HOUR_MS + BOOK_FILES_AFTER_MS <= now && n < 168; n++, hour += HOUR_MS) {
-      if (await this.writeHour(state, hour)) written.push(hour);
+      if (open !== undefined && open < hour + HOUR_MS) break;
+      const segments = this.kept.between(hour, hour + HOUR_MS).map((row) => row.baseSeq);
+      if (segments.length === 0) continue;
+      const { symbol, priceScale, quantityScale } = state.market;
+      await this.startFiles({ symbol, hour, priceScale, quantityScale, segments });
+      handed.push(hour);
     }
-    // The next hour to write: this one, if the book changed since it began; else none until it changes.
+    // The next hour to hand on: this one, if the book changed since it began; else none until it changes.
     const next = state.book.updatedAt >= hour ? hour : 0;
     if (next !== this.store.bookHoursFrom()) this.store.writeRecord({ bookHoursFrom: next });
-    return written;
+    return handed;
   }
 
-  /**
-   * Writes one hour's two files, a segment at a time into zips streamed to R2 (memory holds one
-   * segment and one 8 MiB part per file, however busy the hour). The book's `.CHECKSUM`, written
-   * last, says the hour is written.
-   */
-  private async writeHour(state: MarketState, hour: number): Promise<boolean> {
-    const { symbol } = state.market;
-    const key = hourlyKey("book", symbol, hour);
-    if (await this.bucket.head(`${key}.CHECKSUM`)) return false; // written before: an hour's files are written once
-    const sources = this.segmentsOf(symbol, hour);
-    if (sources.length === 0) return false;
-    const first = await sources[0]!();
-    const rows = new HourRows(bookOf(first, state.market.priceScale, state.market.quantityScale), hour);
-    const files = BOOK_FILE_KINDS.map((kind) => {
-      const fileKey = hourlyKey(kind, symbol, hour);
-      const name = fileKey.slice(fileKey.lastIndexOf("/") + 1);
-      return { kind, key: fileKey, name, zip: new ZipStreamWriter(this.bucket, fileKey, name.replace(/\.zip$/, ".csv"), new Date(hour)) };
-    });
-    for (let i = 0; i < sources.length; i++) {
-      const text = rows.segment(i === 0 ? first : await sources[i]!());
-      for (const file of files) await file.zip.write(text[file.kind]);
-    }
-    if (!rows.opened) return false;
-    // The bookTicker file first: the book file's checksum, last, says the hour is written.
-    for (const file of [...files].reverse()) {
-      const { sha256 } = await file.zip.close();
-      await this.bucket.put(`${file.key}.CHECKSUM`, `${sha256}  ${file.name}\n`, { httpMetadata: { contentType: "text/plain; charset=utf-8" } });
-    }
-    return true;
+  /** Whether the open segment holds batches of an hour that has ended: a snapshot must close it before the hour's files. */
+  holdsClosedHour(now: number): boolean {
+    const open = this.store.book.openedAt(this.store.bookPosition());
+    return open !== undefined && hourOf(open) < hourOf(now);
   }
 
-  /** The segments with batches in the hour, in order, each read when asked for; the open one last if it has some. */
-  private segmentsOf(symbol: string, hour: number): (() => Promise<BookSegment>)[] {
-    const sources: (() => Promise<BookSegment>)[] = this.kept.between(hour, hour + HOUR_MS).map((row) => () => this.kept.read(symbol, row));
-    const open = this.openSegment(symbol);
-    const entries = open?.entries;
-    if (open && entries && entries.length > 0 && entries[0]!.time < hour + HOUR_MS && entries[entries.length - 1]!.time >= hour) {
-      sources.push(() => Promise.resolve(open));
+  /** The hour's instance, once: an instance of its id made before (a retried alarm) is the same hour's. */
+  private async startFiles(params: BookHourParams): Promise<void> {
+    const id = bookHourId(params.symbol, params.hour);
+    try {
+      await this.files.create({ id, params });
+    } catch (error) {
+      const existing = await this.files.get(id).catch(() => undefined);
+      if (!existing) throw error;
     }
-    // A segment's base is the book after the one before's last batch, so the first here opens the hour.
-    return sources;
   }
 }

@@ -164,6 +164,8 @@ export class BookLog {
    * then, never late.
    */
   private segmentBytes: number | undefined;
+  /** The time of the open segment's first entry (null: it has none), read with `segmentBytes`. */
+  private firstTime: number | null = null;
 
   private readonly ring: LogRing;
 
@@ -196,8 +198,8 @@ export class BookLog {
     const encoded = entries.map(encodeEntry);
     const entryBytes = encoded.reduce((sum, e) => sum + e.length, 0);
     const text = encodeCommitOf(encoded, trades, at);
-    this.segmentBytes ??= this.ring.rows(position.snapshotN, position.logN).reduce((sum, row) => sum + row.change.length, 0);
-    if (force || n - position.snapshotN >= SNAPSHOT_EVERY || this.segmentBytes + entryBytes > SEGMENT_MAX_BYTES) {
+    this.measure(position);
+    if (force || n - position.snapshotN >= SNAPSHOT_EVERY || (this.segmentBytes ?? 0) + entryBytes > SEGMENT_MAX_BYTES) {
       const closed = this.segmentBefore(position, entries);
       const book = wholeBook();
       // The snapshot carries the fingerprint of the last batch that changed the book (this commit's or an earlier one's).
@@ -207,12 +209,37 @@ export class BookLog {
       );
       if (position.snapshotN === 0 && this.sql.exec("SELECT 1 FROM book_levels LIMIT 1").toArray().length > 0) this.sql.exec("DELETE FROM book_levels");
       this.segmentBytes = 0;
+      this.firstTime = null;
       this.ring.covered();
       return { position: { snapshotN: n, logN: n }, snapshot: true, ...(closed ? { closed } : {}) };
     }
     this.ring.put(n, text);
-    this.segmentBytes += entryBytes;
+    this.segmentBytes = (this.segmentBytes ?? 0) + entryBytes;
+    if (this.firstTime === null && entries.length > 0) this.firstTime = entries[0]!.time;
     return { position: { snapshotN: position.snapshotN, logN: n }, snapshot: false };
+  }
+
+  /**
+   * When the open segment's first batch was applied; undefined while it has none. An hour's files
+   * wait for the segment holding its end to close (`../history/market-book-history.ts`).
+   */
+  openedAt(position: BookLogPosition): number | undefined {
+    this.measure(position);
+    return this.firstTime ?? undefined;
+  }
+
+  /** The open segment's bytes and first time, read from the ring once after a load. */
+  private measure(position: BookLogPosition): void {
+    if (this.segmentBytes !== undefined) return;
+    const rows = this.ring.rows(position.snapshotN, position.logN);
+    this.segmentBytes = rows.reduce((sum, row) => sum + row.change.length, 0);
+    for (const row of rows) {
+      const first = changesOf(row.change).find((change) => "t" in change && change.u.length > 0);
+      if (first && "t" in first) {
+        this.firstTime = first.t;
+        break;
+      }
+    }
   }
 
   /**

@@ -98,7 +98,7 @@ export class MarketEngine {
       (op) => this.send(op),
       () => this.streams!,
     );
-    this.bookHistory = new MarketBookHistory(this.store, storage.sql, env.HISTORY, (time) => this.secondly.alarmBy(time), host.historyCache);
+    this.bookHistory = new MarketBookHistory(this.store, storage.sql, env.HISTORY, (time) => this.secondly.alarmBy(time), host.historyCache, env.BOOK_FILES);
     this.reads = new MarketReads(this.store, this.history);
     this.minutes = new MinuteWrites(this.store, host.tick);
   }
@@ -293,10 +293,27 @@ export class MarketEngine {
     return guardedAsync(() => this.bookHistory.replayPage(this.readable(market), from, to, after));
   }
 
-  /** Writes the closed hours' book files that are due at `now` (the alarm does; the tests call it with a later clock). */
-  async writeBookHours(now = Date.now()): Promise<number[]> {
+  /** Hands the closed hours due at `now` to their files' Workflow (the alarm does; the tests call it with a later clock). */
+  async closeBookHours(now = Date.now()): Promise<number[]> {
     if (!this.state && !this.store.hasConfig()) return [];
-    return this.bookHistory.writeHours(this.load(), now);
+    this.closeHour(now);
+    return this.bookHistory.closeHours(this.load(), now);
+  }
+
+  /**
+   * A market that went quiet: its open segment holds batches of an hour that has ended and no
+   * commit came since to close it, so a snapshot closes it now — an hour's files are built from
+   * closed segments in R2 alone. Not while batches wait for the tick: their commit closes it.
+   */
+  private closeHour(now: number): void {
+    if (this.staging || !this.bookHistory.holdsClosedHour(now)) return;
+    const state = this.load();
+    this.store.transaction(() => {
+      const logged = this.bookHistory.record(state, [], [], state.lastUpdateAt, true);
+      this.store.sealTrades();
+      this.store.noteRecord(logged.fields);
+    });
+    this.bookHistory.uploadBeside(state.market.symbol);
   }
 
   private prune(state: MarketState, now: number): void {
@@ -393,6 +410,7 @@ export class MarketEngine {
     // After an eviction the object knows its market only from storage.
     if (this.state || this.store.hasConfig()) this.secondly.now(this.load(), Date.now());
     // Last: the summary's alarm (a minute on at most) stands, and the book files' later one needs no row of its own.
+    if (this.state || this.store.hasConfig()) this.closeHour(Date.now());
     await this.bookHistory.alarm(() => this.load(), Date.now());
   }
 }

@@ -245,9 +245,9 @@ export class MarketObject extends MeteredObject {
     return this.engine(market.symbol).bookReplay(market, from, to, after);
   }
 
-  /** Writes the closed hours' book files due at `now` (the tests call it with a later clock). */
-  writeBookHours(symbol: string, now?: number): Promise<number[]> {
-    return this.engine(symbol).writeBookHours(now);
+  /** Hands the closed hours due at `now` to their files' Workflow (the tests call it with a later clock). */
+  closeBookHours(symbol: string, now?: number): Promise<number[]> {
+    return this.engine(symbol).closeBookHours(now);
   }
 
   orderBook(market: MarketConfig, depth: number): OrderBookSnapshot | ProblemResult {
@@ -325,7 +325,7 @@ meterRequests(MarketObject, [
   "writeDay",
   "bookAt",
   "bookReplay",
-  "writeBookHours",
+  "closeBookHours",
   "answer",
   "configure",
   "subscribeShard",

@@ -37,6 +37,10 @@ export const FAMILIES = {
     type: "counter",
     help: "A market host's minutes with its storage past 80 % of 10 GB (level 80) or past 98 %, taking no batches (level 98), by group",
   },
+  mds_history_files_total: {
+    type: "counter",
+    help: "History files built off the market hosts (an hour's book files: kind book), by result: written, empty (no update in the hour), failed (a round of retries spent; tried again an hour later)",
+  },
   mds_host_storage_bytes: { type: "gauge", help: "Each market host's SQLite size in bytes, by group (Cloudflare's limit: 10 GB an object)" },
   mds_object_requests_total: {
     type: "counter",

@@ -21,7 +21,20 @@ export interface RecentTimes {
   marketFailures: Record<string, number>;
   /** Market hosts whose storage was past 80 % (or 98 %: taking no batches) of 10 GB in the last 5 minutes, by group: the highest level. */
   storageWarnings: Record<string, "80" | "98">;
+  /** History files (an hour's book files) whose build failed and has not succeeded since, newest first. */
+  failingFiles: FailingFile[];
 }
+
+/** A history file's build that failed (docs/history.md#book-files): its Workflow instance, when, why. */
+export interface FailingFile {
+  id: string;
+  at: number;
+  error: string;
+}
+
+const FAILING_KEY = "failing-files";
+/** The failing files kept: the newest; an operator sees the rest in the metric and the logs. */
+const FAILING_MOST = 50;
 
 /**
  * The venue's counters and histograms since they began (docs/operations.md#metrics): isolates,
@@ -34,10 +47,28 @@ export class Metrics extends MeteredObject {
   private dirty = false;
   /** Per minute reported in, the histograms of that minute and its markets' failures (memory only: the last six minutes). */
   private readonly minutes = new Map<number, MetricCounts>();
+  /** History files whose build failed and not succeeded since (one row, written on each change: rare). */
+  private failing: FailingFile[];
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, "metrics", new MetricsHolder());
     this.totals = new MetricCounts(this.ctx.storage.kv.get<MetricDelta>(TOTALS_KEY));
+    this.failing = this.ctx.storage.kv.get<FailingFile[]>(FAILING_KEY) ?? [];
+  }
+
+  /** A history file's build failed (its Workflow's report): counted, and listed until it is built. */
+  async fileFailed(id: string, error: string, series: string): Promise<void> {
+    await this.report({ counters: { [series]: 1 }, histograms: {} });
+    this.failing = [{ id, at: Date.now(), error }, ...this.failing.filter((f) => f.id !== id)].slice(0, FAILING_MOST);
+    this.ctx.storage.kv.put(FAILING_KEY, this.failing);
+  }
+
+  /** A history file was built (or found empty): counted, and no longer listed as failing. */
+  async fileBuilt(id: string, series: string): Promise<void> {
+    await this.report({ counters: { [series]: 1 }, histograms: {} });
+    if (!this.failing.some((f) => f.id === id)) return;
+    this.failing = this.failing.filter((f) => f.id !== id);
+    this.ctx.storage.kv.put(FAILING_KEY, this.failing);
   }
 
   /** Its own rows and requests go straight into the totals (a report to itself would be a request more). */
@@ -77,6 +108,7 @@ export class Metrics extends MeteredObject {
       ackP99: quantile(0.99, ack.buckets, ack.count),
       marketFailures: failuresBySymbol(counters),
       storageWarnings: storageWarningsByGroup(counters),
+      failingFiles: this.failing,
     };
   }
 
@@ -114,4 +146,4 @@ function failuresBySymbol(counters: Record<string, number>): Record<string, numb
   return bySymbol;
 }
 
-meterRequests(Metrics, ["report", "totalsNow", "recentTimes", "alarm"]);
+meterRequests(Metrics, ["report", "totalsNow", "recentTimes", "fileFailed", "fileBuilt", "alarm"]);

@@ -198,6 +198,17 @@ export function StatusPage({
                       .join(", ")}
               </td>
             </tr>
+            <tr>
+              <td>history files failing (each hour built apart and retried; the newest first)</td>
+              <td data-figure="failing-files">
+                {figures.failingFiles.length === 0
+                  ? "none"
+                  : figures.failingFiles
+                      .slice(0, 10)
+                      .map((f) => `${f.id} since ${new Date(f.at).toISOString().slice(0, 16)}Z: ${f.error}`)
+                      .join("; ")}
+              </td>
+            </tr>
           </table>
         ) : (
           <p id="stream-figures">These figures cannot be read just now.</p>

@@ -1,9 +1,10 @@
-import { evictDurableObject, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, introspectWorkflowInstance, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { LocalBook } from "../../client/src/local-book";
 import { hourlyKey, hourOf } from "../../src/history/book-files";
+import { type BookHourOutput, bookHourId } from "../../src/history/book-files-workflow";
 import { HOUR_MS } from "../../src/history/intervals";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
@@ -144,9 +145,15 @@ describe("book history (docs/history.md#book-history)", () => {
     expect(checked, "messages replayed").toBeGreaterThan(1);
 
     // The hour's files, written once the hour is over: replayed from their snapshot, the book REST shows at the hour's last sequence.
+    // The host hands the hour to the Workflow that builds its files; the files are the instance's.
     const hour = hourOf(to);
-    const written = await runInDurableObject(object, (instance: MarketObject) => instance.writeBookHours(symbol, hour + HOUR_MS + 61_000));
-    expect(written, "the hour's files were written").toContain(hour);
+    const instance = await introspectWorkflowInstance(env.BOOK_FILES, bookHourId(symbol, hour));
+    const handed = await runInDurableObject(object, (host: MarketObject) => host.closeBookHours(symbol, hour + HOUR_MS + 61_000));
+    expect(handed, "the hour was handed to its Workflow").toContain(hour);
+    await instance.waitForStatus("complete");
+    const output = (await instance.getOutput()) as BookHourOutput;
+    expect(output.written, "the instance wrote the hour's files").toBe(true);
+    await instance.dispose();
     const key = hourlyKey("book", symbol, hour);
     const name = key.slice(key.lastIndexOf("/") + 1);
     const zip = new Uint8Array(await (await call(`/${key}`)).arrayBuffer());
@@ -170,8 +177,10 @@ describe("book history (docs/history.md#book-history)", () => {
     const lastSeq = Number(rows[rows.length - 1]![0]);
     const rest = await callJson<Book>(`/api/orderbook/${symbol}?sequence=${lastSeq}&depth=1000`);
     expect(file.levels(), "the file, replayed, ends at REST's book at the hour's last sequence").toEqual({ bids: rest.body.bids, asks: rest.body.asks });
-    const again = await runInDurableObject(object, (instance: MarketObject) => instance.writeBookHours(symbol, hour + 2 * HOUR_MS + 61_000));
-    expect(again, "an hour's files are written once").not.toContain(hour);
+    const again = await runInDurableObject(object, (host: MarketObject) => host.closeBookHours(symbol, hour + 2 * HOUR_MS + 61_000));
+    expect(again, "an hour is handed on once").not.toContain(hour);
+    const pieces = await env.HISTORY.list({ prefix: `book-files-work/${symbol}/` });
+    expect(pieces.objects.length, "the pieces are gone once the zips are put").toBe(0);
   }, 120_000);
 
   it("a segment closed by a big batch is kept in parts within the platform's 2 MB a value, and reads back (before: one value of its whole size, which Cloudflare refuses: the batch, and every one after it, would fail)", async () => {

@@ -1,0 +1,156 @@
+/**
+ * An hour's book files, built off the market host by a Cloudflare Workflow
+ * (docs/history.md#book-files, docs/design.md#files-off-the-writer). The host only records that the
+ * hour closed: once the segments holding it are in R2 it creates one instance, `book-{symbol}-{hour}`,
+ * with their sequences. Each few segments are a step — read from R2, their rows made, each file's
+ * part deflated into a piece kept in R2 — retried on its own and checkpointed, so a killed attempt
+ * redoes a few segments, not the hour; then one step copies the pieces into the two zips and their
+ * `.CHECKSUM`s (the book's last: it says the hour is written). A step that still fails after its
+ * retries is reported and tried again an hour later, a few rounds; an instance is one hour, so a
+ * failing hour never holds back the next.
+ */
+import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep, type WorkflowStepConfig } from "cloudflare:workers";
+import { metricsObject } from "../core/object-ids";
+import { seriesKey } from "../metrics/counts";
+import { BOOK_FILE_KINDS, type BookFileKind, type HourCarry, HourRows, hourlyKey, hourName } from "./book-files";
+import { readSegment } from "./book-history";
+import { bookOf } from "./book-replay";
+import type { ZipEntry } from "./zip";
+import { deflatePiece, EMPTY_ENTRY, putZipOfPieces } from "./zip-pieces";
+
+/** What the host hands an hour's instance: the market's scales and the segments with batches in the hour, in order. */
+export interface BookHourParams {
+  symbol: string;
+  hour: number;
+  priceScale: number;
+  quantityScale: number;
+  /** The segments' base sequences (their R2 keys: `segmentKey`). */
+  segments: number[];
+}
+
+/** Where the steps have got to: the rows' carry, each file's entry so far, the pieces made and the next segment. */
+interface Progress extends HourCarry {
+  entries: Record<BookFileKind, ZipEntry>;
+  /** Per piece (one R2 object, named by its first segment): its book bytes, then its bookTicker bytes. */
+  pieces: { first: number; book: number; bookTicker: number }[];
+  next: number;
+}
+
+/** What an instance returns. */
+export interface BookHourOutput {
+  written: boolean;
+  files: { key: string; bytes: number; sha256: string }[];
+}
+
+/** A step's retries: 10 s doubling, six times (about ten minutes); each step at most 5 minutes. */
+const STEP: WorkflowStepConfig = { retries: { limit: 6, delay: "10 seconds", backoff: "exponential" }, timeout: "5 minutes" };
+/**
+ * A step makes the rows of up to this many segments, or fewer once their CSV passes CHUNK_CSV_BYTES:
+ * one R2 object of pieces a step, not two a segment (at the venue's rate, $8 a month, not $130).
+ */
+const CHUNK_SEGMENTS = 8;
+const CHUNK_CSV_BYTES = 16 * 1024 * 1024;
+/** Rounds of those retries, an hour apart, before the hour is left failed (reported; an operator may restart it). */
+export const BOOK_FILE_ROUNDS = 3;
+
+/** The instance of a market's hour. Workflow ids take letters, digits, `-` and `_`. */
+export function bookHourId(symbol: string, hour: number): string {
+  return `book-${symbol}-${hourName(hour)}`;
+}
+
+/** `book-files-work/BTCUSDT/2026-11-27-03/0.deflate`: a step's pieces (the book's, then the bookTicker's), until the zips are put. */
+export function pieceKey(params: BookHourParams, first: number): string {
+  return `book-files-work/${params.symbol}/${hourName(params.hour)}/${first}.deflate`;
+}
+
+export class BookFilesWorkflow extends WorkflowEntrypoint<Env, BookHourParams> {
+  override async run(event: Readonly<WorkflowEvent<BookHourParams>>, step: WorkflowStep): Promise<BookHourOutput> {
+    const params = event.payload;
+    let progress: Progress = { opened: false, changes: 0, lastTop: "", entries: { book: EMPTY_ENTRY, bookTicker: EMPTY_ENTRY }, pieces: [], next: 0 };
+    // A round's steps are named apart, so a round after a failure runs them again; those done before it are not.
+    for (let round = 0; ; round++) {
+      const named = (name: string) => (round === 0 ? name : `${name} (round ${round + 1})`);
+      try {
+        while (progress.next < params.segments.length) {
+          const before = progress;
+          progress = await step.do(named(`segments from ${before.next}`), STEP, () => this.piece(params, before));
+        }
+        const output = progress.opened ? await step.do(named("zip"), STEP, () => this.zip(params, progress)) : { written: false, files: [] };
+        await step.do(named("done"), STEP, () => this.done(params, event.instanceId, output, progress));
+        return output;
+      } catch (error) {
+        await step.do(named("report failure"), STEP, () => this.failed(event.instanceId, round, error));
+        if (round + 1 >= BOOK_FILE_ROUNDS) throw error;
+        await step.sleep(named("wait"), "1 hour");
+      }
+    }
+  }
+
+  /**
+   * The rows of the hour in the next few segments (from `before.next`), each file's part deflated
+   * into a piece, both pieces one R2 object.
+   */
+  private async piece(params: BookHourParams, before: Progress): Promise<Progress> {
+    const text: Record<BookFileKind, string[]> = { book: [], bookTicker: [] };
+    let carry: HourCarry = before;
+    let next = before.next;
+    for (let bytes = 0; next < params.segments.length && next - before.next < CHUNK_SEGMENTS && bytes < CHUNK_CSV_BYTES; next++) {
+      const segment = await readSegment(this.env.HISTORY, params.symbol, params.segments[next]!);
+      const rows = new HourRows(bookOf(segment, params.priceScale, params.quantityScale), params.hour, carry);
+      const made = rows.segment(segment);
+      for (const kind of BOOK_FILE_KINDS) text[kind].push(made[kind]);
+      bytes += made.book.length + made.bookTicker.length;
+      carry = rows.carry;
+    }
+    const last = next === params.segments.length;
+    const book = deflatePiece(text.book.join(""), before.entries.book, last);
+    const bookTicker = deflatePiece(text.bookTicker.join(""), before.entries.bookTicker, last);
+    // A piece of no rows adds nothing (nor its flush's bytes) but the last, which ends the deflate streams.
+    if (!last && book.entry.size === before.entries.book.size && bookTicker.entry.size === before.entries.bookTicker.size)
+      return { ...carry, entries: before.entries, pieces: before.pieces, next };
+    const both = new Uint8Array(book.bytes.length + bookTicker.bytes.length);
+    both.set(book.bytes);
+    both.set(bookTicker.bytes, book.bytes.length);
+    await this.env.HISTORY.put(pieceKey(params, before.next), both);
+    const pieces = [...before.pieces, { first: before.next, book: book.bytes.length, bookTicker: bookTicker.bytes.length }];
+    return { ...carry, entries: { book: book.entry, bookTicker: bookTicker.entry }, pieces, next };
+  }
+
+  /** The two zips from their pieces, and their `.CHECKSUM`s: the bookTicker's first, the book's last (it says the hour is written). */
+  private async zip(params: BookHourParams, progress: Progress): Promise<BookHourOutput> {
+    const files: BookHourOutput["files"] = [];
+    for (const kind of [...BOOK_FILE_KINDS].reverse()) {
+      const key = hourlyKey(kind, params.symbol, params.hour);
+      const name = key.slice(key.lastIndexOf("/") + 1);
+      const pieces = progress.pieces.map((piece) => async () => {
+        const range = kind === "book" ? { offset: 0, length: piece.book } : { offset: piece.book, length: piece.bookTicker };
+        const object = range.length > 0 ? await this.env.HISTORY.get(pieceKey(params, piece.first), { range }) : null;
+        return object ? new Uint8Array(await object.arrayBuffer()) : new Uint8Array();
+      });
+      const { bytes, sha256 } = await putZipOfPieces(
+        this.env.HISTORY,
+        key,
+        name.replace(/\.zip$/, ".csv"),
+        new Date(params.hour),
+        progress.entries[kind],
+        pieces,
+      );
+      await this.env.HISTORY.put(`${key}.CHECKSUM`, `${sha256}  ${name}\n`, { httpMetadata: { contentType: "text/plain; charset=utf-8" } });
+      files.push({ key, bytes, sha256 });
+    }
+    return { written: true, files };
+  }
+
+  /** The pieces go; the hour is counted written (or empty), and no longer listed as failing. */
+  private async done(params: BookHourParams, id: string, output: BookHourOutput, progress: Progress): Promise<void> {
+    const keys = progress.pieces.map((piece) => pieceKey(params, piece.first));
+    for (let i = 0; i < keys.length; i += 1_000) await this.env.HISTORY.delete(keys.slice(i, i + 1_000));
+    await metricsObject(this.env).fileBuilt(id, seriesKey("mds_history_files_total", { kind: "book", result: output.written ? "written" : "empty" }));
+  }
+
+  private async failed(id: string, round: number, error: unknown): Promise<void> {
+    const message = error instanceof Error ? error.message : String(error);
+    console.error(JSON.stringify({ level: "error", message: "book files failed", id, round: round + 1, error: message }));
+    await metricsObject(this.env).fileFailed(id, message.slice(0, 300), seriesKey("mds_history_files_total", { kind: "book", result: "failed" }));
+  }
+}

@@ -1,0 +1,125 @@
+import { introspectWorkflowInstance, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { metricsObject } from "../../src/core/object-ids";
+import { hourlyKey } from "../../src/history/book-files";
+import { BOOK_FILE_ROUNDS, type BookHourOutput, bookHourId } from "../../src/history/book-files-workflow";
+import { segmentKey } from "../../src/history/book-history";
+import { HOUR_MS, MINUTE_MS } from "../../src/history/intervals";
+import { ingest } from "../../src/market/ingest";
+import type { MarketObject } from "../../src/market/market-object";
+import type { RecentTimes } from "../../src/metrics/metrics-object";
+import { ensureRegistry } from "../../src/registry/copy";
+import { until } from "../support/poll";
+import { hostOf } from "../support/registry";
+import { unzip } from "../support/zip";
+
+type Uploads = { bookHistory: { upload(symbol: string): Promise<number> } };
+const SYMBOL = "SOLBTC";
+/** Four hours in the past, each with batches: A, B, C and D (10:00–13:00 UTC). */
+const A = Date.UTC(2026, 10, 20, 10);
+
+/** Batch `sequence` (SOLBTC: prices at 7 decimals, quantities at 2), applied at the clock's moment. */
+async function publish(sequence: number): Promise<void> {
+  const level = (units: number) => (units / 1e7).toFixed(7);
+  const book = {
+    type: sequence === 1 ? "snapshot" : "delta",
+    sequence,
+    bids: [[level(2_000 - sequence), "1.00"]],
+    asks: [[level(3_000 + sequence), "2.00"]],
+  } as const;
+  expect((await ingest(env, "*", { symbol: SYMBOL, book: book as never })).book, `batch ${sequence}`).toBe("applied");
+}
+
+describe("an hour's book files are built by a Workflow, off the market's host (docs/history.md#book-files)", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("the host hands each closed hour on and waits for none: a broken hour (its segment lost) fails alone, reported, and the next hour's files are built", async () => {
+    await ensureRegistry(env);
+    // The instances of the four hours, watched from the start: the market's alarm (due in the past, by
+    // the batches' clock) may hand the hours on before the call below does.
+    const hours = [A, A + HOUR_MS, A + 2 * HOUR_MS, A + 3 * HOUR_MS];
+    const instances = await Promise.all(hours.map((hour) => introspectWorkflowInstance(env.BOOK_FILES, bookHourId(SYMBOL, hour))));
+    for (const instance of instances) {
+      await instance.modify(async (m) => {
+        await m.disableSleeps();
+        await m.disableRetryDelays();
+      });
+    }
+    // Three batches in each of the hours A, B and C, one in D: the first commit of an hour closes the segment.
+    let sequence = 0;
+    for (const hour of [0, 1, 2, 3]) {
+      vi.useFakeTimers({ toFake: ["Date"], now: A + hour * HOUR_MS + 5 * MINUTE_MS });
+      for (let n = 0; n < (hour === 3 ? 1 : 3); n++) {
+        vi.setSystemTime(A + hour * HOUR_MS + (5 + n) * MINUTE_MS);
+        await publish(++sequence);
+      }
+    }
+    vi.useRealTimers();
+    const host = await hostOf(SYMBOL);
+    await runInDurableObject(host, (object: MarketObject) => (object.engine(SYMBOL) as unknown as Uploads).bookHistory.upload(SYMBOL));
+    const segments = (await env.HISTORY.list({ prefix: `book-history/${SYMBOL}/` })).objects.map((o) => o.key);
+    // A's batches and B's first (base 0), B's and C's first (base 4), C's and D's (base 7).
+    expect(segments, "a segment closed at each hour's first commit").toEqual([segmentKey(SYMBOL, 0), segmentKey(SYMBOL, 4), segmentKey(SYMBOL, 7)]);
+
+    // The segment A and B begin from is lost: both hours fail; C reads only the later two.
+    const lost = await (await env.HISTORY.get(segments[0]!))!.arrayBuffer();
+    await env.HISTORY.delete(segments[0]!);
+    await runInDurableObject(host, (object: MarketObject) => object.closeBookHours(SYMBOL, A + 4 * HOUR_MS + 2 * MINUTE_MS));
+    const record = await runInDurableObject(host, (object: MarketObject) =>
+      (object.engine(SYMBOL) as unknown as { store: { bookHoursFrom(): number } }).store.bookHoursFrom(),
+    );
+    expect(record, "every closed hour handed on, none waited for").toBe(0);
+    const [a, b, c, d] = instances;
+    await c!.waitForStatus("complete");
+    await d!.waitForStatus("complete");
+    expect(((await c!.getOutput()) as BookHourOutput).written, "C's files written while A and B fail").toBe(true);
+    await a!.waitForStatus("errored");
+    await b!.waitForStatus("errored");
+    expect((await a!.getError()).message, "why A failed").toMatch(/not in R2/);
+
+    // C's book file: the book as C began (after B's last batch), then C's three batches.
+    const file = await unzip(new Uint8Array(await (await env.HISTORY.get(hourlyKey("book", SYMBOL, A + 2 * HOUR_MS)))!.arrayBuffer()));
+    const rows = file.text.trimEnd().split("\n");
+    // Each batch set a new level each side: the book at 6 holds six a side.
+    const opening = Array.from({ length: 12 }, () => "6");
+    expect(
+      rows.map((row) => row.split(",")[0]),
+      "the rows' sequences: C's opening snapshot, then 7, 8, 9",
+    ).toEqual([...opening, "7", "7", "8", "8", "9", "9"]);
+    expect(
+      rows.slice(12).map((row) => row.split(",").slice(2).join(",")),
+      "C's level changes",
+    ).toEqual([
+      "bid,0.0001993,1.00,delta",
+      "ask,0.0003007,2.00,delta",
+      "bid,0.0001992,1.00,delta",
+      "ask,0.0003008,2.00,delta",
+      "bid,0.0001991,1.00,delta",
+      "ask,0.0003009,2.00,delta",
+    ]);
+    expect(await env.HISTORY.head(`${hourlyKey("book", SYMBOL, A)}.CHECKSUM`), "no file for A").toBeNull();
+
+    // Reported: counted, and listed on the status page until built.
+    const recent = (await metricsObject(env).recentTimes()) as RecentTimes;
+    expect(recent.failingFiles.map((f) => f.id).sort(), "the failing hours listed").toEqual([bookHourId(SYMBOL, A), bookHourId(SYMBOL, A + HOUR_MS)]);
+    const { counters } = await metricsObject(env).totalsNow();
+    expect(counters['mds_history_files_total{kind="book",result="failed"}'], "each round of each failing hour counted").toBe(2 * BOOK_FILE_ROUNDS);
+    expect(counters['mds_history_files_total{kind="book",result="written"}'], "C and D counted written").toBe(2);
+
+    // The segment back, the operator restarts A: its files are built and it is no longer listed.
+    await env.HISTORY.put(segments[0]!, lost, { httpMetadata: { contentType: "application/json", contentEncoding: "gzip" } });
+    const restarted = await env.BOOK_FILES.get(bookHourId(SYMBOL, A));
+    await restarted.restart();
+    await until(async () => (await restarted.status()).status === "complete", { what: "A complete after its restart", timeoutMs: 30_000 });
+    expect(await env.HISTORY.head(`${hourlyKey("book", SYMBOL, A)}.CHECKSUM`), "A's files, after the restart").not.toBeNull();
+    const after = (await metricsObject(env).recentTimes()) as RecentTimes;
+    expect(
+      after.failingFiles.map((f) => f.id),
+      "only B still failing",
+    ).toEqual([bookHourId(SYMBOL, A + HOUR_MS)]);
+    for (const instance of instances) await instance.dispose();
+  }, 120_000);
+});
