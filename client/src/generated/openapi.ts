@@ -1616,16 +1616,6 @@ export interface components {
              */
             low24h: string;
             /**
-             * @description Absolute change in quote currency: lastPrice − openPrice
-             * @example 97000.10
-             */
-            change24h: string;
-            /**
-             * @description Percent, 2 decimals, half away from zero
-             * @example -1.23
-             */
-            changePercent24h: string;
-            /**
              * @description Base-asset volume in the window
              * @example 97000.10
              */
@@ -1636,6 +1626,16 @@ export interface components {
              */
             quoteVolume24h: string;
             tradeCount24h: number;
+            /**
+             * @description Absolute change in quote currency: lastPrice − openPrice
+             * @example 97000.10
+             */
+            change24h: string;
+            /**
+             * @description Percent, 2 decimals, half away from zero
+             * @example -1.23
+             */
+            changePercent24h: string;
             /**
              * @description Start of the current minute − 24 h
              * @example 1763800000000
