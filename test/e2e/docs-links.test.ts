@@ -75,8 +75,14 @@ describe("the deploy guide (docs/operations.md#deploy-to-cloudflare)", () => {
   })();
   const config = readFileSync(path.join(root, "wrangler.toml"), "utf8");
 
-  it("names every Durable Object class wrangler.toml binds, and their number", () => {
-    const classes = [...config.matchAll(/^class_name = "(\w+)"/gm)].map((m) => m[1]!);
+  it("names every Durable Object class and Workflow wrangler.toml binds, and the classes' number", () => {
+    const section = (kind: string) =>
+      config
+        .split("[[")
+        .filter((block) => block.startsWith(`${kind}]]`))
+        .map((block) => /^class_name = "(\w+)"/m.exec(block)?.[1]!);
+    const classes = section("durable_objects.bindings");
+    for (const name of section("workflows")) expect(guide, `the guide names the Workflow ${name}`).toContain(name);
     expect(classes.length, "classes in wrangler.toml").toBeGreaterThan(0);
     for (const name of classes) expect(guide, `the guide names ${name}`).toContain(name);
     const words = ["", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"];
