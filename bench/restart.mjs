@@ -31,8 +31,16 @@ const log = (...line) => {
 };
 const TOKEN = "bench-admin-token";
 const RING = 4_096;
-const DEFAULTS = ["BTCUSDT", "ETHUSDT", "SOLUSDT", "XRPUSDT", "ETHBTC", "SOLBTC", "BTCUSDC"];
-const SCALES = { BTCUSDT: [2, 5], ETHUSDT: [2, 4], SOLUSDT: [3, 2], XRPUSDT: [4, 1], ETHBTC: [5, 4], SOLBTC: [7, 2], BTCUSDC: [2, 5] };
+/** The default markets' scales and a mid: a trade's notional passes each market's minimum. */
+const DEFAULT_MARKETS = {
+  BTCUSDT: [2, 5, 60_000],
+  ETHUSDT: [2, 4, 3_000],
+  SOLUSDT: [3, 2, 150],
+  XRPUSDT: [4, 1, 1],
+  ETHBTC: [5, 4, 0.05],
+  SOLBTC: [7, 2, 0.0025],
+  BTCUSDC: [2, 5, 60_000],
+};
 const VARS = { DEMO_FEED: "off", METRICS: "on", METRICS_FLUSH_MS: "0", INGEST_TICK_MS: "20" };
 
 /** A market's feed: a book of LEVELS a side, then deltas of 5 levels and a trade. */
@@ -56,7 +64,7 @@ function feed(symbol, priceScale, quantityScale, mid) {
       const bids = [];
       const asks = [];
       for (let c = 0; c < 5; c++) (c % 2 === 0 ? bids : asks).push([price(midUnits + (c % 2 === 0 ? -1 : 1) * (1 + ((n + c) % LEVELS))), quantity(1000 + ((n + c) % 997))]);
-      const trade = { id: `${symbol}-${n}`, price: price(midUnits), quantity: quantity(1), side: n % 2 ? "buy" : "sell", time: Date.now() };
+      const trade = { id: `${symbol}-${n}`, price: price(midUnits), quantity: quantity(10), side: n % 2 ? "buy" : "sell", time: Date.now() };
       return { symbol, book: { type: "delta", sequence, bids, asks }, trades: [trade] };
     },
   };
@@ -101,7 +109,7 @@ async function main() {
     let channel = openChannel(url, key, "10.80.1.1");
     await channel.opened;
     const markets = [
-      ...DEFAULTS.map((symbol, i) => feed(symbol, ...SCALES[symbol], 100 + i)),
+      ...Object.entries(DEFAULT_MARKETS).map(([symbol, [p, q, mid]]) => feed(symbol, p, q, mid)),
       ...Array.from({ length: 57 }, (_, i) => feed(`V${i}USDT`, [2, 3, 4][i % 3], [3, 2, 1][i % 3], 100 + i)),
     ];
     for (let i = 0; i < markets.length; i += 32) await Promise.all(channel.sendMany(markets.slice(i, i + 32).map((m) => m.snapshot())));

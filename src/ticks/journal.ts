@@ -4,8 +4,9 @@
  * row of its own. The rows are a ring of JOURNAL_SLOTS, overwritten in place (one row written, no
  * delete), so the journal keeps about the last JOURNAL_SLOTS ticks.
  *
- * A row is `{"SYM":[n,"record"],…}`: each market's record as text, with the market's own number
- * for it (its book log's `n`). A market reads its records back by its key, which SQLite picks out
+ * A row is `{"SYM":[n,"record"],…,"~first":["SYM",…]}`: each market's record as text, with the
+ * market's own number for it (its book log's `n`), and the markets whose uncovered records begin
+ * in this row. A market reads its records back by its key, which SQLite picks out
  * of each row (`json_extract`) without the rest being parsed here.
  *
  * A market's records after its book snapshot are its log, so they must not be overwritten: before
@@ -46,6 +47,9 @@ export interface LogRing {
 
 const pathOf = (symbol: string) => `$."${symbol}"`;
 
+/** A row's mark: the markets whose oldest uncovered record is in it, in every row (no symbol has a `~`). */
+const FIRST_KEY = "~first";
+
 /**
  * Records of a market that could not cover them (it fails to load: docs/design.md#isolation),
  * moved out of the ring before a row is written over them, until its snapshot covers them.
@@ -64,18 +68,30 @@ export class GroupJournal {
   private readonly uncovered = new Map<string, number>();
   /** Markets first uncovered by the tick being committed (a market's part that fails is undone: `drop`). */
   private readonly uncoveredNow = new Set<string>();
+  /** The last market's records read from the ring, while no row has been written since (`ringRecords`). */
+  private lastRead: { symbol: string; n: number; from: number; records: (LogRow & { row: number })[] } | undefined;
   /** Markets with records moved to `journal_kept` (`keepAside`). */
   private readonly keptAside = new Set<string>();
 
   constructor(private readonly sql: SqlStorage) {
     sql.exec(SCHEMA);
     this.n = sql.exec<{ n: number | null }>("SELECT max(n) AS n FROM journal").one().n ?? 0;
-    // After a start every market's oldest kept record counts as uncovered: its market, asked to
-    // cover it, finds whether its snapshot already does (`coverJournal`).
-    for (const row of this.sql.exec<{ symbol: string; first: number }>(
-      "SELECT j.key AS symbol, min(journal.n) AS first FROM journal, json_each(journal.body) AS j GROUP BY j.key",
+    // Where each market's uncovered records begin, from the rows' marks (FIRST_KEY): a market's
+    // newest mark (one covered since and quiet keeps its mark: counted as uncovered, it finds at
+    // its cover that its snapshot already covers them, as every market did after a start before).
+    let firstMarked = Number.POSITIVE_INFINITY;
+    for (const row of sql.exec<{ n: number; first: string }>(
+      `SELECT n, json_extract(body, '$."${FIRST_KEY}"') AS first FROM journal WHERE json_extract(body, '$."${FIRST_KEY}"') IS NOT NULL ORDER BY n`,
     )) {
-      this.uncovered.set(row.symbol, row.first);
+      firstMarked = Math.min(firstMarked, row.n);
+      for (const symbol of JSON.parse(row.first) as string[]) this.uncovered.set(symbol, row.n);
+    }
+    // Rows from before the marks: a market in them that no mark names counts as uncovered from its oldest.
+    for (const row of this.sql.exec<{ symbol: string; first: number }>(
+      "SELECT j.key AS symbol, min(journal.n) AS first FROM journal, json_each(journal.body) AS j WHERE journal.n < ? GROUP BY j.key",
+      Number.isFinite(firstMarked) ? firstMarked : this.n + 1,
+    )) {
+      if (!this.uncovered.has(row.symbol)) this.uncovered.set(row.symbol, row.first);
     }
     if (sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'journal_kept'").toArray().length > 0) {
       for (const row of sql.exec<{ symbol: string }>("SELECT DISTINCT symbol FROM journal_kept")) this.keptAside.add(row.symbol);
@@ -142,12 +158,18 @@ export class GroupJournal {
     else this.uncovered.delete(symbol);
   }
 
-  /** Writes the tick's records as one row (inside the commit's transaction). */
+  /**
+   * Writes the tick's records as one row (inside the commit's transaction), marked with the
+   * markets whose uncovered records begin in it: a restarted host reads the marks, not every
+   * market's place in every row, and loads no market its snapshot covers.
+   */
   write(): void {
     this.uncoveredNow.clear();
     if (this.pending.size === 0) return;
     const n = this.n + 1;
-    const body = JSON.stringify(Object.fromEntries(this.pending));
+    const first = [...this.pending.keys()].filter((symbol) => this.uncovered.get(symbol) === n);
+    // Marked even when empty: a row without the key is from before the marks.
+    const body = JSON.stringify({ ...Object.fromEntries(this.pending), [FIRST_KEY]: first });
     this.sql.exec(
       "INSERT INTO journal (slot, n, body) VALUES (?, ?, ?) ON CONFLICT (slot) DO UPDATE SET n = excluded.n, body = excluded.body",
       n % this.slots,
@@ -164,23 +186,39 @@ export class GroupJournal {
     this.uncoveredNow.clear();
   }
 
-  private rowsOf(symbol: string, after: number, through: number, since: number): LogRow[] {
+  /**
+   * A market's records in the ring's rows from row `from`, each with its row's number. The last
+   * market's are held until a row is written: a market's load reads its log several times over
+   * (where it stands, its entries, its trades, its segment's bytes), each a pass over up to the
+   * whole ring's rows, and a restarted host loads its markets one after another.
+   */
+  private ringRecords(symbol: string, from: number): (LogRow & { row: number })[] {
+    const held = this.lastRead;
+    if (held && held.symbol === symbol && held.n === this.n && held.from <= from) return held.records;
     const path = pathOf(symbol);
-    // Only rows from the market's oldest uncovered one can hold what a log asks for: their slots,
-    // not the whole ring (a market that wrote its snapshot a moment ago reads a few rows); and of
-    // those, only the rows after `since` (a reader holding the records before).
-    const from = Math.max(this.uncovered.get(symbol) ?? this.n + 1, since + 1);
-    const rows: LogRow[] = [];
-    for (const row of this.sql.exec<{ part: string }>(
-      // Unordered (a sorter's rows are read again): sorted here.
-      `SELECT json_extract(body, ?) AS part FROM journal WHERE ${ringSlots(from, this.n, this.slots)} AND n >= ? AND json_extract(body, ?) IS NOT NULL`,
+    const records: (LogRow & { row: number })[] = [];
+    for (const row of this.sql.exec<{ n: number; part: string }>(
+      // Unordered (a sorter's rows are read again): sorted by the caller.
+      `SELECT n, json_extract(body, ?) AS part FROM journal WHERE ${ringSlots(from, this.n, this.slots)} AND n >= ? AND json_extract(body, ?) IS NOT NULL`,
       path,
       from,
       path,
     )) {
       const [n, change] = JSON.parse(row.part) as [number, string];
-      if (n > after && n <= through) rows.push({ n, change });
+      records.push({ row: row.n, n, change });
     }
+    this.lastRead = { symbol, n: this.n, from, records };
+    return records;
+  }
+
+  private rowsOf(symbol: string, after: number, through: number, since: number): LogRow[] {
+    // Only rows from the market's oldest uncovered one can hold what a log asks for: their slots,
+    // not the whole ring (a market that wrote its snapshot a moment ago reads a few rows); and of
+    // those, only the rows after `since` (a reader holding the records before).
+    const from = Math.max(this.uncovered.get(symbol) ?? this.n + 1, since + 1);
+    const rows = this.ringRecords(symbol, from)
+      .filter((record) => record.row >= from && record.n > after && record.n <= through)
+      .map(({ n, change }) => ({ n, change }));
     if (this.keptAside.has(symbol)) {
       // After a restart the ring's rows may hold some of them still.
       const read = new Set(rows.map((row) => row.n));

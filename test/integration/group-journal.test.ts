@@ -155,4 +155,55 @@ describe("a group's markets commit together: one journal row a tick (src/ticks/j
       expect(read, "rows read: the 10 rows from the market's first").toBe(10);
     });
   });
+
+  it("after a restart a market is due for a cover exactly when it was before: the rows mark where each market's uncovered records begin (fails before: every market with a record in the ring's oldest row was due, and loaded by the host's first commit)", async () => {
+    const stub = env.DEMO_FEED_OBJECT.get(env.DEMO_FEED_OBJECT.idFromName("journal-marks"));
+    await runInDurableObject(stub, (_instance, state) => {
+      const live = new JournalOf(state.storage.sql);
+      live.slots = 8;
+      const n: Record<string, number> = { AAA: 0, BBB: 0 };
+      const tick = (journal: GroupJournal, symbol: string) => {
+        journal.ringOf(symbol).put(++n[symbol]!, `${symbol}${n[symbol]}`);
+        // As the host's commit: the markets due cover (a snapshot) before the row is written.
+        for (const due of journal.dueForCover()) journal.ringOf(due).covered();
+      };
+      // Twenty ticks, AAA and BBB in turn: each covers as the ring of eight comes round.
+      for (let t = 0; t < 20; t++) {
+        tick(live, t % 2 === 0 ? "AAA" : "BBB");
+        live.write();
+      }
+      const restarted = new JournalOf(state.storage.sql);
+      restarted.slots = 8;
+      // The next tick holds a record of BBB, in both: the same markets are due.
+      const records = { AAA: live.ringOf("AAA").rows(0), BBB: live.ringOf("BBB").rows(0) };
+      live.ringOf("BBB").put(n.BBB! + 1, "next");
+      restarted.ringOf("BBB").put(n.BBB! + 1, "next");
+      expect(restarted.dueForCover(), "due for a cover after the restart, as the running journal says").toEqual(live.dueForCover());
+      expect(live.dueForCover(), "none: both covered as the ring came round").toEqual([]);
+      expect({ AAA: restarted.ringOf("AAA").rows(0).length, BBB: restarted.ringOf("BBB").rows(0).length - 1 }, "each market's records read back").toEqual({
+        AAA: records.AAA.length,
+        BBB: records.BBB.length,
+      });
+    });
+  });
+
+  it("rows written before the marks: a market in them counts as uncovered from its oldest, and covers before the ring overwrites it", async () => {
+    const stub = env.DEMO_FEED_OBJECT.get(env.DEMO_FEED_OBJECT.idFromName("journal-unmarked"));
+    await runInDurableObject(stub, (_instance, state) => {
+      const { sql } = state.storage;
+      new JournalOf(sql); // its table
+      for (let n = 1; n <= 3; n++) sql.exec("INSERT INTO journal (slot, n, body) VALUES (?, ?, ?)", n, n, JSON.stringify({ OLD: [n, `old${n}`] }));
+      const journal = new JournalOf(sql);
+      journal.slots = 8;
+      expect(journal.ringOf("OLD").rows(0).map((row) => row.change), "its records").toEqual(["old1", "old2", "old3"]);
+      const due: string[][] = [];
+      for (let n = 1; n <= 6; n++) {
+        journal.ringOf("NEW").put(n, `new${n}`);
+        due.push(journal.dueForCover());
+        journal.write();
+      }
+      expect(due.at(-1), "OLD due when the next row would overwrite its oldest").toEqual(["OLD"]);
+      expect(due.slice(0, -1).flat(), "not before").toEqual([]);
+    });
+  });
 });
