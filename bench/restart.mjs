@@ -22,6 +22,7 @@ import { listVenue } from "../scripts/venue.mjs";
 import { option } from "./load.mjs";
 import { openChannel } from "./publisher.mjs";
 import { bundleService, startService, work } from "./service.mjs";
+import { venueFeed } from "./venue-feed.mjs";
 
 const LEVELS = Number(option("levels", 100));
 const RINGS = Number(option("rings", 1.5));
@@ -42,33 +43,6 @@ const DEFAULT_MARKETS = {
   BTCUSDC: [2, 5, 60_000],
 };
 const VARS = { DEMO_FEED: "off", METRICS: "on", METRICS_FLUSH_MS: "0", INGEST_TICK_MS: "20" };
-
-/** A market's feed: a book of LEVELS a side, then deltas of 5 levels and a trade. */
-function feed(symbol, priceScale, quantityScale, mid) {
-  const unit = 10 ** priceScale;
-  const price = (units) => (units / unit).toFixed(priceScale);
-  const quantity = (n) => (n / 10 ** quantityScale).toFixed(quantityScale);
-  const midUnits = Math.round(mid * unit);
-  let sequence = 0;
-  let n = 0;
-  return {
-    symbol,
-    snapshot() {
-      sequence += 1;
-      const side = (sign) => Array.from({ length: LEVELS }, (_, i) => [price(midUnits + sign * (1 + i)), quantity(1000 + i)]);
-      return { symbol, book: { type: "snapshot", sequence, bids: side(-1), asks: side(1) } };
-    },
-    batch() {
-      sequence += 1;
-      n += 1;
-      const bids = [];
-      const asks = [];
-      for (let c = 0; c < 5; c++) (c % 2 === 0 ? bids : asks).push([price(midUnits + (c % 2 === 0 ? -1 : 1) * (1 + ((n + c) % LEVELS))), quantity(1000 + ((n + c) % 997))]);
-      const trade = { id: `${symbol}-${n}`, price: price(midUnits), quantity: quantity(10), side: n % 2 ? "buy" : "sell", time: Date.now() };
-      return { symbol, book: { type: "delta", sequence, bids, asks }, trades: [trade] };
-    },
-  };
-}
 
 /** `mds_storage_rows_read_total{object="market"}` now. */
 async function marketRowsRead(url) {
@@ -109,8 +83,8 @@ async function main() {
     let channel = openChannel(url, key, "10.80.1.1");
     await channel.opened;
     const markets = [
-      ...Object.entries(DEFAULT_MARKETS).map(([symbol, [p, q, mid]]) => feed(symbol, p, q, mid)),
-      ...Array.from({ length: 57 }, (_, i) => feed(`V${i}USDT`, [2, 3, 4][i % 3], [3, 2, 1][i % 3], 100 + i)),
+      ...Object.entries(DEFAULT_MARKETS).map(([symbol, [p, q, mid]]) => venueFeed(symbol, p, q, mid, LEVELS)),
+      ...Array.from({ length: 57 }, (_, i) => venueFeed(`V${i}USDT`, [2, 3, 4][i % 3], [3, 2, 1][i % 3], 100 + i, LEVELS)),
     ];
     for (let i = 0; i < markets.length; i += 32) await Promise.all(channel.sendMany(markets.slice(i, i + 32).map((m) => m.snapshot())));
     const rounds = Math.ceil(RING * RINGS);
