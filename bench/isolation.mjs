@@ -15,7 +15,8 @@
 //               throws) while a second publisher keeps sending it 20 batches a second.
 // Each phase's p99 against the alone phase's, in the same run; every batch must be acknowledged.
 // (b), an hour's book files built for the busy market, is not run here: the files of an hour are
-// built a minute after it closes, and the bench cannot move the runtime's clock (docs/benchmarks.md).
+// built after it closes, and the bench cannot move the runtime's clock; they are built by a
+// Workflow, off the host (docs/benchmarks.md#isolation).
 // Loopback only; bounded in time; it stops everything it started.
 import { mkdirSync } from "node:fs";
 import WebSocket from "ws";
