@@ -195,7 +195,13 @@ describe("a group's markets commit together: one journal row a tick (src/ticks/j
       for (let n = 1; n <= 3; n++) sql.exec("INSERT INTO journal (slot, n, body) VALUES (?, ?, ?)", n, n, JSON.stringify({ OLD: [n, `old${n}`] }));
       const journal = new JournalOf(sql);
       journal.slots = 8;
-      expect(journal.ringOf("OLD").rows(0).map((row) => row.change), "its records").toEqual(["old1", "old2", "old3"]);
+      expect(
+        journal
+          .ringOf("OLD")
+          .rows(0)
+          .map((row) => row.change),
+        "its records",
+      ).toEqual(["old1", "old2", "old3"]);
       const due: string[][] = [];
       for (let n = 1; n <= 6; n++) {
         journal.ringOf("NEW").put(n, `new${n}`);
