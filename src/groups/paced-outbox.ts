@@ -5,12 +5,23 @@
  * `everyMs` 0 it is a plain ordered channel: what arrives in the same turn, or while a call is
  * in flight, goes in the next call. A failed call loses its items (logged): a shard that sees a
  * book sequence jump asks its market for a new base, and the next summary replaces a lost one.
+ *
+ * Bounded whatever the destination does: a call not answered in CALL_DEADLINE_MS counts as failed
+ * (the next goes), and at most MAX_QUEUED items wait — past that the oldest are dropped (counted
+ * in `dropped`), as a failed call's would be. A hung shard costs its relay a bounded memory.
  */
+/** Items that may wait for one destination: a few seconds of a busy group's events. */
+export const MAX_QUEUED = 8_192;
+/** A call into the destination unanswered this long is given up (its items lost, as a failure's). */
+export const CALL_DEADLINE_MS = 10_000;
+
 export class PacedOutbox<T> {
   private queued: T[] = [];
   private sending = false;
   private lastSentAt = Number.NEGATIVE_INFINITY;
   private timer: ReturnType<typeof setTimeout> | undefined;
+  /** Items dropped because MAX_QUEUED waited (the oldest first). */
+  dropped = 0;
 
   constructor(
     private readonly everyMs: number,
@@ -21,6 +32,12 @@ export class PacedOutbox<T> {
   push(...items: T[]): void {
     if (items.length === 0) return;
     this.queued.push(...items);
+    if (this.queued.length > MAX_QUEUED) {
+      const over = this.queued.length - MAX_QUEUED;
+      this.queued.splice(0, over);
+      if (this.dropped === 0) console.error("paced outbox full: its oldest items dropped", MAX_QUEUED);
+      this.dropped += over;
+    }
     this.schedule();
   }
 
@@ -42,11 +59,18 @@ export class PacedOutbox<T> {
     this.lastSentAt = this.now();
     const items = this.queued;
     this.queued = [];
+    let deadline: ReturnType<typeof setTimeout> | undefined;
     try {
-      await this.deliver(items);
+      await Promise.race([
+        this.deliver(items),
+        new Promise((_, reject) => {
+          deadline = setTimeout(() => reject(new Error(`no answer in ${CALL_DEADLINE_MS} ms`)), CALL_DEADLINE_MS);
+        }),
+      ]);
     } catch (error) {
       console.error("paced send failed", String(error));
     } finally {
+      clearTimeout(deadline);
       this.sending = false;
       this.schedule();
     }

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { PacedOutbox } from "../../src/groups/paced-outbox";
+import { CALL_DEADLINE_MS, MAX_QUEUED, PacedOutbox } from "../../src/groups/paced-outbox";
 
 describe("paced outbox: the relays' bound on calls (docs/design.md#group-relays)", () => {
   beforeEach(() => vi.useFakeTimers());
@@ -53,5 +53,26 @@ describe("paced outbox: the relays' bound on calls (docs/design.md#group-relays)
     outbox.push("b");
     await vi.advanceTimersByTimeAsync(0);
     expect(at.map((t) => t - start)).toEqual([0, 500]);
+  });
+
+  it("a destination that never answers: at most MAX_QUEUED items wait, the oldest dropped, and after CALL_DEADLINE_MS the next call goes (fails before: every item held while the call hangs, and none sent again)", async () => {
+    const calls: number[][] = [];
+    let answer = false;
+    const outbox = new PacedOutbox<number>(50, (items) => {
+      calls.push(items);
+      // The first call hangs for ever; later ones are answered.
+      return answer ? Promise.resolve() : new Promise(() => {});
+    });
+    outbox.push(0);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(calls.length, "the first call is under way").toBe(1);
+    for (let i = 1; i <= 3 * MAX_QUEUED; i++) outbox.push(i);
+    expect(outbox.dropped, "the oldest dropped past the bound").toBe(2 * MAX_QUEUED);
+    answer = true;
+    await vi.advanceTimersByTimeAsync(CALL_DEADLINE_MS - 10);
+    expect(calls.length, "still waiting for the hung call").toBe(1);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(calls.length, "given up: the next call went").toBe(2);
+    expect(calls[1], "the newest MAX_QUEUED items, in order").toEqual(Array.from({ length: MAX_QUEUED }, (_, i) => 2 * MAX_QUEUED + 1 + i));
   });
 });
