@@ -24,6 +24,7 @@ import { issuePublishKey } from "../scripts/publish-key.mjs";
 import { option, percentile } from "./load.mjs";
 import { openChannel } from "./publisher.mjs";
 import { bundleService, startService, work } from "./service.mjs";
+import { venueFeed } from "./venue-feed.mjs";
 
 const SECONDS = Number(option("seconds", 20));
 const asJson = process.argv.includes("--json");
@@ -31,50 +32,6 @@ const log = (...line) => {
   if (!asJson) console.log(...line);
 };
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** A market's feed: a book of `levels` a side around `mid`, deltas of `changes` levels, trades at the touch. */
-function feed(symbol, priceScale, quantityScale, mid, levels) {
-  const unit = 10 ** priceScale;
-  const price = (units) => (units / unit).toFixed(priceScale);
-  const quantity = (n) => (n / 10 ** quantityScale).toFixed(quantityScale);
-  const midUnits = Math.round(mid * unit);
-  let sequence = 0;
-  let n = 0;
-  let tradeN = 0;
-  return {
-    symbol,
-    get sequence() {
-      return sequence;
-    },
-    snapshot() {
-      sequence += 1;
-      const side = (sign) => Array.from({ length: levels }, (_, i) => [price(midUnits + sign * (1 + i)), quantity(1000 + i)]);
-      return { symbol, book: { type: "snapshot", sequence, bids: side(-1), asks: side(1) } };
-    },
-    batch(changes, trades) {
-      sequence += 1;
-      const bids = [];
-      const asks = [];
-      for (let c = 0; c < changes; c++) {
-        n += 1;
-        const level = [price(midUnits + (c % 2 === 0 ? -1 : 1) * (1 + (n % levels))), quantity(1000 + (n % 997))];
-        (c % 2 === 0 ? bids : asks).push(level);
-      }
-      const time = Date.now();
-      return {
-        symbol,
-        book: { type: "delta", sequence, bids, asks },
-        trades: Array.from({ length: trades }, () => ({
-          id: `${symbol}-iso-${++tradeN}`,
-          price: price(midUnits + 1),
-          quantity: quantity(1000),
-          side: "buy",
-          time,
-        })),
-      };
-    },
-  };
-}
 
 /** Sends `market`'s batches at `perSecond` for `seconds`; resolves with the acknowledgements' times and the failures' codes. */
 async function publish(channel, market, perSecond, seconds) {
@@ -187,7 +144,7 @@ async function main() {
     const key = await issuePublishKey(url, "bench-admin-token", { label: "bench isolation" });
     const channel = openChannel(url, key, "10.62.0.1");
     await channel.opened;
-    const busy = feed("BTCUSDT", 2, 5, 97000, 1000);
+    const busy = venueFeed("BTCUSDT", 2, 5, 97000, 1000);
     await channel.send(busy.snapshot());
     log(`warming up: BTCUSDT, a book of 2,000 levels, 20 batches a second of 20 level changes and 2 trades…`);
     await publish(channel, busy, 20, 5);
@@ -225,7 +182,7 @@ async function main() {
     rss = service.rssMiB();
     const failingChannel = openChannel(url, key, "10.62.0.2");
     await failingChannel.opened;
-    const failing = feed("ETHUSDT", 2, 4, 3400, 20);
+    const failing = venueFeed("ETHUSDT", 2, 4, 3400, 20);
     const [busyRun, failingRun] = await Promise.all([
       publish(channel, busy, 20, SECONDS),
       (async () => {

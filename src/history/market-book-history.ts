@@ -1,8 +1,8 @@
 /**
  * One market's book history (docs/history.md#book-history), over its store: what the ingest
  * records of each batch's updates, the book at any kept sequence or moment, the replay's pages,
- * the segments' way to R2 and the closed hours handed to the Workflow that builds their files. The market object writes alone and hands this
- * the state it holds.
+ * the segments' way to R2 and the closed hours handed to the Workflow that builds their files.
+ * The market object writes alone and hands this the state it holds.
  */
 import { problem } from "../core/problem";
 import type { BookEntry, BookSegment } from "../market/book-log";
