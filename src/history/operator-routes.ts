@@ -10,6 +10,8 @@ import { resolveMarket } from "../market/lookup";
 import { PairParam } from "../market/schemas";
 import { MAX_LIST_SYMBOLS } from "../market/symbol-lists";
 import { writeDailyFiles } from "./archive-days";
+import { parseHour } from "./book-files";
+import { bookHourId } from "./book-files-workflow";
 import { parseDay } from "./daily-files";
 import { DAY_MS } from "./intervals";
 import { csvRows, IMPORT_MAX_BYTES, importedMinutes, MAX_IMPORT_ROWS } from "./kline-import";
@@ -57,10 +59,17 @@ const DayFilesSchema = z
   })
   .openapi("DayFiles");
 
+const HourBuildSchema = z
+  .object({
+    id: z.string().openapi({ example: "book-BTCUSDT-2026-11-25-14", description: "The hour's Workflow instance" }),
+    status: z.string().openapi({ example: "queued", description: "The instance's status after the restart (queued, running, …)" }),
+  })
+  .openapi("BookHourBuild");
+
 /**
  * A market's history, the operator's part, mounted at `/admin`: its past brought in as one-minute
- * klines (docs/history.md#import), and a day's files written now (docs/history.md#daily-files).
- * Both audited.
+ * klines (docs/history.md#import), a day's files written now (docs/history.md#daily-files), and
+ * an hour's book files built again (docs/history.md#built-off-the-markets-host). All audited.
  *
  * @example
  * app.route("/admin", historyOperatorRoutes);
@@ -147,5 +156,36 @@ export const historyOperatorRoutes = createRouter()
       const markets = symbols?.map(resolveMarket);
       await auditStatement(c.env.DB, auditOf(c), "history.archive", symbols?.join(",") ?? "*", { date }).run();
       return c.json({ date, markets: await writeDailyFiles(c.env, day, markets) }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/markets/{pair}/history/book-files/{hour}",
+      operationId: "rebuildBookHour",
+      tags,
+      security,
+      middleware: [requireAdmin],
+      summary: "Build an hour's book files again (restart its Workflow instance)",
+      description:
+        "The hour (UTC, `YYYY-MM-DD-HH`) must have been handed to the `book-files` Workflow by the market's host (it had book changes and has closed): its instance starts again from its first step — for an hour listed as failing on /status once its cause is mended. 404 when the hour has no instance. Audited as `history.book-files`.",
+      request: {
+        params: PairParam.extend({ hour: z.string().max(32).openapi({ example: "2026-11-25-14", description: "A UTC hour, YYYY-MM-DD-HH" }) }),
+      },
+      responses: { ...okJson(HourBuildSchema, "Restarted"), ...problemResponses(400, 401, 404, 429, 503) },
+    }),
+    async (c) => {
+      const params = c.req.valid("param");
+      const market = resolveMarket(params.pair);
+      const hour = parseHour(params.hour);
+      if (hour === undefined)
+        throw problem("VALIDATION_FAILED", "hour is a UTC hour, as YYYY-MM-DD-HH", { errors: [{ path: "hour", message: "YYYY-MM-DD-HH" }] });
+      const id = bookHourId(market.symbol, hour);
+      const instance = await c.env.BOOK_FILES.get(id).catch(() => undefined);
+      if (!instance)
+        throw problem("NOT_FOUND", `${market.symbol} has no book files' instance for ${params.hour}: the hour had no book change, or has not closed`);
+      await auditStatement(c.env.DB, auditOf(c), "history.book-files", market.symbol, { hour: params.hour }).run();
+      await instance.restart();
+      return c.json({ id, status: (await instance.status()).status }, 200);
     },
   );

@@ -10,6 +10,8 @@ import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import type { RecentTimes } from "../../src/metrics/metrics-object";
 import { ensureRegistry } from "../../src/registry/copy";
+import { ADMIN } from "../support/gateways";
+import { callJson } from "../support/http";
 import { until } from "../support/poll";
 import { hostOf } from "../support/registry";
 import { unzip } from "../support/zip";
@@ -109,10 +111,15 @@ describe("an hour's book files are built by a Workflow, off the market's host (d
     expect(counters['mds_history_files_total{kind="book",result="failed"}'], "each round of each failing hour counted").toBe(2 * BOOK_FILE_ROUNDS);
     expect(counters['mds_history_files_total{kind="book",result="written"}'], "C and D counted written").toBe(2);
 
-    // The segment back, the operator restarts A: its files are built and it is no longer listed.
+    // The segment back, the operator builds A again (POST /admin/markets/{pair}/history/book-files/{hour}): built and unlisted.
     await env.HISTORY.put(segments[0]!, lost, { httpMetadata: { contentType: "application/json", contentEncoding: "gzip" } });
+    const rebuild = (hour: string) =>
+      callJson<{ id: string; code: string }>(`/admin/markets/${SYMBOL}/history/book-files/${hour}`, { method: "POST", headers: ADMIN });
+    expect((await rebuild("2026-11-20-09")).status, "an hour without an instance").toBe(404);
+    expect((await rebuild("2026-11-20-24")).status, "not an hour").toBe(400);
+    const rebuilt = await rebuild("2026-11-20-10");
+    expect([rebuilt.status, rebuilt.body.id], "A restarted").toEqual([200, bookHourId(SYMBOL, A)]);
     const restarted = await env.BOOK_FILES.get(bookHourId(SYMBOL, A));
-    await restarted.restart();
     await until(async () => (await restarted.status()).status === "complete", { what: "A complete after its restart", timeoutMs: 30_000 });
     expect(await env.HISTORY.head(`${hourlyKey("book", SYMBOL, A)}.CHECKSUM`), "A's files, after the restart").not.toBeNull();
     const after = (await metricsObject(env).recentTimes()) as RecentTimes;
