@@ -47,6 +47,7 @@ describe("operator API: the bearer token (docs/signing.md)", () => {
         "GET /admin/audit",
         "POST /admin/streams/close",
         "POST /admin/markets/BTC-USDT/history/klines",
+        "POST /admin/markets/BTC-USDT/history/book-files/x_1",
         "POST /admin/archive",
         "POST /admin/announcements",
         "GET /admin/announcements",
