@@ -11,6 +11,7 @@ import type { MarketObject } from "../../src/market/market-object";
 import { tablePrefixOf } from "../../src/market/market-storage";
 import { ensureRegistry, findMarket } from "../../src/registry/copy";
 import { atScale } from "../support/book-levels";
+import { evictWhenIdle } from "../support/evict";
 import { call, callJson } from "../support/http";
 import { hostOf } from "../support/registry";
 import { unzip } from "../support/zip";
@@ -224,7 +225,7 @@ describe("book history (docs/history.md#book-history)", () => {
       ]);
     }
     await runInDurableObject(object, (instance: MarketObject) => (instance.engine(symbol) as unknown as Uploads).bookHistory.upload(symbol));
-    await evictDurableObject(object);
+    await evictWhenIdle(object);
     const { body } = await callJson<Book>(`/api/orderbook/${symbol}?sequence=3&depth=5`);
     expect([body.sequence, body.bids[0]![1]], "?sequence=3 from R2").toEqual([3, atScale(1_003, market.quantityScale)]);
   }, 60_000);
