@@ -32,6 +32,8 @@ export default defineConfig({
                 ADMIN_TOKEN: "test-admin-token",
                 // Chunks of 100 trades, so the trade archive's paths run on a test's few hundred trades.
                 TRADE_ARCHIVE_CHUNK: "100",
+                // A page a step, so a test's day of a few hundred trades is built in several pieces.
+                DAILY_STEP_PAGES: "1",
                 // Each batch written at once, as the tests' sequences of batches expect; the tick itself
                 // is tested by test/integration/ingest-tick.test.ts, and runs in e2e and the benchmarks.
                 INGEST_TICK_MS: "0",

@@ -6,6 +6,7 @@ import { registerDialect } from "./streams/dialect";
 
 export { AccessGuard } from "./access/access-guard";
 export { BookFilesWorkflow } from "./history/book-files-workflow";
+export { DailyFilesWorkflow } from "./history/daily-files-workflow";
 export { DemoFeed } from "./market/demo-feed-object";
 export { MarketObject } from "./market/market-object";
 export { PriceIndex } from "./market/price-index-object";

@@ -9,14 +9,14 @@
  * retries is reported and tried again an hour later, a few rounds; an instance is one hour, so a
  * failing hour never holds back the next.
  */
-import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep, type WorkflowStepConfig } from "cloudflare:workers";
-import { metricsObject } from "../core/object-ids";
-import { seriesKey } from "../metrics/counts";
+import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";
 import { BOOK_FILE_KINDS, type BookFileKind, type HourCarry, HourRows, hourlyKey, hourName } from "./book-files";
 import { readSegment } from "./book-history";
 import { bookOf } from "./book-replay";
+import { putChecksum } from "./file-storage";
+import { FILE_STEP, inRounds, PIECE_CSV_BYTES, reportBuilt, reportFailed } from "./file-workflows";
 import type { ZipEntry } from "./zip";
-import { deflatePiece, EMPTY_ENTRY, putZipOfPieces } from "./zip-pieces";
+import { bothPieces, deflatePiece, EMPTY_ENTRY, pieceReader, putZipOfPieces } from "./zip-pieces";
 
 /** What the host hands an hour's instance: the market's scales and the segments with batches in the hour, in order. */
 export interface BookHourParams {
@@ -42,16 +42,11 @@ export interface BookHourOutput {
   files: { key: string; bytes: number; sha256: string }[];
 }
 
-/** A step's retries: 10 s doubling, six times (about ten minutes); each step at most 5 minutes. */
-const STEP: WorkflowStepConfig = { retries: { limit: 6, delay: "10 seconds", backoff: "exponential" }, timeout: "5 minutes" };
 /**
- * A step makes the rows of up to this many segments, or fewer once their CSV passes CHUNK_CSV_BYTES:
+ * A step makes the rows of up to this many segments, or fewer once their CSV passes PIECE_CSV_BYTES:
  * one R2 object of pieces a step, not two a segment (at the venue's rate, $8 a month, not $130).
  */
 const CHUNK_SEGMENTS = 8;
-const CHUNK_CSV_BYTES = 16 * 1024 * 1024;
-/** Rounds of those retries, an hour apart, before the hour is left failed (reported; an operator may restart it). */
-export const BOOK_FILE_ROUNDS = 3;
 
 /** The instance of a market's hour. Workflow ids take letters, digits, `-` and `_`. */
 export function bookHourId(symbol: string, hour: number): string {
@@ -67,23 +62,19 @@ export class BookFilesWorkflow extends WorkflowEntrypoint<Env, BookHourParams> {
   override async run(event: Readonly<WorkflowEvent<BookHourParams>>, step: WorkflowStep): Promise<BookHourOutput> {
     const params = event.payload;
     let progress: Progress = { opened: false, changes: 0, lastTop: "", entries: { book: EMPTY_ENTRY, bookTicker: EMPTY_ENTRY }, pieces: [], next: 0 };
-    // A round's steps are named apart, so a round after a failure runs them again; those done before it are not.
-    for (let round = 0; ; round++) {
-      const named = (name: string) => (round === 0 ? name : `${name} (round ${round + 1})`);
-      try {
+    return inRounds(
+      step,
+      async (named) => {
         while (progress.next < params.segments.length) {
           const before = progress;
-          progress = await step.do(named(`segments from ${before.next}`), STEP, () => this.piece(params, before));
+          progress = await step.do(named(`segments from ${before.next}`), FILE_STEP, () => this.piece(params, before));
         }
-        const output = progress.opened ? await step.do(named("zip"), STEP, () => this.zip(params, progress)) : { written: false, files: [] };
-        await step.do(named("done"), STEP, () => this.done(params, event.instanceId, output, progress));
+        const output = progress.opened ? await step.do(named("zip"), FILE_STEP, () => this.zip(params, progress)) : { written: false, files: [] };
+        await step.do(named("done"), FILE_STEP, () => this.done(params, event.instanceId, output, progress));
         return output;
-      } catch (error) {
-        await step.do(named("report failure"), STEP, () => this.failed(event.instanceId, round, error));
-        if (round + 1 >= BOOK_FILE_ROUNDS) throw error;
-        await step.sleep(named("wait"), "1 hour");
-      }
-    }
+      },
+      (round, error) => reportFailed(this.env, event.instanceId, "book", round, error),
+    );
   }
 
   /**
@@ -94,7 +85,7 @@ export class BookFilesWorkflow extends WorkflowEntrypoint<Env, BookHourParams> {
     const text: Record<BookFileKind, string[]> = { book: [], bookTicker: [] };
     let carry: HourCarry = before;
     let next = before.next;
-    for (let bytes = 0; next < params.segments.length && next - before.next < CHUNK_SEGMENTS && bytes < CHUNK_CSV_BYTES; next++) {
+    for (let bytes = 0; next < params.segments.length && next - before.next < CHUNK_SEGMENTS && bytes < PIECE_CSV_BYTES; next++) {
       const segment = await readSegment(this.env.HISTORY, params.symbol, params.segments[next]!);
       const rows = new HourRows(bookOf(segment, params.priceScale, params.quantityScale), params.hour, carry);
       const made = rows.segment(segment);
@@ -108,10 +99,7 @@ export class BookFilesWorkflow extends WorkflowEntrypoint<Env, BookHourParams> {
     // A piece of no rows adds nothing (nor its flush's bytes) but the last, which ends the deflate streams.
     if (!last && book.entry.size === before.entries.book.size && bookTicker.entry.size === before.entries.bookTicker.size)
       return { ...carry, entries: before.entries, pieces: before.pieces, next };
-    const both = new Uint8Array(book.bytes.length + bookTicker.bytes.length);
-    both.set(book.bytes);
-    both.set(bookTicker.bytes, book.bytes.length);
-    await this.env.HISTORY.put(pieceKey(params, before.next), both);
+    await this.env.HISTORY.put(pieceKey(params, before.next), bothPieces(book.bytes, bookTicker.bytes));
     const pieces = [...before.pieces, { first: before.next, book: book.bytes.length, bookTicker: bookTicker.bytes.length }];
     return { ...carry, entries: { book: book.entry, bookTicker: bookTicker.entry }, pieces, next };
   }
@@ -122,11 +110,9 @@ export class BookFilesWorkflow extends WorkflowEntrypoint<Env, BookHourParams> {
     for (const kind of [...BOOK_FILE_KINDS].reverse()) {
       const key = hourlyKey(kind, params.symbol, params.hour);
       const name = key.slice(key.lastIndexOf("/") + 1);
-      const pieces = progress.pieces.map((piece) => async () => {
-        const range = kind === "book" ? { offset: 0, length: piece.book } : { offset: piece.book, length: piece.bookTicker };
-        const object = range.length > 0 ? await this.env.HISTORY.get(pieceKey(params, piece.first), { range }) : null;
-        return object ? new Uint8Array(await object.arrayBuffer()) : new Uint8Array();
-      });
+      const pieces = progress.pieces.map((piece) =>
+        pieceReader(this.env.HISTORY, pieceKey(params, piece.first), kind === "book" ? 0 : piece.book, kind === "book" ? piece.book : piece.bookTicker),
+      );
       const { bytes, sha256 } = await putZipOfPieces(
         this.env.HISTORY,
         key,
@@ -135,7 +121,7 @@ export class BookFilesWorkflow extends WorkflowEntrypoint<Env, BookHourParams> {
         progress.entries[kind],
         pieces,
       );
-      await this.env.HISTORY.put(`${key}.CHECKSUM`, `${sha256}  ${name}\n`, { httpMetadata: { contentType: "text/plain; charset=utf-8" } });
+      await putChecksum(this.env.HISTORY, key, sha256);
       files.push({ key, bytes, sha256 });
     }
     return { written: true, files };
@@ -145,12 +131,6 @@ export class BookFilesWorkflow extends WorkflowEntrypoint<Env, BookHourParams> {
   private async done(params: BookHourParams, id: string, output: BookHourOutput, progress: Progress): Promise<void> {
     const keys = progress.pieces.map((piece) => pieceKey(params, piece.first));
     for (let i = 0; i < keys.length; i += 1_000) await this.env.HISTORY.delete(keys.slice(i, i + 1_000));
-    await metricsObject(this.env).fileBuilt(id, seriesKey("mds_history_files_total", { kind: "book", result: output.written ? "written" : "empty" }));
-  }
-
-  private async failed(id: string, round: number, error: unknown): Promise<void> {
-    const message = error instanceof Error ? error.message : String(error);
-    console.error(JSON.stringify({ level: "error", message: "book files failed", id, round: round + 1, error: message }));
-    await metricsObject(this.env).fileFailed(id, message.slice(0, 300), seriesKey("mds_history_files_total", { kind: "book", result: "failed" }));
+    await reportBuilt(this.env, id, "book", output.written ? "written" : "empty");
   }
 }

@@ -1,6 +1,7 @@
 /**
  * A market's day as files in Binance's public-data layout (docs/history.md#daily-files): the
- * names, the R2 keys and the CSV rows. Pure; the market object gathers the day and writes them.
+ * names, the R2 keys, the CSV rows and what the host and the Workflow that writes them say to each
+ * other. Pure; the `daily-files` Workflow builds the files from what the host hands it.
  */
 import { formatDecimal, multiply, parseDecimal } from "../core/decimal";
 import type { Kline } from "./candles";
@@ -23,6 +24,39 @@ const RUN_AFTER_MS = 5 * MINUTE_MS;
 export function fileIsFinal(day: number, uploadedAt: number): boolean {
   return uploadedAt >= day + DAY_MS + LATE_TRADES_MS + RUN_AFTER_MS;
 }
+/** What writing one day's files did (`POST /admin/archive`, the daily cron): a Workflow instance's output. */
+export interface DayFiles {
+  symbol: string;
+  date: string;
+  trades: number;
+  files: { key: string; bytes: number; sha256: string }[];
+  /** Why the trades files were not written, when they were not. */
+  skipped?: string;
+  /** Past days handed again because late trades reached them (YYYY-MM-DD). */
+  rewritten?: string[];
+  /** Why the market's files were not written in this run (they are at the next). */
+  failed?: string;
+  /** The Workflow instance writing the day, and whether it was still at work when answered. */
+  instance?: string;
+  pending?: boolean;
+}
+
+/** The day as its host holds it when the Workflow opens it: its last trade id, its klines, and the trades they count. */
+export interface DayOpened {
+  throughSeq: number;
+  klines: Record<(typeof DAILY_KLINE_INTERVALS)[number], Kline[]>;
+  /** Trades the day's minutes count, and of them the live ones (an imported minute counts trades it has not). */
+  trades: number;
+  live: number;
+}
+
+/** A page of the day's trades (`MarketHistory.dayPage`): archived chunks to read from R2, or hot trades; where the next page starts. */
+export interface DayPage {
+  chunks: number[];
+  trades: ArchivedTrade[];
+  next: number;
+}
+
 export type DailyKind = "trades" | "aggTrades" | `klines/${(typeof DAILY_KLINE_INTERVALS)[number]}`;
 
 /** A UTC day as `YYYY-MM-DD`, or undefined when the text is not a real date. */

@@ -10,3 +10,9 @@
  * await bucket.put(key, zip, ZIP_PUT);
  */
 export const ZIP_PUT = { httpMetadata: { contentType: "application/zip" }, storageClass: "InfrequentAccess" } satisfies R2PutOptions & R2MultipartOptions;
+
+/** A file's `.CHECKSUM` beside it, as Binance writes them: `<sha256>  <name>`, Standard class. */
+export async function putChecksum(bucket: R2Bucket, key: string, sha256: string): Promise<void> {
+  const name = key.slice(key.lastIndexOf("/") + 1);
+  await bucket.put(`${key}.CHECKSUM`, `${sha256}  ${name}\n`, { httpMetadata: { contentType: "text/plain; charset=utf-8" } });
+}

@@ -1,15 +1,17 @@
 /**
  * A market's minutes and days as the operator and the daily run change them (docs/history.md#import,
  * docs/history.md#daily-files), over the market's store and the state it holds in memory. The
- * market object calls these, writing alone.
+ * market object calls these, writing alone; the daily files themselves are built off it.
  */
-import { problem } from "../core/problem";
+import { guarded, type ProblemResult, problem } from "../core/problem";
 import { type MarketState, TRADE_RETENTION_MS } from "../market/market-state";
 import type { MarketStore } from "../market/market-store";
 import type { MinuteBucket } from "../market/rolling-window";
-import type { Kline } from "./candles";
+import type { MarketConfig } from "../registry/model";
+import type { Kline, KlineQuery } from "./candles";
+import type { DayOpened, DayPage } from "./daily-files";
 import { DAY_MS, MINUTE_MS } from "./intervals";
-import type { DayFiles, MarketHistory } from "./market-history";
+import type { MarketHistory } from "./market-history";
 
 /**
  * Brings in a market's past as minutes, all or nothing: a minute that holds live trades is refused
@@ -48,39 +50,96 @@ export function importMinutes(store: MarketStore, state: MarketState, minutes: M
   return { imported: minutes.length, replaced: stored.length };
 }
 
+/** The kline intervals of a day, from the market's candles (`from`…`to` inclusive). */
+type Candles = (interval: "1m" | "1h" | "1d", from: number, to: number) => Kline[];
+
+/** What the daily files' calls use of a market's engine. */
+interface DayHost {
+  load(market: MarketConfig): MarketState;
+  /** Commits what the host's tick has staged. */
+  commitStaged(): void;
+  store: MarketStore;
+  history: MarketHistory;
+  klines(state: MarketState, query: KlineQuery): Kline[];
+}
+
 /**
- * One UTC day's files, and again the files of past days that took a late trade since they were
- * written; the days written are unmarked unless one was marked meanwhile. A failure leaves the day
- * marked, so a later run writes it.
+ * The calls a market's host answers for the daily files' Workflow
+ * (docs/history.md#days-built-off-the-markets-host): which days a run hands on, the day as the
+ * Workflow opens it, its trades a page at a time, and a day given up. Each is one bounded read or
+ * one record write, guarded (a fault is the caller's problem answer); the files are built off
+ * the host's thread.
  */
-export async function writeDays(
-  history: MarketHistory,
-  store: MarketStore,
-  state: MarketState,
-  day: number,
-  candles: (interval: "1m" | "1h" | "1d", from: number, to: number) => Kline[],
-): Promise<DayFiles> {
-  const today = Math.floor(Date.now() / DAY_MS) * DAY_MS;
-  try {
-    const marks = state.dirtyMarks;
-    const again = state.dirtyDays.filter((d) => d !== day && d < today);
-    const result = await history.writeDay(state.market, day, candles);
-    for (const past of again) await history.writeDay(state.market, past, candles);
-    if (again.length > 0) result.rewritten = again.map((d) => new Date(d).toISOString().slice(0, 10));
-    // Cleared only if no day was marked meanwhile: else all are written again next time (the same bytes where nothing changed).
-    if (state.dirtyMarks === marks && state.dirtyDays.length > 0) {
-      const written = new Set([day, ...again]);
-      state.dirtyDays = state.dirtyDays.filter((d) => !written.has(d));
-      store.writeRecord({ dirtyDays: JSON.stringify(state.dirtyDays) });
-    }
-    return result;
-  } catch (error) {
-    // Not written (an R2 fault, a chunk not readable): the day stays marked, so a later run writes it.
-    if (!state.dirtyDays.includes(day) && day < today) {
+export class DayCalls {
+  constructor(private readonly host: DayHost) {}
+
+  /**
+   * What a run for `day` hands to the Workflow: `day` if its minutes count a trade (`trades`), and
+   * `again` the past days that took a late trade since they were last opened. Reads the day's
+   * minutes (at most 1,440 rows); writes nothing.
+   */
+  daysToHand(market: MarketConfig, day: number): { trades: number; again: number[] } | ProblemResult {
+    return guarded(() => {
+      const state = this.host.load(market);
+      const today = Math.floor(Date.now() / DAY_MS) * DAY_MS;
+      const trades = this.candles(state)("1m", day, day + DAY_MS - 1).reduce((n, k) => n + k.tradeCount, 0);
+      return { trades, again: state.dirtyDays.filter((d) => d !== day && d < today) };
+    });
+  }
+
+  /**
+   * The day as the Workflow will write it, taken in one turn of the host's thread: its last trade
+   * id (what is staged committed first, so every trade through it is stored), its klines and the
+   * trades they count; the day's late-trade mark is cleared now, so a trade that reaches the day
+   * after this marks it again for the next run.
+   */
+  openDay(market: MarketConfig, day: number): DayOpened | ProblemResult {
+    return guarded(() => {
+      this.host.commitStaged();
+      const { store } = this.host;
+      const state = this.host.load(market);
+      const candles = this.candles(state);
+      const end = day + DAY_MS - 1;
+      const minutes = candles("1m", day, end);
+      const imported = new Set(
+        store.candles
+          .storedMinutes(day, end)
+          .filter((m) => m.imported)
+          .map((m) => m.minute),
+      );
+      if (state.dirtyDays.includes(day)) {
+        state.dirtyDays = state.dirtyDays.filter((d) => d !== day);
+        store.writeRecord({ dirtyDays: JSON.stringify(state.dirtyDays) });
+      }
+      return {
+        throughSeq: state.tradeSeq,
+        klines: { "1m": minutes, "1h": candles("1h", day, end), "1d": candles("1d", day, end) },
+        trades: minutes.reduce((n, k) => n + k.tradeCount, 0),
+        live: minutes.reduce((n, k) => n + (imported.has(k.openTime) ? 0 : k.tradeCount), 0),
+      };
+    });
+  }
+
+  /** A page of the day's trades by trade id (`MarketHistory.dayPage`). */
+  dayPage(market: MarketConfig, day: number, fromId: number, throughSeq: number): DayPage | ProblemResult {
+    return guarded(() => {
+      this.host.load(market);
+      return this.host.history.dayPage(market, day, fromId, throughSeq);
+    });
+  }
+
+  /** The Workflow gave the day up (after its rounds): marked again, so the next night's run hands it once more. */
+  markDay(market: MarketConfig, day: number): boolean | ProblemResult {
+    return guarded(() => {
+      const state = this.host.load(market);
+      if (state.dirtyDays.includes(day)) return false;
       state.dirtyDays = [...state.dirtyDays, day].sort((a, b) => a - b);
-      state.dirtyMarks += 1;
-      store.writeRecord({ dirtyDays: JSON.stringify(state.dirtyDays) });
-    }
-    throw error;
+      this.host.store.writeRecord({ dirtyDays: JSON.stringify(state.dirtyDays) });
+      return true;
+    });
+  }
+
+  private candles(state: MarketState): Candles {
+    return (interval, from, to) => this.host.klines(state, { interval, startTime: from, endTime: to, limit: 1_440 });
   }
 }

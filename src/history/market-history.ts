@@ -1,42 +1,26 @@
-import { gunzipText, gzipText } from "../core/encoding";
+import { gzipText } from "../core/encoding";
 import type { MarketStore, StoredTrade, TradePage } from "../market/market-store";
 import { pageRunsForwards } from "../market/trades";
 import { type WireTrade, wireTrade } from "../market/wire-trade";
 import type { MarketConfig } from "../registry/model";
-import type { Kline } from "./candles";
-import { aggTradesCsv, csvName, type DailyKind, dailyKey, dayName, klinesCsv, tradesCsv } from "./daily-files";
-import { ZIP_PUT } from "./file-storage";
+import { readChunk } from "./chunk-reads";
+import type { DayPage } from "./daily-files";
 import { DAY_MS } from "./intervals";
-import { type ArchivedChunk, type ArchivedTrade, chunkKey, chunkSize, MAX_CHUNK_READS, withinPage } from "./trade-archive";
-import { checksumLine, zipOne } from "./zip";
+import { type ArchivedChunk, type ArchivedTrade, chunkKey, chunkSize, MAX_CHUNK_READS } from "./trade-archive";
 
 /**
  * Hot trades beyond 25 hours' worth are archived anyway past this count: about 200 MB of rows
  * and indexes, a fiftieth of an object's 10 GB (docs/capacity.md#history-a-year-of-one-busy-market-and-of-a-venue).
  */
 const HOT_MOST_TRADES = 1_000_000;
-/** A day's trades files are written in one run up to this many trades (about 30 MB of CSV). */
-const MAX_DAY_TRADES = 500_000;
+/** A page of a day's hot trades for the daily files' Workflow: about 1 MB of rows read, a few ms of the host's thread. */
+const DAY_PAGE_TRADES = 10_000;
 /** The newest trades stay in SQLite whatever their age: the latest-trades answer reads them. */
 export const KEEP_TRADES = 1000;
 
-/** What writing one day's files did (`POST /admin/archive`, the daily cron). */
-export interface DayFiles {
-  symbol: string;
-  date: string;
-  trades: number;
-  files: { key: string; bytes: number; sha256: string }[];
-  /** Why the trades files were not written, when they were not. */
-  skipped?: string;
-  /** Past days written again because late trades reached them (YYYY-MM-DD). */
-  rewritten?: string[];
-  /** Why the market's files were not written in this run (they are at the next). */
-  failed?: string;
-}
-
 /**
  * A market's history beyond its hot rows (docs/history.md): the trade archive in R2, the pages
- * that read it with SQLite as one list, and the daily files. Part of the market object, which
+ * that read it with SQLite as one list, and a day's pages for the daily files' Workflow. Part of the market object, which
  * stays the single writer: it holds one of these over its own store and calls it.
  */
 export class MarketHistory {
@@ -125,78 +109,27 @@ export class MarketHistory {
   }
 
   /**
-   * Writes one UTC day's files to R2 in Binance's public-data layout (docs/history.md#daily-files):
-   * trades, aggTrades and klines 1m/1h/1d, each a zip with its `.CHECKSUM`. A day without candles
-   * writes nothing; an imported day (candles, no trades), or one of more than MAX_DAY_TRADES
-   * trades, its klines only. Written again, a day gives the same bytes.
+   * A page of one UTC day's trades for the daily files' Workflow (docs/history.md#daily-files), by
+   * trade id from `fromId` through `throughSeq`: the archived chunks that may hold some (up to
+   * MAX_CHUNK_READS; the Workflow reads them from R2 itself), or else up to DAY_PAGE_TRADES hot
+   * ones from SQLite. `next` is where the next page starts; past `throughSeq`, the day is read.
+   * Synchronous: one index read or one bounded page on the host's thread, nothing parsed.
    */
-  async writeDay(market: MarketConfig, day: number, candles: (interval: "1m" | "1h" | "1d", from: number, to: number) => Kline[]): Promise<DayFiles> {
-    const { symbol } = market;
-    const end = day + DAY_MS - 1;
-    const minutes = candles("1m", day, end);
-    const trades = minutes.reduce((n, k) => n + k.tradeCount, 0);
-    const result: DayFiles = { symbol, date: dayName(day), trades, files: [] };
-    if (trades === 0) return result;
-    const write = async (kind: DailyKind, csv: string) => {
-      const key = dailyKey(kind, symbol, day);
-      const zip = await zipOne(csvName(key), new TextEncoder().encode(csv), new Date(day));
-      const checksum = await checksumLine(zip, key.slice(key.lastIndexOf("/") + 1));
-      await this.bucket.put(key, zip, ZIP_PUT);
-      await this.bucket.put(`${key}.CHECKSUM`, checksum, { httpMetadata: { contentType: "text/plain; charset=utf-8" } });
-      result.files.push({ key, bytes: zip.length, sha256: checksum.slice(0, 64) });
-    };
-    await write("klines/1m", klinesCsv(minutes));
-    await write("klines/1h", klinesCsv(candles("1h", day, end)));
-    await write("klines/1d", klinesCsv(candles("1d", day, end)));
-    if (trades > MAX_DAY_TRADES) {
-      result.skipped = `${trades} trades: more than ${MAX_DAY_TRADES} a day are not written in one run`;
-      return result;
+  dayPage(market: MarketConfig, day: number, fromId: number, throughSeq: number): DayPage {
+    const bounds = { startTime: day, endTime: day + DAY_MS - 1, fromId, before: throughSeq + 1 };
+    const archived = Math.min(this.store.archivedThrough(), throughSeq);
+    if (fromId <= archived) {
+      const chunks = this.store.chunksFor(bounds, true, MAX_CHUNK_READS);
+      const next = chunks.length === MAX_CHUNK_READS ? chunks.at(-1)!.lastSeq + 1 : archived + 1;
+      return { chunks: chunks.map((c) => c.chunk), trades: [], next };
     }
-    const dayTrades = await this.tradesBetween(market, day, end);
-    // An imported day has candles but no trades: its klines files only.
-    if (dayTrades.length === 0) return result;
-    // Never a short file: the trades read must be the live trades the day's candles count.
-    const imported = new Set(
-      this.store.candles
-        .storedMinutes(day, end)
-        .filter((m) => m.imported)
-        .map((m) => m.minute),
-    );
-    const live = minutes.reduce((n, k) => n + (imported.has(k.openTime) ? 0 : k.tradeCount), 0);
-    if (dayTrades.length !== live) {
-      result.skipped = `${dayTrades.length} trades read, ${live} counted by the day's candles: the trades files were not written`;
-      return result;
-    }
-    await write("trades", tradesCsv(dayTrades));
-    await write("aggTrades", aggTradesCsv(dayTrades));
-    return result;
-  }
-
-  /**
-   * Every trade of `from`…`to` in tradeId order: the archived ones from R2 (every chunk whose times
-   * reach the day, however many: late trades spread a day over chunks of later days), the rest
-   * from SQLite.
-   */
-  private async tradesBetween(market: MarketConfig, from: number, to: number): Promise<ArchivedTrade[]> {
-    const bounds = { startTime: from, endTime: to };
-    const archived = this.store.archivedThrough();
-    const hot = this.store.tradePage({ ...bounds, limit: MAX_DAY_TRADES }, archived).map((t) => wireTrade(market, t));
-    const out: ArchivedTrade[] = [];
-    for (let next = 1; ; ) {
-      const chunks = this.store.chunksFor({ ...bounds, fromId: next }, true, 64);
-      for (const chunk of chunks) out.push(...(await this.readChunk(market, chunk, bounds)));
-      if (chunks.length < 64) break;
-      next = chunks.at(-1)!.lastSeq + 1;
-    }
-    return [...out, ...hot];
+    const trades = this.store.tradePage({ ...bounds, limit: DAY_PAGE_TRADES }, archived).map((t) => wireTrade(market, t));
+    const next = trades.length === DAY_PAGE_TRADES ? trades.at(-1)!.tradeId + 1 : throughSeq + 1;
+    return { chunks: [], trades, next };
   }
 
   /** The trades of an archived chunk that `bounds` admit (the chunk is in R2 once it is indexed here). */
-  private async readChunk(market: MarketConfig, chunk: ArchivedChunk, bounds: Omit<TradePage, "limit">): Promise<ArchivedTrade[]> {
-    const object = await this.bucket.get(chunkKey(market.symbol, chunk.chunk));
-    if (!object) throw new Error(`archive chunk ${chunk.chunk} of ${market.symbol} is missing`);
-    // Chunks archived before they were gzipped are plain JSON.
-    const text = object.httpMetadata?.contentEncoding === "gzip" ? await gunzipText(object.body) : await object.text();
-    return withinPage(JSON.parse(text) as ArchivedTrade[], bounds);
+  private readChunk(market: MarketConfig, chunk: ArchivedChunk, bounds: Omit<TradePage, "limit">): Promise<ArchivedTrade[]> {
+    return readChunk(this.bucket, market.symbol, chunk.chunk, bounds);
   }
 }

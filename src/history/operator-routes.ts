@@ -45,6 +45,9 @@ const ImportResultSchema = z
   })
   .openapi("KlineImportResult");
 
+/** How long the operator's `POST /admin/archive` waits for its days' instances before answering `pending`. */
+const ARCHIVE_WAIT_MS = 30_000;
+
 const DayFilesSchema = z
   .object({
     symbol: z.string(),
@@ -52,10 +55,16 @@ const DayFilesSchema = z
     trades: z.number().int().openapi({ description: "The day's trades (0: the market did not trade, and no file was written)" }),
     files: z.array(z.object({ key: z.string(), bytes: z.number().int(), sha256: z.string() })),
     skipped: z.string().optional().openapi({ description: "Why the trades files were not written" }),
-    rewritten: z.array(z.string()).optional().openapi({ description: "Past days written again because late trades reached them" }),
+    rewritten: z.array(z.string()).optional().openapi({ description: "Past days handed on again because late trades reached them" }),
     failed: z.string().optional().openapi({
-      description: "Set when this market's files could not be written in this run (tried three times); the day is kept marked and the next run writes it",
+      description:
+        "Set when this market's day could not be handed on (its host tried three times: the day is kept marked and the next run hands it), or when a Workflow instance failed",
     }),
+    instance: z
+      .string()
+      .optional()
+      .openapi({ example: "day-BTCUSDT-2026-11-23-mhx3k2a0", description: "The `daily-files` Workflow instance that writes the day" }),
+    pending: z.boolean().optional().openapi({ description: "True when an instance was still at work when answered: its files come when it ends" }),
   })
   .openapi("DayFiles");
 
@@ -131,7 +140,7 @@ export const historyOperatorRoutes = createRouter()
       middleware: [requireAdmin],
       summary: "Write (or rewrite) a UTC day's files in Binance's public-data layout",
       description:
-        "For the markets named, or every listed one: trades, aggTrades and klines 1m/1h/1d of the day, each a zip with its .CHECKSUM, under /data/spot/daily/. A market that did not trade that day writes nothing. The cron does the same for yesterday at 00:05 UTC. Writing a day again gives the same bytes. Audited as `history.archive`.",
+        "For the markets named, or every listed one: trades, aggTrades and klines 1m/1h/1d of the day, each a zip with its .CHECKSUM, under /data/spot/daily/, built off the market's host by the `daily-files` Workflow (an instance a market-day, and one for each past day a late trade reached). A market that did not trade that day writes nothing. The answer waits up to 30 s for the instances, then says `pending` for those still at work. The cron does the same for yesterday at 00:05 UTC, without waiting. Writing a day again gives the same bytes. Audited as `history.archive`.",
       request: jsonBody(
         z
           .object({
@@ -155,7 +164,7 @@ export const historyOperatorRoutes = createRouter()
       }
       const markets = symbols?.map(resolveMarket);
       await auditStatement(c.env.DB, auditOf(c), "history.archive", symbols?.join(",") ?? "*", { date }).run();
-      return c.json({ date, markets: await writeDailyFiles(c.env, day, markets) }, 200);
+      return c.json({ date, markets: await writeDailyFiles(c.env, day, markets, ARCHIVE_WAIT_MS) }, 200);
     },
   )
   .openapi(

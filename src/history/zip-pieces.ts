@@ -8,6 +8,7 @@
  */
 import { constants, deflateRawSync } from "node:zlib";
 import { crc32 } from "../../client/src/checksum";
+import { toHex } from "../core/encoding";
 import { ZIP_PUT } from "./file-storage";
 import { type ZipEntry, zipFrame } from "./zip";
 
@@ -25,6 +26,22 @@ export function deflatePiece(text: string, before: ZipEntry, last: boolean): { b
 }
 
 export const EMPTY_ENTRY: ZipEntry = { crc: 0, compressed: 0, size: 0 };
+
+/** Two files' pieces of one step as one R2 object (a put, not two): the first's bytes, then the second's. */
+export function bothPieces(first: Uint8Array, second: Uint8Array): Uint8Array {
+  const both = new Uint8Array(first.length + second.length);
+  both.set(first);
+  both.set(second, first.length);
+  return both;
+}
+
+/** Reads one file's part of a step's R2 object of pieces when its turn comes (nothing read for an empty part). */
+export function pieceReader(bucket: R2Bucket, key: string, offset: number, length: number): () => Promise<Uint8Array> {
+  return async () => {
+    const object = length > 0 ? await bucket.get(key, { range: { offset, length } }) : null;
+    return object ? new Uint8Array(await object.arrayBuffer()) : new Uint8Array();
+  };
+}
 
 /**
  * Puts the zip of `name` whose deflated data are `pieces` (read in order, each when its turn
@@ -122,6 +139,6 @@ class R2Sink {
       throw error;
     }
     await this.digestWriter.close();
-    return [...new Uint8Array(await this.digest.digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+    return toHex(await this.digest.digest);
   }
 }

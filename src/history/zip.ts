@@ -3,7 +3,9 @@
  * same archive out, because the entry's time is fixed by the caller (the file's day) and deflate
  * is deterministic for one runtime. Up to 4 GiB (no ZIP64).
  */
+
 import { crc32 } from "../../client/src/checksum";
+import { toHex } from "../core/encoding";
 
 /** The most a file or its compressed form may be without ZIP64. */
 export const ZIP_MAX_BYTES = 0xffff_ffff;
@@ -91,8 +93,7 @@ export async function zipOne(name: string, data: Uint8Array, day: Date): Promise
   return concat([header, compressed, trailer]);
 }
 
-/** `sha256sum`'s line for a file: the hex digest, two spaces, the name. */
-export async function checksumLine(bytes: Uint8Array, name: string): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
-  return `${[...digest].map((b) => b.toString(16).padStart(2, "0")).join("")}  ${name}\n`;
+/** A file's SHA-256 as hex, as its `.CHECKSUM` line gives it. */
+export async function sha256Hex(bytes: Uint8Array): Promise<string> {
+  return toHex(await crypto.subtle.digest("SHA-256", bytes));
 }

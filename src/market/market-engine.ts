@@ -3,8 +3,8 @@ import type { RelayOp } from "../groups/messages";
 import type { BookTarget } from "../history/book-replay";
 import type { HistoryCache } from "../history/history-cache";
 import { MarketBookHistory, type ReplayPage } from "../history/market-book-history";
-import { importMinutes, writeDays } from "../history/market-days";
-import { type DayFiles, MarketHistory } from "../history/market-history";
+import { DayCalls, importMinutes } from "../history/market-days";
+import { MarketHistory } from "../history/market-history";
 import type { MarketConfig } from "../registry/model";
 import type { Tick } from "../ticks/tick";
 import type { MarketAnswer, MarketQuestion } from "./edge-copies";
@@ -72,6 +72,8 @@ export class MarketEngine {
   private readonly store: MarketStore;
   /** The archive, the pages that read it and the daily files: over the same store, written by this object. */
   private readonly history: MarketHistory;
+  /** The daily files' calls (docs/history.md#days-built-off-the-markets-host): bounded reads and a record write. */
+  readonly days: DayCalls;
   /** The book's history: the book at any kept moment, the replay's pages, the hourly files. */
   private readonly bookHistory: MarketBookHistory;
   private state: MarketState | undefined;
@@ -93,6 +95,13 @@ export class MarketEngine {
     const { env, storage } = host;
     this.store = new MarketStore(storage);
     this.history = new MarketHistory(this.store, env.HISTORY, env.TRADE_ARCHIVE_CHUNK);
+    this.days = new DayCalls({
+      load: (market) => this.load(market),
+      commitStaged: () => this.host.tick.commitNow(),
+      store: this.store,
+      history: this.history,
+      klines: (state, query) => this.reads.klines(state, query),
+    });
     this.secondly = new MarketSecondly(
       storage,
       (op) => this.send(op),
@@ -346,19 +355,6 @@ export class MarketEngine {
     const moved = await this.history.archive(state.market, state.tradeSeq, now - TRADE_RETENTION_MS, most);
     if (moved > 0) state.tradesCache = undefined;
     return moved;
-  }
-
-  /**
-   * One UTC day's files (docs/history.md#daily-files), from this market's candles and trades; and
-   * again the files of past days that took a late trade since they were written.
-   */
-  writeDay(market: MarketConfig, day: number): Promise<DayFiles | ProblemResult> {
-    return guardedAsync(() => {
-      const state = this.load(market);
-      const candles = (interval: "1m" | "1h" | "1d", from: number, to: number) =>
-        this.reads.klines(state, { interval, startTime: from, endTime: to, limit: 1_440 });
-      return writeDays(this.history, this.store, state, day, candles);
-    });
   }
 
   /**

@@ -30,7 +30,6 @@ export function restoreState(store: MarketStore, meta: MarketMeta, market: Marke
     tradeSeq: meta.tradeSeq,
     lastUpdateAt: meta.lastUpdateAt,
     dirtyDays: JSON.parse(meta.dirtyDays) as number[],
-    dirtyMarks: 0,
     version: 0,
   };
 }

@@ -1,9 +1,9 @@
 import { ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
 import { GroupRelay } from "../groups/group-relay";
 import type { BookTarget } from "../history/book-replay";
+import type { DayOpened, DayPage } from "../history/daily-files";
 import { HistoryCache } from "../history/history-cache";
 import type { ReplayPage } from "../history/market-book-history";
-import type { DayFiles } from "../history/market-history";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { groupOf, type MarketConfig } from "../registry/model";
@@ -259,8 +259,21 @@ export class MarketObject extends MeteredObject {
     return this.engine(symbol).archiveTrades(now, most);
   }
 
-  writeDay(market: MarketConfig, day: number): Promise<DayFiles | ProblemResult> {
-    return this.engine(market.symbol).writeDay(market, day);
+  /** The daily files' calls (docs/history.md#daily-files): the run's, then the Workflow's. */
+  daysToHand(market: MarketConfig, day: number): { trades: number; again: number[] } | ProblemResult {
+    return this.engine(market.symbol).days.daysToHand(market, day);
+  }
+
+  openDay(market: MarketConfig, day: number): DayOpened | ProblemResult {
+    return this.engine(market.symbol).days.openDay(market, day);
+  }
+
+  dayPage(market: MarketConfig, day: number, fromId: number, throughSeq: number): DayPage | ProblemResult {
+    return this.engine(market.symbol).days.dayPage(market, day, fromId, throughSeq);
+  }
+
+  markDay(market: MarketConfig, day: number): boolean | ProblemResult {
+    return this.engine(market.symbol).days.markDay(market, day);
   }
 
   answer(market: MarketConfig, question: MarketQuestion): Promise<MarketAnswer> {
@@ -322,7 +335,10 @@ meterRequests(MarketObject, [
   "importMinutes",
   "orderBook",
   "archiveTrades",
-  "writeDay",
+  "daysToHand",
+  "openDay",
+  "dayPage",
+  "markDay",
   "bookAt",
   "bookReplay",
   "closeBookHours",

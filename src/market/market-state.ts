@@ -40,10 +40,8 @@ export interface MarketState {
   tradeSeq: number;
   /** When an ingest batch last changed the market (0: never): the ticker's `lastUpdateTime`. */
   lastUpdateAt: number;
-  /** Past UTC days that took a late trade: their files are written again (docs/history.md#daily-files). */
+  /** Past UTC days that took a late trade since their files' Workflow opened them: handed on again (docs/history.md#daily-files). */
   dirtyDays: number[];
-  /** Bumped whenever a day is marked dirty: a rewrite clears only marks it saw. */
-  dirtyMarks: number;
   /** Bumped by every applied batch; keys the caches below. */
   version: number;
   tickerCache?: { version: number; minute: number; bookSequence: number; stats: TickerStats; record: TickerRecord };

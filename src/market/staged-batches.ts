@@ -60,15 +60,14 @@ export function stageBatch(
   }
   const taken = takeTrades(store, batch.trades, state.tradeSeq, now);
   staged.trades.push(...taken.accepted);
-  // A trade of a day already over: that day's files are written again at the next run. Any late
-  // trade counts as a mark, one for a day already marked too: a day's files being written
-  // meanwhile keep the day marked (writeDay compares the count).
+  // A trade of a day already over: that day's files are written again at the next run. The mark
+  // is cleared when the day's Workflow opens it, in one turn with its last trade id: a late trade
+  // after that marks it again.
   const late = taken.lateDays.filter((day) => !state.dirtyDays.includes(day));
   if (late.length > 0) {
     state.dirtyDays = [...state.dirtyDays, ...late].sort((a, b) => a - b);
     staged.record.dirtyDays = JSON.stringify(state.dirtyDays);
   }
-  if (taken.lateDays.length > 0) state.dirtyMarks += 1;
   rememberTrades(state, taken, now);
   const acceptedTrades = taken.accepted.length;
   if (acceptedTrades > 0 || bookApplied) {

@@ -3,8 +3,9 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { metricsObject } from "../../src/core/object-ids";
 import { hourlyKey } from "../../src/history/book-files";
-import { BOOK_FILE_ROUNDS, type BookHourOutput, bookHourId } from "../../src/history/book-files-workflow";
+import { type BookHourOutput, bookHourId } from "../../src/history/book-files-workflow";
 import { segmentKey } from "../../src/history/book-history";
+import { FILE_ROUNDS } from "../../src/history/file-workflows";
 import { HOUR_MS, MINUTE_MS } from "../../src/history/intervals";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
@@ -108,7 +109,7 @@ describe("an hour's book files are built by a Workflow, off the market's host (d
     const recent = (await metricsObject(env).recentTimes()) as RecentTimes;
     expect(recent.failingFiles.map((f) => f.id).sort(), "the failing hours listed").toEqual([bookHourId(SYMBOL, A), bookHourId(SYMBOL, A + HOUR_MS)]);
     const { counters } = await metricsObject(env).totalsNow();
-    expect(counters['mds_history_files_total{kind="book",result="failed"}'], "each round of each failing hour counted").toBe(2 * BOOK_FILE_ROUNDS);
+    expect(counters['mds_history_files_total{kind="book",result="failed"}'], "each round of each failing hour counted").toBe(2 * FILE_ROUNDS);
     expect(counters['mds_history_files_total{kind="book",result="written"}'], "C and D counted written").toBe(2);
 
     // The segment back, the operator builds A again (POST /admin/markets/{pair}/history/book-files/{hour}): built and unlisted.

@@ -1,10 +1,12 @@
-import { runInDurableObject } from "cloudflare:test";
+import { introspectWorkflow, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { crc32 } from "../../client/src/checksum";
 import { writeDailyFiles } from "../../src/history/archive-days";
+import { putKlineFiles, putTradeZips } from "../../src/history/daily-files-workflow";
 import { DAY_MS } from "../../src/history/intervals";
-import { ingest, toIngestBatch } from "../../src/market/ingest";
+import { bothPieces, deflatePiece, EMPTY_ENTRY } from "../../src/history/zip-pieces";
+import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import { ADMIN } from "../support/gateways";
 import { call, callJson } from "../support/http";
@@ -141,24 +143,36 @@ describe("daily files in Binance's public-data layout (docs/history.md#daily-fil
   });
 
   it("puts a day's zips in R2's Infrequent Access class and their checksums in Standard (docs/history.md#storage-class; fails before: every file Standard)", async () => {
+    // The Workflow's own puts, through a recording pass-through of the bucket (the local runtime stores every class as Standard).
+    const recorded = recordingBucket(env.HISTORY);
     const market = (await defaultMarkets()).find((m) => m.symbol === "BTCUSDC")!;
     const day = yesterday - 3 * DAY_MS;
-    const trades = Array.from({ length: 20 }, (_, i) => ({
-      id: `ia-${i}`,
-      price: "97000.00",
-      quantity: "0.00100",
-      side: "buy" as const,
-      time: day + i * 60_000,
-    }));
-    expect((await ingest(env, "*", { symbol: "BTCUSDC", trades })).acceptedTrades).toBe(20);
-    const classes = await runInDurableObject(await hostOf("BTCUSDC"), async (instance: MarketObject) => {
-      // The engine's history puts through a recording pass-through of the same bucket.
-      const history = (instance.engine("BTCUSDC") as unknown as { history: { bucket: R2Bucket } }).history;
-      const recorded = recordingBucket(history.bucket);
-      history.bucket = recorded.bucket;
-      await instance.writeDay(market, day);
-      return [...recorded.classes];
-    });
+    const kline = {
+      openTime: day,
+      open: "1",
+      high: "1",
+      low: "1",
+      close: "1",
+      volume: "1",
+      closeTime: day + 59_999,
+      quoteVolume: "1",
+      tradeCount: 1,
+      takerBuyVolume: "1",
+      takerBuyQuoteVolume: "1",
+    };
+    await putKlineFiles(recorded.bucket, "BTCUSDC", day, { "1m": [kline], "1h": [kline], "1d": [kline] });
+    const piece = { trades: deflatePiece("1,1,1,1,1,True,True\n", EMPTY_ENTRY, true), aggTrades: deflatePiece("1,1,1,1,1,1,True,True\n", EMPTY_ENTRY, true) };
+    await env.HISTORY.put("daily-files-work/test/1.deflate", bothPieces(piece.trades.bytes, piece.aggTrades.bytes));
+    await putTradeZips(
+      recorded.bucket,
+      { market, day },
+      {
+        entries: { trades: piece.trades.entry, aggTrades: piece.aggTrades.entry },
+        pieces: [{ first: 1, trades: piece.trades.bytes.length, aggTrades: piece.aggTrades.bytes.length }],
+      },
+      () => "daily-files-work/test/1.deflate",
+    );
+    const classes = [...recorded.classes];
     const zips = classes.filter(([key]) => key.endsWith(".zip"));
     const checksums = classes.filter(([key]) => key.endsWith(".CHECKSUM"));
     expect(zips.length, "the day's zips: trades, aggTrades, klines 1m, 1h, 1d").toBe(5);
@@ -172,30 +186,74 @@ describe("daily files in Binance's public-data layout (docs/history.md#daily-fil
     ).toEqual(Array.from({ length: 5 }, () => "Standard"));
   });
 
-  it("a late trade that reaches a day while its files are being written is in them from the next run (fails before: the mark was cleared)", async () => {
+  it("a day of archived chunks and hot trades is built a page a step, its pieces one zip: every trade once, in trade id order (docs/history.md#daily-files)", async () => {
+    const market = (await defaultMarkets()).find((m) => m.symbol === "SOLBTC")!;
+    const day = yesterday - 4 * DAY_MS;
+    const trades = Array.from({ length: 1_250 }, (_, i) => ({
+      id: `p${i}`,
+      price: "0.00150",
+      quantity: `${1 + (i % 7)}.00`,
+      side: i % 2 === 0 ? ("buy" as const) : ("sell" as const),
+      time: day + i * 60_000,
+    }));
+    for (let i = 0; i < trades.length; i += 250) {
+      expect((await ingest(env, "*", { symbol: "SOLBTC", trades: trades.slice(i, i + 250) })).acceptedTrades).toBe(250);
+    }
+    // Chunks of 100 go to R2; the newest stay hot: the day is read from both.
+    await runInDurableObject(await hostOf("SOLBTC"), (instance: MarketObject) => instance.archiveTrades("SOLBTC"));
+    const chunks = await env.HISTORY.list({ prefix: "archive/trades/SOLBTC/" });
+    expect(chunks.objects.length, "chunks archived").toBeGreaterThan(0);
+    const [written] = await writeDailyFiles(env, day, [market], 30_000);
+    expect(written, JSON.stringify(written)).toMatchObject({ trades: 1_250 });
+    expect(written!.skipped, "trades files written").toBeUndefined();
+    const name = new Date(day).toISOString().slice(0, 10);
+    const csv = await unzipOne(new Uint8Array(await (await call(`/data/spot/daily/trades/SOLBTC/SOLBTC-trades-${name}.zip`)).arrayBuffer()));
+    const ids = csv.text
+      .trimEnd()
+      .split("\n")
+      .map((line) => Number(line.split(",")[0]));
+    expect(ids.length, "every trade once").toBe(1_250);
+    expect(
+      ids.every((id, i) => i === 0 || id === ids[i - 1]! + 1),
+      "trade ids in order, none missing",
+    ).toBe(true);
+    const pieces = await env.HISTORY.list({ prefix: "daily-files-work/SOLBTC/" });
+    expect(pieces.objects, "the pieces deleted once the zips are put").toEqual([]);
+  });
+
+  it("a late trade that reaches a day after its Workflow opened it is in its files from the next run (the mark is taken in the same turn as the day)", async () => {
     const market = (await defaultMarkets()).find((m) => m.symbol === "SOLUSDT")!;
     const day = yesterday - DAY_MS;
     const trade = (n: number) => ({ id: `late-${n}`, price: "150.000", quantity: "1.00", side: "buy" as const, time: day + n * 60_000 });
     await ingest(env, "*", { symbol: "SOLUSDT", trades: [trade(1)] }); // marks the day
-    await runInDurableObject(await hostOf("SOLUSDT"), async (instance: MarketObject) => {
-      const writing = instance.writeDay(market, day); // reads the day's minutes, then awaits R2
-      instance.ingest(market, toIngestBatch(market, { symbol: "SOLUSDT", trades: [trade(2)] }, Date.now()));
-      await writing;
-    });
+    const host = await hostOf("SOLUSDT");
+    const marked = () =>
+      runInDurableObject(host, async (instance: MarketObject) => (instance.engine("SOLUSDT") as unknown as { state: { dirtyDays: number[] } }).state.dirtyDays);
+    expect(await marked(), "marked by the late trade").toContain(day);
+    // The Workflow's first step: the day is taken and its mark cleared; a trade after it marks it again.
+    await runInDurableObject(host, async (instance: MarketObject) => instance.openDay(market, day));
+    expect(await marked(), "cleared when opened").not.toContain(day);
+    await ingest(env, "*", { symbol: "SOLUSDT", trades: [trade(2)] });
+    expect(await marked(), "marked again").toContain(day);
     expect((await archive({ date, symbols: ["SOLUSDT"] })).body.markets[0].rewritten).toEqual([new Date(day).toISOString().slice(0, 10)]);
     const dayName = new Date(day).toISOString().slice(0, 10);
     const zip = new Uint8Array(await (await call(`/data/spot/daily/klines/SOLUSDT/1m/SOLUSDT-1m-${dayName}.zip`)).arrayBuffer());
     expect((await unzipOne(zip)).text.trim().split("\n"), "both late trades' minutes").toHaveLength(2);
   });
 
-  it("one market's failure does not end the night's files: the others are written, it is reported and its day stays marked (fails before: the run threw)", async () => {
+  it("one market's failing day does not hold back the others: they are written, it is reported on /status and its day marked again (fails before: the run threw)", async () => {
+    await using workflows = await introspectWorkflow(env.DAILY_FILES);
+    await workflows.modifyAll(async (m) => {
+      await m.disableSleeps();
+      await m.disableRetryDelays();
+    });
     const markets = await defaultMarkets();
     const day = yesterday - 2 * DAY_MS;
     const trades = (prefix: string, price: string, quantity: string) =>
       Array.from({ length: 150 }, (_, i) => ({ id: `${prefix}${i}`, price, quantity, side: "sell" as const, time: day + i * 1000 }));
     await ingest(env, "*", { symbol: "XRPUSDT", trades: trades("x", "0.6000", "10.0") });
     await ingest(env, "*", { symbol: "BTCUSDC", trades: trades("u", "97000.00", "0.00100") });
-    // XRPUSDT's first chunk goes to R2, and its object is lost there: the market cannot read its day.
+    // XRPUSDT's first chunk goes to R2, and its object is lost there: its day cannot be read.
     await runInDurableObject(await hostOf("XRPUSDT"), (instance: MarketObject) => instance.archiveTrades("XRPUSDT"));
     const lost = await env.HISTORY.list({ prefix: "archive/trades/XRPUSDT/" });
     expect(lost.objects.length, "a chunk archived").toBeGreaterThan(0);
@@ -204,13 +262,21 @@ describe("daily files in Binance's public-data layout (docs/history.md#daily-fil
       env,
       day,
       ["XRPUSDT", "BTCUSDC"].map((s) => markets.find((m) => m.symbol === s)!),
+      60_000,
     );
-    expect(written.find((w) => w.symbol === "BTCUSDC")).toMatchObject({ trades: 150 });
-    expect(written.find((w) => w.symbol === "XRPUSDT")?.failed).toMatch(/not written in 3 attempts/);
+    expect(
+      written.find((w) => w.symbol === "BTCUSDC"),
+      "the other market's day",
+    ).toMatchObject({ trades: 150, files: expect.any(Array) });
+    expect(written.find((w) => w.symbol === "BTCUSDC")!.files, "its five files").toHaveLength(5);
+    const failing = written.find((w) => w.symbol === "XRPUSDT")!;
+    expect(failing.failed, JSON.stringify(failing)).toMatch(/archive chunk 0 of XRPUSDT is missing/);
     const marked = await runInDurableObject(
       await hostOf("XRPUSDT"),
       async (instance: MarketObject) => (instance.engine("XRPUSDT") as unknown as { state: { dirtyDays: number[] } }).state.dirtyDays,
     );
-    expect(marked).toContain(day);
+    expect(marked, "marked again for the next run").toContain(day);
+    const status = await call("/status");
+    expect(await status.text(), "listed as failing on /status").toContain(failing.instance!);
   });
 });

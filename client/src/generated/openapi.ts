@@ -1376,7 +1376,7 @@ export interface paths {
         put?: never;
         /**
          * Write (or rewrite) a UTC day's files in Binance's public-data layout
-         * @description For the markets named, or every listed one: trades, aggTrades and klines 1m/1h/1d of the day, each a zip with its .CHECKSUM, under /data/spot/daily/. A market that did not trade that day writes nothing. The cron does the same for yesterday at 00:05 UTC. Writing a day again gives the same bytes. Audited as `history.archive`.
+         * @description For the markets named, or every listed one: trades, aggTrades and klines 1m/1h/1d of the day, each a zip with its .CHECKSUM, under /data/spot/daily/, built off the market's host by the `daily-files` Workflow (an instance a market-day, and one for each past day a late trade reached). A market that did not trade that day writes nothing. The answer waits up to 30 s for the instances, then says `pending` for those still at work. The cron does the same for yesterday at 00:05 UTC, without waiting. Writing a day again gives the same bytes. Audited as `history.archive`.
          */
         post: operations["writeDailyFiles"];
         delete?: never;
@@ -2671,10 +2671,17 @@ export interface components {
             }[];
             /** @description Why the trades files were not written */
             skipped?: string;
-            /** @description Past days written again because late trades reached them */
+            /** @description Past days handed on again because late trades reached them */
             rewritten?: string[];
-            /** @description Set when this market's files could not be written in this run (tried three times); the day is kept marked and the next run writes it */
+            /** @description Set when this market's day could not be handed on (its host tried three times: the day is kept marked and the next run hands it), or when a Workflow instance failed */
             failed?: string;
+            /**
+             * @description The `daily-files` Workflow instance that writes the day
+             * @example day-BTCUSDT-2026-11-23-mhx3k2a0
+             */
+            instance?: string;
+            /** @description True when an instance was still at work when answered: its files come when it ends */
+            pending?: boolean;
         };
         BookHourBuild: {
             /**

@@ -1,0 +1,16 @@
+/**
+ * An archived chunk of trades read back from R2 (docs/history.md#trades): by the market's pages on
+ * its host and by the daily files' Workflow off it, the same way.
+ */
+import { gunzipText } from "../core/encoding";
+import type { TradePage } from "../market/trades";
+import { type ArchivedTrade, chunkKey, withinPage } from "./trade-archive";
+
+/** The trades of `chunk` that `bounds` admit, in trade id order; a chunk missing from R2 is an error. */
+export async function readChunk(bucket: R2Bucket, symbol: string, chunk: number, bounds: Omit<TradePage, "limit">): Promise<ArchivedTrade[]> {
+  const object = await bucket.get(chunkKey(symbol, chunk));
+  if (!object) throw new Error(`archive chunk ${chunk} of ${symbol} is missing`);
+  // Chunks archived before they were gzipped are plain JSON.
+  const text = object.httpMetadata?.contentEncoding === "gzip" ? await gunzipText(object.body) : await object.text();
+  return withinPage(JSON.parse(text) as ArchivedTrade[], bounds);
+}

@@ -1,0 +1,180 @@
+/**
+ * A market's day as files (docs/history.md#daily-files), built off the market host by a Cloudflare
+ * Workflow (docs/design.md#files-off-the-writer). The nightly run (or the operator) asks each host
+ * which days to hand on — yesterday if it traded, and past days a late trade reached — and creates
+ * an instance a day. The instance opens the day on the host (its last trade id, its klines, one
+ * bounded read; the day's late-trade mark cleared in the same turn) and writes the klines' files;
+ * then, a step at a time, it takes the day's trades by trade id — the archived chunks it reads from
+ * R2 itself, the hot ones from the host a page at a time — and deflates each file's part into a
+ * piece kept in R2; a last step copies the pieces into the trades and aggTrades zips. A day that
+ * still fails after its rounds is reported, and marked on its host so the next night hands it again.
+ */
+import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";
+import { marketObject } from "../core/object-ids";
+import { unwrap } from "../core/problem";
+import type { MarketConfig } from "../registry/model";
+import { readChunk } from "./chunk-reads";
+import { aggTradesCsv, csvName, DAILY_KLINE_INTERVALS, type DayFiles, type DayOpened, dailyKey, dayName, klinesCsv, tradesCsv } from "./daily-files";
+import { putChecksum, ZIP_PUT } from "./file-storage";
+import { FILE_ROUNDS, FILE_STEP, inRounds, PIECE_CSV_BYTES, reportBuilt, reportFailed } from "./file-workflows";
+import { DAY_MS } from "./intervals";
+import type { ArchivedTrade } from "./trade-archive";
+import { sha256Hex, type ZipEntry, zipOne } from "./zip";
+import { bothPieces, deflatePiece, EMPTY_ENTRY, pieceReader, putZipOfPieces } from "./zip-pieces";
+
+/** What the run hands a day's instance: the market as listed then, and the day's start (UTC ms). */
+export interface DayParams {
+  market: MarketConfig;
+  day: number;
+}
+
+/** The day as opened, less its klines (written by that step): what the later steps need. */
+type Opened = Omit<DayOpened, "klines"> & { files: DayFiles["files"] };
+
+/** Where the trades' steps have got to: the next trade id, the trades taken, each file's entry so far and the pieces made. */
+export interface Progress {
+  next: number;
+  count: number;
+  entries: { trades: ZipEntry; aggTrades: ZipEntry };
+  /** Per piece (one R2 object, named by the first trade id it asked for): its trades bytes, then its aggTrades bytes. */
+  pieces: { first: number; trades: number; aggTrades: number }[];
+}
+
+/** Pages (a host's hot page, or up to eight archived chunks) a step takes at most, whatever their CSV's size: `DAILY_STEP_PAGES`, 1–64. */
+function stepPages(setting: string | undefined): number {
+  const pages = Number(setting);
+  return Number.isInteger(pages) && pages >= 1 && pages <= 64 ? pages : 16;
+}
+
+/** The instance of a market's day, handed at `at` (a day handed again, after a late trade, is a new instance). */
+export function dayInstanceId(symbol: string, day: number, at: number): string {
+  return `day-${symbol}-${dayName(day)}-${at.toString(36)}`;
+}
+
+/** `daily-files-work/BTCUSDT/2026-11-26/<instance>/1.deflate`: a step's pieces (the trades', then the aggTrades'), until the zips are put. */
+function pieceKey(params: DayParams, instance: string, first: number): string {
+  return `daily-files-work/${params.market.symbol}/${dayName(params.day)}/${instance}/${first}.deflate`;
+}
+
+export class DailyFilesWorkflow extends WorkflowEntrypoint<Env, DayParams> {
+  override async run(event: Readonly<WorkflowEvent<DayParams>>, step: WorkflowStep): Promise<DayFiles> {
+    const params = event.payload;
+    const id = event.instanceId;
+    // Opened once: a later round goes on from the same trade id, with the pieces already made.
+    let opened: Opened | undefined;
+    let progress: Progress = { next: 1, count: 0, entries: { trades: EMPTY_ENTRY, aggTrades: EMPTY_ENTRY }, pieces: [] };
+    return inRounds(
+      step,
+      async (named) => {
+        opened ??= await step.do(named("open the day, write its klines"), FILE_STEP, () => this.open(params));
+        const day: DayFiles = { symbol: params.market.symbol, date: dayName(params.day), trades: opened.trades, files: [...opened.files] };
+        // An imported day has candles but no trades: its klines files only.
+        if (opened.live > 0) {
+          while (progress.next <= opened.throughSeq) {
+            const before = progress;
+            const through = opened.throughSeq;
+            progress = await step.do(named(`trades from ${before.next}`), FILE_STEP, () => this.piece(params, id, through, before));
+          }
+          // Never a short file: the trades read must be the live trades the day's candles count.
+          if (progress.count !== opened.live)
+            day.skipped = `${progress.count} trades read, ${opened.live} counted by the day's candles: the trades files were not written`;
+          else day.files.push(...(await step.do(named("zip the trades"), FILE_STEP, () => this.zip(params, id, progress))));
+        }
+        await step.do(named("done"), FILE_STEP, () => this.done(params, id, day, progress));
+        return day;
+      },
+      async (round, error) => {
+        await reportFailed(this.env, id, "day", round, error);
+        if (round + 1 < FILE_ROUNDS) return;
+        // Given up: its host marks the day again, so the next night's run hands it once more.
+        unwrap(await marketObject(this.env, params.market).markDay(params.market, params.day));
+      },
+    );
+  }
+
+  /** The day as its host holds it now, and its three klines files written. */
+  private async open(params: DayParams): Promise<Opened> {
+    const day = unwrap(await marketObject(this.env, params.market).openDay(params.market, params.day));
+    const files = day.trades > 0 ? await putKlineFiles(this.env.HISTORY, params.market.symbol, params.day, day.klines) : [];
+    return { throughSeq: day.throughSeq, trades: day.trades, live: day.live, files };
+  }
+
+  /**
+   * The day's trades from `before.next`, a few pages (archived chunks read here, hot trades asked of
+   * the host), each file's part deflated into a piece, both pieces one R2 object.
+   */
+  private async piece(params: DayParams, id: string, through: number, before: Progress): Promise<Progress> {
+    const { market, day } = params;
+    const host = marketObject(this.env, market);
+    const bounds = { startTime: day, endTime: day + DAY_MS - 1, before: through + 1 };
+    const trades: ArchivedTrade[] = [];
+    let next = before.next;
+    for (let pages = 0, bytes = 0; next <= through && pages < stepPages(this.env.DAILY_STEP_PAGES) && bytes < PIECE_CSV_BYTES; pages++) {
+      const page = unwrap(await host.dayPage(market, day, next, through));
+      const taken = [...page.trades];
+      for (const chunk of page.chunks) taken.push(...(await readChunk(this.env.HISTORY, market.symbol, chunk, { ...bounds, fromId: next })));
+      trades.push(...taken);
+      // About 70 bytes a trade in each file.
+      bytes += taken.length * 140;
+      next = page.next;
+    }
+    const last = next > through;
+    const tradesPart = deflatePiece(tradesCsv(trades), before.entries.trades, last);
+    const aggPart = deflatePiece(aggTradesCsv(trades), before.entries.aggTrades, last);
+    const moved = { next, count: before.count + trades.length };
+    // A piece of no rows adds nothing (nor its flush's bytes) but the last, which ends the deflate streams.
+    if (!last && trades.length === 0) return { ...before, ...moved };
+    await this.env.HISTORY.put(pieceKey(params, id, before.next), bothPieces(tradesPart.bytes, aggPart.bytes));
+    return {
+      ...moved,
+      entries: { trades: tradesPart.entry, aggTrades: aggPart.entry },
+      pieces: [...before.pieces, { first: before.next, trades: tradesPart.bytes.length, aggTrades: aggPart.bytes.length }],
+    };
+  }
+
+  /** The trades and aggTrades zips from their pieces, and their `.CHECKSUM`s. */
+  private zip(params: DayParams, id: string, progress: Progress): Promise<DayFiles["files"]> {
+    return putTradeZips(this.env.HISTORY, params, progress, (first) => pieceKey(params, id, first));
+  }
+
+  /** The pieces go; the day is counted written (or empty), and no longer listed as failing. */
+  private async done(params: DayParams, id: string, day: DayFiles, progress: Progress): Promise<void> {
+    const keys = progress.pieces.map((piece) => pieceKey(params, id, piece.first));
+    for (let i = 0; i < keys.length; i += 1_000) await this.env.HISTORY.delete(keys.slice(i, i + 1_000));
+    await reportBuilt(this.env, id, "day", day.files.length > 0 ? "written" : "empty");
+  }
+}
+
+/** A day's three klines zips (Infrequent Access) and their `.CHECKSUM`s (Standard). */
+export async function putKlineFiles(bucket: R2Bucket, symbol: string, day: number, klines: DayOpened["klines"]): Promise<DayFiles["files"]> {
+  const files: DayFiles["files"] = [];
+  for (const interval of DAILY_KLINE_INTERVALS) {
+    const key = dailyKey(`klines/${interval}`, symbol, day);
+    const zip = await zipOne(csvName(key), new TextEncoder().encode(klinesCsv(klines[interval])), new Date(day));
+    const sha256 = await sha256Hex(zip);
+    await bucket.put(key, zip, ZIP_PUT);
+    await putChecksum(bucket, key, sha256);
+    files.push({ key, bytes: zip.length, sha256 });
+  }
+  return files;
+}
+
+/** The trades and aggTrades zips copied from the day's pieces (`keyOf` names a piece's R2 object), and their `.CHECKSUM`s. */
+export async function putTradeZips(
+  bucket: R2Bucket,
+  params: DayParams,
+  progress: Pick<Progress, "entries" | "pieces">,
+  keyOf: (first: number) => string,
+): Promise<DayFiles["files"]> {
+  const files: DayFiles["files"] = [];
+  for (const kind of ["trades", "aggTrades"] as const) {
+    const key = dailyKey(kind, params.market.symbol, params.day);
+    const pieces = progress.pieces.map((piece) =>
+      pieceReader(bucket, keyOf(piece.first), kind === "trades" ? 0 : piece.trades, kind === "trades" ? piece.trades : piece.aggTrades),
+    );
+    const { bytes, sha256 } = await putZipOfPieces(bucket, key, csvName(key), new Date(params.day), progress.entries[kind], pieces);
+    await putChecksum(bucket, key, sha256);
+    files.push({ key, bytes, sha256 });
+  }
+  return files;
+}
