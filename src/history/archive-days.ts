@@ -77,7 +77,7 @@ async function waitFor(env: Env, result: DayFiles & { handed?: string[] }, until
   const failed = outputs.filter((o): o is string => typeof o === "string");
   if (failed.length > 0) return { ...answer, failed: failed.join("; ") };
   const own = answer.instance === undefined ? undefined : (outputs[0] as DayFiles);
-  return own ? { ...answer, files: own.files, ...(own.skipped ? { skipped: own.skipped } : {}) } : answer;
+  return own ? { ...answer, files: own.files, ...(own.skipped ? { skipped: own.skipped } : {}), ...(own.host ? { host: own.host } : {}) } : answer;
 }
 
 /** An instance's output once complete, its error once it failed, or undefined at `until`. */

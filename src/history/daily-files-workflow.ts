@@ -12,15 +12,17 @@
 import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";
 import { marketObject } from "../core/object-ids";
 import { unwrap } from "../core/problem";
+import { type PackedTrade, unpack } from "../market/trade-blocks";
+import { wireTrade } from "../market/wire-trade";
 import type { MarketConfig } from "../registry/model";
 import { readChunk } from "./chunk-reads";
 import { aggTradesCsv, csvName, DAILY_KLINE_INTERVALS, type DayFiles, type DayOpened, dailyKey, dayName, klinesCsv, tradesCsv } from "./daily-files";
 import { putChecksum, ZIP_PUT } from "./file-storage";
 import { FILE_ROUNDS, FILE_STEP, inRounds, PIECE_CSV_BYTES, reportBuilt, reportFailed } from "./file-workflows";
 import { DAY_MS } from "./intervals";
-import type { ArchivedTrade } from "./trade-archive";
+import { type ArchivedTrade, withinPage } from "./trade-archive";
 import { sha256Hex, type ZipEntry, zipOne } from "./zip";
-import { bothPieces, deflatePiece, EMPTY_ENTRY, pieceReader, putZipOfPieces } from "./zip-pieces";
+import { bothPieces, EMPTY_ENTRY, PieceWriter, pieceReader, putZipOfPieces, yieldTurn } from "./zip-pieces";
 
 /** What the run hands a day's instance: the market as listed then, and the day's start (UTC ms). */
 export interface DayParams {
@@ -35,10 +37,16 @@ type Opened = Omit<DayOpened, "klines"> & { files: DayFiles["files"] };
 export interface Progress {
   next: number;
   count: number;
+  /** The host's pages asked for, and the bytes of hot blocks they copied. */
+  hostCalls: number;
+  hostBytes: number;
   entries: { trades: ZipEntry; aggTrades: ZipEntry };
   /** Per piece (one R2 object, named by the first trade id it asked for): its trades bytes, then its aggTrades bytes. */
   pieces: { first: number; trades: number; aggTrades: number }[];
 }
+
+/** Trades made into CSV and deflated between two turns of the thread: a few ms of work each. */
+const SLICE_TRADES = 2_000;
 
 /** Pages (a host's hot page, or up to eight archived chunks) a step takes at most, whatever their CSV's size: `DAILY_STEP_PAGES`, 1–64. */
 function stepPages(setting: string | undefined): number {
@@ -62,7 +70,7 @@ export class DailyFilesWorkflow extends WorkflowEntrypoint<Env, DayParams> {
     const id = event.instanceId;
     // Opened once: a later round goes on from the same trade id, with the pieces already made.
     let opened: Opened | undefined;
-    let progress: Progress = { next: 1, count: 0, entries: { trades: EMPTY_ENTRY, aggTrades: EMPTY_ENTRY }, pieces: [] };
+    let progress: Progress = { next: 1, count: 0, hostCalls: 0, hostBytes: 0, entries: { trades: EMPTY_ENTRY, aggTrades: EMPTY_ENTRY }, pieces: [] };
     return inRounds(
       step,
       async (named) => {
@@ -80,6 +88,8 @@ export class DailyFilesWorkflow extends WorkflowEntrypoint<Env, DayParams> {
             day.skipped = `${progress.count} trades read, ${opened.live} counted by the day's candles: the trades files were not written`;
           else day.files.push(...(await step.do(named("zip the trades"), FILE_STEP, () => this.zip(params, id, progress))));
         }
+        // What the day cost its host: the open and each page (their bytes copied, never parsed there).
+        day.host = { calls: 1 + progress.hostCalls, bytes: progress.hostBytes };
         await step.do(named("done"), FILE_STEP, () => this.done(params, id, day, progress));
         return day;
       },
@@ -100,35 +110,57 @@ export class DailyFilesWorkflow extends WorkflowEntrypoint<Env, DayParams> {
   }
 
   /**
-   * The day's trades from `before.next`, a few pages (archived chunks read here, hot trades asked of
-   * the host), each file's part deflated into a piece, both pieces one R2 object.
+   * The day's trades from `before.next`, a few pages (archived chunks read here, the host's hot
+   * blocks unpacked here), each file's part deflated a slice at a time into a piece, both pieces
+   * one R2 object.
    */
   private async piece(params: DayParams, id: string, through: number, before: Progress): Promise<Progress> {
     const { market, day } = params;
     const host = marketObject(this.env, market);
-    const bounds = { startTime: day, endTime: day + DAY_MS - 1, before: through + 1 };
-    const trades: ArchivedTrade[] = [];
+    const files = { trades: new PieceWriter(before.entries.trades), aggTrades: new PieceWriter(before.entries.aggTrades) };
+    let count = 0;
+    let hostBytes = 0;
+    let hostCalls = 0;
     let next = before.next;
     for (let pages = 0, bytes = 0; next <= through && pages < stepPages(this.env.DAILY_STEP_PAGES) && bytes < PIECE_CSV_BYTES; pages++) {
+      const bounds = { startTime: day, endTime: day + DAY_MS - 1, fromId: next, before: through + 1 };
       const page = unwrap(await host.dayPage(market, day, next, through));
-      const taken = [...page.trades];
-      for (const chunk of page.chunks) taken.push(...(await readChunk(this.env.HISTORY, market.symbol, chunk, { ...bounds, fromId: next })));
-      trades.push(...taken);
-      // About 70 bytes a trade in each file.
-      bytes += taken.length * 140;
+      hostCalls += 1;
+      hostBytes += page.blocks.reduce((n, text) => n + text.length, 0);
+      const sources: (() => Promise<ArchivedTrade[] | PackedTrade[]>)[] = [
+        ...page.blocks.map((text) => async () => JSON.parse(text) as PackedTrade[]),
+        async () => page.open as PackedTrade[],
+        ...page.chunks.map((chunk) => () => readChunk(this.env.HISTORY, market.symbol, chunk, bounds)),
+      ];
+      for (const source of sources) {
+        const rows = await source();
+        for (let i = 0; i < rows.length; i += SLICE_TRADES) {
+          const slice = rows.slice(i, i + SLICE_TRADES);
+          const trades = withinPage(
+            slice.map((row) => (Array.isArray(row) ? wireTrade(market, unpack(row)) : row)),
+            bounds,
+          );
+          files.trades.add(tradesCsv(trades));
+          files.aggTrades.add(aggTradesCsv(trades));
+          count += trades.length;
+          // About 70 bytes a trade in each file.
+          bytes += trades.length * 140;
+          await yieldTurn();
+        }
+      }
       next = page.next;
     }
     const last = next > through;
-    const tradesPart = deflatePiece(tradesCsv(trades), before.entries.trades, last);
-    const aggPart = deflatePiece(aggTradesCsv(trades), before.entries.aggTrades, last);
-    const moved = { next, count: before.count + trades.length };
-    // A piece of no rows adds nothing (nor its flush's bytes) but the last, which ends the deflate streams.
-    if (!last && trades.length === 0) return { ...before, ...moved };
-    await this.env.HISTORY.put(pieceKey(params, id, before.next), bothPieces(tradesPart.bytes, aggPart.bytes));
+    const moved = { next, count: before.count + count, hostCalls: before.hostCalls + hostCalls, hostBytes: before.hostBytes + hostBytes };
+    // A piece of no rows adds nothing but the last, which ends the deflate streams.
+    if (!last && count === 0) return { ...before, ...moved };
+    if (last) for (const file of Object.values(files)) file.end();
+    const [tradesPart, aggPart] = [files.trades.bytes, files.aggTrades.bytes];
+    await this.env.HISTORY.put(pieceKey(params, id, before.next), bothPieces(tradesPart, aggPart));
     return {
       ...moved,
-      entries: { trades: tradesPart.entry, aggTrades: aggPart.entry },
-      pieces: [...before.pieces, { first: before.next, trades: tradesPart.bytes.length, aggTrades: aggPart.bytes.length }],
+      entries: { trades: files.trades.entry, aggTrades: files.aggTrades.entry },
+      pieces: [...before.pieces, { first: before.next, trades: tradesPart.length, aggTrades: aggPart.length }],
     };
   }
 

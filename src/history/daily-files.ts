@@ -4,6 +4,7 @@
  * other. Pure; the `daily-files` Workflow builds the files from what the host hands it.
  */
 import { formatDecimal, multiply, parseDecimal } from "../core/decimal";
+import type { PackedTrade } from "../market/trade-blocks";
 import type { Kline } from "./candles";
 import { DAY_MS, MINUTE_MS } from "./intervals";
 import type { ArchivedTrade } from "./trade-archive";
@@ -36,6 +37,8 @@ export interface DayFiles {
   rewritten?: string[];
   /** Why the market's files were not written in this run (they are at the next). */
   failed?: string;
+  /** What the day cost its host: calls (the open and each page) and the bytes of hot blocks they copied. */
+  host?: { calls: number; bytes: number };
   /** The Workflow instance writing the day, and whether it was still at work when answered. */
   instance?: string;
   pending?: boolean;
@@ -50,10 +53,15 @@ export interface DayOpened {
   live: number;
 }
 
-/** A page of the day's trades (`MarketHistory.dayPage`): archived chunks to read from R2, or hot trades; where the next page starts. */
+/**
+ * A page of the day's trades (`MarketHistory.dayPage`): archived chunks to read from R2, or the
+ * host's hot blocks as stored (JSON arrays of packed trades, unfiltered) and its open block's
+ * trades; where the next page starts.
+ */
 export interface DayPage {
   chunks: number[];
-  trades: ArchivedTrade[];
+  blocks: string[];
+  open: PackedTrade[];
   next: number;
 }
 

@@ -124,7 +124,7 @@ export class DayCalls {
   dayPage(market: MarketConfig, day: number, fromId: number, throughSeq: number): DayPage | ProblemResult {
     return guarded(() => {
       this.host.load(market);
-      return this.host.history.dayPage(market, day, fromId, throughSeq);
+      return this.host.history.dayPage(day, fromId, throughSeq);
     });
   }
 

@@ -13,8 +13,8 @@ import { type ArchivedChunk, type ArchivedTrade, chunkKey, chunkSize, MAX_CHUNK_
  * and indexes, a fiftieth of an object's 10 GB (docs/capacity.md#history-a-year-of-one-busy-market-and-of-a-venue).
  */
 const HOT_MOST_TRADES = 1_000_000;
-/** A page of a day's hot trades for the daily files' Workflow: about 1 MB of rows read, a few ms of the host's thread. */
-const DAY_PAGE_TRADES = 10_000;
+/** A page of a day's hot blocks for the daily files' Workflow: about this much of their text (a block is at most 1.2 MB), copied, not parsed. */
+const DAY_PAGE_BYTES = 1_000_000;
 /** The newest trades stay in SQLite whatever their age: the latest-trades answer reads them. */
 export const KEEP_TRADES = 1000;
 
@@ -111,21 +111,21 @@ export class MarketHistory {
   /**
    * A page of one UTC day's trades for the daily files' Workflow (docs/history.md#daily-files), by
    * trade id from `fromId` through `throughSeq`: the archived chunks that may hold some (up to
-   * MAX_CHUNK_READS; the Workflow reads them from R2 itself), or else up to DAY_PAGE_TRADES hot
-   * ones from SQLite. `next` is where the next page starts; past `throughSeq`, the day is read.
-   * Synchronous: one index read or one bounded page on the host's thread, nothing parsed.
+   * MAX_CHUNK_READS; the Workflow reads them from R2 itself), or else the hot blocks that may, as
+   * stored — about DAY_PAGE_BYTES of their text, never parsed here (the Workflow unpacks and
+   * filters them). `next` is where the next page starts; past `throughSeq`, the day is read. One
+   * index read or a few rows copied on the host's thread, whatever the day's size.
    */
-  dayPage(market: MarketConfig, day: number, fromId: number, throughSeq: number): DayPage {
+  dayPage(day: number, fromId: number, throughSeq: number): DayPage {
     const bounds = { startTime: day, endTime: day + DAY_MS - 1, fromId, before: throughSeq + 1 };
     const archived = Math.min(this.store.archivedThrough(), throughSeq);
     if (fromId <= archived) {
       const chunks = this.store.chunksFor(bounds, true, MAX_CHUNK_READS);
       const next = chunks.length === MAX_CHUNK_READS ? chunks.at(-1)!.lastSeq + 1 : archived + 1;
-      return { chunks: chunks.map((c) => c.chunk), trades: [], next };
+      return { chunks: chunks.map((c) => c.chunk), blocks: [], open: [], next };
     }
-    const trades = this.store.tradePage({ ...bounds, limit: DAY_PAGE_TRADES }, archived).map((t) => wireTrade(market, t));
-    const next = trades.length === DAY_PAGE_TRADES ? trades.at(-1)!.tradeId + 1 : throughSeq + 1;
-    return { chunks: [], trades, next };
+    const { texts, open, through } = this.store.blocks.rawBlocks(Math.max(fromId, archived + 1), throughSeq, bounds.startTime, bounds.endTime, DAY_PAGE_BYTES);
+    return { chunks: [], blocks: texts, open, next: through + 1 };
   }
 
   /** The trades of an archived chunk that `bounds` admit (the chunk is in R2 once it is indexed here). */

@@ -64,6 +64,9 @@ const DayFilesSchema = z
       .string()
       .optional()
       .openapi({ example: "day-BTCUSDT-2026-11-23-mhx3k2a0", description: "The `daily-files` Workflow instance that writes the day" }),
+    host: z.object({ calls: z.number().int(), bytes: z.number().int() }).optional().openapi({
+      description: "What building the day cost its market's host: its calls (the open and each page of trades) and the bytes of stored trades they copied",
+    }),
     pending: z.boolean().optional().openapi({ description: "True when an instance was still at work when answered: its files come when it ends" }),
   })
   .openapi("DayFiles");

@@ -27,6 +27,45 @@ export function deflatePiece(text: string, before: ZipEntry, last: boolean): { b
 
 export const EMPTY_ENTRY: ZipEntry = { crc: 0, compressed: 0, size: 0 };
 
+/**
+ * One file's piece made a slice at a time: each slice of CSV deflated and sync-flushed as it comes
+ * (the slices joined are one deflate stream, as the pieces are), so no one call holds the thread
+ * for a whole piece's CSV; `end` finishes the stream after the file's last slice.
+ */
+export class PieceWriter {
+  private readonly parts: Uint8Array[] = [];
+
+  constructor(public entry: ZipEntry) {}
+
+  add(text: string): void {
+    if (text.length === 0) return;
+    const { bytes, entry } = deflatePiece(text, this.entry, false);
+    this.parts.push(bytes);
+    this.entry = entry;
+  }
+
+  end(): void {
+    const { bytes, entry } = deflatePiece("", this.entry, true);
+    this.parts.push(bytes);
+    this.entry = entry;
+  }
+
+  get bytes(): Uint8Array {
+    const out = new Uint8Array(this.parts.reduce((n, part) => n + part.length, 0));
+    let at = 0;
+    for (const part of this.parts) {
+      out.set(part, at);
+      at += part.length;
+    }
+    return out;
+  }
+}
+
+/** Lets the thread's other work run between two slices of a long job (a Workflow's step shares its thread with other isolates). */
+export function yieldTurn(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
+}
+
 /** Two files' pieces of one step as one R2 object (a put, not two): the first's bytes, then the second's. */
 export function bothPieces(first: Uint8Array, second: Uint8Array): Uint8Array {
   const both = new Uint8Array(first.length + second.length);

@@ -96,7 +96,7 @@ export class MarketStore {
   /** The book, as a snapshot and a log of batches' changes. */
   readonly book: BookLog;
   /** The hot trades, a block a batch. */
-  private readonly blocks: TradeBlocks;
+  readonly blocks: TradeBlocks;
   /** The market's record as last read or written (loaded on first use). */
   private record: MarketRecord | undefined;
 

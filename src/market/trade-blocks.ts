@@ -182,6 +182,31 @@ export class TradeBlocks {
   }
 
   /**
+   * Whole blocks as stored, their text not parsed, for a reader off the host (the daily files'
+   * Workflow): the blocks that may hold trades `from`…`to` of `startTime`…`endTime`, in order,
+   * until they pass `maxBytes`; then, once every sealed block is read, the open block's trades
+   * those bounds admit. `through`: the last trade id the answer covers. The reader filters.
+   */
+  rawBlocks(from: number, to: number, startTime: number, endTime: number, maxBytes: number): { texts: string[]; open: PackedTrade[]; through: number } {
+    const texts: string[] = [];
+    let bytes = 0;
+    const rows = this.sql.exec<{ last_seq: number; trades: string }>(
+      "SELECT last_seq, trades FROM trade_blocks WHERE last_seq >= ? AND first_seq <= ? AND max_time >= ? AND min_time <= ? ORDER BY first_seq",
+      from,
+      to,
+      startTime,
+      endTime,
+    );
+    for (const row of rows) {
+      texts.push(row.trades);
+      bytes += row.trades.length;
+      if (bytes >= maxBytes) return { texts, open: [], through: Math.min(row.last_seq, to) };
+    }
+    const open = this.open.filter((t) => t.seq >= from && t.seq <= to && t.time >= startTime && t.time <= endTime).map(pack);
+    return { texts, open, through: to };
+  }
+
+  /**
    * One page of trades (the bounds that are set, and `seq > after`), in `seq` order: forwards the
    * first `limit`, else the last `limit` (answered ascending). The same rule a row per trade answered.
    */

@@ -206,6 +206,9 @@ describe("daily files in Binance's public-data layout (docs/history.md#daily-fil
     const [written] = await writeDailyFiles(env, day, [market], 30_000);
     expect(written, JSON.stringify(written)).toMatchObject({ trades: 1_250 });
     expect(written!.skipped, "trades files written").toBeUndefined();
+    // The host opened the day and answered its pages: archived chunks named, hot blocks copied as stored.
+    expect(written!.host!.calls, "the host's calls: the open and at least a page of chunks and one of blocks").toBeGreaterThanOrEqual(3);
+    expect(written!.host!.bytes, "hot blocks' bytes copied by the host").toBeGreaterThan(0);
     const name = new Date(day).toISOString().slice(0, 10);
     const csv = await unzipOne(new Uint8Array(await (await call(`/data/spot/daily/trades/SOLBTC/SOLBTC-trades-${name}.zip`)).arrayBuffer()));
     const ids = csv.text

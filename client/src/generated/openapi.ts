@@ -2680,6 +2680,11 @@ export interface components {
              * @example day-BTCUSDT-2026-11-23-mhx3k2a0
              */
             instance?: string;
+            /** @description What building the day cost its market's host: its calls (the open and each page of trades) and the bytes of stored trades they copied */
+            host?: {
+                calls: number;
+                bytes: number;
+            };
             /** @description True when an instance was still at work when answered: its files come when it ends */
             pending?: boolean;
         };
