@@ -151,12 +151,18 @@ describe("CCXT configured as docs/binance.md#ccxt says: the WebSocket API too, n
         }
       ).lastUpdateId;
     await until(async () => ((await nativeDepth()) === sequence ? true : undefined), { what: "the deep book read back" });
-    const book = await exchange.fetchOrderBook("V1/USDT", 5000);
-    expect([book.bids.length, book.asks.length], "levels a side").toEqual([1500, 1500]);
-
-    const symbols = Array.from({ length: 150 }, (_, i) => `V${i}/USDT`);
-    const tickers = await exchange.fetchTickers(symbols);
-    expect(Object.keys(tickers).sort(), "a ticker for each of the 150").toEqual([...symbols].sort());
+    // CCXT's own wait after these two (Binance's weights 250 and 80: about 50 s at rateLimit 1000,
+    // docs/binance.md#limits) is CCXT's pacing, not this venue's answer: off for them, two requests.
+    exchange.enableRateLimit = false;
+    try {
+      const book = await exchange.fetchOrderBook("V1/USDT", 5000);
+      expect([book.bids.length, book.asks.length], "levels a side").toEqual([1500, 1500]);
+      const symbols = Array.from({ length: 150 }, (_, i) => `V${i}/USDT`);
+      const tickers = await exchange.fetchTickers(symbols);
+      expect(Object.keys(tickers).sort(), "a ticker for each of the 150").toEqual([...symbols].sort());
+    } finally {
+      exchange.enableRateLimit = true;
+    }
   }, 120_000);
 
   it("watchOrderBookForSymbols over 60 symbols on one connection: CCXT subscribes them in one request, and a book comes", async () => {

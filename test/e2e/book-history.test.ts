@@ -1,25 +1,18 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import WebSocket from "ws";
 import { type LocalBook, replay, type WebSocketConstructor } from "../../client/src/index";
 import { adminToken, issuePublishKey } from "../../scripts/publish-key.mjs";
-import { startService } from "../../scripts/service.mjs";
 import { listVenue } from "../../scripts/venue.mjs";
 import { publisherChannel } from "./publisher";
 
 /**
- * Book history as a new user meets it (docs/history.md#book-history), against the service started
- * as `npm start` does (one of its own: the market listed here stays out of the other tests' pages):
- * a publisher sends a known minute of book changes; every sampled sequence and moment reads back
- * the book it built, and a replay at speed 0 rebuilds the same books.
+ * Book history as a new user meets it (docs/history.md#book-history), against the service the e2e
+ * files share, started as `npm start` does: a publisher sends a known minute of book changes; every
+ * sampled sequence and moment reads back the book it built, and a replay at speed 0 rebuilds the
+ * same books.
  */
-let service: Awaited<ReturnType<typeof startService>>;
-let baseUrl = "";
-beforeAll(async () => {
-  service = await startService();
-  baseUrl = service.baseUrl;
-}, 180_000);
-afterAll(() => service?.stop());
-const symbol = "V0USDT"; // listed here; no demo feed writes it
+const baseUrl = inject("baseUrl");
+const symbol = "V0USDT"; // listed here (binance-ws-api lists it too, and publishes to V1USDT and V2USDT only); no demo feed writes it
 const headers = { "CF-Connecting-IP": "198.18.45.1" };
 type Level = [string, string];
 

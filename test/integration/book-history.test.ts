@@ -63,7 +63,7 @@ describe("book history (docs/history.md#book-history)", () => {
     let sequence = 0;
     // Wide batches (about 5 KB each), so segments close on their bytes and go to R2 within the run.
     const side = fc.array(fc.tuple(fc.integer({ min: 0, max: 999 }), fc.integer({ min: 0, max: 9_999 })), { minLength: 40, maxLength: 160 });
-    const batches = fc.sample(fc.tuple(side, side, fc.boolean(), fc.integer({ min: 1, max: 3 })), { numRuns: 2_100, seed: 45 });
+    const batches = fc.sample(fc.tuple(side, side, fc.boolean(), fc.integer({ min: 1, max: 3 })), { numRuns: 1_300, seed: 45 });
     const first = {
       type: "snapshot" as const,
       sequence: ++sequence,

@@ -54,14 +54,19 @@ describe("the book in storage is a snapshot and a log of batches (src/market/boo
     const level = fc.tuple(fc.integer({ min: 1, max: 400 }), fc.integer({ min: 0, max: 5 }));
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.tuple(fc.array(level, { maxLength: 6 }), fc.array(level, { maxLength: 6 })), { minLength: 140, maxLength: 200 }),
+        fc.array(fc.tuple(fc.array(level, { maxLength: 6 }), fc.array(level, { maxLength: 6 })), { minLength: 360, maxLength: 480 }),
         async (batches) => {
-          for (const [bids, asks] of batches) {
-            const side = (entries: [number, number][], base: number, step: number) => [
-              ...new Map(entries.map(([offset, quantity]) => [(base + step * offset * 0.00001).toFixed(5), quantity === 0 ? "0" : `${quantity}.000`])),
-            ];
-            await ingest(env, "*", { symbol, book: { type: "delta", sequence: ++sequence, bids: side(bids, 0.05, -1), asks: side(asks, 0.06, 1) } });
-          }
+          const side = (entries: [number, number][], base: number, step: number) => [
+            ...new Map(entries.map(([offset, quantity]) => [(base + step * offset * 0.00001).toFixed(5), quantity === 0 ? "0" : `${quantity}.000`])),
+          ];
+          const updates = batches.map(([bids, asks]) => ({
+            type: "delta" as const,
+            sequence: ++sequence,
+            bids: side(bids, 0.05, -1),
+            asks: side(asks, 0.06, 1),
+          }));
+          // Eight updates a batch, as a publisher's burst sends them: each is a change of the log all the same.
+          for (let i = 0; i < updates.length; i += 8) await ingest(env, "*", { symbol, book: updates.slice(i, i + 8) });
           const live = await book(symbol);
           await evictDurableObject(await hostOf(symbol));
           const restored = await book(symbol);
@@ -72,7 +77,8 @@ describe("the book in storage is a snapshot and a log of batches (src/market/boo
           });
         },
       ),
-      { numRuns: 30 },
+      // Few evictions (each about a second here), many batches between them: past SNAPSHOT_EVERY in all.
+      { numRuns: 12 },
     );
     expect(sequence, "more batches than a snapshot's interval, so the ring and its snapshots were both read back").toBeGreaterThan(SNAPSHOT_EVERY);
   }, 180_000);
