@@ -109,11 +109,11 @@ export const MODELS = {
     groupSize: 64,
   },
 };
-/** A market's log writes its book whole every this many commits (src/market/book-log.ts). */
+/** A market's log writes its book whole every this many commits (src/writes/book-log.ts). */
 const SNAPSHOT_EVERY = 4_096;
-/** The group journal's ring of ticks (src/ticks/journal.ts). */
+/** The group journal's ring of ticks (src/writes/journal.ts). */
 const JOURNAL_SLOTS = 4_096;
-/** A market's seconds: a row a minute in a ring of 25 hours (src/market/second-ring.ts). */
+/** A market's seconds: a row a minute in a ring of 25 hours (src/writes/second-ring.ts). */
 const SECOND_RING_SLOTS = 1_500;
 /** Trades kept hot in SQLite (a day, at most a million a market) and ids (25 hours) before R2 and expiry. */
 const HOT_SECONDS = 86_400;

@@ -3,8 +3,8 @@
  * Pure; the market's book history gathers the hour's segments and writes them.
  */
 import { formatUnits } from "../core/decimal";
-import type { BookSegment } from "../market/book-log";
 import type { BookUpdate, OrderBook } from "../market/order-book";
+import type { BookSegment } from "../writes/book-log";
 import { HOUR_MS } from "./intervals";
 
 export const BOOK_FILE_KINDS = ["book", "bookTicker"] as const;

@@ -6,7 +6,7 @@
  * segment is about 1 MB and more when its last batch is big.
  */
 import { gunzipText, gzipText } from "../core/encoding";
-import { type BookSegment, decodeBase, decodeEntry, encodeBase, encodeEntry } from "../market/book-log";
+import { type BookSegment, decodeBase, decodeEntry, encodeBase, encodeEntry } from "../writes/book-log";
 import type { BookTarget } from "./book-replay";
 
 /** What one kept segment covers. */

@@ -5,9 +5,9 @@
  */
 import { formatUnits } from "../core/decimal";
 import { bookChecksum, CHECKSUM_DEPTH } from "../market/book-checksum";
-import type { BookEntry, BookSegment } from "../market/book-log";
 import { OrderBook, type WireLevel } from "../market/order-book";
 import { CONFLATE_MS } from "../streams/conflation";
+import type { BookEntry, BookSegment } from "../writes/book-log";
 
 /** A moment of the book: the last update at or before a sequence, or the last batch applied at or before a time. */
 export type BookTarget = { sequence: number } | { time: number };

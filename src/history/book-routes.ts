@@ -7,7 +7,7 @@ import { createRouter } from "../core/router";
 import { problemResponses, queryInt } from "../core/schemas";
 import type { AppEnv } from "../env";
 import { resolveMarket } from "../market/lookup";
-import { readContext } from "../market/reads";
+import { readContext } from "../reads/reads";
 import type { BookTarget } from "./book-replay";
 import { MAX_REPLAY_SPAN_MS, type ReplayRequest, replayUpgrade } from "./replay-connection";
 

@@ -3,7 +3,7 @@
  * its host and by the daily files' Workflow off it, the same way.
  */
 import { gunzipText } from "../core/encoding";
-import type { TradePage } from "../market/trades";
+import type { TradePage } from "../writes/trades";
 import { type ArchivedTrade, chunkKey, withinPage } from "./trade-archive";
 
 /** The trades of `chunk` that `bounds` admit, in trade id order; a chunk missing from R2 is an error. */

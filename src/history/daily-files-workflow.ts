@@ -12,9 +12,9 @@
 import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";
 import { marketObject } from "../core/object-ids";
 import { unwrap } from "../core/problem";
-import { type PackedTrade, unpack } from "../market/trade-blocks";
 import { wireTrade } from "../market/wire-trade";
 import type { MarketConfig } from "../registry/model";
+import { type PackedTrade, unpack } from "../writes/trade-blocks";
 import { readChunk } from "./chunk-reads";
 import { aggTradesCsv, csvName, DAILY_KLINE_INTERVALS, type DayFiles, type DayOpened, dailyKey, dayName, klinesCsv, tradesCsv } from "./daily-files";
 import { putChecksum, ZIP_PUT } from "./file-storage";

@@ -4,7 +4,7 @@
  * other. Pure; the `daily-files` Workflow builds the files from what the host hands it.
  */
 import { formatDecimal, multiply, parseDecimal } from "../core/decimal";
-import type { PackedTrade } from "../market/trade-blocks";
+import type { PackedTrade } from "../writes/trade-blocks";
 import type { Kline } from "./candles";
 import { DAY_MS, MINUTE_MS } from "./intervals";
 import type { ArchivedTrade } from "./trade-archive";

@@ -1,5 +1,5 @@
 import { BoundedMap, textBytes } from "../core/bounded-map";
-import type { BookEntry, BookSegment } from "../market/book-log";
+import type { BookEntry, BookSegment } from "../writes/book-log";
 
 /** A host's decoded open segments, at most this many bytes (estimated) for all its markets together. */
 export const SEGMENTS_MAX_BYTES = 24 * 1024 * 1024;

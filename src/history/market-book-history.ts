@@ -5,9 +5,9 @@
  * The market object writes alone and hands this the state it holds.
  */
 import { problem } from "../core/problem";
-import type { BookEntry, BookSegment } from "../market/book-log";
 import type { MarketState } from "../market/market-state";
-import type { MarketRecord, MarketStore } from "../market/market-store";
+import type { BookEntry, BookSegment } from "../writes/book-log";
+import type { MarketRecord, MarketStore } from "../writes/market-store";
 import { hourOf } from "./book-files";
 import { type BookHourParams, bookHourId } from "./book-files-workflow";
 import { BookHistory, type SegmentRow } from "./book-history";

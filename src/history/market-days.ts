@@ -5,9 +5,9 @@
  */
 import { guarded, type ProblemResult, problem } from "../core/problem";
 import { type MarketState, TRADE_RETENTION_MS } from "../market/market-state";
-import type { MarketStore } from "../market/market-store";
 import type { MinuteBucket } from "../market/rolling-window";
 import type { MarketConfig } from "../registry/model";
+import type { MarketStore } from "../writes/market-store";
 import type { Kline, KlineQuery } from "./candles";
 import type { DayOpened, DayPage } from "./daily-files";
 import { DAY_MS, MINUTE_MS } from "./intervals";

@@ -1,8 +1,8 @@
 import { gzipText } from "../core/encoding";
-import type { MarketStore, StoredTrade, TradePage } from "../market/market-store";
-import { pageRunsForwards } from "../market/trades";
 import { type WireTrade, wireTrade } from "../market/wire-trade";
 import type { MarketConfig } from "../registry/model";
+import type { MarketStore, StoredTrade, TradePage } from "../writes/market-store";
+import { pageRunsForwards } from "../writes/trades";
 import { readChunk } from "./chunk-reads";
 import type { DayPage } from "./daily-files";
 import { DAY_MS } from "./intervals";

@@ -4,8 +4,9 @@
  * by the pages of `/api/trades`, `historicalTrades` and `aggTrades`. Pure: keys, chunk bounds
  * and the page rules; the market object does the I/O.
  */
-import type { TradePage } from "../market/trades";
+
 import type { WireTrade } from "../market/wire-trade";
+import type { TradePage } from "../writes/trades";
 
 /** Trades a chunk holds; `TRADE_ARCHIVE_CHUNK` overrides it (the tests use small chunks). */
 export const DEFAULT_CHUNK_TRADES = 10_000;

@@ -1,7 +1,7 @@
 import { DAY_MS } from "../history/intervals";
+import type { MarketStore, StoredTrade } from "../writes/market-store";
 import type { UnitTradeInput } from "./ingest";
 import { type MarketState, rememberBucket } from "./market-state";
-import type { MarketStore, StoredTrade } from "./market-store";
 import type { MinuteBucket } from "./rolling-window";
 
 /** What a batch's trades did: those taken (numbered in order), the duplicates, the buckets they changed, the past days they reached. */

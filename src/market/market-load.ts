@@ -1,7 +1,7 @@
 import { MINUTE_MS } from "../history/intervals";
 import type { MarketConfig } from "../registry/model";
+import type { MarketMeta, MarketStore } from "../writes/market-store";
 import { type MarketState, TRADE_RETENTION_MS } from "./market-state";
-import type { MarketMeta, MarketStore } from "./market-store";
 import { OrderBook } from "./order-book";
 
 /**

@@ -6,19 +6,19 @@ import { HistoryCache } from "../history/history-cache";
 import type { ReplayPage } from "../history/market-book-history";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
+import type { MarketAnswer, MarketQuestion } from "../reads/edge-copies";
 import { groupOf, type MarketConfig } from "../registry/model";
 import { ObjectSession } from "../sessions/object-session";
-import { GroupJournal } from "../ticks/journal";
-import { Tick } from "../ticks/tick";
-import type { MarketAnswer, MarketQuestion } from "./edge-copies";
-import { HostAlarms } from "./host-alarms";
-import { HostStorage } from "./host-storage";
+import { HostAlarms } from "../writes/host-alarms";
+import { HostStorage } from "../writes/host-storage";
+import { GroupJournal } from "../writes/journal";
+import { scopedSql, tablePrefixOf } from "../writes/market-storage";
+import { COMMIT_MAX_BYTES } from "../writes/staged-batches";
+import { Tick } from "../writes/tick";
 import type { IngestAnswer, IngestBatch, IngestCommit, IngestItem } from "./ingest";
 import { MarketEngine, type OrderBookSnapshot } from "./market-engine";
-import { scopedSql, tablePrefixOf } from "./market-storage";
 import { type HeldMarket, Quarantine } from "./quarantine";
 import type { MinuteBucket } from "./rolling-window";
-import { COMMIT_MAX_BYTES } from "./staged-batches";
 
 export type { OrderBookSnapshot, OrderBookText, WireTrade } from "./market-engine";
 
@@ -38,7 +38,7 @@ export class MarketObject extends MeteredObject {
   private readonly alarms: HostAlarms;
   /** What the group's markets publish goes through it to the shards and the price index (docs/design.md#group-relays). */
   readonly relay: GroupRelay;
-  /** The group's commits: one row a tick for all its markets' records (`../ticks/journal.ts`). */
+  /** The group's commits: one row a tick for all its markets' records (`../writes/journal.ts`). */
   private readonly journal: GroupJournal;
   /** The tick's length (`INGEST_TICK_MS`, 100 ms; the workers tests commit each batch at once unless a test sets it). */
   tickMs: number;

@@ -1,9 +1,9 @@
 import { aggregateCandles, candleOf, type Kline, type KlineQuery } from "../history/candles";
 import { bucketSizeFor, DAY_MS, HOUR_MS, type KlineInterval, MINUTE_MS, nextOpenTime, nominalMs, openTimeOf, SECOND_MS } from "../history/intervals";
 import { KEEP_TRADES, type MarketHistory } from "../history/market-history";
-import type { MarketQuestion } from "./edge-copies";
+import type { MarketQuestion } from "../reads/edge-copies";
+import type { MarketStore, StoredTrade, TradePage } from "../writes/market-store";
 import { bookTickerOf, checksumOf, lastTradeOf, type MarketState, tickerAt } from "./market-state";
-import type { MarketStore, StoredTrade, TradePage } from "./market-store";
 import { formatWindow, mergeBuckets, type WindowRecord, windowStats } from "./rolling-window";
 import { type WireTrade, wireTrade } from "./wire-trade";
 

@@ -1,7 +1,7 @@
 import { formatUnits } from "../core/decimal";
 import type { RelayOp } from "../groups/messages";
+import type { MarketStorage } from "../writes/market-storage";
 import { bookTickerOf, type MarketState, tickerAt, tickerOf, windowRecordsOf } from "./market-state";
-import type { MarketStorage } from "./market-storage";
 import type { MarketStreams } from "./market-streams";
 import type { PriceReport } from "./price-index";
 import { changePercent, minuteOf } from "./rolling-window";

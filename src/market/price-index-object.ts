@@ -8,12 +8,12 @@ import type { MarketSummary } from "../groups/messages";
 import { type VenueAnswerKind, VenueBoard } from "../groups/venue-board";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
+import type { MarketAnswer } from "../reads/edge-copies";
 import { ensureRegistry } from "../registry/copy";
 import { groupOf, type RegistryIndex } from "../registry/model";
 import { ObjectSession } from "../sessions/object-session";
 import { everyShard } from "../streams/every-shard";
 import { STATUS_STREAM, type StreamEvent, TICKERS_STREAM, type TickerWindow } from "../streams/protocol";
-import type { MarketAnswer } from "./edge-copies";
 import { type PriceSnapshot, pricesIn } from "./price-index";
 
 export const PRICE_SNAPSHOT_KEY = "prices/snapshot";

@@ -3,7 +3,7 @@ import { requireAdmin, OPERATOR_SECURITY as security, OPERATOR_TAGS as tags } fr
 import { marketObject, metricsObject, priceIndex } from "../core/object-ids";
 import { createRouter } from "../core/router";
 import { problemResponses } from "../core/schemas";
-import type { MarketAnswer } from "../market/edge-copies";
+import type { MarketAnswer } from "../reads/edge-copies";
 import { ensureRegistry } from "../registry/copy";
 import { GROUP_SIZE } from "../registry/model";
 import { exposition, type GaugeValue, PROMETHEUS_CONTENT_TYPE } from "./exposition";

@@ -2,11 +2,11 @@
 import { Hono } from "hono";
 import { ProblemError } from "../core/problem";
 import type { AppEnv } from "../env";
-import { readVenue } from "../market/edge-reads";
 import { resolveMarket } from "../market/lookup";
-import { readContext, readMany, readMarketViews, readPrices, readTickerRecord } from "../market/reads";
 import type { TickerRecord } from "../market/rolling-window";
 import { statusFigures } from "../metrics/venue-figures";
+import { readVenue } from "../reads/edge-reads";
+import { readContext, readMany, readMarketViews, readPrices, readTickerRecord } from "../reads/reads";
 import type { MarketConfig } from "../registry/model";
 import { Page } from "./page";
 import type { VenueStatusBody } from "./status-page";

@@ -1,7 +1,7 @@
 import { keyStateAt } from "../access/keys";
 import type { Announcement } from "../announcements/schemas";
 import { accessGuard, priceIndex } from "../core/object-ids";
-import type { MarketAnswer } from "../market/edge-copies";
+import type { MarketAnswer } from "../reads/edge-copies";
 import type { PlannedClose } from "./planned-close";
 import { HEARTBEAT_EVERY_MS, HEARTBEAT_STREAM, KEY_CHECK_EVERY_MS, MAINTENANCE_NOTICE_LEAD_MS, STATUS_STREAM } from "./protocol";
 

@@ -8,7 +8,6 @@ import { createRouter } from "../core/router";
 import { jsonBody, okJson, problemResponses } from "../core/schemas";
 import type { AppEnv } from "../env";
 import { ingest } from "../market/ingest";
-import { klinesQuestion, readContext, readMarkets, readOneOrMany, readPair, readPrices, sendRead, tradesQuestion } from "../market/reads";
 import {
   BookTickerSchema,
   IngestBodySchema,
@@ -22,6 +21,7 @@ import {
   TradeSchema,
 } from "../market/schemas";
 import { batchOutcome } from "../metrics/outcomes";
+import { klinesQuestion, readContext, readMarkets, readOneOrMany, readPair, readPrices, sendRead, tradesQuestion } from "../reads/reads";
 import { SymbolDepthQuery, SymbolKlinesQuery, SymbolOrSymbolsQuery, SymbolTradesQuery } from "./schemas";
 
 /** An ingest batch of 1,000 book updates and 1,000 trades fits (docs/publishing.md#batches). */

@@ -8,8 +8,8 @@ import { type BookHourOutput, bookHourId } from "../../src/history/book-files-wo
 import { HOUR_MS } from "../../src/history/intervals";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
-import { tablePrefixOf } from "../../src/market/market-storage";
 import { ensureRegistry, findMarket } from "../../src/registry/copy";
+import { tablePrefixOf } from "../../src/writes/market-storage";
 import { atScale } from "../support/book-levels";
 import { evictWhenIdle } from "../support/evict";
 import { call, callJson } from "../support/http";

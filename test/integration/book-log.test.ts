@@ -2,9 +2,9 @@ import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { SNAPSHOT_EVERY } from "../../src/market/book-log";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
+import { SNAPSHOT_EVERY } from "../../src/writes/book-log";
 import { callJson } from "../support/http";
 import { hostOf } from "../support/registry";
 
@@ -19,7 +19,7 @@ async function book(symbol: string) {
   return body;
 }
 
-describe("the book in storage is a snapshot and a log of batches (src/market/book-log.ts)", () => {
+describe("the book in storage is a snapshot and a log of batches (src/writes/book-log.ts)", () => {
   it("writes one row a batch however many levels it changes: the change, from which the market's record is read back (before: two, and one per level before the log)", async () => {
     const symbol = "SOLBTC";
     const levels = (n: number, from: number, quantity = "1.00") =>

@@ -3,10 +3,10 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
-import { tablePrefixOf } from "../../src/market/market-storage";
 import type { IngestBody } from "../../src/market/schemas";
 import { ensureRegistry, findMarket } from "../../src/registry/copy";
-import { type GroupJournal, GroupJournal as JournalOf } from "../../src/ticks/journal";
+import { type GroupJournal, GroupJournal as JournalOf } from "../../src/writes/journal";
+import { tablePrefixOf } from "../../src/writes/market-storage";
 import { callJson } from "../support/http";
 import { hostOf } from "../support/registry";
 import { rowsCounted } from "../support/rows-counted";
@@ -41,7 +41,7 @@ async function sequenceOf(symbol: string): Promise<number> {
   return (await callJson<{ sequence: number }>(`/api/orderbook/${symbol}?depth=1`)).body.sequence;
 }
 
-describe("a group's markets commit together: one journal row a tick (src/ticks/journal.ts)", () => {
+describe("a group's markets commit together: one journal row a tick (src/writes/journal.ts)", () => {
   it("seven markets' batches sent together are written as a few rows, not a row a market (fails before: each market its own commit row)", async () => {
     await ensureRegistry(env);
     expect(new Set(GROUP.map((symbol) => findMarket(symbol)!.ordinal >> 6)).size, "the markets share a group").toBe(1);

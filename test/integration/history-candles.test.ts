@@ -7,7 +7,7 @@ import { aggregateCandles } from "../../src/history/candles";
 import { DAY_MS, formatTimeZone, HOUR_MS, KLINE_INTERVALS, type KlineInterval, MINUTE_MS, nextOpenTime, openTimeOf } from "../../src/history/intervals";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
-import type { MarketStore } from "../../src/market/market-store";
+import type { MarketStore } from "../../src/writes/market-store";
 import { callJson } from "../support/http";
 import { defaultMarkets, hostOf } from "../support/registry";
 

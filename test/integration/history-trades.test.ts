@@ -5,7 +5,7 @@ import { gunzipText } from "../../src/core/encoding";
 import { DAY_MS, HOUR_MS } from "../../src/history/intervals";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
-import { tablePrefixOf } from "../../src/market/market-storage";
+import { tablePrefixOf } from "../../src/writes/market-storage";
 import { callJson } from "../support/http";
 import { hostOf } from "../support/registry";
 

@@ -1,14 +1,14 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { HostAlarms } from "../../src/market/host-alarms";
 import { MetricsHolder } from "../../src/metrics/holder";
 import { ObjectMeter } from "../../src/metrics/object-meter";
+import { HostAlarms } from "../../src/writes/host-alarms";
 import { hostOfGroup } from "../support/registry";
 
 const ROWS = 'mds_storage_rows_written_total{object="probe"}';
 
-describe("a host's alarm writes its markets' next alarms once (src/market/host-alarms.ts)", () => {
+describe("a host's alarm writes its markets' next alarms once (src/writes/host-alarms.ts)", () => {
   it("ten markets due together, each setting its next: one write of the record and one alarm (fails before: 12 rows, the record once a market)", async () => {
     // A group no market of the tests is in: its object's own alarms stay out of the count.
     await runInDurableObject(hostOfGroup(9_999), async (_instance, state) => {

@@ -59,7 +59,7 @@ async function rowsWritten(start = false, symbol = "ETHUSDT"): Promise<number> {
   });
 }
 
-describe("the tick: a market writes its batches together, at most once a tick, and answers each once it is written (src/ticks/tick.ts)", () => {
+describe("the tick: a market writes its batches together, at most once a tick, and answers each once it is written (src/writes/tick.ts)", () => {
   it("40 batches sent together are written in a few commits, not 40 (fails before: 3 rows a batch), and all of them are there after a restart", async () => {
     await ensureRegistry(env);
     await ingest(env, "*", { symbol: "ETHUSDT", book: { type: "snapshot", sequence: 1, bids: [["2999.00", "1.0000"]], asks: [["3001.00", "1.0000"]] } });

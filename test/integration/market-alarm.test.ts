@@ -1,16 +1,16 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { HostAlarms } from "../../src/market/host-alarms";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import { ensureRegistry, findMarket } from "../../src/registry/copy";
+import type { HostAlarms } from "../../src/writes/host-alarms";
 import { hostOf } from "../support/registry";
 
 type WithAlarm = { secondly: { alarmBy(time: number): void } };
 type Host = { alarms: HostAlarms };
 
-describe("a market's one alarm (src/market/market-secondly.ts, src/market/host-alarms.ts)", () => {
+describe("a market's one alarm (src/market/market-secondly.ts, src/writes/host-alarms.ts)", () => {
   it("asked for twice in one turn, the earlier time stands, whichever order (before: the later call overwrote the earlier); the object's alarm is its markets' earliest", async () => {
     await ensureRegistry(env);
     const base = Date.now() + 3_600_000;

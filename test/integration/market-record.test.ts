@@ -17,7 +17,7 @@ async function held(symbol: string) {
   });
 }
 
-describe("the market's record is read back from the log and the blocks (src/market/market-store.ts)", () => {
+describe("the market's record is read back from the log and the blocks (src/writes/market-store.ts)", () => {
   it("after an eviction the book's sequence and fingerprint, the trade ids and the feed's last word are as before, though no batch wrote the record", async () => {
     await ensureRegistry(env);
     const symbol = "SOLUSDT";

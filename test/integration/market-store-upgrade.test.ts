@@ -2,9 +2,9 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { DAY_MS, HOUR_MS, MINUTE_MS } from "../../src/history/intervals";
-import { MarketStore } from "../../src/market/market-store";
+import { MarketStore } from "../../src/writes/market-store";
 
-describe("a market's storage from before the taker-buy volumes (src/market/market-store.ts)", () => {
+describe("a market's storage from before the taker-buy volumes (src/writes/market-store.ts)", () => {
   it("gains the columns on open: its older minutes count no taker buys, new writes keep them", async () => {
     await runInDurableObject(env.MARKET.getByName("UPGRADEUSDT"), async (_instance, state) => {
       const sql = state.storage.sql;

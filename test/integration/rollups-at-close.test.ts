@@ -2,12 +2,12 @@ import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "c
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { DAY_MS, HOUR_MS, MINUTE_MS } from "../../src/history/intervals";
-import { BucketStore, heldFromAt } from "../../src/market/bucket-store";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
-import { tablePrefixOf } from "../../src/market/market-storage";
-import type { MarketStore } from "../../src/market/market-store";
 import { addToBucket, type MinuteBucket } from "../../src/market/rolling-window";
+import { BucketStore, heldFromAt } from "../../src/writes/bucket-store";
+import { tablePrefixOf } from "../../src/writes/market-storage";
+import type { MarketStore } from "../../src/writes/market-store";
 import { callJson } from "../support/http";
 import { hostOf } from "../support/registry";
 import { rowsCounted } from "../support/rows-counted";
@@ -23,7 +23,7 @@ const tradeAt = (time: number, n: number) => ({
   time,
 });
 
-describe("hours and days are written once, at their close (src/market/bucket-store.ts)", () => {
+describe("hours and days are written once, at their close (src/writes/bucket-store.ts)", () => {
   it("an hour of trading minutes writes no hour or day row until each ends, then one; a restart builds the open ones again from the minutes (fails before: a row for each, every minute)", async () => {
     const symbol = "XRPUSDT";
     await runInDurableObject(await hostOf(symbol), (instance: MarketObject, state) => {

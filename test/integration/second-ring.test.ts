@@ -2,9 +2,9 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { MINUTE_MS, SECOND_MS } from "../../src/history/intervals";
 import type { MarketObject } from "../../src/market/market-object";
-import { tablePrefixOf } from "../../src/market/market-storage";
-import type { MarketStore } from "../../src/market/market-store";
-import { SECOND_SLOTS } from "../../src/market/second-ring";
+import { tablePrefixOf } from "../../src/writes/market-storage";
+import type { MarketStore } from "../../src/writes/market-store";
+import { SECOND_SLOTS } from "../../src/writes/second-ring";
 import { hostOf } from "../support/registry";
 import { rowsCounted } from "../support/rows-counted";
 
@@ -14,7 +14,7 @@ const DAY_AND_HOUR = SECOND_SLOTS * MINUTE_MS;
 
 const trade = (time: number, n: number) => ({ price: BigInt(1_000 + n), quantity: BigInt(1 + (n % 3)), side: "buy" as const, time });
 
-describe("the second buckets are a ring of 25 hours of minutes (src/market/second-ring.ts)", () => {
+describe("the second buckets are a ring of 25 hours of minutes (src/writes/second-ring.ts)", () => {
   it("a minute's seconds are written over the minute 25 hours before: one row, and nothing to delete (fails before: a row each, and each deleted 25 hours on)", async () => {
     const symbol = "XRPUSDT";
     await runInDurableObject(await hostOf(symbol), (instance: MarketObject, state) => {

@@ -3,9 +3,9 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
-import { tablePrefixOf } from "../../src/market/market-storage";
-import type { MarketStore } from "../../src/market/market-store";
-import { MAX_STAGED_BUCKETS } from "../../src/market/minute-writes";
+import { tablePrefixOf } from "../../src/writes/market-storage";
+import type { MarketStore } from "../../src/writes/market-store";
+import { MAX_STAGED_BUCKETS } from "../../src/writes/minute-writes";
 import { callJson } from "../support/http";
 import { hostOf } from "../support/registry";
 
@@ -26,7 +26,7 @@ async function candles(symbol: string): Promise<Record<string, unknown>> {
   return all;
 }
 
-describe("candle buckets are staged and written about once a minute (src/market/bucket-store.ts)", () => {
+describe("candle buckets are staged and written about once a minute (src/writes/bucket-store.ts)", () => {
   it("batches of trades write no bucket row until the flush, and a restart before it loses no trade from any candle, nor counts one twice", async () => {
     const symbol = "SOLUSDT";
     const market = await hostOf(symbol);

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
-import { tablePrefixOf } from "../../src/market/market-storage";
+import { tablePrefixOf } from "../../src/writes/market-storage";
 import { callJson } from "../support/http";
 import { hostOf } from "../support/registry";
 import { rowsCounted } from "../support/rows-counted";
@@ -13,7 +13,7 @@ type Counted = {
   meter: { holder: { counts: { take(): { counters: Record<string, number> } }; flush(env: Env, now: number, force: boolean): Promise<void> | undefined } };
 };
 
-describe("a batch's trades are one block (src/market/trade-blocks.ts)", () => {
+describe("a batch's trades are one block (src/writes/trade-blocks.ts)", () => {
   it("a batch of 100 trades writes one row, its commit's, which holds them: where a row and three index entries a trade were 400 (with a row an id 103, with a block of its own 2)", async () => {
     const symbol = "XRPUSDT";
     const market = await hostOf(symbol);
@@ -34,7 +34,7 @@ describe("a batch's trades are one block (src/market/trade-blocks.ts)", () => {
       await Promise.resolve();
       return (instance as unknown as Counted).meter.holder.counts.take().counters['mds_storage_rows_written_total{object="market"}'] ?? 0;
     });
-    // Their block and ids wait for the minute's write (src/market/trade-blocks.ts,
+    // Their block and ids wait for the minute's write (src/writes/trade-blocks.ts,
     // trade-id-minutes.ts); the alarm is set only when its time changes (at most a row).
     expect(written, "rows written by one batch of 100 trades").toBeGreaterThanOrEqual(1);
     expect(written, "rows written by one batch of 100 trades").toBeLessThanOrEqual(2);

@@ -6,8 +6,8 @@ import type { MarketHistory } from "../../src/history/market-history";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import type { MarketState } from "../../src/market/market-state";
-import { tablePrefixOf } from "../../src/market/market-storage";
-import type { MarketStore } from "../../src/market/market-store";
+import { tablePrefixOf } from "../../src/writes/market-storage";
+import type { MarketStore } from "../../src/writes/market-store";
 import { hostOf } from "../support/registry";
 
 type Inside = { history: MarketHistory; store: MarketStore; state: MarketState };
@@ -49,7 +49,7 @@ describe("a trade id is a duplicate for 25 hours at any rate (docs/publishing.md
   });
 });
 
-describe("trade ids cost a row a minute of trade time, not a row a trade (src/market/trade-id-minutes.ts)", () => {
+describe("trade ids cost a row a minute of trade time, not a row a trade (src/writes/trade-id-minutes.ts)", () => {
   type Ids = Inside & { minutes: { flushedAt: number } };
   const rowsOf = (instance: MarketObject, minutes: number[]) => {
     const { ctx } = instance as unknown as { ctx: DurableObjectState };

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { DAY_MS } from "../../src/history/intervals";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
-import type { MarketStore } from "../../src/market/market-store";
+import type { MarketStore } from "../../src/writes/market-store";
 import { callJson } from "../support/http";
 import { until } from "../support/poll";
 import { hostOf } from "../support/registry";

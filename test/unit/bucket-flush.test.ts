@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { bucketsDue, heldFromAt, MINUTE_WRITE_AFTER_MS } from "../../src/market/bucket-store";
+import { bucketsDue, heldFromAt, MINUTE_WRITE_AFTER_MS } from "../../src/writes/bucket-store";
 
 const MINUTE = 60_000;
 const START = 600 * MINUTE;
@@ -32,7 +32,7 @@ function simulate(commits: { at: number; latency: number }[], alarmDelay: number
   return written;
 }
 
-describe("when a market writes its staged candle buckets (src/market/bucket-store.ts bucketsDue)", () => {
+describe("when a market writes its staged candle buckets (src/writes/bucket-store.ts bucketsDue)", () => {
   it(`a trading market writes each minute once, its stragglers in: batches stamped before the turn that land up to ${MINUTE_WRITE_AFTER_MS} ms after it (fails before: the alarm wrote at the turn, and a straggler staged the closed minute again — 1.05 to 1.28 writes a minute in bench:cost)`, () => {
     fc.assert(
       fc.property(

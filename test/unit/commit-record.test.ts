@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { type BookEntry, decodeCommit, encodeCommit, encodeEntry } from "../../src/market/book-log";
-import { type PackedTrade, pack, unpack } from "../../src/market/trade-blocks";
+import { type BookEntry, decodeCommit, encodeCommit, encodeEntry } from "../../src/writes/book-log";
+import { type PackedTrade, pack, unpack } from "../../src/writes/trade-blocks";
 
 const units = fc.bigInt({ min: 0n, max: 10n ** 30n });
 const levels = fc.array(fc.tuple(units, units), { maxLength: 6 });
@@ -25,7 +25,7 @@ const trade = fc.record({
   time: fc.integer({ min: 0, max: 2 ** 45 }),
 });
 
-describe("a commit's record: one row for a tick's book entries and trades (src/market/book-log.ts)", () => {
+describe("a commit's record: one row for a tick's book entries and trades (src/writes/book-log.ts)", () => {
   it("reads back exactly what was written, for any entries and trades (property)", () => {
     fc.assert(
       fc.property(fc.array(entry, { maxLength: 5 }), fc.array(trade, { maxLength: 20 }), fc.integer({ min: 1, max: 2 ** 45 }), (entries, trades, at) => {

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { type Copy, copyKey, EdgeCopies, isNewer } from "../../src/market/edge-copies";
+import { type Copy, copyKey, EdgeCopies, isNewer } from "../../src/reads/edge-copies";
 
 const answer = fc.record({ at: fc.integer({ min: 0, max: 50 }), version: fc.integer({ min: 0, max: 5 }), fetchedAt: fc.integer({ min: 0, max: 1_000 }) });
 const copyOf = (a: { at: number; version: number; fetchedAt: number }): Copy => ({ text: `${a.at}.${a.version}`, ...a });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { scopeQuery } from "../../src/market/market-storage";
+import { scopeQuery } from "../../src/writes/market-storage";
 
-describe("a hosted market's SQL names its own tables (src/market/market-storage.ts)", () => {
+describe("a hosted market's SQL names its own tables (src/writes/market-storage.ts)", () => {
   it("renames the market's tables and indexes wherever they stand as tables, and nothing else", () => {
     const cases: [string, string][] = [
       ["SELECT value FROM meta WHERE key = 'rollups'", "SELECT value FROM m_X_meta WHERE key = 'rollups'"],

@@ -1,11 +1,11 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { scopeQuery, tablePrefixOf } from "../../src/market/market-storage";
 import { MAX_SERIES, MetricCounts, seriesKey } from "../../src/metrics/counts";
 import { exposition } from "../../src/metrics/exposition";
 import { SECONDS_BUCKETS } from "../../src/metrics/families";
 import { tableOf } from "../../src/metrics/object-meter";
 import { quantile } from "../../src/metrics/quantiles";
+import { scopeQuery, tablePrefixOf } from "../../src/writes/market-storage";
 
 describe("metric counts, exposition and quantiles (src/metrics)", () => {
   it("counts handed on in any split add up to the counts of all at once (property)", () => {

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { Tick } from "../../src/ticks/tick";
+import { Tick } from "../../src/writes/tick";
 
-describe("the tick: work staged between commits is written together, at most once a tick (src/ticks/tick.ts)", () => {
+describe("the tick: work staged between commits is written together, at most once a tick (src/writes/tick.ts)", () => {
   let now = 1_000_000;
   beforeEach(() => {
     vi.useFakeTimers();

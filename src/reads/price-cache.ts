@@ -1,5 +1,5 @@
-import type { PriceSnapshot } from "./price-index";
-import { PRICE_SNAPSHOT_KEY } from "./price-index-object";
+import type { PriceSnapshot } from "../market/price-index";
+import { PRICE_SNAPSHOT_KEY } from "../market/price-index-object";
 
 /** The index writes at most once a second, so a younger copy in this isolate is as fresh. */
 const ISOLATE_CACHE_MS = 1_000;

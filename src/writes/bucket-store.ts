@@ -15,7 +15,7 @@
  * its trades are staged again after a restart from the record's `heldFrom`.
  */
 import { BUCKET_SIZES, type BucketSize, DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS } from "../history/intervals";
-import { addToBucket, type MinuteBucket, mergeBuckets, type UnitTrade } from "./rolling-window";
+import { addToBucket, type MinuteBucket, mergeBuckets, type UnitTrade } from "../market/rolling-window";
 import { packBucket, SecondRing } from "./second-ring";
 
 type Row = Record<string, SqlStorageValue>;

@@ -9,7 +9,7 @@ import type { ProblemResult } from "../core/problem";
 import { Slots } from "../core/slots";
 import type { KlineQuery } from "../history/candles";
 import { openTimeOf } from "../history/intervals";
-import type { TradePage } from "./market-store";
+import type { TradePage } from "../writes/market-store";
 
 /** What an edge copy holds the answer to: one market read with its parameters. */
 export type MarketQuestion =

@@ -5,16 +5,16 @@ import type { AppEnv } from "../env";
 import type { VenueRecordKind } from "../groups/venue-board";
 import type { KlineQuery } from "../history/candles";
 import { nextOpenTime, openTimeOf, parseTimeZone } from "../history/intervals";
+import { resolveMarket } from "../market/lookup";
+import { pricesIn } from "../market/price-index";
+import { minuteOf, type TickerRecord } from "../market/rolling-window";
+import { resolveSymbolList } from "../market/symbol-lists";
 import { currentRegistry } from "../registry/copy";
 import { type MarketView, marketView, type RegistryIndex } from "../registry/model";
+import type { TradePage } from "../writes/market-store";
 import type { MarketQuestion } from "./edge-copies";
 import { type EdgeRead, edgePolicy, type ReadContext, readMarket, readVenue } from "./edge-reads";
-import { resolveMarket } from "./lookup";
-import type { TradePage } from "./market-store";
 import { readPriceSnapshot } from "./price-cache";
-import { pricesIn } from "./price-index";
-import { minuteOf, type TickerRecord } from "./rolling-window";
-import { resolveSymbolList } from "./symbol-lists";
 
 /**
  * The market reads behind both surfaces: `/api/*` (public) and `/v1/*` (signed) answer the

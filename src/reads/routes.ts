@@ -5,20 +5,7 @@ import { okJson, problemResponses } from "../core/schemas";
 import type { AppEnv } from "../env";
 import { readBookAt } from "../history/book-routes";
 import { parseTimeZone } from "../history/intervals";
-import { readVenue } from "./edge-reads";
-import {
-  klinesQuestion,
-  readContext,
-  readMany,
-  readMarkets,
-  readPair,
-  readPrices,
-  sendRead,
-  tradesQuestion,
-  tradingDayQuestion,
-  windowQuestion,
-} from "./reads";
-import { parseWindowSize } from "./rolling-window";
+import { parseWindowSize } from "../market/rolling-window";
 import {
   BookQuery,
   BookTickerSchema,
@@ -38,7 +25,20 @@ import {
   TradingDayQuery,
   WindowQuery,
   WindowSchema,
-} from "./schemas";
+} from "../market/schemas";
+import { readVenue } from "./edge-reads";
+import {
+  klinesQuestion,
+  readContext,
+  readMany,
+  readMarkets,
+  readPair,
+  readPrices,
+  sendRead,
+  tradesQuestion,
+  tradingDayQuestion,
+  windowQuestion,
+} from "./reads";
 
 const tags = ["Public market data"];
 

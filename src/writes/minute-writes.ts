@@ -6,9 +6,10 @@
  * closed. Returns the fields of the market's record that say what the stored buckets hold, for the
  * caller to write with them.
  */
-import type { Tick } from "../ticks/tick";
+
 import { bucketsDue, heldFromAt } from "./bucket-store";
 import type { MarketRecord, MarketStore } from "./market-store";
+import type { Tick } from "./tick";
 import { PENDING_MAX_BYTES } from "./trade-id-minutes";
 
 /**

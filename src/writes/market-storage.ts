@@ -1,4 +1,4 @@
-import type { LogRing } from "../ticks/journal";
+import type { LogRing } from "./journal";
 
 /**
  * What a market's parts need of storage: its SQL, transactions and one alarm. A market hosted in
@@ -7,7 +7,7 @@ import type { LogRing } from "../ticks/journal";
  */
 export interface MarketStorage {
   readonly sql: SqlStorage;
-  /** Where its book log's rows go: its group's journal when hosted (`../ticks/journal.ts`), else its own table. */
+  /** Where its book log's rows go: its group's journal when hosted (`./journal.ts`), else its own table. */
   readonly ring?: LogRing;
   transactionSync<T>(work: () => T): T;
   getAlarm(): Promise<number | null>;

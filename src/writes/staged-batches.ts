@@ -1,9 +1,9 @@
-import { rememberTrades, takeTrades } from "./batch-trades";
+import { rememberTrades, takeTrades } from "../market/batch-trades";
+import type { IngestBatch, IngestResult } from "../market/ingest";
+import type { MarketState } from "../market/market-state";
+import type { BookOutcome, BookUpdate, UnitLevel } from "../market/order-book";
 import type { BookEntry } from "./book-log";
-import type { IngestBatch, IngestResult } from "./ingest";
-import type { MarketState } from "./market-state";
 import type { MarketRecord, MarketStore, StoredTrade } from "./market-store";
-import type { BookOutcome, BookUpdate, UnitLevel } from "./order-book";
 import { tradeBytes } from "./trade-blocks";
 
 /**

@@ -1,5 +1,5 @@
-import type { LogRing, LogRow } from "../ticks/journal";
-import type { BookUpdate, UnitLevel } from "./order-book";
+import type { BookUpdate, UnitLevel } from "../market/order-book";
+import type { LogRing, LogRow } from "./journal";
 
 /** Where the book's durable state stands: its snapshot covers log entries up to `snapshotN`; entries after it, up to `logN`, are in the ring. */
 export interface BookLogPosition {
@@ -169,7 +169,7 @@ export class BookLog {
 
   private readonly ring: LogRing;
 
-  /** `ring`: where the commits' rows go — the group's journal for a hosted market (`../ticks/journal.ts`), else its own table. */
+  /** `ring`: where the commits' rows go — the group's journal for a hosted market (`./journal.ts`), else its own table. */
   constructor(
     private readonly sql: SqlStorage,
     ring?: LogRing,

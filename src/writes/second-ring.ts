@@ -10,7 +10,7 @@
  */
 import { ringSlots } from "../core/ring-slots";
 import { MINUTE_MS } from "../history/intervals";
-import type { MinuteBucket } from "./rolling-window";
+import type { MinuteBucket } from "../market/rolling-window";
 
 /** The ring's slots: 25 hours of minutes (TRADE_RETENTION_MS). */
 export const SECOND_SLOTS = 1_500;
