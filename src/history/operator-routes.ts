@@ -47,6 +47,8 @@ const ImportResultSchema = z
 
 /** How long the operator's `POST /admin/archive` waits for its days' instances before answering `pending`. */
 const ARCHIVE_WAIT_MS = 30_000;
+/** Markets named at most for the answer to wait (each waiting market asks its instances ten times a second). */
+const ARCHIVE_WAIT_MARKETS = 16;
 
 const DayFilesSchema = z
   .object({
@@ -143,7 +145,7 @@ export const historyOperatorRoutes = createRouter()
       middleware: [requireAdmin],
       summary: "Write (or rewrite) a UTC day's files in Binance's public-data layout",
       description:
-        "For the markets named, or every listed one: trades, aggTrades and klines 1m/1h/1d of the day, each a zip with its .CHECKSUM, under /data/spot/daily/, built off the market's host by the `daily-files` Workflow (an instance a market-day, and one for each past day a late trade reached). A market that did not trade that day writes nothing. The answer waits up to 30 s for the instances, then says `pending` for those still at work. The cron does the same for yesterday at 00:05 UTC, without waiting. Writing a day again gives the same bytes. Audited as `history.archive`.",
+        "For the markets named, or every listed one: trades, aggTrades and klines 1m/1h/1d of the day, each a zip with its .CHECKSUM, under /data/spot/daily/, built off the market's host by the `daily-files` Workflow (an instance a market-day, and one for each past day a late trade reached). A market that did not trade that day writes nothing. With up to 16 markets named the answer waits up to 30 s for the instances, then says `pending` for those still at work; with more, or none named (every listed market), it answers `pending` at once. The cron does the same for yesterday at 00:05 UTC, without waiting. Writing a day again gives the same bytes. Audited as `history.archive`.",
       request: jsonBody(
         z
           .object({
@@ -167,7 +169,9 @@ export const historyOperatorRoutes = createRouter()
       }
       const markets = symbols?.map(resolveMarket);
       await auditStatement(c.env.DB, auditOf(c), "history.archive", symbols?.join(",") ?? "*", { date }).run();
-      return c.json({ date, markets: await writeDailyFiles(c.env, day, markets, ARCHIVE_WAIT_MS) }, 200);
+      // Waited for when a few markets are named; a whole venue's days are answered `pending` at once.
+      const waitMs = markets !== undefined && markets.length <= ARCHIVE_WAIT_MARKETS ? ARCHIVE_WAIT_MS : 0;
+      return c.json({ date, markets: await writeDailyFiles(c.env, day, markets, waitMs) }, 200);
     },
   )
   .openapi(

@@ -10,6 +10,7 @@ import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import { ADMIN } from "../support/gateways";
 import { call, callJson } from "../support/http";
+import { until } from "../support/poll";
 import { recordingBucket } from "../support/recording-bucket";
 import { defaultMarkets, hostOf } from "../support/registry";
 
@@ -281,5 +282,24 @@ describe("daily files in Binance's public-data layout (docs/history.md#daily-fil
     expect(marked, "marked again for the next run").toContain(day);
     const status = await call("/status");
     expect(await status.text(), "listed as failing on /status").toContain(failing.instance!);
+  });
+
+  // Last in the file: its instances (every market's marked days too) run on after its answer.
+  it("a whole venue's day is answered pending at once, its instances at work (fails before: the answer waited for every market's)", async () => {
+    const day = yesterday - 5 * DAY_MS;
+    const trades = Array.from({ length: 10 }, (_, i) => ({
+      id: `all-${i}`,
+      price: "97000.00",
+      quantity: "0.00100",
+      side: "buy" as const,
+      time: day + i * 60_000,
+    }));
+    expect((await ingest(env, "*", { symbol: "BTCUSDT", trades })).acceptedTrades).toBe(10);
+    const { status, body } = await archive({ date: new Date(day).toISOString().slice(0, 10) });
+    expect(status).toBe(200);
+    const btc = body.markets.find((m: { symbol: string }) => m.symbol === "BTCUSDT");
+    expect(btc, JSON.stringify(btc)).toMatchObject({ trades: 10, pending: true, files: [] });
+    const instance = await env.DAILY_FILES.get(btc.instance);
+    await until(async () => ((await instance.status()).status === "complete" ? true : undefined), { what: "the day's instance complete" });
   });
 });

@@ -1376,7 +1376,7 @@ export interface paths {
         put?: never;
         /**
          * Write (or rewrite) a UTC day's files in Binance's public-data layout
-         * @description For the markets named, or every listed one: trades, aggTrades and klines 1m/1h/1d of the day, each a zip with its .CHECKSUM, under /data/spot/daily/, built off the market's host by the `daily-files` Workflow (an instance a market-day, and one for each past day a late trade reached). A market that did not trade that day writes nothing. The answer waits up to 30 s for the instances, then says `pending` for those still at work. The cron does the same for yesterday at 00:05 UTC, without waiting. Writing a day again gives the same bytes. Audited as `history.archive`.
+         * @description For the markets named, or every listed one: trades, aggTrades and klines 1m/1h/1d of the day, each a zip with its .CHECKSUM, under /data/spot/daily/, built off the market's host by the `daily-files` Workflow (an instance a market-day, and one for each past day a late trade reached). A market that did not trade that day writes nothing. With up to 16 markets named the answer waits up to 30 s for the instances, then says `pending` for those still at work; with more, or none named (every listed market), it answers `pending` at once. The cron does the same for yesterday at 00:05 UTC, without waiting. Writing a day again gives the same bytes. Audited as `history.archive`.
          */
         post: operations["writeDailyFiles"];
         delete?: never;
