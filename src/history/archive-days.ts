@@ -30,7 +30,7 @@ export async function writeDailyFiles(env: Env, day: number, markets?: MarketCon
     const batch = chosen.slice(i, i + CONCURRENCY);
     results.push(...(await Promise.all(batch.map((m) => handMarketDay(env, m, day)))));
   }
-  if (waitMs <= 0) return results;
+  if (waitMs <= 0) return results.map(({ handed: _, ...answer }: DayFiles & { handed?: string[] }) => answer);
   const until = Date.now() + waitMs;
   return Promise.all(results.map((result) => waitFor(env, result, until)));
 }

@@ -299,6 +299,7 @@ describe("daily files in Binance's public-data layout (docs/history.md#daily-fil
     expect(status).toBe(200);
     const btc = body.markets.find((m: { symbol: string }) => m.symbol === "BTCUSDT");
     expect(btc, JSON.stringify(btc)).toMatchObject({ trades: 10, pending: true, files: [] });
+    expect(Object.keys(btc).sort(), "the answer's fields, as documented").toEqual(["date", "files", "instance", "pending", "symbol", "trades"]);
     const instance = await env.DAILY_FILES.get(btc.instance);
     await until(async () => ((await instance.status()).status === "complete" ? true : undefined), { what: "the day's instance complete" });
   });
