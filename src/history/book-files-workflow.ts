@@ -16,7 +16,7 @@ import { bookOf } from "./book-replay";
 import { putChecksum } from "./file-storage";
 import { FILE_STEP, inRounds, PIECE_CSV_BYTES, reportBuilt, reportFailed } from "./file-workflows";
 import type { ZipEntry } from "./zip";
-import { bothPieces, deflatePiece, EMPTY_ENTRY, pieceReader, putZipOfPieces } from "./zip-pieces";
+import { bothPieces, deflatePiece, deletePieces, EMPTY_ENTRY, pieceReader, putZipOfPieces } from "./zip-pieces";
 
 /** What the host hands an hour's instance: the market's scales and the segments with batches in the hour, in order. */
 export interface BookHourParams {
@@ -130,7 +130,7 @@ export class BookFilesWorkflow extends WorkflowEntrypoint<Env, BookHourParams> {
   /** The pieces go; the hour is counted written (or empty), and no longer listed as failing. */
   private async done(params: BookHourParams, id: string, output: BookHourOutput, progress: Progress): Promise<void> {
     const keys = progress.pieces.map((piece) => pieceKey(params, piece.first));
-    for (let i = 0; i < keys.length; i += 1_000) await this.env.HISTORY.delete(keys.slice(i, i + 1_000));
+    await deletePieces(this.env.HISTORY, keys);
     await reportBuilt(this.env, id, "book", output.written ? "written" : "empty");
   }
 }

@@ -12,6 +12,7 @@
 import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";
 import { marketObject } from "../core/object-ids";
 import { unwrap } from "../core/problem";
+import { intSetting } from "../core/settings";
 import { wireTrade } from "../market/wire-trade";
 import type { MarketConfig } from "../registry/model";
 import { type PackedTrade, unpack } from "../writes/trade-blocks";
@@ -22,7 +23,7 @@ import { FILE_ROUNDS, FILE_STEP, inRounds, PIECE_CSV_BYTES, reportBuilt, reportF
 import { DAY_MS } from "./intervals";
 import { type ArchivedTrade, withinPage } from "./trade-archive";
 import { sha256Hex, type ZipEntry, zipOne } from "./zip";
-import { bothPieces, EMPTY_ENTRY, PieceWriter, pieceReader, putZipOfPieces, yieldTurn } from "./zip-pieces";
+import { bothPieces, deletePieces, EMPTY_ENTRY, PieceWriter, pieceReader, putZipOfPieces, yieldTurn } from "./zip-pieces";
 
 /** What the run hands a day's instance: the market as listed then, and the day's start (UTC ms). */
 export interface DayParams {
@@ -49,10 +50,7 @@ export interface Progress {
 const SLICE_TRADES = 2_000;
 
 /** Pages (a host's hot page, or up to eight archived chunks) a step takes at most, whatever their CSV's size: `DAILY_STEP_PAGES`, 1–64. */
-function stepPages(setting: string | undefined): number {
-  const pages = Number(setting);
-  return Number.isInteger(pages) && pages >= 1 && pages <= 64 ? pages : 16;
-}
+const stepPages = (setting: string | undefined) => intSetting(setting, 1, 64, 16);
 
 /** The instance of a market's day, handed at `at` (a day handed again, after a late trade, is a new instance). */
 export function dayInstanceId(symbol: string, day: number, at: number): string {
@@ -122,7 +120,8 @@ export class DailyFilesWorkflow extends WorkflowEntrypoint<Env, DayParams> {
     let hostBytes = 0;
     let hostCalls = 0;
     let next = before.next;
-    for (let pages = 0, bytes = 0; next <= through && pages < stepPages(this.env.DAILY_STEP_PAGES) && bytes < PIECE_CSV_BYTES; pages++) {
+    const most = stepPages(this.env.DAILY_STEP_PAGES);
+    for (let pages = 0, bytes = 0; next <= through && pages < most && bytes < PIECE_CSV_BYTES; pages++) {
       const bounds = { startTime: day, endTime: day + DAY_MS - 1, fromId: next, before: through + 1 };
       const page = unwrap(await host.dayPage(market, day, next, through));
       hostCalls += 1;
@@ -172,7 +171,7 @@ export class DailyFilesWorkflow extends WorkflowEntrypoint<Env, DayParams> {
   /** The pieces go; the day is counted written (or empty), and no longer listed as failing. */
   private async done(params: DayParams, id: string, day: DayFiles, progress: Progress): Promise<void> {
     const keys = progress.pieces.map((piece) => pieceKey(params, id, piece.first));
-    for (let i = 0; i < keys.length; i += 1_000) await this.env.HISTORY.delete(keys.slice(i, i + 1_000));
+    await deletePieces(this.env.HISTORY, keys);
     await reportBuilt(this.env, id, "day", day.files.length > 0 ? "written" : "empty");
   }
 }

@@ -5,6 +5,7 @@
  * and the page rules; the market object does the I/O.
  */
 
+import { intSetting } from "../core/settings";
 import type { WireTrade } from "../market/wire-trade";
 import type { TradePage } from "../writes/trades";
 
@@ -28,8 +29,7 @@ export interface ArchivedChunk {
 export type ArchivedTrade = WireTrade;
 
 export function chunkSize(setting: string | undefined): number {
-  const size = Number(setting);
-  return Number.isInteger(size) && size >= 10 && size <= 1_000_000 ? size : DEFAULT_CHUNK_TRADES;
+  return intSetting(setting, 10, 1_000_000, DEFAULT_CHUNK_TRADES);
 }
 
 /** The chunk holding trade id `seq` (ids start at 1). */

@@ -75,7 +75,8 @@ export function zipFrame(name: string, entry: ZipEntry, day: Date): { header: Ui
   };
 }
 
-function concat(parts: Uint8Array[]): Uint8Array {
+/** The byte arrays one after another, in one. */
+export function concat(parts: Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
   for (const part of parts) {
