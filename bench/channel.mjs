@@ -1,4 +1,4 @@
-// `npm run bench:channel [-- --markets 2000] [-- --rate 10] [-- --seconds 20] [-- --json]`
+// `npm run bench:channel [-- --markets 2000] [-- --rate 10] [-- --seconds 20] [-- --json] [-- --profile]`
 //
 // A venue on one publishing channel (docs/publishing.md#the-publisher-channel): `--markets` listed
 // markets, each a book of 20 levels a side, then `--rate` batches a second each of the venue
@@ -8,11 +8,16 @@
 // unanswered (what the window holds back waits, as a feed handler's would). It reports batches
 // offered and acknowledged a second, refusals by code (RATE_LIMITED must be none), ack p50/p99,
 // and workerd's CPU per acknowledged batch — every object (the channel, 32 hosts, the shards) on
-// its one thread here, where each has its own on Cloudflare. Loopback only; bounded; it stops
-// everything it started.
-import { mkdirSync } from "node:fs";
+// its one thread here, where each has its own on Cloudflare. `--profile` records V8's sampling
+// profile over the phase and splits the CPU by entry (the outermost src/ file of each sample's
+// stack: the channel's object, the hosts', the shards'), so what ONE connection's own object
+// needs a batch is measured apart from the hosts that run elsewhere on Cloudflare. Loopback only;
+// bounded; it stops everything it started.
+import { mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import { issuePublishKey } from "../scripts/publish-key.mjs";
 import { listVenue } from "../scripts/venue.mjs";
+import { inspector, selfTimes, sourceMapper } from "./inspector.mjs";
 import { option, percentile } from "./load.mjs";
 import { openChannel } from "./publisher.mjs";
 import { bundleService, startService, work } from "./service.mjs";
@@ -24,6 +29,8 @@ const SECONDS = Number(option("seconds", 20));
 const WINDOW = 4_096;
 const MESSAGE = 1_024;
 const asJson = process.argv.includes("--json");
+const PROFILE = process.argv.includes("--profile");
+const INSPECTOR_PORT = 9340;
 const log = (...line) => {
   if (!asJson) console.log(...line);
 };
@@ -32,7 +39,8 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 async function main() {
   mkdirSync(work, { recursive: true });
   log("bundling the service with wrangler (deploy --dry-run)…");
-  const service = await startService(bundleService(asJson), { DEMO_FEED: "off", METRICS: "off" });
+  const script = bundleService(asJson);
+  const service = await startService(script, { DEMO_FEED: "off", METRICS: "off" }, PROFILE ? { inspectorPort: INSPECTOR_PORT } : {});
   try {
     const { url } = service;
     await listVenue({ url, token: "bench-admin-token", count: MARKETS, headers: { "CF-Connecting-IP": "10.90.0.1" } });
@@ -51,6 +59,7 @@ async function main() {
     let sent = 0;
     let due = 0;
     let turn = 0;
+    const profiler = PROFILE ? await startProfiler() : undefined;
     const cpu = service.cpuSeconds();
     const started = performance.now();
     let last = started;
@@ -85,6 +94,7 @@ async function main() {
     const acknowledgedInPhase = latencies.length;
     await Promise.all(inFlight);
     const cpuSeconds = service.cpuSeconds() - cpu;
+    const profile = profiler ? await profiler.stop() : undefined;
     channel.close();
     const result = {
       markets: MARKETS,
@@ -100,6 +110,7 @@ async function main() {
       ackP99Ms: percentile(latencies, 99),
       cpuUsPerBatch: Math.round((cpuSeconds * 1e6) / Math.max(1, latencies.length)),
     };
+    if (profile) result.profile = profileLines(profile, script, latencies.length);
     if (asJson) console.log(JSON.stringify(result));
     else {
       log(
@@ -107,10 +118,45 @@ async function main() {
       );
       log(`refused: ${JSON.stringify(refused)}; ack p50 ${result.ackP50Ms} ms, p99 ${result.ackP99Ms} ms; workerd CPU ${result.cpuUsPerBatch} µs a batch`);
     }
+    if (profile && !asJson) {
+      log(`\nCPU sampled a batch by entry (the outermost src/ file on the stack; ${result.profile.sampledUsPerBatch} µs a batch sampled, idle apart):`);
+      for (const [entry, us] of result.profile.byEntry) log(`${String(us).padStart(8)} µs  ${entry}`);
+      log("\nby source file (self time):");
+      for (const [file, us] of result.profile.byFile) log(`${String(us).padStart(8)} µs  ${file}`);
+    }
     if (refused.RATE_LIMITED) process.exitCode = 1;
   } finally {
     await service.mf.dispose();
   }
+}
+
+async function startProfiler() {
+  const client = inspector(`ws://127.0.0.1:${INSPECTOR_PORT}/core:user:service`);
+  await client.opened;
+  await client.send("Profiler.enable");
+  await client.send("Profiler.setSamplingInterval", { interval: 200 });
+  await client.send("Profiler.start");
+  return {
+    stop: async () => {
+      const { profile } = await client.send("Profiler.stop");
+      client.close();
+      writeFileSync(path.join(work, "profile-channel.cpuprofile"), JSON.stringify(profile));
+      return profile;
+    },
+  };
+}
+
+/** µs a batch by entry and by file (top 15 each), idle left out. */
+function profileLines(profile, script, batches) {
+  const { total, byFile, byEntry } = selfTimes(profile, sourceMapper(script));
+  const perBatch = (map) =>
+    [...map]
+      .filter(([name]) => name !== "(idle)")
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 15)
+      .map(([name, us]) => [name, Math.round((10 * us) / Math.max(1, batches)) / 10]);
+  const idle = byFile.get("(idle)") ?? 0;
+  return { sampledUsPerBatch: Math.round((total - idle) / Math.max(1, batches)), byEntry: perBatch(byEntry), byFile: perBatch(byFile) };
 }
 
 await main();

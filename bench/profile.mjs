@@ -7,10 +7,9 @@
 // C++ outside a JavaScript call (HTTP, RPC dispatch between the Worker and its objects)
 // shows up as "(program)". The Worker is served on its own socket; `--entry` puts Miniflare's
 // entry worker in front, as `npm run bench` does. Loopback only; it stops everything it started.
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { SourceMap } from "node:module";
+import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import WebSocket from "ws";
+import { inspector, selfTimes, sourceMapper } from "./inspector.mjs";
 import { clientIps, fromManyIps, fromOneIp, load, option, touchClients, warmUp } from "./load.mjs";
 import { bundleService, root, startService, work } from "./service.mjs";
 import { prepareSignedLoad } from "./signed-load.mjs";
@@ -35,44 +34,6 @@ const PATHS = {
   flood: "/api/ticker/BTCUSDT",
 };
 if (!PATHS[ROUTE]) throw new Error(`--route must be one of ${Object.keys(PATHS).join(", ")}`);
-
-function inspector(url) {
-  const socket = new WebSocket(url);
-  let id = 0;
-  const pending = new Map();
-  socket.on("message", (data) => {
-    const message = JSON.parse(String(data));
-    pending.get(message.id)?.(message);
-    pending.delete(message.id);
-  });
-  const opened = new Promise((resolve, reject) => {
-    socket.once("open", resolve);
-    socket.once("error", reject);
-  });
-  return {
-    opened,
-    send: (method, params = {}) =>
-      new Promise((resolve, reject) => {
-        const messageId = ++id;
-        pending.set(messageId, (message) => (message.error ? reject(new Error(`${method}: ${message.error.message}`)) : resolve(message.result)));
-        socket.send(JSON.stringify({ id: messageId, method, params }));
-      }),
-    close: () => socket.close(),
-  };
-}
-
-/** Maps a bundle position to `file:function` of the original source. */
-function sourceMapper(scriptPath) {
-  const map = new SourceMap(JSON.parse(readFileSync(`${scriptPath}.map`, "utf8")));
-  return (frame) => {
-    if (!frame.url || frame.lineNumber < 0) return { file: frame.functionName || frame.url || "(native)", name: frame.functionName || "(anonymous)" };
-    const entry = map.findEntry(frame.lineNumber, frame.columnNumber);
-    const source = entry?.originalSource
-      ? path.relative(root, new URL(entry.originalSource, "file:///").pathname.replace(/^.*?(?=\/(src|node_modules)\/)/, root))
-      : frame.url;
-    return { file: source, name: `${frame.functionName || "(anonymous)"} ${source}:${(entry?.originalLine ?? frame.lineNumber) + 1}` };
-  };
-}
 
 async function main() {
   mkdirSync(work, { recursive: true });
@@ -102,29 +63,7 @@ async function main() {
     writeFileSync(saved, JSON.stringify(profile));
 
     const map = sourceMapper(script);
-    const intervals = new Map();
-    for (let i = 0; i < profile.samples.length; i++) intervals.set(profile.samples[i], (intervals.get(profile.samples[i]) ?? 0) + (profile.timeDeltas[i] ?? 0));
-    const byFile = new Map();
-    const byFunction = new Map();
-    let total = 0;
-    const parents = new Map();
-    for (const node of profile.nodes) for (const child of node.children ?? []) parents.set(child, node);
-    for (const node of profile.nodes) {
-      const us = intervals.get(node.id) ?? 0;
-      if (!us) continue;
-      total += us;
-      let { file, name } = map(node.callFrame);
-      if (!node.callFrame.url && !name.startsWith("(") && parents.get(node.id)) name = `${name} ← ${map(parents.get(node.id).callFrame).name}`;
-      else if (name === "(anonymous)" && !node.callFrame.url && parents.get(node.id)) name = `(native) ← ${map(parents.get(node.id).callFrame).name}`;
-      const group = file.startsWith("node_modules/")
-        ? file
-            .split("/")
-            .slice(0, file.split("/")[1].startsWith("@") ? 3 : 2)
-            .join("/")
-        : file;
-      byFile.set(group, (byFile.get(group) ?? 0) + us);
-      byFunction.set(name, (byFunction.get(name) ?? 0) + us);
-    }
+    const { total, byFile, byFunction } = selfTimes(profile, map);
     const requests = result.requests.total;
     const line = ([name, us]) => `${((100 * us) / total).toFixed(1).padStart(5)}%  ${(us / requests).toFixed(1).padStart(7)} µs/req  ${name}`;
     console.log(
