@@ -1,5 +1,6 @@
 import ccxt from "ccxt";
 import { afterAll, describe, expect, inject, it } from "vitest";
+import { ccxtConfig } from "../../examples/binance/ccxt-config.mjs";
 import { adminToken } from "../../scripts/publish-key.mjs";
 import { until } from "../support/poll";
 import { useChromium } from "./browser";
@@ -11,15 +12,10 @@ import { type Connection, connect } from "./ws-client";
  * (`status`), CCXT's fetchStatus reads it with its sapi URL pointed here, and `/status` shows it.
  */
 const baseUrl = inject("baseUrl");
-const dialect = `${baseUrl}/binance`;
 const chromium = useChromium();
 const headers = { "CF-Connecting-IP": "198.18.150.1" };
-const exchange = new ccxt.pro.binance({
-  urls: { api: { public: `${dialect}/api/v3`, sapi: `${dialect}/sapi/v1`, ws: { spot: `${dialect.replace(/^http/, "ws")}/ws` } } },
-  rateLimit: 1000,
-  headers,
-  options: { fetchMarkets: { types: ["spot"] }, ws: { options: { headers } } },
-});
+const config = ccxtConfig(baseUrl); // docs/binance.md#ccxt
+const exchange = new ccxt.pro.binance({ ...config, headers, options: { ...config.options, ws: { ...config.options.ws, options: { headers } } } });
 const made: string[] = [];
 
 async function operator(method: string, path: string, body?: unknown): Promise<Response> {

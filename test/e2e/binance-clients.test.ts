@@ -4,6 +4,7 @@ import ccxt from "ccxt";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import WebSocket from "ws";
 import { MarketDataClient } from "../../client/src/index";
+import { ccxtConfig } from "../../examples/binance/ccxt-config.mjs";
 import { BinanceLocalBook } from "../support/binance-local-book";
 import { until } from "../support/poll";
 import { newPublishKey } from "./api-keys";
@@ -17,29 +18,19 @@ import { newPublishKey } from "./api-keys";
 const baseUrl = inject("baseUrl");
 const dialect = `${baseUrl}/binance`;
 
-/** CCXT's `binance`, as docs/binance.md#ccxt configures it, from a client address of its own. */
+/** CCXT's `binance`, as docs/binance.md#ccxt configures it (examples/binance/ccxt-config.mjs), from a client address of its own. */
 function binance(address: string, options: Record<string, unknown> = {}) {
   const headers = { "CF-Connecting-IP": address };
-  return new ccxt.pro.binance({
-    urls: {
-      api: {
-        public: `${dialect}/api/v3`,
-        fapiPublic: `${dialect}/fapi/v1`,
-        dapiPublic: `${dialect}/dapi/v1`,
-        ws: { spot: `${dialect.replace(/^http/, "ws")}/ws` },
-      },
-    },
-    rateLimit: 1000,
-    headers,
-    options: { ...options, ws: { options: { headers } } },
-  });
+  const config = ccxtConfig(baseUrl);
+  return new ccxt.pro.binance({ ...config, headers, options: { ...config.options, ...options, ws: { ...config.options.ws, options: { headers } } } });
 }
 
 // REST and streams apart: each has its address's 10 requests a second and 5 connections to itself.
-const exchange = binance("198.18.140.1");
-// Markets loaded in one request (docs/binance.md#limits): with five connections opening at once,
-// the three of the futures URLs would bring the start-up to the address's 10.
-const pro = binance("198.18.140.2", { fetchMarkets: { types: ["spot"] } });
+// CCXT's default market types on the REST one: the futures URLs answer that there are none.
+const exchange = binance("198.18.140.1", { fetchMarkets: { types: ["spot", "linear", "inverse"] } });
+// Markets loaded in one request, as configured (docs/binance.md#limits): with five connections
+// opening at once, the three of the futures URLs would bring the start-up to the address's 10.
+const pro = binance("198.18.140.2");
 afterAll(() => Promise.all([exchange.close(), pro.close()]));
 
 async function native<T = any>(path: string): Promise<T> {

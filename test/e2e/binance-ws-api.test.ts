@@ -99,7 +99,7 @@ describe("CCXT configured as docs/binance.md#ccxt says: the WebSocket API too, n
   const exchange = new ccxt.pro.binance({
     ...config,
     headers,
-    options: { ...config.options, fetchMarkets: { types: ["spot"] }, ws: { options: { headers } } },
+    options: { ...config.options, ws: { ...config.options.ws, options: { headers } } },
   });
   afterAll(() => exchange.close());
 
@@ -194,4 +194,85 @@ describe("CCXT configured as docs/binance.md#ccxt says: the WebSocket API too, n
     expect(streamClients, "stream connections CCXT opened").toHaveLength(1);
     channel.close();
   }, 120_000);
+});
+
+describe("CCXT configured as docs/binance.md#ccxt says: no URL, option or key reaches Binance", () => {
+  const headers = { "CF-Connecting-IP": "198.18.150.10" };
+  const configured = (extra: Record<string, unknown> = {}) => {
+    const config = ccxtConfig(baseUrl);
+    return new ccxt.pro.binance({
+      ...config,
+      ...extra,
+      headers,
+      options: { ...config.options, ws: { ...config.options.ws, options: { headers } } },
+    });
+  };
+  /** Every URL in CCXT's table that still names Binance, as `path = url`. */
+  const binanceUrls = (urls: unknown): string[] => {
+    const left: string[] = [];
+    const walk = (value: unknown, path: string) => {
+      if (typeof value === "string") {
+        if (/binance\.(com|vision)|binancefuture\.com/i.test(value)) left.push(`${path} = ${value}`);
+      } else if (value && typeof value === "object") for (const [key, inner] of Object.entries(value)) walk(inner, path ? `${path}.${key}` : key);
+    };
+    walk(urls, "");
+    return left;
+  };
+
+  it("leaves no Binance address anywhere in CCXT's URL table: live, sandbox, demo trading", () => {
+    const exchange = configured();
+    expect(binanceUrls(exchange.urls), "URLs still pointing at Binance").toEqual([]);
+    // CCXT's own table is not empty of them: the walk would find one (the check can fail).
+    expect(binanceUrls(new ccxt.pro.binance().urls).length, "Binance URLs in CCXT's defaults").toBeGreaterThan(50);
+    exchange.setSandboxMode(true);
+    expect(binanceUrls(exchange.urls), "URLs pointing at Binance in sandbox mode").toEqual([]);
+    const demo = configured();
+    demo.enableDemoTrading(true);
+    expect(binanceUrls(demo.urls), "URLs pointing at Binance in demo trading").toEqual([]);
+  });
+
+  it("the streams it does not serve (futures, options, the futures WebSocket API) refuse the upgrade at once with -1020", async () => {
+    const { ws } = ccxtConfig(baseUrl).urls.api;
+    const refusal = (url: string) =>
+      new Promise<string>((resolve) => {
+        const socket = new WebSocket(url, { headers });
+        socket.on("open", () => {
+          socket.close();
+          resolve("opened");
+        });
+        socket.on("unexpected-response", (_request, response) => {
+          let body = "";
+          response.on("data", (chunk) => {
+            body += chunk;
+          });
+          response.on("end", () => resolve(`${response.statusCode} ${body}`));
+        });
+        socket.on("error", (error) => resolve(`error ${error.message}`));
+      });
+    for (const url of [ws.future, ws.delivery, ws.option, ws["ws-api"].future]) {
+      expect(await refusal(url), url).toMatch(/^404 .*"code":-1020/);
+    }
+  });
+
+  it("with a user's keys: loadMarkets works, fetchBalance, a margin call and sandbox mode are refused by this service with Binance's -1020", async () => {
+    // Keys of the real exchange's shape: were any request to leave, they would go with it.
+    // CCXT's own pacing off: five requests, within the address's 10 a second (fetchBalance weighs 20, 4 s of waiting).
+    const exchange = configured({ apiKey: "A".repeat(64), secret: "B".repeat(64), enableRateLimit: false });
+    try {
+      const markets = await exchange.loadMarkets();
+      expect(markets["BTC/USDT"]?.id, "BTCUSDT from this venue, with keys set").toBe("BTCUSDT");
+      const refusal = (call: Promise<unknown>) =>
+        call.then(
+          () => "answered",
+          (error: Error) => `${error.constructor.name}: ${error.message}`,
+        );
+      expect(await refusal(exchange.fetchBalance()), "fetchBalance").toMatch(/"code":-1020/);
+      expect(await refusal(exchange.fetchBalance({ type: "margin" })), "a margin balance").toMatch(/"code":-1020/);
+      expect(await refusal(exchange.fetchOpenOrders("BTC/USDT")), "open orders").toMatch(/"code":-1020/);
+      exchange.setSandboxMode(true);
+      expect(await refusal(exchange.fetchBalance()), "fetchBalance in sandbox mode").toMatch(/"code":-1020/);
+    } finally {
+      await exchange.close();
+    }
+  }, 60_000);
 });
