@@ -1,6 +1,6 @@
 import type { DialectConnection, StreamDialect } from "../streams/dialect";
 import { MAX_STREAM_NAME_BYTES } from "../streams/protocol";
-import { frame, render } from "./stream-render";
+import { frame, merge, render } from "./stream-render";
 import { BINANCE_MAX_STREAMS, type BinanceId, type BinanceStream, parseBinanceRequest, parseBinanceStream } from "./streams";
 import * as binance from "./translate";
 
@@ -71,6 +71,8 @@ export const binanceDialect: StreamDialect = {
   },
 
   render: (stream, data, book, now) => render(stream as BinanceStream, data, book, now),
+  // `@depth` and `@depthN` at Binance's 1000 ms: what a second's events said, as one.
+  merge: (stream, earlier, later) => merge(stream as BinanceStream, earlier, later),
 
   greet(stream, book) {
     const view = stream as BinanceStream;

@@ -67,3 +67,21 @@ function depthDiff(symbol: string, message: BookMessage, now: number): unknown[]
   if (message.type !== "delta") return [];
   return [binance.depthUpdateEvent(symbol, message.firstSequence ?? message.sequence, message.sequence, message.bids, message.asks, now)];
 }
+
+/**
+ * A paced stream's two payloads as one (`@depth` and `@depthN` at 1000 ms): a partial book is the
+ * newer; two diffs that follow each other (`U` = the earlier's `u` + 1) are one diff from the
+ * earlier's `U` to the later's `u`, each price at its last quantity. Diffs with a gap between them
+ * (a resync) stay two, so a client following Binance's algorithm still sees the gap.
+ */
+export function merge(view: BinanceStream, earlier: unknown, later: unknown): unknown | null {
+  if (view.kind === "depthPartial") return later;
+  if (view.kind !== "depthDiff") return null;
+  const a = earlier as DepthUpdate;
+  const b = later as DepthUpdate;
+  if (b.U !== a.u + 1) return null;
+  const side = (x: readonly (readonly [string, string])[], y: readonly (readonly [string, string])[]) => [...new Map([...x, ...y]).entries()];
+  return { ...b, U: a.U, b: side(a.b, b.b), a: side(a.a, b.a) };
+}
+
+type DepthUpdate = ReturnType<typeof binance.depthUpdateEvent>;

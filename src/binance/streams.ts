@@ -35,18 +35,23 @@ export interface BinanceStream {
   levels?: number;
   /** The rolling window of a window ticker (`1h`, `4h`, `1d`). */
   window?: string;
+  /** Binance's update speed when slower than the native stream's: `@depth` and `@depthN` are 1000 ms unless `@100ms`. */
+  paceMs?: number;
 }
 
-const SIMPLE: Record<string, { kind: ViewKind; native: (symbol: string) => string }> = {
+/** Binance's default update speed of the depth streams; `@100ms` is the native stream's own pace. */
+export const DEPTH_PACE_MS = 1000;
+
+const SIMPLE: Record<string, { kind: ViewKind; native: (symbol: string) => string; paceMs?: number }> = {
   trade: { kind: "trade", native: (s) => `trades.${s}` },
   aggTrade: { kind: "aggTrade", native: (s) => `trades.${s}` },
   miniTicker: { kind: "miniTicker", native: (s) => `ticker.${s}` },
   ticker: { kind: "ticker", native: (s) => `ticker.${s}` },
   bookTicker: { kind: "bookTicker", native: (s) => `bookTicker.${s}` },
   avgPrice: { kind: "avgPrice", native: (s) => `avgPrice.${s}` },
-  depth: { kind: "depthDiff", native: (s) => `book.${s}` },
+  depth: { kind: "depthDiff", native: (s) => `book.${s}`, paceMs: DEPTH_PACE_MS },
   "depth@100ms": { kind: "depthDiff", native: (s) => `book.${s}` },
-  "depth@1000ms": { kind: "depthDiff", native: (s) => `book.${s}` },
+  "depth@1000ms": { kind: "depthDiff", native: (s) => `book.${s}`, paceMs: DEPTH_PACE_MS },
 };
 
 /**
@@ -74,7 +79,10 @@ export function parseBinanceStream(raw: unknown): BinanceStream | null {
   if (!market || market.status === "DELISTED") return null;
   const rest = raw.slice(at + 1);
   const simple = SIMPLE[rest];
-  if (simple) return nameFor(raw, simple.kind, simple.native(market.symbol));
+  if (simple) {
+    const stream = nameFor(raw, simple.kind, simple.native(market.symbol));
+    return stream && simple.paceMs ? { ...stream, paceMs: simple.paceMs } : stream;
+  }
   const kline = /^kline_(\w+)(@\+08:00)?$/.exec(rest);
   if (kline) return isKlineInterval(kline[1]!) ? nameFor(raw, "kline", `kline.${market.symbol}.${kline[1]}${kline[2] ?? ""}`) : null;
   const window = /^ticker_(1h|4h|1d)$/.exec(rest);
@@ -85,7 +93,7 @@ export function parseBinanceStream(raw: unknown): BinanceStream | null {
   const partial = /^depth(5|10|20)(@100ms|@1000ms)?$/.exec(rest);
   if (partial) {
     const stream = nameFor(raw, "depthPartial", `book.${market.symbol}`);
-    return stream && { ...stream, levels: Number(partial[1]) };
+    return stream && { ...stream, levels: Number(partial[1]), ...(partial[2] === "@100ms" ? {} : { paceMs: DEPTH_PACE_MS }) };
   }
   return null;
 }

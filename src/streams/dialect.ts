@@ -20,6 +20,11 @@ export const DIALECT_OPTIONS_HEADER = "X-Stream-Dialect-Options";
 export interface DialectStream {
   name: string;
   native: StreamName;
+  /**
+   * At most one frame per this many ms: what the events between say is merged into it
+   * (`StreamDialect.merge`). Unset: a frame per event (as the native stream paces it).
+   */
+  paceMs?: number;
 }
 
 /** A connection's options, kept through hibernation in its attachment (small: a few flags). */
@@ -64,6 +69,11 @@ export interface StreamDialect {
    * `data` as native subscribers get it, `book` the shard's copy of the market's book after it.
    */
   render(stream: DialectStream, data: unknown, book: WireBook | undefined, now: number): unknown[];
+  /**
+   * One payload saying what `earlier` and then `later` said, for a paced stream (`paceMs`); null
+   * when they cannot be one (a gap between them): `earlier` is then sent first, as it was.
+   */
+  merge?(stream: DialectStream, earlier: unknown, later: unknown): unknown | null;
   /** What a new subscriber of the stream gets at once, before the next event (none for most). */
   greet(stream: DialectStream, book: WireBook | undefined): unknown[];
   /** The framings a connection's options choose; payloads are framed once per framing in use. */

@@ -78,6 +78,49 @@ describe("the Binance streams (docs/binance.md#streams)", () => {
     );
   }, 60_000);
 
+  it("@depth (Binance's 1000 ms) carries what the diffs of @depth@100ms carry, a second's as one: both end at GET depth", async () => {
+    const symbol = "XRPUSDT";
+    const socket = await openSocket("/binance/stream?streams=xrpusdt@depth/xrpusdt@depth@100ms", nextIp());
+    const start = (await callJson(`/binance/api/v3/depth?symbol=${symbol}&limit=1000`)).body.lastUpdateId as number;
+    const diffs = 12;
+    for (let i = 1; i <= diffs; i++) {
+      const price = (0.5 + i / 1000).toFixed(4);
+      await ingest(env, "*", {
+        symbol,
+        book: { type: i === 1 && start === 0 ? "snapshot" : "delta", sequence: start + i, bids: [[price, `${i}.0`]], asks: [] },
+      });
+    }
+    const rest = (await callJson(`/binance/api/v3/depth?symbol=${symbol}&limit=1000`)).body;
+    const books: Record<string, BinanceLocalBook> = {};
+    for (const stream of ["xrpusdt@depth", "xrpusdt@depth@100ms"]) {
+      const frames = await until(
+        () => {
+          const all = framesOf(socket, stream);
+          return all[all.length - 1]?.u === rest.lastUpdateId ? all : undefined;
+        },
+        { what: `${stream} up to ${rest.lastUpdateId} (got ${framesOf(socket, stream).map((f) => `${f.U}…${f.u}`)})` },
+      );
+      const local = new BinanceLocalBook();
+      local.snapshot({ lastUpdateId: start, bids: [], asks: [] });
+      for (const frame of frames.filter((f) => f.u > start)) local.event(frame);
+      expect(local.gaps, `${stream}: gaps`).toBe(0);
+      books[stream] = local;
+    }
+    socket.ws.close();
+    const depth = framesOf(socket, "xrpusdt@depth");
+    expect(depth.length, "@depth frames, a second's diffs each").toBeLessThanOrEqual(framesOf(socket, "xrpusdt@depth@100ms").length);
+    // The levels these diffs set (the local books start empty at `start`), as REST has them.
+    const set = new Set(Array.from({ length: diffs }, (_, i) => (0.5 + (i + 1) / 1000).toFixed(4)));
+    const expected = (rest.bids as [string, string][]).filter(([price]) => set.has(price));
+    expect(expected.length, "the diffs' levels in REST's book").toBe(diffs);
+    for (const [stream, local] of Object.entries(books)) {
+      expect(
+        local.levels().bids.filter(([price]) => set.has(price)),
+        `${stream}: its book at the diffs' levels`,
+      ).toEqual(expected);
+    }
+  });
+
   it("trade, aggTrade, kline, ticker, miniTicker, bookTicker and partial depth carry the ingested data in Binance's events", async () => {
     const socket = await openSocket("/binance/stream", nextIp());
     const streams = ["ethusdt@trade", "ethusdt@aggTrade", "ethusdt@kline_1m", "ethusdt@ticker", "ethusdt@miniTicker", "ethusdt@bookTicker", "ethusdt@depth5"];
