@@ -1,7 +1,7 @@
 import type { DialectConnection, StreamDialect } from "../streams/dialect";
 import { MAX_STREAM_NAME_BYTES } from "../streams/protocol";
 import { frame, merge, render } from "./stream-render";
-import { BINANCE_MAX_STREAMS, type BinanceId, type BinanceStream, parseBinanceRequest, parseBinanceStream } from "./streams";
+import { BINANCE_MAX_MESSAGE_BYTES, BINANCE_MAX_STREAMS, type BinanceId, type BinanceStream, parseBinanceRequest, parseBinanceStream } from "./streams";
 import * as binance from "./translate";
 
 export const BINANCE_DIALECT = "binance";
@@ -37,6 +37,8 @@ export const binanceDialect: StreamDialect = {
   // Binance's own: 5 incoming messages a second on a stream connection, disconnected beyond.
   messagesPerSecond: 5,
   maxStreams: BINANCE_MAX_STREAMS,
+  // One SUBSCRIBE may name all 1024 (about 69 KiB at the longest names), where a native message is 4 KiB.
+  maxMessageBytes: BINANCE_MAX_MESSAGE_BYTES,
   parse: parseBinanceStream,
   // As Binance does, a name at connect that is no stream subscribes to nothing (CCXT connects to `/ws/0`).
   connect: (connection, names) =>

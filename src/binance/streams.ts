@@ -9,6 +9,13 @@ import { parseStreamName, type StreamName, TICKERS_STREAM } from "../streams/pro
 
 /** Binance's streams per connection; the names' bytes (MAX_STREAM_NAME_BYTES) bound it first for long names (about 400 of the longest). */
 export const BINANCE_MAX_STREAMS = 1024;
+/** Longest stream name (`parseBinanceStream`). */
+const MAX_NAME_LENGTH = 64;
+/**
+ * A control message's bytes: a SUBSCRIBE naming all 1024 streams at their longest, quoted and
+ * comma-separated, with its method and id (Binance states no size; its 1024 streams in one message work).
+ */
+export const BINANCE_MAX_MESSAGE_BYTES = BINANCE_MAX_STREAMS * (MAX_NAME_LENGTH + 3) + 1024;
 
 export type ViewKind =
   | "trade"
@@ -61,7 +68,7 @@ const SIMPLE: Record<string, { kind: ViewKind; native: (symbol: string) => strin
  * Symbols in lower case, as Binance writes them; null for anything else.
  */
 export function parseBinanceStream(raw: unknown): BinanceStream | null {
-  if (typeof raw !== "string" || raw.length > 64) return null;
+  if (typeof raw !== "string" || raw.length > MAX_NAME_LENGTH) return null;
   if (raw === "!miniTicker@arr" || raw === "!ticker@arr") {
     const native = parseStreamName(TICKERS_STREAM);
     return native && { name: raw, kind: raw === "!ticker@arr" ? "allTickers" : "allMiniTickers", native };

@@ -56,6 +56,8 @@ export interface StreamDialect {
   readonly id: string;
   /** Incoming messages a connection may send in any rolling second (the native 10 when unset); one more closes it with 1008. */
   readonly messagesPerSecond?: number;
+  /** Bytes an incoming message may have (the native MAX_MESSAGE_BYTES when unset); one more closes it with 1008. */
+  readonly maxMessageBytes?: number;
   /** Streams a connection may hold (the native 50 when unset), their names within MAX_STREAM_NAME_BYTES whatever this says. */
   readonly maxStreams?: number;
   /** The stream a name means, or null when it is none (against the shard's registry copy). */

@@ -229,11 +229,11 @@ export function admitMessage(times: number[], now: number, most = MAX_MESSAGES_P
   return times.length <= most;
 }
 
-/** UTF-8 size of a frame, for the 4 KiB limit. */
-export function frameBytes(message: string | ArrayBuffer): number {
+/** UTF-8 size of a frame, for a limit of `most` bytes (the native 4 KiB unless a dialect says more). */
+export function frameBytes(message: string | ArrayBuffer, most = MAX_MESSAGE_BYTES): number {
   if (typeof message !== "string") return message.byteLength;
   // UTF-8 never takes fewer bytes than UTF-16 code units: a long string needs no encoding.
-  return message.length > MAX_MESSAGE_BYTES ? message.length : new TextEncoder().encode(message).length;
+  return message.length > most ? message.length : new TextEncoder().encode(message).length;
 }
 
 /** One message for subscribers of `stream`, as a market or the price index publishes it. */

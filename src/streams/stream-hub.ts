@@ -259,7 +259,8 @@ export class StreamHub extends MeteredObject {
   }
 
   override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
-    if (frameBytes(message) > MAX_MESSAGE_BYTES) return this.closeForPolicy(ws, `messages are at most ${MAX_MESSAGE_BYTES} bytes`);
+    const mostBytes = this.dialectOfSocket(ws)?.maxMessageBytes ?? MAX_MESSAGE_BYTES;
+    if (frameBytes(message, mostBytes) > mostBytes) return this.closeForPolicy(ws, `messages are at most ${mostBytes} bytes`);
     let times = this.inbound.get(ws);
     if (!times) this.inbound.set(ws, (times = []));
     const most = this.dialectOfSocket(ws)?.messagesPerSecond ?? MAX_MESSAGES_PER_SECOND;

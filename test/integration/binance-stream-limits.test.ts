@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { BINANCE_MAX_STREAMS } from "../../src/binance/streams";
+import { BINANCE_MAX_MESSAGE_BYTES, BINANCE_MAX_STREAMS } from "../../src/binance/streams";
 import { packNames } from "../../src/streams/attachment";
-import { MAX_STREAM_NAME_BYTES } from "../../src/streams/protocol";
+import { MAX_MESSAGE_BYTES, MAX_STREAM_NAME_BYTES } from "../../src/streams/protocol";
 import { BINANCE_STREAM_KINDS } from "../support/binance-stream-kinds";
 import { until } from "../support/poll";
 import { listThroughAdmin, registry } from "../support/registry";
@@ -21,15 +21,15 @@ async function list(prefix: string, count: number): Promise<string[]> {
   return assets.map((a) => `${a.asset}USDT`.toLowerCase());
 }
 
-/** Subscribes `names` in requests of 100, five a second (Binance's rate); the answer to the last. */
-async function subscribeAll(socket: TestSocket, names: string[]): Promise<{ held: number; refusal?: string }> {
+/** Subscribes `names` in requests of `per`, five a second (Binance's rate); the answer to the last. */
+async function subscribeAll(socket: TestSocket, names: string[], per = 100): Promise<{ held: number; refusal?: string }> {
   const first = socket.messages.length + 1; // ids new on this socket
   let id = first - 1;
-  for (let i = 0; i < names.length; i += 100) {
+  for (let i = 0; i < names.length; i += per) {
     // Five messages in any second: a pause before each fifth, and before the first of a later call.
     if ((id - first + 1) % 4 === 0) await new Promise((resolve) => setTimeout(resolve, 1_050));
     id += 1;
-    socket.ws.send(JSON.stringify({ method: "SUBSCRIBE", params: names.slice(i, i + 100), id }));
+    socket.ws.send(JSON.stringify({ method: "SUBSCRIBE", params: names.slice(i, i + per), id }));
     const answer = await until(() => socket.messages.find((m) => m.id === id), { what: `the answer to subscribe ${id}` });
     if (answer.error) {
       await new Promise((resolve) => setTimeout(resolve, 1_050)); // five messages a second
@@ -50,12 +50,16 @@ beforeAll(async () => {
 }, 60_000);
 
 describe("streams per Binance connection (docs/binance.md#streams)", () => {
-  it(`holds ${BINANCE_MAX_STREAMS} streams, as Binance, and refuses one more with Binance's error 2`, async () => {
+  it(`holds ${BINANCE_MAX_STREAMS} streams, as Binance, subscribed in one message, and refuses one more with Binance's error 2`, async () => {
     const names = short.flatMap((symbol) => [...BINANCE_STREAM_KINDS, "ticker_1h", "ticker_4h"].map((kind) => `${symbol}@${kind}`));
     expect(names.length).toBeGreaterThan(BINANCE_MAX_STREAMS);
     expect(packNames(names.slice(0, BINANCE_MAX_STREAMS)).length, "short names fit the attachment's budget").toBeLessThanOrEqual(MAX_STREAM_NAME_BYTES);
     const socket = await openSocket("/binance/ws", "198.18.80.1");
-    expect(await subscribeAll(socket, names.slice(0, BINANCE_MAX_STREAMS)), "every stream taken").toEqual({ held: BINANCE_MAX_STREAMS });
+    const one = JSON.stringify({ method: "SUBSCRIBE", params: names.slice(0, BINANCE_MAX_STREAMS), id: 1 });
+    expect(one.length, "the one SUBSCRIBE's bytes, past a native message's 4 KiB").toBeGreaterThan(MAX_MESSAGE_BYTES);
+    expect(await subscribeAll(socket, names.slice(0, BINANCE_MAX_STREAMS), BINANCE_MAX_STREAMS), "every stream taken in one SUBSCRIBE").toEqual({
+      held: BINANCE_MAX_STREAMS,
+    });
     const outcome = await subscribeAll(socket, names.slice(BINANCE_MAX_STREAMS, BINANCE_MAX_STREAMS + 1));
     expect(outcome.held, "streams held").toBe(BINANCE_MAX_STREAMS);
     expect(outcome.refusal).toContain(`at most ${BINANCE_MAX_STREAMS} streams`);
@@ -73,4 +77,11 @@ describe("streams per Binance connection (docs/binance.md#streams)", () => {
     expect(outcome.refusal).toContain(`${MAX_STREAM_NAME_BYTES} bytes`);
     socket.ws.close();
   }, 60_000);
+
+  it("closes with 1008 a message past the bytes one SUBSCRIBE of 1024 of the longest names takes", async () => {
+    const socket = await openSocket("/binance/ws", "198.18.80.3");
+    socket.ws.send(JSON.stringify({ method: "LIST_SUBSCRIPTIONS", id: 1, pad: "x".repeat(BINANCE_MAX_MESSAGE_BYTES) }));
+    const closed = await socket.closed;
+    expect([closed.code, closed.reason]).toEqual([1008, `messages are at most ${BINANCE_MAX_MESSAGE_BYTES} bytes`]);
+  });
 });
