@@ -7,6 +7,7 @@ import { accountRoutes } from "./accounts/routes";
 import { adminRoutes } from "./admin/routes";
 import { announcementRoutes } from "./announcements/routes";
 import { auditRoutes } from "./audit/routes";
+import { handleBinanceError } from "./binance/errors";
 import { binanceRoutes } from "./binance/routes";
 import { handleError, notFoundHandler } from "./core/errors";
 import { demoFeed } from "./core/object-ids";
@@ -53,9 +54,11 @@ const startDemoFeed = createMiddleware<AppEnv>(async (c, next) => {
  * market lookups after it are synchronous and never read D1 (docs/operations.md#listing-markets).
  */
 const withRegistry = createMiddleware<AppEnv>(async (c, next) => {
-  await ensureRegistry(c.env, readContext(c).waitUntil);
+  // A connectivity check and the clock answer without it: a registry that cannot be read fails them not.
+  if (!REGISTRY_FREE.has(c.req.path)) await ensureRegistry(c.env, readContext(c).waitUntil);
   await next();
 });
+const REGISTRY_FREE = new Set(["/api/time", "/binance/api/v3/ping", "/binance/api/v3/time"]);
 
 const limitBodies = (maxSize: number) =>
   bodyLimit({
@@ -159,7 +162,8 @@ export function createApp(): OpenAPIHono<AppEnv> {
     name: "mds_session",
     description: "Set by POST /account/login",
   });
-  app.onError(handleError);
+  // Under /binance every error is Binance's, also one thrown before its router (the registry, the limits).
+  app.onError((error, c) => (c.req.path.startsWith("/binance/") ? handleBinanceError(error, c) : handleError(error, c)));
   app.notFound(notFoundHandler(() => app.routes));
   return app;
 }

@@ -14,11 +14,15 @@ export const BINANCE_ERRORS = {
   TOO_MANY_REQUESTS: { code: -1003, status: 429, msg: "" },
   UNSUPPORTED_OPERATION: { code: -1020, status: 404, msg: "This operation is not supported." },
   ILLEGAL_CHARS: { code: -1100, status: 400, msg: "" },
+  TOO_MANY_PARAMETERS: { code: -1101, status: 400, msg: "Too many parameters sent for this endpoint." },
   MANDATORY_PARAM_EMPTY_OR_MALFORMED: { code: -1102, status: 400, msg: "" },
+  UNREAD_PARAMETERS: { code: -1104, status: 400, msg: "Not all sent parameters were read." },
   BAD_INTERVAL: { code: -1120, status: 400, msg: "Invalid interval." },
   BAD_SYMBOL: { code: -1121, status: 400, msg: "Invalid symbol." },
+  INVALID_SYMBOLSTATUS: { code: -1122, status: 400, msg: "Invalid symbolStatus." },
   INVALID_PARAMETER_COMBINATION: { code: -1128, status: 400, msg: "Combination of optional parameters invalid." },
   INVALID_PARAMETER: { code: -1130, status: 400, msg: "Invalid data sent for a parameter." },
+  SYMBOL_DOES_NOT_MATCH_STATUS: { code: -1220, status: 400, msg: "The symbol's status does not match the requested symbolStatus." },
 } as const;
 
 export type BinanceErrorName = keyof typeof BINANCE_ERRORS;

@@ -1,4 +1,4 @@
-import { createRoute, type Hook, OpenAPIHono, type RouteConfig, z } from "@hono/zod-openapi";
+import { createRoute, OpenAPIHono, type RouteConfig, z } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import { BoundedMap, textBytes } from "../core/bounded-map";
 import type { AppEnv } from "../env";
@@ -6,16 +6,15 @@ import type { Kline } from "../history/candles";
 import { isKlineInterval, KLINE_INTERVALS, parseTimeZone } from "../history/intervals";
 import type { WireTrade } from "../market/market-object";
 import { minuteOf, parseWindowSize, type TickerRecord, type WindowRecord } from "../market/rolling-window";
-import { MAX_LIST_SYMBOLS } from "../market/symbol-lists";
 import type { MarketQuestion } from "../reads/edge-copies";
 import { type EdgeRead, readMarket, readVenue } from "../reads/edge-reads";
 import { combineReads, klinesQuestion, readContext, sendRead, tradingDayQuestion, windowQuestion } from "../reads/reads";
-import { currentRegistry, findMarket } from "../registry/copy";
+import { currentRegistry } from "../registry/copy";
 import type { MarketConfig } from "../registry/model";
 import { BinanceError, binanceError, handleBinanceError, illegalParameter, missingParameter } from "./errors";
+import { type Asked, binanceHook, marketOf, marketsAsked, onlyParams, rows } from "./params";
 import {
   AggTradesQuery,
-  BINANCE_SYMBOL,
   BinanceAggTradeSchema,
   BinanceAvgPriceSchema,
   BinanceBookTickerSchema,
@@ -36,7 +35,6 @@ import {
   KlinesQuery,
   OptionalSymbolQuery,
   oneOrMany,
-  SYMBOLS_RULE,
   SymbolQuery,
   TickerQuery,
   TradesQuery,
@@ -45,71 +43,15 @@ import {
 } from "./schemas";
 import { binanceStreamRoutes } from "./stream-routes";
 import * as binance from "./translate";
+import { WS_API_TICKER_SYMBOLS, wsApiRequests } from "./ws-api";
 import { type App, binanceWsApiRoutes } from "./ws-api-routes";
 
 /** What the translations may hold at most (docs/security.md#bounded-memory). */
 export const TRANSLATIONS_MAX_BYTES = 8 * 1024 * 1024;
 
 const tags = ["Binance-compatible market data"];
-/** The most rows one read answers here (as Binance: a larger limit gets this). */
-const MAX_ROWS = 1000;
 /** The most levels a side `depth` answers: Binance's 5000, which a book here holds (MAX_LEVELS_PER_SIDE). */
 const MAX_DEPTH = 5000;
-/** `symbols` may name every listed market where the answer is read from the all-market one; its text is bounded instead. */
-const MAX_SYMBOLS_TEXT = 32 * 1024;
-
-/** A refused parameter in Binance's words: missing or empty is -1102, malformed -1100 (its legal form), an interval -1120. */
-const binanceHook: Hook<unknown, AppEnv, string, unknown> = (result, c) => {
-  if (result.success) return;
-  const issue = result.error.issues[0]!;
-  const name = String(issue.path[0] ?? "");
-  const value = c.req.query(name);
-  if (value === undefined || value === "") throw missingParameter(name);
-  if (name === "interval") throw binanceError("BAD_INTERVAL");
-  throw illegalParameter(name, issue.message);
-};
-
-/** The market a Binance `symbol` names (exactly as Binance writes it), or -1121. */
-function marketOf(symbol: string): MarketConfig {
-  const market = findMarket(symbol);
-  if (!market) throw binanceError("BAD_SYMBOL");
-  return market;
-}
-
-/**
- * `symbols=["A","B"]`: the markets, in that order; malformed is -1100, an unknown one -1121. At
- * most `most` (Binance's 100 where each market is read by itself), else bounded by its text.
- */
-function marketsOf(raw: string, most: number): MarketConfig[] {
-  if (raw.length > MAX_SYMBOLS_TEXT) throw binanceError("INVALID_PARAMETER", `symbols is at most ${MAX_SYMBOLS_TEXT} characters here.`);
-  let names: unknown;
-  try {
-    names = JSON.parse(raw);
-  } catch {
-    throw illegalParameter("symbols", SYMBOLS_RULE);
-  }
-  if (!Array.isArray(names) || !names.every((n): n is string => typeof n === "string" && BINANCE_SYMBOL.test(n))) {
-    throw illegalParameter("symbols", SYMBOLS_RULE);
-  }
-  if (names.length === 0) throw missingParameter("symbols");
-  if (names.length > most) throw binanceError("INVALID_PARAMETER", `symbols names at most ${most} markets here.`);
-  if (new Set(names).size !== names.length) throw binanceError("INVALID_PARAMETER", "symbols names a market twice.");
-  return names.map(marketOf);
-}
-
-/** `symbol`, `symbols` or neither: the markets asked for, or undefined for every market. */
-function marketsAsked(query: { symbol?: string; symbols?: string }, most = MAX_LIST_SYMBOLS): { one?: MarketConfig; many?: MarketConfig[] } {
-  if (query.symbol !== undefined && query.symbols !== undefined) throw binanceError("INVALID_PARAMETER_COMBINATION");
-  if (query.symbol !== undefined) return { one: marketOf(query.symbol) };
-  if (query.symbols !== undefined) return { many: marketsOf(query.symbols, most) };
-  return {};
-}
-
-const rows = (limit: number | undefined, fallback: number, most = MAX_ROWS) => {
-  if (limit === 0) throw illegalParameter("limit", `1 - ${most}`);
-  return Math.min(limit ?? fallback, most);
-};
-
 /**
  * Translations made, per route and validated parameters (unknown parameters are not part of the
  * key: they change nothing), with the answer each was made from: while a copy stays the same (the
@@ -142,12 +84,7 @@ async function readRecords(c: Context<AppEnv>, asked: { one?: MarketConfig }, ki
 }
 
 /** One question about the market `symbol` names or the markets `symbols` names; `neither` answers when there is none. */
-async function readAsked(
-  c: Context<AppEnv>,
-  asked: { one?: MarketConfig; many?: MarketConfig[] },
-  question: MarketQuestion,
-  neither: () => Promise<EdgeRead>,
-): Promise<EdgeRead> {
+async function readAsked(c: Context<AppEnv>, asked: Asked, question: MarketQuestion, neither: () => Promise<EdgeRead>): Promise<EdgeRead> {
   const ctx = readContext(c);
   if (asked.one) return readMarket(ctx, asked.one, question);
   if (asked.many) return combineReads(await Promise.all(asked.many.map((m) => readMarket(ctx, m, question))));
@@ -168,9 +105,15 @@ function eachRecord<R extends { symbol: string }>(translate: (record: R, market:
   return (value: R | R[]) => (Array.isArray(value) ? pick(value).map(one) : one(value));
 }
 
-/** A window question about the market `symbol` names or the markets `symbols` names; one of them is required. */
-async function readWindows(c: Context<AppEnv>, asked: { one?: MarketConfig; many?: MarketConfig[] }, question: MarketQuestion): Promise<EdgeRead> {
-  return readAsked(c, asked, question, () => Promise.reject(missingParameter("symbol")));
+/** A window question about the market `symbol` names or the markets `symbols` names; one of them is required (`symbolStatus` alone is none). */
+async function readWindows(
+  c: Context<AppEnv>,
+  query: { symbol?: string; symbols?: string; symbolStatus?: string },
+  question: MarketQuestion,
+  most?: number,
+): Promise<EdgeRead> {
+  if (query.symbol === undefined && query.symbols === undefined) throw missingParameter("symbol");
+  return readAsked(c, marketsAsked(query, most), question, () => Promise.reject(missingParameter("symbol")));
 }
 
 function readOne(c: Context<AppEnv>, market: MarketConfig, question: MarketQuestion): Promise<EdgeRead> {
@@ -178,7 +121,10 @@ function readOne(c: Context<AppEnv>, market: MarketConfig, question: MarketQuest
 }
 
 const errors = {
-  400: { description: "Binance error: -1100, -1102, -1120, -1121, -1128, -1130", content: { "application/json": { schema: BinanceErrorSchema } } },
+  400: {
+    description: "Binance error: -1100, -1101, -1102, -1104, -1120, -1121, -1122, -1128, -1130, -1220",
+    content: { "application/json": { schema: BinanceErrorSchema } },
+  },
   429: { description: "Binance error -1003, with Retry-After", content: { "application/json": { schema: BinanceErrorSchema } } },
 };
 const ok = <T extends z.ZodType>(schema: T, description: string) => ({ 200: { description, content: { "application/json": { schema } } } });
@@ -198,7 +144,13 @@ export function binanceRoutes(limit: MiddlewareHandler<AppEnv>, app: () => App) 
   const router = new OpenAPIHono<AppEnv>({ defaultHook: binanceHook });
   router.onError(handleBinanceError);
   const get = <P extends string, R extends Omit<RouteConfig, "method" | "path" | "tags" | "middleware">>(path: P, config: R) =>
-    createRoute({ ...config, method: "get", path: `/api/v3/${path}` as `/api/v3/${P}`, tags, middleware: [limit] as const });
+    createRoute({
+      ...config,
+      method: "get",
+      path: `/api/v3/${path}` as `/api/v3/${P}`,
+      tags,
+      middleware: [limit, onlyParams(config.request?.query as z.ZodObject | undefined)] as const,
+    });
 
   router.openapi(
     get("ping", { operationId: "binancePing", summary: "Test connectivity", responses: { ...ok(z.object({}), "An empty object"), ...errors } }),
@@ -217,9 +169,9 @@ export function binanceRoutes(limit: MiddlewareHandler<AppEnv>, app: () => App) 
     }),
     (c) => {
       const query = c.req.valid("query");
+      if (query.symbolStatus !== undefined && (query.symbol !== undefined || query.symbols !== undefined)) throw binanceError("INVALID_PARAMETER_COMBINATION");
       const asked = marketsAsked(query, Number.POSITIVE_INFINITY); // from the registry copy: no read at all
-      let markets = asked.one ? [asked.one] : (asked.many ?? currentRegistry().snapshot.markets);
-      if (query.symbolStatus) markets = markets.filter((m) => binance.exchangeSymbol(m).status === query.symbolStatus);
+      const markets = asked.one ? [asked.one] : (asked.many ?? currentRegistry().snapshot.markets);
       return c.json(binance.exchangeInfo(markets, Date.now()) as z.infer<typeof ExchangeInfoSchema>, 200);
     },
   );
@@ -232,8 +184,8 @@ export function binanceRoutes(limit: MiddlewareHandler<AppEnv>, app: () => App) 
       responses: { ...ok(BinanceDepthSchema, "Best levels first"), ...errors },
     }),
     async (c) => {
-      const { symbol, limit } = c.req.valid("query");
-      const read = await readOne(c, marketOf(symbol), { kind: "book", depth: rows(limit, 100, MAX_DEPTH) });
+      const query = c.req.valid("query");
+      const read = await readOne(c, marketsAsked(query).one!, { kind: "book", depth: rows(query.limit, 100, MAX_DEPTH) });
       return sendAs<z.infer<typeof BinanceDepthSchema>>(c, read, binance.depth);
     },
   );
@@ -367,7 +319,9 @@ export function binanceRoutes(limit: MiddlewareHandler<AppEnv>, app: () => App) 
       const query = c.req.valid("query");
       const windowMs = parseWindowSize(query.windowSize ?? "1d");
       if (windowMs === undefined) throw illegalParameter("windowSize", "1m-59m, 1h-23h or 1d-7d");
-      const read = await readWindows(c, marketsAsked(query), windowQuestion(windowMs, Date.now()));
+      // Binance's WebSocket API takes 200 symbols here, its REST endpoint 100.
+      const most = wsApiRequests.has(c.req.raw) ? WS_API_TICKER_SYMBOLS : undefined;
+      const read = await readWindows(c, query, windowQuestion(windowMs, Date.now()), most);
       return sendAs<z.infer<typeof BinanceWindowTickerSchema>>(
         c,
         read,
@@ -387,7 +341,7 @@ export function binanceRoutes(limit: MiddlewareHandler<AppEnv>, app: () => App) 
       const query = c.req.valid("query");
       const offset = parseTimeZone(query.timeZone ?? "0");
       if (offset === undefined) throw illegalParameter("timeZone", "-12:00 to +14:00, as 8, -5 or +05:45");
-      const read = await readWindows(c, marketsAsked(query), tradingDayQuestion(offset, Date.now()));
+      const read = await readWindows(c, query, tradingDayQuestion(offset, Date.now()));
       return sendAs<z.infer<typeof BinanceWindowTickerSchema>>(
         c,
         read,

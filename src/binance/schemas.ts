@@ -29,8 +29,13 @@ const Symbols = z.string().optional().openapi({
     "A JSON array of symbols (URL-encoded); not with `symbol`. Every listed market may be named where the answer comes from the all-market one (ticker/24hr, ticker/price, ticker/bookTicker, exchangeInfo; at most 32 KiB of text), else at most 100",
 });
 
+const SymbolStatus = z
+  .enum(["TRADING", "HALT", "BREAK"])
+  .optional()
+  .openapi({ description: "Only markets in this status: with `symbol`, -1220 when it is not; with `symbols` or neither, the others are left out" });
+
 export const SymbolQuery = z.object({ symbol: SymbolParam });
-export const OptionalSymbolQuery = z.object({ symbol: SymbolParam.optional(), symbols: Symbols });
+export const OptionalSymbolQuery = z.object({ symbol: SymbolParam.optional(), symbols: Symbols, symbolStatus: SymbolStatus });
 export const TickerQuery = OptionalSymbolQuery.extend({
   type: z.enum(["FULL", "MINI"]).default("FULL").openapi({ description: "FULL (default) or MINI" }),
 });
@@ -43,9 +48,10 @@ export const TradingDayQuery = TickerQuery.extend({
 export const ExchangeInfoQuery = OptionalSymbolQuery.extend({
   permissions: z.string().optional().openapi({ description: "Accepted and ignored: every market here is SPOT" }),
   showPermissionSets: z.string().optional().openapi({ description: "Accepted and ignored" }),
-  symbolStatus: z.enum(["TRADING", "HALT", "BREAK"]).optional().openapi({ description: "Only markets in this status" }),
+  symbolStatus: SymbolStatus.openapi({ description: "Only markets in this status; not with `symbol` or `symbols` (-1128)" }),
 });
 export const DepthQuery = SymbolQuery.extend({
+  symbolStatus: SymbolStatus,
   limit: Integer("Levels a side: default 100, at most 5000 as on Binance (a larger limit gets 5000)"),
 });
 export const TradesQuery = SymbolQuery.extend({ limit: Integer("Default 500, at most 1000 (a larger limit gets 1000)") });

@@ -5,7 +5,7 @@ import { ByteWindow } from "../core/byte-window";
 import type { AppEnv } from "../env";
 import { MAX_CONNECTIONS_PER_PRINCIPAL } from "../streams/protocol";
 import { BinanceError } from "./errors";
-import { answerFrame, MAX_REQUEST_BYTES, type RequestId, rateLimitsOf, readRequest, requestIdIn } from "./ws-api";
+import { answerFrame, MAX_REQUEST_BYTES, type RequestId, rateLimitsOf, readRequest, requestIdIn, wsApiRequests } from "./ws-api";
 
 /** The app itself: each request of a connection is answered by the REST dialect's route. */
 export type DialectFetch = (request: Request) => Promise<Response>;
@@ -49,22 +49,35 @@ export async function wsApiUpgrade(c: Context<AppEnv>, dispatch: DialectFetch): 
   const rateLimitsByDefault = url.searchParams.get("returnRateLimits") !== "false";
   const address = c.req.header("CF-Connecting-IP");
   const { client, server } = connection;
+  // The address's count as last answered (the upgrade's, then each request's): what an answer
+  // that asked nothing of the limiter (a frame refused on arrival, one not read) reports.
+  let lastLimits = rateLimitsOf(new Headers(c.get("rateLimitHeaders") ?? {}));
+  const limits = (asked?: boolean) => ((asked ?? rateLimitsByDefault) ? lastLimits : undefined);
 
   let waiting = 0;
   let turn: Promise<void> = Promise.resolve();
   const answer = async (text: string): Promise<{ frame: string; id: RequestId }> => {
     const request = readRequest(text);
     if ("error" in request)
-      return { frame: answerFrame(request.id, request.error.status, { code: request.error.code, msg: request.error.msg }, undefined), id: request.id };
+      return { frame: answerFrame(request.id, request.error.status, { code: request.error.code, msg: request.error.msg }, limits()), id: request.id };
     const query = request.query.toString();
-    const response = await dispatch(
-      new Request(`${url.origin}/binance/api/v3/${request.path}${query ? `?${query}` : ""}`, {
-        headers: address ? { "CF-Connecting-IP": address } : {},
-      }),
-    );
-    const body = await response.json().catch(() => ({ code: -1000, msg: "An unknown error occurred while processing the request." }));
+    const rest = new Request(`${url.origin}/binance/api/v3/${request.path}${query ? `?${query}` : ""}`, {
+      headers: address ? { "CF-Connecting-IP": address } : {},
+    });
+    wsApiRequests.add(rest);
+    const response = await dispatch(rest);
+    const body = await response.json().catch(() => null);
+    const counted = rateLimitsOf(response.headers);
+    if (counted.length > 0) lastLimits = counted;
+    const retryAfter = Number(response.headers.get("Retry-After"));
     return {
-      frame: answerFrame(request.id, response.status, body, (request.returnRateLimits ?? rateLimitsByDefault) ? rateLimitsOf(response.headers) : undefined),
+      frame: answerFrame(
+        request.id,
+        response.status,
+        body,
+        limits(request.returnRateLimits),
+        Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined,
+      ),
       id: request.id,
     };
   };
@@ -83,7 +96,7 @@ export async function wsApiUpgrade(c: Context<AppEnv>, dispatch: DialectFetch): 
             code: -1003,
             msg: `More than ${MAX_ANSWER_BYTES_PER_MINUTE} bytes of answers in a minute on this connection: ask for less (a smaller limit) or wait.`,
           },
-          undefined,
+          limits(),
         ),
       );
   };
@@ -92,13 +105,13 @@ export async function wsApiUpgrade(c: Context<AppEnv>, dispatch: DialectFetch): 
     // connection's frames a second, binary, oversized, or behind too many waiting requests.
     const id = () => (typeof event.data === "string" && event.data.length <= MAX_REQUEST_BYTES ? requestIdIn(event.data) : null);
     const refusal = !frames.admit(Date.now()).allowed
-      ? answerFrame(id(), 429, { code: -1003, msg: `More than ${MAX_FRAMES_PER_SECOND} frames a second on this connection.` }, undefined)
+      ? answerFrame(id(), 429, { code: -1003, msg: `More than ${MAX_FRAMES_PER_SECOND} frames a second on this connection.` }, limits(), 1_000)
       : typeof event.data !== "string"
-        ? answerFrame(null, 400, { code: -1100, msg: "Malformed request: a request is a JSON text frame." }, undefined)
+        ? answerFrame(null, 400, { code: -1100, msg: "Malformed request: a request is a JSON text frame." }, limits())
         : event.data.length > MAX_REQUEST_BYTES
-          ? answerFrame(null, 400, { code: -1100, msg: `A request is at most ${MAX_REQUEST_BYTES} bytes.` }, undefined)
+          ? answerFrame(null, 400, { code: -1100, msg: `A request is at most ${MAX_REQUEST_BYTES} bytes.` }, limits())
           : waiting >= MAX_WAITING_REQUESTS
-            ? answerFrame(id(), 429, { code: -1003, msg: `More than ${MAX_WAITING_REQUESTS} requests wait for their answers on this connection.` }, undefined)
+            ? answerFrame(id(), 429, { code: -1003, msg: `More than ${MAX_WAITING_REQUESTS} requests wait for their answers on this connection.` }, limits())
             : undefined;
     if (refusal !== undefined) {
       // In its place among the answers while few wait; at once when the queue is full (it holds no more).
@@ -121,7 +134,8 @@ export async function wsApiUpgrade(c: Context<AppEnv>, dispatch: DialectFetch): 
         send(frame, id);
       } catch (error) {
         console.error(JSON.stringify({ level: "error", message: "ws-api request failed", error: String(error) }));
-        send(answerFrame(null, 503, { code: -1001, msg: "Internal error; unable to process your request. Please try again." }, undefined));
+        const id = requestIdIn(text);
+        send(answerFrame(id, 503, { code: -1001, msg: "Internal error; unable to process your request. Please try again." }, limits()), id);
       } finally {
         waiting -= 1;
       }

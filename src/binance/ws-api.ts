@@ -26,8 +26,17 @@ export const WS_API_METHODS: Readonly<Record<string, string>> = {
   "ticker.book": "ticker/bookTicker",
 };
 
-/** A request's frame is at most this long: a market-data request is a few hundred bytes. */
+/** A request's frame is at most this long: a market-data request is a few hundred bytes (200 symbols about 5 KiB). */
 export const MAX_REQUEST_BYTES = 16 * 1024;
+/** Symbols `ticker` takes over the WebSocket API (Binance's 200; its REST endpoint takes 100). */
+export const WS_API_TICKER_SYMBOLS = 200;
+
+/**
+ * The REST requests the WebSocket API makes for its own requests (`ws-api-connection.ts`): a route
+ * that answers the two differently (`ticker`'s symbols) asks here. Held weakly: a request is
+ * forgotten once answered.
+ */
+export const wsApiRequests = new WeakSet<Request>();
 
 export type RequestId = string | number | null;
 
@@ -122,13 +131,29 @@ export function rateLimitsOf(headers: Headers): { rateLimitType: "REQUEST_WEIGHT
   return [{ rateLimitType: "REQUEST_WEIGHT", interval: "SECOND", intervalNum: 1, limit, count: Math.max(0, limit - remaining) }];
 }
 
+/** Binance's error body as the REST dialect sends it; anything else (a problem document from before the dialect) is none. */
+function binanceBody(body: unknown): body is { code: number; msg: string } {
+  const b = body as { code?: unknown; msg?: unknown } | null;
+  return b !== null && typeof b === "object" && typeof b.code === "number" && typeof b.msg === "string";
+}
+
+/** The Binance error a status stands for when the body is not one: 429 -1003, 5xx -1001, else -1000. */
+function errorForStatus(status: number): { code: number; msg: string } {
+  const name: BinanceErrorName = status === 429 || status === 418 ? "TOO_MANY_REQUESTS" : status >= 500 ? "DISCONNECTED" : "UNKNOWN";
+  const known = BINANCE_ERRORS[name];
+  return { code: known.code, msg: known.msg || "Too many requests." };
+}
+
 /**
  * The answer's frame: `{id, status, result}` for a 200, `{id, status, error: {code, msg}}`
- * otherwise (the REST dialect's error body), each with `rateLimits` unless asked not to.
+ * otherwise (the REST dialect's error body, or Binance's error for the status), each with
+ * `rateLimits` unless asked not to; a 429 carries Binance's `data: {serverTime, retryAfter}`
+ * (Unix ms) when the wait is known.
  */
-export function answerFrame(id: RequestId, status: number, body: unknown, rateLimits: unknown[] | undefined): string {
+export function answerFrame(id: RequestId, status: number, body: unknown, rateLimits: unknown[] | undefined, retryAfterMs?: number, now = Date.now()): string {
   const limits = rateLimits ? { rateLimits } : {};
   if (status === 200) return JSON.stringify({ id, status, result: body, ...limits });
-  const error = body !== null && typeof body === "object" && "code" in body ? body : { code: BINANCE_ERRORS.UNKNOWN.code, msg: String(body) };
-  return JSON.stringify({ id, status, error, ...limits });
+  const error = binanceBody(body) ? { code: body.code, msg: body.msg } : errorForStatus(status);
+  const data = retryAfterMs !== undefined && (status === 429 || status === 418) ? { data: { serverTime: now, retryAfter: now + retryAfterMs } } : {};
+  return JSON.stringify({ id, status, error: { ...error, ...data }, ...limits });
 }

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { createApp } from "../../src/app";
 import { BINANCE_ERROR_CODES } from "../../src/binance/errors";
 import {
   BinanceAggTradeSchema,
@@ -14,6 +15,7 @@ import {
   BinanceTradeSchema,
   ExchangeInfoSchema,
 } from "../../src/binance/schemas";
+import { objectCalls } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
 import { ADMIN } from "../support/gateways";
 import { call, callJson } from "../support/http";
@@ -86,6 +88,56 @@ describe("the Binance dialect's REST answers are the service's own data in Binan
     expect((await callJson(`${V3}/depth?symbol=XRPUSDT`)).status).toBe(200);
     const gone = await callJson(`${V3}/depth?symbol=SOLBTC`);
     expect([gone.status, gone.body.code], JSON.stringify(gone.body)).toEqual([400, -1121]);
+    // Named in a list, a delisted market is an invalid symbol too, never silently left out.
+    const listed = await callJson(`${V3}/ticker/price?symbols=${encodeURIComponent('["BTCUSDT","SOLBTC"]')}`);
+    expect([listed.status, listed.body.code], "a delisted market in symbols").toEqual([400, -1121]);
+
+    // symbolStatus: one market not in it is -1220; a list or every market, those in it.
+    const refused = (await callJson(`${V3}/depth?symbol=BTCUSDT&symbolStatus=HALT`)).body;
+    expect(refused, "a TRADING market asked as HALT").toEqual({ code: -1220, msg: "The symbol's status does not match the requested symbolStatus." });
+    expect((await callJson(`${V3}/depth?symbol=XRPUSDT&symbolStatus=HALT&limit=1`)).status, "a HALT market asked as HALT").toBe(200);
+    const prices = (await callJson(`${V3}/ticker/price?symbolStatus=HALT`)).body.map((p: { symbol: string }) => p.symbol);
+    expect(prices, "every market in HALT").toEqual(["XRPUSDT"]);
+    const some = (await callJson(`${V3}/ticker/24hr?symbols=${encodeURIComponent('["BTCUSDT","XRPUSDT"]')}&symbolStatus=TRADING`)).body;
+    expect(
+      some.map((t: { symbol: string }) => t.symbol),
+      "the named markets in TRADING",
+    ).toEqual(["BTCUSDT"]);
+    expect((await callJson(`${V3}/exchangeInfo?symbol=BTCUSDT&symbolStatus=TRADING`)).body.code, "exchangeInfo: symbol with symbolStatus").toBe(-1128);
+    expect((await callJson(`${V3}/ticker/bookTicker?symbolStatus=OPEN`)).body, "a status Binance does not have").toEqual({
+      code: -1122,
+      msg: "Invalid symbolStatus.",
+    });
+    expect((await callJson(`${V3}/ticker?symbolStatus=TRADING`)).body.code, "ticker needs symbol or symbols, symbolStatus or not").toBe(-1102);
+  });
+
+  it("reads every parameter it is sent, as Binance: one it does not read is -1104, one sent twice or a symbol named twice -1101", async () => {
+    expect((await callJson(`${V3}/depth?symbol=BTCUSDT&limt=5`)).body, "a misspelt limit").toEqual({
+      code: -1104,
+      msg: "Not all sent parameters were read; read '1' parameter(s) but was sent '2'.",
+    });
+    expect((await callJson(`${V3}/time?timestamp=1`)).body.code, "a parameter of a signed call on a public one").toBe(-1104);
+    expect((await callJson(`${V3}/depth?symbol=BTCUSDT&symbol=ETHUSDT`)).body, "symbol sent twice").toEqual({
+      code: -1101,
+      msg: "Duplicate values for a parameter detected.",
+    });
+    const twice = await callJson(`${V3}/ticker/price?symbols=${encodeURIComponent('["BTCUSDT","BTCUSDT"]')}`);
+    expect([twice.status, twice.body], "a symbol named twice").toEqual([400, { code: -1101, msg: "Duplicate values for a parameter detected." }]);
+    // Every parameter an endpoint documents is read.
+    const full = await callJson(`${V3}/klines?symbol=BTCUSDT&interval=1m&startTime=0&endTime=${Date.now()}&timeZone=0&limit=2`);
+    expect(full.status, JSON.stringify(full.body)).toBe(200);
+  });
+
+  it("ping and time ask nothing of the registry (a cold isolate whose registry cannot be read still answers them); a market read does", async () => {
+    const app = createApp();
+    const ask = async (path: string) => {
+      const before = objectCalls.registry;
+      const response = await app.request(path, { headers: { "CF-Connecting-IP": "192.0.2.77" } }, { ...env, REGISTRY_REFRESH_MS: "0" });
+      return [response.status, objectCalls.registry - before];
+    };
+    expect(await ask(`${V3}/ping`), "ping: [status, registry calls]").toEqual([200, 0]);
+    expect(await ask(`${V3}/time`), "time: [status, registry calls]").toEqual([200, 0]);
+    expect(await ask(`${V3}/depth?symbol=BTCUSDT&limit=1`), "depth: [status, registry calls]").toEqual([200, 1]);
   });
 
   it("depth is the order book with lastUpdateId = its sequence; trades oldest first; aggTrades one per trade; klines as rows", async () => {

@@ -4,6 +4,7 @@ import { accessGuard } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
 import { callJson } from "../support/http";
 import { until } from "../support/poll";
+import { listThroughAdmin, registry } from "../support/registry";
 import { openSocket, type TestSocket, upgrade } from "./streams-support";
 
 /** Sends a request and waits for the answer with its id. */
@@ -82,11 +83,41 @@ describe("Binance's WebSocket API (docs/binance.md#websocket-api)", () => {
     expect(await ask(socket, 3, "depth", {})).toMatchObject({ id: 3, status: 400, error: { code: -1102 } });
     expect(await ask(socket, 4, "klines", { symbol: "ETHUSDT", interval: "7m" })).toMatchObject({ id: 4, status: 400, error: { code: -1120 } });
     expect(await ask(socket, 5, "depth", { symbol: { nested: true } })).toMatchObject({ id: 5, status: 400, error: { code: -1100 } });
+    expect(await ask(socket, 6, "depth", { symbol: "ETHUSDT", limt: 5 }), "a parameter depth does not read").toMatchObject({
+      id: 6,
+      status: 400,
+      error: { code: -1104, msg: "Not all sent parameters were read; read '1' parameter(s) but was sent '2'." },
+    });
+    expect(await ask(socket, 7, "ticker.price", { symbols: ["ETHUSDT", "ETHUSDT"] }), "a symbol named twice").toMatchObject({
+      id: 7,
+      error: { code: -1101 },
+    });
     socket.ws.send("not json");
     const malformed = await until(() => socket.messages.find((m) => m.id === null), { what: "the answer to a frame that is not JSON" });
     expect(malformed).toMatchObject({ status: 400, error: { code: -1100 } });
+    expect(malformed.rateLimits, "a frame not read still reports the address's limit").toEqual([
+      { rateLimitType: "REQUEST_WEIGHT", interval: "SECOND", intervalNum: 1, limit: 10, count: expect.any(Number) },
+    ]);
     socket.ws.close();
   });
+
+  it("ticker takes 200 symbols, as Binance's WebSocket API (its REST endpoint 100)", async () => {
+    const assets = Array.from({ length: 150 }, (_, i) => ({ asset: `WT${i}`, name: `WT ${i}`, decimals: 8 }));
+    await listThroughAdmin("/admin/assets", assets);
+    const rules = { tickSize: "0.01", stepSize: "0.001", minQty: "0.001", maxQty: "1000000", minNotional: "1" };
+    await listThroughAdmin(
+      "/admin/markets",
+      assets.map((a) => ({ base: a.asset, quote: "USDT", ...rules })),
+    );
+    const symbols = assets.map((a) => `${a.asset}USDT`);
+    await until(async () => ((await registry()).bySymbol.has(symbols[149]!) ? true : undefined), { what: "the listing" });
+    const socket = await openSocket("/binance/ws-api/v3", "198.18.70.11");
+    const answer = await ask(socket, 1, "ticker", { symbols, windowSize: "1h" });
+    expect([answer.status, answer.result?.length], JSON.stringify(answer.error)).toEqual([200, 150]);
+    socket.ws.close();
+    const rest = await callJson(`/binance/api/v3/ticker?windowSize=1h&symbols=${encodeURIComponent(JSON.stringify(symbols))}`);
+    expect([rest.status, rest.body.code], "REST's ticker, 150 symbols").toEqual([400, -1130]);
+  }, 60_000);
 
   it("counts every frame against the connection's 10 a second, valid or not, and refuses a binary or oversized one on arrival (fails before: frames that were not requests were answered without limit)", async () => {
     const socket = await openSocket("/binance/ws-api/v3", "198.18.70.9");
@@ -109,7 +140,9 @@ describe("Binance's WebSocket API (docs/binance.md#websocket-api)", () => {
     // The upgrade was one of the ten.
     expect(statuses.filter((s) => s === 200).length, "requests answered within the limit").toBe(9);
     expect(statuses.filter((s) => s === 429).length, "refused").toBe(5);
-    expect(socket.messages.find((m) => m.status === 429).error.code).toBe(-1003);
+    const refused = socket.messages.find((m) => m.status === 429);
+    expect(refused.error.code).toBe(-1003);
+    expect(refused.error.data.retryAfter, "Binance's retryAfter: when to ask again (Unix ms)").toBeGreaterThan(refused.error.data.serverTime);
     expect(
       socket.messages.map((m) => m.id),
       "answers in the order asked",

@@ -1,9 +1,10 @@
-import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { accessGuard, objectCalls } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
+import { withFailing } from "../support/failing";
 import { until } from "../support/poll";
 import { hostOf } from "../support/registry";
 
@@ -30,29 +31,6 @@ async function read(path: string, vars: Record<string, string> = {}): Promise<{ 
 }
 
 const trade = (id: string, price: string) => ({ id, price, quantity: "1", side: "buy" as const, time: Date.now() });
-
-/**
- * Makes a Durable Object class's RPC method throw (on its prototype, which RPC calls: every
- * instance of the class in this isolate) while `during` runs.
- */
-async function withFailing<T>(stub: DurableObjectStub, method: string, during: () => Promise<T>): Promise<T> {
-  let restore = () => {};
-  await runInDurableObject(stub, (instance: object) => {
-    const prototype = Object.getPrototypeOf(instance) as Record<string, unknown>;
-    const original = prototype[method];
-    prototype[method] = () => {
-      throw new Error(`${method} down (test)`);
-    };
-    restore = () => {
-      prototype[method] = original;
-    };
-  });
-  try {
-    return await during();
-  } finally {
-    await runInDurableObject(stub, () => restore());
-  }
-}
 
 describe("edge read path (docs/edge-reads.md)", () => {
   it("an ingested trade is on the public ticker within the max age, and the ticker never goes back afterwards", async () => {

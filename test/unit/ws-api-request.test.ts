@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MAX_REQUEST_BYTES, readRequest } from "../../src/binance/ws-api";
+import { answerFrame, MAX_REQUEST_BYTES, readRequest } from "../../src/binance/ws-api";
 
 describe("a Binance WebSocket API frame, read (src/binance/ws-api.ts)", () => {
   it(`refuses a frame over ${MAX_REQUEST_BYTES} bytes before parsing it, and an id Binance would not take`, () => {
@@ -14,5 +14,23 @@ describe("a Binance WebSocket API frame, read (src/binance/ws-api.ts)", () => {
     expect(read).toMatchObject({ id: "a", path: "ticker/price", returnRateLimits: false });
     expect("query" in read && read.query.get("symbols")).toBe('["BTCUSDT","ETHUSDT"]');
     expect(readRequest(JSON.stringify({ id: 2, method: "order.place" }))).toMatchObject({ id: 2, error: { code: -1020 } });
+  });
+
+  it("answers in Binance's error shape whatever the REST answer was: a problem document is -1001 (5xx) or -1003 (429); a 429 carries retryAfter", () => {
+    const limits = [{ rateLimitType: "REQUEST_WEIGHT", interval: "SECOND", intervalNum: 1, limit: 10, count: 10 }];
+    const problem = { type: "about:blank", code: "UNAVAILABLE", detail: "the market registry did not answer" };
+    expect(JSON.parse(answerFrame(7, 503, problem, limits))).toEqual({
+      id: 7,
+      status: 503,
+      error: { code: -1001, msg: "Internal error; unable to process your request. Please try again." },
+      rateLimits: limits,
+    });
+    expect(JSON.parse(answerFrame("a", 429, { code: -1003, msg: "Too many requests" }, limits, 2_000, 1_000_000))).toEqual({
+      id: "a",
+      status: 429,
+      error: { code: -1003, msg: "Too many requests", data: { serverTime: 1_000_000, retryAfter: 1_002_000 } },
+      rateLimits: limits,
+    });
+    expect(JSON.parse(answerFrame(8, 429, null, undefined)).error.code, "a 429 without a Binance body").toBe(-1003);
   });
 });

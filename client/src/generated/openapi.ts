@@ -3928,7 +3928,7 @@ export interface operations {
                     "application/json": Record<string, never>;
                 };
             };
-            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            /** @description Binance error: -1100, -1101, -1102, -1104, -1120, -1121, -1122, -1128, -1130, -1220 */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3979,7 +3979,7 @@ export interface operations {
                     "application/json": components["schemas"]["BinanceServerTime"];
                 };
             };
-            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            /** @description Binance error: -1100, -1101, -1102, -1104, -1120, -1121, -1122, -1128, -1130, -1220 */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4015,12 +4015,12 @@ export interface operations {
                 symbol?: string;
                 /** @description A JSON array of symbols (URL-encoded); not with `symbol`. Every listed market may be named where the answer comes from the all-market one (ticker/24hr, ticker/price, ticker/bookTicker, exchangeInfo; at most 32 KiB of text), else at most 100 */
                 symbols?: string;
+                /** @description Only markets in this status; not with `symbol` or `symbols` (-1128) */
+                symbolStatus?: "TRADING" | "HALT" | "BREAK";
                 /** @description Accepted and ignored: every market here is SPOT */
                 permissions?: string;
                 /** @description Accepted and ignored */
                 showPermissionSets?: string;
-                /** @description Only markets in this status */
-                symbolStatus?: "TRADING" | "HALT" | "BREAK";
             };
             header?: never;
             path?: never;
@@ -4041,7 +4041,7 @@ export interface operations {
                     "application/json": components["schemas"]["BinanceExchangeInfo"];
                 };
             };
-            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            /** @description Binance error: -1100, -1101, -1102, -1104, -1120, -1121, -1122, -1128, -1130, -1220 */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4075,6 +4075,8 @@ export interface operations {
             query: {
                 /** @description As Binance writes it: upper case, no separator */
                 symbol: string;
+                /** @description Only markets in this status: with `symbol`, -1220 when it is not; with `symbols` or neither, the others are left out */
+                symbolStatus?: "TRADING" | "HALT" | "BREAK";
                 /** @description Levels a side: default 100, at most 5000 as on Binance (a larger limit gets 5000) */
                 limit?: number;
             };
@@ -4101,7 +4103,7 @@ export interface operations {
                     "application/json": components["schemas"]["BinanceDepth"];
                 };
             };
-            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            /** @description Binance error: -1100, -1101, -1102, -1104, -1120, -1121, -1122, -1128, -1130, -1220 */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4161,7 +4163,7 @@ export interface operations {
                     "application/json": components["schemas"]["BinanceTrade"][];
                 };
             };
-            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            /** @description Binance error: -1100, -1101, -1102, -1104, -1120, -1121, -1122, -1128, -1130, -1220 */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4223,7 +4225,7 @@ export interface operations {
                     "application/json": components["schemas"]["BinanceTrade"][];
                 };
             };
-            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            /** @description Binance error: -1100, -1101, -1102, -1104, -1120, -1121, -1122, -1128, -1130, -1220 */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4289,7 +4291,7 @@ export interface operations {
                     "application/json": components["schemas"]["BinanceAggTrade"][];
                 };
             };
-            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            /** @description Binance error: -1100, -1101, -1102, -1104, -1120, -1121, -1122, -1128, -1130, -1220 */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4357,7 +4359,7 @@ export interface operations {
                     "application/json": components["schemas"]["BinanceKline"][];
                 };
             };
-            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            /** @description Binance error: -1100, -1101, -1102, -1104, -1120, -1121, -1122, -1128, -1130, -1220 */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4425,7 +4427,7 @@ export interface operations {
                     "application/json": components["schemas"]["BinanceKline"][];
                 };
             };
-            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            /** @description Binance error: -1100, -1101, -1102, -1104, -1120, -1121, -1122, -1128, -1130, -1220 */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4483,7 +4485,7 @@ export interface operations {
                     "application/json": components["schemas"]["BinanceAvgPrice"];
                 };
             };
-            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            /** @description Binance error: -1100, -1101, -1102, -1104, -1120, -1121, -1122, -1128, -1130, -1220 */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4519,6 +4521,8 @@ export interface operations {
                 symbol?: string;
                 /** @description A JSON array of symbols (URL-encoded); not with `symbol`. Every listed market may be named where the answer comes from the all-market one (ticker/24hr, ticker/price, ticker/bookTicker, exchangeInfo; at most 32 KiB of text), else at most 100 */
                 symbols?: string;
+                /** @description Only markets in this status: with `symbol`, -1220 when it is not; with `symbols` or neither, the others are left out */
+                symbolStatus?: "TRADING" | "HALT" | "BREAK";
                 /** @description FULL (default) or MINI */
                 type?: "FULL" | "MINI";
             };
@@ -4545,7 +4549,7 @@ export interface operations {
                     "application/json": components["schemas"]["BinanceTicker"] | components["schemas"]["BinanceMiniTicker"] | (components["schemas"]["BinanceTicker"] | components["schemas"]["BinanceMiniTicker"])[];
                 };
             };
-            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            /** @description Binance error: -1100, -1101, -1102, -1104, -1120, -1121, -1122, -1128, -1130, -1220 */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4581,6 +4585,8 @@ export interface operations {
                 symbol?: string;
                 /** @description A JSON array of symbols (URL-encoded); not with `symbol`. Every listed market may be named where the answer comes from the all-market one (ticker/24hr, ticker/price, ticker/bookTicker, exchangeInfo; at most 32 KiB of text), else at most 100 */
                 symbols?: string;
+                /** @description Only markets in this status: with `symbol`, -1220 when it is not; with `symbols` or neither, the others are left out */
+                symbolStatus?: "TRADING" | "HALT" | "BREAK";
                 /** @description FULL (default) or MINI */
                 type?: "FULL" | "MINI";
                 /** @description 1m–59m, 1h–23h or 1d–7d (one unit); default 1d */
@@ -4609,7 +4615,7 @@ export interface operations {
                     "application/json": components["schemas"]["BinanceWindowTicker"] | components["schemas"]["BinanceMiniTicker"] | (components["schemas"]["BinanceWindowTicker"] | components["schemas"]["BinanceMiniTicker"])[];
                 };
             };
-            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            /** @description Binance error: -1100, -1101, -1102, -1104, -1120, -1121, -1122, -1128, -1130, -1220 */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4645,6 +4651,8 @@ export interface operations {
                 symbol?: string;
                 /** @description A JSON array of symbols (URL-encoded); not with `symbol`. Every listed market may be named where the answer comes from the all-market one (ticker/24hr, ticker/price, ticker/bookTicker, exchangeInfo; at most 32 KiB of text), else at most 100 */
                 symbols?: string;
+                /** @description Only markets in this status: with `symbol`, -1220 when it is not; with `symbols` or neither, the others are left out */
+                symbolStatus?: "TRADING" | "HALT" | "BREAK";
                 /** @description FULL (default) or MINI */
                 type?: "FULL" | "MINI";
                 /** @description The day's UTC offset, -12:00 to +14:00 (8, -5, +05:45); default 0 */
@@ -4673,7 +4681,7 @@ export interface operations {
                     "application/json": components["schemas"]["BinanceWindowTicker"] | components["schemas"]["BinanceMiniTicker"] | (components["schemas"]["BinanceWindowTicker"] | components["schemas"]["BinanceMiniTicker"])[];
                 };
             };
-            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            /** @description Binance error: -1100, -1101, -1102, -1104, -1120, -1121, -1122, -1128, -1130, -1220 */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4709,6 +4717,8 @@ export interface operations {
                 symbol?: string;
                 /** @description A JSON array of symbols (URL-encoded); not with `symbol`. Every listed market may be named where the answer comes from the all-market one (ticker/24hr, ticker/price, ticker/bookTicker, exchangeInfo; at most 32 KiB of text), else at most 100 */
                 symbols?: string;
+                /** @description Only markets in this status: with `symbol`, -1220 when it is not; with `symbols` or neither, the others are left out */
+                symbolStatus?: "TRADING" | "HALT" | "BREAK";
             };
             header?: never;
             path?: never;
@@ -4733,7 +4743,7 @@ export interface operations {
                     "application/json": components["schemas"]["BinancePrice"] | components["schemas"]["BinancePrice"][];
                 };
             };
-            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            /** @description Binance error: -1100, -1101, -1102, -1104, -1120, -1121, -1122, -1128, -1130, -1220 */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4769,6 +4779,8 @@ export interface operations {
                 symbol?: string;
                 /** @description A JSON array of symbols (URL-encoded); not with `symbol`. Every listed market may be named where the answer comes from the all-market one (ticker/24hr, ticker/price, ticker/bookTicker, exchangeInfo; at most 32 KiB of text), else at most 100 */
                 symbols?: string;
+                /** @description Only markets in this status: with `symbol`, -1220 when it is not; with `symbols` or neither, the others are left out */
+                symbolStatus?: "TRADING" | "HALT" | "BREAK";
             };
             header?: never;
             path?: never;
@@ -4793,7 +4805,7 @@ export interface operations {
                     "application/json": components["schemas"]["BinanceBookTicker"] | components["schemas"]["BinanceBookTicker"][];
                 };
             };
-            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            /** @description Binance error: -1100, -1101, -1102, -1104, -1120, -1121, -1122, -1128, -1130, -1220 */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4844,7 +4856,7 @@ export interface operations {
                     "application/json": components["schemas"]["BinanceSystemStatus"];
                 };
             };
-            /** @description Binance error: -1100, -1102, -1120, -1121, -1128, -1130 */
+            /** @description Binance error: -1100, -1101, -1102, -1104, -1120, -1121, -1122, -1128, -1130, -1220 */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
