@@ -54,7 +54,15 @@ export function ccxtConfig(base) {
     "ws-api": { spot: `${ws}/ws-api/v3`, future: `${ws}/ws-fapi/v1`, delivery: `${ws}/ws-dapi/v1` },
   };
   const api = { ...rest, ws: streams };
+  // Every request here counts one against the address's 10 a second, whatever Binance weighs it:
+  // CCXT's cost of one Binance weight (0.2) on each endpoint, its book sizes and symbol-less calls
+  // too, so a deep book (Binance's 250) or every ticker (80) waits 200 ms like any call, not 50 s.
+  const one = { cost: 0.2, noSymbol: 0.2, byLimit: [[5000, 0.2]] };
+  const paths = ["ping", "time", "exchangeInfo", "depth", "trades", "historicalTrades", "aggTrades", "klines", "uiKlines", "avgPrice"];
+  const tickers = ["ticker/24hr", "ticker/tradingDay", "ticker", "ticker/price", "ticker/bookTicker"];
+  const costs = { public: { get: Object.fromEntries([...paths, ...tickers].map((path) => [path, one])) }, sapi: { get: { "system/status": one } } };
   return {
+    api: costs,
     urls: {
       api,
       test: api,
@@ -66,8 +74,7 @@ export function ccxtConfig(base) {
       fees: `${base}/docs`,
       referral: { url: base, discount: 0 },
     },
-    // REST: every request counts 1 against 10 a second per address here; CCXT weighs a Binance
-    // weight of 1 as 0.2 of rateLimit, so a weight-1 call waits 200 ms (docs/binance.md#limits).
+    // REST: with the costs above every call waits 0.2 × rateLimit = 200 ms (docs/binance.md#limits).
     rateLimit: 1000,
     options: {
       // Streams: CCXT waits `ws.cost` × rateLimit before each message it sends on a connection;

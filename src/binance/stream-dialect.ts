@@ -1,4 +1,4 @@
-import type { DialectConnection, StreamDialect } from "../streams/dialect";
+import type { DialectConnection, DialectOptions, StreamDialect } from "../streams/dialect";
 import { MAX_STREAM_NAME_BYTES } from "../streams/protocol";
 import { frame, merge, render } from "./stream-render";
 import { BINANCE_MAX_MESSAGE_BYTES, BINANCE_MAX_STREAMS, type BinanceId, type BinanceStream, parseBinanceRequest, parseBinanceStream } from "./streams";
@@ -25,6 +25,12 @@ async function subscribe(connection: DialectConnection, id: BinanceId, names: re
   if (outcome === "too-many") {
     connection.send(error(id, `at most ${BINANCE_MAX_STREAMS} streams per connection, their names at most ${MAX_STREAM_NAME_BYTES} bytes in all`));
   } else if (outcome === "failed") connection.send(error(id, "the streams could not be subscribed; try again"));
+}
+
+/** Binance's `serverShutdown` event: raw, or `{"stream": "serverShutdown", "data": …}` on a combined connection. */
+function serverShutdown(now: number, options: DialectOptions): string {
+  const event = { e: "serverShutdown", E: now };
+  return JSON.stringify(options.combined === true ? { stream: "serverShutdown", data: event } : event);
 }
 
 /**
@@ -84,7 +90,8 @@ export const binanceDialect: StreamDialect = {
 
   framing: (options) => (options.combined === true ? "combined" : "raw"),
   frame: (stream, payload, framing) => frame(stream as BinanceStream, payload, framing === "combined"),
-  // Binance's own notice, the event its connectors know, before a planned close and a maintenance alike.
-  closingNotice: (_close, now) => JSON.stringify({ e: "serverShutdown", E: now }),
-  maintenanceNotice: (now) => JSON.stringify({ e: "serverShutdown", E: now }),
+  // Binance's own notice, before a planned close and a maintenance alike; a combined connection
+  // gets it in its envelope, as every frame it gets.
+  closingNotice: (_close, now, options) => serverShutdown(now, options),
+  maintenanceNotice: (now, options) => serverShutdown(now, options),
 };

@@ -81,10 +81,10 @@ export interface StreamDialect {
   /** The framings a connection's options choose; payloads are framed once per framing in use. */
   framing(options: DialectOptions): string;
   frame(stream: DialectStream, payload: unknown, framing: string): string;
-  /** The notice of a planned close (docs/streams.md#planned-closes), in the dialect's words. */
-  closingNotice(close: PlannedClose, now: number): string;
-  /** What its connections are told shortly before an announced maintenance starts (null: nothing). */
-  maintenanceNotice(now: number): string | null;
+  /** The notice of a planned close (docs/streams.md#planned-closes), in the dialect's words and the connection's framing. */
+  closingNotice(close: PlannedClose, now: number, options: DialectOptions): string;
+  /** What its connections are told shortly before an announced maintenance starts (null: nothing), in the connection's framing. */
+  maintenanceNotice(now: number, options: DialectOptions): string | null;
 }
 
 const dialects = new Map<string, StreamDialect>();

@@ -118,7 +118,7 @@ export class StreamHub extends MeteredObject {
       send: (ws, message) => this.send(ws, message),
       closeForPolicy: (ws, reason) => this.closeForPolicy(ws, reason),
       heartbeatUnwanted: () => this.sources.registrations.delete(HEARTBEAT_STREAM),
-      maintenanceNoticeOf: (ws, now) => this.dialectOfSocket(ws)?.maintenanceNotice(now) ?? undefined,
+      maintenanceNoticeOf: (ws, now) => this.dialectOfSocket(ws)?.maintenanceNotice(now, headerOf(ws).dialect?.options ?? {}) ?? undefined,
     });
     this.counting = metricsOn(env);
     // The keepalive is answered by the runtime, so idle connections never wake the shard.
@@ -367,7 +367,7 @@ export class StreamHub extends MeteredObject {
 
   /** A planned close's notice in the words of the socket's protocol. */
   private notice(ws: WebSocket, close: PlannedClose, now: number): string {
-    return this.dialectOfSocket(ws)?.closingNotice(close, now) ?? closingNotice(close);
+    return this.dialectOfSocket(ws)?.closingNotice(close, now, headerOf(ws).dialect?.options ?? {}) ?? closingNotice(close);
   }
 
   private unsubscribe(ws: WebSocket, id: MessageId, names: unknown[]): void {

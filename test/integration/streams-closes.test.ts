@@ -15,6 +15,7 @@ describe("planned closes: announced, then closed with a code and a reason (docs/
     const ip = "192.0.2.150";
     const native = await openSocket("/api/ws?streams=ticker.BTCUSDT", ip);
     const binance = await openSocket("/binance/ws/btcusdt@bookTicker", ip);
+    const combined = await openSocket("/binance/stream?streams=btcusdt@trade", ip);
     await until(() => native.messages.find((m) => m.result), { what: "the native subscribe ack" });
 
     // Both name BTCUSDT: they are on a shard of its group (docs/streams.md#placement).
@@ -26,7 +27,7 @@ describe("planned closes: announced, then closed with a code and a reason (docs/
       kind: "restart",
       code: 1012,
       reason: "the service restarts; reconnect",
-      shards: [{ shard: shardName, connections: 2 }],
+      shards: [{ shard: shardName, connections: 3 }],
     });
     expect(answer.body.closeAt, "closes after the grace").toBeGreaterThanOrEqual(before + 30_000);
 
@@ -34,6 +35,9 @@ describe("planned closes: announced, then closed with a code and a reason (docs/
     expect(notice).toEqual({ op: "closing", code: 1012, reason: "the service restarts; reconnect", closeAt: answer.body.closeAt });
     const shutdown = await until(() => binance.messages.find((m) => m.e === "serverShutdown"), { what: "Binance's serverShutdown" });
     expect(shutdown).toEqual({ e: "serverShutdown", E: expect.any(Number) });
+    // A combined connection gets it in its envelope, as every frame it gets.
+    const wrapped = await until(() => combined.messages.find((m) => m.data?.e === "serverShutdown"), { what: "the combined serverShutdown" });
+    expect(wrapped).toEqual({ stream: "serverShutdown", data: { e: "serverShutdown", E: expect.any(Number) } });
     const late = await openSocket("/api/ws?streams=trades.BTCUSDT", ip);
     expect(await until(() => late.messages.find((m) => m.op === "closing"), { what: "the notice to a connection opened during the grace" })).toEqual(notice);
 
@@ -47,6 +51,7 @@ describe("planned closes: announced, then closed with a code and a reason (docs/
     for (const [name, socket] of [
       ["native", native],
       ["binance", binance],
+      ["combined", combined],
       ["late", late],
     ] as const) {
       expect(await socket.closed, `${name} closes with the restart's code and reason`).toEqual({ code: 1012, reason: "the service restarts; reconnect" });
