@@ -28,6 +28,33 @@ export function nextChange(announcements: readonly Announcement[], now: number):
   return times.length === 0 ? undefined : Math.min(...times);
 }
 
+/**
+ * The maintenances to tell a connection of at `now`: those within `leadMs` of their start (or
+ * running) and not told yet (`noticed`); `noticed` narrowed to the current ones plus the due, to
+ * keep; and when the next notice falls due, if one waits.
+ */
+export function maintenanceNotices(
+  announcements: readonly Announcement[],
+  noticed: ReadonlySet<string>,
+  now: number,
+  leadMs: number,
+): { due: Announcement[]; noticed: Set<string>; next: number | undefined } {
+  const maintenances = announcements.filter((a) => a.kind === "maintenance" && (a.endsAt === null || now < a.endsAt));
+  const kept = new Set([...noticed].filter((id) => maintenances.some((a) => a.id === id)));
+  const due: Announcement[] = [];
+  let next: number | undefined;
+  for (const maintenance of maintenances) {
+    if (kept.has(maintenance.id)) continue;
+    const noticeAt = maintenance.startsAt - leadMs;
+    if (noticeAt > now) next = Math.min(next ?? noticeAt, noticeAt);
+    else {
+      due.push(maintenance);
+      kept.add(maintenance.id);
+    }
+  }
+  return { due, noticed: kept, next };
+}
+
 /** A checked change, or why it is refused: too many kept (409), or a field that does not fit (400). */
 export type Checked<T> = { ok: true; value: T } | { ok: false; code: "TOO_MANY_ANNOUNCEMENTS" | "VALIDATION_FAILED"; path: string; message: string };
 

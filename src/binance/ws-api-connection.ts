@@ -6,6 +6,7 @@ import type { AppEnv } from "../env";
 import { MAX_CONNECTIONS_PER_PRINCIPAL } from "../streams/protocol";
 import { BinanceError } from "./errors";
 import { answerFrame, MAX_REQUEST_BYTES, type RequestId, rateLimitsOf, readRequest, requestIdIn, wsApiRequests } from "./ws-api";
+import { wsApiLifetime } from "./ws-api-lifetime";
 
 /** The app itself: each request of a connection is answered by the REST dialect's route. */
 export type DialectFetch = (request: Request) => Promise<Response>;
@@ -141,12 +142,15 @@ export async function wsApiUpgrade(c: Context<AppEnv>, dispatch: DialectFetch): 
       }
     });
   });
+  const stop = wsApiLifetime(c, server, (text) => send(text));
   server.addEventListener("close", () => {
+    stop();
     try {
       server.close(1000);
     } catch {
       // already closed
     }
   });
+  server.addEventListener("error", stop);
   return new Response(null, { status: 101, webSocket: client });
 }

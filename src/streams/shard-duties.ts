@@ -1,4 +1,5 @@
 import { keyStateAt } from "../access/keys";
+import { maintenanceNotices } from "../announcements/model";
 import type { Announcement } from "../announcements/schemas";
 import { accessGuard, priceIndex } from "../core/object-ids";
 import type { MarketAnswer } from "../reads/edge-copies";
@@ -161,18 +162,9 @@ export class ShardDuties {
    */
   maintenanceNotices(now: number): number | undefined {
     const status = this.kv.get<VenueStatusMessage>(STATUS_KEY);
-    const maintenances = (status?.announcements ?? []).filter((a) => a.kind === "maintenance" && (a.endsAt === null || now < a.endsAt));
     const held = this.kv.get<string[]>(NOTICED_KEY) ?? [];
-    const noticed = new Set(held.filter((id) => maintenances.some((a) => a.id === id)));
-    let next: number | undefined;
-    for (const maintenance of maintenances) {
-      if (noticed.has(maintenance.id)) continue;
-      const noticeAt = maintenance.startsAt - MAINTENANCE_NOTICE_LEAD_MS;
-      if (noticeAt > now) {
-        next = Math.min(next ?? noticeAt, noticeAt);
-        continue;
-      }
-      noticed.add(maintenance.id);
+    const { due, noticed, next } = maintenanceNotices(status?.announcements ?? [], new Set(held), now, MAINTENANCE_NOTICE_LEAD_MS);
+    for (const _ of due) {
       for (const { ws } of this.host.sockets()) {
         const notice = this.host.maintenanceNoticeOf(ws, now);
         if (notice) this.host.send(ws, notice);

@@ -1,8 +1,10 @@
+import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
+import { createApp } from "../../src/app";
 import { accessGuard } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
-import { callJson } from "../support/http";
+import { call, callJson } from "../support/http";
 import { until } from "../support/poll";
 import { listThroughAdmin, registry } from "../support/registry";
 import { openSocket, type TestSocket, upgrade } from "./streams-support";
@@ -162,5 +164,34 @@ describe("Binance's WebSocket API (docs/binance.md#websocket-api)", () => {
     const again = await openSocket("/binance/ws-api/v3", ip);
     expect((await ask(again, 1, "ping")).status).toBe(200);
     for (const socket of [...open.slice(1), again]) socket.ws.close();
+  });
+
+  it("lives as Binance's: told serverShutdown once before a maintenance, closed 1000 at its end of life (24 h; here the setting's 1.5 s)", async () => {
+    const app = createApp();
+    const lifetime = { ...env, WS_API_MAX_AGE_MS: "1500", WS_API_STATUS_EVERY_MS: "50", VENUE_READ_MAX_AGE_MS: "0" };
+    const response = await app.request(
+      "/binance/ws-api/v3",
+      { headers: { Upgrade: "websocket", "CF-Connecting-IP": "198.18.70.12" } },
+      lifetime,
+      createExecutionContext(),
+    );
+    expect(response.status).toBe(101);
+    const ws = response.webSocket!;
+    ws.accept();
+    const frames: any[] = [];
+    ws.addEventListener("message", (event) => frames.push(JSON.parse((event.data as string) || "null")));
+    const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.addEventListener("close", (e) => resolve({ code: e.code, reason: e.reason })));
+    const startsAt = Date.now() + 30_000;
+    const made = await callJson("/admin/announcements", {
+      method: "POST",
+      headers: { Authorization: "Bearer test-admin-token", "Content-Type": "application/json" },
+      body: JSON.stringify({ kind: "maintenance", title: "WebSocket API maintenance", startsAt, endsAt: startsAt + 60_000 }),
+    });
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    const notice = await until(() => frames.find((f) => f.event?.e === "serverShutdown"), { what: "serverShutdown on the WebSocket API" });
+    expect(notice).toEqual({ event: { e: "serverShutdown", E: expect.any(Number) } });
+    expect(await closed, "the end of the connection's life").toEqual({ code: 1000, reason: "a WebSocket API connection lasts at most 24 hours; reconnect" });
+    expect(frames.filter((f) => f.event?.e === "serverShutdown").length, "told once per maintenance").toBe(1);
+    await call(`/admin/announcements/${made.body.id}`, { method: "DELETE", headers: { Authorization: "Bearer test-admin-token" } });
   });
 });
