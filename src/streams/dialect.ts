@@ -73,7 +73,7 @@ export interface StreamDialect {
   render(stream: DialectStream, data: unknown, book: WireBook | undefined, now: number): unknown[];
   /**
    * One payload saying what `earlier` and then `later` said, for a paced stream (`paceMs`); null
-   * when they cannot be one (a gap between them): `earlier` is then sent first, as it was.
+   * when they cannot be one (a gap between them): the two then go as two, together, at the pace.
    */
   merge?(stream: DialectStream, earlier: unknown, later: unknown): unknown | null;
   /** What a new subscriber of the stream gets at once, before the next event (none for most). */

@@ -2,7 +2,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sign, signaturePayload } from "../../src/access/signature";
-import { TRANSLATIONS_MAX_BYTES, translations } from "../../src/binance/routes";
+import { TRANSLATIONS_MAX_BYTES, translations } from "../../src/binance/route-reads";
 import { accessGuard } from "../../src/core/object-ids";
 import type { MarketObject } from "../../src/market/market-object";
 import { KEY_CHECK_EVERY_MS } from "../../src/publish/publish-channel-object";
