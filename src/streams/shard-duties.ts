@@ -22,7 +22,8 @@ const CLOSING_KEY = "closing";
 const STATUS_KEY = "status";
 const NOTICED_KEY = "maintenanceNoticed";
 /** Per API key with connections here, when its standing was last confirmed (survives hibernation). */
-const KEY_VERIFIED_PREFIX = "verified:";
+/** Per key whose check failed, when the failing began (the check after its last good one). */
+const KEY_FAILING_PREFIX = "keyFailing:";
 
 /** What the duties need of their shard. */
 export interface DutyHost {
@@ -77,24 +78,26 @@ export class ShardDuties {
   }
 
   /** A key's connection opened here, its standing just checked: its checks are due from now on. */
-  keyConnected(principal: string, now: number): void {
-    this.kv.put(KEY_VERIFIED_PREFIX + principal, now);
+  keyConnected(now: number): void {
     if (this.kv.get<number>(KEYS_DUE_KEY) === undefined) this.kv.put(KEYS_DUE_KEY, now + KEY_CHECK_EVERY_MS);
   }
 
   /**
    * Re-checks the standing of every API key with connections here (one guard call per key), if due:
    * a revoked or expired key's connections close with 1008 and a reason; so do those of a key that
-   * could not be checked for `KEY_UNVERIFIED_CLOSE_MS` (the check fails closed). Returns when the
-   * next check is due, or undefined when no key has a connection here.
+   * could not be checked for `KEY_UNVERIFIED_CLOSE_MS` (the check fails closed). A check that
+   * finds the key active writes nothing: only the first failed check of a key writes when its
+   * failing began (kept through hibernation), and the next good one deletes it — rows are written
+   * per failure, not per key every 10 s. Returns when the next check is due, or undefined when no
+   * key has a connection here.
    */
   async checkKeys(now: number): Promise<number | undefined> {
     const byKey = new Map<string, WebSocket[]>();
     for (const { ws, principal } of this.host.sockets()) {
       if (principal?.startsWith("key:")) byKey.set(principal, [...(byKey.get(principal) ?? []), ws]);
     }
-    for (const [key] of this.kv.list<number>({ prefix: KEY_VERIFIED_PREFIX })) {
-      if (!byKey.has(key.slice(KEY_VERIFIED_PREFIX.length))) this.kv.delete(key);
+    for (const [key] of this.kv.list<number>({ prefix: KEY_FAILING_PREFIX })) {
+      if (!byKey.has(key.slice(KEY_FAILING_PREFIX.length))) this.kv.delete(key);
     }
     if (byKey.size === 0) {
       this.forget(KEYS_DUE_KEY);
@@ -108,12 +111,14 @@ export class ShardDuties {
         try {
           const status = await accessGuard(this.host.env, principal).keyStatus();
           const state = status.exists ? keyStateAt(status, Date.now()) : "revoked";
-          if (state === "active") this.kv.put(KEY_VERIFIED_PREFIX + principal, now);
+          if (state === "active") this.forget(KEY_FAILING_PREFIX + principal);
           else reason = `the API key ${state === "revoked" ? "was revoked" : "expired"}`;
         } catch (error) {
           console.error("stream key check failed", principal, String(error));
-          const verifiedAt = this.kv.get<number>(KEY_VERIFIED_PREFIX + principal) ?? 0;
-          if (now - verifiedAt >= KEY_UNVERIFIED_CLOSE_MS) reason = "the API key could not be checked";
+          // Failing since the check after the last good one: closed once it has failed for the bound.
+          const failingSince = this.kv.get<number>(KEY_FAILING_PREFIX + principal);
+          if (failingSince === undefined) this.kv.put(KEY_FAILING_PREFIX + principal, now);
+          else if (now - failingSince >= KEY_UNVERIFIED_CLOSE_MS - KEY_CHECK_EVERY_MS) reason = "the API key could not be checked";
         }
         if (reason) for (const ws of sockets) this.host.closeForPolicy(ws, reason);
       }),

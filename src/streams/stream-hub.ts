@@ -193,7 +193,7 @@ export class StreamHub extends MeteredObject {
     this.pendingLeases.delete(lease);
     // A key's connections are checked while open: revoked or expired, they close (docs/streams.md#closes-and-ended-streams).
     if (principal.startsWith("key:")) {
-      this.duties.keyConnected(principal, Date.now());
+      this.duties.keyConnected(Date.now());
       await this.armAlarm(Date.now() + KEY_CHECK_EVERY_MS);
     }
     const dialect = dialectOf(request.headers.get(DIALECT_HEADER));

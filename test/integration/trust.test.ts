@@ -10,6 +10,7 @@ import { COPIES_MAX_BYTES } from "../../src/reads/edge-copies";
 import { heldCopyBytes } from "../../src/reads/edge-reads";
 import { shardLayout, shardOf } from "../../src/streams/placement";
 import { newAccount, newKey, newPublishKey, signedCall, type TestKey } from "../support/accounts";
+import { withFailing } from "../support/failing";
 import { ADMIN } from "../support/gateways";
 import { call, callJson } from "../support/http";
 import { until } from "../support/poll";
@@ -141,6 +142,77 @@ describe("trust: only publishers the operator names write a market (docs/securit
     await runInDurableObject(shard, (_instance, state) => state.storage.kv.put("keysDue", 0));
     await runDurableObjectAlarm(shard);
     expect(await socket.closed).toEqual({ code: 1008, reason: "the API key was revoked" });
+  });
+
+  it("a key check that finds its keys active writes one row however many keys (before: one per key every 10 s); one that cannot reach a key's guard closes its connections once it has failed for 20 s", async () => {
+    const ip = "198.51.100.38";
+    const keyed: { key: TestKey; socket: TestSocket }[] = [];
+    for (const n of [0, 1]) {
+      const { cookie } = await newAccount(`198.51.100.${39 + n}`);
+      const key = await newKey({ cookie, permissions: ["stream"] });
+      const timestamp = Date.now();
+      const signature = await sign(key.secret, signaturePayload({ timestamp, method: "GET", requestTarget: "/v1/ws", body: "" }));
+      keyed.push({ key, socket: await openSocket(`/v1/ws?apiKey=${key.id}&timestamp=${timestamp}&signature=${signature}`, ip) });
+    }
+    const names = [...new Set(keyed.map(({ key }) => shardOf(`key:${key.id}`, shardLayout(env).shards)))];
+    // Every key's shard, its check made due and run with its duties' kv puts counted.
+    const puts = async () => {
+      let counted = 0;
+      for (const name of names) {
+        const shard = env.STREAM_HUB.getByName(name);
+        type Held = { duties: { host: { storage: unknown } } };
+        let own: unknown;
+        await runInDurableObject(shard, (instance: object, state) => {
+          state.storage.kv.put("keysDue", 0);
+          // The duties' storage, its kv's puts counted (the host's storage is theirs alone).
+          const host = (instance as Held).duties.host;
+          own = host.storage;
+          const kv: object = state.storage.kv;
+          const counting: object = new Proxy(kv, {
+            get: (target: object, prop: string | symbol) => {
+              const value: unknown = Reflect.get(target, prop, target);
+              if (typeof value !== "function") return value;
+              return prop === "put"
+                ? (...args: unknown[]) => {
+                    counted += 1;
+                    return (value as (...a: unknown[]) => unknown).apply(target, args);
+                  }
+                : (value as (...a: unknown[]) => unknown).bind(target);
+            },
+          });
+          host.storage = { kv: counting };
+        });
+        expect(await runDurableObjectAlarm(shard), `${name}'s alarm, the key check`).toBe(true);
+        await runInDurableObject(shard, (instance: object) => {
+          (instance as Held).duties.host.storage = own;
+        });
+      }
+      return counted;
+    };
+    expect(await puts(), "rows written by the checks of two active keys: the next check's time, once a shard").toBe(names.length);
+
+    const failing = keyed[0]!;
+    const shard = shardFor(`key:${failing.key.id}`);
+    await withFailing(accessGuard(env, `key:${failing.key.id}`), "keyStatus", async () => {
+      // The guard is down for every key (the class's method): each key's failing begins.
+      expect(await puts(), "the first failed check writes when each key's failing began").toBe(names.length + keyed.length);
+      const since = await runInDurableObject(shard, (_instance, state) => state.storage.kv.get<number>(`keyFailing:key:${failing.key.id}`));
+      expect(since, "failing since the first failed check").toBeGreaterThan(0);
+      // The injected clock: the failing began one check earlier; the next failed check closes.
+      await runInDurableObject(shard, (_instance, state) => state.storage.kv.put(`keyFailing:key:${failing.key.id}`, since! - KEY_CHECK_EVERY_MS));
+      await puts();
+      expect(await failing.socket.closed).toEqual({ code: 1008, reason: "the API key could not be checked" });
+    });
+    // The other key's failing is younger than the bound: its connection stays; once its guard
+    // answers again nothing is kept of the failing.
+    await puts();
+    expect(
+      await runInDurableObject(shardFor(`key:${keyed[1]!.key.id}`), (_instance, state) => [...state.storage.kv.list({ prefix: "keyFailing:" })].length),
+      "failing marks kept",
+    ).toBe(0);
+    keyed[1]!.socket.ws.send(JSON.stringify({ op: "ping", id: 7 }));
+    expect(await until(() => keyed[1]!.socket.messages.find((m) => m.id === 7), { what: "the other key's pong" })).toMatchObject({ op: "pong" });
+    keyed[1]!.socket.ws.close();
   });
 });
 
