@@ -5,11 +5,16 @@ import type { AppEnv } from "../env";
 import { keyIdOf, principalKind } from "../logs/request-log";
 import { isolateMetrics, metricsOn } from "./holder";
 import { callbackOutcome, limitScope } from "./outcomes";
+import { RequestEvents } from "./request-events";
+
+/** This isolate's Analytics Engine points, aggregated per second and kind of request. */
+export const requestEvents = new RequestEvents();
 
 /**
  * Counts every answer in the isolate (docs/operations.md#metrics): by route pattern (never the
  * raw URL) and status, the 429s by scope, ingest batches and settlement callbacks by result; and
- * writes one data point per request to Workers Analytics Engine where it is bound. Hands the
+ * to Workers Analytics Engine where it is bound, one data point per second and kind of request
+ * (`request-events.ts`). Hands the
  * isolate's counts on within METRICS_FLUSH_MS, after the answer (`waitUntil`).
  *
  * @example
@@ -27,12 +32,6 @@ export const countRequests = createMiddleware<AppEnv>(async (c, next) => {
   if (status === 429) counts.add("mds_rate_limited_total", { scope: limitScope(c.req.path, code) });
   if (route === "/api/gateway/callback") counts.add("mds_settlement_callbacks_total", { result: callbackOutcome(status) });
   if (route === "/v1/ingest") counts.add("mds_publish_batches_total", { result: status === 200 ? (c.get("batchOutcome") ?? "applied") : "refused" });
-  // Dropped locally; in production the SQL of docs/operations.md#analytics-engine reads them.
-  c.env.REQUEST_EVENTS?.writeDataPoint({
-    indexes: [route.slice(0, 96)],
-    blobs: [route, c.req.method, code ?? "", principalKind(c.req.path), keyIdOf(c.req.header("X-API-KEY") ?? c.req.query("apiKey")) ?? ""],
-    doubles: [status, Date.now() - startedAt],
-  });
   const waitUntil = (promise: Promise<unknown>) => {
     try {
       c.executionCtx.waitUntil(promise);
@@ -40,6 +39,20 @@ export const countRequests = createMiddleware<AppEnv>(async (c, next) => {
       // No execution context (the app called directly, as a test does): the promise runs on its own.
     }
   };
+  // A point per second and kind of request, not per request; dropped locally, in production the
+  // SQL of docs/operations.md#analytics-engine reads them.
+  const now = Date.now();
+  requestEvents.add(c.env.REQUEST_EVENTS, now, {
+    route,
+    method: c.req.method,
+    status,
+    code: code ?? "",
+    who: principalKind(c.req.path),
+    keyId: keyIdOf(c.req.header("X-API-KEY") ?? c.req.query("apiKey")) ?? "",
+    ms: now - startedAt,
+  });
+  const written = requestEvents.flushAfter(c.env.REQUEST_EVENTS, now);
+  if (written) waitUntil(written);
   const dueAt = isolateMetrics.settle(c.env, waitUntil);
   // An isolate is billed for CPU, not for waiting: a timer hands the counts on when they are due.
   if (dueAt !== undefined) waitUntil(new Promise((resolve) => setTimeout(resolve, Math.max(0, dueAt - Date.now()))).then(() => isolateMetrics.due(c.env)));
