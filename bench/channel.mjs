@@ -13,11 +13,10 @@
 // stack: the channel's object, the hosts', the shards'), so what ONE connection's own object
 // needs a batch is measured apart from the hosts that run elsewhere on Cloudflare. Loopback only;
 // bounded; it stops everything it started.
-import { mkdirSync, writeFileSync } from "node:fs";
-import path from "node:path";
+import { mkdirSync } from "node:fs";
 import { issuePublishKey } from "../scripts/publish-key.mjs";
 import { listVenue } from "../scripts/venue.mjs";
-import { inspector, selfTimes, sourceMapper } from "./inspector.mjs";
+import { profileLines, startProfiler } from "./inspector.mjs";
 import { option, percentile } from "./load.mjs";
 import { openChannel } from "./publisher.mjs";
 import { bundleService, startService, work } from "./service.mjs";
@@ -59,7 +58,7 @@ async function main() {
     let sent = 0;
     let due = 0;
     let turn = 0;
-    const profiler = PROFILE ? await startProfiler() : undefined;
+    const profiler = PROFILE ? await startProfiler(INSPECTOR_PORT, "channel") : undefined;
     const cpu = service.cpuSeconds();
     const started = performance.now();
     let last = started;
@@ -128,35 +127,6 @@ async function main() {
   } finally {
     await service.mf.dispose();
   }
-}
-
-async function startProfiler() {
-  const client = inspector(`ws://127.0.0.1:${INSPECTOR_PORT}/core:user:service`);
-  await client.opened;
-  await client.send("Profiler.enable");
-  await client.send("Profiler.setSamplingInterval", { interval: 200 });
-  await client.send("Profiler.start");
-  return {
-    stop: async () => {
-      const { profile } = await client.send("Profiler.stop");
-      client.close();
-      writeFileSync(path.join(work, "profile-channel.cpuprofile"), JSON.stringify(profile));
-      return profile;
-    },
-  };
-}
-
-/** µs a batch by entry and by file (top 15 each), idle left out. */
-function profileLines(profile, script, batches) {
-  const { total, byFile, byEntry } = selfTimes(profile, sourceMapper(script));
-  const perBatch = (map) =>
-    [...map]
-      .filter(([name]) => name !== "(idle)")
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, 15)
-      .map(([name, us]) => [name, Math.round((10 * us) / Math.max(1, batches)) / 10]);
-  const idle = byFile.get("(idle)") ?? 0;
-  return { sampledUsPerBatch: Math.round((total - idle) / Math.max(1, batches)), byEntry: perBatch(byEntry), byFile: perBatch(byFile) };
 }
 
 await main();

@@ -1,10 +1,10 @@
 // V8's inspector on the bench's workerd: a small CDP client and a source mapper that names a
 // profile's frames by the file and function of src/ they came from (through the bundle's map).
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { SourceMap } from "node:module";
 import path from "node:path";
 import WebSocket from "ws";
-import { root } from "./service.mjs";
+import { root, work } from "./service.mjs";
 
 export function inspector(url) {
   const socket = new WebSocket(url);
@@ -92,4 +92,42 @@ export function selfTimes(profile, map) {
     byEntry.set(entry, (byEntry.get(entry) ?? 0) + us);
   }
   return { total, byFile, byFunction, byEntry };
+}
+
+/**
+ * Starts V8's sampling profiler on the bench's service (its inspector on `port`); `stop()` saves
+ * the profile as .bench/profile-{name}.cpuprofile and answers it.
+ */
+export async function startProfiler(port, name) {
+  const client = inspector(`ws://127.0.0.1:${port}/core:user:service`);
+  await client.opened;
+  await client.send("Profiler.enable");
+  await client.send("Profiler.setSamplingInterval", { interval: 200 });
+  await client.send("Profiler.start");
+  return {
+    stop: async () => {
+      const { profile } = await client.send("Profiler.stop");
+      client.close();
+      writeFileSync(path.join(work, `profile-${name}.cpuprofile`), JSON.stringify(profile));
+      return profile;
+    },
+  };
+}
+
+/** µs a unit of work (a batch) by entry, by file and by function (top 15 each), idle left out. */
+export function profileLines(profile, script, batches) {
+  const { total, byFile, byEntry, byFunction } = selfTimes(profile, sourceMapper(script));
+  const perBatch = (map) =>
+    [...map]
+      .filter(([name]) => name !== "(idle)")
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 15)
+      .map(([name, us]) => [name, Math.round((10 * us) / Math.max(1, batches)) / 10]);
+  const idle = byFile.get("(idle)") ?? 0;
+  return {
+    sampledUsPerBatch: Math.round((total - idle) / Math.max(1, batches)),
+    byEntry: perBatch(byEntry),
+    byFile: perBatch(byFile),
+    byFunction: perBatch(byFunction),
+  };
 }

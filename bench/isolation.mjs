@@ -1,4 +1,4 @@
-// `npm run bench:isolation [-- --seconds 20] [-- --json]`
+// `npm run bench:isolation [-- --seconds 20] [-- --json] [-- --profile]`
 //
 // What the rest of a group's host can do to a busy market's acknowledgements (docs/design.md#isolation).
 // One publisher keeps BTCUSDT busy over `/v1/publish` — a book of 2,000 levels, then 20 batches a
@@ -20,10 +20,13 @@
 // (b) as the issue first put it, an hour's book files built for the busy market, is not run: an
 // hour's files are built after it closes, and the bench cannot move the runtime's clock; they are
 // built by the same kind of Workflow, off the host (docs/benchmarks.md#isolation).
+// `--profile` records V8's sampling profile over the day-files phase and prints its CPU by entry,
+// file and function (what the Workflow's builds and the host spend, per acknowledged batch).
 // Loopback only; bounded in time; it stops everything it started.
 import { mkdirSync } from "node:fs";
 import WebSocket from "ws";
 import { issuePublishKey } from "../scripts/publish-key.mjs";
+import { profileLines, startProfiler } from "./inspector.mjs";
 import { option, percentile } from "./load.mjs";
 import { openChannel } from "./publisher.mjs";
 import { bundleService, startService, work } from "./service.mjs";
@@ -31,6 +34,8 @@ import { venueFeed } from "./venue-feed.mjs";
 
 const SECONDS = Number(option("seconds", 20));
 const asJson = process.argv.includes("--json");
+const PROFILE = process.argv.includes("--profile");
+const INSPECTOR_PORT = 9341;
 const log = (...line) => {
   if (!asJson) console.log(...line);
 };
@@ -195,7 +200,8 @@ function row(name, run, alone, rss) {
 async function main() {
   mkdirSync(work, { recursive: true });
   log("bundling the service with wrangler (deploy --dry-run)…");
-  const service = await startService(bundleService(asJson), { DEMO_FEED: "off", FAULT_MARKET: "ETHUSDT" });
+  const script = bundleService(asJson);
+  const service = await startService(script, { DEMO_FEED: "off", FAULT_MARKET: "ETHUSDT" }, PROFILE ? { inspectorPort: INSPECTOR_PORT } : {});
   const rows = [];
   const extra = {};
   try {
@@ -227,8 +233,11 @@ async function main() {
     log(`(b) day-files: SOLUSDT's ${date} built by the daily-files Workflow, one build after another, ${SECONDS} s…`);
     rss = service.rssMiB();
     const days = dayBuilds(url, "SOLUSDT", date);
+    const profiler = PROFILE ? await startProfiler(INSPECTOR_PORT, "day-files") : undefined;
     const dayFiles = await publish(channel, busy, 20, SECONDS);
+    const profile = await profiler?.stop();
     await days.stop();
+    if (profile) extra.dayFilesProfile = profileLines(profile, script, 1);
     rows.push(row("day-files", dayFiles, aloneP99, [rss, service.rssMiB()]));
     extra.dayBuilds = days.builds;
 
@@ -284,6 +293,11 @@ async function main() {
         50,
       )} ms; the host's part of each: ${JSON.stringify(builds[0]?.host)}`,
     );
+    if (extra.dayFilesProfile) {
+      console.log(`\nday-files phase, CPU sampled (ms over the phase; ${extra.dayFilesProfile.sampledUsPerBatch / 1000} ms busy):`);
+      for (const [name, us] of extra.dayFilesProfile.byEntry) console.log(`  entry ${String(Math.round(us / 1000)).padStart(7)} ms  ${name}`);
+      for (const [name, us] of extra.dayFilesProfile.byFunction) console.log(`  self  ${String(Math.round(us / 1000)).padStart(7)} ms  ${name}`);
+    }
     console.log(`ws-api: ${JSON.stringify(extra.wsApi)}`);
     console.log(`failing market ETHUSDT: ${JSON.stringify(extra.failingMarket)}`);
   }
