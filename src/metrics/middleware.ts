@@ -13,9 +13,9 @@ export const requestEvents = new RequestEvents();
 /**
  * Counts every answer in the isolate (docs/operations.md#metrics): by route pattern (never the
  * raw URL) and status, the 429s by scope, ingest batches and settlement callbacks by result; and
- * to Workers Analytics Engine where it is bound, one data point per second and kind of request
- * (`request-events.ts`). Hands the
- * isolate's counts on within METRICS_FLUSH_MS, after the answer (`waitUntil`).
+ * writes to Workers Analytics Engine, where it is bound, one data point per second and kind of
+ * request (`request-events.ts`). Hands the isolate's counts on within METRICS_FLUSH_MS, after the
+ * answer (`waitUntil`).
  *
  * @example
  * app.use(countRequests);

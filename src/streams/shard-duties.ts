@@ -21,8 +21,7 @@ const CLOSING_KEY = "closing";
 /** The venue's status as the price index last pushed it, and the maintenances its dialects' connections were told of. */
 const STATUS_KEY = "status";
 const NOTICED_KEY = "maintenanceNoticed";
-/** Per API key with connections here, when its standing was last confirmed (survives hibernation). */
-/** Per key whose check failed, when the failing began (the check after its last good one). */
+/** Per key whose check failed, when the failing began (the check after its last good one; survives hibernation). */
 const KEY_FAILING_PREFIX = "keyFailing:";
 
 /** What the duties need of their shard. */
