@@ -22,6 +22,11 @@ export class MetricsHolder {
   /** A hand-over is waiting for its time (one at a time). */
   private waiting = false;
 
+  /** When the counts were last handed on (the Analytics Engine points go with them). */
+  get handedOnAt(): number {
+    return this.flushedAt;
+  }
+
   /** The hand-over, if due (or `force`d, as a scrape does): a promise to wait on, or undefined. */
   flush(env: Env, now = Date.now(), force = false): Promise<void> | undefined {
     if (this.counts.empty || (!force && now - this.flushedAt < msSetting(env.METRICS_FLUSH_MS, DEFAULT_METRICS_FLUSH_MS))) return undefined;

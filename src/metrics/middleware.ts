@@ -13,8 +13,8 @@ export const requestEvents = new RequestEvents();
 /**
  * Counts every answer in the isolate (docs/operations.md#metrics): by route pattern (never the
  * raw URL) and status, the 429s by scope, ingest batches and settlement callbacks by result; and
- * writes to Workers Analytics Engine, where it is bound, one data point per second and kind of
- * request (`request-events.ts`). Hands the isolate's counts on within METRICS_FLUSH_MS, after the
+ * writes to Workers Analytics Engine, where it is bound, one data point per kind of request a
+ * second or so (`request-events.ts`). Hands the isolate's counts on within METRICS_FLUSH_MS, after the
  * answer (`waitUntil`).
  *
  * @example
@@ -39,8 +39,8 @@ export const countRequests = createMiddleware<AppEnv>(async (c, next) => {
       // No execution context (the app called directly, as a test does): the promise runs on its own.
     }
   };
-  // A point per second and kind of request, not per request; dropped locally, in production the
-  // SQL of docs/operations.md#analytics-engine reads them.
+  // A point per kind of request a second or so, not per request; dropped locally, in production
+  // the SQL of docs/operations.md#analytics-engine reads them.
   const now = Date.now();
   requestEvents.add(c.env.REQUEST_EVENTS, now, {
     route,
@@ -51,9 +51,16 @@ export const countRequests = createMiddleware<AppEnv>(async (c, next) => {
     keyId: keyIdOf(c.req.header("X-API-KEY") ?? c.req.query("apiKey")) ?? "",
     ms: now - startedAt,
   });
-  const written = requestEvents.flushAfter(c.env.REQUEST_EVENTS, now);
-  if (written) waitUntil(written);
+  const handedOnAt = isolateMetrics.handedOnAt;
   const dueAt = isolateMetrics.settle(c.env, waitUntil);
-  // An isolate is billed for CPU, not for waiting: a timer hands the counts on when they are due.
-  if (dueAt !== undefined) waitUntil(new Promise((resolve) => setTimeout(resolve, Math.max(0, dueAt - Date.now()))).then(() => isolateMetrics.due(c.env)));
+  if (isolateMetrics.handedOnAt !== handedOnAt) requestEvents.flush(c.env.REQUEST_EVENTS);
+  // An isolate is billed for CPU, not for waiting: a timer hands the counts on when they are due,
+  // and writes the Analytics Engine points still held (a quiet isolate's last ones).
+  if (dueAt !== undefined)
+    waitUntil(
+      new Promise((resolve) => setTimeout(resolve, Math.max(0, dueAt - Date.now()))).then(() => {
+        requestEvents.flush(c.env.REQUEST_EVENTS);
+        return isolateMetrics.due(c.env);
+      }),
+    );
 });

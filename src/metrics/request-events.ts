@@ -1,10 +1,10 @@
 /**
  * Workers Analytics Engine's data points for the isolate's requests (docs/operations.md#analytics-engine),
- * aggregated: one point per second and kind of request (route, method, status, problem code, who,
- * key id) with how many there were and their time, not one per request — Cloudflare bills each
+ * aggregated: one point per kind of request (route, method, status, problem code, who, key id) a
+ * second or so, with how many there were and their time, not one per request — Cloudflare bills each
  * point past 10 million a month, and one per request at the venue's 11,000 requests a second is
- * about $7,000 a month. What an isolate holds is one entry per kind in the current second, at most
- * MAX_KINDS_HELD (past it, the second's points are written early).
+ * about $7,000 a month. What an isolate holds is one entry per kind since its last points, at most
+ * MAX_KINDS_HELD (past it, the points are written early).
  */
 
 /** The part of Analytics Engine's binding this writes through. */
@@ -23,7 +23,7 @@ export interface RequestEvent {
   ms: number;
 }
 
-/** Kinds of request one isolate holds in a second before writing them early. */
+/** Kinds of request one isolate holds before writing them early. */
 export const MAX_KINDS_HELD = 1_000;
 
 interface Held {
@@ -37,21 +37,24 @@ interface Held {
  * @example
  * const events = new RequestEvents();
  * events.add(env.REQUEST_EVENTS, Date.now(), { route, method, status, code, who, keyId, ms });
- * waitUntil(events.flushAfter(env.REQUEST_EVENTS, Date.now()));
+ * events.flush(env.REQUEST_EVENTS); // when the isolate's metrics are handed on
  */
 export class RequestEvents {
-  private second = Number.NEGATIVE_INFINITY;
+  /** When what is held began (its first request's time). */
+  private openedAt = Number.NEGATIVE_INFINITY;
   private readonly held = new Map<string, Held>();
-  private flushing: Promise<void> | undefined;
   /** Points written so far (for the tests and the bench's count). */
   written = 0;
 
-  /** Counts a request into its second's point; a request of a later second writes the earlier's first. */
+  /**
+   * Counts a request into its kind's point; what is held is written first once it spans a second
+   * (or holds MAX_KINDS_HELD kinds). A quiet isolate's last points go with its metrics' hand-on
+   * (`flush`, on the timer the counts already have): no timer of their own.
+   */
   add(sink: PointSink | undefined, now: number, event: RequestEvent): void {
     if (!sink) return;
-    const second = Math.floor(now / 1000);
-    if (second !== this.second || this.held.size >= MAX_KINDS_HELD) this.flush(sink);
-    this.second = second;
+    if (now - this.openedAt >= 1000 || this.held.size >= MAX_KINDS_HELD) this.flush(sink);
+    if (this.held.size === 0) this.openedAt = now;
     const kind = [event.route, event.method, event.status, event.code, event.who, event.keyId].join("\u0000");
     const entry = this.held.get(kind);
     if (entry) {
@@ -62,30 +65,11 @@ export class RequestEvents {
   }
 
   /**
-   * Writes what is held at the end of the current second (for the request's `waitUntil`): one
-   * timer an isolate, however many requests wait on it. A second's requests may so come as two
-   * points of one kind; the queries sum them.
-   */
-  flushAfter(sink: PointSink | undefined, now: number): Promise<void> | undefined {
-    if (!sink || this.held.size === 0) return undefined;
-    this.flushing ??= new Promise<void>((resolve) =>
-      setTimeout(
-        () => {
-          this.flushing = undefined;
-          this.flush(sink);
-          resolve();
-        },
-        1000 - (now % 1000),
-      ),
-    );
-    return this.flushing;
-  }
-
-  /**
    * Writes what is held: `index1` the route; `blob1`…`blob5` route, method, problem code, who, key
    * id; `double1` the status, `double2` the mean ms, `double3` the requests, `double4` the most ms.
    */
-  flush(sink: PointSink): void {
+  flush(sink: PointSink | undefined): void {
+    if (!sink) return;
     for (const { event, count, totalMs, maxMs } of this.held.values()) {
       sink.writeDataPoint({
         indexes: [event.route.slice(0, 96)],
