@@ -6,7 +6,7 @@ import { type EdgeRead, readMarket, readVenue } from "../reads/edge-reads";
 import { combineReads, readContext, sendRead } from "../reads/reads";
 import type { MarketConfig } from "../registry/model";
 import { missingParameter } from "./errors";
-import { type Asked, marketOf, marketsAsked } from "./params";
+import { marketOf, marketsAsked } from "./params";
 
 /**
  * How the dialect's routes read and answer (docs/binance.md): one market, some or every one from
@@ -47,14 +47,6 @@ export async function readRecords(c: Context<AppEnv>, asked: { one?: MarketConfi
   return asked.one ? readMarket(readContext(c), asked.one, { kind }) : readVenue(readContext(c), kind);
 }
 
-/** One question about the market `symbol` names or the markets `symbols` names; `neither` answers when there is none. */
-export async function readAsked(c: Context<AppEnv>, asked: Asked, question: MarketQuestion, neither: () => Promise<EdgeRead>): Promise<EdgeRead> {
-  const ctx = readContext(c);
-  if (asked.one) return readMarket(ctx, asked.one, question);
-  if (asked.many) return combineReads(await Promise.all(asked.many.map((m) => readMarket(ctx, m, question))));
-  return neither();
-}
-
 /**
  * Translates a record or an array of records, each with its market (for the scales of a zero);
  * with `only`, the array's records of those markets, in that order.
@@ -77,7 +69,10 @@ export async function readWindows(
   most?: number,
 ): Promise<EdgeRead> {
   if (query.symbol === undefined && query.symbols === undefined) throw missingParameter("symbol");
-  return readAsked(c, marketsAsked(query, most), question, () => Promise.reject(missingParameter("symbol")));
+  const asked = marketsAsked(query, most);
+  const ctx = readContext(c);
+  if (asked.one) return readMarket(ctx, asked.one, question);
+  return combineReads(await Promise.all((asked.many ?? []).map((m) => readMarket(ctx, m, question))));
 }
 
 export function readOne(c: Context<AppEnv>, market: MarketConfig, question: MarketQuestion): Promise<EdgeRead> {

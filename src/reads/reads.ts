@@ -55,7 +55,6 @@ export function readPair(ctx: ReadContext, pair: string, question: MarketQuestio
   return readMarket(ctx, resolveMarket(pair), question);
 }
 
-/** The trades question of a `limit` and any page bounds (docs/api.md#trade-history). */
 /** The klines question of a validated query: `timeZone` becomes the offset (none for UTC, so UTC shares one copy). */
 export function klinesQuestion({ timeZone, ...query }: Omit<KlineQuery, "offsetMs"> & { timeZone?: string | undefined }): MarketQuestion {
   const offsetMs = timeZone === undefined ? 0 : (parseTimeZone(timeZone) ?? 0);
@@ -76,6 +75,7 @@ export function tradingDayQuestion(offsetMs: number, now: number): MarketQuestio
   return { kind: "window", openTime, closeTime: nextOpenTime(openTime, "1d", offsetMs) - 1 };
 }
 
+/** The trades question of a `limit` and any page bounds (docs/api.md#trade-history). */
 export function tradesQuestion({ limit, ...page }: TradePage): MarketQuestion {
   return { kind: "trades", limit, page };
 }
