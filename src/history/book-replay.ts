@@ -85,9 +85,11 @@ export function snapshotMessage(book: OrderBook): ReplayBookMessage {
  * The batches as a live subscriber got them (docs/streams.md#conflation): one message per
  * CONFLATE_MS window of the market's clock, the window's touched levels at their final quantity
  * (`"0"`: removed) from `firstSequence` to `sequence`, or the whole book when a snapshot came in
- * it; batches after `toTime` are left out. `book` is at the state before the first entry.
+ * it; batches after `toTime`, and updates after `toSequence`, are left out. `book` is at the state
+ * before the first entry.
  */
-export function conflatedMessages(book: OrderBook, entries: readonly BookEntry[], toTime: number): ReplayBookMessage[] {
+export function conflatedMessages(book: OrderBook, all: readonly BookEntry[], toTime: number, toSequence = Number.MAX_SAFE_INTEGER): ReplayBookMessage[] {
+  const entries = upToSequence(all, toSequence);
   const messages: ReplayBookMessage[] = [];
   let i = 0;
   while (i < entries.length && entries[i]!.time <= toTime) {
@@ -125,4 +127,17 @@ export function conflatedMessages(book: OrderBook, entries: readonly BookEntry[]
     });
   }
   return messages;
+}
+
+/** The entries' updates up to `toSequence` (a catch-up stops where the shard's copy of the book stands). */
+function upToSequence(entries: readonly BookEntry[], toSequence: number): readonly BookEntry[] {
+  const last = entries.at(-1)?.updates.at(-1);
+  if (!last || last.sequence <= toSequence) return entries;
+  const kept: BookEntry[] = [];
+  for (const entry of entries) {
+    const updates = entry.updates.filter((update) => update.sequence <= toSequence);
+    if (updates.length > 0) kept.push(updates.length === entry.updates.length ? entry : { time: entry.time, updates });
+    if (updates.length < entry.updates.length) break;
+  }
+  return kept;
 }

@@ -34,6 +34,12 @@ export interface ReplayPage {
   next?: number;
 }
 
+/** A catch-up's bounds on a replay page (docs/streams.md#from-any-moment): no update past `toSequence`, about `maxBytes` of messages. */
+export interface ReplayLimits {
+  toSequence?: number;
+  maxBytes?: number;
+}
+
 export class MarketBookHistory {
   readonly kept: BookHistory;
   private uploading: Promise<number> | undefined;
@@ -217,7 +223,7 @@ export class MarketBookHistory {
    * One page of a replay's book messages up to `to`: the first (no `after`) opens with the whole
    * book at `from`; each page is at most one segment (SNAPSHOT_EVERY batches, about 1 MB).
    */
-  async replayPage(state: MarketState, from: number, to: number, after?: number): Promise<ReplayPage> {
+  async replayPage(state: MarketState, from: number, to: number, after?: number, limits: ReplayLimits = {}): Promise<ReplayPage> {
     const target: BookTarget = after === undefined ? { time: from } : { sequence: after };
     const live = state.book;
     if (after !== undefined && after >= live.sequence) return { messages: [] };
@@ -230,8 +236,11 @@ export class MarketBookHistory {
     const book = bookOf(found.segment, state.market.priceScale, state.market.quantityScale);
     const rest = replayTo(book, found.segment, target);
     const messages = after === undefined ? [snapshotMessage(book)] : [];
-    messages.push(...conflatedMessages(book, rest, to));
-    const passedTo = rest.some((entry) => entry.time > to);
+    const toSequence = limits.toSequence ?? Number.MAX_SAFE_INTEGER;
+    messages.push(...conflatedMessages(book, rest, to, toSequence));
+    const kept = limits.maxBytes === undefined ? messages.length : withinBytes(messages, limits.maxBytes);
+    if (kept < messages.length) return { messages: messages.slice(0, kept), next: messages[kept - 1]!.sequence };
+    const passedTo = rest.some((entry) => entry.time > to || entry.updates.some((update) => update.sequence > toSequence));
     return found.row && !passedTo ? { messages, next: found.row.lastSeq } : { messages };
   }
 
@@ -279,4 +288,14 @@ export class MarketBookHistory {
       if (!existing) throw error;
     }
   }
+}
+
+/** How many of the messages fit in `maxBytes` of JSON text (one at least: a page always moves on). */
+function withinBytes(messages: readonly ReplayBookMessage[], maxBytes: number): number {
+  let bytes = 0;
+  for (let i = 0; i < messages.length; i++) {
+    bytes += JSON.stringify(messages[i]).length;
+    if (bytes > maxBytes && i > 0) return i;
+  }
+  return messages.length;
 }

@@ -2,7 +2,7 @@ import { guarded, guardedAsync, isProblemResult, ProblemError, type ProblemResul
 import type { RelayOp } from "../groups/messages";
 import type { BookTarget } from "../history/book-replay";
 import type { HistoryCache } from "../history/history-cache";
-import { MarketBookHistory, type ReplayPage } from "../history/market-book-history";
+import { MarketBookHistory, type ReplayLimits, type ReplayPage } from "../history/market-book-history";
 import { DayCalls, importMinutes } from "../history/market-days";
 import { MarketHistory } from "../history/market-history";
 import type { MarketAnswer, MarketQuestion } from "../reads/edge-copies";
@@ -298,8 +298,8 @@ export class MarketEngine {
   }
 
   /** One page of a replay's book messages (docs/history.md#replay). */
-  bookReplay(market: MarketConfig, from: number, to: number, after?: number): Promise<ReplayPage | ProblemResult> {
-    return guardedAsync(() => this.bookHistory.replayPage(this.readable(market), from, to, after));
+  bookReplay(market: MarketConfig, from: number, to: number, after?: number, limits?: ReplayLimits): Promise<ReplayPage | ProblemResult> {
+    return guardedAsync(() => this.bookHistory.replayPage(this.readable(market), from, to, after, limits));
   }
 
   /** Hands the closed hours due at `now` to their files' Workflow (the alarm does; the tests call it with a later clock). */

@@ -3,7 +3,7 @@ import { GroupRelay } from "../groups/group-relay";
 import type { BookTarget } from "../history/book-replay";
 import type { DayOpened, DayPage } from "../history/daily-files";
 import { HistoryCache } from "../history/history-cache";
-import type { ReplayPage } from "../history/market-book-history";
+import type { ReplayLimits, ReplayPage } from "../history/market-book-history";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import type { MarketAnswer, MarketQuestion } from "../reads/edge-copies";
@@ -241,8 +241,8 @@ export class MarketObject extends MeteredObject {
     return this.engine(market.symbol).bookAt(market, target, depth);
   }
 
-  bookReplay(market: MarketConfig, from: number, to: number, after?: number): Promise<ReplayPage | ProblemResult> {
-    return this.engine(market.symbol).bookReplay(market, from, to, after);
+  bookReplay(market: MarketConfig, from: number, to: number, after?: number, limits?: ReplayLimits): Promise<ReplayPage | ProblemResult> {
+    return this.engine(market.symbol).bookReplay(market, from, to, after, limits);
   }
 
   /** Hands the closed hours due at `now` to their files' Workflow (the tests call it with a later clock). */

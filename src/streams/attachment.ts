@@ -1,3 +1,4 @@
+import type { CatchUpState } from "./catch-up";
 import type { DialectOptions } from "./dialect";
 
 /**
@@ -16,6 +17,8 @@ export interface Attachment {
   lease?: string;
   /** Set on a dialect's connection: its id, and its options (Binance: combined frames or raw). */
   dialect?: { id: string; options: DialectOptions };
+  /** A catch-up under way (./catch-up.ts): its streams are not live subscribers yet. */
+  catchUp?: CatchUpState;
 }
 
 const ENTRIES = "\n";

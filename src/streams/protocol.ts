@@ -136,12 +136,22 @@ export function marketStreams(symbol: string): string[] {
 export type MessageId = number | string | null;
 
 export type ClientMessage =
-  | { op: "subscribe" | "unsubscribe"; id: MessageId; streams: unknown[] }
-  | { op: "list"; id: MessageId }
-  | { op: "ping"; id: MessageId };
+  | { op: "subscribe"; id: MessageId; streams: unknown[]; from?: number }
+  | { op: "unsubscribe"; id: MessageId; streams: unknown[] }
+  | { op: "list" | "ping" | "more"; id: MessageId };
 
 /** The codes of an error message on a connection (docs/streams.md); `INTERNAL_ERROR` is the shard's own failure. */
-export const ERROR_CODES = ["UNKNOWN_STREAM", "TOO_MANY_STREAMS", "INVALID_MESSAGE", "UNKNOWN_OP", "INTERNAL_ERROR", "STREAM_ENDED"] as const;
+export const ERROR_CODES = [
+  "UNKNOWN_STREAM",
+  "TOO_MANY_STREAMS",
+  "INVALID_MESSAGE",
+  "UNKNOWN_OP",
+  "INTERNAL_ERROR",
+  "STREAM_ENDED",
+  "CATCH_UP_LIMIT",
+  "HISTORY_NOT_KEPT",
+  "CATCH_UP_FAILED",
+] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
 export type ParseResult = { ok: true; message: ClientMessage } | { ok: false; code: "INVALID_MESSAGE" | "UNKNOWN_OP"; message: string; id: MessageId };
@@ -167,13 +177,28 @@ export function parseClientMessage(text: string): ParseResult {
     case "subscribe":
     case "unsubscribe":
       if (!Array.isArray(record.streams)) return { ok: false, code: "INVALID_MESSAGE", message: `${record.op} needs streams: [...]`, id };
-      return { ok: true, message: { op: record.op, id, streams: record.streams } };
+      if (record.op === "unsubscribe" || record.from === undefined) return { ok: true, message: { op: record.op, id, streams: record.streams } };
+      if (!isMoment(record.from))
+        return { ok: false, code: "INVALID_MESSAGE", message: "from is a moment in Unix milliseconds (docs/streams.md#from-any-moment)", id };
+      return { ok: true, message: { op: "subscribe", id, streams: record.streams, from: record.from } };
     case "list":
     case "ping":
+    case "more":
       return { ok: true, message: { op: record.op, id } };
     default:
-      return { ok: false, code: "UNKNOWN_OP", message: "op is one of subscribe, unsubscribe, list, ping", id };
+      return { ok: false, code: "UNKNOWN_OP", message: "op is one of subscribe, unsubscribe, list, ping, more", id };
   }
+}
+
+function isMoment(value: unknown): value is number {
+  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
+}
+
+/** `from=` of a connect: a moment in Unix ms, or undefined when absent; null when it does not read as one. */
+export function parseFrom(text: string | null): number | undefined | null {
+  if (text === null || text === "") return undefined;
+  const value = /^\d{1,16}$/.test(text) ? Number(text) : Number.NaN;
+  return isMoment(value) ? value : null;
 }
 
 export type Plan = { ok: true; streams: StreamName[] } | { ok: false; code: "UNKNOWN_STREAM" | "TOO_MANY_STREAMS"; message: string };

@@ -14,9 +14,15 @@ interface Kept {
   text: string;
 }
 
+/** Where a market's trades messages are kept (its book's under its symbol). */
+function tradesKey(symbol: string): string {
+  return `trades.${symbol}`;
+}
+
 /**
  * A shard's last book messages per market, as sent, so a client that lost its connection can
- * continue its book from its last sequence instead of taking a new snapshot. Pure, bounded in
+ * continue its book from its last sequence instead of taking a new snapshot; and its last trades
+ * messages, by trade id, where a catch-up meets the live stream (./catch-up.ts). Pure, bounded in
  * count and bytes per market and in bytes per shard.
  */
 export class ResumeLog {
@@ -25,12 +31,31 @@ export class ResumeLog {
 
   /** Keeps a message sent to the market's subscribers; a snapshot, or one that does not continue the last, starts over. */
   remember(symbol: string, message: BookMessage, text: string): void {
-    const first = message.firstSequence ?? message.sequence;
-    if (message.type === "snapshot" || this.kept.get(symbol)?.at(-1)?.last !== first - 1) this.forget(symbol);
-    if (message.type === "snapshot") return;
-    const list = this.kept.get(symbol) ?? [];
-    list.push({ first, last: message.sequence, text });
-    this.kept.set(symbol, list);
+    if (message.type === "snapshot") this.forget(symbol);
+    else this.keep(symbol, message.firstSequence ?? message.sequence, message.sequence, text);
+  }
+
+  /** Keeps a trades message (its trades in tradeId order); one that does not continue the last starts over. */
+  rememberTrades(symbol: string, trades: readonly { tradeId: number }[], text: string): void {
+    if (trades.length > 0) this.keep(tradesKey(symbol), trades[0]!.tradeId, trades.at(-1)!.tradeId, text);
+  }
+
+  /** The last trade id the shard sent of a market, while its messages are kept. */
+  lastTradeId(symbol: string): number | undefined {
+    return this.kept.get(tradesKey(symbol))?.at(-1)?.last;
+  }
+
+  /** What brings a client's trades from trade id `after` to the last one sent (`continuation`'s rules). */
+  tradesContinuation(symbol: string, after: number): string[] | undefined {
+    const last = this.lastTradeId(symbol);
+    return last === undefined ? undefined : this.continuation(tradesKey(symbol), after, last);
+  }
+
+  private keep(key: string, first: number, last: number, text: string): void {
+    if (this.kept.get(key)?.at(-1)?.last !== first - 1) this.forget(key);
+    const list = this.kept.get(key) ?? [];
+    list.push({ first, last, text });
+    this.kept.set(key, list);
     this.bytes += text.length;
     let marketBytes = list.reduce((n, m) => n + m.text.length, 0);
     while (list.length > 0 && (list.length > RESUME_MESSAGES || marketBytes > RESUME_BYTES_PER_MARKET || this.bytes > RESUME_BYTES_PER_SHARD)) {
@@ -40,9 +65,15 @@ export class ResumeLog {
     }
   }
 
-  forget(symbol: string): void {
-    for (const m of this.kept.get(symbol) ?? []) this.bytes -= m.text.length;
-    this.kept.delete(symbol);
+  /** Forgets what is kept of a market: its book's messages and its trades'. */
+  forgetMarket(symbol: string): void {
+    this.forget(symbol);
+    this.forget(tradesKey(symbol));
+  }
+
+  private forget(key: string): void {
+    for (const m of this.kept.get(key) ?? []) this.bytes -= m.text.length;
+    this.kept.delete(key);
   }
 
   /** Bytes kept in all (for the bound's test). */

@@ -11,9 +11,10 @@ import { problemResponses } from "../core/schemas";
 import type { AppEnv } from "../env";
 import { ensureRegistry, findMarket } from "../registry/copy";
 import type { MarketConfig } from "../registry/model";
+import { MAX_CATCH_UP_MS } from "./catch-up";
 import { DIALECT_HEADER, DIALECT_STREAMS_HEADER, decodeNames, dialectOf } from "./dialect";
 import { placeConnection, shardLayout } from "./placement";
-import { MAX_STREAMS_PER_CONNECTION, parseStreamName, type StreamName } from "./protocol";
+import { MAX_STREAMS_PER_CONNECTION, parseFrom, parseStreamName, type StreamName } from "./protocol";
 import { PRINCIPAL_HEADER, SHARD_HEADER } from "./stream-hub";
 
 /** The markets a connection names at connect, in the order named (native `?streams=`, or a dialect's names). */
@@ -51,6 +52,15 @@ async function toShard(
   if (request.headers.get("Upgrade")?.toLowerCase() !== "websocket") {
     throw problem("VALIDATION_FAILED", "this is a WebSocket endpoint: connect with Upgrade: websocket", undefined, headers);
   }
+  const from = parseFrom(new URL(request.url).searchParams.get("from"));
+  if (from === null || (from !== undefined && (from > Date.now() || from < Date.now() - MAX_CATCH_UP_MS))) {
+    throw problem(
+      "VALIDATION_FAILED",
+      `from is a moment in Unix milliseconds, not in the future and at most ${MAX_CATCH_UP_MS / 3_600_000} hours back (docs/streams.md#from-any-moment)`,
+      undefined,
+      headers,
+    );
+  }
   const shard = placeConnection(shardLayout(env), principal, await marketsNamed(env, request, dialect));
   const forwarded = new Headers(request.headers);
   // Only the routes say who connects and in which dialect: a client's own `X-Stream-` header says nothing.
@@ -87,7 +97,7 @@ function documentStream(router: ReturnType<typeof createRouter>, operationId: st
     tags: ["Streams"],
     summary,
     description:
-      "Upgrade: websocket. Streams ticker.{SYMBOL}[.{1h|4h|1d}], avgPrice.{SYMBOL}, bookTicker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, kline.{SYMBOL}.{interval}[@+08:00], prices.{QUOTE}, tickers[.{1h|4h|1d}], heartbeat; messages subscribe / unsubscribe / list / ping. Every message each way, with its payload schema, is in the AsyncAPI 3 document GET /asyncapi.json; the guide is docs/streams.md. A sixth connection is refused before the upgrade.",
+      "Upgrade: websocket. Streams ticker.{SYMBOL}[.{1h|4h|1d}], avgPrice.{SYMBOL}, bookTicker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, kline.{SYMBOL}.{interval}[@+08:00], prices.{QUOTE}, tickers[.{1h|4h|1d}], heartbeat; messages subscribe (with `from` to start in the past) / unsubscribe / list / ping / more. Every message each way, with its payload schema, is in the AsyncAPI 3 document GET /asyncapi.json; the guide is docs/streams.md. A sixth connection is refused before the upgrade.",
     request: {
       query: z.object({
         streams: z.string().optional().openapi({
@@ -98,6 +108,11 @@ function documentStream(router: ReturnType<typeof createRouter>, operationId: st
           .string()
           .optional()
           .openapi({ example: "book.BTCUSDT:1234", description: "Continue books after a lost connection from these sequences (docs/streams.md#resuming)" }),
+        from: z.string().optional().openapi({
+          example: "1767225600000",
+          description:
+            "Start the book and trades streams named at connect at this moment (Unix ms, at most 24 h back) and continue them live without a gap (docs/streams.md#from-any-moment)",
+        }),
       }),
     },
     responses: { 101: { description: "Switching Protocols" }, ...problemResponses(400, 401, 403, 429) },

@@ -129,7 +129,7 @@ export class ShardSources {
     this.registrations.delete(source);
     if (!fromPriceIndex(stream)) {
       this.books.delete(stream.subject);
-      this.recent.forget(stream.subject);
+      this.recent.forgetMarket(stream.subject);
       this.awaitingBase.delete(stream.subject);
     }
     const released = (async () => {
@@ -202,7 +202,7 @@ export class ShardSources {
   /** A market was delisted: nothing of it is kept here, and it is not registered any more. */
   forgetMarket(symbol: string): void {
     this.books.delete(symbol);
-    this.recent.forget(symbol);
+    this.recent.forgetMarket(symbol);
     this.awaitingBase.delete(symbol);
     this.registrations.delete(`market:${symbol}`);
   }

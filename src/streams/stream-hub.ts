@@ -1,12 +1,14 @@
 import { alarmBy } from "../core/alarms";
 import { accessGuard } from "../core/object-ids";
-import { problem, toProblemResult } from "../core/problem";
+import { ProblemError, problem, toProblemResult } from "../core/problem";
+import type { WireTrade } from "../market/wire-trade";
 import { MetricsHolder, metricsOn } from "../metrics/holder";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { ensureRegistry } from "../registry/copy";
 import { ObjectSession } from "../sessions/object-session";
 import { type Attachment, attachmentOf, headerOf, loadAttachment, type StoredAttachment, saveAttachment } from "./attachment";
+import { CatchUps } from "./catch-up";
 import {
   DIALECT_HEADER,
   DIALECT_OPTIONS_HEADER,
@@ -38,6 +40,7 @@ import {
   marketStreams,
   POLICY_VIOLATION,
   parseClientMessage,
+  parseFrom,
   parseStreamName,
   planSubscribe,
   planUnsubscribe,
@@ -82,6 +85,8 @@ export class StreamHub extends MeteredObject {
   private shardName: string | undefined;
   /** The connections in other exchanges' protocols (./dialect-connections.ts). */
   private readonly dialects: DialectConnections;
+  /** Subscriptions that start in the past, until they meet the live streams (./catch-up.ts). */
+  private readonly catchUps: CatchUps;
   /** Frames sent and book delivery times, handed to the Metrics object (docs/operations.md#metrics). */
   private readonly metrics = new MetricsHolder();
   private readonly counting: boolean;
@@ -102,7 +107,22 @@ export class StreamHub extends MeteredObject {
       shard: () => this.shard(),
       armAlarm: (at) => this.armAlarm(at),
       armHeartbeat: () => this.armHeartbeat(),
-      wants: (name) => (this.subscribers.get(name)?.size ?? 0) > 0 || this.dialects.wants(name),
+      wants: (name) => (this.subscribers.get(name)?.size ?? 0) > 0 || this.dialects.wants(name) || this.catchUps.wants(name),
+    });
+    this.catchUps = new CatchUps({
+      env,
+      send: (ws, text) => this.send(ws, text),
+      books: this.sources.books,
+      recent: this.sources.recent,
+      baseOf: (symbol) => this.sources.baseOf(symbol),
+      ensure: (ws, streams) => this.ensureSources(ws, streams),
+      goLive: (ws, name) => this.subscribersOf(name).add(ws),
+      save: (ws, state) => {
+        const attachment = loadAttachment(ws);
+        if (attachment) saveAttachment(ws, { ...attachment, catchUp: state });
+      },
+      stored: (ws) => headerOf(ws)?.catchUp,
+      parse: (name) => parseStreamName(name),
     });
     this.dialects = new DialectConnections({
       send: (ws, message) => this.send(ws, message),
@@ -127,7 +147,8 @@ export class StreamHub extends MeteredObject {
     for (const ws of ctx.getWebSockets()) {
       const attachment = loadAttachment(ws);
       if (attachment?.dialect) dialectSockets.push([ws, attachment]);
-      else for (const stream of attachment?.streams ?? []) this.subscribersOf(stream).add(ws);
+      // A stream still catching up is not live yet: its next `more` goes on from the attachment.
+      else for (const stream of attachment?.streams ?? []) if (!(stream in (attachment?.catchUp?.cursors ?? {}))) this.subscribersOf(stream).add(ws);
     }
     // A dialect's names resolve against the registry copy: restored once it is loaded.
     if (dialectSockets.length > 0) {
@@ -224,6 +245,7 @@ export class StreamHub extends MeteredObject {
         null,
         initial.split(",", MAX_STREAMS_PER_CONNECTION + 1).filter((name) => name !== ""),
         parseResume(query.get("resume")),
+        parseFrom(query.get("from")) ?? undefined,
       );
     }
     return new Response(null, { status: 101, webSocket: client });
@@ -290,26 +312,43 @@ export class StreamHub extends MeteredObject {
       case "list":
         return this.send(ws, { id: request.id, result: { streams: attachmentOf(ws).streams } });
       case "subscribe":
-        return this.subscribe(ws, request.id, request.streams);
+        return this.subscribe(ws, request.id, request.streams, undefined, request.from);
       case "unsubscribe":
         return this.unsubscribe(ws, request.id, request.streams);
+      case "more":
+        return this.catchUps.more(ws);
     }
   }
 
   /**
    * Adds streams to a connection: the ack comes once every source publishes to this shard,
    * and a book stream's snapshot right after it (or, while the base book is still on its
-   * way, as soon as it arrives).
+   * way, as soon as it arrives). With `from`, its book and trades streams catch up from that
+   * moment first (./catch-up.ts); the others start now, and the ack says which.
    */
-  private async subscribe(ws: WebSocket, id: MessageId, names: unknown[], resume: ReadonlyMap<string, number> = new Map()): Promise<void> {
+  private async subscribe(ws: WebSocket, id: MessageId, names: unknown[], resume: ReadonlyMap<string, number> = new Map(), from?: number): Promise<void> {
     const attachment = attachmentOf(ws);
     const plan = planSubscribe(attachment.streams, names);
     if (!plan.ok) return this.error(ws, id, plan.code, plan.message);
+    const catching = from === undefined ? [] : plan.streams.filter((s) => s.kind === "trades" || (s.kind === "book" && !resume.has(s.name)));
+    const refusal = from !== undefined && catching.length > 0 ? this.catchUps.refusal(ws, from, catching.length, Date.now()) : undefined;
+    if (refusal) return this.error(ws, id, refusal.code, refusal.message);
     attachment.streams.push(...plan.streams.map((s) => s.name));
     saveAttachment(ws, attachment);
     const resuming = plan.streams.filter((s) => s.kind === "book" && resume.has(s.name)).map((s) => s.subject);
     const registered = await this.ensureSources(ws, plan.streams, resuming);
     if (!registered) return this.error(ws, id, "INTERNAL_ERROR", "the streams could not be subscribed; try again");
+    if (from !== undefined && catching.length > 0) {
+      try {
+        await this.catchUps.open(ws, from, catching);
+      } catch (error) {
+        const current = attachmentOf(ws);
+        current.streams = current.streams.filter((name) => !plan.streams.some((s) => s.name === name));
+        saveAttachment(ws, current);
+        const notKept = error instanceof ProblemError && error.code === "NOT_FOUND";
+        return this.error(ws, id, notKept ? "HISTORY_NOT_KEPT" : "INTERNAL_ERROR", notKept ? error.message : "the catch-up could not start; try again");
+      }
+    }
     // The status is asked (a call to the price index on a shard that holds none) before the
     // connection becomes a subscriber of anything: no await may come after that.
     const status = plan.streams.some((s) => s.kind === "status") ? await this.duties.currentStatus() : undefined;
@@ -317,7 +356,7 @@ export class StreamHub extends MeteredObject {
     // An unsubscribe may have come meanwhile: the attachment is the truth. From here to the last
     // send nothing awaits: what a resume sends and the deltas after it are one unbroken order.
     const held = attachmentOf(ws).streams;
-    const added = plan.streams.filter((s) => held.includes(s.name));
+    const added = plan.streams.filter((s) => held.includes(s.name) && !catching.includes(s));
     for (const stream of added) this.subscribersOf(stream.name).add(ws);
     const resumed = new Map<string, string[]>();
     for (const stream of added) {
@@ -326,7 +365,15 @@ export class StreamHub extends MeteredObject {
       const continuation = from !== undefined && book ? this.sources.recent.continuation(stream.subject, from, book.sequence) : undefined;
       if (continuation) resumed.set(stream.name, continuation);
     }
-    this.send(ws, { id, result: { streams: held, ...(resumed.size > 0 && { resumed: [...resumed.keys()] }) } });
+    const catchingUp = this.catchUps.catchingUp(ws);
+    this.send(ws, {
+      id,
+      result: {
+        streams: held,
+        ...(resumed.size > 0 && { resumed: [...resumed.keys()] }),
+        ...(from !== undefined && { from, catchingUp, startsNow: added.map((s) => s.name) }),
+      },
+    });
     for (const stream of added) {
       const continued = resumed.get(stream.name);
       if (continued) {
@@ -338,6 +385,7 @@ export class StreamHub extends MeteredObject {
       // The status as it is now, so a subscriber never waits for the next change.
       if (stream.kind === "status" && status) this.send(ws, { stream: STATUS_STREAM, data: status });
     }
+    if (catchingUp.length > 0) void this.catchUps.pump(ws);
   }
 
   /**
@@ -379,6 +427,10 @@ export class StreamHub extends MeteredObject {
     }
     attachment.streams = attachment.streams.filter((name) => !plan.streams.some((s) => s.name === name));
     saveAttachment(ws, attachment);
+    this.catchUps.drop(
+      ws,
+      plan.streams.map((s) => s.name),
+    );
     for (const stream of plan.streams) this.subscribers.get(stream.name)?.delete(ws);
     this.send(ws, { id, result: { streams: attachment.streams } });
   }
@@ -543,11 +595,17 @@ export class StreamHub extends MeteredObject {
       // Every protocol is rendered from the same message the native subscribers get.
       this.dialects.deliver(stream, data, this.sources.books.get(stream.subject));
       const sockets = this.subscribers.get(stream.name);
-      if (!sockets || sockets.size === 0) continue;
+      if ((!sockets || sockets.size === 0) && !this.catchUps.wants(stream.name)) continue;
       // Serialized once, sent as the same string to every subscriber.
       const text = JSON.stringify({ stream: stream.name, data });
+      // Kept for resumes, and for catch-ups to meet (./catch-up.ts).
       if (stream.kind === "book") this.sources.recent.remember(stream.subject, data as BookMessage, text);
-      for (const ws of sockets) this.send(ws, text);
+      if (stream.kind === "trades") this.sources.recent.rememberTrades(stream.subject, data as WireTrade[], text);
+      const floors = stream.kind === "trades" ? this.catchUps.floorsOf(stream.name) : undefined;
+      for (const ws of sockets ?? []) {
+        const own = floors?.has(ws) ? this.catchUps.aboveFloor(ws, stream.name, data as WireTrade[]) : text;
+        if (own !== undefined) this.send(ws, own);
+      }
     }
   }
 
@@ -582,6 +640,7 @@ export class StreamHub extends MeteredObject {
     if (attachment) this.returnLease(ws, attachment);
     if (attachment?.dialect) this.dialects.remove(attachment.dialect.id, ws, attachment.streams);
     else for (const name of attachment?.streams ?? []) this.subscribers.get(name)?.delete(ws);
+    this.catchUps.forget(ws);
     this.inbound.delete(ws);
   }
 

@@ -1,0 +1,383 @@
+/**
+ * A live subscription that starts in the past (docs/streams.md#from-any-moment): the book as it
+ * stood at `from` and every change and trade since, read from the market's history a page at a
+ * time and sent as the client takes them, until the stream meets the shard's own live copy — then
+ * the connection becomes one of its live subscribers, with nothing missed or sent twice.
+ *
+ * Where they meet: the shard's copy of a book stands at the last live message's `sequence`, and
+ * it keeps its last live messages (`ResumeLog`). History is read up to that sequence; if the copy
+ * moved on meanwhile, its kept messages continue exactly from there (they start at that sequence
+ * + 1); if it moved further than they reach, history is read again. The check and the switch are
+ * one synchronous step, so no live message falls between. Trades meet the same way by trade id;
+ * a trade the market committed before history was read but whose live message is still on its
+ * way is held back from this connection by a floor (its id).
+ */
+import { marketObject } from "../core/object-ids";
+import { problem, unwrap } from "../core/problem";
+import type { ReplayBookMessage } from "../history/book-replay";
+import type { ReplayPage } from "../history/market-book-history";
+import type { WireTrade } from "../market/wire-trade";
+import type { MarketAnswer } from "../reads/edge-copies";
+import { findMarket } from "../registry/copy";
+import type { MarketConfig } from "../registry/model";
+import { CONFLATE_MS } from "./conflation";
+import type { StreamName } from "./protocol";
+import type { ResumeLog } from "./resume-log";
+import type { WireBook } from "./wire-book";
+
+/** What a client is sent of its catch-up before it says `{"op":"more"}`: what the runtime may hold for it. */
+export const CATCH_UP_WINDOW_BYTES = 256 * 1024;
+/** A `more` adds a window; a client may ask one ahead, never more. */
+const MOST_CREDIT = 2 * CATCH_UP_WINDOW_BYTES;
+/** One read of a book's history returns about this much: a page is what a stream holds here until it is sent. */
+export const CATCH_UP_PAGE_BYTES = 64 * 1024;
+const TRADES_PAGE = 1_000;
+/** How far back `from` may be: a catch-up's reads grow with the time it covers. */
+export const MAX_CATCH_UP_MS = 24 * 60 * 60 * 1000;
+/** Connections catching up at once on one shard (each holds at most a window and a page a stream). */
+export const MAX_CATCH_UPS_PER_SHARD = 16;
+/** Book and trades streams one catch-up may take. */
+export const MAX_CATCH_UP_STREAMS = 10;
+/** Reads in a row that bring nothing while the live copy is ahead: the history does not reach it, so the stream goes live as it is. */
+const MOST_EMPTY_READS = 3;
+
+/** What a connection's attachment keeps of its catch-up through hibernation: the moment, and per stream the last sequence or trade id sent. */
+export interface CatchUpState {
+  from: number;
+  cursors: Record<string, number | null>;
+}
+
+interface Pending {
+  time: number;
+  text: string;
+  /** The book's sequence, or the last trade id, once this is sent. */
+  cursor: number;
+}
+
+interface StreamCatchUp {
+  stream: StreamName;
+  cursor: number | undefined;
+  buffer: Pending[];
+  /** Trades: the last read found nothing more (without a live trade to stop at, that is the end). */
+  exhausted: boolean;
+  emptyReads: number;
+}
+
+interface Run {
+  from: number;
+  credit: number;
+  pumping: boolean;
+  streams: Map<string, StreamCatchUp>;
+}
+
+/** What catch-ups need of their shard. */
+export interface CatchUpHost {
+  readonly env: Env;
+  send(ws: WebSocket, text: string): void;
+  /** The shard's copies of books, and its last live messages. */
+  readonly books: ReadonlyMap<string, WireBook>;
+  readonly recent: ResumeLog;
+  /** Resolves once the shard has a copy of the market's book (or gave up waiting). */
+  baseOf(symbol: string): Promise<void>;
+  /** The stream's sources publish here again (after a wake-up); false when they could not be asked. */
+  ensure(ws: WebSocket, streams: StreamName[]): Promise<boolean>;
+  /** The socket becomes a live subscriber of the stream: nothing may await between a meeting's check and this. */
+  goLive(ws: WebSocket, name: string): void;
+  /** Keeps the catch-up's state in the socket's attachment (undefined: it ended). */
+  save(ws: WebSocket, state: CatchUpState | undefined): void;
+  /** The state an attachment kept, after a wake-up. */
+  stored(ws: WebSocket): CatchUpState | undefined;
+  parse(name: string): StreamName | null;
+}
+
+export type Refusal = { code: "CATCH_UP_LIMIT" | "INVALID_MESSAGE"; message: string };
+
+/** A catch-up's messages are the live stream's: `{"stream": …, "data": …}`. */
+function frame(name: string, data: unknown): string {
+  return `{"stream":${JSON.stringify(name)},"data":${JSON.stringify(data)}}`;
+}
+
+/**
+ * The shard's catch-ups, one at most per connection. A catch-up's own memory is its window (what
+ * the runtime may hold unsent for a client that stops reading) and a page per stream; its reads
+ * are the market's history pages (`bookReplay`, the trades by id), never the group's journal.
+ */
+export class CatchUps {
+  private readonly runs = new Map<WebSocket, Run>();
+  /** Per trades stream, the connections that must not get a live trade at or below an id (sent from history already). */
+  private readonly floors = new Map<string, Map<WebSocket, number>>();
+
+  constructor(private readonly host: CatchUpHost) {}
+
+  /** Why a catch-up of `count` streams from `from` may not start on this connection now, or undefined. */
+  refusal(ws: WebSocket, from: number, count: number, now: number): Refusal | undefined {
+    if (from > now) return { code: "INVALID_MESSAGE", message: `from (${from}) is in the future: leave it out to start now` };
+    if (from < now - MAX_CATCH_UP_MS)
+      return { code: "INVALID_MESSAGE", message: `from is at most ${MAX_CATCH_UP_MS / 3_600_000} hours back; use GET /api/replay for older` };
+    if (count > MAX_CATCH_UP_STREAMS) return { code: "CATCH_UP_LIMIT", message: `at most ${MAX_CATCH_UP_STREAMS} book and trades streams catch up at once` };
+    if (this.runs.has(ws) || this.host.stored(ws)) return { code: "CATCH_UP_LIMIT", message: "this connection is catching up already: one catch-up at a time" };
+    if (this.runs.size >= MAX_CATCH_UPS_PER_SHARD)
+      return { code: "CATCH_UP_LIMIT", message: `at most ${MAX_CATCH_UPS_PER_SHARD} connections catch up at once here; try again shortly` };
+    return undefined;
+  }
+
+  /** Whether a catch-up here still needs the stream's messages (its source stays registered). */
+  wants(name: string): boolean {
+    for (const run of this.runs.values()) if (run.streams.has(name)) return true;
+    return false;
+  }
+
+  /** The streams a connection is catching up (not live yet), kept or running. */
+  catchingUp(ws: WebSocket): string[] {
+    const run = this.runs.get(ws);
+    return run ? [...run.streams.keys()] : Object.keys(this.host.stored(ws)?.cursors ?? {});
+  }
+
+  /**
+   * Starts a catch-up: its first page of every stream is read before the subscribe is answered,
+   * so history that is not kept is the subscribe's error. Then `pump` sends.
+   */
+  async open(ws: WebSocket, from: number, streams: StreamName[]): Promise<void> {
+    const run: Run = { from, credit: CATCH_UP_WINDOW_BYTES, pumping: false, streams: new Map() };
+    for (const stream of streams) run.streams.set(stream.name, { stream, cursor: undefined, buffer: [], exhausted: false, emptyReads: 0 });
+    this.runs.set(ws, run);
+    this.save(ws, run);
+    try {
+      for (const s of run.streams.values()) if (!this.meetsBookAtOnce(run, s)) await this.read(run, s);
+    } catch (error) {
+      this.forget(ws);
+      throw error;
+    }
+  }
+
+  /** `{"op":"more"}`: another window; after a wake-up, the catch-up goes on from what its attachment kept. */
+  async more(ws: WebSocket): Promise<void> {
+    let run = this.runs.get(ws);
+    if (!run) {
+      const stored = this.host.stored(ws);
+      if (!stored) return;
+      const streams = Object.keys(stored.cursors)
+        .map((name) => this.host.parse(name))
+        .filter((s): s is StreamName => s !== null);
+      run = { from: stored.from, credit: 0, pumping: false, streams: new Map() };
+      for (const stream of streams) {
+        const cursor = stored.cursors[stream.name];
+        run.streams.set(stream.name, { stream, cursor: cursor ?? undefined, buffer: [], exhausted: false, emptyReads: 0 });
+      }
+      this.runs.set(ws, run);
+      if (!(await this.host.ensure(ws, streams))) return this.fail(ws, run, "the streams' sources could not be asked again");
+    }
+    run.credit = Math.min(MOST_CREDIT, Math.max(0, run.credit) + CATCH_UP_WINDOW_BYTES);
+    return this.pump(ws);
+  }
+
+  /**
+   * Sends what the client's credit allows, the streams' messages merged by time (a book message
+   * before trades of the same moment), each stream switching to live where it meets the shard's
+   * copy; then `{"type":"paused"}` when the window is spent, or nothing more when every stream is live.
+   */
+  async pump(ws: WebSocket): Promise<void> {
+    const run = this.runs.get(ws);
+    if (!run || run.pumping) return;
+    run.pumping = true;
+    try {
+      while (run.streams.size > 0 && run.credit > 0) {
+        for (const s of [...run.streams.values()]) {
+          if (s.buffer.length > 0 || this.meet(ws, run, s)) continue;
+          await this.read(run, s);
+          if (this.runs.get(ws) !== run || ws.readyState !== WebSocket.OPEN) return;
+        }
+        let next: StreamCatchUp | undefined;
+        for (const s of run.streams.values()) if (s.buffer.length > 0 && (!next || s.buffer[0]!.time < next.buffer[0]!.time)) next = s;
+        if (!next) continue;
+        const message = next.buffer.shift()!;
+        this.host.send(ws, message.text);
+        next.cursor = message.cursor;
+        run.credit -= message.text.length;
+      }
+      if (this.runs.get(ws) !== run) return;
+      this.save(ws, run);
+      if (run.streams.size === 0) return this.end(ws);
+      const time = Math.max(...[...run.streams.values()].map((s) => s.buffer[0]?.time ?? run.from));
+      this.host.send(ws, JSON.stringify({ type: "paused", streams: [...run.streams.keys()], time }));
+    } catch (error) {
+      console.error(JSON.stringify({ level: "error", message: "catch-up failed", error: String(error) }));
+      if (this.runs.get(ws) === run) this.fail(ws, run, `history could not be read (${String(error).slice(0, 200)})`);
+    } finally {
+      run.pumping = false;
+    }
+  }
+
+  /** Streams left by an unsubscribe stop catching up. */
+  drop(ws: WebSocket, names: readonly string[]): void {
+    const run = this.runs.get(ws);
+    if (!run) return;
+    for (const name of names) run.streams.delete(name);
+    this.save(ws, run);
+    if (run.streams.size === 0) this.end(ws);
+  }
+
+  /** A closed connection: its catch-up and floors go. */
+  forget(ws: WebSocket): void {
+    this.runs.delete(ws);
+    for (const [name, floors] of this.floors) {
+      floors.delete(ws);
+      if (floors.size === 0) this.floors.delete(name);
+    }
+  }
+
+  /** The connections of a trades stream that a live trade may reach twice (held back below their floor). */
+  floorsOf(name: string): ReadonlyMap<WebSocket, number> | undefined {
+    return this.floors.get(name);
+  }
+
+  /** A live trades message for a connection with a floor: its trades above it (undefined: none), and the floor gone once passed. */
+  aboveFloor(ws: WebSocket, name: string, trades: readonly WireTrade[]): string | undefined {
+    const floors = this.floors.get(name);
+    const floor = floors?.get(ws);
+    if (!floors || floor === undefined) return frame(name, trades);
+    if (trades.length > 0 && trades[0]!.tradeId > floor) {
+      floors.delete(ws);
+      if (floors.size === 0) this.floors.delete(name);
+      return frame(name, trades);
+    }
+    const above = trades.filter((t) => t.tradeId > floor);
+    return above.length > 0 ? frame(name, above) : undefined;
+  }
+
+  /** A book whose moment is at or after the shard's copy: the copy's snapshot, and live at once. */
+  private meetsBookAtOnce(run: Run, s: StreamCatchUp): boolean {
+    if (s.stream.kind !== "book" || s.cursor !== undefined) return false;
+    const copy = this.host.books.get(s.stream.subject);
+    return copy !== undefined && run.from >= copy.time;
+  }
+
+  /**
+   * Whether the stream meets the live one now (its buffer is empty): then what the shard kept
+   * since the cursor is sent, the `live` mark, and the socket is a live subscriber. Synchronous.
+   */
+  private meet(ws: WebSocket, run: Run, s: StreamCatchUp): boolean {
+    const { name, subject } = s.stream;
+    if (s.stream.kind === "book") {
+      const copy = this.host.books.get(subject);
+      if (!copy) return false;
+      if (this.meetsBookAtOnce(run, s)) {
+        this.host.send(ws, frame(name, copy.snapshot(Number.MAX_SAFE_INTEGER)));
+        s.cursor = copy.sequence;
+      }
+      if (s.cursor === undefined) return false;
+      const kept = s.cursor === copy.sequence ? [] : this.host.recent.continuation(subject, s.cursor, copy.sequence);
+      if (kept) return this.live(ws, run, s, kept, { sequence: s.cursor });
+      if (s.emptyReads < MOST_EMPTY_READS) return false;
+      // History does not reach the copy (it should): the copy's book, so the client is whole, and live.
+      this.host.send(ws, frame(name, copy.snapshot(Number.MAX_SAFE_INTEGER)));
+      return this.live(ws, run, s, [], { sequence: copy.sequence });
+    }
+    const last = this.host.recent.lastTradeId(subject);
+    if (last === undefined) return s.exhausted && this.live(ws, run, s, [], { tradeId: s.cursor ?? null }, s.cursor);
+    if (s.cursor === undefined) return false;
+    if (s.cursor >= last) return this.live(ws, run, s, [], { tradeId: s.cursor }, s.cursor);
+    const kept = this.host.recent.tradesContinuation(subject, s.cursor);
+    if (!kept && s.emptyReads < MOST_EMPTY_READS) return false;
+    return this.live(ws, run, s, kept ?? [], { tradeId: s.cursor }, s.cursor);
+  }
+
+  private live(ws: WebSocket, run: Run, s: StreamCatchUp, kept: readonly string[], mark: object, floor?: number): true {
+    for (const text of kept) this.host.send(ws, text);
+    this.host.send(ws, JSON.stringify({ type: "live", stream: s.stream.name, ...mark }));
+    if (floor !== undefined && kept.length === 0) {
+      const floors = this.floors.get(s.stream.name) ?? new Map<WebSocket, number>();
+      floors.set(ws, floor);
+      this.floors.set(s.stream.name, floors);
+    }
+    run.streams.delete(s.stream.name);
+    this.host.goLive(ws, s.stream.name);
+    return true;
+  }
+
+  /** Reads the stream's next page of history, up to where the shard's live copy stands now. */
+  private async read(run: Run, s: StreamCatchUp): Promise<void> {
+    const market = findMarket(s.stream.subject);
+    if (!market) throw problem("NOT_FOUND", `${s.stream.subject} is no longer listed`);
+    const before = s.cursor;
+    s.buffer = s.stream.kind === "book" ? await this.bookPage(run, s, market) : await this.tradesPage(run, s, market);
+    s.emptyReads = s.buffer.length === 0 && s.cursor === before ? s.emptyReads + 1 : 0;
+  }
+
+  private async bookPage(run: Run, s: StreamCatchUp, market: MarketConfig): Promise<Pending[]> {
+    const symbol = market.symbol;
+    if (!this.host.books.has(symbol)) await this.host.baseOf(symbol);
+    const copy = this.host.books.get(symbol);
+    if (!copy) throw problem("UNAVAILABLE", `the live book of ${symbol} is not here yet; try again shortly`);
+    const cap = copy.sequence;
+    if (s.cursor !== undefined && s.cursor >= cap) return [];
+    const page = unwrap(
+      (await marketObject(this.host.env, market).bookReplay(market, run.from, Number.MAX_SAFE_INTEGER, s.cursor, {
+        toSequence: cap,
+        maxBytes: CATCH_UP_PAGE_BYTES,
+      })) as unknown as ReplayPage,
+    );
+    const first = s.cursor === undefined;
+    return page.messages.map((data: ReplayBookMessage, i) => ({
+      // The opening snapshot is the book at `from`: it goes first whatever its own time.
+      time: first && i === 0 ? run.from : data.time,
+      text: frame(s.stream.name, data),
+      cursor: data.sequence,
+    }));
+  }
+
+  private async tradesPage(run: Run, s: StreamCatchUp, market: MarketConfig): Promise<Pending[]> {
+    const cap = this.host.recent.lastTradeId(market.symbol);
+    if (s.cursor !== undefined && cap !== undefined && s.cursor >= cap) return [];
+    const answer: MarketAnswer = await marketObject(this.host.env, market).answer(market, {
+      kind: "trades",
+      limit: TRADES_PAGE,
+      // The first page by time; the next by id, so a late trade (an older time, a newer id) is not left out.
+      page: {
+        ...(s.cursor === undefined ? { startTime: run.from } : { fromId: s.cursor + 1 }),
+        ...(cap !== undefined && { before: cap + 1 }),
+      },
+    });
+    if (answer.problem) throw problem(answer.problem.code, answer.problem.detail, answer.problem.extras);
+    const trades = JSON.parse(answer.text) as WireTrade[];
+    s.exhausted = trades.length === 0;
+    // Nothing from `from` up to the live stream's last trade: everything up to it is before `from`.
+    if (trades.length === 0 && s.cursor === undefined && cap !== undefined) s.cursor = cap;
+    const pages: Pending[] = [];
+    // As the live stream: the trades of one CONFLATE_MS window in one message.
+    for (let i = 0; i < trades.length; ) {
+      const window = Math.floor(trades[i]!.time / CONFLATE_MS);
+      let j = i;
+      while (j < trades.length && Math.floor(trades[j]!.time / CONFLATE_MS) === window) j++;
+      pages.push({ time: trades[i]!.time, text: frame(s.stream.name, trades.slice(i, j)), cursor: trades[j - 1]!.tradeId });
+      i = j;
+    }
+    return pages;
+  }
+
+  /** The catch-up could not go on: its streams go live from now (a book with the copy's snapshot), and the client is told. */
+  private fail(ws: WebSocket, run: Run, why: string): void {
+    const names = [...run.streams.keys()];
+    this.host.send(
+      ws,
+      JSON.stringify({ id: null, error: { code: "CATCH_UP_FAILED", message: `${why}; these streams continue live from now: ${names.join(", ")}` } }),
+    );
+    for (const s of [...run.streams.values()]) {
+      const copy = s.stream.kind === "book" ? this.host.books.get(s.stream.subject) : undefined;
+      if (copy) this.host.send(ws, frame(s.stream.name, copy.snapshot(Number.MAX_SAFE_INTEGER)));
+      this.live(ws, run, s, [], copy ? { sequence: copy.sequence } : {});
+    }
+    this.end(ws);
+  }
+
+  private end(ws: WebSocket): void {
+    this.runs.delete(ws);
+    this.host.save(ws, undefined);
+  }
+
+  private save(ws: WebSocket, run: Run): void {
+    const cursors: Record<string, number | null> = {};
+    for (const [name, s] of run.streams) cursors[name] = s.cursor ?? null;
+    this.host.save(ws, { from: run.from, cursors });
+  }
+}

@@ -1,0 +1,138 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { type BookMessage, LocalBook } from "../../client/src/index";
+import { ingest } from "../../src/market/ingest";
+import { CATCH_UP_WINDOW_BYTES } from "../../src/streams/catch-up";
+import { callJson } from "../support/http";
+import { until } from "../support/poll";
+import { openSocket, type TestSocket, upgrade } from "./streams-support";
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const bookOf = (socket: TestSocket, stream: string) =>
+  socket.messages.filter((m) => m.stream === stream && m.type !== "live").map((m) => m.data as BookMessage);
+const tradeIdsOf = (socket: TestSocket, stream: string) =>
+  socket.messages.filter((m) => m.stream === stream && m.type !== "live").flatMap((m) => (m.data as { tradeId: number }[]).map((t) => t.tradeId));
+const liveMark = (socket: TestSocket, stream: string) => socket.messages.find((m) => m.type === "live" && m.stream === stream);
+
+/** A market of its own per test: a book moved at one level, a trade with each change. */
+function feed(symbol: string, price: string, quantity: string) {
+  let sequence = 0;
+  return {
+    get sequence() {
+      return sequence;
+    },
+    snapshot: (levels = 1) =>
+      ingest(env, "*", {
+        symbol,
+        book: {
+          type: "snapshot",
+          sequence: ++sequence,
+          bids: Array.from({ length: levels }, (_, i) => [(Number(price) - i).toFixed(2), "1.0000"] as [string, string]),
+          asks: Array.from({ length: levels }, (_, i) => [(Number(price) + 10 + i).toFixed(2), "1.0000"] as [string, string]),
+        },
+      }),
+    change: (amount: string) =>
+      ingest(env, "*", {
+        symbol,
+        book: { type: "delta", sequence: ++sequence, bids: [[price, amount]], asks: [] },
+        trades: [{ id: `${symbol}-${sequence}`, price, quantity, side: "buy", time: Date.now() }],
+      }),
+  };
+}
+
+describe("a subscription from any moment into live (docs/streams.md#from-any-moment)", () => {
+  it("the book at `from`, every change and trade since, the live mark, then live: equal to the book history at every sequence, nothing missed or repeated", async () => {
+    const market = feed("ETHUSDT", "3000.00", "0.1000");
+    await market.snapshot();
+    for (const amount of ["2.0000", "3.0000", "4.0000"]) await market.change(amount);
+    await pause(5);
+    const from = Date.now();
+    const atFrom = market.sequence;
+    await pause(5);
+    for (const amount of ["5.0000", "6.0000", "7.0000", "8.0000", "9.0000"]) {
+      await market.change(amount);
+      await pause(2);
+    }
+
+    const socket = await openSocket(`/api/ws?streams=book.ETHUSDT,trades.ETHUSDT&from=${from}`, "198.51.100.120");
+    await until(() => liveMark(socket, "book.ETHUSDT") && liveMark(socket, "trades.ETHUSDT"), { what: "both live marks" });
+    expect(socket.messages[0], "the connect's ack says what catches up").toEqual({
+      id: null,
+      result: { streams: ["book.ETHUSDT", "trades.ETHUSDT"], from, catchingUp: ["book.ETHUSDT", "trades.ETHUSDT"], startsNow: [] },
+    });
+    for (const amount of ["10.0000", "11.0000", "12.0000"]) await market.change(amount);
+    await until(() => bookOf(socket, "book.ETHUSDT").at(-1)?.sequence === market.sequence, { what: "the live changes" });
+
+    const messages = bookOf(socket, "book.ETHUSDT");
+    expect(messages[0], "the book as it stood at `from`").toMatchObject({ type: "snapshot", sequence: atFrom });
+    const book = new LocalBook();
+    for (const [i, message] of messages.entries()) {
+      if (i > 0) expect(message.firstSequence, `message ${i} continues the one before`).toBe(messages[i - 1]!.sequence + 1);
+      expect(book.apply(message), `message ${i} (${message.firstSequence}…${message.sequence})`).toBe("applied");
+      const history = await callJson<{ checksum: number }>(`/api/orderbook/ETHUSDT?sequence=${message.sequence}`);
+      expect(book.checksum(), `the book at sequence ${message.sequence} is the history's`).toBe(history.body.checksum);
+    }
+    const mark = liveMark(socket, "book.ETHUSDT");
+    const markAt = socket.messages.indexOf(mark);
+    const before = socket.messages.slice(0, markAt).filter((m) => m.stream === "book.ETHUSDT");
+    expect(mark.sequence, "the mark names the last sequence before it").toBe(before.at(-1)!.data.sequence);
+
+    await until(() => tradeIdsOf(socket, "trades.ETHUSDT").at(-1) === market.sequence - 1, { what: "the live trades" });
+    const ids = tradeIdsOf(socket, "trades.ETHUSDT");
+    // One trade per change: trade id n came with sequence n + 1; the first after `from` is the change after atFrom.
+    expect(ids, "every trade since `from` once, in order, across the mark").toEqual(Array.from({ length: market.sequence - atFrom }, (_, i) => atFrom + i));
+    socket.ws.close();
+  });
+
+  it("a client that does not ask for more gets one window and a pause; `more` brings the rest and the live mark", async () => {
+    const market = feed("BTCUSDT", "90000.00", "0.01000");
+    // A book of 3,000 levels a side: each snapshot is about 150 KB of text, two of them more than a window.
+    await market.snapshot(3_000);
+    await pause(5);
+    const from = Date.now();
+    await pause(5);
+    await market.change("2.0000");
+    await market.snapshot(3_000);
+    await market.change("3.0000");
+
+    const socket = await openSocket("/api/ws", "198.51.100.121");
+    socket.ws.send(JSON.stringify({ op: "subscribe", id: 1, streams: ["book.BTCUSDT"], from }));
+    await until(() => socket.messages.some((m) => m.type === "paused"), { what: "the pause" });
+    await pause(50);
+    const paused = socket.messages.findIndex((m) => m.type === "paused");
+    expect(socket.messages.length, "nothing after the pause until the client asks").toBe(paused + 1);
+    const sent = socket.messages.slice(1, paused).reduce((n, m) => n + JSON.stringify(m).length, 0);
+    expect(sent, "a window, and at most the message that crossed it").toBeGreaterThanOrEqual(CATCH_UP_WINDOW_BYTES);
+    expect(socket.messages[paused]).toMatchObject({ type: "paused", streams: ["book.BTCUSDT"] });
+    expect(liveMark(socket, "book.BTCUSDT"), "not live yet").toBeUndefined();
+    socket.ws.send(JSON.stringify({ op: "subscribe", id: 2, streams: ["trades.BTCUSDT"], from }));
+    await until(() => socket.messages.length > paused + 1, { what: "the second subscribe's answer" });
+    expect(socket.messages[paused + 1], "one catch-up at a time").toMatchObject({ id: 2, error: { code: "CATCH_UP_LIMIT" } });
+
+    socket.ws.send(JSON.stringify({ op: "more" }));
+    await until(() => liveMark(socket, "book.BTCUSDT"), { what: "the live mark" });
+    expect(socket.messages.filter((m) => m.type === "paused").length, "the rest fits the second window").toBe(1);
+    const book = new LocalBook();
+    for (const message of bookOf(socket, "book.BTCUSDT")) expect(book.apply(message)).toBe("applied");
+    const rest = (await callJson<{ sequence: number; checksum: number }>("/api/orderbook/BTCUSDT?depth=25")).body;
+    expect([book.sequence, book.checksum()]).toEqual([rest.sequence, rest.checksum]);
+    socket.ws.close();
+  });
+
+  it("a `from` in the future or more than a day back is refused: an error on a subscribe, a 400 at connect; the streams are not subscribed", async () => {
+    const socket = await openSocket("/api/ws", "198.51.100.122");
+    socket.ws.send(JSON.stringify({ op: "subscribe", id: 7, streams: ["book.SOLUSDT"], from: Date.now() + 60_000 }));
+    socket.ws.send(JSON.stringify({ op: "subscribe", id: 8, streams: ["book.SOLUSDT"], from: Date.now() - 25 * 3_600_000 }));
+    socket.ws.send(JSON.stringify({ op: "subscribe", id: 9, streams: ["book.SOLUSDT"], from: "yesterday" }));
+    socket.ws.send(JSON.stringify({ op: "list", id: 10 }));
+    await until(() => socket.messages.length >= 4, { what: "four answers" });
+    for (const [i, id] of [7, 8, 9].entries()) expect(socket.messages[i], `subscribe ${id}`).toMatchObject({ id, error: { code: "INVALID_MESSAGE" } });
+    expect(socket.messages[3]).toEqual({ id: 10, result: { streams: [] } });
+    socket.ws.close();
+
+    for (const from of [String(Date.now() + 60_000), "yesterday", String(Date.now() - 25 * 3_600_000)]) {
+      const refused = await upgrade(`/api/ws?streams=book.SOLUSDT&from=${from}`, "198.51.100.123");
+      expect(refused.status, `from=${from}`).toBe(400);
+    }
+  });
+});
