@@ -33,6 +33,7 @@ export {
   StreamError,
   type StreamOptions,
   type StreamState,
+  type SubscribeOptions,
   type Ticker,
   type Trade,
   type WebSocketConstructor,

@@ -1,55 +1,36 @@
-import type { components } from "./generated/openapi.js";
 import { type BookMessage, LocalBook } from "./local-book.js";
-import { type BackoffOptions, type Clock, RECONNECT_BACKOFF, reconnectDelay, systemClock } from "./pacing.js";
-import { type ClientOptions, MarketDataClient } from "./rest.js";
+import { type Clock, RECONNECT_BACKOFF, reconnectDelay, systemClock } from "./pacing.js";
+import { MarketDataClient } from "./rest.js";
+import {
+  type BookTicker,
+  canonicalStream,
+  type Kline,
+  type Prices,
+  StreamError,
+  type StreamOptions,
+  type StreamState,
+  type SubscribeOptions,
+  type Ticker,
+  type Trade,
+  type WebSocketConstructor,
+  type WebSocketLike,
+} from "./stream-types.js";
 
-export type Ticker = components["schemas"]["Ticker"];
-export type Trade = components["schemas"]["Trade"];
-export type BookTicker = components["schemas"]["BookTicker"];
-export type Prices = components["schemas"]["Prices"];
-export type Kline = components["schemas"]["Kline"] & { interval: string; closed: boolean };
-export interface Heartbeat {
-  time: number;
-  sequence: number;
-}
-
-/** What the client needs of a WebSocket: the standard browser API (Node ≥ 22, Deno, Bun and Workers have it; on Node 20 pass `WebSocket` from the `ws` package). */
-export interface WebSocketLike {
-  readonly readyState: number;
-  send(data: string): void;
-  close(code?: number, reason?: string): void;
-  // biome-ignore lint/suspicious/noExplicitAny: each runtime types its events differently; only `data` of a message is read
-  addEventListener(type: "open" | "message" | "close" | "error", listener: (event: any) => void): void;
-}
-export type WebSocketConstructor = new (url: string) => WebSocketLike;
-
-export type StreamState = "connecting" | "open" | "reconnecting" | "closed";
-
-/** A stream the service refused (`UNKNOWN_STREAM`, `TOO_MANY_STREAMS`, …). */
-export class StreamError extends Error {
-  override readonly name = "StreamError";
-  constructor(
-    readonly code: string,
-    readonly stream: string,
-    message: string,
-  ) {
-    super(`${code}: ${message}`);
-  }
-}
-
-export interface StreamOptions extends Partial<ClientOptions> {
-  /** A REST client to share (its base URL, credentials and server clock); made from these options otherwise. */
-  client?: MarketDataClient;
-  /** Connect to `/v1/ws` with the API key (default: when `apiKey` and `secret` are given) or to the public `/api/ws`. */
-  signed?: boolean;
-  WebSocket?: WebSocketConstructor;
-  /** Back-off between reconnects: each wait uniform in [0, ceiling], the ceiling 1 s doubling to 5 s (`reconnectDelay`). */
-  reconnect?: Partial<BackoffOptions>;
-  /** Reconnect when nothing arrived for this long (default 15 s: three missed heartbeats); 0 turns the heartbeat off. */
-  heartbeatTimeoutMs?: number;
-  /** The runtime-answered keepalive (`ping` → `pong`) interval (default 30 s). */
-  keepaliveMs?: number;
-}
+export {
+  type BookTicker,
+  canonicalStream,
+  type Heartbeat,
+  type Kline,
+  type Prices,
+  StreamError,
+  type StreamOptions,
+  type StreamState,
+  type SubscribeOptions,
+  type Ticker,
+  type Trade,
+  type WebSocketConstructor,
+  type WebSocketLike,
+} from "./stream-types.js";
 
 /** Client messages a second the client allows itself (the service closes a connection at its 11th). */
 const MESSAGES_PER_SECOND = 8;
@@ -62,16 +43,10 @@ const OPEN = 1;
 interface Wanted {
   listeners: Set<(data: unknown) => void>;
   failures: Set<(error: StreamError) => void>;
-}
-
-/**
- * Canonical stream names, as the service acknowledges them: `book.btc-usdt` → `book.BTCUSDT`,
- * `prices.usdt` → `prices.USDT`, `kline.btc_usdt.1m` → `kline.BTCUSDT.1m`.
- */
-export function canonicalStream(name: string): string {
-  const [kind, symbol, ...rest] = name.split(".");
-  if (symbol === undefined) return name;
-  return [kind, symbol.toUpperCase().replace(/[-_/]/g, ""), ...rest].join(".");
+  /** A moment the stream starts at (`from`), until the service says it is live (docs/streams.md#from-any-moment). */
+  from?: number;
+  /** Called once the stream is live: the catch-up from `from` is over. */
+  live: Set<() => void>;
 }
 
 /**
@@ -137,20 +112,22 @@ export class MarketStream {
    * `kline.BTCUSDT.1m`, `heartbeat` …) and calls `listener` with each message's `data`; the
    * subscription survives reconnects. Returns the function that unsubscribes.
    */
-  subscribe(stream: string, listener: (data: unknown) => void, onError?: (error: StreamError) => void): () => void {
+  subscribe(stream: string, listener: (data: unknown) => void, onError?: (error: StreamError) => void, options: SubscribeOptions = {}): () => void {
     const name = canonicalStream(stream);
     let wanted = this.wanted.get(name);
     if (!wanted) {
-      wanted = { listeners: new Set(), failures: new Set() };
+      wanted = { listeners: new Set(), failures: new Set(), live: new Set(), ...(options.from !== undefined && { from: options.from }) };
       this.wanted.set(name, wanted);
-      if (this.state === "open") this.request("subscribe", [name]);
+      if (this.state === "open") this.request("subscribe", [name], options.from);
     }
     const entry = wanted;
     entry.listeners.add(listener);
     if (onError) entry.failures.add(onError);
+    if (options.onLive) entry.live.add(options.onLive);
     return () => {
       entry.listeners.delete(listener);
       if (onError) entry.failures.delete(onError);
+      if (options.onLive) entry.live.delete(options.onLive);
       if (entry.listeners.size === 0 && this.wanted.get(name) === entry) {
         this.wanted.delete(name);
         if (this.state === "open") this.request("unsubscribe", [name]);
@@ -231,7 +208,8 @@ export class MarketStream {
    * out of sync and a fresh snapshot is asked for (once, again after 5 s if none came).
    * `onUpdate` runs after each message applied, `onResync` when a new snapshot is asked for.
    * `inspect` sees each message before the book does and may change it or drop it (return
-   * undefined): a way to simulate a lossy network.
+   * undefined): a way to simulate a lossy network. With `from`, the book starts as it stood then
+   * and is brought, change by change, into live (`onLive` says when).
    */
   book(
     symbol: string,
@@ -239,11 +217,13 @@ export class MarketStream {
       onUpdate,
       onResync,
       inspect,
+      from,
+      onLive,
     }: {
       onUpdate?: (book: LocalBook) => void;
       onResync?: (book: LocalBook) => void;
       inspect?: (message: BookMessage, book: LocalBook) => BookMessage | undefined;
-    } = {},
+    } & SubscribeOptions = {},
   ): { book: LocalBook; close: () => void } {
     const stream = canonicalStream(`book.${symbol}`);
     const book = new LocalBook();
@@ -258,16 +238,21 @@ export class MarketStream {
         if (!book.synced && this.state === "open") resync();
       }, RESYNC_RETRY_MS);
     };
-    const unsubscribe = this.subscribe(stream, (data) => {
-      const message = inspect ? inspect(data as BookMessage, book) : (data as BookMessage);
-      if (!message) return;
-      const result = book.apply(message);
-      if (result === "gap") resync();
-      else if (result === "applied") {
-        if (message.type === "snapshot") clearTimeout(retry);
-        onUpdate?.(book);
-      }
-    });
+    const unsubscribe = this.subscribe(
+      stream,
+      (data) => {
+        const message = inspect ? inspect(data as BookMessage, book) : (data as BookMessage);
+        if (!message) return;
+        const result = book.apply(message);
+        if (result === "gap") resync();
+        else if (result === "applied") {
+          if (message.type === "snapshot") clearTimeout(retry);
+          onUpdate?.(book);
+        }
+      },
+      undefined,
+      { ...(from !== undefined && { from }), ...(onLive && { onLive }) },
+    );
     const stopWatching = this.onState((state) => {
       if (state === "open") return;
       // The connection is gone: the next one continues the book from its sequence if the service still can, else sends a snapshot.
@@ -323,7 +308,14 @@ export class MarketStream {
     const signed = this.options.signed ?? Boolean(this.client.options.apiKey && this.client.options.secret);
     const named = [...this.wanted.keys()].slice(0, STREAMS_PER_MESSAGE);
     const query = new URLSearchParams(named.length > 0 ? { streams: named.join(",") } : {});
-    this.resumeAsked = new Map([...this.books].filter(([name, book]) => named.includes(name) && book.resumable).map(([name, book]) => [name, book.sequence]));
+    // Streams still catching up start again from their moment (the service takes one `from` a connect: the earliest).
+    const froms = named.map((name) => this.wanted.get(name)?.from).filter((from): from is number => from !== undefined);
+    if (froms.length > 0) query.set("from", String(Math.min(...froms)));
+    this.resumeAsked = new Map(
+      [...this.books]
+        .filter(([name, book]) => named.includes(name) && book.resumable && this.wanted.get(name)?.from === undefined)
+        .map(([name, book]) => [name, book.sequence]),
+    );
     if (this.resumeAsked.size > 0) query.set("resume", [...this.resumeAsked].map(([name, sequence]) => `${name}:${sequence}`).join(","));
     if (signed) {
       const headers = await this.client.signatureHeaders("GET", "/v1/ws");
@@ -419,7 +411,26 @@ export class MarketStream {
     }, delay);
   }
 
-  private dispatch(message: { id?: number | null; stream?: string; data?: unknown; result?: unknown; error?: { code: string; message: string } }): void {
+  private dispatch(message: {
+    id?: number | null;
+    type?: string;
+    stream?: string;
+    data?: unknown;
+    result?: unknown;
+    error?: { code: string; message: string };
+  }): void {
+    // A catch-up's window was read: ask for the next (docs/streams.md#from-any-moment).
+    if (message.type === "paused") {
+      this.send(JSON.stringify({ op: "more" }));
+      return;
+    }
+    if (message.type === "live" && typeof message.stream === "string") {
+      const wanted = this.wanted.get(message.stream);
+      if (!wanted) return;
+      delete wanted.from;
+      for (const listener of wanted.live) listener();
+      return;
+    }
     if (typeof message.stream === "string") {
       this.attempt = 0; // data flows: the next loss starts the back-off afresh
       const wanted = this.wanted.get(message.stream);
@@ -457,10 +468,14 @@ export class MarketStream {
   }
 
   /** Queues a client message, paced under the service's 10 messages a second. */
-  private request(op: "subscribe" | "unsubscribe", streams: string[]): void {
+  private request(op: "subscribe" | "unsubscribe", streams: string[], from?: number): void {
     const id = this.nextId++;
     this.requests.set(id, { op, streams });
-    this.outbox.push(JSON.stringify({ op, id, streams }));
+    this.send(JSON.stringify({ op, id, streams, ...(from !== undefined && { from }) }));
+  }
+
+  private send(text: string): void {
+    this.outbox.push(text);
     this.flush();
   }
 
