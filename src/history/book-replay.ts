@@ -85,14 +85,22 @@ export function snapshotMessage(book: OrderBook): ReplayBookMessage {
  * The batches as a live subscriber got them (docs/streams.md#conflation): one message per
  * CONFLATE_MS window of the market's clock, the window's touched levels at their final quantity
  * (`"0"`: removed) from `firstSequence` to `sequence`, or the whole book when a snapshot came in
- * it; batches after `toTime`, and updates after `toSequence`, are left out. `book` is at the state
- * before the first entry.
+ * it; batches after `toTime`, and updates after `toSequence`, are left out, and no message starts
+ * once `maxBytes` of JSON text are made (so `book` ends at the last message's sequence). `book` is
+ * at the state before the first entry.
  */
-export function conflatedMessages(book: OrderBook, all: readonly BookEntry[], toTime: number, toSequence = Number.MAX_SAFE_INTEGER): ReplayBookMessage[] {
+export function conflatedMessages(
+  book: OrderBook,
+  all: readonly BookEntry[],
+  toTime: number,
+  toSequence = Number.MAX_SAFE_INTEGER,
+  maxBytes = Number.POSITIVE_INFINITY,
+): ReplayBookMessage[] {
   const entries = upToSequence(all, toSequence);
   const messages: ReplayBookMessage[] = [];
+  let bytes = 0;
   let i = 0;
-  while (i < entries.length && entries[i]!.time <= toTime) {
+  while (i < entries.length && entries[i]!.time <= toTime && bytes <= maxBytes) {
     const window = Math.floor(entries[i]!.time / CONFLATE_MS);
     const firstSequence = book.sequence + 1;
     const touched = { bids: new Set<bigint>(), asks: new Set<bigint>() };
@@ -108,6 +116,7 @@ export function conflatedMessages(book: OrderBook, all: readonly BookEntry[], to
     }
     if (snapshot) {
       messages.push({ ...snapshotMessage(book), firstSequence });
+      if (maxBytes !== Number.POSITIVE_INFINITY) bytes += JSON.stringify(messages.at(-1)).length;
       continue;
     }
     const level = (side: "bids" | "asks", price: bigint): WireLevel => {
@@ -125,8 +134,26 @@ export function conflatedMessages(book: OrderBook, all: readonly BookEntry[], to
       bids: sorted("bids"),
       asks: sorted("asks"),
     });
+    if (maxBytes !== Number.POSITIVE_INFINITY) bytes += JSON.stringify(messages.at(-1)).length;
   }
   return messages;
+}
+
+/** The segment's updates after `sequence`, none applied (a book already at `sequence` goes on from them). */
+export function entriesAfter(segment: BookSegment, sequence: number): BookEntry[] {
+  const { entries } = segment;
+  // Entries rise by sequence: the first whose last update passes it, by halving.
+  let low = 0;
+  let high = entries.length;
+  while (low < high) {
+    const mid = (low + high) >> 1;
+    if (entries[mid]!.updates.at(-1)!.sequence <= sequence) low = mid + 1;
+    else high = mid;
+  }
+  if (low === entries.length) return [];
+  const first = entries[low]!;
+  const updates = first.updates.filter((update) => update.sequence > sequence);
+  return [updates.length === first.updates.length ? first : { time: first.time, updates }, ...entries.slice(low + 1)];
 }
 
 /** The entries' updates up to `toSequence` (a catch-up stops where the shard's copy of the book stands). */

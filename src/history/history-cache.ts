@@ -1,10 +1,13 @@
 import { BoundedMap, textBytes } from "../core/bounded-map";
+import type { OrderBook } from "../market/order-book";
 import type { BookEntry, BookSegment } from "../writes/book-log";
 
 /** A host's decoded open segments, at most this many bytes (estimated) for all its markets together. */
 export const SEGMENTS_MAX_BYTES = 24 * 1024 * 1024;
 /** A host's final history answers (texts), at most this many bytes. */
 export const ANSWERS_MAX_BYTES = 8 * 1024 * 1024;
+/** Books where a replay's or catch-up's page ended inside a segment, for its next page: at most this many bytes. */
+export const REPLAY_BOOKS_MAX_BYTES = 8 * 1024 * 1024;
 
 /** A market's open segment as decoded for its history reads, through the log's record `logN`. */
 export interface OpenSegment {
@@ -41,7 +44,8 @@ export function segmentBytes(segment: BookSegment): number {
  * segment, decoded and brought up to date with the records committed since it was last read —
  * a read no longer parses the group's journal rows, only the few new ones — and the answers that
  * can change no more, by market, sequence and depth, so the same book asked again is served as
- * text. Memory only: a restart reads again.
+ * text; and the books where a replay's page ended, so its next page starts there. Memory only: a
+ * restart reads again.
  *
  * @example
  * const held = cache.segments.get(symbol); // then only the records after held.logN are read
@@ -50,6 +54,12 @@ export function segmentBytes(segment: BookSegment): number {
 export class HistoryCache {
   readonly segments = new BoundedMap<OpenSegment>(SEGMENTS_MAX_BYTES, 64, (_key, held) => held.bytes);
   readonly answers = new BoundedMap<string>(ANSWERS_MAX_BYTES, 4_096, textBytes);
+  /** By market, segment and sequence: the book a page ended at, taken by the page that goes on from there. */
+  readonly replayBooks = new BoundedMap<OrderBook>(
+    REPLAY_BOOKS_MAX_BYTES,
+    256,
+    (_key, book) => LEVEL_BYTES * (book.bids.quantities.size + book.asks.quantities.size),
+  );
 
   /** A market dropped after a failure: what is held of it is read again. */
   forget(symbol: string): void {

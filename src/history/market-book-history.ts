@@ -15,6 +15,7 @@ import {
   type BookTarget,
   bookOf,
   conflatedMessages,
+  entriesAfter,
   historicalBook,
   type ReplayBookMessage,
   replayTo,
@@ -233,13 +234,22 @@ export class MarketBookHistory {
     }
     const found = await this.segmentFor(state, target);
     if (!found) this.notKept(state, after === undefined ? new Date(from).toISOString() : `sequence ${after}`);
-    const book = bookOf(found.segment, state.market.priceScale, state.market.quantityScale);
-    const rest = replayTo(book, found.segment, target);
+    const { symbol, priceScale, quantityScale } = state.market;
+    // A page that ended inside a segment left its book here: the next page goes on from it instead of
+    // replaying the segment from its base again (a catch-up's pages cost what they send, not the segment each).
+    const heldKey = (sequence: number) => `${symbol}|${found.segment.base.sequence}|${sequence}`;
+    const held = after === undefined ? undefined : this.cache.replayBooks.get(heldKey(after));
+    if (held) this.cache.replayBooks.delete(heldKey(held.sequence));
+    const book = held ?? bookOf(found.segment, priceScale, quantityScale);
+    const rest = held ? entriesAfter(found.segment, held.sequence) : replayTo(book, found.segment, target);
     const messages = after === undefined ? [snapshotMessage(book)] : [];
     const toSequence = limits.toSequence ?? Number.MAX_SAFE_INTEGER;
-    messages.push(...conflatedMessages(book, rest, to, toSequence));
-    const kept = limits.maxBytes === undefined ? messages.length : withinBytes(messages, limits.maxBytes);
-    if (kept < messages.length) return { messages: messages.slice(0, kept), next: messages[kept - 1]!.sequence };
+    messages.push(...conflatedMessages(book, rest, to, toSequence, limits.maxBytes));
+    const left = entriesAfter(found.segment, book.sequence)[0];
+    if (limits.maxBytes !== undefined && left && left.time <= to && left.updates[0]!.sequence <= toSequence) {
+      this.cache.replayBooks.set(heldKey(book.sequence), book);
+      return { messages, next: book.sequence };
+    }
     const passedTo = rest.some((entry) => entry.time > to || entry.updates.some((update) => update.sequence > toSequence));
     return found.row && !passedTo ? { messages, next: found.row.lastSeq } : { messages };
   }
@@ -288,14 +298,4 @@ export class MarketBookHistory {
       if (!existing) throw error;
     }
   }
-}
-
-/** How many of the messages fit in `maxBytes` of JSON text (one at least: a page always moves on). */
-function withinBytes(messages: readonly ReplayBookMessage[], maxBytes: number): number {
-  let bytes = 0;
-  for (let i = 0; i < messages.length; i++) {
-    bytes += JSON.stringify(messages[i]).length;
-    if (bytes > maxBytes && i > 0) return i;
-  }
-  return messages.length;
 }

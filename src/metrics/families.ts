@@ -11,6 +11,15 @@ export const FAMILIES = {
   mds_rate_limited_total: { type: "counter", help: "Requests and connections refused by a limit (429), by scope: public, signed, publish, stream" },
   mds_stream_connections: { type: "gauge", help: "Open stream connections, by dialect (native, binance)" },
   mds_stream_messages_sent_total: { type: "counter", help: "Frames the stream shards sent to their connections" },
+  mds_stream_catch_ups_total: {
+    type: "counter",
+    help: "Stream subscriptions that started in the past (from=), by result: started, live (met the live stream), failed (went live from now)",
+  },
+  mds_stream_catch_up_reads_total: {
+    type: "counter",
+    help: "A catch-up's reads of a market's history, by kind: book (a page of changes), trades (a page of trades)",
+  },
+  mds_stream_catch_up_bytes_total: { type: "counter", help: "Bytes of history a catch-up sent its connections before they met the live streams" },
   mds_relay_shard_calls_total: {
     type: "counter",
     help: "Calls from the group relays into the stream shards (each carries a tick's events of the markets the shard wants)",

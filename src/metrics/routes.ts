@@ -29,7 +29,7 @@ export const metricsRoutes = createRouter().openapi(
     middleware: [requireAdmin],
     summary: "Operator metrics in the Prometheus text format",
     description:
-      "Families mds_http_requests_total{route,status}, mds_rate_limited_total{scope}, mds_stream_connections{dialect}, mds_stream_messages_sent_total, mds_relay_shard_calls_total, mds_stream_delivery_seconds, mds_publish_batches_total{result}, mds_publish_ack_seconds, mds_markets{status}, mds_settlement_callbacks_total{result}, mds_market_failures_total{symbol,stage}, mds_host_storage_warnings_total{group,level}, mds_host_storage_bytes{group}, mds_history_files_total{kind,result} (docs/operations.md#metrics). Counters are the venue's totals, gathered from every isolate, shard and publisher channel at most METRICS_FLUSH_MS (10 s) behind.",
+      "Families mds_http_requests_total{route,status}, mds_rate_limited_total{scope}, mds_stream_connections{dialect}, mds_stream_messages_sent_total, mds_stream_catch_ups_total{result}, mds_stream_catch_up_reads_total{kind}, mds_stream_catch_up_bytes_total, mds_relay_shard_calls_total, mds_stream_delivery_seconds, mds_publish_batches_total{result}, mds_publish_ack_seconds, mds_markets{status}, mds_settlement_callbacks_total{result}, mds_market_failures_total{symbol,stage}, mds_host_storage_warnings_total{group,level}, mds_host_storage_bytes{group}, mds_history_files_total{kind,result} (docs/operations.md#metrics). Counters are the venue's totals, gathered from every isolate, shard and publisher channel at most METRICS_FLUSH_MS (10 s) behind.",
     responses: {
       200: { description: "Prometheus text format 0.0.4", content: { "text/plain": { schema: z.string() } } },
       ...problemResponses(401, 429, 503),

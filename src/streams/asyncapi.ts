@@ -17,6 +17,7 @@ import {
   WindowSchema,
 } from "../market/schemas";
 import { MAX_BATCHES_PER_MESSAGE, MAX_UNACKED, PublishMessageSchema } from "../publish/protocol";
+import { CATCH_UP_WINDOW_BYTES, MAX_CATCH_UP_MS } from "./catch-up";
 import { GOING_AWAY, SERVICE_RESTART } from "./planned-close";
 import {
   ERROR_CODES,
@@ -80,10 +81,16 @@ const StreamList = { type: "array", maxItems: MAX_STREAMS_PER_CONNECTION, items:
 const AnswerId = { oneOf: [MessageId, { type: "null" }] };
 
 const MESSAGES: Record<string, Json> = {
-  subscribe: clientRequest("subscribe", "Adds streams to the connection (all or none)", { streams: StreamList }, ["op", "streams"]),
+  subscribe: clientRequest(
+    "subscribe",
+    "Adds streams to the connection (all or none); with from, its book and trades streams start at that moment and catch up into live (docs/streams.md#from-any-moment)",
+    { streams: StreamList, from: { type: "integer", description: `Unix ms, at most ${MAX_CATCH_UP_MS / 3_600_000} h back` } },
+    ["op", "streams"],
+  ),
   unsubscribe: clientRequest("unsubscribe", "Removes streams (one not held is not an error)", { streams: StreamList }, ["op", "streams"]),
   list: clientRequest("list", "Asks which streams the connection holds"),
   ping: clientRequest("ping", "Asks for the server's time (answered by the shard)"),
+  more: clientRequest("more", `Asks a catch-up for its next window (${CATCH_UP_WINDOW_BYTES / 1024} KiB), after a paused message`),
   keepalive: message(
     "keepalive",
     `The text frame ${KEEPALIVE_REQUEST}: answered ${KEEPALIVE_RESPONSE} by the runtime, without waking the shard`,
@@ -104,6 +111,9 @@ const MESSAGES: Record<string, Json> = {
           properties: {
             streams: StreamList,
             resumed: { ...StreamList, description: "Books continued from the sequence named at connect: no snapshot follows for them" },
+            from: { type: "integer", description: "The moment asked: the streams in catchingUp start there" },
+            catchingUp: { ...StreamList, description: "Book and trades streams that start at from; each ends its catch-up with a live message" },
+            startsNow: { ...StreamList, description: "Streams of a subscribe with from that start now (candles, tickers, …)" },
           },
         },
       },
@@ -130,6 +140,21 @@ const MESSAGES: Record<string, Json> = {
       code: { type: "integer", enum: [GOING_AWAY, SERVICE_RESTART] },
       reason: { type: "string" },
       closeAt: { type: "integer", description: "Epoch ms" },
+    },
+  }),
+  paused: message("paused", "A catch-up's window is sent: answer more for the next (docs/streams.md#from-any-moment)", {
+    type: "object",
+    required: ["type", "streams", "time"],
+    properties: { type: { type: "string", const: "paused" }, streams: StreamList, time: { type: "integer", description: "Unix ms the catch-up has reached" } },
+  }),
+  live: message("live", "A stream's catch-up met the live stream: what follows on it is live, continuing without a gap", {
+    type: "object",
+    required: ["type", "stream"],
+    properties: {
+      type: { type: "string", const: "live" },
+      stream: { type: "string", maxLength: 64 },
+      sequence: { type: "integer", description: "book: the sequence of the last message before this one" },
+      tradeId: { oneOf: [{ type: "integer" }, { type: "null" }], description: "trades: the last trade id sent before this one (null: none since from)" },
     },
   }),
   keepaliveAnswer: message("keepaliveAnswer", "The runtime's answer to the text frame ping", { type: "string", const: KEEPALIVE_RESPONSE }, "text/plain"),
@@ -201,7 +226,7 @@ const MESSAGES: Record<string, Json> = {
   ),
   heartbeat: streamMessage("heartbeat", "^heartbeat$", schemaOf(HeartbeatSchema), "heartbeat: every 5 s while subscribed"),
 };
-const SENT = ["subscribe", "unsubscribe", "list", "ping", "keepalive"];
+const SENT = ["subscribe", "unsubscribe", "list", "ping", "more", "keepalive"];
 
 /** The publisher channel's messages (docs/publishing.md#the-publisher-channel). */
 const PUBLISH_MESSAGES: Json = {
@@ -289,6 +314,7 @@ const streamsQuery = {
     description:
       "Books to continue after a lost connection, each with the client's last sequence: book.BTCUSDT:1234,book.ETHUSDT:88 (docs/streams.md#resuming)",
   },
+  from: { type: "string", description: "Unix ms: the book and trades streams named start then and catch up into live (docs/streams.md#from-any-moment)" },
 };
 const limits = `At most ${MAX_CONNECTIONS_PER_PRINCIPAL} connections at a time, ${MAX_MESSAGES_PER_SECOND} client messages a second of at most ${MAX_MESSAGE_BYTES} bytes, ${MAX_STREAMS_PER_CONNECTION} streams per connection (docs/streams.md).`;
 
@@ -335,7 +361,7 @@ export function asyncApiDocument(): Json {
     asyncapi: "3.0.0",
     info: {
       title: "Market Data Service streams",
-      version: "2.3.0",
+      version: "2.4.0",
       description:
         "WebSocket streams of the Market Data Service: tickers, best bid/ask, trades, order books with checksums, candles, prices and a heartbeat. Decimals are strings, times Unix milliseconds. The REST API is in /openapi.json.",
     },

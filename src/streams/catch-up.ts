@@ -88,6 +88,12 @@ export interface CatchUpHost {
   /** The state an attachment kept, after a wake-up. */
   stored(ws: WebSocket): CatchUpState | undefined;
   parse(name: string): StreamName | null;
+  /** Counts for the operator's metrics (docs/operations.md#metrics). */
+  count(
+    family: "mds_stream_catch_ups_total" | "mds_stream_catch_up_reads_total" | "mds_stream_catch_up_bytes_total",
+    labels: Record<string, string>,
+    n: number,
+  ): void;
 }
 
 export type Refusal = { code: "CATCH_UP_LIMIT" | "INVALID_MESSAGE"; message: string };
@@ -142,6 +148,7 @@ export class CatchUps {
     for (const stream of streams) run.streams.set(stream.name, { stream, cursor: undefined, buffer: [], exhausted: false, emptyReads: 0 });
     this.runs.set(ws, run);
     this.save(ws, run);
+    this.host.count("mds_stream_catch_ups_total", { result: "started" }, 1);
     try {
       for (const s of run.streams.values()) if (!this.meetsBookAtOnce(run, s)) await this.read(run, s);
     } catch (error) {
@@ -194,6 +201,7 @@ export class CatchUps {
         this.host.send(ws, message.text);
         next.cursor = message.cursor;
         run.credit -= message.text.length;
+        this.host.count("mds_stream_catch_up_bytes_total", {}, message.text.length);
       }
       if (this.runs.get(ws) !== run) return;
       this.save(ws, run);
@@ -282,9 +290,10 @@ export class CatchUps {
     return this.live(ws, run, s, kept ?? [], { tradeId: s.cursor }, s.cursor);
   }
 
+  /** The mark first (where history ends), then the live messages the shard kept since, then live. */
   private live(ws: WebSocket, run: Run, s: StreamCatchUp, kept: readonly string[], mark: object, floor?: number): true {
-    for (const text of kept) this.host.send(ws, text);
     this.host.send(ws, JSON.stringify({ type: "live", stream: s.stream.name, ...mark }));
+    for (const text of kept) this.host.send(ws, text);
     if (floor !== undefined && kept.length === 0) {
       const floors = this.floors.get(s.stream.name) ?? new Map<WebSocket, number>();
       floors.set(ws, floor);
@@ -300,6 +309,7 @@ export class CatchUps {
     const market = findMarket(s.stream.subject);
     if (!market) throw problem("NOT_FOUND", `${s.stream.subject} is no longer listed`);
     const before = s.cursor;
+    this.host.count("mds_stream_catch_up_reads_total", { kind: s.stream.kind }, 1);
     s.buffer = s.stream.kind === "book" ? await this.bookPage(run, s, market) : await this.tradesPage(run, s, market);
     s.emptyReads = s.buffer.length === 0 && s.cursor === before ? s.emptyReads + 1 : 0;
   }
@@ -367,12 +377,13 @@ export class CatchUps {
       if (copy) this.host.send(ws, frame(s.stream.name, copy.snapshot(Number.MAX_SAFE_INTEGER)));
       this.live(ws, run, s, [], copy ? { sequence: copy.sequence } : {});
     }
-    this.end(ws);
+    this.end(ws, "failed");
   }
 
-  private end(ws: WebSocket): void {
+  private end(ws: WebSocket, result: "live" | "failed" = "live"): void {
     this.runs.delete(ws);
     this.host.save(ws, undefined);
+    this.host.count("mds_stream_catch_ups_total", { result }, 1);
   }
 
   private save(ws: WebSocket, run: Run): void {

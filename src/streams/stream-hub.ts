@@ -123,6 +123,11 @@ export class StreamHub extends MeteredObject {
       },
       stored: (ws) => headerOf(ws)?.catchUp,
       parse: (name) => parseStreamName(name),
+      count: (family, labels, n) => {
+        if (!this.counting) return;
+        this.metrics.counts.add(family, labels, n);
+        this.settleMetrics();
+      },
     });
     this.dialects = new DialectConnections({
       send: (ws, message) => this.send(ws, message),

@@ -1,10 +1,14 @@
 import { env } from "cloudflare:workers";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { type BookMessage, LocalBook } from "../../client/src/index";
+import { unwrap } from "../../src/core/problem";
 import { ingest } from "../../src/market/ingest";
+import { ensureRegistry, findMarket } from "../../src/registry/copy";
 import { CATCH_UP_WINDOW_BYTES } from "../../src/streams/catch-up";
 import { callJson } from "../support/http";
 import { until } from "../support/poll";
+import { hostOf } from "../support/registry";
 import { openSocket, type TestSocket, upgrade } from "./streams-support";
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -75,7 +79,9 @@ describe("a subscription from any moment into live (docs/streams.md#from-any-mom
     const mark = liveMark(socket, "book.ETHUSDT");
     const markAt = socket.messages.indexOf(mark);
     const before = socket.messages.slice(0, markAt).filter((m) => m.stream === "book.ETHUSDT");
+    const after = socket.messages.slice(markAt + 1).filter((m) => m.stream === "book.ETHUSDT");
     expect(mark.sequence, "the mark names the last sequence before it").toBe(before.at(-1)!.data.sequence);
+    expect(after[0]?.data.firstSequence, "the first live message continues it").toBe(mark.sequence + 1);
 
     await until(() => tradeIdsOf(socket, "trades.ETHUSDT").at(-1) === market.sequence - 1, { what: "the live trades" });
     const ids = tradeIdsOf(socket, "trades.ETHUSDT");
@@ -134,5 +140,53 @@ describe("a subscription from any moment into live (docs/streams.md#from-any-mom
       const refused = await upgrade(`/api/ws?streams=book.SOLUSDT&from=${from}`, "198.51.100.123");
       expect(refused.status, `from=${from}`).toBe(400);
     }
+  });
+});
+
+describe("a catch-up's pages of book history (bookReplay with toSequence and maxBytes)", () => {
+  it("pages of any size, each going on from the book the last one ended at, continue each other and stop at the sequence asked (property)", async () => {
+    const symbol = "XRPUSDT";
+    await ensureRegistry(env);
+    const market = findMarket(symbol)!;
+    let sequence = 0;
+    await ingest(env, "*", { symbol, book: { type: "snapshot", sequence: ++sequence, bids: [["0.5000", "10.0"]], asks: [["0.6000", "10.0"]] } });
+    const from = Date.now();
+    await pause(2);
+    // 60 batches, several in each 100 ms window, each touching a few levels.
+    for (let b = 0; b < 60; b++) {
+      const price = (n: number) => (0.5 - ((b + n) % 7) / 10_000).toFixed(4);
+      await ingest(env, "*", {
+        symbol,
+        book: {
+          type: "delta",
+          sequence: ++sequence,
+          bids: [
+            [price(0), `${1 + (b % 5)}.0`],
+            [price(3), b % 4 === 0 ? "0" : "2.0"],
+          ],
+          asks: [],
+        },
+      });
+      if (b % 6 === 5) await pause(30);
+    }
+    const last = sequence;
+    const object = await hostOf(symbol);
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 200, max: 4_000 }), fc.integer({ min: 2, max: last }), async (maxBytes, toSequence) => {
+        const book = new LocalBook();
+        let after: number | undefined;
+        for (let pages = 0; pages < 200; pages++) {
+          const page = unwrap(await object.bookReplay(market, from, Number.MAX_SAFE_INTEGER, after, { toSequence, maxBytes }));
+          for (const message of page.messages)
+            expect(book.apply(message as unknown as BookMessage), `page ${pages}, ${message.firstSequence}…${message.sequence}`).toBe("applied");
+          if (page.next === undefined) break;
+          after = page.next;
+        }
+        expect(book.sequence, "the pages stop at the sequence asked").toBe(toSequence);
+        const history = await callJson<{ checksum: number }>(`/api/orderbook/${symbol}?sequence=${toSequence}`);
+        expect(book.checksum(), `the book at ${toSequence}`).toBe(history.body.checksum);
+      }),
+      { numRuns: 12 },
+    );
   });
 });
