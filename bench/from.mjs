@@ -22,6 +22,7 @@ import { LocalBook, MarketStream } from "@market-data-edge/client";
 import WebSocket from "ws";
 import { issuePublishKey } from "../scripts/publish-key.mjs";
 import { median, option } from "./load.mjs";
+import { PRICES } from "./prices.mjs";
 import { openChannel } from "./publisher.mjs";
 import { bundleService, startService, work } from "./service.mjs";
 import { venueFeed } from "./venue-feed.mjs";
@@ -243,6 +244,10 @@ async function main() {
     check(mismatches === 0, `${mismatches} of ${checked[0].book.length} books differ from the history's`);
 
     const perCatchUp = (n) => Math.round((n / Math.max(1, phase.catchUpsStarted)) * 10) / 10;
+    // A million catch-ups at Cloudflare's prices: the market calls as requests, the rows they read.
+    const calls = perCatchUp(phase.marketCalls - quiet.marketCalls);
+    const rows = Math.max(0, perCatchUp(phase.marketRowsRead - quiet.marketRowsRead));
+    const dollarsPerMillion = Math.round((calls * PRICES.requests.perMillion + rows * PRICES.rowsRead.perMillion) * 100) / 100;
     const result = {
       backSeconds: BACK_S,
       subscribers: SUBSCRIBERS,
@@ -256,9 +261,10 @@ async function main() {
       perCatchUp: {
         historyReads: perCatchUp(phase.catchUpReads),
         kibSent: perCatchUp(phase.catchUpBytes / 1024),
-        marketRowsRead: perCatchUp(phase.marketRowsRead - quiet.marketRowsRead),
-        marketCalls: perCatchUp(phase.marketCalls - quiet.marketCalls),
+        marketRowsRead: rows,
+        marketCalls: calls,
         cpuMs: perCatchUp((phase.cpuSeconds - quiet.cpuSeconds) * 1000),
+        dollarsPerMillion,
       },
       phase,
       publisherAlone: quiet,

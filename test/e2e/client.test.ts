@@ -214,11 +214,50 @@ describe("the client package against the running service", () => {
     }
   });
 
+  it("book(symbol, { from }) starts at a past moment and comes into live on one subscription: no resync, ending equal to GET /api/orderbook at the same sequence", async () => {
+    const symbol = "SOLUSDT"; // the demo feed moves it: its book history since the service started
+    const reader = publicClient();
+    const stream = new MarketStream({ baseUrl, WebSocket: socketFrom("198.51.100.203") });
+    const seen = new Map<number, string>();
+    const ladders = (b: { bids: unknown; asks: unknown }) => JSON.stringify({ bids: b.bids, asks: b.asks });
+    let live = false;
+    let first: number | undefined;
+    const subscription = stream.book(symbol, {
+      from: Date.now() - 5_000,
+      onUpdate: (book: LocalBook) => {
+        first ??= book.sequence;
+        seen.set(book.sequence, ladders({ bids: book.bids(), asks: book.asks() }));
+      },
+      onLive: () => (live = true),
+    });
+    try {
+      await until(() => live, { timeoutMs: 20_000, what: "the live mark" });
+      const atLive = subscription.book.sequence;
+      expect(first, "the book started before it went live").toBeLessThan(atLive);
+      await until(() => subscription.book.sequence > atLive, { timeoutMs: 20_000, what: "a live change" });
+      expect(stream.resyncs, "no gap on the way into live").toBe(0);
+      await until(
+        async () => {
+          const rest = await reader.getOrderBook({ pair: symbol, depth: 1000 });
+          const mine = seen.get(rest.sequence);
+          if (mine === undefined) return false;
+          expect(mine, `the client's book at sequence ${rest.sequence}`).toBe(ladders(rest));
+          return rest;
+        },
+        { timeoutMs: 15_000, intervalMs: 100, what: "the client's book and REST at the same sequence" },
+      );
+    } finally {
+      subscription.close();
+      stream.close();
+    }
+  });
+
   it.each([
     ["ticker", /^BTCUSDT last \d+\.\d{2} .*\n(.*last \d+\.\d{2} .*\n){3}$/],
     ["book", /^(#\d+ {2}bid \d+\.\d+ × .* spread \d+\.\d+ .* checksum \d+\n){10}$/],
     ["signed", /signed GET \/v1\/ticker\/24hr\?symbol=BTCUSDT → last \d+\.\d{2}/],
     ["replay", /^(\d{2}:\d{2} UTC {2}spread narrowest \d.* \(\d+ messages\)\n)+\d+ messages replayed from .* to .*\n$/],
+    ["from", /^(\d{2}:\d{2} UTC {2}spread narrowest \d.* \(\d+ messages\)\n)*live since .* without a gap\n(live #\d+ {2}spread \d.*\n){5}$/],
   ])("the README's one command for client/examples/%s.mjs runs and prints what it promises", async (name, expected) => {
     const { stdout } = await promisify(execFile)("npm", ["run", "-s", `example:${name}`], {
       cwd: path.resolve(import.meta.dirname, "../.."),
