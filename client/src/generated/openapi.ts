@@ -262,7 +262,7 @@ export interface paths {
         };
         /**
          * WebSocket streams, public (5 connections per client address)
-         * @description Upgrade: websocket. Streams ticker.{SYMBOL}[.{1h|4h|1d}], avgPrice.{SYMBOL}, bookTicker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, kline.{SYMBOL}.{interval}[@+08:00], prices.{QUOTE}, tickers[.{1h|4h|1d}], heartbeat; messages subscribe / unsubscribe / list / ping. Every message each way, with its payload schema, is in the AsyncAPI 3 document GET /asyncapi.json; the guide is docs/streams.md. A sixth connection is refused before the upgrade.
+         * @description Upgrade: websocket. Streams ticker.{SYMBOL}[.{1h|4h|1d}], avgPrice.{SYMBOL}, bookTicker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, kline.{SYMBOL}.{interval}[@+08:00], prices.{QUOTE}, tickers[.{1h|4h|1d}], heartbeat; messages subscribe (with `from` to start in the past) / unsubscribe / list / ping / more. Every message each way, with its payload schema, is in the AsyncAPI 3 document GET /asyncapi.json; the guide is docs/streams.md. A sixth connection is refused before the upgrade.
          */
         get: operations["openPublicStream"];
         put?: never;
@@ -823,7 +823,7 @@ export interface paths {
         };
         /**
          * WebSocket streams, signed (permission stream; 5 connections per key; headers or ?apiKey=&timestamp=&signature= over /v1/ws)
-         * @description Upgrade: websocket. Streams ticker.{SYMBOL}[.{1h|4h|1d}], avgPrice.{SYMBOL}, bookTicker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, kline.{SYMBOL}.{interval}[@+08:00], prices.{QUOTE}, tickers[.{1h|4h|1d}], heartbeat; messages subscribe / unsubscribe / list / ping. Every message each way, with its payload schema, is in the AsyncAPI 3 document GET /asyncapi.json; the guide is docs/streams.md. A sixth connection is refused before the upgrade.
+         * @description Upgrade: websocket. Streams ticker.{SYMBOL}[.{1h|4h|1d}], avgPrice.{SYMBOL}, bookTicker.{SYMBOL}, trades.{SYMBOL}, book.{SYMBOL}, kline.{SYMBOL}.{interval}[@+08:00], prices.{QUOTE}, tickers[.{1h|4h|1d}], heartbeat; messages subscribe (with `from` to start in the past) / unsubscribe / list / ping / more. Every message each way, with its payload schema, is in the AsyncAPI 3 document GET /asyncapi.json; the guide is docs/streams.md. A sixth connection is refused before the upgrade.
          */
         get: operations["openSignedStream"];
         put?: never;
@@ -1334,7 +1334,7 @@ export interface paths {
         };
         /**
          * Operator metrics in the Prometheus text format
-         * @description Families mds_http_requests_total{route,status}, mds_rate_limited_total{scope}, mds_stream_connections{dialect}, mds_stream_messages_sent_total, mds_relay_shard_calls_total, mds_stream_delivery_seconds, mds_publish_batches_total{result}, mds_publish_ack_seconds, mds_markets{status}, mds_settlement_callbacks_total{result}, mds_market_failures_total{symbol,stage}, mds_host_storage_warnings_total{group,level}, mds_host_storage_bytes{group}, mds_history_files_total{kind,result} (docs/operations.md#metrics). Counters are the venue's totals, gathered from every isolate, shard and publisher channel at most METRICS_FLUSH_MS (10 s) behind.
+         * @description Families mds_http_requests_total{route,status}, mds_rate_limited_total{scope}, mds_stream_connections{dialect}, mds_stream_messages_sent_total, mds_stream_catch_ups_total{result}, mds_stream_catch_up_reads_total{kind}, mds_stream_catch_up_bytes_total, mds_relay_shard_calls_total, mds_stream_delivery_seconds, mds_publish_batches_total{result}, mds_publish_ack_seconds, mds_markets{status}, mds_settlement_callbacks_total{result}, mds_market_failures_total{symbol,stage}, mds_host_storage_warnings_total{group,level}, mds_host_storage_bytes{group}, mds_history_files_total{kind,result} (docs/operations.md#metrics). Counters are the venue's totals, gathered from every isolate, shard and publisher channel at most METRICS_FLUSH_MS (10 s) behind.
          */
         get: operations["scrapeMetrics"];
         put?: never;
@@ -3773,6 +3773,8 @@ export interface operations {
                 streams?: string;
                 /** @description Continue books after a lost connection from these sequences (docs/streams.md#resuming) */
                 resume?: string;
+                /** @description Start the book and trades streams named at connect at this moment (Unix ms, at most 24 h back) and continue them live without a gap (docs/streams.md#from-any-moment) */
+                from?: string;
             };
             header?: never;
             path?: never;
@@ -6113,6 +6115,8 @@ export interface operations {
                 streams?: string;
                 /** @description Continue books after a lost connection from these sequences (docs/streams.md#resuming) */
                 resume?: string;
+                /** @description Start the book and trades streams named at connect at this moment (Unix ms, at most 24 h back) and continue them live without a gap (docs/streams.md#from-any-moment) */
+                from?: string;
             };
             header?: never;
             path?: never;
