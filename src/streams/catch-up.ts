@@ -152,7 +152,9 @@ export class CatchUps {
     try {
       for (const s of run.streams.values()) if (!this.meetsBookAtOnce(run, s)) await this.read(run, s);
     } catch (error) {
-      this.forget(ws);
+      // It never started: its state goes, and nothing else of the connection's (floors of earlier catch-ups stay).
+      this.runs.delete(ws);
+      this.host.save(ws, undefined);
       throw error;
     }
   }

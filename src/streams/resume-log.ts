@@ -68,6 +68,11 @@ export class ResumeLog {
   /** Forgets what is kept of a market: its book's messages and its trades'. */
   forgetMarket(symbol: string): void {
     this.forget(symbol);
+    this.forgetTrades(symbol);
+  }
+
+  /** Forgets a market's trades messages (they stopped being kept: the last one kept is not the last one published). */
+  forgetTrades(symbol: string): void {
     this.forget(tradesKey(symbol));
   }
 

@@ -600,7 +600,11 @@ export class StreamHub extends MeteredObject {
       // Every protocol is rendered from the same message the native subscribers get.
       this.dialects.deliver(stream, data, this.sources.books.get(stream.subject));
       const sockets = this.subscribers.get(stream.name);
-      if ((!sockets || sockets.size === 0) && !this.catchUps.wants(stream.name)) continue;
+      if ((!sockets || sockets.size === 0) && !this.catchUps.wants(stream.name)) {
+        // Trades nobody here takes are not kept: a kept last trade id must be the last one published.
+        if (stream.kind === "trades") this.sources.recent.forgetTrades(stream.subject);
+        continue;
+      }
       // Serialized once, sent as the same string to every subscriber.
       const text = JSON.stringify({ stream: stream.name, data });
       // Kept for resumes, and for catch-ups to meet (./catch-up.ts).

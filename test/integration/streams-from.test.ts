@@ -125,6 +125,31 @@ describe("a subscription from any moment into live (docs/streams.md#from-any-mom
     socket.ws.close();
   });
 
+  it("trades published while nobody on the shard took them are caught up too: the shard keeps no stale last trade id (fails before)", async () => {
+    const ip = "198.51.100.124";
+    const market = feed("BTCUSDC", "90000.00", "0.01000");
+    await market.snapshot();
+    const from = Date.now();
+    await pause(2);
+    const watcher = await openSocket("/api/ws?streams=book.BTCUSDC,trades.BTCUSDC", ip);
+    await until(() => bookOf(watcher, "book.BTCUSDC").length > 0, { what: "the watcher's snapshot" });
+    await market.change("2.00000");
+    await until(() => tradeIdsOf(watcher, "trades.BTCUSDC").length === 1, { what: "the first trade on the shard" });
+    // The watcher keeps the market's book here but stops taking its trades: two trades go by unkept.
+    watcher.ws.send(JSON.stringify({ op: "unsubscribe", id: 2, streams: ["trades.BTCUSDC"] }));
+    await until(() => watcher.messages.some((m) => m.id === 2), { what: "the unsubscribe" });
+    for (const amount of ["3.00000", "4.00000"]) await market.change(amount);
+    await until(() => bookOf(watcher, "book.BTCUSDC").at(-1)?.sequence === market.sequence, { what: "the changes on the shard" });
+
+    const socket = await openSocket(`/api/ws?streams=trades.BTCUSDC&from=${from}`, ip);
+    await until(() => liveMark(socket, "trades.BTCUSDC"), { what: "the live mark" });
+    expect(tradeIdsOf(socket, "trades.BTCUSDC"), "every trade since from").toEqual([1, 2, 3]);
+    await market.change("5.00000");
+    await until(() => tradeIdsOf(socket, "trades.BTCUSDC").length === 4, { what: "the live trade" });
+    expect(tradeIdsOf(socket, "trades.BTCUSDC")).toEqual([1, 2, 3, 4]);
+    for (const s of [watcher, socket]) s.ws.close();
+  });
+
   it("a `from` in the future or more than a day back is refused: an error on a subscribe, a 400 at connect; the streams are not subscribed", async () => {
     const socket = await openSocket("/api/ws", "198.51.100.122");
     socket.ws.send(JSON.stringify({ op: "subscribe", id: 7, streams: ["book.SOLUSDT"], from: Date.now() + 60_000 }));
