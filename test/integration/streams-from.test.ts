@@ -1,3 +1,4 @@
+import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
@@ -9,7 +10,7 @@ import { CATCH_UP_WINDOW_BYTES } from "../../src/streams/catch-up";
 import { callJson } from "../support/http";
 import { until } from "../support/poll";
 import { hostOf } from "../support/registry";
-import { openSocket, type TestSocket, upgrade } from "./streams-support";
+import { openSocket, shardOfConnection, type TestSocket, upgrade } from "./streams-support";
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const bookOf = (socket: TestSocket, stream: string) =>
@@ -90,7 +91,7 @@ describe("a subscription from any moment into live (docs/streams.md#from-any-mom
     socket.ws.close();
   });
 
-  it("a client that does not ask for more gets one window and a pause; `more` brings the rest and the live mark", async () => {
+  it("a client that does not ask for more gets one window and a pause; `more` brings the rest and the live mark, after the shard hibernated too", async () => {
     const market = feed("BTCUSDT", "90000.00", "0.01000");
     // A book of 3,000 levels a side: each snapshot is about 150 KB of text, two of them more than a window.
     await market.snapshot(3_000);
@@ -115,6 +116,8 @@ describe("a subscription from any moment into live (docs/streams.md#from-any-mom
     await until(() => socket.messages.length > paused + 1, { what: "the second subscribe's answer" });
     expect(socket.messages[paused + 1], "one catch-up at a time").toMatchObject({ id: 2, error: { code: "CATCH_UP_LIMIT" } });
 
+    // The shard hibernates meanwhile (its memory gone, the socket kept): the catch-up goes on from its attachment.
+    await evictDurableObject(env.STREAM_HUB.getByName(await shardOfConnection("ip:198.51.100.121")));
     socket.ws.send(JSON.stringify({ op: "more" }));
     await until(() => liveMark(socket, "book.BTCUSDT"), { what: "the live mark" });
     expect(socket.messages.filter((m) => m.type === "paused").length, "the rest fits the second window").toBe(1);
