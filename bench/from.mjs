@@ -1,4 +1,4 @@
-// `npm run bench:from [-- --back 120] [-- --subscribers 20] [-- --json]`
+// `npm run bench:from [-- --back 120] [-- --subscribers 20] [-- --json] [-- --url http://127.0.0.1:8787]`
 //
 // A subscription from the past into live, tried as a new user would (docs/streams.md#from-any-moment),
 // against the service bundled and started as `npm start` runs it. A publisher keeps BTCUSDT busy
@@ -16,22 +16,30 @@
 // What a catch-up costs: reads of the market's history (mds_stream_catch_up_reads_total), the
 // market's rows read and its calls (mds_storage_rows_read_total, mds_object_requests_total) and
 // workerd's CPU, against the same length of time with the publisher alone, all in the same run.
+// `--url` runs it against a running `npm start` instead (its ADMIN_TOKEN from .dev.vars): the
+// publisher then keeps a market of its own busy, V0USDT (listed by the bench; on a server where it
+// was published before, start from fresh state), and workerd's CPU and memory are the newest
+// workerd process's, the demo feed's work included (the publisher-alone phase measures it too).
 // Loopback only; bounded in time; it stops everything it started. Exits 1 when a check fails.
+
+import { execFileSync } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { LocalBook, MarketStream } from "@market-data-edge/client";
 import WebSocket from "ws";
-import { issuePublishKey } from "../scripts/publish-key.mjs";
+import { adminToken, issuePublishKey } from "../scripts/publish-key.mjs";
+import { listVenue } from "../scripts/venue.mjs";
 import { median, option } from "./load.mjs";
 import { PRICES } from "./prices.mjs";
 import { openChannel } from "./publisher.mjs";
-import { bundleService, startService, work } from "./service.mjs";
+import { bundleService, cpuSecondsOf, rssMiBOf, startService, work } from "./service.mjs";
 import { venueFeed } from "./venue-feed.mjs";
 
 const BACK_S = Number(option("back", 120));
 const SUBSCRIBERS = Number(option("subscribers", 20));
 const asJson = process.argv.includes("--json");
-const TOKEN = "bench-admin-token";
-const SYMBOL = "BTCUSDT";
+const AGAINST = option("url", "");
+let TOKEN = "bench-admin-token";
+let SYMBOL = "BTCUSDT";
 const log = (...line) => {
   if (!asJson) console.log(...line);
 };
@@ -160,11 +168,23 @@ async function againstHistory(url, messages) {
   return mismatches;
 }
 
-async function main() {
+/** The service: bundled and started here as `npm start` runs it, or a running `npm start` (`--url`). */
+async function target() {
+  if (AGAINST) {
+    TOKEN = adminToken();
+    await listVenue({ url: AGAINST, token: TOKEN, count: 1 });
+    SYMBOL = "V0USDT";
+    const pid = Number(execFileSync("pgrep", ["-n", "workerd"], { encoding: "utf8" }).trim());
+    return { url: AGAINST, cpuSeconds: () => cpuSecondsOf(pid), rssMiB: () => rssMiBOf(pid), stop: async () => {} };
+  }
   mkdirSync(work, { recursive: true });
   log("bundling the service with wrangler (deploy --dry-run)…");
-  const script = bundleService(asJson);
-  const service = await startService(script, { DEMO_FEED: "off" });
+  const service = await startService(bundleService(asJson), { DEMO_FEED: "off" });
+  return { url: service.url, cpuSeconds: service.cpuSeconds, rssMiB: service.rssMiB, stop: () => service.mf.dispose() };
+}
+
+async function main() {
+  const service = await target();
   const subs = [];
   let client;
   try {
@@ -172,10 +192,20 @@ async function main() {
     const key = await issuePublishKey(url, TOKEN, { label: "bench from" });
     const channel = openChannel(url, key, "10.63.0.1");
     await channel.opened;
-    const market = venueFeed(SYMBOL, 2, 5, 97000, 1000);
-    await channel.send(market.snapshot());
+    const market = AGAINST ? venueFeed(SYMBOL, 2, 3, 100, 1000) : venueFeed(SYMBOL, 2, 5, 97000, 1000);
+    const opening = market.snapshot();
+    for (let attempt = 0; ; attempt++) {
+      // A market listed a moment ago reaches every isolate within a second.
+      const sent = await channel.send(opening).then(
+        () => true,
+        (error) => error,
+      );
+      if (sent === true) break;
+      if (attempt > 40) throw sent;
+      await sleep(250);
+    }
     const publisher = keepPublishing(channel, market);
-    log(`publishing ${BACK_S} s of history: a book of 2,000 levels, 20 batches a second of 20 level changes and 2 trades…`);
+    log(`publishing ${BACK_S} s of ${SYMBOL}: a book of 2,000 levels, 20 batches a second of 20 level changes and 2 trades…`);
     await sleep((BACK_S - 20) * 1000);
     // The publisher alone for 20 s: the baseline of its costs (as long as the subscribers' phase at
     // least) and of workerd's memory growth, for the slow client's 40 s.
@@ -292,7 +322,7 @@ async function main() {
   } finally {
     for (const sub of subs) sub.close();
     client?.close();
-    await service.mf.dispose();
+    await service.stop();
   }
   process.exit(failures.length === 0 ? 0 : 1);
 }

@@ -148,14 +148,14 @@ function statFields(pid) {
 /** Linux reports CPU time in clock ticks of 1/100 s (USER_HZ, the same on every architecture it runs on here). */
 const TICKS_PER_SECOND = 100;
 
-function cpuSecondsOf(pid) {
+export function cpuSecondsOf(pid) {
   if (pid === undefined) return undefined;
   const fields = statFields(pid);
   // utime and stime: fields 14 and 15 of stat(5), 11 and 12 after the command name.
   return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
 }
 
-function rssMiBOf(pid) {
+export function rssMiBOf(pid) {
   if (pid === undefined) return undefined;
   const kib = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
   return Math.round(kib / 1024);
