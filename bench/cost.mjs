@@ -44,6 +44,7 @@ import WebSocket from "ws";
 import { issuePublishKey } from "../scripts/publish-key.mjs";
 import { listVenue } from "../scripts/venue.mjs";
 import { option } from "./load.mjs";
+import { scrape } from "./metrics.mjs";
 import { PRICES } from "./prices.mjs";
 import { openChannel } from "./publisher.mjs";
 import { bundleService, startService, work } from "./service.mjs";
@@ -382,18 +383,6 @@ function feed(symbol, priceScale, quantityScale, mid) {
   };
 }
 
-/** The counters of /admin/metrics as series → value. */
-async function scrape(url) {
-  const response = await fetch(`${url}/admin/metrics`, { headers: { Authorization: `Bearer ${TOKEN}`, "CF-Connecting-IP": "10.70.0.1" } });
-  if (response.status !== 200) throw new Error(`/admin/metrics ${response.status}`);
-  const series = new Map();
-  for (const line of (await response.text()).split("\n")) {
-    const match = /^(mds_[a-z_]+(?:\{[^}]*\})?) (-?[0-9.e+-]+)$/.exec(line);
-    if (match) series.set(match[1], Number(match[2]));
-  }
-  return series;
-}
-
 /** Per object class, what grew between two scrapes: rows written and read, requests by kind. */
 function grown(before, after) {
   const byObject = {};
@@ -481,12 +470,12 @@ async function phase(service, channels, markets, { batchesPerSecond, levels, tra
   })();
   await sleep(warm * 1000);
   // The counts of rows and requests are the isolate's, handed on by the scrape itself: the window is exact.
-  const before = await scrape(service.url);
+  const before = await scrape(service.url, TOKEN);
   const cpuBefore = service.cpuSeconds();
   counting = true;
   const started = performance.now();
   await sleep(seconds * 1000);
-  const after = await scrape(service.url);
+  const after = await scrape(service.url, TOKEN);
   const cpu = service.cpuSeconds() - cpuBefore;
   const measured = (performance.now() - started) / 1000;
   counting = false;

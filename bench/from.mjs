@@ -29,6 +29,7 @@ import WebSocket from "ws";
 import { adminToken, issuePublishKey } from "../scripts/publish-key.mjs";
 import { listVenue } from "../scripts/venue.mjs";
 import { median, option } from "./load.mjs";
+import { scrape } from "./metrics.mjs";
 import { PRICES } from "./prices.mjs";
 import { openChannel } from "./publisher.mjs";
 import { bundleService, cpuSecondsOf, rssMiBOf, startService, work } from "./service.mjs";
@@ -50,17 +51,6 @@ const check = (ok, what) => {
   return ok;
 };
 
-/** The counters of /admin/metrics as series → value. */
-async function scrape(url) {
-  const response = await fetch(`${url}/admin/metrics`, { headers: { Authorization: `Bearer ${TOKEN}`, "CF-Connecting-IP": "10.70.0.1" } });
-  if (response.status !== 200) throw new Error(`/admin/metrics ${response.status}`);
-  const series = new Map();
-  for (const line of (await response.text()).split("\n")) {
-    const match = /^(mds_[a-z_]+(?:\{[^}]*\})?) (-?[0-9.e+-]+)$/.exec(line);
-    if (match) series.set(match[1], Number(match[2]));
-  }
-  return series;
-}
 /** The sum of a family's series that carry every one of `labels` (`object="market"`, …). */
 const sumOf = (series, family, labels = []) =>
   [...series].filter(([name]) => name.startsWith(family) && labels.every((label) => name.includes(label))).reduce((n, [, v]) => n + v, 0);
@@ -209,17 +199,17 @@ async function main() {
     await sleep((BACK_S - 20) * 1000);
     // The publisher alone for 20 s: the baseline of its costs (as long as the subscribers' phase at
     // least) and of workerd's memory growth, for the slow client's 40 s.
-    const quietFrom = await scrape(url);
+    const quietFrom = await scrape(url, TOKEN);
     let cpu = service.cpuSeconds();
     const quietRss = [service.rssMiB()];
     for (let s = 0; s < 2; s++) {
       await sleep(10_000);
       quietRss.push(service.rssMiB());
     }
-    const quiet = costs(quietFrom, await scrape(url), service.cpuSeconds() - cpu);
+    const quiet = costs(quietFrom, await scrape(url, TOKEN), service.cpuSeconds() - cpu);
 
     log(`${SUBSCRIBERS} subscriptions from ${BACK_S} s back, one every half second…`);
-    const before = await scrape(url);
+    const before = await scrape(url, TOKEN);
     cpu = service.cpuSeconds();
     for (let i = 0; i < SUBSCRIBERS; i++) {
       const sub = subscribe(url, Date.now() - BACK_S * 1000, `10.64.${i}.1`);
@@ -236,7 +226,7 @@ async function main() {
     await sleep(3_000);
     const phaseCpu = service.cpuSeconds() - cpu;
     await sleep(11_000); // the counters reach the metrics at most 10 s behind
-    const phase = costs(before, await scrape(url), phaseCpu);
+    const phase = costs(before, await scrape(url, TOKEN), phaseCpu);
     const checked = subs.map((sub, i) => checkSubscription(sub, i));
 
     log("a slow client (one message a second) for 40 s…");

@@ -23,19 +23,6 @@ export {
 export { type ReplayEnded, type ReplayOptions, replay } from "./replay.js";
 export { type Answer, type Body, type ClientOptions, MarketDataClient, OPERATIONS, type OperationId, type Params, requestTarget } from "./rest.js";
 export { type SigningInput, sign, signaturePayload } from "./signing.js";
-export {
-  type BookTicker,
-  canonicalStream,
-  type Heartbeat,
-  type Kline,
-  MarketStream,
-  type Prices,
-  StreamError,
-  type StreamOptions,
-  type StreamState,
-  type SubscribeOptions,
-  type Ticker,
-  type Trade,
-  type WebSocketConstructor,
-  type WebSocketLike,
-} from "./stream.js";
+export { MarketStream } from "./stream.js";
+// The streams' shapes, options, refusals and canonical names.
+export * from "./stream-types.js";

@@ -1,5 +1,5 @@
 import { type BookMessage, LocalBook } from "./local-book.js";
-import type { Trade, WebSocketConstructor, WebSocketLike } from "./stream.js";
+import type { Trade, WebSocketConstructor, WebSocketLike } from "./stream-types.js";
 
 /** What a replay is asked for (docs/history.md#replay). */
 export interface ReplayOptions {

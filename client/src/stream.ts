@@ -16,22 +16,6 @@ import {
   type WebSocketLike,
 } from "./stream-types.js";
 
-export {
-  type BookTicker,
-  canonicalStream,
-  type Heartbeat,
-  type Kline,
-  type Prices,
-  StreamError,
-  type StreamOptions,
-  type StreamState,
-  type SubscribeOptions,
-  type Ticker,
-  type Trade,
-  type WebSocketConstructor,
-  type WebSocketLike,
-} from "./stream-types.js";
-
 /** Client messages a second the client allows itself (the service closes a connection at its 11th). */
 const MESSAGES_PER_SECOND = 8;
 /** Names per subscribe message (the service's limit). */
