@@ -214,6 +214,9 @@ export class MarketStream {
     let retry: ReturnType<typeof setTimeout> | undefined;
     const resync = () => {
       this.resyncs += 1;
+      // A fresh snapshot is the live stream's: the book no longer starts at `from`.
+      const wanted = this.wanted.get(stream);
+      if (wanted) delete wanted.from;
       onResync?.(book);
       this.request("unsubscribe", [stream]);
       this.request("subscribe", [stream]);
@@ -421,6 +424,8 @@ export class MarketStream {
       if (wanted) for (const listener of wanted.listeners) listener(message.data);
       return;
     }
+    // A connect's `from` before the market's history: its streams were subscribed live instead (by the acks' subscribes).
+    if (message.id === null && message.error?.code === "HISTORY_NOT_KEPT") for (const wanted of this.wanted.values()) delete wanted.from;
     // The connect's own subscription (id null) says which books continue where they were.
     const resumed = (message.result as { resumed?: unknown } | undefined)?.resumed;
     if (Array.isArray(resumed))
