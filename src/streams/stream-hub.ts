@@ -1,14 +1,12 @@
 import { alarmBy } from "../core/alarms";
 import { accessGuard } from "../core/object-ids";
-import { ProblemError, problem, toProblemResult } from "../core/problem";
-import type { WireTrade } from "../market/wire-trade";
+import { problem, toProblemResult } from "../core/problem";
 import { MetricsHolder, metricsOn } from "../metrics/holder";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { ensureRegistry } from "../registry/copy";
 import { ObjectSession } from "../sessions/object-session";
 import { type Attachment, attachmentOf, headerOf, loadAttachment, type StoredAttachment, saveAttachment } from "./attachment";
-import { CatchUps } from "./catch-up";
 import {
   DIALECT_HEADER,
   DIALECT_OPTIONS_HEADER,
@@ -20,10 +18,10 @@ import {
   type StreamDialect,
 } from "./dialect";
 import { DialectConnections } from "./dialect-connections";
+import { NativeSubscriptions } from "./native-subscriptions";
 import { type CloseKind, closingNotice, type PlannedClose, plannedClose } from "./planned-close";
 import {
   admitMessage,
-  type ErrorCode,
   frameBytes,
   HEARTBEAT_EVERY_MS,
   HEARTBEAT_STREAM,
@@ -36,21 +34,18 @@ import {
   MAX_MESSAGES_PER_SECOND,
   MAX_STREAMS_PER_CONNECTION,
   MAX_WARNINGS,
-  type MessageId,
   marketStreams,
   POLICY_VIOLATION,
   parseClientMessage,
   parseFrom,
   parseStreamName,
-  planSubscribe,
-  planUnsubscribe,
   STATUS_STREAM,
   type StreamEvent,
   type StreamName,
 } from "./protocol";
 import { parseResume } from "./resume-log";
 import { ShardDuties, type VenueStatusMessage } from "./shard-duties";
-import { ShardSources, SNAPSHOT_DEPTH, sourceOf } from "./shard-sources";
+import { ShardSources, sourceOf } from "./shard-sources";
 import type { BookMessage } from "./wire-book";
 
 export const PRINCIPAL_HEADER = "X-Stream-Principal";
@@ -72,12 +67,12 @@ export { BASE_TIMEOUT_MS, SNAPSHOT_DEPTH } from "./shard-sources";
  * no book messages until a fresh base arrives, and then sends every book subscriber a snapshot.
  *
  * Its jobs apart: what a socket keeps (`attachment.ts`), what publishes here and the book copies
- * (`shard-sources.ts`), the alarm's stored duties (`shard-duties.ts`) and the dialects'
- * connections (`dialect-connections.ts`). Here: connections and their limits, the native
- * protocol's messages and subscriptions, the fan-out of what is published, and the alarm.
+ * (`shard-sources.ts`), the alarm's stored duties (`shard-duties.ts`), the native protocol's
+ * subscriptions, catch-ups and fan-out (`native-subscriptions.ts`) and the dialects' connections
+ * (`dialect-connections.ts`). Here: connections and their limits, the native protocol's messages,
+ * what is published handed to both protocols, and the alarm.
  */
 export class StreamHub extends MeteredObject {
-  private readonly subscribers = new Map<string, Set<WebSocket>>();
   /** What publishes here, the book copies and the resume log (./shard-sources.ts). */
   private readonly sources: ShardSources;
   /** Arrival times of each socket's messages in the last second (lost on hibernation: harmless). */
@@ -85,8 +80,8 @@ export class StreamHub extends MeteredObject {
   private shardName: string | undefined;
   /** The connections in other exchanges' protocols (./dialect-connections.ts). */
   private readonly dialects: DialectConnections;
-  /** Subscriptions that start in the past, until they meet the live streams (./catch-up.ts). */
-  private readonly catchUps: CatchUps;
+  /** The native protocol's subscriptions, catch-ups and fan-out (./native-subscriptions.ts). */
+  private readonly natives: NativeSubscriptions;
   /** Frames sent and book delivery times, handed to the Metrics object (docs/operations.md#metrics). */
   private readonly metrics = new MetricsHolder();
   private readonly counting: boolean;
@@ -107,22 +102,14 @@ export class StreamHub extends MeteredObject {
       shard: () => this.shard(),
       armAlarm: (at) => this.armAlarm(at),
       armHeartbeat: () => this.armHeartbeat(),
-      wants: (name) => (this.subscribers.get(name)?.size ?? 0) > 0 || this.dialects.wants(name) || this.catchUps.wants(name),
+      wants: (name) => this.natives.wants(name) || this.dialects.wants(name),
     });
-    this.catchUps = new CatchUps({
+    this.natives = new NativeSubscriptions({
       env,
-      send: (ws, text) => this.send(ws, text),
-      books: this.sources.books,
-      recent: this.sources.recent,
-      baseOf: (symbol) => this.sources.baseOf(symbol),
-      ensure: (ws, streams) => this.ensureSources(ws, streams),
-      goLive: (ws, name) => this.subscribersOf(name).add(ws),
-      save: (ws, state) => {
-        const attachment = loadAttachment(ws);
-        if (attachment) saveAttachment(ws, { ...attachment, catchUp: state });
-      },
-      stored: (ws) => headerOf(ws)?.catchUp,
-      parse: (name) => parseStreamName(name),
+      sources: this.sources,
+      send: (ws, message) => this.send(ws, message),
+      ensureSources: (ws, adding, waitForBase) => this.ensureSources(ws, adding, waitForBase),
+      currentStatus: () => this.duties.currentStatus(),
       count: (family, labels, n) => {
         if (!this.counting) return;
         this.metrics.counts.add(family, labels, n);
@@ -139,7 +126,7 @@ export class StreamHub extends MeteredObject {
       env,
       storage: this.ctx.storage,
       sockets: () => this.ctx.getWebSockets().map((ws) => ({ ws, principal: (ws.deserializeAttachment() as StoredAttachment | null)?.principal })),
-      subscribersOf: (stream) => this.subscribers.get(stream),
+      subscribersOf: (stream) => this.natives.holders(stream),
       send: (ws, message) => this.send(ws, message),
       closeForPolicy: (ws, reason) => this.closeForPolicy(ws, reason),
       heartbeatUnwanted: () => this.sources.registrations.delete(HEARTBEAT_STREAM),
@@ -152,8 +139,7 @@ export class StreamHub extends MeteredObject {
     for (const ws of ctx.getWebSockets()) {
       const attachment = loadAttachment(ws);
       if (attachment?.dialect) dialectSockets.push([ws, attachment]);
-      // A stream still catching up is not live yet: its next `more` goes on from the attachment.
-      else for (const stream of attachment?.streams ?? []) if (!(stream in (attachment?.catchUp?.cursors ?? {}))) this.subscribersOf(stream).add(ws);
+      else if (attachment) this.natives.restore(ws, attachment);
     }
     // A dialect's names resolve against the registry copy: restored once it is loaded.
     if (dialectSockets.length > 0) {
@@ -170,12 +156,6 @@ export class StreamHub extends MeteredObject {
   /** The dialect a socket speaks, or undefined for the native protocol. */
   private dialectOfSocket(ws: WebSocket): StreamDialect | undefined {
     return dialectOf(headerOf(ws).dialect?.id);
-  }
-
-  private subscribersOf(stream: string): Set<WebSocket> {
-    let set = this.subscribers.get(stream);
-    if (!set) this.subscribers.set(stream, (set = new Set()));
-    return set;
   }
 
   private async shard(): Promise<string> {
@@ -245,7 +225,7 @@ export class StreamHub extends MeteredObject {
     const initial = query.get("streams");
     if (initial) {
       await ensureRegistry(this.env);
-      await this.subscribe(
+      await this.natives.subscribe(
         server,
         null,
         initial.split(",", MAX_STREAMS_PER_CONNECTION + 1).filter((name) => name !== ""),
@@ -264,10 +244,6 @@ export class StreamHub extends MeteredObject {
     } catch {
       // The socket closed meanwhile; its close handler cleans up.
     }
-  }
-
-  private error(ws: WebSocket, id: MessageId, code: ErrorCode, message: string): void {
-    this.send(ws, { id, error: { code, message } });
   }
 
   /** Every close the service makes: a documented code and its reason (docs/streams.md#closes-and-ended-streams). */
@@ -307,7 +283,7 @@ export class StreamHub extends MeteredObject {
       attachment.warnings += 1;
       saveAttachment(ws, attachment);
       if (attachment.warnings > MAX_WARNINGS) return this.closeForPolicy(ws, `more than ${MAX_WARNINGS} invalid messages`);
-      return this.error(ws, parsed.id, parsed.code, parsed.message);
+      return this.natives.error(ws, parsed.id, parsed.code, parsed.message);
     }
     const request = parsed.message;
     if (request.op === "subscribe") await ensureRegistry(this.env);
@@ -317,80 +293,12 @@ export class StreamHub extends MeteredObject {
       case "list":
         return this.send(ws, { id: request.id, result: { streams: attachmentOf(ws).streams } });
       case "subscribe":
-        return this.subscribe(ws, request.id, request.streams, undefined, request.from);
+        return this.natives.subscribe(ws, request.id, request.streams, undefined, request.from);
       case "unsubscribe":
-        return this.unsubscribe(ws, request.id, request.streams);
+        return this.natives.unsubscribe(ws, request.id, request.streams);
       case "more":
-        return this.catchUps.more(ws);
+        return this.natives.catchUps.more(ws);
     }
-  }
-
-  /**
-   * Adds streams to a connection: the ack comes once every source publishes to this shard,
-   * and a book stream's snapshot right after it (or, while the base book is still on its
-   * way, as soon as it arrives). With `from`, its book and trades streams catch up from that
-   * moment first (./catch-up.ts); the others start now, and the ack says which.
-   */
-  private async subscribe(ws: WebSocket, id: MessageId, names: unknown[], resume: ReadonlyMap<string, number> = new Map(), from?: number): Promise<void> {
-    const attachment = attachmentOf(ws);
-    const plan = planSubscribe(attachment.streams, names);
-    if (!plan.ok) return this.error(ws, id, plan.code, plan.message);
-    const catching = from === undefined ? [] : plan.streams.filter((s) => s.kind === "trades" || (s.kind === "book" && !resume.has(s.name)));
-    const refusal = from !== undefined && catching.length > 0 ? this.catchUps.refusal(ws, from, catching.length, Date.now()) : undefined;
-    if (refusal) return this.error(ws, id, refusal.code, refusal.message);
-    attachment.streams.push(...plan.streams.map((s) => s.name));
-    saveAttachment(ws, attachment);
-    const resuming = plan.streams.filter((s) => s.kind === "book" && resume.has(s.name)).map((s) => s.subject);
-    const registered = await this.ensureSources(ws, plan.streams, resuming);
-    if (!registered) return this.error(ws, id, "INTERNAL_ERROR", "the streams could not be subscribed; try again");
-    if (from !== undefined && catching.length > 0) {
-      try {
-        await this.catchUps.open(ws, from, catching);
-      } catch (error) {
-        const current = attachmentOf(ws);
-        current.streams = current.streams.filter((name) => !plan.streams.some((s) => s.name === name));
-        saveAttachment(ws, current);
-        const notKept = error instanceof ProblemError && error.code === "NOT_FOUND";
-        return this.error(ws, id, notKept ? "HISTORY_NOT_KEPT" : "INTERNAL_ERROR", notKept ? error.message : "the catch-up could not start; try again");
-      }
-    }
-    // The status is asked (a call to the price index on a shard that holds none) before the
-    // connection becomes a subscriber of anything: no await may come after that.
-    const status = plan.streams.some((s) => s.kind === "status") ? await this.duties.currentStatus() : undefined;
-    if (ws.readyState !== WebSocket.OPEN) return; // closed while waiting
-    // An unsubscribe may have come meanwhile: the attachment is the truth. From here to the last
-    // send nothing awaits: what a resume sends and the deltas after it are one unbroken order.
-    const held = attachmentOf(ws).streams;
-    const added = plan.streams.filter((s) => held.includes(s.name) && !catching.includes(s));
-    for (const stream of added) this.subscribersOf(stream.name).add(ws);
-    const resumed = new Map<string, string[]>();
-    for (const stream of added) {
-      const from = stream.kind === "book" ? resume.get(stream.name) : undefined;
-      const book = this.sources.books.get(stream.subject);
-      const continuation = from !== undefined && book ? this.sources.recent.continuation(stream.subject, from, book.sequence) : undefined;
-      if (continuation) resumed.set(stream.name, continuation);
-    }
-    const catchingUp = this.catchUps.catchingUp(ws);
-    this.send(ws, {
-      id,
-      result: {
-        streams: held,
-        ...(resumed.size > 0 && { resumed: [...resumed.keys()] }),
-        ...(from !== undefined && { from, catchingUp, startsNow: added.map((s) => s.name) }),
-      },
-    });
-    for (const stream of added) {
-      const continued = resumed.get(stream.name);
-      if (continued) {
-        for (const text of continued) this.send(ws, text);
-        continue;
-      }
-      const book = stream.kind === "book" ? this.sources.books.get(stream.subject) : undefined;
-      if (book) this.send(ws, { stream: stream.name, data: book.snapshot(SNAPSHOT_DEPTH) });
-      // The status as it is now, so a subscriber never waits for the next change.
-      if (stream.kind === "status" && status) this.send(ws, { stream: STATUS_STREAM, data: status });
-    }
-    if (catchingUp.length > 0) void this.catchUps.pump(ws);
   }
 
   /**
@@ -421,23 +329,6 @@ export class StreamHub extends MeteredObject {
   /** A planned close's notice in the words of the socket's protocol. */
   private notice(ws: WebSocket, close: PlannedClose, now: number): string {
     return this.dialectOfSocket(ws)?.closingNotice(close, now, headerOf(ws).dialect?.options ?? {}) ?? closingNotice(close);
-  }
-
-  private unsubscribe(ws: WebSocket, id: MessageId, names: unknown[]): void {
-    const attachment = attachmentOf(ws);
-    const plan = planUnsubscribe(attachment.streams, names);
-    if (!plan.ok) {
-      this.error(ws, id, plan.code, plan.message);
-      return;
-    }
-    attachment.streams = attachment.streams.filter((name) => !plan.streams.some((s) => s.name === name));
-    saveAttachment(ws, attachment);
-    this.catchUps.drop(
-      ws,
-      plan.streams.map((s) => s.name),
-    );
-    for (const stream of plan.streams) this.subscribers.get(stream.name)?.delete(ws);
-    this.send(ws, { id, result: { streams: attachment.streams } });
   }
 
   /**
@@ -500,7 +391,7 @@ export class StreamHub extends MeteredObject {
       saveAttachment(ws, attachment);
       for (const name of ended) {
         if (id !== undefined) this.dialects.remove(id, ws, [name]);
-        else this.subscribers.get(name)?.delete(ws);
+        else this.natives.drop(ws, [name]);
       }
       if (id === undefined)
         this.send(ws, { id: null, error: { code: "STREAM_ENDED", message: `${symbol} was delisted; these streams ended: ${ended.join(", ")}` } });
@@ -599,22 +490,7 @@ export class StreamHub extends MeteredObject {
       if (this.counting && appliedAt !== undefined) this.metrics.counts.observe("mds_stream_delivery_seconds", Math.max(0, Date.now() - appliedAt) / 1000);
       // Every protocol is rendered from the same message the native subscribers get.
       this.dialects.deliver(stream, data, this.sources.books.get(stream.subject));
-      const sockets = this.subscribers.get(stream.name);
-      if ((!sockets || sockets.size === 0) && !this.catchUps.wants(stream.name)) {
-        // Trades nobody here takes are not kept: a kept last trade id must be the last one published.
-        if (stream.kind === "trades") this.sources.recent.forgetTrades(stream.subject);
-        continue;
-      }
-      // Serialized once, sent as the same string to every subscriber.
-      const text = JSON.stringify({ stream: stream.name, data });
-      // Kept for resumes, and for catch-ups to meet (./catch-up.ts).
-      if (stream.kind === "book") this.sources.recent.remember(stream.subject, data as BookMessage, text);
-      if (stream.kind === "trades") this.sources.recent.rememberTrades(stream.subject, data as WireTrade[], text);
-      const floors = stream.kind === "trades" ? this.catchUps.floorsOf(stream.name) : undefined;
-      for (const ws of sockets ?? []) {
-        const own = floors?.has(ws) ? this.catchUps.aboveFloor(ws, stream.name, data as WireTrade[]) : text;
-        if (own !== undefined) this.send(ws, own);
-      }
+      this.natives.deliver(stream, data);
     }
   }
 
@@ -648,8 +524,7 @@ export class StreamHub extends MeteredObject {
     const attachment = loadAttachment(ws);
     if (attachment) this.returnLease(ws, attachment);
     if (attachment?.dialect) this.dialects.remove(attachment.dialect.id, ws, attachment.streams);
-    else for (const name of attachment?.streams ?? []) this.subscribers.get(name)?.delete(ws);
-    this.catchUps.forget(ws);
+    else this.natives.forget(ws, attachment?.streams ?? []);
     this.inbound.delete(ws);
   }
 

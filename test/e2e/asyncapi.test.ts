@@ -50,4 +50,22 @@ describe("the AsyncAPI document of the streams (/asyncapi.json)", () => {
       c.ws.close();
     }
   });
+
+  it("a subscription from a past moment sends what the ack and live messages require", async () => {
+    const spec = (await (await fetch(`${baseUrl}/asyncapi.json`)).json()) as { components: { messages: Record<string, { payload: Payload }> } };
+    const c = await connect(baseUrl, `/api/ws?streams=book.BTCUSDT,trades.BTCUSDT&from=${Date.now() - 3_000}`, "198.18.250.2");
+    if (!isOpen(c)) throw new Error(`refused: ${c.status}`);
+    try {
+      const ack = await c.next((m) => m.id === null && m.result);
+      const ackResult = spec.components.messages.ack!.payload.properties!.result!;
+      for (const field of ["from", "catchingUp", "startsNow"]) expect(ackResult.properties, `the ack documents ${field}`).toHaveProperty(field);
+      expect(ack.result.catchingUp, "both streams catch up").toEqual(["book.BTCUSDT", "trades.BTCUSDT"]);
+      for (const stream of ["book.BTCUSDT", "trades.BTCUSDT"]) {
+        const live = await c.next((m) => m.type === "live" && m.stream === stream, 20_000);
+        for (const field of spec.components.messages.live!.payload.required ?? []) expect(live, `${stream}'s live mark carries ${field}`).toHaveProperty(field);
+      }
+    } finally {
+      c.ws.close();
+    }
+  });
 });

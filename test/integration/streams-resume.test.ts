@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { type BookMessage, LocalBook } from "../../client/src/index";
 import { streamHub } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
+import type { NativeSubscriptions } from "../../src/streams/native-subscriptions";
 import type { StreamHub } from "../../src/streams/stream-hub";
 import { callJson } from "../support/http";
 import { until } from "../support/poll";
@@ -118,19 +119,18 @@ describe("resuming a book after a lost connection (docs/streams.md#resuming)", (
     const seen = await runInDurableObject(streamHub(env, shard), async (instance: StreamHub) => {
       const inside = instance as unknown as {
         ctx: DurableObjectState;
-        subscribers: Map<string, Set<WebSocket>>;
         duties: { currentStatus: () => Promise<unknown> };
-        subscribe: (ws: WebSocket, id: unknown, names: unknown[], resume?: ReadonlyMap<string, number>) => Promise<void>;
+        natives: NativeSubscriptions;
       };
       const ws = inside.ctx.getWebSockets().find((w) => w.readyState === WebSocket.OPEN)!;
       const asked = inside.duties.currentStatus.bind(inside.duties);
       let subscribedWhileAsking: boolean | undefined;
       // While the status is asked, a delta could reach every subscriber of the book: is this one of them yet?
       inside.duties.currentStatus = async () => {
-        subscribedWhileAsking = inside.subscribers.get("book.ETHBTC")?.has(ws) ?? false;
+        subscribedWhileAsking = inside.natives.holders("book.ETHBTC")?.has(ws) ?? false;
         return asked();
       };
-      await inside.subscribe(ws, 7, ["status", "book.ETHBTC"]);
+      await inside.natives.subscribe(ws, 7, ["status", "book.ETHBTC"]);
       return subscribedWhileAsking;
     });
     expect(seen, "the connection was a book subscriber while the status was asked").toBe(false);
