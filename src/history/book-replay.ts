@@ -76,6 +76,11 @@ export interface ReplayBookMessage {
   asks: WireLevel[];
 }
 
+/** When a replay page's message goes, merged by time with trades: the opening snapshot (the book at `from`) first, whatever its own time. */
+export function replayTime(message: ReplayBookMessage, index: number, from: number, opening: boolean): number {
+  return opening && index === 0 ? from : message.time;
+}
+
 /** The whole book as the first message of a replay. */
 export function snapshotMessage(book: OrderBook): ReplayBookMessage {
   return { type: "snapshot", sequence: book.sequence, time: book.updatedAt, checksum: checksumAt(book), ...book.levels(Number.MAX_SAFE_INTEGER) };
@@ -139,10 +144,8 @@ export function conflatedMessages(
   return messages;
 }
 
-/** The segment's updates after `sequence`, none applied (a book already at `sequence` goes on from them). */
-export function entriesAfter(segment: BookSegment, sequence: number): BookEntry[] {
-  const { entries } = segment;
-  // Entries rise by sequence: the first whose last update passes it, by halving.
+/** The index of the first entry with an update after `sequence` (entries rise by sequence: found by halving). */
+function entryAfter(entries: readonly BookEntry[], sequence: number): number {
   let low = 0;
   let high = entries.length;
   while (low < high) {
@@ -150,10 +153,24 @@ export function entriesAfter(segment: BookSegment, sequence: number): BookEntry[
     if (entries[mid]!.updates.at(-1)!.sequence <= sequence) low = mid + 1;
     else high = mid;
   }
-  if (low === entries.length) return [];
-  const first = entries[low]!;
+  return low;
+}
+
+/** The segment's updates after `sequence`, none applied (a book already at `sequence` goes on from them). */
+export function entriesAfter(segment: BookSegment, sequence: number): BookEntry[] {
+  const { entries } = segment;
+  const at = entryAfter(entries, sequence);
+  if (at === entries.length) return [];
+  const first = entries[at]!;
   const updates = first.updates.filter((update) => update.sequence > sequence);
-  return [updates.length === first.updates.length ? first : { time: first.time, updates }, ...entries.slice(low + 1)];
+  return [updates.length === first.updates.length ? first : { time: first.time, updates }, ...entries.slice(at + 1)];
+}
+
+/** The segment's first update after `sequence`, with its batch's time, without copying the rest. */
+export function updateAfter(segment: BookSegment, sequence: number): { time: number; sequence: number } | undefined {
+  const entry = segment.entries[entryAfter(segment.entries, sequence)];
+  const update = entry?.updates.find((u) => u.sequence > sequence);
+  return entry && update ? { time: entry.time, sequence: update.sequence } : undefined;
 }
 
 /** The entries' updates up to `toSequence` (a catch-up stops where the shard's copy of the book stands). */

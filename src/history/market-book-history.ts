@@ -22,6 +22,7 @@ import {
   segmentHolds,
   sequenceAt,
   snapshotMessage,
+  updateAfter,
 } from "./book-replay";
 import { entriesBytes, type HistoryCache, segmentBytes } from "./history-cache";
 import { HOUR_MS, MINUTE_MS } from "./intervals";
@@ -245,8 +246,8 @@ export class MarketBookHistory {
     const messages = after === undefined ? [snapshotMessage(book)] : [];
     const toSequence = limits.toSequence ?? Number.MAX_SAFE_INTEGER;
     messages.push(...conflatedMessages(book, rest, to, toSequence, limits.maxBytes));
-    const left = entriesAfter(found.segment, book.sequence)[0];
-    if (limits.maxBytes !== undefined && left && left.time <= to && left.updates[0]!.sequence <= toSequence) {
+    const left = updateAfter(found.segment, book.sequence);
+    if (limits.maxBytes !== undefined && left && left.time <= to && left.sequence <= toSequence) {
       this.cache.replayBooks.set(heldKey(book.sequence), book);
       return { messages, next: book.sequence };
     }

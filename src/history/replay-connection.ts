@@ -7,9 +7,9 @@ import type { AppEnv } from "../env";
 import type { WireTrade } from "../market/wire-trade";
 import type { MarketAnswer } from "../reads/edge-copies";
 import type { MarketConfig } from "../registry/model";
-import { CONFLATE_MS } from "../streams/conflation";
-import { MAX_CONNECTIONS_PER_PRINCIPAL } from "../streams/protocol";
-import type { ReplayBookMessage } from "./book-replay";
+import { tradeWindows } from "../streams/conflation";
+import { MAX_CONNECTIONS_PER_PRINCIPAL, streamFrame } from "../streams/protocol";
+import { type ReplayBookMessage, replayTime } from "./book-replay";
 import type { ReplayPage } from "./market-book-history";
 
 /** What a replay was asked for (validated by the route). */
@@ -44,11 +44,7 @@ function bookSource(env: Env, market: MarketConfig, from: number, to: number): S
   const source: Source = { buffer: [], more: undefined };
   const page = async (): Promise<Timed[]> => {
     const result = unwrap((await marketObject(env, market).bookReplay(market, from, to, after)) as unknown as ReplayPage | ProblemResult);
-    const messages = result.messages.map((data: ReplayBookMessage, i) => ({
-      // The opening snapshot is the book at `from`: it goes first whatever its own time.
-      time: first && i === 0 ? from : data.time,
-      text: `{"stream":${JSON.stringify(stream)},"data":${JSON.stringify(data)}}`,
-    }));
+    const messages = result.messages.map((data: ReplayBookMessage, i) => ({ time: replayTime(data, i, from, first), text: streamFrame(stream, data) }));
     first = false;
     after = result.next;
     source.more = result.next === undefined ? undefined : page;
@@ -72,16 +68,7 @@ function tradesSource(env: Env, market: MarketConfig, from: number, to: number):
     const trades = JSON.parse(answer.text) as WireTrade[];
     fromId = trades.length > 0 ? trades[trades.length - 1]!.tradeId + 1 : undefined;
     source.more = trades.length === TRADES_PAGE ? page : undefined;
-    // As the live stream: the trades of one CONFLATE_MS window in one message.
-    const messages: Timed[] = [];
-    for (let i = 0; i < trades.length; ) {
-      const window = Math.floor(trades[i]!.time / CONFLATE_MS);
-      let j = i;
-      while (j < trades.length && Math.floor(trades[j]!.time / CONFLATE_MS) === window) j++;
-      messages.push({ time: trades[i]!.time, text: `{"stream":${JSON.stringify(stream)},"data":${JSON.stringify(trades.slice(i, j))}}` });
-      i = j;
-    }
-    return messages;
+    return tradeWindows(trades).map((window) => ({ time: window[0]!.time, text: streamFrame(stream, window) }));
   };
   source.more = page;
   return source;

@@ -14,14 +14,14 @@
  */
 import { marketObject } from "../core/object-ids";
 import { problem, unwrap } from "../core/problem";
-import type { ReplayBookMessage } from "../history/book-replay";
+import { type ReplayBookMessage, replayTime } from "../history/book-replay";
 import type { ReplayPage } from "../history/market-book-history";
 import type { WireTrade } from "../market/wire-trade";
 import type { MarketAnswer } from "../reads/edge-copies";
 import { findMarket } from "../registry/copy";
 import type { MarketConfig } from "../registry/model";
-import { CONFLATE_MS } from "./conflation";
-import type { StreamName } from "./protocol";
+import { tradeWindows } from "./conflation";
+import { type StreamName, streamFrame } from "./protocol";
 import type { ResumeLog } from "./resume-log";
 import type { WireBook } from "./wire-book";
 
@@ -63,6 +63,11 @@ interface StreamCatchUp {
   emptyReads: number;
 }
 
+/** A stream's catch-up from its cursor (undefined: from `from`), nothing read yet. */
+function streamAt(stream: StreamName, cursor: number | undefined): StreamCatchUp {
+  return { stream, cursor, buffer: [], exhausted: false, emptyReads: 0 };
+}
+
 interface Run {
   from: number;
   credit: number;
@@ -98,9 +103,9 @@ export interface CatchUpHost {
 
 export type Refusal = { code: "CATCH_UP_LIMIT" | "INVALID_MESSAGE"; message: string };
 
-/** A catch-up's messages are the live stream's: `{"stream": …, "data": …}`. */
-function frame(name: string, data: unknown): string {
-  return `{"stream":${JSON.stringify(name)},"data":${JSON.stringify(data)}}`;
+/** The shard's copy of a book, every level, as a book message: where a catch-up goes live from now. */
+function wholeCopy(name: string, copy: WireBook): string {
+  return streamFrame(name, copy.snapshot(Number.MAX_SAFE_INTEGER));
 }
 
 /**
@@ -145,7 +150,7 @@ export class CatchUps {
    */
   async open(ws: WebSocket, from: number, streams: StreamName[]): Promise<void> {
     const run: Run = { from, credit: CATCH_UP_WINDOW_BYTES, pumping: false, streams: new Map() };
-    for (const stream of streams) run.streams.set(stream.name, { stream, cursor: undefined, buffer: [], exhausted: false, emptyReads: 0 });
+    for (const stream of streams) run.streams.set(stream.name, streamAt(stream, undefined));
     this.runs.set(ws, run);
     this.save(ws, run);
     this.host.count("mds_stream_catch_ups_total", { result: "started" }, 1);
@@ -171,7 +176,7 @@ export class CatchUps {
       run = { from: stored.from, credit: 0, pumping: false, streams: new Map() };
       for (const stream of streams) {
         const cursor = stored.cursors[stream.name];
-        run.streams.set(stream.name, { stream, cursor: cursor ?? undefined, buffer: [], exhausted: false, emptyReads: 0 });
+        run.streams.set(stream.name, streamAt(stream, cursor ?? undefined));
       }
       this.runs.set(ws, run);
       if (!(await this.host.ensure(ws, streams))) return this.fail(ws, run, "the streams' sources could not be asked again");
@@ -245,14 +250,14 @@ export class CatchUps {
   aboveFloor(ws: WebSocket, name: string, trades: readonly WireTrade[]): string | undefined {
     const floors = this.floors.get(name);
     const floor = floors?.get(ws);
-    if (!floors || floor === undefined) return frame(name, trades);
+    if (!floors || floor === undefined) return streamFrame(name, trades);
     if (trades.length > 0 && trades[0]!.tradeId > floor) {
       floors.delete(ws);
       if (floors.size === 0) this.floors.delete(name);
-      return frame(name, trades);
+      return streamFrame(name, trades);
     }
     const above = trades.filter((t) => t.tradeId > floor);
-    return above.length > 0 ? frame(name, above) : undefined;
+    return above.length > 0 ? streamFrame(name, above) : undefined;
   }
 
   /** A book whose moment is at or after the shard's copy: the copy's snapshot, and live at once. */
@@ -272,7 +277,7 @@ export class CatchUps {
       const copy = this.host.books.get(subject);
       if (!copy) return false;
       if (this.meetsBookAtOnce(run, s)) {
-        this.host.send(ws, frame(name, copy.snapshot(Number.MAX_SAFE_INTEGER)));
+        this.host.send(ws, wholeCopy(name, copy));
         s.cursor = copy.sequence;
       }
       if (s.cursor === undefined) return false;
@@ -280,7 +285,7 @@ export class CatchUps {
       if (kept) return this.live(ws, run, s, kept, { sequence: s.cursor });
       if (s.emptyReads < MOST_EMPTY_READS) return false;
       // History does not reach the copy (it should): the copy's book, so the client is whole, and live.
-      this.host.send(ws, frame(name, copy.snapshot(Number.MAX_SAFE_INTEGER)));
+      this.host.send(ws, wholeCopy(name, copy));
       return this.live(ws, run, s, [], { sequence: copy.sequence });
     }
     const last = this.host.recent.lastTradeId(subject);
@@ -331,9 +336,8 @@ export class CatchUps {
     );
     const first = s.cursor === undefined;
     return page.messages.map((data: ReplayBookMessage, i) => ({
-      // The opening snapshot is the book at `from`: it goes first whatever its own time.
-      time: first && i === 0 ? run.from : data.time,
-      text: frame(s.stream.name, data),
+      time: replayTime(data, i, run.from, first),
+      text: streamFrame(s.stream.name, data),
       cursor: data.sequence,
     }));
   }
@@ -355,16 +359,7 @@ export class CatchUps {
     s.exhausted = trades.length === 0;
     // Nothing from `from` up to the live stream's last trade: everything up to it is before `from`.
     if (trades.length === 0 && s.cursor === undefined && cap !== undefined) s.cursor = cap;
-    const pages: Pending[] = [];
-    // As the live stream: the trades of one CONFLATE_MS window in one message.
-    for (let i = 0; i < trades.length; ) {
-      const window = Math.floor(trades[i]!.time / CONFLATE_MS);
-      let j = i;
-      while (j < trades.length && Math.floor(trades[j]!.time / CONFLATE_MS) === window) j++;
-      pages.push({ time: trades[i]!.time, text: frame(s.stream.name, trades.slice(i, j)), cursor: trades[j - 1]!.tradeId });
-      i = j;
-    }
-    return pages;
+    return tradeWindows(trades).map((window) => ({ time: window[0]!.time, text: streamFrame(s.stream.name, window), cursor: window.at(-1)!.tradeId }));
   }
 
   /** The catch-up could not go on: its streams go live from now (a book with the copy's snapshot), and the client is told. */
@@ -376,7 +371,7 @@ export class CatchUps {
     );
     for (const s of [...run.streams.values()]) {
       const copy = s.stream.kind === "book" ? this.host.books.get(s.stream.subject) : undefined;
-      if (copy) this.host.send(ws, frame(s.stream.name, copy.snapshot(Number.MAX_SAFE_INTEGER)));
+      if (copy) this.host.send(ws, wholeCopy(s.stream.name, copy));
       this.live(ws, run, s, [], copy ? { sequence: copy.sequence } : {});
     }
     this.end(ws, "failed");

@@ -92,3 +92,19 @@ export class Conflation<T> {
     };
   }
 }
+
+/**
+ * Trades in `tradeId` order as the trades stream sends them: those of one CONFLATE_MS window of
+ * their time in one message (a replay's and a catch-up's messages, as a live subscriber got them).
+ */
+export function tradeWindows<T extends { time: number }>(trades: readonly T[]): T[][] {
+  const windows: T[][] = [];
+  for (let i = 0; i < trades.length; ) {
+    const window = Math.floor(trades[i]!.time / CONFLATE_MS);
+    let j = i;
+    while (j < trades.length && Math.floor(trades[j]!.time / CONFLATE_MS) === window) j++;
+    windows.push(trades.slice(i, j));
+    i = j;
+  }
+  return windows;
+}

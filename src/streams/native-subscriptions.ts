@@ -2,7 +2,7 @@ import { ProblemError } from "../core/problem";
 import type { WireTrade } from "../market/wire-trade";
 import { type Attachment, attachmentOf, headerOf, loadAttachment, saveAttachment } from "./attachment";
 import { type CatchUpHost, CatchUps } from "./catch-up";
-import { type ErrorCode, type MessageId, parseStreamName, planSubscribe, planUnsubscribe, STATUS_STREAM, type StreamName } from "./protocol";
+import { type ErrorCode, type MessageId, parseStreamName, planSubscribe, planUnsubscribe, STATUS_STREAM, type StreamName, streamFrame } from "./protocol";
 import { type ShardSources, SNAPSHOT_DEPTH } from "./shard-sources";
 import type { BookMessage } from "./wire-book";
 
@@ -182,7 +182,7 @@ export class NativeSubscriptions {
       return;
     }
     // Serialized once, sent as the same string to every subscriber.
-    const text = JSON.stringify({ stream: stream.name, data });
+    const text = streamFrame(stream.name, data);
     if (stream.kind === "book") recent.remember(stream.subject, data as BookMessage, text);
     if (stream.kind === "trades") recent.rememberTrades(stream.subject, data as WireTrade[], text);
     const floors = stream.kind === "trades" ? this.catchUps.floorsOf(stream.name) : undefined;

@@ -261,6 +261,11 @@ export function frameBytes(message: string | ArrayBuffer, most = MAX_MESSAGE_BYT
   return message.length > most ? message.length : new TextEncoder().encode(message).length;
 }
 
+/** A stream message's text as subscribers get it, `{"stream": …, "data": …}` (the live streams, a catch-up, a replay). */
+export function streamFrame(stream: string, data: unknown): string {
+  return JSON.stringify({ stream, data });
+}
+
 /** One message for subscribers of `stream`, as a market or the price index publishes it. */
 export interface StreamEvent {
   stream: string;

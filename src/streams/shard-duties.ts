@@ -4,7 +4,7 @@ import type { Announcement } from "../announcements/schemas";
 import { accessGuard, priceIndex } from "../core/object-ids";
 import type { MarketAnswer } from "../reads/edge-copies";
 import type { PlannedClose } from "./planned-close";
-import { HEARTBEAT_EVERY_MS, HEARTBEAT_STREAM, KEY_CHECK_EVERY_MS, MAINTENANCE_NOTICE_LEAD_MS, STATUS_STREAM } from "./protocol";
+import { HEARTBEAT_EVERY_MS, HEARTBEAT_STREAM, KEY_CHECK_EVERY_MS, MAINTENANCE_NOTICE_LEAD_MS, STATUS_STREAM, streamFrame } from "./protocol";
 
 /** The `status` stream's message: the body of `GET /api/status` (docs/operations.md#announcements). */
 export type VenueStatusMessage = { announcements?: Announcement[] } & Record<string, unknown>;
@@ -70,7 +70,7 @@ export class ShardDuties {
     if (now < dueAt) return dueAt;
     const sequence = (this.kv.get<number>(HEARTBEAT_KEY) ?? 0) + 1;
     this.kv.put(HEARTBEAT_KEY, sequence);
-    const text = JSON.stringify({ stream: HEARTBEAT_STREAM, data: { time: now, sequence } });
+    const text = streamFrame(HEARTBEAT_STREAM, { time: now, sequence });
     for (const ws of sockets) this.host.send(ws, text);
     this.kv.put(HEARTBEAT_DUE_KEY, now + HEARTBEAT_EVERY_MS);
     return now + HEARTBEAT_EVERY_MS;
@@ -155,7 +155,7 @@ export class ShardDuties {
    */
   takeStatus(status: VenueStatusMessage, now: number): number | undefined {
     this.kv.put(STATUS_KEY, status);
-    const text = JSON.stringify({ stream: STATUS_STREAM, data: status });
+    const text = streamFrame(STATUS_STREAM, status);
     for (const ws of this.host.subscribersOf(STATUS_STREAM) ?? []) this.host.send(ws, text);
     return this.maintenanceNotices(now);
   }
