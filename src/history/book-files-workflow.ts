@@ -10,6 +10,7 @@
  * failing hour never holds back the next.
  */
 import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";
+import { billed } from "../metrics/billed-bindings";
 import { BOOK_FILE_KINDS, type BookFileKind, type HourCarry, HourRows, hourlyKey, hourName } from "./book-files";
 import { readSegment } from "./book-history";
 import { bookOf } from "./book-replay";
@@ -86,7 +87,7 @@ export class BookFilesWorkflow extends WorkflowEntrypoint<Env, BookHourParams> {
     let carry: HourCarry = before;
     let next = before.next;
     for (let bytes = 0; next < params.segments.length && next - before.next < CHUNK_SEGMENTS && bytes < PIECE_CSV_BYTES; next++) {
-      const segment = await readSegment(this.env.HISTORY, params.symbol, params.segments[next]!);
+      const segment = await readSegment(billed(this.env, "HISTORY"), params.symbol, params.segments[next]!);
       const rows = new HourRows(bookOf(segment, params.priceScale, params.quantityScale), params.hour, carry);
       const made = rows.segment(segment);
       for (const kind of BOOK_FILE_KINDS) text[kind].push(made[kind]);
@@ -99,7 +100,7 @@ export class BookFilesWorkflow extends WorkflowEntrypoint<Env, BookHourParams> {
     // A piece of no rows adds nothing (nor its flush's bytes) but the last, which ends the deflate streams.
     if (!last && book.entry.size === before.entries.book.size && bookTicker.entry.size === before.entries.bookTicker.size)
       return { ...carry, entries: before.entries, pieces: before.pieces, next };
-    await this.env.HISTORY.put(pieceKey(params, before.next), bothPieces(book.bytes, bookTicker.bytes));
+    await billed(this.env, "HISTORY").put(pieceKey(params, before.next), bothPieces(book.bytes, bookTicker.bytes));
     const pieces = [...before.pieces, { first: before.next, book: book.bytes.length, bookTicker: bookTicker.bytes.length }];
     return { ...carry, entries: { book: book.entry, bookTicker: bookTicker.entry }, pieces, next };
   }
@@ -111,17 +112,22 @@ export class BookFilesWorkflow extends WorkflowEntrypoint<Env, BookHourParams> {
       const key = hourlyKey(kind, params.symbol, params.hour);
       const name = key.slice(key.lastIndexOf("/") + 1);
       const pieces = progress.pieces.map((piece) =>
-        pieceReader(this.env.HISTORY, pieceKey(params, piece.first), kind === "book" ? 0 : piece.book, kind === "book" ? piece.book : piece.bookTicker),
+        pieceReader(
+          billed(this.env, "HISTORY"),
+          pieceKey(params, piece.first),
+          kind === "book" ? 0 : piece.book,
+          kind === "book" ? piece.book : piece.bookTicker,
+        ),
       );
       const { bytes, sha256 } = await putZipOfPieces(
-        this.env.HISTORY,
+        billed(this.env, "HISTORY"),
         key,
         name.replace(/\.zip$/, ".csv"),
         new Date(params.hour),
         progress.entries[kind],
         pieces,
       );
-      await putChecksum(this.env.HISTORY, key, sha256);
+      await putChecksum(billed(this.env, "HISTORY"), key, sha256);
       files.push({ key, bytes, sha256 });
     }
     return { written: true, files };
@@ -130,7 +136,7 @@ export class BookFilesWorkflow extends WorkflowEntrypoint<Env, BookHourParams> {
   /** The pieces go; the hour is counted written (or empty), and no longer listed as failing. */
   private async done(params: BookHourParams, id: string, output: BookHourOutput, progress: Progress): Promise<void> {
     const keys = progress.pieces.map((piece) => pieceKey(params, piece.first));
-    await deletePieces(this.env.HISTORY, keys);
+    await deletePieces(billed(this.env, "HISTORY"), keys);
     await reportBuilt(this.env, id, "book", output.written ? "written" : "empty");
   }
 }

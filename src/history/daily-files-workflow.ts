@@ -14,6 +14,7 @@ import { marketObject } from "../core/object-ids";
 import { unwrap } from "../core/problem";
 import { intSetting } from "../core/settings";
 import { wireTrade } from "../market/wire-trade";
+import { billed } from "../metrics/billed-bindings";
 import type { MarketConfig } from "../registry/model";
 import { type PackedTrade, unpack } from "../writes/trade-blocks";
 import { readChunk } from "./chunk-reads";
@@ -109,7 +110,7 @@ export class DailyFilesWorkflow extends WorkflowEntrypoint<Env, DayParams> {
   /** The day as its host holds it now, and its three klines files written. */
   private async open(params: DayParams): Promise<Opened> {
     const day = unwrap(await marketObject(this.env, params.market).openDay(params.market, params.day));
-    const files = day.trades > 0 ? await putKlineFiles(this.env.HISTORY, params.market.symbol, params.day, day.klines) : [];
+    const files = day.trades > 0 ? await putKlineFiles(billed(this.env, "HISTORY"), params.market.symbol, params.day, day.klines) : [];
     return { throughSeq: day.throughSeq, trades: day.trades, live: day.live, files };
   }
 
@@ -135,7 +136,7 @@ export class DailyFilesWorkflow extends WorkflowEntrypoint<Env, DayParams> {
       const sources: (() => Promise<ArchivedTrade[] | PackedTrade[]>)[] = [
         ...page.blocks.map((text) => async () => JSON.parse(text) as PackedTrade[]),
         async () => page.open as PackedTrade[],
-        ...page.chunks.map((chunk) => () => readChunk(this.env.HISTORY, market.symbol, chunk, bounds)),
+        ...page.chunks.map((chunk) => () => readChunk(billed(this.env, "HISTORY"), market.symbol, chunk, bounds)),
       ];
       for (const source of sources) {
         const rows = await source();
@@ -161,7 +162,7 @@ export class DailyFilesWorkflow extends WorkflowEntrypoint<Env, DayParams> {
     if (!last && count === 0) return { ...before, ...moved };
     if (last) for (const file of Object.values(files)) file.end();
     const [tradesPart, aggPart] = [files.trades.bytes, files.aggTrades.bytes];
-    await this.env.HISTORY.put(pieceKey(params, id, before.next), bothPieces(tradesPart, aggPart));
+    await billed(this.env, "HISTORY").put(pieceKey(params, id, before.next), bothPieces(tradesPart, aggPart));
     return {
       ...moved,
       entries: { trades: files.trades.entry, aggTrades: files.aggTrades.entry },
@@ -171,13 +172,13 @@ export class DailyFilesWorkflow extends WorkflowEntrypoint<Env, DayParams> {
 
   /** The trades and aggTrades zips from their pieces, and their `.CHECKSUM`s. */
   private zip(params: DayParams, id: string, progress: Progress): Promise<DayFiles["files"]> {
-    return putTradeZips(this.env.HISTORY, params, progress, (first) => pieceKey(params, id, first));
+    return putTradeZips(billed(this.env, "HISTORY"), params, progress, (first) => pieceKey(params, id, first));
   }
 
   /** The pieces go; the day is counted written (or empty), and no longer listed as failing. */
   private async done(params: DayParams, id: string, day: DayFiles, progress: Progress): Promise<void> {
     const keys = progress.pieces.map((piece) => pieceKey(params, id, piece.first));
-    await deletePieces(this.env.HISTORY, keys);
+    await deletePieces(billed(this.env, "HISTORY"), keys);
     await reportBuilt(this.env, id, "day", day.files.length > 0 ? "written" : "empty");
   }
 }

@@ -4,6 +4,7 @@ import { problem } from "../core/problem";
 import { createRouter } from "../core/router";
 import { okJson, problemResponses } from "../core/schemas";
 import type { AppEnv } from "../env";
+import { billed } from "../metrics/billed-bindings";
 import { BOOK_FILE_KINDS, parseHour } from "./book-files";
 import { DAILY_KLINE_INTERVALS, fileIsFinal, parseDay } from "./daily-files";
 
@@ -45,7 +46,7 @@ export function historyFileRoutes(limit: MiddlewareHandler<AppEnv>) {
     const match = expected.exec(name);
     const start = match ? (hourly ? parseHour : parseDay)(match[1]!) : undefined;
     if (start === undefined) throw problem("NOT_FOUND", `${key} is not ${hourly ? "an hourly" : "a daily"} file's name`);
-    const object = await c.env.HISTORY.get(key);
+    const object = await billed(c.env, "HISTORY").get(key);
     if (!object) {
       throw problem(
         "NOT_FOUND",
@@ -66,7 +67,7 @@ export function historyFileRoutes(limit: MiddlewareHandler<AppEnv>) {
     });
   };
   const list = async (c: Context<AppEnv>, prefix: string) => {
-    const listed = await c.env.HISTORY.list({ prefix, limit: 1000, ...(c.req.query("cursor") ? { cursor: c.req.query("cursor") } : {}) });
+    const listed = await billed(c.env, "HISTORY").list({ prefix, limit: 1000, ...(c.req.query("cursor") ? { cursor: c.req.query("cursor") } : {}) });
     return c.json(
       {
         prefix,

@@ -5,6 +5,7 @@ import type { HistoryCache } from "../history/history-cache";
 import { MarketBookHistory, type ReplayLimits, type ReplayPage } from "../history/market-book-history";
 import { DayCalls, importMinutes } from "../history/market-days";
 import { MarketHistory } from "../history/market-history";
+import { billed } from "../metrics/billed-bindings";
 import type { MarketAnswer, MarketQuestion } from "../reads/edge-copies";
 import type { MarketConfig } from "../registry/model";
 import type { MarketStorage } from "../writes/market-storage";
@@ -94,7 +95,7 @@ export class MarketEngine {
   constructor(private readonly host: MarketHost) {
     const { env, storage } = host;
     this.store = new MarketStore(storage);
-    this.history = new MarketHistory(this.store, env.HISTORY, env.TRADE_ARCHIVE_CHUNK);
+    this.history = new MarketHistory(this.store, billed(env, "HISTORY"), env.TRADE_ARCHIVE_CHUNK);
     this.days = new DayCalls({
       load: (market) => this.load(market),
       commitStaged: () => this.host.tick.commitNow(),
@@ -107,7 +108,14 @@ export class MarketEngine {
       (op) => this.send(op),
       () => this.streams!,
     );
-    this.bookHistory = new MarketBookHistory(this.store, storage.sql, env.HISTORY, (time) => this.secondly.alarmBy(time), host.historyCache, env.BOOK_FILES);
+    this.bookHistory = new MarketBookHistory(
+      this.store,
+      storage.sql,
+      billed(env, "HISTORY"),
+      (time) => this.secondly.alarmBy(time),
+      host.historyCache,
+      env.BOOK_FILES,
+    );
     this.reads = new MarketReads(this.store, this.history);
     this.minutes = new MinuteWrites(this.store, host.tick);
   }

@@ -6,6 +6,7 @@ import { type ProblemResult, problem, toProblemResult } from "../core/problem";
 import { msSetting } from "../core/settings";
 import type { MarketSummary } from "../groups/messages";
 import { type VenueAnswerKind, VenueBoard } from "../groups/venue-board";
+import { billed } from "../metrics/billed-bindings";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import type { MarketAnswer } from "../reads/edge-copies";
@@ -209,7 +210,7 @@ export class PriceIndex extends MeteredObject {
       if (price) markets[market.symbol] = { ...price, status: market.status };
     }
     const snapshot: PriceSnapshot = { asOf: now, markets };
-    await this.env.PRICES.put(PRICE_SNAPSHOT_KEY, JSON.stringify(snapshot));
+    await billed(this.env, "PRICES").put(PRICE_SNAPSHOT_KEY, JSON.stringify(snapshot));
     // One call per shard, with every stream it wants.
     const perShard = new Map<string, StreamEvent[]>();
     const changed = this.board.takeChanged(registry);

@@ -51,6 +51,13 @@ export const FAMILIES = {
     help: "History files built off the market hosts (an hour's book files: kind book), by result: written, empty (no update in the hour), failed (a round of retries spent; tried again an hour later)",
   },
   mds_host_storage_bytes: { type: "gauge", help: "Each market host's SQLite size in bytes, by group (Cloudflare's limit: 10 GB an object)" },
+  mds_kv_operations_total: { type: "counter", help: "Workers KV operations, as billed, by op: read (a key), write, delete, list" },
+  mds_bucket_operations_total: {
+    type: "counter",
+    help: "R2 operations (the HISTORY bucket), by class (A: put, multipart, list; B: get, head; free: delete, abort) and the storage class they touch (Standard, InfrequentAccess)",
+  },
+  mds_bucket_bytes_read_total: { type: "counter", help: "Bytes R2 gets retrieved, by storage class (Infrequent Access bills them)" },
+  mds_analytics_points_total: { type: "counter", help: "Workers Analytics Engine data points written (each billed past 10 million a month)" },
   mds_object_requests_total: {
     type: "counter",
     help: "Requests Durable Objects served, by object class and kind: call (RPC, fetch), alarm, message (WebSocket, billed 20 to a request)",
