@@ -3,18 +3,19 @@ import { routePath } from "hono/route";
 import { ProblemError } from "../core/problem";
 import type { AppEnv } from "../env";
 import { keyIdOf, principalKind } from "../logs/request-log";
+import { billed } from "./billed-bindings";
 import { isolateMetrics, metricsOn } from "./holder";
 import { callbackOutcome, limitScope } from "./outcomes";
 import { RequestEvents } from "./request-events";
 
-/** This isolate's Analytics Engine points, aggregated per second and kind of request. */
+/** This isolate's Analytics Engine points, aggregated per kind of request every 10 s or so. */
 export const requestEvents = new RequestEvents();
 
 /**
  * Counts every answer in the isolate (docs/operations.md#metrics): by route pattern (never the
  * raw URL) and status, the 429s by scope, ingest batches and settlement callbacks by result; and
- * writes to Workers Analytics Engine, where it is bound, one data point per kind of request a
- * second or so (`request-events.ts`). Hands the isolate's counts on within METRICS_FLUSH_MS, after the
+ * writes to Workers Analytics Engine, where it is bound, one data point per kind of request
+ * every 10 s or so (`request-events.ts`). Hands the isolate's counts on within METRICS_FLUSH_MS, after the
  * answer (`waitUntil`).
  *
  * @example
@@ -39,10 +40,10 @@ export const countRequests = createMiddleware<AppEnv>(async (c, next) => {
       // No execution context (the app called directly, as a test does): the promise runs on its own.
     }
   };
-  // A point per kind of request a second or so, not per request; dropped locally, in production
+  // A point per kind of request every 10 s or so, not per request; dropped locally, in production
   // the SQL of docs/operations.md#analytics-engine reads them.
   const now = Date.now();
-  requestEvents.add(c.env.REQUEST_EVENTS, now, {
+  requestEvents.add(billed(c.env, "REQUEST_EVENTS"), now, {
     route,
     method: c.req.method,
     status,
@@ -53,13 +54,13 @@ export const countRequests = createMiddleware<AppEnv>(async (c, next) => {
   });
   const handedOnAt = isolateMetrics.handedOnAt;
   const dueAt = isolateMetrics.settle(c.env, waitUntil);
-  if (isolateMetrics.handedOnAt !== handedOnAt) requestEvents.flush(c.env.REQUEST_EVENTS);
+  if (isolateMetrics.handedOnAt !== handedOnAt) requestEvents.flush(billed(c.env, "REQUEST_EVENTS"));
   // An isolate is billed for CPU, not for waiting: a timer hands the counts on when they are due,
   // and writes the Analytics Engine points still held (a quiet isolate's last ones).
   if (dueAt !== undefined)
     waitUntil(
       new Promise((resolve) => setTimeout(resolve, Math.max(0, dueAt - Date.now()))).then(() => {
-        requestEvents.flush(c.env.REQUEST_EVENTS);
+        requestEvents.flush(billed(c.env, "REQUEST_EVENTS"));
         return isolateMetrics.due(c.env);
       }),
     );

@@ -1,10 +1,12 @@
 /**
  * Workers Analytics Engine's data points for the isolate's requests (docs/operations.md#analytics-engine),
- * aggregated: one point per kind of request (route, method, status, problem code, who, key id) a
- * second or so, with how many there were and their time, not one per request — Cloudflare bills each
- * point past 10 million a month, and one per request at the venue's 11,000 requests a second is
- * about $7,000 a month. What an isolate holds is one entry per kind since its last points, at most
- * MAX_KINDS_HELD (past it, the points are written early).
+ * aggregated: one point per kind of request (route, method, status, problem code, who, and the key
+ * id of a refused or failed signed request) per POINT_WINDOW_MS (10 s) of the isolate's, with how
+ * many there were and their time — Cloudflare bills each
+ * point past 10 million a month: one per request at the venue's 11,000 requests a second was about
+ * $7,000 a month, and one per kind a second (or per key of a successful signed request, whose usage
+ * its guard already counts by the minute: docs/limits.md#your-keys-usage) still hundreds. What an
+ * isolate holds is one entry per kind, at most MAX_KINDS_HELD (past it, the points are written early).
  */
 
 /** The part of Analytics Engine's binding this writes through. */
@@ -22,6 +24,9 @@ export interface RequestEvent {
   keyId: string;
   ms: number;
 }
+
+/** What an isolate holds is written once it spans this long (or with its metrics' hand-on, whichever is first). */
+export const POINT_WINDOW_MS = 10_000;
 
 /** Kinds of request one isolate holds before writing them early. */
 export const MAX_KINDS_HELD = 1_000;
@@ -45,26 +50,29 @@ export class RequestEvents {
   private readonly held = new Map<string, Held>();
 
   /**
-   * Counts a request into its kind's point; what is held is written first once it spans a second
-   * (or holds MAX_KINDS_HELD kinds). A quiet isolate's last points go with its metrics' hand-on
-   * (`flush`, on the timer the counts already have): no timer of their own.
+   * Counts a request into its kind's point. What is held is written by the first request once it
+   * spans POINT_WINDOW_MS, or early once MAX_KINDS_HELD kinds are held; a quiet isolate's last
+   * points go with its metrics' hand-on (`flush`, on the timer the counts already have: no timer of
+   * their own). A successful request's point names no key: per-key use is the guard's count; a
+   * refusal or failure keeps its key id, so an operator sees whom it hit.
    */
   add(sink: PointSink | undefined, now: number, event: RequestEvent): void {
     if (!sink) return;
-    if (now - this.openedAt >= 1000 || this.held.size >= MAX_KINDS_HELD) this.flush(sink);
+    if (now - this.openedAt >= POINT_WINDOW_MS || this.held.size >= MAX_KINDS_HELD) this.flush(sink);
     if (this.held.size === 0) this.openedAt = now;
-    const kind = [event.route, event.method, event.status, event.code, event.who, event.keyId].join("\u0000");
+    const keyId = event.status >= 400 ? event.keyId : "";
+    const kind = [event.route, event.method, event.status, event.code, event.who, keyId].join("\u0000");
     const entry = this.held.get(kind);
     if (entry) {
       entry.count += 1;
       entry.totalMs += event.ms;
       entry.maxMs = Math.max(entry.maxMs, event.ms);
-    } else this.held.set(kind, { event, count: 1, totalMs: event.ms, maxMs: event.ms });
+    } else this.held.set(kind, { event: { ...event, keyId }, count: 1, totalMs: event.ms, maxMs: event.ms });
   }
 
   /**
    * Writes what is held: `index1` the route; `blob1`…`blob5` route, method, problem code, who, key
-   * id; `double1` the status, `double2` the mean ms, `double3` the requests, `double4` the most ms.
+   * id (of a refused or failed request); `double1` the status, `double2` the mean ms, `double3` the requests, `double4` the most ms.
    */
   flush(sink: PointSink | undefined): void {
     if (!sink) return;

@@ -1,16 +1,12 @@
 import fc from "fast-check";
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { MAX_KINDS_HELD, type RequestEvent, RequestEvents } from "../../src/metrics/request-events";
+import { describe, expect, it } from "vitest";
+import { MAX_KINDS_HELD, POINT_WINDOW_MS, type RequestEvent, RequestEvents } from "../../src/metrics/request-events";
 
 /** Analytics Engine's points as written (the binding drops them locally: its write is all this code uses). */
 const recording = () => {
   const points: { indexes?: string[]; blobs?: string[]; doubles?: number[] }[] = [];
   return { points, writeDataPoint: (point: (typeof points)[number]) => points.push(point) };
 };
-
-afterEach(() => {
-  vi.useRealTimers();
-});
 
 const request = fc.record({
   route: fc.constantFrom("/api/ticker/:pair", "/api/orderbook/:pair", "/binance/api/v3/depth"),
@@ -20,62 +16,66 @@ const request = fc.record({
   who: fc.constantFrom("address", "key"),
   keyId: fc.constantFrom("", "mk_1", "mk_2"),
   ms: fc.integer({ min: 0, max: 500 }),
-  atMs: fc.integer({ min: 0, max: 5_999 }),
 });
 
+/** A kind as the points keep it: a success names no key. */
+const kindOf = (r: RequestEvent) => [r.route, r.method, r.status, r.code, r.who, r.status >= 400 ? r.keyId : ""].join();
+
 describe("Analytics Engine points, aggregated (docs/operations.md#analytics-engine)", () => {
-  it("any requests at any times: the points count every request once and keep each kind's time; at most one point per kind and second (property)", () => {
+  it("any requests, any hand-ons within a window: the points count every request once and keep each kind's time; one point per kind between hand-ons (property)", () => {
     fc.assert(
-      fc.property(fc.array(request, { maxLength: 300 }), (raw) => {
-        vi.useFakeTimers({ now: 1_000_000_000 });
-        const start = Date.now();
+      fc.property(fc.array(fc.tuple(request, fc.boolean()), { maxLength: 300 }), (raw) => {
         const sink = recording();
         const events = new RequestEvents();
-        const sorted = [...raw].sort((a, b) => a.atMs - b.atMs);
-        for (const { atMs, ...event } of sorted) {
-          vi.setSystemTime(start + atMs);
-          events.add(sink, Date.now(), event as RequestEvent);
+        let kinds = new Set<string>();
+        let most = 0;
+        for (const [event, handOn] of raw) {
+          events.add(sink, 0, event);
+          kinds.add(kindOf(event));
+          if (handOn) {
+            events.flush(sink);
+            most += kinds.size;
+            kinds = new Set();
+          }
         }
-        // What is still held goes with the isolate's metrics' hand-on.
         events.flush(sink);
+        most += kinds.size;
         const counted = sink.points.reduce((sum, p) => sum + p.doubles![2]!, 0);
         expect(counted, "requests the points count").toBe(raw.length);
         const totalMs = sink.points.reduce((sum, p) => sum + p.doubles![1]! * p.doubles![2]!, 0);
-        expect(Math.round(totalMs), "their time").toBe(raw.reduce((sum, r) => sum + r.ms, 0));
-        const seconds = new Set(raw.map((r) => Math.floor((start + r.atMs) / 1000)));
-        const kinds = new Set(raw.map((r) => [r.route, r.method, r.status, r.code, r.who, r.keyId].join()));
-        expect(sink.points.length, "points: at most a kind a second (two when a flush splits one)").toBeLessThanOrEqual(2 * seconds.size * kinds.size);
-        expect(sink.points.length, "points, never more than requests").toBeLessThanOrEqual(raw.length);
-        vi.useRealTimers();
+        expect(Math.round(totalMs), "their time").toBe(raw.reduce((sum, [r]) => sum + r.ms, 0));
+        expect(sink.points.length, "points: one a kind between hand-ons").toBe(most);
+        for (const p of sink.points) if (p.doubles![0]! < 400) expect(p.blobs![4], "a success's point names no key").toBe("");
       }),
       { numRuns: 100 },
     );
   });
 
-  it("1,000 requests of two kinds in a second are two points, written by the first request a second later; the held kinds are bounded", () => {
-    vi.useFakeTimers({ now: 2_000_000_000 });
+  it("1,000 requests over 9 s are a point per kind, written by the first request 10 s on (before: one per kind each second); a refusal keeps its key id; the held kinds are bounded", () => {
     const sink = recording();
     const events = new RequestEvents();
-    const base = { method: "GET", code: "", who: "address", keyId: "", ms: 3 };
+    const start = 2_000_000_000;
+    const base = { method: "GET", code: "", who: "key", ms: 3 };
     for (let i = 0; i < 1_000; i++) {
-      vi.setSystemTime(2_000_000_000 + (i % 900));
-      events.add(sink, Date.now(), { ...base, route: i % 2 ? "/api/ticker/:pair" : "/api/time", status: 200 });
+      events.add(sink, start + i * 9, { ...base, route: i % 2 ? "/api/ticker/:pair" : "/api/time", status: 200, keyId: `mk_${i % 7}` });
     }
-    expect(sink.points.length, "points within the second").toBe(0);
-    vi.setSystemTime(2_000_001_000);
-    events.add(sink, Date.now(), { ...base, route: "/api/time", status: 200 });
-    expect(sink.points.map((p) => [p.blobs![0], p.doubles![2]])).toEqual([
-      ["/api/time", 500],
-      ["/api/ticker/:pair", 500],
+    events.add(sink, start + 9_500, { ...base, route: "/api/time", status: 429, code: "RATE_LIMITED", keyId: "mk_3" });
+    expect(sink.points.length, "points within the window").toBe(0);
+    events.add(sink, start + POINT_WINDOW_MS, { ...base, route: "/api/time", status: 200, keyId: "" });
+    expect(sink.points.map((p) => [p.blobs![0], p.doubles![0], p.blobs![4], p.doubles![2]])).toEqual([
+      ["/api/time", 200, "", 500],
+      ["/api/ticker/:pair", 200, "", 500],
+      ["/api/time", 429, "mk_3", 1],
     ]);
     events.flush(sink);
-    for (let i = 0; i <= MAX_KINDS_HELD; i++) events.add(sink, Date.now(), { ...base, route: `/r/${i}`, status: 200 });
-    expect(sink.points.length, "more kinds than held are written early").toBe(3 + MAX_KINDS_HELD);
+    expect(sink.points.length, "the hand-on writes what is held").toBe(4);
+    for (let i = 0; i <= MAX_KINDS_HELD; i++) events.add(sink, start + POINT_WINDOW_MS, { ...base, route: `/r/${i}`, status: 200, keyId: "" });
+    expect(sink.points.length, "more kinds than held are written early").toBe(4 + MAX_KINDS_HELD);
   });
 });
 
 describe("the app's requests as Analytics Engine points", () => {
-  it("20 requests of one kind in a second are one point, not 20 (before: a point per request)", async () => {
+  it("20 requests of one kind are one point, not 20 (before: a point per request)", async () => {
     const { env } = await import("cloudflare:workers");
     const { createApp } = await import("../../src/app");
     const { requestEvents } = await import("../../src/metrics/middleware");
@@ -83,7 +83,6 @@ describe("the app's requests as Analytics Engine points", () => {
     const app = createApp();
     const ask = (_: unknown, i: number) =>
       app.request("/api/time", { headers: { "CF-Connecting-IP": `192.0.2.${100 + i}` } }, { ...env, REQUEST_EVENTS: sink });
-    // Within one second of the isolate's clock (it moves only with I/O): the point is written at its end.
     requestEvents.flush(sink);
     sink.points.length = 0;
     const answers = await Promise.all(Array.from({ length: 20 }, ask));
@@ -94,6 +93,6 @@ describe("the app's requests as Analytics Engine points", () => {
       time.reduce((sum, p) => sum + p.doubles![2]!, 0),
       "requests counted",
     ).toBe(20);
-    expect(time.length, "points written for them").toBeLessThanOrEqual(2);
+    expect(time.length, "points written for them").toBe(1);
   });
 });
