@@ -6,7 +6,7 @@ import { meterRequests } from "../metrics/object-meter";
 import { allowListAdmits } from "./client-address";
 import { type ConnectionLease, confirmLease, decideLease, EDGE_HOLDER, returnLease } from "./connection-leases";
 import { countUse, emptyUsage, type UsageBucket, type UsageInterval, type UsageRecord, usageSince } from "./key-usage";
-import { type KeyRecord, keyStateAt, type MarketGrant, type Permission } from "./keys";
+import { type KeyRecord, keyStateAt, type MarketGrant, type Permission, principalOfKey } from "./keys";
 import { type LoginAttempts, type LoginReservation, type LoginScope, type LoginSettlement, reserveLogin, settleLogin } from "./login-throttle";
 import { signedWindow } from "./rate-limit";
 import { FUTURE_TOLERANCE_MS, importSecret, isOnTime, signaturePayload, verifySignature } from "./signature";
@@ -46,11 +46,9 @@ export interface KeyAmendment {
 /** A signed request admitted, with a publishing key's markets when it asked to publish. */
 export type Authorized = Admission & { markets?: MarketGrant };
 
-/** Last use is written at most this often: no storage write per request. */
-const LAST_USE_WRITE_EVERY_MS = 60_000;
 /** Storage key of the sign-in throttle's record, apart from the API key's. */
 const LOGIN_KEY = "login";
-/** Storage key of a key's usage counts (docs/limits.md#your-keys-usage), written at most once a minute. */
+/** Storage key of a key's usage counts and last use (docs/limits.md#your-keys-usage), written at most once a minute. */
 const USAGE_KEY = "usage";
 const USAGE_WRITE_EVERY_MS = 60_000;
 /** Storage key of the principal's stream connection leases (docs/limits.md#stream-connections). */
@@ -71,7 +69,6 @@ export class AccessGuard extends MeteredObject {
   private record: KeyRecord | null | undefined;
   private cryptoKey: Promise<CryptoKey> | undefined;
   private lastUsedAt: number | null = null;
-  private lastUseWrittenAt = 0;
   /** The key's usage counts (loaded on first use), and whether some are not yet stored. */
   private usage: UsageRecord | undefined;
   private usageDirty = false;
@@ -176,7 +173,8 @@ export class AccessGuard extends MeteredObject {
   private async keyRecord(): Promise<KeyRecord | null> {
     if (this.record === undefined) {
       this.record = (await this.ctx.storage.get<KeyRecord>("key")) ?? null;
-      this.lastUsedAt = (await this.ctx.storage.get<number>("lastUsedAt")) ?? null;
+      // Kept in the usage's row; a key last used before that was so has its own row.
+      this.lastUsedAt = this.usageRecord().lastUsedAt ?? (await this.ctx.storage.get<number>("lastUsedAt")) ?? null;
     }
     return this.record;
   }
@@ -187,7 +185,11 @@ export class AccessGuard extends MeteredObject {
     this.cryptoKey = undefined;
   }
 
-  /** Revocation lands here first, so the very next request with the key fails. */
+  /**
+   * Revocation lands here first, so the very next request with the key fails; the shards holding
+   * the key's stream connections (its leases) are told at once, so they close them now. A shard
+   * not reached finds it at its own next check (KEY_RECHECK_EVERY_MS): the revocation stands either way.
+   */
   async revokeKey(now = Date.now()): Promise<void> {
     const record = await this.keyRecord();
     if (!record || record.revokedAt !== null) return;
@@ -195,6 +197,16 @@ export class AccessGuard extends MeteredObject {
     await this.ctx.storage.put("key", revoked);
     this.record = revoked;
     this.cryptoKey = undefined;
+    const principal = principalOfKey(record.keyId);
+    const shards = new Set(this.connectionLeases().map((lease) => lease.shard));
+    shards.delete(EDGE_HOLDER);
+    await Promise.all(
+      [...shards].map((shard) =>
+        streamHub(this.env, shard)
+          .keyEnded(principal, "the API key was revoked")
+          .catch((error: unknown) => console.error("key revocation not told", shard, String(error))),
+      ),
+    );
   }
 
   /** Changes a publishing key's markets, allow-list or expiry; open channels take it up within their check interval. */
@@ -296,12 +308,10 @@ export class AccessGuard extends MeteredObject {
     this.writeUsage(Date.now());
   }
 
+  /** The key was used now: held in memory, and stored in the usage's row with its counts (no row of its own). */
   private noteUse(now: number): void {
     this.lastUsedAt = now;
-    if (now - this.lastUseWrittenAt >= LAST_USE_WRITE_EVERY_MS) {
-      this.lastUseWrittenAt = now;
-      void this.ctx.storage.put("lastUsedAt", now);
-    }
+    this.usageRecord().lastUsedAt = now;
   }
 }
 

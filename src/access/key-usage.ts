@@ -19,7 +19,8 @@ export interface UsageBucket {
   rateLimited: number;
 }
 
-export type UsageRecord = Record<UsageInterval, UsageRow[]>;
+/** The buckets, and when the key was last used (admitted): one row for both, written at most once a minute. */
+export type UsageRecord = Record<UsageInterval, UsageRow[]> & { lastUsedAt?: number };
 
 export function emptyUsage(): UsageRecord {
   return { "1m": [], "1h": [] };

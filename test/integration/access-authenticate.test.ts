@@ -57,10 +57,13 @@ describe("authenticateSigned: the one AccessGuard call behind /v1 (and /v1/ws)",
     expect(error.headers).toMatchObject({ "RateLimit-Limit": "10", "RateLimit-Remaining": "9" });
   });
 
-  it("last use is recorded in memory and written to storage at most once a minute", async () => {
+  it("last use is recorded in memory and written at most once a minute, in the usage's row (before: a row of its own beside it)", async () => {
     const key = await newKey();
     const storedLastUse = () =>
-      runInDurableObject(env.ACCESS_GUARD.getByName(`key:${key.id}`), async (_instance, state) => state.storage.get<number>("lastUsedAt"));
+      runInDurableObject(
+        env.ACCESS_GUARD.getByName(`key:${key.id}`),
+        async (_instance, state) => state.storage.kv.get<{ lastUsedAt?: number }>("usage")?.lastUsedAt,
+      );
     const before = Date.now();
     expect((await signedCall(key, "GET", "/v1/markets")).status).toBe(200);
     const firstWrite = await storedLastUse();
@@ -72,6 +75,8 @@ describe("authenticateSigned: the one AccessGuard call behind /v1 (and /v1/ws)",
     expect(await storedLastUse()).toBe(firstWrite);
     const listed = (await callJson("/account/api-keys", { headers: { Cookie: key.cookie } })).body.keys[0];
     expect(listed.lastUsedAt).toBeGreaterThan(firstWrite!);
+    const ownRow = await runInDurableObject(env.ACCESS_GUARD.getByName(`key:${key.id}`), async (_instance, state) => state.storage.get("lastUsedAt"));
+    expect(ownRow, "no row of its own").toBeUndefined();
   });
 
   it("revocation lands in the key's guard, and the next request fails", async () => {
