@@ -43,8 +43,15 @@ export const MAINTENANCE_NOTICE_LEAD_MS = 60_000;
 /** Every market's changed tickers, at most once a second: one name, no subject (docs/streams.md). */
 export const TICKERS_STREAM = "tickers";
 export const HEARTBEAT_EVERY_MS = 5_000;
-/** An API key's open stream connections are re-checked this often: revoked or expired, they close (1008). */
+/** A key's first stream connection on a shard is checked this long after it opened (it learns the key's expiry then). */
 export const KEY_CHECK_EVERY_MS = 10_000;
+/**
+ * Then the shard checks its keys this often, and at the moment one expires: a revocation reaches
+ * it at once from the key's guard (`keyEnded`), so this check is the backstop for a revocation it
+ * missed and the bound of failing closed (docs/streams.md#closes-and-ended-streams). One guard call
+ * a key a minute, not every 10 s: at 20,000 signed subscribers 333 calls a second, not 2,000.
+ */
+export const KEY_RECHECK_EVERY_MS = 60_000;
 /** Not a stream: a market's object says down its streams' channel that it was delisted, and shards end its streams. */
 export const MARKET_ENDED_STREAM = "!ended";
 export type StreamKind = (typeof STREAM_KINDS)[number];

@@ -4,13 +4,21 @@ import type { Announcement } from "../announcements/schemas";
 import { accessGuard, priceIndex } from "../core/object-ids";
 import type { MarketAnswer } from "../reads/edge-copies";
 import type { PlannedClose } from "./planned-close";
-import { HEARTBEAT_EVERY_MS, HEARTBEAT_STREAM, KEY_CHECK_EVERY_MS, MAINTENANCE_NOTICE_LEAD_MS, STATUS_STREAM, streamFrame } from "./protocol";
+import {
+  HEARTBEAT_EVERY_MS,
+  HEARTBEAT_STREAM,
+  KEY_CHECK_EVERY_MS,
+  KEY_RECHECK_EVERY_MS,
+  MAINTENANCE_NOTICE_LEAD_MS,
+  STATUS_STREAM,
+  streamFrame,
+} from "./protocol";
 
 /** The `status` stream's message: the body of `GET /api/status` (docs/operations.md#announcements). */
 export type VenueStatusMessage = { announcements?: Announcement[] } & Record<string, unknown>;
 
 /** A key whose standing could not be checked for this long has its connections closed: the check fails closed. */
-const KEY_UNVERIFIED_CLOSE_MS = 2 * KEY_CHECK_EVERY_MS;
+export const KEY_UNVERIFIED_CLOSE_MS = 2 * KEY_RECHECK_EVERY_MS;
 /** Storage key of the heartbeat counter: it survives hibernation, so a client sees no step back. */
 const HEARTBEAT_KEY = "heartbeatSequence";
 /** Storage keys of when the next heartbeat and the next key check are due (the one alarm serves both). */
@@ -76,19 +84,21 @@ export class ShardDuties {
     return now + HEARTBEAT_EVERY_MS;
   }
 
-  /** A key's connection opened here, its standing just checked: its checks are due from now on. */
+  /** A key's connection opened here, its standing just checked: a check within KEY_CHECK_EVERY_MS learns its expiry. */
   keyConnected(now: number): void {
-    if (this.kv.get<number>(KEYS_DUE_KEY) === undefined) this.kv.put(KEYS_DUE_KEY, now + KEY_CHECK_EVERY_MS);
+    const due = this.kv.get<number>(KEYS_DUE_KEY);
+    if (due === undefined || due > now + KEY_CHECK_EVERY_MS) this.kv.put(KEYS_DUE_KEY, now + KEY_CHECK_EVERY_MS);
   }
 
   /**
    * Re-checks the standing of every API key with connections here (one guard call per key), if due:
    * a revoked or expired key's connections close with 1008 and a reason; so do those of a key that
-   * could not be checked for `KEY_UNVERIFIED_CLOSE_MS` (the check fails closed). A check that
-   * finds the key active writes nothing: only the first failed check of a key writes when its
-   * failing began (kept through hibernation), and the next good one deletes it — rows are written
-   * per failure, not per key every 10 s. Returns when the next check is due, or undefined when no
-   * key has a connection here.
+   * could not be checked for `KEY_UNVERIFIED_CLOSE_MS` (the check fails closed). The next check is
+   * due in KEY_RECHECK_EVERY_MS, or when a key checked now expires if sooner (a revocation comes
+   * from the guard at once: `keyEnded`). A check that finds the key active writes nothing: only the
+   * first failed check of a key writes when its failing began (kept through hibernation), and the
+   * next good one deletes it. Returns when the next check is due, or undefined when no key has a
+   * connection here.
    */
   async checkKeys(now: number): Promise<number | undefined> {
     const byKey = new Map<string, WebSocket[]>();
@@ -104,26 +114,29 @@ export class ShardDuties {
     }
     const dueAt = this.kv.get<number>(KEYS_DUE_KEY) ?? now;
     if (now < dueAt) return dueAt;
+    let next = now + KEY_RECHECK_EVERY_MS;
     await Promise.all(
       [...byKey].map(async ([principal, sockets]) => {
         let reason: string | null = null;
         try {
           const status = await accessGuard(this.host.env, principal).keyStatus();
           const state = status.exists ? keyStateAt(status, Date.now()) : "revoked";
-          if (state === "active") this.forget(KEY_FAILING_PREFIX + principal);
-          else reason = `the API key ${state === "revoked" ? "was revoked" : "expired"}`;
+          if (state === "active") {
+            this.forget(KEY_FAILING_PREFIX + principal);
+            if (status.expiresAt !== null) next = Math.min(next, status.expiresAt);
+          } else reason = `the API key ${state === "revoked" ? "was revoked" : "expired"}`;
         } catch (error) {
           console.error("stream key check failed", principal, String(error));
           // Failing since the check after the last good one: closed once it has failed for the bound.
           const failingSince = this.kv.get<number>(KEY_FAILING_PREFIX + principal);
           if (failingSince === undefined) this.kv.put(KEY_FAILING_PREFIX + principal, now);
-          else if (now - failingSince >= KEY_UNVERIFIED_CLOSE_MS - KEY_CHECK_EVERY_MS) reason = "the API key could not be checked";
+          else if (now - failingSince >= KEY_UNVERIFIED_CLOSE_MS - KEY_RECHECK_EVERY_MS) reason = "the API key could not be checked";
         }
         if (reason) for (const ws of sockets) this.host.closeForPolicy(ws, reason);
       }),
     );
-    this.kv.put(KEYS_DUE_KEY, now + KEY_CHECK_EVERY_MS);
-    return now + KEY_CHECK_EVERY_MS;
+    this.kv.put(KEYS_DUE_KEY, next);
+    return next;
   }
 
   /** The planned close under way, if any. */

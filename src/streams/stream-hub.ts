@@ -494,6 +494,11 @@ export class StreamHub extends MeteredObject {
     }
   }
 
+  /** A key's guard says its key ended (revoked): its connections here close now with `reason` (1008), not at the next check. */
+  keyEnded(principal: string, reason: string): void {
+    for (const ws of this.ctx.getWebSockets(principal)) this.closeForPolicy(ws, reason);
+  }
+
   /** Which of a guard's leases are still open here (or being opened): the rest died with a restart or a crash. */
   leasesHeld(ids: string[]): string[] {
     const held = new Set(this.pendingLeases);
@@ -542,4 +547,4 @@ export class StreamHub extends MeteredObject {
   }
 }
 
-meterRequests(StreamHub, ["fetch", "webSocketMessage", "alarm", "announceClose", "scrape", "publish", "openSession", "leasesHeld"]);
+meterRequests(StreamHub, ["fetch", "webSocketMessage", "alarm", "announceClose", "scrape", "publish", "openSession", "leasesHeld", "keyEnded"]);

@@ -9,6 +9,7 @@ import { KEY_CHECK_EVERY_MS } from "../../src/publish/publish-channel-object";
 import { COPIES_MAX_BYTES } from "../../src/reads/edge-copies";
 import { heldCopyBytes } from "../../src/reads/edge-reads";
 import { shardLayout, shardOf } from "../../src/streams/placement";
+import { KEY_RECHECK_EVERY_MS } from "../../src/streams/protocol";
 import { newAccount, newKey, newPublishKey, signedCall, type TestKey } from "../support/accounts";
 import { withFailing } from "../support/failing";
 import { ADMIN } from "../support/gateways";
@@ -27,6 +28,12 @@ const answerOf = (socket: TestSocket, id: unknown) => until(() => socket.message
 const channelOf = (key: TestKey) => env.PUBLISH_CHANNEL.getByName(`key:${key.id}`);
 /** The shard a principal's connections land on, as the routes place them. */
 const shardFor = (principal: string) => env.STREAM_HUB.getByName(shardOf(principal, shardLayout(env).shards));
+/** A signed /v1/ws path for `key` (the query form: the path is what is signed). */
+const keyedPath = async (key: TestKey) => {
+  const timestamp = Date.now();
+  const signature = await sign(key.secret, signaturePayload({ timestamp, method: "GET", requestTarget: "/v1/ws", body: "" }));
+  return `/v1/ws?apiKey=${key.id}&timestamp=${timestamp}&signature=${signature}`;
+};
 const trade = (id: string, price: string, quantity: string) => ({ id, price, quantity, side: "buy", time: Date.now() });
 
 describe("trust: only publishers the operator names write a market (docs/security.md)", () => {
@@ -128,31 +135,62 @@ describe("trust: only publishers the operator names write a market (docs/securit
     for (const s of open) s.ws.close();
   });
 
-  it("a revoked or expired stream key's open /v1/ws closes at the shard's key check (1008 with the reason; check ≤ 10 s)", async () => {
+  it("revoking a stream key closes its open /v1/ws at once: its guard tells the shard holding the lease (before: at the shard's next check, up to 10 s)", async () => {
     const { cookie } = await newAccount("198.51.100.37");
     const key = await newKey({ cookie, permissions: ["stream"] });
-    const timestamp = Date.now();
-    const signature = await sign(key.secret, signaturePayload({ timestamp, method: "GET", requestTarget: "/v1/ws", body: "" }));
-    const socket = await openSocket(`/v1/ws?apiKey=${key.id}&timestamp=${timestamp}&signature=${signature}`, "198.51.100.37");
+    const socket = await openSocket(await keyedPath(key), "198.51.100.37");
     const shard = shardFor(`key:${key.id}`);
     const alarm = await runInDurableObject(shard, (_instance, state) => state.storage.getAlarm());
-    expect(alarm! - Date.now(), "the shard's next key check is at most 10 s away").toBeLessThanOrEqual(KEY_CHECK_EVERY_MS);
+    expect(alarm! - Date.now(), "the shard's first check of the key is at most 10 s away").toBeLessThanOrEqual(KEY_CHECK_EVERY_MS);
+    let closed: { code: number; reason: string } | undefined;
+    void socket.closed.then((close) => {
+      closed = close;
+    });
     expect((await call(`/account/api-keys/${key.id}`, { method: "DELETE", headers: { Cookie: cookie } })).status).toBe(204);
-    // The injected clock: the check is made due now instead of in 10 s.
-    await runInDurableObject(shard, (_instance, state) => state.storage.kv.put("keysDue", 0));
-    await runDurableObjectAlarm(shard);
-    expect(await socket.closed).toEqual({ code: 1008, reason: "the API key was revoked" });
+    // No shard alarm is run: the close comes from the revocation itself.
+    expect(await until(() => closed, { what: "the connection's close after the revocation" })).toEqual({ code: 1008, reason: "the API key was revoked" });
   });
 
-  it("a key check that finds its keys active writes one row however many keys (before: one per key every 10 s); one that cannot reach a key's guard closes its connections once it has failed for 20 s", async () => {
+  it("a shard the revocation did not reach closes at its check; a key's checks come once a minute and at its expiry (before: every 10 s)", async () => {
+    const { cookie } = await newAccount("198.51.100.36");
+    const expiresAt = Date.now() + 30_000;
+    const expiring = await newKey({ cookie, permissions: ["stream"], expiresAt });
+    const lasting = await newKey({ cookie, permissions: ["stream"] });
+    const first = await openSocket(await keyedPath(expiring), "198.51.100.36");
+    const second = await openSocket(await keyedPath(lasting), "198.51.100.36");
+    const dueAfterCheck = async (principal: string) => {
+      const shard = shardFor(principal);
+      // The injected clock: the first check made due now instead of in 10 s.
+      await runInDurableObject(shard, (_instance, state) => state.storage.kv.put("keysDue", 0));
+      const checkedAt = Date.now();
+      await runDurableObjectAlarm(shard);
+      const due = await runInDurableObject(shard, (_instance, state) => state.storage.kv.get<number>("keysDue"));
+      return { shard, due: due!, checkedAt };
+    };
+    if (shardFor(`key:${expiring.id}`).id.toString() !== shardFor(`key:${lasting.id}`).id.toString()) {
+      const { due, checkedAt } = await dueAfterCheck(`key:${lasting.id}`);
+      expect(due - checkedAt, "a key without expiry: the next check a minute on").toBeGreaterThanOrEqual(KEY_RECHECK_EVERY_MS - 1000);
+      expect(due - checkedAt).toBeLessThanOrEqual(KEY_RECHECK_EVERY_MS + 1000);
+    }
+    const { shard, due } = await dueAfterCheck(`key:${expiring.id}`);
+    expect(due, "a key that expires within the minute: the next check at its expiry").toBe(expiresAt);
+    // The revocation's word is lost on its way (the shard's keyEnded fails): the shard's own check closes it.
+    await withFailing(shard, "keyEnded", async () => {
+      expect((await call(`/account/api-keys/${expiring.id}`, { method: "DELETE", headers: { Cookie: cookie } })).status).toBe(204);
+    });
+    await runInDurableObject(shard, (_instance, state) => state.storage.kv.put("keysDue", 0));
+    await runDurableObjectAlarm(shard);
+    expect(await first.closed).toEqual({ code: 1008, reason: "the API key was revoked" });
+    second.ws.close();
+  });
+
+  it("a key check that finds its keys active writes one row however many keys (before: one per key every 10 s); one that cannot reach a key's guard closes its connections once it has failed for 2 minutes", async () => {
     const ip = "198.51.100.38";
     const keyed: { key: TestKey; socket: TestSocket }[] = [];
     for (const n of [0, 1]) {
       const { cookie } = await newAccount(`198.51.100.${39 + n}`);
       const key = await newKey({ cookie, permissions: ["stream"] });
-      const timestamp = Date.now();
-      const signature = await sign(key.secret, signaturePayload({ timestamp, method: "GET", requestTarget: "/v1/ws", body: "" }));
-      keyed.push({ key, socket: await openSocket(`/v1/ws?apiKey=${key.id}&timestamp=${timestamp}&signature=${signature}`, ip) });
+      keyed.push({ key, socket: await openSocket(await keyedPath(key), ip) });
     }
     const names = [...new Set(keyed.map(({ key }) => shardOf(`key:${key.id}`, shardLayout(env).shards)))];
     // Every key's shard, its check made due and run with its duties' kv puts counted.
@@ -199,7 +237,7 @@ describe("trust: only publishers the operator names write a market (docs/securit
       const since = await runInDurableObject(shard, (_instance, state) => state.storage.kv.get<number>(`keyFailing:key:${failing.key.id}`));
       expect(since, "failing since the first failed check").toBeGreaterThan(0);
       // The injected clock: the failing began one check earlier; the next failed check closes.
-      await runInDurableObject(shard, (_instance, state) => state.storage.kv.put(`keyFailing:key:${failing.key.id}`, since! - KEY_CHECK_EVERY_MS));
+      await runInDurableObject(shard, (_instance, state) => state.storage.kv.put(`keyFailing:key:${failing.key.id}`, since! - KEY_RECHECK_EVERY_MS));
       await puts();
       expect(await failing.socket.closed).toEqual({ code: 1008, reason: "the API key could not be checked" });
     });
