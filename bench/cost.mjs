@@ -43,24 +43,27 @@ import { deflateRawSync, gunzipSync, gzipSync } from "node:zlib";
 import WebSocket from "ws";
 import { issuePublishKey } from "../scripts/publish-key.mjs";
 import { listVenue } from "../scripts/venue.mjs";
+import { billedIn, grew } from "./bill-counts.mjs";
+import { priceVenueAll } from "./bill-price.mjs";
 import { option } from "./load.mjs";
 import { scrape } from "./metrics.mjs";
-import { PRICES } from "./prices.mjs";
+import { dollars, PRICES } from "./prices.mjs";
 import { openChannel } from "./publisher.mjs";
 import { bundleService, startService, work } from "./service.mjs";
+import { wholeBill } from "./whole-bill.mjs";
 
 const MARKETS = Number(option("markets", 100));
 // A minute a phase by default: each market writes its staged minute (buckets, ids, its block) once a minute.
 const SECONDS = Number(option("seconds", 60));
 const FLUSH_MS = String(option("flush-ms", 10_000));
 const asJson = process.argv.includes("--json");
+// `--quick`: one short cycle-less venue phase and no stagger, to try the phases (the figures are then not the venue's).
+const QUICK = process.argv.includes("--quick");
 const log = (...line) => {
   if (!asJson) console.error(...line);
 };
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const TOKEN = "bench-admin-token";
-
-const SECONDS_PER_MONTH = 30 * 86_400;
 
 /** The two models of docs/capacity.md. */
 /**
@@ -483,7 +486,15 @@ async function phase(service, channels, markets, { batchesPerSecond, levels, tra
   await driver;
   await Promise.all(inFlight);
   const hosts = new Set(markets.map((m) => m.group)).size;
-  return { ...grown(before, after), ...counts, seconds: measured, marketSeconds: markets.length * measured, hostSeconds: hosts * measured, cpuSeconds: cpu };
+  return {
+    ...grown(before, after),
+    billed: billedIn(grew(before, after)),
+    ...counts,
+    seconds: measured,
+    marketSeconds: markets.length * measured,
+    hostSeconds: hosts * measured,
+    cpuSeconds: cpu,
+  };
 }
 
 /**
@@ -540,8 +551,6 @@ function leastSquares(rows, ys) {
   }
   return m.map((row, i) => row[n] / row[i]);
 }
-
-const dollars = (perSecond, { perMillion, includedPerMonth = 0 }) => (Math.max(0, perSecond * SECONDS_PER_MONTH - includedPerMonth) * perMillion) / 1e6;
 
 /**
  * The model's line items: per second, and dollars a month — its rows and requests as counted for
@@ -607,11 +616,13 @@ async function main() {
   // On disk, so SQLite's bytes can be read after the run (`sqliteHeld`).
   const persist = path.join(work, "cost-state");
   rmSync(persist, { recursive: true, force: true });
-  const service = await startService(bundleService(asJson), { DEMO_FEED: "off", METRICS: "on", METRICS_FLUSH_MS: FLUSH_MS }, { persist });
+  const scriptPath = bundleService(asJson);
+  const vars = { DEMO_FEED: "off", METRICS: "on", METRICS_FLUSH_MS: FLUSH_MS };
+  let service = await startService(scriptPath, vars, { persist });
   const sockets = [];
   let stopped = false;
   try {
-    const { url } = service;
+    let { url } = service;
     await listVenue({ url, token: TOKEN, count: MARKETS, headers: { "CF-Connecting-IP": "10.70.0.2" } });
     const key = await issuePublishKey(url, TOKEN, { label: "bench cost" });
     const channels = Array.from({ length: 4 }, (_, i) => openChannel(url, key, `10.71.0.${i + 1}`));
@@ -654,7 +665,7 @@ async function main() {
     // batch at this rate. The venue's phase holds a cycle and whole minutes (each market writes its
     // minute once a minute: a window of 3.4 minutes holds 3 or 4 of those writes).
     const cycle = Math.ceil(SNAPSHOT_EVERY / venueShape.batchesPerSecond) + 1;
-    const venueSeconds = Math.max(SECONDS, Math.ceil(cycle / 60) * 60);
+    const venueSeconds = QUICK ? SECONDS : Math.max(SECONDS, Math.ceil(cycle / 60) * 60);
     // The busy market first and then one group, while the others have not traded: the minutes'
     // alarms of a market that traded in the last 24 h are not theirs to pay.
     const plan = [
@@ -666,7 +677,7 @@ async function main() {
       ["slow", markets, { batchesPerSecond: 1, levels: 5, trades: 1 }, SECONDS],
     ];
     for (const [name, which, shape, seconds] of plan) {
-      if (name === "group") {
+      if (name === "group" && !QUICK) {
         // The markets' logs staggered, so their snapshots spread over a cycle (they began together):
         // in ten steps of a tenth of a cycle, one more tenth of the markets takes the venue's batches.
         log(`staggering the markets' logs over a cycle (${cycle} s)…`);
@@ -683,6 +694,9 @@ async function main() {
       if (name === "venue") venueSegmentBytes = await segmentBytesPerLevel(service.mf, "book-history/V", before);
       await sleep(2000);
     }
+    const whole = await wholeBill(service, { channels, markets, busy, key, persist, scriptPath, vars, log });
+    service = whole.service;
+    url = service.url;
     const fitted = Object.entries(phases)
       .filter(([name]) => name !== "busy")
       .map(([, p]) => p);
@@ -831,6 +845,7 @@ async function main() {
       venue,
       busyMarket,
       lineItems: venue.lineItems,
+      venueAll: priceVenueAll({ writePath: venue, venuePhase: phases.venue, ...whole.phases }),
       cpu,
       phases: Object.fromEntries(
         Object.entries(phases).map(([name, p]) => [
@@ -882,6 +897,14 @@ async function main() {
         .map(([name, o]) => `${name} ${(o.rowsWritten / phases.busy.seconds).toFixed(1)}`)
         .join(", ")}`,
     );
+    const all = result.venueAll;
+    console.log(
+      `\nthe whole bill (docs/capacity.md#the-whole-bill): $${all.dollarsPerMonth.toLocaleString("en-US")} a month; the platform's per-request floor $${all.platformFloorDollarsPerMonth.toLocaleString("en-US")}, everything beyond it $${all.beyondFloorDollarsPerMonth.toLocaleString("en-US")}`,
+    );
+    for (const item of all.lineItems)
+      console.log(
+        `  ${item.floor ? "floor " : "      "}${item.measured ? "" : "(modelled) "}${item.name.padEnd(66)} ${String(item.perSecond).padStart(12)}/s  $${item.dollars.toLocaleString("en-US").padStart(10)}  ${String(item.share).padStart(5)} %`,
+      );
   } finally {
     for (const ws of sockets) ws.terminate();
     if (!stopped) await service.mf.dispose();

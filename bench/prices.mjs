@@ -20,4 +20,20 @@ export const PRICES = {
   /** The Infrequent Access class (the daily and hourly zips): no free tier; a read pays $0.01 a GB more. */
   r2ClassAInfrequent: { perMillion: 9.0 },
   r2StorageInfrequent: { perGbMonth: 0.01 },
+  /** The Worker's own requests and CPU (Workers Standard), and what the whole bill adds (docs/capacity.md#the-whole-bill). */
+  workersRequests: { perMillion: 0.3, includedPerMonth: 10e6 },
+  workersCpuMs: { perMillion: 0.02, includedPerMonth: 30e6 },
+  kvReads: { perMillion: 0.5, includedPerMonth: 10e6 },
+  r2ClassB: { perMillion: 0.36, includedPerMonth: 10e6 },
+  r2ClassBInfrequent: { perMillion: 0.9 },
+  /** Infrequent Access: each GB retrieved. */
+  r2RetrievalInfrequent: { perGb: 0.01 },
+  analyticsPoints: { perMillion: 0.25, includedPerMonth: 10e6 },
+  workersLogs: { perMillion: 0.6, includedPerMonth: 20e6 },
 };
+
+/** A month as the prices count it: 30 days. */
+export const SECONDS_PER_MONTH = 30 * 86_400;
+
+/** Dollars a month for `perSecond` units at `price` (per million, beyond what is included a month). */
+export const dollars = (perSecond, { perMillion, includedPerMonth = 0 }) => (Math.max(0, perSecond * SECONDS_PER_MONTH - includedPerMonth) * perMillion) / 1e6;

@@ -92,6 +92,9 @@ export async function startReference({ name, scriptPath, configPath }, { direct 
   return { mf, ...(await urlsOf(mf, name, direct, before)) };
 }
 
+/** Lines the Worker logged (console.*) in this process's runtimes: what Workers Logs would bill as events. */
+export const workerLogs = { lines: 0 };
+
 function miniflareFor(worker, direct, inspectorPort, { persist, directPort = 0 } = {}) {
   return new Miniflare(
     convertV4MiniflareOptions({
@@ -100,7 +103,10 @@ function miniflareFor(worker, direct, inspectorPort, { persist, directPort = 0 }
       ...(persist ? { resourcePersistencePath: persist } : {}),
       logRequests: false,
       // The Worker's console output goes to stderr: stdout is the bench's report (and its JSON).
-      handleStructuredLogs: ({ level, message }) => process.stderr.write(`[workerd ${level}] ${message}\n`),
+      handleStructuredLogs: ({ level, message }) => {
+        workerLogs.lines += 1;
+        process.stderr.write(`[workerd ${level}] ${message}\n`);
+      },
       ...(inspectorPort ? { inspectorPort } : {}),
       workers: [{ ...worker, ...(direct ? { unsafeDirectSockets: [{ host: "127.0.0.1", port: directPort }] } : {}) }],
     }),

@@ -1,0 +1,171 @@
+// The whole bill priced (bench/whole-bill.mjs): the venue's stated load, and every line of its
+// month from the phases' counts at Cloudflare's published prices (bench/prices.mjs).
+import { dollars, PRICES } from "./prices.mjs";
+
+/**
+ * The venue's stated load (issue 55, docs/capacity.md#the-whole-bill). `isolates` and `locations`:
+ * how many Worker isolates and Cloudflare locations serve it — the per-isolate and per-location
+ * lines (the registry's refreshes, Analytics Engine's points) scale with them, not with requests.
+ * `shards`: as deployed for 100,000 subscribers (STREAM_GROUP_SHARDS "4": 4 a group and the 4 of
+ * the general pool, docs/streams.md#placement).
+ */
+export const VENUE_LOAD = {
+  markets: 2000,
+  hosts: 32,
+  tradesPerSecond: 20_000,
+  levelChangesPerSecond: 100_000,
+  publicPerSecond: 10_000,
+  signedPerSecond: 1_000,
+  wsApiPerSecond: 1_000,
+  addresses: 50_000,
+  subscribers: 100_000,
+  keyedSubscribers: 20_000,
+  shards: 32 * 4 + 4,
+  restartsPerDay: 1,
+  isolates: 1_000,
+  locations: 100,
+  /** A market's book segments an hour at 10 batches a second: one per 4,096 commits. */
+  segmentsPerMarketHour: (10 * 3_600) / 4_096,
+};
+
+/**
+ * The venue's whole month (`venueAll`): the write path's lines as the venue phase counted them and
+ * every other line from its phase, scaled to VENUE_LOAD; the platform's per-request floor (each
+ * request's Workers request and CPU and the one guard call its exact limit needs) apart.
+ * `writePath`: the venue model's line items (cost.mjs `priced`), `venuePhase`: that phase's
+ * billed counts and seconds and market-seconds.
+ */
+export function priceVenueAll({ writePath, venuePhase, reads, subscribers, files, restart, benchHosts }) {
+  const L = VENUE_LOAD;
+  const items = [];
+  const add = (name, perSecond, price, measured, from) => items.push({ name, perSecond, dollars: dollars(perSecond, price), measured, from });
+  const fixed = (name, amount, measured, from) => items.push({ name, perSecond: 0, dollars: amount, measured, from });
+
+  // The platform's floor: a request's own Workers request and CPU, and one guard call.
+  const readRequests = reads.sent.public + reads.sent.signed + reads.sent.ws;
+  const restRate = L.publicPerSecond + L.signedPerSecond;
+  const readRate = restRate + L.wsApiPerSecond;
+  const upgradesPerSecond = (L.subscribers * L.restartsPerDay) / 86_400;
+  const cpuMsPerRequest = (reads.cpuSeconds * 1000) / readRequests;
+  const guardPerRead = (reads.billed.calls.guard ?? 0) / readRequests;
+  const floor = [
+    ["Workers requests (REST, stream upgrades)", restRate + upgradesPerSecond, PRICES.workersRequests, "reads, subscribers"],
+    ["Workers CPU, ms (REST and WebSocket API requests)", readRate * cpuMsPerRequest, PRICES.workersCpuMs, "reads"],
+    ["guard calls, one a request (the exact limit)", (readRate + upgradesPerSecond) * Math.min(1, guardPerRead), PRICES.requests, "reads"],
+  ].map(([name, perSecond, price, from]) => ({ name, perSecond, dollars: dollars(perSecond, price), measured: true, from, floor: true }));
+
+  // The write path, as its own phase counted it (cost.mjs `priced`); its R2 writes and KV as counted now.
+  const byName = new Map(writePath.lineItems.map((item) => [item.name, item]));
+  const carried = (name, label, measured, from) => {
+    const item = byName.get(name);
+    items.push({ name: label, perSecond: item.perSecond, dollars: item.dollars, measured, from });
+  };
+  carried("rows written", "write path: rows written", true, "venue");
+  carried("rows read", "write path: rows read", true, "venue");
+  carried("object requests", "write path: object requests (alarms, sessions, messages)", true, "venue");
+  // The hosts, the shards as deployed for the load and the channel, each active the whole month (128 MB).
+  add(
+    "object duration (GB-s): hosts, shards, channel always active",
+    (L.hosts + L.shards + 1) * PRICES.objectGb,
+    PRICES.durationGbSeconds,
+    false,
+    "model: the runtime counts no wall-clock presence",
+  );
+  carried("R2 storage, Standard (chunks, segments; month 12)", "R2 storage, Standard (month 12)", true, "formats of the service");
+  carried("R2 storage, Infrequent Access (zips; month 12)", "R2 storage, Infrequent Access (month 12)", true, "formats of the service");
+  carried("SQLite storage (hot trades, ids, candles; month 12)", "SQLite storage (month 12)", true, "the run's files");
+  fixed("Workers Paid base", PRICES.base.dollarsPerMonth, true, "plan");
+  const venueSeconds = venuePhase.seconds;
+  const perMarketSecond = (n) => (n / venuePhase.marketSeconds) * L.markets;
+  add("KV writes (price snapshots)", venuePhase.billed.kvWrites / venueSeconds, PRICES.kvWrites, true, "venue");
+  add("R2 class A, Standard: book segments", perMarketSecond(venuePhase.billed.r2.aStandard), PRICES.r2ClassA, true, "venue");
+  add(
+    "R2 class A, Standard: trade archive chunks",
+    (files.archive.r2.aStandard / files.archive.trades) * L.tradesPerSecond,
+    PRICES.r2ClassA,
+    true,
+    "files (archive)",
+  );
+  add("ids' expiry (an hour's table dropped a market-hour: 0 rows)", 0, PRICES.rowsWritten, false, "model: 25 h do not pass in a run");
+
+  // Reads beyond the floor.
+  add("guard calls beyond one a request", readRate * Math.max(0, guardPerRead - 1), PRICES.requests, true, "reads");
+  add("edge-copy refreshes (market hosts)", readRate * ((reads.billed.calls.market ?? 0) / readRequests), PRICES.requests, true, "reads");
+  const perIsolate = (n) => (n / reads.seconds) * L.isolates;
+  const perLocation = (n) => (n / reads.seconds) * L.locations;
+  add("edge-copy refreshes (price index), per location", perLocation(reads.billed.calls["price-index"] ?? 0), PRICES.requests, true, "reads");
+  add("registry copies' refreshes, per isolate", perIsolate(reads.billed.calls.registry ?? 0), PRICES.requests, true, "reads");
+  add("KV reads (prices), per location", perLocation(reads.billed.kvReads), PRICES.kvReads, true, "reads");
+  add("R2 class B (reads)", readRate * ((reads.billed.r2.bStandard + reads.billed.r2.bInfrequent) / readRequests), PRICES.r2ClassB, true, "reads");
+  add("Analytics Engine points, per isolate", perIsolate(reads.billed.points), PRICES.analyticsPoints, true, "reads");
+  add("Workers Logs events", readRate * (reads.logLines / readRequests), PRICES.workersLogs, true, "reads");
+  // What reads write is the signed keys' usage (a row a key-minute and its alarm): per signed request, at the venue's 0.05 a key-second.
+  const perSigned = (n) => (n / reads.sent.signed) * L.signedPerSecond;
+  add("rows written by signed reads (keys' usage)", perSigned(reads.billed.rowsWritten), PRICES.rowsWritten, true, "reads");
+  add("alarms of signed reads (keys' usage)", perSigned(reads.billed.alarms), PRICES.requests, true, "reads");
+
+  // Subscribers: held (key checks, the shards' alarms and rows), and each connection's open and close once a deploy.
+  const held = subscribers.held;
+  add(
+    "stream key re-checks (guard calls)",
+    ((held.calls.guard ?? 0) / held.seconds / subscribers.keyed) * L.keyedSubscribers,
+    PRICES.requests,
+    true,
+    "subscribers",
+  );
+  add("stream shards' alarms (a shard)", (held.alarms / held.seconds) * L.shards, PRICES.requests, true, "subscribers");
+  add("stream shards' rows written (a shard)", (held.rowsWritten / held.seconds) * L.shards, PRICES.rowsWritten, true, "subscribers");
+  const perConnection = (phase) => Object.values(phase.calls).reduce((s, n) => s + n, 0) / subscribers.connections;
+  add(
+    "stream connects and closes (guard, shard calls), once a deploy",
+    upgradesPerSecond * (perConnection(subscribers.opened) + perConnection(subscribers.closed) - Math.min(1, guardPerRead)),
+    PRICES.requests,
+    true,
+    "subscribers",
+  );
+  add(
+    "stream connects and closes (rows written)",
+    (upgradesPerSecond * (subscribers.opened.rowsWritten + subscribers.closed.rowsWritten)) / subscribers.connections,
+    PRICES.rowsWritten,
+    true,
+    "subscribers",
+  );
+
+  // Files: a market-day's and a market-hour's, fitted over the run's two sizes, at the venue's.
+  const tradesPerMarketDay = (L.tradesPerSecond / L.markets) * 86_400;
+  const marketDays = L.markets / 86_400;
+  const marketHours = L.markets / 3_600;
+  const day = (fit) => (fit.fixed + fit.perUnit * tradesPerMarketDay) * marketDays;
+  const hour = (fit) => (fit.fixed + fit.perUnit * L.segmentsPerMarketHour) * marketHours;
+  add("daily files: R2 class A, Standard (pieces, checksums)", day(files.dayFit.aStandard), PRICES.r2ClassA, true, "files");
+  add("daily files: R2 class A, Infrequent Access (zips)", day(files.dayFit.aInfrequent), PRICES.r2ClassAInfrequent, true, "files");
+  add("daily files: R2 class B (chunks, pieces read back)", day(files.dayFit.bStandard), PRICES.r2ClassB, true, "files");
+  add("daily files: Workflow CPU, ms", day(files.dayFit.cpuSeconds) * 1000, PRICES.workersCpuMs, true, "files");
+  add("daily files: host calls and Workflow instances", day(files.dayFit.calls) + marketDays, PRICES.requests, true, "files");
+  add("hourly files: R2 class A, Standard (pieces, checksums)", hour(files.hourFit.aStandard), PRICES.r2ClassA, true, "files");
+  add("hourly files: R2 class A, Infrequent Access (zips)", hour(files.hourFit.aInfrequent), PRICES.r2ClassAInfrequent, true, "files");
+  add("hourly files: R2 class B (segments, pieces read back)", hour(files.hourFit.bStandard), PRICES.r2ClassB, true, "files");
+  add("hourly files: Workflow CPU, ms", hour(files.hourFit.cpuSeconds) * 1000, PRICES.workersCpuMs, true, "files");
+  add("hourly files: Workflow instances", marketHours, PRICES.workersRequests, true, "files");
+
+  // A deploy a day: every host's restart, as the run's hosts' counted.
+  const perRestart = (n) => ((n / benchHosts) * L.hosts * L.restartsPerDay) / 86_400;
+  add("restarts: rows read", perRestart(restart.rowsRead), PRICES.rowsRead, true, "restart");
+  add("restarts: rows written", perRestart(restart.rowsWritten), PRICES.rowsWritten, true, "restart");
+  add("restarts: object requests", perRestart(Object.values(restart.calls).reduce((s, n) => s + n, 0) + restart.alarms), PRICES.requests, true, "restart");
+
+  const round = (item) => ({ ...item, perSecond: Math.round(item.perSecond * 100) / 100, dollars: Math.round(item.dollars * 100) / 100 });
+  const lineItems = [...floor, ...items].map(round);
+  const beyond = items.reduce((s, i) => s + i.dollars, 0);
+  const platformFloor = floor.reduce((s, i) => s + i.dollars, 0);
+  return {
+    load: L,
+    readAnswers: reads.statuses,
+    dollarsPerMonth: Math.round(beyond + platformFloor),
+    platformFloorDollarsPerMonth: Math.round(platformFloor),
+    beyondFloorDollarsPerMonth: Math.round(beyond),
+    modelled: lineItems.filter((i) => !i.measured).map((i) => ({ name: i.name, why: i.from })),
+    perRequest: { cpuMs: Math.round(cpuMsPerRequest * 1000) / 1000, guardCalls: Math.round(guardPerRead * 1000) / 1000 },
+    lineItems: lineItems.map((i) => ({ ...i, share: Math.round((i.dollars / (beyond + platformFloor)) * 1000) / 10 })),
+  };
+}

@@ -1,0 +1,206 @@
+// The whole bill's read and subscriber phases (bench/whole-bill.mjs): REST, signed REST and
+// Binance's WebSocket API at a slice of the venue's rates, and stream connections opened, held
+// across the shards' key checks and closed — each counted from the service's metrics.
+import WebSocket from "ws";
+import { billedIn, counted } from "./bill-counts.mjs";
+import { VENUE_LOAD } from "./bill-price.mjs";
+import { createKey, sign, signUp } from "./signed-load.mjs";
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Public reads, as a venue's are: the service's routes and Binance's, a market each from `markets`. */
+const PUBLIC_ROUTES = [
+  [0.2, (m) => `/api/ticker/${m}`],
+  [0.2, (m) => `/api/orderbook/${m}?depth=20`],
+  [0.1, (m) => `/api/trades/${m}`],
+  [0.1, (m) => `/api/klines/${m}?interval=1m`],
+  [0.1, (m) => `/api/book-ticker/${m}`],
+  [0.05, () => "/api/prices"],
+  [0.1, (m) => `/binance/api/v3/ticker/price?symbol=${m}`],
+  [0.1, (m) => `/binance/api/v3/depth?symbol=${m}&limit=20`],
+  [0.05, (m) => `/binance/api/v3/klines?symbol=${m}&interval=1m&limit=60`],
+];
+const SIGNED_ROUTES = [(m) => `/v1/ticker/24hr?symbol=${m}`, (m) => `/v1/orderbook?symbol=${m}&depth=20`];
+const WS_API_METHODS = [(m) => ({ method: "ticker.price", params: { symbol: m } }), (m) => ({ method: "depth", params: { symbol: m, limit: 20 } })];
+
+function pick(routes, r) {
+  let acc = 0;
+  for (const [weight, route] of routes) {
+    acc += weight;
+    if (r < acc) return route;
+  }
+  return routes[routes.length - 1][1];
+}
+
+/** Accounts and keys through the account API (20 a account): `{ id, secret }` each, with `permissions`. */
+export async function makeKeys(url, count, permissions, ipBase) {
+  const keys = [];
+  let n = 0;
+  const ip = () => `${ipBase}.${(n++ % 250) + 1}`;
+  for (let a = 0; keys.length < count; a++) {
+    const cookie = await signUp(url, `bench-all-${Date.now().toString(36)}-${a}@example.com`, ip());
+    for (let k = 0; k < 20 && keys.length < count; k++) keys.push(await createKey(url, cookie, `bench all ${a}.${k}`, permissions, ip()));
+  }
+  return keys;
+}
+
+/**
+ * The read phase: `rate` public requests a second from `addresses` addresses (each at the venue's
+ * 0.2 a second), `signedRate` signed over `keys`, `wsRate` Binance WebSocket API requests over eight
+ * connections, for `seconds`, over `markets` (uniform: the venue's reads reach every market).
+ */
+export async function readPhase(service, token, { markets, keys, rate, signedRate, wsRate, warm, seconds }) {
+  const { url } = service;
+  const addresses = Math.round(rate / (VENUE_LOAD.publicPerSecond / VENUE_LOAD.addresses));
+  const statuses = {};
+  const answered = (status) => {
+    statuses[status] = (statuses[status] ?? 0) + 1;
+  };
+  const wsUrl = `${url.replace(/^http/, "ws")}/binance/ws-api/v3`;
+  const sockets = await Promise.all(
+    Array.from(
+      { length: 8 },
+      (_, i) =>
+        new Promise((resolve, reject) => {
+          const ws = new WebSocket(wsUrl, { headers: { "CF-Connecting-IP": `10.86.0.${i + 1}` } });
+          ws.once("open", () => resolve(ws));
+          ws.once("error", reject);
+          ws.on("message", (data) => {
+            const answer = JSON.parse(String(data));
+            answered(`ws ${answer.status}`);
+            if (answer.status === 429 && !statuses.firstRefusal) statuses.firstRefusal = answer.error;
+          });
+        }),
+    ),
+  );
+  let sent = { public: 0, signed: 0, ws: 0 };
+  const inFlight = new Set();
+  const fire = (promise) => {
+    inFlight.add(promise);
+    promise.finally(() => inFlight.delete(promise));
+  };
+  // Sent from the start; counted from `warm` on, when every key has made its first writes (a key's
+  // usage row and alarm once a minute are its steady state, not its first request's).
+  let counting = false;
+  let stop = false;
+  const count = (kind) => {
+    if (counting) sent[kind] += 1;
+  };
+  const driving = (async () => {
+    const owed = { public: 0, signed: 0, ws: 0 };
+    let n = 0;
+    let frames = 0;
+    while (!stop) {
+      owed.public += rate / 50;
+      owed.signed += signedRate / 50;
+      owed.ws += wsRate / 50;
+      for (; owed.public >= 1; owed.public -= 1, n++) {
+        const m = markets[Math.floor(Math.random() * markets.length)];
+        const path = pick(PUBLIC_ROUTES, Math.random())(m);
+        const ip = `10.${90 + Math.floor((n % addresses) / 62_500)}.${Math.floor(((n % addresses) % 62_500) / 250)}.${((n % addresses) % 250) + 1}`;
+        count("public");
+        fire(
+          fetch(url + path, { headers: { "CF-Connecting-IP": ip } }).then(
+            async (r) => {
+              await r.arrayBuffer();
+              answered(r.status);
+            },
+            () => answered("error"),
+          ),
+        );
+      }
+      for (; owed.signed >= 1; owed.signed -= 1, n++) {
+        const key = keys[n % keys.length];
+        const m = markets[n % markets.length];
+        const target = SIGNED_ROUTES[n % SIGNED_ROUTES.length](m);
+        const timestamp = String(Date.now());
+        count("signed");
+        fire(
+          fetch(url + target, {
+            headers: {
+              "X-API-KEY": key.id,
+              "X-TIMESTAMP": timestamp,
+              "X-SIGNATURE": sign(key.secret, timestamp, "GET", target),
+              "CF-Connecting-IP": "10.87.0.1",
+            },
+          }).then(
+            async (r) => {
+              await r.arrayBuffer();
+              answered(r.status);
+            },
+            () => answered("error"),
+          ),
+        );
+      }
+      for (; owed.ws >= 1; owed.ws -= 1, n++) {
+        const m = markets[Math.floor(Math.random() * markets.length)];
+        // Each connection in turn: 10 frames a second is a connection's limit.
+        sockets[frames % sockets.length].send(JSON.stringify({ id: `r${n}`, ...WS_API_METHODS[frames % WS_API_METHODS.length](m) }));
+        frames += 1;
+        count("ws");
+      }
+      await sleep(20);
+    }
+  })();
+  await sleep(warm * 1000);
+  counting = true;
+  const window = await counted(service, token, async () => {
+    await sleep(seconds * 1000);
+    counting = false;
+    stop = true;
+    await driving;
+    await Promise.all(inFlight);
+    await sleep(500);
+  });
+  for (const ws of sockets) ws.close();
+  sent = { ...sent, addresses };
+  return { ...window, grown: undefined, billed: billedIn(window.grown), sent, statuses };
+}
+
+/**
+ * The subscribers' phase: `anonymous` connections on /api/ws and `keyed` on the signed /v1/ws (a
+ * key each), each on one market's book and trades; counted as they open, while they are held
+ * `seconds` (past two of the shards' key checks), and as they close.
+ */
+export async function subscriberPhase(service, token, { markets, keys, anonymous, seconds }) {
+  const wsBase = service.url.replace(/^http/, "ws");
+  const sockets = [];
+  const open = (path, ip) =>
+    new Promise((resolve, reject) => {
+      const ws = new WebSocket(wsBase + path, { headers: { "CF-Connecting-IP": ip } });
+      ws.once("open", () => resolve(ws));
+      ws.once("error", reject);
+      ws.on("message", () => {});
+      sockets.push(ws);
+    });
+  const streams = (i) => `book.${markets[i % markets.length]},trades.${markets[i % markets.length]}`;
+  const opened = await counted(service, token, async () => {
+    const all = [];
+    for (let i = 0; i < anonymous; i++) all.push(open(`/api/ws?streams=${streams(i)}`, `10.88.${i >> 8}.${(i & 255) + 1}`));
+    for (const [i, key] of keys.entries()) {
+      const timestamp = String(Date.now());
+      all.push(
+        open(
+          `/v1/ws?streams=${streams(i)}&apiKey=${key.id}&timestamp=${timestamp}&signature=${sign(key.secret, timestamp, "GET", "/v1/ws")}`,
+          `10.89.${i >> 8}.${(i & 255) + 1}`,
+        ),
+      );
+    }
+    await Promise.all(all);
+    // The shards' first check of a key comes 10 s after its first connection: part of opening.
+    await sleep(15_000);
+  });
+  const held = await counted(service, token, () => sleep(seconds * 1000));
+  const closed = await counted(service, token, async () => {
+    for (const ws of sockets) ws.close();
+    await sleep(2000);
+  });
+  const connections = anonymous + keys.length;
+  return {
+    connections,
+    keyed: keys.length,
+    opened: { ...billedIn(opened.grown), cpuSeconds: opened.cpuSeconds },
+    held: { ...billedIn(held.grown), seconds: held.seconds, cpuSeconds: held.cpuSeconds },
+    closed: { ...billedIn(closed.grown), cpuSeconds: closed.cpuSeconds },
+  };
+}

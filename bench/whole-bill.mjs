@@ -1,0 +1,92 @@
+// The whole bill's phases for `npm run bench:cost` (docs/capacity.md#the-whole-bill): what a venue
+// pays beyond its write path, each line counted from a phase of the run that does it, scaled to the
+// stated load (VENUE_LOAD) the way the write path is — per request, per subscriber-second, per
+// host restart, per market-day of trades, per segment of book changes.
+//
+//   reads       — public REST (the service's and Binance's routes) from many addresses, signed REST
+//                 with real keys, Binance's WebSocket API: every Workers request, guard call,
+//                 market refresh, KV and R2 read, Analytics Engine point and CPU second counted;
+//   subscribers — anonymous and keyed stream connections opened, held across key checks, closed;
+//   files       — a day's files of markets with two sizes of day (the daily-files Workflow, as
+//                 POST /admin/archive starts it), an hour's book files of markets with few and many
+//                 segments (the book-files Workflow), the trade archive moving chunks to R2;
+//   restart     — the runtime killed and started on the same state: every host's first commits.
+//
+// Prices are PRICES (bench/prices.mjs). Loopback only.
+import { TOKEN } from "./bill-counts.mjs";
+import { filesPhase, restartPhase } from "./bill-files.mjs";
+import { VENUE_LOAD } from "./bill-price.mjs";
+import { makeKeys, readPhase, subscriberPhase } from "./bill-reads.mjs";
+import { openChannel } from "./publisher.mjs";
+import { startService } from "./service.mjs";
+
+/**
+ * Runs the whole bill's phases on the cost bench's service (after its write-path phases): reads,
+ * subscribers, files, and last the restart, which hands back the restarted service. `markets`:
+ * the venue's feeds (their `batch`), `busy` the busy market's, `key` the publishing key.
+ */
+export async function wholeBill(service, { channels, markets, busy, key, persist, scriptPath, vars, log }) {
+  const url = service.url;
+  const symbols = markets.map((m) => m.symbol);
+  // Signed reads over 200 keys at the venue's 0.05 a key-second (1,000 a second over 20,000 keys), 20 more for keyed subscribers.
+  log("the whole bill: keys for signed reads and keyed subscribers…");
+  const keys = await makeKeys(url, 220, ["read", "stream"], "10.85.0");
+  const listed = await (await fetch(`${url}/api/markets`, { headers: { "CF-Connecting-IP": "10.70.0.4" } })).json();
+  const marketList = listed.markets ?? listed;
+  const config = (symbol) => {
+    const m = marketList.find((x) => x.symbol === symbol);
+    if (!m) throw new Error(`${symbol} is not listed`);
+    return { symbol, priceScale: m.priceScale, quantityScale: m.quantityScale, price: 10 ** m.priceScale * 50, quantity: (1).toFixed(m.quantityScale) };
+  };
+  const L = VENUE_LOAD;
+  // A hundredth of the venue's reads: what this machine's one workerd thread answers without queueing
+  // (a fiftieth queued signed requests past their 5 s window, and their refusals were counted as reads).
+  const scale = 1 / 100;
+  log(
+    `reads: ${L.publicPerSecond * scale} public, ${L.signedPerSecond * scale} signed, ${L.wsApiPerSecond * scale} WebSocket API requests a second, 65 s and 60 s counted…`,
+  );
+  const reads = await readPhase(service, TOKEN, {
+    markets: symbols,
+    keys: keys.slice(0, 200),
+    rate: L.publicPerSecond * scale,
+    signedRate: L.signedPerSecond * scale,
+    wsRate: L.wsApiPerSecond * scale,
+    warm: 65,
+    seconds: 60,
+  });
+  log(`  answers: ${JSON.stringify(reads.statuses)}`);
+  const answered = Object.entries(reads.statuses).filter(([status]) => /^(ws )?[0-9]+$/.test(status));
+  const failed = answered.filter(([status]) => !/^(ws )?2/.test(status)).reduce((sum, [, n]) => sum + n, 0);
+  const answers = answered.reduce((sum, [, n]) => sum + n, 0);
+  // A read phase whose answers are not 2xx counts refusals, not reads: the bench fails.
+  if (failed > answers / 100) throw new Error(`reads: ${failed} of ${answers} answers were not 2xx: ${JSON.stringify(reads.statuses)}`);
+  log("subscribers: 200 anonymous and 20 keyed connections, held a minute…");
+  // The keyed ones on one group's markets, so on one shard: its duties are a shard's.
+  const subscribers = await subscriberPhase(service, TOKEN, { markets: symbols.slice(0, 60), keys: keys.slice(200, 220), anonymous: 200, seconds: 60 });
+  log("files: two sizes of day, the archive, an hour's book files…");
+  const files = await filesPhase(service, TOKEN, channels[0], {
+    dayGroups: [
+      { markets: [config("ETHUSDT"), config("SOLUSDT")], trades: 2_000 },
+      { markets: [config("XRPUSDT"), config("ETHBTC")], trades: 20_000 },
+    ],
+    archiveMarket: config("SOLBTC"),
+    archiveTrades: 22_000,
+    hourMarkets: [config(busy.symbol), ...symbols.slice(0, 3).map(config)],
+  });
+  log("restart: the runtime stopped and started on the same state…");
+  const all = await (await fetch(`${url}/admin/markets`, { headers: { Authorization: `Bearer ${TOKEN}`, "CF-Connecting-IP": "10.70.0.2" } })).json();
+  const benchHosts = Math.ceil((all.markets ?? []).length / 64);
+  for (const channel of channels) channel.close();
+  const restart = await restartPhase(service, TOKEN, () => startService(scriptPath, vars, { persist, restart: true }), {
+    seconds: 20,
+    reopen: async (restarted) => {
+      const reopened = Array.from({ length: 4 }, (_, i) => openChannel(restarted.url, key, `10.71.1.${i + 1}`));
+      await Promise.all(reopened.map((c) => c.opened));
+      return {
+        channels: reopened,
+        firstBatches: () => Promise.all([...markets, busy].map((m, i) => reopened[i % reopened.length].send({ ...m.batch(1, 1) }))),
+      };
+    },
+  });
+  return { service: restart.service, channels: restart.channels, phases: { reads, subscribers, files, restart, benchHosts } };
+}
