@@ -18,7 +18,7 @@ import {
 export type VenueStatusMessage = { announcements?: Announcement[] } & Record<string, unknown>;
 
 /** A key whose standing could not be checked for this long has its connections closed: the check fails closed. */
-export const KEY_UNVERIFIED_CLOSE_MS = 2 * KEY_RECHECK_EVERY_MS;
+const KEY_UNVERIFIED_CLOSE_MS = 2 * KEY_RECHECK_EVERY_MS;
 /** Storage key of the heartbeat counter: it survives hibernation, so a client sees no step back. */
 const HEARTBEAT_KEY = "heartbeatSequence";
 /** Storage keys of when the next heartbeat and the next key check are due (the one alarm serves both). */
