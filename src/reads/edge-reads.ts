@@ -4,6 +4,7 @@ import { msSetting } from "../core/settings";
 import type { VenueAnswerKind } from "../groups/venue-board";
 import type { MarketConfig } from "../registry/model";
 import { type Copy, copyKey, EdgeCopies, type MarketAnswer, type MarketQuestion } from "./edge-copies";
+import { shareCopy, sharedCopy } from "./location-copies";
 
 /**
  * The edge read path (docs/edge-reads.md): market answers served from copies in this isolate,
@@ -73,27 +74,6 @@ export function heldCopyBytes(): number {
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** The location's shared copy of a key, through the Cache API (absent where there is none). */
-const SHARED_ORIGIN = "https://edge-copies.market-data.internal/";
-
-async function sharedCopy(key: string): Promise<Copy | undefined> {
-  if (typeof caches === "undefined") return undefined;
-  try {
-    const hit = await caches.default.match(SHARED_ORIGIN + encodeURIComponent(key));
-    return hit ? ((await hit.json()) as Copy) : undefined;
-  } catch {
-    return undefined; // the shared tier is an optimisation: the market is asked instead
-  }
-}
-
-function shareCopy(key: string, copy: Copy, policy: EdgePolicy): Promise<unknown> {
-  if (typeof caches === "undefined") return Promise.resolve();
-  // Kept as long as it can serve as a stale-if-error answer; freshness is judged by fetchedAt.
-  const seconds = Math.max(1, Math.ceil(policy.staleIfErrorMs / 1000));
-  const response = new Response(JSON.stringify(copy), { headers: { "Content-Type": "application/json", "Cache-Control": `max-age=${seconds}` } });
-  return caches.default.put(SHARED_ORIGIN + encodeURIComponent(key), response).catch(() => undefined);
-}
-
 function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const expired = new Promise<never>((_, reject) => {
@@ -122,7 +102,8 @@ async function refresh(ctx: ReadContext, policy: EdgePolicy, key: string, ask: (
   }
   const held = copies.offer(key, { ...answer, fetchedAt });
   if (policy.maxAgeMs > 0) {
-    const sharing = shareCopy(key, held, policy);
+    // Kept as long as it can serve as a stale-if-error answer; freshness is judged by fetchedAt.
+    const sharing = shareCopy(key, held, policy.staleIfErrorMs);
     if (ctx.waitUntil) ctx.waitUntil(sharing);
   }
   return held;

@@ -1,12 +1,14 @@
 import type { PriceSnapshot } from "../market/price-index";
 import { PRICE_SNAPSHOT_KEY } from "../market/price-index-object";
 import { billed } from "../metrics/billed-bindings";
+import { shareCopy, sharedCopy } from "./location-copies";
 
 /** The index writes at most once a second, so a younger copy in this isolate, or in its location, is as fresh. */
 const COPY_MS = 1_000;
-/** The location's copy, through the Cache API: every isolate of a location shares one KV read a second. */
-const LOCATION_COPY_URL = "https://prices.market-data.internal/snapshot";
-const READ_AT_HEADER = "X-Read-At";
+/** The location's copy (`location-copies.ts`): every isolate of a location shares one KV read a second. */
+const LOCATION_COPY_KEY = "!prices";
+/** How long the location keeps it: its freshness is judged by when it was read, not by this. */
+const LOCATION_KEEP_MS = 5_000;
 
 let cached: { snapshot: Promise<PriceSnapshot | null>; fetchedAt: number } | undefined;
 
@@ -36,14 +38,10 @@ export function forgetIsolatePriceCopy(): void {
 }
 
 async function locationCopy(env: Env, now: number): Promise<PriceSnapshot | null> {
-  const cache = typeof caches === "undefined" ? undefined : caches.default;
-  const hit = await cache?.match(LOCATION_COPY_URL).catch(() => undefined);
-  if (hit && now - Number(hit.headers.get(READ_AT_HEADER)) < COPY_MS) return (await hit.json()) as PriceSnapshot | null;
-  const snapshot = await billed(env, "PRICES").get<PriceSnapshot>(PRICE_SNAPSHOT_KEY, "json");
-  const copy = new Response(JSON.stringify(snapshot), {
-    headers: { "Content-Type": "application/json", "Cache-Control": "max-age=5", [READ_AT_HEADER]: String(now) },
-  });
-  // The location's copy is an optimisation: a failed put only means the next isolate reads KV.
-  await cache?.put(LOCATION_COPY_URL, copy).catch(() => undefined);
+  const shared = await sharedCopy(LOCATION_COPY_KEY);
+  if (shared && now - shared.fetchedAt < COPY_MS) return JSON.parse(shared.text) as PriceSnapshot | null;
+  const text = (await billed(env, "PRICES").get(PRICE_SNAPSHOT_KEY, "text")) ?? "null";
+  const snapshot = JSON.parse(text) as PriceSnapshot | null;
+  await shareCopy(LOCATION_COPY_KEY, { text, at: snapshot?.asOf ?? now, version: 0, fetchedAt: now }, LOCATION_KEEP_MS);
   return snapshot;
 }
