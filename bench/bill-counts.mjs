@@ -1,5 +1,6 @@
 // What one window of a bench run billed, read from the service's operator metrics
 // (docs/operations.md#metrics): the whole bill's counting (bench/whole-bill.mjs).
+import { fitNonNegative } from "./fit.mjs";
 import { scrape } from "./metrics.mjs";
 import { workerLogs } from "./service.mjs";
 
@@ -57,16 +58,16 @@ export function billedIn(grown) {
       bytesInfrequent: total(grown, "mds_bucket_bytes_read_total", { storage: "InfrequentAccess" }),
     },
     points: total(grown, "mds_analytics_points_total"),
-    http: total(grown, "mds_http_requests_total"),
   };
 }
 
-/** Least squares of y = a + b·x over points `[x, y]`: a market-day's (or hour's) fixed part and its part per unit. */
+/** y = fixed + perUnit·x over points `[x, y]`, neither below zero: a market-day's (or hour's) fixed part and its part per unit. */
 export function line(points) {
-  const n = points.length;
-  const mx = points.reduce((s, [x]) => s + x, 0) / n;
-  const my = points.reduce((s, [, y]) => s + y, 0) / n;
-  const sxx = points.reduce((s, [x]) => s + (x - mx) ** 2, 0);
-  const b = sxx > 0 ? points.reduce((s, [x, y]) => s + (x - mx) * (y - my), 0) / sxx : 0;
-  return { fixed: Math.max(0, my - b * mx), perUnit: Math.max(0, b) };
+  // One size only (every x the same): the mean is all there is to fit.
+  if (points.every(([x]) => x === points[0][0])) return { fixed: points.reduce((sum, [, y]) => sum + y, 0) / points.length, perUnit: 0 };
+  const [fixed, perUnit] = fitNonNegative(
+    points.map(([x]) => [1, x]),
+    points.map(([, y]) => y),
+  );
+  return { fixed, perUnit };
 }

@@ -96,7 +96,12 @@ export function priceVenueAll({ writePath, venuePhase, reads, subscribers, files
   add("edge-copy refreshes (price index), per location", perLocation(reads.billed.calls["price-index"] ?? 0), PRICES.requests, true, "reads");
   add("registry copies' refreshes, per isolate", perIsolate(reads.billed.calls.registry ?? 0), PRICES.requests, true, "reads");
   add("KV reads (prices), per location", perLocation(reads.billed.kvReads), PRICES.kvReads, true, "reads");
-  add("R2 class B (reads)", readRate * ((reads.billed.r2.bStandard + reads.billed.r2.bInfrequent) / readRequests), PRICES.r2ClassB, true, "reads");
+  const perRead = (n) => readRate * (n / readRequests);
+  add("R2 class B, Standard (reads)", perRead(reads.billed.r2.bStandard), PRICES.r2ClassB, true, "reads");
+  add("R2 class B, Infrequent Access (reads)", perRead(reads.billed.r2.bInfrequent), PRICES.r2ClassBInfrequent, true, "reads");
+  // Retrieval is billed by the GB: GB a second at the GB's price (as a million units' price).
+  const retrieval = { perMillion: PRICES.r2RetrievalInfrequent.perGb * 1e6 };
+  add("R2 Infrequent Access retrieval (GB, reads)", perRead(reads.billed.r2.bytesInfrequent) / 1e9, retrieval, true, "reads");
   add("Analytics Engine points, per isolate", perIsolate(reads.billed.points), PRICES.analyticsPoints, true, "reads");
   add("Workers Logs events", readRate * (reads.logLines / readRequests), PRICES.workersLogs, true, "reads");
   // What reads write is the signed keys' usage (a row a key-minute and its alarm): per signed request, at the venue's 0.05 a key-second.
