@@ -44,6 +44,9 @@ export function billedIn(grown) {
   const objects = new Set([...grown.keys()].map((s) => /object="([^"]+)"/.exec(s)?.[1]).filter(Boolean));
   return {
     calls: Object.fromEntries([...objects].map((o) => [o, calls(o)])),
+    /** Rows written and alarms by object class. */
+    rowsWrittenBy: Object.fromEntries([...objects].map((o) => [o, total(grown, "mds_storage_rows_written_total", { object: o })])),
+    alarmsBy: Object.fromEntries([...objects].map((o) => [o, total(grown, "mds_object_requests_total", { object: o, kind: "alarm" })])),
     alarms: total(grown, "mds_object_requests_total", { kind: "alarm" }),
     messages: total(grown, "mds_object_requests_total", { kind: "message" }),
     rowsWritten: total(grown, "mds_storage_rows_written_total"),

@@ -24,6 +24,9 @@ export const VENUE_LOAD = {
   restartsPerDay: 1,
   isolates: 1_000,
   locations: 100,
+  /** The keys' usage ledgers and how soon each stores what it holds (src/core/object-ids.ts USAGE_LEDGERS, src/access/key-usage-ledger.ts). */
+  usageLedgers: 32,
+  usageFlushAfterMs: 5_000,
   /** A market's book segments an hour at 10 batches a second: one per 4,096 commits. */
   segmentsPerMarketHour: (10 * 3_600) / 4_096,
 };
@@ -104,10 +107,18 @@ export function priceVenueAll({ writePath, venuePhase, reads, subscribers, files
   add("R2 Infrequent Access retrieval (GB, reads)", perRead(reads.billed.r2.bytesInfrequent) / 1e9, retrieval, true, "reads");
   add("Analytics Engine points, per isolate", perIsolate(reads.billed.points), PRICES.analyticsPoints, true, "reads");
   add("Workers Logs events", readRate * (reads.logLines / readRequests), PRICES.workersLogs, true, "reads");
-  // What reads write is the signed keys' usage (a row a key-minute and its alarm): per signed request, at the venue's 0.05 a key-second.
+  // What signed reads cost beyond their guard call is their keys' usage: a call to the key's ledger a
+  // request; each ledger, busy at the venue's rate, stores what it holds every USAGE_FLUSH_AFTER_MS
+  // (its rows a flush as counted, whatever the number of keys in it). Anything else the reads wrote, per read.
   const perSigned = (n) => (n / reads.sent.signed) * L.signedPerSecond;
-  add("rows written by signed reads (keys' usage)", perSigned(reads.billed.rowsWritten), PRICES.rowsWritten, true, "reads");
-  add("alarms of signed reads (keys' usage)", perSigned(reads.billed.alarms), PRICES.requests, true, "reads");
+  add("keys' usage: ledger calls (one a signed request)", perSigned(reads.billed.calls["usage-ledger"] ?? 0), PRICES.requests, true, "reads");
+  const ledgerFlushes = reads.billed.alarmsBy["usage-ledger"] ?? 0;
+  const flushesPerSecond = L.usageLedgers / (L.usageFlushAfterMs / 1000);
+  const rowsPerFlush = ledgerFlushes > 0 ? (reads.billed.rowsWrittenBy["usage-ledger"] ?? 0) / ledgerFlushes : 0;
+  add("keys' usage: ledgers' rows written (a flush every 5 s a ledger)", flushesPerSecond * rowsPerFlush, PRICES.rowsWritten, true, "reads");
+  add("keys' usage: ledgers' alarms", Math.min(flushesPerSecond, perSigned(ledgerFlushes)), PRICES.requests, true, "reads");
+  const otherRows = reads.billed.rowsWritten - (reads.billed.rowsWrittenBy["usage-ledger"] ?? 0);
+  add("other rows written by reads", perRead(otherRows), PRICES.rowsWritten, true, "reads");
 
   // Subscribers: held (key checks, the shards' alarms and rows), and each connection's open and close once a deploy.
   const held = subscribers.held;

@@ -1,11 +1,11 @@
-import { streamHub } from "../core/object-ids";
+import { keyUsageLedger, streamHub } from "../core/object-ids";
 import { ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
 import { unseal } from "../core/seal";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { allowListAdmits } from "./client-address";
 import { type ConnectionLease, confirmLease, decideLease, EDGE_HOLDER, returnLease } from "./connection-leases";
-import { countUse, emptyUsage, type UsageBucket, type UsageInterval, type UsageRecord, usageSince } from "./key-usage";
+import { type UsageBucket, type UsageInterval, type UsageRecord, usageSince } from "./key-usage";
 import { type KeyRecord, keyStateAt, type MarketGrant, type Permission, principalOfKey } from "./keys";
 import { type LoginAttempts, type LoginReservation, type LoginScope, type LoginSettlement, reserveLogin, settleLogin } from "./login-throttle";
 import { signedWindow } from "./rate-limit";
@@ -48,9 +48,17 @@ export type Authorized = Admission & { markets?: MarketGrant };
 
 /** Storage key of the sign-in throttle's record, apart from the API key's. */
 const LOGIN_KEY = "login";
-/** Storage key of a key's usage counts and last use (docs/limits.md#your-keys-usage), written at most once a minute. */
+/**
+ * Storage key of the usage counts and last use a key's guard stored before its ledger counted
+ * them (docs/limits.md#your-keys-usage): read, never written now, until it is past keeping.
+ */
 const USAGE_KEY = "usage";
-const USAGE_WRITE_EVERY_MS = 60_000;
+/**
+ * Storage key of the key's last use, stored by its guard at most once a day (a row a key-day):
+ * its ledger knows the exact moment for the 30 days it keeps, this outlasts them.
+ */
+const LAST_USE_KEY = "lastUsedAt";
+const LAST_USE_STORE_EVERY_MS = 24 * 3_600_000;
 /** Storage key of the principal's stream connection leases (docs/limits.md#stream-connections). */
 const CONNECTIONS_KEY = "connections";
 
@@ -68,13 +76,13 @@ export class AccessGuard extends MeteredObject {
   private readonly windows = new Map<string, SlidingWindow>();
   private record: KeyRecord | null | undefined;
   private cryptoKey: Promise<CryptoKey> | undefined;
+  /** The key's last admitted use: held in memory, and as stored (at most once a day). */
   private lastUsedAt: number | null = null;
-  /** The key's usage counts (loaded on first use), and whether some are not yet stored. */
-  private usage: UsageRecord | undefined;
-  private usageDirty = false;
-  private usageWrittenAt = 0;
-  /** The alarm that stores counts a burst left is set (asked of storage once, not per request). */
-  private usageAlarmSet = false;
+  private storedLastUse: number | null = null;
+  /** The usage counts the guard stored before its ledger counted them (loaded on first read). */
+  private keptUsage: UsageRecord | undefined;
+  /** Uses told to the ledger and not yet answered: a usage read waits for them. */
+  private readonly telling = new Set<Promise<void>>();
 
   /** Lease asks, one after another: one that must ask shards first finishes before the next counts. */
   private leaseQueue: Promise<unknown> = Promise.resolve();
@@ -173,8 +181,10 @@ export class AccessGuard extends MeteredObject {
   private async keyRecord(): Promise<KeyRecord | null> {
     if (this.record === undefined) {
       this.record = (await this.ctx.storage.get<KeyRecord>("key")) ?? null;
-      // Kept in the usage's row; a key last used before that was so has its own row.
-      this.lastUsedAt = this.usageRecord().lastUsedAt ?? (await this.ctx.storage.get<number>("lastUsedAt")) ?? null;
+      // In a row of its own, or as stored before the ledgers counted (in the guard's old usage row).
+      const stored = [this.storedUsage()?.lastUsedAt, await this.ctx.storage.get<number>(LAST_USE_KEY)].filter((at) => at !== undefined);
+      this.storedLastUse = stored.length > 0 ? Math.max(...stored) : null;
+      this.lastUsedAt ??= this.storedLastUse;
     }
     return this.record;
   }
@@ -265,7 +275,7 @@ export class AccessGuard extends MeteredObject {
       const admittedAt = Date.now();
       const admission = this.windowFor(check.limit, signedWindow(check.permission).scope).admit(admittedAt);
       if (admission.allowed) this.noteUse(admittedAt);
-      this.countUsage(admittedAt, !admission.allowed);
+      this.tellLedger(record.keyId, admittedAt, !admission.allowed);
       return publishing ? { ...admission, markets: record.markets } : admission;
     } catch (error) {
       if (error instanceof ProblemError) return toProblemResult(error);
@@ -274,45 +284,43 @@ export class AccessGuard extends MeteredObject {
     }
   }
 
-  private usageRecord(): UsageRecord {
-    this.usage ??= this.ctx.storage.kv.get<UsageRecord>(USAGE_KEY) ?? emptyUsage();
-    return this.usage;
+  /**
+   * Counts a signed request (a 429 too) in the key's ledger: one call, not awaited by the request.
+   * A failed call loses that count (a statistic, logged), never the request.
+   */
+  private tellLedger(keyId: string, at: number, refused: boolean): void {
+    const told: Promise<void> = keyUsageLedger(this.env, keyId)
+      .count(keyId, at, refused)
+      .catch((error: unknown) => console.error("key usage not counted", keyId, String(error)))
+      .finally(() => this.telling.delete(told));
+    this.telling.add(told);
   }
 
-  /** Counts a signed request of the key (a 429 too) in memory; stored at most once a minute, by the next request or the alarm. */
-  private countUsage(now: number, refused: boolean): void {
-    countUse(this.usageRecord(), now, refused);
-    this.usageDirty = true;
-    if (now - this.usageWrittenAt >= USAGE_WRITE_EVERY_MS) this.writeUsage(now);
-    else if (!this.usageAlarmSet) {
-      this.usageAlarmSet = true;
-      void this.ctx.storage.setAlarm(this.usageWrittenAt + USAGE_WRITE_EVERY_MS);
-    }
-  }
-
-  private writeUsage(now: number): void {
-    if (!this.usageDirty || !this.usage) return;
-    this.ctx.storage.kv.put(USAGE_KEY, this.usage);
-    this.usageDirty = false;
-    this.usageWrittenAt = now;
-  }
-
-  /** A key's usage (`GET /account/api-keys/{id}/usage`): what is counted in memory included. */
-  keyUsage(interval: UsageInterval, since?: number): UsageBucket[] {
-    return usageSince(this.usageRecord(), interval, since);
-  }
-
-  /** Stores the counts a burst left in memory: an eviction after it loses none of them. */
-  override async alarm(): Promise<void> {
-    this.usageAlarmSet = false;
-    this.writeUsage(Date.now());
-  }
-
-  /** The key was used now: held in memory, and stored in the usage's row with its counts (no row of its own). */
+  /** The key was used now: held in memory, and stored once a day. */
   private noteUse(now: number): void {
     this.lastUsedAt = now;
-    this.usageRecord().lastUsedAt = now;
+    if (now - (this.storedLastUse ?? 0) < LAST_USE_STORE_EVERY_MS) return;
+    this.ctx.storage.kv.put(LAST_USE_KEY, now);
+    this.storedLastUse = now;
   }
+
+  private storedUsage(): UsageRecord | undefined {
+    this.keptUsage ??= this.ctx.storage.kv.get<UsageRecord>(USAGE_KEY);
+    return this.keptUsage;
+  }
+
+  /**
+   * What the guard counted before its ledger did (`GET /account/api-keys/{id}/usage` adds it to the
+   * ledger's), once the uses already told to the ledger have reached it.
+   */
+  async keyUsage(interval: UsageInterval, since?: number): Promise<UsageBucket[]> {
+    await Promise.all(this.telling);
+    const kept = this.storedUsage();
+    return kept ? usageSince(kept, interval, since) : [];
+  }
+
+  /** Alarms the guard set before its ledger counted usage find nothing left to store. */
+  override async alarm(): Promise<void> {}
 }
 
 meterRequests(AccessGuard, [

@@ -1,5 +1,6 @@
 import { ipPrincipal } from "../access/client-address";
 import type { UsageInterval } from "../access/key-usage";
+import { keyLastUse, keyUsageOf } from "../access/key-usage-reads";
 import {
   type AccountPermission,
   KEY_ID_PATTERN,
@@ -150,13 +151,13 @@ interface KeyRow {
   revoked_at: number | null;
 }
 
-/** Every key of the account, newest first, with last use as its guard knows it; never a secret. */
+/** Every key of the account, newest first, with its last use; never a secret. */
 export async function listApiKeys(env: Env, accountId: string, now = Date.now()): Promise<ApiKeyView[]> {
   const { results } = await env.DB.prepare("SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at DESC").bind(accountId).all<KeyRow>();
   return Promise.all(
     results.map(async (row) => {
       const status = keyStateAt({ revokedAt: row.revoked_at, expiresAt: row.expires_at }, now);
-      const lastUsedAt = (await keyGuard(env, row.id).keyStatus()).lastUsedAt;
+      const lastUsedAt = await keyLastUse(env, row.id);
       return {
         id: row.id,
         label: row.label,
@@ -179,10 +180,10 @@ async function requireOwnKey(env: Env, accountId: string, keyId: string): Promis
   if (!owned) throw problem("NOT_FOUND", `no API key ${keyId.slice(0, 40)} in this account`);
 }
 
-/** A key's usage per minute or hour, as its guard counts it; a key of another account is not found. */
+/** A key's usage per minute or hour, as its ledger counts it; a key of another account is not found. */
 export async function keyUsage(env: Env, accountId: string, keyId: string, interval: UsageInterval, since?: number) {
   await requireOwnKey(env, accountId, keyId);
-  return { keyId, interval, buckets: await keyGuard(env, keyId).keyUsage(interval, since) };
+  return { keyId, interval, buckets: await keyUsageOf(env, keyId, interval, since) };
 }
 
 /** Revokes at the guard first, so the very next request with the key fails; then the index. */

@@ -1,3 +1,4 @@
+import { fnv1a } from "./fnv";
 import { groupOf } from "./market-groups";
 
 /**
@@ -32,7 +33,7 @@ export function stubByName<T extends Rpc.DurableObjectBranded | undefined>(names
  * in the one isolate, so these count the calls into the price index and the
  * shards too (docs/benchmarks.md).
  */
-export const objectCalls = { market: 0, guard: 0, marketReads: 0, ingest: 0, venueReads: 0, priceIndex: 0, shard: 0, registry: 0, metrics: 0 };
+export const objectCalls = { market: 0, guard: 0, marketReads: 0, ingest: 0, venueReads: 0, priceIndex: 0, shard: 0, registry: 0, metrics: 0, usageLedger: 0 };
 
 /**
  * The object hosting a market's engine: its group's (docs/design.md#market-hosts), named by the
@@ -47,6 +48,13 @@ export function marketObject(env: Env, market: { ordinal: number }) {
 export function accessGuard(env: Env, principal: string) {
   objectCalls.guard += 1;
   return stubByName(env.ACCESS_GUARD, principal);
+}
+/** How many ledgers share the keys' usage, by a hash of the key id. Fixed: a key's buckets live in its ledger. */
+export const USAGE_LEDGERS = 32;
+/** The ledger counting `keyId`'s usage (docs/limits.md#your-keys-usage). */
+export function keyUsageLedger(env: Env, keyId: string) {
+  objectCalls.usageLedger += 1;
+  return stubByName(env.KEY_USAGE, `usage:${fnv1a(keyId) % USAGE_LEDGERS}`);
 }
 /** A WebSocket shard, named by its shard id. */
 export function streamHub(env: Env, shard: string) {

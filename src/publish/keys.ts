@@ -1,4 +1,5 @@
 import type { KeyAmendment } from "../access/access-guard";
+import { keyLastUse } from "../access/key-usage-reads";
 import { KEY_ID_PATTERN, type KeyRecord, keyStateAt, type MarketGrant, newKeyId, newKeySecret, principalOfKey, requireFutureExpiry } from "../access/keys";
 import { type AuditContext, auditStatement } from "../audit/audit-log";
 import { accessGuard, publishChannel } from "../core/object-ids";
@@ -46,7 +47,7 @@ async function viewOf(env: Env, row: Row, now: number): Promise<PublishKeyView> 
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     revokedAt: row.revoked_at,
-    lastUsedAt: (await accessGuard(env, principalOfKey(row.id)).keyStatus()).lastUsedAt,
+    lastUsedAt: await keyLastUse(env, row.id),
     status: keyStateAt({ revokedAt: row.revoked_at, expiresAt: row.expires_at }, now),
   };
 }

@@ -1,3 +1,4 @@
+import { fnv1a } from "../core/fnv";
 import { GROUP_SIZE, groupOf, type MarketConfig } from "../registry/model";
 
 /**
@@ -53,19 +54,9 @@ export function shardsOfGroup(layout: ShardLayout, group: number): number {
   return layout.groups.get(group) ?? layout.groupShards;
 }
 
-/** FNV-1a of a text: the general pool's shard of a principal. */
-function hashOf(text: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    hash ^= text.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return hash >>> 0;
-}
-
 /** The general pool's shard of a principal (FNV-1a of its name, mod N): connections that name no market. */
 export function shardOf(principal: string, shards: number): string {
-  return `shard-${hashOf(principal) % Math.max(1, Math.floor(shards) || 1)}`;
+  return `shard-${fnv1a(principal) % Math.max(1, Math.floor(shards) || 1)}`;
 }
 
 /** The name of a group's shard `index`. */
@@ -103,7 +94,7 @@ export function groupOfMarkets(markets: readonly Pick<MarketConfig, "ordinal">[]
 export function placeConnection(layout: ShardLayout, principal: string, markets: readonly Pick<MarketConfig, "ordinal">[]): string {
   const group = layout.byPrincipal ? undefined : groupOfMarkets(markets);
   if (group === undefined) return shardOf(principal, layout.shards);
-  return groupShard(group, hashOf(principal) % shardsOfGroup(layout, group));
+  return groupShard(group, fnv1a(principal) % shardsOfGroup(layout, group));
 }
 
 /** Every shard there may be with `markets` markets listed (delisted ones too): the general pool and each group's. */

@@ -1,8 +1,9 @@
-import { runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { authenticateSigned } from "../../src/access/middleware";
 import { sign, signaturePayload } from "../../src/access/signature";
+import { keyUsageLedger } from "../../src/core/object-ids";
 import { ProblemError } from "../../src/core/problem";
 import { newKey, signedCall } from "../support/accounts";
 import { call, callJson } from "../support/http";
@@ -57,26 +58,35 @@ describe("authenticateSigned: the one AccessGuard call behind /v1 (and /v1/ws)",
     expect(error.headers).toMatchObject({ "RateLimit-Limit": "10", "RateLimit-Remaining": "9" });
   });
 
-  it("last use is recorded in memory and written at most once a minute, in the usage's row (before: a row of its own beside it)", async () => {
+  it("last use: exact in the key's usage ledger; its guard stores it at most once a day, and no usage or alarm", async () => {
     const key = await newKey();
-    const storedLastUse = () =>
-      runInDurableObject(
-        env.ACCESS_GUARD.getByName(`key:${key.id}`),
-        async (_instance, state) => state.storage.kv.get<{ lastUsedAt?: number }>("usage")?.lastUsedAt,
-      );
     const before = Date.now();
     expect((await signedCall(key, "GET", "/v1/markets")).status).toBe(200);
-    const firstWrite = await storedLastUse();
-    expect(firstWrite).toBeGreaterThanOrEqual(before);
-    // The next use must be a later millisecond than the first (an event, not a pause).
-    await until(() => Date.now() > firstWrite!, { what: "the clock to pass the first use" });
+    const guardRows = () =>
+      runInDurableObject(env.ACCESS_GUARD.getByName(`key:${key.id}`), async (_instance, state) => ({
+        usage: state.storage.kv.get("usage"),
+        lastUsedAt: state.storage.kv.get<number>("lastUsedAt"),
+        alarm: await state.storage.getAlarm(),
+      }));
+    const first = await guardRows();
+    expect(first.lastUsedAt, "the first use stored").toBeGreaterThanOrEqual(before);
+    // The next uses must be a later millisecond than the first (an event, not a pause).
+    await until(() => Date.now() > first.lastUsedAt!, { what: "the clock to pass the first use" });
     for (let i = 0; i < 3; i++) expect((await signedCall(key, "GET", "/v1/markets")).status).toBe(200);
-    // Later uses within the minute move the in-memory value the list shows, not storage.
-    expect(await storedLastUse()).toBe(firstWrite);
+    expect(await guardRows(), "later uses the same day write nothing; no usage row, no alarm").toEqual({
+      usage: undefined,
+      lastUsedAt: first.lastUsedAt,
+      alarm: null,
+    });
     const listed = (await callJson("/account/api-keys", { headers: { Cookie: key.cookie } })).body.keys[0];
-    expect(listed.lastUsedAt).toBeGreaterThan(firstWrite!);
-    const ownRow = await runInDurableObject(env.ACCESS_GUARD.getByName(`key:${key.id}`), async (_instance, state) => state.storage.get("lastUsedAt"));
-    expect(ownRow, "no row of its own").toBeUndefined();
+    expect(listed.lastUsedAt, "the list shows the latest use").toBeGreaterThan(first.lastUsedAt!);
+    // The ledger stores it with its flush (a usage read first: it waits for the uses told); the guard, evicted, no longer holds it.
+    expect((await callJson(`/account/api-keys/${key.id}/usage`, { headers: { Cookie: key.cookie } })).status).toBe(200);
+    const ledger = keyUsageLedger(env, key.id);
+    await runDurableObjectAlarm(ledger);
+    await evictDurableObject(env.ACCESS_GUARD.getByName(`key:${key.id}`));
+    const again = (await callJson("/account/api-keys", { headers: { Cookie: key.cookie } })).body.keys[0];
+    expect(again.lastUsedAt, "after the guard left memory").toBe(listed.lastUsedAt);
   });
 
   it("revocation lands in the key's guard, and the next request fails", async () => {

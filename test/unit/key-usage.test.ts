@@ -1,40 +1,69 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { countUse, emptyUsage, USAGE_INTERVALS, type UsageInterval, usageSince } from "../../src/access/key-usage";
+import { USAGE_INTERVALS, type UsageInterval } from "../../src/access/key-usage";
+import { addToParts, type BucketPart, bucketStart, type KeyCounts, PendingUsage, sumBuckets } from "../../src/access/usage-ledger";
 
-describe("key usage buckets (src/access/key-usage.ts)", () => {
-  it("equal a per-bucket count of the same requests, kept for 24 h of minutes and 30 days of hours (property)", () => {
+describe("a usage ledger's buckets (src/access/usage-ledger.ts)", () => {
+  it("flushed at any moments into parts of a bounded size, equal a per-key, per-bucket count of the same requests (property)", () => {
+    const MAX = 150;
     fc.assert(
       fc.property(
-        fc.array(fc.tuple(fc.integer({ min: 0, max: 3_600_000 }), fc.boolean()), { maxLength: 200 }),
+        fc.array(fc.tuple(fc.constantFrom("mk_a", "mk_b", "pk_c", "mk_d", "mk_e"), fc.integer({ min: 0, max: 400_000 }), fc.boolean(), fc.boolean()), {
+          maxLength: 150,
+        }),
         fc.integer({ min: 1_700_000_000_000, max: 1_800_000_000_000 }),
         (steps, start) => {
-          const record = emptyUsage();
+          const pending = new PendingUsage();
+          const stored = new Map<string, BucketPart[]>();
+          const flush = () => {
+            for (const [interval, starts] of pending.take())
+              for (const [bucket, held] of starts) {
+                const parts = stored.get(`${interval}:${bucket}`) ?? [];
+                addToParts(parts, held, MAX);
+                stored.set(`${interval}:${bucket}`, parts);
+              }
+          };
+          const expected = new Map<string, KeyCounts>();
           let now = start;
-          const seen: [number, boolean][] = [];
-          for (const [gap, refused] of steps) {
+          for (const [keyId, gap, refused, flushNow] of steps) {
             now += gap;
-            countUse(record, now, refused);
-            seen.push([now, refused]);
-          }
-          for (const interval of Object.keys(USAGE_INTERVALS) as UsageInterval[]) {
-            const { ms, keepMs } = USAGE_INTERVALS[interval];
-            const newest = Math.floor(now / ms) * ms;
-            const expected = new Map<number, { requests: number; rateLimited: number }>();
-            for (const [time, refused] of seen) {
-              const bucket = Math.floor(time / ms) * ms;
-              if (bucket < newest - keepMs) continue;
-              const counts = expected.get(bucket) ?? { requests: 0, rateLimited: 0 };
-              counts.requests += 1;
-              if (refused) counts.rateLimited += 1;
-              expected.set(bucket, counts);
+            pending.count(keyId, now, refused);
+            for (const interval of Object.keys(USAGE_INTERVALS) as UsageInterval[]) {
+              const id = `${interval}:${bucketStart(interval, now)}:${keyId}`;
+              const [requests, limited, last] = expected.get(id) ?? [0, 0, 0];
+              expected.set(id, [requests + 1, limited + (refused ? 1 : 0), refused ? last : now]);
             }
-            // Buckets pruned only when a later request comes: what is kept is at least the window.
-            const got = usageSince(record, interval).filter((b) => b.start >= newest - keepMs);
-            expect(got, interval).toEqual([...expected].map(([bucket, counts]) => ({ start: bucket, ...counts })));
+            if (flushNow) flush();
           }
+          flush();
+          expect(pending.empty, "nothing held after a flush").toBe(true);
+          const got = new Map<string, KeyCounts>();
+          for (const [bucket, parts] of stored)
+            for (const { part, counts } of parts) {
+              expect(JSON.stringify(counts).length, `${bucket} part ${part}'s size`).toBeLessThanOrEqual(MAX);
+              for (const [keyId, c] of Object.entries(counts)) {
+                expect(got.has(`${bucket}:${keyId}`), `${keyId} in one part of ${bucket}`).toBe(false);
+                got.set(`${bucket}:${keyId}`, c);
+              }
+            }
+          expect(got).toEqual(expected);
         },
       ),
     );
+  });
+
+  it("sums two sources' buckets of one start and keeps them oldest first", () => {
+    expect(
+      sumBuckets(
+        [
+          { start: 120, requests: 2, rateLimited: 1 },
+          { start: 0, requests: 1, rateLimited: 0 },
+        ],
+        [{ start: 120, requests: 3, rateLimited: 0 }],
+      ),
+    ).toEqual([
+      { start: 0, requests: 1, rateLimited: 0 },
+      { start: 120, requests: 5, rateLimited: 1 },
+    ]);
   });
 });
