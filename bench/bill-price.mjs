@@ -16,6 +16,8 @@ export const VENUE_LOAD = {
   levelChangesPerSecond: 100_000,
   publicPerSecond: 10_000,
   signedPerSecond: 1_000,
+  /** The signed requests' keys (20,000, each used every 20 s). */
+  keys: 20_000,
   wsApiPerSecond: 1_000,
   addresses: 50_000,
   subscribers: 100_000,
@@ -117,7 +119,10 @@ export function priceVenueAll({ writePath, venuePhase, reads, subscribers, files
   const rowsPerFlush = ledgerFlushes > 0 ? (reads.billed.rowsWrittenBy["usage-ledger"] ?? 0) / ledgerFlushes : 0;
   add("keys' usage: ledgers' rows written (a flush every 5 s a ledger)", flushesPerSecond * rowsPerFlush, PRICES.rowsWritten, true, "reads");
   add("keys' usage: ledgers' alarms", Math.min(flushesPerSecond, perSigned(ledgerFlushes)), PRICES.requests, true, "reads");
-  const otherRows = reads.billed.rowsWritten - (reads.billed.rowsWrittenBy["usage-ledger"] ?? 0);
+  // A key's guard stores its last use once a day: the phase's keys each wrote theirs on first use
+  // (counted from the warm-up on: rows a key, a day).
+  add("keys' last use (a row a key-day)", (reads.guardRows / reads.keys) * (L.keys / 86_400), PRICES.rowsWritten, true, "reads");
+  const otherRows = reads.billed.rowsWritten - (reads.billed.rowsWrittenBy["usage-ledger"] ?? 0) - (reads.billed.rowsWrittenBy.guard ?? 0);
   add("other rows written by reads", perRead(otherRows), PRICES.rowsWritten, true, "reads");
 
   // Subscribers: held (key checks, the shards' alarms and rows), and each connection's open and close once a deploy.

@@ -142,7 +142,8 @@ export async function readPhase(service, token, { markets, keys, rate, signedRat
       await sleep(20);
     }
   })();
-  await sleep(warm * 1000);
+  // The warm-up counted apart: each key's first use (its guard's once-a-day row) falls in it.
+  const warmWindow = await counted(service, token, () => sleep(warm * 1000));
   counting = true;
   const window = await counted(service, token, async () => {
     await sleep(seconds * 1000);
@@ -154,7 +155,9 @@ export async function readPhase(service, token, { markets, keys, rate, signedRat
   });
   for (const ws of sockets) ws.close();
   sent = { ...sent, addresses };
-  return { ...window, grown: undefined, billed: billedIn(window.grown), sent, statuses };
+  const billed = billedIn(window.grown);
+  const guardRows = (billedIn(warmWindow.grown).rowsWrittenBy.guard ?? 0) + (billed.rowsWrittenBy.guard ?? 0);
+  return { ...window, grown: undefined, billed, sent, statuses, keys: keys.length, guardRows };
 }
 
 /**

@@ -182,7 +182,7 @@ export class AccessGuard extends MeteredObject {
     if (this.record === undefined) {
       this.record = (await this.ctx.storage.get<KeyRecord>("key")) ?? null;
       // In a row of its own, or as stored before the ledgers counted (in the guard's old usage row).
-      const stored = [this.storedUsage()?.lastUsedAt, await this.ctx.storage.get<number>(LAST_USE_KEY)].filter((at) => at !== undefined);
+      const stored = [this.storedUsage()?.lastUsedAt, this.ctx.storage.kv.get<number>(LAST_USE_KEY)].filter((at) => at !== undefined);
       this.storedLastUse = stored.length > 0 ? Math.max(...stored) : null;
       this.lastUsedAt ??= this.storedLastUse;
     }
