@@ -122,8 +122,11 @@ export function priceVenueAll({ writePath, venuePhase, reads, subscribers, files
   // A key's guard stores its last use once a day: the phase's keys each wrote theirs on first use
   // (counted from the warm-up on: rows a key, a day).
   add("keys' last use (a row a key-day)", (reads.guardRows / reads.keys) * (L.keys / 86_400), PRICES.rowsWritten, true, "reads");
-  const otherRows = reads.billed.rowsWritten - (reads.billed.rowsWrittenBy["usage-ledger"] ?? 0) - (reads.billed.rowsWrittenBy.guard ?? 0);
-  add("other rows written by reads", perRead(otherRows), PRICES.rowsWritten, true, "reads");
+  // The market hosts' rows while the reads run are their own background (alarms, archive, segments
+  // after the write path's phases: priced in its lines), not the reads'; anything else, per read.
+  const by = reads.billed.rowsWrittenBy;
+  const otherRows = reads.billed.rowsWritten - (by["usage-ledger"] ?? 0) - (by.guard ?? 0) - (by.market ?? 0);
+  add("other rows written by reads (not the hosts' background)", perRead(otherRows), PRICES.rowsWritten, true, "reads");
 
   // Subscribers: held (key checks, the shards' alarms and rows), and each connection's open and close once a deploy.
   const held = subscribers.held;
@@ -182,6 +185,14 @@ export function priceVenueAll({ writePath, venuePhase, reads, subscribers, files
   return {
     load: L,
     readAnswers: reads.statuses,
+    /** The read phase's counts by object class, as counted (rows written, calls, alarms). */
+    readCounts: {
+      rowsWrittenBy: reads.billed.rowsWrittenBy,
+      calls: reads.billed.calls,
+      alarmsBy: reads.billed.alarmsBy,
+      seconds: reads.seconds,
+      sent: reads.sent,
+    },
     dollarsPerMonth: Math.round(beyond + platformFloor),
     platformFloorDollarsPerMonth: Math.round(platformFloor),
     beyondFloorDollarsPerMonth: Math.round(beyond),

@@ -49,7 +49,7 @@ import { fitNonNegative } from "./fit.mjs";
 import { option } from "./load.mjs";
 import { scrape } from "./metrics.mjs";
 import { dollars, PRICES } from "./prices.mjs";
-import { openChannel } from "./publisher.mjs";
+import { openedChannel } from "./publisher.mjs";
 import { bundleService, startService, work } from "./service.mjs";
 import { wholeBill } from "./whole-bill.mjs";
 
@@ -588,8 +588,7 @@ async function main() {
     let { url } = service;
     await listVenue({ url, token: TOKEN, count: MARKETS, headers: { "CF-Connecting-IP": "10.70.0.2" } });
     const key = await issuePublishKey(url, TOKEN, { label: "bench cost" });
-    const channels = Array.from({ length: 4 }, (_, i) => openChannel(url, key, `10.71.0.${i + 1}`));
-    await Promise.all(channels.map((c) => c.opened));
+    const channels = await Promise.all(Array.from({ length: 4 }, (_, i) => openedChannel(url, key, `10.71.0.${i + 1}`)));
     const markets = Array.from({ length: MARKETS }, (_, i) => feed(`V${i}USDT`, [2, 3, 4][i % 3], [3, 2, 1][i % 3], 100 + i));
     const busy = feed("BTCUSDT", 2, 5, 97_000);
     // Each market's group, from its place in the registry's listing order (docs/design.md#market-hosts).

@@ -7,6 +7,24 @@ import { sign } from "./signed-load.mjs";
  * Opens a channel with a publishing key from client address `ip`. `send(body)` resolves with the
  * batch's result and the ms it took to be answered; an error answer rejects.
  */
+/**
+ * A channel once open: a connect refused (a runtime just started can answer the first upgrades
+ * later than the signature's 5 s window, TIMESTAMP_OUT_OF_WINDOW) is signed anew and tried again,
+ * up to `attempts` times.
+ */
+export async function openedChannel(url, key, ip, attempts = 3) {
+  for (let attempt = 1; ; attempt++) {
+    const channel = openChannel(url, key, ip);
+    try {
+      await channel.opened;
+      return channel;
+    } catch (error) {
+      if (attempt >= attempts) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+  }
+}
+
 export function openChannel(url, key, ip) {
   const timestamp = String(Date.now());
   const signature = sign(key.secret, timestamp, "GET", "/v1/publish");

@@ -17,7 +17,7 @@ import { TOKEN } from "./bill-counts.mjs";
 import { filesPhase, restartPhase } from "./bill-files.mjs";
 import { VENUE_LOAD } from "./bill-price.mjs";
 import { makeKeys, readPhase, subscriberPhase } from "./bill-reads.mjs";
-import { openChannel } from "./publisher.mjs";
+import { openedChannel } from "./publisher.mjs";
 import { startService } from "./service.mjs";
 
 /**
@@ -80,8 +80,7 @@ export async function wholeBill(service, { channels, markets, busy, key, persist
   const restart = await restartPhase(service, TOKEN, () => startService(scriptPath, vars, { persist, restart: true }), {
     seconds: 20,
     reopen: async (restarted) => {
-      const reopened = Array.from({ length: 4 }, (_, i) => openChannel(restarted.url, key, `10.71.1.${i + 1}`));
-      await Promise.all(reopened.map((c) => c.opened));
+      const reopened = await Promise.all(Array.from({ length: 4 }, (_, i) => openedChannel(restarted.url, key, `10.71.1.${i + 1}`)));
       return {
         channels: reopened,
         firstBatches: () => Promise.all([...markets, busy].map((m, i) => reopened[i % reopened.length].send({ ...m.batch(1, 1) }))),

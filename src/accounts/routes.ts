@@ -133,7 +133,7 @@ export const accountRoutes = (limit: MiddlewareHandler<AppEnv>) =>
         security: cookieAuth,
         summary: "A key's usage: requests and 429s per minute (24 h) or per hour (30 days)",
         description:
-          "Counted by the key's guard as it admits or refuses each signed request: no extra call. Buckets without use are left out. Counts of the last minute may be lost if the guard is evicted before it stores them (at most once a minute). Only the key's owner sees it: any other account gets 404.",
+          "Counted as the key's guard admits or refuses each signed request, by the key's usage ledger (one of 32 objects, which stores its keys' counts within 5 s as one row a bucket for all of them). Includes the requests made just before the read. Buckets without use are left out. Only the key's owner sees it: any other account gets 404.",
         request: { params: KeyIdParam, query: UsageQuery },
         responses: { 200: { description: "Usage", content: { "application/json": { schema: UsageSchema } } }, ...problemResponses(400, 401, 404, 429) },
       }),
