@@ -1,6 +1,6 @@
 // The whole bill priced (bench/whole-bill.mjs): the venue's stated load, and every line of its
 // month from the phases' counts at Cloudflare's published prices (bench/prices.mjs).
-import { dollars, PRICES } from "./prices.mjs";
+import { dollars, PRICES, SECONDS_PER_MONTH } from "./prices.mjs";
 
 /**
  * The venue's stated load (issue 55, docs/capacity.md#the-whole-bill). `isolates` and `locations`:
@@ -43,8 +43,9 @@ export const VENUE_LOAD = {
 export function priceVenueAll({ writePath, venuePhase, reads, subscribers, files, restart, benchHosts }) {
   const L = VENUE_LOAD;
   const items = [];
-  const add = (name, perSecond, price, measured, from) => items.push({ name, perSecond, dollars: dollars(perSecond, price), measured, from });
-  const fixed = (name, amount, measured, from) => items.push({ name, perSecond: 0, dollars: amount, measured, from });
+  // Priced without what a month includes; each allowance is credited once, below (creditAllowances).
+  const add = (name, perSecond, price, measured, from) => items.push({ name, perSecond, price, measured, from });
+  const fixed = (name, amount, measured, from) => items.push({ name, perSecond: 0, dollars: amount, measured, from, price: null });
 
   // The platform's floor: a request's own Workers request and CPU, and one guard call.
   const readRequests = reads.sent.public + reads.sent.signed + reads.sent.ws;
@@ -57,17 +58,14 @@ export function priceVenueAll({ writePath, venuePhase, reads, subscribers, files
     ["Workers requests (REST, stream upgrades)", restRate + upgradesPerSecond, PRICES.workersRequests, "reads, subscribers"],
     ["Workers CPU, ms (REST and WebSocket API requests)", readRate * cpuMsPerRequest, PRICES.workersCpuMs, "reads"],
     ["guard calls, one a request (the exact limit)", (readRate + upgradesPerSecond) * Math.min(1, guardPerRead), PRICES.requests, "reads"],
-  ].map(([name, perSecond, price, from]) => ({ name, perSecond, dollars: dollars(perSecond, price), measured: true, from, floor: true }));
+  ].map(([name, perSecond, price, from]) => ({ name, perSecond, price, measured: true, from, floor: true }));
 
   // The write path, as its own phase counted it (cost.mjs `priced`); its R2 writes and KV as counted now.
   const byName = new Map(writePath.lineItems.map((item) => [item.name, item]));
-  const carried = (name, label, measured, from) => {
-    const item = byName.get(name);
-    items.push({ name: label, perSecond: item.perSecond, dollars: item.dollars, measured, from });
-  };
-  carried("rows written", "write path: rows written", true, "venue");
-  carried("rows read", "write path: rows read", true, "venue");
-  carried("object requests", "write path: object requests (alarms, sessions, messages)", true, "venue");
+  const carried = (name, label, price, measured, from) => add(label, byName.get(name).perSecond, price, measured, from);
+  carried("rows written", "write path: rows written", PRICES.rowsWritten, true, "venue");
+  carried("rows read", "write path: rows read", PRICES.rowsRead, true, "venue");
+  carried("object requests", "write path: object requests (alarms, sessions, messages)", PRICES.requests, true, "venue");
   // The hosts, the shards as deployed for the load and the channel, each active the whole month (128 MB).
   add(
     "object duration (GB-s): hosts, shards, channel always active",
@@ -178,13 +176,20 @@ export function priceVenueAll({ writePath, venuePhase, reads, subscribers, files
   add("restarts: rows written", perRestart(restart.rowsWritten), PRICES.rowsWritten, true, "restart");
   add("restarts: object requests", perRestart(Object.values(restart.calls).reduce((s, n) => s + n, 0) + restart.alarms), PRICES.requests, true, "restart");
 
-  const round = (item) => ({ ...item, perSecond: Math.round(item.perSecond * 100) / 100, dollars: Math.round(item.dollars * 100) / 100 });
+  creditAllowances([...floor, ...items]);
+  const round = ({ price, ...item }) => ({ ...item, perSecond: Math.round(item.perSecond * 100) / 100, dollars: Math.round(item.dollars * 100) / 100 });
   const lineItems = [...floor, ...items].map(round);
   const beyond = items.reduce((s, i) => s + i.dollars, 0);
   const platformFloor = floor.reduce((s, i) => s + i.dollars, 0);
   return {
     load: L,
     readAnswers: reads.statuses,
+    /**
+     * A check of the counts' completeness: every signed request tells its key's ledger once, so the
+     * ledgers' calls counted over the signed requests sent is 1 when no count went missing between
+     * the window's two scrapes (a run of 2026-11-27 counted 0.67 of the calls, and its read lines low).
+     */
+    countsComplete: Math.round(((reads.billed.calls["usage-ledger"] ?? 0) / Math.max(1, reads.sent.signed)) * 1000) / 1000,
     /** The read phase's counts by object class, as counted (rows written, calls, alarms). */
     readCounts: {
       rowsWrittenBy: reads.billed.rowsWrittenBy,
@@ -200,4 +205,27 @@ export function priceVenueAll({ writePath, venuePhase, reads, subscribers, files
     perRequest: { cpuMs: Math.round(cpuMsPerRequest * 1000) / 1000, guardCalls: Math.round(guardPerRead * 1000) / 1000 },
     lineItems: lineItems.map((i) => ({ ...i, share: Math.round((i.dollars / (beyond + platformFloor)) * 1000) / 10 })),
   };
+}
+
+/**
+ * Dollars for each line, what a month includes credited once per unit (rows written, requests, …)
+ * — to the unit's largest line — not once per line, which counted a 50 M-row allowance for every
+ * line priced in rows. A fixed line (no `price`) keeps its dollars.
+ */
+export function creditAllowances(items) {
+  const byPrice = new Map();
+  for (const item of items) {
+    if (!item.price) continue;
+    item.dollars = dollars(item.perSecond, { perMillion: item.price.perMillion });
+    byPrice.set(item.price, [...(byPrice.get(item.price) ?? []), item]);
+  }
+  for (const [price, lines] of byPrice) {
+    if (!price.includedPerMonth) continue;
+    const largest = lines.reduce((a, b) => (b.perSecond > a.perSecond ? b : a));
+    const units = lines.reduce((sum, line) => sum + line.perSecond, 0);
+    // What is included comes off the largest line, never below zero, and never more than all lines used.
+    const credit = dollars(Math.min(units, price.includedPerMonth / SECONDS_PER_MONTH), { perMillion: price.perMillion });
+    largest.dollars = Math.max(0, largest.dollars - credit);
+  }
+  return items;
 }

@@ -79,8 +79,8 @@ export async function readPhase(service, token, { markets, keys, rate, signedRat
     inFlight.add(promise);
     promise.finally(() => inFlight.delete(promise));
   };
-  // Sent from the start; counted from `warm` on, when every key has made its first writes (a key's
-  // usage row and alarm once a minute are its steady state, not its first request's).
+  // Sent from the start; counted from `warm` on, when every key has made its first use (its
+  // guard's row a day, counted apart) and the ledgers flush every 5 s, their steady state.
   let counting = false;
   let stop = false;
   const count = (kind) => {

@@ -55,6 +55,10 @@ export async function wholeBill(service, { channels, markets, busy, key, persist
     seconds: 60,
   });
   log(`  answers: ${JSON.stringify(reads.statuses)}`);
+  // Every signed request tells its key's ledger once: fewer ledger calls counted than signed
+  // requests sent means counts went missing between the scrapes, and every read line is low.
+  const told = (reads.billed.calls["usage-ledger"] ?? 0) / Math.max(1, reads.sent.signed);
+  if (Math.abs(told - 1) > 0.02) log(`  WARNING: the ledgers counted ${told.toFixed(3)} calls a signed request, not 1: the read phase's counts are incomplete`);
   const answered = Object.entries(reads.statuses).filter(([status]) => /^(ws )?[0-9]+$/.test(status));
   const failed = answered.filter(([status]) => !/^(ws )?2/.test(status)).reduce((sum, [, n]) => sum + n, 0);
   const answers = answered.reduce((sum, [, n]) => sum + n, 0);

@@ -941,7 +941,7 @@ export interface paths {
         };
         /**
          * A key's usage: requests and 429s per minute (24 h) or per hour (30 days)
-         * @description Counted by the key's guard as it admits or refuses each signed request: no extra call. Buckets without use are left out. Counts of the last minute may be lost if the guard is evicted before it stores them (at most once a minute). Only the key's owner sees it: any other account gets 404.
+         * @description Counted as the key's guard admits or refuses each signed request, by the key's usage ledger (one of 32 objects, which stores its keys' counts within 5 s as one row a bucket for all of them). Includes the requests made just before the read. Buckets without use are left out. Only the key's owner sees it: any other account gets 404.
          */
         get: operations["apiKeyUsage"];
         put?: never;
@@ -1088,7 +1088,7 @@ export interface paths {
         };
         /**
          * This isolate's Durable Object call counters (what the edge read path saves, counted)
-         * @description Counters since the isolate started: calls to market objects (`market`, of which `marketReads` by the read path and `ingest` the ingest batches), to access guards (`guard`), to the price index (`priceIndex`, of which `venueReads` by the all-market reads), to stream shards (`shard`), to the registry (`registry`) and to the Metrics object (`metrics`). Another request may land in another isolate; locally every object runs in the one isolate, so `npm run bench` reads the calls into the shared objects here too.
+         * @description Counters since the isolate started: calls to market objects (`market`, of which `marketReads` by the read path and `ingest` the ingest batches), to access guards (`guard`), to the price index (`priceIndex`, of which `venueReads` by the all-market reads), to stream shards (`shard`), to the registry (`registry`), to the Metrics object (`metrics`) and to the keys' usage ledgers (`usageLedger`). Another request may land in another isolate; locally every object runs in the one isolate, so `npm run bench` reads the calls into the shared objects here too.
          */
         get: operations["getIsolateCounters"];
         put?: never;
@@ -7919,6 +7919,7 @@ export interface operations {
                             shard: number;
                             registry: number;
                             metrics: number;
+                            usageLedger: number;
                         };
                     };
                 };
