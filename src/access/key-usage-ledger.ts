@@ -69,9 +69,20 @@ export class KeyUsageLedger extends MeteredObject {
   override async alarm(): Promise<void> {
     this.flushSet = false;
     if (this.pending.empty) return;
-    const sql = this.ctx.storage.sql;
     const now = Date.now();
     const buckets = this.pending.take();
+    try {
+      // All or nothing: a flush that fails leaves no part written twice when it is tried again.
+      this.ctx.storage.transactionSync(() => this.store(buckets, now));
+    } catch (error) {
+      // Held again for the alarm's retry (and any flush after): a failed write loses no count.
+      this.pending.restore(buckets);
+      throw error;
+    }
+  }
+
+  private store(buckets: ReturnType<PendingUsage["take"]>, now: number): void {
+    const sql = this.ctx.storage.sql;
     for (const interval of INTERVALS) {
       for (const [start, held] of buckets.get(interval) ?? []) {
         const parts = sql

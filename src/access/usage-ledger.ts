@@ -55,6 +55,22 @@ export class PendingUsage {
     return taken;
   }
 
+  /** Takes back what {@link take} handed over and could not be stored: it is held again, added to what came since. */
+  restore(taken: Map<UsageInterval, Map<number, Map<string, KeyCounts>>>): void {
+    for (const [interval, starts] of taken) {
+      let mine = this.buckets.get(interval);
+      if (!mine) this.buckets.set(interval, (mine = new Map()));
+      for (const [start, keys] of starts) {
+        const held = mine.get(start) ?? new Map<string, KeyCounts>();
+        for (const [keyId, [requests, rateLimited, lastUse]] of keys) {
+          const before = held.get(keyId) ?? [0, 0, 0];
+          held.set(keyId, [before[0] + requests, before[1] + rateLimited, Math.max(before[2], lastUse)]);
+        }
+        mine.set(start, held);
+      }
+    }
+  }
+
   /** `keyId`'s held buckets of `interval` from `since` on. */
   bucketsOf(keyId: string, interval: UsageInterval, since = 0): UsageBucket[] {
     const out: UsageBucket[] = [];

@@ -86,4 +86,26 @@ describe("keys' usage ledgers (src/access/key-usage-ledger.ts)", () => {
       expect(stored, "the guard's usage row and alarm").toEqual([undefined, null]);
     }
   });
+
+  it("a flush that fails loses no count: what it took is held again and stored by the next", async () => {
+    const keyId = "mk_0123456789abcdef01234567";
+    await runInDurableObject(keyUsageLedger(env, keyId), async (ledger) => {
+      const at = Date.now();
+      ledger.count(keyId, at, false);
+      ledger.count(keyId, at, true);
+      const failing = ledger as unknown as { store: () => void };
+      failing.store = () => {
+        throw new Error("the disk is full");
+      };
+      await expect(ledger.alarm(), "the failed flush throws, for the runtime to try it again").rejects.toThrow("the disk is full");
+      delete (failing as { store?: () => void }).store;
+      ledger.count(keyId, at, false);
+      await ledger.alarm();
+      const stored = ledger.usage(keyId, "1m");
+      expect(
+        stored.map((b) => [b.requests, b.rateLimited]),
+        "three counted, one a 429, stored once",
+      ).toEqual([[3, 1]]);
+    });
+  });
 });
