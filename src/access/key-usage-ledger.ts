@@ -1,7 +1,7 @@
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { USAGE_INTERVALS, type UsageBucket, type UsageInterval } from "./key-usage";
-import { addToParts, type BucketCounts, INTERVALS, type KeyCounts, oldestKept, PendingUsage, sumBuckets } from "./usage-ledger";
+import { addToParts, type BucketCounts, type HeldCounts, INTERVALS, type KeyCounts, oldestKept, PendingUsage, sumBuckets } from "./usage-ledger";
 
 /**
  * Counts are stored this long after the first one not yet stored. An idle object may be taken out
@@ -81,7 +81,7 @@ export class KeyUsageLedger extends MeteredObject {
     }
   }
 
-  private store(buckets: ReturnType<PendingUsage["take"]>, now: number): void {
+  private store(buckets: HeldCounts, now: number): void {
     const sql = this.ctx.storage.sql;
     for (const interval of INTERVALS) {
       for (const [start, held] of buckets.get(interval) ?? []) {

@@ -24,24 +24,30 @@ export function oldestKept(interval: UsageInterval, now: number): number {
   return bucketStart(interval, now) - USAGE_INTERVALS[interval].keepMs;
 }
 
+/** Counts held, by interval, bucket start and key id. */
+export type HeldCounts = Map<UsageInterval, Map<number, Map<string, KeyCounts>>>;
+
+/** A key's counts with more added: requests and 429s summed, the later last use kept. */
+function plus(before: KeyCounts | undefined, more: KeyCounts): KeyCounts {
+  return before ? [before[0] + more[0], before[1] + more[1], Math.max(before[2], more[2])] : [...more];
+}
+
 /** Counts not yet stored, held in memory until the next flush. */
 export class PendingUsage {
-  private buckets = new Map<UsageInterval, Map<number, Map<string, KeyCounts>>>();
+  private buckets: HeldCounts = new Map();
 
   /** Counts one request of `keyId` at `at` (a refused one is a 429 too). */
   count(keyId: string, at: number, refused: boolean): void {
-    for (const interval of INTERVALS) {
-      let starts = this.buckets.get(interval);
-      if (!starts) this.buckets.set(interval, (starts = new Map()));
-      const start = bucketStart(interval, at);
-      let keys = starts.get(start);
-      if (!keys) starts.set(start, (keys = new Map()));
-      const counts = keys.get(keyId) ?? [0, 0, 0];
-      counts[0] += 1;
-      if (refused) counts[1] += 1;
-      else counts[2] = Math.max(counts[2], at);
-      keys.set(keyId, counts);
-    }
+    const counts: KeyCounts = refused ? [1, 1, 0] : [1, 0, at];
+    for (const interval of INTERVALS) this.add(interval, bucketStart(interval, at), keyId, counts);
+  }
+
+  private add(interval: UsageInterval, start: number, keyId: string, counts: KeyCounts): void {
+    let starts = this.buckets.get(interval);
+    if (!starts) this.buckets.set(interval, (starts = new Map()));
+    let keys = starts.get(start);
+    if (!keys) starts.set(start, (keys = new Map()));
+    keys.set(keyId, plus(keys.get(keyId), counts));
   }
 
   get empty(): boolean {
@@ -49,26 +55,15 @@ export class PendingUsage {
   }
 
   /** Everything held, handed over for storing (and forgotten here). */
-  take(): Map<UsageInterval, Map<number, Map<string, KeyCounts>>> {
+  take(): HeldCounts {
     const taken = this.buckets;
     this.buckets = new Map();
     return taken;
   }
 
   /** Takes back what {@link take} handed over and could not be stored: it is held again, added to what came since. */
-  restore(taken: Map<UsageInterval, Map<number, Map<string, KeyCounts>>>): void {
-    for (const [interval, starts] of taken) {
-      let mine = this.buckets.get(interval);
-      if (!mine) this.buckets.set(interval, (mine = new Map()));
-      for (const [start, keys] of starts) {
-        const held = mine.get(start) ?? new Map<string, KeyCounts>();
-        for (const [keyId, [requests, rateLimited, lastUse]] of keys) {
-          const before = held.get(keyId) ?? [0, 0, 0];
-          held.set(keyId, [before[0] + requests, before[1] + rateLimited, Math.max(before[2], lastUse)]);
-        }
-        mine.set(start, held);
-      }
-    }
+  restore(taken: HeldCounts): void {
+    for (const [interval, starts] of taken) for (const [start, keys] of starts) for (const [keyId, counts] of keys) this.add(interval, start, keyId, counts);
   }
 
   /** `keyId`'s held buckets of `interval` from `since` on. */
@@ -110,7 +105,7 @@ const entryBytes = (keyId: string) => keyId.length + 3 + 3 * 16 + 4;
 export function addToParts(parts: BucketPart[], held: Map<string, KeyCounts>, maxBytes = PART_MAX_BYTES): BucketPart[] {
   const changed = new Set<BucketPart>();
   const sizes = new Map(parts.map((p) => [p, JSON.stringify(p.counts).length]));
-  for (const [keyId, [requests, rateLimited, lastUse]] of held) {
+  for (const [keyId, counts] of held) {
     let home = parts.find((p) => keyId in p.counts);
     if (!home) {
       home = parts.at(-1);
@@ -121,8 +116,7 @@ export function addToParts(parts: BucketPart[], held: Map<string, KeyCounts>, ma
       }
       sizes.set(home, (sizes.get(home) ?? 0) + entryBytes(keyId));
     }
-    const before = home.counts[keyId] ?? [0, 0, 0];
-    home.counts[keyId] = [before[0] + requests, before[1] + rateLimited, Math.max(before[2], lastUse)];
+    home.counts[keyId] = plus(home.counts[keyId], counts);
     changed.add(home);
   }
   return [...changed];
