@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { type ProblemCode, type ProblemExtras, problemBody } from "../core/problem";
 import { fieldErrors } from "../core/router";
 import { type IngestBody, IngestBodySchema } from "../market/schemas";
+import { quickBatch } from "./quick-batch";
 
 /**
  * The publisher channel's protocol (docs/publishing.md#the-publisher-channel), pure: a message is
@@ -72,6 +73,11 @@ export function parseMessage(message: string | ArrayBuffer): Parsed[] {
 
 /** One batch of a message: its body and id, or the error to answer (with the id when it has one). */
 function parseBatch(value: unknown): Parsed {
+  const quick = quickBatch(value);
+  if (quick) {
+    const { id, ...body } = quick;
+    return { ok: true, id, body };
+  }
   const parsed = PublishMessageSchema.safeParse(value);
   if (!parsed.success) {
     return {
