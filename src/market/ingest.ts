@@ -155,25 +155,39 @@ export function grantedMarket(grant: MarketGrant, symbol: string): MarketConfig 
  * through here with a schema-validated body and their publisher's grant, and the market's
  * single writer applies it.
  */
-export async function ingest(
+export async function ingest(env: Env, grant: MarketGrant, body: IngestBody, now = Date.now(), options: IngestOptions = {}): Promise<IngestResult> {
+  await ensureRegistry(env);
+  return ingestReady(env, grant, body, now, options);
+}
+
+/**
+ * `ingest` once the registry copy is ensured (`ensureRegistry`): the batch is checked and on its
+ * way before anything is awaited, so a caller that calls in a market's order keeps that order
+ * (the publisher channel ensures the registry once a message and then takes its batches in turn).
+ */
+export async function ingestReady(
   env: Env,
   grant: MarketGrant,
   body: IngestBody,
-  now = Date.now(),
-  { via, commit = "tick" }: { via?: IngestVia; commit?: IngestCommit } = {},
+  now: number,
+  { via, commit = "tick" }: IngestOptions = {},
 ): Promise<IngestResult> {
-  await ensureRegistry(env);
   let market = grantedMarket(grant, body.symbol);
   // The market holds the newest rules: checked against an older copy's, the batch is checked again.
   for (;;) {
     objectCalls.ingest += 1;
     const batch = toIngestBatch(market, body, now);
     const call = via ? via.call(market, batch, commit) : marketObject(env, market).ingest(market, batch, commit);
-    via?.dispatched();
     const answer = unwrap(await call);
     if (!("newerConfig" in answer)) return answer;
     market = answer.newerConfig;
   }
+}
+
+/** How a batch goes to its market (the market's own stub by default) and when it is written. */
+export interface IngestOptions {
+  via?: IngestVia;
+  commit?: IngestCommit;
 }
 
 /**
@@ -185,14 +199,13 @@ export async function ingest(
 export type IngestCommit = "tick" | "now";
 
 /**
- * How a caller that keeps a market's batches in order pipelines them (the publisher channel):
- * it sends them on its own way (`call`, gathering a host's batches into one call), in the order
- * given, so the next batch may go as soon as this one is on its way (`dispatched`) — not after
- * its answer, which waits for the group's tick (docs/design.md#the-write-path).
+ * How a caller that keeps a market's batches in order pipelines them (the publisher channel): it
+ * sends them on its own way (`call`, gathering a host's batches into one call) in the order given,
+ * so the next batch may go as soon as this one is on its way — not after its answer, which waits
+ * for the group's tick (docs/design.md#the-write-path).
  */
 export interface IngestVia {
   call(market: MarketConfig, batch: IngestBatch, commit: IngestCommit): Promise<IngestAnswer>;
-  dispatched(): void;
 }
 
 /** What a market answers when the caller's config is older than the one it holds: validate again with this one. */

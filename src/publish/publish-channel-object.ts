@@ -5,19 +5,21 @@ import { alarmBy } from "../core/alarms";
 import { accessGuard, marketObject } from "../core/object-ids";
 import { ProblemError, problem, toProblemResult } from "../core/problem";
 import { Slots } from "../core/slots";
-import { parseSymbol } from "../core/symbols";
 import { logEvent } from "../logs/log";
-import { type IngestAnswer, type IngestItem, ingest } from "../market/ingest";
+import { type IngestAnswer, type IngestItem, type IngestResult, type IngestVia, ingestReady } from "../market/ingest";
 import type { MarketObject } from "../market/market-object";
+import type { IngestBody } from "../market/schemas";
 import { MetricsHolder, metricsOn } from "../metrics/holder";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { batchOutcome } from "../metrics/outcomes";
+import { ensureRegistry } from "../registry/copy";
 import { groupOf, type MarketConfig } from "../registry/model";
 import { SessionLink, sessionIdleMs } from "../sessions/session-link";
 import { POLICY_VIOLATION } from "../streams/protocol";
 import { HostCalls } from "./host-calls";
 import {
+  type BatchId,
   errorOf,
   MAX_BATCH_BYTES,
   MAX_CHANNELS_PER_KEY,
@@ -40,6 +42,14 @@ interface Attachment {
   ip: string;
   /** The upgrade's request id, for the channel's log lines (docs/operations.md#logs). */
   requestId?: string;
+}
+
+/** A batch taken into the channel's window, waiting for its message's turn and then its answer. */
+interface Taken {
+  id: BatchId;
+  body: IngestBody;
+  /** Its share of its message's bytes (the key's pending bytes add up to what it sent). */
+  size: number;
 }
 
 /** The key's standing as last checked: `checkedAt` is this object's clock. */
@@ -91,10 +101,16 @@ export class PublishChannel extends MeteredObject {
   /** The key's batches and bytes not yet answered, over all its connections. */
   private pendingBatches = 0;
   private pendingBytes = 0;
-  /** Per market, the last batch's turn: the next one waits until it is on its way. */
-  private readonly chains = new Map<string, Promise<unknown>>();
+  /**
+   * The last message's turn, over all the key's connections: a message's batches go on their way
+   * (into their hosts' calls) once the one before's have, so each market's batches reach it in the
+   * order they arrived — one step a message, not a chain a market (docs/benchmarks.md#one-channel).
+   */
+  private tail: Promise<void> = Promise.resolve();
   /** Per market host (a group), the calls its batches go in: one RPC session, a call per gathering (`host-calls.ts`). */
   private readonly hosts = new Map<number, HostCalls<IngestItem, IngestAnswer>>();
+  /** How a batch reaches its market: into its group's gathered call. */
+  private readonly via: IngestVia = { call: (market, batch, commit) => this.hostOf(market).call({ market, batch, commit }) };
   /** Batches and ack times, handed to the Metrics object (docs/operations.md#metrics). */
   private readonly metrics = new MetricsHolder();
   private grant: Grant | undefined;
@@ -158,23 +174,33 @@ export class PublishChannel extends MeteredObject {
   }
 
   /**
-   * No await before a batch takes its place in its market's chain: while one awaited, the runtime
-   * would hand over the next message, which could then be applied first. The key's standing is
-   * awaited inside the chain, so a batch waiting for a check keeps its place.
+   * No await before a message takes its turn: while one awaited, the runtime would hand over the
+   * next message, which could then go first. The key's standing is awaited inside the turn, so a
+   * message waiting for a check keeps its place.
    */
   override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
     const size = typeof message === "string" ? message.length : message.byteLength;
     if (size > MAX_BATCH_BYTES) return this.answer(ws, { id: null, error: errorOf("PAYLOAD_TOO_LARGE", `a message is at most ${MAX_BATCH_BYTES} bytes`) });
     const batches = parseMessage(message);
-    // A message's bytes are shared by its batches, so the key's pending bytes add up to what it sent.
-    for (const parsed of batches) this.take(ws, parsed, size / batches.length);
+    const taken: Taken[] = [];
+    for (const parsed of batches) {
+      // A message's bytes are shared by its batches, so the key's pending bytes add up to what it sent.
+      const batch = this.take(ws, parsed, size / batches.length);
+      if (batch) taken.push(batch);
+    }
+    if (taken.length === 0) return;
+    const receivedAt = Date.now();
+    // dispatch answers its own failures; the catch keeps a fault of its own from stopping every later turn.
+    this.tail = this.tail.then(() => this.dispatch(ws, taken, receivedAt)).catch((error) => console.error("a publish message's turn failed", String(error)));
+    // Not awaited: the runtime hands over the next message when this handler returns.
+    this.ctx.waitUntil(this.tail);
   }
 
-  /** One batch of a message: refused now, or put in its market's chain (in the message's order). */
-  private take(ws: WebSocket, parsed: Parsed, size: number): void {
+  /** One batch of a message: refused now (answered), or taken into the window. */
+  private take(ws: WebSocket, parsed: Parsed, size: number): Taken | undefined {
     if (!parsed.ok) {
       this.answer(ws, { id: parsed.id, error: parsed.error });
-      return;
+      return undefined;
     }
     const overKey = this.pendingBatches >= MAX_UNACKED_PER_KEY || this.pendingBytes + size > MAX_PENDING_BYTES_PER_KEY;
     if (overKey || !this.unacked.take(ws, MAX_UNACKED)) {
@@ -186,56 +212,53 @@ export class PublishChannel extends MeteredObject {
           { maxUnacked: MAX_UNACKED, maxUnackedPerKey: MAX_UNACKED_PER_KEY, maxPendingBytesPerKey: MAX_PENDING_BYTES_PER_KEY },
         ),
       });
-      return;
+      return undefined;
     }
     this.pendingBatches += 1;
     this.pendingBytes += size;
-    const { id, body } = parsed;
-    // One order per market, however its symbol is spelled (an unparsable one fails in ingest).
-    const symbol = parseSymbol(body.symbol)?.symbol ?? body.symbol.toUpperCase();
-    const previous = this.chains.get(symbol) ?? Promise.resolve();
-    const receivedAt = Date.now();
-    // The next batch of the market waits for this one to be on its way to the market, not for its
-    // answer: the market takes them in order (one stub) and answers each once its tick is written.
-    let dispatched!: () => void;
-    const turn = new Promise<void>((resolve) => {
-      dispatched = resolve;
-    });
-    const run = previous.then(async () => {
-      let outcome: "applied" | "duplicate" | "refused" = "refused";
-      try {
-        // The standing is asked when the batch's turn comes, not when it arrived: a revocation or a
-        // narrowing answered meanwhile holds for every batch still queued (at most those on their
-        // way were admitted before it).
-        const markets = this.admitted(ws, await this.currentGrant(Date.now()).catch(() => null));
-        const result = await ingest(this.env, markets, body, Date.now(), {
-          via: { call: (market, batch, commit) => this.hostOf(market).call({ market, batch, commit }), dispatched },
-        });
-        outcome = batchOutcome(result);
-        this.answer(ws, { id, result });
-      } catch (error) {
-        if (!(error instanceof ProblemError)) {
-          // A stub that threw is broken for every later call: the next batches get new ones.
-          this.hosts.clear();
-          console.error("publish batch failed", String(error));
-          this.answer(ws, { id, error: errorOf("UNAVAILABLE", "the market did not apply the batch; send it again") });
-        } else this.answer(ws, { id, error: errorOf(error.code, error.message, error.extras) });
-      } finally {
-        dispatched();
-        this.count(outcome, receivedAt);
-        this.unacked.release(ws);
-        this.pendingBatches -= 1;
-        this.pendingBytes -= size;
-      }
-    });
-    this.chains.set(symbol, turn);
-    // Not awaited: the runtime hands over the next message when this handler returns, and the
-    // next batch may be another market's. Order within a market is the chain's.
-    this.ctx.waitUntil(
-      run.then(() => {
-        if (this.chains.get(symbol) === turn) this.chains.delete(symbol);
-      }),
-    );
+    return { id: parsed.id, body: parsed.body, size };
+  }
+
+  /**
+   * A message's turn: its batches on their way, in its order, each answered when its market has
+   * applied it (or refused it). Never rejects (the next message's turn waits on it).
+   */
+  private async dispatch(ws: WebSocket, taken: Taken[], receivedAt: number): Promise<void> {
+    let markets: MarketGrant;
+    try {
+      // The standing is asked when the turn comes, not when the message arrived: a revocation or
+      // a narrowing answered meanwhile holds for every message still queued (at most those on
+      // their way were admitted before it).
+      markets = this.admitted(ws, await this.currentGrant(Date.now()).catch(() => null));
+      await ensureRegistry(this.env);
+    } catch (error) {
+      for (const batch of taken) this.settle(ws, batch, receivedAt, undefined, error);
+      return;
+    }
+    const now = Date.now();
+    for (const batch of taken) {
+      // Each on its way before the next (ingestReady awaits nothing before its market's call).
+      ingestReady(this.env, markets, batch.body, now, { via: this.via }).then(
+        (result) => this.settle(ws, batch, receivedAt, result),
+        (error: unknown) => this.settle(ws, batch, receivedAt, undefined, error),
+      );
+    }
+  }
+
+  /** A batch's answer: its result, or its problem (`UNAVAILABLE` for what is not one); its place in the window freed. */
+  private settle(ws: WebSocket, batch: Taken, receivedAt: number, result: IngestResult | undefined, error?: unknown): void {
+    if (result) this.answer(ws, { id: batch.id, result });
+    else if (error instanceof ProblemError) this.answer(ws, { id: batch.id, error: errorOf(error.code, error.message, error.extras) });
+    else {
+      // A stub that threw is broken for every later call: the next batches get new ones.
+      this.hosts.clear();
+      console.error("publish batch failed", String(error));
+      this.answer(ws, { id: batch.id, error: errorOf("UNAVAILABLE", "the market did not apply the batch; send it again") });
+    }
+    this.count(result ? batchOutcome(result) : "refused", receivedAt);
+    this.unacked.release(ws);
+    this.pendingBatches -= 1;
+    this.pendingBytes -= batch.size;
   }
 
   /**

@@ -36,6 +36,8 @@ type Answer<T, K extends Method<T>> = T[K] extends (...args: never[]) => infer R
  */
 export class SessionLink<T> {
   private session: Promise<SessionStub> | undefined;
+  /** The session's stub once opened: a call then goes out in its caller's turn, not a microtask later. */
+  private stub: SessionStub | undefined;
   private underWay = 0;
   private idle: ReturnType<typeof setTimeout> | undefined;
   /** Sessions opened so far (the billed requests). */
@@ -49,13 +51,21 @@ export class SessionLink<T> {
   async call<K extends Method<T>>(method: K, ...args: Args<T, K>): Promise<Answer<T, K>> {
     if (!this.session) {
       this.opened += 1;
-      this.session = this.open();
+      const opening = this.open();
+      this.session = opening;
+      opening.then(
+        (stub) => {
+          if (this.session === opening) this.stub = stub;
+        },
+        () => {},
+      );
     }
     const session = this.session;
     this.underWay += 1;
     clearTimeout(this.idle);
     try {
-      return (await (await session).call(method, args)) as Answer<T, K>;
+      const stub = this.stub ?? (await session);
+      return (await stub.call(method, args)) as Answer<T, K>;
     } catch (error) {
       if (this.session === session) this.close();
       throw error;
@@ -71,6 +81,7 @@ export class SessionLink<T> {
     this.idle = undefined;
     const session = this.session;
     this.session = undefined;
+    this.stub = undefined;
     session?.then(
       (stub) => stub[Symbol.dispose]?.(),
       () => {},

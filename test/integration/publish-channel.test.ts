@@ -201,13 +201,13 @@ describe("the publisher channel, GET /v1/publish (docs/publishing.md#the-publish
     const key = await newPublishKey();
     const socket = await channel(key, "203.0.130.9");
     const stub = publishChannel(env, principalOfKey(key.id));
-    type Inside = { chains: Map<string, Promise<unknown>>; pendingBatches: number };
+    type Inside = { tail: Promise<void>; pendingBatches: number };
     const tradesNow = async () => ((await callJson("/api/ticker/ETHUSDT")).body as { tradeCount24h: number }).tradeCount24h;
     const before = await tradesNow();
-    // The market's chain is held shut, so the batches queue behind it as behind a slow market.
+    // The channel's turns are held shut, so the batches queue behind them as behind a slow check.
     let open!: () => void;
     await runInDurableObject(stub, async (instance: PublishChannel) => {
-      (instance as unknown as Inside).chains.set("ETHUSDT", new Promise<void>((resolve) => (open = resolve)));
+      (instance as unknown as Inside).tail = new Promise<void>((resolve) => (open = resolve));
     });
     const batches = 60;
     const time = Date.now();
@@ -222,7 +222,10 @@ describe("the publisher channel, GET /v1/publish (docs/publishing.md#the-publish
     expect(revoked.status).toBe(204);
     await runInDurableObject(stub, async (instance: PublishChannel) => {
       open();
-      await Promise.all([...(instance as unknown as Inside).chains.values()]);
+      await (instance as unknown as Inside).tail;
+    });
+    await until(() => runInDurableObject(stub, async (instance: PublishChannel) => (instance as unknown as Inside).pendingBatches === 0), {
+      what: "every queued batch answered",
     });
     expect((await tradesNow()) - before, "trades applied after the DELETE was answered").toBeLessThanOrEqual(1000);
     expect(await socket.closed).toEqual({ code: 1008, reason: "the publishing key was revoked" });
@@ -251,6 +254,37 @@ describe("the publisher channel, GET /v1/publish (docs/publishing.md#the-publish
       expect(standing.revokedAt, "the standing after recheck() is the guard's answer after the revocation").not.toBeNull();
     });
     expect(await socket.closed).toEqual({ code: 1008, reason: "the publishing key was revoked" });
+  });
+
+  it("a message whose turn cannot check the key is refused whole (UNAVAILABLE, nothing applied), and the next message's turn still comes", async () => {
+    const key = await newPublishKey();
+    const socket = await channel(key, "203.0.130.11");
+    const stub = publishChannel(env, principalOfKey(key.id));
+    type Inside = { grant: unknown; checking: Promise<unknown> | undefined };
+    // The guard cannot answer this check (as when it is unreachable): the turn fails closed.
+    await runInDurableObject(stub, async (instance: PublishChannel) => {
+      const inside = instance as unknown as Inside;
+      inside.grant = undefined;
+      inside.checking = Promise.reject(new Error("the guard did not answer"));
+      inside.checking.catch(() => {});
+    });
+    const batch = (id: string, symbol: string, price: string, quantity: string) => ({
+      id,
+      symbol,
+      trades: [{ id: `turn-${id}`, price, quantity, side: "buy", time: Date.now() }],
+    });
+    socket.ws.send(JSON.stringify([batch("a1", "BTCUSDT", "97000.00", "0.00100"), batch("a2", "ETHUSDT", "3400.00", "0.0100")]));
+    for (const id of ["a1", "a2"]) expect((await answerOf(socket, id)).error, `batch ${id}`).toMatchObject({ code: "UNAVAILABLE" });
+    await runInDurableObject(stub, async (instance: PublishChannel) => {
+      (instance as unknown as Inside).checking = undefined;
+    });
+    socket.ws.send(JSON.stringify([batch("b1", "BTCUSDT", "97000.00", "0.00100"), batch("b2", "ETHUSDT", "3400.00", "0.0100")]));
+    for (const id of ["b1", "b2"]) expect((await answerOf(socket, id)).result, `batch ${id}`).toMatchObject({ acceptedTrades: 1 });
+    for (const symbol of ["BTCUSDT", "ETHUSDT"]) {
+      const mine = ((await callJson(`/api/trades/${symbol}?limit=1000`)).body as { id: string }[]).filter((t) => t.id.startsWith("turn-")).map((t) => t.id);
+      expect(mine, `${symbol}'s trades of this test`).toEqual([symbol === "BTCUSDT" ? "turn-b1" : "turn-b2"]);
+    }
+    socket.ws.close();
   });
 
   it("a dropped connection loses nothing acknowledged: what was answered is stored, a resend of the rest applies once", async () => {
