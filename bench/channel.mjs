@@ -35,6 +35,27 @@ const log = (...line) => {
 };
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** What runs under the channel's object: its entry, its gathered calls out, and what a session's call does in its caller's turn. */
+const CHANNEL_ENTRIES = ["src/publish/publish-channel-object.ts", "src/publish/host-calls.ts", "src/market/ingest.ts", "src/sessions/session-link.ts"];
+const SHARED = ["(garbage collector)", "(program)"];
+
+/**
+ * The channel's CPU a batch on a thread of its own: its entries' samples, plus the collector's and
+ * the runtime's unattributed time in proportion to its share of the attributed (on Cloudflare the
+ * hosts' garbage is collected on their threads, not the channel's).
+ */
+function channelShare(byEntry) {
+  const us = new Map(byEntry);
+  const ownUs = CHANNEL_ENTRIES.reduce((sum, entry) => sum + (us.get(entry) ?? 0), 0);
+  const sharedAll = SHARED.reduce((sum, entry) => sum + (us.get(entry) ?? 0), 0);
+  const attributed = byEntry.reduce((sum, [entry, value]) => sum + (SHARED.includes(entry) ? 0 : value), 0);
+  const sharedUs = attributed > 0 ? (sharedAll * ownUs) / attributed : 0;
+  const totalUs = ownUs + sharedUs;
+  return { ownUs: round(ownUs), sharedUs: round(sharedUs), totalUs: round(totalUs), batchesPerSecond: Math.round(1e6 / Math.max(1, totalUs)) };
+}
+
+const round = (value) => Math.round(value * 10) / 10;
+
 async function main() {
   mkdirSync(work, { recursive: true });
   log("bundling the service with wrangler (deploy --dry-run)…");
@@ -109,7 +130,10 @@ async function main() {
       ackP99Ms: percentile(latencies, 99),
       cpuUsPerBatch: Math.round((cpuSeconds * 1e6) / Math.max(1, latencies.length)),
     };
-    if (profile) result.profile = profileLines(profile, script, latencies.length);
+    if (profile) {
+      result.profile = profileLines(profile, script, latencies.length);
+      result.channel = channelShare(result.profile.byEntry);
+    }
     if (asJson) console.log(JSON.stringify(result));
     else {
       log(
@@ -122,6 +146,10 @@ async function main() {
       for (const [entry, us] of result.profile.byEntry) log(`${String(us).padStart(8)} µs  ${entry}`);
       log("\nby source file (self time):");
       for (const [file, us] of result.profile.byFile) log(`${String(us).padStart(8)} µs  ${file}`);
+      const { ownUs, sharedUs, totalUs, batchesPerSecond } = result.channel;
+      log(
+        `\nthe channel's own: ${ownUs} µs a batch (${CHANNEL_ENTRIES.join(", ")}) + ${sharedUs} µs, its share of the collector and (program) = ${totalUs} µs: about ${batchesPerSecond} batches a second on a thread of its own (the venue model: 20,000)`,
+      );
     }
     if (refused.RATE_LIMITED) process.exitCode = 1;
   } finally {

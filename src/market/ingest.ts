@@ -216,7 +216,8 @@ export interface NewerConfig {
 /** A batch as the publisher channel hands it to a market's host, with the config it was checked against. */
 export interface IngestItem {
   market: MarketConfig;
-  batch: IngestBatch;
+  /** The checked batch as `encodeIngestBatch` (ingest-wire.ts) writes it: one string to copy, not thirty values. */
+  batch: string;
   commit: IngestCommit;
 }
 

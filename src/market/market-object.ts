@@ -16,6 +16,7 @@ import { scopedSql, tablePrefixOf } from "../writes/market-storage";
 import { COMMIT_MAX_BYTES } from "../writes/staged-batches";
 import { Tick } from "../writes/tick";
 import type { IngestAnswer, IngestBatch, IngestCommit, IngestItem } from "./ingest";
+import { decodeIngestBatch } from "./ingest-wire";
 import { MarketEngine, type OrderBookSnapshot } from "./market-engine";
 import { type HeldMarket, Quarantine } from "./quarantine";
 import type { MinuteBucket } from "./rolling-window";
@@ -191,11 +192,14 @@ export class MarketObject extends MeteredObject {
    * written — a market that fails answers its own batches, never the others'.
    */
   ingestAll(items: IngestItem[]): Promise<IngestAnswer[]> {
-    return Promise.all(items.map((item) => this.ingestOne(item)));
+    // A channel of the version before (while a deploy rolls) sends the batch's values, not its string.
+    return Promise.all(
+      items.map((item) => this.ingestOne({ ...item, batch: typeof item.batch === "string" ? decodeIngestBatch(item.batch) : (item.batch as IngestBatch) })),
+    );
   }
 
   /** One batch: refused at once while its market is held; a market that fails to load or stage is held. */
-  private async ingestOne({ market, batch, commit }: Omit<IngestItem, "commit"> & { commit?: IngestCommit }): Promise<IngestAnswer> {
+  private async ingestOne({ market, batch, commit }: { market: MarketConfig; batch: IngestBatch; commit?: IngestCommit }): Promise<IngestAnswer> {
     const held = this.quarantine.refusal(market.symbol);
     if (held) return toProblemResult(held);
     if (this.storage.level(Date.now()) === "full") return toProblemResult(this.storageFull());
