@@ -68,11 +68,15 @@ export function formatDecimal(value: Decimal, scale: number = value.scale): stri
 /** Formats integer `units` understood at `scale` decimals: `formatUnits(150n, 2) === "1.50"`. */
 export function formatUnits(units: bigint, scale: number): string {
   const negative = units < 0n;
-  const digits = (negative ? -units : units).toString();
-  if (scale === 0) return negative ? `-${digits}` : digits;
-  const padded = digits.padStart(scale + 1, "0");
-  const text = `${padded.slice(0, -scale)}.${padded.slice(-scale)}`;
+  const text = formatDigits((negative ? -units : units).toString(), scale);
   return negative ? `-${text}` : text;
+}
+
+/** Formats the digits of non-negative units at `scale` decimals, with no bigint: `formatDigits("150", 2) === "1.50"`. */
+export function formatDigits(digits: string, scale: number): string {
+  if (scale === 0) return digits;
+  const padded = digits.padStart(scale + 1, "0");
+  return `${padded.slice(0, -scale)}.${padded.slice(-scale)}`;
 }
 
 function commonScale(a: Decimal, b: Decimal): [bigint, bigint, number] {
@@ -88,6 +92,18 @@ export function add(a: Decimal, b: Decimal): Decimal {
 export function subtract(a: Decimal, b: Decimal): Decimal {
   const [x, y, scale] = commonScale(a, b);
   return { units: x - y, scale };
+}
+
+/**
+ * The exact product of two plain decimals as text at the sum of their scales — what
+ * `formatDecimal(multiply(parseDecimal(a), parseDecimal(b)))` gives — without checking them: for
+ * texts the service wrote itself (a day's files compute one a trade).
+ */
+export function productText(a: string, b: string): string {
+  const aDot = a.indexOf(".");
+  const bDot = b.indexOf(".");
+  const scale = (aDot === -1 ? 0 : a.length - aDot - 1) + (bDot === -1 ? 0 : b.length - bDot - 1);
+  return formatUnits(BigInt(aDot === -1 ? a : a.replace(".", "")) * BigInt(bDot === -1 ? b : b.replace(".", "")), scale);
 }
 
 /** Exact product: the scale is the sum of the scales. */

@@ -13,12 +13,22 @@ import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloud
 import { marketObject } from "../core/object-ids";
 import { unwrap } from "../core/problem";
 import { intSetting } from "../core/settings";
-import { wireTrade } from "../market/wire-trade";
 import { billed } from "../metrics/billed-bindings";
 import type { MarketConfig } from "../registry/model";
-import { type PackedTrade, unpack } from "../writes/trade-blocks";
+import { blockPieces, type PackedTrade } from "../writes/trade-blocks";
 import { readChunk } from "./chunk-reads";
-import { aggTradesCsv, csvName, DAILY_KLINE_INTERVALS, type DayFiles, type DayOpened, dailyKey, dayName, klinesCsv, tradesCsv } from "./daily-files";
+import {
+  aggTradesCsv,
+  csvName,
+  DAILY_KLINE_INTERVALS,
+  type DayFiles,
+  type DayOpened,
+  dailyKey,
+  dayName,
+  klinesCsv,
+  packedWireTrade,
+  tradesCsv,
+} from "./daily-files";
 import { putChecksum, ZIP_PUT } from "./file-storage";
 import { FILE_ROUNDS, FILE_STEP, inRounds, PIECE_CSV_BYTES, reportBuilt, reportFailed } from "./file-workflows";
 import { DAY_MS } from "./intervals";
@@ -62,6 +72,19 @@ const stepPages = (setting: string | undefined) => intSetting(setting, 1, 64, 16
 /** The instance of a market's day, handed at `at` (a day handed again, after a late trade, is a new instance). */
 export function dayInstanceId(symbol: string, day: number, at: number): string {
   return `day-${symbol}-${dayName(day)}-${at.toString(36)}`;
+}
+
+/** A stored block's parse cut into pieces of about this many bytes (a 1.2 MB block was the build's longest single call). */
+const BLOCK_PIECE_BYTES = 64 * 1024;
+
+/** A host's stored block's trades, parsed a piece at a time with the slices' rest between. */
+async function blockRows(text: string): Promise<PackedTrade[]> {
+  const rows: PackedTrade[] = [];
+  for (const trades of blockPieces(text, BLOCK_PIECE_BYTES)) {
+    for (const trade of trades) rows.push(trade);
+    await yieldTurn(SLICE_REST_MS);
+  }
+  return rows;
 }
 
 /** `daily-files-work/BTCUSDT/2026-11-26/<instance>/1.deflate`: a step's pieces (the trades', then the aggTrades'), until the zips are put. */
@@ -134,7 +157,7 @@ export class DailyFilesWorkflow extends WorkflowEntrypoint<Env, DayParams> {
       hostCalls += 1;
       hostBytes += page.blocks.reduce((n, text) => n + text.length, 0);
       const sources: (() => Promise<ArchivedTrade[] | PackedTrade[]>)[] = [
-        ...page.blocks.map((text) => async () => JSON.parse(text) as PackedTrade[]),
+        ...page.blocks.map((text) => () => blockRows(text)),
         async () => page.open as PackedTrade[],
         ...page.chunks.map((chunk) => () => readChunk(billed(this.env, "HISTORY"), market.symbol, chunk, bounds)),
       ];
@@ -143,7 +166,7 @@ export class DailyFilesWorkflow extends WorkflowEntrypoint<Env, DayParams> {
         for (let i = 0; i < rows.length; i += SLICE_TRADES) {
           const slice = rows.slice(i, i + SLICE_TRADES);
           const trades = withinPage(
-            slice.map((row) => (Array.isArray(row) ? wireTrade(market, unpack(row)) : row)),
+            slice.map((row) => (Array.isArray(row) ? packedWireTrade(market, row) : row)),
             bounds,
           );
           files.trades.add(tradesCsv(trades));

@@ -3,7 +3,7 @@
  * names, the R2 keys, the CSV rows and what the host and the Workflow that writes them say to each
  * other. Pure; the `daily-files` Workflow builds the files from what the host hands it.
  */
-import { formatDecimal, multiply, parseDecimal } from "../core/decimal";
+import { formatDigits, productText } from "../core/decimal";
 import type { PackedTrade } from "../writes/trade-blocks";
 import type { Kline } from "./candles";
 import { DAY_MS, MINUTE_MS } from "./intervals";
@@ -94,9 +94,20 @@ export function csvName(key: string): string {
 /** Binance's booleans in its files. */
 const bool = (value: boolean) => (value ? "True" : "False");
 
-/** price × quantity exactly, at the scales the two carry. */
-function quoteOf(price: string, quantity: string): string {
-  return formatDecimal(multiply(parseDecimal(price), parseDecimal(quantity)));
+/**
+ * A host's packed trade as a file's row needs it — what `wireTrade(market, unpack(row))` gives —
+ * with no bigint: the units' digits are placed at the market's scales (a day is 200,000 of them).
+ */
+export function packedWireTrade(scales: { priceScale: number; quantityScale: number }, row: PackedTrade): ArchivedTrade {
+  const [id, seq, price, quantity, buy, time] = row;
+  return {
+    tradeId: seq,
+    id,
+    price: formatDigits(price, scales.priceScale),
+    quantity: formatDigits(quantity, scales.quantityScale),
+    side: buy === 1 ? "buy" : "sell",
+    time,
+  };
 }
 
 /**
@@ -104,7 +115,7 @@ function quoteOf(price: string, quantity: string): string {
  * (as Binance's files). The buyer was the maker when the taker sold.
  */
 export function tradesCsv(trades: readonly ArchivedTrade[]): string {
-  return trades.map((t) => `${t.tradeId},${t.price},${t.quantity},${quoteOf(t.price, t.quantity)},${t.time},${bool(t.side === "sell")},True\n`).join("");
+  return trades.map((t) => `${t.tradeId},${t.price},${t.quantity},${productText(t.price, t.quantity)},${t.time},${bool(t.side === "sell")},True\n`).join("");
 }
 
 /** `a,p,q,f,l,T,m,M`: each trade is its own aggregate here (docs/binance.md#aggregate-trades). */

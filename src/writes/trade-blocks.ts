@@ -45,6 +45,40 @@ export const unpack = ([id, seq, price, quantity, buy, time]: PackedTrade): Stor
   time,
 });
 
+/**
+ * A block's text (`JSON.stringify` of its packed trades) read a piece of whole trades at a time,
+ * each about `bytes` long, so a reader of a 1.2 MB block holds its thread for one piece's parse,
+ * not the block's. A piece is cut where `],["` begins the next trade; the same four characters can
+ * end a trade's id (`"x],["`), but a cut there leaves that id's string open, so its parse fails and
+ * the cut moves on to the next: every cut is between two trades, and the pieces together are the
+ * block's trades in order. An id holds at most one such false cut (its only unescaped quote is
+ * its last), so a piece is parsed at most twice whatever the ids.
+ *
+ * @example
+ * for (const trades of blockPieces(text, 64 * 1024)) rows.push(...trades);
+ */
+export function* blockPieces(text: string, bytes: number): Generator<PackedTrade[]> {
+  let start = 1;
+  let from = start + bytes;
+  while (start < text.length - 1) {
+    const cut = text.indexOf('],["', from);
+    if (cut === -1) {
+      yield JSON.parse(`[${text.slice(start)}`) as PackedTrade[];
+      return;
+    }
+    let trades: PackedTrade[];
+    try {
+      trades = JSON.parse(`[${text.slice(start, cut + 1)}]`) as PackedTrade[];
+    } catch {
+      from = cut + 1;
+      continue;
+    }
+    yield trades;
+    start = cut + 2;
+    from = start + bytes;
+  }
+}
+
 interface BlockRow {
   first_seq: number;
   last_seq: number;

@@ -1,8 +1,11 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { fileIsFinal } from "../../src/history/daily-files";
+import { fileIsFinal, packedWireTrade } from "../../src/history/daily-files";
 import { DAY_MS, MINUTE_MS } from "../../src/history/intervals";
 import { MAX_TRADE_AGE_MS } from "../../src/market/ingest";
+import { wireTrade } from "../../src/market/wire-trade";
+import type { MarketConfig } from "../../src/registry/model";
+import { blockPieces, pack, unpack } from "../../src/writes/trade-blocks";
 
 describe("when a daily file is final (docs/history.md#daily-files)", () => {
   const day = Date.UTC(2026, 10, 1);
@@ -20,6 +23,41 @@ describe("when a daily file is final (docs/history.md#daily-files)", () => {
         const lastAccepted = day + tradeAt + MAX_TRADE_AGE_MS;
         if (fileIsFinal(day, day + uploadedAfter)) expect(day + uploadedAfter, `trade at +${tradeAt} ms`).toBeGreaterThan(lastAccepted);
       }),
+    );
+  });
+});
+
+const storedTrade = fc.record({
+  // Ids as publishers may send them, with the characters a block's cuts must not be fooled by.
+  id: fc.oneof(fc.string({ minLength: 1, maxLength: 64 }), fc.constantFrom("],[", 'x],["', '1],["', "\\", '"', '],["', "é],[")),
+  seq: fc.integer({ min: 1, max: 2 ** 40 }),
+  price: fc.bigInt({ min: 1n, max: 10n ** 30n }),
+  quantity: fc.bigInt({ min: 1n, max: 10n ** 30n }),
+  side: fc.constantFrom("buy" as const, "sell" as const),
+  time: fc.nat(),
+});
+
+describe("a day's files read a host's blocks without bigints, a piece at a time (src/history/daily-files.ts, src/writes/trade-blocks.ts)", () => {
+  it("packedWireTrade is wireTrade of the unpacked trade, at any scales", () => {
+    fc.assert(
+      fc.property(storedTrade, fc.integer({ min: 0, max: 18 }), fc.integer({ min: 0, max: 18 }), (trade, priceScale, quantityScale) => {
+        const market = { priceScale, quantityScale } as MarketConfig;
+        const row = pack(trade);
+        expect(packedWireTrade(market, row)).toEqual(wireTrade(market, unpack(row)));
+      }),
+    );
+  });
+
+  it("a block's pieces are its trades, in order, whatever the piece size and ids (an id may hold ],[ and quotes)", () => {
+    fc.assert(
+      fc.property(fc.array(storedTrade, { maxLength: 30 }), fc.integer({ min: 1, max: 400 }), (trades, bytes) => {
+        const text = JSON.stringify(trades.map(pack));
+        const pieces = [...blockPieces(text, bytes)];
+        expect(pieces.flat(), `pieces of ${bytes} bytes`).toEqual(JSON.parse(text));
+        // Small pieces stay small: a piece is one cut past its size at most (a trade here is under 300 bytes).
+        for (const piece of pieces.slice(0, -1)) expect(JSON.stringify(piece).length).toBeLessThan(bytes + 600);
+      }),
+      { numRuns: 500 },
     );
   });
 });

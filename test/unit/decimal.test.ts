@@ -1,7 +1,20 @@
 import Decimal from "decimal.js";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { add, compare, DecimalError, divide, formatDecimal, multiply, parseDecimal, rescale, subtract } from "../../src/core/decimal";
+import {
+  add,
+  compare,
+  DecimalError,
+  divide,
+  formatDecimal,
+  formatDigits,
+  formatUnits,
+  multiply,
+  parseDecimal,
+  productText,
+  rescale,
+  subtract,
+} from "../../src/core/decimal";
 
 // decimal.js is the independent reference: used only here, never by the service.
 Decimal.set({ precision: 200, rounding: Decimal.ROUND_HALF_UP, toExpNeg: -200, toExpPos: 200 });
@@ -78,5 +91,22 @@ describe("decimal: exact fixed-point on bigint", () => {
       expect(() => parseDecimal(bad), bad).toThrow(DecimalError);
     }
     expect(() => divide(parseDecimal("1"), parseDecimal("0.00"), 2)).toThrow(DecimalError);
+  });
+
+  it("productText is multiply's product, text to text, for any plain decimals (leading zeros, signs, scale 0)", () => {
+    const padded = fc.tuple(decimalText, fc.nat({ max: 3 })).map(([text, zeros]) => (text.startsWith("-") ? text : "0".repeat(zeros) + text));
+    fc.assert(
+      fc.property(padded, padded, (a, b) => {
+        expect(productText(a, b), `${a} × ${b}`).toBe(formatDecimal(multiply(parseDecimal(a), parseDecimal(b))));
+      }),
+    );
+  });
+
+  it("formatDigits places non-negative units' digits as formatUnits does", () => {
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: 10n ** 40n }), fc.integer({ min: 0, max: 36 }), (units, scale) => {
+        expect(formatDigits(units.toString(), scale)).toBe(formatUnits(units, scale));
+      }),
+    );
   });
 });
