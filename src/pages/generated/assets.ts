@@ -2,7 +2,7 @@
 // The URL of each page asset, served by Workers Static Assets from public/assets.
 export const ASSETS = {
   "landing.js": "/assets/landing.b220533c8f7e.js",
-  "market.js": "/assets/market.8e248f84ceb3.js",
+  "market.js": "/assets/market.f3fc2d10315c.js",
   "docs.js": "/assets/docs.3dd803924b88.js",
   "dashboard.js": "/assets/dashboard.9abbe9b11a82.js",
   "dashboard.css": "/assets/dashboard.17e0f3167659.css",
