@@ -192,9 +192,18 @@ export class MarketObject extends MeteredObject {
    * written — a market that fails answers its own batches, never the others'.
    */
   ingestAll(items: IngestItem[]): Promise<IngestAnswer[]> {
-    // A channel of the version before (while a deploy rolls) sends the batch's values, not its string.
     return Promise.all(
-      items.map((item) => this.ingestOne({ ...item, batch: typeof item.batch === "string" ? decodeIngestBatch(item.batch) : (item.batch as IngestBatch) })),
+      items.map((item) => {
+        let batch: IngestBatch;
+        try {
+          // A channel of the version before (while a deploy rolls) sends the batch's values, not its string.
+          batch = typeof item.batch === "string" ? decodeIngestBatch(item.batch) : (item.batch as IngestBatch);
+        } catch {
+          // Only that batch's: the call's others are read and answered.
+          return toProblemResult(problem("VALIDATION_FAILED", "the batch did not reach its market whole; it was not applied — send it again"));
+        }
+        return this.ingestOne({ ...item, batch });
+      }),
     );
   }
 

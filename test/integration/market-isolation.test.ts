@@ -1,12 +1,15 @@
 import { evictDurableObject, runInDurableObject, SELF } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
+import type { IngestAnswer } from "../../src/market/ingest";
+import { toIngestBatch } from "../../src/market/ingest";
+import { encodeIngestBatch } from "../../src/market/ingest-wire";
 import { MarketEngine } from "../../src/market/market-engine";
 import type { MarketObject } from "../../src/market/market-object";
-import { ensureRegistry } from "../../src/registry/copy";
+import { ensureRegistry, findMarket } from "../../src/registry/copy";
 import { tablePrefixOf } from "../../src/writes/market-storage";
 import { callJson } from "../support/http";
-import { send } from "../support/market-batches";
+import { batch, send } from "../support/market-batches";
 import { hostOf } from "../support/registry";
 
 type Flushing = { meter: { holder: { flush(env: Env, now: number, force: boolean): Promise<void> | undefined } } };
@@ -118,5 +121,24 @@ describe("a market's failure is its own (docs/design.md#isolation)", () => {
     expect(outcome.xrpMinutes, "XRPUSDT's minutes written by its alarm").toBeGreaterThan(0);
     const retries = outcome.rounds.map((due) => due.ETHUSDT);
     for (const [i, at] of retries.entries()) expect(at, `ETHUSDT is due again after round ${i}`).toBeDefined();
+  });
+
+  it("a channel's call whose one batch does not read back is refused for that batch alone: the call's other batches are applied (fails before: the whole call threw)", async () => {
+    await ensureRegistry(env);
+    const host = await hostOf("XRPUSDT");
+    expect(["applied", "duplicate"], "XRPUSDT's snapshot").toContain(await send("XRPUSDT", 1));
+    const { sequence } = (await callJson<{ sequence: number }>("/api/orderbook/XRPUSDT")).body;
+    const xrp = findMarket("XRPUSDT")!;
+    const sol = findMarket("SOLUSDT")!;
+    const good = encodeIngestBatch(toIngestBatch(xrp, batch("XRPUSDT", sequence + 1), Date.now()));
+    const answers = await runInDurableObject(host, (instance: MarketObject) =>
+      instance.ingestAll([
+        { market: sol, batch: "[[not a batch", commit: "now" },
+        { market: xrp, batch: good, commit: "now" },
+      ]),
+    );
+    const [broken, applied] = answers as [IngestAnswer & { problem?: { code: string } }, IngestAnswer & { book?: string }];
+    expect(broken.problem?.code, "the batch that did not read back").toBe("VALIDATION_FAILED");
+    expect(applied.book, "the call's other batch").toBe("applied");
   });
 });
