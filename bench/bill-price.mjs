@@ -74,9 +74,11 @@ export function priceVenueAll({ writePath, venuePhase, reads, subscribers, files
     false,
     "model: the runtime counts no wall-clock presence",
   );
-  carried("R2 storage, Standard (chunks, segments; month 12)", "R2 storage, Standard (month 12)", true, "formats of the service");
-  carried("R2 storage, Infrequent Access (zips; month 12)", "R2 storage, Infrequent Access (month 12)", true, "formats of the service");
-  carried("SQLite storage (hot trades, ids, candles; month 12)", "SQLite storage (month 12)", true, "the run's files");
+  // Storage is a month's amount, not a rate: carried in dollars as the write path priced it.
+  const carriedMonthly = (name, label, measured, from) => fixed(label, byName.get(name).dollars, measured, from);
+  carriedMonthly("R2 storage, Standard (chunks, segments; month 12)", "R2 storage, Standard (month 12)", true, "formats of the service");
+  carriedMonthly("R2 storage, Infrequent Access (zips; month 12)", "R2 storage, Infrequent Access (month 12)", true, "formats of the service");
+  carriedMonthly("SQLite storage (hot trades, ids, candles; month 12)", "SQLite storage (month 12)", true, "the run's files");
   fixed("Workers Paid base", PRICES.base.dollarsPerMonth, true, "plan");
   const venueSeconds = venuePhase.seconds;
   const perMarketSecond = (n) => (n / venuePhase.marketSeconds) * L.markets;
@@ -177,6 +179,9 @@ export function priceVenueAll({ writePath, venuePhase, reads, subscribers, files
   add("restarts: object requests", perRestart(Object.values(restart.calls).reduce((s, n) => s + n, 0) + restart.alarms), PRICES.requests, true, "restart");
 
   creditAllowances([...floor, ...items]);
+  // A line priced wrong is a bench fault, never a smaller bill.
+  const unpriced = [...floor, ...items].filter((item) => !Number.isFinite(item.dollars));
+  if (unpriced.length > 0) throw new Error(`bench:cost priced no dollars for: ${unpriced.map((item) => item.name).join(", ")}`);
   const round = ({ price, ...item }) => ({ ...item, perSecond: Math.round(item.perSecond * 100) / 100, dollars: Math.round(item.dollars * 100) / 100 });
   const lineItems = [...floor, ...items].map(round);
   const beyond = items.reduce((s, i) => s + i.dollars, 0);
