@@ -2,20 +2,20 @@ import { z } from "@hono/zod-openapi";
 import { DECIMAL_PATTERN } from "./decimal";
 import { PROBLEM_CODES } from "./problem";
 
+/** The longest decimal string taken (DecimalString). */
+export const MAX_DECIMAL_CHARS = 80;
+/** The latest Unix time in milliseconds taken (TimestampMs): JavaScript's last date. */
+export const MAX_TIMESTAMP_MS = 8_640_000_000_000_000;
+
 /** A decimal as a JSON string in plain notation (docs/api.md). */
 export const DecimalString = z
   .string()
-  .max(80)
+  .max(MAX_DECIMAL_CHARS)
   .regex(DECIMAL_PATTERN, 'must be a decimal string in plain notation, e.g. "97000.10"')
   .openapi({ example: "97000.10", description: "Decimal as a string, plain notation, exact" });
 
 /** A Unix time in milliseconds. */
-export const TimestampMs = z
-  .number()
-  .int()
-  .nonnegative()
-  .max(8_640_000_000_000_000)
-  .openapi({ example: 1763800000000, description: "Unix time in milliseconds" });
+export const TimestampMs = z.number().int().nonnegative().max(MAX_TIMESTAMP_MS).openapi({ example: 1763800000000, description: "Unix time in milliseconds" });
 
 export const ProblemSchema = z
   .object({

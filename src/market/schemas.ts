@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { SystemStatusFields } from "../announcements/schemas";
 import { DecimalString, queryInt, queryIntOr, TimestampMs } from "../core/schemas";
 import { KLINE_INTERVALS, parseTimeZone } from "../history/intervals";
+import { MAX_LEVELS_PER_SIDE } from "./order-book";
 import { parseWindowSize } from "./rolling-window";
 
 /** The `{pair}` path parameter: canonical or separated, any case (docs/api.md). */
@@ -310,31 +311,35 @@ export const TradesQuery = tradePageRules(TradesQueryFields);
 
 /** Book updates one ingest batch may carry (docs/publishing.md#batches). */
 export const MAX_BOOK_UPDATES_PER_BATCH = 1000;
+/** Trades one ingest batch may carry. */
+export const MAX_TRADES_PER_BATCH = 1000;
+/** The longest symbol, trade id or batch id a publisher may send. */
+export const MAX_ID_CHARS = 64;
 
 const BookUpdateSchema = z
   .object({
     type: z.enum(["snapshot", "delta"]),
     sequence: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
-    bids: z.array(Level).max(5000),
-    asks: z.array(Level).max(5000),
+    bids: z.array(Level).max(MAX_LEVELS_PER_SIDE),
+    asks: z.array(Level).max(MAX_LEVELS_PER_SIDE),
   })
   .openapi("BookUpdate");
 
 /** The body of `POST /v1/ingest` (docs/publishing.md). */
 export const IngestBodySchema = z
   .object({
-    symbol: z.string().min(1).max(64),
+    symbol: z.string().min(1).max(MAX_ID_CHARS),
     trades: z
       .array(
         z.object({
-          id: z.string().min(1).max(64),
+          id: z.string().min(1).max(MAX_ID_CHARS),
           price: DecimalString,
           quantity: DecimalString,
           side: z.enum(["buy", "sell"]),
           time: TimestampMs,
         }),
       )
-      .max(1000)
+      .max(MAX_TRADES_PER_BATCH)
       .optional(),
     book: z
       .union([BookUpdateSchema, z.array(BookUpdateSchema).min(1).max(MAX_BOOK_UPDATES_PER_BATCH)])

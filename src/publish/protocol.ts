@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { type ProblemCode, type ProblemExtras, problemBody } from "../core/problem";
 import { fieldErrors } from "../core/router";
-import { type IngestBody, IngestBodySchema } from "../market/schemas";
+import { type IngestBody, IngestBodySchema, MAX_ID_CHARS } from "../market/schemas";
 import { quickBatch } from "./quick-batch";
 
 /**
@@ -37,7 +37,7 @@ export const MAX_BATCHES_PER_MESSAGE = 1_024;
 export type BatchId = string | number;
 
 export const PublishMessageSchema = IngestBodySchema.extend({
-  id: z.union([z.string().min(1).max(64), z.number().int()]).openapi({ description: "The client's id of the batch, echoed in its answer" }),
+  id: z.union([z.string().min(1).max(MAX_ID_CHARS), z.number().int()]).openapi({ description: "The client's id of the batch, echoed in its answer" }),
 });
 
 export type Parsed = { ok: true; id: BatchId; body: IngestBody } | { ok: false; id: BatchId | null; error: ReturnType<typeof problemBody> };

@@ -1,5 +1,7 @@
 import { DECIMAL_PATTERN } from "../core/decimal";
-import { MAX_BOOK_UPDATES_PER_BATCH } from "../market/schemas";
+import { MAX_DECIMAL_CHARS, MAX_TIMESTAMP_MS } from "../core/schemas";
+import { MAX_LEVELS_PER_SIDE } from "../market/order-book";
+import { MAX_BOOK_UPDATES_PER_BATCH, MAX_ID_CHARS, MAX_TRADES_PER_BATCH } from "../market/schemas";
 
 /**
  * A publisher channel's quick look at one batch: the shape `PublishMessageSchema` (zod, the one
@@ -17,8 +19,8 @@ import { MAX_BOOK_UPDATES_PER_BATCH } from "../market/schemas";
 export function quickBatch(value: unknown): QuickBatch | undefined {
   if (!isRecord(value)) return undefined;
   const { id, symbol, trades, book } = value;
-  if (!(isBoundedString(id, 64) || (typeof id === "number" && Number.isSafeInteger(id)))) return undefined;
-  if (!isBoundedString(symbol, 64)) return undefined;
+  if (!(isBoundedString(id, MAX_ID_CHARS) || (typeof id === "number" && Number.isSafeInteger(id)))) return undefined;
+  if (!isBoundedString(symbol, MAX_ID_CHARS)) return undefined;
   const batch: QuickBatch = { id, symbol };
   if (trades !== undefined) {
     const checked = quickTrades(trades);
@@ -56,12 +58,6 @@ interface QuickUpdate {
   asks: [string, string][];
 }
 
-/** The DecimalString of core/schemas.ts: at most 80 characters of plain notation. */
-const MAX_DECIMAL_CHARS = 80;
-const MAX_TRADES = 1000;
-const MAX_LEVELS = 5000;
-const MAX_TIME_MS = 8_640_000_000_000_000;
-
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
@@ -75,15 +71,15 @@ function isDecimal(value: unknown): value is string {
 }
 
 function quickTrades(value: unknown): QuickTrade[] | undefined {
-  if (!Array.isArray(value) || value.length > MAX_TRADES) return undefined;
+  if (!Array.isArray(value) || value.length > MAX_TRADES_PER_BATCH) return undefined;
   const trades: QuickTrade[] = new Array(value.length);
   for (let i = 0; i < value.length; i++) {
     const trade = value[i];
     if (!isRecord(trade)) return undefined;
     const { id, price, quantity, side, time } = trade;
-    if (!isBoundedString(id, 64) || !isDecimal(price) || !isDecimal(quantity)) return undefined;
+    if (!isBoundedString(id, MAX_ID_CHARS) || !isDecimal(price) || !isDecimal(quantity)) return undefined;
     if (side !== "buy" && side !== "sell") return undefined;
-    if (typeof time !== "number" || !Number.isSafeInteger(time) || time < 0 || time > MAX_TIME_MS) return undefined;
+    if (typeof time !== "number" || !Number.isSafeInteger(time) || time < 0 || time > MAX_TIMESTAMP_MS) return undefined;
     trades[i] = { id, price, quantity, side, time };
   }
   return trades;
@@ -112,7 +108,7 @@ function quickUpdate(value: unknown): QuickUpdate | undefined {
 }
 
 function quickLevels(value: unknown): [string, string][] | undefined {
-  if (!Array.isArray(value) || value.length > MAX_LEVELS) return undefined;
+  if (!Array.isArray(value) || value.length > MAX_LEVELS_PER_SIDE) return undefined;
   const levels: [string, string][] = new Array(value.length);
   for (let i = 0; i < value.length; i++) {
     const level = value[i];
