@@ -189,12 +189,7 @@ export function priceVenueAll({ writePath, venuePhase, reads, subscribers, files
   return {
     load: L,
     readAnswers: reads.statuses,
-    /**
-     * A check of the counts' completeness: every signed request tells its key's ledger once, so the
-     * ledgers' calls counted over the signed requests sent is 1 when no count went missing between
-     * the window's two scrapes (a run of 2026-11-27 counted 0.67 of the calls, and its read lines low).
-     */
-    countsComplete: Math.round(((reads.billed.calls["usage-ledger"] ?? 0) / Math.max(1, reads.sent.signed)) * 1000) / 1000,
+    countsComplete: Math.round(countsComplete(reads) * 1000) / 1000,
     /** The read phase's counts by object class, as counted (rows written, calls, alarms). */
     readCounts: {
       rowsWrittenBy: reads.billed.rowsWrittenBy,
@@ -210,6 +205,15 @@ export function priceVenueAll({ writePath, venuePhase, reads, subscribers, files
     perRequest: { cpuMs: Math.round(cpuMsPerRequest * 1000) / 1000, guardCalls: Math.round(guardPerRead * 1000) / 1000 },
     lineItems: lineItems.map((i) => ({ ...i, share: Math.round((i.dollars / (beyond + platformFloor)) * 1000) / 10 })),
   };
+}
+
+/**
+ * A check of the read phase's counts: every signed request tells its key's ledger once, so the
+ * ledgers' calls counted over the signed requests sent is 1 when no count went missing between the
+ * window's two scrapes (runs of 2026-11-27 counted 0.67 of the calls, and their read lines low).
+ */
+export function countsComplete(reads) {
+  return (reads.billed.calls["usage-ledger"] ?? 0) / Math.max(1, reads.sent.signed);
 }
 
 /**

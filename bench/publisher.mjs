@@ -4,10 +4,6 @@ import WebSocket from "ws";
 import { sign } from "./signed-load.mjs";
 
 /**
- * Opens a channel with a publishing key from client address `ip`. `send(body)` resolves with the
- * batch's result and the ms it took to be answered; an error answer rejects.
- */
-/**
  * A channel once open: a connect refused (a runtime just started can answer the first upgrades
  * later than the signature's 5 s window, TIMESTAMP_OUT_OF_WINDOW) is signed anew and tried again,
  * up to `attempts` times.
@@ -25,6 +21,10 @@ export async function openedChannel(url, key, ip, attempts = 3) {
   }
 }
 
+/**
+ * Opens a channel with a publishing key from client address `ip`. `send(body)` resolves with the
+ * batch's result and the ms it took to be answered; an error answer rejects.
+ */
 export function openChannel(url, key, ip) {
   const timestamp = String(Date.now());
   const signature = sign(key.secret, timestamp, "GET", "/v1/publish");

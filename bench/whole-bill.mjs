@@ -15,7 +15,7 @@
 // Prices are PRICES (bench/prices.mjs). Loopback only.
 import { TOKEN } from "./bill-counts.mjs";
 import { filesPhase, restartPhase } from "./bill-files.mjs";
-import { VENUE_LOAD } from "./bill-price.mjs";
+import { countsComplete, VENUE_LOAD } from "./bill-price.mjs";
 import { makeKeys, readPhase, subscriberPhase } from "./bill-reads.mjs";
 import { openedChannel } from "./publisher.mjs";
 import { startService } from "./service.mjs";
@@ -55,9 +55,8 @@ export async function wholeBill(service, { channels, markets, busy, key, persist
     seconds: 60,
   });
   log(`  answers: ${JSON.stringify(reads.statuses)}`);
-  // Every signed request tells its key's ledger once: fewer ledger calls counted than signed
-  // requests sent means counts went missing between the scrapes, and every read line is low.
-  const told = (reads.billed.calls["usage-ledger"] ?? 0) / Math.max(1, reads.sent.signed);
+  // Fewer ledger calls counted than signed requests sent: counts went missing, every read line is low.
+  const told = countsComplete(reads);
   if (Math.abs(told - 1) > 0.02) log(`  WARNING: the ledgers counted ${told.toFixed(3)} calls a signed request, not 1: the read phase's counts are incomplete`);
   const answered = Object.entries(reads.statuses).filter(([status]) => /^(ws )?[0-9]+$/.test(status));
   const failed = answered.filter(([status]) => !/^(ws )?2/.test(status)).reduce((sum, [, n]) => sum + n, 0);
