@@ -20,6 +20,21 @@ function dosDate(day: Date): [time: number, date: number] {
   return [0, ((day.getUTCFullYear() - 1980) << 9) | ((day.getUTCMonth() + 1) << 5) | day.getUTCDate()];
 }
 
+/** A header's field: its size in bytes and its value. */
+type Field = [bytes: 2 | 4, value: number];
+
+/** Fields one after another, little-endian, as the zip format lays out its headers. */
+function littleEndian(fields: Field[]): Uint8Array {
+  const view = new DataView(new ArrayBuffer(fields.reduce((n, [bytes]) => n + bytes, 0)));
+  let at = 0;
+  for (const [bytes, value] of fields) {
+    if (bytes === 2) view.setUint16(at, value, true);
+    else view.setUint32(at, value, true);
+    at += bytes;
+  }
+  return new Uint8Array(view.buffer);
+}
+
 /** What a zip's one entry says of its data. */
 export interface ZipEntry {
   crc: number;
@@ -38,40 +53,37 @@ export function zipFrame(name: string, entry: ZipEntry, day: Date): { header: Ui
   if (entry.size > ZIP_MAX_BYTES || entry.compressed > ZIP_MAX_BYTES) throw new Error(`${name} is ${entry.size} bytes: more than a zip without ZIP64 holds`);
   const [time, date] = dosDate(day);
   const nameBytes = new TextEncoder().encode(name);
-  const local = new DataView(new ArrayBuffer(30));
-  const central = new DataView(new ArrayBuffer(46));
-  const end = new DataView(new ArrayBuffer(22));
-  // Local file header: signature, version 2.0, no flags, deflate, time, date, CRC, sizes, name length.
-  local.setUint32(0, 0x04034b50, true);
-  local.setUint16(4, 20, true);
-  local.setUint16(8, 8, true);
-  local.setUint16(10, time, true);
-  local.setUint16(12, date, true);
-  local.setUint32(14, entry.crc, true);
-  local.setUint32(18, entry.compressed, true);
-  local.setUint32(22, entry.size, true);
-  local.setUint16(26, nameBytes.length, true);
-  // Central directory entry: the same, made by version 2.0, the local header at offset 0.
-  central.setUint32(0, 0x02014b50, true);
-  central.setUint16(4, 20, true);
-  central.setUint16(6, 20, true);
-  central.setUint16(10, 8, true);
-  central.setUint16(12, time, true);
-  central.setUint16(14, date, true);
-  central.setUint32(16, entry.crc, true);
-  central.setUint32(20, entry.compressed, true);
-  central.setUint32(24, entry.size, true);
-  central.setUint16(28, nameBytes.length, true);
-  const centralOffset = 30 + nameBytes.length + entry.compressed;
-  // End of central directory: one entry, its size and offset.
-  end.setUint32(0, 0x06054b50, true);
-  end.setUint16(8, 1, true);
-  end.setUint16(10, 1, true);
-  end.setUint32(12, 46 + nameBytes.length, true);
-  end.setUint32(16, centralOffset, true);
+  // What the local header and the central directory entry both say: version 2.0 needed, no flags,
+  // deflate, time, date, CRC, sizes, the name's length, no extra field.
+  const entryFields: Field[] = [
+    [2, 20],
+    [2, 0],
+    [2, 8],
+    [2, time],
+    [2, date],
+    [4, entry.crc],
+    [4, entry.compressed],
+    [4, entry.size],
+    [2, nameBytes.length],
+    [2, 0],
+  ];
+  const local = littleEndian([[4, 0x04034b50], ...entryFields]);
+  // The central directory entry: made by version 2.0; no comment, disk 0, no attributes, the local header at offset 0.
+  const central = littleEndian([[4, 0x02014b50], [2, 20], ...entryFields, [2, 0], [2, 0], [2, 0], [4, 0], [4, 0]]);
+  // Its end: disk 0, one entry of one, the directory's size and offset, no comment.
+  const end = littleEndian([
+    [4, 0x06054b50],
+    [2, 0],
+    [2, 0],
+    [2, 1],
+    [2, 1],
+    [4, central.length + nameBytes.length],
+    [4, local.length + nameBytes.length + entry.compressed],
+    [2, 0],
+  ]);
   return {
-    header: concat([new Uint8Array(local.buffer), nameBytes]),
-    trailer: concat([new Uint8Array(central.buffer), nameBytes, new Uint8Array(end.buffer)]),
+    header: concat([local, nameBytes]),
+    trailer: concat([central, nameBytes, end]),
   };
 }
 

@@ -189,8 +189,7 @@ export class OrderBook {
         });
       }
       this.checkResult(this.bids.bestAfter(update.bids), this.asks.bestAfter(update.asks), this.bids.sizeAfter(update.bids), this.asks.sizeAfter(update.asks));
-      for (const [price, quantity] of update.bids) this.bids.set(price, quantity);
-      for (const [price, quantity] of update.asks) this.asks.set(price, quantity);
+      this.setLevels(update);
     } else {
       if (update.bids.some(([, q]) => q === 0n) || update.asks.some(([, q]) => q === 0n)) {
         throw problem("VALIDATION_FAILED", "a book snapshot cannot hold a zero quantity");
@@ -204,10 +203,7 @@ export class OrderBook {
       const bestBid = update.bids.reduce<bigint | undefined>((best, [p]) => (best === undefined || p > best ? p : best), undefined);
       const bestAsk = update.asks.reduce<bigint | undefined>((best, [p]) => (best === undefined || p < best ? p : best), undefined);
       this.checkResult(bestBid, bestAsk, update.bids.length, update.asks.length);
-      this.bids.clear();
-      this.asks.clear();
-      for (const [price, quantity] of update.bids) this.bids.set(price, quantity);
-      for (const [price, quantity] of update.asks) this.asks.set(price, quantity);
+      this.setLevels(update);
     }
     this.sequence = update.sequence;
     this.updatedAt = now;
@@ -294,15 +290,20 @@ export class OrderBook {
    * back (docs/history.md#book-history): no checks, no fingerprints.
    */
   replay(update: BookUpdate, time: number): void {
+    this.setLevels(update);
+    this.sequence = update.sequence;
+    this.updatedAt = time;
+    this.wireCache = undefined;
+  }
+
+  /** An update's levels into the book: a snapshot replaces both sides, a delta's zero quantity removes its level. */
+  private setLevels(update: BookUpdate): void {
     if (update.type === "snapshot") {
       this.bids.clear();
       this.asks.clear();
     }
     for (const [price, quantity] of update.bids) this.bids.set(price, quantity);
     for (const [price, quantity] of update.asks) this.asks.set(price, quantity);
-    this.sequence = update.sequence;
-    this.updatedAt = time;
-    this.wireCache = undefined;
   }
 
   /** Replaces the whole state (used when restoring from storage). */
