@@ -6,7 +6,7 @@ import { ACCOUNT_PERMISSIONS, type Permission } from "../access/keys";
 import { readForm } from "../core/forms";
 import { ProblemError } from "../core/problem";
 import type { AppEnv } from "../env";
-import { HtmlDocument } from "../pages/document";
+import { HeaderRow, HtmlDocument } from "../pages/document";
 import { ASSETS } from "../pages/generated/assets";
 import { NewKeySchema } from "./schemas";
 import { type ApiKeyView, createApiKey, listApiKeys, revokeApiKey, signIn, signUp } from "./service";
@@ -132,15 +132,7 @@ function KeyTable({ keys }: { keys: ApiKeyView[] }) {
   if (keys.length === 0) return <p class="muted">No keys yet.</p>;
   return (
     <table id="keys">
-      <tr>
-        <th>id</th>
-        <th>label</th>
-        <th>permissions</th>
-        <th>created</th>
-        <th>last used</th>
-        <th>status</th>
-        <th></th>
-      </tr>
+      <HeaderRow names={["id", "label", "permissions", "created", "last used", "status", ""]} />
       {keys.map((key) => (
         <tr data-key-id={key.id}>
           <td>

@@ -19,3 +19,14 @@ export function HtmlDocument(props: { title: string; stylesheet: string; childre
     </html>
   );
 }
+
+/** A table's heading row: a `th` a name, in order (an empty name heads a column of actions). */
+export function HeaderRow(props: { names: string[] }) {
+  return (
+    <tr>
+      {props.names.map((name) => (
+        <th>{name}</th>
+      ))}
+    </tr>
+  );
+}

@@ -8,6 +8,7 @@ import { statusFigures } from "../metrics/venue-figures";
 import { readVenue } from "../reads/edge-reads";
 import { readContext, readMany, readMarketViews, readPrices, readTickerRecord } from "../reads/reads";
 import type { MarketConfig } from "../registry/model";
+import { HeaderRow } from "./document";
 import { Page } from "./page";
 import type { VenueStatusBody } from "./status-page";
 import { StatusPage } from "./status-page";
@@ -66,11 +67,7 @@ function MarketPage({ market, ticker }: { market: MarketConfig; ticker: TickerRe
             </h2>
             <table>
               <thead>
-                <tr>
-                  <th>price ({market.quote})</th>
-                  <th>quantity ({market.base})</th>
-                  <th>total</th>
-                </tr>
+                <HeaderRow names={[`price (${market.quote})`, `quantity (${market.base})`, "total"]} />
               </thead>
               <tbody id="ladder-asks"></tbody>
               <tbody id="ladder-bids"></tbody>
@@ -80,11 +77,7 @@ function MarketPage({ market, ticker }: { market: MarketConfig; ticker: TickerRe
             <h2>Trades</h2>
             <table>
               <thead>
-                <tr>
-                  <th>time (UTC)</th>
-                  <th>price</th>
-                  <th>quantity</th>
-                </tr>
+                <HeaderRow names={["time (UTC)", "price", "quantity"]} />
               </thead>
               <tbody id="trades"></tbody>
             </table>

@@ -4,6 +4,7 @@ import { isRunning } from "../announcements/model";
 import type { Announcement } from "../announcements/schemas";
 import type { StatusSchema } from "../market/schemas";
 import type { StatusFigures } from "../metrics/venue-figures";
+import { HeaderRow } from "./document";
 import { Page } from "./page";
 
 export type VenueStatusBody = z.infer<typeof StatusSchema>;
@@ -147,13 +148,7 @@ export function StatusPage({
           <p id="announcements">None.</p>
         ) : (
           <table id="announcements">
-            <tr>
-              <th>kind</th>
-              <th>title</th>
-              <th>starts</th>
-              <th>ends</th>
-              <th>markets</th>
-            </tr>
+            <HeaderRow names={["kind", "title", "starts", "ends", "markets"]} />
             {status.announcements.map((announcement) => (
               <AnnouncementRow announcement={announcement} now={now} />
             ))}
