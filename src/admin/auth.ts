@@ -4,21 +4,22 @@ import { chargeClientIp } from "../access/middleware";
 import type { AuditContext } from "../audit/audit-log";
 import { toHex } from "../core/encoding";
 import { problem } from "../core/problem";
+import { routesOf } from "../core/router";
 import type { AppEnv } from "../env";
 
 async function digest(text: string): Promise<ArrayBuffer> {
   return crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
 }
 
+/** The OpenAPI tag and security scheme of every operator route (`/admin/*`). */
+export const OPERATOR_TAGS = ["Operator (admin)"];
+export const OPERATOR_SECURITY = [{ AdminToken: [] }];
+
 /**
  * The operator API's bearer token (`ADMIN_TOKEN`, a Worker secret). Never a default: without
  * the secret every operator route answers 503 `NOT_CONFIGURED`. Compared as digests in
  * constant time.
  */
-/** The OpenAPI tag and security scheme of every operator route (`/admin/*`). */
-export const OPERATOR_TAGS = ["Operator (admin)"];
-export const OPERATOR_SECURITY = [{ AdminToken: [] }];
-
 export const requireAdmin = createMiddleware<AppEnv>(async (c, next) => {
   const token = c.env.ADMIN_TOKEN;
   if (!token) throw problem("NOT_CONFIGURED", "ADMIN_TOKEN is not set: set it with `wrangler secret put ADMIN_TOKEN`");
@@ -31,6 +32,15 @@ export const requireAdmin = createMiddleware<AppEnv>(async (c, next) => {
   c.set("operator", `admin:${toHex(await digest(`operator-id:${token}`)).slice(0, 16)}`);
   await next();
 });
+
+/**
+ * Declares an operator route (`/admin/*`): its tag, the bearer token's security scheme and
+ * `requireAdmin` in front.
+ *
+ * @example
+ * router.openapi(operatorRoute("delete", "/gateways/{id}", { operationId: "revokeGateway", summary, request, responses }), handler);
+ */
+export const operatorRoute = routesOf({ tags: OPERATOR_TAGS, security: OPERATOR_SECURITY, middleware: [requireAdmin] });
 
 /**
  * Who made an operator change, where and when: the audit log's part of the request

@@ -1,4 +1,4 @@
-import { createRoute, z } from "@hono/zod-openapi";
+import { z } from "@hono/zod-openapi";
 import { objectCalls } from "../core/object-ids";
 import { createRouter } from "../core/router";
 import { createdJson, jsonBody, okJson, problemResponses, queryIntOr } from "../core/schemas";
@@ -14,9 +14,7 @@ import {
 } from "../settlements/gateways";
 import { listSettlements, readSettlement } from "../settlements/queries";
 import { CurrentStatusSchema, EventSchema, SettlementSchema, TransitionSchema } from "../settlements/schemas";
-import { auditOf, requireAdmin, OPERATOR_SECURITY as security, OPERATOR_TAGS as tags } from "./auth";
-
-const middleware = [requireAdmin];
+import { auditOf, operatorRoute } from "./auth";
 
 const SecretSchema = z.object({ id: z.string(), status: z.enum(["active", "retired"]), createdAt: z.number().int(), retiredAt: z.number().int().nullable() });
 const GatewaySchema = z
@@ -47,13 +45,8 @@ const SecretParams = GatewayParam.extend({
 
 export const adminRoutes = createRouter()
   .openapi(
-    createRoute({
-      method: "post",
-      path: "/gateways",
+    operatorRoute("post", "/gateways", {
       operationId: "approveGateway",
-      tags,
-      security,
-      middleware,
       summary: "Approve a gateway; its whsec_ secret is in this answer only",
       description: `An operator may choose the gateway's id (${GATEWAY_ID_RULE}); without one the service assigns gw_ and 16 hex digits. An id in use is 409 ALREADY_EXISTS. Unknown fields are refused.`,
       request: jsonBody(
@@ -72,26 +65,16 @@ export const adminRoutes = createRouter()
     },
   )
   .openapi(
-    createRoute({
-      method: "get",
-      path: "/gateways",
+    operatorRoute("get", "/gateways", {
       operationId: "listGateways",
-      tags,
-      security,
-      middleware,
       summary: "List gateways (never their secrets)",
       responses: { ...okJson(z.object({ gateways: z.array(GatewaySchema) }), "Gateways"), ...problemResponses(401, 429, 503) },
     }),
     async (c) => c.json({ gateways: await listGateways(c.env) }, 200),
   )
   .openapi(
-    createRoute({
-      method: "get",
-      path: "/gateways/{id}",
+    operatorRoute("get", "/gateways/{id}", {
       operationId: "getGateway",
-      tags,
-      security,
-      middleware,
       summary: "One gateway",
       request: { params: GatewayParam },
       responses: { ...okJson(GatewaySchema, "Gateway"), ...problemResponses(401, 404, 429, 503) },
@@ -99,13 +82,8 @@ export const adminRoutes = createRouter()
     async (c) => c.json(await readGateway(c.env, c.req.valid("param").id), 200),
   )
   .openapi(
-    createRoute({
-      method: "post",
-      path: "/gateways/{id}/secrets",
+    operatorRoute("post", "/gateways/{id}/secrets", {
       operationId: "rotateGatewaySecret",
-      tags,
-      security,
-      middleware,
       summary: "Rotate: add a second active secret (at most two); retire the old one when the gateway has switched",
       request: { params: GatewayParam },
       responses: { ...createdJson(NewSecretSchema, "The new secret, shown once"), ...problemResponses(400, 401, 404, 429, 503) },
@@ -113,13 +91,8 @@ export const adminRoutes = createRouter()
     async (c) => c.json(await rotateSecret(c.env, c.req.valid("param").id, auditOf(c)), 201),
   )
   .openapi(
-    createRoute({
-      method: "delete",
-      path: "/gateways/{id}/secrets/{secretId}",
+    operatorRoute("delete", "/gateways/{id}/secrets/{secretId}", {
       operationId: "retireGatewaySecret",
-      tags,
-      security,
-      middleware,
       summary: "Retire a secret",
       request: { params: SecretParams },
       responses: { 204: { description: "Retired" }, ...problemResponses(401, 404, 429, 503) },
@@ -131,13 +104,8 @@ export const adminRoutes = createRouter()
     },
   )
   .openapi(
-    createRoute({
-      method: "delete",
-      path: "/gateways/{id}",
+    operatorRoute("delete", "/gateways/{id}", {
       operationId: "revokeGateway",
-      tags,
-      security,
-      middleware,
       summary: "Revoke a gateway: its callbacks are refused from now on",
       request: { params: GatewayParam },
       responses: { 204: { description: "Revoked" }, ...problemResponses(401, 404, 429, 503) },
@@ -148,13 +116,8 @@ export const adminRoutes = createRouter()
     },
   )
   .openapi(
-    createRoute({
-      method: "get",
-      path: "/settlements",
+    operatorRoute("get", "/settlements", {
       operationId: "listSettlements",
-      tags,
-      security,
-      middleware,
       summary: "Settlements, newest first, with cursor pagination",
       request: {
         query: z.object({
@@ -172,13 +135,8 @@ export const adminRoutes = createRouter()
     async (c) => c.json(await listSettlements(c.env.DB, c.req.valid("query")), 200),
   )
   .openapi(
-    createRoute({
-      method: "get",
-      path: "/gateways/{id}/settlements/{settlementId}",
+    operatorRoute("get", "/gateways/{id}/settlements/{settlementId}", {
       operationId: "getSettlement",
-      tags,
-      security,
-      middleware,
       summary: "One gateway's settlement, with its append-only transition history and every event received for it",
       description: "Settlement ids belong to the gateway that reports them, so a settlement is named by its gateway and its id together.",
       request: {
@@ -200,13 +158,8 @@ export const adminRoutes = createRouter()
     },
   )
   .openapi(
-    createRoute({
-      method: "get",
-      path: "/isolate",
+    operatorRoute("get", "/isolate", {
       operationId: "getIsolateCounters",
-      tags,
-      security,
-      middleware,
       summary: "This isolate's Durable Object call counters (what the edge read path saves, counted)",
       description:
         "Counters since the isolate started: calls to market objects (`market`, of which `marketReads` by the read path and `ingest` the ingest batches), to access guards (`guard`), to the price index (`priceIndex`, of which `venueReads` by the all-market reads), to stream shards (`shard`), to the registry (`registry`), to the Metrics object (`metrics`) and to the keys' usage ledgers (`usageLedger`). Another request may land in another isolate; locally every object runs in the one isolate, so `npm run bench` reads the calls into the shared objects here too.",

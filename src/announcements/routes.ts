@@ -1,6 +1,6 @@
-import { createRoute, z } from "@hono/zod-openapi";
+import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { auditOf, requireAdmin, OPERATOR_SECURITY as security, OPERATOR_TAGS as tags } from "../admin/auth";
+import { auditOf, operatorRoute } from "../admin/auth";
 import { auditStatement } from "../audit/audit-log";
 import { priceIndex } from "../core/object-ids";
 import { problem, unwrap } from "../core/problem";
@@ -18,8 +18,6 @@ import {
   MAX_ANNOUNCEMENTS,
   MAX_TITLE_LENGTH,
 } from "./schemas";
-
-const middleware = [requireAdmin];
 
 const IdParam = z.object({
   id: z
@@ -57,13 +55,8 @@ function audit(c: Context<AppEnv>, action: string, target: string, change: unkno
  */
 export const announcementRoutes = createRouter()
   .openapi(
-    createRoute({
-      method: "post",
-      path: "/announcements",
+    operatorRoute("post", "/announcements", {
       operationId: "announce",
-      tags,
-      security,
-      middleware,
       summary: "Announce a maintenance, an incident or news to every client",
       description: `\`kind\` maintenance makes the system status \`maintenance\` from \`startsAt\` (now when left out) until \`endsAt\` (open when null); an incident makes it \`degraded\`. \`title\` up to ${MAX_TITLE_LENGTH} characters; \`markets\` (up to ${MAX_ANNOUNCED_MARKETS} listed symbols) when it concerns only those. At most ${MAX_ANNOUNCEMENTS} are kept: a 51st is 409 TOO_MANY_ANNOUNCEMENTS. ${PUSHED}`,
       request: jsonBody(AnnouncementInputSchema),
@@ -78,26 +71,16 @@ export const announcementRoutes = createRouter()
     },
   )
   .openapi(
-    createRoute({
-      method: "get",
-      path: "/announcements",
+    operatorRoute("get", "/announcements", {
       operationId: "listAnnouncements",
-      tags,
-      security,
-      middleware,
       summary: "Every announcement kept, ended ones too, in the order made",
       responses: { ...okJson(z.object({ announcements: z.array(AnnouncementSchema) }), "Announcements"), ...problemResponses(401, 429, 503) },
     }),
     async (c) => c.json({ announcements: (await priceIndex(c.env).announcements()) as Announcement[] }, 200),
   )
   .openapi(
-    createRoute({
-      method: "patch",
-      path: "/announcements/{id}",
+    operatorRoute("patch", "/announcements/{id}", {
       operationId: "changeAnnouncement",
-      tags,
-      security,
-      middleware,
       summary: "Change an announcement: its kind, title, times or markets",
       description: `Fields left out stay as they are; \`endsAt\` may be set to end it now. ${PUSHED}`,
       request: { params: IdParam, ...jsonBody(AnnouncementPatchSchema.refine((patch) => Object.keys(patch).length > 0, "name at least one field")) },
@@ -113,13 +96,8 @@ export const announcementRoutes = createRouter()
     },
   )
   .openapi(
-    createRoute({
-      method: "delete",
-      path: "/announcements/{id}",
+    operatorRoute("delete", "/announcements/{id}", {
       operationId: "deleteAnnouncement",
-      tags,
-      security,
-      middleware,
       summary: "Delete an announcement: it leaves the status at once",
       request: { params: IdParam },
       responses: { 204: { description: "Deleted" }, ...problemResponses(400, 401, 404, 413, 429, 503) },

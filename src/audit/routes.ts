@@ -1,5 +1,5 @@
-import { createRoute, z } from "@hono/zod-openapi";
-import { requireAdmin } from "../admin/auth";
+import { z } from "@hono/zod-openapi";
+import { operatorRoute } from "../admin/auth";
 import { createRouter } from "../core/router";
 import { okJson, problemResponses, queryInt, queryIntOr } from "../core/schemas";
 import { readAudit } from "./audit-log";
@@ -23,13 +23,8 @@ const AuditRecordSchema = z
  * app.route("/admin", auditRoutes);
  */
 export const auditRoutes = createRouter().openapi(
-  createRoute({
-    method: "get",
-    path: "/audit",
+  operatorRoute("get", "/audit", {
     operationId: "readAuditLog",
-    tags: ["Operator (admin)"],
-    security: [{ AdminToken: [] }],
-    middleware: [requireAdmin],
     summary: "The audit log: every operator change with its time, route, operator credential id and what changed",
     description:
       "Listings, rule changes, halts and delistings (and their undoing when a market could not be told), asset status, gateways and their secrets, publishing keys. Oldest first from `since`; `nextCursor` continues.",

@@ -1,5 +1,5 @@
-import type { Hook } from "@hono/zod-openapi";
-import { OpenAPIHono } from "@hono/zod-openapi";
+import type { Hook, RouteConfig } from "@hono/zod-openapi";
+import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
 import type { AppEnv } from "../env";
 import { type FieldError, problem } from "./problem";
 
@@ -24,4 +24,21 @@ const validationHook: Hook<unknown, AppEnv, string, unknown> = (result) => {
 /** A router for one capability; its routes and schemas join the OpenAPI document when mounted. */
 export function createRouter(): OpenAPIHono<AppEnv> {
   return new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+}
+
+/** What a capability's routes share: their tags, and the middleware and security they all stand behind. */
+type SharedRouteConfig = Pick<RouteConfig, "tags" | "middleware" | "security">;
+
+/**
+ * Declares a capability's routes by method and path, each with what they all share, so a route
+ * states only what is its own (a route may still set its own `middleware`, which replaces the
+ * shared one). The declarations stay `createRoute`'s: typed handlers, one OpenAPI operation each.
+ *
+ * @example
+ * const route = routesOf({ tags: ["Operator"], security, middleware: [requireAdmin] });
+ * router.openapi(route("delete", "/gateways/{id}", { operationId: "revokeGateway", summary, request, responses }), handler);
+ */
+export function routesOf<S extends SharedRouteConfig>(shared: S) {
+  return <M extends RouteConfig["method"], P extends string, R extends Omit<RouteConfig, "method" | "path">>(method: M, path: P, config: R) =>
+    createRoute({ ...shared, ...config, method, path });
 }

@@ -1,7 +1,7 @@
-import { createRoute, z } from "@hono/zod-openapi";
+import { z } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import { problem } from "../core/problem";
-import { createRouter } from "../core/router";
+import { createRouter, routesOf } from "../core/router";
 import { okJson, problemResponses } from "../core/schemas";
 import type { AppEnv } from "../env";
 import { billed } from "../metrics/billed-bindings";
@@ -86,14 +86,11 @@ export function historyFileRoutes(limit: MiddlewareHandler<AppEnv>) {
   const hourName = (symbol: string, what: string) => name(symbol, what, "-\\d{2}");
 
   // Most specific first: `klines/{symbol}/{interval}` would otherwise read as `{kind}/{symbol}/{file}`.
+  const route = routesOf({ tags, middleware: [limit] });
   const router = createRouter()
     .openapi(
-      createRoute({
-        method: "get",
-        path: "/data/spot/daily/klines/{symbol}/{interval}/{file}",
+      route("get", "/data/spot/daily/klines/{symbol}/{interval}/{file}", {
         operationId: "getDailyKlinesFile",
-        tags,
-        middleware: [limit],
         summary: "A day's klines file (zip) in 1m, 1h or 1d, or its .CHECKSUM",
         description: "`{SYMBOL}-{interval}-{YYYY-MM-DD}.zip`: Binance's 12 kline columns, times in Unix ms.",
         request: { params: IntervalParam.merge(FileParams) },
@@ -106,12 +103,8 @@ export function historyFileRoutes(limit: MiddlewareHandler<AppEnv>) {
       },
     )
     .openapi(
-      createRoute({
-        method: "get",
-        path: "/data/spot/daily/klines/{symbol}/{interval}",
+      route("get", "/data/spot/daily/klines/{symbol}/{interval}", {
         operationId: "listDailyKlinesFiles",
-        tags,
-        middleware: [limit],
         summary: "The days of a market's klines files in one interval",
         request: { params: IntervalParam.extend({ symbol: FileParams.shape.symbol }), query: z.object({ cursor: z.string().max(1024).optional() }) },
         responses: { ...okJson(ListingSchema, "Files, by name (so by day)"), ...problemResponses(404, 429) },
@@ -119,12 +112,8 @@ export function historyFileRoutes(limit: MiddlewareHandler<AppEnv>) {
       (c) => list(c, `data/spot/daily/klines/${symbolOf(c.req.valid("param").symbol)}/${c.req.valid("param").interval}/`),
     )
     .openapi(
-      createRoute({
-        method: "get",
-        path: "/data/spot/daily/{kind}/{symbol}/{file}",
+      route("get", "/data/spot/daily/{kind}/{symbol}/{file}", {
         operationId: "getDailyTradesFile",
-        tags,
-        middleware: [limit],
         summary: "A day's trades or aggTrades file (zip), or its .CHECKSUM",
         description:
           "`{SYMBOL}-trades-{YYYY-MM-DD}.zip`: `id,price,qty,quoteQty,time,isBuyerMaker,isBestMatch`, times in Unix ms. aggTrades: `a,p,q,f,l,T,m,M`.",
@@ -138,12 +127,8 @@ export function historyFileRoutes(limit: MiddlewareHandler<AppEnv>) {
       },
     )
     .openapi(
-      createRoute({
-        method: "get",
-        path: "/data/spot/daily/{kind}/{symbol}",
+      route("get", "/data/spot/daily/{kind}/{symbol}", {
         operationId: "listDailyTradesFiles",
-        tags,
-        middleware: [limit],
         summary: "The days of a market's trades or aggTrades files",
         request: { params: KindParam.extend({ symbol: FileParams.shape.symbol }), query: z.object({ cursor: z.string().max(1024).optional() }) },
         responses: { ...okJson(ListingSchema, "Files, by name (so by day)"), ...problemResponses(404, 429) },
@@ -152,12 +137,8 @@ export function historyFileRoutes(limit: MiddlewareHandler<AppEnv>) {
     );
   router
     .openapi(
-      createRoute({
-        method: "get",
-        path: "/data/spot/hourly/{kind}/{symbol}/{file}",
+      route("get", "/data/spot/hourly/{kind}/{symbol}/{file}", {
         operationId: "getHourlyBookFile",
-        tags,
-        middleware: [limit],
         summary: "An hour's book or bookTicker file (zip), or its .CHECKSUM",
         description:
           "`{SYMBOL}-book-{YYYY-MM-DD-HH}.zip`: `sequence,time,side,price,quantity,update_type`, opening with the whole book as the hour began (`snapshot`), then every level each update set (`delta`; quantity 0 removes it). `{SYMBOL}-bookTicker-{YYYY-MM-DD-HH}.zip`: `sequence,time,bid_price,bid_qty,ask_price,ask_qty` at every change of the best levels (docs/history.md#book-files).",
@@ -171,12 +152,8 @@ export function historyFileRoutes(limit: MiddlewareHandler<AppEnv>) {
       },
     )
     .openapi(
-      createRoute({
-        method: "get",
-        path: "/data/spot/hourly/{kind}/{symbol}",
+      route("get", "/data/spot/hourly/{kind}/{symbol}", {
         operationId: "listHourlyBookFiles",
-        tags,
-        middleware: [limit],
         summary: "The hours of a market's book or bookTicker files",
         request: { params: HourlyKindParam.extend({ symbol: FileParams.shape.symbol }), query: z.object({ cursor: z.string().max(1024).optional() }) },
         responses: { ...okJson(ListingSchema, "Files, by name (so by hour)"), ...problemResponses(404, 429) },

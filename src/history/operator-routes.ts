@@ -1,5 +1,5 @@
-import { createRoute, z } from "@hono/zod-openapi";
-import { auditOf, requireAdmin, OPERATOR_SECURITY as security, OPERATOR_TAGS as tags } from "../admin/auth";
+import { z } from "@hono/zod-openapi";
+import { auditOf, operatorRoute } from "../admin/auth";
 import { auditStatement } from "../audit/audit-log";
 import { isCsvRequest, isJsonRequest } from "../core/media-types";
 import { marketObject } from "../core/object-ids";
@@ -90,13 +90,8 @@ const HourBuildSchema = z
  */
 export const historyOperatorRoutes = createRouter()
   .openapi(
-    createRoute({
-      method: "post",
-      path: "/markets/{pair}/history/klines",
+    operatorRoute("post", "/markets/{pair}/history/klines", {
       operationId: "importKlines",
-      tags,
-      security,
-      middleware: [requireAdmin],
       summary: "Import a market's past as one-minute candles",
       description: `Up to ${MAX_IMPORT_ROWS.toLocaleString("en")} rows (${IMPORT_MAX_BYTES / 1024 / 1024} MiB) a request, as JSON or as \`text/csv\` in Binance's public-data kline columns (a header line is optional). Every row is checked against the market's scales first; the first bad one refuses the request (400, \`rows.{i}.{field}\`). Re-importing a minute replaces it; a minute that holds live trades is 409 LIVE_MINUTE. Rows without trades are skipped. Imported minutes feed every interval and window like live ones. Audited as \`history.import\`.`,
       request: {
@@ -136,13 +131,8 @@ export const historyOperatorRoutes = createRouter()
     },
   )
   .openapi(
-    createRoute({
-      method: "post",
-      path: "/archive",
+    operatorRoute("post", "/archive", {
       operationId: "writeDailyFiles",
-      tags,
-      security,
-      middleware: [requireAdmin],
       summary: "Write (or rewrite) a UTC day's files in Binance's public-data layout",
       description:
         "For the markets named, or every listed one: trades, aggTrades and klines 1m/1h/1d of the day, each a zip with its .CHECKSUM, under /data/spot/daily/, built off the market's host by the `daily-files` Workflow (an instance a market-day, and one for each past day a late trade reached). A market that did not trade that day writes nothing. With up to 16 markets named the answer waits up to 30 s for the instances, then says `pending` for those still at work; with more, or none named (every listed market), it answers `pending` at once. The cron does the same for yesterday at 00:05 UTC, without waiting. Writing a day again gives the same bytes. Audited as `history.archive`.",
@@ -175,13 +165,8 @@ export const historyOperatorRoutes = createRouter()
     },
   )
   .openapi(
-    createRoute({
-      method: "post",
-      path: "/markets/{pair}/history/book-files/{hour}",
+    operatorRoute("post", "/markets/{pair}/history/book-files/{hour}", {
       operationId: "rebuildBookHour",
-      tags,
-      security,
-      middleware: [requireAdmin],
       summary: "Build an hour's book files again (restart its Workflow instance)",
       description:
         "The hour (UTC, `YYYY-MM-DD-HH`) must have been handed to the `book-files` Workflow by the market's host (it had book changes and has closed): its instance starts again from its first step — for an hour listed as failing on /status once its cause is mended. 404 when the hour has no instance. Audited as `history.book-files`.",

@@ -1,5 +1,5 @@
-import { createRoute, z } from "@hono/zod-openapi";
-import { requireAdmin, OPERATOR_SECURITY as security, OPERATOR_TAGS as tags } from "../admin/auth";
+import { z } from "@hono/zod-openapi";
+import { operatorRoute } from "../admin/auth";
 import { marketObject, metricsObject, priceIndex } from "../core/object-ids";
 import { createRouter } from "../core/router";
 import { problemResponses } from "../core/schemas";
@@ -20,13 +20,8 @@ import { connectionsByDialect } from "./venue-figures";
  * app.route("/admin", metricsRoutes);
  */
 export const metricsRoutes = createRouter().openapi(
-  createRoute({
-    method: "get",
-    path: "/metrics",
+  operatorRoute("get", "/metrics", {
     operationId: "scrapeMetrics",
-    tags,
-    security,
-    middleware: [requireAdmin],
     summary: "Operator metrics in the Prometheus text format",
     description:
       "Families mds_http_requests_total{route,status}, mds_rate_limited_total{scope}, mds_stream_connections{dialect}, mds_stream_messages_sent_total, mds_stream_catch_ups_total{result}, mds_stream_catch_up_reads_total{kind}, mds_stream_catch_up_bytes_total, mds_relay_shard_calls_total, mds_stream_delivery_seconds, mds_publish_batches_total{result}, mds_publish_ack_seconds, mds_markets{status}, mds_settlement_callbacks_total{result}, mds_market_failures_total{symbol,stage}, mds_host_storage_warnings_total{group,level}, mds_host_storage_bytes{group}, mds_history_files_total{kind,result}, mds_kv_operations_total{op}, mds_bucket_operations_total{class,storage}, mds_bucket_bytes_read_total{storage}, mds_analytics_points_total, and the objects' own mds_storage_rows_written_total{object}, mds_storage_table_rows_written_total{object,table}, mds_storage_rows_read_total{object}, mds_object_requests_total{object,kind} (docs/operations.md#metrics). Counters are the venue's totals, gathered from every isolate, shard and publisher channel at most METRICS_FLUSH_MS (10 s) behind.",

@@ -1,12 +1,10 @@
-import { createRoute, z } from "@hono/zod-openapi";
+import { z } from "@hono/zod-openapi";
 import { KEY_ID_RULE } from "../access/keys";
-import { auditOf, requireAdmin, OPERATOR_SECURITY as security, OPERATOR_TAGS as tags } from "../admin/auth";
+import { auditOf, operatorRoute } from "../admin/auth";
 import { createRouter } from "../core/router";
 import { createdJson, jsonBody, okJson, problemResponses } from "../core/schemas";
 import { AllowIps, ExpiresAt, Markets, PublishKeySchema } from "./key-schemas";
 import { amendPublishKey, issuePublishKey, listPublishKeys, revokePublishKey } from "./keys";
-
-const middleware = [requireAdmin];
 
 const KeyParam = z.object({
   id: z
@@ -24,13 +22,8 @@ const KeyParam = z.object({
  */
 export const publishKeyRoutes = createRouter()
   .openapi(
-    createRoute({
-      method: "post",
-      path: "/publish-keys",
+    operatorRoute("post", "/publish-keys", {
       operationId: "issuePublishKey",
-      tags,
-      security,
-      middleware,
       summary: "Issue a publishing key limited to its markets; its secret is in this answer only",
       description:
         "The key signs POST /v1/ingest and GET /v1/publish like any API key (docs/signing.md). A batch for a market outside `markets` is refused whole: 403 FORBIDDEN_MARKET. Account keys cannot publish.",
@@ -52,26 +45,16 @@ export const publishKeyRoutes = createRouter()
     async (c) => c.json(await issuePublishKey(c.env, c.req.valid("json"), auditOf(c)), 201),
   )
   .openapi(
-    createRoute({
-      method: "get",
-      path: "/publish-keys",
+    operatorRoute("get", "/publish-keys", {
       operationId: "listPublishKeys",
-      tags,
-      security,
-      middleware,
       summary: "Every publishing key, newest first (never a secret)",
       responses: { ...okJson(z.object({ publishKeys: z.array(PublishKeySchema) }), "Publishing keys"), ...problemResponses(401, 429, 503) },
     }),
     async (c) => c.json({ publishKeys: await listPublishKeys(c.env) }, 200),
   )
   .openapi(
-    createRoute({
-      method: "patch",
-      path: "/publish-keys/{id}",
+    operatorRoute("patch", "/publish-keys/{id}", {
       operationId: "changePublishKey",
-      tags,
-      security,
-      middleware,
       summary: "Change a publishing key's markets, allow-list or expiry",
       description:
         "In force at the key's guard before the answer: the next request is held to it. An open GET /v1/publish channel takes it up at once, and within 10 s at the latest (docs/publishing.md#rights-on-an-open-channel).",
@@ -89,13 +72,8 @@ export const publishKeyRoutes = createRouter()
     async (c) => c.json(await amendPublishKey(c.env, c.req.valid("param").id, c.req.valid("json"), auditOf(c)), 200),
   )
   .openapi(
-    createRoute({
-      method: "delete",
-      path: "/publish-keys/{id}",
+    operatorRoute("delete", "/publish-keys/{id}", {
       operationId: "revokePublishKey",
-      tags,
-      security,
-      middleware,
       summary: "Revoke a publishing key: the next request fails, open channels close within 10 s",
       request: { params: KeyParam },
       responses: { 204: { description: "Revoked" }, ...problemResponses(400, 401, 404, 413, 429, 503) },

@@ -1,6 +1,6 @@
-import { createRoute, z } from "@hono/zod-openapi";
+import { z } from "@hono/zod-openapi";
 import type { MiddlewareHandler, TypedResponse } from "hono";
-import { createRouter } from "../core/router";
+import { createRouter, routesOf } from "../core/router";
 import { okJson, problemResponses } from "../core/schemas";
 import type { AppEnv } from "../env";
 import { readBookAt } from "../history/book-routes";
@@ -48,15 +48,12 @@ const tags = ["Public market data"];
  * @example
  * app.route("/api", marketRoutes(publicLimit));
  */
-export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
-  createRouter()
+export function marketRoutes(limit: MiddlewareHandler<AppEnv>) {
+  const route = routesOf({ tags, middleware: [limit] });
+  return createRouter()
     .openapi(
-      createRoute({
-        method: "get",
-        path: "/prices",
+      route("get", "/prices", {
         operationId: "getPrices",
-        tags,
-        middleware: [limit],
         summary: "Current prices of active assets",
         description: "From the KV price cache (at most one write a second; other locations may lag up to ~60 s). `asOf` is the snapshot time.",
         request: { query: PricesQuery },
@@ -65,12 +62,8 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       async (c) => sendRead<z.infer<typeof PricesSchema>>(c, await readPrices(readContext(c), c.req.valid("query"))),
     )
     .openapi(
-      createRoute({
-        method: "get",
-        path: "/orderbook/{pair}",
+      route("get", "/orderbook/{pair}", {
         operationId: "getOrderBook",
-        tags,
-        middleware: [limit],
         summary: "Order book snapshot, now or at a past sequence or moment",
         description:
           "Without `sequence` or `at`: the live book. With one: the book exactly as it stood then, from the market's book history (docs/history.md#book-history); before the history begins, 404 naming its first sequence and time.",
@@ -87,12 +80,8 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       },
     )
     .openapi(
-      createRoute({
-        method: "get",
-        path: "/ticker/{pair}",
+      route("get", "/ticker/{pair}", {
         operationId: "getTicker",
-        tags,
-        middleware: [limit],
         summary: "24-hour rolling ticker",
         description:
           "The window runs from the start of the current minute − 24 h to the response time. Same record as the signed `GET /v1/ticker/24hr?symbol=`.",
@@ -102,12 +91,8 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       async (c) => sendRead<z.infer<typeof TickerSchema>>(c, await readPair(readContext(c), c.req.valid("param").pair, { kind: "ticker" })),
     )
     .openapi(
-      createRoute({
-        method: "get",
-        path: "/ticker",
+      route("get", "/ticker", {
         operationId: "listTickers",
-        tags,
-        middleware: [limit],
         summary: "24-hour tickers of many markets in one call",
         description:
           "The markets `symbols` names, in its order, or every market that is not delisted. One request against the rate limit, whatever the number of markets. Unknown symbols: 404 UNKNOWN_SYMBOL naming them all (`symbols` in the problem).",
@@ -117,12 +102,8 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       async (c) => sendRead<z.infer<typeof TickerSchema>[]>(c, await readMany(readContext(c), c.req.valid("query").symbols, { kind: "ticker" })),
     )
     .openapi(
-      createRoute({
-        method: "get",
-        path: "/book-ticker/{pair}",
+      route("get", "/book-ticker/{pair}", {
         operationId: "getBookTicker",
-        tags,
-        middleware: [limit],
         summary: "Best bid and ask with their quantities",
         request: { params: PairParam },
         responses: { ...okJson(BookTickerSchema, "Top of the book"), ...problemResponses(400, 404, 429) },
@@ -130,12 +111,8 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       async (c) => sendRead<z.infer<typeof BookTickerSchema>>(c, await readPair(readContext(c), c.req.valid("param").pair, { kind: "bookTicker" })),
     )
     .openapi(
-      createRoute({
-        method: "get",
-        path: "/book-ticker",
+      route("get", "/book-ticker", {
         operationId: "listBookTickers",
-        tags,
-        middleware: [limit],
         summary: "Best bid and ask of many markets in one call",
         description: "As `GET /api/ticker` with `symbols`: in the order asked, or every market; one request against the rate limit.",
         request: { query: SymbolsQuery },
@@ -144,12 +121,8 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       async (c) => sendRead<z.infer<typeof BookTickerSchema>[]>(c, await readMany(readContext(c), c.req.valid("query").symbols, { kind: "bookTicker" })),
     )
     .openapi(
-      createRoute({
-        method: "get",
-        path: "/trades/{pair}",
+      route("get", "/trades/{pair}", {
         operationId: "listTrades",
-        tags,
-        middleware: [limit],
         summary: "Latest trades, newest first; or a page of the trade history",
         description:
           "Without a bound: the newest `limit`, newest first. With `fromId`: from that tradeId forwards; with `before`: the `limit` trades just before it; with `startTime`/`endTime`: within those times (the first `limit` from `startTime`, else the last up to `endTime`) — pages in ascending tradeId. Pages reach every trade the market ever stored: older ones come from its archive in R2 (docs/history.md#trades).",
@@ -159,12 +132,8 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       async (c) => sendRead<z.infer<typeof TradeSchema>[]>(c, await readPair(readContext(c), c.req.valid("param").pair, tradesQuestion(c.req.valid("query")))),
     )
     .openapi(
-      createRoute({
-        method: "get",
-        path: "/klines/{pair}",
+      route("get", "/klines/{pair}", {
         operationId: "listKlines",
-        tags,
-        middleware: [limit],
         summary: "Candles in every interval, over the market's whole history",
         description:
           "Ascending by open time; intervals without trades have no candle. Without `startTime`, the newest `limit` candles (up to `endTime`); with it, the first `limit` from there. Candles of a minute and longer are kept for the life of the market, `1s` candles for 25 hours (docs/history.md).",
@@ -174,12 +143,8 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       async (c) => sendRead<z.infer<typeof KlineSchema>[]>(c, await readPair(readContext(c), c.req.valid("param").pair, klinesQuestion(c.req.valid("query")))),
     )
     .openapi(
-      createRoute({
-        method: "get",
-        path: "/window/{pair}",
+      route("get", "/window/{pair}", {
         operationId: "getWindowStats",
-        tags,
-        middleware: [limit],
         summary: "Statistics of a rolling window: 1m–59m, 1h–23h, 1d–7d",
         description:
           "From the start of the current minute back `windowSize`, to now: the window is up to 59,999 ms wider than asked, and every request of a minute shares one copy (docs/history.md#rolling-windows).",
@@ -192,12 +157,8 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       },
     )
     .openapi(
-      createRoute({
-        method: "get",
-        path: "/trading-day/{pair}",
+      route("get", "/trading-day/{pair}", {
         operationId: "getTradingDay",
-        tags,
-        middleware: [limit],
         summary: "Statistics of the current trading day, at a UTC offset",
         description: "From the day's midnight at `timeZone` (default UTC) to now; `closeTime` is the day's last millisecond (docs/history.md#rolling-windows).",
         request: { params: PairParam, query: TradingDayQuery },
@@ -209,24 +170,16 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       },
     )
     .openapi(
-      createRoute({
-        method: "get",
-        path: "/markets",
+      route("get", "/markets", {
         operationId: "listMarkets",
-        tags,
-        middleware: [limit],
         summary: "All markets with status and scales, and the assets",
         responses: { ...okJson(MarketsSchema, "Markets and assets"), ...problemResponses(429) },
       }),
       async (c) => sendRead<z.infer<typeof MarketsSchema>>(c, await readMarkets(readContext(c))),
     )
     .openapi(
-      createRoute({
-        method: "get",
-        path: "/status",
+      route("get", "/status", {
         operationId: "getStatus",
-        tags,
-        middleware: [limit],
         summary: "Feed health: markets trading, halted and stale, and the server time",
         description:
           "A trading market is stale when its feed has sent no update for longer than `staleAfterMs` (or none since it was listed). From the price index's aggregated view, at most about 1 s behind the markets plus the copy's max age (docs/api.md#feed-health).",
@@ -235,14 +188,11 @@ export const marketRoutes = (limit: MiddlewareHandler<AppEnv>) =>
       async (c) => sendRead<z.infer<typeof StatusSchema>>(c, await readVenue(readContext(c), "status")),
     )
     .openapi(
-      createRoute({
-        method: "get",
-        path: "/time",
+      route("get", "/time", {
         operationId: "getServerTime",
-        tags,
-        middleware: [limit],
         summary: "Server time, for clients that sign requests",
         responses: { ...okJson(ServerTimeSchema, "Server time"), ...problemResponses(429) },
       }),
       (c) => c.json({ serverTime: Date.now() }, 200),
     );
+}

@@ -1,5 +1,5 @@
-import { createRoute, z } from "@hono/zod-openapi";
-import { auditOf, requireAdmin, OPERATOR_SECURITY as security, OPERATOR_TAGS as tags } from "../admin/auth";
+import { z } from "@hono/zod-openapi";
+import { auditOf, operatorRoute } from "../admin/auth";
 import type { AuditContext } from "../audit/audit-log";
 import { marketObject, registryObject } from "../core/object-ids";
 import { problem } from "../core/problem";
@@ -10,8 +10,6 @@ import { AssetSchema, MarketSchema, PairParam } from "../market/schemas";
 import { adoptRegistry } from "./copy";
 import { ASSET_CODE, ASSET_CODE_RULE, MAX_LISTINGS_PER_REQUEST, type MarketConfig, marketView } from "./model";
 import { listAssets, listMarkets, type MarketChange, patchMarket, readRegistry, revertMarket, setAssetStatus, setMarketStatus } from "./store";
-
-const middleware = [requireAdmin];
 
 const AssetCode = z.string().regex(ASSET_CODE, ASSET_CODE_RULE);
 const RuleDecimal = z.string().max(40).openapi({ description: "A positive plain decimal" });
@@ -109,13 +107,8 @@ const StatusBody = z.object({ status: z.enum(["TRADING", "HALTED", "DELISTED"]) 
  */
 export const registryRoutes = createRouter()
   .openapi(
-    createRoute({
-      method: "post",
-      path: "/assets",
+    operatorRoute("post", "/assets", {
       operationId: "createAssets",
-      tags,
-      security,
-      middleware,
       summary: "List assets: one, or an array of up to 500 (all or nothing)",
       description: "An asset code already listed (or named twice) is 409 ALREADY_EXISTS naming each; a request that fails lists nothing.",
       request: jsonBody(oneOrMany(AssetListingSchema)),
@@ -124,13 +117,8 @@ export const registryRoutes = createRouter()
     async (c) => c.json(await listAsSent(c.env, c.req.valid("json"), (items, path) => listAssets(c.env.DB, items, auditOf(c), path)), 201),
   )
   .openapi(
-    createRoute({
-      method: "put",
-      path: "/assets/{asset}/status",
+    operatorRoute("put", "/assets/{asset}/status", {
       operationId: "setAssetStatus",
-      tags,
-      security,
-      middleware,
       summary: "Change an asset's status: ACTIVE ⇄ INACTIVE",
       description:
         "An INACTIVE asset takes no new market (400 naming base or quote) and leaves GET /api/prices; markets already listed with it keep their status until the operator changes it.",
@@ -147,13 +135,8 @@ export const registryRoutes = createRouter()
     },
   )
   .openapi(
-    createRoute({
-      method: "get",
-      path: "/assets",
+    operatorRoute("get", "/assets", {
       operationId: "listAllAssets",
-      tags,
-      security,
-      middleware,
       summary: "Every asset (the system of record)",
       responses: { ...okJson(z.object({ version: z.number().int(), assets: z.array(AssetSchema) }), "Assets"), ...problemResponses(401, 429, 503) },
     }),
@@ -163,13 +146,8 @@ export const registryRoutes = createRouter()
     },
   )
   .openapi(
-    createRoute({
-      method: "post",
-      path: "/markets",
+    operatorRoute("post", "/markets", {
       operationId: "createMarkets",
-      tags,
-      security,
-      middleware,
       summary: "List markets: one, or an array of up to 500 (all or nothing)",
       description:
         "symbol = base + quote; priceScale and quantityScale are the decimals of tickSize and stepSize. Both assets must be listed and active. A listing that fails any check is 400 naming every failing field (`errors`, paths `body.{i}.{field}`); a symbol already listed is 409 ALREADY_EXISTS. Nothing is listed unless everything is. Bodies up to 256 KiB.",
@@ -180,13 +158,8 @@ export const registryRoutes = createRouter()
       c.json(await listAsSent(c.env, c.req.valid("json"), async (items, path) => (await listMarkets(c.env.DB, items, auditOf(c), path)).map(marketView)), 201),
   )
   .openapi(
-    createRoute({
-      method: "get",
-      path: "/markets",
+    operatorRoute("get", "/markets", {
       operationId: "listAllMarkets",
-      tags,
-      security,
-      middleware,
       summary: "Every market, delisted ones too, in listing order (the system of record)",
       responses: {
         ...okJson(
@@ -205,13 +178,8 @@ export const registryRoutes = createRouter()
     },
   )
   .openapi(
-    createRoute({
-      method: "patch",
-      path: "/markets/{pair}",
+    operatorRoute("patch", "/markets/{pair}", {
       operationId: "changeMarketRules",
-      tags,
-      security,
-      middleware,
       summary: "Change a market's trading rules (the scales stay as listed)",
       description:
         "In force for the market's next ingest batch before the answer (if the market cannot be told, the change is undone: 503). tickSize and stepSize may change within the market's scales (0.01 → 0.05, not 0.001). Resting levels that no longer fit stay until the publisher changes or removes them; new and changed levels must fit. A delisted market is 409.",
@@ -225,13 +193,8 @@ export const registryRoutes = createRouter()
     },
   )
   .openapi(
-    createRoute({
-      method: "put",
-      path: "/markets/{pair}/status",
+    operatorRoute("put", "/markets/{pair}/status", {
       operationId: "setMarketStatus",
-      tags,
-      security,
-      middleware,
       summary: "Change a market's status: TRADING ⇄ HALTED, either → DELISTED (final)",
       description:
         "In force before the answer: a halted market refuses ingest from the next batch on; a delisted one leaves every listing, answers 404, and its streams end. If the market object cannot be told, the change is undone and the answer is 503 UNAVAILABLE (nothing changed). Recorded in the audit log.",

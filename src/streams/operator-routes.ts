@@ -1,5 +1,5 @@
-import { createRoute, z } from "@hono/zod-openapi";
-import { auditOf, requireAdmin, OPERATOR_SECURITY as security, OPERATOR_TAGS as tags } from "../admin/auth";
+import { z } from "@hono/zod-openapi";
+import { auditOf, operatorRoute } from "../admin/auth";
 import { auditStatement } from "../audit/audit-log";
 import { streamHub } from "../core/object-ids";
 import { problem } from "../core/problem";
@@ -27,13 +27,8 @@ const PlannedCloseSchema = z
  * app.route("/admin", streamOperatorRoutes);
  */
 export const streamOperatorRoutes = createRouter().openapi(
-  createRoute({
-    method: "post",
-    path: "/streams/close",
+  operatorRoute("post", "/streams/close", {
     operationId: "closeStreams",
-    tags,
-    security,
-    middleware: [requireAdmin],
     summary: "Announce, then close, the stream connections of every shard or of one",
     description: `Every connection on the shards gets a notice at once (native: \`{"op":"closing","code","reason","closeAt"}\`; Binance dialect: \`{"e":"serverShutdown","E":…}\`), and is closed with the kind's code and reason after \`graceSeconds\` (0 to ${MAX_GRACE_SECONDS}): \`restart\` is 1012, \`going-away\` 1001. Connections that open during the grace are told as they open; after it the shards take connections as before.`,
     request: jsonBody(

@@ -4,7 +4,7 @@ import { createMiddleware } from "hono/factory";
 import { chargeClientIp, signedAccess } from "../access/middleware";
 import { isJsonRequest } from "../core/media-types";
 import { problem } from "../core/problem";
-import { createRouter } from "../core/router";
+import { createRouter, routesOf } from "../core/router";
 import { jsonBody, okJson, problemResponses } from "../core/schemas";
 import type { AppEnv } from "../env";
 import { ingest } from "../market/ingest";
@@ -52,15 +52,12 @@ const ingestBodyRules = [
   signedAccess("publish"),
 ];
 
+const route = routesOf({ tags, security, middleware: [read] });
+
 export const signedRoutes = createRouter()
   .openapi(
-    createRoute({
-      method: "get",
-      path: "/ticker/24hr",
+    route("get", "/ticker/24hr", {
       operationId: "signedGetTicker",
-      tags,
-      security,
-      middleware: [read],
       summary: "24-hour ticker: one record with `symbol`, an array with `symbols` or none",
       request: { query: SymbolOrSymbolsQuery },
       responses: { ...okJson(z.union([TickerSchema, z.array(TickerSchema)]), "Ticker record(s)"), ...signedProblems },
@@ -69,13 +66,8 @@ export const signedRoutes = createRouter()
       sendRead<z.infer<typeof TickerSchema> | z.infer<typeof TickerSchema>[]>(c, await readOneOrMany(readContext(c), c.req.valid("query"), { kind: "ticker" })),
   )
   .openapi(
-    createRoute({
-      method: "get",
-      path: "/book-ticker",
+    route("get", "/book-ticker", {
       operationId: "signedGetBookTicker",
-      tags,
-      security,
-      middleware: [read],
       summary: "Best bid and ask: one record with `symbol`, an array with `symbols` or none (as /api/book-ticker)",
       request: { query: SymbolOrSymbolsQuery },
       responses: { ...okJson(z.union([BookTickerSchema, z.array(BookTickerSchema)]), "Top(s) of the book"), ...signedProblems },
@@ -87,13 +79,8 @@ export const signedRoutes = createRouter()
       ),
   )
   .openapi(
-    createRoute({
-      method: "get",
-      path: "/orderbook",
+    route("get", "/orderbook", {
       operationId: "signedGetOrderBook",
-      tags,
-      security,
-      middleware: [read],
       summary: "Order book snapshot (as /api/orderbook)",
       request: { query: SymbolDepthQuery },
       responses: { ...okJson(OrderBookSchema, "Order book"), ...signedProblems },
@@ -104,13 +91,8 @@ export const signedRoutes = createRouter()
     },
   )
   .openapi(
-    createRoute({
-      method: "get",
-      path: "/prices",
+    route("get", "/prices", {
       operationId: "signedGetPrices",
-      tags,
-      security,
-      middleware: [read],
       summary: "Prices of active assets (as /api/prices)",
       request: { query: PricesQuery },
       responses: { ...okJson(PricesSchema, "Prices"), ...signedProblems },
@@ -118,13 +100,8 @@ export const signedRoutes = createRouter()
     async (c) => sendRead<z.infer<typeof PricesSchema>>(c, await readPrices(readContext(c), c.req.valid("query"))),
   )
   .openapi(
-    createRoute({
-      method: "get",
-      path: "/trades",
+    route("get", "/trades", {
       operationId: "signedListTrades",
-      tags,
-      security,
-      middleware: [read],
       summary: "Latest trades, newest first (as /api/trades)",
       request: { query: SymbolTradesQuery },
       responses: { ...okJson(z.array(TradeSchema), "Trades"), ...signedProblems },
@@ -135,13 +112,8 @@ export const signedRoutes = createRouter()
     },
   )
   .openapi(
-    createRoute({
-      method: "get",
-      path: "/klines",
+    route("get", "/klines", {
       operationId: "signedListKlines",
-      tags,
-      security,
-      middleware: [read],
       summary: "Candles (as /api/klines)",
       request: { query: SymbolKlinesQuery },
       responses: { ...okJson(z.array(KlineSchema), "Candles"), ...signedProblems },
@@ -152,13 +124,8 @@ export const signedRoutes = createRouter()
     },
   )
   .openapi(
-    createRoute({
-      method: "get",
-      path: "/markets",
+    route("get", "/markets", {
       operationId: "signedListMarkets",
-      tags,
-      security,
-      middleware: [read],
       summary: "Markets and assets (as /api/markets)",
       responses: { ...okJson(MarketsSchema, "Markets"), ...signedProblems },
     }),
