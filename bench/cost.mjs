@@ -110,11 +110,10 @@ const DAILY_ZIPS_PER_MARKET = 5;
 /**
  * Book history (docs/history.md#book-history): a segment to R2 every SNAPSHOT_EVERY commits or
  * 1 MB of updates (about 21 bytes a level change as JSON); two hourly zips a market-hour (one put
- * each, or a multipart upload of 8 MiB parts) and their two checksums.
+ * each, whatever its size: src/history/sliced-put.ts) and their two checksums.
  */
 const BOOK_SEGMENT_BYTES = 1_000_000;
 const BOOK_JSON_BYTES_PER_LEVEL = 21;
-const BOOK_FILE_PART_BYTES = 8 * 1024 * 1024;
 
 /** The keys of the book segments in R2 under `prefix`. */
 async function segmentKeys(mf, prefix) {
@@ -534,12 +533,10 @@ function priced(model, measured, book, sqliteGb) {
     perMarketBatches / SNAPSHOT_EVERY,
     (perMarketBatches * model.levelsPerBatch * BOOK_JSON_BYTES_PER_LEVEL) / BOOK_SEGMENT_BYTES,
   );
-  // An hour's zip is one put, or a multipart upload (create, its 8 MiB parts, complete); its checksum one put.
-  const hourZipBytes = (perMarketBatches * model.levelsPerBatch * book.hourlyFiles * 3_600) / 2;
-  const hourZipPuts = hourZipBytes > BOOK_FILE_PART_BYTES ? Math.ceil(hourZipBytes / BOOK_FILE_PART_BYTES) + 2 : 1;
   const booked = model.levelsPerBatch > 0 ? model.markets : 0;
   const r2Puts = trades / TRADES_PER_CHUNK + booked * (segmentsPerMarket + 2 / 3_600) + (model.markets * DAILY_ZIPS_PER_MARKET) / 86_400;
-  const r2PutsInfrequent = (booked * 2 * hourZipPuts) / 3_600 + (model.markets * DAILY_ZIPS_PER_MARKET) / 86_400;
+  // An hour's two zips are a put each whatever their size (their checksums are Standard puts, above).
+  const r2PutsInfrequent = (booked * 2) / 3_600 + (model.markets * DAILY_ZIPS_PER_MARKET) / 86_400;
   const year = 365 * 86_400;
   const r2Gb = ((trades * TRADE_R2_BYTES.chunk + levels * book.segment) * year) / 1e9;
   const r2GbInfrequent = ((trades * TRADE_R2_BYTES.dailyFiles + levels * book.hourlyFiles) * year) / 1e9;

@@ -17,7 +17,7 @@ import { bookOf } from "./book-replay";
 import { putChecksum } from "./file-storage";
 import { FILE_STEP, inRounds, PIECE_CSV_BYTES, reportBuilt, reportFailed } from "./file-workflows";
 import type { ZipEntry } from "./zip";
-import { bothPieces, deflatePiece, deletePieces, EMPTY_ENTRY, pieceReader, putZipOfPieces } from "./zip-pieces";
+import { deflatePiece, deletePieces, EMPTY_ENTRY, pieceReader, putBothPieces, putZipOfPieces } from "./zip-pieces";
 
 /** What the host hands an hour's instance: the market's scales and the segments with batches in the hour, in order. */
 export interface BookHourParams {
@@ -100,7 +100,7 @@ export class BookFilesWorkflow extends WorkflowEntrypoint<Env, BookHourParams> {
     // A piece of no rows adds nothing (nor its flush's bytes) but the last, which ends the deflate streams.
     if (!last && book.entry.size === before.entries.book.size && bookTicker.entry.size === before.entries.bookTicker.size)
       return { ...carry, entries: before.entries, pieces: before.pieces, next };
-    await billed(this.env, "HISTORY").put(pieceKey(params, before.next), bothPieces(book.bytes, bookTicker.bytes));
+    await putBothPieces(billed(this.env, "HISTORY"), pieceKey(params, before.next), [book.bytes], [bookTicker.bytes]);
     const pieces = [...before.pieces, { first: before.next, book: book.bytes.length, bookTicker: bookTicker.bytes.length }];
     return { ...carry, entries: { book: book.entry, bookTicker: bookTicker.entry }, pieces, next };
   }

@@ -32,9 +32,10 @@ import {
 import { putChecksum, ZIP_PUT } from "./file-storage";
 import { FILE_ROUNDS, FILE_STEP, inRounds, PIECE_CSV_BYTES, reportBuilt, reportFailed } from "./file-workflows";
 import { DAY_MS } from "./intervals";
+import { yieldTurn } from "./sliced-put";
 import { type ArchivedTrade, withinPage } from "./trade-archive";
 import { sha256Hex, type ZipEntry, zipOne } from "./zip";
-import { bothPieces, deletePieces, EMPTY_ENTRY, PieceWriter, pieceReader, putZipOfPieces, yieldTurn } from "./zip-pieces";
+import { deletePieces, EMPTY_ENTRY, PieceWriter, pieceReader, putBothPieces, putZipOfPieces } from "./zip-pieces";
 
 /** What the run hands a day's instance: the market as listed then, and the day's start (UTC ms). */
 export interface DayParams {
@@ -184,12 +185,11 @@ export class DailyFilesWorkflow extends WorkflowEntrypoint<Env, DayParams> {
     // A piece of no rows adds nothing but the last, which ends the deflate streams.
     if (!last && count === 0) return { ...before, ...moved };
     if (last) for (const file of Object.values(files)) file.end();
-    const [tradesPart, aggPart] = [files.trades.bytes, files.aggTrades.bytes];
-    await billed(this.env, "HISTORY").put(pieceKey(params, id, before.next), bothPieces(tradesPart, aggPart));
+    await putBothPieces(billed(this.env, "HISTORY"), pieceKey(params, id, before.next), files.trades.parts, files.aggTrades.parts);
     return {
       ...moved,
       entries: { trades: files.trades.entry, aggTrades: files.aggTrades.entry },
-      pieces: [...before.pieces, { first: before.next, trades: tradesPart.length, aggTrades: aggPart.length }],
+      pieces: [...before.pieces, { first: before.next, trades: files.trades.length, aggTrades: files.aggTrades.length }],
     };
   }
 

@@ -3,17 +3,14 @@
  * (docs/history.md#book-files): a piece is its part of the CSV deflated on its own and ended with
  * a sync flush — raw deflate streams joined that way are one stream, the last piece ending it — so
  * no step holds deflate's state for the next; the CRC is carried from piece to piece. The pieces,
- * once all are made, are copied into the zip in R2 in parts of PART_BYTES (a multipart upload once
- * there is more than one part), its SHA-256 taken on the way. Up to 4 GiB of CSV (no ZIP64).
+ * once all are made, are copied into the zip in R2 by one put sent a slice at a time
+ * (`putInSlices`), its SHA-256 taken on the way. Up to 4 GiB of CSV (no ZIP64).
  */
 import { constants, deflateRawSync } from "node:zlib";
 import { crc32 } from "../../client/src/checksum";
-import { toHex } from "../core/encoding";
 import { ZIP_PUT } from "./file-storage";
-import { concat, type ZipEntry, zipFrame } from "./zip";
-
-/** R2 takes parts of one size but the last, at least 5 MiB. */
-export const PART_BYTES = 8 * 1024 * 1024;
+import { putInSlices } from "./sliced-put";
+import { type ZipEntry, zipFrame } from "./zip";
 
 /**
  * One piece of a CSV, deflated: `text` after the pieces `before` summed up. Returns the piece's
@@ -33,41 +30,40 @@ export const EMPTY_ENTRY: ZipEntry = { crc: 0, compressed: 0, size: 0 };
  * for a whole piece's CSV; `end` finishes the stream after the file's last slice.
  */
 export class PieceWriter {
-  private readonly parts: Uint8Array[] = [];
+  /** The piece's bytes as deflated, slice by slice (put as they are, never joined in memory). */
+  readonly parts: Uint8Array[] = [];
+  /** Their length. */
+  length = 0;
 
   constructor(public entry: ZipEntry) {}
 
   add(text: string): void {
     if (text.length === 0) return;
-    const { bytes, entry } = deflatePiece(text, this.entry, false);
-    this.parts.push(bytes);
-    this.entry = entry;
+    this.push(deflatePiece(text, this.entry, false));
   }
 
   end(): void {
-    const { bytes, entry } = deflatePiece("", this.entry, true);
+    this.push(deflatePiece("", this.entry, true));
+  }
+
+  private push({ bytes, entry }: { bytes: Uint8Array; entry: ZipEntry }): void {
     this.parts.push(bytes);
+    this.length += bytes.length;
     this.entry = entry;
   }
-
-  get bytes(): Uint8Array {
-    return concat(this.parts);
-  }
-}
-
-/**
- * Rests between two slices of a long job, so the thread's other work runs (a Workflow's step shares
- * its thread with other isolates): `ms` of rest after a slice of a few ms holds the job to about
- * half of the thread. The isolate's clock does not move while it computes, so the rest is fixed
- * rather than as long as the slice took.
- */
-export function yieldTurn(ms = 0): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** Two files' pieces of one step as one R2 object (a put, not two): the first's bytes, then the second's. */
-export function bothPieces(first: Uint8Array, second: Uint8Array): Uint8Array {
-  return concat([first, second]);
+export async function putBothPieces(bucket: R2Bucket, key: string, first: Uint8Array[], second: Uint8Array[]): Promise<void> {
+  const parts = [...first, ...second];
+  await putInSlices(bucket, key, byteLength(parts), {}, async (send) => {
+    for (const part of parts) await send(part);
+  });
+}
+
+/** The bytes of all of `parts`. */
+function byteLength(parts: Uint8Array[]): number {
+  return parts.reduce((n, part) => n + part.length, 0);
 }
 
 /** A Workflow's pieces deleted once its zips are put, a thousand keys a call (R2's most). */
@@ -85,8 +81,9 @@ export function pieceReader(bucket: R2Bucket, key: string, offset: number, lengt
 
 /**
  * Puts the zip of `name` whose deflated data are `pieces` (read in order, each when its turn
- * comes), summed up by `entry`; returns its bytes and SHA-256 (hex). A failure aborts the
- * multipart upload it began.
+ * comes), summed up by `entry`, as one put sent a slice at a time (its length is known from the
+ * entry); returns its bytes and SHA-256 (hex). A piece that is not the size the entry counts
+ * fails the put: nothing is stored under `key`.
  */
 export async function putZipOfPieces(
   bucket: R2Bucket,
@@ -96,89 +93,20 @@ export async function putZipOfPieces(
   entry: ZipEntry,
   pieces: (() => Promise<Uint8Array>)[],
 ): Promise<{ bytes: number; sha256: string }> {
-  const sink = new R2Sink(bucket, key);
   const { header, trailer } = zipFrame(name, entry, day);
-  try {
-    await sink.write(header);
+  const bytes = header.length + entry.compressed + trailer.length;
+  const sha256 = await putInSlices(bucket, key, bytes, ZIP_PUT, async (send) => {
+    await send(header);
     let data = 0;
     for (const piece of pieces) {
-      const bytes = await piece();
-      data += bytes.length;
-      await sink.write(bytes);
+      const part = await piece();
+      data += part.length;
+      // Checked before it is sent: a longer body would fail the put with a vaguer error.
+      if (data > entry.compressed) break;
+      await send(part);
     }
     if (data !== entry.compressed) throw new Error(`${key}: the pieces hold ${data} bytes, ${entry.compressed} were made`);
-    await sink.write(trailer);
-  } catch (error) {
-    await sink.abort();
-    throw error;
-  }
-  const bytes = sink.bytes;
-  return { bytes, sha256: await sink.close() };
-}
-
-/** The bytes of a file in R2 as they come: one put if they fit in a part, else a multipart upload. */
-class R2Sink {
-  private readonly buffered: Uint8Array[] = [];
-  private bufferedBytes = 0;
-  private upload: R2MultipartUpload | undefined;
-  private readonly parts: R2UploadedPart[] = [];
-  private readonly digest = new crypto.DigestStream("SHA-256");
-  private readonly digestWriter = this.digest.getWriter();
-  bytes = 0;
-
-  constructor(
-    private readonly bucket: R2Bucket,
-    private readonly key: string,
-  ) {}
-
-  async write(chunk: Uint8Array): Promise<void> {
-    this.bytes += chunk.length;
-    await this.digestWriter.write(chunk);
-    this.buffered.push(chunk);
-    this.bufferedBytes += chunk.length;
-    while (this.bufferedBytes >= PART_BYTES) await this.part(this.take(PART_BYTES));
-  }
-
-  private take(n: number): Uint8Array {
-    const out = new Uint8Array(n);
-    let at = 0;
-    while (at < n) {
-      const head = this.buffered[0]!;
-      const used = Math.min(head.length, n - at);
-      out.set(head.subarray(0, used), at);
-      at += used;
-      if (used === head.length) this.buffered.shift();
-      else this.buffered[0] = head.subarray(used);
-    }
-    this.bufferedBytes -= n;
-    return out;
-  }
-
-  private async part(bytes: Uint8Array): Promise<void> {
-    this.upload ??= await this.bucket.createMultipartUpload(this.key, ZIP_PUT);
-    this.parts.push(await this.upload.uploadPart(this.parts.length + 1, bytes));
-  }
-
-  /** A failed file: the multipart upload begun, if any, is aborted (R2 would keep its parts). */
-  async abort(): Promise<void> {
-    await this.upload?.abort().catch(() => undefined);
-  }
-
-  /** Puts what is left; returns the file's SHA-256 (hex). A failure aborts the multipart upload. */
-  async close(): Promise<string> {
-    try {
-      const rest = this.take(this.bufferedBytes);
-      if (this.upload) {
-        if (rest.length > 0) await this.part(rest);
-        await this.upload.complete(this.parts);
-      } else {
-        await this.bucket.put(this.key, rest, ZIP_PUT);
-      }
-    } catch (error) {
-      await this.abort();
-      throw error;
-    }
-    await this.digestWriter.close();
-    return toHex(await this.digest.digest);
-  }
+    await send(trailer);
+  });
+  return { bytes, sha256 };
 }

@@ -5,7 +5,7 @@ import { crc32 } from "../../client/src/checksum";
 import { writeDailyFiles } from "../../src/history/archive-days";
 import { putKlineFiles, putTradeZips } from "../../src/history/daily-files-workflow";
 import { DAY_MS } from "../../src/history/intervals";
-import { bothPieces, deflatePiece, EMPTY_ENTRY } from "../../src/history/zip-pieces";
+import { deflatePiece, EMPTY_ENTRY, putBothPieces } from "../../src/history/zip-pieces";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import { ADMIN } from "../support/gateways";
@@ -163,7 +163,7 @@ describe("daily files in Binance's public-data layout (docs/history.md#daily-fil
     };
     await putKlineFiles(recorded.bucket, "BTCUSDC", day, { "1m": [kline], "1h": [kline], "1d": [kline] });
     const piece = { trades: deflatePiece("1,1,1,1,1,True,True\n", EMPTY_ENTRY, true), aggTrades: deflatePiece("1,1,1,1,1,1,True,True\n", EMPTY_ENTRY, true) };
-    await env.HISTORY.put("daily-files-work/test/1.deflate", bothPieces(piece.trades.bytes, piece.aggTrades.bytes));
+    await putBothPieces(env.HISTORY, "daily-files-work/test/1.deflate", [piece.trades.bytes], [piece.aggTrades.bytes]);
     await putTradeZips(
       recorded.bucket,
       { market, day },

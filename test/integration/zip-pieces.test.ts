@@ -2,14 +2,15 @@ import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { crc32 } from "../../client/src/checksum";
-import { deflatePiece, EMPTY_ENTRY, PART_BYTES, putZipOfPieces } from "../../src/history/zip-pieces";
+import { PUT_SLICE_BYTES } from "../../src/history/sliced-put";
+import { deflatePiece, EMPTY_ENTRY, putZipOfPieces } from "../../src/history/zip-pieces";
 import { recordingBucket } from "../support/recording-bucket";
 import { unzip } from "../support/zip";
 
 const hex = async (bytes: Uint8Array) => [...new Uint8Array(await crypto.subtle.digest("SHA-256", bytes))].map((b) => b.toString(16).padStart(2, "0")).join("");
 const DAY = new Date(Date.UTC(2026, 10, 25));
 
-/** Rows of pseudo-random digits: deflate keeps about half, so 800,000 rows outgrow a part. */
+/** Rows of pseudo-random digits: deflate keeps about half, so 800,000 rows make a zip of many slices. */
 function rowsText(rows: number): string {
   const lines: string[] = [];
   let seed = rows;
@@ -66,8 +67,8 @@ describe("a zip put in R2 from pieces deflated apart (src/history/zip-pieces.ts)
   });
 
   it.each([
-    ["small: one put", 1_000],
-    ["larger than a part: a multipart upload", 800_000],
+    ["small: one slice", 1_000],
+    ["large: many slices", 800_000],
   ])(
     "%s — unzips to the text, and the SHA-256 returned is the object's",
     async (_, rows) => {
@@ -79,47 +80,45 @@ describe("a zip put in R2 from pieces deflated apart (src/history/zip-pieces.ts)
       const object = await env.HISTORY.get(key);
       const zip = new Uint8Array(await object!.arrayBuffer());
       expect([zip.length, object!.size], "the bytes counted are the object's").toEqual([bytes, bytes]);
-      if (rows > 1_000) expect(bytes, "more than one part").toBeGreaterThan(PART_BYTES);
+      if (rows > 1_000) expect(bytes, "more than ten slices").toBeGreaterThan(10 * PUT_SLICE_BYTES);
       expect(sha256, "the SHA-256 taken on the way").toBe(await hex(zip));
       const file = await unzip(zip);
       expect([file.name, file.crc], "name, CRC of the text").toEqual(["rows.csv", crc32(text)]);
       expect(file.text === text, "the text written, unchanged").toBe(true);
-      // An hourly file is put in R2's Infrequent Access class (docs/history.md#storage-class), by either path.
+      // An hourly file is put in R2's Infrequent Access class (docs/history.md#storage-class), whatever its size.
       expect(recorded.classes.get(key), "the storage class asked for").toBe("InfrequentAccess");
     },
     120_000,
   );
 
-  it("a piece lost on the way: no file, and the multipart upload begun is aborted", async () => {
-    const key = "test/zip-pieces-lost.zip";
-    const text = rowsText(800_000);
-    // Nine tenths in the first piece, more than a part: uploaded before the second is found missing.
-    const [a, b] = [Math.floor(text.length * 0.45), Math.floor(text.length * 0.9)];
-    const first = deflatePiece(text.slice(0, a), EMPTY_ENTRY, false);
-    const second = deflatePiece(text.slice(a, b), first.entry, false);
-    const third = deflatePiece(text.slice(b), second.entry, true);
-    expect(first.bytes.length + second.bytes.length, "two pieces make a part").toBeGreaterThan(PART_BYTES);
-    const aborted: string[] = [];
-    const watched = new Proxy(env.HISTORY, {
-      get(target, property) {
-        if (property === "createMultipartUpload")
-          return async (k: string, options?: R2MultipartOptions) => {
-            const upload = await target.createMultipartUpload(k, options);
-            return new Proxy(upload, {
-              get(u, p) {
-                if (p === "abort") return () => u.abort().then(() => void aborted.push(upload.uploadId));
-                const value = Reflect.get(u, p);
-                return typeof value === "function" ? value.bind(u) : value;
-              },
-            });
-          };
-        const value = Reflect.get(target, property);
-        return typeof value === "function" ? value.bind(target) : value;
+  it.each([
+    ["lost: shorter than the entry counts", () => new Uint8Array()],
+    ["longer than the entry counts", (bytes: Uint8Array) => new Uint8Array(bytes.length + 1)],
+    [
+      "failing to be read",
+      () => {
+        throw new Error("the piece's object is gone");
       },
-    });
-    const pieces = [() => Promise.resolve(first.bytes), () => Promise.resolve(second.bytes), () => Promise.resolve(new Uint8Array())];
-    await expect(putZipOfPieces(watched, key, "rows.csv", DAY, third.entry, pieces), "the missing piece is found").rejects.toThrow(/pieces hold/);
-    expect(await env.HISTORY.head(key), "no file under the key").toBeNull();
-    expect(aborted.length, "the upload begun was aborted").toBe(1);
-  }, 120_000);
+    ],
+  ])(
+    "a last piece %s, after many slices were sent: the put fails, nothing is stored under the key, and a put again succeeds",
+    async (name, spoil) => {
+      const key = `test/zip-pieces-spoiled-${name.split(":")[0]!.replaceAll(" ", "-")}.zip`;
+      const text = rowsText(800_000);
+      const [a, b] = [Math.floor(text.length * 0.45), Math.floor(text.length * 0.9)];
+      const first = deflatePiece(text.slice(0, a), EMPTY_ENTRY, false);
+      const second = deflatePiece(text.slice(a, b), first.entry, false);
+      const third = deflatePiece(text.slice(b), second.entry, true);
+      expect(first.bytes.length + second.bytes.length, "the first two pieces are sent before the third is read").toBeGreaterThan(10 * PUT_SLICE_BYTES);
+      const spoiled = [() => Promise.resolve(first.bytes), () => Promise.resolve(second.bytes), async () => spoil(third.bytes)];
+      await expect(putZipOfPieces(env.HISTORY, key, "rows.csv", DAY, third.entry, spoiled), "the spoiled piece is found").rejects.toThrow(/pieces hold|gone/);
+      expect(await env.HISTORY.head(key), "no file under the key").toBeNull();
+      const pieces = [first, second, third].map((piece) => () => Promise.resolve(piece.bytes));
+      const { sha256 } = await putZipOfPieces(env.HISTORY, key, "rows.csv", DAY, third.entry, pieces);
+      const zip = new Uint8Array(await (await env.HISTORY.get(key))!.arrayBuffer());
+      expect(sha256, "the file put again, whole").toBe(await hex(zip));
+      expect((await unzip(zip)).text === text, "the text, unchanged").toBe(true);
+    },
+    120_000,
+  );
 });

@@ -1,0 +1,77 @@
+/**
+ * An R2 put whose body goes out a slice at a time, with the thread's other work between
+ * (docs/design.md#files-off-the-writer). A file job shares its thread with other work — locally
+ * with every market host, and R2's local store takes a put on that thread too — so a body handed
+ * over whole is one long turn of copying and hashing; handed over in slices, no turn is long.
+ * The length is known before the first byte (a zip's frame and its pieces' sizes are), so it is
+ * one put: R2 stores all of it or nothing, a short or a long body fails it, and there is no
+ * multipart upload to abort or to pay for part by part.
+ */
+import { toHex } from "../core/encoding";
+
+/** A slice of a put's body: a few ms of copying and hashing. */
+export const PUT_SLICE_BYTES = 256 * 1024;
+
+/** The rest after each slice: a put takes at most about half of the thread it shares. */
+const PUT_SLICE_REST_MS = 5;
+
+/**
+ * Rests between two slices of a long job, so the thread's other work runs (a Workflow's step shares
+ * its thread with other isolates): `ms` of rest after a slice of a few ms holds the job to about
+ * half of the thread. The isolate's clock does not move while it computes, so the rest is fixed
+ * rather than as long as the slice took.
+ */
+export function yieldTurn(ms = 0): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * Puts `length` bytes under `key`, as `write` sends them (in order, any sizes), in slices of
+ * PUT_SLICE_BYTES with a rest after each; returns their SHA-256 (hex). A `write` that throws, or
+ * that sends other than `length` bytes, fails the put and nothing is stored under `key`.
+ *
+ * @example
+ * const sha256 = await putInSlices(bucket, key, header.length + data.length, ZIP_PUT, async (send) => {
+ *   await send(header);
+ *   await send(data);
+ * });
+ */
+export async function putInSlices(
+  bucket: R2Bucket,
+  key: string,
+  length: number,
+  options: R2PutOptions,
+  write: (send: (bytes: Uint8Array) => Promise<void>) => Promise<void>,
+): Promise<string> {
+  const { readable, writable } = new FixedLengthStream(length);
+  const put = bucket.put(key, readable, options);
+  // Awaited once the body is sent; a put that fails before then also fails the writes.
+  put.catch(() => undefined);
+  const body = writable.getWriter();
+  const digest = new crypto.DigestStream("SHA-256");
+  const hash = digest.getWriter();
+  // Bytes sent since the last rest: many small parts share a rest, a large one is cut.
+  let unrested = 0;
+  const send = async (bytes: Uint8Array) => {
+    for (let at = 0; at < bytes.length; ) {
+      const slice = bytes.subarray(at, at + PUT_SLICE_BYTES - unrested);
+      await hash.write(slice);
+      await body.write(slice);
+      at += slice.length;
+      unrested += slice.length;
+      if (unrested < PUT_SLICE_BYTES) continue;
+      unrested = 0;
+      await yieldTurn(PUT_SLICE_REST_MS);
+    }
+  };
+  try {
+    await write(send);
+    await body.close();
+  } catch (error) {
+    await body.abort(error).catch(() => undefined);
+    throw error;
+  }
+  await put;
+  await hash.close();
+  return toHex(await digest.digest);
+}
