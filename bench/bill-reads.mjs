@@ -48,8 +48,11 @@ export async function makeKeys(url, count, permissions, ipBase) {
  * The read phase: `rate` public requests a second from `addresses` addresses (each at the venue's
  * 0.2 a second), `signedRate` signed over `keys`, `wsRate` Binance WebSocket API requests over eight
  * connections, for `seconds`, over `markets` (uniform: the venue's reads reach every market).
+ * The counted window opens and closes on a pause of the load longer than the holders' hand-over
+ * (`flushMs`, METRICS_FLUSH_MS): what the warm-up counted is handed on before the window opens, and
+ * what the window counted before it closes, so no count falls on the wrong side of a scrape.
  */
-export async function readPhase(service, token, { markets, keys, rate, signedRate, wsRate, warm, seconds }) {
+export async function readPhase(service, token, { markets, keys, rate, signedRate, wsRate, warm, seconds, flushMs }) {
   const { url } = service;
   const addresses = Math.round(rate / (VENUE_LOAD.publicPerSecond / VENUE_LOAD.addresses));
   const statuses = {};
@@ -82,6 +85,7 @@ export async function readPhase(service, token, { markets, keys, rate, signedRat
   // Sent from the start; counted from `warm` on, when every key has made its first use (its
   // guard's row a day, counted apart) and the ledgers flush every 5 s, their steady state.
   let counting = false;
+  let paused = false;
   let stop = false;
   const count = (kind) => {
     if (counting) sent[kind] += 1;
@@ -91,6 +95,10 @@ export async function readPhase(service, token, { markets, keys, rate, signedRat
     let n = 0;
     let frames = 0;
     while (!stop) {
+      if (paused) {
+        await sleep(20);
+        continue;
+      }
       owed.public += rate / 50;
       owed.signed += signedRate / 50;
       owed.ws += wsRate / 50;
@@ -142,22 +150,35 @@ export async function readPhase(service, token, { markets, keys, rate, signedRat
       await sleep(20);
     }
   })();
+  // Every count handed on: the requests answered, then a hand-over's wait (and a second to spare).
+  const settled = async () => {
+    await Promise.all(inFlight);
+    await sleep(flushMs + 1_000);
+  };
   // The warm-up counted apart: each key's first use (its guard's once-a-day row) falls in it.
-  const warmWindow = await counted(service, token, () => sleep(warm * 1000));
-  counting = true;
+  const warmWindow = await counted(service, token, async () => {
+    await sleep(warm * 1000);
+    paused = true;
+    await settled();
+  });
+  let loadSeconds = 0;
   const window = await counted(service, token, async () => {
+    const started = performance.now();
+    counting = true;
+    paused = false;
     await sleep(seconds * 1000);
     counting = false;
     stop = true;
     await driving;
-    await Promise.all(inFlight);
-    await sleep(500);
+    loadSeconds = (performance.now() - started) / 1000;
+    await settled();
   });
   for (const ws of sockets) ws.close();
   sent = { ...sent, addresses };
   const billed = billedIn(window.grown);
   const guardRows = (billedIn(warmWindow.grown).rowsWrittenBy.guard ?? 0) + (billed.rowsWrittenBy.guard ?? 0);
-  return { ...window, grown: undefined, billed, sent, statuses, keys: keys.length, guardRows };
+  // Rates are a second of load: the pause that closes the window sent nothing.
+  return { ...window, seconds: loadSeconds, grown: undefined, billed, sent, statuses, keys: keys.length, guardRows };
 }
 
 /**

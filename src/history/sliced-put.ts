@@ -5,7 +5,8 @@
  * over whole is one long turn of copying and hashing; handed over in slices, no turn is long.
  * The length is known before the first byte (a zip's frame and its pieces' sizes are), so it is
  * one put: R2 stores all of it or nothing, a short or a long body fails it, and there is no
- * multipart upload to abort or to pay for part by part.
+ * multipart upload to abort or to pay for part by part. R2 takes up to 5 GB in one put; a zip
+ * without ZIP64 is at most 4 GiB.
  */
 import { toHex } from "../core/encoding";
 
@@ -26,8 +27,8 @@ export function yieldTurn(ms = 0): Promise<void> {
 }
 
 /**
- * Puts `length` bytes under `key`, as `write` sends them (in order, any sizes), in slices of
- * PUT_SLICE_BYTES with a rest after each; returns their SHA-256 (hex). A `write` that throws, or
+ * Puts `length` bytes under `key`, as `write` sends them (in order, any sizes), with a rest after
+ * every PUT_SLICE_BYTES; returns their SHA-256 (hex). A `write` that throws, or
  * that sends other than `length` bytes, fails the put and nothing is stored under `key`.
  *
  * @example
