@@ -9,7 +9,7 @@
  * @example
  * await bucket.put(key, zip, ZIP_PUT);
  */
-export const ZIP_PUT = { httpMetadata: { contentType: "application/zip" }, storageClass: "InfrequentAccess" } satisfies R2PutOptions & R2MultipartOptions;
+export const ZIP_PUT = { httpMetadata: { contentType: "application/zip" }, storageClass: "InfrequentAccess" } satisfies R2PutOptions;
 
 /** A file's `.CHECKSUM` beside it, as Binance writes them: `<sha256>  <name>`, Standard class. */
 export async function putChecksum(bucket: R2Bucket, key: string, sha256: string): Promise<void> {
