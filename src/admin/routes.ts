@@ -16,6 +16,10 @@ import { listSettlements, readSettlement } from "../settlements/queries";
 import { CurrentStatusSchema, EventSchema, SettlementSchema, TransitionSchema } from "../settlements/schemas";
 import { auditOf, operatorRoute } from "./auth";
 
+/** The isolate's call counters (`objectCalls`), one integer each: the schema follows the counters, never a copy of their names. */
+const ObjectCallsSchema = z.object(
+  Object.fromEntries(Object.keys(objectCalls).map((name) => [name, z.number().int()])) as Record<keyof typeof objectCalls, z.ZodNumber>,
+);
 const SecretSchema = z.object({ id: z.string(), status: z.enum(["active", "retired"]), createdAt: z.number().int(), retiredAt: z.number().int().nullable() });
 const GatewaySchema = z
   .object({
@@ -166,18 +170,7 @@ export const adminRoutes = createRouter()
       responses: {
         ...okJson(
           z.object({
-            objectCalls: z.object({
-              market: z.number().int(),
-              marketReads: z.number().int(),
-              ingest: z.number().int(),
-              guard: z.number().int(),
-              priceIndex: z.number().int(),
-              venueReads: z.number().int(),
-              shard: z.number().int(),
-              registry: z.number().int(),
-              metrics: z.number().int(),
-              usageLedger: z.number().int(),
-            }),
+            objectCalls: ObjectCallsSchema,
           }),
           "Counters",
         ),

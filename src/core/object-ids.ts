@@ -33,7 +33,7 @@ export function stubByName<T extends Rpc.DurableObjectBranded | undefined>(names
  * in the one isolate, so these count the calls into the price index and the
  * shards too (docs/benchmarks.md).
  */
-export const objectCalls = { market: 0, guard: 0, marketReads: 0, ingest: 0, venueReads: 0, priceIndex: 0, shard: 0, registry: 0, metrics: 0, usageLedger: 0 };
+export const objectCalls = { market: 0, marketReads: 0, ingest: 0, guard: 0, priceIndex: 0, venueReads: 0, shard: 0, registry: 0, metrics: 0, usageLedger: 0 };
 
 /**
  * The object hosting a market's engine: its group's (docs/design.md#market-hosts), named by the
