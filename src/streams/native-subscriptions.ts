@@ -1,8 +1,20 @@
 import { ProblemError } from "../core/problem";
 import type { WireTrade } from "../market/wire-trade";
+import { ensureRegistry } from "../registry/copy";
 import { type Attachment, attachmentOf, headerOf, loadAttachment, saveAttachment } from "./attachment";
 import { type CatchUpHost, CatchUps } from "./catch-up";
-import { type ErrorCode, type MessageId, parseStreamName, planSubscribe, planUnsubscribe, STATUS_STREAM, type StreamName, streamFrame } from "./protocol";
+import {
+  type ErrorCode,
+  MAX_WARNINGS,
+  type MessageId,
+  parseClientMessage,
+  parseStreamName,
+  planSubscribe,
+  planUnsubscribe,
+  STATUS_STREAM,
+  type StreamName,
+  streamFrame,
+} from "./protocol";
 import { type ShardSources, SNAPSHOT_DEPTH } from "./shard-sources";
 import type { BookMessage } from "./wire-book";
 
@@ -11,6 +23,8 @@ export interface NativeHost {
   readonly env: Env;
   readonly sources: ShardSources;
   send(ws: WebSocket, message: unknown): void;
+  /** Closes with 1008 and a reason (a connection past its invalid messages). */
+  closeForPolicy(ws: WebSocket, reason: string): void;
   /** Makes the streams' sources publish here; false (the streams taken back out of the attachment) when they could not. */
   ensureSources(ws: WebSocket, adding: StreamName[], waitForBase?: readonly string[]): Promise<boolean>;
   /** The venue's status as it is now, for a `status` subscriber. */
@@ -19,7 +33,7 @@ export interface NativeHost {
 }
 
 /**
- * The native protocol's subscriptions on a shard (docs/streams.md#messages): which sockets take
+ * The native protocol on a shard (docs/streams.md#messages): its messages, which sockets take
  * each stream, a subscribe (with a resume, or a catch-up from `from`: ./catch-up.ts), an
  * unsubscribe, and the fan-out of what is published to its subscribers — each message serialized
  * once, the same string to every socket. The shard keeps its connections, their limits, the
@@ -70,6 +84,39 @@ export class NativeSubscriptions {
     let set = this.subscribers.get(stream);
     if (!set) this.subscribers.set(stream, (set = new Set()));
     return set;
+  }
+
+  /**
+   * A native connection's message (docs/streams.md#messages), once the shard has admitted it (its
+   * size and rate): an invalid one is answered with an error and counted against the connection's
+   * MAX_WARNINGS, past which it closes.
+   */
+  async message(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    const parsed =
+      typeof message === "string"
+        ? parseClientMessage(message)
+        : ({ ok: false, code: "INVALID_MESSAGE", message: "messages are JSON text, not binary", id: null } as const);
+    if (!parsed.ok) {
+      const attachment = attachmentOf(ws);
+      attachment.warnings += 1;
+      saveAttachment(ws, attachment);
+      if (attachment.warnings > MAX_WARNINGS) return this.host.closeForPolicy(ws, `more than ${MAX_WARNINGS} invalid messages`);
+      return this.error(ws, parsed.id, parsed.code, parsed.message);
+    }
+    const request = parsed.message;
+    if (request.op === "subscribe") await ensureRegistry(this.host.env);
+    switch (request.op) {
+      case "ping":
+        return this.host.send(ws, request.id === null ? { op: "pong", time: Date.now() } : { op: "pong", id: request.id, time: Date.now() });
+      case "list":
+        return this.host.send(ws, { id: request.id, result: { streams: attachmentOf(ws).streams } });
+      case "subscribe":
+        return this.subscribe(ws, request.id, request.streams, undefined, request.from);
+      case "unsubscribe":
+        return this.unsubscribe(ws, request.id, request.streams);
+      case "more":
+        return this.catchUps.more(ws);
+    }
   }
 
   error(ws: WebSocket, id: MessageId, code: ErrorCode, message: string): void {

@@ -1,5 +1,4 @@
 import { alarmBy } from "../core/alarms";
-import { accessGuard } from "../core/object-ids";
 import { problem, toProblemResult } from "../core/problem";
 import { MetricsHolder, metricsOn } from "../metrics/holder";
 import { MeteredObject } from "../metrics/metered-object";
@@ -29,14 +28,11 @@ import {
   KEEPALIVE_RESPONSE,
   KEY_CHECK_EVERY_MS,
   MARKET_ENDED_STREAM,
-  MAX_CONNECTIONS_PER_PRINCIPAL,
   MAX_MESSAGE_BYTES,
   MAX_MESSAGES_PER_SECOND,
   MAX_STREAMS_PER_CONNECTION,
-  MAX_WARNINGS,
   marketStreams,
   POLICY_VIOLATION,
-  parseClientMessage,
   parseFrom,
   parseStreamName,
   STATUS_STREAM,
@@ -45,6 +41,7 @@ import {
 } from "./protocol";
 import { parseResume } from "./resume-log";
 import { ShardDuties, type VenueStatusMessage } from "./shard-duties";
+import { ShardLeases } from "./shard-leases";
 import { ShardSources, sourceOf } from "./shard-sources";
 import type { BookMessage } from "./wire-book";
 
@@ -66,11 +63,12 @@ export { BASE_TIMEOUT_MS, SNAPSHOT_DEPTH } from "./shard-sources";
  * follow it continue it exactly. Without a copy (after a wake-up or a gap) the shard forwards
  * no book messages until a fresh base arrives, and then sends every book subscriber a snapshot.
  *
- * Its jobs apart: what a socket keeps (`attachment.ts`), what publishes here and the book copies
- * (`shard-sources.ts`), the alarm's stored duties (`shard-duties.ts`), the native protocol's
- * subscriptions, catch-ups and fan-out (`native-subscriptions.ts`) and the dialects' connections
- * (`dialect-connections.ts`). Here: connections and their limits, the native protocol's messages,
- * what is published handed to both protocols, and the alarm.
+ * Its jobs apart: what a socket keeps (`attachment.ts`), the connections' leases
+ * (`shard-leases.ts`), what publishes here and the book copies (`shard-sources.ts`), the alarm's
+ * stored duties (`shard-duties.ts`), the native protocol's messages, subscriptions, catch-ups and
+ * fan-out (`native-subscriptions.ts`) and the dialects' connections (`dialect-connections.ts`).
+ * Here: connections and their limits, what is published handed to both protocols, planned
+ * closes, and the alarm.
  */
 export class StreamHub extends MeteredObject {
   /** What publishes here, the book copies and the resume log (./shard-sources.ts). */
@@ -87,8 +85,8 @@ export class StreamHub extends MeteredObject {
   private readonly counting: boolean;
   /** When the counts held are due to be handed on (the alarm's duty), if a hand-over waits. */
   private metricsDueAt: number | undefined;
-  /** Leases asked of a guard for connections not yet accepted: held, as far as a guard's check is concerned. */
-  private readonly pendingLeases = new Set<string>();
+  /** The connections' leases from their principals' guards (./shard-leases.ts). */
+  private readonly leases: ShardLeases;
   /** Frames sent since they were last counted (the current burst). */
   private framesSent = 0;
 
@@ -97,6 +95,7 @@ export class StreamHub extends MeteredObject {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, "shard");
+    this.leases = new ShardLeases(env, ctx);
     this.sources = new ShardSources({
       env,
       shard: () => this.shard(),
@@ -108,6 +107,7 @@ export class StreamHub extends MeteredObject {
       env,
       sources: this.sources,
       send: (ws, message) => this.send(ws, message),
+      closeForPolicy: (ws, reason) => this.closeForPolicy(ws, reason),
       ensureSources: (ws, adding, waitForBase) => this.ensureSources(ws, adding, waitForBase),
       currentStatus: () => this.duties.currentStatus(),
       count: (family, labels, n) => {
@@ -176,27 +176,11 @@ export class StreamHub extends MeteredObject {
       await this.ctx.storage.put("shard", shard);
     }
     // The principal's guard counts its connections on every shard (docs/limits.md#stream-connections).
-    const lease = crypto.randomUUID();
-    this.pendingLeases.add(lease);
-    let granted: boolean;
-    try {
-      granted = await accessGuard(this.env, principal).takeConnection(lease, shard, MAX_CONNECTIONS_PER_PRINCIPAL);
-    } catch (error) {
-      this.pendingLeases.delete(lease);
-      console.error("connection lease failed", String(error));
-      return Response.json(toProblemResult(problem("UNAVAILABLE", "the connection limit could not be checked; try again shortly")), { status: 503 });
-    }
-    if (!granted) {
-      this.pendingLeases.delete(lease);
-      const who = principal.startsWith("key:") ? "API key" : "client IP";
-      return Response.json(
-        toProblemResult(problem("STREAM_LIMIT", `at most ${MAX_CONNECTIONS_PER_PRINCIPAL} concurrent WebSocket connections per ${who}; close one first`)),
-        { status: 429 },
-      );
-    }
+    const lease = await this.leases.take(principal, shard);
+    if (lease instanceof Response) return lease;
     const { 0: client, 1: server } = new WebSocketPair();
     this.ctx.acceptWebSocket(server, [principal]);
-    this.pendingLeases.delete(lease);
+    this.leases.accepted(lease);
     // A key's connections are checked while open: revoked or expired, they close (docs/streams.md#closes-and-ended-streams).
     if (principal.startsWith("key:")) {
       this.duties.keyConnected(Date.now());
@@ -274,31 +258,7 @@ export class StreamHub extends MeteredObject {
       await ensureRegistry(this.env);
       return dialect.message(this.dialects.connectionOf(ws, dialect), message);
     }
-    const parsed =
-      typeof message === "string"
-        ? parseClientMessage(message)
-        : ({ ok: false, code: "INVALID_MESSAGE", message: "messages are JSON text, not binary", id: null } as const);
-    if (!parsed.ok) {
-      const attachment = attachmentOf(ws);
-      attachment.warnings += 1;
-      saveAttachment(ws, attachment);
-      if (attachment.warnings > MAX_WARNINGS) return this.closeForPolicy(ws, `more than ${MAX_WARNINGS} invalid messages`);
-      return this.natives.error(ws, parsed.id, parsed.code, parsed.message);
-    }
-    const request = parsed.message;
-    if (request.op === "subscribe") await ensureRegistry(this.env);
-    switch (request.op) {
-      case "ping":
-        return this.send(ws, request.id === null ? { op: "pong", time: Date.now() } : { op: "pong", id: request.id, time: Date.now() });
-      case "list":
-        return this.send(ws, { id: request.id, result: { streams: attachmentOf(ws).streams } });
-      case "subscribe":
-        return this.natives.subscribe(ws, request.id, request.streams, undefined, request.from);
-      case "unsubscribe":
-        return this.natives.unsubscribe(ws, request.id, request.streams);
-      case "more":
-        return this.natives.catchUps.more(ws);
-    }
+    return this.natives.message(ws, message);
   }
 
   /**
@@ -501,33 +461,12 @@ export class StreamHub extends MeteredObject {
 
   /** Which of a guard's leases are still open here (or being opened): the rest died with a restart or a crash. */
   leasesHeld(ids: string[]): string[] {
-    const held = new Set(this.pendingLeases);
-    for (const ws of this.ctx.getWebSockets()) {
-      const lease = (ws.deserializeAttachment() as StoredAttachment | null)?.lease;
-      if (lease) held.add(lease);
-    }
-    return ids.filter((id) => held.has(id));
-  }
-
-  /** A closed connection's lease goes back to its principal's guard, once (one call per close). */
-  private returnLease(ws: WebSocket, attachment: Attachment): void {
-    const lease = attachment.lease;
-    if (!lease) return;
-    try {
-      saveAttachment(ws, { ...attachment, lease: undefined });
-    } catch {
-      // closed already: the guard forgets a lease returned twice
-    }
-    this.ctx.waitUntil(
-      accessGuard(this.env, attachment.principal)
-        .returnConnection(lease)
-        .catch((error: unknown) => console.error("returning a connection lease failed", String(error))),
-    );
+    return this.leases.held(ids);
   }
 
   private forget(ws: WebSocket): void {
     const attachment = loadAttachment(ws);
-    if (attachment) this.returnLease(ws, attachment);
+    if (attachment) this.leases.giveBack(ws, attachment);
     if (attachment?.dialect) this.dialects.remove(attachment.dialect.id, ws, attachment.streams);
     else this.natives.forget(ws, attachment?.streams ?? []);
     this.inbound.delete(ws);
