@@ -53,7 +53,7 @@ export async function wholeBill(service, { channels, markets, busy, key, persist
     wsRate: L.wsApiPerSecond * scale,
     warm: 65,
     seconds: 60,
-    flushMs: Number(vars.METRICS_FLUSH_MS),
+    flushMs: Number(vars.METRICS_FLUSH_MS ?? 10_000),
   });
   log(`  answers: ${JSON.stringify(reads.statuses)}`);
   // Fewer ledger calls counted than signed requests sent: counts went missing, every read line is low.
