@@ -78,10 +78,12 @@ export async function filesPhase(service, token, channel, { dayGroups, archiveMa
   const dayFit = (field) => line(days.map((d) => [d.tradesPerMarket, field(d) / d.markets]));
   const callsOf = (w) => Object.values(w.calls).reduce((s, n) => s + n, 0);
 
-  // The archive: trades two days old beyond a chunk, moved by the host's alarm (a few chunks a run).
-  const twoDaysAgo = yesterday - 86_400_000;
+  // The archive: trades of a day that ended at least 48 h ago (past the hot 25 h whatever the time of
+  // day: a day two days old ends only 24 h before a run just after midnight UTC, and its last chunk
+  // was not old enough), beyond a chunk, moved by the host's alarm (a few chunks a run).
+  const archiveDay = yesterday - 2 * 86_400_000;
   const archive = await counted(service, token, async () => {
-    await publishDay(channel, [archiveMarket], [archiveTrades], twoDaysAgo);
+    await publishDay(channel, [archiveMarket], [archiveTrades], archiveDay);
     const bucket = await service.mf.getR2Bucket("HISTORY");
     const chunks = Math.floor((archiveTrades - 1000) / 10_000);
     // The host archives on a commit at most once a minute: a trade a second keeps it committing,
@@ -98,7 +100,7 @@ export async function filesPhase(service, token, channel, { dayGroups, archiveMa
             price: (price / 10 ** priceScale).toFixed(priceScale),
             quantity,
             side: "buy",
-            time: twoDaysAgo + 86_300_000 + waited,
+            time: archiveDay + 86_300_000 + waited,
           },
         ],
       });
