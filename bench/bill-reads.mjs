@@ -150,35 +150,38 @@ export async function readPhase(service, token, { markets, keys, rate, signedRat
       await sleep(20);
     }
   })();
-  // Every count handed on: the requests answered, then a hand-over's wait (and a second to spare).
-  const settled = async () => {
-    await Promise.all(inFlight);
-    await sleep(flushMs + 1_000);
-  };
+  // Every count handed on after the requests are answered: a hand-over's wait (and a second to spare).
+  const handedOn = () => sleep(flushMs + 1_000);
   // The warm-up counted apart: each key's first use (its guard's once-a-day row) falls in it.
   const warmWindow = await counted(service, token, async () => {
     await sleep(warm * 1000);
     paused = true;
-    await settled();
+    await Promise.all(inFlight);
+    await handedOn();
   });
   let loadSeconds = 0;
+  let loadCpuSeconds = 0;
   const window = await counted(service, token, async () => {
     const started = performance.now();
+    const cpu = service.cpuSeconds();
     counting = true;
     paused = false;
     await sleep(seconds * 1000);
     counting = false;
     stop = true;
     await driving;
+    await Promise.all(inFlight);
     loadSeconds = (performance.now() - started) / 1000;
-    await settled();
+    loadCpuSeconds = service.cpuSeconds() - cpu;
+    await handedOn();
   });
   for (const ws of sockets) ws.close();
   sent = { ...sent, addresses };
   const billed = billedIn(window.grown);
   const guardRows = (billedIn(warmWindow.grown).rowsWrittenBy.guard ?? 0) + (billed.rowsWrittenBy.guard ?? 0);
-  // Rates are a second of load: the pause that closes the window sent nothing.
-  return { ...window, seconds: loadSeconds, grown: undefined, billed, sent, statuses, keys: keys.length, guardRows };
+  // Rates and CPU are the load's: the pause that closes the window sent nothing, and its CPU (the
+  // hosts' own background) is not the reads'.
+  return { ...window, seconds: loadSeconds, cpuSeconds: loadCpuSeconds, grown: undefined, billed, sent, statuses, keys: keys.length, guardRows };
 }
 
 /**
