@@ -12,8 +12,8 @@ async function digest(text: string): Promise<ArrayBuffer> {
 }
 
 /** The OpenAPI tag and security scheme of every operator route (`/admin/*`). */
-export const OPERATOR_TAGS = ["Operator (admin)"];
-export const OPERATOR_SECURITY = [{ AdminToken: [] }];
+const OPERATOR_TAGS = ["Operator (admin)"];
+const OPERATOR_SECURITY = [{ AdminToken: [] }];
 
 /**
  * The operator API's bearer token (`ADMIN_TOKEN`, a Worker secret). Never a default: without
