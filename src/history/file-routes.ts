@@ -15,9 +15,6 @@ const FileParams = z.object({
   symbol: z.string().openapi({ param: { name: "symbol", in: "path" }, example: "BTCUSDT" }),
   file: z.string().openapi({ param: { name: "file", in: "path" }, example: "BTCUSDT-trades-2026-11-23.zip" }),
 });
-const KindParam = z.object({ kind: z.enum(["trades", "aggTrades"]).openapi({ param: { name: "kind", in: "path" } }) });
-const HourlyKindParam = z.object({ kind: z.enum(BOOK_FILE_KINDS).openapi({ param: { name: "kind", in: "path" } }) });
-const IntervalParam = z.object({ interval: z.enum(DAILY_KLINE_INTERVALS).openapi({ param: { name: "interval", in: "path" } }) });
 const ListingSchema = z
   .object({
     prefix: z.string().openapi({ example: "data/spot/daily/trades/BTCUSDT/" }),
@@ -82,100 +79,92 @@ export function historyFileRoutes(limit: MiddlewareHandler<AppEnv>) {
     return symbol;
   };
   /** A file's name, its date (`YYYY-MM-DD`, with `-HH` for an hour's) captured. */
-  const name = (symbol: string, what: string, hour = "") => new RegExp(`^${symbol}-${what}-(\\d{4}-\\d{2}-\\d{2}${hour})\\.zip(?:\\.CHECKSUM)?$`);
-  const hourName = (symbol: string, what: string) => name(symbol, what, "-\\d{2}");
+  const name = (symbol: string, what: string, hourly: boolean) =>
+    new RegExp(`^${symbol}-${what}-(\\d{4}-\\d{2}-\\d{2}${hourly ? "-\\d{2}" : ""})\\.zip(?:\\.CHECKSUM)?$`);
 
-  // Most specific first: `klines/{symbol}/{interval}` would otherwise read as `{kind}/{symbol}/{file}`.
   const route = routesOf({ tags, middleware: [limit] });
-  const router = createRouter()
-    .openapi(
-      route("get", "/data/spot/daily/klines/{symbol}/{interval}/{file}", {
-        operationId: "getDailyKlinesFile",
-        summary: "A day's klines file (zip) in 1m, 1h or 1d, or its .CHECKSUM",
-        description: "`{SYMBOL}-{interval}-{YYYY-MM-DD}.zip`: Binance's 12 kline columns, times in Unix ms.",
-        request: { params: IntervalParam.merge(FileParams) },
-        responses: fileResponses,
-      }),
+  const router = createRouter();
+  // Most specific first: `klines/{symbol}/{interval}` would otherwise read as `{kind}/{symbol}/{file}`.
+  for (const family of FAMILIES) {
+    const { param, values, hourly } = family;
+    const folderOf = (params: Record<string, string>) => family.folder.replace("{symbol}", symbolOf(params.symbol!)).replace(`{${param}}`, params[param]!);
+    const own = z.object({ [param]: z.enum(values).openapi({ param: { name: param, in: "path" } }) });
+    router.openapi(
+      route("get", `/${family.folder}/{file}`, { ...family.file, request: { params: own.merge(FileParams) }, responses: fileResponses }),
       async (c) => {
-        const { interval, file } = c.req.valid("param");
-        const symbol = symbolOf(c.req.valid("param").symbol);
-        return serve(c, `data/spot/daily/klines/${symbol}/${interval}/${file}`, file, name(symbol, interval));
+        const params = c.req.valid("param") as Record<string, string>;
+        return serve(c, `${folderOf(params)}/${params.file}`, params.file!, name(params.symbol!, params[param]!, hourly), hourly);
       },
-    )
-    .openapi(
-      route("get", "/data/spot/daily/klines/{symbol}/{interval}", {
-        operationId: "listDailyKlinesFiles",
-        summary: "The days of a market's klines files in one interval",
-        request: { params: IntervalParam.extend({ symbol: FileParams.shape.symbol }), query: z.object({ cursor: z.string().max(1024).optional() }) },
-        responses: { ...okJson(ListingSchema, "Files, by name (so by day)"), ...problemResponses(404, 429) },
-      }),
-      (c) => list(c, `data/spot/daily/klines/${symbolOf(c.req.valid("param").symbol)}/${c.req.valid("param").interval}/`),
-    )
-    .openapi(
-      route("get", "/data/spot/daily/{kind}/{symbol}/{file}", {
-        operationId: "getDailyTradesFile",
-        summary: "A day's trades or aggTrades file (zip), or its .CHECKSUM",
-        description:
-          "`{SYMBOL}-trades-{YYYY-MM-DD}.zip`: `id,price,qty,quoteQty,time,isBuyerMaker,isBestMatch`, times in Unix ms. aggTrades: `a,p,q,f,l,T,m,M`.",
-        request: { params: KindParam.merge(FileParams) },
-        responses: fileResponses,
-      }),
-      async (c) => {
-        const { kind, file } = c.req.valid("param");
-        const symbol = symbolOf(c.req.valid("param").symbol);
-        return serve(c, `data/spot/daily/${kind}/${symbol}/${file}`, file, name(symbol, kind));
-      },
-    )
-    .openapi(
-      route("get", "/data/spot/daily/{kind}/{symbol}", {
-        operationId: "listDailyTradesFiles",
-        summary: "The days of a market's trades or aggTrades files",
-        request: { params: KindParam.extend({ symbol: FileParams.shape.symbol }), query: z.object({ cursor: z.string().max(1024).optional() }) },
-        responses: { ...okJson(ListingSchema, "Files, by name (so by day)"), ...problemResponses(404, 429) },
-      }),
-      (c) => list(c, `data/spot/daily/${c.req.valid("param").kind}/${symbolOf(c.req.valid("param").symbol)}/`),
     );
-  router
-    .openapi(
-      route("get", "/data/spot/hourly/{kind}/{symbol}/{file}", {
-        operationId: "getHourlyBookFile",
-        summary: "An hour's book or bookTicker file (zip), or its .CHECKSUM",
-        description:
-          "`{SYMBOL}-book-{YYYY-MM-DD-HH}.zip`: `sequence,time,side,price,quantity,update_type`, opening with the whole book as the hour began (`snapshot`), then every level each update set (`delta`; quantity 0 removes it). `{SYMBOL}-bookTicker-{YYYY-MM-DD-HH}.zip`: `sequence,time,bid_price,bid_qty,ask_price,ask_qty` at every change of the best levels (docs/history.md#book-files).",
-        request: { params: HourlyKindParam.merge(FileParams) },
-        responses: fileResponses,
+    router.openapi(
+      route("get", `/${family.folder}`, {
+        ...family.listing,
+        request: { params: own.extend({ symbol: FileParams.shape.symbol }), query: z.object({ cursor: z.string().max(1024).optional() }) },
+        responses: { ...okJson(ListingSchema, `Files, by name (so by ${hourly ? "hour" : "day"})`), ...problemResponses(404, 429) },
       }),
-      async (c) => {
-        const { kind, file } = c.req.valid("param");
-        const symbol = symbolOf(c.req.valid("param").symbol);
-        return serve(c, `data/spot/hourly/${kind}/${symbol}/${file}`, file, hourName(symbol, kind), true);
-      },
-    )
-    .openapi(
-      route("get", "/data/spot/hourly/{kind}/{symbol}", {
-        operationId: "listHourlyBookFiles",
-        summary: "The hours of a market's book or bookTicker files",
-        request: { params: HourlyKindParam.extend({ symbol: FileParams.shape.symbol }), query: z.object({ cursor: z.string().max(1024).optional() }) },
-        responses: { ...okJson(ListingSchema, "Files, by name (so by hour)"), ...problemResponses(404, 429) },
-      }),
-      (c) => list(c, `data/spot/hourly/${c.req.valid("param").kind}/${symbolOf(c.req.valid("param").symbol)}/`),
+      (c) => list(c, `${folderOf(c.req.valid("param") as Record<string, string>)}/`),
     );
-  router.get("/data/spot/hourly/:kind/:symbol/", limit, (c) => {
-    const kind = c.req.param("kind");
-    if (!(BOOK_FILE_KINDS as readonly string[]).includes(kind)) throw problem("NOT_FOUND", `the hourly files are ${BOOK_FILE_KINDS.join(" and ")}`);
-    return list(c, `data/spot/hourly/${kind}/${symbolOf(c.req.param("symbol"))}/`);
-  });
-  // The listings also answer with a trailing slash, as a directory would.
-  router.get("/data/spot/daily/klines/:symbol/:interval/", limit, (c) => {
-    const interval = c.req.param("interval");
-    if (!(DAILY_KLINE_INTERVALS as readonly string[]).includes(interval))
-      throw problem("NOT_FOUND", `klines files are written in ${DAILY_KLINE_INTERVALS.join(", ")}`);
-    return list(c, `data/spot/daily/klines/${symbolOf(c.req.param("symbol"))}/${interval}/`);
-  });
-  router.get("/data/spot/daily/:kind/:symbol/", limit, (c) => {
-    const kind = c.req.param("kind");
-    if (kind !== "trades" && kind !== "aggTrades") throw problem("NOT_FOUND", "the daily files are trades, aggTrades and klines/{interval}");
-    return list(c, `data/spot/daily/${kind}/${symbolOf(c.req.param("symbol"))}/`);
-  });
+    // The listing also answers with a trailing slash, as a directory would.
+    router.get(`/${family.folder.replace(/\{(\w+)\}/g, ":$1")}/`, limit, (c) => {
+      if (!(values as readonly string[]).includes(c.req.param(param) ?? "")) throw problem("NOT_FOUND", family.unknown);
+      return list(c, `${folderOf(c.req.param())}/`);
+    });
+  }
   return router;
 }
+
+/** Files of one kind: where a market's lie, the path parameter that tells them apart, their routes' words. */
+interface FileFamily {
+  /** A market's folder in R2 and in the path, `{symbol}` and `{param}` standing for theirs. */
+  folder: string;
+  param: "kind" | "interval";
+  values: readonly [string, ...string[]];
+  hourly: boolean;
+  file: { operationId: string; summary: string; description: string };
+  listing: { operationId: string; summary: string };
+  /** The 404 of a listing of a value not written. */
+  unknown: string;
+}
+
+const FAMILIES: readonly FileFamily[] = [
+  {
+    folder: "data/spot/daily/klines/{symbol}/{interval}",
+    param: "interval",
+    values: DAILY_KLINE_INTERVALS,
+    hourly: false,
+    file: {
+      operationId: "getDailyKlinesFile",
+      summary: "A day's klines file (zip) in 1m, 1h or 1d, or its .CHECKSUM",
+      description: "`{SYMBOL}-{interval}-{YYYY-MM-DD}.zip`: Binance's 12 kline columns, times in Unix ms.",
+    },
+    listing: { operationId: "listDailyKlinesFiles", summary: "The days of a market's klines files in one interval" },
+    unknown: `klines files are written in ${DAILY_KLINE_INTERVALS.join(", ")}`,
+  },
+  {
+    folder: "data/spot/daily/{kind}/{symbol}",
+    param: "kind",
+    values: ["trades", "aggTrades"],
+    hourly: false,
+    file: {
+      operationId: "getDailyTradesFile",
+      summary: "A day's trades or aggTrades file (zip), or its .CHECKSUM",
+      description: "`{SYMBOL}-trades-{YYYY-MM-DD}.zip`: `id,price,qty,quoteQty,time,isBuyerMaker,isBestMatch`, times in Unix ms. aggTrades: `a,p,q,f,l,T,m,M`.",
+    },
+    listing: { operationId: "listDailyTradesFiles", summary: "The days of a market's trades or aggTrades files" },
+    unknown: "the daily files are trades, aggTrades and klines/{interval}",
+  },
+  {
+    folder: "data/spot/hourly/{kind}/{symbol}",
+    param: "kind",
+    values: BOOK_FILE_KINDS,
+    hourly: true,
+    file: {
+      operationId: "getHourlyBookFile",
+      summary: "An hour's book or bookTicker file (zip), or its .CHECKSUM",
+      description:
+        "`{SYMBOL}-book-{YYYY-MM-DD-HH}.zip`: `sequence,time,side,price,quantity,update_type`, opening with the whole book as the hour began (`snapshot`), then every level each update set (`delta`; quantity 0 removes it). `{SYMBOL}-bookTicker-{YYYY-MM-DD-HH}.zip`: `sequence,time,bid_price,bid_qty,ask_price,ask_qty` at every change of the best levels (docs/history.md#book-files).",
+    },
+    listing: { operationId: "listHourlyBookFiles", summary: "The hours of a market's book or bookTicker files" },
+    unknown: `the hourly files are ${BOOK_FILE_KINDS.join(" and ")}`,
+  },
+];

@@ -143,6 +143,49 @@ describe("daily files in Binance's public-data layout (docs/history.md#daily-fil
     );
   });
 
+  it("every family of files answers its file, its CHECKSUM and its listing (with or without a trailing slash); a name, kind, interval or symbol not its own is 404", async () => {
+    const hour = `${date}-07`;
+    const families = [
+      {
+        folder: "data/spot/daily/klines/BTCUSDT/1h",
+        file: `BTCUSDT-1h-${date}.zip`,
+        other: `BTCUSDT-1m-${date}.zip`,
+        unknown: "data/spot/daily/klines/BTCUSDT/5m/",
+      },
+      {
+        folder: "data/spot/daily/aggTrades/BTCUSDT",
+        file: `BTCUSDT-aggTrades-${date}.zip`,
+        other: `BTCUSDT-trades-${date}.zip`,
+        unknown: "data/spot/daily/orders/BTCUSDT/",
+      },
+      {
+        folder: "data/spot/hourly/bookTicker/BTCUSDT",
+        file: `BTCUSDT-bookTicker-${hour}.zip`,
+        other: `BTCUSDT-bookTicker-${date}.zip`,
+        unknown: "data/spot/hourly/trades/BTCUSDT/",
+      },
+    ];
+    for (const { folder, file, other, unknown } of families) {
+      await env.HISTORY.put(`${folder}/${file}`, "zip bytes");
+      await env.HISTORY.put(`${folder}/${file}.CHECKSUM`, `sum  ${file}\n`);
+      const zip = await call(`/${folder}/${file}`);
+      expect([zip.status, zip.headers.get("Content-Type"), await zip.text()], `${folder}: the file`).toEqual([200, "application/zip", "zip bytes"]);
+      const sum = await call(`/${folder}/${file}.CHECKSUM`);
+      expect([sum.status, await sum.text()], `${folder}: its CHECKSUM`).toEqual([200, `sum  ${file}\n`]);
+      for (const path of [`/${folder}`, `/${folder}/`]) {
+        const listing = await callJson(path);
+        expect([listing.status, listing.body.prefix, listing.body.files.map((f: { name: string }) => f.name)], `${path}: the listing`).toEqual([
+          200,
+          `${folder}/`,
+          [file, `${file}.CHECKSUM`],
+        ]);
+      }
+      expect((await call(`/${folder}/${other}`)).status, `${folder}: another family's name`).toBe(404);
+      expect((await call(`/${unknown}`)).status, `/${unknown}: not a kind or interval written`).toBe(404);
+      expect((await call(`/${folder.replace("BTCUSDT", "btc-usdt")}/`)).status, `${folder}: not a symbol`).toBe(404);
+    }
+  });
+
   it("puts a day's zips in R2's Infrequent Access class and their checksums in Standard (docs/history.md#storage-class; fails before: every file Standard)", async () => {
     // The Workflow's own puts, through a recording pass-through of the bucket (the local runtime stores every class as Standard).
     const recorded = recordingBucket(env.HISTORY);
