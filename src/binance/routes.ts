@@ -9,6 +9,7 @@ import type { MarketQuestion } from "../reads/edge-copies";
 import { readVenue } from "../reads/edge-reads";
 import { klinesQuestion, readContext, tradingDayQuestion, windowQuestion } from "../reads/reads";
 import { currentRegistry } from "../registry/copy";
+import type { MarketConfig } from "../registry/model";
 import { BinanceError, binanceError, handleBinanceError, illegalParameter } from "./errors";
 import { binanceHook, marketOf, marketsAsked, onlyParams, rows } from "./params";
 import { eachRecord, readOne, readRecords, readWindows, sendAs } from "./route-reads";
@@ -218,92 +219,110 @@ export function binanceRoutes(limit: MiddlewareHandler<AppEnv>, app: () => App) 
       return sendAs<z.infer<typeof BinanceAvgPriceSchema>>(c, read, () => binance.averagePrice(candles, fallback, market, now), true);
     },
   );
-  router.openapi(
-    get("ticker/24hr", {
-      operationId: "binanceTicker24hr",
-      summary: "24-hour rolling tickers: one, some or all",
-      description:
-        "`symbol` for one record; `symbols` (a JSON array) or nothing for an array. Every market at once is one object call per second at most, whatever the number of markets (docs/api.md#all-markets).",
-      request: { query: TickerQuery },
-      responses: { ...ok(oneOrMany(z.union([BinanceTickerSchema, BinanceMiniTickerSchema])), "Ticker records"), ...errors },
-    }),
-    async (c) => {
-      const query = c.req.valid("query");
-      const asked = marketsAsked(query, Number.POSITIVE_INFINITY);
-      const read = await readRecords(c, asked, "ticker");
-      const translate = query.type === "MINI" ? (t: TickerRecord) => binance.miniTicker(t) : binance.fullTicker;
-      return sendAs<z.infer<typeof BinanceTickerSchema>>(c, read, eachRecord(translate, asked.many));
-    },
-  );
-  router.openapi(
-    get("ticker", {
+  // Windows of one shape: from a moment to now, for one or some markets.
+  for (const { path, operationId, summary, description, query: parameters, ok: answer, ask } of [
+    {
+      path: "ticker",
       operationId: "binanceWindowTicker",
       summary: "Rolling-window statistics: 1m–59m, 1h–23h, 1d–7d, for one or some markets",
       description:
         "`symbol` for one record, `symbols` (a JSON array) for an array; one of them is required. The window opens at the start of the current minute minus `windowSize` and closes now (docs/history.md#rolling-windows).",
-      request: { query: WindowTickerQuery },
-      responses: { ...ok(oneOrMany(z.union([BinanceWindowTickerSchema, BinanceMiniTickerSchema])), "Window statistics"), ...errors },
-    }),
-    async (c) => {
-      const query = c.req.valid("query");
-      const windowMs = parseWindowSize(query.windowSize ?? "1d");
-      if (windowMs === undefined) throw illegalParameter("windowSize", "1m-59m, 1h-23h or 1d-7d");
-      // Binance's WebSocket API takes 200 symbols here, its REST endpoint 100.
-      const most = wsApiRequests.has(c.req.raw) ? WS_API_TICKER_SYMBOLS : undefined;
-      const read = await readWindows(c, query, windowQuestion(windowMs, Date.now()), most);
-      return sendAs<z.infer<typeof BinanceWindowTickerSchema>>(
-        c,
-        read,
-        eachRecord((w: WindowRecord) => binance.windowTicker(w, query.type)),
-      );
+      query: WindowTickerQuery,
+      ok: "Window statistics",
+      ask: (query: { windowSize?: string }, c: Context<AppEnv>) => {
+        const windowMs = parseWindowSize(query.windowSize ?? "1d");
+        if (windowMs === undefined) throw illegalParameter("windowSize", "1m-59m, 1h-23h or 1d-7d");
+        // Binance's WebSocket API takes 200 symbols here, its REST endpoint 100.
+        return { question: windowQuestion(windowMs, Date.now()), most: wsApiRequests.has(c.req.raw) ? WS_API_TICKER_SYMBOLS : undefined };
+      },
     },
-  );
-  router.openapi(
-    get("ticker/tradingDay", {
+    {
+      path: "ticker/tradingDay",
       operationId: "binanceTradingDay",
       summary: "Statistics of the current trading day at a UTC offset, for one or some markets",
       description: "`symbol` or `symbols` (required). From the day's midnight at `timeZone` (default UTC) to now; `closeTime` is the day's last millisecond.",
-      request: { query: TradingDayQuery },
-      responses: { ...ok(oneOrMany(z.union([BinanceWindowTickerSchema, BinanceMiniTickerSchema])), "Trading-day statistics"), ...errors },
-    }),
-    async (c) => {
-      const query = c.req.valid("query");
-      const offset = parseTimeZone(query.timeZone ?? "0");
-      if (offset === undefined) throw illegalParameter("timeZone", "-12:00 to +14:00, as 8, -5 or +05:45");
-      const read = await readWindows(c, query, tradingDayQuestion(offset, Date.now()));
-      return sendAs<z.infer<typeof BinanceWindowTickerSchema>>(
-        c,
-        read,
-        eachRecord((w: WindowRecord) => binance.windowTicker(w, query.type)),
-      );
+      query: TradingDayQuery,
+      ok: "Trading-day statistics",
+      ask: (query: { timeZone?: string }) => {
+        const offset = parseTimeZone(query.timeZone ?? "0");
+        if (offset === undefined) throw illegalParameter("timeZone", "-12:00 to +14:00, as 8, -5 or +05:45");
+        return { question: tradingDayQuestion(offset, Date.now()), most: undefined };
+      },
     },
-  );
-  router.openapi(
-    get("ticker/price", {
+  ] as const) {
+    router.openapi(
+      get(path, {
+        operationId,
+        summary,
+        description,
+        request: { query: parameters },
+        responses: { ...ok(oneOrMany(z.union([BinanceWindowTickerSchema, BinanceMiniTickerSchema])), answer), ...errors },
+      }),
+      async (c) => {
+        const query = c.req.valid("query");
+        const { question, most } = ask(query, c);
+        const read = await readWindows(c, query, question, most);
+        return sendAs<z.infer<typeof BinanceWindowTickerSchema>>(
+          c,
+          read,
+          eachRecord((w: WindowRecord) => binance.windowTicker(w, query.type)),
+        );
+      },
+    );
+  }
+  // Reads of one shape: every market's latest record of a kind, each translated alone.
+  for (const { path, operationId, summary, description, query: parameters, schema, ok: answer, kind, each } of [
+    {
+      path: "ticker/24hr",
+      operationId: "binanceTicker24hr",
+      summary: "24-hour rolling tickers: one, some or all",
+      description:
+        "`symbol` for one record; `symbols` (a JSON array) or nothing for an array. Every market at once is one object call per second at most, whatever the number of markets (docs/api.md#all-markets).",
+      query: TickerQuery,
+      schema: z.union([BinanceTickerSchema, BinanceMiniTickerSchema]),
+      ok: "Ticker records",
+      kind: "ticker",
+      each: (query: Partial<z.infer<typeof TickerQuery>>, only?: readonly MarketConfig[]) =>
+        eachRecord(query.type === "MINI" ? (t: TickerRecord) => binance.miniTicker(t) : binance.fullTicker, only),
+    },
+    {
+      path: "ticker/price",
       operationId: "binanceTickerPrice",
       summary: "Last prices: one, some or all",
-      request: { query: OptionalSymbolQuery },
-      responses: { ...ok(oneOrMany(BinancePriceSchema), "Prices"), ...errors },
-    }),
-    async (c) => {
-      const asked = marketsAsked(c.req.valid("query"), Number.POSITIVE_INFINITY);
-      const read = await readRecords(c, asked, "ticker");
-      return sendAs<z.infer<typeof BinancePriceSchema>>(c, read, eachRecord(binance.tickerPrice, asked.many));
+      description: undefined,
+      query: OptionalSymbolQuery,
+      schema: BinancePriceSchema,
+      ok: "Prices",
+      kind: "ticker",
+      each: (_query: object, only?: readonly MarketConfig[]) => eachRecord(binance.tickerPrice, only),
     },
-  );
-  router.openapi(
-    get("ticker/bookTicker", {
+    {
+      path: "ticker/bookTicker",
       operationId: "binanceBookTicker",
       summary: "Best bid and ask: one, some or all",
-      request: { query: OptionalSymbolQuery },
-      responses: { ...ok(oneOrMany(BinanceBookTickerSchema), "Tops of the books"), ...errors },
-    }),
-    async (c) => {
-      const asked = marketsAsked(c.req.valid("query"), Number.POSITIVE_INFINITY);
-      const read = await readRecords(c, asked, "bookTicker");
-      return sendAs<z.infer<typeof BinanceBookTickerSchema>>(c, read, eachRecord(binance.bookTicker, asked.many));
+      description: undefined,
+      query: OptionalSymbolQuery,
+      schema: BinanceBookTickerSchema,
+      ok: "Tops of the books",
+      kind: "bookTicker",
+      each: (_query: object, only?: readonly MarketConfig[]) => eachRecord(binance.bookTicker, only),
     },
-  );
+  ] as const) {
+    router.openapi(
+      get(path, {
+        operationId,
+        summary,
+        ...(description !== undefined && { description }),
+        request: { query: parameters },
+        responses: { ...ok(oneOrMany(schema), answer), ...errors },
+      }),
+      async (c) => {
+        const query = c.req.valid("query");
+        const asked = marketsAsked(query, Number.POSITIVE_INFINITY);
+        return sendAs<z.infer<typeof schema>>(c, await readRecords(c, asked, kind), each(query, asked.many));
+      },
+    );
+  }
   router.openapi(
     createRoute({
       method: "get",

@@ -145,14 +145,14 @@ export const BinanceTradeSchema = z
 
 export const BinanceAggTradeSchema = z
   .object({
-    a: z.number().int(),
-    p: Decimal,
-    q: Decimal,
-    f: z.number().int(),
-    l: z.number().int(),
-    T: z.number().int(),
-    m: z.boolean(),
-    M: z.boolean(),
+    a: z.number().int().openapi({ description: "Aggregate trade id: the trade's id here" }),
+    p: Decimal.openapi({ description: "Price" }),
+    q: Decimal.openapi({ description: "Quantity" }),
+    f: z.number().int().openapi({ description: "First trade id of the aggregate (= a)" }),
+    l: z.number().int().openapi({ description: "Last trade id of the aggregate (= a)" }),
+    T: z.number().int().openapi({ description: "Trade time, Unix ms" }),
+    m: z.boolean().openapi({ description: "The buyer was the maker" }),
+    M: z.boolean().openapi({ description: "Best price match (always true)" }),
   })
   .openapi("BinanceAggTrade");
 

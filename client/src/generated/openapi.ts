@@ -481,26 +481,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/binance/api/v3/ticker/24hr": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * 24-hour rolling tickers: one, some or all
-         * @description `symbol` for one record; `symbols` (a JSON array) or nothing for an array. Every market at once is one object call per second at most, whatever the number of markets (docs/api.md#all-markets).
-         */
-        get: operations["binanceTicker24hr"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/binance/api/v3/ticker": {
         parameters: {
             query?: never;
@@ -533,6 +513,26 @@ export interface paths {
          * @description `symbol` or `symbols` (required). From the day's midnight at `timeZone` (default UTC) to now; `closeTime` is the day's last millisecond.
          */
         get: operations["binanceTradingDay"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/binance/api/v3/ticker/24hr": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * 24-hour rolling tickers: one, some or all
+         * @description `symbol` for one record; `symbols` (a JSON array) or nothing for an array. Every market at once is one object call per second at most, whatever the number of markets (docs/api.md#all-markets).
+         */
+        get: operations["binanceTicker24hr"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2093,15 +2093,27 @@ export interface components {
             isBestMatch: boolean;
         };
         BinanceAggTrade: {
+            /** @description Aggregate trade id: the trade's id here */
             a: number;
-            /** @example 97000.10 */
+            /**
+             * @description Price
+             * @example 97000.10
+             */
             p: string;
-            /** @example 97000.10 */
+            /**
+             * @description Quantity
+             * @example 97000.10
+             */
             q: string;
+            /** @description First trade id of the aggregate (= a) */
             f: number;
+            /** @description Last trade id of the aggregate (= a) */
             l: number;
+            /** @description Trade time, Unix ms */
             T: number;
+            /** @description The buyer was the maker */
             m: boolean;
+            /** @description Best price match (always true) */
             M: boolean;
         };
         /** @description [openTime, open, high, low, close, volume, closeTime, quoteVolume, trades, takerBuyBaseVolume, takerBuyQuoteVolume, unused] */
@@ -2125,28 +2137,13 @@ export interface components {
             price: string;
             closeTime: number;
         };
-        BinanceTicker: components["schemas"]["BinanceMiniTicker"] & {
+        BinanceWindowTicker: components["schemas"]["BinanceMiniTicker"] & {
             /** @example 97000.10 */
             priceChange: string;
             /** @example 97000.10 */
             priceChangePercent: string;
             /** @example 97000.10 */
             weightedAvgPrice: string;
-            /**
-             * @description 0 here (not kept)
-             * @example 97000.10
-             */
-            prevClosePrice: string;
-            /** @example 97000.10 */
-            lastQty: string;
-            /** @example 97000.10 */
-            bidPrice: string;
-            /** @example 97000.10 */
-            bidQty: string;
-            /** @example 97000.10 */
-            askPrice: string;
-            /** @example 97000.10 */
-            askQty: string;
         };
         BinanceMiniTicker: {
             symbol: string;
@@ -2170,13 +2167,28 @@ export interface components {
             lastId: number;
             count: number;
         };
-        BinanceWindowTicker: components["schemas"]["BinanceMiniTicker"] & {
+        BinanceTicker: components["schemas"]["BinanceMiniTicker"] & {
             /** @example 97000.10 */
             priceChange: string;
             /** @example 97000.10 */
             priceChangePercent: string;
             /** @example 97000.10 */
             weightedAvgPrice: string;
+            /**
+             * @description 0 here (not kept)
+             * @example 97000.10
+             */
+            prevClosePrice: string;
+            /** @example 97000.10 */
+            lastQty: string;
+            /** @example 97000.10 */
+            bidPrice: string;
+            /** @example 97000.10 */
+            bidQty: string;
+            /** @example 97000.10 */
+            askPrice: string;
+            /** @example 97000.10 */
+            askQty: string;
         };
         BinancePrice: {
             symbol: string;
@@ -4516,70 +4528,6 @@ export interface operations {
             };
         };
     };
-    binanceTicker24hr: {
-        parameters: {
-            query?: {
-                /** @description As Binance writes it: upper case, no separator */
-                symbol?: string;
-                /** @description A JSON array of symbols (URL-encoded); not with `symbol`. Every listed market may be named where the answer comes from the all-market one (ticker/24hr, ticker/price, ticker/bookTicker, exchangeInfo; at most 32 KiB of text), else at most 100 */
-                symbols?: string;
-                /** @description Only markets in this status: with `symbol`, -1220 when it is not; with `symbols` or neither, the others are left out */
-                symbolStatus?: "TRADING" | "HALT" | "BREAK";
-                /** @description FULL (default) or MINI */
-                type?: "FULL" | "MINI";
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Ticker records */
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "X-As-Of": components["headers"]["X-As-Of"];
-                    Age: components["headers"]["Age"];
-                    "Cache-Control": components["headers"]["Cache-Control"];
-                    Warning: components["headers"]["Warning"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["BinanceTicker"] | components["schemas"]["BinanceMiniTicker"] | (components["schemas"]["BinanceTicker"] | components["schemas"]["BinanceMiniTicker"])[];
-                };
-            };
-            /** @description Binance error: -1100, -1101, -1102, -1104, -1120, -1121, -1122, -1128, -1130, -1220 */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["BinanceError"];
-                };
-            };
-            /** @description Binance error -1003, with Retry-After */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["BinanceError"];
-                };
-            };
-        };
-    };
     binanceWindowTicker: {
         parameters: {
             query?: {
@@ -4681,6 +4629,70 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["BinanceWindowTicker"] | components["schemas"]["BinanceMiniTicker"] | (components["schemas"]["BinanceWindowTicker"] | components["schemas"]["BinanceMiniTicker"])[];
+                };
+            };
+            /** @description Binance error: -1100, -1101, -1102, -1104, -1120, -1121, -1122, -1128, -1130, -1220 */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+            /** @description Binance error -1003, with Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceError"];
+                };
+            };
+        };
+    };
+    binanceTicker24hr: {
+        parameters: {
+            query?: {
+                /** @description As Binance writes it: upper case, no separator */
+                symbol?: string;
+                /** @description A JSON array of symbols (URL-encoded); not with `symbol`. Every listed market may be named where the answer comes from the all-market one (ticker/24hr, ticker/price, ticker/bookTicker, exchangeInfo; at most 32 KiB of text), else at most 100 */
+                symbols?: string;
+                /** @description Only markets in this status: with `symbol`, -1220 when it is not; with `symbols` or neither, the others are left out */
+                symbolStatus?: "TRADING" | "HALT" | "BREAK";
+                /** @description FULL (default) or MINI */
+                type?: "FULL" | "MINI";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ticker records */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-As-Of": components["headers"]["X-As-Of"];
+                    Age: components["headers"]["Age"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Warning: components["headers"]["Warning"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BinanceTicker"] | components["schemas"]["BinanceMiniTicker"] | (components["schemas"]["BinanceTicker"] | components["schemas"]["BinanceMiniTicker"])[];
                 };
             };
             /** @description Binance error: -1100, -1101, -1102, -1104, -1120, -1121, -1122, -1128, -1130, -1220 */
