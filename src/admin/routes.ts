@@ -14,7 +14,7 @@ import {
 } from "../settlements/gateways";
 import { listSettlements, readSettlement } from "../settlements/queries";
 import { CurrentStatusSchema, EventSchema, SettlementSchema, TransitionSchema } from "../settlements/schemas";
-import { auditOf, operatorRoute } from "./auth";
+import { auditOf, operatorListing, operatorRemoval, operatorRoute } from "./auth";
 
 /** The isolate's call counters (`objectCalls`), one integer each: the schema follows the counters, never a copy of their names. */
 const ObjectCallsSchema = z.object(
@@ -68,14 +68,7 @@ export const adminRoutes = createRouter()
       return c.json(await approveGateway(c.env, name, id, auditOf(c)), 201);
     },
   )
-  .openapi(
-    operatorRoute("get", "/gateways", {
-      operationId: "listGateways",
-      summary: "List gateways (never their secrets)",
-      responses: { ...okJson(z.object({ gateways: z.array(GatewaySchema) }), "Gateways"), ...problemResponses(401, 429, 503) },
-    }),
-    async (c) => c.json({ gateways: await listGateways(c.env) }, 200),
-  )
+  .openapi(...operatorListing("/gateways", { gateways: GatewaySchema }, "List gateways (never their secrets)", listGateways))
   .openapi(
     operatorRoute("get", "/gateways/{id}", {
       operationId: "getGateway",
@@ -95,29 +88,20 @@ export const adminRoutes = createRouter()
     async (c) => c.json(await rotateSecret(c.env, c.req.valid("param").id, auditOf(c)), 201),
   )
   .openapi(
-    operatorRoute("delete", "/gateways/{id}/secrets/{secretId}", {
-      operationId: "retireGatewaySecret",
-      summary: "Retire a secret",
-      request: { params: SecretParams },
-      responses: { 204: { description: "Retired" }, ...problemResponses(401, 404, 429, 503) },
-    }),
-    async (c) => {
-      const { id, secretId } = c.req.valid("param");
-      await retireSecret(c.env, id, secretId, auditOf(c));
-      return c.body(null, 204);
-    },
+    ...operatorRemoval(
+      "/gateways/{id}/secrets/{secretId}",
+      SecretParams,
+      { operationId: "retireGatewaySecret", summary: "Retire a secret", removed: "Retired" },
+      (c, p) => retireSecret(c.env, p.id, p.secretId, auditOf(c)),
+    ),
   )
   .openapi(
-    operatorRoute("delete", "/gateways/{id}", {
-      operationId: "revokeGateway",
-      summary: "Revoke a gateway: its callbacks are refused from now on",
-      request: { params: GatewayParam },
-      responses: { 204: { description: "Revoked" }, ...problemResponses(401, 404, 429, 503) },
-    }),
-    async (c) => {
-      await revokeGateway(c.env, c.req.valid("param").id, auditOf(c));
-      return c.body(null, 204);
-    },
+    ...operatorRemoval(
+      "/gateways/{id}",
+      GatewayParam,
+      { operationId: "revokeGateway", summary: "Revoke a gateway: its callbacks are refused from now on", removed: "Revoked" },
+      (c, p) => revokeGateway(c.env, p.id, auditOf(c)),
+    ),
   )
   .openapi(
     operatorRoute("get", "/settlements", {

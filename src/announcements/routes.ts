@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { auditOf, operatorRoute } from "../admin/auth";
+import { auditOf, operatorListing, operatorRemoval, operatorRoute } from "../admin/auth";
 import { auditStatement } from "../audit/audit-log";
 import { priceIndex } from "../core/object-ids";
 import { problem, unwrap } from "../core/problem";
@@ -71,12 +71,12 @@ export const announcementRoutes = createRouter()
     },
   )
   .openapi(
-    operatorRoute("get", "/announcements", {
-      operationId: "listAnnouncements",
-      summary: "Every announcement kept, ended ones too, in the order made",
-      responses: { ...okJson(z.object({ announcements: z.array(AnnouncementSchema) }), "Announcements"), ...problemResponses(401, 429, 503) },
-    }),
-    async (c) => c.json({ announcements: (await priceIndex(c.env).announcements()) as Announcement[] }, 200),
+    ...operatorListing(
+      "/announcements",
+      { announcements: AnnouncementSchema },
+      "Every announcement kept, ended ones too, in the order made",
+      (env) => priceIndex(env).announcements() as Promise<Announcement[]>,
+    ),
   )
   .openapi(
     operatorRoute("patch", "/announcements/{id}", {
@@ -96,16 +96,18 @@ export const announcementRoutes = createRouter()
     },
   )
   .openapi(
-    operatorRoute("delete", "/announcements/{id}", {
-      operationId: "deleteAnnouncement",
-      summary: "Delete an announcement: it leaves the status at once",
-      request: { params: IdParam },
-      responses: { 204: { description: "Deleted" }, ...problemResponses(400, 401, 404, 413, 429, 503) },
-    }),
-    async (c) => {
-      const { id } = c.req.valid("param");
-      if (!(await priceIndex(c.env).removeAnnouncement(id))) throw problem("NOT_FOUND", `no announcement ${id}`);
-      await audit(c, "announcement.delete", id, {});
-      return c.body(null, 204);
-    },
+    ...operatorRemoval(
+      "/announcements/{id}",
+      IdParam,
+      {
+        operationId: "deleteAnnouncement",
+        summary: "Delete an announcement: it leaves the status at once",
+        removed: "Deleted",
+        problems: [400, 401, 404, 413, 429, 503],
+      },
+      async (c, { id }) => {
+        if (!(await priceIndex(c.env).removeAnnouncement(id))) throw problem("NOT_FOUND", `no announcement ${id}`);
+        await audit(c, "announcement.delete", id, {});
+      },
+    ),
   );

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { KEY_ID_RULE } from "../access/keys";
-import { auditOf, operatorRoute } from "../admin/auth";
+import { auditOf, operatorListing, operatorRemoval, operatorRoute } from "../admin/auth";
 import { createRouter } from "../core/router";
 import { createdJson, jsonBody, okJson, problemResponses } from "../core/schemas";
 import { AllowIps, ExpiresAt, Markets, PublishKeySchema } from "./key-schemas";
@@ -44,14 +44,7 @@ export const publishKeyRoutes = createRouter()
     }),
     async (c) => c.json(await issuePublishKey(c.env, c.req.valid("json"), auditOf(c)), 201),
   )
-  .openapi(
-    operatorRoute("get", "/publish-keys", {
-      operationId: "listPublishKeys",
-      summary: "Every publishing key, newest first (never a secret)",
-      responses: { ...okJson(z.object({ publishKeys: z.array(PublishKeySchema) }), "Publishing keys"), ...problemResponses(401, 429, 503) },
-    }),
-    async (c) => c.json({ publishKeys: await listPublishKeys(c.env) }, 200),
-  )
+  .openapi(...operatorListing("/publish-keys", { publishKeys: PublishKeySchema }, "Every publishing key, newest first (never a secret)", listPublishKeys))
   .openapi(
     operatorRoute("patch", "/publish-keys/{id}", {
       operationId: "changePublishKey",
@@ -72,14 +65,15 @@ export const publishKeyRoutes = createRouter()
     async (c) => c.json(await amendPublishKey(c.env, c.req.valid("param").id, c.req.valid("json"), auditOf(c)), 200),
   )
   .openapi(
-    operatorRoute("delete", "/publish-keys/{id}", {
-      operationId: "revokePublishKey",
-      summary: "Revoke a publishing key: the next request fails, open channels close within 10 s",
-      request: { params: KeyParam },
-      responses: { 204: { description: "Revoked" }, ...problemResponses(400, 401, 404, 413, 429, 503) },
-    }),
-    async (c) => {
-      await revokePublishKey(c.env, c.req.valid("param").id, auditOf(c));
-      return c.body(null, 204);
-    },
+    ...operatorRemoval(
+      "/publish-keys/{id}",
+      KeyParam,
+      {
+        operationId: "revokePublishKey",
+        summary: "Revoke a publishing key: the next request fails, open channels close within 10 s",
+        removed: "Revoked",
+        problems: [400, 401, 404, 413, 429, 503],
+      },
+      (c, { id }) => revokePublishKey(c.env, id, auditOf(c)),
+    ),
   );

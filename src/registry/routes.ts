@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import type { Context } from "hono";
 import { auditOf, operatorRoute } from "../admin/auth";
 import type { AuditContext } from "../audit/audit-log";
 import { marketObject, registryObject } from "../core/object-ids";
@@ -6,6 +7,7 @@ import { problem } from "../core/problem";
 import { createRouter } from "../core/router";
 import { createdJson, jsonBody, okJson, problemResponses } from "../core/schemas";
 import { requireSymbol } from "../core/symbols";
+import type { AppEnv } from "../env";
 import { AssetSchema, MarketSchema, PairParam } from "../market/schemas";
 import { adoptRegistry } from "./copy";
 import { ASSET_CODE, ASSET_CODE_RULE, MAX_LISTINGS_PER_REQUEST, type MarketConfig, marketView } from "./model";
@@ -98,6 +100,26 @@ async function enforce(env: Env, change: MarketChange, audit: AuditContext): Pro
 
 const StatusBody = z.object({ status: z.enum(["TRADING", "HALTED", "DELISTED"]) }).strict();
 
+/** A route that changes one market (its rules, its status) with a JSON body, and answers the market as it now stands. */
+function marketChange<M extends "patch" | "put", P extends string, B extends z.ZodType>(
+  method: M,
+  path: P,
+  body: B,
+  words: { operationId: string; summary: string; description: string },
+) {
+  return operatorRoute(method, path, {
+    ...words,
+    request: { params: PairParam, ...jsonBody(body) },
+    responses: { ...okJson(MarketSchema, "The market"), ...problemResponses(400, 401, 404, 409, 413, 415, 429, 503) },
+  });
+}
+
+/** Records a change of the market `pair` names, puts it in force (`enforce`) and answers the market as it now stands. */
+async function answerChange(c: Context<AppEnv>, pair: string, change: (symbol: string, audit: AuditContext) => Promise<MarketChange>) {
+  const audit = auditOf(c);
+  return c.json(marketView(await enforce(c.env, await change(requireSymbol(pair).symbol, audit), audit)), 200);
+}
+
 /**
  * The registry's operator routes, mounted at `/admin` (docs/operations.md#listing-markets):
  * list assets and markets, change a market's rules or status, read the system of record.
@@ -178,36 +200,20 @@ export const registryRoutes = createRouter()
     },
   )
   .openapi(
-    operatorRoute("patch", "/markets/{pair}", {
+    marketChange("patch", "/markets/{pair}", RuleChangeSchema, {
       operationId: "changeMarketRules",
       summary: "Change a market's trading rules (the scales stay as listed)",
       description:
         "In force for the market's next ingest batch before the answer (if the market cannot be told, the change is undone: 503). tickSize and stepSize may change within the market's scales (0.01 → 0.05, not 0.001). Resting levels that no longer fit stay until the publisher changes or removes them; new and changed levels must fit. A delisted market is 409.",
-      request: { params: PairParam, ...jsonBody(RuleChangeSchema) },
-      responses: { ...okJson(MarketSchema, "The market"), ...problemResponses(400, 401, 404, 409, 413, 415, 429, 503) },
     }),
-    async (c) => {
-      const audit = auditOf(c);
-      const market = await enforce(c.env, await patchMarket(c.env.DB, requireSymbol(c.req.valid("param").pair).symbol, c.req.valid("json"), audit), audit);
-      return c.json(marketView(market), 200);
-    },
+    async (c) => answerChange(c, c.req.valid("param").pair, (symbol, audit) => patchMarket(c.env.DB, symbol, c.req.valid("json"), audit)),
   )
   .openapi(
-    operatorRoute("put", "/markets/{pair}/status", {
+    marketChange("put", "/markets/{pair}/status", StatusBody, {
       operationId: "setMarketStatus",
       summary: "Change a market's status: TRADING ⇄ HALTED, either → DELISTED (final)",
       description:
         "In force before the answer: a halted market refuses ingest from the next batch on; a delisted one leaves every listing, answers 404, and its streams end. If the market object cannot be told, the change is undone and the answer is 503 UNAVAILABLE (nothing changed). Recorded in the audit log.",
-      request: { params: PairParam, ...jsonBody(StatusBody) },
-      responses: { ...okJson(MarketSchema, "The market"), ...problemResponses(400, 401, 404, 409, 413, 415, 429, 503) },
     }),
-    async (c) => {
-      const audit = auditOf(c);
-      const market = await enforce(
-        c.env,
-        await setMarketStatus(c.env.DB, requireSymbol(c.req.valid("param").pair).symbol, c.req.valid("json").status, audit),
-        audit,
-      );
-      return c.json(marketView(market), 200);
-    },
+    async (c) => answerChange(c, c.req.valid("param").pair, (symbol, audit) => setMarketStatus(c.env.DB, symbol, c.req.valid("json").status, audit)),
   );

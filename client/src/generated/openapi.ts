@@ -7059,7 +7059,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Gateways */
+            /** @description List gateways (never their secrets) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8818,7 +8818,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Publishing keys */
+            /** @description Every publishing key, newest first (never a secret) */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -9516,7 +9516,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Announcements */
+            /** @description Every announcement kept, ended ones too, in the order made */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
