@@ -26,6 +26,7 @@ import {
   WindowQuery,
   WindowSchema,
 } from "../market/schemas";
+import type { MarketQuestion } from "./edge-copies";
 import { readVenue } from "./edge-reads";
 import {
   klinesQuestion,
@@ -42,6 +43,23 @@ import {
 
 const tags = ["Public market data"];
 
+/** The query of a read that takes none. */
+const NoQuery = z.object({});
+
+/** A read of the market the path's `pair` names, its question made from the query (typed here, where its query is known). */
+function byPair<Q extends z.ZodType<object>, S extends z.ZodType>(read: {
+  path: string;
+  operationId: string;
+  summary: string;
+  description: string;
+  query: Q;
+  ask: (query: z.infer<Q>) => MarketQuestion;
+  schema: S;
+  ok: string;
+}) {
+  return { ...read, ask: read.ask as (query: object) => MarketQuestion };
+}
+
 /**
  * Public market data, mounted at `/api`; `limit` stands in front of every route.
  *
@@ -50,7 +68,7 @@ const tags = ["Public market data"];
  */
 export function marketRoutes(limit: MiddlewareHandler<AppEnv>) {
   const route = routesOf({ tags, middleware: [limit] });
-  return createRouter()
+  const router = createRouter()
     .openapi(
       route("get", "/prices", {
         operationId: "getPrices",
@@ -78,97 +96,118 @@ export function marketRoutes(limit: MiddlewareHandler<AppEnv>) {
             TypedResponse<z.infer<typeof OrderBookSchema>, 200, "json">;
         return sendRead<z.infer<typeof OrderBookSchema>>(c, await readPair(readContext(c), pair, { kind: "book", depth }));
       },
-    )
-    .openapi(
-      route("get", "/ticker/{pair}", {
-        operationId: "getTicker",
-        summary: "24-hour rolling ticker",
-        description:
-          "The window runs from the start of the current minute − 24 h to the response time. Same record as the signed `GET /v1/ticker/24hr?symbol=`.",
-        request: { params: PairParam },
-        responses: { ...okJson(TickerSchema, "Ticker record"), ...problemResponses(400, 404, 429) },
-      }),
-      async (c) => sendRead<z.infer<typeof TickerSchema>>(c, await readPair(readContext(c), c.req.valid("param").pair, { kind: "ticker" })),
-    )
-    .openapi(
-      route("get", "/ticker", {
-        operationId: "listTickers",
-        summary: "24-hour tickers of many markets in one call",
-        description:
-          "The markets `symbols` names, in its order, or every market that is not delisted. One request against the rate limit, whatever the number of markets. Unknown symbols: 404 UNKNOWN_SYMBOL naming them all (`symbols` in the problem).",
+    );
+  // Many markets' latest records of one kind: those `symbols` names, in its order, or every market.
+  for (const { path, operationId, summary, description, kind, schema, ok } of [
+    {
+      path: "/ticker",
+      operationId: "listTickers",
+      summary: "24-hour tickers of many markets in one call",
+      description:
+        "The markets `symbols` names, in its order, or every market that is not delisted. One request against the rate limit, whatever the number of markets. Unknown symbols: 404 UNKNOWN_SYMBOL naming them all (`symbols` in the problem).",
+      kind: "ticker",
+      schema: z.array(TickerSchema),
+      ok: "Ticker records, in the order asked",
+    },
+    {
+      path: "/book-ticker",
+      operationId: "listBookTickers",
+      summary: "Best bid and ask of many markets in one call",
+      description: "As `GET /api/ticker` with `symbols`: in the order asked, or every market; one request against the rate limit.",
+      kind: "bookTicker",
+      schema: z.array(BookTickerSchema),
+      ok: "Tops of the books, in the order asked",
+    },
+  ] as const) {
+    router.openapi(
+      route("get", path, {
+        operationId,
+        summary,
+        description,
         request: { query: SymbolsQuery },
-        responses: { ...okJson(z.array(TickerSchema), "Ticker records, in the order asked"), ...problemResponses(400, 404, 429) },
+        responses: { ...okJson(schema, ok), ...problemResponses(400, 404, 429) },
       }),
-      async (c) => sendRead<z.infer<typeof TickerSchema>[]>(c, await readMany(readContext(c), c.req.valid("query").symbols, { kind: "ticker" })),
-    )
-    .openapi(
-      route("get", "/book-ticker/{pair}", {
-        operationId: "getBookTicker",
-        summary: "Best bid and ask with their quantities",
-        request: { params: PairParam },
-        responses: { ...okJson(BookTickerSchema, "Top of the book"), ...problemResponses(400, 404, 429) },
+      async (c) => sendRead<z.infer<typeof schema>>(c, await readMany(readContext(c), c.req.valid("query").symbols, { kind })),
+    );
+  }
+  // One market's reads of one shape: the market the path names, the question its query makes.
+  for (const { path, operationId, summary, description, query, ask, schema, ok } of [
+    byPair({
+      path: "/ticker/{pair}",
+      operationId: "getTicker",
+      summary: "24-hour rolling ticker",
+      description: "The window runs from the start of the current minute − 24 h to the response time. Same record as the signed `GET /v1/ticker/24hr?symbol=`.",
+      query: NoQuery,
+      ask: () => ({ kind: "ticker" }),
+      schema: TickerSchema,
+      ok: "Ticker record",
+    }),
+    byPair({
+      path: "/book-ticker/{pair}",
+      operationId: "getBookTicker",
+      summary: "Best bid and ask with their quantities",
+      description: "The live book's best level a side at `sequence`; an empty side is `null`.",
+      query: NoQuery,
+      ask: () => ({ kind: "bookTicker" }),
+      schema: BookTickerSchema,
+      ok: "Top of the book",
+    }),
+    byPair({
+      path: "/trades/{pair}",
+      operationId: "listTrades",
+      summary: "Latest trades, newest first; or a page of the trade history",
+      description:
+        "Without a bound: the newest `limit`, newest first. With `fromId`: from that tradeId forwards; with `before`: the `limit` trades just before it; with `startTime`/`endTime`: within those times (the first `limit` from `startTime`, else the last up to `endTime`) — pages in ascending tradeId. Pages reach every trade the market ever stored: older ones come from its archive in R2 (docs/history.md#trades).",
+      query: TradesQuery,
+      ask: tradesQuestion,
+      schema: z.array(TradeSchema),
+      ok: "Trades",
+    }),
+    byPair({
+      path: "/klines/{pair}",
+      operationId: "listKlines",
+      summary: "Candles in every interval, over the market's whole history",
+      description:
+        "Ascending by open time; intervals without trades have no candle. Without `startTime`, the newest `limit` candles (up to `endTime`); with it, the first `limit` from there. Candles of a minute and longer are kept for the life of the market, `1s` candles for 25 hours (docs/history.md).",
+      query: KlinesQuery,
+      ask: klinesQuestion,
+      schema: z.array(KlineSchema),
+      ok: "Candles",
+    }),
+    byPair({
+      path: "/window/{pair}",
+      operationId: "getWindowStats",
+      summary: "Statistics of a rolling window: 1m–59m, 1h–23h, 1d–7d",
+      description:
+        "From the start of the current minute back `windowSize`, to now: the window is up to 59,999 ms wider than asked, and every request of a minute shares one copy (docs/history.md#rolling-windows).",
+      query: WindowQuery,
+      ask: ({ windowSize }) => windowQuestion(parseWindowSize(windowSize)!, Date.now()),
+      schema: WindowSchema,
+      ok: "Window statistics",
+    }),
+    byPair({
+      path: "/trading-day/{pair}",
+      operationId: "getTradingDay",
+      summary: "Statistics of the current trading day, at a UTC offset",
+      description: "From the day's midnight at `timeZone` (default UTC) to now; `closeTime` is the day's last millisecond (docs/history.md#rolling-windows).",
+      query: TradingDayQuery,
+      ask: ({ timeZone }) => tradingDayQuestion(parseTimeZone(timeZone ?? "0")!, Date.now()),
+      schema: WindowSchema,
+      ok: "Trading-day statistics",
+    }),
+  ]) {
+    router.openapi(
+      route("get", path, {
+        operationId,
+        summary,
+        description,
+        request: { params: PairParam, query },
+        responses: { ...okJson(schema, ok), ...problemResponses(400, 404, 429) },
       }),
-      async (c) => sendRead<z.infer<typeof BookTickerSchema>>(c, await readPair(readContext(c), c.req.valid("param").pair, { kind: "bookTicker" })),
-    )
-    .openapi(
-      route("get", "/book-ticker", {
-        operationId: "listBookTickers",
-        summary: "Best bid and ask of many markets in one call",
-        description: "As `GET /api/ticker` with `symbols`: in the order asked, or every market; one request against the rate limit.",
-        request: { query: SymbolsQuery },
-        responses: { ...okJson(z.array(BookTickerSchema), "Tops of the books, in the order asked"), ...problemResponses(400, 404, 429) },
-      }),
-      async (c) => sendRead<z.infer<typeof BookTickerSchema>[]>(c, await readMany(readContext(c), c.req.valid("query").symbols, { kind: "bookTicker" })),
-    )
-    .openapi(
-      route("get", "/trades/{pair}", {
-        operationId: "listTrades",
-        summary: "Latest trades, newest first; or a page of the trade history",
-        description:
-          "Without a bound: the newest `limit`, newest first. With `fromId`: from that tradeId forwards; with `before`: the `limit` trades just before it; with `startTime`/`endTime`: within those times (the first `limit` from `startTime`, else the last up to `endTime`) — pages in ascending tradeId. Pages reach every trade the market ever stored: older ones come from its archive in R2 (docs/history.md#trades).",
-        request: { params: PairParam, query: TradesQuery },
-        responses: { ...okJson(z.array(TradeSchema), "Trades"), ...problemResponses(400, 404, 429) },
-      }),
-      async (c) => sendRead<z.infer<typeof TradeSchema>[]>(c, await readPair(readContext(c), c.req.valid("param").pair, tradesQuestion(c.req.valid("query")))),
-    )
-    .openapi(
-      route("get", "/klines/{pair}", {
-        operationId: "listKlines",
-        summary: "Candles in every interval, over the market's whole history",
-        description:
-          "Ascending by open time; intervals without trades have no candle. Without `startTime`, the newest `limit` candles (up to `endTime`); with it, the first `limit` from there. Candles of a minute and longer are kept for the life of the market, `1s` candles for 25 hours (docs/history.md).",
-        request: { params: PairParam, query: KlinesQuery },
-        responses: { ...okJson(z.array(KlineSchema), "Candles"), ...problemResponses(400, 404, 429) },
-      }),
-      async (c) => sendRead<z.infer<typeof KlineSchema>[]>(c, await readPair(readContext(c), c.req.valid("param").pair, klinesQuestion(c.req.valid("query")))),
-    )
-    .openapi(
-      route("get", "/window/{pair}", {
-        operationId: "getWindowStats",
-        summary: "Statistics of a rolling window: 1m–59m, 1h–23h, 1d–7d",
-        description:
-          "From the start of the current minute back `windowSize`, to now: the window is up to 59,999 ms wider than asked, and every request of a minute shares one copy (docs/history.md#rolling-windows).",
-        request: { params: PairParam, query: WindowQuery },
-        responses: { ...okJson(WindowSchema, "Window statistics"), ...problemResponses(400, 404, 429) },
-      }),
-      async (c) => {
-        const question = windowQuestion(parseWindowSize(c.req.valid("query").windowSize)!, Date.now());
-        return sendRead<z.infer<typeof WindowSchema>>(c, await readPair(readContext(c), c.req.valid("param").pair, question));
-      },
-    )
-    .openapi(
-      route("get", "/trading-day/{pair}", {
-        operationId: "getTradingDay",
-        summary: "Statistics of the current trading day, at a UTC offset",
-        description: "From the day's midnight at `timeZone` (default UTC) to now; `closeTime` is the day's last millisecond (docs/history.md#rolling-windows).",
-        request: { params: PairParam, query: TradingDayQuery },
-        responses: { ...okJson(WindowSchema, "Trading-day statistics"), ...problemResponses(400, 404, 429) },
-      }),
-      async (c) => {
-        const question = tradingDayQuestion(parseTimeZone(c.req.valid("query").timeZone ?? "0")!, Date.now());
-        return sendRead<z.infer<typeof WindowSchema>>(c, await readPair(readContext(c), c.req.valid("param").pair, question));
-      },
-    )
+      async (c) => sendRead<z.infer<typeof schema>>(c, await readPair(readContext(c), c.req.valid("param").pair, ask(c.req.valid("query")))),
+    );
+  }
+  router
     .openapi(
       route("get", "/markets", {
         operationId: "listMarkets",
@@ -195,4 +234,5 @@ export function marketRoutes(limit: MiddlewareHandler<AppEnv>) {
       }),
       (c) => c.json({ serverTime: Date.now() }, 200),
     );
+  return router;
 }

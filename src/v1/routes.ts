@@ -21,6 +21,7 @@ import {
   TradeSchema,
 } from "../market/schemas";
 import { batchOutcome } from "../metrics/outcomes";
+import type { MarketQuestion } from "../reads/edge-copies";
 import { klinesQuestion, readContext, readMarkets, readOneOrMany, readPair, readPrices, sendRead, tradesQuestion } from "../reads/reads";
 import { SymbolDepthQuery, SymbolKlinesQuery, SymbolOrSymbolsQuery, SymbolTradesQuery } from "./schemas";
 
@@ -56,41 +57,6 @@ const route = routesOf({ tags, security, middleware: [read] });
 
 export const signedRoutes = createRouter()
   .openapi(
-    route("get", "/ticker/24hr", {
-      operationId: "signedGetTicker",
-      summary: "24-hour ticker: one record with `symbol`, an array with `symbols` or none",
-      request: { query: SymbolOrSymbolsQuery },
-      responses: { ...okJson(z.union([TickerSchema, z.array(TickerSchema)]), "Ticker record(s)"), ...signedProblems },
-    }),
-    async (c) =>
-      sendRead<z.infer<typeof TickerSchema> | z.infer<typeof TickerSchema>[]>(c, await readOneOrMany(readContext(c), c.req.valid("query"), { kind: "ticker" })),
-  )
-  .openapi(
-    route("get", "/book-ticker", {
-      operationId: "signedGetBookTicker",
-      summary: "Best bid and ask: one record with `symbol`, an array with `symbols` or none (as /api/book-ticker)",
-      request: { query: SymbolOrSymbolsQuery },
-      responses: { ...okJson(z.union([BookTickerSchema, z.array(BookTickerSchema)]), "Top(s) of the book"), ...signedProblems },
-    }),
-    async (c) =>
-      sendRead<z.infer<typeof BookTickerSchema> | z.infer<typeof BookTickerSchema>[]>(
-        c,
-        await readOneOrMany(readContext(c), c.req.valid("query"), { kind: "bookTicker" }),
-      ),
-  )
-  .openapi(
-    route("get", "/orderbook", {
-      operationId: "signedGetOrderBook",
-      summary: "Order book snapshot (as /api/orderbook)",
-      request: { query: SymbolDepthQuery },
-      responses: { ...okJson(OrderBookSchema, "Order book"), ...signedProblems },
-    }),
-    async (c) => {
-      const { symbol, depth } = c.req.valid("query");
-      return sendRead<z.infer<typeof OrderBookSchema>>(c, await readPair(readContext(c), symbol, { kind: "book", depth }));
-    },
-  )
-  .openapi(
     route("get", "/prices", {
       operationId: "signedGetPrices",
       summary: "Prices of active assets (as /api/prices)",
@@ -98,30 +64,6 @@ export const signedRoutes = createRouter()
       responses: { ...okJson(PricesSchema, "Prices"), ...signedProblems },
     }),
     async (c) => sendRead<z.infer<typeof PricesSchema>>(c, await readPrices(readContext(c), c.req.valid("query"))),
-  )
-  .openapi(
-    route("get", "/trades", {
-      operationId: "signedListTrades",
-      summary: "Latest trades, newest first (as /api/trades)",
-      request: { query: SymbolTradesQuery },
-      responses: { ...okJson(z.array(TradeSchema), "Trades"), ...signedProblems },
-    }),
-    async (c) => {
-      const { symbol, ...query } = c.req.valid("query");
-      return sendRead<z.infer<typeof TradeSchema>[]>(c, await readPair(readContext(c), symbol, tradesQuestion(query)));
-    },
-  )
-  .openapi(
-    route("get", "/klines", {
-      operationId: "signedListKlines",
-      summary: "Candles (as /api/klines)",
-      request: { query: SymbolKlinesQuery },
-      responses: { ...okJson(z.array(KlineSchema), "Candles"), ...signedProblems },
-    }),
-    async (c) => {
-      const { symbol, ...query } = c.req.valid("query");
-      return sendRead<z.infer<typeof KlineSchema>[]>(c, await readPair(readContext(c), symbol, klinesQuestion(query)));
-    },
   )
   .openapi(
     route("get", "/markets", {
@@ -157,3 +99,78 @@ export const signedRoutes = createRouter()
       return c.json(result, 200);
     },
   );
+
+// Latest records of one kind, of one shape: one market's with `symbol`, an array with `symbols` or none.
+for (const { path, operationId, kind, summary, schema, ok } of [
+  {
+    path: "/ticker/24hr",
+    operationId: "signedGetTicker",
+    kind: "ticker",
+    summary: "24-hour ticker: one record with `symbol`, an array with `symbols` or none",
+    schema: TickerSchema,
+    ok: "Ticker record(s)",
+  },
+  {
+    path: "/book-ticker",
+    operationId: "signedGetBookTicker",
+    kind: "bookTicker",
+    summary: "Best bid and ask: one record with `symbol`, an array with `symbols` or none (as /api/book-ticker)",
+    schema: BookTickerSchema,
+    ok: "Top(s) of the book",
+  },
+] as const) {
+  const answer = z.union([schema, z.array(schema)]);
+  signedRoutes.openapi(
+    route("get", path, { operationId, summary, request: { query: SymbolOrSymbolsQuery }, responses: { ...okJson(answer, ok), ...signedProblems } }),
+    async (c) => sendRead<z.infer<typeof answer>>(c, await readOneOrMany(readContext(c), c.req.valid("query"), { kind })),
+  );
+}
+
+/** A read of the market `symbol` names, its question made from the rest of the query (typed here, where its query is known). */
+function bySymbol<Q extends z.ZodType<{ symbol: string }>, S extends z.ZodType>(read: {
+  path: string;
+  operationId: string;
+  summary: string;
+  question: (rest: Omit<z.infer<Q>, "symbol">) => MarketQuestion;
+  query: Q;
+  schema: S;
+  ok: string;
+}) {
+  return { ...read, question: read.question as (rest: object) => MarketQuestion };
+}
+
+// Reads of one market, of one shape: the market named by `symbol`, the rest of the query its question.
+for (const { path, operationId, summary, question, query, schema, ok } of [
+  bySymbol({
+    path: "/orderbook",
+    operationId: "signedGetOrderBook",
+    summary: "Order book snapshot (as /api/orderbook)",
+    question: ({ depth }) => ({ kind: "book", depth }),
+    query: SymbolDepthQuery,
+    schema: OrderBookSchema,
+    ok: "Order book",
+  }),
+  bySymbol({
+    path: "/trades",
+    operationId: "signedListTrades",
+    summary: "Latest trades, newest first (as /api/trades)",
+    question: tradesQuestion,
+    query: SymbolTradesQuery,
+    schema: z.array(TradeSchema),
+    ok: "Trades",
+  }),
+  bySymbol({
+    path: "/klines",
+    operationId: "signedListKlines",
+    summary: "Candles (as /api/klines)",
+    question: klinesQuestion,
+    query: SymbolKlinesQuery,
+    schema: z.array(KlineSchema),
+    ok: "Candles",
+  }),
+]) {
+  signedRoutes.openapi(route("get", path, { operationId, summary, request: { query }, responses: { ...okJson(schema, ok), ...signedProblems } }), async (c) => {
+    const { symbol, ...rest } = c.req.valid("query");
+    return sendRead<z.infer<typeof schema>>(c, await readPair(readContext(c), symbol, question(rest)));
+  });
+}
