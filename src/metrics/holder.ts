@@ -58,6 +58,14 @@ export class MetricsHolder {
     return this.flushedAt + msSetting(env.METRICS_FLUSH_MS, DEFAULT_METRICS_FLUSH_MS);
   }
 
+  /**
+   * For a count made with no request to `settle` it (the Analytics Engine points a window's timer
+   * wrote): hands on what is held now, unless a wake-up `settle` asked for will.
+   */
+  handOnUnlessWaiting(env: Env, now = Date.now()): Promise<void> | undefined {
+    return this.waiting ? undefined : this.flush(env, now, true);
+  }
+
   /** The wake-up `settle` asked for: hands on whatever is held. */
   due(env: Env, now = Date.now()): Promise<void> | undefined {
     this.waiting = false;

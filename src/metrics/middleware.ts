@@ -8,14 +8,14 @@ import { isolateMetrics, metricsOn } from "./holder";
 import { callbackOutcome, limitScope } from "./outcomes";
 import { RequestEvents } from "./request-events";
 
-/** This isolate's Analytics Engine points, aggregated per kind of request every 10 s or so. */
+/** This isolate's Analytics Engine points, aggregated per kind of request every 25 s or so. */
 export const requestEvents = new RequestEvents();
 
 /**
  * Counts every answer in the isolate (docs/operations.md#metrics): by route pattern (never the
  * raw URL) and status, the 429s by scope, ingest batches and settlement callbacks by result; and
  * writes to Workers Analytics Engine, where it is bound, one data point per kind of request
- * every 10 s or so (`request-events.ts`). Hands the isolate's counts on within METRICS_FLUSH_MS, after the
+ * every 25 s or so (`request-events.ts`). Hands the isolate's counts on within METRICS_FLUSH_MS, after the
  * answer (`waitUntil`).
  *
  * @example
@@ -40,28 +40,27 @@ export const countRequests = createMiddleware<AppEnv>(async (c, next) => {
       // No execution context (the app called directly, as a test does): the promise runs on its own.
     }
   };
-  // A point per kind of request every 10 s or so, not per request; dropped locally, in production
-  // the SQL of docs/operations.md#analytics-engine reads them.
+  // A point per kind of request every 25 s or so, not per request; dropped locally, in production
+  // the SQL of docs/operations.md#analytics-engine reads them. A window's timer, once it has
+  // written, hands on the count of points it wrote unless the counts' own timer will.
   const now = Date.now();
-  requestEvents.add(billed(c.env, "REQUEST_EVENTS"), now, {
-    route,
-    method: c.req.method,
-    status,
-    code: code ?? "",
-    who: principalKind(c.req.path),
-    keyId: keyIdOf(c.req.header("X-API-KEY") ?? c.req.query("apiKey")) ?? "",
-    ms: now - startedAt,
-  });
-  const handedOnAt = isolateMetrics.handedOnAt;
+  const events = billed(c.env, "REQUEST_EVENTS");
+  requestEvents.add(
+    events,
+    now,
+    {
+      route,
+      method: c.req.method,
+      status,
+      code: code ?? "",
+      who: principalKind(c.req.path),
+      keyId: keyIdOf(c.req.header("X-API-KEY") ?? c.req.query("apiKey")) ?? "",
+      ms: now - startedAt,
+    },
+    waitUntil,
+    () => isolateMetrics.handOnUnlessWaiting(c.env),
+  );
   const dueAt = isolateMetrics.settle(c.env, waitUntil);
-  if (isolateMetrics.handedOnAt !== handedOnAt) requestEvents.flush(billed(c.env, "REQUEST_EVENTS"));
-  // An isolate is billed for CPU, not for waiting: a timer hands the counts on when they are due,
-  // and writes the Analytics Engine points still held (a quiet isolate's last ones).
-  if (dueAt !== undefined)
-    waitUntil(
-      new Promise((resolve) => setTimeout(resolve, Math.max(0, dueAt - Date.now()))).then(() => {
-        requestEvents.flush(billed(c.env, "REQUEST_EVENTS"));
-        return isolateMetrics.due(c.env);
-      }),
-    );
+  // An isolate is billed for CPU, not for waiting: a timer hands the counts on when they are due.
+  if (dueAt !== undefined) waitUntil(new Promise((resolve) => setTimeout(resolve, Math.max(0, dueAt - Date.now()))).then(() => isolateMetrics.due(c.env)));
 });

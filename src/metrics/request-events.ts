@@ -1,7 +1,7 @@
 /**
  * Workers Analytics Engine's data points for the isolate's requests (docs/operations.md#analytics-engine),
  * aggregated: one point per kind of request (route, method, status, problem code, who, and the key
- * id of a refused or failed signed request) per POINT_WINDOW_MS (10 s) of the isolate's, with how
+ * id of a refused or failed signed request) per POINT_WINDOW_MS (25 s) of the isolate's, with how
  * many there were and their time — Cloudflare bills each
  * point past 10 million a month: one per request at the venue's 11,000 requests a second was about
  * $7,000 a month, and one per kind a second (or per key of a successful signed request, whose usage
@@ -25,8 +25,12 @@ export interface RequestEvent {
   ms: number;
 }
 
-/** What an isolate holds is written once it spans this long (or with its metrics' hand-on, whichever is first). */
-export const POINT_WINDOW_MS = 10_000;
+/**
+ * What an isolate holds is written once it spans this long: by the request that finds it so, or by
+ * the timer its first request left in `waitUntil` — which Cloudflare lets run 30 s past an answer,
+ * so the window is a little shorter than that.
+ */
+export const POINT_WINDOW_MS = 25_000;
 
 /** Kinds of request one isolate holds before writing them early. */
 export const MAX_KINDS_HELD = 1_000;
@@ -51,15 +55,33 @@ export class RequestEvents {
 
   /**
    * Counts a request into its kind's point. What is held is written by the first request once it
-   * spans POINT_WINDOW_MS, or early once MAX_KINDS_HELD kinds are held; a quiet isolate's last
-   * points go with its metrics' hand-on (`flush`, on the timer the counts already have: no timer of
-   * their own). A successful request's point names no key: per-key use is the guard's count; a
-   * refusal or failure keeps its key id, so an operator sees whom it hit.
+   * spans POINT_WINDOW_MS, or early once MAX_KINDS_HELD kinds are held; the request that opens a
+   * window leaves a timer in `waitUntil` that writes it then, so a quiet isolate's last points
+   * are written too (then `written`, in the same `waitUntil`: the isolate hands on its count of points). A
+   * successful request's point names no key: per-key use is the guard's count; a refusal or
+   * failure keeps its key id, so an operator sees whom it hit.
    */
-  add(sink: PointSink | undefined, now: number, event: RequestEvent): void {
+  add(
+    sink: PointSink | undefined,
+    now: number,
+    event: RequestEvent,
+    waitUntil?: (promise: Promise<unknown>) => void,
+    written?: () => Promise<unknown> | undefined,
+  ): void {
     if (!sink) return;
     if (now - this.openedAt >= POINT_WINDOW_MS || this.held.size >= MAX_KINDS_HELD) this.flush(sink);
-    if (this.held.size === 0) this.openedAt = now;
+    if (this.held.size === 0) {
+      this.openedAt = now;
+      const opened = now;
+      waitUntil?.(
+        new Promise((resolve) => setTimeout(resolve, POINT_WINDOW_MS)).then(() => {
+          // Only the window it was left for: a later one has its own timer.
+          if (this.openedAt !== opened || this.held.size === 0) return;
+          this.flush(sink);
+          return written?.();
+        }),
+      );
+    }
     const keyId = event.status >= 400 ? event.keyId : "";
     const kind = [event.route, event.method, event.status, event.code, event.who, keyId].join("\u0000");
     const entry = this.held.get(kind);

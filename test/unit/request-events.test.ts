@@ -1,5 +1,5 @@
 import fc from "fast-check";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { MAX_KINDS_HELD, POINT_WINDOW_MS, type RequestEvent, RequestEvents } from "../../src/metrics/request-events";
 
 /** Analytics Engine's points as written (the binding drops them locally: its write is all this code uses). */
@@ -51,7 +51,7 @@ describe("Analytics Engine points, aggregated (docs/operations.md#analytics-engi
     );
   });
 
-  it("1,000 requests over 9 s are a point per kind, written by the first request 10 s on (before: one per kind each second); a refusal keeps its key id; the held kinds are bounded", () => {
+  it("1,000 requests over 9 s are a point per kind, written by the first request 25 s on (before: one per kind each second); a refusal keeps its key id; the held kinds are bounded", () => {
     const sink = recording();
     const events = new RequestEvents();
     const start = 2_000_000_000;
@@ -71,6 +71,61 @@ describe("Analytics Engine points, aggregated (docs/operations.md#analytics-engi
     expect(sink.points.length, "the hand-on writes what is held").toBe(4);
     for (let i = 0; i <= MAX_KINDS_HELD; i++) events.add(sink, start + POINT_WINDOW_MS, { ...base, route: `/r/${i}`, status: 200, keyId: "" });
     expect(sink.points.length, "more kinds than held are written early").toBe(4 + MAX_KINDS_HELD);
+  });
+});
+
+describe("a window's own timer (docs/operations.md#analytics-engine)", () => {
+  it("requests 10 s apart share one window of 25 s, written by the timer its first request left — a quiet isolate's last points — which then hands on their count; a window opened since has its own timer (fails before: written at every 10 s hand-on, no timer of their own)", async () => {
+    vi.useFakeTimers();
+    try {
+      const sink = recording();
+      const events = new RequestEvents();
+      const waits: Promise<unknown>[] = [];
+      let handedOn = 0;
+      const add = (at: number, route: string) =>
+        events.add(
+          sink,
+          at,
+          { route, method: "GET", status: 200, code: "", who: "address", keyId: "", ms: 1 },
+          (promise) => waits.push(promise),
+          () => {
+            handedOn += 1;
+            return undefined;
+          },
+        );
+      const t0 = Date.now();
+      add(t0, "/api/time");
+      await vi.advanceTimersByTimeAsync(10_000);
+      add(t0 + 10_000, "/api/time");
+      add(t0 + 10_000, "/api/markets");
+      await vi.advanceTimersByTimeAsync(10_000);
+      add(t0 + 20_000, "/api/time");
+      expect([sink.points.length, waits.length], "20 s on: nothing written, one timer left (by the window's first request)").toEqual([0, 1]);
+      await vi.advanceTimersByTimeAsync(POINT_WINDOW_MS - 20_000);
+      await Promise.all(waits);
+      expect(
+        sink.points.map((p) => [p.blobs![0], p.doubles![2]]),
+        "the window's points, written by its timer",
+      ).toEqual([
+        ["/api/time", 3],
+        ["/api/markets", 1],
+      ]);
+      expect(handedOn, "their count handed on once").toBe(1);
+      // A request that finds a window due writes it and opens the next: the old timer leaves the new window to its own.
+      add(t0 + 30_000, "/api/status");
+      add(t0 + 30_000 + POINT_WINDOW_MS, "/api/time");
+      expect(sink.points.length, "the due window written by the request that found it so").toBe(3);
+      await vi.advanceTimersByTimeAsync(POINT_WINDOW_MS);
+      await Promise.all(waits);
+      expect(waits.length, "a timer a window").toBe(3);
+      expect(
+        sink.points.map((p) => p.blobs![0]),
+        "the second window's timer found it written and left the third alone; the third's wrote it",
+      ).toEqual(["/api/time", "/api/markets", "/api/status", "/api/time"]);
+      expect(handedOn, "a hand-on per window a timer wrote").toBe(2);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 
