@@ -208,12 +208,15 @@ export function priceVenueAll({ writePath, venuePhase, reads, subscribers, files
 }
 
 /**
- * A check of the read phase's counts: every signed request tells its key's ledger once, so the
- * ledgers' calls counted over the signed requests sent is 1 when no count went missing between the
- * window's two scrapes (runs of 2026-11-27 counted 0.67 of the calls, and their read lines low).
+ * A check of the read phase's counts: every signed request its key's guard takes (admitted or
+ * refused by the limit) tells the key's ledger once, so the ledgers' calls counted over those
+ * requests is 1 when no count went missing between the window's two scrapes (runs of 2026-11-27
+ * counted 0.67 of the calls, and their read lines low). A request refused before its guard took it
+ * (401, 403: a timestamp out of its window when the machine stalls) tells no ledger and is left out.
  */
 export function countsComplete(reads) {
-  return (reads.billed.calls["usage-ledger"] ?? 0) / Math.max(1, reads.sent.signed);
+  const taken = reads.sent.signed - (reads.sent.signedUnauthenticated ?? 0);
+  return (reads.billed.calls["usage-ledger"] ?? 0) / Math.max(1, taken);
 }
 
 /**

@@ -76,7 +76,7 @@ export async function readPhase(service, token, { markets, keys, rate, signedRat
         }),
     ),
   );
-  let sent = { public: 0, signed: 0, ws: 0 };
+  let sent = { public: 0, signed: 0, signedUnauthenticated: 0, ws: 0 };
   const inFlight = new Set();
   const fire = (promise) => {
     inFlight.add(promise);
@@ -122,6 +122,7 @@ export async function readPhase(service, token, { markets, keys, rate, signedRat
         const m = markets[n % markets.length];
         const target = SIGNED_ROUTES[n % SIGNED_ROUTES.length](m);
         const timestamp = String(Date.now());
+        const inWindow = counting;
         count("signed");
         fire(
           fetch(url + target, {
@@ -135,6 +136,9 @@ export async function readPhase(service, token, { markets, keys, rate, signedRat
             async (r) => {
               await r.arrayBuffer();
               answered(r.status);
+              // Refused before its key's guard admitted it (a timestamp out of its window when this
+              // machine stalls): no ledger hears of it, so `countsComplete` leaves it out.
+              if (inWindow && (r.status === 401 || r.status === 403)) sent.signedUnauthenticated += 1;
             },
             () => answered("error"),
           ),

@@ -56,9 +56,13 @@ export async function wholeBill(service, { channels, markets, busy, key, persist
     flushMs: Number(vars.METRICS_FLUSH_MS ?? 10_000),
   });
   log(`  answers: ${JSON.stringify(reads.statuses)}`);
-  // Fewer ledger calls counted than signed requests sent: counts went missing, every read line is low.
+  // Fewer ledger calls counted than signed requests the guards took: counts went missing, every read line is low.
   const told = countsComplete(reads);
-  if (Math.abs(told - 1) > 0.02) log(`  WARNING: the ledgers counted ${told.toFixed(3)} calls a signed request, not 1: the read phase's counts are incomplete`);
+  log(
+    `  signed: ${reads.sent.signed} sent in the window, ${reads.sent.signedUnauthenticated} refused before a guard took them; ledger calls ${told.toFixed(3)} a request taken`,
+  );
+  if (Math.abs(told - 1) > 0.02)
+    log(`  WARNING: the ledgers counted ${told.toFixed(3)} calls a signed request taken, not 1: the read phase's counts are incomplete`);
   const answered = Object.entries(reads.statuses).filter(([status]) => /^(ws )?[0-9]+$/.test(status));
   const failed = answered.filter(([status]) => !/^(ws )?2/.test(status)).reduce((sum, [, n]) => sum + n, 0);
   const answers = answered.reduce((sum, [, n]) => sum + n, 0);
