@@ -44,12 +44,15 @@ export async function makeKeys(url, count, permissions, ipBase) {
   return keys;
 }
 
+/** An isolate's Analytics Engine window (POINT_WINDOW_MS, src/metrics/request-events.ts). */
+const POINT_WINDOW_MS = 25_000;
+
 /**
  * The read phase: `rate` public requests a second from `addresses` addresses (each at the venue's
  * 0.2 a second), `signedRate` signed over `keys`, `wsRate` Binance WebSocket API requests over eight
  * connections, for `seconds`, over `markets` (uniform: the venue's reads reach every market).
  * The counted window opens and closes on a pause of the load longer than the holders' hand-over
- * (`flushMs`, METRICS_FLUSH_MS): what the warm-up counted is handed on before the window opens, and
+ * (`flushMs`, METRICS_FLUSH_MS) and an Analytics Engine window: what the warm-up counted is handed on before the window opens, and
  * what the window counted before it closes, so no count falls on the wrong side of a scrape.
  */
 export async function readPhase(service, token, { markets, keys, rate, signedRate, wsRate, warm, seconds, flushMs }) {
@@ -154,8 +157,9 @@ export async function readPhase(service, token, { markets, keys, rate, signedRat
       await sleep(20);
     }
   })();
-  // Every count handed on after the requests are answered: a hand-over's wait (and a second to spare).
-  const handedOn = () => sleep(flushMs + 1_000);
+  // Every count handed on after the requests are answered: a hand-over's wait, or an Analytics
+  // Engine window's (its timer writes the points and hands their count on), and a second to spare.
+  const handedOn = () => sleep(Math.max(flushMs, POINT_WINDOW_MS) + 1_000);
   // The warm-up counted apart: each key's first use (its guard's once-a-day row) falls in it.
   const warmWindow = await counted(service, token, async () => {
     await sleep(warm * 1000);
