@@ -1,12 +1,13 @@
 import { createMiddleware } from "hono/factory";
 import { routePath } from "hono/route";
 import { ProblemError } from "../core/problem";
+import { msSetting } from "../core/settings";
 import type { AppEnv } from "../env";
 import { keyIdOf, principalKind } from "../logs/request-log";
 import { billed } from "./billed-bindings";
 import { isolateMetrics, metricsOn } from "./holder";
 import { callbackOutcome, limitScope } from "./outcomes";
-import { RequestEvents } from "./request-events";
+import { POINT_WINDOW_MS, RequestEvents } from "./request-events";
 
 /** This isolate's Analytics Engine points, aggregated per kind of request every 25 s or so. */
 export const requestEvents = new RequestEvents();
@@ -57,8 +58,7 @@ export const countRequests = createMiddleware<AppEnv>(async (c, next) => {
       keyId: keyIdOf(c.req.header("X-API-KEY") ?? c.req.query("apiKey")) ?? "",
       ms: now - startedAt,
     },
-    waitUntil,
-    () => isolateMetrics.handOnUnlessWaiting(c.env),
+    { waitUntil, written: () => isolateMetrics.handOnUnlessWaiting(c.env), windowMs: msSetting(c.env.ANALYTICS_WINDOW_MS, POINT_WINDOW_MS) },
   );
   const dueAt = isolateMetrics.settle(c.env, waitUntil);
   // An isolate is billed for CPU, not for waiting: a timer hands the counts on when they are due.

@@ -26,11 +26,18 @@ export interface RequestEvent {
 }
 
 /**
- * What an isolate holds is written once it spans this long: by the request that finds it so, or by
- * the timer its first request left in `waitUntil` — which Cloudflare lets run 30 s past an answer,
- * so the window is a little shorter than that.
+ * What an isolate holds is written once it spans this long (ANALYTICS_WINDOW_MS): by the request
+ * that finds it so, or by the timer its first request left in `waitUntil` — which Cloudflare lets
+ * run 30 s past an answer, so the window is a little shorter than that.
  */
 export const POINT_WINDOW_MS = 25_000;
+
+/** A window's timer: where it waits (`waitUntil`), what runs once it has written, and the window's length. */
+export interface WindowTimer {
+  waitUntil: (promise: Promise<unknown>) => void;
+  written?: () => Promise<unknown> | undefined;
+  windowMs?: number;
+}
 
 /** Kinds of request one isolate holds before writing them early. */
 export const MAX_KINDS_HELD = 1_000;
@@ -55,30 +62,26 @@ export class RequestEvents {
 
   /**
    * Counts a request into its kind's point. What is held is written by the first request once it
-   * spans POINT_WINDOW_MS, or early once MAX_KINDS_HELD kinds are held; the request that opens a
-   * window leaves a timer in `waitUntil` that writes it then, so a quiet isolate's last points
-   * are written too (then `written`, in the same `waitUntil`: the isolate hands on its count of points). A
-   * successful request's point names no key: per-key use is the guard's count; a refusal or
-   * failure keeps its key id, so an operator sees whom it hit.
+   * spans the window (`timer.windowMs`, POINT_WINDOW_MS), or early once MAX_KINDS_HELD kinds are
+   * held; the request that opens a window leaves a timer in `timer.waitUntil` that writes it then,
+   * so a quiet isolate's last points are written too, and then runs `timer.written` in the same
+   * `waitUntil` (the isolate hands on its count of points). A successful request's point names no
+   * key: per-key use is the guard's count; a refusal or failure keeps its key id, so an operator
+   * sees whom it hit.
    */
-  add(
-    sink: PointSink | undefined,
-    now: number,
-    event: RequestEvent,
-    waitUntil?: (promise: Promise<unknown>) => void,
-    written?: () => Promise<unknown> | undefined,
-  ): void {
+  add(sink: PointSink | undefined, now: number, event: RequestEvent, timer?: WindowTimer): void {
     if (!sink) return;
-    if (now - this.openedAt >= POINT_WINDOW_MS || this.held.size >= MAX_KINDS_HELD) this.flush(sink);
+    const windowMs = timer?.windowMs ?? POINT_WINDOW_MS;
+    if (now - this.openedAt >= windowMs || this.held.size >= MAX_KINDS_HELD) this.flush(sink);
     if (this.held.size === 0) {
       this.openedAt = now;
       const opened = now;
-      waitUntil?.(
-        new Promise((resolve) => setTimeout(resolve, POINT_WINDOW_MS)).then(() => {
+      timer?.waitUntil(
+        new Promise((resolve) => setTimeout(resolve, windowMs)).then(() => {
           // Only the window it was left for: a later one has its own timer.
           if (this.openedAt !== opened || this.held.size === 0) return;
           this.flush(sink);
-          return written?.();
+          return timer.written?.();
         }),
       );
     }

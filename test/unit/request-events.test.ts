@@ -87,10 +87,12 @@ describe("a window's own timer (docs/operations.md#analytics-engine)", () => {
           sink,
           at,
           { route, method: "GET", status: 200, code: "", who: "address", keyId: "", ms: 1 },
-          (promise) => waits.push(promise),
-          () => {
-            handedOn += 1;
-            return undefined;
+          {
+            waitUntil: (promise) => waits.push(promise),
+            written: () => {
+              handedOn += 1;
+              return undefined;
+            },
           },
         );
       const t0 = Date.now();
