@@ -53,11 +53,11 @@ function byPair<Q extends z.ZodType<object>, S extends z.ZodType>(read: {
   summary: string;
   description: string;
   query: Q;
-  ask: (query: z.infer<Q>) => MarketQuestion;
+  question: (query: z.infer<Q>) => MarketQuestion;
   schema: S;
   ok: string;
 }) {
-  return { ...read, ask: read.ask as (query: object) => MarketQuestion };
+  return { ...read, question: read.question as (query: object) => MarketQuestion };
 }
 
 /**
@@ -131,14 +131,14 @@ export function marketRoutes(limit: MiddlewareHandler<AppEnv>) {
     );
   }
   // One market's reads of one shape: the market the path names, the question its query makes.
-  for (const { path, operationId, summary, description, query, ask, schema, ok } of [
+  for (const { path, operationId, summary, description, query, question, schema, ok } of [
     byPair({
       path: "/ticker/{pair}",
       operationId: "getTicker",
       summary: "24-hour rolling ticker",
       description: "The window runs from the start of the current minute − 24 h to the response time. Same record as the signed `GET /v1/ticker/24hr?symbol=`.",
       query: NoQuery,
-      ask: () => ({ kind: "ticker" }),
+      question: () => ({ kind: "ticker" }),
       schema: TickerSchema,
       ok: "Ticker record",
     }),
@@ -148,7 +148,7 @@ export function marketRoutes(limit: MiddlewareHandler<AppEnv>) {
       summary: "Best bid and ask with their quantities",
       description: "The live book's best level a side at `sequence`; an empty side is `null`.",
       query: NoQuery,
-      ask: () => ({ kind: "bookTicker" }),
+      question: () => ({ kind: "bookTicker" }),
       schema: BookTickerSchema,
       ok: "Top of the book",
     }),
@@ -159,7 +159,7 @@ export function marketRoutes(limit: MiddlewareHandler<AppEnv>) {
       description:
         "Without a bound: the newest `limit`, newest first. With `fromId`: from that tradeId forwards; with `before`: the `limit` trades just before it; with `startTime`/`endTime`: within those times (the first `limit` from `startTime`, else the last up to `endTime`) — pages in ascending tradeId. Pages reach every trade the market ever stored: older ones come from its archive in R2 (docs/history.md#trades).",
       query: TradesQuery,
-      ask: tradesQuestion,
+      question: tradesQuestion,
       schema: z.array(TradeSchema),
       ok: "Trades",
     }),
@@ -170,7 +170,7 @@ export function marketRoutes(limit: MiddlewareHandler<AppEnv>) {
       description:
         "Ascending by open time; intervals without trades have no candle. Without `startTime`, the newest `limit` candles (up to `endTime`); with it, the first `limit` from there. Candles of a minute and longer are kept for the life of the market, `1s` candles for 25 hours (docs/history.md).",
       query: KlinesQuery,
-      ask: klinesQuestion,
+      question: klinesQuestion,
       schema: z.array(KlineSchema),
       ok: "Candles",
     }),
@@ -181,7 +181,7 @@ export function marketRoutes(limit: MiddlewareHandler<AppEnv>) {
       description:
         "From the start of the current minute back `windowSize`, to now: the window is up to 59,999 ms wider than asked, and every request of a minute shares one copy (docs/history.md#rolling-windows).",
       query: WindowQuery,
-      ask: ({ windowSize }) => windowQuestion(parseWindowSize(windowSize)!, Date.now()),
+      question: ({ windowSize }) => windowQuestion(parseWindowSize(windowSize)!, Date.now()),
       schema: WindowSchema,
       ok: "Window statistics",
     }),
@@ -191,7 +191,7 @@ export function marketRoutes(limit: MiddlewareHandler<AppEnv>) {
       summary: "Statistics of the current trading day, at a UTC offset",
       description: "From the day's midnight at `timeZone` (default UTC) to now; `closeTime` is the day's last millisecond (docs/history.md#rolling-windows).",
       query: TradingDayQuery,
-      ask: ({ timeZone }) => tradingDayQuestion(parseTimeZone(timeZone ?? "0")!, Date.now()),
+      question: ({ timeZone }) => tradingDayQuestion(parseTimeZone(timeZone ?? "0")!, Date.now()),
       schema: WindowSchema,
       ok: "Trading-day statistics",
     }),
@@ -204,7 +204,7 @@ export function marketRoutes(limit: MiddlewareHandler<AppEnv>) {
         request: { params: PairParam, query },
         responses: { ...okJson(schema, ok), ...problemResponses(400, 404, 429) },
       }),
-      async (c) => sendRead<z.infer<typeof schema>>(c, await readPair(readContext(c), c.req.valid("param").pair, ask(c.req.valid("query")))),
+      async (c) => sendRead<z.infer<typeof schema>>(c, await readPair(readContext(c), c.req.valid("param").pair, question(c.req.valid("query")))),
     );
   }
   router
