@@ -71,7 +71,8 @@ export class RequestEvents {
    */
   add(sink: PointSink | undefined, now: number, event: RequestEvent, timer?: WindowTimer): void {
     if (!sink) return;
-    const windowMs = timer?.windowMs ?? POINT_WINDOW_MS;
+    // Never past POINT_WINDOW_MS: a longer timer would outlive its waitUntil and lose a quiet isolate's points.
+    const windowMs = Math.min(timer?.windowMs ?? POINT_WINDOW_MS, POINT_WINDOW_MS);
     if (now - this.openedAt >= windowMs || this.held.size >= MAX_KINDS_HELD) this.flush(sink);
     if (this.held.size === 0) {
       this.openedAt = now;

@@ -131,6 +131,30 @@ describe("a window's own timer (docs/operations.md#analytics-engine)", () => {
   });
 });
 
+describe("the window's bound", () => {
+  it("a window set longer than POINT_WINDOW_MS is written at POINT_WINDOW_MS: its timer must end within waitUntil's 30 s (fails before: written at 60 s)", async () => {
+    vi.useFakeTimers();
+    try {
+      const sink = recording();
+      const waits: Promise<unknown>[] = [];
+      new RequestEvents().add(
+        sink,
+        Date.now(),
+        { route: "/api/time", method: "GET", status: 200, code: "", who: "address", keyId: "", ms: 1 },
+        {
+          waitUntil: (promise) => waits.push(promise),
+          windowMs: 60_000,
+        },
+      );
+      await vi.advanceTimersByTimeAsync(POINT_WINDOW_MS);
+      expect(sink.points.length, "written by its timer at POINT_WINDOW_MS").toBe(1);
+      await Promise.all(waits);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
+
 describe("the app's requests as Analytics Engine points", () => {
   it("20 requests of one kind are one point, not 20 (before: a point per request)", async () => {
     const { env } = await import("cloudflare:workers");
