@@ -6,7 +6,6 @@
 
 import { BoundedMap, textBytes } from "../core/bounded-map";
 import type { ProblemResult } from "../core/problem";
-import { Slots } from "../core/slots";
 import type { KlineQuery } from "../history/candles";
 import { openTimeOf } from "../history/intervals";
 import type { TradePage } from "../writes/market-store";
@@ -80,9 +79,19 @@ const REFRESH_AHEAD = { earliest: 0.5, latest: 0.75, margin: 2 } as const;
 /** A slow refresh counts at once; faster ones bring the estimate down by a tenth each. */
 const REFRESH_DECAY = 0.9;
 
+/**
+ * A refresh's claim lapses this long after it was taken. A refresh ends within the market's
+ * timeout (2 s) of asking — unless its request was cancelled (its client went away): workerd then
+ * drops the request's pending continuations, its release among them, and a claim that never
+ * lapsed would hold the key's refreshes for the isolate's life (every later read of the key
+ * waiting out the timeout for a 503). A refresh slower than this shares the key with one more.
+ */
+export const CLAIM_LEASE_MS = 3_000;
+
 export class EdgeCopies {
   private readonly copies = new BoundedMap<Copy>(COPIES_MAX_BYTES, MAX_COPIES, (key, copy) => textBytes(key, copy.text));
-  private readonly inFlight = new Slots<string>();
+  /** Per key, when each refresh in flight claimed its place. */
+  private readonly claims = new Map<string, number[]>();
   private readonly refreshMs = new Map<string, number>();
 
   /** The copy of `key`, whatever its age. */
@@ -116,17 +125,32 @@ export class EdgeCopies {
     return copy;
   }
 
-  /** Claims one of at most `bound` concurrent refreshes of `key`; false when all are taken. */
-  claimRefresh(key: string, bound: number): boolean {
-    return this.inFlight.take(key, bound);
+  /**
+   * Claims one of at most `bound` concurrent refreshes of `key` at `now`, counting only claims
+   * younger than {@link CLAIM_LEASE_MS}; the claim's moment, to release it by, or undefined when
+   * all are taken.
+   */
+  claimRefresh(key: string, bound: number, now: number): number | undefined {
+    const live = (this.claims.get(key) ?? []).filter((at) => now - at < CLAIM_LEASE_MS);
+    const taken = live.length >= bound;
+    if (!taken) live.push(now);
+    if (live.length === 0) this.claims.delete(key);
+    else this.claims.set(key, live);
+    return taken ? undefined : now;
   }
 
-  releaseRefresh(key: string): void {
-    this.inFlight.release(key);
+  /** Gives back the claim taken at `claimedAt` (gone already if it lapsed and was dropped). */
+  releaseRefresh(key: string, claimedAt: number): void {
+    const live = this.claims.get(key);
+    const at = live?.indexOf(claimedAt) ?? -1;
+    if (at < 0) return;
+    live!.splice(at, 1);
+    if (live!.length === 0) this.claims.delete(key);
   }
 
-  refreshing(key: string): number {
-    return this.inFlight.count(key);
+  /** Refreshes of `key` in flight at `now`, lapsed claims not counted. */
+  refreshing(key: string, now: number): number {
+    return (this.claims.get(key) ?? []).filter((at) => now - at < CLAIM_LEASE_MS).length;
   }
 
   /** Records how long a refresh of `key` that asked its market took, failed ones included. */

@@ -126,24 +126,30 @@ export async function readThroughEdge(ctx: ReadContext, key: string, ask: () => 
   const arrivedAt = Date.now();
   const fresh = copies.fresh(key, arrivedAt, policy.maxAgeMs);
   if (fresh) {
-    if (arrivedAt - fresh.fetchedAt >= copies.refreshAheadAge(key, policy.maxAgeMs) && ctx.waitUntil && copies.claimRefresh(key, REFRESH_BOUND)) {
-      ctx.waitUntil(
+    const ahead =
+      arrivedAt - fresh.fetchedAt >= copies.refreshAheadAge(key, policy.maxAgeMs) && ctx.waitUntil
+        ? copies.claimRefresh(key, REFRESH_BOUND, arrivedAt)
+        : undefined;
+    if (ahead !== undefined) {
+      ctx.waitUntil!(
         refresh(ctx, policy, key, ask)
           .catch(() => undefined)
-          .finally(() => copies.releaseRefresh(key)),
+          .finally(() => copies.releaseRefresh(key, ahead)),
       );
     }
     return served(fresh, arrivedAt, false);
   }
   // With no max age every read asks the market itself: nothing to wait for.
   const bound = policy.maxAgeMs > 0 ? REFRESH_BOUND : Number.POSITIVE_INFINITY;
-  while (!copies.claimRefresh(key, bound)) {
+  let claim = copies.claimRefresh(key, bound, arrivedAt);
+  while (claim === undefined) {
     await pause(WAIT_STEP_MS);
     const now = Date.now();
     const latest = copies.latest(key);
     // A copy whose refresh began after this request arrived shows a moment after the request.
     if (latest && (latest.fetchedAt >= arrivedAt || now - latest.fetchedAt < policy.maxAgeMs)) return served(latest, now, false);
     if (now - arrivedAt >= MARKET_TIMEOUT_MS) return staleOrUnavailable(policy, key, now);
+    claim = copies.claimRefresh(key, bound, now);
   }
   try {
     return served(await refresh(ctx, policy, key, ask), Date.now(), false);
@@ -151,7 +157,7 @@ export async function readThroughEdge(ctx: ReadContext, key: string, ask: () => 
     if (error instanceof ProblemError) throw error;
     return staleOrUnavailable(policy, key, Date.now());
   } finally {
-    copies.releaseRefresh(key);
+    copies.releaseRefresh(key, claim);
   }
 }
 

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { type Copy, copyKey, EdgeCopies, isNewer } from "../../src/reads/edge-copies";
+import { CLAIM_LEASE_MS, type Copy, copyKey, EdgeCopies, isNewer } from "../../src/reads/edge-copies";
 
 const answer = fc.record({ at: fc.integer({ min: 0, max: 50 }), version: fc.integer({ min: 0, max: 5 }), fetchedAt: fc.integer({ min: 0, max: 1_000 }) });
 const copyOf = (a: { at: number; version: number; fetchedAt: number }): Copy => ({ text: `${a.at}.${a.version}`, ...a });
@@ -41,9 +41,25 @@ describe("edge copies (docs/edge-reads.md)", () => {
 
   it("refreshes of one key are bounded; releasing frees a place", () => {
     const copies = new EdgeCopies();
-    expect([copies.claimRefresh("k", 1), copies.claimRefresh("k", 1), copies.claimRefresh("other", 1)]).toEqual([true, false, true]);
-    copies.releaseRefresh("k");
-    expect([copies.refreshing("k"), copies.claimRefresh("k", 1)]).toEqual([0, true]);
+    const first = copies.claimRefresh("k", 1, 0);
+    expect([first, copies.claimRefresh("k", 1, 1), copies.claimRefresh("other", 1, 1)]).toEqual([0, undefined, 1]);
+    copies.releaseRefresh("k", first!);
+    expect([copies.refreshing("k", 2), copies.claimRefresh("k", 1, 2)]).toEqual([0, 2]);
+  });
+
+  it("a claim never released (its request cancelled, its continuations dropped) lapses: the key is not held for good", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 1e9 }), fc.integer({ min: 0, max: 2 * CLAIM_LEASE_MS }), (claimedAt, later) => {
+        const copies = new EdgeCopies();
+        expect(copies.claimRefresh("k", 1, claimedAt)).toBe(claimedAt);
+        const next = copies.claimRefresh("k", 1, claimedAt + later);
+        expect(next !== undefined, `a claim ${later} ms after one never released`).toBe(later >= CLAIM_LEASE_MS);
+        expect(copies.refreshing("k", claimedAt + later), "refreshes counted").toBe(1);
+        // The lapsed claim's late release (a refresh slower than the lease) frees nothing of the new one's.
+        copies.releaseRefresh("k", claimedAt);
+        expect(copies.refreshing("k", claimedAt + later), "after the lapsed claim's release").toBe(later >= CLAIM_LEASE_MS ? 1 : 0);
+      }),
+    );
   });
 
   it("one copy per market and question", () => {
