@@ -7,46 +7,58 @@ const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrat
 // The seven default markets, as `npm start` lists them (scripts/default-venue.sql).
 const defaultVenue = readFileSync(path.join(import.meta.dirname, "scripts/default-venue.sql"), "utf8");
 
+/** Unit and integration tests run inside workerd with real KV, Durable Objects and D1. */
+const inWorkerd = () =>
+  cloudflareTest({
+    wrangler: { configPath: "./wrangler.toml" },
+    miniflare: {
+      // Tests drive the demo feed themselves, so data stays deterministic.
+      bindings: {
+        TEST_MIGRATIONS: migrations,
+        TEST_DEFAULT_VENUE: defaultVenue,
+        // As `npm start`: a listing is adopted at once by the isolate that made it (every test
+        // file runs in an isolate of its own); the bound itself is tested with a clock.
+        REGISTRY_REFRESH_MS: "1000",
+        DEMO_FEED: "off",
+        // Reads see every write at once (test/integration/edge-reads.test.ts sets its own bound).
+        MARKET_READ_MAX_AGE_MS: "0",
+        VENUE_READ_MAX_AGE_MS: "0",
+        SEALING_KEY: "dGVzdC1zZWFsaW5nLWtleS0zMi1ieXRlcy1sb25nISE=",
+        ADMIN_TOKEN: "test-admin-token",
+        // Chunks of 100 trades, so the trade archive's paths run on a test's few hundred trades.
+        TRADE_ARCHIVE_CHUNK: "100",
+        // A page a step, so a test's day of a few hundred trades is built in several pieces.
+        DAILY_STEP_PAGES: "1",
+        // Each batch written at once, as the tests' sequences of batches expect; the tick itself
+        // is tested by test/integration/ingest-tick.test.ts, and runs in e2e and the benchmarks.
+        INGEST_TICK_MS: "0",
+        // A session closed once no call is under way (an eviction waits for an open one, and the
+        // tests evict); test/integration/rpc-sessions.test.ts keeps them open as deployed.
+        SESSION_IDLE_MS: "0",
+      },
+    },
+  });
+
 export default defineConfig({
   test: {
     reporters: ["default", "./test/summary-reporter.ts"],
     projects: [
       {
-        // Unit and integration tests run inside workerd with real KV, Durable Objects and D1.
-        plugins: [
-          cloudflareTest({
-            wrangler: { configPath: "./wrangler.toml" },
-            miniflare: {
-              // Tests drive the demo feed themselves, so data stays deterministic.
-              bindings: {
-                TEST_MIGRATIONS: migrations,
-                TEST_DEFAULT_VENUE: defaultVenue,
-                // As `npm start`: a listing is adopted at once by the isolate that made it (every test
-                // file runs in an isolate of its own); the bound itself is tested with a clock.
-                REGISTRY_REFRESH_MS: "1000",
-                DEMO_FEED: "off",
-                // Reads see every write at once (test/integration/edge-reads.test.ts sets its own bound).
-                MARKET_READ_MAX_AGE_MS: "0",
-                VENUE_READ_MAX_AGE_MS: "0",
-                SEALING_KEY: "dGVzdC1zZWFsaW5nLWtleS0zMi1ieXRlcy1sb25nISE=",
-                ADMIN_TOKEN: "test-admin-token",
-                // Chunks of 100 trades, so the trade archive's paths run on a test's few hundred trades.
-                TRADE_ARCHIVE_CHUNK: "100",
-                // A page a step, so a test's day of a few hundred trades is built in several pieces.
-                DAILY_STEP_PAGES: "1",
-                // Each batch written at once, as the tests' sequences of batches expect; the tick itself
-                // is tested by test/integration/ingest-tick.test.ts, and runs in e2e and the benchmarks.
-                INGEST_TICK_MS: "0",
-                // A session closed once no call is under way (an eviction waits for an open one, and the
-                // tests evict); test/integration/rpc-sessions.test.ts keeps them open as deployed.
-                SESSION_IDLE_MS: "0",
-              },
-            },
-          }),
-        ],
+        // Pure logic: one workerd for every file (a runtime of its own per file cost ~3 s each,
+        // more than the files' tests together). Nothing here keeps state between files.
+        plugins: [inWorkerd()],
+        test: {
+          name: "unit",
+          include: ["test/unit/**/*.test.ts", "client/test/**/*.test.ts"],
+          setupFiles: ["test/integration/apply-migrations.ts"],
+          isolate: false,
+        },
+      },
+      {
+        plugins: [inWorkerd()],
         test: {
           name: "workers",
-          include: ["test/unit/**/*.test.ts", "test/integration/**/*.test.ts", "client/test/**/*.test.ts"],
+          include: ["test/integration/**/*.test.ts"],
           setupFiles: ["test/integration/apply-migrations.ts"],
         },
       },
