@@ -42,6 +42,9 @@ const inWorkerd = () =>
 export default defineConfig({
   test: {
     reporters: ["default", "./test/summary-reporter.ts"],
+    // Two workerd test runtimes at once (one a core): vitest's default here is one, and the files
+    // wait mostly on their runtime's start and on one thread each.
+    maxWorkers: 2,
     projects: [
       {
         // Pure logic: one workerd for every file (a runtime of its own per file cost ~3 s each,
@@ -72,6 +75,8 @@ export default defineConfig({
           testTimeout: 120_000,
           hookTimeout: 180_000,
           fileParallelism: false,
+          // After the others, alone: the service is timed against its own limits, not the test runtimes.
+          sequence: { groupOrder: 1 },
         },
       },
     ],
