@@ -1,4 +1,4 @@
-// `npm run bench:isolation [-- --seconds 20] [-- --json] [-- --profile]`
+// `npm run bench:isolation [-- --seconds 20] [-- --json] [-- --profile [phase]]`
 //
 // What the rest of a group's host can do to a busy market's acknowledgements (docs/design.md#isolation).
 // One publisher keeps BTCUSDT busy over `/v1/publish` — a book of 2,000 levels, then 20 batches a
@@ -20,8 +20,8 @@
 // (b) as the issue first put it, an hour's book files built for the busy market, is not run: an
 // hour's files are built after it closes, and the bench cannot move the runtime's clock; they are
 // built by the same kind of Workflow, off the host (docs/benchmarks.md#isolation).
-// `--profile` records V8's sampling profile over the day-files phase and prints its CPU by entry,
-// file and function (what the Workflow's builds and the host spend, per acknowledged batch).
+// `--profile [phase]` records V8's sampling profile over one phase (day-files unless named: alone,
+// history, day-files, ws-read, ws-api, failing) and prints its CPU by entry, file and function.
 // Loopback only; bounded in time; it stops everything it started.
 import { mkdirSync } from "node:fs";
 import WebSocket from "ws";
@@ -34,12 +34,26 @@ import { venueFeed } from "./venue-feed.mjs";
 
 const SECONDS = Number(option("seconds", 20));
 const asJson = process.argv.includes("--json");
-const PROFILE = process.argv.includes("--profile");
+const PROFILE = (() => {
+  const at = process.argv.indexOf("--profile");
+  if (at < 0) return undefined;
+  const named = process.argv[at + 1];
+  return named && !named.startsWith("--") ? named : "day-files";
+})();
 const INSPECTOR_PORT = 9341;
 const log = (...line) => {
   if (!asJson) console.log(...line);
 };
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Runs a phase's `work`, under V8's sampling profiler when `--profile` names it (kept in `extra.profile`). */
+async function phase(name, extra, script, work) {
+  const profiler = PROFILE === name ? await startProfiler(INSPECTOR_PORT, name) : undefined;
+  const result = await work();
+  const profile = await profiler?.stop();
+  if (profile) extra.profile = { phase: name, ...profileLines(profile, script, 1) };
+  return result;
+}
 
 /** Sends `market`'s batches at `perSecond` for `seconds`; resolves with the acknowledgements' times and the failures' codes. */
 async function publish(channel, market, perSecond, seconds) {
@@ -216,14 +230,14 @@ async function main() {
 
     log(`alone: ${SECONDS} s…`);
     let rss = service.rssMiB();
-    const alone = await publish(channel, busy, 20, SECONDS);
+    const alone = await phase("alone", extra, script, () => publish(channel, busy, 20, SECONDS));
     const aloneP99 = percentile(alone.latencies, 99);
     rows.push(row("alone", alone, aloneP99, [rss, service.rssMiB()]));
 
     log(`(a) history: six addresses read BTCUSDT's book history at 10 a second each, ${SECONDS} s…`);
     rss = service.rssMiB();
     const readers = historyReaders(url, busy.symbol, () => busy.sequence);
-    const history = await publish(channel, busy, 20, SECONDS);
+    const history = await phase("history", extra, script, () => publish(channel, busy, 20, SECONDS));
     await readers.stop();
     rows.push(row("history", history, aloneP99, [rss, service.rssMiB()]));
     extra.historyStatuses = readers.statuses;
@@ -233,25 +247,22 @@ async function main() {
     log(`(b) day-files: SOLUSDT's ${date} built by the daily-files Workflow, one build after another, ${SECONDS} s…`);
     rss = service.rssMiB();
     const days = dayBuilds(url, "SOLUSDT", date);
-    const profiler = PROFILE ? await startProfiler(INSPECTOR_PORT, "day-files") : undefined;
-    const dayFiles = await publish(channel, busy, 20, SECONDS);
-    const profile = await profiler?.stop();
+    const dayFiles = await phase("day-files", extra, script, () => publish(channel, busy, 20, SECONDS));
     await days.stop();
-    if (profile) extra.dayFilesProfile = profileLines(profile, script, 1);
     rows.push(row("day-files", dayFiles, aloneP99, [rss, service.rssMiB()]));
     extra.dayBuilds = days.builds;
 
     log(`(c) baseline, ws-read: the same five connections' requests, read, ${SECONDS} s…`);
     rss = service.rssMiB();
     const reading = await hungConsumers(url, busy.symbol, { read: true, ipBase: 65 });
-    const wsRead = await publish(channel, busy, 20, SECONDS);
+    const wsRead = await phase("ws-read", extra, script, () => publish(channel, busy, 20, SECONDS));
     await reading.stop();
     rows.push(row("ws-read", wsRead, aloneP99, [rss, service.rssMiB()]));
 
     log(`(c) ws-api: five connections ask for the 5,000-level book 10 times a second and never read, ${SECONDS} s…`);
     const rssBefore = service.rssMiB();
     const hung = await hungConsumers(url, busy.symbol);
-    const wsApi = await publish(channel, busy, 20, SECONDS);
+    const wsApi = await phase("ws-api", extra, script, () => publish(channel, busy, 20, SECONDS));
     const rssDuring = service.rssMiB();
     extra.wsApi = { ...(await hung.stop()), rssBeforeMiB: rssBefore, rssAfterMiB: rssDuring, rssGrowthMiB: Math.round((rssDuring - rssBefore) * 10) / 10 };
     rows.push(row("ws-api", wsApi, aloneP99, [rssBefore, rssDuring]));
@@ -261,13 +272,15 @@ async function main() {
     const failingChannel = openChannel(url, key, "10.62.0.2");
     await failingChannel.opened;
     const failing = venueFeed("ETHUSDT", 2, 4, 3400, 20);
-    const [busyRun, failingRun] = await Promise.all([
-      publish(channel, busy, 20, SECONDS),
-      (async () => {
-        await failingChannel.send(failing.snapshot()).catch(() => undefined);
-        return publish(failingChannel, failing, 20, SECONDS);
-      })(),
-    ]);
+    const [busyRun, failingRun] = await phase("failing", extra, script, () =>
+      Promise.all([
+        publish(channel, busy, 20, SECONDS),
+        (async () => {
+          await failingChannel.send(failing.snapshot()).catch(() => undefined);
+          return publish(failingChannel, failing, 20, SECONDS);
+        })(),
+      ]),
+    );
     rows.push(row("failing", busyRun, aloneP99, [rss, service.rssMiB()]));
     extra.failingMarket = { batches: failingRun.batches, acknowledged: failingRun.latencies.length, failures: failingRun.failures };
     channel.close();
@@ -293,10 +306,10 @@ async function main() {
         50,
       )} ms; the host's part of each: ${JSON.stringify(builds[0]?.host)}`,
     );
-    if (extra.dayFilesProfile) {
-      console.log(`\nday-files phase, CPU sampled (ms over the phase; ${extra.dayFilesProfile.sampledUsPerBatch / 1000} ms busy):`);
-      for (const [name, us] of extra.dayFilesProfile.byEntry) console.log(`  entry ${String(Math.round(us / 1000)).padStart(7)} ms  ${name}`);
-      for (const [name, us] of extra.dayFilesProfile.byFunction) console.log(`  self  ${String(Math.round(us / 1000)).padStart(7)} ms  ${name}`);
+    if (extra.profile) {
+      console.log(`\n${extra.profile.phase} phase, CPU sampled (ms over the phase; ${extra.profile.sampledUsPerBatch / 1000} ms busy):`);
+      for (const [name, us] of extra.profile.byEntry) console.log(`  entry ${String(Math.round(us / 1000)).padStart(7)} ms  ${name}`);
+      for (const [name, us] of extra.profile.byFunction) console.log(`  self  ${String(Math.round(us / 1000)).padStart(7)} ms  ${name}`);
     }
     console.log(`ws-api: ${JSON.stringify(extra.wsApi)}`);
     console.log(`failing market ETHUSDT: ${JSON.stringify(extra.failingMarket)}`);
