@@ -131,7 +131,7 @@ export class EdgeCopies {
    * all are taken.
    */
   claimRefresh(key: string, bound: number, now: number): number | undefined {
-    const live = (this.claims.get(key) ?? []).filter((at) => now - at < CLAIM_LEASE_MS);
+    const live = this.liveClaims(key, now);
     const taken = live.length >= bound;
     if (!taken) live.push(now);
     if (live.length === 0) this.claims.delete(key);
@@ -150,7 +150,12 @@ export class EdgeCopies {
 
   /** Refreshes of `key` in flight at `now`, lapsed claims not counted. */
   refreshing(key: string, now: number): number {
-    return (this.claims.get(key) ?? []).filter((at) => now - at < CLAIM_LEASE_MS).length;
+    return this.liveClaims(key, now).length;
+  }
+
+  /** The claims of `key` that have not lapsed at `now`. */
+  private liveClaims(key: string, now: number): number[] {
+    return (this.claims.get(key) ?? []).filter((at) => now - at < CLAIM_LEASE_MS);
   }
 
   /** Records how long a refresh of `key` that asked its market took, failed ones included. */
