@@ -6,7 +6,8 @@
  * segment is about 1 MB and more when its last batch is big.
  */
 import { gunzipText, gzipText } from "../core/encoding";
-import { type BookSegment, decodeBase, decodeEntry, encodeBase, encodeEntry } from "../writes/book-log";
+import { type BookSegment, closedSegment, decodeBase, decodeEntry } from "../writes/book-log";
+import type { ClosedSegment } from "../writes/open-segments";
 import type { BookTarget } from "./book-replay";
 
 /** What one kept segment covers. */
@@ -40,8 +41,7 @@ export function segmentKey(symbol: string, baseSeq: number): string {
  * were about a third of a segment's gzipped bytes).
  */
 export function encodeSegment(segment: BookSegment): string {
-  const entries = segment.entries.map(({ time, updates }) => encodeEntry({ time, updates }));
-  return `{"base":${JSON.stringify(encodeBase(segment.base))},"entries":[${entries.join(",")}]}`;
+  return closedSegment(segment).text;
 }
 
 export function decodeSegment(text: string): BookSegment {
@@ -73,21 +73,19 @@ export class BookHistory {
    * a part or more until R2 has it — five rows written in all for a segment of SNAPSHOT_EVERY
    * batches, with the part's delete.
    */
-  keep(segment: BookSegment): void {
-    const last = segment.entries[segment.entries.length - 1]!;
-    const text = encodeSegment(segment);
+  keep({ baseSeq, lastSeq, firstTime, lastTime, text }: ClosedSegment): void {
     this.sql.exec(
       "INSERT OR REPLACE INTO book_segments (base_seq, last_seq, first_time, last_time, bytes) VALUES (?, ?, ?, ?, ?)",
-      segment.base.sequence,
-      last.updates[last.updates.length - 1]!.sequence,
-      segment.base.time,
-      last.time,
+      baseSeq,
+      lastSeq,
+      firstTime,
+      lastTime,
       text.length,
     );
     for (let part = 0; part * PART_CHARS < text.length; part++) {
       this.sql.exec(
         "INSERT OR REPLACE INTO book_segment_text (base_seq, part, text) VALUES (?, ?, ?)",
-        segment.base.sequence,
+        baseSeq,
         part,
         text.slice(part * PART_CHARS, (part + 1) * PART_CHARS),
       );

@@ -13,6 +13,7 @@ import { HostAlarms } from "../writes/host-alarms";
 import { HostStorage } from "../writes/host-storage";
 import { GroupJournal } from "../writes/journal";
 import { scopedSql, tablePrefixOf } from "../writes/market-storage";
+import { openSegments } from "../writes/open-segments";
 import { COMMIT_MAX_BYTES } from "../writes/staged-batches";
 import { Tick } from "../writes/tick";
 import type { IngestAnswer, IngestBatch, IngestCommit, IngestItem } from "./ingest";
@@ -53,6 +54,8 @@ export class MarketObject extends MeteredObject {
   private readonly faultMarket = (this.env as unknown as { FAULT_MARKET?: string }).FAULT_MARKET;
   /** Its markets' open segments decoded and final history answers, bounded in bytes (docs/history.md#book-history). */
   private readonly historyCache = new HistoryCache();
+  /** Its markets' open book segments as their R2 text, bounded in bytes: a segment's close joins, never reads back (`../writes/open-segments.ts`). */
+  private readonly openSegments = openSegments();
   /** Its SQLite against Cloudflare's 10 GB an object (public for the tests, which make the limit small). */
   readonly storage: HostStorage;
   /** The group's markets that failed to load, stage or commit: each held alone (docs/design.md#isolation). */
@@ -83,6 +86,7 @@ export class MarketObject extends MeteredObject {
           transactionSync: (work) => storage.transactionSync(work),
           ...this.alarms.of(symbol),
           ring: this.journal.ringOf(symbol),
+          openSegments: this.openSegments,
         },
         send: (op) => this.relay.relay([op]),
         tick: this.tick,

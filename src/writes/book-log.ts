@@ -1,18 +1,45 @@
-import type { BookUpdate, UnitLevel } from "../market/order-book";
+import type { UnitLevel } from "../market/order-book";
+import {
+  type BookBase,
+  type BookEntry,
+  type BookSegment,
+  changesOf,
+  closedSegment,
+  decode,
+  decodeBase,
+  decodeEntry,
+  encodeBase,
+  encodeCommitOf,
+  lastSequenceOf,
+  rowOf,
+  type StoredChange,
+  type StoredSnapshot,
+  segmentEntry,
+  type TextLevels,
+  withFingerprint,
+} from "./book-entries";
 import type { LogRing, LogRow } from "./journal";
+import { type ClosedSegment, type OpenSegments, type OpenSegmentText, openSegments, segmentText } from "./open-segments";
+
+// The encodings are `book-entries.ts`'s; their users import them from here as before.
+export {
+  type BookBase,
+  type BookEntry,
+  type BookSegment,
+  closedSegment,
+  decodeBase,
+  decodeCommit,
+  decodeEntry,
+  encodeBase,
+  encodeCommit,
+  encodeEntry,
+  segmentEntry,
+} from "./book-entries";
 
 /** Where the book's durable state stands: its snapshot covers log entries up to `snapshotN`; entries after it, up to `logN`, are in the ring. */
 export interface BookLogPosition {
   snapshotN: number;
   logN: number;
-}
-
-/** A batch's applied book updates as the publisher sent them, and when the market applied them. */
-export interface BookEntry {
-  time: number;
-  updates: BookUpdate[];
-  /** The batch's fingerprint (`order-book.ts`): an exact resend is recognised after a restart too. */
-  fingerprint?: string;
 }
 
 /** Where the log stands after its last commit, and the book after the last batch that changed it: what the market's record need not be written each commit to know. */
@@ -21,20 +48,6 @@ export interface BookLatest {
   snapshotN: number | undefined;
   /** Absent when the rows since the snapshot changed no book and the snapshot does not say (the record does). */
   book?: { sequence: number; time: number; fingerprint: string };
-}
-
-/** The whole book at a sequence: where a segment of the history starts. */
-export interface BookBase {
-  sequence: number;
-  time: number;
-  bids: UnitLevel[];
-  asks: UnitLevel[];
-}
-
-/** A closed stretch of the book's history: the book at its start and every batch after it, in order (docs/history.md#book-history). */
-export interface BookSegment {
-  base: BookBase;
-  entries: BookEntry[];
 }
 
 /** The ring's slots; a snapshot is written at least every SNAPSHOT_EVERY entries, so the entries after one always fit. */
@@ -55,67 +68,6 @@ CREATE TABLE IF NOT EXISTS book_snapshot (id INTEGER PRIMARY KEY CHECK (id = 1),
 CREATE TABLE IF NOT EXISTS book_levels (
   side TEXT NOT NULL, price TEXT NOT NULL, quantity TEXT NOT NULL, PRIMARY KEY (side, price));
 `;
-
-type TextLevels = [string, string][];
-const encode = (levels: readonly UnitLevel[]): TextLevels => levels.map(([price, quantity]) => [price.toString(), quantity.toString()]);
-const decode = (levels: TextLevels) => levels.map(([price, quantity]): UnitLevel => [BigInt(price), BigInt(quantity)]);
-
-/** An entry as stored: `{"t":time,"u":[["s"|"d",sequence,bids,asks],…],"f":fingerprint}`, units as decimal text. */
-export function encodeEntry(entry: BookEntry): string {
-  return JSON.stringify({
-    t: entry.time,
-    u: entry.updates.map((u) => [u.type === "snapshot" ? "s" : "d", u.sequence, encode(u.bids), encode(u.asks)]),
-    ...(entry.fingerprint ? { f: entry.fingerprint } : {}),
-  });
-}
-
-/**
- * A ring row is one commit's record (docs/design.md#the-write-path): `{"e":[entry,…],"tr":[trade,…]}`,
- * the book entries of the commit's batches and, opaque here, their trades as the trade blocks
- * pack them with the commit's time (`a`). Before ticks a row was one batch's entry alone.
- */
-export function encodeCommit(entries: readonly BookEntry[], trades: readonly unknown[], at: number): string {
-  return encodeCommitOf(entries.map(encodeEntry), trades, at);
-}
-
-function encodeCommitOf(entries: readonly string[], trades: readonly unknown[], at: number): string {
-  return `{"e":[${entries.join(",")}]${trades.length > 0 ? `,"tr":${JSON.stringify(trades)},"a":${at}` : ""}}`;
-}
-
-export function decodeEntry(value: { t: number; u: ["s" | "d", number, TextLevels, TextLevels][]; f?: string }): BookEntry {
-  return {
-    time: value.t,
-    updates: value.u.map(([type, sequence, bids, asks]) => ({ type: type === "s" ? "snapshot" : "delta", sequence, bids: decode(bids), asks: decode(asks) })),
-    ...(value.f ? { fingerprint: value.f } : {}),
-  };
-}
-
-export function encodeBase(base: BookBase): { sequence: number; time: number; bids: TextLevels; asks: TextLevels } {
-  return { sequence: base.sequence, time: base.time, bids: encode(base.bids), asks: encode(base.asks) };
-}
-
-export function decodeBase(value: { sequence: number; time: number; bids: TextLevels; asks: TextLevels }): BookBase {
-  return { sequence: value.sequence, time: value.time, bids: decode(value.bids), asks: decode(value.asks) };
-}
-
-/** A stored ring entry: since the history, the batch's updates (`t`, `u`); before it, the batch's net change (`bids`, `asks`). */
-type StoredChange = { t: number; u: ["s" | "d", number, TextLevels, TextLevels][]; f?: string } | { bids: TextLevels; asks: TextLevels };
-/** The snapshot row: the whole book; since the history its sequence and time; since the derived record the log position and the batch's fingerprint. */
-type StoredSnapshot = { bids: TextLevels; asks: TextLevels; sequence?: number; time?: number; n?: number; f?: string };
-
-/** A ring row as stored: a commit's record, or (before ticks) one change. */
-type StoredRow = { e: StoredChange[]; tr?: unknown[]; a?: number } | StoredChange;
-const rowOf = (text: string): { changes: StoredChange[]; trades: unknown[]; at: number } => {
-  const value = JSON.parse(text) as StoredRow;
-  return "e" in value ? { changes: value.e, trades: value.tr ?? [], at: value.a ?? 0 } : { changes: [value], trades: [], at: 0 };
-};
-
-/** A commit's record read back: its entries (those from before the book history have none), its trades as packed, and its time. */
-export function decodeCommit(text: string): { entries: BookEntry[]; trades: unknown[]; at: number } {
-  const { changes, trades, at } = rowOf(text);
-  return { entries: changes.flatMap((change) => ("u" in change ? [decodeEntry(change)] : [])), trades, at };
-}
-const changesOf = (text: string): StoredChange[] => rowOf(text).changes;
 
 /** A market's own ring table: its log where it is alone in its object (before groups, and the tests' stores). */
 class TableRing implements LogRing {
@@ -168,14 +120,21 @@ export class BookLog {
   private firstTime: number | null = null;
 
   private readonly ring: LogRing;
+  /** Where the open segment's text is held as it grows (`./open-segments.ts`), and this market's key there. */
+  private readonly opens: { segments: OpenSegments; key: string };
 
-  /** `ring`: where the commits' rows go — the group's journal for a hosted market (`./journal.ts`), else its own table. */
+  /**
+   * `ring`: where the commits' rows go — the group's journal for a hosted market (`./journal.ts`),
+   * else its own table; `opens`: the host's open segment texts (else a map of its own).
+   */
   constructor(
     private readonly sql: SqlStorage,
     ring?: LogRing,
+    opens?: { segments: OpenSegments; key: string },
   ) {
     sql.exec(SCHEMA);
     this.ring = ring ?? new TableRing(sql);
+    this.opens = opens ?? { segments: openSegments(), key: "" };
   }
 
   /**
@@ -193,27 +152,31 @@ export class BookLog {
     at = 0,
     /** A snapshot now whatever its counts (the journal is about to overwrite this log's oldest row). */
     force = false,
-  ): { position: BookLogPosition; snapshot: boolean; closed?: BookSegment } {
+  ): { position: BookLogPosition; snapshot: boolean; closed?: ClosedSegment } {
     const n = position.logN + 1;
-    const encoded = entries.map(encodeEntry);
+    const kept = entries.map(segmentEntry);
+    const encoded = entries.map((entry, i) => withFingerprint(kept[i]!, entry.fingerprint));
     const entryBytes = encoded.reduce((sum, e) => sum + e.length, 0);
     const text = encodeCommitOf(encoded, trades, at);
     this.measure(position);
     if (force || n - position.snapshotN >= SNAPSHOT_EVERY || (this.segmentBytes ?? 0) + entryBytes > SEGMENT_MAX_BYTES) {
-      const closed = this.segmentBefore(position, entries);
+      const closed = this.close(position, entries, kept);
       const book = wholeBook();
+      const base = JSON.stringify(encodeBase(book));
       // The snapshot carries the fingerprint of the last batch that changed the book (this commit's or an earlier one's).
       this.sql.exec(
         "INSERT INTO book_snapshot (id, levels) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET levels = excluded.levels",
-        JSON.stringify({ ...encodeBase(book), n, ...(book.fingerprint ? { f: book.fingerprint } : {}) }),
+        `${base.slice(0, -1)},"n":${n}${book.fingerprint ? `,"f":${JSON.stringify(book.fingerprint)}` : ""}}`,
       );
       if (position.snapshotN === 0 && this.sql.exec("SELECT 1 FROM book_levels LIMIT 1").toArray().length > 0) this.sql.exec("DELETE FROM book_levels");
       this.segmentBytes = 0;
       this.firstTime = null;
       this.ring.covered();
+      this.opens.segments.set(this.opens.key, { snapshotN: n, logN: n, baseSeq: book.sequence, baseTime: book.time, base, entries: [], chars: 0 });
       return { position: { snapshotN: n, logN: n }, snapshot: true, ...(closed ? { closed } : {}) };
     }
     this.ring.put(n, text);
+    this.extend(position, n, entries, kept);
     this.segmentBytes = (this.segmentBytes ?? 0) + entryBytes;
     if (this.firstTime === null && entries.length > 0) this.firstTime = entries[0]!.time;
     return { position: { snapshotN: position.snapshotN, logN: n }, snapshot: false };
@@ -290,6 +253,57 @@ export class BookLog {
     });
   }
 
+  /**
+   * The segment a snapshot now closes, with `last` (the closing commit's entries, `kept` their
+   * segment texts): joined from the open text when it is held and current, else read back.
+   */
+  private close(position: BookLogPosition, last: readonly BookEntry[], kept: readonly string[]): ClosedSegment | undefined {
+    const open = this.currentOpen(position);
+    if (!open) {
+      const segment = this.segmentBefore(position, last);
+      return segment && closedSegment(segment);
+    }
+    this.opens.segments.delete(this.opens.key);
+    const end = last[last.length - 1];
+    if (!end && open.lastSeq === undefined) return undefined;
+    return {
+      baseSeq: open.baseSeq,
+      firstTime: open.baseTime,
+      lastSeq: end ? lastSequenceOf(end) : open.lastSeq!,
+      lastTime: end ? end.time : open.lastTime!,
+      text: segmentText(open.base, kept.length > 0 ? [...open.entries, ...kept] : open.entries),
+    };
+  }
+
+  /** A commit of record `n` went into the ring: its entries join the open text (dropped when it was not current). */
+  private extend(position: BookLogPosition, n: number, entries: readonly BookEntry[], kept: readonly string[]): void {
+    const open = this.currentOpen(position);
+    if (!open) return;
+    for (const text of kept) {
+      open.entries.push(text);
+      open.chars += text.length + 1;
+    }
+    const end = entries[entries.length - 1];
+    if (end) {
+      open.lastSeq = lastSequenceOf(end);
+      open.lastTime = end.time;
+    }
+    open.logN = n;
+    // Set again: its bytes are counted anew, and past the host's bound the least recent go.
+    this.opens.segments.set(this.opens.key, open);
+  }
+
+  /**
+   * The open text when it holds exactly the records through `position` (a commit whose part was
+   * undone, or a restart, leaves it behind: it is dropped, and the close reads back instead).
+   */
+  private currentOpen(position: BookLogPosition): OpenSegmentText | undefined {
+    const open = this.opens.segments.peek(this.opens.key);
+    if (open && open.snapshotN === position.snapshotN && open.logN === position.logN) return open;
+    if (open) this.opens.segments.delete(this.opens.key);
+    return undefined;
+  }
+
   /** The segment a snapshot now closes: the stored snapshot, the ring's entries after it and `last`; none where its start carries no time. */
   private segmentBefore(position: BookLogPosition, last: readonly BookEntry[]): BookSegment | undefined {
     const base = this.base(position);
@@ -348,15 +362,21 @@ export class BookLog {
     return rows;
   }
 
-  /** The book as stored: the snapshot (or a pre-log market's levels), then each logged change after it. */
+  /**
+   * The book as stored: the snapshot (or a pre-log market's levels), then each logged change after
+   * it. A market's load reads it, and what its next append would read back again is kept from it
+   * (`loaded`).
+   */
   read(position: BookLogPosition): { bids: UnitLevel[]; asks: UnitLevel[] } {
     const sides = { bids: new Map<bigint, bigint>(), asks: new Map<bigint, bigint>() };
     const levels = position.snapshotN > 0 ? this.snapshot() : undefined;
+    let legacy = false;
     if (levels) {
       for (const side of ["bids", "asks"] as const) for (const [price, quantity] of decode(levels[side])) sides[side].set(price, quantity);
     } else {
       for (const row of this.sql.exec<{ side: "bids" | "asks"; price: string; quantity: string }>("SELECT side, price, quantity FROM book_levels")) {
         sides[row.side].set(BigInt(row.price), BigInt(row.quantity));
+        legacy = true;
       }
     }
     const put = (side: "bids" | "asks", levels: TextLevels) => {
@@ -365,7 +385,9 @@ export class BookLog {
         else sides[side].set(price, quantity);
       }
     };
-    for (const change of this.stored(position)) {
+    const rows = this.rows(position);
+    const changes = rows.flatMap((row) => changesOf(row.change));
+    for (const change of changes) {
       // Before the history an entry was the batch's net change; since, the updates themselves.
       const updates = "u" in change ? change.u : [["d", 0, change.bids, change.asks] as const];
       for (const [type, , bids, asks] of updates) {
@@ -377,6 +399,35 @@ export class BookLog {
         put("asks", asks);
       }
     }
+    this.loaded(position, levels, legacy, rows, changes);
     return { bids: [...sides.bids], asks: [...sides.asks] };
+  }
+
+  /**
+   * After a load's read: the open segment's bytes and first time (`measure` reads them no more)
+   * and its text, held as the commits would have held it (`opens`) — its changes are parsed for
+   * the book anyway, and the market's first close after a start joins too.
+   */
+  private loaded(position: BookLogPosition, snapshot: StoredSnapshot | undefined, legacy: boolean, rows: LogRow[], changes: StoredChange[]): void {
+    this.segmentBytes = rows.reduce((sum, row) => sum + row.change.length, 0);
+    const first = changes.find((change) => "t" in change && change.u.length > 0);
+    this.firstTime = first && "t" in first ? first.t : null;
+    // The segment's base as `base()` reads it: none for a snapshot from before the history or a pre-log market's levels.
+    const base = snapshot
+      ? snapshot.sequence !== undefined &&
+        snapshot.time !== undefined && { sequence: snapshot.sequence, time: snapshot.time, bids: snapshot.bids, asks: snapshot.asks }
+      : position.snapshotN === 0 && !legacy && { sequence: 0, time: 0, bids: [], asks: [] };
+    if (!base) return;
+    const open: OpenSegmentText = { ...position, baseSeq: base.sequence, baseTime: base.time, base: JSON.stringify(base), entries: [], chars: 0 };
+    for (const change of changes) {
+      if (!("u" in change) || change.u.length === 0) return;
+      // As `segmentEntry` writes it: the stored units are its decimal text already.
+      const text = JSON.stringify({ t: change.t, u: change.u });
+      open.entries.push(text);
+      open.chars += text.length + 1;
+      open.lastSeq = change.u[change.u.length - 1]![1];
+      open.lastTime = change.t;
+    }
+    this.opens.segments.set(this.opens.key, open);
   }
 }

@@ -1,4 +1,5 @@
 import type { LogRing } from "./journal";
+import type { OpenSegments } from "./open-segments";
 
 /**
  * What a market's parts need of storage: its SQL, transactions and one alarm. A market hosted in
@@ -9,6 +10,8 @@ export interface MarketStorage {
   readonly sql: SqlStorage;
   /** Where its book log's rows go: its group's journal when hosted (`./journal.ts`), else its own table. */
   readonly ring?: LogRing;
+  /** Its host's open book segment texts, shared by the group's markets (`./open-segments.ts`); else its own. */
+  readonly openSegments?: OpenSegments;
   transactionSync<T>(work: () => T): T;
   getAlarm(): Promise<number | null>;
   setAlarm(time: number): Promise<void>;

@@ -2,7 +2,7 @@ import type { ArchivedChunk } from "../history/trade-archive";
 import type { MarketConfig } from "../registry/model";
 import { BookLog } from "./book-log";
 import { BucketStore } from "./bucket-store";
-import type { MarketStorage } from "./market-storage";
+import { type MarketStorage, scopeOf } from "./market-storage";
 import { RecentTradeIds } from "./recent-trade-ids";
 import { type PackedTrade, TradeBlocks, unpack } from "./trade-blocks";
 import { TradeIdMinutes } from "./trade-id-minutes";
@@ -105,7 +105,7 @@ export class MarketStore {
     this.recentIds = new RecentTradeIds(storage.sql);
     this.tradeIds = new TradeIdMinutes(storage.sql);
     this.candles = new BucketStore(storage.sql);
-    this.book = new BookLog(storage.sql, storage.ring);
+    this.book = new BookLog(storage.sql, storage.ring, storage.openSegments && { segments: storage.openSegments, key: scopeOf(storage.sql) });
     this.blocks = new TradeBlocks(storage.sql);
     upgradeTrades(storage, this.blocks, this.tradeIds);
     // Markets created before the taker-buy volumes were kept: their older minutes count none.
