@@ -19,7 +19,7 @@ import {
   withFingerprint,
 } from "./book-entries";
 import type { LogRing, LogRow } from "./journal";
-import { type ClosedSegment, type OpenSegments, type OpenSegmentText, openSegments, segmentText } from "./open-segments";
+import { addEntry, type ClosedSegment, type OpenSegments, type OpenSegmentText, openSegments, segmentText } from "./open-segments";
 
 // The encodings are `book-entries.ts`'s; their users import them from here as before.
 export {
@@ -279,15 +279,7 @@ export class BookLog {
   private extend(position: BookLogPosition, n: number, entries: readonly BookEntry[], kept: readonly string[]): void {
     const open = this.currentOpen(position);
     if (!open) return;
-    for (const text of kept) {
-      open.entries.push(text);
-      open.chars += text.length + 1;
-    }
-    const end = entries[entries.length - 1];
-    if (end) {
-      open.lastSeq = lastSequenceOf(end);
-      open.lastTime = end.time;
-    }
+    for (const [i, entry] of entries.entries()) addEntry(open, kept[i]!, lastSequenceOf(entry), entry.time);
     open.logN = n;
     // Set again: its bytes are counted anew, and past the host's bound the least recent go.
     this.opens.segments.set(this.opens.key, open);
@@ -422,11 +414,7 @@ export class BookLog {
     for (const change of changes) {
       if (!("u" in change) || change.u.length === 0) return;
       // As `segmentEntry` writes it: the stored units are its decimal text already.
-      const text = JSON.stringify({ t: change.t, u: change.u });
-      open.entries.push(text);
-      open.chars += text.length + 1;
-      open.lastSeq = change.u[change.u.length - 1]![1];
-      open.lastTime = change.t;
+      addEntry(open, JSON.stringify({ t: change.t, u: change.u }), change.u[change.u.length - 1]![1], change.t);
     }
     this.opens.segments.set(this.opens.key, open);
   }

@@ -35,6 +35,14 @@ export interface OpenSegmentText {
 
 export type OpenSegments = BoundedMap<OpenSegmentText>;
 
+/** One more entry of an open segment: its segment text, and its last update's sequence and its time (where the segment now ends). */
+export function addEntry(open: OpenSegmentText, text: string, lastSeq: number, lastTime: number): void {
+  open.entries.push(text);
+  open.chars += text.length + 1;
+  open.lastSeq = lastSeq;
+  open.lastTime = lastTime;
+}
+
 /** The host's map of open segment texts (a market alone gets one of its own). */
 export function openSegments(maxBytes = OPEN_SEGMENTS_MAX_BYTES): OpenSegments {
   return new BoundedMap<OpenSegmentText>(maxBytes, 1_024, (key, open) => 2 * (key.length + open.base.length + open.chars));
