@@ -6,7 +6,7 @@
  */
 import { problem } from "../core/problem";
 import type { MarketState } from "../market/market-state";
-import type { BookEntry, BookSegment } from "../writes/book-log";
+import { type BookEntry, type BookSegment, decodeBase, decodeEntry } from "../writes/book-log";
 import type { MarketRecord, MarketStore } from "../writes/market-store";
 import { hourOf } from "./book-files";
 import { type BookHourParams, bookHourId } from "./book-files-workflow";
@@ -26,9 +26,13 @@ import {
 } from "./book-replay";
 import { entriesBytes, type HistoryCache, segmentBytes } from "./history-cache";
 import { HOUR_MS, MINUTE_MS } from "./intervals";
+import { yieldTurn } from "./sliced-put";
 
 /** An hour is handed to its files' Workflow this long after it ends (the alarm; docs/history.md#book-files). */
 export const BOOK_FILES_AFTER_MS = MINUTE_MS;
+
+/** Entries of an open segment decoded a turn (about 10 ms of a busy market's: JSON and bigints). */
+const DECODE_SLICE = 128;
 
 /** A page of a replay's book messages; `next` is the sequence the next page continues after, absent at the end. */
 export interface ReplayPage {
@@ -45,6 +49,8 @@ export interface ReplayLimits {
 export class MarketBookHistory {
   readonly kept: BookHistory;
   private uploading: Promise<number> | undefined;
+  /** The open segment's decode under way (`decodeOpen`): one a market, whatever the readers. */
+  private decoding: Promise<void> | undefined;
 
   constructor(
     private readonly store: MarketStore,
@@ -139,7 +145,7 @@ export class MarketBookHistory {
 
   /** The segment holding the target: the log's open one, or a kept one; undefined before the history begins. */
   private async segmentFor(state: MarketState, target: BookTarget): Promise<{ segment: BookSegment; row?: SegmentRow } | undefined> {
-    const open = this.openSegment(state.market.symbol);
+    const open = await this.openSegment(state.market.symbol);
     if (open && segmentHolds(open, target)) return { segment: open };
     const row = this.kept.find(target);
     if (!row) return undefined;
@@ -150,23 +156,60 @@ export class MarketBookHistory {
   /**
    * The log's open segment, decoded: held by the host's cache and brought up to date with the
    * records committed since (a read parses only those, not the whole segment's journal rows).
+   * The first read after a snapshot decodes it from the text the log holds, a slice at a time
+   * (`decodeOpen`: a busy market's 1 MB segment in one turn held every market of the group about
+   * 0.25 s); readers that come meanwhile wait for the same decode.
    */
-  private openSegment(symbol: string): BookSegment | undefined {
+  private async openSegment(symbol: string): Promise<BookSegment | undefined> {
+    const held = this.heldOpen(symbol);
+    if (held) return held;
+    this.decoding ??= this.decodeOpen(symbol).finally(() => {
+      this.decoding = undefined;
+    });
+    await this.decoding;
+    return this.heldOpen(symbol) ?? this.readOpen(symbol);
+  }
+
+  /** The cache's open segment, topped up with the records since, when it is still the log's open one. */
+  private heldOpen(symbol: string): BookSegment | undefined {
     const position = this.store.bookPosition();
     const held = this.cache.segments.get(symbol);
-    if (held && held.snapshotN === position.snapshotN && held.logN <= position.logN) {
-      if (held.logN < position.logN) {
-        const mark = this.store.book.mark();
-        const more = this.store.book.entries(position, held.logN, held.mark);
-        if (!more) return undefined;
-        held.segment.entries.push(...more);
-        held.logN = position.logN;
-        held.mark = mark;
-        held.bytes += entriesBytes(more);
-        this.cache.segments.set(symbol, held); // its bytes counted again
-      }
-      return held.segment;
+    if (!held || held.snapshotN !== position.snapshotN || held.logN > position.logN) return undefined;
+    if (held.logN < position.logN) {
+      const mark = this.store.book.mark();
+      const more = this.store.book.entries(position, held.logN, held.mark);
+      if (!more) return undefined;
+      held.segment.entries.push(...more);
+      held.logN = position.logN;
+      held.mark = mark;
+      held.bytes += entriesBytes(more);
+      this.cache.segments.set(symbol, held); // its bytes counted again
     }
+    return held.segment;
+  }
+
+  /**
+   * The open segment decoded from the text the log holds (no row read), DECODE_SLICE entries a
+   * turn, and cached as of the records it holds; nothing when the text is not held (evicted by
+   * the host's bound) or a snapshot closed the segment meanwhile (the read then takes `readOpen`).
+   */
+  private async decodeOpen(symbol: string): Promise<void> {
+    const position = this.store.bookPosition();
+    const mark = this.store.book.mark();
+    const text = this.store.book.openText(position);
+    if (!text) return;
+    const segment: BookSegment = { base: decodeBase(JSON.parse(text.base)), entries: [] };
+    for (let at = 0; at < text.entries.length; at += DECODE_SLICE) {
+      await yieldTurn();
+      for (const entry of text.entries.slice(at, at + DECODE_SLICE)) segment.entries.push(decodeEntry(JSON.parse(entry)));
+    }
+    if (this.store.bookPosition().snapshotN !== position.snapshotN) return;
+    this.cache.segments.set(symbol, { snapshotN: position.snapshotN, logN: position.logN, mark, segment, bytes: segmentBytes(segment) });
+  }
+
+  /** The open segment read back from the log's records in one turn, and cached (its text not held). */
+  private readOpen(symbol: string): BookSegment | undefined {
+    const position = this.store.bookPosition();
     const mark = this.store.book.mark();
     const base = this.store.book.base(position);
     const entries = base && this.store.book.entries(position);

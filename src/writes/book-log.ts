@@ -286,6 +286,16 @@ export class BookLog {
   }
 
   /**
+   * The open segment as its text is held, when current at `position`: the base's JSON and the
+   * entries' (a copy of the list: later commits do not change it). A history read decodes it a
+   * slice at a time instead of reading the segment's records back in one turn.
+   */
+  openText(position: BookLogPosition): { base: string; entries: string[] } | undefined {
+    const open = this.currentOpen(position);
+    return open && { base: open.base, entries: open.entries.slice() };
+  }
+
+  /**
    * The open text when it holds exactly the records through `position` (a commit whose part was
    * undone, or a restart, leaves it behind: it is dropped, and the close reads back instead).
    */
