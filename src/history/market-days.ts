@@ -3,15 +3,19 @@
  * docs/history.md#daily-files), over the market's store and the state it holds in memory. The
  * market object calls these, writing alone; the daily files themselves are built off it.
  */
-import { guarded, type ProblemResult, problem } from "../core/problem";
+import { guarded, guardedAsync, type ProblemResult, problem } from "../core/problem";
 import { type MarketState, TRADE_RETENTION_MS } from "../market/market-state";
 import type { MinuteBucket } from "../market/rolling-window";
 import type { MarketConfig } from "../registry/model";
 import type { MarketStore } from "../writes/market-store";
 import type { Kline, KlineQuery } from "./candles";
 import type { DayOpened, DayPage } from "./daily-files";
-import { DAY_MS, MINUTE_MS } from "./intervals";
+import { DAY_MS, HOUR_MS, MINUTE_MS } from "./intervals";
 import type { MarketHistory } from "./market-history";
+import { yieldTurn } from "./sliced-put";
+
+/** A day's minutes read into its 1m klines a turn (`DayCalls.openDay`). */
+const OPEN_DAY_SLICE_MS = 6 * HOUR_MS;
 
 /**
  * Brings in a market's past as minutes, all or nothing: a minute that holds live trades is refused
@@ -76,43 +80,53 @@ export class DayCalls {
   /**
    * What a run for `day` hands to the Workflow: `day` if its minutes count a trade (`trades`), and
    * `again` the past days that took a late trade since they were last opened. Reads the day's
-   * minutes (at most 1,440 rows); writes nothing.
+   * candle (its rollup: one row, where its 1,440 minutes were one turn of about 30 ms of the
+   * host's thread); writes nothing.
    */
   daysToHand(market: MarketConfig, day: number): { trades: number; again: number[] } | ProblemResult {
     return guarded(() => {
       const state = this.host.load(market);
       const today = Math.floor(Date.now() / DAY_MS) * DAY_MS;
-      const trades = this.candles(state)("1m", day, day + DAY_MS - 1).reduce((n, k) => n + k.tradeCount, 0);
+      const trades = this.candles(state)("1d", day, day + DAY_MS - 1).reduce((n, k) => n + k.tradeCount, 0);
       return { trades, again: state.dirtyDays.filter((d) => d !== day && d < today) };
     });
   }
 
   /**
-   * The day as the Workflow will write it, taken in one turn of the host's thread: its last trade
-   * id (what is staged committed first, so every trade through it is stored), its klines and the
-   * trades they count; the day's late-trade mark is cleared now, so a trade that reaches the day
-   * after this marks it again for the next run.
+   * The day as the Workflow will write it: in one turn its last trade id (what is staged committed
+   * first, so every trade through it is stored) and its late-trade mark, cleared now, so a trade
+   * that reaches the day after this marks it again for the next run; then its klines, a quarter of
+   * the day's minutes a turn (a day's 1,440 in one turn were about 35 ms of the host's thread, the
+   * group's commits waiting), and the trades they count. A late trade that lands between those
+   * turns is marked for the next run; this run's candles may count it where its trades, read
+   * through the id taken first, do not — the trades files are then skipped, never short.
    */
-  openDay(market: MarketConfig, day: number): DayOpened | ProblemResult {
-    return guarded(() => {
+  async openDay(market: MarketConfig, day: number): Promise<DayOpened | ProblemResult> {
+    return guardedAsync(async () => {
       this.host.commitStaged();
       const { store } = this.host;
-      const state = this.host.load(market);
-      const candles = this.candles(state);
+      const opened = this.host.load(market);
+      const throughSeq = opened.tradeSeq;
+      if (opened.dirtyDays.includes(day)) {
+        opened.dirtyDays = opened.dirtyDays.filter((d) => d !== day);
+        store.writeRecord({ dirtyDays: JSON.stringify(opened.dirtyDays) });
+      }
       const end = day + DAY_MS - 1;
-      const minutes = candles("1m", day, end);
+      const minutes: Kline[] = [];
+      for (let from = day; from <= end; from += OPEN_DAY_SLICE_MS) {
+        await yieldTurn();
+        minutes.push(...this.candles(this.host.load(market))("1m", from, Math.min(end, from + OPEN_DAY_SLICE_MS - 1)));
+      }
+      await yieldTurn();
+      const candles = this.candles(this.host.load(market));
       const imported = new Set(
         store.candles
           .storedMinutes(day, end)
           .filter((m) => m.imported)
           .map((m) => m.minute),
       );
-      if (state.dirtyDays.includes(day)) {
-        state.dirtyDays = state.dirtyDays.filter((d) => d !== day);
-        store.writeRecord({ dirtyDays: JSON.stringify(state.dirtyDays) });
-      }
       return {
-        throughSeq: state.tradeSeq,
+        throughSeq,
         klines: { "1m": minutes, "1h": candles("1h", day, end), "1d": candles("1d", day, end) },
         trades: minutes.reduce((n, k) => n + k.tradeCount, 0),
         live: minutes.reduce((n, k) => n + (imported.has(k.openTime) ? 0 : k.tradeCount), 0),

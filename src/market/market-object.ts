@@ -281,7 +281,7 @@ export class MarketObject extends MeteredObject {
     return this.engine(market.symbol).days.daysToHand(market, day);
   }
 
-  openDay(market: MarketConfig, day: number): DayOpened | ProblemResult {
+  openDay(market: MarketConfig, day: number): Promise<DayOpened | ProblemResult> {
     return this.engine(market.symbol).days.openDay(market, day);
   }
 

@@ -1,4 +1,4 @@
-import { introspectWorkflow, runInDurableObject } from "cloudflare:test";
+import { introspectWorkflow, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { crc32 } from "../../client/src/checksum";
@@ -8,6 +8,8 @@ import { DAY_MS } from "../../src/history/intervals";
 import { deflatePiece, EMPTY_ENTRY, putBothPieces } from "../../src/history/zip-pieces";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
+import { ensureRegistry, findMarket } from "../../src/registry/copy";
+import type { MarketStore } from "../../src/writes/market-store";
 import { ADMIN } from "../support/gateways";
 import { call, callJson } from "../support/http";
 import { until } from "../support/poll";
@@ -141,6 +143,60 @@ describe("daily files in Binance's public-data layout (docs/history.md#daily-fil
     expect((await callJson("/admin/archive", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ date }) })).status).toBe(
       401,
     );
+  });
+
+  it("which days a run hands on is one read of the day's candle, and the day is opened a quarter of its minutes a turn (fails before: a row read a trading minute, every minute in one turn of the host's thread)", async () => {
+    const day = yesterday - 2 * DAY_MS;
+    const trades = Array.from({ length: 200 }, (_, i) => ({
+      id: `h${i}`,
+      price: "0.03600",
+      quantity: "1.0000",
+      side: "buy" as const,
+      time: day + i * 7 * 60_000,
+    }));
+    expect((await ingest(env, "*", { symbol: "ETHBTC", trades })).acceptedTrades, "200 trades in 200 minutes").toBe(200);
+    const host = await hostOf("ETHBTC");
+    await runInDurableObject(host, (instance: MarketObject) => {
+      (instance.engine("ETHBTC") as unknown as { minutes: { flushedAt: number } }).minutes.flushedAt = 0; // as if a minute had passed
+    });
+    // Late trades' minutes are written at once or by this alarm: stored either way before the count.
+    await runDurableObjectAlarm(host);
+    await ensureRegistry(env);
+    const market = findMarket("ETHBTC")!;
+    const { handed, rowsRead } = await runInDurableObject(host, (instance: MarketObject) => {
+      const { candles } = (instance.engine("ETHBTC") as unknown as { store: MarketStore }).store;
+      const before = candles.bucketRowsRead;
+      const handed = instance.daysToHand(market, day);
+      return { handed, rowsRead: candles.bucketRowsRead - before };
+    });
+    expect(handed, "the day's trades").toMatchObject({ trades: 200 });
+    const stored = await runInDurableObject(host, (instance: MarketObject) =>
+      (instance.engine("ETHBTC") as unknown as { store: MarketStore }).store.candles.storedMinutes(day, day + DAY_MS - 1),
+    );
+    expect(stored.length, "the day's minutes, stored").toBe(200);
+
+    // Opening the day for its files reads its minutes a quarter-day a turn, none in the turn it is called.
+    const turns = await runInDurableObject(host, async (instance: MarketObject) => {
+      const { candles } = (instance.engine("ETHBTC") as unknown as { store: MarketStore }).store;
+      let before = candles.bucketRowsRead;
+      const opening = instance.openDay(market, day);
+      let done = false;
+      void opening.then(() => {
+        done = true;
+      });
+      const read: number[] = [];
+      while (!done) {
+        read.push(candles.bucketRowsRead - before);
+        before = candles.bucketRowsRead;
+        await new Promise((resolve) => setTimeout(resolve, 0));
+      }
+      read.push(candles.bucketRowsRead - before);
+      return { read, opened: await opening };
+    });
+    expect(turns.opened, "the day as opened").toMatchObject({ trades: 200, live: 200 });
+    expect(turns.read[0], "candle rows read in the turn the day is opened (fails before: all 200 of its minutes)").toBe(0);
+    expect(Math.max(...turns.read), `the most candle rows read between two turns (${turns.read.join(", ")})`).toBeLessThan(150);
+    expect(rowsRead, "candle rows read to hand the day on").toBeLessThanOrEqual(2);
   });
 
   it("every family of files answers its file, its CHECKSUM and its listing (with or without a trailing slash); a name, kind, interval or symbol not its own is 404", async () => {
