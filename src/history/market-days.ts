@@ -78,7 +78,7 @@ export class DayCalls {
   constructor(private readonly host: DayHost) {}
 
   /**
-   * What a run for `day` hands to the Workflow: `day` if its minutes count a trade (`trades`), and
+   * What a run for `day` hands to the Workflow: `day` if its candle counts a trade (`trades`), and
    * `again` the past days that took a late trade since they were last opened. Reads the day's
    * candle (its rollup: one row, where its 1,440 minutes were one turn of about 30 ms of the
    * host's thread); writes nothing.
