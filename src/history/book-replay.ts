@@ -24,6 +24,13 @@ export function bookOf(segment: BookSegment, priceScale: number, quantityScale: 
   return book;
 }
 
+/** Another book with the same levels, sequence and time (a checkpoint is replayed on from a copy). */
+export function copyOf(book: OrderBook): OrderBook {
+  const copy = new OrderBook(book.priceScale, book.quantityScale);
+  copy.restore(book.sequence, book.updatedAt, book.bids.entries(), book.asks.entries());
+  return copy;
+}
+
 /** Replays the segment's batches into `book` (at its base) while they reach the target; returns the entries left. */
 export function replayTo(book: OrderBook, segment: BookSegment, target: BookTarget): BookEntry[] {
   for (let i = 0; i < segment.entries.length; i++) {

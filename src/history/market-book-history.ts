@@ -6,6 +6,8 @@
  */
 import { problem } from "../core/problem";
 import type { MarketState } from "../market/market-state";
+import type { OrderBook } from "../market/order-book";
+import { lastSequenceOf } from "../writes/book-entries";
 import { type BookEntry, type BookSegment, decodeBase, decodeEntry } from "../writes/book-log";
 import type { MarketRecord, MarketStore } from "../writes/market-store";
 import { hourOf } from "./book-files";
@@ -15,6 +17,7 @@ import {
   type BookTarget,
   bookOf,
   conflatedMessages,
+  copyOf,
   entriesAfter,
   historicalBook,
   type ReplayBookMessage,
@@ -30,6 +33,9 @@ import { yieldTurn } from "./sliced-put";
 
 /** An hour is handed to its files' Workflow this long after it ends (the alarm; docs/history.md#book-files). */
 export const BOOK_FILES_AFTER_MS = MINUTE_MS;
+
+/** Entries a history read replays past its checkpoint before the checkpoint moves up (`bookAtSequence`). */
+const CHECKPOINT_ENTRIES = 64;
 
 /** Entries of an open segment decoded a turn (about 10 ms of a busy market's: JSON and bigints). */
 const DECODE_SLICE = 128;
@@ -257,11 +263,37 @@ export class MarketBookHistory {
     const key = `${symbol}|${sequence}|${depth}`;
     const cached = this.cache.answers.get(key);
     if (cached !== undefined) return { text: cached, sequence, final: true };
-    const book = bookOf(found.segment, state.market.priceScale, state.market.quantityScale);
-    replayTo(book, found.segment, target);
+    const book = this.bookAtSequence(state, found.segment, sequence);
     const text = JSON.stringify(historicalBook(symbol, book, depth));
     this.cache.answers.set(key, text);
     return { text, sequence, final: true };
+  }
+
+  /**
+   * The segment's book at `sequence`: replayed from the market's checkpoint in the segment when one
+   * stands at or before it, else from the segment's base. Past 2 × CHECKPOINT_ENTRIES entries the
+   * checkpoint moves up to CHECKPOINT_ENTRIES before the book asked, so reads of the last moments —
+   * most of what is asked — copy one book and replay a few entries, not the whole segment's
+   * (a busy market's: ~2,200 entries of 20 level changes a read). Held with the replays' books,
+   * bounded by the host's history cache.
+   */
+  private bookAtSequence(state: MarketState, segment: BookSegment, sequence: number): OrderBook {
+    const { symbol, priceScale, quantityScale } = state.market;
+    const key = `${symbol}|${segment.base.sequence}|checkpoint`;
+    const checkpoint = this.cache.replayBooks.get(key);
+    const from = checkpoint && checkpoint.sequence <= sequence ? checkpoint : undefined;
+    const book = from ? copyOf(from) : bookOf(segment, priceScale, quantityScale);
+    let entries = from ? entriesAfter(segment, from.sequence) : segment.entries;
+    const reach = entries.findIndex((entry) => entry.updates[0]!.sequence > sequence);
+    const needed = reach < 0 ? entries.length : reach;
+    if (needed > 2 * CHECKPOINT_ENTRIES) {
+      const at = lastSequenceOf(entries[needed - CHECKPOINT_ENTRIES - 1]!);
+      replayTo(book, { base: segment.base, entries }, { sequence: at });
+      this.cache.replayBooks.set(key, copyOf(book));
+      entries = entriesAfter(segment, at);
+    }
+    replayTo(book, { base: segment.base, entries }, { sequence });
+    return book;
   }
 
   /**

@@ -1,5 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
@@ -69,6 +70,60 @@ describe("book history reads cost the host a bounded amount (docs/history.md#boo
     const bids = [...levels].filter(([k]) => k.startsWith("b")).length;
     expect(next.body.bids.length + next.body.asks.length, "levels at sequence 151").toBe(levels.size);
     expect(next.body.bids.length, "bids at sequence 151").toBe(bids);
+  });
+
+  it("a book at any sequence is the book built there, in whatever order the sequences are asked: from the segment's base or from the read's checkpoint (property)", async () => {
+    await ensureRegistry(env);
+    const market = findMarket("SOLBTC")!;
+    const at = (await callJson<Book>("/api/orderbook/SOLBTC?depth=1")).body.sequence;
+    // A snapshot, then 400 batches (400 entries of the open segment: the checkpoint moves past 128).
+    const first = at + 1;
+    const model = new Map<number, Map<string, number>>();
+    const levels = new Map<string, number>();
+    // Levels over 400 prices a side, so a change missed is seldom written over before a read.
+    const spread = (s: number): IngestBody => ({
+      symbol: "SOLBTC",
+      book: {
+        type: s === first ? "snapshot" : "delta",
+        sequence: s,
+        bids: [[`0.00${String(2000 - ((s * 7919) % 400)).padStart(5, "0")}`, `${1 + (s % 7)}.00`]],
+        asks: [[`0.00${String(3000 + ((s * 104_729) % 400)).padStart(5, "0")}`, `${1 + (s % 5)}.00`]],
+      },
+      trades: [],
+    });
+    for (let s = first; s <= first + 400; s++) {
+      const body = spread(s);
+      expect((await ingest(env, "*", body)).book, `batch ${s}`).toBe("applied");
+      const update = body.book as { bids: [string, string][]; asks: [string, string][] };
+      if (s === first) levels.clear();
+      levels.set(`b${Number(update.bids[0]![0])}`, Number(update.bids[0]![1]));
+      levels.set(`a${Number(update.asks[0]![0])}`, Number(update.asks[0]![1]));
+      model.set(s, new Map(levels));
+    }
+    const object = await hostOf("SOLBTC");
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.tuple(fc.integer({ min: first, max: first + 400 }), fc.integer({ min: 1_000, max: 1_200 })), { minLength: 1, maxLength: 12 }),
+        async (asked) => {
+          const answers = await runInDurableObject(object, async (instance: MarketObject) => {
+            const out: { sequence: number; bids: [string, string][]; asks: [string, string][] }[] = [];
+            for (const [sequence, depth] of asked) {
+              const answer = await instance.bookAt(market, { sequence }, depth);
+              if ("problem" in answer) throw new Error(`?sequence=${sequence}: ${JSON.stringify(answer.problem)}`);
+              out.push(JSON.parse(answer.text));
+            }
+            return out;
+          });
+          for (const [i, [sequence]] of asked.entries()) {
+            const got = new Map<string, number>();
+            for (const [price, quantity] of answers[i]!.bids) got.set(`b${Number(price)}`, Number(quantity));
+            for (const [price, quantity] of answers[i]!.asks) got.set(`a${Number(price)}`, Number(quantity));
+            expect([answers[i]!.sequence, got], `the book at ${sequence} (asked ${asked.map(([s]) => s).join(", ")})`).toEqual([sequence, model.get(sequence)]);
+          }
+        },
+      ),
+      { numRuns: 40 },
+    );
   });
 
   it("?sequence= of a book staged for the tick is not final until its commit: a failed commit could give its sequence to another batch (fails before: final, cached for a year)", async () => {
