@@ -20,6 +20,7 @@ import {
 } from "./book-entries";
 import type { LogRing, LogRow } from "./journal";
 import { addEntry, type ClosedSegment, type OpenSegments, type OpenSegmentText, openSegments, segmentText } from "./open-segments";
+import { TableRing } from "./table-ring";
 
 // The encodings are `book-entries.ts`'s; their users import them from here as before.
 export {
@@ -50,8 +51,6 @@ export interface BookLatest {
   book?: { sequence: number; time: number; fingerprint: string };
 }
 
-/** The ring's slots; a snapshot is written at least every SNAPSHOT_EVERY entries, so the entries after one always fit. */
-export const RING_SLOTS = 4_096;
 /**
  * A snapshot closes a segment of this many commits: its rows (seven, with the trades' block) and
  * its R2 put come once per SNAPSHOT_EVERY commits, and a restart reads back at most this many
@@ -69,35 +68,10 @@ CREATE TABLE IF NOT EXISTS book_levels (
   side TEXT NOT NULL, price TEXT NOT NULL, quantity TEXT NOT NULL, PRIMARY KEY (side, price));
 `;
 
-/** A market's own ring table: its log where it is alone in its object (before groups, and the tests' stores). */
-class TableRing implements LogRing {
-  constructor(private readonly sql: SqlStorage) {}
-
-  put(n: number, change: string): void {
-    this.sql.exec(
-      "INSERT INTO book_log (slot, n, change) VALUES (?, ?, ?) ON CONFLICT (slot) DO UPDATE SET n = excluded.n, change = excluded.change",
-      n % RING_SLOTS,
-      n,
-      change,
-    );
-  }
-
-  rows(after: number, through = Number.MAX_SAFE_INTEGER): LogRow[] {
-    return this.sql.exec<{ n: number; change: string }>("SELECT n, change FROM book_log WHERE n > ? AND n <= ? ORDER BY n", after, through).toArray();
-  }
-
-  covered(): void {}
-
-  /** A table of the market's own: a reader's `since` is not used. */
-  mark(): number {
-    return 0;
-  }
-}
-
 /**
  * A market's book in storage, written as a log rather than as levels (docs/design.md#the-write-path):
  * a commit (the batches of a tick: their updates, and their trades) is one row in a ring of
- * RING_SLOTS slots, overwritten in place (one row written, no delete to pay for), and the whole
+ * RING_SLOTS slots (`table-ring.ts`), overwritten in place (one row written, no delete to pay for), and the whole
  * book is one snapshot row, written every SNAPSHOT_EVERY commits (or SEGMENT_MAX_BYTES of
  * updates). A book of any depth costs one row a commit, where a row per level it touched was paid
  * before. Reading it back: the snapshot, then the ring's entries after it in order.
