@@ -152,7 +152,7 @@ export function conflatedMessages(
 }
 
 /** The index of the first entry with an update after `sequence` (entries rise by sequence: found by halving). */
-function entryAfter(entries: readonly BookEntry[], sequence: number): number {
+export function entryAfter(entries: readonly BookEntry[], sequence: number): number {
   let low = 0;
   let high = entries.length;
   while (low < high) {

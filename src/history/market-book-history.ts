@@ -19,6 +19,7 @@ import {
   conflatedMessages,
   copyOf,
   entriesAfter,
+  entryAfter,
   historicalBook,
   type ReplayBookMessage,
   replayTo,
@@ -284,8 +285,8 @@ export class MarketBookHistory {
     const from = checkpoint && checkpoint.sequence <= sequence ? checkpoint : undefined;
     const book = from ? copyOf(from) : bookOf(segment, priceScale, quantityScale);
     let entries = from ? entriesAfter(segment, from.sequence) : segment.entries;
-    const reach = entries.findIndex((entry) => entry.updates[0]!.sequence > sequence);
-    const needed = reach < 0 ? entries.length : reach;
+    // The entries wholly at or before `sequence` (the one it ends inside, if any, is replayed after).
+    const needed = entryAfter(entries, sequence);
     if (needed > 2 * CHECKPOINT_ENTRIES) {
       const at = lastSequenceOf(entries[needed - CHECKPOINT_ENTRIES - 1]!);
       replayTo(book, { base: segment.base, entries }, { sequence: at });
