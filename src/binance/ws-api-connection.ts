@@ -5,7 +5,7 @@ import { ByteWindow } from "../core/byte-window";
 import type { AppEnv } from "../env";
 import { MAX_CONNECTIONS_PER_PRINCIPAL } from "../streams/protocol";
 import { BinanceError } from "./errors";
-import { answerFrame, MAX_REQUEST_BYTES, type RequestId, rateLimitsOf, readRequest, requestIdIn, wsApiRequests } from "./ws-api";
+import { answerFrame, MAX_REQUEST_BYTES, type RequestId, rateLimitsOf, readRequest, requestIdIn, resultFrame, wsApiRequests } from "./ws-api";
 import { wsApiLifetime } from "./ws-api-lifetime";
 
 /** The app itself: each request of a connection is answered by the REST dialect's route. */
@@ -67,9 +67,12 @@ export async function wsApiUpgrade(c: Context<AppEnv>, dispatch: DialectFetch): 
     });
     wsApiRequests.add(rest);
     const response = await dispatch(rest);
-    const body = await response.json().catch(() => null);
     const counted = rateLimitsOf(response.headers);
     if (counted.length > 0) lastLimits = counted;
+    // A 200 is the route's JSON text as written: embedded as it is, not parsed and written again.
+    if (response.status === 200 && response.headers.get("Content-Type")?.startsWith("application/json"))
+      return { frame: resultFrame(request.id, await response.text(), limits(request.returnRateLimits)), id: request.id };
+    const body = await response.json().catch(() => null);
     const retryAfter = Number(response.headers.get("Retry-After"));
     return {
       frame: answerFrame(

@@ -157,3 +157,14 @@ export function answerFrame(id: RequestId, status: number, body: unknown, rateLi
   const data = retryAfterMs !== undefined && (status === 429 || status === 418) ? { data: { serverTime: now, retryAfter: now + retryAfterMs } } : {};
   return JSON.stringify({ id, status, error: { ...error, ...data }, ...limits });
 }
+
+/**
+ * `answerFrame` of a 200 whose result is JSON text already (the REST answer as its route wrote it):
+ * the same frame, without parsing a deep book's text into objects and writing it out again.
+ *
+ * @example
+ * server.send(resultFrame(request.id, await response.text(), limits()));
+ */
+export function resultFrame(id: RequestId, resultText: string, rateLimits: unknown[] | undefined): string {
+  return `{"id":${JSON.stringify(id)},"status":200,"result":${resultText}${rateLimits ? `,"rateLimits":${JSON.stringify(rateLimits)}` : ""}}`;
+}

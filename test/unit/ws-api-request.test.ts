@@ -1,5 +1,6 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { answerFrame, MAX_REQUEST_BYTES, readRequest } from "../../src/binance/ws-api";
+import { answerFrame, MAX_REQUEST_BYTES, readRequest, resultFrame } from "../../src/binance/ws-api";
 
 describe("a Binance WebSocket API frame, read (src/binance/ws-api.ts)", () => {
   it(`refuses a frame over ${MAX_REQUEST_BYTES} bytes before parsing it, and an id Binance would not take`, () => {
@@ -32,5 +33,16 @@ describe("a Binance WebSocket API frame, read (src/binance/ws-api.ts)", () => {
       rateLimits: limits,
     });
     expect(JSON.parse(answerFrame(8, 429, null, undefined)).error.code, "a 429 without a Binance body").toBe(-1003);
+  });
+
+  it("a 200's frame from the result's JSON text is the frame answerFrame writes from the result itself, byte for byte", () => {
+    const limits = fc.option(fc.array(fc.record({ rateLimitType: fc.string(), limit: fc.integer(), count: fc.nat() }), { maxLength: 2 }), { nil: undefined });
+    const id = fc.oneof(fc.string({ maxLength: 36 }), fc.integer(), fc.constant(null));
+    fc.assert(
+      fc.property(id, fc.jsonValue(), limits, (id, result, rateLimits) => {
+        expect(resultFrame(id, JSON.stringify(result), rateLimits), "the frame from the text").toBe(answerFrame(id, 200, result, rateLimits));
+      }),
+      { numRuns: 200 },
+    );
   });
 });
