@@ -275,7 +275,10 @@ async function main() {
     const hung = await hungConsumers(url, busy.symbol);
     const wsApi = await phase("ws-api", extra, script, () => publish(channel, busy, 20, SECONDS));
     const rssDuring = service.rssMiB();
-    extra.wsApi = { ...(await hung.stop()), rssBeforeMiB: rssBefore, rssAfterMiB: rssDuring, rssGrowthMiB: Math.round((rssDuring - rssBefore) * 10) / 10 };
+    const growth = Math.round((rssDuring - rssBefore) * 10) / 10;
+    // What not reading adds: the same requests from clients that read grew the RSS by ws-read's row.
+    const overRead = growth - (rows.find((r) => r.name === "ws-read")?.rssGrowthMiB ?? 0);
+    extra.wsApi = { ...(await hung.stop()), rssBeforeMiB: rssBefore, rssAfterMiB: rssDuring, rssGrowthMiB: growth, rssOverWsReadMiB: overRead };
     rows.push(row("ws-api", wsApi, aloneP99, [rssBefore, rssDuring]));
 
     log(`(d) failing: ETHUSDT, of the same group, fails on every batch while it is sent 20 a second, ${SECONDS} s…`);
