@@ -2,6 +2,7 @@ import type { Context } from "hono";
 import { openEdgeConnection } from "../access/edge-connection";
 import { SlidingWindow } from "../access/sliding-window";
 import { ByteWindow } from "../core/byte-window";
+import { askInner, takeInner } from "../core/inner-answers";
 import type { AppEnv } from "../env";
 import { MAX_CONNECTIONS_PER_PRINCIPAL } from "../streams/protocol";
 import { BinanceError } from "./errors";
@@ -66,12 +67,15 @@ export async function wsApiUpgrade(c: Context<AppEnv>, dispatch: DialectFetch): 
       headers: address ? { "CF-Connecting-IP": address } : {},
     });
     wsApiRequests.add(rest);
+    askInner(rest);
     const response = await dispatch(rest);
+    const handed = takeInner(rest);
     const counted = rateLimitsOf(response.headers);
     if (counted.length > 0) lastLimits = counted;
-    // A 200 is the route's JSON text as written: embedded as it is, not parsed and written again.
+    // A 200 is the route's JSON text as written (handed over in memory, or its body): embedded as
+    // it is, not parsed and written again.
     if (response.status === 200 && response.headers.get("Content-Type")?.startsWith("application/json"))
-      return { frame: resultFrame(request.id, await response.text(), limits(request.returnRateLimits)), id: request.id };
+      return { frame: resultFrame(request.id, handed ?? (await response.text()), limits(request.returnRateLimits)), id: request.id };
     const body = await response.json().catch(() => null);
     const retryAfter = Number(response.headers.get("Retry-After"));
     return {
