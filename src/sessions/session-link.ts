@@ -39,6 +39,12 @@ export class SessionLink<T> {
   /** The session's stub once opened: a call then goes out in its caller's turn, not a microtask later. */
   private stub: SessionStub | undefined;
   private underWay = 0;
+  /** When the last call under way ended: the idle timer closes the session once it is `idleMs` past this. */
+  private idleSince = 0;
+  /**
+   * At most one timer a link, armed when calls stop and moved on when it fires early: a timer
+   * cleared and set again on every call was a tenth of a busy channel's own CPU (docs/benchmarks.md#one-channel).
+   */
   private idle: ReturnType<typeof setTimeout> | undefined;
   /** Sessions opened so far (the billed requests). */
   opened = 0;
@@ -62,7 +68,6 @@ export class SessionLink<T> {
     }
     const session = this.session;
     this.underWay += 1;
-    clearTimeout(this.idle);
     try {
       const stub = this.stub ?? (await session);
       return (await stub.call(method, args)) as Answer<T, K>;
@@ -71,8 +76,21 @@ export class SessionLink<T> {
       throw error;
     } finally {
       this.underWay -= 1;
-      if (this.underWay === 0 && this.session === session) this.idle = setTimeout(() => this.close(), this.idleMs);
+      if (this.underWay === 0 && this.session === session) {
+        this.idleSince = Date.now();
+        if (this.idle === undefined) this.idle = setTimeout(() => this.whenIdle(), this.idleMs);
+      }
     }
+  }
+
+  /** The idle timer: closes the session if no call came since it was armed, else waits out the rest. */
+  private whenIdle(): void {
+    this.idle = undefined;
+    // A call under way arms it again when it ends.
+    if (!this.session || this.underWay > 0) return;
+    const left = this.idleSince + this.idleMs - Date.now();
+    if (left > 0) this.idle = setTimeout(() => this.whenIdle(), left);
+    else this.close();
   }
 
   /** Ends the session (its object may hibernate); the next call opens another. */

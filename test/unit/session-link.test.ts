@@ -85,4 +85,19 @@ describe("calls through an RPC session (src/sessions/session-link.ts)", () => {
     await vi.advanceTimersByTimeAsync(SESSION_IDLE_MS);
     expect(sessions[0]!.disposed, "closed once idle after the call").toBe(true);
   });
+
+  it("a busy link sets one idle timer a second, not one a call (fails before: 200 calls, 200 timers)", async () => {
+    const { sessions, open } = callee();
+    const link = new SessionLink<Callee>(open);
+    const timers = vi.spyOn(globalThis, "setTimeout");
+    for (let i = 0; i < 200; i++) {
+      await vi.advanceTimersByTimeAsync(1);
+      await link.call("echo", i);
+    }
+    expect(timers.mock.calls.length, "timers set over 200 calls in 200 ms").toBeLessThanOrEqual(2);
+    expect(sessions[0]!.disposed, "still open while busy").toBe(false);
+    await vi.advanceTimersByTimeAsync(SESSION_IDLE_MS);
+    expect(sessions[0]!.disposed, "closed a whole idle time after the last call").toBe(true);
+    timers.mockRestore();
+  });
 });
