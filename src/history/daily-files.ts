@@ -12,7 +12,7 @@ import type { ArchivedTrade } from "./trade-archive";
 /** The kline intervals written as daily files. */
 export const DAILY_KLINE_INTERVALS = ["1m", "1h", "1d"] as const;
 
-/** Trades are accepted up to 7 days late (MAX_TRADE_AGE_MS in market/ingest.ts, docs/publishing.md). */
+/** Trades are accepted up to 7 days late (MAX_TRADE_AGE_MS in market/ingest-check.ts, docs/publishing.md). */
 const LATE_TRADES_MS = 7 * DAY_MS;
 /** The daily run's minute after midnight UTC (DAILY_FILES_MINUTE, archive-days.ts). */
 const RUN_AFTER_MS = 5 * MINUTE_MS;

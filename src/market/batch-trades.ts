@@ -1,6 +1,6 @@
 import { DAY_MS } from "../history/intervals";
 import type { MarketStore, StoredTrade } from "../writes/market-store";
-import type { UnitTradeInput } from "./ingest";
+import type { UnitTradeInput } from "./ingest-check";
 import { type MarketState, rememberBucket } from "./market-state";
 import type { MinuteBucket } from "./rolling-window";
 

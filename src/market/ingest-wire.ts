@@ -1,5 +1,10 @@
-import type { IngestBatch, UnitTradeInput } from "./ingest";
+import type { MarketConfig } from "../registry/model";
+import type { IngestCommit, IngestItem } from "./ingest";
+import type { IngestBatch, UnitTradeInput } from "./ingest-check";
 import type { BookUpdate, UnitLevel } from "./order-book";
+
+/** A batch as `encodeIngestBatch` writes it, parsed: trades flat, then the book's updates. */
+type WireBatch = [(string | number)[], [BookUpdate["type"], number, string[], string[]][] | undefined];
 
 /**
  * A checked batch as one string for the call into its market's host (the publisher channel's
@@ -20,7 +25,10 @@ export function encodeIngestBatch(batch: IngestBatch): string {
 
 /** The batch `encodeIngestBatch` wrote. */
 export function decodeIngestBatch(text: string): IngestBatch {
-  const [flatTrades, book] = JSON.parse(text) as [(string | number)[], [BookUpdate["type"], number, string[], string[]][] | undefined];
+  return batchOf(JSON.parse(text) as WireBatch);
+}
+
+function batchOf([flatTrades, book]: WireBatch): IngestBatch {
   const trades: UnitTradeInput[] = [];
   for (let i = 0; i < flatTrades.length; i += 5) {
     trades.push({
@@ -48,4 +56,48 @@ function unitLevels(flat: string[]): UnitLevel[] {
   const levels: UnitLevel[] = new Array(flat.length / 2);
   for (let i = 0; i < levels.length; i++) levels[i] = [BigInt(flat[2 * i]!), BigInt(flat[2 * i + 1]!)];
   return levels;
+}
+
+/** Each config's JSON, written once: the registry copy's config objects stand until it changes. */
+const configTexts = new WeakMap<MarketConfig, string>();
+
+function configText(market: MarketConfig): string {
+  let text = configTexts.get(market);
+  if (text === undefined) {
+    text = JSON.stringify(market);
+    configTexts.set(market, text);
+  }
+  return text;
+}
+
+/**
+ * A host call's items (`ingestAll`) as one string: each item's config, batch and commit, the batch's
+ * text embedded as written. Why: RPC copies an argument value by value, and a config is a dozen
+ * more; an array of items cost a busy channel more CPU than any other part of its call
+ * (docs/benchmarks.md#one-channel), one string is copied whole.
+ *
+ * @example
+ * decodeIngestCall(encodeIngestCall(items)); // each item's config, batch (decoded) and commit
+ */
+export function encodeIngestCall(items: readonly IngestItem[]): string {
+  let text = "[";
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!;
+    text += `${i === 0 ? "" : ","}[${configText(item.market)},${item.batch},${JSON.stringify(item.commit)}]`;
+  }
+  return `${text}]`;
+}
+
+/** A call `encodeIngestCall` wrote: per item its config, its batch (or, if it does not read back, null) and commit. */
+export function decodeIngestCall(text: string): { market: MarketConfig; batch: IngestBatch | null; commit: IngestCommit }[] {
+  const items = JSON.parse(text) as [MarketConfig, WireBatch, IngestCommit][];
+  return items.map(([market, wire, commit]) => {
+    let batch: IngestBatch | null = null;
+    try {
+      batch = batchOf(wire);
+    } catch {
+      // only this item's: the call's others are applied
+    }
+    return { market, batch, commit };
+  });
 }

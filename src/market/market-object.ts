@@ -16,8 +16,9 @@ import { scopedSql, tablePrefixOf } from "../writes/market-storage";
 import { openSegments } from "../writes/open-segments";
 import { COMMIT_MAX_BYTES } from "../writes/staged-batches";
 import { Tick } from "../writes/tick";
-import type { IngestAnswer, IngestBatch, IngestCommit, IngestItem } from "./ingest";
-import { decodeIngestBatch } from "./ingest-wire";
+import type { IngestAnswer, IngestCommit, IngestItem } from "./ingest";
+import type { IngestBatch } from "./ingest-check";
+import { decodeIngestBatch, decodeIngestCall } from "./ingest-wire";
 import { MarketEngine, type OrderBookSnapshot } from "./market-engine";
 import { type HeldMarket, Quarantine } from "./quarantine";
 import type { MinuteBucket } from "./rolling-window";
@@ -195,19 +196,25 @@ export class MarketObject extends MeteredObject {
    * (`../publish/host-calls.ts`): staged in the order given, each answered once its tick is
    * written — a market that fails answers its own batches, never the others'.
    */
-  ingestAll(items: IngestItem[]): Promise<IngestAnswer[]> {
+  ingestAll(items: string | IngestItem[]): Promise<IngestAnswer[]> {
+    // A channel of a version before (while a deploy rolls) sends an array of items, each batch its string or its values.
+    const read =
+      typeof items === "string"
+        ? decodeIngestCall(items)
+        : items.map((item) => {
+            try {
+              return { ...item, batch: typeof item.batch === "string" ? decodeIngestBatch(item.batch) : (item.batch as IngestBatch) };
+            } catch {
+              return { ...item, batch: null };
+            }
+          });
     return Promise.all(
-      items.map((item) => {
-        let batch: IngestBatch;
-        try {
-          // A channel of the version before (while a deploy rolls) sends the batch's values, not its string.
-          batch = typeof item.batch === "string" ? decodeIngestBatch(item.batch) : (item.batch as IngestBatch);
-        } catch {
-          // Only that batch's: the call's others are read and answered.
-          return toProblemResult(problem("VALIDATION_FAILED", "the batch did not reach its market whole; it was not applied — send it again"));
-        }
-        return this.ingestOne({ ...item, batch });
-      }),
+      read.map(({ market, batch, commit }) =>
+        // Only that batch's: the call's others are read and answered.
+        batch === null
+          ? toProblemResult(problem("VALIDATION_FAILED", "the batch did not reach its market whole; it was not applied — send it again"))
+          : this.ingestOne({ market, batch, commit }),
+      ),
     );
   }
 

@@ -7,7 +7,7 @@ import { ProblemError, problem, toProblemResult } from "../core/problem";
 import { Slots } from "../core/slots";
 import { logEvent } from "../logs/log";
 import { type IngestAnswer, type IngestItem, type IngestResult, type IngestVia, ingestReady } from "../market/ingest";
-import { encodeIngestBatch } from "../market/ingest-wire";
+import { encodeIngestBatch, encodeIngestCall } from "../market/ingest-wire";
 import type { MarketObject } from "../market/market-object";
 import type { IngestBody } from "../market/schemas";
 import { MetricsHolder, metricsOn } from "../metrics/holder";
@@ -272,7 +272,7 @@ export class PublishChannel extends MeteredObject {
     let calls = this.hosts.get(group);
     if (!calls) {
       const link = new SessionLink<MarketObject>(() => marketObject(this.env, market).openSession(), this.sessionIdleMs);
-      calls = new HostCalls(this.gatherMs, (items) => link.call("ingestAll", items));
+      calls = new HostCalls(this.gatherMs, (items) => link.call("ingestAll", encodeIngestCall(items)));
       this.hosts.set(group, calls);
     }
     return calls;

@@ -1,5 +1,6 @@
 import { rememberTrades, takeTrades } from "../market/batch-trades";
-import type { IngestBatch, IngestResult } from "../market/ingest";
+import type { IngestResult } from "../market/ingest";
+import type { IngestBatch } from "../market/ingest-check";
 import type { MarketState } from "../market/market-state";
 import type { BookOutcome, BookUpdate, UnitLevel } from "../market/order-book";
 import type { BookEntry } from "./book-log";

@@ -2,8 +2,8 @@ import { evictDurableObject, runInDurableObject, SELF } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import type { IngestAnswer } from "../../src/market/ingest";
-import { toIngestBatch } from "../../src/market/ingest";
-import { encodeIngestBatch } from "../../src/market/ingest-wire";
+import { toIngestBatch } from "../../src/market/ingest-check";
+import { encodeIngestBatch, encodeIngestCall } from "../../src/market/ingest-wire";
 import { MarketEngine } from "../../src/market/market-engine";
 import type { MarketObject } from "../../src/market/market-object";
 import { ensureRegistry, findMarket } from "../../src/registry/copy";
@@ -139,6 +139,24 @@ describe("a market's failure is its own (docs/design.md#isolation)", () => {
     );
     const [broken, applied] = answers as [IngestAnswer & { problem?: { code: string } }, IngestAnswer & { book?: string }];
     expect(broken.problem?.code, "the batch that did not read back").toBe("VALIDATION_FAILED");
+    expect(applied.book, "the call's other batch").toBe("applied");
+  });
+
+  it("a call as the channel sends it (one string): an item that is not a batch is refused alone, the others applied", async () => {
+    await ensureRegistry(env);
+    const host = await hostOf("XRPUSDT");
+    expect(["applied", "duplicate"], "XRPUSDT's snapshot").toContain(await send("XRPUSDT", 1));
+    const { sequence } = (await callJson<{ sequence: number }>("/api/orderbook/XRPUSDT")).body;
+    const xrp = findMarket("XRPUSDT")!;
+    const sol = findMarket("SOLUSDT")!;
+    const good = encodeIngestBatch(toIngestBatch(xrp, batch("XRPUSDT", sequence + 1), Date.now()));
+    const call = encodeIngestCall([
+      { market: sol, batch: '{"not":"a batch"}', commit: "now" },
+      { market: xrp, batch: good, commit: "now" },
+    ]);
+    const answers = await runInDurableObject(host, (instance: MarketObject) => instance.ingestAll(call));
+    const [broken, applied] = answers as [IngestAnswer & { problem?: { code: string } }, IngestAnswer & { book?: string }];
+    expect(broken.problem?.code, "the item that is not a batch").toBe("VALIDATION_FAILED");
     expect(applied.book, "the call's other batch").toBe("applied");
   });
 });

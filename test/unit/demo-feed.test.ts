@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createDemoState, DEMO_LEVELS_PER_SIDE, demoTick } from "../../src/market/demo-feed";
-import { toIngestBatch } from "../../src/market/ingest";
+import { toIngestBatch } from "../../src/market/ingest-check";
 import { OrderBook } from "../../src/market/order-book";
 import { IngestBodySchema } from "../../src/market/schemas";
 import { findMarket } from "../../src/registry/copy";
