@@ -27,6 +27,11 @@ const RATE = Number(option("rate", 10));
 const SECONDS = Number(option("seconds", 20));
 const WINDOW = 4_096;
 const MESSAGE = 1_024;
+/** A host's markets (GROUP_SIZE, src/core/market-groups.ts) and a channel's calls into it (GATHER_MS: 50 a second while it has batches). */
+const GROUP_SIZE = 64;
+const HOST_CALLS_PER_SECOND = 50;
+/** What a host call carries at the venue model: 20,000 batches a second over its 32 hosts. */
+const VENUE_BATCHES_PER_CALL = 20_000 / (Math.ceil(2_000 / GROUP_SIZE) * HOST_CALLS_PER_SECOND);
 const asJson = process.argv.includes("--json");
 const PROFILE = process.argv.includes("--profile");
 const INSPECTOR_PORT = 9340;
@@ -129,6 +134,8 @@ async function main() {
       ackP50Ms: percentile(latencies, 50),
       ackP99Ms: percentile(latencies, 99),
       cpuUsPerBatch: Math.round((cpuSeconds * 1e6) / Math.max(1, latencies.length)),
+      // Every host has batches every gathering at these rates, so its calls are 50 a second.
+      batchesPerHostCall: round(acknowledgedInPhase / elapsed / (Math.ceil(MARKETS / GROUP_SIZE) * HOST_CALLS_PER_SECOND)),
     };
     if (profile) {
       result.profile = profileLines(profile, script, latencies.length);
@@ -140,6 +147,9 @@ async function main() {
         `offered ${result.offeredPerSecond}/s, sent ${result.sentPerSecond}/s, acknowledged ${result.acknowledgedPerSecond}/s (${result.acknowledged} in all); still held back by the window at the end: ${result.heldBackByWindow}`,
       );
       log(`refused: ${JSON.stringify(refused)}; ack p50 ${result.ackP50Ms} ms, p99 ${result.ackP99Ms} ms; workerd CPU ${result.cpuUsPerBatch} µs a batch`);
+      log(
+        `a host call carried ${result.batchesPerHostCall} batches (${Math.ceil(MARKETS / GROUP_SIZE)} hosts, ${HOST_CALLS_PER_SECOND} calls a second each; at the venue model ${VENUE_BATCHES_PER_CALL})`,
+      );
     }
     if (profile && !asJson) {
       log(`\nCPU sampled a batch by entry (the outermost src/ file on the stack; ${result.profile.sampledUsPerBatch} µs a batch sampled, idle apart):`);

@@ -1,5 +1,5 @@
 import { DecimalError, exactAtScale, parseDecimal } from "../core/decimal";
-import { type FieldError, problem } from "../core/problem";
+import { type FieldError, ProblemError, problem } from "../core/problem";
 import type { MarketConfig } from "../registry/model";
 import type { BookUpdate, UnitLevel } from "./order-book";
 import type { IngestBody } from "./schemas";
@@ -123,4 +123,20 @@ export function toIngestBatch(market: MarketConfig, body: IngestBody, now: numbe
     });
   }
   return { trades, ...(book ? { book } : {}) };
+}
+
+/** A batch to be checked by its host against the market's config as held there (the newest). */
+export type CheckAtHost = (held: MarketConfig) => IngestBatch;
+
+/**
+ * `toIngestBatch` for a body a publisher channel forwarded (its shape checked there): a body that is
+ * not of that shape is refused (`VALIDATION_FAILED`), never taken for the market's own failure.
+ */
+export function checkedAtHost(market: MarketConfig, body: IngestBody): IngestBatch {
+  try {
+    return toIngestBatch(market, body, Date.now());
+  } catch (error) {
+    if (error instanceof ProblemError) throw error;
+    throw problem("VALIDATION_FAILED", "the batch did not reach its market whole; it was not applied — send it again");
+  }
 }

@@ -2,6 +2,7 @@ import type { MarketConfig } from "../registry/model";
 import type { IngestCommit, IngestItem } from "./ingest";
 import type { IngestBatch, UnitTradeInput } from "./ingest-check";
 import type { BookUpdate, UnitLevel } from "./order-book";
+import type { IngestBody } from "./schemas";
 
 /** A batch as `encodeIngestBatch` writes it, parsed: trades flat, then the book's updates. */
 type WireBatch = [(string | number)[], [BookUpdate["type"], number, string[], string[]][] | undefined];
@@ -71,33 +72,25 @@ function configText(market: MarketConfig): string {
 }
 
 /**
- * A host call's items (`ingestAll`) as one string: each item's config, batch and commit, the batch's
- * text embedded as written. Why: RPC copies an argument value by value, and a config is a dozen
+ * A host call's items (`ingestAll`) as one string: each item's config, body and commit, the body's
+ * JSON embedded as written. Why: RPC copies an argument value by value, and a config is a dozen
  * more; an array of items cost a busy channel more CPU than any other part of its call
  * (docs/benchmarks.md#one-channel), one string is copied whole.
  *
  * @example
- * decodeIngestCall(encodeIngestCall(items)); // each item's config, batch (decoded) and commit
+ * decodeIngestCall(encodeIngestCall(items)); // each item's config, body (parsed) and commit
  */
 export function encodeIngestCall(items: readonly IngestItem[]): string {
   let text = "[";
   for (let i = 0; i < items.length; i++) {
     const item = items[i]!;
-    text += `${i === 0 ? "" : ","}[${configText(item.market)},${item.batch},${JSON.stringify(item.commit)}]`;
+    text += `${i === 0 ? "" : ","}[${configText(item.market)},${item.body},${JSON.stringify(item.commit)}]`;
   }
   return `${text}]`;
 }
 
-/** A call `encodeIngestCall` wrote: per item its config, its batch (or, if it does not read back, null) and commit. */
-export function decodeIngestCall(text: string): { market: MarketConfig; batch: IngestBatch | null; commit: IngestCommit }[] {
-  const items = JSON.parse(text) as [MarketConfig, WireBatch, IngestCommit][];
-  return items.map(([market, wire, commit]) => {
-    let batch: IngestBatch | null = null;
-    try {
-      batch = batchOf(wire);
-    } catch {
-      // only this item's: the call's others are applied
-    }
-    return { market, batch, commit };
-  });
+/** A call `encodeIngestCall` wrote: per item its config, its body (its decimals checked at the host) and commit. */
+export function decodeIngestCall(text: string): { market: MarketConfig; body: IngestBody; commit: IngestCommit }[] {
+  const items = JSON.parse(text) as [MarketConfig, IngestBody, IngestCommit][];
+  return items.map(([market, body, commit]) => ({ market, body, commit }));
 }

@@ -52,12 +52,15 @@ export async function ingestReady(
   { via, commit = "tick" }: IngestOptions = {},
 ): Promise<IngestResult> {
   let market = grantedMarket(grant, body.symbol);
+  // Checked at its host, against the newest rules there: a channel's thread only routes (docs/benchmarks.md#one-channel).
+  if (via) {
+    objectCalls.ingest += 1;
+    return unwrap(await via.call(market, body, commit)) as IngestResult;
+  }
   // The market holds the newest rules: checked against an older copy's, the batch is checked again.
   for (;;) {
     objectCalls.ingest += 1;
-    const batch = toIngestBatch(market, body, now);
-    const call = via ? via.call(market, batch, commit) : marketObject(env, market).ingest(market, batch, commit);
-    const answer = unwrap(await call);
+    const answer = unwrap(await marketObject(env, market).ingest(market, toIngestBatch(market, body, now), commit));
     if (!("newerConfig" in answer)) return answer;
     market = answer.newerConfig;
   }
@@ -81,10 +84,11 @@ export type IngestCommit = "tick" | "now";
  * How a caller that keeps a market's batches in order pipelines them (the publisher channel): it
  * sends them on its own way (`call`, gathering a host's batches into one call) in the order given,
  * so the next batch may go as soon as this one is on its way — not after its answer, which waits
- * for the group's tick (docs/design.md#the-write-path).
+ * for the group's tick (docs/design.md#the-write-path). The body goes as the publisher wrote it
+ * (its shape checked): its host checks it against the market's scales and rules.
  */
 export interface IngestVia {
-  call(market: MarketConfig, batch: IngestBatch, commit: IngestCommit): Promise<IngestAnswer>;
+  call(market: MarketConfig, body: IngestBody, commit: IngestCommit): Promise<IngestAnswer>;
 }
 
 /** What a market answers when the caller's config is older than the one it holds: validate again with this one. */
@@ -92,11 +96,21 @@ export interface NewerConfig {
   newerConfig: MarketConfig;
 }
 
-/** A batch as the publisher channel hands it to a market's host, with the config it was checked against. */
+/** A batch as the publisher channel hands it to a market's host (`encodeIngestCall`, ingest-wire.ts): the body checked there. */
 export interface IngestItem {
   market: MarketConfig;
-  /** The checked batch as `encodeIngestBatch` (ingest-wire.ts) writes it: one string to copy, not thirty values. */
-  batch: string;
+  /** The body's JSON (its shape checked, its decimals not yet): embedded whole in the call's one string. */
+  body: string;
+  commit: IngestCommit;
+}
+
+/**
+ * What a channel of the version before sent (an array, while a deploy rolls): the batch checked
+ * against `market` at the channel, as `encodeIngestBatch` writes it or as its values.
+ */
+export interface CheckedIngestItem {
+  market: MarketConfig;
+  batch: string | IngestBatch;
   commit: IngestCommit;
 }
 

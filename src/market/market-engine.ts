@@ -15,7 +15,7 @@ import { batchBytes, StagedBatches, stageBatch } from "../writes/staged-batches"
 import type { Tick } from "../writes/tick";
 import { pack } from "../writes/trade-blocks";
 import type { IngestAnswer, IngestCommit, IngestResult } from "./ingest";
-import type { IngestBatch } from "./ingest-check";
+import type { CheckAtHost, IngestBatch } from "./ingest-check";
 import { restoreState } from "./market-load";
 import { MarketReads } from "./market-reads";
 import { MarketSecondly } from "./market-secondly";
@@ -177,7 +177,7 @@ export class MarketEngine {
    * carries the newer config, and the caller checks the batch again with it. The answer waits
    * for the tick's commit (docs/design.md#the-write-path): when it comes, the batch is durable.
    */
-  async ingest(market: MarketConfig, batch: IngestBatch, commit: IngestCommit = "tick"): Promise<IngestAnswer> {
+  async ingest(market: MarketConfig, batch: IngestBatch | CheckAtHost, commit: IngestCommit = "tick"): Promise<IngestAnswer> {
     const staged = this.stage(market, batch);
     if (isProblemResult(staged) || "newerConfig" in staged) return staged;
     const { tick } = this.host;
@@ -192,7 +192,7 @@ export class MarketEngine {
    * fault half-way through applying) is the market's failure alone: its host drops and holds it
    * (docs/design.md#isolation), and the batch is answered as not applied.
    */
-  private stage(market: MarketConfig, batch: IngestBatch): IngestResult | { newerConfig: MarketConfig } | ProblemResult {
+  private stage(market: MarketConfig, batch: IngestBatch | CheckAtHost): IngestResult | { newerConfig: MarketConfig } | ProblemResult {
     try {
       return guarded(() => this.applyBatch(market, batch));
     } catch (error) {
@@ -200,11 +200,13 @@ export class MarketEngine {
     }
   }
 
-  private applyBatch(market: MarketConfig, batch: IngestBatch): IngestResult | { newerConfig: MarketConfig } {
+  private applyBatch(market: MarketConfig, given: IngestBatch | CheckAtHost): IngestResult | { newerConfig: MarketConfig } {
     const state = this.load(market);
-    if (state.market.revision > market.revision) return { newerConfig: state.market };
+    // A batch checked by its caller against an older config is checked again; one checked here is checked against the newest.
+    if (typeof given !== "function" && state.market.revision > market.revision) return { newerConfig: state.market };
     if (state.market.status !== "TRADING")
       throw problem("MARKET_NOT_TRADING", `${market.symbol} is ${state.market.status.toLowerCase()} and accepts no ingest`);
+    const batch = typeof given === "function" ? given(state.market) : given;
     // A commit's row stays within a value's size: what is staged goes first when this batch would take it past.
     this.host.roomFor(batchBytes(batch));
     const { result, streamed } = stageBatch(this.store, state, this.staged, batch, Date.now());

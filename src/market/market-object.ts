@@ -16,8 +16,8 @@ import { scopedSql, tablePrefixOf } from "../writes/market-storage";
 import { openSegments } from "../writes/open-segments";
 import { COMMIT_MAX_BYTES } from "../writes/staged-batches";
 import { Tick } from "../writes/tick";
-import type { IngestAnswer, IngestCommit, IngestItem } from "./ingest";
-import type { IngestBatch } from "./ingest-check";
+import type { CheckedIngestItem, IngestAnswer, IngestCommit } from "./ingest";
+import { type CheckAtHost, checkedAtHost, type IngestBatch } from "./ingest-check";
 import { decodeIngestBatch, decodeIngestCall } from "./ingest-wire";
 import { MarketEngine, type OrderBookSnapshot } from "./market-engine";
 import { type HeldMarket, Quarantine } from "./quarantine";
@@ -193,33 +193,35 @@ export class MarketObject extends MeteredObject {
 
   /**
    * A publisher channel's batches for the group's markets, gathered into one call
-   * (`../publish/host-calls.ts`): staged in the order given, each answered once its tick is
-   * written — a market that fails answers its own batches, never the others'.
+   * (`../publish/host-calls.ts`) as one string (`encodeIngestCall`): each checked here against its
+   * market's scales and rules, staged in the order given, answered once its tick is written — a
+   * market that fails answers its own batches, never the others'.
    */
-  ingestAll(items: string | IngestItem[]): Promise<IngestAnswer[]> {
-    // A channel of a version before (while a deploy rolls) sends an array of items, each batch its string or its values.
-    const read =
-      typeof items === "string"
-        ? decodeIngestCall(items)
-        : items.map((item) => {
-            try {
-              return { ...item, batch: typeof item.batch === "string" ? decodeIngestBatch(item.batch) : (item.batch as IngestBatch) };
-            } catch {
-              return { ...item, batch: null };
-            }
-          });
+  ingestAll(items: string | CheckedIngestItem[]): Promise<IngestAnswer[]> {
+    if (typeof items !== "string") return this.ingestChecked(items);
     return Promise.all(
-      read.map(({ market, batch, commit }) =>
-        // Only that batch's: the call's others are read and answered.
-        batch === null
-          ? toProblemResult(problem("VALIDATION_FAILED", "the batch did not reach its market whole; it was not applied — send it again"))
-          : this.ingestOne({ market, batch, commit }),
-      ),
+      decodeIngestCall(items).map(({ market, body, commit }) => this.ingestOne({ market, batch: (held) => checkedAtHost(held, body), commit })),
+    );
+  }
+
+  /** What a channel of the version before sends while a deploy rolls: batches it checked, each its string or its values. */
+  private ingestChecked(items: CheckedIngestItem[]): Promise<IngestAnswer[]> {
+    return Promise.all(
+      items.map((item) => {
+        let batch: IngestBatch;
+        try {
+          batch = typeof item.batch === "string" ? decodeIngestBatch(item.batch) : item.batch;
+        } catch {
+          // Only that batch's: the call's others are read and answered.
+          return toProblemResult(problem("VALIDATION_FAILED", "the batch did not reach its market whole; it was not applied — send it again"));
+        }
+        return this.ingestOne({ ...item, batch });
+      }),
     );
   }
 
   /** One batch: refused at once while its market is held; a market that fails to load or stage is held. */
-  private async ingestOne({ market, batch, commit }: { market: MarketConfig; batch: IngestBatch; commit?: IngestCommit }): Promise<IngestAnswer> {
+  private async ingestOne({ market, batch, commit }: { market: MarketConfig; batch: IngestBatch | CheckAtHost; commit?: IngestCommit }): Promise<IngestAnswer> {
     const held = this.quarantine.refusal(market.symbol);
     if (held) return toProblemResult(held);
     if (this.storage.level(Date.now()) === "full") return toProblemResult(this.storageFull());

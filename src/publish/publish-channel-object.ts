@@ -7,7 +7,7 @@ import { ProblemError, problem, toProblemResult } from "../core/problem";
 import { Slots } from "../core/slots";
 import { logEvent } from "../logs/log";
 import { type IngestAnswer, type IngestItem, type IngestResult, type IngestVia, ingestReady } from "../market/ingest";
-import { encodeIngestBatch, encodeIngestCall } from "../market/ingest-wire";
+import { encodeIngestCall } from "../market/ingest-wire";
 import type { MarketObject } from "../market/market-object";
 import type { IngestBody } from "../market/schemas";
 import { MetricsHolder, metricsOn } from "../metrics/holder";
@@ -111,7 +111,7 @@ export class PublishChannel extends MeteredObject {
   /** Per market host (a group), the calls its batches go in: one RPC session, a call per gathering (`host-calls.ts`). */
   private readonly hosts = new Map<number, HostCalls<IngestItem, IngestAnswer>>();
   /** How a batch reaches its market: into its group's gathered call. */
-  private readonly via: IngestVia = { call: (market, batch, commit) => this.hostOf(market).call({ market, batch: encodeIngestBatch(batch), commit }) };
+  private readonly via: IngestVia = { call: (market, body, commit) => this.hostOf(market).call({ market, body: JSON.stringify(body), commit }) };
   /** Batches and ack times, handed to the Metrics object (docs/operations.md#metrics). */
   private readonly metrics = new MetricsHolder();
   private grant: Grant | undefined;

@@ -142,21 +142,34 @@ describe("a market's failure is its own (docs/design.md#isolation)", () => {
     expect(applied.book, "the call's other batch").toBe("applied");
   });
 
-  it("a call as the channel sends it (one string): an item that is not a batch is refused alone, the others applied", async () => {
+  it("a call as the channel sends it (one string): each body is checked at its host against the config held there, one that is not a batch is refused alone, the others applied", async () => {
     await ensureRegistry(env);
     const host = await hostOf("XRPUSDT");
     expect(["applied", "duplicate"], "XRPUSDT's snapshot").toContain(await send("XRPUSDT", 1));
     const { sequence } = (await callJson<{ sequence: number }>("/api/orderbook/XRPUSDT")).body;
     const xrp = findMarket("XRPUSDT")!;
     const sol = findMarket("SOLUSDT")!;
-    const good = encodeIngestBatch(toIngestBatch(xrp, batch("XRPUSDT", sequence + 1), Date.now()));
+    // A channel's copy of the registry from before: six decimals where the market holds four.
+    const stale = { ...xrp, priceScale: 6, revision: xrp.revision - 1 };
+    const tooFine = {
+      ...batch("XRPUSDT", sequence + 1),
+      trades: [{ id: "iso-fine", price: "1.000001", quantity: "1.0", side: "buy" as const, time: Date.now() }],
+    };
     const call = encodeIngestCall([
-      { market: sol, batch: '{"not":"a batch"}', commit: "now" },
-      { market: xrp, batch: good, commit: "now" },
+      { market: sol, body: '{"symbol":"SOLUSDT","trades":5}', commit: "now" },
+      { market: stale, body: JSON.stringify(tooFine), commit: "now" },
+      { market: xrp, body: JSON.stringify(batch("XRPUSDT", sequence + 1)), commit: "now" },
     ]);
     const answers = await runInDurableObject(host, (instance: MarketObject) => instance.ingestAll(call));
-    const [broken, applied] = answers as [IngestAnswer & { problem?: { code: string } }, IngestAnswer & { book?: string }];
-    expect(broken.problem?.code, "the item that is not a batch").toBe("VALIDATION_FAILED");
-    expect(applied.book, "the call's other batch").toBe("applied");
+    const [broken, fine, applied] = answers as (IngestAnswer & { problem?: { code: string; extras?: { errors?: { path: string }[] } }; book?: string })[];
+    expect(broken?.problem?.code, "the item that is not a batch").toBe("VALIDATION_FAILED");
+    expect(fine?.problem?.code, "a price finer than the market's scale, sent with a stale config that allowed it").toBe("VALIDATION_FAILED");
+    expect(
+      fine?.problem?.extras?.errors?.map((e) => e.path),
+      "the field named",
+    ).toContain("trades.0.price");
+    expect(applied?.book, "the call's other batch").toBe("applied");
+    const held = await runInDurableObject(host, (instance: MarketObject) => instance.heldMarkets());
+    expect(held, "no market held for a batch that was not one").toEqual([]);
   });
 });

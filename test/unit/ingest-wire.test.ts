@@ -1,7 +1,9 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { formatUnits } from "../../src/core/decimal";
 import type { IngestBatch } from "../../src/market/ingest-check";
 import { decodeIngestBatch, decodeIngestCall, encodeIngestBatch, encodeIngestCall } from "../../src/market/ingest-wire";
+import type { IngestBody } from "../../src/market/schemas";
 import type { MarketConfig } from "../../src/registry/model";
 
 const units = fc.bigInt({ min: 0n, max: 10n ** 40n });
@@ -42,14 +44,14 @@ describe("a checked batch's string for its host's call (src/market/ingest-wire.t
     );
   });
 
-  it("a host call's items as one string read back as each item's config, batch and commit, in order", () => {
+  it("a host call's items as one string read back as each item's config, body and commit, in order", () => {
     const config = fc.record({
       symbol: fc.string({ minLength: 1, maxLength: 20 }),
       base: fc.string({ maxLength: 10 }),
       quote: fc.string({ maxLength: 10 }),
       priceScale: fc.nat({ max: 18 }),
       quantityScale: fc.nat({ max: 18 }),
-      status: fc.constantFrom("active" as const, "halted" as const),
+      status: fc.constantFrom("TRADING" as const, "HALTED" as const),
       rules: fc.record({
         tickSize: fc.constant("0.01"),
         stepSize: fc.constant("0.001"),
@@ -60,26 +62,37 @@ describe("a checked batch's string for its host's call (src/market/ingest-wire.t
       ordinal: fc.nat(),
       revision: fc.nat(),
     }) as unknown as fc.Arbitrary<MarketConfig>;
-    const item = fc.record({ market: config, batch, commit: fc.constantFrom("tick" as const, "now" as const) });
+    const decimal = fc.tuple(fc.bigInt({ min: 0n, max: 10n ** 30n }), fc.nat({ max: 18 })).map(([units, scale]) => formatUnits(units, scale));
+    const body: fc.Arbitrary<IngestBody> = fc.record(
+      {
+        symbol: fc.string({ minLength: 1, maxLength: 20 }),
+        trades: fc.array(
+          fc.record({
+            id: fc.string({ minLength: 1, maxLength: 64 }),
+            price: decimal,
+            quantity: decimal,
+            side: fc.constantFrom("buy" as const, "sell" as const),
+            time: fc.nat(),
+          }),
+          { maxLength: 4 },
+        ),
+        book: fc.record({
+          type: fc.constantFrom("snapshot" as const, "delta" as const),
+          sequence: fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
+          bids: fc.array(fc.tuple(decimal, decimal), { maxLength: 6 }),
+          asks: fc.array(fc.tuple(decimal, decimal), { maxLength: 6 }),
+        }),
+      },
+      { requiredKeys: ["symbol"] },
+    );
+    const item = fc.record({ market: config, body, commit: fc.constantFrom("tick" as const, "now" as const) });
     fc.assert(
       fc.property(fc.array(item, { minLength: 1, maxLength: 8 }), (items) => {
-        const text = encodeIngestCall(items.map((i) => ({ ...i, batch: encodeIngestBatch(i.batch) })));
+        const text = encodeIngestCall(items.map((i) => ({ ...i, body: JSON.stringify(i.body) })));
         expect(typeof text, "one string for the call").toBe("string");
         expect(decodeIngestCall(text), `read back from ${text.slice(0, 200)}`).toEqual(items);
       }),
       { numRuns: 200 },
     );
-  });
-
-  it("an item whose batch is not a batch is read back as null, the call's others whole", () => {
-    const market = { symbol: "XRPUSDT" } as MarketConfig;
-    const good: IngestBatch = { trades: [{ id: "t1", price: 5n, quantity: 7n, side: "buy", time: 1 }] };
-    const text = encodeIngestCall([
-      { market, batch: '{"not":"a batch"}', commit: "tick" },
-      { market, batch: encodeIngestBatch(good), commit: "tick" },
-    ]);
-    const [broken, whole] = decodeIngestCall(text);
-    expect(broken?.batch, "the item that is not a batch").toBeNull();
-    expect(whole?.batch, "the call's other item").toEqual(good);
   });
 });
