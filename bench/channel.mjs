@@ -11,8 +11,11 @@
 // its one thread here, where each has its own on Cloudflare. `--profile` records V8's sampling
 // profile over the phase and splits the CPU by entry (the outermost src/ file of each sample's
 // stack: the channel's object, the hosts', the shards'), so what ONE connection's own object
-// needs a batch is measured apart from the hosts that run elsewhere on Cloudflare. Loopback only;
-// bounded; it stops everything it started.
+// needs a batch is measured apart from the hosts that run elsewhere on Cloudflare. A call's fixed
+// cost is shared by the batches it carries, so it prints what a host call carried: 12.5 at the
+// venue model, far fewer here where one thread runs all 32 hosts — `--markets 576 --rate 35` (9
+// hosts, 20,160 offered a second) gives the venue's call size (docs/benchmarks.md#one-channel).
+// Loopback only; bounded; it stops everything it started.
 import { mkdirSync } from "node:fs";
 import { issuePublishKey } from "../scripts/publish-key.mjs";
 import { listVenue } from "../scripts/venue.mjs";

@@ -55,9 +55,9 @@ function ruleUnits(market: MarketConfig): RuleUnits {
 
 /**
  * Checks a validated ingest body against its market's scales and trading rules (docs/publishing.md)
- * and turns every decimal into
- * integer units, once, here at the edge. Collects every failure (400 `VALIDATION_FAILED` with
- * `errors`) instead of stopping at the first.
+ * and turns every decimal into integer units, once: at the edge for `POST /v1/ingest`, at the
+ * market's host for a publisher channel's batches. Collects every failure (400 `VALIDATION_FAILED`
+ * with `errors`) instead of stopping at the first.
  */
 export function toIngestBatch(market: MarketConfig, body: IngestBody, now: number): IngestBatch {
   const errors: FieldError[] = [];
