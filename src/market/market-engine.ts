@@ -1,57 +1,31 @@
 import { guarded, guardedAsync, isProblemResult, ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
 import type { RelayOp } from "../groups/messages";
 import type { BookTarget } from "../history/book-replay";
-import type { HistoryCache } from "../history/history-cache";
 import { MarketBookHistory, type ReplayLimits, type ReplayPage } from "../history/market-book-history";
 import { DayCalls, importMinutes } from "../history/market-days";
 import { MarketHistory } from "../history/market-history";
 import { billed } from "../metrics/billed-bindings";
 import type { MarketAnswer, MarketQuestion } from "../reads/edge-copies";
 import type { MarketConfig } from "../registry/model";
-import type { MarketStorage } from "../writes/market-storage";
 import { DERIVED_FIELDS, type MarketRecord, MarketStore } from "../writes/market-store";
 import { MinuteWrites } from "../writes/minute-writes";
 import { batchBytes, StagedBatches, stageBatch } from "../writes/staged-batches";
-import type { Tick } from "../writes/tick";
 import { pack } from "../writes/trade-blocks";
 import type { IngestAnswer, IngestCommit, IngestResult } from "./ingest";
 import type { CheckAtHost, IngestBatch } from "./ingest-check";
+import type { MarketHost, OrderBookSnapshot } from "./market-host";
 import { restoreState } from "./market-load";
 import { MarketReads } from "./market-reads";
 import { MarketSecondly } from "./market-secondly";
 import { type MarketState, TRADE_RETENTION_MS } from "./market-state";
 import { MarketStreams } from "./market-streams";
-import type { WireLevel } from "./order-book";
 import type { MinuteBucket } from "./rolling-window";
 
+export type { MarketHost, OrderBookSnapshot } from "./market-host";
 export type { OrderBookText } from "./market-reads";
 export type { WireTrade } from "./wire-trade";
 
-export interface OrderBookSnapshot {
-  symbol: string;
-  sequence: number;
-  timestamp: number;
-  bids: WireLevel[];
-  asks: WireLevel[];
-}
-
 const PRUNE_EVERY_MS = 60_000;
-/** What a market's engine is given by the object that hosts it (`market-object.ts`). */
-export interface MarketHost {
-  readonly env: Env;
-  /** The market's view of the host's storage: its own tables, its own alarm. */
-  readonly storage: MarketStorage;
-  /** To the group's relay, in order (docs/design.md#group-relays). */
-  send(op: RelayOp): void;
-  /** The group's tick: the staged batches of all its markets are committed together (`market-object.ts`). */
-  readonly tick: Tick;
-  /** Makes room in the tick's row for `bytes` more: what is staged is committed first if they would take it past its bound. */
-  roomFor(bytes: number): void;
-  /** The host's history cache, shared by its markets (`../history/history-cache.ts`). */
-  readonly historyCache: HistoryCache;
-  /** The market failed to load or stage (its memory may be ahead of storage): the host drops and holds it; the answer for its batches. */
-  failed(error: unknown): ProblemError;
-}
 
 /**
  * One market's single writer, hosted with the rest of its group in one object

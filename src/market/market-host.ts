@@ -1,0 +1,32 @@
+import type { ProblemError } from "../core/problem";
+import type { RelayOp } from "../groups/messages";
+import type { HistoryCache } from "../history/history-cache";
+import type { MarketStorage } from "../writes/market-storage";
+import type { Tick } from "../writes/tick";
+import type { WireLevel } from "./order-book";
+
+/** The live book as `orderBook` answers it: levels to `depth`, with the sequence it shows. */
+export interface OrderBookSnapshot {
+  symbol: string;
+  sequence: number;
+  timestamp: number;
+  bids: WireLevel[];
+  asks: WireLevel[];
+}
+
+/** What a market's engine is given by the object that hosts it (`market-object.ts`). */
+export interface MarketHost {
+  readonly env: Env;
+  /** The market's view of the host's storage: its own tables, its own alarm. */
+  readonly storage: MarketStorage;
+  /** To the group's relay, in order (docs/design.md#group-relays). */
+  send(op: RelayOp): void;
+  /** The group's tick: the staged batches of all its markets are committed together (`market-object.ts`). */
+  readonly tick: Tick;
+  /** Makes room in the tick's row for `bytes` more: what is staged is committed first if they would take it past its bound. */
+  roomFor(bytes: number): void;
+  /** The host's history cache, shared by its markets (`../history/history-cache.ts`). */
+  readonly historyCache: HistoryCache;
+  /** The market failed to load or stage (its memory may be ahead of storage): the host drops and holds it; the answer for its batches. */
+  failed(error: unknown): ProblemError;
+}
