@@ -3,6 +3,13 @@ import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
+/**
+ * A test's time limit only catches a hang: every test's work is bounded by its own counts (runs,
+ * requests, batches), and on this shared 2-core machine a property of 300 requests that takes 3 s
+ * one day took 6 s another (the default of 5 s failed it in CI, 2026-11-28).
+ */
+const HANG_MS = 60_000;
+
 const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
 // The seven default markets, as `npm start` lists them (scripts/default-venue.sql).
 const defaultVenue = readFileSync(path.join(import.meta.dirname, "scripts/default-venue.sql"), "utf8");
@@ -53,6 +60,7 @@ export default defineConfig({
         test: {
           name: "unit",
           include: ["test/unit/**/*.test.ts", "client/test/**/*.test.ts"],
+          testTimeout: HANG_MS,
           setupFiles: ["test/integration/apply-migrations.ts"],
           isolate: false,
         },
@@ -62,6 +70,7 @@ export default defineConfig({
         test: {
           name: "workers",
           include: ["test/integration/**/*.test.ts"],
+          testTimeout: HANG_MS,
           setupFiles: ["test/integration/apply-migrations.ts"],
         },
       },

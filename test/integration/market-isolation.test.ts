@@ -32,6 +32,15 @@ function failing(method: "commitStaged", symbol: string): void {
   });
 }
 
+/** XRPUSDT's host with its book from a snapshot, its sequence, and the configs of two markets of its group. */
+async function groupOfXrp() {
+  await ensureRegistry(env);
+  const host = await hostOf("XRPUSDT");
+  expect(["applied", "duplicate"], "XRPUSDT's snapshot").toContain(await send("XRPUSDT", 1));
+  const { sequence } = (await callJson<{ sequence: number }>("/api/orderbook/XRPUSDT")).body;
+  return { host, sequence, xrp: findMarket("XRPUSDT")!, sol: findMarket("SOLUSDT")! };
+}
+
 describe("a market's failure is its own (docs/design.md#isolation)", () => {
   it("a market whose every commit throws is held alone: another market of its group, in the same ticks, keeps being acknowledged (fails before: every batch of the tick fails)", async () => {
     await ensureRegistry(env);
@@ -124,12 +133,7 @@ describe("a market's failure is its own (docs/design.md#isolation)", () => {
   });
 
   it("a channel's call whose one batch does not read back is refused for that batch alone: the call's other batches are applied (fails before: the whole call threw)", async () => {
-    await ensureRegistry(env);
-    const host = await hostOf("XRPUSDT");
-    expect(["applied", "duplicate"], "XRPUSDT's snapshot").toContain(await send("XRPUSDT", 1));
-    const { sequence } = (await callJson<{ sequence: number }>("/api/orderbook/XRPUSDT")).body;
-    const xrp = findMarket("XRPUSDT")!;
-    const sol = findMarket("SOLUSDT")!;
+    const { host, sequence, xrp, sol } = await groupOfXrp();
     const good = encodeIngestBatch(toIngestBatch(xrp, batch("XRPUSDT", sequence + 1), Date.now()));
     const answers = await runInDurableObject(host, (instance: MarketObject) =>
       instance.ingestAll([
@@ -143,12 +147,7 @@ describe("a market's failure is its own (docs/design.md#isolation)", () => {
   });
 
   it("a call as the channel sends it (one string): each body is checked at its host against the config held there, one that is not a batch is refused alone, the others applied", async () => {
-    await ensureRegistry(env);
-    const host = await hostOf("XRPUSDT");
-    expect(["applied", "duplicate"], "XRPUSDT's snapshot").toContain(await send("XRPUSDT", 1));
-    const { sequence } = (await callJson<{ sequence: number }>("/api/orderbook/XRPUSDT")).body;
-    const xrp = findMarket("XRPUSDT")!;
-    const sol = findMarket("SOLUSDT")!;
+    const { host, sequence, xrp, sol } = await groupOfXrp();
     // A channel's copy of the registry from before: six decimals where the market holds four.
     const stale = { ...xrp, priceScale: 6, revision: xrp.revision - 1 };
     const tooFine = {
