@@ -35,6 +35,7 @@ const GROUP_SIZE = 64;
 const HOST_CALLS_PER_SECOND = 50;
 /** What a host call carries at the venue model: 20,000 batches a second over its 32 hosts. */
 const VENUE_BATCHES_PER_CALL = 20_000 / (Math.ceil(2_000 / GROUP_SIZE) * HOST_CALLS_PER_SECOND);
+const HOSTS = Math.ceil(MARKETS / GROUP_SIZE);
 const asJson = process.argv.includes("--json");
 const PROFILE = process.argv.includes("--profile");
 const INSPECTOR_PORT = 9340;
@@ -138,7 +139,7 @@ async function main() {
       ackP99Ms: percentile(latencies, 99),
       cpuUsPerBatch: Math.round((cpuSeconds * 1e6) / Math.max(1, latencies.length)),
       // Every host has batches every gathering at these rates, so its calls are 50 a second.
-      batchesPerHostCall: round(acknowledgedInPhase / elapsed / (Math.ceil(MARKETS / GROUP_SIZE) * HOST_CALLS_PER_SECOND)),
+      batchesPerHostCall: round(acknowledgedInPhase / elapsed / (HOSTS * HOST_CALLS_PER_SECOND)),
     };
     if (profile) {
       result.profile = profileLines(profile, script, latencies.length);
@@ -151,7 +152,7 @@ async function main() {
       );
       log(`refused: ${JSON.stringify(refused)}; ack p50 ${result.ackP50Ms} ms, p99 ${result.ackP99Ms} ms; workerd CPU ${result.cpuUsPerBatch} µs a batch`);
       log(
-        `a host call carried ${result.batchesPerHostCall} batches (${Math.ceil(MARKETS / GROUP_SIZE)} hosts, ${HOST_CALLS_PER_SECOND} calls a second each; at the venue model ${VENUE_BATCHES_PER_CALL})`,
+        `a host call carried ${result.batchesPerHostCall} batches (${HOSTS} hosts, ${HOST_CALLS_PER_SECOND} calls a second each; at the venue model ${VENUE_BATCHES_PER_CALL})`,
       );
     }
     if (profile && !asJson) {
