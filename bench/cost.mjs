@@ -60,9 +60,8 @@ const FLUSH_MS = String(option("flush-ms", 10_000));
 const asJson = process.argv.includes("--json");
 // `--quick`: one short cycle-less venue phase and no stagger, to try the phases (the figures are then not the venue's).
 const QUICK = process.argv.includes("--quick");
-const log = (...line) => {
-  if (!asJson) console.error(...line);
-};
+// Progress on stderr either way (stdout is the JSON's): a run that stops says in which phase.
+const log = (...line) => console.error(...line);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The two models of docs/capacity.md. */
