@@ -59,8 +59,18 @@ export async function readPhase(service, token, { markets, keys, rate, signedRat
   const { url } = service;
   const addresses = Math.round(rate / (VENUE_LOAD.publicPerSecond / VENUE_LOAD.addresses));
   const statuses = {};
-  const answered = (status) => {
+  // The counted window's answers apart (the bench is judged on them: the warm-up takes each key's and
+  // market's first use), and when the answers that were not 2xx came, in 5 s bins from the start.
+  const windowStatuses = {};
+  const notOkAt = {};
+  const began = performance.now();
+  const answered = (status, inWindow = counting) => {
     statuses[status] = (statuses[status] ?? 0) + 1;
+    if (inWindow) windowStatuses[status] = (windowStatuses[status] ?? 0) + 1;
+    if (!/^(ws )?2/.test(String(status))) {
+      const bin = Math.floor((performance.now() - began) / 5000) * 5;
+      notOkAt[bin] = (notOkAt[bin] ?? 0) + 1;
+    }
   };
   const wsUrl = `${url.replace(/^http/, "ws")}/binance/ws-api/v3`;
   const sockets = await Promise.all(
@@ -109,14 +119,15 @@ export async function readPhase(service, token, { markets, keys, rate, signedRat
         const m = markets[Math.floor(Math.random() * markets.length)];
         const path = pick(PUBLIC_ROUTES, Math.random())(m);
         const ip = `10.${90 + Math.floor((n % addresses) / 62_500)}.${Math.floor(((n % addresses) % 62_500) / 250)}.${((n % addresses) % 250) + 1}`;
+        const inWindow = counting;
         count("public");
         fire(
           fetch(url + path, { headers: { "CF-Connecting-IP": ip } }).then(
             async (r) => {
               await r.arrayBuffer();
-              answered(r.status);
+              answered(r.status, inWindow);
             },
-            () => answered("error"),
+            () => answered("error", inWindow),
           ),
         );
       }
@@ -138,12 +149,12 @@ export async function readPhase(service, token, { markets, keys, rate, signedRat
           }).then(
             async (r) => {
               await r.arrayBuffer();
-              answered(r.status);
+              answered(r.status, inWindow);
               // Refused before its key's guard admitted it (a timestamp out of its window when this
               // machine stalls): no ledger hears of it, so `countsComplete` leaves it out.
               if (inWindow && (r.status === 401 || r.status === 403)) sent.signedUnauthenticated += 1;
             },
-            () => answered("error"),
+            () => answered("error", inWindow),
           ),
         );
       }
@@ -189,7 +200,19 @@ export async function readPhase(service, token, { markets, keys, rate, signedRat
   const guardRows = (billedIn(warmWindow.grown).rowsWrittenBy.guard ?? 0) + (billed.rowsWrittenBy.guard ?? 0);
   // Rates and CPU are the load's: the pause that closes the window sent nothing, and its CPU (the
   // hosts' own background) is not the reads'.
-  return { ...window, seconds: loadSeconds, cpuSeconds: loadCpuSeconds, grown: undefined, billed, sent, statuses, keys: keys.length, guardRows };
+  return {
+    ...window,
+    seconds: loadSeconds,
+    cpuSeconds: loadCpuSeconds,
+    grown: undefined,
+    billed,
+    sent,
+    statuses,
+    windowStatuses,
+    notOkAt,
+    keys: keys.length,
+    guardRows,
+  };
 }
 
 /**

@@ -55,7 +55,8 @@ export async function wholeBill(service, { channels, markets, busy, key, persist
     seconds: 60,
     flushMs: Number(vars.METRICS_FLUSH_MS ?? 10_000),
   });
-  log(`  answers: ${JSON.stringify(reads.statuses)}`);
+  log(`  answers: ${JSON.stringify(reads.statuses)}; in the counted window: ${JSON.stringify(reads.windowStatuses)}`);
+  if (Object.keys(reads.notOkAt).length) log(`  not 2xx, by 5 s from the warm-up's start: ${JSON.stringify(reads.notOkAt)}`);
   // Fewer ledger calls counted than signed requests the guards took: counts went missing, every read line is low.
   const told = countsComplete(reads);
   log(
@@ -63,11 +64,12 @@ export async function wholeBill(service, { channels, markets, busy, key, persist
   );
   if (Math.abs(told - 1) > 0.02)
     log(`  WARNING: the ledgers counted ${told.toFixed(3)} calls a signed request taken, not 1: the read phase's counts are incomplete`);
-  const answered = Object.entries(reads.statuses).filter(([status]) => /^(ws )?[0-9]+$/.test(status));
+  const answered = Object.entries(reads.windowStatuses).filter(([status]) => /^(ws )?[0-9]+$/.test(status));
   const failed = answered.filter(([status]) => !/^(ws )?2/.test(status)).reduce((sum, [, n]) => sum + n, 0);
   const answers = answered.reduce((sum, [, n]) => sum + n, 0);
-  // A read phase whose answers are not 2xx counts refusals, not reads: the bench fails.
-  if (failed > answers / 100) throw new Error(`reads: ${failed} of ${answers} answers were not 2xx: ${JSON.stringify(reads.statuses)}`);
+  // A counted window whose answers are not 2xx counts refusals, not reads: the bench fails.
+  if (failed > answers / 100)
+    throw new Error(`reads: ${failed} of ${answers} answers in the counted window were not 2xx: ${JSON.stringify(reads.windowStatuses)}`);
   log("subscribers: 200 anonymous and 20 keyed connections, held a minute…");
   // The keyed ones on one group's markets, so on one shard: its duties are a shard's.
   const subscribers = await subscriberPhase(service, TOKEN, { markets: symbols.slice(0, 60), keys: keys.slice(200, 220), anonymous: 200, seconds: 60 });
