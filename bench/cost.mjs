@@ -1,4 +1,7 @@
-// `npm run bench:cost [-- --markets 100] [-- --seconds 60] [-- --flush-ms 10000] [-- --json]`
+// `npm run bench:cost [-- --markets 100] [-- --seconds 60] [-- --flush-ms 10000] [-- --json] [-- --write-path]`
+//
+// `--write-path`: the write path's phases only, not the whole bill's (reads, subscribers, files,
+// restart): its figure in about 20 minutes, and `venueAll` absent.
 //
 // What the write path costs on Cloudflare, counted rather than estimated (docs/capacity.md#cost).
 // Runs the deployable bundle on workerd (demo feed off, operator metrics on and handed on every
@@ -60,6 +63,7 @@ const FLUSH_MS = String(option("flush-ms", 10_000));
 const asJson = process.argv.includes("--json");
 // `--quick`: one short cycle-less venue phase and no stagger, to try the phases (the figures are then not the venue's).
 const QUICK = process.argv.includes("--quick");
+const WRITE_PATH_ONLY = process.argv.includes("--write-path");
 // Progress on stderr either way (stdout is the JSON's): a run that stops says in which phase.
 const log = (...line) => console.error(...line);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -652,9 +656,11 @@ async function main() {
       if (name === "venue") venueSegmentBytes = await segmentBytesPerLevel(service.mf, "book-history/V", before);
       await sleep(2000);
     }
-    const whole = await wholeBill(service, { channels, markets, busy, key, persist, scriptPath, vars, log });
-    service = whole.service;
-    url = service.url;
+    const whole = WRITE_PATH_ONLY ? undefined : await wholeBill(service, { channels, markets, busy, key, persist, scriptPath, vars, log });
+    if (whole) {
+      service = whole.service;
+      url = service.url;
+    }
     const fitted = Object.entries(phases)
       .filter(([name]) => name !== "busy")
       .map(([, p]) => p);
@@ -803,7 +809,7 @@ async function main() {
       venue,
       busyMarket,
       lineItems: venue.lineItems,
-      venueAll: priceVenueAll({ writePath: venue, venuePhase: phases.venue, ...whole.phases }),
+      venueAll: whole && priceVenueAll({ writePath: venue, venuePhase: phases.venue, ...whole.phases }),
       cpu,
       phases: Object.fromEntries(
         Object.entries(phases).map(([name, p]) => [
@@ -856,6 +862,7 @@ async function main() {
         .join(", ")}`,
     );
     const all = result.venueAll;
+    if (!all) return;
     console.log(
       `\nthe whole bill (docs/capacity.md#the-whole-bill): $${all.dollarsPerMonth.toLocaleString("en-US")} a month; the platform's per-request floor $${all.platformFloorDollarsPerMonth.toLocaleString("en-US")}, everything beyond it $${all.beyondFloorDollarsPerMonth.toLocaleString("en-US")}`,
     );
