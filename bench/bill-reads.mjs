@@ -47,6 +47,11 @@ export async function makeKeys(url, count, permissions, ipBase) {
 /** An isolate's Analytics Engine window (POINT_WINDOW_MS, src/metrics/request-events.ts). */
 const POINT_WINDOW_MS = 25_000;
 
+/** A read's status as the read phase keeps it (`200`, `"ws 429"`, `"error"`) is a 2xx answer. */
+export function answeredOk(status) {
+  return /^(ws )?2/.test(String(status));
+}
+
 /**
  * The read phase: `rate` public requests a second from `addresses` addresses (each at the venue's
  * 0.2 a second), `signedRate` signed over `keys`, `wsRate` Binance WebSocket API requests over eight
@@ -67,7 +72,7 @@ export async function readPhase(service, token, { markets, keys, rate, signedRat
   const answered = (status, inWindow = counting) => {
     statuses[status] = (statuses[status] ?? 0) + 1;
     if (inWindow) windowStatuses[status] = (windowStatuses[status] ?? 0) + 1;
-    if (!/^(ws )?2/.test(String(status))) {
+    if (!answeredOk(status)) {
       const bin = Math.floor((performance.now() - began) / 5000) * 5;
       notOkAt[bin] = (notOkAt[bin] ?? 0) + 1;
     }

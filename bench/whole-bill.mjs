@@ -16,7 +16,7 @@
 import { TOKEN } from "./bill-counts.mjs";
 import { filesPhase, restartPhase } from "./bill-files.mjs";
 import { countsComplete, VENUE_LOAD } from "./bill-price.mjs";
-import { makeKeys, readPhase, subscriberPhase } from "./bill-reads.mjs";
+import { answeredOk, makeKeys, readPhase, subscriberPhase } from "./bill-reads.mjs";
 import { openedChannel } from "./publisher.mjs";
 import { startService } from "./service.mjs";
 
@@ -65,7 +65,7 @@ export async function wholeBill(service, { channels, markets, busy, key, persist
   if (Math.abs(told - 1) > 0.02)
     log(`  WARNING: the ledgers counted ${told.toFixed(3)} calls a signed request taken, not 1: the read phase's counts are incomplete`);
   const answered = Object.entries(reads.windowStatuses).filter(([status]) => /^(ws )?[0-9]+$/.test(status));
-  const failed = answered.filter(([status]) => !/^(ws )?2/.test(status)).reduce((sum, [, n]) => sum + n, 0);
+  const failed = answered.filter(([status]) => !answeredOk(status)).reduce((sum, [, n]) => sum + n, 0);
   const answers = answered.reduce((sum, [, n]) => sum + n, 0);
   // A counted window whose answers are not 2xx counts refusals, not reads: the bench fails.
   if (failed > answers / 100)
