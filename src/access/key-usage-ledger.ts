@@ -1,13 +1,11 @@
+import { IDLE_EVICTION_MS } from "../core/alarms";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { USAGE_INTERVALS, type UsageBucket, type UsageInterval } from "./key-usage";
 import { addToParts, type BucketCounts, type HeldCounts, INTERVALS, type KeyCounts, oldestKept, PendingUsage, sumBuckets } from "./usage-ledger";
 
-/**
- * Counts are stored this long after the first one not yet stored. An idle object may be taken out
- * of memory 10 s after its last request (the platform's rule), so this must stay well under that.
- */
-export const USAGE_FLUSH_AFTER_MS = 5_000;
+/** Counts are stored this long after the first one not yet stored: well before an idle eviction. */
+export const USAGE_FLUSH_AFTER_MS = IDLE_EVICTION_MS / 2;
 
 /**
  * Keys' usage (docs/limits.md#your-keys-usage), counted for a shard of the keys: a key's guard

@@ -1,3 +1,4 @@
+import { IDLE_EVICTION_MS } from "../core/alarms";
 import { type HistogramState, labelIn, MetricCounts, type MetricDelta, seriesKey } from "./counts";
 import type { Family } from "./families";
 import { MetricsHolder } from "./holder";
@@ -6,8 +7,12 @@ import { meterRequests } from "./object-meter";
 import { quantile } from "./quantiles";
 
 const TOTALS_KEY = "totals";
-/** The totals are stored at most this often (one row), from the alarm: not a row per report. */
-const PERSIST_EVERY_MS = 10_000;
+/**
+ * The totals are stored at most this often (one row), from the alarm: not a row per report. Well
+ * before an idle eviction: at 10 s, a quiet venue's one isolate reporting every 10 s found the
+ * object gone before each store, and every report since the last one was lost with it.
+ */
+const PERSIST_EVERY_MS = IDLE_EVICTION_MS / 2;
 const MINUTE_MS = 60_000;
 /** The status page's window: the histograms reported in the last five minutes. */
 const RECENT_MINUTES = 5;
@@ -40,7 +45,8 @@ const FAILING_MOST = 50;
  * The venue's counters and histograms since they began (docs/operations.md#metrics): isolates,
  * shards and publisher channels hand it what they counted, each at most every METRICS_FLUSH_MS,
  * and a scrape reads the totals. One instance: its calls grow with the holders, not the requests.
- * An eviction loses what was reported since the last store, at most PERSIST_EVERY_MS of it.
+ * What was reported is stored within PERSIST_EVERY_MS, before the object may be evicted for being
+ * idle; a crash or a forced eviction in between loses at most that much of it.
  */
 export class Metrics extends MeteredObject {
   private readonly totals: MetricCounts;

@@ -1,9 +1,11 @@
-import { runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { publishChannel } from "../../src/core/object-ids";
+import { IDLE_EVICTION_MS } from "../../src/core/alarms";
+import { metricsObject, publishChannel } from "../../src/core/object-ids";
 import type { MetricsHolder } from "../../src/metrics/holder";
 import { newPublishKey } from "../support/accounts";
+import { evictWhenIdle } from "../support/evict";
 import { approveGateway, callbackBody, deliver } from "../support/gateways";
 import { call } from "../support/http";
 import { until } from "../support/poll";
@@ -96,6 +98,21 @@ describe("operator metrics (docs/operations.md#metrics)", () => {
     expect(again.get('mds_http_requests_total{route="/api/ticker/:pair",status="200"}')).toBe(10);
     expect(again.get('mds_http_requests_total{route="/admin/metrics",status="200"}'), "the first scrape itself").toBe(1);
     for (const socket of [...sockets, channel]) socket.ws.close();
+  });
+
+  it("keeps what it was told through its own eviction: it stores a report before it may be taken out of memory for being idle", async () => {
+    const totals = metricsObject(env);
+    const series = 'mds_object_requests_total{kind="call",object="eviction-test"}';
+    const told = Date.now();
+    await totals.report({ counters: { [series]: 3 }, histograms: {} });
+    // An idle object may leave memory 10 s after its last request; a store due later (it was 10 s)
+    // lost each report of a quiet venue — one isolate telling it every 10 s — to that eviction.
+    const alarm = await runInDurableObject(totals, (_object, state) => state.storage.getAlarm());
+    expect(alarm, "a store is due").not.toBeNull();
+    expect(alarm! - told, "the store is due well before the idle eviction").toBeLessThanOrEqual(IDLE_EVICTION_MS / 2);
+    expect(await runDurableObjectAlarm(totals), "the alarm ran").toBe(true);
+    await evictWhenIdle(totals);
+    expect((await totals.totalsNow()).counters[series], "the report after the eviction").toBe(3);
   });
 
   it("is the operator's: no token is 401", async () => {
