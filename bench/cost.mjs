@@ -64,6 +64,8 @@ const asJson = process.argv.includes("--json");
 // `--quick`: one short cycle-less venue phase and no stagger, to try the phases (the figures are then not the venue's).
 const QUICK = process.argv.includes("--quick");
 const WRITE_PATH_ONLY = process.argv.includes("--write-path");
+/** V8's inspector on the service's runtime (e.g. for bench/heap-watch.mjs while the bench runs); none by default. */
+const INSPECTOR_PORT = option("inspector-port", undefined);
 // Progress on stderr either way (stdout is the JSON's): a run that stops says in which phase.
 const log = (...line) => console.error(...line);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -581,7 +583,7 @@ async function main() {
   rmSync(persist, { recursive: true, force: true });
   const scriptPath = bundleService(asJson);
   const vars = { DEMO_FEED: "off", METRICS: "on", METRICS_FLUSH_MS: FLUSH_MS };
-  let service = await startService(scriptPath, vars, { persist });
+  let service = await startService(scriptPath, vars, { persist, inspectorPort: INSPECTOR_PORT && Number(INSPECTOR_PORT) });
   const sockets = [];
   let stopped = false;
   try {
