@@ -221,7 +221,7 @@ export async function readPhase(service, token, { markets, keys, rate, signedRat
 }
 
 /**
- * The pause before the counted window, `ms` long, with each market read every 4 s until 2 s before
+ * The pause before the counted window, `ms` long, with each market read every 4 s until 6 s before
  * its end (counted in the warm-up, whose counts are not the bill's): at the venue's load the hosts
  * are never idle — publishers write all the time — but here the pause was the only quiet in the
  * run, and a host idle for 10 s may be taken out of memory. Each then loaded its 50 markets again

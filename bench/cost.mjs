@@ -1,7 +1,8 @@
-// `npm run bench:cost [-- --markets 100] [-- --seconds 60] [-- --flush-ms 10000] [-- --json] [-- --write-path]`
+// `npm run bench:cost [-- --markets 100] [-- --seconds 60] [-- --flush-ms 10000] [-- --json] [-- --write-path] [-- --inspector-port N]`
 //
 // `--write-path`: the write path's phases only, not the whole bill's (reads, subscribers, files,
-// restart): its figure in about 20 minutes, and `venueAll` absent.
+// restart): its figure in about 20 minutes, and `venueAll` absent. `--inspector-port`: V8's
+// inspector on the service's runtime, for `node bench/heap-watch.mjs --port N` alongside.
 //
 // What the write path costs on Cloudflare, counted rather than estimated (docs/capacity.md#cost).
 // Runs the deployable bundle on workerd (demo feed off, operator metrics on and handed on every
