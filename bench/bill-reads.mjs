@@ -175,13 +175,14 @@ export async function readPhase(service, token, { markets, keys, rate, signedRat
   })();
   // Every count handed on after the requests are answered: a hand-over's wait, or an Analytics
   // Engine window's (its timer writes the points and hands their count on), and a second to spare.
-  const handedOn = () => sleep(Math.max(flushMs, POINT_WINDOW_MS) + 1_000);
+  const handOverMs = Math.max(flushMs, POINT_WINDOW_MS) + 1_000;
+  const handedOn = () => sleep(handOverMs);
   // The warm-up counted apart: each key's first use (its guard's once-a-day row) falls in it.
   const warmWindow = await counted(service, token, async () => {
     await sleep(warm * 1000);
     paused = true;
     await Promise.all(inFlight);
-    await keptWarm(url, markets, Math.max(flushMs, POINT_WINDOW_MS) + 1_000);
+    await keptWarm(url, markets, handOverMs);
   });
   let loadSeconds = 0;
   let loadCpuSeconds = 0;
