@@ -1,13 +1,13 @@
 import { createMiddleware } from "hono/factory";
 import { routePath } from "hono/route";
 import { ProblemError } from "../core/problem";
-import { msSetting } from "../core/settings";
+import { intSetting, msSetting } from "../core/settings";
 import type { AppEnv } from "../env";
 import { keyIdOf, principalKind } from "../logs/request-log";
 import { billed } from "./billed-bindings";
 import { isolateMetrics, metricsOn } from "./holder";
 import { callbackOutcome, limitScope } from "./outcomes";
-import { POINT_WINDOW_MS, RequestEvents } from "./request-events";
+import { POINT_WINDOW_MS, RequestEvents, SUCCESS_SAMPLE_EVERY } from "./request-events";
 
 /** This isolate's Analytics Engine points, aggregated per kind of request every 25 s or so. */
 export const requestEvents = new RequestEvents();
@@ -41,7 +41,8 @@ export const countRequests = createMiddleware<AppEnv>(async (c, next) => {
       // No execution context (the app called directly, as a test does): the promise runs on its own.
     }
   };
-  // A point per kind of request every 25 s or so, not per request; dropped locally, in production
+  // A point per kind of request every 25 s or so, not per request (a fast success's one window in
+  // ANALYTICS_SUCCESS_SAMPLE, standing for that many); dropped locally, in production
   // the SQL of docs/operations.md#analytics-engine reads them. A window's timer, once it has
   // written, hands on the count of points it wrote unless the counts' own timer will.
   const now = Date.now();
@@ -58,7 +59,12 @@ export const countRequests = createMiddleware<AppEnv>(async (c, next) => {
       keyId: keyIdOf(c.req.header("X-API-KEY") ?? c.req.query("apiKey")) ?? "",
       ms: now - startedAt,
     },
-    { waitUntil, written: () => isolateMetrics.handOnUnlessWaiting(c.env), windowMs: msSetting(c.env.ANALYTICS_WINDOW_MS, POINT_WINDOW_MS) },
+    {
+      waitUntil,
+      written: () => isolateMetrics.handOnUnlessWaiting(c.env),
+      windowMs: msSetting(c.env.ANALYTICS_WINDOW_MS, POINT_WINDOW_MS),
+      sampleEvery: intSetting(c.env.ANALYTICS_SUCCESS_SAMPLE, 1, 1_000, SUCCESS_SAMPLE_EVERY),
+    },
   );
   const dueAt = isolateMetrics.settle(c.env, waitUntil);
   // An isolate is billed for CPU, not for waiting: a timer hands the counts on when they are due.

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
-import { MAX_KINDS_HELD, POINT_WINDOW_MS, type RequestEvent, RequestEvents } from "../../src/metrics/request-events";
+import { MAX_KINDS_HELD, POINT_WINDOW_MS, type RequestEvent, RequestEvents, SLOW_MS } from "../../src/metrics/request-events";
 
 /** Analytics Engine's points as written (the binding drops them locally: its write is all this code uses). */
 const recording = () => {
@@ -71,6 +71,72 @@ describe("Analytics Engine points, aggregated (docs/operations.md#analytics-engi
     expect(sink.points.length, "the hand-on writes what is held").toBe(4);
     for (let i = 0; i <= MAX_KINDS_HELD; i++) events.add(sink, start + POINT_WINDOW_MS, { ...base, route: `/r/${i}`, status: 200, keyId: "" });
     expect(sink.points.length, "more kinds than held are written early").toBe(4 + MAX_KINDS_HELD);
+  });
+});
+
+describe("a fast success's points sampled (docs/operations.md#analytics-engine)", () => {
+  it("any requests, any draws, any sample: refusals, failures and slow successes are written as counted; a fast success's kind is written when its draw falls under 1 / sample and then stands for sample times its requests (property)", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.array(fc.record({ event: request, slow: fc.boolean() }), { maxLength: 40 }), { maxLength: 8 }),
+        fc.array(fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), { minLength: 1, maxLength: 50 }),
+        fc.integer({ min: 1, max: 20 }),
+        (windows, draws, sampleEvery) => {
+          let drawn = 0;
+          const random = () => draws[drawn++ % draws.length]!;
+          const events = new RequestEvents(random);
+          for (const window of windows) {
+            const sink = recording();
+            const kinds = new Map<string, { count: number; maxMs: number; status: number }>();
+            for (const { event, slow } of window) {
+              const r = { ...event, ms: slow ? SLOW_MS + event.ms : event.ms };
+              events.add(sink, 0, r, { waitUntil: () => {}, sampleEvery });
+              const kind = kindOf(r);
+              const held = kinds.get(kind) ?? { count: 0, maxMs: 0, status: r.status };
+              kinds.set(kind, { ...held, count: held.count + 1, maxMs: Math.max(held.maxMs, r.ms) });
+            }
+            const before = drawn;
+            events.flush(sink);
+            // The draws this window took, in the order of its kinds (a Map keeps insertion order).
+            let draw = before;
+            const expected = [...kinds.values()].flatMap(({ count, maxMs, status }) => {
+              if (status >= 400 || maxMs >= SLOW_MS || sampleEvery === 1) return [[count, 1]];
+              return draws[draw++ % draws.length]! * sampleEvery < 1 ? [[count * sampleEvery, sampleEvery]] : [];
+            });
+            expect(
+              sink.points.map((p) => [p.doubles![2], p.doubles![4]]),
+              "each point's requests and sample: a refusal, failure or slow success as counted, a fast success per its draw",
+            ).toEqual(expected);
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it("3 fast kinds over 60 windows at one in 10 are 18 points, not 180, and the points still sum to every request (draws spread evenly); a 429 and a slow answer are in every window (fails before: 180 points)", () => {
+    let n = 0;
+    const events = new RequestEvents(() => (n++ % 10) / 10);
+    const sink = recording();
+    const base = { method: "GET", code: "", who: "address", keyId: "" };
+    let requests = 0;
+    for (let w = 0; w < 60; w++) {
+      for (const route of ["/api/ticker/:pair", "/api/orderbook/:pair", "/api/trades/:pair"]) {
+        for (let i = 0; i < 5; i++) events.add(sink, 0, { ...base, route, status: 200, ms: 3 }, { waitUntil: () => {}, sampleEvery: 10 });
+        requests += 5;
+      }
+      events.add(sink, 0, { ...base, route: "/api/time", status: 429, code: "RATE_LIMITED", ms: 1 }, { waitUntil: () => {}, sampleEvery: 10 });
+      events.add(sink, 0, { ...base, route: "/api/klines/:pair", status: 200, ms: SLOW_MS }, { waitUntil: () => {}, sampleEvery: 10 });
+      events.flush(sink);
+    }
+    const fast = sink.points.filter((p) => p.doubles![0] === 200 && p.doubles![3]! < SLOW_MS);
+    expect(fast.length, "the fast successes' points").toBe(18);
+    expect(
+      fast.reduce((sum, p) => sum + p.doubles![2]!, 0),
+      "the requests they stand for",
+    ).toBe(requests);
+    expect(sink.points.filter((p) => p.doubles![0] === 429).length, "the refusals' points: one a window").toBe(60);
+    expect(sink.points.filter((p) => p.doubles![3]! >= SLOW_MS).length, "the slow answers' points: one a window").toBe(60);
   });
 });
 
@@ -163,7 +229,7 @@ describe("the app's requests as Analytics Engine points", () => {
     const sink = recording();
     const app = createApp();
     const ask = (_: unknown, i: number) =>
-      app.request("/api/time", { headers: { "CF-Connecting-IP": `192.0.2.${100 + i}` } }, { ...env, REQUEST_EVENTS: sink });
+      app.request("/api/time", { headers: { "CF-Connecting-IP": `192.0.2.${100 + i}` } }, { ...env, REQUEST_EVENTS: sink, ANALYTICS_SUCCESS_SAMPLE: "1" });
     requestEvents.flush(sink);
     sink.points.length = 0;
     const answers = await Promise.all(Array.from({ length: 20 }, ask));
