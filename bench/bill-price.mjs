@@ -83,7 +83,9 @@ export function priceVenueAll({ writePath, venuePhase, reads, subscribers, files
   const venueSeconds = venuePhase.seconds;
   const perMarketSecond = (n) => (n / venuePhase.marketSeconds) * L.markets;
   add("KV writes (price snapshots)", venuePhase.billed.kvWrites / venueSeconds, PRICES.kvWrites, true, "venue");
-  add("R2 class A, Standard: book segments", perMarketSecond(venuePhase.billed.r2.aStandard), PRICES.r2ClassA, true, "venue");
+  // The segments the phase put (one class A operation each), not all its class A operations: an
+  // hour's book files built within the phase are the files phase's line, per market-hour.
+  add("R2 class A, Standard: book segments", perMarketSecond(venuePhase.segmentsPut), PRICES.r2ClassA, true, "venue");
   add(
     "R2 class A, Standard: trade archive chunks",
     (files.archive.r2.aStandard / files.archive.trades) * L.tradesPerSecond,

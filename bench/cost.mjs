@@ -656,7 +656,13 @@ async function main() {
       const before = name === "venue" ? await segmentKeys(service.mf, "book-history/V") : [];
       phases[name] = await phase(service, channels, which, shape, seconds);
       // The segments the venue's phase closed hold its batches (the stagger and the group phase have its shape too).
-      if (name === "venue") venueSegmentBytes = await segmentBytesPerLevel(service.mf, "book-history/V", before);
+      if (name === "venue") {
+        venueSegmentBytes = await segmentBytesPerLevel(service.mf, "book-history/V", before);
+        // Its segments' puts counted as R2 holds them: its class A operations also hold an hour's
+        // book files when an hour ended a minute before or within it, priced by the files phase.
+        const old = new Set(before);
+        phases.venue.segmentsPut = (await segmentKeys(service.mf, "book-history/V")).filter((key) => !old.has(key)).length;
+      }
       await sleep(2000);
     }
     const whole = WRITE_PATH_ONLY ? undefined : await wholeBill(service, { channels, markets, busy, key, persist, scriptPath, vars, log });
