@@ -117,7 +117,7 @@ export async function filesPhase(service, token, channel, { dayGroups, archiveMa
     const listed = await bucket.list({ prefix: `book-history/${market.symbol}/` });
     const segments = listed.objects.map((o) => Number(o.key.split("/").pop().replace(/\..*$/, ""))).sort((a, b) => a - b);
     if (segments.length === 0) continue;
-    const hour = Math.floor(Date.now() / 3_600_000) * 3_600_000;
+    const hour = hourHolding(listed.objects);
     const id = `bench-book-${market.symbol}-${Date.now().toString(36)}`;
     const window = await counted(service, token, async () => {
       const instance = await bindings.BOOK_FILES.create({
@@ -150,6 +150,20 @@ export async function filesPhase(service, token, channel, { dayGroups, archiveMa
     hours,
     hourFit: fitted(hourLine),
   };
+}
+
+/**
+ * The hour most of these segments were put in, which holds most of their batches (a segment goes to
+ * R2 as it closes). Not the hour of the run's clock: a files phase soon after an hour began asked
+ * for an hour its segments had no rows in, and the Workflow wrote no zips ($0 in two runs of four).
+ */
+function hourHolding(objects) {
+  const puts = new Map();
+  for (const o of objects) {
+    const hour = Math.floor(o.uploaded.getTime() / 3_600_000) * 3_600_000;
+    puts.set(hour, (puts.get(hour) ?? 0) + 1);
+  }
+  return [...puts].sort((a, b) => b[1] - a[1] || b[0] - a[0])[0][0];
 }
 
 /**
