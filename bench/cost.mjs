@@ -134,20 +134,16 @@ async function segmentKeys(mf, prefix) {
   return keys;
 }
 
-/** The gzipped bytes a level change of the book segments in R2 under `prefix` but those of `before` (undefined: none written). */
-async function segmentBytesPerLevel(mf, prefix, before = []) {
+/** The gzipped bytes a level change of the book segments in R2 at `keys` (undefined: none written). */
+async function segmentBytesPerLevel(mf, keys) {
   const bucket = await mf.getR2Bucket("HISTORY");
-  const old = new Set(before);
   let bytes = 0;
   let levels = 0;
-  for (const key of await segmentKeys(mf, prefix)) {
-    if (old.has(key)) continue;
-    {
-      const gzipped = Buffer.from(await (await bucket.get(key)).arrayBuffer());
-      const segment = JSON.parse(gunzipSync(gzipped).toString());
-      bytes += gzipped.length;
-      for (const entry of segment.entries) for (const [, , bids, asks] of entry.u) levels += bids.length + asks.length;
-    }
+  for (const key of keys) {
+    const gzipped = Buffer.from(await (await bucket.get(key)).arrayBuffer());
+    const segment = JSON.parse(gunzipSync(gzipped).toString());
+    bytes += gzipped.length;
+    for (const entry of segment.entries) for (const [, , bids, asks] of entry.u) levels += bids.length + asks.length;
   }
   return levels > 0 ? Math.round((bytes / levels) * 100) / 100 : undefined;
 }
@@ -657,11 +653,12 @@ async function main() {
       phases[name] = await phase(service, channels, which, shape, seconds);
       // The segments the venue's phase closed hold its batches (the stagger and the group phase have its shape too).
       if (name === "venue") {
-        venueSegmentBytes = await segmentBytesPerLevel(service.mf, "book-history/V", before);
+        const old = new Set(before);
+        const added = (await segmentKeys(service.mf, "book-history/V")).filter((key) => !old.has(key));
+        venueSegmentBytes = await segmentBytesPerLevel(service.mf, added);
         // Its segments' puts counted as R2 holds them: its class A operations also hold an hour's
         // book files when an hour ended a minute before or within it, priced by the files phase.
-        const old = new Set(before);
-        phases.venue.segmentsPut = (await segmentKeys(service.mf, "book-history/V")).filter((key) => !old.has(key)).length;
+        phases.venue.segmentsPut = added.length;
       }
       await sleep(2000);
     }
@@ -778,7 +775,7 @@ async function main() {
     const bookBytes = {
       venue: bookBytesPerLevel(MODELS.venue.levelsPerBatch, MODELS.venue.batchesPerMarketSecond),
       busyMarket: bookBytesPerLevel(MODELS.busyMarket.levelsPerBatch, MODELS.busyMarket.batchesPerMarketSecond),
-      runSegments: { venue: venueSegmentBytes, busyMarket: await segmentBytesPerLevel(service.mf, "book-history/BTCUSDT/") },
+      runSegments: { venue: venueSegmentBytes, busyMarket: await segmentBytesPerLevel(service.mf, await segmentKeys(service.mf, "book-history/BTCUSDT/")) },
     };
     // SQLite's bytes held by the venue's markets (every id of the run's trades is held), read from
     // the objects' files once the runtime has stopped and closed them.
