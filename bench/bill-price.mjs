@@ -29,6 +29,8 @@ export const VENUE_LOAD = {
   /** The keys' usage ledgers and how soon each stores what it holds (src/core/object-ids.ts USAGE_LEDGERS, src/access/key-usage-ledger.ts). */
   usageLedgers: 32,
   usageFlushAfterMs: 5_000,
+  /** The address gates (src/core/object-ids.ts ADDRESS_GATES): busy at the venue, they hold sessions and never hibernate. */
+  gates: 32,
   /** A market's book segments an hour at 10 batches a second: one per 4,096 commits. */
   segmentsPerMarketHour: (10 * 3_600) / 4_096,
 };
@@ -53,7 +55,8 @@ export function priceVenueAll({ writePath, venuePhase, reads, subscribers, files
   const readRate = restRate + L.wsApiPerSecond;
   const upgradesPerSecond = (L.subscribers * L.restartsPerDay) / 86_400;
   const cpuMsPerRequest = (reads.cpuSeconds * 1000) / readRequests;
-  const guardPerRead = (reads.billed.calls.guard ?? 0) / readRequests;
+  // The exact limit's call: a key's guard for a signed request, an address's gate for a public one.
+  const guardPerRead = ((reads.billed.calls.guard ?? 0) + (reads.billed.calls.gate ?? 0)) / readRequests;
   const floor = [
     ["Workers requests (REST, stream upgrades)", restRate + upgradesPerSecond, PRICES.workersRequests, "reads, subscribers"],
     ["Workers CPU, ms (REST and WebSocket API requests)", readRate * cpuMsPerRequest, PRICES.workersCpuMs, "reads"],
@@ -66,10 +69,10 @@ export function priceVenueAll({ writePath, venuePhase, reads, subscribers, files
   carried("rows written", "write path: rows written", PRICES.rowsWritten, true, "venue");
   carried("rows read", "write path: rows read", PRICES.rowsRead, true, "venue");
   carried("object requests", "write path: object requests (alarms, sessions, messages)", PRICES.requests, true, "venue");
-  // The hosts, the shards as deployed for the load and the channel, each active the whole month (128 MB).
+  // The hosts, the shards as deployed for the load, the address gates and the channel, each active the whole month (128 MB).
   add(
-    "object duration (GB-s): hosts, shards, channel always active",
-    (L.hosts + L.shards + 1) * PRICES.objectGb,
+    "object duration (GB-s): hosts, shards, gates, channel always active",
+    (L.hosts + L.shards + L.gates + 1) * PRICES.objectGb,
     PRICES.durationGbSeconds,
     false,
     "model: the runtime counts no wall-clock presence",

@@ -127,7 +127,11 @@ async function main() {
     const callsOf = (worker) => async () => {
       const { objectCalls } = await (await fetch(`${worker.url}/admin/isolate`, { headers: ADMIN })).json();
       // The read path's calls: to market objects, and to the price index for the all-market answers.
-      return { market: objectCalls.marketReads + objectCalls.venueReads, guard: objectCalls.guard, metrics: objectCalls.metrics ?? 0 };
+      return {
+        market: objectCalls.marketReads + objectCalls.venueReads,
+        guard: objectCalls.guard + (objectCalls.gate ?? 0),
+        metrics: objectCalls.metrics ?? 0,
+      };
     };
     const serviceCalls = callsOf(service);
     const floorCalls = async () => (await fetch(`${floor.url}/calls`)).json();

@@ -1,7 +1,7 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { bodyLimit } from "hono/body-limit";
 import { createMiddleware } from "hono/factory";
-import { publicLimit } from "./access/middleware";
+import { publicLimit, publicReadLimit } from "./access/middleware";
 import { dashboardRoutes } from "./accounts/pages";
 import { accountRoutes } from "./accounts/routes";
 import { adminRoutes } from "./admin/routes";
@@ -108,15 +108,16 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.use(startDemoFeed);
 
   // The route table: every router, where it is mounted, and the limit in front of it.
-  //   publicLimit: 10 requests a second per client address (docs/limits.md)
+  //   publicLimit: 10 requests a second per client address (docs/limits.md), counted by its gate
+  //   publicReadLimit: the same, the admission carried by the read's first market refresh (docs/limits.md#address-gates)
   //   per key:     30 a second per API key, inside the signature check (signedAccess)
   //   per gateway: 50 a second per gateway, once its signature is verified
   //   failures:    a failed authentication counts against the client address
   for (const [prefix, router, ...guards] of [
-    ["/api", marketRoutes(publicLimit)], //                   market data: publicLimit
+    ["/api", marketRoutes(publicReadLimit)], //               market data: publicReadLimit
     ["/api", publicStreamRoutes(publicLimit)], //             GET /api/ws: publicLimit, 5 connections per address
     ["/api", replayRoutes(publicLimit)], //                   GET /api/replay: publicLimit, one of the 5 connections
-    ["/binance", binanceRoutes(publicLimit, () => app)], //  Binance dialect, REST, streams and WebSocket API: publicLimit, 5 connections per address
+    ["/binance", binanceRoutes(publicReadLimit, () => app)], // Binance dialect, REST, streams and WebSocket API: publicReadLimit, 5 connections per address
     ["/api/gateway", callbackRoutes], //                      settlement callbacks: per gateway; failures
     ["/v1", signedRoutes], //                                 signed market data and ingest: per key; failures
     ["/v1", signedStreamRoutes], //                           GET /v1/ws: per key, 5 connections per key; failures

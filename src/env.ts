@@ -1,4 +1,5 @@
 import type { MarketGrant } from "./access/keys";
+import type { ReadCarrier } from "./reads/edge-reads";
 
 /**
  * The Worker's bindings are the global `Env`, generated from wrangler.toml by `npm run types`
@@ -15,6 +16,8 @@ export interface AppVariables {
   publishGrant?: MarketGrant;
   /** Set by `POST /v1/ingest`: whether the batch changed anything, for the metrics. */
   batchOutcome?: "applied" | "duplicate";
+  /** Set by `publicReadLimit` on a plain read: its admission, which the read's first market refresh may carry. */
+  readCarrier?: ReadCarrier;
 }
 
 export type AppEnv = { Bindings: Env; Variables: AppVariables };

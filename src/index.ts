@@ -5,6 +5,7 @@ import { ledgerOptions, releaseExpiredHolds } from "./settlements/ledger";
 import { registerDialect } from "./streams/dialect";
 
 export { AccessGuard } from "./access/access-guard";
+export { AddressGate } from "./access/address-gate";
 export { KeyUsageLedger } from "./access/key-usage-ledger";
 export { BookFilesWorkflow } from "./history/book-files-workflow";
 export { DailyFilesWorkflow } from "./history/daily-files-workflow";

@@ -5,6 +5,7 @@ import { isProblemResult, ProblemError, problem, unwrap } from "../core/problem"
 import { setResponseHeaders } from "../core/response-headers";
 import type { AppEnv } from "../env";
 import type { Authorized } from "./access-guard";
+import { AdmissionTicket } from "./admission-ticket";
 import { clientIp, clientPrincipal } from "./client-address";
 import { KEY_ID_PATTERN, KEY_ID_RULE, type MarketGrant, type Permission, principalOfKey } from "./keys";
 import { admit, fromGuard, localRefusal, PUBLIC_LIMIT, rateLimited, signedWindow } from "./rate-limit";
@@ -67,6 +68,21 @@ export const publicLimit = createMiddleware<AppEnv>((c, next) => {
   const refused = localRefusal(principal, PUBLIC_DETAIL);
   if (refused) throw refused;
   return runAdmitted(c, next, admit(c.env, principal, PUBLIC_LIMIT, PUBLIC_DETAIL));
+});
+
+/**
+ * {@link publicLimit} for the market reads (docs/limits.md#address-gates): a plain read's admission
+ * is carried by its first market refresh, in one call to the address's gate, or decided by a plain
+ * call once the route is done (a read served from fresh copies does no awaiting of its own).
+ */
+export const publicReadLimit = createMiddleware<AppEnv>((c, next) => {
+  const principal = clientPrincipal(c.req.raw);
+  const refused = localRefusal(principal, PUBLIC_DETAIL);
+  if (refused) throw refused;
+  if (!isPlainRead(c.req.raw)) return runAdmitted(c, next, admit(c.env, principal, PUBLIC_LIMIT, PUBLIC_DETAIL));
+  const ticket = new AdmissionTicket(c.env, principal, PUBLIC_LIMIT, PUBLIC_DETAIL);
+  c.set("readCarrier", ticket);
+  return runAdmitted(c, () => next().finally(() => ticket.decide()), ticket.admission);
 });
 
 export interface SignedOptions {

@@ -1,8 +1,11 @@
-import { accessGuard } from "../core/object-ids";
+import { accessGuard, addressGate, objectCalls } from "../core/object-ids";
 import { type ProblemError, problem } from "../core/problem";
+import type { MarketAnswer, MarketQuestion } from "../reads/edge-copies";
+import type { MarketConfig } from "../registry/model";
 import { MAX_CONNECTIONS_PER_PRINCIPAL } from "../streams/protocol";
-import { IsolateLimiter } from "./isolate-limiter";
-import { type Admission, rateLimitHeaders } from "./sliding-window";
+import type { GatedRead } from "./address-gate";
+import { type AskGuard, IsolateLimiter } from "./isolate-limiter";
+import { type Admission, type LeasedAdmission, rateLimitHeaders } from "./sliding-window";
 
 /** This isolate's refusals and leases, per principal (docs/limits.md). */
 const limiter = new IsolateLimiter();
@@ -72,9 +75,66 @@ export function localRefusal(principal: string, detail: string): ProblemError | 
  * setResponseHeaders(c, rateLimitHeaders(admission));
  */
 export async function admit(env: Env, principal: string, limit: number, detail = `${limit} requests per second`): Promise<Admission> {
-  const admission = await limiter.admit(principal, Date.now(), (options) => fromGuard(accessGuard(env, principal).admit(limit, undefined, options)), Date.now);
+  const admission = await limiter.admit(principal, Date.now(), askFor(env, principal, limit), Date.now);
   if (!admission.allowed) throw rateLimited(admission, detail);
   return admission;
+}
+
+/** An address's limit is counted by its gate (docs/limits.md#address-gates), any other principal's by its own guard. */
+function askFor(env: Env, principal: string, limit: number): AskGuard {
+  if (!isAddress(principal)) return (options) => fromGuard(accessGuard(env, principal).admit(limit, undefined, options));
+  return (options) => fromGuard(addressGate(env, principal).admit(principal, limit, undefined, options)).then(counted);
+}
+
+function isAddress(principal: string): boolean {
+  return principal.startsWith("ip:");
+}
+
+/** A gate that could hold no window for the address (docs/limits.md#address-gates): the limits fail closed. */
+function counted(admission: LeasedAdmission | undefined): LeasedAdmission {
+  if (admission) return admission;
+  throw problem("UNAVAILABLE", "the rate limiter is counting too many addresses; try again shortly", {}, { "Retry-After": "1" });
+}
+
+/**
+ * Admits one request of an address (as {@link admit}) and, in the same call to its gate, asks the
+ * market `question` (docs/limits.md#address-gates): one object call for the limit and the refresh.
+ * When the isolate admits from a lease (no call made), `direct` asks the market itself. The answer
+ * fails with the admission's 429, or when the market did not answer through the gate.
+ *
+ * @example
+ * const { admission, answer } = admitReading(env, "ip:203.0.113.9", 10, detail, market, { kind: "ticker" }, direct);
+ */
+export function admitReading(
+  env: Env,
+  principal: string,
+  limit: number,
+  detail: string,
+  market: MarketConfig,
+  question: MarketQuestion,
+  direct: () => Promise<MarketAnswer>,
+): { admission: Promise<Admission>; answer: Promise<MarketAnswer> } {
+  if (!isAddress(principal)) {
+    const admission = admit(env, principal, limit, detail);
+    return { admission, answer: admission.then(direct) };
+  }
+  let read: Promise<GatedRead> | undefined;
+  const ask: AskGuard = (options) => {
+    objectCalls.gateReads += 1;
+    read = fromGuard(addressGate(env, principal).read(principal, limit, options, market, question));
+    return read.then((gated) => counted(gated.admission));
+  };
+  const admission = limiter.admit(principal, Date.now(), ask, Date.now).then((decided) => {
+    if (!decided.allowed) throw rateLimited(decided, detail);
+    return decided;
+  });
+  const answer = admission.then(async () => {
+    if (!read) return direct();
+    const gated = await read;
+    if (!gated.answer) throw new Error(`${market.symbol} did not answer through its gate`);
+    return gated.answer;
+  });
+  return { admission, answer };
 }
 
 export { type Admission, rateLimitHeaders };

@@ -99,6 +99,11 @@ export class SlidingWindow {
     return { allowed: true, limit: this.limit, remaining: free - 1, resetMs: this.resetMs(now) };
   }
 
+  /** Whether nothing is held at `at`: the window then admits as a new one would. */
+  isEmpty(at: number): boolean {
+    return this.slots.every((s) => s.until <= at);
+  }
+
   /** Takes back `unused` admissions of lease `id`: its isolate will not spend them. */
   handBack(id: string, unused: number, at: number): void {
     this.at(at);

@@ -29,11 +29,25 @@ export function stubByName<T extends Rpc.DurableObjectBranded | undefined>(names
  * Calls this isolate has made to the market objects and to the guards, counted where the stubs
  * are made (one stub, one call): what the edge read path saves is measured, not estimated.
  * `marketReads` is the part of `market` that the read path made, `ingest` the batches applied;
+ * `gate` the calls to address gates, `gateReads` the part of them that carried a market read;
  * `venueReads` the part of `priceIndex` that the all-market reads made. Locally every object runs
  * in the one isolate, so these count the calls into the price index and the
  * shards too (docs/benchmarks.md).
  */
-export const objectCalls = { market: 0, marketReads: 0, ingest: 0, guard: 0, priceIndex: 0, venueReads: 0, shard: 0, registry: 0, metrics: 0, usageLedger: 0 };
+export const objectCalls = {
+  market: 0,
+  marketReads: 0,
+  ingest: 0,
+  guard: 0,
+  gate: 0,
+  gateReads: 0,
+  priceIndex: 0,
+  venueReads: 0,
+  shard: 0,
+  registry: 0,
+  metrics: 0,
+  usageLedger: 0,
+};
 
 /**
  * The object hosting a market's engine: its group's (docs/design.md#market-hosts), named by the
@@ -48,6 +62,16 @@ export function marketObject(env: Env, market: { ordinal: number }) {
 export function accessGuard(env: Env, principal: string) {
   objectCalls.guard += 1;
   return stubByName(env.ACCESS_GUARD, principal);
+}
+/**
+ * How many address gates count the public limit (docs/limits.md#address-gates), by a hash of the
+ * address. Changing it moves addresses between gates: at most a second of their counts is forgotten.
+ */
+export const ADDRESS_GATES = 32;
+/** The gate counting `principal`'s public limit (`ip:<addr>`) and carrying its market reads. */
+export function addressGate(env: Env, principal: string) {
+  objectCalls.gate += 1;
+  return stubByName(env.ADDRESS_GATE, `gate:${fnv1a(principal) % ADDRESS_GATES}`);
 }
 /** How many ledgers share the keys' usage, by a hash of the key id. Fixed: a key's buckets live in its ledger. */
 export const USAGE_LEDGERS = 32;

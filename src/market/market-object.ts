@@ -254,9 +254,12 @@ export class MarketObject extends MeteredObject {
     return this.quarantine.list();
   }
 
-  /** A publisher channel's session into the group (`../sessions/`): its gathered calls ride on it, one billed request. */
+  /**
+   * A session into the group (`../sessions/`), one billed request however many calls ride on it: a
+   * publisher channel's gathered batches, an address gate's market reads (docs/limits.md#address-gates).
+   */
   openSession(): ObjectSession<MarketObject> {
-    return new ObjectSession<MarketObject>(this, ["ingestAll"]);
+    return new ObjectSession<MarketObject>(this, ["ingestAll", "answer"]);
   }
 
   importMinutes(market: MarketConfig, minutes: MinuteBucket[]): { imported: number; replaced: number } | ProblemResult {

@@ -51,10 +51,35 @@ export function edgePolicy(env: Env): EdgePolicy {
   return policiesOf(env).market;
 }
 
-/** What a read needs of its request: the bindings, and a way to finish work after answering. */
+/**
+ * A request's admission still to be decided, which the request's first market refresh may carry
+ * (`access/admission-ticket.ts`, docs/limits.md#address-gates): the limit's one object call then
+ * brings the market's answer too, and the refresh is not a call of its own.
+ */
+export interface ReadCarrier {
+  /** A refresh about to ask its market takes the admission with it, if no other read of the request has. */
+  take(): CarriedRefresh | undefined;
+}
+
+export interface CarriedRefresh {
+  /** Asks the market through the admission's call; `direct` when the admission needed no call (a lease spent). */
+  carry(market: MarketConfig, question: MarketQuestion, direct: () => Promise<MarketAnswer>): Promise<MarketAnswer>;
+  /** The refresh did not ask the market (a location's copy served): the admission is decided by itself. */
+  release(): void;
+}
+
+/** What a read needs of its request: the bindings, a way to finish work after answering, and its admission to carry. */
 export interface ReadContext {
   env: Env;
   waitUntil?: (promise: Promise<unknown>) => void;
+  carrier?: ReadCarrier | undefined;
+}
+
+/** A refresh's ask: through the request's admission when it can carry it (then released once done), else `ask`. */
+function carriedAsk(ctx: ReadContext, ask: () => Promise<MarketAnswer>, carry?: (refresh: CarriedRefresh) => Promise<MarketAnswer>) {
+  const taken = carry ? ctx.carrier?.take() : undefined;
+  if (!taken || !carry) return { ask, release: () => {} };
+  return { ask: () => carry(taken), release: () => taken.release() };
 }
 
 /** An answer as served: the market's text, the moment it shows, its age, and whether it is past the max age. */
@@ -122,7 +147,13 @@ function served(copy: Copy, now: number, stale: boolean): EdgeRead {
  * others wait for that refresh). If the market fails or is slow, a copy younger than the
  * stale-if-error bound answers, marked stale; past it, 503 `UNAVAILABLE` — never a hang.
  */
-export async function readThroughEdge(ctx: ReadContext, key: string, ask: () => Promise<MarketAnswer>, policy = edgePolicy(ctx.env)): Promise<EdgeRead> {
+export async function readThroughEdge(
+  ctx: ReadContext,
+  key: string,
+  ask: () => Promise<MarketAnswer>,
+  policy = edgePolicy(ctx.env),
+  carry?: (refresh: CarriedRefresh) => Promise<MarketAnswer>,
+): Promise<EdgeRead> {
   const arrivedAt = Date.now();
   const fresh = copies.fresh(key, arrivedAt, policy.maxAgeMs);
   if (fresh) {
@@ -131,10 +162,14 @@ export async function readThroughEdge(ctx: ReadContext, key: string, ask: () => 
         ? copies.claimRefresh(key, REFRESH_BOUND, arrivedAt)
         : undefined;
     if (ahead !== undefined) {
+      const asking = carriedAsk(ctx, ask, carry);
       ctx.waitUntil!(
-        refresh(ctx, policy, key, ask)
+        refresh(ctx, policy, key, asking.ask)
           .catch(() => undefined)
-          .finally(() => copies.releaseRefresh(key, ahead)),
+          .finally(() => {
+            copies.releaseRefresh(key, ahead);
+            asking.release();
+          }),
       );
     }
     return served(fresh, arrivedAt, false);
@@ -151,13 +186,15 @@ export async function readThroughEdge(ctx: ReadContext, key: string, ask: () => 
     if (now - arrivedAt >= MARKET_TIMEOUT_MS) return staleOrUnavailable(policy, key, now);
     claim = copies.claimRefresh(key, bound, now);
   }
+  const asking = carriedAsk(ctx, ask, carry);
   try {
-    return served(await refresh(ctx, policy, key, ask), Date.now(), false);
+    return served(await refresh(ctx, policy, key, asking.ask), Date.now(), false);
   } catch (error) {
     if (error instanceof ProblemError) throw error;
     return staleOrUnavailable(policy, key, Date.now());
   } finally {
     copies.releaseRefresh(key, claim);
+    asking.release();
   }
 }
 
@@ -174,10 +211,11 @@ function staleOrUnavailable(policy: EdgePolicy, key: string, now: number): EdgeR
  * const read = await readMarket({ env: c.env, waitUntil }, "BTCUSDT", { kind: "ticker" });
  */
 export function readMarket(ctx: ReadContext, market: MarketConfig, question: MarketQuestion): Promise<EdgeRead> {
-  return readThroughEdge(ctx, copyKey(market.symbol, question), () => {
+  const ask = () => {
     objectCalls.marketReads += 1;
     return marketObject(ctx.env, market).answer(market, question);
-  });
+  };
+  return readThroughEdge(ctx, copyKey(market.symbol, question), ask, edgePolicy(ctx.env), (refresh) => refresh.carry(market, question, ask));
 }
 
 /**

@@ -31,7 +31,7 @@ export function readContext(c: Context<AppEnv>): ReadContext {
   } catch {
     waitUntil = undefined;
   }
-  return { env: c.env, waitUntil };
+  return { env: c.env, waitUntil, carrier: c.get("readCarrier") };
 }
 
 /**

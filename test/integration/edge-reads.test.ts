@@ -2,7 +2,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
-import { accessGuard, objectCalls } from "../../src/core/object-ids";
+import { addressGate, objectCalls } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
 import { withFailing } from "../support/failing";
 import { until } from "../support/poll";
@@ -119,27 +119,58 @@ describe("edge read path (docs/edge-reads.md)", () => {
     expect([healed.response.status, healed.response.headers.get("Warning")]).toEqual([200, null]);
   });
 
-  it("GET /admin/isolate reports the counters the bench reads: one market read for one read past the max age", async () => {
-    const counters = async () =>
-      (
-        (await (await app.request("/admin/isolate", { headers: { Authorization: "Bearer test-admin-token" } }, env)).json()) as {
-          objectCalls: Record<string, number>;
-        }
-      ).objectCalls;
+  const counters = async () =>
+    (
+      (await (await app.request("/admin/isolate", { headers: { Authorization: "Bearer test-admin-token" } }, env)).json()) as {
+        objectCalls: Record<string, number>;
+      }
+    ).objectCalls;
+  const callsOf = (before: Record<string, number>, after: Record<string, number>) =>
+    (["marketReads", "guard", "gate", "gateReads"] as const).map((name) => (after[name] ?? 0) - (before[name] ?? 0));
+
+  it("GET /admin/isolate reports the counters the bench reads: a read past the max age is one call, its address gate's, which brings the market's answer (docs/limits.md#address-gates)", async () => {
     const before = await counters();
-    await read("/api/ticker/BTCUSDC", { MARKET_READ_MAX_AGE_MS: "0" });
-    const after = await counters();
-    expect([after.marketReads! - before.marketReads!, after.guard! - before.guard!], "[market reads, guard calls]").toEqual([1, 1]);
+    const { response } = await read("/api/ticker/BTCUSDC", { MARKET_READ_MAX_AGE_MS: "0" });
+    expect(response.status).toBe(200);
+    expect(callsOf(before, await counters()), "[market reads, guard calls, gate calls, gate calls that carried a read]").toEqual([0, 0, 1, 1]);
   });
 
-  it("an unreachable guard fails closed: 503 UNAVAILABLE, never an admission without it", async () => {
-    const ip = "192.0.2.251";
-    await withFailing(accessGuard(env, `ip:${ip}`), "admit", async () => {
+  it("a read its copy answers is one plain call to its gate; a many-market read carries its admission on one refresh and asks the rest itself", async () => {
+    await read("/api/ticker/ETHUSDT"); // a copy within the max age
+    let before = await counters();
+    await read("/api/ticker/ETHUSDT");
+    expect(callsOf(before, await counters()), "[market reads, guard calls, gate calls, gate reads] of a fresh copy").toEqual([0, 0, 1, 0]);
+    before = await counters();
+    const { response, body } = await read("/api/ticker?symbols=BTCUSDT,SOLUSDT", { MARKET_READ_MAX_AGE_MS: "0" });
+    expect([response.status, body.length]).toEqual([200, 2]);
+    expect(callsOf(before, await counters()), "[market reads, guard calls, gate calls, gate reads] of two refreshes").toEqual([1, 0, 1, 1]);
+  });
+
+  it("an address over its limit gets 429 from its gate, and the market answer its read carried is not served", async () => {
+    const ip = "198.51.100.77";
+    const statuses: number[] = [];
+    for (let i = 0; i < 12; i += 1) {
       const response = await app.request("/api/ticker/BTCUSDT", { headers: { "CF-Connecting-IP": ip } }, env);
-      expect(response.status).toBe(503);
-      expect(((await response.json()) as { code: string }).code).toBe("UNAVAILABLE");
-      expect(response.headers.get("Retry-After")).toBe("1");
-    });
+      statuses.push(response.status);
+      const body = (await response.json()) as { code?: string; symbol?: string };
+      if (response.status === 429) expect([body.code, body.symbol], `request ${i}`).toEqual(["RATE_LIMITED", undefined]);
+    }
+    expect(statuses, "the first 10 of the second admitted, exactly").toEqual([...Array(10).fill(200), 429, 429]);
+  });
+
+  it("an unreachable gate fails closed: 503 UNAVAILABLE, never an admission without it", async () => {
+    const ip = "192.0.2.251";
+    const gate = addressGate(env, `ip:${ip}`);
+    await withFailing(gate, "read", () =>
+      withFailing(gate, "admit", async () => {
+        for (const path of ["/api/ticker/BTCUSDT", "/api/markets"]) {
+          const response = await app.request(path, { headers: { "CF-Connecting-IP": ip } }, env);
+          expect(response.status, path).toBe(503);
+          expect(((await response.json()) as { code: string }).code).toBe("UNAVAILABLE");
+          expect(response.headers.get("Retry-After")).toBe("1");
+        }
+      }),
+    );
     expect((await app.request("/api/ticker/BTCUSDT", { headers: { "CF-Connecting-IP": ip } }, env)).status).toBe(200);
   });
 });

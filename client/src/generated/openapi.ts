@@ -1091,7 +1091,7 @@ export interface paths {
         };
         /**
          * This isolate's Durable Object call counters (what the edge read path saves, counted)
-         * @description Counters since the isolate started: calls to market objects (`market`, of which `marketReads` by the read path and `ingest` the ingest batches), to access guards (`guard`), to the price index (`priceIndex`, of which `venueReads` by the all-market reads), to stream shards (`shard`), to the registry (`registry`), to the Metrics object (`metrics`) and to the keys' usage ledgers (`usageLedger`). Another request may land in another isolate; locally every object runs in the one isolate, so `npm run bench` reads the calls into the shared objects here too.
+         * @description Counters since the isolate started: calls to market objects (`market`, of which `marketReads` by the read path and `ingest` the ingest batches), to access guards (`guard`), to address gates (`gate`, of which `gateReads` carried a market read), to the price index (`priceIndex`, of which `venueReads` by the all-market reads), to stream shards (`shard`), to the registry (`registry`), to the Metrics object (`metrics`) and to the keys' usage ledgers (`usageLedger`). Another request may land in another isolate; locally every object runs in the one isolate, so `npm run bench` reads the calls into the shared objects here too.
          */
         get: operations["getIsolateCounters"];
         put?: never;
@@ -7929,6 +7929,8 @@ export interface operations {
                             marketReads: number;
                             ingest: number;
                             guard: number;
+                            gate: number;
+                            gateReads: number;
                             priceIndex: number;
                             venueReads: number;
                             shard: number;

@@ -1,0 +1,66 @@
+import type { MarketAnswer, MarketQuestion } from "../reads/edge-copies";
+import type { CarriedRefresh, ReadCarrier } from "../reads/edge-reads";
+import type { MarketConfig } from "../registry/model";
+import { admit, admitReading } from "./rate-limit";
+import type { Admission } from "./sliding-window";
+
+/**
+ * A plain public read's admission, decided once (docs/limits.md#address-gates): by the read's
+ * first market refresh, which asks its market through the address's gate in the same call that
+ * counts the limit, or — when the read refreshes nothing, or another read of the request already
+ * carried it — by a plain call to the gate when the route is done. Either way one call decides it,
+ * and a refresh that carries it is not a call of its own.
+ *
+ * @example
+ * const ticket = new AdmissionTicket(c.env, "ip:203.0.113.9", 10, "10 requests per second per IP");
+ * c.set("readCarrier", ticket);
+ * await next().finally(() => ticket.decide());
+ * await ticket.admission;
+ */
+export class AdmissionTicket implements ReadCarrier {
+  /** The admission, or its 429 / 503 once decided. */
+  readonly admission: Promise<Admission>;
+  private settle!: (admission: Promise<Admission>) => void;
+  /** `taken` by a refresh that has not yet asked its market; `decided` once a call is made. */
+  private state: "open" | "taken" | "decided" = "open";
+
+  constructor(
+    private readonly env: Env,
+    private readonly principal: string,
+    private readonly limit: number,
+    private readonly detail: string,
+  ) {
+    this.admission = new Promise((resolve) => {
+      this.settle = resolve;
+    });
+  }
+
+  take(): CarriedRefresh | undefined {
+    if (this.state !== "open") return undefined;
+    this.state = "taken";
+    return {
+      carry: (market, question, direct) => this.carry(market, question, direct),
+      release: () => {
+        if (this.state === "taken") this.plain();
+      },
+    };
+  }
+
+  /** The route is done: decided by itself unless a refresh has taken it (that refresh decides it). */
+  decide(): void {
+    if (this.state === "open") this.plain();
+  }
+
+  private plain(): void {
+    this.state = "decided";
+    this.settle(admit(this.env, this.principal, this.limit, this.detail));
+  }
+
+  private carry(market: MarketConfig, question: MarketQuestion, direct: () => Promise<MarketAnswer>): Promise<MarketAnswer> {
+    if (this.state !== "taken") return direct();
+    this.state = "decided";
+    const { admission, answer } = admitReading(this.env, this.principal, this.limit, this.detail, market, question, direct);
+    this.settle(admission);
+    return answer;
+  }
+}
