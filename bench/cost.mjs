@@ -55,7 +55,7 @@ import { scrape } from "./metrics.mjs";
 import { dollars, PRICES } from "./prices.mjs";
 import { openedChannel } from "./publisher.mjs";
 import { bundleService, startService, work } from "./service.mjs";
-import { wholeBill } from "./whole-bill.mjs";
+import { gatesForRun, wholeBill } from "./whole-bill.mjs";
 
 const MARKETS = Number(option("markets", 100));
 // A minute a phase by default: each market writes its staged minute (buckets, ids, its block) once a minute.
@@ -579,7 +579,7 @@ async function main() {
   const persist = path.join(work, "cost-state");
   rmSync(persist, { recursive: true, force: true });
   const scriptPath = bundleService(asJson);
-  const vars = { DEMO_FEED: "off", METRICS: "on", METRICS_FLUSH_MS: FLUSH_MS };
+  const vars = { DEMO_FEED: "off", METRICS: "on", METRICS_FLUSH_MS: FLUSH_MS, ADDRESS_GATES: String(gatesForRun(MARKETS)) };
   let service = await startService(scriptPath, vars, { persist, inspectorPort: INSPECTOR_PORT && Number(INSPECTOR_PORT) });
   const sockets = [];
   let stopped = false;

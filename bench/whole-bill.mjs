@@ -25,6 +25,26 @@ import { startService } from "./service.mjs";
  * subscribers, files, and last the restart, which hands back the restarted service. `markets`:
  * the venue's feeds (their `batch`), `busy` the busy market's, `key` the publishing key.
  */
+// A hundredth of the venue's reads: what this machine's one workerd thread answers without queueing
+// (a fiftieth queued signed requests past their 5 s window, and their refusals were counted as reads).
+const READ_SCALE = 1 / 100;
+const MARKETS_A_HOST = 64;
+
+/**
+ * The run's address gates (`ADDRESS_GATES`): as many as keep each gate's session into a host as
+ * busy as at the venue, where the public and WebSocket API reads over 32 gates and 32 hosts are
+ * about 10.7 a second a session. A session idle for SESSION_IDLE_MS closes and the next read opens
+ * another (a billed call): a hundredth of the reads spread over 32 gates and 2 hosts would open one
+ * on about a third of them, which the venue's gates, never idle a second, do not.
+ */
+export function gatesForRun(markets) {
+  const L = VENUE_LOAD;
+  const gated = L.publicPerSecond + L.wsApiPerSecond;
+  const perSession = gated / (L.gates * L.hosts);
+  const hosts = Math.ceil(markets / MARKETS_A_HOST);
+  return Math.max(1, Math.round((gated * READ_SCALE) / (hosts * perSession)));
+}
+
 export async function wholeBill(service, { channels, markets, busy, key, persist, scriptPath, vars, log }) {
   const url = service.url;
   const symbols = markets.map((m) => m.symbol);
@@ -39,11 +59,9 @@ export async function wholeBill(service, { channels, markets, busy, key, persist
     return { symbol, priceScale: m.priceScale, quantityScale: m.quantityScale, price: 10 ** m.priceScale * 50, quantity: (1).toFixed(m.quantityScale) };
   };
   const L = VENUE_LOAD;
-  // A hundredth of the venue's reads: what this machine's one workerd thread answers without queueing
-  // (a fiftieth queued signed requests past their 5 s window, and their refusals were counted as reads).
-  const scale = 1 / 100;
+  const scale = READ_SCALE;
   log(
-    `reads: ${L.publicPerSecond * scale} public, ${L.signedPerSecond * scale} signed, ${L.wsApiPerSecond * scale} WebSocket API requests a second, 65 s and 60 s counted…`,
+    `reads: ${L.publicPerSecond * scale} public, ${L.signedPerSecond * scale} signed, ${L.wsApiPerSecond * scale} WebSocket API requests a second through ${vars.ADDRESS_GATES ?? L.gates} address gates, 65 s and 60 s counted…`,
   );
   const reads = await readPhase(service, TOKEN, {
     markets: symbols,

@@ -1,5 +1,6 @@
 import { groupOf } from "../core/market-groups";
 import { marketObject } from "../core/object-ids";
+import { withTimeout } from "../core/time-limit";
 import type { MarketObject } from "../market/market-object";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
@@ -10,10 +11,17 @@ import { type LeaseOptions, PrincipalWindows } from "./principal-windows";
 import type { LeasedAdmission } from "./sliding-window";
 
 /**
- * Windows one gate holds at most: a window lives about a second past its last admission, so this
- * is far above the admissions a second one object decides (docs/limits.md#address-gates).
+ * Windows one gate holds at most (under 1 KB each, 10 slots at most): a window lives about a second
+ * past its last admission, so this is far above the admissions a second one object decides
+ * (docs/limits.md#address-gates).
  */
-export const GATE_MAX_WINDOWS = 50_000;
+export const GATE_MAX_WINDOWS = 20_000;
+/**
+ * How long a gate waits for a market's answer before it answers with the admission alone: within
+ * the reader's own 2 s (MARKET_TIMEOUT_MS), so a slow host delays the read's admission no more than
+ * it delays its refresh, and the read still ends in a stale copy or 503, never a hang.
+ */
+export const GATE_HOST_WAIT_MS = 1_500;
 
 /** A gate's word on one request; `undefined` admission: no window could be held (503, fail closed). */
 export interface GatedRead {
@@ -54,7 +62,7 @@ export class AddressGate extends MeteredObject {
     const admission = this.windows.admit(principal, limit, Date.now(), options);
     if (!admission?.allowed) return { admission };
     try {
-      return { admission, answer: await this.hostOf(market).call("answer", market, question) };
+      return { admission, answer: await withTimeout(this.hostOf(market).call("answer", market, question), GATE_HOST_WAIT_MS) };
     } catch (error) {
       console.error("gate: market host did not answer", market.symbol, String(error));
       return { admission };

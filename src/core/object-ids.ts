@@ -1,5 +1,6 @@
 import { fnv1a } from "./fnv";
 import { groupOf } from "./market-groups";
+import { intSetting } from "./settings";
 
 /**
  * Durable Object ids by name, kept per isolate: deriving an id hashes the name, which costs
@@ -65,13 +66,15 @@ export function accessGuard(env: Env, principal: string) {
 }
 /**
  * How many address gates count the public limit (docs/limits.md#address-gates), by a hash of the
- * address. Changing it moves addresses between gates: at most a second of their counts is forgotten.
+ * address, unless ADDRESS_GATES says otherwise. Changing it moves addresses between gates: at most
+ * a second of their counts is forgotten.
  */
 export const ADDRESS_GATES = 32;
 /** The gate counting `principal`'s public limit (`ip:<addr>`) and carrying its market reads. */
 export function addressGate(env: Env, principal: string) {
   objectCalls.gate += 1;
-  return stubByName(env.ADDRESS_GATE, `gate:${fnv1a(principal) % ADDRESS_GATES}`);
+  const gates = intSetting(env.ADDRESS_GATES, 1, 1_024, ADDRESS_GATES);
+  return stubByName(env.ADDRESS_GATE, `gate:${fnv1a(principal) % gates}`);
 }
 /** How many ledgers share the keys' usage, by a hash of the key id. Fixed: a key's buckets live in its ledger. */
 export const USAGE_LEDGERS = 32;

@@ -1,6 +1,7 @@
 import { marketObject, objectCalls, priceIndex } from "../core/object-ids";
 import { ProblemError, problem } from "../core/problem";
 import { msSetting } from "../core/settings";
+import { withTimeout } from "../core/time-limit";
 import type { VenueAnswerKind } from "../groups/venue-board";
 import type { MarketConfig } from "../registry/model";
 import { type Copy, copyKey, EdgeCopies, type MarketAnswer, type MarketQuestion } from "./edge-copies";
@@ -98,14 +99,6 @@ export function heldCopyBytes(): number {
 }
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
-}
 
 /**
  * Brings a fresh copy of `key`: the location's shared copy if another isolate refreshed it
