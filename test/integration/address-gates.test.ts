@@ -1,0 +1,43 @@
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { type AddressGate, GATE_MAX_WINDOWS } from "../../src/access/address-gate";
+import { createApp } from "../../src/app";
+import { objectCalls } from "../../src/core/object-ids";
+import { currentRegistry, ensureRegistry } from "../../src/registry/copy";
+
+const app = createApp();
+
+describe("address gates (docs/limits.md#address-gates)", () => {
+  it(`a gate holds at most ${GATE_MAX_WINDOWS} windows: past them a new address is not counted (the Worker answers 503), one it holds still is, exactly`, async () => {
+    await ensureRegistry(env);
+    const market = currentRegistry().bySymbol.get("BTCUSDT")!;
+    const gate = env.ADDRESS_GATE.getByName("gate:bound-test");
+    const result = await runInDurableObject(gate, async (instance: AddressGate) => {
+      const now = Date.now();
+      for (let i = 0; i < GATE_MAX_WINDOWS; i += 1) instance.admit(`ip:10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`, 10, now);
+      const held = instance.windowsHeld();
+      const stranger = instance.admit("ip:203.0.113.200", 10, now + 10);
+      const known = Array.from({ length: 10 }, () => instance.admit("ip:10.0.0.1", 10, now + 20)?.allowed);
+      const read = await instance.read("ip:203.0.113.201", 10, {}, market, { kind: "ticker" });
+      return { held, stranger, known, read };
+    });
+    expect(result.held, "windows held").toBe(GATE_MAX_WINDOWS);
+    expect(result.stranger, "a new address past the bound").toBeUndefined();
+    expect(result.read, "a new address's read past the bound: no admission, no answer").toEqual({ admission: undefined });
+    expect(result.known, "an address already held: 9 more of its 10").toEqual([...Array(9).fill(true), false]);
+  });
+
+  it("a public read's admission and its refresh are one call, its gate's, on the native and the Binance routes, with the gate's RateLimit headers", async () => {
+    // An address each: one address's requests in quick succession take a lease, and a read admitted
+    // from a lease (no call) asks its host itself (docs/limits.md#leased-admissions).
+    for (const [i, path] of ["/api/ticker/BTCUSDT", "/api/orderbook/ETHUSDT?depth=20", "/binance/api/v3/klines?symbol=SOLUSDT&interval=1m&limit=5"].entries()) {
+      const before = { ...objectCalls };
+      const response = await app.request(path, { headers: { "CF-Connecting-IP": `198.51.100.${90 + i}` } }, env);
+      expect(response.status, path).toBe(200);
+      expect([response.headers.get("RateLimit-Limit"), response.headers.get("RateLimit-Remaining")], path).toEqual(["10", "9"]);
+      const calls = (["marketReads", "guard", "gate", "gateReads"] as const).map((name) => objectCalls[name] - before[name]);
+      expect(calls, `${path}: [market reads, guard calls, gate calls, gate calls that carried a read]`).toEqual([0, 0, 1, 1]);
+    }
+  });
+});
