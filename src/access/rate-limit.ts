@@ -97,7 +97,7 @@ function counted(admission: LeasedAdmission | undefined): LeasedAdmission {
 }
 
 /**
- * Admits one request of an address (as {@link admit}) and, in the same call to its gate, asks the
+ * Admits one request of an address (`ip:…`, as {@link admit}) and, in the same call to its gate, asks the
  * market `question` (docs/limits.md#address-gates): one object call for the limit and the refresh.
  * When the isolate admits from a lease (no call made), `direct` asks the market itself. The answer
  * fails with the admission's 429, or when the market did not answer through the gate.
@@ -114,10 +114,6 @@ export function admitReading(
   question: MarketQuestion,
   direct: () => Promise<MarketAnswer>,
 ): { admission: Promise<Admission>; answer: Promise<MarketAnswer> } {
-  if (!isAddress(principal)) {
-    const admission = admit(env, principal, limit, detail);
-    return { admission, answer: admission.then(direct) };
-  }
   let read: Promise<GatedRead> | undefined;
   const ask: AskGuard = (options) => {
     objectCalls.gateReads += 1;
