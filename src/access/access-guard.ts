@@ -1,29 +1,16 @@
-import { keyUsageLedger, streamHub } from "../core/object-ids";
-import { ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
+import { keyGate, keyUsageLedger, streamHub } from "../core/object-ids";
+import { ProblemError, type ProblemResult, toProblemResult } from "../core/problem";
 import { unseal } from "../core/seal";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
-import { allowListAdmits } from "./client-address";
 import { type ConnectionLease, confirmLease, decideLease, EDGE_HOLDER, returnLease } from "./connection-leases";
 import { type UsageBucket, type UsageInterval, type UsageRecord, usageSince } from "./key-usage";
-import { type KeyRecord, keyStateAt, type MarketGrant, type Permission, principalOfKey } from "./keys";
+import { isGatedKey, type KeyRecord, type MarketGrant, principalOfKey } from "./keys";
 import { type LoginAttempts, type LoginReservation, type LoginScope, type LoginSettlement, reserveLogin, settleLogin } from "./login-throttle";
 import { signedWindow } from "./rate-limit";
-import { FUTURE_TOLERANCE_MS, importSecret, isOnTime, signaturePayload, verifySignature } from "./signature";
-import { type Admission, type LeasedAdmission, SlidingWindow } from "./sliding-window";
-
-/** What the Worker sends for one signed request: everything the guard needs in one call. */
-export interface SignedCheck {
-  timestamp: number;
-  recvWindow: number;
-  method: string;
-  requestTarget: string;
-  body: string;
-  signature: string;
-  ip: string;
-  permission: Permission;
-  limit: number;
-}
+import { importSecret } from "./signature";
+import { type Authorized, type SignedCheck, verifySigned } from "./signed-check";
+import { type LeasedAdmission, SlidingWindow } from "./sliding-window";
 
 /** A key's standing, as open connections re-check it (docs/security.md#rights-on-open-connections). */
 export interface KeyStatus {
@@ -42,9 +29,6 @@ export interface KeyAmendment {
   allowCidrs?: string[];
   expiresAt?: number | null;
 }
-
-/** A signed request admitted, with a publishing key's markets when it asked to publish. */
-export type Authorized = Admission & { markets?: MarketGrant };
 
 /** Storage key of the sign-in throttle's record, apart from the API key's. */
 const LOGIN_KEY = "login";
@@ -196,27 +180,44 @@ export class AccessGuard extends MeteredObject {
   }
 
   /**
-   * Revocation lands here first, so the very next request with the key fails; the shards holding
-   * the key's stream connections (its leases) are told at once, so they close them now. A shard
-   * not reached finds it at its own next check (KEY_RECHECK_EVERY_MS): the revocation stands either way.
+   * Revocation lands here first, and an account key's gate is told before this answers, so the very
+   * next request with the key fails; the shards holding the key's stream connections (its leases)
+   * are told at once, so they close them now. A shard not reached finds it at its own next check
+   * (KEY_RECHECK_EVERY_MS): the revocation stands either way. False when the gate was not reached:
+   * the caller says so (503) and asks again, which tells the gate again (docs/limits.md#key-gates).
    */
-  async revokeKey(now = Date.now()): Promise<void> {
+  async revokeKey(now = Date.now()): Promise<boolean> {
     const record = await this.keyRecord();
-    if (!record || record.revokedAt !== null) return;
-    const revoked = { ...record, revokedAt: now };
-    await this.ctx.storage.put("key", revoked);
-    this.record = revoked;
-    this.cryptoKey = undefined;
-    const principal = principalOfKey(record.keyId);
-    const shards = new Set(this.connectionLeases().map((lease) => lease.shard));
-    shards.delete(EDGE_HOLDER);
-    await Promise.all(
-      [...shards].map((shard) =>
-        streamHub(this.env, shard)
-          .keyEnded(principal, "the API key was revoked")
-          .catch((error: unknown) => console.error("key revocation not told", shard, String(error))),
-      ),
-    );
+    if (!record) return true;
+    if (record.revokedAt === null) {
+      const revoked = { ...record, revokedAt: now };
+      await this.ctx.storage.put("key", revoked);
+      this.record = revoked;
+      this.cryptoKey = undefined;
+      const principal = principalOfKey(record.keyId);
+      const shards = new Set(this.connectionLeases().map((lease) => lease.shard));
+      shards.delete(EDGE_HOLDER);
+      await Promise.all(
+        [...shards].map((shard) =>
+          streamHub(this.env, shard)
+            .keyEnded(principal, "the API key was revoked")
+            .catch((error: unknown) => console.error("key revocation not told", shard, String(error))),
+        ),
+      );
+    }
+    return this.tellGate(record.keyId);
+  }
+
+  /** Tells an account key's gate to forget what it holds of the key (a publishing key has none). */
+  private async tellGate(keyId: string): Promise<boolean> {
+    if (!isGatedKey(keyId)) return true;
+    try {
+      await keyGate(this.env, keyId).forgetKey(keyId);
+      return true;
+    } catch (error) {
+      console.error("key change not told to its gate", keyId, String(error));
+      return false;
+    }
   }
 
   /** Changes a publishing key's markets, allow-list or expiry; open channels take it up within their check interval. */
@@ -241,47 +242,47 @@ export class AccessGuard extends MeteredObject {
     };
   }
 
-  /** Verifies a signed request and admits it against the key's window (docs/signing.md, docs/limits.md). */
+  /**
+   * Verifies a signed request and admits it against the key's window (docs/signing.md,
+   * docs/limits.md): a publishing key's requests (an account key's are its gate's, `key-book.ts`).
+   */
   async authorize(check: SignedCheck): Promise<Authorized | ProblemResult> {
     try {
-      const now = Date.now();
-      const record = await this.keyRecord();
-      if (!record || keyStateAt(record, now) !== "active") {
-        throw problem("INVALID_API_KEY", record ? "the API key is revoked or expired" : "no such API key");
-      }
-      if (!isOnTime(check.timestamp, now, check.recvWindow)) {
-        throw problem("TIMESTAMP_OUT_OF_WINDOW", `X-TIMESTAMP must be within [serverTime − ${check.recvWindow} ms, serverTime + ${FUTURE_TOLERANCE_MS} ms]`, {
-          serverTime: now,
-        });
-      }
-      this.cryptoKey ??= unseal(this.env.SEALING_KEY, record.sealedSecret, record.keyId).then(importSecret);
-      const payload = signaturePayload(check);
-      if (!(await verifySignature(await this.cryptoKey, payload, check.signature))) {
-        throw problem("INVALID_SIGNATURE", "the signature does not match: sign timestamp\\nMETHOD\\nrequestTarget\\nbody with the key's secret");
-      }
-      // Publishing needs an operator's key with markets, whatever an older account key's record says.
-      const publishing = check.permission === "publish";
-      if (publishing && record.markets === undefined) {
-        throw problem("PERMISSION_DENIED", "this key cannot publish: publishing keys are issued by the operator (docs/publishing.md#publish-keys)");
-      }
-      if (!record.permissions.includes(check.permission)) {
-        throw problem("PERMISSION_DENIED", `the API key lacks the ${check.permission} permission`);
-      }
-      if (!allowListAdmits(record.allowCidrs, check.ip)) {
-        throw problem("IP_NOT_ALLOWED", `${check.ip} is not in the API key's allow-list`);
-      }
+      const record = await verifySigned(await this.keyRecord(), () => this.secretOf(), check, Date.now());
       // Admitted at the moment of admission, not when the check began: the awaits above may
       // have let other requests of this key through first.
       const admittedAt = Date.now();
       const admission = this.windowFor(check.limit, signedWindow(check.permission).scope).admit(admittedAt);
       if (admission.allowed) this.noteUse(admittedAt);
       this.tellLedger(record.keyId, admittedAt, !admission.allowed);
-      return publishing ? { ...admission, markets: record.markets } : admission;
+      return check.permission === "publish" ? { ...admission, markets: record.markets } : admission;
     } catch (error) {
       if (error instanceof ProblemError) return toProblemResult(error);
       this.cryptoKey = undefined;
       throw error;
     }
+  }
+
+  private secretOf(): Promise<CryptoKey> {
+    const record = this.record;
+    if (!record) throw new Error("no key record to unseal");
+    this.cryptoKey ??= unseal(this.env.SEALING_KEY, record.sealedSecret, record.keyId).then(importSecret);
+    return this.cryptoKey;
+  }
+
+  /**
+   * The key's record for its gate (docs/limits.md#key-gates), with the last use stored here: the
+   * gate checks the key's requests from it until told the key changed ({@link revokeKey}).
+   */
+  async recordForGate(): Promise<{ record: KeyRecord; lastUseStored: number | null } | null> {
+    const record = await this.keyRecord();
+    return record ? { record, lastUseStored: this.storedLastUse } : null;
+  }
+
+  /** A gate's word that the key was used at `at` (at most once a day a key): stored past the ledger's 30 days. */
+  noteUseAt(at: number): void {
+    if (at > (this.lastUsedAt ?? 0)) this.lastUsedAt = at;
+    this.noteUse(at);
   }
 
   /**
@@ -298,7 +299,7 @@ export class AccessGuard extends MeteredObject {
 
   /** The key was used now: held in memory, and stored once a day. */
   private noteUse(now: number): void {
-    this.lastUsedAt = now;
+    this.lastUsedAt = Math.max(this.lastUsedAt ?? 0, now);
     if (now - (this.storedLastUse ?? 0) < LAST_USE_STORE_EVERY_MS) return;
     this.ctx.storage.kv.put(LAST_USE_KEY, now);
     this.storedLastUse = now;
@@ -337,5 +338,7 @@ meterRequests(AccessGuard, [
   "keyStatus",
   "authorize",
   "keyUsage",
+  "recordForGate",
+  "noteUseAt",
   "alarm",
 ]);

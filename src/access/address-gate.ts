@@ -1,5 +1,7 @@
 import { groupOf } from "../core/market-groups";
-import { marketObject } from "../core/object-ids";
+import { accessGuard, keyUsageLedgerAt, marketObject, usageLedgerOf } from "../core/object-ids";
+import { ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
+import { unseal } from "../core/seal";
 import { withTimeout } from "../core/time-limit";
 import type { MarketObject } from "../market/market-object";
 import { MeteredObject } from "../metrics/metered-object";
@@ -7,7 +9,12 @@ import { meterRequests } from "../metrics/object-meter";
 import type { MarketAnswer, MarketQuestion } from "../reads/edge-copies";
 import type { MarketConfig } from "../registry/model";
 import { SessionLink, sessionIdleMs } from "../sessions/session-link";
+import { HeldUsage } from "./held-usage";
+import { KeyBook, type KeyEntry } from "./key-book";
+import { principalOfKey } from "./keys";
 import { type LeaseOptions, PrincipalWindows } from "./principal-windows";
+import { importSecret } from "./signature";
+import { type Authorized, type SignedCheck, verifySigned } from "./signed-check";
 import type { LeasedAdmission } from "./sliding-window";
 
 /**
@@ -23,6 +30,19 @@ export const GATE_MAX_WINDOWS = 20_000;
  */
 export const GATE_HOST_WAIT_MS = 1_500;
 
+/** Account keys' records one gate holds at most (docs/limits.md#key-gates): a few hundred bytes each. */
+export const GATE_MAX_KEYS = 20_000;
+/** A held key record is read again from its guard after this long: what a lost word of a change could leave standing. */
+export const KEY_RECORD_MAX_AGE_MS = 10 * 60_000;
+/** A key's last use is told to its guard at most this often (the guard stores it past the ledger's 30 days). */
+const LAST_USE_TELL_EVERY_MS = 24 * 3_600_000;
+
+/** A gate's word on one signed read: the admission (or the problem), and the market's answer when admitted. */
+export interface GatedSignedRead {
+  authorized: Authorized | ProblemResult;
+  answer?: MarketAnswer;
+}
+
 /** A gate's word on one request; `undefined` admission: no window could be held (503, fail closed). */
 export interface GatedRead {
   admission: LeasedAdmission | undefined;
@@ -31,9 +51,10 @@ export interface GatedRead {
 }
 
 /**
- * One of `ADDRESS_GATES` objects, named by a hash of the client address (docs/limits.md#address-gates):
- * it counts the public limit of the addresses hashed to it, exactly (each its own window), and
- * carries their market reads. A public read's one object call — the exact limit's, which every
+ * One of `ADDRESS_GATES` objects, named by a hash of the client address (docs/limits.md#address-gates)
+ * or of an account key (docs/limits.md#key-gates): it counts the public limit of the addresses
+ * hashed to it and the signed limit of its keys, exactly (each its own window), checks its keys'
+ * signatures, counts their usage, and carries the market reads of both. A public read's one object call — the exact limit's, which every
  * request makes — comes here, and when the read's edge copy is old the gate asks the market's host
  * through an RPC session it keeps open (calls on it are not billed), so the refresh rides on the
  * call the limit already made. The sessions keep a busy gate from hibernating: its duration is the
@@ -44,8 +65,15 @@ export class AddressGate extends MeteredObject {
   /** One session a market host (`group:<n>`), opened on the first read of one of its markets. */
   private readonly hosts = new Map<number, SessionLink<MarketObject>>();
 
+  /** Account keys' records, read from their guards (docs/limits.md#key-gates). */
+  private readonly keys: KeyBook;
+  /** Account keys' usage, handed to their ledgers every few seconds. */
+  private readonly usage: HeldUsage;
+
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, "gate");
+    this.keys = new KeyBook(GATE_MAX_KEYS, KEY_RECORD_MAX_AGE_MS, (keyId) => accessGuard(env, principalOfKey(keyId)).recordForGate());
+    this.usage = new HeldUsage((ledger, held) => keyUsageLedgerAt(env, ledger).add(held), usageLedgerOf);
   }
 
   /** Rate admission of `principal` only (a request that reads no market copy, or whose copy is fresh). */
@@ -61,12 +89,73 @@ export class AddressGate extends MeteredObject {
   async read(principal: string, limit: number, options: LeaseOptions, market: MarketConfig, question: MarketQuestion): Promise<GatedRead> {
     const admission = this.windows.admit(principal, limit, Date.now(), options);
     if (!admission?.allowed) return { admission };
+    return { admission, answer: await this.answer(market, question) };
+  }
+
+  /** The market's answer through its host's session, or undefined when the host fails or is slow. */
+  private async answer(market: MarketConfig, question: MarketQuestion): Promise<MarketAnswer | undefined> {
     try {
-      return { admission, answer: await withTimeout(this.hostOf(market).call("answer", market, question), GATE_HOST_WAIT_MS) };
+      return await withTimeout(this.hostOf(market).call("answer", market, question), GATE_HOST_WAIT_MS);
     } catch (error) {
       console.error("gate: market host did not answer", market.symbol, String(error));
-      return { admission };
+      return undefined;
     }
+  }
+
+  /**
+   * Checks one signed request of an account key and admits it against the key's window, as its guard
+   * did (docs/limits.md#key-gates): the record as the guard stores it, the same checks in the same
+   * order, the same exact window; its use counted here and handed to the key's ledger.
+   */
+  async authorize(keyId: string, check: SignedCheck): Promise<Authorized | ProblemResult> {
+    try {
+      const entry = await this.keys.entryOf(keyId, Date.now());
+      await verifySigned(entry?.record ?? null, () => this.secretOf(entry as KeyEntry), check, Date.now());
+      const admittedAt = Date.now();
+      const admission = this.windows.admit(principalOfKey(keyId), check.limit, admittedAt);
+      if (!admission) throw problem("UNAVAILABLE", "the rate limiter is counting too many keys and addresses; try again shortly", {}, { "Retry-After": "1" });
+      this.usage.count(keyId, admittedAt, !admission.allowed);
+      if (admission.allowed) this.noteUse(keyId, entry as KeyEntry, admittedAt);
+      return admission;
+    } catch (error) {
+      if (error instanceof ProblemError) return toProblemResult(error);
+      throw error;
+    }
+  }
+
+  /** {@link authorize}, and when admitted the market's answer, as {@link read} for an address. */
+  async authorizeRead(keyId: string, check: SignedCheck, market: MarketConfig, question: MarketQuestion): Promise<GatedSignedRead> {
+    const authorized = await this.authorize(keyId, check);
+    if (!("allowed" in authorized) || !authorized.allowed) return { authorized };
+    return { authorized, answer: await this.answer(market, question) };
+  }
+
+  /** The key changed at its guard (revoked): its record is read again on its next request. */
+  forgetKey(keyId: string): void {
+    this.keys.forget(keyId);
+  }
+
+  /** Hands the usage held to the ledgers (a usage read asks first, so it sees every request answered before it). */
+  handOverUsage(): Promise<void> {
+    return this.usage.handOver();
+  }
+
+  private secretOf(entry: KeyEntry): Promise<CryptoKey> {
+    entry.cryptoKey ??= unseal(this.env.SEALING_KEY, entry.record.sealedSecret, entry.record.keyId).then(importSecret);
+    // A secret that could not be unsealed is tried again on the next request.
+    entry.cryptoKey.catch(() => {
+      entry.cryptoKey = undefined;
+    });
+    return entry.cryptoKey;
+  }
+
+  /** Tells the key's guard of its use once a day: the guard keeps the last use past the ledger's 30 days. */
+  private noteUse(keyId: string, entry: KeyEntry, at: number): void {
+    if (entry.lastUseStored !== null && at - entry.lastUseStored < LAST_USE_TELL_EVERY_MS) return;
+    entry.lastUseStored = at;
+    accessGuard(this.env, principalOfKey(keyId))
+      .noteUseAt(at)
+      .catch((error: unknown) => console.error("gate: last use not told", keyId, String(error)));
   }
 
   private hostOf(market: MarketConfig): SessionLink<MarketObject> {
@@ -82,4 +171,4 @@ export class AddressGate extends MeteredObject {
   }
 }
 
-meterRequests(AddressGate, ["admit", "read", "windowsHeld"]);
+meterRequests(AddressGate, ["admit", "read", "authorize", "authorizeRead", "forgetKey", "handOverUsage", "windowsHeld"]);

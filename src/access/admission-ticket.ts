@@ -1,18 +1,31 @@
 import type { MarketAnswer, MarketQuestion } from "../reads/edge-copies";
 import type { CarriedRefresh, ReadCarrier } from "../reads/edge-reads";
 import type { MarketConfig } from "../registry/model";
-import { admit, admitReading } from "./rate-limit";
 import type { Admission } from "./sliding-window";
 
+/** The two ways a ticket's admission is decided: a plain call, or one carrying a market question. */
+export interface TicketCalls {
+  plain(): Promise<Admission>;
+  /** The admission and the market's answer, in one call (`direct` asks the market itself when no call was made). */
+  carried(
+    market: MarketConfig,
+    question: MarketQuestion,
+    direct: () => Promise<MarketAnswer>,
+  ): { admission: Promise<Admission>; answer: Promise<MarketAnswer> };
+}
+
 /**
- * A plain public read's admission, decided once (docs/limits.md#address-gates): by the read's
- * first market refresh, which asks its market through the address's gate in the same call that
- * counts the limit, or — when the read refreshes nothing, or another read of the request already
- * carried it — by a plain call to the gate when the route is done. Either way one call decides it,
- * and a refresh that carries it is not a call of its own.
+ * A plain read's admission, decided once (docs/limits.md#address-gates, #key-gates): by the read's
+ * first market refresh, which asks its market through the address's or the key's gate in the same
+ * call that counts the limit, or — when the read refreshes nothing, or another read of the request
+ * already carried it — by a plain call to the gate when the route is done. Either way one call
+ * decides it, and a refresh that carries it is not a call of its own.
  *
  * @example
- * const ticket = new AdmissionTicket(c.env, "ip:203.0.113.9", 10, "10 requests per second per IP");
+ * const ticket = new AdmissionTicket({
+ *   plain: () => admit(c.env, principal, 10, detail),
+ *   carried: (market, question, direct) => admitReading(c.env, principal, 10, detail, market, question, direct),
+ * });
  * c.set("readCarrier", ticket);
  * await next().finally(() => ticket.decide());
  * await ticket.admission;
@@ -24,12 +37,7 @@ export class AdmissionTicket implements ReadCarrier {
   /** `taken` by a refresh that has not yet asked its market; `decided` once a call is made. */
   private state: "open" | "taken" | "decided" = "open";
 
-  constructor(
-    private readonly env: Env,
-    private readonly principal: string,
-    private readonly limit: number,
-    private readonly detail: string,
-  ) {
+  constructor(private readonly calls: TicketCalls) {
     this.admission = new Promise((resolve) => {
       this.settle = resolve;
     });
@@ -53,13 +61,13 @@ export class AdmissionTicket implements ReadCarrier {
 
   private plain(): void {
     this.state = "decided";
-    this.settle(admit(this.env, this.principal, this.limit, this.detail));
+    this.settle(this.calls.plain());
   }
 
   private carry(market: MarketConfig, question: MarketQuestion, direct: () => Promise<MarketAnswer>): Promise<MarketAnswer> {
     if (this.state !== "taken") return direct();
     this.state = "decided";
-    const { admission, answer } = admitReading(this.env, this.principal, this.limit, this.detail, market, question, direct);
+    const { admission, answer } = this.calls.carried(market, question, direct);
     this.settle(admission);
     return answer;
   }

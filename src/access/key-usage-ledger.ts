@@ -8,8 +8,9 @@ import { addToParts, type BucketCounts, type HeldCounts, INTERVALS, type KeyCoun
 export const USAGE_FLUSH_AFTER_MS = IDLE_EVICTION_MS / 2;
 
 /**
- * Keys' usage (docs/limits.md#your-keys-usage), counted for a shard of the keys: a key's guard
- * tells its ledger of each signed request (one call, not awaited by the request). What a ledger
+ * Keys' usage (docs/limits.md#your-keys-usage), counted for a shard of the keys: an account key's
+ * gate hands over what it counted every few seconds (one call for all its keys of this ledger), a
+ * publishing key's guard tells of each signed request (one call, not awaited by the request). What a ledger
  * holds is stored within {@link USAGE_FLUSH_AFTER_MS} as one row a bucket (a minute's, an hour's)
  * for all its keys — a busy ledger writes about three rows every five seconds, whatever the number
  * of keys — where a key's own guard wrote a row and set an alarm a key-minute, and lost what it
@@ -30,6 +31,16 @@ export class KeyUsageLedger extends MeteredObject {
   /** Counts one signed request of `keyId` at `at` (the guard's clock); a refused one is a 429 too. */
   count(keyId: string, at: number, refused: boolean): void {
     this.pending.count(keyId, at, refused);
+    this.armFlush();
+  }
+
+  /** Counts a gate held for keys of this ledger (docs/limits.md#key-gates): added to what is held here. */
+  add(held: HeldCounts): void {
+    this.pending.restore(held);
+    this.armFlush();
+  }
+
+  private armFlush(): void {
     if (!this.flushSet) {
       this.flushSet = true;
       void this.ctx.storage.setAlarm(Date.now() + USAGE_FLUSH_AFTER_MS);
@@ -101,4 +112,4 @@ function pathOf(keyId: string): string {
   return `$."${keyId}"`;
 }
 
-meterRequests(KeyUsageLedger, ["count", "usage", "lastUse", "alarm"]);
+meterRequests(KeyUsageLedger, ["count", "add", "usage", "lastUse", "alarm"]);

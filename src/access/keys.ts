@@ -59,6 +59,14 @@ export function newKeySecret(): string {
   return randomBase64Url(32);
 }
 
+/**
+ * An account key's requests are checked and counted by its gate (docs/limits.md#key-gates); a
+ * publishing key's by its guard, and so is publishing with any key (its own window, its markets).
+ */
+export function isGatedKey(keyId: string, permission?: Permission): boolean {
+  return keyId.startsWith("mk_") && permission !== "publish";
+}
+
 export function principalOfKey(keyId: string): string {
   return `key:${keyId}`;
 }

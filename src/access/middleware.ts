@@ -1,15 +1,16 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
-import { accessGuard } from "../core/object-ids";
-import { isProblemResult, ProblemError, problem, unwrap } from "../core/problem";
+import { accessGuard, keyGate, objectCalls } from "../core/object-ids";
+import { isProblemResult, ProblemError, type ProblemResult, problem, unwrap } from "../core/problem";
 import { setResponseHeaders } from "../core/response-headers";
 import type { AppEnv } from "../env";
-import type { Authorized } from "./access-guard";
+import type { GatedSignedRead } from "./address-gate";
 import { AdmissionTicket } from "./admission-ticket";
 import { clientIp, clientPrincipal } from "./client-address";
-import { KEY_ID_PATTERN, KEY_ID_RULE, type MarketGrant, type Permission, principalOfKey } from "./keys";
-import { admit, fromGuard, localRefusal, PUBLIC_LIMIT, rateLimited, signedWindow } from "./rate-limit";
+import { isGatedKey, KEY_ID_PATTERN, KEY_ID_RULE, type MarketGrant, type Permission, principalOfKey } from "./keys";
+import { admit, admitReading, fromGuard, localRefusal, PUBLIC_LIMIT, rateLimited, signedWindow } from "./rate-limit";
 import { requestTargetOf, SIGNATURE_PATTERN, TIMESTAMP_PATTERN } from "./signature";
+import type { Authorized, SignedCheck } from "./signed-check";
 import { type Admission, rateLimitHeaders } from "./sliding-window";
 
 const DEFAULT_RECV_WINDOW = 5_000;
@@ -80,7 +81,10 @@ export const publicReadLimit = createMiddleware<AppEnv>((c, next) => {
   const refused = localRefusal(principal, PUBLIC_DETAIL);
   if (refused) throw refused;
   if (!isPlainRead(c.req.raw)) return runAdmitted(c, next, admit(c.env, principal, PUBLIC_LIMIT, PUBLIC_DETAIL));
-  const ticket = new AdmissionTicket(c.env, principal, PUBLIC_LIMIT, PUBLIC_DETAIL);
+  const ticket = new AdmissionTicket({
+    plain: () => admit(c.env, principal, PUBLIC_LIMIT, PUBLIC_DETAIL),
+    carried: (market, question, direct) => admitReading(c.env, principal, PUBLIC_LIMIT, PUBLIC_DETAIL, market, question, direct),
+  });
   c.set("readCarrier", ticket);
   return runAdmitted(c, () => next().finally(() => ticket.decide()), ticket.admission);
 });
@@ -134,10 +138,53 @@ function readCredentials(request: Request, allowQueryForm: boolean): Credentials
   return { keyId, timestamp: Number(timestamp), signature, recvWindow: window, requestTarget };
 }
 
+/** A signed request's key and what its holder is asked (credentials read, or their problem thrown). */
+function signedCheckOf(request: Request, options: SignedOptions, body: string): { keyId: string; check: SignedCheck } {
+  const credentials = readCredentials(request, options.allowQueryForm ?? false);
+  return {
+    keyId: credentials.keyId,
+    check: {
+      timestamp: credentials.timestamp,
+      recvWindow: credentials.recvWindow,
+      method: request.method,
+      requestTarget: credentials.requestTarget,
+      body,
+      signature: credentials.signature,
+      ip: clientIp(request),
+      permission: options.permission,
+      limit: signedWindow(options.permission).limit,
+    },
+  };
+}
+
+/** Asks the key's holder — an account key's gate, a publishing key's guard — to check and admit `check`. */
+function askHolder(env: Env, keyId: string, check: SignedCheck): Promise<Authorized | ProblemResult> {
+  if (isGatedKey(keyId, check.permission)) return fromGuard(keyGate(env, keyId).authorize(keyId, check));
+  return fromGuard(accessGuard(env, principalOfKey(keyId)).authorize(check));
+}
+
 /**
- * Authenticates a signed request and admits it against its key's limit: one AccessGuard call.
- * A failure counts against the client IP's public limit (docs/limits.md), so a flood of bad
+ * The holder's answer as the request's admission: its problem thrown, a refusal of the rate its
+ * 429. A failure counts against the client IP's public limit (docs/limits.md), so a flood of bad
  * signatures is refused with 429 like any other.
+ */
+async function settleSigned(env: Env, request: Request, options: SignedOptions, asked: () => Promise<Authorized | ProblemResult>): Promise<Authorized> {
+  try {
+    const result = await asked();
+    if (isProblemResult(result)) unwrap(result);
+    const authorized = result as Authorized;
+    if (!authorized.allowed) throw rateLimited(authorized, signedWindow(options.permission).detail);
+    return authorized;
+  } catch (error) {
+    // Refused credentials count against the address; a refusal of the rate or an unreachable holder does not.
+    if (error instanceof ProblemError && error.code !== "RATE_LIMITED" && error.code !== "UNAVAILABLE") throw await chargeClientIp(env, request, error);
+    throw error;
+  }
+}
+
+/**
+ * Authenticates a signed request and admits it against its key's limit: one object call, to an
+ * account key's gate or a publishing key's guard (docs/limits.md#key-gates).
  */
 export async function authenticateSigned(
   env: Env,
@@ -145,31 +192,36 @@ export async function authenticateSigned(
   options: SignedOptions,
   body = "",
 ): Promise<{ keyId: string; admission: Admission; markets?: MarketGrant }> {
-  const ip = clientIp(request);
-  try {
-    const credentials = readCredentials(request, options.allowQueryForm ?? false);
-    const result = await fromGuard(
-      accessGuard(env, principalOfKey(credentials.keyId)).authorize({
-        timestamp: credentials.timestamp,
-        recvWindow: credentials.recvWindow,
-        method: request.method,
-        requestTarget: credentials.requestTarget,
-        body,
-        signature: credentials.signature,
-        ip,
-        permission: options.permission,
-        limit: signedWindow(options.permission).limit,
-      }),
-    );
-    if (isProblemResult(result)) unwrap(result);
-    const { markets, ...admission } = result as Authorized;
-    if (!admission.allowed) throw rateLimited(admission, signedWindow(options.permission).detail);
-    return { keyId: credentials.keyId, admission, ...(markets !== undefined && { markets }) };
-  } catch (error) {
-    // Refused credentials count against the address; a refusal of the rate or an unreachable guard does not.
-    if (error instanceof ProblemError && error.code !== "RATE_LIMITED" && error.code !== "UNAVAILABLE") throw await chargeClientIp(env, request, error);
-    throw error;
-  }
+  let keyId = "";
+  const { markets, ...admission } = await settleSigned(env, request, options, () => {
+    const signed = signedCheckOf(request, options, body);
+    keyId = signed.keyId;
+    return askHolder(env, signed.keyId, signed.check);
+  });
+  return { keyId, admission, ...(markets !== undefined && { markets }) };
+}
+
+/**
+ * A signed plain read of an account key: its admission carried by its first market refresh, in one
+ * call to the key's gate, or decided by a plain call once the route is done (docs/limits.md#key-gates).
+ */
+function signedReadTicket(env: Env, request: Request, options: SignedOptions, keyId: string, check: SignedCheck): AdmissionTicket {
+  const settle = (asked: () => Promise<Authorized | ProblemResult>) =>
+    settleSigned(env, request, options, asked).then(({ markets: _, ...admission }) => admission);
+  return new AdmissionTicket({
+    plain: () => settle(() => askHolder(env, keyId, check)),
+    carried: (market, question) => {
+      objectCalls.gateReads += 1;
+      const read: Promise<GatedSignedRead> = fromGuard(keyGate(env, keyId).authorizeRead(keyId, check, market, question));
+      const admission = settle(() => read.then((gated) => gated.authorized));
+      const answer = admission.then(async () => {
+        const gated = await read;
+        if (!gated.answer) throw new Error(`${market.symbol} did not answer through its gate`);
+        return gated.answer;
+      });
+      return { admission, answer };
+    },
+  });
 }
 
 /**
@@ -180,6 +232,20 @@ export async function authenticateSigned(
  */
 export function signedAccess(permission: Permission) {
   return createMiddleware<AppEnv>(async (c, next) => {
+    if (isPlainRead(c.req.raw)) {
+      let signed: { keyId: string; check: SignedCheck } | undefined;
+      try {
+        signed = signedCheckOf(c.req.raw, { permission }, "");
+      } catch (error) {
+        if (error instanceof ProblemError) throw await chargeClientIp(c.env, c.req.raw, error);
+        throw error;
+      }
+      if (isGatedKey(signed.keyId, permission)) {
+        const ticket = signedReadTicket(c.env, c.req.raw, { permission }, signed.keyId, signed.check);
+        c.set("readCarrier", ticket);
+        return runAdmitted(c, () => next().finally(() => ticket.decide()), ticket.admission);
+      }
+    }
     const body = c.req.method === "GET" || c.req.method === "HEAD" ? "" : await c.req.text();
     const authenticated = authenticateSigned(c.env, c.req.raw, { permission }, body).then(({ admission, markets }) => {
       // A publishing key's markets, for the route to hold each batch to (docs/publishing.md#publish-keys).

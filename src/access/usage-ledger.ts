@@ -84,6 +84,24 @@ export class PendingUsage {
   }
 }
 
+/** `held` split by `groupOf` each key id (a gate's counts by the ledger of each key), each part in the same shape. */
+export function splitHeld(held: HeldCounts, groupOf: (keyId: string) => number): Map<number, HeldCounts> {
+  const parts = new Map<number, HeldCounts>();
+  for (const [interval, starts] of held)
+    for (const [start, keys] of starts)
+      for (const [keyId, counts] of keys) {
+        const group = groupOf(keyId);
+        let part = parts.get(group);
+        if (!part) parts.set(group, (part = new Map()));
+        let partStarts = part.get(interval);
+        if (!partStarts) part.set(interval, (partStarts = new Map()));
+        let partKeys = partStarts.get(start);
+        if (!partKeys) partStarts.set(start, (partKeys = new Map()));
+        partKeys.set(keyId, counts);
+      }
+  return parts;
+}
+
 /** A bucket's stored parts, each a row of at most PART_MAX_BYTES; `part` numbers them. */
 export interface BucketPart {
   part: number;

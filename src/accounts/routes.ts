@@ -153,7 +153,7 @@ export const accountRoutes = (limit: MiddlewareHandler<AppEnv>) =>
         middleware: [limit, sameOrigin],
         summary: "Revoke an API key: the very next request with it fails",
         request: { params: KeyIdParam },
-        responses: { 204: { description: "Revoked" }, ...problemResponses(401, 403, 404, 429) },
+        responses: { 204: { description: "Revoked" }, ...problemResponses(401, 403, 404, 429, 503) },
       }),
       async (c) => {
         const session = await requireSession(c);

@@ -186,9 +186,14 @@ export async function keyUsage(env: Env, accountId: string, keyId: string, inter
   return { keyId, interval, buckets: await keyUsageOf(env, keyId, interval, since) };
 }
 
-/** Revokes at the guard first, so the very next request with the key fails; then the index. */
+/**
+ * Revokes at the guard first, which tells the key's gate, so the very next request with the key
+ * fails; then the index. A gate not reached is 503: the key stays listed as active until a retry
+ * reaches it (docs/limits.md#key-gates).
+ */
 export async function revokeApiKey(env: Env, accountId: string, keyId: string, now = Date.now()): Promise<void> {
   await requireOwnKey(env, accountId, keyId);
-  await keyGuard(env, keyId).revokeKey(now);
+  if (!(await keyGuard(env, keyId).revokeKey(now)))
+    throw problem("UNAVAILABLE", "the key is revoked at its guard, but its gate was not reached; revoke it again shortly", {}, { "Retry-After": "1" });
   await env.DB.prepare("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL").bind(now, keyId).run();
 }

@@ -78,10 +78,28 @@ export function addressGate(env: Env, principal: string) {
 }
 /** How many ledgers share the keys' usage, by a hash of the key id. Fixed: a key's buckets live in its ledger. */
 export const USAGE_LEDGERS = 32;
+/** The number of the ledger counting `keyId`'s usage. */
+export function usageLedgerOf(keyId: string): number {
+  return fnv1a(keyId) % USAGE_LEDGERS;
+}
 /** The ledger counting `keyId`'s usage (docs/limits.md#your-keys-usage). */
 export function keyUsageLedger(env: Env, keyId: string) {
+  return keyUsageLedgerAt(env, usageLedgerOf(keyId));
+}
+/** The ledger numbered `ledger` (a gate hands over the usage of all its keys of one ledger at once). */
+export function keyUsageLedgerAt(env: Env, ledger: number) {
   objectCalls.usageLedger += 1;
-  return stubByName(env.KEY_USAGE, `usage:${fnv1a(keyId) % USAGE_LEDGERS}`);
+  return stubByName(env.KEY_USAGE, `usage:${ledger}`);
+}
+/**
+ * The gate checking and counting an account key's requests (docs/limits.md#key-gates): named by its
+ * ledger's number, so each ledger hears from one gate only — a gate's hand-over of its keys' usage
+ * is one call a ledger, whatever the number of keys.
+ */
+export function keyGate(env: Env, keyId: string) {
+  objectCalls.gate += 1;
+  const gates = intSetting(env.ADDRESS_GATES, 1, 1_024, ADDRESS_GATES);
+  return stubByName(env.ADDRESS_GATE, `gate:${usageLedgerOf(keyId) % gates}`);
 }
 /** A WebSocket shard, named by its shard id. */
 export function streamHub(env: Env, shard: string) {

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { KeyRecord } from "../../src/access/keys";
 import { sign, signaturePayload } from "../../src/access/signature";
-import { accessGuard } from "../../src/core/object-ids";
+import { accessGuard, keyGate } from "../../src/core/object-ids";
 import { ingest } from "../../src/market/ingest";
 import { INGEST_MAX_BYTES } from "../../src/v1/routes";
 import { newAccount, newKey, newPublishKey, signedCall } from "../support/accounts";
@@ -183,6 +183,8 @@ describe("signed endpoints (docs/api.md, docs/signing.md)", () => {
       await state.storage.put("key", { ...record, expiresAt: past });
     });
     await evictDurableObject(accessGuard(env, `key:${soon.id}`));
+    // The key's gate holds the record it read (docs/limits.md#key-gates): restarted, it reads it again.
+    await evictDurableObject(keyGate(env, soon.id));
     await env.DB.prepare("UPDATE api_keys SET expires_at = ? WHERE id = ?").bind(past, soon.id).run();
     const expired = await signedCall(soon, "GET", target);
     expect([expired.status, (await problemOf(expired)).code]).toEqual([401, "INVALID_API_KEY"]);

@@ -1,0 +1,71 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { sign, signaturePayload } from "../../src/access/signature";
+import { createApp } from "../../src/app";
+import { keyGate } from "../../src/core/object-ids";
+import { newKey, type TestKey } from "../support/accounts";
+import { withFailing } from "../support/failing";
+import { call, callJson } from "../support/http";
+
+// Account keys' signed requests are checked, counted and carried by their gates (docs/limits.md#key-gates).
+const app = createApp();
+
+/** A signed GET through the app, every read past its copy's max age, its waitUntil work awaited. */
+async function signedRead(key: TestKey, target: string): Promise<{ status: number; headers: Headers; code?: string }> {
+  const timestamp = Date.now();
+  const signature = await sign(key.secret, signaturePayload({ timestamp, method: "GET", requestTarget: target, body: "" }));
+  const ctx = createExecutionContext();
+  const response = await app.request(
+    target,
+    { headers: { "X-API-KEY": key.id, "X-TIMESTAMP": String(timestamp), "X-SIGNATURE": signature, "CF-Connecting-IP": "192.0.2.40" } },
+    { ...env, MARKET_READ_MAX_AGE_MS: "0", METRICS_FLUSH_MS: "0", ANALYTICS_WINDOW_MS: "0" },
+    ctx,
+  );
+  const body = (await response.json()) as { code?: string };
+  await waitOnExecutionContext(ctx);
+  return { status: response.status, headers: response.headers, code: body.code };
+}
+
+const counters = async () =>
+  (
+    (await (await app.request("/admin/isolate", { headers: { Authorization: "Bearer test-admin-token" } }, env)).json()) as {
+      objectCalls: Record<string, number>;
+    }
+  ).objectCalls;
+const NAMES = ["marketReads", "guard", "gate", "gateReads", "usageLedger"] as const;
+const callsOf = (before: Record<string, number>, after: Record<string, number>) => NAMES.map((name) => (after[name] ?? 0) - (before[name] ?? 0));
+
+describe("key gates (docs/limits.md#key-gates)", () => {
+  it("a signed read past its copy's max age is one call, its key's gate's: the key checked, the market's answer carried, no guard or ledger call", async () => {
+    const key = await newKey();
+    expect((await signedRead(key, "/v1/ticker/24hr?symbol=BTCUSDT")).status, "the first use (its gate reads the key's record)").toBe(200);
+    const before = await counters();
+    for (let i = 0; i < 10; i += 1) {
+      const response = await signedRead(key, "/v1/ticker/24hr?symbol=BTCUSDT");
+      expect([response.status, response.headers.get("RateLimit-Limit")], `request ${i}`).toEqual([200, "30"]);
+    }
+    const [marketReads, guard, gate, gateReads, ledger] = callsOf(before, await counters());
+    expect([marketReads, guard, gate, gateReads], "[market reads, guard calls, gate calls, gate reads] of 10 signed reads").toEqual([0, 0, 10, 10]);
+    // Counted in the gate and handed to the ledger every 5 s: at most one hand-over within these requests, not one call each.
+    expect(ledger, "ledger calls for 10 signed reads").toBeLessThanOrEqual(1);
+    const usage = await callJson(`/account/api-keys/${key.id}/usage?interval=1m`, { headers: { Cookie: key.cookie } });
+    const counted = (usage.body.buckets as { requests: number }[]).reduce((sum, b) => sum + b.requests, 0);
+    expect(counted, "a usage read hands the gate's counts over first: every request answered is in it").toBe(11);
+  });
+
+  it("a revocation is answered once the key's gate is told: a gate not reached is 503 and the key stays listed active; the retry reaches it and the next request fails", async () => {
+    const key = await newKey();
+    expect((await signedRead(key, "/v1/markets")).status, "its gate now holds the key's record").toBe(200);
+    await withFailing(keyGate(env, key.id), "forgetKey", async () => {
+      const revoke = await call(`/account/api-keys/${key.id}`, { method: "DELETE", headers: { Cookie: key.cookie } });
+      expect([revoke.status, ((await revoke.json()) as { code: string }).code, revoke.headers.get("Retry-After")]).toEqual([503, "UNAVAILABLE", "1"]);
+      const listed = (await callJson("/account/api-keys", { headers: { Cookie: key.cookie } })).body.keys as { id: string; status: string }[];
+      expect(listed.find((k) => k.id === key.id)?.status, "not listed revoked until its gate is told").toBe("active");
+    });
+    const retry = await call(`/account/api-keys/${key.id}`, { method: "DELETE", headers: { Cookie: key.cookie } });
+    expect(retry.status).toBe(204);
+    const after = await signedRead(key, "/v1/markets");
+    expect([after.status, after.code]).toEqual([401, "INVALID_API_KEY"]);
+  });
+});
