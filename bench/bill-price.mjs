@@ -29,6 +29,8 @@ export const VENUE_LOAD = {
   /** The keys' usage ledgers and how soon each stores what it holds (src/core/object-ids.ts USAGE_LEDGERS, src/access/key-usage-ledger.ts). */
   usageLedgers: 32,
   usageFlushAfterMs: 5_000,
+  /** How often a gate hands its keys' usage to their ledgers (src/access/held-usage.ts USAGE_HAND_OVER_MS). */
+  usageHandOverMs: 5_000,
   /** The address gates (src/core/object-ids.ts ADDRESS_GATES): busy at the venue, they hold sessions and never hibernate. */
   gates: 32,
   /** A market's book segments an hour at 10 batches a second: one per 4,096 commits. */
@@ -114,11 +116,19 @@ export function priceVenueAll({ writePath, venuePhase, reads, subscribers, files
   add("R2 Infrequent Access retrieval (GB, reads)", perRead(reads.billed.r2.bytesInfrequent) / 1e9, retrieval, true, "reads");
   add("Analytics Engine points, per isolate", perIsolate(reads.billed.points), PRICES.analyticsPoints, true, "reads");
   add("Workers Logs events", readRate * (reads.logLines / readRequests), PRICES.workersLogs, true, "reads");
-  // What signed reads cost beyond their guard call is their keys' usage: a call to the key's ledger a
-  // request; each ledger, busy at the venue's rate, stores what it holds every USAGE_FLUSH_AFTER_MS
-  // (its rows a flush as counted, whatever the number of keys in it). Anything else the reads wrote, per read.
+  // What signed reads cost beyond their gate's call is their keys' usage: each gate hands what it
+  // counted to its keys' ledger every USAGE_HAND_OVER_MS — at the venue one ledger a gate (a key's gate
+  // is named by its ledger), so at most a call a ledger each interval, as counted when fewer; each
+  // ledger, busy at the venue's rate, stores what it holds every USAGE_FLUSH_AFTER_MS (its rows a flush
+  // as counted, whatever the number of keys in it). Anything else the reads wrote, per read.
   const perSigned = (n) => (n / reads.sent.signed) * L.signedPerSecond;
-  add("keys' usage: ledger calls (one a signed request)", perSigned(reads.billed.calls["usage-ledger"] ?? 0), PRICES.requests, true, "reads");
+  add(
+    "keys' usage: gates' hand-overs to the ledgers (a ledger every 5 s)",
+    Math.min(perSigned(reads.billed.calls["usage-ledger"] ?? 0), L.usageLedgers / (L.usageHandOverMs / 1000)),
+    PRICES.requests,
+    true,
+    "reads",
+  );
   const ledgerFlushes = reads.billed.alarmsBy["usage-ledger"] ?? 0;
   const flushesPerSecond = L.usageLedgers / (L.usageFlushAfterMs / 1000);
   const rowsPerFlush = ledgerFlushes > 0 ? (reads.billed.rowsWrittenBy["usage-ledger"] ?? 0) / ledgerFlushes : 0;
@@ -127,6 +137,10 @@ export function priceVenueAll({ writePath, venuePhase, reads, subscribers, files
   // A key's guard stores its last use once a day: the phase's keys each wrote theirs on first use
   // (counted from the warm-up on: rows a key, a day).
   add("keys' last use (a row a key-day)", (reads.guardRows / reads.keys) * (L.keys / 86_400), PRICES.rowsWritten, true, "reads");
+  // A key's gate reads its record from the key's guard once a day (a deploy restarts the gates; a
+  // record is held a day at most) and tells the guard its last use once a day: the warm-up's guard
+  // calls a key, a key-day.
+  add("keys' records read by their gates, last use told (a key-day)", (reads.warmGuardCalls / reads.keys) * (L.keys / 86_400), PRICES.requests, true, "reads");
   // The market hosts' rows while the reads run are their own background (alarms, archive, segments
   // after the write path's phases: priced in its lines), not the reads'. The rest are objects of one
   // kind whose rows come with time, not with reads (the Metrics object's store every 5 s, the price
@@ -217,15 +231,15 @@ export function priceVenueAll({ writePath, venuePhase, reads, subscribers, files
 }
 
 /**
- * A check of the read phase's counts: every signed request its key's guard takes (admitted or
- * refused by the limit) tells the key's ledger once, so the ledgers' calls counted over those
- * requests is 1 when no count went missing between the window's two scrapes (runs of 2026-11-27
- * counted 0.67 of the calls, and their read lines low). A request refused before its guard took it
- * (401, 403: a timestamp out of its window when the machine stalls) tells no ledger and is left out.
+ * A check of the read phase's counting: every signed request its key's gate takes (admitted or
+ * refused by the limit) is counted in the key's usage, so the usage the keys' accounts read after the
+ * phase, over the requests sent, is 1 when no count went missing (runs of 2026-11-27 counted 0.67 of
+ * the calls the ledgers were told of, and their read lines low). A request refused before its gate
+ * took it (401, 403: a timestamp out of its window when the machine stalls) is counted by no key and
+ * left out.
  */
 export function countsComplete(reads) {
-  const taken = reads.sent.signed - (reads.sent.signedUnauthenticated ?? 0);
-  return (reads.billed.calls["usage-ledger"] ?? 0) / Math.max(1, taken);
+  return reads.usage.counted / Math.max(1, reads.usage.taken);
 }
 
 /**

@@ -32,14 +32,14 @@ function pick(routes, r) {
   return routes[routes.length - 1][1];
 }
 
-/** Accounts and keys through the account API (20 a account): `{ id, secret }` each, with `permissions`. */
+/** Accounts and keys through the account API (20 a account): `{ id, secret, cookie }` each, with `permissions`. */
 export async function makeKeys(url, count, permissions, ipBase) {
   const keys = [];
   let n = 0;
   const ip = () => `${ipBase}.${(n++ % 250) + 1}`;
   for (let a = 0; keys.length < count; a++) {
     const cookie = await signUp(url, `bench-all-${Date.now().toString(36)}-${a}@example.com`, ip());
-    for (let k = 0; k < 20 && keys.length < count; k++) keys.push(await createKey(url, cookie, `bench all ${a}.${k}`, permissions, ip()));
+    for (let k = 0; k < 20 && keys.length < count; k++) keys.push({ ...(await createKey(url, cookie, `bench all ${a}.${k}`, permissions, ip())), cookie });
   }
   return keys;
 }
@@ -95,6 +95,9 @@ export async function readPhase(service, token, { markets, keys, rate, signedRat
     ),
   );
   let sent = { public: 0, signed: 0, signedUnauthenticated: 0, ws: 0 };
+  // Every signed request of the phase, warm-up included, and those refused before their key's
+  // holder counted them: what the keys' usage must add up to (`countsComplete`).
+  const signedAll = { sent: 0, unauthenticated: 0 };
   const inFlight = new Set();
   const fire = (promise) => {
     inFlight.add(promise);
@@ -143,6 +146,7 @@ export async function readPhase(service, token, { markets, keys, rate, signedRat
         const timestamp = String(Date.now());
         const inWindow = counting;
         count("signed");
+        signedAll.sent += 1;
         fire(
           fetch(url + target, {
             headers: {
@@ -157,7 +161,10 @@ export async function readPhase(service, token, { markets, keys, rate, signedRat
               answered(r.status, inWindow);
               // Refused before its key's guard admitted it (a timestamp out of its window when this
               // machine stalls): no ledger hears of it, so `countsComplete` leaves it out.
-              if (inWindow && (r.status === 401 || r.status === 403)) sent.signedUnauthenticated += 1;
+              if (r.status === 401 || r.status === 403) {
+                signedAll.unauthenticated += 1;
+                if (inWindow) sent.signedUnauthenticated += 1;
+              }
             },
             () => answered("error", inWindow),
           ),
@@ -202,8 +209,11 @@ export async function readPhase(service, token, { markets, keys, rate, signedRat
   });
   for (const ws of sockets) ws.close();
   sent = { ...sent, addresses };
+  // Read after the window closed (its counts are not the bill's): what the keys' usage counted.
+  const usageCounted = await usageOf(url, keys);
   const billed = billedIn(window.grown);
-  const guardRows = (billedIn(warmWindow.grown).rowsWrittenBy.guard ?? 0) + (billed.rowsWrittenBy.guard ?? 0);
+  const warmBilled = billedIn(warmWindow.grown);
+  const guardRows = (warmBilled.rowsWrittenBy.guard ?? 0) + (billed.rowsWrittenBy.guard ?? 0);
   // Rates and CPU are the load's: the pause that closes the window sent nothing, and its CPU (the
   // hosts' own background) is not the reads'.
   return {
@@ -218,7 +228,23 @@ export async function readPhase(service, token, { markets, keys, rate, signedRat
     notOkAt,
     keys: keys.length,
     guardRows,
+    // The warm-up's guard calls: each key's first use at its gate (its record read, its last use told).
+    warmGuardCalls: warmBilled.calls.guard ?? 0,
+    usage: { counted: usageCounted, taken: signedAll.sent - signedAll.unauthenticated },
   };
+}
+
+/** The requests the keys' usage counted, summed over `keys` (their accounts' usage API, an address each). */
+async function usageOf(url, keys) {
+  let counted = 0;
+  for (const [i, key] of keys.entries()) {
+    const response = await fetch(`${url}/account/api-keys/${key.id}/usage?interval=1h`, {
+      headers: { Cookie: key.cookie, "CF-Connecting-IP": `10.84.${i >> 8}.${(i & 255) + 1}` },
+    });
+    if (!response.ok) throw new Error(`usage of ${key.id}: ${response.status} ${await response.text()}`);
+    counted += (await response.json()).buckets.reduce((sum, b) => sum + b.requests, 0);
+  }
+  return counted;
 }
 
 /**

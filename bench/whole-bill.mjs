@@ -75,13 +75,13 @@ export async function wholeBill(service, { channels, markets, busy, key, persist
   });
   log(`  answers: ${JSON.stringify(reads.statuses)}; in the counted window: ${JSON.stringify(reads.windowStatuses)}`);
   if (Object.keys(reads.notOkAt).length) log(`  not 2xx, by 5 s from the warm-up's start: ${JSON.stringify(reads.notOkAt)}`);
-  // Fewer ledger calls counted than signed requests the guards took: counts went missing, every read line is low.
+  // Fewer requests in the keys' usage than signed requests their gates took: counts went missing.
   const told = countsComplete(reads);
   log(
-    `  signed: ${reads.sent.signed} sent in the window, ${reads.sent.signedUnauthenticated} refused before a guard took them; ledger calls ${told.toFixed(3)} a request taken`,
+    `  signed: ${reads.sent.signed} sent in the window, ${reads.sent.signedUnauthenticated} refused before a gate took them; the keys' usage counted ${reads.usage.counted} of ${reads.usage.taken} taken in the phase (${told.toFixed(3)})`,
   );
   if (Math.abs(told - 1) > 0.02)
-    log(`  WARNING: the ledgers counted ${told.toFixed(3)} calls a signed request taken, not 1: the read phase's counts are incomplete`);
+    log(`  WARNING: the keys' usage counted ${told.toFixed(3)} of the signed requests taken, not 1: the read phase's counts are incomplete`);
   const answered = Object.entries(reads.windowStatuses).filter(([status]) => /^(ws )?[0-9]+$/.test(status));
   const failed = answered.filter(([status]) => !answeredOk(status)).reduce((sum, [, n]) => sum + n, 0);
   const answers = answered.reduce((sum, [, n]) => sum + n, 0);

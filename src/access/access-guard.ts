@@ -43,6 +43,10 @@ const USAGE_KEY = "usage";
  */
 const LAST_USE_KEY = "lastUsedAt";
 const LAST_USE_STORE_EVERY_MS = 24 * 3_600_000;
+/** Storage key of the tries to tell an account key's gate of a change it has not heard (none: told). */
+const GATE_UNTOLD_KEY = "gateUntold";
+/** The longest wait between two tries to tell a gate. */
+const GATE_RETELL_MAX_MS = 60_000;
 /** Storage key of the principal's stream connection leases (docs/limits.md#stream-connections). */
 const CONNECTIONS_KEY = "connections";
 
@@ -208,14 +212,22 @@ export class AccessGuard extends MeteredObject {
     return this.tellGate(record.keyId);
   }
 
-  /** Tells an account key's gate to forget what it holds of the key (a publishing key has none). */
+  /**
+   * Tells an account key's gate to forget what it holds of the key (a publishing key has none). A
+   * gate not reached is told again from the guard's alarm until it is (a row while it fails), so the
+   * change reaches it even if nobody asks again.
+   */
   private async tellGate(keyId: string): Promise<boolean> {
     if (!isGatedKey(keyId)) return true;
     try {
       await keyGate(this.env, keyId).forgetKey(keyId);
+      if (this.ctx.storage.kv.get(GATE_UNTOLD_KEY) !== undefined) this.ctx.storage.kv.delete(GATE_UNTOLD_KEY);
       return true;
     } catch (error) {
       console.error("key change not told to its gate", keyId, String(error));
+      const tries = (this.ctx.storage.kv.get<number>(GATE_UNTOLD_KEY) ?? 0) + 1;
+      this.ctx.storage.kv.put(GATE_UNTOLD_KEY, tries);
+      await this.ctx.storage.setAlarm(Date.now() + Math.min(GATE_RETELL_MAX_MS, 1_000 * 2 ** Math.min(tries, 6)));
       return false;
     }
   }
@@ -320,8 +332,14 @@ export class AccessGuard extends MeteredObject {
     return kept ? usageSince(kept, interval, since) : [];
   }
 
-  /** Alarms the guard set before its ledger counted usage find nothing left to store. */
-  override async alarm(): Promise<void> {}
+  /**
+   * A key change its gate was not told of is told again (the alarm is set again while it fails).
+   * Alarms the guard set before its ledger counted usage find nothing left to store.
+   */
+  override async alarm(): Promise<void> {
+    const record = await this.keyRecord();
+    if (record && this.ctx.storage.kv.get(GATE_UNTOLD_KEY) !== undefined) await this.tellGate(record.keyId);
+  }
 }
 
 meterRequests(AccessGuard, [

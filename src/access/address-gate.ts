@@ -32,8 +32,12 @@ export const GATE_HOST_WAIT_MS = 1_500;
 
 /** Account keys' records one gate holds at most (docs/limits.md#key-gates): a few hundred bytes each. */
 export const GATE_MAX_KEYS = 20_000;
-/** A held key record is read again from its guard after this long: what a lost word of a change could leave standing. */
-export const KEY_RECORD_MAX_AGE_MS = 10 * 60_000;
+/**
+ * A held key record is read again from its guard after this long. A change is told to the gate before
+ * it is answered, and told again until it is heard; this only bounds what a change told by no one
+ * (a record edited in storage) would leave standing, at a read a key-day.
+ */
+export const KEY_RECORD_MAX_AGE_MS = 24 * 3_600_000;
 /** A key's last use is told to its guard at most this often (the guard stores it past the ledger's 30 days). */
 const LAST_USE_TELL_EVERY_MS = 24 * 3_600_000;
 

@@ -1,9 +1,9 @@
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { createExecutionContext, runDurableObjectAlarm, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sign, signaturePayload } from "../../src/access/signature";
 import { createApp } from "../../src/app";
-import { keyGate } from "../../src/core/object-ids";
+import { accessGuard, keyGate } from "../../src/core/object-ids";
 import { newKey, type TestKey } from "../support/accounts";
 import { withFailing } from "../support/failing";
 import { call, callJson } from "../support/http";
@@ -54,7 +54,7 @@ describe("key gates (docs/limits.md#key-gates)", () => {
     expect(counted, "a usage read hands the gate's counts over first: every request answered is in it").toBe(11);
   });
 
-  it("a revocation is answered once the key's gate is told: a gate not reached is 503 and the key stays listed active; the retry reaches it and the next request fails", async () => {
+  it("a revocation is answered once the key's gate is told: a gate not reached is 503, the key stays listed active, and the guard tells the gate again until it hears", async () => {
     const key = await newKey();
     expect((await signedRead(key, "/v1/markets")).status, "its gate now holds the key's record").toBe(200);
     await withFailing(keyGate(env, key.id), "forgetKey", async () => {
@@ -63,9 +63,14 @@ describe("key gates (docs/limits.md#key-gates)", () => {
       const listed = (await callJson("/account/api-keys", { headers: { Cookie: key.cookie } })).body.keys as { id: string; status: string }[];
       expect(listed.find((k) => k.id === key.id)?.status, "not listed revoked until its gate is told").toBe("active");
     });
-    const retry = await call(`/account/api-keys/${key.id}`, { method: "DELETE", headers: { Cookie: key.cookie } });
-    expect(retry.status).toBe(204);
+    // Nobody asks again: the guard's alarm tells the gate once it is reachable.
+    expect(await runDurableObjectAlarm(accessGuard(env, `key:${key.id}`)), "the guard set an alarm to tell its gate again").toBe(true);
     const after = await signedRead(key, "/v1/markets");
     expect([after.status, after.code]).toEqual([401, "INVALID_API_KEY"]);
+    expect(await runDurableObjectAlarm(accessGuard(env, `key:${key.id}`)), "told: no alarm left").toBe(false);
+    const retry = await call(`/account/api-keys/${key.id}`, { method: "DELETE", headers: { Cookie: key.cookie } });
+    expect(retry.status).toBe(204);
+    const listed = (await callJson("/account/api-keys", { headers: { Cookie: key.cookie } })).body.keys as { id: string; status: string }[];
+    expect(listed.find((k) => k.id === key.id)?.status).toBe("revoked");
   });
 });
