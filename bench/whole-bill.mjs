@@ -31,15 +31,15 @@ const READ_SCALE = 1 / 100;
 const MARKETS_A_HOST = 64;
 
 /**
- * The run's address gates (`ADDRESS_GATES`): as many as keep each gate's session into a host as
- * busy as at the venue, where the public and WebSocket API reads over 32 gates and 32 hosts are
- * about 10.7 a second a session. A session idle for SESSION_IDLE_MS closes and the next read opens
+ * The run's gates (`ADDRESS_GATES`): as many as keep each gate's session into a host as busy as at
+ * the venue, where the public, signed and WebSocket API reads over 32 gates and 32 hosts are about
+ * 11.7 a second a session. A session idle for SESSION_IDLE_MS closes and the next read opens
  * another (a billed call): a hundredth of the reads spread over 32 gates and 2 hosts would open one
  * on about a third of them, which the venue's gates, never idle a second, do not.
  */
 export function gatesForRun(markets) {
   const L = VENUE_LOAD;
-  const gated = L.publicPerSecond + L.wsApiPerSecond;
+  const gated = L.publicPerSecond + L.signedPerSecond + L.wsApiPerSecond;
   const perSession = gated / (L.gates * L.hosts);
   const hosts = Math.ceil(markets / MARKETS_A_HOST);
   return Math.max(1, Math.round((gated * READ_SCALE) / (hosts * perSession)));
@@ -61,7 +61,7 @@ export async function wholeBill(service, { channels, markets, busy, key, persist
   const L = VENUE_LOAD;
   const scale = READ_SCALE;
   log(
-    `reads: ${L.publicPerSecond * scale} public, ${L.signedPerSecond * scale} signed, ${L.wsApiPerSecond * scale} WebSocket API requests a second through ${vars.ADDRESS_GATES ?? L.gates} address gates, 65 s and 60 s counted…`,
+    `reads: ${L.publicPerSecond * scale} public, ${L.signedPerSecond * scale} signed, ${L.wsApiPerSecond * scale} WebSocket API requests a second through ${vars.ADDRESS_GATES ?? L.gates} gates, 65 s and 60 s counted…`,
   );
   const reads = await readPhase(service, TOKEN, {
     markets: symbols,
