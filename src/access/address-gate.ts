@@ -111,7 +111,12 @@ export class AddressGate extends MeteredObject {
    * did (docs/limits.md#key-gates): the record as the guard stores it, the same checks in the same
    * order, the same exact window; its use counted here and handed to the key's ledger.
    */
-  async authorize(keyId: string, check: SignedCheck): Promise<Authorized | ProblemResult> {
+  authorize(keyId: string, check: SignedCheck): Promise<Authorized | ProblemResult> {
+    return this.checkSigned(keyId, check);
+  }
+
+  /** {@link authorize}'s work, apart from the metered method: a read that carries it is one request, not two. */
+  private async checkSigned(keyId: string, check: SignedCheck): Promise<Authorized | ProblemResult> {
     try {
       const entry = await this.keys.entryOf(keyId, Date.now());
       await verifySigned(entry?.record ?? null, () => this.secretOf(entry as KeyEntry), check, Date.now());
@@ -129,7 +134,7 @@ export class AddressGate extends MeteredObject {
 
   /** {@link authorize}, and when admitted the market's answer, as {@link read} for an address. */
   async authorizeRead(keyId: string, check: SignedCheck, market: MarketConfig, question: MarketQuestion): Promise<GatedSignedRead> {
-    const authorized = await this.authorize(keyId, check);
+    const authorized = await this.checkSigned(keyId, check);
     if (!("allowed" in authorized) || !authorized.allowed) return { authorized };
     return { authorized, answer: await this.answer(market, question) };
   }

@@ -33,6 +33,14 @@ const counters = async () =>
       objectCalls: Record<string, number>;
     }
   ).objectCalls;
+/** Requests the gates served, as the metrics count them (what the bill is read from). */
+async function gateRequestsServed(): Promise<number> {
+  const ctx = createExecutionContext();
+  const response = await app.request("/admin/metrics", { headers: { Authorization: "Bearer test-admin-token" } }, { ...env, METRICS_FLUSH_MS: "0" }, ctx);
+  const text = await response.text();
+  await waitOnExecutionContext(ctx);
+  return Number(/^mds_object_requests_total\{kind="call",object="gate"\} (\d+)$/m.exec(text)?.[1] ?? 0);
+}
 const NAMES = ["marketReads", "guard", "gate", "gateReads", "usageLedger"] as const;
 const callsOf = (before: Record<string, number>, after: Record<string, number>) => NAMES.map((name) => (after[name] ?? 0) - (before[name] ?? 0));
 
@@ -41,11 +49,14 @@ describe("key gates (docs/limits.md#key-gates)", () => {
     const key = await newKey();
     expect((await signedRead(key, "/v1/ticker/24hr?symbol=BTCUSDT")).status, "the first use (its gate reads the key's record)").toBe(200);
     const before = await counters();
+    const servedBefore = await gateRequestsServed();
     for (let i = 0; i < 10; i += 1) {
       const response = await signedRead(key, "/v1/ticker/24hr?symbol=BTCUSDT");
       expect([response.status, response.headers.get("RateLimit-Limit")], `request ${i}`).toEqual([200, "30"]);
     }
     const [marketReads, guard, gate, gateReads, ledger] = callsOf(before, await counters());
+    // A read that carries its check is one request at the gate, as billed (the bench reads these).
+    expect((await gateRequestsServed()) - servedBefore, "requests the gates served for 10 signed reads").toBe(10);
     expect([marketReads, guard, gate, gateReads], "[market reads, guard calls, gate calls, gate reads] of 10 signed reads").toEqual([0, 0, 10, 10]);
     // Counted in the gate and handed to the ledger every 5 s: at most one hand-over within these requests, not one call each.
     expect(ledger, "ledger calls for 10 signed reads").toBeLessThanOrEqual(1);
