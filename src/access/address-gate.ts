@@ -58,8 +58,8 @@ export interface GatedRead {
  * One of `ADDRESS_GATES` objects, named by a hash of the client address (docs/limits.md#address-gates)
  * or of an account key (docs/limits.md#key-gates): it counts the public limit of the addresses
  * hashed to it and the signed limit of its keys, exactly (each its own window), checks its keys'
- * signatures, counts their usage, and carries the market reads of both. A public read's one object call — the exact limit's, which every
- * request makes — comes here, and when the read's edge copy is old the gate asks the market's host
+ * signatures, counts their usage, and carries the market reads of both. A read's one object call —
+ * the exact limit's, which every request makes — comes here, and when the read's edge copy is old the gate asks the market's host
  * through an RPC session it keeps open (calls on it are not billed), so the refresh rides on the
  * call the limit already made. The sessions keep a busy gate from hibernating: its duration is the
  * price of the refreshes it carries (docs/capacity.md#the-whole-bill).
@@ -150,11 +150,14 @@ export class AddressGate extends MeteredObject {
   }
 
   private secretOf(entry: KeyEntry): Promise<CryptoKey> {
-    entry.cryptoKey ??= unseal(this.env.SEALING_KEY, entry.record.sealedSecret, entry.record.keyId).then(importSecret);
-    // A secret that could not be unsealed is tried again on the next request.
-    entry.cryptoKey.catch(() => {
-      entry.cryptoKey = undefined;
-    });
+    if (!entry.cryptoKey) {
+      const imported = unseal(this.env.SEALING_KEY, entry.record.sealedSecret, entry.record.keyId).then(importSecret);
+      // A secret that could not be unsealed is tried again on the next request.
+      imported.catch(() => {
+        if (entry.cryptoKey === imported) entry.cryptoKey = undefined;
+      });
+      entry.cryptoKey = imported;
+    }
     return entry.cryptoKey;
   }
 
