@@ -1,6 +1,6 @@
 import { groupOf } from "../core/market-groups";
 import { accessGuard, keyUsageLedgerAt, marketObject, usageLedgerOf } from "../core/object-ids";
-import { ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
+import { ProblemError, type ProblemResult, toProblemResult } from "../core/problem";
 import { unseal } from "../core/seal";
 import { withTimeout } from "../core/time-limit";
 import type { MarketObject } from "../market/market-object";
@@ -12,7 +12,7 @@ import { SessionLink, sessionIdleMs } from "../sessions/session-link";
 import { HeldUsage } from "./held-usage";
 import { KeyBook, type KeyEntry } from "./key-book";
 import { principalOfKey } from "./keys";
-import { type LeaseOptions, PrincipalWindows } from "./principal-windows";
+import { type LeaseOptions, PrincipalWindows, windowsFull } from "./principal-windows";
 import { importSecret } from "./signature";
 import { type Authorized, type SignedCheck, verifySigned } from "./signed-check";
 import type { LeasedAdmission } from "./sliding-window";
@@ -122,7 +122,7 @@ export class AddressGate extends MeteredObject {
       await verifySigned(entry?.record ?? null, () => this.secretOf(entry as KeyEntry), check, Date.now());
       const admittedAt = Date.now();
       const admission = this.windows.admit(principalOfKey(keyId), check.limit, admittedAt);
-      if (!admission) throw problem("UNAVAILABLE", "the rate limiter is counting too many keys and addresses; try again shortly", {}, { "Retry-After": "1" });
+      if (!admission) throw windowsFull();
       this.usage.count(keyId, admittedAt, !admission.allowed);
       if (admission.allowed) this.noteUse(keyId, entry as KeyEntry, admittedAt);
       return admission;

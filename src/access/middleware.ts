@@ -8,7 +8,7 @@ import type { GatedSignedRead } from "./address-gate";
 import { AdmissionTicket } from "./admission-ticket";
 import { clientIp, clientPrincipal } from "./client-address";
 import { isGatedKey, KEY_ID_PATTERN, KEY_ID_RULE, type MarketGrant, type Permission, principalOfKey } from "./keys";
-import { admit, admitReading, fromGuard, localRefusal, PUBLIC_LIMIT, rateLimited, signedWindow } from "./rate-limit";
+import { admit, admitReading, answerBrought, fromGuard, localRefusal, PUBLIC_LIMIT, rateLimited, signedWindow } from "./rate-limit";
 import { requestTargetOf, SIGNATURE_PATTERN, TIMESTAMP_PATTERN } from "./signature";
 import type { Authorized, SignedCheck } from "./signed-check";
 import { type Admission, rateLimitHeaders } from "./sliding-window";
@@ -182,6 +182,16 @@ async function settleSigned(env: Env, request: Request, options: SignedOptions, 
   }
 }
 
+/** {@link signedCheckOf}, its refusal counted against the client IP as any failed authentication. */
+async function checkedCredentials(env: Env, request: Request, options: SignedOptions, body: string): Promise<{ keyId: string; check: SignedCheck }> {
+  try {
+    return signedCheckOf(request, options, body);
+  } catch (error) {
+    if (error instanceof ProblemError) throw await chargeClientIp(env, request, error);
+    throw error;
+  }
+}
+
 /**
  * Authenticates a signed request and admits it against its key's limit: one object call, to an
  * account key's gate or a publishing key's guard (docs/limits.md#key-gates).
@@ -192,12 +202,8 @@ export async function authenticateSigned(
   options: SignedOptions,
   body = "",
 ): Promise<{ keyId: string; admission: Admission; markets?: MarketGrant }> {
-  let keyId = "";
-  const { markets, ...admission } = await settleSigned(env, request, options, () => {
-    const signed = signedCheckOf(request, options, body);
-    keyId = signed.keyId;
-    return askHolder(env, signed.keyId, signed.check);
-  });
+  const { keyId, check } = await checkedCredentials(env, request, options, body);
+  const { markets, ...admission } = await settleSigned(env, request, options, () => askHolder(env, keyId, check));
   return { keyId, admission, ...(markets !== undefined && { markets }) };
 }
 
@@ -214,12 +220,7 @@ function signedReadTicket(env: Env, request: Request, options: SignedOptions, ke
       objectCalls.gateReads += 1;
       const read: Promise<GatedSignedRead> = fromGuard(keyGate(env, keyId).authorizeRead(keyId, check, market, question));
       const admission = settle(() => read.then((gated) => gated.authorized));
-      const answer = admission.then(async () => {
-        const gated = await read;
-        if (!gated.answer) throw new Error(`${market.symbol} did not answer through its gate`);
-        return gated.answer;
-      });
-      return { admission, answer };
+      return { admission, answer: admission.then(() => answerBrought(read, market)) };
     },
   });
 }
@@ -231,23 +232,16 @@ function signedReadTicket(env: Env, request: Request, options: SignedOptions, ke
  * the check first.
  */
 export function signedAccess(permission: Permission) {
+  const options: SignedOptions = { permission };
   return createMiddleware<AppEnv>(async (c, next) => {
-    if (isPlainRead(c.req.raw)) {
-      let signed: { keyId: string; check: SignedCheck } | undefined;
-      try {
-        signed = signedCheckOf(c.req.raw, { permission }, "");
-      } catch (error) {
-        if (error instanceof ProblemError) throw await chargeClientIp(c.env, c.req.raw, error);
-        throw error;
-      }
-      if (isGatedKey(signed.keyId, permission)) {
-        const ticket = signedReadTicket(c.env, c.req.raw, { permission }, signed.keyId, signed.check);
-        c.set("readCarrier", ticket);
-        return runAdmitted(c, () => next().finally(() => ticket.decide()), ticket.admission);
-      }
-    }
     const body = c.req.method === "GET" || c.req.method === "HEAD" ? "" : await c.req.text();
-    const authenticated = authenticateSigned(c.env, c.req.raw, { permission }, body).then(({ admission, markets }) => {
+    const { keyId, check } = await checkedCredentials(c.env, c.req.raw, options, body);
+    if (isPlainRead(c.req.raw) && isGatedKey(keyId, permission)) {
+      const ticket = signedReadTicket(c.env, c.req.raw, options, keyId, check);
+      c.set("readCarrier", ticket);
+      return runAdmitted(c, () => next().finally(() => ticket.decide()), ticket.admission);
+    }
+    const authenticated = settleSigned(c.env, c.req.raw, options, () => askHolder(c.env, keyId, check)).then(({ markets, ...admission }) => {
       // A publishing key's markets, for the route to hold each batch to (docs/publishing.md#publish-keys).
       if (markets !== undefined) c.set("publishGrant", markets);
       return admission;

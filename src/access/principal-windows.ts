@@ -1,3 +1,4 @@
+import { type ProblemError, problem } from "../core/problem";
 import { type LeasedAdmission, SlidingWindow } from "./sliding-window";
 
 /** Lease options as an isolate sends them (docs/limits.md#leased-admissions). */
@@ -55,4 +56,9 @@ export class PrincipalWindows {
     for (const [principal, window] of this.windows) if (window.isEmpty(now)) this.windows.delete(principal);
     this.grownSinceSweep = 0;
   }
+}
+
+/** The 503 when {@link PrincipalWindows} can hold no window for a principal (docs/limits.md#address-gates): never an uncounted admission. */
+export function windowsFull(): ProblemError {
+  return problem("UNAVAILABLE", "the rate limiter is counting too many addresses and keys; try again shortly", {}, { "Retry-After": "1" });
 }

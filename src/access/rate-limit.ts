@@ -5,6 +5,7 @@ import type { MarketConfig } from "../registry/model";
 import { MAX_CONNECTIONS_PER_PRINCIPAL } from "../streams/protocol";
 import type { GatedRead } from "./address-gate";
 import { type AskGuard, IsolateLimiter } from "./isolate-limiter";
+import { windowsFull } from "./principal-windows";
 import { type Admission, type LeasedAdmission, rateLimitHeaders } from "./sliding-window";
 
 /** This isolate's refusals and leases, per principal (docs/limits.md). */
@@ -93,7 +94,14 @@ function isAddress(principal: string): boolean {
 /** A gate that could hold no window for the address (docs/limits.md#address-gates): the limits fail closed. */
 function counted(admission: LeasedAdmission | undefined): LeasedAdmission {
   if (admission) return admission;
-  throw problem("UNAVAILABLE", "the rate limiter is counting too many addresses; try again shortly", {}, { "Retry-After": "1" });
+  throw windowsFull();
+}
+
+/** The market's answer a gate brought with the admission it decided; a gate whose host did not answer fails the refresh. */
+export async function answerBrought(read: Promise<{ answer?: MarketAnswer }>, market: MarketConfig): Promise<MarketAnswer> {
+  const gated = await read;
+  if (!gated.answer) throw new Error(`${market.symbol} did not answer through its gate`);
+  return gated.answer;
 }
 
 /**
@@ -124,12 +132,7 @@ export function admitReading(
     if (!decided.allowed) throw rateLimited(decided, detail);
     return decided;
   });
-  const answer = admission.then(async () => {
-    if (!read) return direct();
-    const gated = await read;
-    if (!gated.answer) throw new Error(`${market.symbol} did not answer through its gate`);
-    return gated.answer;
-  });
+  const answer = admission.then(() => (read ? answerBrought(read, market) : direct()));
   return { admission, answer };
 }
 

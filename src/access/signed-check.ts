@@ -1,7 +1,6 @@
 import { problem } from "../core/problem";
 import { allowListAdmits } from "./client-address";
-import type { MarketGrant } from "./keys";
-import { type KeyRecord, keyStateAt, type Permission } from "./keys";
+import { type KeyRecord, keyStateAt, type MarketGrant, type Permission } from "./keys";
 import { FUTURE_TOLERANCE_MS, isOnTime, signaturePayload, verifySignature } from "./signature";
 import type { Admission } from "./sliding-window";
 

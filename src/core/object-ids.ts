@@ -72,9 +72,13 @@ export function accessGuard(env: Env, principal: string) {
 export const ADDRESS_GATES = 32;
 /** The gate counting `principal`'s public limit (`ip:<addr>`) and carrying its market reads. */
 export function addressGate(env: Env, principal: string) {
+  return gateAt(env, fnv1a(principal));
+}
+/** Gate number `n` modulo the number deployed (ADDRESS_GATES). */
+function gateAt(env: Env, n: number) {
   objectCalls.gate += 1;
   const gates = intSetting(env.ADDRESS_GATES, 1, 1_024, ADDRESS_GATES);
-  return stubByName(env.ADDRESS_GATE, `gate:${fnv1a(principal) % gates}`);
+  return stubByName(env.ADDRESS_GATE, `gate:${n % gates}`);
 }
 /** How many ledgers share the keys' usage, by a hash of the key id. Fixed: a key's buckets live in its ledger. */
 export const USAGE_LEDGERS = 32;
@@ -97,9 +101,7 @@ export function keyUsageLedgerAt(env: Env, ledger: number) {
  * is one call a ledger, whatever the number of keys.
  */
 export function keyGate(env: Env, keyId: string) {
-  objectCalls.gate += 1;
-  const gates = intSetting(env.ADDRESS_GATES, 1, 1_024, ADDRESS_GATES);
-  return stubByName(env.ADDRESS_GATE, `gate:${usageLedgerOf(keyId) % gates}`);
+  return gateAt(env, usageLedgerOf(keyId));
 }
 /** A WebSocket shard, named by its shard id. */
 export function streamHub(env: Env, shard: string) {

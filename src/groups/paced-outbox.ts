@@ -1,3 +1,5 @@
+import { withTimeout } from "../core/time-limit";
+
 /**
  * Items for one destination, sent in order with one call in flight and at most one call per
  * `everyMs`: the first item after a quiet spell goes at once, later ones wait for the next tick
@@ -59,18 +61,11 @@ export class PacedOutbox<T> {
     this.lastSentAt = this.now();
     const items = this.queued;
     this.queued = [];
-    let deadline: ReturnType<typeof setTimeout> | undefined;
     try {
-      await Promise.race([
-        this.deliver(items),
-        new Promise((_, reject) => {
-          deadline = setTimeout(() => reject(new Error(`no answer in ${CALL_DEADLINE_MS} ms`)), CALL_DEADLINE_MS);
-        }),
-      ]);
+      await withTimeout(this.deliver(items), CALL_DEADLINE_MS);
     } catch (error) {
       console.error("paced send failed", String(error));
     } finally {
-      clearTimeout(deadline);
       this.sending = false;
       this.schedule();
     }
