@@ -345,17 +345,17 @@ export class CatchUps {
   private async tradesPage(run: Run, s: StreamCatchUp, market: MarketConfig): Promise<Pending[]> {
     const cap = this.host.recent.lastTradeId(market.symbol);
     if (s.cursor !== undefined && cap !== undefined && s.cursor >= cap) return [];
+    // Both pages run forwards (a bound below, none above: a page with an upper bound is the last
+    // `limit` before it, which skipped the middle); what lies past the live mark is left for live.
+    // The first page by time, the next by id, so a late trade (an older time, a newer id) is not left out.
     const answer: MarketAnswer = await marketObject(this.host.env, market).answer(market, {
       kind: "trades",
       limit: TRADES_PAGE,
-      // The first page by time; the next by id, so a late trade (an older time, a newer id) is not left out.
-      page: {
-        ...(s.cursor === undefined ? { startTime: run.from } : { fromId: s.cursor + 1 }),
-        ...(cap !== undefined && { before: cap + 1 }),
-      },
+      page: s.cursor === undefined ? { startTime: run.from } : { fromId: s.cursor + 1 },
     });
     if (answer.problem) throw problem(answer.problem.code, answer.problem.detail, answer.problem.extras);
-    const trades = JSON.parse(answer.text) as WireTrade[];
+    const read = JSON.parse(answer.text) as WireTrade[];
+    const trades = cap === undefined ? read : read.filter((t) => t.tradeId <= cap);
     s.exhausted = trades.length === 0;
     // Nothing from `from` up to the live stream's last trade: everything up to it is before `from`.
     if (trades.length === 0 && s.cursor === undefined && cap !== undefined) s.cursor = cap;

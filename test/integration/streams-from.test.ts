@@ -153,6 +153,39 @@ describe("a subscription from any moment into live (docs/streams.md#from-any-mom
     for (const s of [watcher, socket]) s.ws.close();
   });
 
+  it("more trades since `from` than a page holds all arrive, once and in order: the first page runs forward from `from`, not back from the live mark (fails before)", async () => {
+    const symbol = "SOLUSDT";
+    const ip = "198.51.100.125";
+    await ingest(env, "*", { symbol, book: { type: "snapshot", sequence: 1, bids: [["100.00", "1.0"]], asks: [["101.00", "1.0"]] } });
+    const before = Array.from({ length: 40 }, (_, i) => ({ id: `old-${i}`, price: "100.00", quantity: "0.10", side: "buy" as const, time: Date.now() }));
+    await ingest(env, "*", { symbol, trades: before });
+    await pause(5);
+    const from = Date.now();
+    await pause(2);
+    // Three batches of 900 trades since `from`: 2,700, more than two pages of the catch-up's reads.
+    for (let b = 0; b < 3; b++) {
+      const trades = Array.from({ length: 900 }, (_, i) => ({ id: `new-${b}-${i}`, price: "100.00", quantity: "0.10", side: "sell" as const, time: Date.now() }));
+      await ingest(env, "*", { symbol, trades });
+    }
+    // A live trade on the shard, so the catch-up has a live mark to meet.
+    const watcher = await openSocket(`/api/ws?streams=trades.${symbol}`, ip);
+    await ingest(env, "*", { symbol, trades: [{ id: "live-0", price: "100.00", quantity: "0.10", side: "buy", time: Date.now() }] });
+    await until(() => tradeIdsOf(watcher, `trades.${symbol}`).length === 1, { what: "the live trade on the shard" });
+    const lastId = tradeIdsOf(watcher, `trades.${symbol}`)[0]!;
+
+    const socket = await openSocket(`/api/ws?streams=trades.${symbol}&from=${from}`, ip);
+    for (let asks = 0; !liveMark(socket, `trades.${symbol}`) && asks < 40; asks++) {
+      await until(() => liveMark(socket, `trades.${symbol}`) || socket.messages.filter((m) => m.type === "paused").length > asks, { what: `window ${asks}` });
+      if (!liveMark(socket, `trades.${symbol}`)) socket.ws.send(JSON.stringify({ op: "more" }));
+    }
+    expect(liveMark(socket, `trades.${symbol}`), "the catch-up reached live").toBeDefined();
+    const ids = tradeIdsOf(socket, `trades.${symbol}`);
+    const expected = Array.from({ length: 2_701 }, (_, i) => lastId - 2_700 + i);
+    expect(ids.length, "every trade since `from` through the live mark, none missing").toBe(expected.length);
+    expect(ids, "once each, in order").toEqual(expected);
+    for (const s of [watcher, socket]) s.ws.close();
+  });
+
   it("a `from` in the future or more than a day back is refused: an error on a subscribe, a 400 at connect; the streams are not subscribed", async () => {
     const socket = await openSocket("/api/ws", "198.51.100.122");
     socket.ws.send(JSON.stringify({ op: "subscribe", id: 7, streams: ["book.SOLUSDT"], from: Date.now() + 60_000 }));
