@@ -131,6 +131,7 @@ export class MarketBookHistory {
         bids: state.book.bids.entries(),
         asks: state.book.asks.entries(),
         fingerprint: state.book.lastFingerprint,
+        recent: state.book.recentFingerprints(),
       }),
       trades,
       now,

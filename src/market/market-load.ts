@@ -2,7 +2,7 @@ import { MINUTE_MS } from "../history/intervals";
 import type { MarketConfig } from "../registry/model";
 import type { MarketMeta, MarketStore } from "../writes/market-store";
 import { type MarketState, TRADE_RETENTION_MS } from "./market-state";
-import { OrderBook } from "./order-book";
+import { OrderBook, updateFingerprint } from "./order-book";
 
 /**
  * A market's state in memory, rebuilt from its storage after a start (docs/design.md#the-write-path):
@@ -18,7 +18,13 @@ export function restoreState(store: MarketStore, meta: MarketMeta, market: Marke
   store.candles.restoreOpenRollups(meta.rollupsThrough);
   for (const trade of unwritten) store.candles.stageTrade(trade);
   store.rememberIds(unwritten);
-  book.restore(meta.bookSequence, meta.bookUpdatedAt, levels.bids, levels.asks, meta.bookFingerprint);
+  const recent = [
+    ...levels.resends.kept,
+    ...levels.resends.updates.map(
+      ([type, sequence, bids, asks]) => [sequence, updateFingerprint(type === "s" ? "snapshot" : "delta", sequence, bids, asks)] as const,
+    ),
+  ];
+  book.restore(meta.bookSequence, meta.bookUpdatedAt, levels.bids, levels.asks, meta.bookFingerprint, recent);
   const latest = store.candles.latestBucket();
   return {
     market,

@@ -42,9 +42,17 @@ export const RESEND_WINDOW = 1_024;
  * of the last applied update without keeping the update itself.
  */
 export function bookFingerprint(update: BookUpdate): string {
-  return cyrb53(
-    `${update.type}|${update.sequence}|${update.bids.map(([p, q]) => `${p}:${q}`).join(",")}|${update.asks.map(([p, q]) => `${p}:${q}`).join(",")}`,
-  );
+  return updateFingerprint(update.type, update.sequence, update.bids, update.asks);
+}
+
+/** {@link bookFingerprint} of an update as its parts, levels as units or their decimal text (as a stored entry holds them): the same text either way. */
+export function updateFingerprint(
+  type: "snapshot" | "delta",
+  sequence: number,
+  bids: readonly (readonly [bigint | string, bigint | string])[],
+  asks: readonly (readonly [bigint | string, bigint | string])[],
+): string {
+  return cyrb53(`${type}|${sequence}|${bids.map(([p, q]) => `${p}:${q}`).join(",")}|${asks.map(([p, q]) => `${p}:${q}`).join(",")}`);
 }
 
 /** The fingerprint of a batch of updates: an exact resend of the whole batch is recognised as one. */
@@ -306,8 +314,28 @@ export class OrderBook {
     for (const [price, quantity] of update.asks) this.asks.set(price, quantity);
   }
 
-  /** Replaces the whole state (used when restoring from storage). */
-  restore(sequence: number, updatedAt: number, bids: readonly UnitLevel[], asks: readonly UnitLevel[], lastFingerprint = ""): void {
+  /** The fingerprints of the last applied updates, oldest first: what a snapshot of the book keeps so a restart recognises them too. */
+  recentFingerprints(): [number, string][] {
+    return [...this.recent];
+  }
+
+  /**
+   * Replaces the whole state (used when restoring from storage); `recent`, the stored fingerprints
+   * of the last applied updates (oldest first), so resends from before a restart are recognised
+   * (left as they are without it: a batch undone keeps what came before it).
+   */
+  restore(
+    sequence: number,
+    updatedAt: number,
+    bids: readonly UnitLevel[],
+    asks: readonly UnitLevel[],
+    lastFingerprint = "",
+    recent?: readonly (readonly [number, string])[],
+  ): void {
+    if (recent) {
+      this.recent.clear();
+      for (const [at, fingerprint] of recent.slice(-RESEND_WINDOW)) if (at <= sequence) this.recent.set(at, fingerprint);
+    }
     this.bids.clear();
     this.asks.clear();
     for (const [price, quantity] of bids) this.bids.set(price, quantity);

@@ -91,10 +91,12 @@ export function decodeBase(value: { sequence: number; time: number; bids: TextLe
   return { sequence: value.sequence, time: value.time, bids: decode(value.bids), asks: decode(value.asks) };
 }
 
+/** An update as an entry stores it: its type's letter, its sequence, its levels as decimal text. */
+export type StoredUpdate = ["s" | "d", number, TextLevels, TextLevels];
 /** A stored ring entry: since the history, the batch's updates (`t`, `u`); before it, the batch's net change (`bids`, `asks`). */
-export type StoredChange = { t: number; u: ["s" | "d", number, TextLevels, TextLevels][]; f?: string } | { bids: TextLevels; asks: TextLevels };
-/** The snapshot row: the whole book; since the history its sequence and time; since the derived record the log position and the batch's fingerprint. */
-export type StoredSnapshot = { bids: TextLevels; asks: TextLevels; sequence?: number; time?: number; n?: number; f?: string };
+export type StoredChange = { t: number; u: StoredUpdate[]; f?: string } | { bids: TextLevels; asks: TextLevels };
+/** The snapshot row: the whole book; since the history its sequence and time; since the derived record the log position and the batch's fingerprint; the last updates' fingerprints (`r`). */
+export type StoredSnapshot = { bids: TextLevels; asks: TextLevels; sequence?: number; time?: number; n?: number; f?: string; r?: [number, string][] };
 
 /** A ring row as stored: a commit's record, or (before ticks) one change. */
 type StoredRow = { e: StoredChange[]; tr?: unknown[]; a?: number } | StoredChange;

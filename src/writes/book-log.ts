@@ -14,6 +14,7 @@ import {
   rowOf,
   type StoredChange,
   type StoredSnapshot,
+  type StoredUpdate,
   segmentEntry,
   type TextLevels,
   withFingerprint,
@@ -36,6 +37,15 @@ export {
   encodeEntry,
   segmentEntry,
 } from "./book-entries";
+
+/**
+ * What a restart needs to recognise resends of the last applied updates: the fingerprints the
+ * snapshot kept (oldest first) and the updates logged after it, as stored.
+ */
+export interface StoredResends {
+  kept: [number, string][];
+  updates: StoredUpdate[];
+}
 
 /** Where the book's durable state stands: its snapshot covers log entries up to `snapshotN`; entries after it, up to `logN`, are in the ring. */
 export interface BookLogPosition {
@@ -121,7 +131,8 @@ export class BookLog {
   append(
     position: BookLogPosition,
     entries: readonly BookEntry[],
-    wholeBook: () => BookBase & { fingerprint?: string },
+    /** The book now, with its last batch's fingerprint and the last updates' (`recent`, oldest first): a restart recognises their resends. */
+    wholeBook: () => BookBase & { fingerprint?: string; recent?: readonly (readonly [number, string])[] },
     trades: readonly unknown[] = [],
     at = 0,
     /** A snapshot now whatever its counts (the journal is about to overwrite this log's oldest row). */
@@ -140,7 +151,7 @@ export class BookLog {
       // The snapshot carries the fingerprint of the last batch that changed the book (this commit's or an earlier one's).
       this.sql.exec(
         "INSERT INTO book_snapshot (id, levels) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET levels = excluded.levels",
-        `${base.slice(0, -1)},"n":${n}${book.fingerprint ? `,"f":${JSON.stringify(book.fingerprint)}` : ""}}`,
+        `${base.slice(0, -1)},"n":${n}${book.fingerprint ? `,"f":${JSON.stringify(book.fingerprint)}` : ""}${book.recent?.length ? `,"r":${JSON.stringify(book.recent)}` : ""}}`,
       );
       if (position.snapshotN === 0 && this.sql.exec("SELECT 1 FROM book_levels LIMIT 1").toArray().length > 0) this.sql.exec("DELETE FROM book_levels");
       this.segmentBytes = 0;
@@ -343,7 +354,7 @@ export class BookLog {
    * it. A market's load reads it, and what its next append would read back again is kept from it
    * (`loaded`).
    */
-  read(position: BookLogPosition): { bids: UnitLevel[]; asks: UnitLevel[] } {
+  read(position: BookLogPosition): { bids: UnitLevel[]; asks: UnitLevel[]; resends: StoredResends } {
     const sides = { bids: new Map<bigint, bigint>(), asks: new Map<bigint, bigint>() };
     const levels = position.snapshotN > 0 ? this.snapshot() : undefined;
     let legacy = false;
@@ -376,7 +387,8 @@ export class BookLog {
       }
     }
     this.loaded(position, levels, legacy, rows, changes);
-    return { bids: [...sides.bids], asks: [...sides.asks] };
+    const updates = changes.flatMap((change) => ("u" in change ? change.u : []));
+    return { bids: [...sides.bids], asks: [...sides.asks], resends: { kept: levels?.r ?? [], updates } };
   }
 
   /**

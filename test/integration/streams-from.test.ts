@@ -164,7 +164,13 @@ describe("a subscription from any moment into live (docs/streams.md#from-any-mom
     await pause(2);
     // Three batches of 900 trades since `from`: 2,700, more than two pages of the catch-up's reads.
     for (let b = 0; b < 3; b++) {
-      const trades = Array.from({ length: 900 }, (_, i) => ({ id: `new-${b}-${i}`, price: "100.00", quantity: "0.10", side: "sell" as const, time: Date.now() }));
+      const trades = Array.from({ length: 900 }, (_, i) => ({
+        id: `new-${b}-${i}`,
+        price: "100.00",
+        quantity: "0.10",
+        side: "sell" as const,
+        time: Date.now(),
+      }));
       await ingest(env, "*", { symbol, trades });
     }
     // A live trade on the shard, so the catch-up has a live mark to meet.
