@@ -23,13 +23,18 @@ export const OPEN_BLOCK_MAX_BYTES = 1_200_000;
 /** Plain ids (printable ASCII, nothing JSON escapes) are counted by their length; others by their escaped UTF-8 bytes. */
 const PLAIN_ID = /^[\x20-\x21\x23-\x5b\x5d-\x7e]*$/;
 
+/** The UTF-8 bytes of an id written as JSON text, its quotes included (an escaped character counts as its escape). */
+export function idTextBytes(id: string): number {
+  return PLAIN_ID.test(id) ? id.length + 2 : new TextEncoder().encode(JSON.stringify(id)).length;
+}
+
 /**
  * At most the bytes a trade takes in a block's row and, escaped once more, in a journal row (its
  * id may be escaped twice): what the blocks' and the commits' bounds count. `seq` unknown (a batch
  * not yet applied) counts as 16 digits.
  */
 export function tradeBytes(t: { id: string; seq?: number; price: bigint; quantity: bigint; time: number }): number {
-  const id = PLAIN_ID.test(t.id) ? t.id.length : 2 * new TextEncoder().encode(JSON.stringify(t.id)).length;
+  const id = PLAIN_ID.test(t.id) ? t.id.length : 2 * idTextBytes(t.id);
   const seq = t.seq === undefined ? 16 : String(t.seq).length;
   // Six quotes, escaped in the journal (12), five commas, two brackets, the side, the comma between trades.
   return id + seq + t.price.toString().length + t.quantity.toString().length + String(t.time).length + 21;

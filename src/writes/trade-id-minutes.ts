@@ -17,13 +17,14 @@
  */
 import { HOUR_MS, MINUTE_MS } from "../history/intervals";
 import { scopeOf } from "./market-storage";
+import { idTextBytes } from "./trade-blocks";
 
 /** An id is kept at least this long after its trade was taken. */
 export const RECENT_ID_MS = 25 * HOUR_MS;
 /** The ids waiting to be written are written sooner than the minute once they reach this size (a row is at most 2 MB). */
 export const PENDING_MAX_BYTES = 1_000_000;
-/** An id's bytes as the waiting ids count them (PENDING_MAX_BYTES): its text and its packed entry's rest. */
-const idBytes = (id: string) => id.length + 20;
+/** An id's bytes in its row (what PENDING_MAX_BYTES counts): its UTF-8 JSON text and its packed entry's rest (a 16-digit seq, brackets, commas). */
+export const idBytes = (id: string) => idTextBytes(id) + 20;
 /** Minutes of trade time whose ids are held in memory for lookups. */
 const CACHED_MINUTES = 4;
 
