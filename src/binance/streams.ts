@@ -85,7 +85,7 @@ export function parseBinanceStream(raw: unknown): BinanceStream | null {
   const market = findMarket(lower.toUpperCase());
   if (!market || market.status === "DELISTED") return null;
   const rest = raw.slice(at + 1);
-  const simple = SIMPLE[rest];
+  const simple = Object.hasOwn(SIMPLE, rest) ? SIMPLE[rest] : undefined; // own kinds only: `@toString` is no stream
   if (simple) {
     const stream = nameFor(raw, simple.kind, simple.native(market.symbol));
     return stream && simple.paceMs ? { ...stream, paceMs: simple.paceMs } : stream;

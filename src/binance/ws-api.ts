@@ -97,7 +97,9 @@ export function readRequest(text: string): WsApiRequest {
   if (id === undefined) return errorOf(null, "MANDATORY_PARAM_EMPTY_OR_MALFORMED", "Mandatory parameter 'id' was not sent, was empty/null, or malformed.");
   if (typeof method !== "string" || method === "")
     return errorOf(id, "MANDATORY_PARAM_EMPTY_OR_MALFORMED", "Mandatory parameter 'method' was not sent, was empty/null, or malformed.");
-  const path = WS_API_METHODS[method.replace(/^v3\//, "")];
+  const name = method.replace(/^v3\//, "");
+  // Own names only: `toString` is a name every object answers, not a method.
+  const path = Object.hasOwn(WS_API_METHODS, name) ? WS_API_METHODS[name] : undefined;
   if (path === undefined) {
     return errorOf(
       id,

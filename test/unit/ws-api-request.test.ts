@@ -17,6 +17,12 @@ describe("a Binance WebSocket API frame, read (src/binance/ws-api.ts)", () => {
     expect(readRequest(JSON.stringify({ id: 2, method: "order.place" }))).toMatchObject({ id: 2, error: { code: -1020 } });
   });
 
+  it("a method named like an object's own machinery (toString, constructor, __proto__, …) is an unknown method, -1020", () => {
+    for (const method of ["toString", "constructor", "__proto__", "hasOwnProperty", "valueOf", "v3/toString"]) {
+      expect(readRequest(JSON.stringify({ id: 3, method })), method).toMatchObject({ id: 3, error: { code: -1020 } });
+    }
+  });
+
   it("answers in Binance's error shape whatever the REST answer was: a problem document is -1001 (5xx) or -1003 (429); a 429 carries retryAfter", () => {
     const limits = [{ rateLimitType: "REQUEST_WEIGHT", interval: "SECOND", intervalNum: 1, limit: 10, count: 10 }];
     const problem = { type: "about:blank", code: "UNAVAILABLE", detail: "the market registry did not answer" };
