@@ -29,7 +29,7 @@ function namesInPath(path: string): string {
 }
 
 const DESCRIPTION =
-  "Upgrade: websocket. Binance's stream names in lower case (btcusdt@trade, @aggTrade, @kline_<interval>[@+08:00], @miniTicker, @ticker, @ticker_<1h|4h|1d>, @avgPrice, @bookTicker, @depth[@100ms], @depth<5|10|20>[@100ms], !miniTicker@arr, !ticker@arr, !ticker_<1h|4h|1d>@arr) and its SUBSCRIBE / UNSUBSCRIBE / LIST_SUBSCRIPTIONS / SET_PROPERTY / GET_PROPERTY messages; 5 connections per client address in all (with /api/ws and the WebSocket API), up to 1024 streams per connection within 15 KiB of names, 5 messages a second (docs/binance.md#streams).";
+  "Upgrade: websocket. Binance's stream names in lower case (btcusdt@trade, @aggTrade, @kline_<interval>[@+08:00], @miniTicker, @ticker, @ticker_<1h|4h|1d>, @avgPrice, @bookTicker, @depth[@100ms], @depth<5|10|20>[@100ms], !miniTicker@arr, !ticker@arr, !ticker_<1h|4h|1d>@arr) and its SUBSCRIBE / UNSUBSCRIBE / LIST_SUBSCRIPTIONS / SET_PROPERTY / GET_PROPERTY messages; 5 connections per client address in all (with /api/ws and the WebSocket API), up to 1024 streams per connection, 5 messages a second (docs/binance.md#streams).";
 
 /**
  * `GET /ws`, `GET /ws/{streams}` (raw frames) and `GET /stream?streams=a/b` (combined `{stream, data}`

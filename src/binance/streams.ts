@@ -7,7 +7,7 @@ import { isKlineInterval } from "../history/intervals";
 import { findMarket } from "../registry/copy";
 import { parseStreamName, type StreamName, TICKERS_STREAM } from "../streams/protocol";
 
-/** Binance's streams per connection; the names' bytes (MAX_STREAM_NAME_BYTES) bound it first for long names (about 400 of the longest). */
+/** Binance's streams per connection, whatever their names (MAX_STREAM_NAME_BYTES holds 1,024 of the longest). */
 export const BINANCE_MAX_STREAMS = 1024;
 /** Longest stream name (`parseBinanceStream`). */
 const MAX_NAME_LENGTH = 64;

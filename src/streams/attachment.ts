@@ -1,3 +1,4 @@
+import { randomId } from "../core/encoding";
 import type { CatchUpState } from "./catch-up";
 import type { DialectOptions } from "./dialect";
 
@@ -5,7 +6,10 @@ import type { DialectOptions } from "./dialect";
  * What a stream connection carries through hibernation, in its attachment, which the runtime
  * bounds at 16 KiB a socket. Its stream names are packed: each name's part before its first `@`
  * once, in a table, and the names as `index:rest` — a connection holding many streams of a few
- * markets (Binance's 1024) keeps each market's symbol once.
+ * markets (Binance's 1024) keeps each market's symbol once. Names that still take more than
+ * ATTACHED_NAME_BYTES (1,024 long Binance names take about 25 KB) are kept in a row of the shard's
+ * own SQLite instead, the attachment naming the row: one row written per change of such a
+ * connection's streams, one read per look at them, dropped when it closes.
  */
 
 export interface Attachment {
@@ -55,13 +59,48 @@ export function unpackNames(packed: string | readonly string[] | undefined): str
   });
 }
 
-/** An attachment as the socket keeps it: its streams packed (./attachment.ts), so a few markets' many streams fit. */
-export type StoredAttachment = Omit<Attachment, "streams"> & { streams: string | string[] };
+/** The packed names an attachment may hold itself; past it they go to the shard's `socket_names`. */
+export const ATTACHED_NAME_BYTES = 15 * 1024;
+
+/** Names kept in a row of the shard's storage: the row's id. */
+type NamesRow = { row: string };
+
+/** An attachment as the socket keeps it: its streams packed (./attachment.ts), so a few markets' many streams fit, or in a row. */
+export type StoredAttachment = Omit<Attachment, "streams"> & { streams: string | string[] | NamesRow };
+
+/** The storage of the shard holding each socket whose names may need a row (set by `adoptSockets`). */
+const stores = new WeakMap<WebSocket, SqlStorage>();
+
+const isRow = (streams: StoredAttachment["streams"] | undefined): streams is NamesRow => typeof streams === "object" && streams !== null && "row" in streams;
+
+/** Makes `sql` the store of a socket's long names (a socket the shard just accepted). */
+export function adoptSocket(sql: SqlStorage, ws: WebSocket): void {
+  stores.set(ws, sql);
+}
+
+/**
+ * A shard starting: `sql` holds the long names of its open `sockets`, and the rows of sockets no
+ * longer open go (a crash or a restart closes them without a close event).
+ */
+export function restoreNames(sql: SqlStorage, sockets: readonly WebSocket[]): void {
+  sql.exec("CREATE TABLE IF NOT EXISTS socket_names (id TEXT PRIMARY KEY, names TEXT NOT NULL) WITHOUT ROWID");
+  for (const ws of sockets) adoptSocket(sql, ws);
+  const open = new Set(sockets.flatMap((ws) => rowsOf(ws)));
+  for (const { id } of sql.exec<{ id: string }>("SELECT id FROM socket_names")) if (!open.has(id)) sql.exec("DELETE FROM socket_names WHERE id = ?", id);
+}
+
+function rowsOf(ws: WebSocket): string[] {
+  const streams = (ws.deserializeAttachment() as StoredAttachment | null)?.streams;
+  return isRow(streams) ? [streams.row] : [];
+}
 
 /** A socket's attachment with its streams unpacked, or null before it has one. */
 export function loadAttachment(ws: WebSocket): Attachment | null {
   const stored = ws.deserializeAttachment() as StoredAttachment | null;
-  return stored ? { ...stored, streams: unpackNames(stored.streams) } : null;
+  if (!stored) return null;
+  if (!isRow(stored.streams)) return { ...stored, streams: unpackNames(stored.streams) };
+  const row = stores.get(ws)?.exec<{ names: string }>("SELECT names FROM socket_names WHERE id = ?", stored.streams.row).toArray()[0];
+  return { ...stored, streams: unpackNames(row?.names ?? "") };
 }
 
 export function attachmentOf(ws: WebSocket): Attachment {
@@ -74,5 +113,21 @@ export function headerOf(ws: WebSocket): Omit<Attachment, "streams"> {
 }
 
 export function saveAttachment(ws: WebSocket, attachment: Attachment): void {
-  ws.serializeAttachment({ ...attachment, streams: packNames(attachment.streams) } satisfies StoredAttachment);
+  const packed = packNames(attachment.streams);
+  const [row] = rowsOf(ws);
+  const sql = stores.get(ws);
+  if (packed.length <= ATTACHED_NAME_BYTES || !sql) {
+    if (row !== undefined) sql?.exec("DELETE FROM socket_names WHERE id = ?", row);
+    ws.serializeAttachment({ ...attachment, streams: packed } satisfies StoredAttachment);
+    return;
+  }
+  const id = row ?? randomId("names", 8);
+  sql.exec("INSERT INTO socket_names (id, names) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET names = excluded.names", id, packed);
+  ws.serializeAttachment({ ...attachment, streams: { row: id } } satisfies StoredAttachment);
+}
+
+/** A socket closed: its names' row, if it had one, goes. */
+export function releaseNames(ws: WebSocket): void {
+  const [row] = rowsOf(ws);
+  if (row !== undefined) stores.get(ws)?.exec("DELETE FROM socket_names WHERE id = ?", row);
 }

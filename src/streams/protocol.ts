@@ -9,12 +9,11 @@ import { quoteAssets } from "../registry/copy";
  */
 export const MAX_STREAMS_PER_CONNECTION = 50;
 /**
- * What a connection's stream names may take, packed (./attachment.ts), in its hibernation
- * attachment (the runtime holds at most 16 KiB a socket; the rest of it is a few hundred bytes):
- * a dialect allowing more streams (Binance's 1024) is bounded by this too, and so is the shard's
- * memory per socket.
+ * What a connection's stream names may take, packed (./attachment.ts): a dialect allowing more
+ * streams (Binance's 1024) is bounded by this too, and so is the shard's memory per socket — 1,024
+ * names of 64 bytes each. Past the attachment's budget they are kept in the shard's storage.
  */
-export const MAX_STREAM_NAME_BYTES = 15 * 1024;
+export const MAX_STREAM_NAME_BYTES = 1024 * 65;
 export const MAX_MESSAGE_BYTES = 4096;
 export const MAX_MESSAGES_PER_SECOND = 10;
 /** Non-JSON or malformed messages tolerated (each answered with an error) before closing. */

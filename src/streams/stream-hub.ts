@@ -5,7 +5,17 @@ import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { ensureRegistry } from "../registry/copy";
 import { ObjectSession } from "../sessions/object-session";
-import { type Attachment, attachmentOf, headerOf, loadAttachment, type StoredAttachment, saveAttachment } from "./attachment";
+import {
+  type Attachment,
+  adoptSocket,
+  attachmentOf,
+  headerOf,
+  loadAttachment,
+  releaseNames,
+  restoreNames,
+  type StoredAttachment,
+  saveAttachment,
+} from "./attachment";
 import {
   DIALECT_HEADER,
   DIALECT_OPTIONS_HEADER,
@@ -136,6 +146,7 @@ export class StreamHub extends MeteredObject {
     // The keepalive is answered by the runtime, so idle connections never wake the shard.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(KEEPALIVE_REQUEST, KEEPALIVE_RESPONSE));
     const dialectSockets: [WebSocket, Attachment][] = [];
+    restoreNames(ctx.storage.sql, ctx.getWebSockets());
     for (const ws of ctx.getWebSockets()) {
       const attachment = loadAttachment(ws);
       if (attachment?.dialect) dialectSockets.push([ws, attachment]);
@@ -180,6 +191,7 @@ export class StreamHub extends MeteredObject {
     if (lease instanceof Response) return lease;
     const { 0: client, 1: server } = new WebSocketPair();
     this.ctx.acceptWebSocket(server, [principal]);
+    adoptSocket(this.ctx.storage.sql, server);
     this.leases.accepted(lease);
     // A key's connections are checked while open: revoked or expired, they close (docs/streams.md#closes-and-ended-streams).
     if (principal.startsWith("key:")) {
@@ -469,6 +481,7 @@ export class StreamHub extends MeteredObject {
     if (attachment) this.leases.giveBack(ws, attachment);
     if (attachment?.dialect) this.dialects.remove(attachment.dialect.id, ws, attachment.streams);
     else this.natives.forget(ws, attachment?.streams ?? []);
+    releaseNames(ws);
     this.inbound.delete(ws);
   }
 

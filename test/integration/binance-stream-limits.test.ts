@@ -1,6 +1,8 @@
+import { env, runInDurableObject } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { BINANCE_MAX_MESSAGE_BYTES, BINANCE_MAX_STREAMS } from "../../src/binance/streams";
 import { packNames } from "../../src/streams/attachment";
+import { everyShard } from "../../src/streams/every-shard";
 import { MAX_MESSAGE_BYTES, MAX_STREAM_NAME_BYTES } from "../../src/streams/protocol";
 import { BINANCE_STREAM_KINDS } from "../support/binance-stream-kinds";
 import { until } from "../support/poll";
@@ -41,6 +43,18 @@ async function subscribeAll(socket: TestSocket, names: string[], per = 100): Pro
   return { held: names.length };
 }
 
+/** Rows of stream names kept in the shards' storage (src/streams/attachment.ts), over every shard. */
+async function namesRows(): Promise<number> {
+  let rows = 0;
+  for (const name of await everyShard(env)) {
+    rows += await runInDurableObject(env.STREAM_HUB.getByName(name), (_instance, state) => {
+      const table = state.storage.sql.exec("SELECT name FROM sqlite_master WHERE name = 'socket_names'").toArray();
+      return table.length === 0 ? 0 : state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM socket_names").one().n;
+    });
+  }
+  return rows;
+}
+
 let short: string[] = [];
 let long: string[] = [];
 beforeAll(async () => {
@@ -66,17 +80,40 @@ describe("streams per Binance connection (docs/binance.md#streams)", () => {
     socket.ws.close();
   }, 60_000);
 
-  it("holds long names up to the bytes a connection keeps them in, and refuses the request that would go past", async () => {
-    const names = long.flatMap((symbol) => INTERVALS.flatMap((interval) => [`${symbol}@kline_${interval}`, `${symbol}@kline_${interval}@+08:00`]));
-    const fit = names.findIndex((_, i) => packNames(names.slice(0, i + 1)).length > MAX_STREAM_NAME_BYTES);
-    expect(fit, "fewer long names than the count allows fit").toBeLessThan(BINANCE_MAX_STREAMS);
+  it(`takes ${BINANCE_MAX_STREAMS} of the longest names in one SUBSCRIBE, past what a socket's attachment holds, and lists them all back`, async () => {
+    const names = long.flatMap((symbol) => INTERVALS.flatMap((interval) => [`${symbol}@kline_${interval}@+08:00`, `${symbol}@kline_${interval}`]));
+    const taken = names.slice(0, BINANCE_MAX_STREAMS);
+    expect(packNames(taken).length, "the names' packed bytes, past the 16 KiB a socket's attachment may take").toBeGreaterThan(16 * 1024);
     const socket = await openSocket("/binance/ws", "198.18.80.2");
-    const outcome = await subscribeAll(socket, names);
-    // All or nothing per request: the request that would pass the budget is refused whole.
-    expect(outcome.held, "streams held").toBe(Math.floor(fit / 100) * 100);
-    expect(outcome.refusal).toContain(`${MAX_STREAM_NAME_BYTES} bytes`);
+    expect(await subscribeAll(socket, taken, BINANCE_MAX_STREAMS), "every stream taken in one SUBSCRIBE").toEqual({ held: BINANCE_MAX_STREAMS });
+    socket.ws.send(JSON.stringify({ method: "LIST_SUBSCRIPTIONS", id: "all" }));
+    const listed = await until(() => socket.messages.find((m) => m.id === "all"), { what: "the list" });
+    expect(new Set(listed.result), "LIST_SUBSCRIPTIONS names every stream taken").toEqual(new Set(taken));
+    expect(await namesRows(), "the names kept in one row of the shard").toBe(1);
+    // Unsubscribing most of them brings the names back within the attachment; the rest still listed.
+    await new Promise((resolve) => setTimeout(resolve, 1_050));
+    socket.ws.send(JSON.stringify({ method: "UNSUBSCRIBE", params: taken.slice(10), id: "drop" }));
+    await until(() => socket.messages.find((m) => m.id === "drop"), { what: "the unsubscribe's answer" });
+    socket.ws.send(JSON.stringify({ method: "LIST_SUBSCRIPTIONS", id: "rest" }));
+    const rest = await until(() => socket.messages.find((m) => m.id === "rest"), { what: "the second list" });
+    expect(new Set(rest.result), "the ten left").toEqual(new Set(taken.slice(0, 10)));
+    expect(await namesRows(), "back in the attachment: the row dropped").toBe(0);
+    await subscribeAll(socket, taken.slice(10), BINANCE_MAX_STREAMS);
+    expect(await namesRows(), "past the attachment again").toBe(1);
     socket.ws.close();
+    await socket.closed;
+    await until(async () => ((await namesRows()) === 0 ? true : undefined), { what: "the row dropped when the socket closed" });
   }, 60_000);
+
+  it("a name whose kind is an object's own machinery (`@toString`, `@constructor`) is not a stream: Binance's error, the socket open", async () => {
+    const socket = await openSocket("/binance/ws", "198.18.80.4");
+    for (const [i, kind] of ["toString", "constructor", "__proto__"].entries()) {
+      socket.ws.send(JSON.stringify({ method: "SUBSCRIBE", params: [`${short[0]}@${kind}`], id: i + 1 }));
+      const answer = await until(() => socket.messages.find((m) => m.id === i + 1), { what: `the answer for @${kind}` });
+      expect(answer.error?.msg, `@${kind}`).toContain("is not a stream here");
+    }
+    socket.ws.close();
+  });
 
   it("closes with 1008 a message past the bytes one SUBSCRIBE of 1024 of the longest names takes", async () => {
     const socket = await openSocket("/binance/ws", "198.18.80.3");
