@@ -182,7 +182,8 @@ export class MarketEngine {
       throw problem("MARKET_NOT_TRADING", `${market.symbol} is ${state.market.status.toLowerCase()} and accepts no ingest`);
     const batch = typeof given === "function" ? given(state.market) : given;
     // A commit's row stays within a value's size: what is staged goes first when this batch would take it past.
-    this.host.roomFor(batchBytes(batch));
+    const dropped = this.host.roomFor(batchBytes(batch));
+    if (dropped) throw dropped;
     const { result, streamed } = stageBatch(this.store, state, this.staged, batch, Date.now());
     this.staged.batches += 1;
     // Streamed as applied, not at the commit: a delta's checksum is the book it leaves, and the

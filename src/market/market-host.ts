@@ -23,8 +23,11 @@ export interface MarketHost {
   send(op: RelayOp): void;
   /** The group's tick: the staged batches of all its markets are committed together (`market-object.ts`). */
   readonly tick: Tick;
-  /** Makes room in the tick's row for `bytes` more: what is staged is committed first if they would take it past its bound. */
-  roomFor(bytes: number): void;
+  /**
+   * Makes room in the tick's row for `bytes` more: what is staged is committed first if they would
+   * take it past its bound. When that commit drops this market, the answer for the batch (not staged).
+   */
+  roomFor(bytes: number): ProblemError | undefined;
   /** The host's history cache, shared by its markets (`../history/history-cache.ts`). */
   readonly historyCache: HistoryCache;
   /** The market failed to load or stage (its memory may be ahead of storage): the host drops and holds it; the answer for its batches. */

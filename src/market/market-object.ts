@@ -91,7 +91,7 @@ export class MarketObject extends MeteredObject {
         },
         send: (op) => this.relay.relay([op]),
         tick: this.tick,
-        roomFor: (bytes) => this.roomFor(bytes),
+        roomFor: (bytes) => this.roomFor(symbol, bytes),
         failed: (error) => this.retire(symbol, error, "load"),
         historyCache: this.historyCache,
       });
@@ -100,10 +100,19 @@ export class MarketObject extends MeteredObject {
     return engine;
   }
 
-  /** A tick's row stays within a value's size: what is staged is committed first when `bytes` more would take it past. */
-  private roomFor(bytes: number): void {
-    if (this.stagedBytes > 0 && this.stagedBytes + bytes > COMMIT_MAX_BYTES) this.tick.commitNow();
+  /**
+   * A tick's row stays within a value's size: what is staged is committed first when `bytes` more
+   * would take it past. A commit that drops `symbol` (its part failed) answers its batch too: the
+   * engine staging it is gone, and nothing it stages would be written.
+   */
+  private roomFor(symbol: string, bytes: number): ProblemError | undefined {
+    if (this.stagedBytes > 0 && this.stagedBytes + bytes > COMMIT_MAX_BYTES) {
+      const engine = this.engines.get(symbol);
+      this.tick.commitNow();
+      if (this.engines.get(symbol) !== engine) return this.quarantine.refusal(symbol) ?? this.quarantine.failed(symbol, "dropped by the commit made for room");
+    }
     this.stagedBytes += bytes;
+    return undefined;
   }
 
   /**
