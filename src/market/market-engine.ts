@@ -280,7 +280,12 @@ export class MarketEngine {
    * in the live answer's shape; `final` when it can change no more.
    */
   bookAt(market: MarketConfig, target: BookTarget, depth: number): Promise<{ text: string; sequence: number; final: boolean } | ProblemResult> {
-    return guardedAsync(() => this.bookHistory.bookAt(this.readable(market), target, depth));
+    return guardedAsync(async () => {
+      // History holds what is committed: a sequence staged for the tick is answered once it is
+      // durable (a failed commit answers 503, and the sequence may be another's), never as older.
+      if ("sequence" in target && this.staging && target.sequence > this.store.committedBookSequence()) await this.host.tick.committed(market.symbol);
+      return this.bookHistory.bookAt(this.readable(market), target, depth);
+    });
   }
 
   /** One page of a replay's book messages (docs/history.md#replay). */

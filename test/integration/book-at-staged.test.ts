@@ -1,0 +1,41 @@
+import { runInDurableObject, SELF } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { MarketObject } from "../../src/market/market-object";
+import { ensureRegistry, findMarket } from "../../src/registry/copy";
+import { batch, send } from "../support/market-batches";
+import { until } from "../support/poll";
+import { hostOf } from "../support/registry";
+
+describe("a book asked by a sequence not yet committed (docs/history.md#book-history)", () => {
+  it("is answered once its commit is durable, as the book at that sequence — never an older committed book, never cached final before (fails before: the committed book at 1, final)", async () => {
+    await ensureRegistry(env);
+    const host = await hostOf("XRPUSDT");
+    expect(await send("XRPUSDT", 1), "the snapshot").toBe("applied");
+    await runInDurableObject(host, (instance: MarketObject) => {
+      instance.tickMs = 600_000;
+    });
+    // Four deltas staged for a tick that only the test ends.
+    const staged = [2, 3, 4, 5].map((s) => send("XRPUSDT", s));
+    await until(
+      async () => ((await (await SELF.fetch("http://localhost/api/orderbook/XRPUSDT?depth=1")).json()) as { sequence: number }).sequence === 5 || undefined,
+      {
+        what: "the live book at 5",
+      },
+    );
+    // Asked of the host itself, before the commit (a request's arrival would race the commit); the
+    // open segment read once before, so the read needs no I/O and would be answered at once.
+    const xrp = findMarket("XRPUSDT")!;
+    let read: Promise<unknown> | undefined;
+    await runInDurableObject(host, async (instance: MarketObject) => {
+      await instance.bookAt(xrp, { sequence: 1 }, 1);
+      read = instance.bookAt(xrp, { sequence: 3 }, 1);
+    });
+    await runInDurableObject(host, (instance: MarketObject) => (instance as unknown as { tick: { commitNow(): void } }).tick.commitNow());
+    expect(await Promise.all(staged), "the deltas").toEqual(["applied", "applied", "applied", "applied"]);
+    const answer = (await read) as { text: string; sequence: number; final: boolean };
+    expect(answer.sequence, "the book asked").toBe(3);
+    expect(JSON.parse(answer.text).bids[0][1], "its bid as batch 3 left it").toBe(batch("XRPUSDT", 3).book!.bids[0]![1]);
+    expect(answer.final, "final once durable").toBe(true);
+  });
+});
