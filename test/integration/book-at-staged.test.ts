@@ -35,7 +35,7 @@ describe("a book asked by a sequence not yet committed (docs/history.md#book-his
     expect(await Promise.all(staged), "the deltas").toEqual(["applied", "applied", "applied", "applied"]);
     const answer = (await read) as { text: string; sequence: number; final: boolean };
     expect(answer.sequence, "the book asked").toBe(3);
-    expect(JSON.parse(answer.text).bids[0][1], "its bid as batch 3 left it").toBe(batch("XRPUSDT", 3).book!.bids[0]![1]);
+    expect(JSON.parse(answer.text).bids[0][1], "its bid as batch 3 left it").toBe((batch("XRPUSDT", 3).book as { bids: [string, string][] }).bids[0]![1]);
     expect(answer.final, "final once durable").toBe(true);
   });
 });
