@@ -98,7 +98,7 @@ function subscribe(url, from, ip, { slow = false } = {}) {
   let bytes = 0;
   const take = (message) => {
     messages.push(message);
-    if (message.type === "paused") ws.send(JSON.stringify({ op: "more" }));
+    if (message.type === "paused") ws.send(JSON.stringify({ op: "more", token: message.token }));
   };
   ws.on("message", (data) => {
     bytes += data.length;

@@ -402,13 +402,15 @@ export class MarketStream {
     id?: number | null;
     type?: string;
     stream?: string;
+    /** A pause's: the next `more` names it. */
+    token?: string;
     data?: unknown;
     result?: unknown;
     error?: { code: string; message: string };
   }): void {
-    // A catch-up's window was read: ask for the next (docs/streams.md#from-any-moment).
+    // A catch-up's window was read: ask for the next with the pause's token (docs/streams.md#from-any-moment).
     if (message.type === "paused") {
-      this.send(JSON.stringify({ op: "more" }));
+      this.send(JSON.stringify({ op: "more", token: message.token }));
       return;
     }
     if (message.type === "live" && typeof message.stream === "string") {

@@ -90,7 +90,12 @@ const MESSAGES: Record<string, Json> = {
   unsubscribe: clientRequest("unsubscribe", "Removes streams (one not held is not an error)", { streams: StreamList }, ["op", "streams"]),
   list: clientRequest("list", "Asks which streams the connection holds"),
   ping: clientRequest("ping", "Asks for the server's time (answered by the shard)"),
-  more: clientRequest("more", `Asks a catch-up for its next window (${CATCH_UP_WINDOW_BYTES / 1024} KiB), after a paused message`),
+  more: clientRequest(
+    "more",
+    `Asks a catch-up for its next window (${CATCH_UP_WINDOW_BYTES / 1024} KiB), naming the token of the paused message that ended the last; any other more is an INVALID_MESSAGE error and earns nothing`,
+    { token: { type: "string", maxLength: 64, description: "The last paused message's token" } },
+    ["op", "token"],
+  ),
   keepalive: message(
     "keepalive",
     `The text frame ${KEEPALIVE_REQUEST}: answered ${KEEPALIVE_RESPONSE} by the runtime, without waking the shard`,
@@ -142,10 +147,15 @@ const MESSAGES: Record<string, Json> = {
       closeAt: { type: "integer", description: "Epoch ms" },
     },
   }),
-  paused: message("paused", "A catch-up's window is sent: answer more for the next (docs/streams.md#from-any-moment)", {
+  paused: message("paused", "A catch-up's window is sent: answer more with its token for the next (docs/streams.md#from-any-moment)", {
     type: "object",
-    required: ["type", "streams", "time"],
-    properties: { type: { type: "string", const: "paused" }, streams: StreamList, time: { type: "integer", description: "Unix ms the catch-up has reached" } },
+    required: ["type", "streams", "time", "token"],
+    properties: {
+      type: { type: "string", const: "paused" },
+      streams: StreamList,
+      time: { type: "integer", description: "Unix ms the catch-up has reached" },
+      token: { type: "string", pattern: "^[0-9a-f]{16}$", description: "Named by the more that asks the next window" },
+    },
   }),
   live: message("live", "A stream's catch-up met the live stream: what follows on it is live, continuing without a gap", {
     type: "object",
@@ -361,7 +371,7 @@ export function asyncApiDocument(): Json {
     asyncapi: "3.0.0",
     info: {
       title: "Market Data Service streams",
-      version: "2.4.0",
+      version: "2.5.0",
       description:
         "WebSocket streams of the Market Data Service: tickers, best bid/ask, trades, order books with checksums, candles, prices and a heartbeat. Decimals are strings, times Unix milliseconds. The REST API is in /openapi.json.",
     },

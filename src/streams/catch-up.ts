@@ -1,37 +1,15 @@
-/**
- * A live subscription that starts in the past (docs/streams.md#from-any-moment): the book as it
- * stood at `from` and every change and trade since, read from the market's history a page at a
- * time and sent as the client takes them, until the stream meets the shard's own live copy — then
- * the connection becomes one of its live subscribers, with nothing missed or sent twice.
- *
- * Where they meet: the shard's copy of a book stands at the last live message's `sequence`, and
- * it keeps its last live messages (`ResumeLog`). History is read up to that sequence; if the copy
- * moved on meanwhile, its kept messages continue exactly from there (they start at that sequence
- * + 1); if it moved further than they reach, history is read again. The check and the switch are
- * one synchronous step, so no live message falls between. Trades meet the same way by trade id;
- * a trade the market committed before history was read but whose live message is still on its
- * way is held back from this connection by a floor (its id).
- */
-import { marketObject } from "../core/object-ids";
-import { problem, unwrap } from "../core/problem";
-import { type ReplayBookMessage, replayTime } from "../history/book-replay";
-import type { ReplayPage } from "../history/market-book-history";
+import { problem } from "../core/problem";
 import type { WireTrade } from "../market/wire-trade";
-import type { MarketAnswer } from "../reads/edge-copies";
 import { findMarket } from "../registry/copy";
-import type { MarketConfig } from "../registry/model";
-import { tradeWindows } from "./conflation";
+import { bookPage, type PageSource, type StreamCatchUp, streamAt, tradesPage } from "./catch-up-pages";
+import { CATCH_UP_WINDOW_BYTES, moreRefusal, pauseToken } from "./catch-up-window";
+
+export { CATCH_UP_PAGE_BYTES } from "./catch-up-pages";
+export { CATCH_UP_WINDOW_BYTES } from "./catch-up-window";
+
 import { type StreamName, streamFrame } from "./protocol";
-import type { ResumeLog } from "./resume-log";
 import type { WireBook } from "./wire-book";
 
-/** What a client is sent of its catch-up before it says `{"op":"more"}`: what the runtime may hold for it. */
-export const CATCH_UP_WINDOW_BYTES = 256 * 1024;
-/** A `more` adds a window; a client may ask one ahead, never more. */
-const MOST_CREDIT = 2 * CATCH_UP_WINDOW_BYTES;
-/** One read of a book's history returns about this much: a page is what a stream holds here until it is sent. */
-export const CATCH_UP_PAGE_BYTES = 64 * 1024;
-const TRADES_PAGE = 1_000;
 /** How far back `from` may be: a catch-up's reads grow with the time it covers. */
 export const MAX_CATCH_UP_MS = 24 * 60 * 60 * 1000;
 /** Connections catching up at once on one shard (each holds at most a window and a page a stream). */
@@ -45,45 +23,22 @@ const MOST_EMPTY_READS = 3;
 export interface CatchUpState {
   from: number;
   cursors: Record<string, number | null>;
-}
-
-interface Pending {
-  time: number;
-  text: string;
-  /** The book's sequence, or the last trade id, once this is sent. */
-  cursor: number;
-}
-
-interface StreamCatchUp {
-  stream: StreamName;
-  cursor: number | undefined;
-  buffer: Pending[];
-  /** Trades: the last read found nothing more (without a live trade to stop at, that is the end). */
-  exhausted: boolean;
-  emptyReads: number;
-}
-
-/** A stream's catch-up from its cursor (undefined: from `from`), nothing read yet. */
-function streamAt(stream: StreamName, cursor: number | undefined): StreamCatchUp {
-  return { stream, cursor, buffer: [], exhausted: false, emptyReads: 0 };
+  /** The token of the pause last sent (./catch-up-window.ts): the next `more` names it. */
+  token?: string;
 }
 
 interface Run {
   from: number;
   credit: number;
+  /** The token of the pause last sent; undefined while a window is being sent. */
+  token?: string;
   pumping: boolean;
   streams: Map<string, StreamCatchUp>;
 }
 
 /** What catch-ups need of their shard. */
-export interface CatchUpHost {
-  readonly env: Env;
+export interface CatchUpHost extends PageSource {
   send(ws: WebSocket, text: string): void;
-  /** The shard's copies of books, and its last live messages. */
-  readonly books: ReadonlyMap<string, WireBook>;
-  readonly recent: ResumeLog;
-  /** Resolves once the shard has a copy of the market's book (or gave up waiting). */
-  baseOf(symbol: string): Promise<void>;
   /** The stream's sources publish here again (after a wake-up); false when they could not be asked. */
   ensure(ws: WebSocket, streams: StreamName[]): Promise<boolean>;
   /** The socket becomes a live subscriber of the stream: nothing may await between a meeting's check and this. */
@@ -164,25 +119,35 @@ export class CatchUps {
     }
   }
 
-  /** `{"op":"more"}`: another window; after a wake-up, the catch-up goes on from what its attachment kept. */
-  async more(ws: WebSocket): Promise<void> {
-    let run = this.runs.get(ws);
-    if (!run) {
-      const stored = this.host.stored(ws);
-      if (!stored) return;
-      const streams = Object.keys(stored.cursors)
-        .map((name) => this.host.parse(name))
-        .filter((s): s is StreamName => s !== null);
-      run = { from: stored.from, credit: 0, pumping: false, streams: new Map() };
-      for (const stream of streams) {
-        const cursor = stored.cursors[stream.name];
-        run.streams.set(stream.name, streamAt(stream, cursor ?? undefined));
-      }
-      this.runs.set(ws, run);
-      if (!(await this.host.ensure(ws, streams))) return this.fail(ws, run, "the streams' sources could not be asked again");
-    }
-    run.credit = Math.min(MOST_CREDIT, Math.max(0, run.credit) + CATCH_UP_WINDOW_BYTES);
-    return this.pump(ws);
+  /**
+   * `{"op":"more","token":…}`: another window, earned by naming the last pause's token (else the
+   * refusal, to be answered); after a wake-up, the catch-up goes on from what its attachment kept.
+   */
+  async more(ws: WebSocket, token: string | undefined): Promise<string | undefined> {
+    const run = this.runs.get(ws);
+    const stored = run ? undefined : this.host.stored(ws);
+    if (!run && !stored) return undefined;
+    const refusal = moreRefusal(run ? run.token : stored?.token, token);
+    if (refusal) return refusal;
+    const going = run ?? (await this.resume(ws, stored!));
+    if (!going) return undefined;
+    going.token = undefined;
+    going.credit = CATCH_UP_WINDOW_BYTES;
+    await this.pump(ws);
+    return undefined;
+  }
+
+  /** A catch-up after a wake-up, from what its attachment kept (undefined: it could not go on, and went live). */
+  private async resume(ws: WebSocket, stored: CatchUpState): Promise<Run | undefined> {
+    const streams = Object.keys(stored.cursors)
+      .map((name) => this.host.parse(name))
+      .filter((s): s is StreamName => s !== null);
+    const run: Run = { from: stored.from, credit: 0, pumping: false, streams: new Map() };
+    for (const stream of streams) run.streams.set(stream.name, streamAt(stream, stored.cursors[stream.name] ?? undefined));
+    this.runs.set(ws, run);
+    if (await this.host.ensure(ws, streams)) return run;
+    this.fail(ws, run, "the streams' sources could not be asked again");
+    return undefined;
   }
 
   /**
@@ -211,10 +176,11 @@ export class CatchUps {
         this.host.count("mds_stream_catch_up_bytes_total", {}, message.text.length);
       }
       if (this.runs.get(ws) !== run) return;
+      if (run.streams.size > 0) run.token = pauseToken();
       this.save(ws, run);
       if (run.streams.size === 0) return this.end(ws);
       const time = Math.max(...[...run.streams.values()].map((s) => s.buffer[0]?.time ?? run.from));
-      this.host.send(ws, JSON.stringify({ type: "paused", streams: [...run.streams.keys()], time }));
+      this.host.send(ws, JSON.stringify({ type: "paused", streams: [...run.streams.keys()], time, token: run.token }));
     } catch (error) {
       console.error(JSON.stringify({ level: "error", message: "catch-up failed", error: String(error) }));
       if (this.runs.get(ws) === run) this.fail(ws, run, `history could not be read (${String(error).slice(0, 200)})`);
@@ -317,49 +283,8 @@ export class CatchUps {
     if (!market) throw problem("NOT_FOUND", `${s.stream.subject} is no longer listed`);
     const before = s.cursor;
     this.host.count("mds_stream_catch_up_reads_total", { kind: s.stream.kind }, 1);
-    s.buffer = s.stream.kind === "book" ? await this.bookPage(run, s, market) : await this.tradesPage(run, s, market);
+    s.buffer = s.stream.kind === "book" ? await bookPage(this.host, run.from, s, market) : await tradesPage(this.host, run.from, s, market);
     s.emptyReads = s.buffer.length === 0 && s.cursor === before ? s.emptyReads + 1 : 0;
-  }
-
-  private async bookPage(run: Run, s: StreamCatchUp, market: MarketConfig): Promise<Pending[]> {
-    const symbol = market.symbol;
-    if (!this.host.books.has(symbol)) await this.host.baseOf(symbol);
-    const copy = this.host.books.get(symbol);
-    if (!copy) throw problem("UNAVAILABLE", `the live book of ${symbol} is not here yet; try again shortly`);
-    const cap = copy.sequence;
-    if (s.cursor !== undefined && s.cursor >= cap) return [];
-    const page = unwrap(
-      (await marketObject(this.host.env, market).bookReplay(market, run.from, Number.MAX_SAFE_INTEGER, s.cursor, {
-        toSequence: cap,
-        maxBytes: CATCH_UP_PAGE_BYTES,
-      })) as unknown as ReplayPage,
-    );
-    const first = s.cursor === undefined;
-    return page.messages.map((data: ReplayBookMessage, i) => ({
-      time: replayTime(data, i, run.from, first),
-      text: streamFrame(s.stream.name, data),
-      cursor: data.sequence,
-    }));
-  }
-
-  private async tradesPage(run: Run, s: StreamCatchUp, market: MarketConfig): Promise<Pending[]> {
-    const cap = this.host.recent.lastTradeId(market.symbol);
-    if (s.cursor !== undefined && cap !== undefined && s.cursor >= cap) return [];
-    // Both pages run forwards (a bound below, none above: a page with an upper bound is the last
-    // `limit` before it, which skipped the middle); what lies past the live mark is left for live.
-    // The first page by time, the next by id, so a late trade (an older time, a newer id) is not left out.
-    const answer: MarketAnswer = await marketObject(this.host.env, market).answer(market, {
-      kind: "trades",
-      limit: TRADES_PAGE,
-      page: s.cursor === undefined ? { startTime: run.from } : { fromId: s.cursor + 1 },
-    });
-    if (answer.problem) throw problem(answer.problem.code, answer.problem.detail, answer.problem.extras);
-    const read = JSON.parse(answer.text) as WireTrade[];
-    const trades = cap === undefined ? read : read.filter((t) => t.tradeId <= cap);
-    s.exhausted = trades.length === 0;
-    // Nothing from `from` up to the live stream's last trade: everything up to it is before `from`.
-    if (trades.length === 0 && s.cursor === undefined && cap !== undefined) s.cursor = cap;
-    return tradeWindows(trades).map((window) => ({ time: window[0]!.time, text: streamFrame(s.stream.name, window), cursor: window.at(-1)!.tradeId }));
   }
 
   /** The catch-up could not go on: its streams go live from now (a book with the copy's snapshot), and the client is told. */
@@ -386,6 +311,6 @@ export class CatchUps {
   private save(ws: WebSocket, run: Run): void {
     const cursors: Record<string, number | null> = {};
     for (const [name, s] of run.streams) cursors[name] = s.cursor ?? null;
-    this.host.save(ws, { from: run.from, cursors });
+    this.host.save(ws, { from: run.from, cursors, ...(run.token && { token: run.token }) });
   }
 }

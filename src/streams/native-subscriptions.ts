@@ -114,8 +114,11 @@ export class NativeSubscriptions {
         return this.subscribe(ws, request.id, request.streams, undefined, request.from);
       case "unsubscribe":
         return this.unsubscribe(ws, request.id, request.streams);
-      case "more":
-        return this.catchUps.more(ws);
+      case "more": {
+        const refusal = await this.catchUps.more(ws, request.token);
+        if (refusal) this.error(ws, request.id, "INVALID_MESSAGE", refusal);
+        return;
+      }
     }
   }
 

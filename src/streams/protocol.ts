@@ -144,7 +144,8 @@ export type MessageId = number | string | null;
 export type ClientMessage =
   | { op: "subscribe"; id: MessageId; streams: unknown[]; from?: number }
   | { op: "unsubscribe"; id: MessageId; streams: unknown[] }
-  | { op: "list" | "ping" | "more"; id: MessageId };
+  | { op: "list" | "ping"; id: MessageId }
+  | { op: "more"; id: MessageId; token?: string };
 
 /** The codes of an error message on a connection (docs/streams.md); `INTERNAL_ERROR` is the shard's own failure. */
 export const ERROR_CODES = [
@@ -189,8 +190,9 @@ export function parseClientMessage(text: string): ParseResult {
       return { ok: true, message: { op: "subscribe", id, streams: record.streams, from: record.from } };
     case "list":
     case "ping":
-    case "more":
       return { ok: true, message: { op: record.op, id } };
+    case "more":
+      return { ok: true, message: { op: "more", id, ...(typeof record.token === "string" && { token: record.token.slice(0, 64) }) } };
     default:
       return { ok: false, code: "UNKNOWN_OP", message: "op is one of subscribe, unsubscribe, list, ping, more", id };
   }

@@ -116,9 +116,25 @@ describe("a subscription from any moment into live (docs/streams.md#from-any-mom
     await until(() => socket.messages.length > paused + 1, { what: "the second subscribe's answer" });
     expect(socket.messages[paused + 1], "one catch-up at a time").toMatchObject({ id: 2, error: { code: "CATCH_UP_LIMIT" } });
 
+    // Credit is earned by reading: a `more` without the pause's token, or with another, brings nothing.
+    const { token } = socket.messages[paused] as { token: string };
+    expect(token, "the pause's token").toMatch(/^[0-9a-f]{16}$/);
+    socket.ws.send(JSON.stringify({ op: "more", id: "blind" }));
+    socket.ws.send(JSON.stringify({ op: "more", id: "guess", token: "0".repeat(16) }));
+    const refused = await until(() => (socket.messages.some((m) => m.id === "guess") ? socket.messages.slice(paused + 2) : undefined), {
+      what: "the answers to the blind and guessed mores",
+    });
+    expect(
+      refused.map((m) => [m.id, m.error?.code]),
+      "a more that did not read the pause is refused, and nothing is sent for it (fails before: each brought a window)",
+    ).toEqual([
+      ["blind", "INVALID_MESSAGE"],
+      ["guess", "INVALID_MESSAGE"],
+    ]);
+
     // The shard hibernates meanwhile (its memory gone, the socket kept): the catch-up goes on from its attachment.
     await evictDurableObject(env.STREAM_HUB.getByName(await shardOfConnection("ip:198.51.100.121")));
-    socket.ws.send(JSON.stringify({ op: "more" }));
+    socket.ws.send(JSON.stringify({ op: "more", token }));
     await until(() => liveMark(socket, "book.BTCUSDT"), { what: "the live mark" });
     expect(socket.messages.filter((m) => m.type === "paused").length, "the rest fits the second window").toBe(1);
     const book = new LocalBook();
@@ -182,7 +198,8 @@ describe("a subscription from any moment into live (docs/streams.md#from-any-mom
     const socket = await openSocket(`/api/ws?streams=trades.${symbol}&from=${from}`, ip);
     for (let asks = 0; !liveMark(socket, `trades.${symbol}`) && asks < 40; asks++) {
       await until(() => liveMark(socket, `trades.${symbol}`) || socket.messages.filter((m) => m.type === "paused").length > asks, { what: `window ${asks}` });
-      if (!liveMark(socket, `trades.${symbol}`)) socket.ws.send(JSON.stringify({ op: "more" }));
+      if (!liveMark(socket, `trades.${symbol}`))
+        socket.ws.send(JSON.stringify({ op: "more", token: socket.messages.findLast((m) => m.type === "paused").token }));
     }
     expect(liveMark(socket, `trades.${symbol}`), "the catch-up reached live").toBeDefined();
     const ids = tradeIdsOf(socket, `trades.${symbol}`);
