@@ -95,21 +95,28 @@ export const REPLAY_BYTES_PER_SECOND = 2 * 1024 * 1024;
  * Held by this isolate, counted as one of the client address's five connections by a lease of its
  * guard (confirmed every 20 s, returned on close). Reads: one market call per book segment
  * (4,096 commits at most) and per 1,000 trades, each segment one R2 read once it is there.
- * The first pages are read before the upgrade, so what is not kept is a 404, not a close.
+ * The first pages are read before the upgrade (once the connection is counted), so what is not
+ * kept is a 404, not a close.
  */
 export async function replayUpgrade(c: Context<AppEnv>, request: ReplayRequest): Promise<Response> {
   if (c.req.header("Upgrade")?.toLowerCase() !== "websocket")
     throw problem("VALIDATION_FAILED", "GET /api/replay is a WebSocket: connect with Upgrade: websocket");
-  const sources = request.streams.map(({ kind, market }) =>
-    kind === "book" ? bookSource(c.env, market, request.from, request.to) : tradesSource(c.env, market, request.from, request.to),
-  );
-  for (const source of sources) if (source.more) source.buffer.push(...(await source.more()));
+  // The limit first: an address holding its five connections makes the markets read nothing.
   const connection = await openEdgeConnection(c);
   if (!connection) {
     throw problem(
       "STREAM_LIMIT",
       `at most ${MAX_CONNECTIONS_PER_PRINCIPAL} connections per client address, streams and replays together (docs/limits.md#stream-connections)`,
     );
+  }
+  const sources = request.streams.map(({ kind, market }) =>
+    kind === "book" ? bookSource(c.env, market, request.from, request.to) : tradesSource(c.env, market, request.from, request.to),
+  );
+  try {
+    for (const source of sources) if (source.more) source.buffer.push(...(await source.more()));
+  } catch (error) {
+    connection.end();
+    throw error;
   }
   const { client, server } = connection;
   const run = async () => {

@@ -7,7 +7,7 @@ import { hourlyKey, hourOf } from "../../src/history/book-files";
 import { type BookHourOutput, bookHourId } from "../../src/history/book-files-workflow";
 import { HOUR_MS } from "../../src/history/intervals";
 import { ingest } from "../../src/market/ingest";
-import type { MarketObject } from "../../src/market/market-object";
+import { MarketObject } from "../../src/market/market-object";
 import { ensureRegistry, findMarket } from "../../src/registry/copy";
 import { tablePrefixOf } from "../../src/writes/market-storage";
 import { atScale } from "../support/book-levels";
@@ -242,8 +242,19 @@ describe("book history (docs/history.md#book-history)", () => {
     const path = `/api/replay?streams=book.${symbol}&from=${Date.now() - 60_000}&to=${Date.now() + 1_000}&speed=0`;
     const open = [];
     for (let i = 0; i < 5; i++) open.push(await openSocket("/api/ws?streams=heartbeat", ip));
-    const refused = await callJson<{ code: string }>(path, { ip, headers: { Upgrade: "websocket" } });
+    // Its pages are not read for a refused replay: an address at its limit makes the host do nothing.
+    const prototype = MarketObject.prototype as unknown as { bookReplay: (...args: unknown[]) => unknown };
+    const original = prototype.bookReplay;
+    let reads = 0;
+    prototype.bookReplay = function (...args: unknown[]) {
+      reads += 1;
+      return original.apply(this, args);
+    };
+    const refused = await callJson<{ code: string }>(path, { ip, headers: { Upgrade: "websocket" } }).finally(() => {
+      prototype.bookReplay = original;
+    });
     expect([refused.status, refused.body.code], "a sixth connection, as a replay").toEqual([429, "STREAM_LIMIT"]);
+    expect(reads, "book pages read for the refused replay (fails before: its first pages were read first)").toBe(0);
     open[0]!.ws.close();
     await open[0]!.closed;
     const replay = await openSocket(path, ip);
