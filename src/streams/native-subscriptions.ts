@@ -211,9 +211,15 @@ export class NativeSubscriptions {
     this.host.send(ws, { id, result: { streams: attachment.streams } });
   }
 
-  /** Streams a socket no longer takes (a delisted market's). */
+  /** Streams a socket no longer takes. */
   drop(ws: WebSocket, names: readonly string[]): void {
     for (const name of names) this.subscribers.get(name)?.delete(ws);
+  }
+
+  /** Streams that ended (a delisted market's): neither live nor caught up any more. */
+  ended(ws: WebSocket, names: readonly string[]): void {
+    this.drop(ws, names);
+    this.catchUps.drop(ws, names);
   }
 
   /** A closed socket: out of every stream it held, its catch-up and floors gone. */

@@ -363,7 +363,7 @@ export class StreamHub extends MeteredObject {
       saveAttachment(ws, attachment);
       for (const name of ended) {
         if (id !== undefined) this.dialects.remove(id, ws, [name]);
-        else this.natives.drop(ws, [name]);
+        else this.natives.ended(ws, [name]);
       }
       if (id === undefined)
         this.send(ws, { id: null, error: { code: "STREAM_ENDED", message: `${symbol} was delisted; these streams ended: ${ended.join(", ")}` } });

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { sign, signaturePayload } from "../../src/access/signature";
 import { TRANSLATIONS_MAX_BYTES, translations } from "../../src/binance/route-reads";
 import { accessGuard } from "../../src/core/object-ids";
+import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import { KEY_CHECK_EVERY_MS } from "../../src/publish/publish-channel-object";
 import { COPIES_MAX_BYTES } from "../../src/reads/edge-copies";
@@ -404,6 +405,49 @@ describe("what the docs promise about publishing holds (docs/publishing.md)", ()
     expect((await answerOf(socket, 7)).result.streams, "only the other market's stream is left").toEqual(["ticker.BTCUSDT"]);
     socket.ws.send(JSON.stringify({ op: "subscribe", id: 8, streams: ["book.DLSTUSDT"] }));
     expect((await answerOf(socket, 8)).error.code, "a new subscription is refused").toBe("UNKNOWN_STREAM");
+    socket.ws.close();
+  });
+
+  it("a market delisted while a connection catches it up ends its streams there too: STREAM_ENDED names them, and nothing more of them comes", async () => {
+    await call("/admin/assets", json("POST", { asset: "DLCU", name: "Delisted mid catch-up", decimals: 6 }));
+    await call(
+      "/admin/markets",
+      json("POST", { base: "DLCU", quote: "USDT", tickSize: "0.01", stepSize: "0.1", minQty: "0.1", maxQty: "1000", minNotional: "0.01" }),
+    );
+    const symbol = "DLCUUSDT";
+    const from = Date.now() - 1;
+    await ingest(env, "*", { symbol, book: { type: "snapshot", sequence: 1, bids: [["1.00", "1.0"]], asks: [["1.01", "1.0"]] } });
+    // 3,000 trades since `from`: more than a window, so the catch-up pauses.
+    for (let b = 0; b < 3; b++) {
+      const trades = Array.from({ length: 1_000 }, (_, i) => ({
+        id: `dlcu-${b}-${i}`,
+        price: "1.00",
+        quantity: "0.1",
+        side: "buy" as const,
+        time: Date.now(),
+      }));
+      await ingest(env, "*", { symbol, trades });
+    }
+    const socket = await openSocket(`/api/ws?streams=book.${symbol},trades.${symbol}&from=${from}`, "198.51.100.41");
+    await until(() => socket.messages.find((m) => m.type === "paused"), { what: "the pause" });
+    expect((await call(`/admin/markets/${symbol}/status`, json("PUT", { status: "DELISTED" }))).status).toBe(200);
+    const group = Math.floor(
+      (await callJson("/admin/markets", { headers: ADMIN })).body.markets.find((m: { symbol: string }) => m.symbol === symbol).ordinal / 64,
+    );
+    await runInDurableObject(hostOfGroup(group), (host: MarketObject) => host.relay.flush());
+    const ended = await until(() => socket.messages.find((m) => m.error?.code === "STREAM_ENDED"), {
+      what: "the end of the streams caught up (fails before: none came)",
+    });
+    expect(ended.error.message).toContain(`book.${symbol}`);
+    expect(ended.error.message).toContain(`trades.${symbol}`);
+    socket.ws.send(JSON.stringify({ op: "more", id: 9, token: socket.messages.findLast((m) => m.type === "paused").token }));
+    socket.ws.send(JSON.stringify({ op: "list", id: 10 }));
+    expect((await answerOf(socket, 10)).result.streams, "nothing of the market left").toEqual([]);
+    const after = socket.messages.slice(socket.messages.indexOf(ended) + 1);
+    expect(
+      after.filter((m) => m.stream?.endsWith(symbol) || m.type === "live"),
+      "no message of the ended streams after the end",
+    ).toEqual([]);
     socket.ws.close();
   });
 
