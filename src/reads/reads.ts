@@ -80,15 +80,38 @@ export function tradesQuestion({ limit, ...page }: TradePage): MarketQuestion {
   return { kind: "trades", limit, page };
 }
 
+/** Each kind's last all-market answer, its records' texts by symbol: parsed once per refresh, not per request. */
+const venueRecords = new Map<VenueRecordKind, { text: string; bySymbol: Map<string, string> }>();
+
+function recordsOf(kind: VenueRecordKind, text: string): Map<string, string> {
+  let held = venueRecords.get(kind);
+  if (held?.text !== text) {
+    const records = JSON.parse(text) as { symbol: string }[];
+    held = { text, bySymbol: new Map(records.map((record) => [record.symbol, JSON.stringify(record)])) };
+    venueRecords.set(kind, held);
+  }
+  return held.bySymbol;
+}
+
 /**
  * One question about many markets, answered as one array (docs/api.md#many-markets-in-one-call):
- * the markets `symbols` names, in its order, from each market's edge copy; without it every market
- * that is not delisted, in listing order, from the price index's all-market answer
- * (docs/api.md#all-markets) — one object call per refresh, whatever the number of markets.
+ * every market that is not delisted, in listing order, or those `symbols` names, in its order —
+ * both from the price index's all-market answer (docs/api.md#all-markets): one object call per
+ * refresh, whatever the number of markets (a market the answer does not hold yet, listed since,
+ * is read from its own copy).
  */
 export async function readMany(ctx: ReadContext, symbols: string | undefined, question: { kind: VenueRecordKind }): Promise<EdgeRead> {
-  if (symbols !== undefined) return combineReads(await Promise.all(resolveSymbolList(symbols).map((m) => readMarket(ctx, m, question))));
-  return readVenue(ctx, question.kind);
+  const asked = symbols === undefined ? undefined : resolveSymbolList(symbols);
+  const venue = await readVenue(ctx, question.kind);
+  if (!asked) return venue;
+  const records = recordsOf(question.kind, venue.text);
+  const reads = await Promise.all(
+    asked.map((market) => {
+      const text = records.get(market.symbol);
+      return text === undefined ? readMarket(ctx, market, question) : { ...venue, text };
+    }),
+  );
+  return combineReads(reads);
 }
 
 /**

@@ -135,7 +135,7 @@ describe("edge read path (docs/edge-reads.md)", () => {
     expect(callsOf(before, await counters()), "[market reads, guard calls, gate calls, gate calls that carried a read]").toEqual([0, 0, 1, 1]);
   });
 
-  it("a read its copy answers is one plain call to its gate; a many-market read carries its admission on one refresh and asks the rest itself", async () => {
+  it("a read its copy answers is one plain call to its gate; a many-market read is one plain call to its gate and no market call", async () => {
     await read("/api/ticker/ETHUSDT"); // a copy within the max age
     let before = await counters();
     await read("/api/ticker/ETHUSDT");
@@ -143,7 +143,29 @@ describe("edge read path (docs/edge-reads.md)", () => {
     before = await counters();
     const { response, body } = await read("/api/ticker?symbols=BTCUSDT,SOLUSDT", { MARKET_READ_MAX_AGE_MS: "0" });
     expect([response.status, body.length]).toEqual([200, 2]);
-    expect(callsOf(before, await counters()), "[market reads, guard calls, gate calls, gate reads] of two refreshes").toEqual([1, 0, 1, 1]);
+    expect(callsOf(before, await counters()), "[market reads, guard calls, gate calls, gate reads] of a read picked from the all-market answer").toEqual([
+      0, 0, 1, 0,
+    ]);
+  });
+
+  it("a many-market read is picked from the all-market answer: one venue read however many symbols, no market call (fails before: one market call per symbol)", async () => {
+    const listed = ((await read("/api/markets")).body.markets as { symbol: string; status: string }[])
+      .filter((m) => m.status !== "DELISTED")
+      .map((m) => m.symbol);
+    expect(listed.length, "markets to name").toBeGreaterThan(3);
+    const asked = [...listed].reverse();
+    const before = { market: objectCalls.marketReads, venue: objectCalls.venueReads };
+    const { response, body } = await read(`/api/ticker?symbols=${asked.join(",")}`, { MARKET_READ_MAX_AGE_MS: "0", VENUE_READ_MAX_AGE_MS: "0" });
+    expect(response.status).toBe(200);
+    expect(
+      body.map((r: { symbol: string }) => r.symbol),
+      "the records in the order asked",
+    ).toEqual(asked);
+    expect(objectCalls.marketReads - before.market, "market calls for one read naming every market").toBe(0);
+    expect(objectCalls.venueReads - before.venue, "all-market reads for it").toBe(1);
+    // The same records as each market's own answer.
+    const one = (await read(`/api/ticker/${asked[0]}`, { MARKET_READ_MAX_AGE_MS: "0" })).body;
+    expect(body[0].symbol).toBe(one.symbol);
   });
 
   it("an address over its limit gets 429 from its gate, and the market answer its read carried is not served", async () => {
