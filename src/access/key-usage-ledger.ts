@@ -4,6 +4,8 @@ import { meterRequests } from "../metrics/object-meter";
 import { USAGE_INTERVALS, type UsageBucket, type UsageInterval } from "./key-usage";
 import { addToParts, type BucketCounts, type HeldCounts, INTERVALS, type KeyCounts, oldestKept, PendingUsage, sumBuckets } from "./usage-ledger";
 
+/** Keys one `lastUses` call answers (an account holds 20 active keys; its revoked ones are listed too). */
+export const MAX_KEYS_ASKED = 1_000;
 /** Counts are stored this long after the first one not yet stored: well before an idle eviction. */
 export const USAGE_FLUSH_AFTER_MS = IDLE_EVICTION_MS / 2;
 
@@ -65,6 +67,11 @@ export class KeyUsageLedger extends MeteredObject {
     return sumBuckets(stored, this.pending.bucketsOf(keyId, interval, since));
   }
 
+  /** {@link lastUse} of each of `keyIds` (a listing's keys of this ledger: one call, not one per key). */
+  lastUses(keyIds: string[]): (number | null)[] {
+    return keyIds.slice(0, MAX_KEYS_ASKED).map((keyId) => this.lastUse(keyId));
+  }
+
   /** When `keyId` was last admitted within the hours kept (30 days), or null. */
   lastUse(keyId: string): number | null {
     const row = this.ctx.storage.sql
@@ -112,4 +119,4 @@ function pathOf(keyId: string): string {
   return `$."${keyId}"`;
 }
 
-meterRequests(KeyUsageLedger, ["count", "add", "usage", "lastUse", "alarm"]);
+meterRequests(KeyUsageLedger, ["count", "add", "usage", "lastUse", "lastUses", "alarm"]);

@@ -1,4 +1,4 @@
-import { accessGuard, keyGate, keyUsageLedger } from "../core/object-ids";
+import { accessGuard, keyGate, keyUsageLedger, keyUsageLedgerAt, usageLedgerOf } from "../core/object-ids";
 import type { UsageBucket, UsageInterval } from "./key-usage";
 import { isGatedKey, principalOfKey } from "./keys";
 import { sumBuckets } from "./usage-ledger";
@@ -18,12 +18,36 @@ export async function keyUsageOf(env: Env, keyId: string, interval: UsageInterva
   return sumBuckets(kept, await keyUsageLedger(env, keyId).usage(keyId, interval, since));
 }
 
-/** When a key was last admitted: the later of what its guard holds (or stored, once a day) and what its ledger counted. */
+/**
+ * When each key was last admitted: the later of what its guard holds (or stored, once a day) and
+ * what its ledger counted. The keys of one ledger share its gate: each gate hands over once and
+ * each ledger answers once for all of them (a listing of 20 keys is not 20 gate calls).
+ */
+export async function keysLastUse(env: Env, keyIds: readonly string[]): Promise<(number | null)[]> {
+  const byLedger = new Map<number, string[]>();
+  for (const keyId of keyIds) {
+    const ledger = usageLedgerOf(keyId);
+    byLedger.set(ledger, [...(byLedger.get(ledger) ?? []), keyId]);
+  }
+  const counted = new Map<string, number | null>();
+  const statuses = Promise.all(keyIds.map((keyId) => accessGuard(env, principalOfKey(keyId)).keyStatus()));
+  await Promise.all(
+    [...byLedger].map(async ([ledger, ids]) => {
+      const gated = ids.find((keyId) => isGatedKey(keyId));
+      if (gated !== undefined) await handedOver(env, gated);
+      const lasts = await keyUsageLedgerAt(env, ledger).lastUses(ids);
+      ids.forEach((keyId, i) => counted.set(keyId, lasts[i] ?? null));
+    }),
+  );
+  return (await statuses).map((status, i) => {
+    const uses = [status.lastUsedAt, counted.get(keyIds[i]!) ?? null].filter((at): at is number => at !== null);
+    return uses.length > 0 ? Math.max(...uses) : null;
+  });
+}
+
+/** {@link keysLastUse} of one key. */
 export async function keyLastUse(env: Env, keyId: string): Promise<number | null> {
-  await handedOver(env, keyId);
-  const [status, counted] = await Promise.all([accessGuard(env, principalOfKey(keyId)).keyStatus(), keyUsageLedger(env, keyId).lastUse(keyId)]);
-  const uses = [status.lastUsedAt, counted].filter((at): at is number => at !== null);
-  return uses.length > 0 ? Math.max(...uses) : null;
+  return (await keysLastUse(env, [keyId]))[0]!;
 }
 
 /**

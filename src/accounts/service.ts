@@ -1,6 +1,6 @@
 import { ipPrincipal } from "../access/client-address";
 import type { UsageInterval } from "../access/key-usage";
-import { keyLastUse, keyUsageOf } from "../access/key-usage-reads";
+import { keysLastUse, keyUsageOf } from "../access/key-usage-reads";
 import {
   type AccountPermission,
   KEY_ID_PATTERN,
@@ -154,22 +154,20 @@ interface KeyRow {
 /** Every key of the account, newest first, with its last use; never a secret. */
 export async function listApiKeys(env: Env, accountId: string, now = Date.now()): Promise<ApiKeyView[]> {
   const { results } = await env.DB.prepare("SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at DESC").bind(accountId).all<KeyRow>();
-  return Promise.all(
-    results.map(async (row) => {
-      const status = keyStateAt({ revokedAt: row.revoked_at, expiresAt: row.expires_at }, now);
-      const lastUsedAt = await keyLastUse(env, row.id);
-      return {
-        id: row.id,
-        label: row.label,
-        permissions: row.permissions.split(",").filter(Boolean) as AccountPermission[],
-        allowCidrs: JSON.parse(row.allow_cidrs) as string[],
-        expiresAt: row.expires_at,
-        createdAt: row.created_at,
-        lastUsedAt,
-        status,
-      };
-    }),
+  const lastUses = await keysLastUse(
+    env,
+    results.map((row) => row.id),
   );
+  return results.map((row, i) => ({
+    id: row.id,
+    label: row.label,
+    permissions: row.permissions.split(",").filter(Boolean) as AccountPermission[],
+    allowCidrs: JSON.parse(row.allow_cidrs) as string[],
+    expiresAt: row.expires_at,
+    createdAt: row.created_at,
+    lastUsedAt: lastUses[i]!,
+    status: keyStateAt({ revokedAt: row.revoked_at, expiresAt: row.expires_at }, now),
+  }));
 }
 
 /** A key of this account, or 404: another account's key is not found, as if it did not exist. */

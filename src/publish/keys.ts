@@ -1,5 +1,5 @@
 import type { KeyAmendment } from "../access/access-guard";
-import { keyLastUse } from "../access/key-usage-reads";
+import { keyLastUse, keysLastUse } from "../access/key-usage-reads";
 import { KEY_ID_PATTERN, type KeyRecord, keyStateAt, type MarketGrant, newKeyId, newKeySecret, principalOfKey, requireFutureExpiry } from "../access/keys";
 import { type AuditContext, auditStatement } from "../audit/audit-log";
 import { accessGuard, publishChannel } from "../core/object-ids";
@@ -37,7 +37,7 @@ type Row = {
   revoked_at: number | null;
 };
 
-async function viewOf(env: Env, row: Row, now: number): Promise<PublishKeyView> {
+function viewOf(row: Row, now: number, lastUsedAt: number | null): PublishKeyView {
   return {
     id: row.id,
     label: row.label,
@@ -47,7 +47,7 @@ async function viewOf(env: Env, row: Row, now: number): Promise<PublishKeyView> 
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     revokedAt: row.revoked_at,
-    lastUsedAt: await keyLastUse(env, row.id),
+    lastUsedAt,
     status: keyStateAt({ revokedAt: row.revoked_at, expiresAt: row.expires_at }, now),
   };
 }
@@ -123,7 +123,11 @@ async function readRow(db: D1Database, keyId: string): Promise<Row> {
 
 export async function listPublishKeys(env: Env, now = Date.now()): Promise<PublishKeyView[]> {
   const { results } = await env.DB.prepare("SELECT * FROM publish_keys ORDER BY created_at DESC").all<Row>();
-  return Promise.all(results.map((row) => viewOf(env, row, now)));
+  const lastUses = await keysLastUse(
+    env,
+    results.map((row) => row.id),
+  );
+  return results.map((row, i) => viewOf(row, now, lastUses[i]!));
 }
 
 /** Open publisher channels re-check the key now (they would within their check interval anyway). */
@@ -176,7 +180,7 @@ export async function amendPublishKey(
     throw problem("UNAVAILABLE", "the change is recorded but the key's guard did not answer; send it again", {}, { "Retry-After": "1" });
   }
   await tellChannels(env, keyId);
-  return viewOf(env, next, audit.at);
+  return viewOf(next, audit.at, await keyLastUse(env, next.id));
 }
 
 /** Revokes: recorded first, then at the guard, so the very next request fails; open channels close at once or within 10 s. */

@@ -3,8 +3,8 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sign, signaturePayload } from "../../src/access/signature";
 import { createApp } from "../../src/app";
-import { accessGuard, keyGate } from "../../src/core/object-ids";
-import { newKey, type TestKey } from "../support/accounts";
+import { accessGuard, keyGate, objectCalls, usageLedgerOf } from "../../src/core/object-ids";
+import { newAccount, newKey, type TestKey } from "../support/accounts";
 import { withFailing } from "../support/failing";
 import { call, callJson } from "../support/http";
 
@@ -83,5 +83,26 @@ describe("key gates (docs/limits.md#key-gates)", () => {
     expect(retry.status).toBe(204);
     const listed = (await callJson("/account/api-keys", { headers: { Cookie: key.cookie } })).body.keys as { id: string; status: string }[];
     expect(listed.find((k) => k.id === key.id)?.status).toBe("revoked");
+  });
+});
+
+describe("an account's key listing (GET /account/api-keys)", () => {
+  it("asks each gate and each ledger once for all the keys it holds, not once per key (fails before: a gate call and a ledger call per key)", async () => {
+    const { cookie } = await newAccount();
+    const keys: TestKey[] = [];
+    const ledgersOf = () => new Set(keys.map((k) => usageLedgerOf(k.id))).size;
+    for (let i = 0; i < 12; i++) keys.push(await newKey({ cookie }));
+    // Until two keys share a ledger (32 ledgers: certain by the 33rd); revoked keys are listed too.
+    while (ledgersOf() === keys.length) {
+      expect((await call(`/account/api-keys/${keys[keys.length - 12]!.id}`, { method: "DELETE", headers: { Cookie: cookie } })).status).toBe(204);
+      keys.push(await newKey({ cookie }));
+    }
+    const ledgers = ledgersOf();
+    const before = { gate: objectCalls.gate, ledger: objectCalls.usageLedger };
+    const listed = await callJson<{ keys: { id: string }[] }>("/account/api-keys", { headers: { Cookie: cookie } });
+    expect(listed.body.keys.length).toBe(keys.length);
+    // One more: the request's own admission at its address's gate.
+    expect(objectCalls.gate - before.gate, "gate calls of one listing").toBeLessThanOrEqual(ledgers + 1);
+    expect(objectCalls.usageLedger - before.ledger, "ledger calls of one listing").toBeLessThanOrEqual(ledgers);
   });
 });
