@@ -36,7 +36,7 @@ export async function keysLastUse(env: Env, keyIds: readonly string[]): Promise<
       const gated = ids.find((keyId) => isGatedKey(keyId));
       if (gated !== undefined) await handedOver(env, gated);
       const lasts = await keyUsageLedgerAt(env, ledger).lastUses(ids);
-      ids.forEach((keyId, i) => counted.set(keyId, lasts[i] ?? null));
+      for (const [i, keyId] of ids.entries()) counted.set(keyId, lasts[i] ?? null);
     }),
   );
   return (await statuses).map((status, i) => {
