@@ -17,15 +17,14 @@ import type { MarketHost, OrderBookSnapshot } from "./market-host";
 import { restoreState } from "./market-load";
 import { MarketReads } from "./market-reads";
 import { MarketSecondly } from "./market-secondly";
-import { type MarketState, TRADE_RETENTION_MS } from "./market-state";
+import type { MarketState } from "./market-state";
 import { MarketStreams } from "./market-streams";
+import { MarketUpkeep } from "./market-upkeep";
 import type { MinuteBucket } from "./rolling-window";
 
 export type { MarketHost, OrderBookSnapshot } from "./market-host";
 export type { OrderBookText } from "./market-reads";
 export type { WireTrade } from "./wire-trade";
-
-const PRUNE_EVERY_MS = 60_000;
 
 /**
  * One market's single writer, hosted with the rest of its group in one object
@@ -41,7 +40,7 @@ const PRUNE_EVERY_MS = 60_000;
  * Each job has its own part, the engine holding them together and writing alone: its state in
  * memory and what derives from it (`market-state.ts`), storage (`market-store.ts`, its candle buckets in `bucket-store.ts`), the reads
  * (`market-reads.ts`), what stream subscribers get (`market-streams.ts`) and the archive and
- * daily files (`../history/market-history.ts`). Here: loading, ingest, import, persistence and
+ * daily files (`../history/market-history.ts`), the upkeep (`market-upkeep.ts`). Here: loading, ingest, import, persistence and
  * the timers.
  */
 export class MarketEngine {
@@ -53,7 +52,6 @@ export class MarketEngine {
   /** The book's history: the book at any kept moment, the replay's pages, the hourly files. */
   private readonly bookHistory: MarketBookHistory;
   private state: MarketState | undefined;
-  private lastPruneAt = 0;
   /** What the market's stream subscribers get (built only while a shard is subscribed). */
   private streams: MarketStreams | undefined;
   /** The once-a-second summary and the alarm. */
@@ -66,6 +64,8 @@ export class MarketEngine {
   private staged = new StagedBatches();
   /** Dropped by its host after a failure: its timers send nothing more (a new engine serves the market). */
   private retired = false;
+  /** Pruning, the trades' archive, the quiet hour's close. */
+  private readonly upkeep: MarketUpkeep;
 
   constructor(private readonly host: MarketHost) {
     const { env, storage } = host;
@@ -93,6 +93,14 @@ export class MarketEngine {
     );
     this.reads = new MarketReads(this.store, this.history);
     this.minutes = new MinuteWrites(this.store, host.tick);
+    this.upkeep = new MarketUpkeep({
+      store: this.store,
+      history: this.history,
+      bookHistory: this.bookHistory,
+      minutes: this.minutes,
+      load: () => this.load(),
+      staging: () => this.staging,
+    });
   }
 
   /**
@@ -139,8 +147,16 @@ export class MarketEngine {
     this.retired = true;
   }
 
+  /** The market for a read: a held market is refused, and one whose load fails is held (not loaded again by every read). */
   private readable(market: MarketConfig | undefined): MarketState {
-    const state = this.load(market);
+    const held = this.state ? undefined : this.host.held();
+    if (held) throw held;
+    let state: MarketState;
+    try {
+      state = this.load(market);
+    } catch (error) {
+      throw error instanceof ProblemError ? error : this.host.failed(error);
+    }
     if (state.market.status === "DELISTED") throw problem("UNKNOWN_SYMBOL", `${state.market.symbol} is delisted`);
     return state;
   }
@@ -239,7 +255,7 @@ export class MarketEngine {
       if (staged.changed) this.secondly.schedule(state, now);
       if (staged.entries.length > 0) this.bookHistory.applied(state, now, segmentClosed);
       else if (segmentClosed) this.bookHistory.uploadBeside(state.market.symbol);
-      if (now - this.lastPruneAt > PRUNE_EVERY_MS) this.prune(state, now);
+      this.upkeep.afterCommit(state, now);
     };
   }
 
@@ -296,34 +312,8 @@ export class MarketEngine {
   /** Hands the closed hours due at `now` to their files' Workflow (the alarm does; the tests call it with a later clock). */
   async closeBookHours(now = Date.now()): Promise<number[]> {
     if (!this.state && !this.store.hasConfig()) return [];
-    this.closeHour(now);
+    this.upkeep.closeHour(now);
     return this.bookHistory.closeHours(this.load(), now);
-  }
-
-  /**
-   * A market that went quiet: its open segment holds batches of an hour that has ended and no
-   * commit came since to close it, so a snapshot closes it now — an hour's files are built from
-   * closed segments in R2 alone. Not while batches wait for the tick: their commit closes it.
-   */
-  private closeHour(now: number): void {
-    if (this.staging || !this.bookHistory.holdsClosedHour(now)) return;
-    const state = this.load();
-    this.store.transaction(() => {
-      const logged = this.bookHistory.record(state, [], [], state.lastUpdateAt, true);
-      this.store.sealTrades();
-      this.store.noteRecord(logged.fields);
-    });
-    this.bookHistory.uploadBeside(state.market.symbol);
-  }
-
-  private prune(state: MarketState, now: number): void {
-    this.lastPruneAt = now;
-    this.store.prune(now - TRADE_RETENTION_MS, now);
-    // The archive's writes are R2's: they run beside the ingest, never in its way.
-    void this.archiveTrades(now).catch((error) => console.error(JSON.stringify({ level: "error", message: "trade archive failed", error: String(error) })));
-    const cutoff = now - TRADE_RETENTION_MS;
-    const firstKept = state.recentBuckets.findIndex((b) => b.minute >= cutoff);
-    state.recentBuckets.splice(0, firstKept === -1 ? state.recentBuckets.length : firstKept);
   }
 
   orderBook(market: MarketConfig, depth: number): OrderBookSnapshot | ProblemResult {
@@ -335,17 +325,8 @@ export class MarketEngine {
   }
 
   /** Moves due chunks of old trades to R2 (docs/history.md#trades); the tests call it to move them now. */
-  async archiveTrades(now = Date.now(), most = 16): Promise<number> {
-    const state = this.state;
-    if (!state) return 0;
-    // Buckets first, and only when a chunk is due: a write at this check's phase splits the minute's in two.
-    if (!this.history.archiveDue(state.tradeSeq, now - TRADE_RETENTION_MS)) return 0;
-    this.minutes.writeNow(state.tradeSeq, true);
-    // The chunk may reach into the open block (a busy market's): its trades are written as a block first.
-    this.store.transaction(() => this.store.sealTrades());
-    const moved = await this.history.archive(state.market, state.tradeSeq, now - TRADE_RETENTION_MS, most);
-    if (moved > 0) state.tradesCache = undefined;
-    return moved;
+  archiveTrades(now = Date.now(), most = 16): Promise<number> {
+    return this.state ? this.upkeep.archiveTrades(this.state, now, most) : Promise.resolve(0);
   }
 
   /**
@@ -397,7 +378,7 @@ export class MarketEngine {
     // After an eviction the object knows its market only from storage.
     if (this.state || this.store.hasConfig()) this.secondly.now(this.load(), Date.now());
     // Last: the summary's alarm (a minute on at most) stands, and the book files' later one needs no row of its own.
-    if (this.state || this.store.hasConfig()) this.closeHour(Date.now());
+    if (this.state || this.store.hasConfig()) this.upkeep.closeHour(Date.now());
     await this.bookHistory.alarm(() => this.load(), Date.now());
   }
 }

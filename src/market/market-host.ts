@@ -32,4 +32,6 @@ export interface MarketHost {
   readonly historyCache: HistoryCache;
   /** The market failed to load or stage (its memory may be ahead of storage): the host drops and holds it; the answer for its batches. */
   failed(error: unknown): ProblemError;
+  /** While the market is held after a failure, the answer for its reads (no load is tried until its back-off ends). */
+  held(): ProblemError | undefined;
 }

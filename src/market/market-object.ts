@@ -93,6 +93,7 @@ export class MarketObject extends MeteredObject {
         tick: this.tick,
         roomFor: (bytes) => this.roomFor(symbol, bytes),
         failed: (error) => this.retire(symbol, error, "load"),
+        held: () => this.quarantine.refusal(symbol),
         historyCache: this.historyCache,
       });
       this.engines.set(symbol, engine);
