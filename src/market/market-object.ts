@@ -1,4 +1,5 @@
 import { ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
+import { withTimeout } from "../core/time-limit";
 import { GroupRelay } from "../groups/group-relay";
 import type { BookTarget } from "../history/book-replay";
 import type { DayOpened, DayPage } from "../history/daily-files";
@@ -25,6 +26,8 @@ import type { MinuteBucket } from "./rolling-window";
 
 export type { OrderBookSnapshot, OrderBookText, WireTrade } from "./market-engine";
 
+/** A market's alarm is given up after this long: its R2 and Workflow calls wait no longer in the others' way. */
+export const MARKET_ALARM_MS = 15_000;
 /**
  * The object of one group of markets (docs/design.md#market-hosts): it hosts each of the group's
  * markets' engines (`market-engine.ts`), their tables side by side in its storage under each
@@ -45,6 +48,8 @@ export class MarketObject extends MeteredObject {
   private readonly journal: GroupJournal;
   /** The tick's length (`INGEST_TICK_MS`, 100 ms; the workers tests commit each batch at once unless a test sets it). */
   tickMs: number;
+  /** How long one market's alarm may run before the host stops waiting for it (docs/design.md#isolation). */
+  alarmTimeoutMs = MARKET_ALARM_MS;
   private readonly tick: Tick;
   /** About the bytes the tick's row will hold (`batchBytes` of each batch staged). */
   private stagedBytes = 0;
@@ -341,16 +346,23 @@ export class MarketObject extends MeteredObject {
     const now = Date.now();
     // The markets' next alarms are one write of the record, at the end (`HostAlarms.running`).
     await this.alarms.running(async () => {
-      for (const symbol of this.alarms.take(now)) {
-        try {
-          await this.engine(symbol).alarm();
+      // Each market's minute work (its synchronous part) runs in turn; what awaits (R2, the files'
+      // Workflow) runs side by side, each given up after alarmTimeoutMs: a slow market delays no other.
+      const runs = this.alarms.take(now).map((symbol) => {
+        const timedOut = new Error(`alarm not done within ${this.alarmTimeoutMs} ms`);
+        return { symbol, timedOut, run: withTimeout(this.engine(symbol).alarm(), this.alarmTimeoutMs, timedOut) };
+      });
+      const outcomes = await Promise.allSettled(runs.map(({ run }) => run));
+      for (const [i, outcome] of outcomes.entries()) {
+        const { symbol, timedOut } = runs[i]!;
+        if (outcome.status === "fulfilled") {
           this.alarms.succeeded(symbol);
-        } catch (error) {
-          const retryAt = this.alarms.failed(symbol, now);
-          console.error(JSON.stringify({ level: "error", message: "market alarm failed", symbol, retryAt, error: String(error) }));
-          // Its memory may be ahead of what its alarm's transaction rolled back.
-          this.drop(symbol, "alarm");
+          continue;
         }
+        const retryAt = this.alarms.failed(symbol, now);
+        console.error(JSON.stringify({ level: "error", message: "market alarm failed", symbol, retryAt, error: String(outcome.reason) }));
+        // Its memory may be ahead of what its alarm's transaction rolled back (one still running rolled nothing back).
+        if (outcome.reason !== timedOut) this.drop(symbol, "alarm");
       }
     });
     this.checkStorage(now);

@@ -132,6 +132,43 @@ describe("a market's failure is its own (docs/design.md#isolation)", () => {
     for (const [i, at] of retries.entries()) expect(at, `ETHUSDT is due again after round ${i}`).toBeDefined();
   });
 
+  it("a market whose alarm hangs holds back no other: every market's minute work runs first, the hung one is given up after the alarm's bound and due again (fails before: the object's alarm waited for it, the markets after it with it)", async () => {
+    await ensureRegistry(env);
+    const host = await hostOf("ETHUSDT");
+    for (const symbol of ["ETHUSDT", "XRPUSDT"]) {
+      const next = ((await callJson<{ sequence?: number }>(`/api/orderbook/${symbol}?depth=1`)).body.sequence ?? 0) + 1;
+      if (next === 1) expect(await send(symbol, 1), `${symbol}'s snapshot`).toBe("applied");
+      expect(await send(symbol, Math.max(2, next)), `${symbol} trades`).toBe("applied");
+    }
+    const prototype = MarketEngine.prototype as unknown as { alarm(this: unknown): Promise<void> };
+    const original = prototype.alarm;
+    prototype.alarm = function (this: unknown) {
+      const self = this as { store: { readMeta(): { config?: { symbol: string } } } };
+      // ETHUSDT's alarm never ends (an R2 call that never answers).
+      if (self.store.readMeta().config?.symbol === "ETHUSDT") return new Promise<void>(() => {});
+      return original.call(this);
+    };
+    restore.push(() => {
+      prototype.alarm = original;
+    });
+    const outcome = await runInDurableObject(host, async (instance: MarketObject, state) => {
+      (instance as unknown as { alarmTimeoutMs: number }).alarmTimeoutMs = 50;
+      const due = () => (state.storage.kv.get<Record<string, number>>("alarms") ?? {}) as Record<string, number>;
+      const at = Math.max(...Object.values(due())) + 1;
+      const realNow = Date.now;
+      Date.now = () => at;
+      try {
+        await instance.alarm();
+      } finally {
+        Date.now = realNow;
+      }
+      const xrpMinutes = state.storage.sql.exec<{ n: number }>(`SELECT count(*) AS n FROM ${tablePrefixOf("XRPUSDT")}minute_buckets`).one().n;
+      return { ethDue: due().ETHUSDT, at, xrpMinutes };
+    });
+    expect(outcome.xrpMinutes, "XRPUSDT's minutes written by the same alarm").toBeGreaterThan(0);
+    expect(outcome.ethDue, "ETHUSDT is due again, on its back-off").toBeGreaterThan(outcome.at);
+  });
+
   it("a channel's call whose one batch does not read back is refused for that batch alone: the call's other batches are applied (fails before: the whole call threw)", async () => {
     const { host, sequence, xrp, sol } = await groupOfXrp();
     const good = encodeIngestBatch(toIngestBatch(xrp, batch("XRPUSDT", sequence + 1), Date.now()));
