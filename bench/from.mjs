@@ -7,7 +7,9 @@
 //   subscribers — `--subscribers` connections, one every half second while the publisher goes on,
 //                 each `?streams=book.BTCUSDT,trades.BTCUSDT&from=<back seconds ago>` answering each
 //                 `paused` with `more`: every book message continues the one before across the
-//                 `live` mark (no sequence missed or repeated), every trade id once; the first
+//                 `live` mark (no sequence missed or repeated), every trade id once — and every
+//                 trade from `from` to the live mark (the first one GET /api/trades names at
+//                 `from`, then each id up to the mark: completeness, not only uniqueness); the first
 //                 subscription's book equals GET /api/orderbook?sequence= at every message;
 //   client      — the client package's `stream.book(symbol, { from })`: once the publisher stops,
 //                 its LocalBook equals the REST book, level for level;
@@ -112,6 +114,7 @@ function subscribe(url, from, ip, { slow = false } = {}) {
   const live = (stream) => messages.some((m) => m.type === "live" && m.stream === stream);
   return {
     ws,
+    from,
     messages,
     opened,
     startedAt: Date.now(),
@@ -142,6 +145,25 @@ function checkSubscription(sub, i) {
   for (let k = 1; k < ids.length; k++) if (ids[k] !== ids[k - 1] + 1) idGaps += 1;
   check(idGaps === 0 && ids.length > 0, `subscription ${i}: ${idGaps} trade ids not the one before + 1 (of ${ids.length})`);
   return { bookMessages: book.length, catchUpMessages: beforeMark.length, liveMessages, trades: ids.length, book };
+}
+
+/**
+ * Completeness, not only uniqueness: the first trade a subscription got is the market's first at or
+ * after its `from` (asked of GET /api/trades), and every id from it to the live mark came, once.
+ */
+async function checkComplete(url, sub, i) {
+  const response = await fetch(`${url}/api/trades/${SYMBOL}?startTime=${sub.from}&limit=1`, { headers: { "CF-Connecting-IP": `10.69.${i}.1` } });
+  const [first] = await response.json();
+  const ids = sub.messages.filter((m) => m.stream === `trades.${SYMBOL}` && m.type !== "live").flatMap((m) => m.data.map((t) => t.tradeId));
+  const mark = sub.messages.find((m) => m.type === "live" && m.stream === `trades.${SYMBOL}`);
+  const upToMark = mark?.tradeId == null ? [] : ids.filter((id) => id <= mark.tradeId);
+  const expected = first && mark?.tradeId != null ? mark.tradeId - first.tradeId + 1 : 0;
+  const once = new Set(upToMark).size === upToMark.length;
+  const complete = check(
+    first !== undefined && upToMark[0] === first.tradeId && upToMark.length === expected && once,
+    `subscription ${i}: ${upToMark.length} of the ${expected} trades from its from (${first?.tradeId}) to its live mark (${mark?.tradeId}) came${once ? "" : ", some twice"}`,
+  );
+  return { complete, expected, received: upToMark.length };
 }
 
 /** Every message's book against the book history at its sequence (from many addresses: 10 reads a second each). */
@@ -228,6 +250,8 @@ async function main() {
     await sleep(11_000); // the counters reach the metrics at most 10 s behind
     const phase = costs(before, await scrape(url, TOKEN), phaseCpu);
     const checked = subs.map((sub, i) => checkSubscription(sub, i));
+    const completeness = [];
+    for (const [i, sub] of subs.entries()) completeness.push(await checkComplete(url, sub, i));
 
     log("a slow client (one message a second) for 40 s…");
     const rss = [service.rssMiB()];
@@ -275,6 +299,8 @@ async function main() {
       secondsToLiveMedian: Math.round(median(subs.filter((s) => s.liveAt).map((s) => (s.liveAt - s.startedAt) / 1000)) * 10) / 10,
       catchUpMessagesMedian: median(checked.map((c) => c.catchUpMessages)),
       tradesMedian: median(checked.map((c) => c.trades)),
+      completeSubscriptions: completeness.filter((c) => c.complete).length,
+      tradesExpectedMedian: median(completeness.map((c) => c.expected)),
       historyChecked: checked[0].book.length,
       historyMismatches: mismatches,
       clientBookEqualsRest: equal,
@@ -301,6 +327,9 @@ async function main() {
     else {
       console.log(
         `\n${result.live}/${SUBSCRIBERS} live, median ${result.secondsToLiveMedian} s from connect; a catch-up: ${result.catchUpMessagesMedian} book messages, ${result.tradesMedian} trades`,
+      );
+      console.log(
+        `completeness: ${result.completeSubscriptions}/${SUBSCRIBERS} got every trade from their from to their live mark, once (median ${result.tradesExpectedMedian} trades each)`,
       );
       console.log(`per catch-up: ${JSON.stringify(result.perCatchUp)}`);
       console.log(`history: ${result.historyChecked} books checked, ${mismatches} differ; client package's book equals REST: ${equal}`);
