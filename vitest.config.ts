@@ -15,7 +15,7 @@ const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrat
 const defaultVenue = readFileSync(path.join(import.meta.dirname, "scripts/default-venue.sql"), "utf8");
 
 /** Unit and integration tests run inside workerd with real KV, Durable Objects and D1. */
-const inWorkerd = () =>
+const inWorkerd = (extra: Record<string, string> = {}) =>
   cloudflareTest({
     wrangler: { configPath: "./wrangler.toml" },
     miniflare: {
@@ -42,6 +42,7 @@ const inWorkerd = () =>
         // A session closed once no call is under way (an eviction waits for an open one, and the
         // tests evict); test/integration/rpc-sessions.test.ts keeps them open as deployed.
         SESSION_IDLE_MS: "0",
+        ...extra,
       },
     },
   });
@@ -71,6 +72,17 @@ export default defineConfig({
           name: "workers",
           include: ["test/integration/**/*.test.ts"],
           testTimeout: HANG_MS,
+          setupFiles: ["test/integration/apply-migrations.ts"],
+        },
+      },
+      {
+        // The write path against its model (test/model/): a bounded number of runs here,
+        // MODEL_RUNS of them from `npm run test:model -- --seeds N`.
+        plugins: [inWorkerd({ MODEL_RUNS: process.env.MODEL_RUNS ?? "40" })],
+        test: {
+          name: "model",
+          include: ["test/model/**/*.test.ts"],
+          testTimeout: Number(process.env.MODEL_TIMEOUT_MS ?? HANG_MS * 3),
           setupFiles: ["test/integration/apply-migrations.ts"],
         },
       },

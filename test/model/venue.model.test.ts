@@ -1,0 +1,258 @@
+import { runInDurableObject, SELF } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import fc from "fast-check";
+import { afterEach, describe, expect, it } from "vitest";
+import { ProblemError } from "../../src/core/problem";
+import { ingest } from "../../src/market/ingest";
+import { MarketEngine } from "../../src/market/market-engine";
+import type { MarketObject } from "../../src/market/market-object";
+import { ensureRegistry } from "../../src/registry/copy";
+import { evictWhenIdle } from "../support/evict";
+import { hostOf } from "../support/registry";
+import { type Expected, type Level, MarketModel, type ModelBatch } from "./venue-model";
+
+/**
+ * Model-based tests of the write path (docs/publishing.md, docs/history.md#book-history): random
+ * sequences of commands — batches in order, resends of any of the last applied, stale and gapped
+ * updates, snapshots, restarts of the markets' host, commits that fail — drive the real service
+ * in workerd, and after each one its answers are checked against the plain model
+ * (./venue-model.ts): the live book, the book at any applied sequence, every trade once.
+ *
+ * MODEL_RUNS runs (CI: a bounded few; `npm run test:model -- --seeds N` runs N); a failure prints
+ * its seed and its shrunk commands, to be kept as a regression below.
+ */
+const RUNS = Number((env as unknown as { MODEL_RUNS?: string }).MODEL_RUNS ?? "40");
+
+/** Two markets of group 0 (one host, one tick, one journal): their grids never cross. */
+const MARKETS = {
+  BTCUSDT: { mid: 60_000, quantity: (k: number) => (k / 1000).toFixed(5) },
+  ETHUSDT: { mid: 3_000, quantity: (k: number) => (k / 100).toFixed(4) },
+} as const;
+type Symbol = keyof typeof MARKETS;
+const SYMBOLS = Object.keys(MARKETS) as Symbol[];
+
+interface World {
+  markets: Record<Symbol, MarketModel>;
+  /** Trade ids and IPs are new for each command of the run. */
+  counter: { next: number };
+  run: number;
+}
+
+const restore: (() => void)[] = [];
+afterEach(() => {
+  for (const undo of restore.splice(0)) undo();
+});
+
+let runs = 0;
+const T0 = Date.now();
+
+/** Levels of a side: price offsets from the mid (bids below, asks above), quantity units (0 removes). */
+function levels(symbol: Symbol, side: "bid" | "ask", picks: [number, number][], snapshot: boolean): Level[] {
+  const { mid, quantity } = MARKETS[symbol];
+  const byPrice = new Map<string, string>();
+  for (const [offset, k] of picks) {
+    const price = (side === "bid" ? mid - 1 - offset : mid + 1 + offset).toFixed(2);
+    byPrice.set(price, quantity(snapshot ? k + 1 : k));
+  }
+  return [...byPrice];
+}
+
+const picks = fc.array(fc.tuple(fc.integer({ min: 0, max: 9 }), fc.integer({ min: 0, max: 5 })), { maxLength: 4 });
+
+function batchOf(
+  world: World,
+  symbol: Symbol,
+  type: "snapshot" | "delta",
+  sequence: number,
+  bidPicks: [number, number][],
+  askPicks: [number, number][],
+  trades: number,
+): ModelBatch {
+  const snapshot = type === "snapshot";
+  return {
+    symbol,
+    book: { type, sequence, bids: levels(symbol, "bid", bidPicks, snapshot), asks: levels(symbol, "ask", askPicks, snapshot) },
+    trades: Array.from({ length: trades }, () => ({
+      id: `m${world.run}-${world.counter.next++}`,
+      price: MARKETS[symbol].mid.toFixed(2),
+      quantity: MARKETS[symbol].quantity(1),
+      side: "buy" as const,
+      time: T0,
+    })),
+  };
+}
+
+/** What the service answered a batch, in the model's terms. */
+async function sent(batch: ModelBatch): Promise<Expected> {
+  try {
+    const answer = await ingest(env, "*", batch);
+    return { book: answer.book as "applied" | "duplicate", accepted: answer.acceptedTrades, duplicates: answer.duplicateTrades };
+  } catch (error) {
+    if (error instanceof ProblemError) return { refused: error.code };
+    throw error;
+  }
+}
+
+const read = async (path: string, world: World) =>
+  (
+    await SELF.fetch(`http://localhost${path}`, { headers: { "CF-Connecting-IP": `10.77.${world.counter.next % 250}.${(world.counter.next++ >> 8) % 250}` } })
+  ).json() as Promise<any>;
+
+/** Sends a batch and checks its answer against the model's. */
+async function publish(world: World, batch: ModelBatch): Promise<void> {
+  const expected = world.markets[batch.symbol as Symbol].ingest(batch);
+  expect(await sent(batch), `the answer to ${batch.book.type} ${batch.book.sequence} of ${batch.symbol}`).toEqual(expected);
+}
+
+type Command = fc.AsyncCommand<object, World>;
+const command = (name: string, run: (world: World) => Promise<void>): Command => ({
+  check: () => true,
+  run: async (_model, world) => run(world),
+  toString: () => name,
+});
+
+const commands = [
+  // The next delta, with 0–3 trades.
+  fc
+    .tuple(fc.constantFrom(...SYMBOLS), picks, picks, fc.integer({ min: 0, max: 3 }))
+    .map(([symbol, bids, asks, trades]) =>
+      command(`next(${symbol}, ${JSON.stringify(bids)}, ${JSON.stringify(asks)}, ${trades})`, (world) =>
+        publish(world, batchOf(world, symbol, "delta", world.markets[symbol].sequence + 1, bids, asks, trades)),
+      ),
+    ),
+  // A snapshot, one to three sequences on.
+  fc
+    .tuple(fc.constantFrom(...SYMBOLS), picks, picks, fc.integer({ min: 1, max: 3 }))
+    .map(([symbol, bids, asks, step]) =>
+      command(`snapshot(${symbol}, +${step})`, (world) =>
+        publish(world, batchOf(world, symbol, "snapshot", world.markets[symbol].sequence + step, bids, asks, 1)),
+      ),
+    ),
+  // A resend of one of the last applied batches: duplicate, nothing taken twice.
+  fc.tuple(fc.constantFrom(...SYMBOLS), fc.nat()).map(([symbol, pick]) =>
+    command(`resend(${symbol}, ${pick})`, async (world) => {
+      const applied = [...world.markets[symbol].applied.values()];
+      if (applied.length > 0) await publish(world, applied[applied.length - 1 - (pick % Math.min(applied.length, 50))]!);
+    }),
+  ),
+  // Another update at an applied sequence (stale), or a delta past the next (a gap): refused whole, its trade with it.
+  fc.tuple(fc.constantFrom(...SYMBOLS), fc.boolean(), picks).map(([symbol, stale, bids]) =>
+    command(`${stale ? "stale" : "gap"}(${symbol})`, async (world) => {
+      const market = world.markets[symbol];
+      const sequence = stale ? Math.max(1, market.sequence) : market.sequence + 2;
+      const batch = batchOf(world, symbol, "delta", sequence, [...bids, [9, 5]], [[9, 4]], 1);
+      if (stale && market.sequence === 0) return;
+      await publish(world, batch);
+    }),
+  ),
+  // The host restarts (every market of the group reloads from storage).
+  fc.constant(
+    command("restart", async () => {
+      // Not running is as restarted: its next call starts it from storage.
+      await evictWhenIdle(await hostOf("BTCUSDT")).catch((error: unknown) => {
+        if (!String(error).includes("not currently running")) throw error;
+      });
+    }),
+  ),
+  // The market's next commit throws: its batch is refused (503), nothing of it kept; then its hold ends.
+  fc.tuple(fc.constantFrom(...SYMBOLS), picks).map(([symbol, bids]) =>
+    command(`failingCommit(${symbol})`, async (world) => {
+      failNextCommit(symbol);
+      const batch = batchOf(world, symbol, "delta", world.markets[symbol].sequence + 1, bids, [], 1);
+      expect(await sent(batch), `a batch whose commit fails, ${symbol}`).toEqual({ refused: "MARKET_UNAVAILABLE" });
+      await release(symbol);
+    }),
+  ),
+  // The live book.
+  fc.constantFrom(...SYMBOLS).map((symbol) =>
+    command(`readBook(${symbol})`, async (world) => {
+      const market = world.markets[symbol];
+      const book = await read(`/api/orderbook/${symbol}?depth=100`, world);
+      expect({ sequence: book.sequence, bids: book.bids, asks: book.asks }, `the live book of ${symbol}`).toEqual({
+        sequence: market.sequence,
+        ...market.levels(),
+      });
+    }),
+  ),
+  // The book at an applied sequence, from its history.
+  fc.tuple(fc.constantFrom(...SYMBOLS), fc.nat()).map(([symbol, pick]) =>
+    command(`readAt(${symbol}, ${pick})`, async (world) => {
+      const sequences = [...world.markets[symbol].history.keys()];
+      if (sequences.length === 0) return;
+      const sequence = sequences[pick % sequences.length]!;
+      const book = await read(`/api/orderbook/${symbol}?sequence=${sequence}&depth=100`, world);
+      expect({ sequence: book.sequence, bids: book.bids, asks: book.asks }, `the book of ${symbol} at ${sequence}`).toEqual({
+        sequence,
+        ...world.markets[symbol].history.get(sequence),
+      });
+    }),
+  ),
+  // Every trade the market holds: each taken one once, nothing refused.
+  fc.constantFrom(...SYMBOLS).map((symbol) =>
+    command(`readTrades(${symbol})`, async (world) => {
+      const ids: string[] = [];
+      for (let fromId = 1; ; ) {
+        const page = (await read(`/api/trades/${symbol}?fromId=${fromId}&limit=1000`, world)) as { id: string; tradeId: number }[];
+        expect(Array.isArray(page), `a page of ${symbol}'s trades: ${JSON.stringify(page).slice(0, 200)}`).toBe(true);
+        ids.push(...page.map((t) => t.id).filter((id) => id.startsWith(`m${world.run}-`)));
+        if (page.length < 1000) break;
+        fromId = page.at(-1)!.tradeId + 1;
+      }
+      expect([...ids].sort(), `the trades of ${symbol}: each taken once, none refused`).toEqual([...world.markets[symbol].trades.keys()].sort());
+    }),
+  ),
+];
+
+/** Ends a market's hold after a failure now (its back-off is real time; the model's commands are not). */
+async function release(symbol: string): Promise<void> {
+  await runInDurableObject(await hostOf(symbol), (instance: MarketObject) => {
+    const held = (instance as unknown as { quarantine: { held: Map<string, { until: number }> } }).quarantine.held.get(symbol);
+    if (held) held.until = 0;
+  });
+}
+
+/** Makes the next `commitStaged` of `symbol` throw, once (the engine's prototype: rebuilt engines too). */
+function failNextCommit(symbol: string): void {
+  const prototype = MarketEngine.prototype as unknown as Record<string, (...args: unknown[]) => unknown>;
+  const original = prototype.commitStaged!;
+  let armed = true;
+  prototype.commitStaged = function (this: { state?: { market: { symbol: string } } }, ...args: unknown[]) {
+    if (armed && this.state?.market.symbol === symbol) {
+      armed = false;
+      prototype.commitStaged = original;
+      throw new Error(`injected commit fault of ${symbol}`);
+    }
+    return original.apply(this, args);
+  };
+  restore.push(() => {
+    prototype.commitStaged = original;
+  });
+}
+
+describe("the write path against its model (test/model/venue-model.ts)", () => {
+  it(`${RUNS} runs of random commands: every answer, book and trade as the model says`, async () => {
+    await ensureRegistry(env);
+    await fc.assert(
+      fc.asyncProperty(fc.commands(commands, { maxCommands: 30 }), async (cmds) => {
+        runs += 1;
+        const world: World = {
+          markets: Object.fromEntries(SYMBOLS.map((s) => [s, new MarketModel(s)])) as Record<Symbol, MarketModel>,
+          counter: { next: 0 },
+          run: runs,
+        };
+        // Each run (a shrink's too) takes the markets over from what the last one left, whatever it was.
+        for (const undo of restore.splice(0)) undo();
+        for (const symbol of SYMBOLS) {
+          await release(symbol);
+          const live = await read(`/api/orderbook/${symbol}?depth=1`, world);
+          expect(live.sequence, `${symbol}'s book before a run: ${JSON.stringify(live).slice(0, 200)}`).toBeTypeOf("number");
+          // A snapshot begins each run's book: the model's first state.
+          world.markets[symbol].sequence = live.sequence;
+          await publish(world, batchOf(world, symbol, "snapshot", live.sequence + 1, [[0, 1]], [[0, 1]], 0));
+        }
+        await fc.asyncModelRun(() => ({ model: {}, real: world }), cmds);
+      }),
+      { numRuns: RUNS, verbose: 1 },
+    );
+  });
+});
