@@ -5,7 +5,8 @@
 // whole process group killed (`kill -9`) at random moments `--kills` times, each time started again
 // on the same state and port. The clients:
 //   publishers  — V0USDT over `/v1/publish`, V1USDT over `POST /v1/ingest` (signed): `--batches`
-//                 batches each, a delta and 4 trades, pipelined (16 in flight); what had no answer
+//                 batches each (150 per kill), a delta and 4 trades, 16 in flight, a window each
+//                 half second; what had no answer
 //                 when the runtime died, or was refused, is sent again in order until answered;
 //   subscribers — two native connections to each market's book and trades, which reconnect with
 //                 `from=` a moment before the last trade they saw, so a catch-up closes the gap;
@@ -24,7 +25,8 @@ import { option } from "./load.mjs";
 import { sign } from "./signed-load.mjs";
 
 const KILLS = Number(option("kills", 3));
-const BATCHES = Number(option("batches", 400));
+/** Enough batches, at a window each half second, to publish through every kill and restart. */
+const BATCHES = Number(option("batches", 150 * (KILLS + 1)));
 const asJson = process.argv.includes("--json");
 const log = (...line) => {
   if (!asJson) console.log(...line);
@@ -86,17 +88,39 @@ function channel(url, key, ip) {
     pending.delete(answer.id);
   });
   ws.on("close", closeAll);
-  ws.on("error", closeAll);
+  ws.on("error", closeAll); // every error, not only the first: a refused reconnect is one more
+  // A runtime that died mid-upgrade or mid-answer may leave the socket silent: given up after 15 s.
+  const giveUp = () => {
+    ws.terminate();
+    closeAll();
+  };
   return {
-    opened: new Promise((resolve, reject) => ws.once("open", resolve).once("error", reject)),
+    opened: new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        giveUp();
+        reject(new Error("no upgrade within 15 s"));
+      }, 15_000);
+      ws.once("open", () => {
+        clearTimeout(timer);
+        resolve();
+      }).once("error", (error) => {
+        clearTimeout(timer);
+        reject(error);
+      });
+    }),
     send: (body) =>
       new Promise((resolve) => {
         const n = ++id;
-        pending.set(n, resolve);
+        const timer = setTimeout(giveUp, 15_000);
+        pending.set(n, (answer) => {
+          clearTimeout(timer);
+          resolve(answer);
+        });
         try {
           ws.send(JSON.stringify({ id: n, ...body }));
         } catch {
-          resolve({ closed: true });
+          pending.get(n)?.({ closed: true });
+          pending.delete(n);
         }
       }),
     close: () => ws.close(),
@@ -146,6 +170,7 @@ function publisher(url, key, symbol, batches, counts, over) {
           continue;
         }
       }
+      const windowAt = Date.now();
       const slice = batches.slice(next, next + WINDOW);
       const answers = await Promise.all(
         slice.map((batch, k) => {
@@ -170,7 +195,8 @@ function publisher(url, key, symbol, batches, counts, over) {
         break;
       }
       next += advanced;
-      if (advanced < slice.length) await sleep(200);
+      // A window each half second at most: the run spans the kills.
+      await sleep(Math.max(advanced < slice.length ? 200 : 0, 500 - (Date.now() - windowAt)));
     }
     link?.close();
     done = true;
