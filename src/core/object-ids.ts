@@ -101,7 +101,10 @@ export function keyUsageLedgerAt(env: Env, ledger: number) {
  * is one call a ledger, whatever the number of keys.
  */
 export function keyGate(env: Env, keyId: string) {
-  return gateAt(env, usageLedgerOf(keyId));
+  // Named by the ledger alone, whatever ADDRESS_GATES says: a key's record never moves gate, so a
+  // revocation told to it holds for every isolate, of any version, during a change or a rollout.
+  objectCalls.gate += 1;
+  return stubByName(env.ADDRESS_GATE, `gate:${usageLedgerOf(keyId)}`);
 }
 /** A WebSocket shard, named by its shard id. */
 export function streamHub(env: Env, shard: string) {

@@ -12,14 +12,14 @@ import { call, callJson } from "../support/http";
 const app = createApp();
 
 /** A signed GET through the app, every read past its copy's max age, its waitUntil work awaited. */
-async function signedRead(key: TestKey, target: string): Promise<{ status: number; headers: Headers; code?: string }> {
+async function signedRead(key: TestKey, target: string, vars: Record<string, string> = {}): Promise<{ status: number; headers: Headers; code?: string }> {
   const timestamp = Date.now();
   const signature = await sign(key.secret, signaturePayload({ timestamp, method: "GET", requestTarget: target, body: "" }));
   const ctx = createExecutionContext();
   const response = await app.request(
     target,
     { headers: { "X-API-KEY": key.id, "X-TIMESTAMP": String(timestamp), "X-SIGNATURE": signature, "CF-Connecting-IP": "192.0.2.40" } },
-    { ...env, MARKET_READ_MAX_AGE_MS: "0", METRICS_FLUSH_MS: "0", ANALYTICS_WINDOW_MS: "0" },
+    { ...env, MARKET_READ_MAX_AGE_MS: "0", METRICS_FLUSH_MS: "0", ANALYTICS_WINDOW_MS: "0", ...vars },
     ctx,
   );
   const body = (await response.json()) as { code?: string };
@@ -83,6 +83,21 @@ describe("key gates (docs/limits.md#key-gates)", () => {
     expect(retry.status).toBe(204);
     const listed = (await callJson("/account/api-keys", { headers: { Cookie: key.cookie } })).body.keys as { id: string; status: string }[];
     expect(listed.find((k) => k.id === key.id)?.status).toBe("revoked");
+  });
+});
+
+describe("a key's gate does not move (docs/limits.md#key-gates)", () => {
+  it("with another number of address gates (a rollout, a change of ADDRESS_GATES) the key is at the same gate: a revocation told there holds for isolates of either count (fails before: the other count's gate served the revoked key for up to a day)", async () => {
+    // A key whose ledger is 8 or more: under 8 gates the old naming put it elsewhere.
+    let key = await newKey();
+    while (usageLedgerOf(key.id) < 8) key = await newKey();
+    // An isolate of another version, counting 8 address gates, uses the key: its gate holds the record.
+    expect((await signedRead(key, "/v1/markets", { ADDRESS_GATES: "8" })).status, "the key's first use under 8 gates").toBe(200);
+    expect((await call(`/account/api-keys/${key.id}`, { method: "DELETE", headers: { Cookie: key.cookie } })).status, "revoked (told under 32 gates)").toBe(204);
+    for (const gates of ["8", "32", "5"]) {
+      const after = await signedRead(key, "/v1/markets", { ADDRESS_GATES: gates });
+      expect([after.status, after.code], `the revoked key under ${gates} gates`).toEqual([401, "INVALID_API_KEY"]);
+    }
   });
 });
 
