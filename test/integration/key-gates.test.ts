@@ -93,7 +93,9 @@ describe("a key's gate does not move (docs/limits.md#key-gates)", () => {
     while (usageLedgerOf(key.id) < 8) key = await newKey();
     // An isolate of another version, counting 8 address gates, uses the key: its gate holds the record.
     expect((await signedRead(key, "/v1/markets", { ADDRESS_GATES: "8" })).status, "the key's first use under 8 gates").toBe(200);
-    expect((await call(`/account/api-keys/${key.id}`, { method: "DELETE", headers: { Cookie: key.cookie } })).status, "revoked (told under 32 gates)").toBe(204);
+    expect((await call(`/account/api-keys/${key.id}`, { method: "DELETE", headers: { Cookie: key.cookie } })).status, "revoked (told under 32 gates)").toBe(
+      204,
+    );
     for (const gates of ["8", "32", "5"]) {
       const after = await signedRead(key, "/v1/markets", { ADDRESS_GATES: gates });
       expect([after.status, after.code], `the revoked key under ${gates} gates`).toEqual([401, "INVALID_API_KEY"]);
