@@ -45,7 +45,9 @@ const LAST_USE_KEY = "lastUsedAt";
 const LAST_USE_STORE_EVERY_MS = 24 * 3_600_000;
 /** Storage key of the tries to tell an account key's gate of a change it has not heard (none: told). */
 const GATE_UNTOLD_KEY = "gateUntold";
-/** The longest wait between two tries to tell a gate. */
+/** Storage key of the shards a revocation did not reach yet, and the tries so far. */
+const SHARDS_UNTOLD_KEY = "shardsUntold";
+/** The longest wait between two tries to tell a gate or a shard. */
 const GATE_RETELL_MAX_MS = 60_000;
 /** Storage key of the principal's stream connection leases (docs/limits.md#stream-connections). */
 const CONNECTIONS_KEY = "connections";
@@ -198,18 +200,39 @@ export class AccessGuard extends MeteredObject {
       await this.ctx.storage.put("key", revoked);
       this.record = revoked;
       this.cryptoKey = undefined;
-      const principal = principalOfKey(record.keyId);
       const shards = new Set(this.connectionLeases().map((lease) => lease.shard));
       shards.delete(EDGE_HOLDER);
-      await Promise.all(
-        [...shards].map((shard) =>
-          streamHub(this.env, shard)
-            .keyEnded(principal, "the API key was revoked")
-            .catch((error: unknown) => console.error("key revocation not told", shard, String(error))),
-        ),
-      );
+      await this.tellShards(record.keyId, [...shards]);
     }
     return this.tellGate(record.keyId);
+  }
+
+  /**
+   * Tells the shards holding the key's connections that it ended, so they close them now. A shard
+   * not reached is told again from the guard's alarm (its own check would close them within
+   * KEY_RECHECK_EVERY_MS anyway; this is sooner).
+   */
+  private async tellShards(keyId: string, shards: readonly string[]): Promise<void> {
+    const principal = principalOfKey(keyId);
+    const untold: string[] = [];
+    await Promise.all(
+      shards.map((shard) =>
+        streamHub(this.env, shard)
+          .keyEnded(principal, "the API key was revoked")
+          .catch((error: unknown) => {
+            console.error("key revocation not told", shard, String(error));
+            untold.push(shard);
+          }),
+      ),
+    );
+    if (untold.length === 0) {
+      if (this.ctx.storage.kv.get(SHARDS_UNTOLD_KEY) !== undefined) this.ctx.storage.kv.delete(SHARDS_UNTOLD_KEY);
+      return;
+    }
+    const before = this.ctx.storage.kv.get<{ shards: string[]; tries: number }>(SHARDS_UNTOLD_KEY);
+    const tries = (before?.tries ?? 0) + 1;
+    this.ctx.storage.kv.put(SHARDS_UNTOLD_KEY, { shards: untold, tries });
+    await this.ctx.storage.setAlarm(Date.now() + Math.min(GATE_RETELL_MAX_MS, 1_000 * 2 ** Math.min(tries, 6)));
   }
 
   /**
@@ -338,7 +361,10 @@ export class AccessGuard extends MeteredObject {
    */
   override async alarm(): Promise<void> {
     const record = await this.keyRecord();
-    if (record && this.ctx.storage.kv.get(GATE_UNTOLD_KEY) !== undefined) await this.tellGate(record.keyId);
+    if (!record) return;
+    const shards = this.ctx.storage.kv.get<{ shards: string[] }>(SHARDS_UNTOLD_KEY)?.shards;
+    if (shards) await this.tellShards(record.keyId, shards);
+    if (this.ctx.storage.kv.get(GATE_UNTOLD_KEY) !== undefined) await this.tellGate(record.keyId);
   }
 }
 

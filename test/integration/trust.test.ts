@@ -185,6 +185,21 @@ describe("trust: only publishers the operator names write a market (docs/securit
     second.ws.close();
   });
 
+  it("a revocation's word a shard did not take is told again from the key's guard, without waiting for the shard's own check (fails before: keyEnded was tried once)", async () => {
+    const { cookie } = await newAccount("198.51.100.42");
+    const key = await newKey({ cookie, permissions: ["stream"] });
+    const socket = await openSocket(await keyedPath(key), "198.51.100.42");
+    const shard = shardFor(`key:${key.id}`);
+    await withFailing(shard, "keyEnded", async () => {
+      expect((await call(`/account/api-keys/${key.id}`, { method: "DELETE", headers: { Cookie: cookie } })).status).toBe(204);
+    });
+    // The guard's alarm, not the shard's: its retry reaches the shard now.
+    expect(await runDurableObjectAlarm(accessGuard(env, `key:${key.id}`)), "the guard set an alarm to tell the shard again").toBe(true);
+    expect(await socket.closed).toEqual({ code: 1008, reason: "the API key was revoked" });
+    const untold = await runInDurableObject(accessGuard(env, `key:${key.id}`), (_instance, state) => state.storage.kv.get("shardsUntold"));
+    expect(untold, "nothing left to tell").toBeUndefined();
+  });
+
   it("a key check that finds its keys active writes one row however many keys (before: one per key every 10 s); one that cannot reach a key's guard closes its connections once it has failed for 2 minutes", async () => {
     const ip = "198.51.100.38";
     const keyed: { key: TestKey; socket: TestSocket }[] = [];
