@@ -4,7 +4,6 @@ import { keyStateAt, type MarketGrant } from "../access/keys";
 import { alarmBy } from "../core/alarms";
 import { accessGuard, marketObject } from "../core/object-ids";
 import { ProblemError, problem, toProblemResult } from "../core/problem";
-import { Slots } from "../core/slots";
 import { logEvent } from "../logs/log";
 import { type IngestAnswer, type IngestItem, type IngestResult, type IngestVia, ingestReady } from "../market/ingest";
 import { encodeIngestCall } from "../market/ingest-wire";
@@ -18,18 +17,9 @@ import { ensureRegistry } from "../registry/copy";
 import { groupOf, type MarketConfig } from "../registry/model";
 import { SessionLink, sessionIdleMs } from "../sessions/session-link";
 import { POLICY_VIOLATION } from "../streams/protocol";
+import { ChannelWindow } from "./channel-window";
 import { HostCalls } from "./host-calls";
-import {
-  type BatchId,
-  errorOf,
-  MAX_BATCH_BYTES,
-  MAX_CHANNELS_PER_KEY,
-  MAX_PENDING_BYTES_PER_KEY,
-  MAX_UNACKED,
-  MAX_UNACKED_PER_KEY,
-  type Parsed,
-  parseMessage,
-} from "./protocol";
+import { type BatchId, errorOf, MAX_BATCH_BYTES, MAX_CHANNELS_PER_KEY, type Parsed, parseMessage } from "./protocol";
 
 /** The key's standing is asked again at least this often while a channel is open (docs/publishing.md#rights-on-an-open-channel). */
 export const KEY_CHECK_EVERY_MS = 10_000;
@@ -51,6 +41,8 @@ interface Taken {
   body: IngestBody;
   /** Its share of its message's bytes (the key's pending bytes add up to what it sent). */
   size: number;
+  /** Its market's group: its place in the group's share of the window. */
+  group: string;
 }
 
 /** The key's standing as last checked: `checkedAt` is this object's clock. */
@@ -97,11 +89,8 @@ export class PublishChannel extends MeteredObject {
   /** The calls' spacing into a host, on average (GATHER_MS; none in the workers tests unless a test sets it). */
   gatherMs: number;
 
-  /** Per connection, the batches sent and not yet answered (flow control). */
-  private readonly unacked = new Slots<WebSocket>();
-  /** The key's batches and bytes not yet answered, over all its connections. */
-  private pendingBatches = 0;
-  private pendingBytes = 0;
+  /** The batches sent and not yet answered: per connection, per group of markets, per key (flow control). */
+  private readonly window = new ChannelWindow();
   /**
    * The last message's turn, over all the key's connections: a message's batches go on their way
    * (into their hosts' calls) once the one before's have, so each market's batches reach it in the
@@ -203,21 +192,12 @@ export class PublishChannel extends MeteredObject {
       this.answer(ws, { id: parsed.id, error: parsed.error });
       return undefined;
     }
-    const overKey = this.pendingBatches >= MAX_UNACKED_PER_KEY || this.pendingBytes + size > MAX_PENDING_BYTES_PER_KEY;
-    if (overKey || !this.unacked.take(ws, MAX_UNACKED)) {
-      this.answer(ws, {
-        id: parsed.id,
-        error: errorOf(
-          "RATE_LIMITED",
-          `at most ${MAX_UNACKED} batches may await their answer on one connection, and ${MAX_UNACKED_PER_KEY} batches or ${MAX_PENDING_BYTES_PER_KEY} bytes on all of a key's; this one was not applied — send it again after an answer`,
-          { maxUnacked: MAX_UNACKED, maxUnackedPerKey: MAX_UNACKED_PER_KEY, maxPendingBytesPerKey: MAX_PENDING_BYTES_PER_KEY },
-        ),
-      });
+    const group = this.window.take(ws, parsed.body.symbol, size);
+    if (group === undefined) {
+      this.answer(ws, { id: parsed.id, error: this.window.full() });
       return undefined;
     }
-    this.pendingBatches += 1;
-    this.pendingBytes += size;
-    return { id: parsed.id, body: parsed.body, size };
+    return { id: parsed.id, body: parsed.body, size, group };
   }
 
   /**
@@ -257,9 +237,7 @@ export class PublishChannel extends MeteredObject {
       this.answer(ws, { id: batch.id, error: errorOf("UNAVAILABLE", "the market did not apply the batch; send it again") });
     }
     this.count(result ? batchOutcome(result) : "refused", receivedAt);
-    this.unacked.release(ws);
-    this.pendingBatches -= 1;
-    this.pendingBytes -= batch.size;
+    this.window.release(ws, batch.group, batch.size);
   }
 
   /**
@@ -375,7 +353,7 @@ export class PublishChannel extends MeteredObject {
   }
 
   override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
-    this.unacked.clear(ws);
+    this.window.clear(ws);
     this.logClose(ws, code);
     try {
       ws.close(code === 1005 || code === 1006 ? 1000 : code, reason);
@@ -385,7 +363,7 @@ export class PublishChannel extends MeteredObject {
   }
 
   override async webSocketError(ws: WebSocket): Promise<void> {
-    this.unacked.clear(ws);
+    this.window.clear(ws);
     this.logClose(ws, 1006);
   }
 }

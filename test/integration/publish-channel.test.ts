@@ -3,12 +3,13 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { principalOfKey } from "../../src/access/keys";
 import { accessGuard, publishChannel } from "../../src/core/object-ids";
+import { MAX_UNACKED_PER_GROUP } from "../../src/publish/channel-window";
 import { MAX_BATCHES_PER_MESSAGE, MAX_UNACKED } from "../../src/publish/protocol";
 import type { PublishChannel } from "../../src/publish/publish-channel-object";
 import { newKey, newPublishKey, type TestKey } from "../support/accounts";
 import { call, callJson } from "../support/http";
 import { until } from "../support/poll";
-import { hostOf } from "../support/registry";
+import { hostOf, listThroughAdmin, registry } from "../support/registry";
 import { openSocket, publishPath, type TestSocket, upgrade } from "./streams-support";
 
 async function channel(key: TestKey, ip = "203.0.130.1"): Promise<TestSocket> {
@@ -123,10 +124,18 @@ describe("the publisher channel, GET /v1/publish (docs/publishing.md#the-publish
     socket.ws.close();
   });
 
-  it(`refuses a batch past ${MAX_UNACKED} awaiting their answer with an error, never a silent drop`, async () => {
+  it(`refuses a batch past its group's ${MAX_UNACKED_PER_GROUP} awaiting their answer with an error, never a silent drop; a stalled group leaves the rest of the window to the others (fails before: it took all ${MAX_UNACKED})`, async () => {
+    // A market of another group (ordinal 64 or more): the seven default markets are group 0.
+    const assets = Array.from({ length: 58 }, (_, i) => ({ asset: `FC${i}`, name: `Flow ${i}`, decimals: 8 }));
+    await listThroughAdmin("/admin/assets", assets);
+    await listThroughAdmin(
+      "/admin/markets",
+      assets.map((a) => ({ base: a.asset, quote: "USDT", tickSize: "0.01", stepSize: "0.001", minQty: "0.001", maxQty: "1000000", minNotional: "1" })),
+    );
+    const other = await until(async () => (await registry()).listed.find((m) => m.ordinal >= 64), { what: "a market of group 1" });
     const key = await newPublishKey();
     const socket = await channel(key, "203.0.130.3");
-    // The market holds every batch until released, so the window fills whatever the machine's speed.
+    // ETHBTC's host holds every batch until released, so its group's share fills whatever the machine's speed.
     let release = () => {};
     const held = new Promise<void>((resolve) => (release = resolve));
     const market = await hostOf("ETHBTC");
@@ -135,14 +144,14 @@ describe("the publisher channel, GET /v1/publish (docs/publishing.md#the-publish
       const prototype = Object.getPrototypeOf(instance) as Record<string, (...args: unknown[]) => unknown>;
       const original = prototype.ingestAll!;
       prototype.ingestAll = async function (this: unknown, ...args: unknown[]) {
-        await held;
+        if (this === instance) await held;
         return original.apply(this, args);
       };
       restore = () => {
         prototype.ingestAll = original;
       };
     });
-    const count = MAX_UNACKED + 10;
+    const count = MAX_UNACKED;
     const tradesBefore = (await callJson<{ tradeCount24h: number }>("/api/ticker/ETHBTC")).body.tradeCount24h;
     const trade = (n: number) => ({
       id: n,
@@ -156,10 +165,17 @@ describe("the publisher channel, GET /v1/publish (docs/publishing.md#the-publish
       }
       const refused = await until(() => {
         const got = socket.messages.filter((m) => typeof m.id === "number" && m.error);
-        return got.length === 10 && got;
+        return got.length === count - MAX_UNACKED_PER_GROUP && got;
       });
-      expect(refused.map((m) => m.id)).toEqual(Array.from({ length: 10 }, (_, i) => MAX_UNACKED + i));
-      for (const m of refused) expect(m.error).toMatchObject({ code: "RATE_LIMITED", maxUnacked: MAX_UNACKED });
+      expect(refused.map((m) => m.id)).toEqual(Array.from({ length: count - MAX_UNACKED_PER_GROUP }, (_, i) => MAX_UNACKED_PER_GROUP + i));
+      for (const m of refused) expect(m.error).toMatchObject({ code: "RATE_LIMITED", maxUnackedPerGroup: MAX_UNACKED_PER_GROUP });
+      // Another group's batch, while ETHBTC's still waits: taken and answered.
+      socket.ws.send(
+        JSON.stringify({ id: "other", symbol: other.symbol, trades: [{ id: "flow-other", price: "1.00", quantity: "1.000", side: "buy", time: Date.now() }] }),
+      );
+      const answer = await answerOf(socket, "other");
+      expect(answer.error, `${other.symbol}'s batch while ETHBTC's group is stalled`).toBeUndefined();
+      expect(answer.result.acceptedTrades).toBe(1);
     } finally {
       release();
     }
@@ -169,12 +185,12 @@ describe("the publisher channel, GET /v1/publish (docs/publishing.md#the-publish
     });
     await runInDurableObject(market, () => restore());
     // Every batch answered with a result was applied; none answered with an error was.
-    expect(answers.filter((m) => !m.error).length, "batches applied").toBe(MAX_UNACKED);
+    expect(answers.filter((m) => !m.error).length, "batches applied").toBe(MAX_UNACKED_PER_GROUP);
     const tradesAfter = (await callJson<{ tradeCount24h: number }>("/api/ticker/ETHBTC")).body.tradeCount24h;
-    expect(tradesAfter - tradesBefore, "the market's trades: one a batch applied").toBe(MAX_UNACKED);
+    expect(tradesAfter - tradesBefore, "the market's trades: one a batch applied").toBe(MAX_UNACKED_PER_GROUP);
     const newest = new Set(((await callJson("/api/trades/ETHBTC?limit=1000")).body as { id: string }[]).map((t) => t.id));
     for (const m of answers.filter((m) => m.error)) expect(newest.has(`flow-${m.id}`), `refused batch ${m.id}`).toBe(false);
-    expect(newest.has(`flow-${MAX_UNACKED - 1}`), "the last batch taken").toBe(true);
+    expect(newest.has(`flow-${MAX_UNACKED_PER_GROUP - 1}`), "the last batch taken").toBe(true);
     socket.ws.close();
   });
 
@@ -201,7 +217,7 @@ describe("the publisher channel, GET /v1/publish (docs/publishing.md#the-publish
     const key = await newPublishKey();
     const socket = await channel(key, "203.0.130.9");
     const stub = publishChannel(env, principalOfKey(key.id));
-    type Inside = { tail: Promise<void>; pendingBatches: number };
+    type Inside = { tail: Promise<void>; window: { pendingBatches: number } };
     const tradesNow = async () => ((await callJson("/api/ticker/ETHUSDT")).body as { tradeCount24h: number }).tradeCount24h;
     const before = await tradesNow();
     // The channel's turns are held shut, so the batches queue behind them as behind a slow check.
@@ -215,7 +231,7 @@ describe("the publisher channel, GET /v1/publish (docs/publishing.md#the-publish
       const trades = Array.from({ length: 1000 }, (_, t) => ({ id: `rv-${n}-${t}`, price: "3400.00", quantity: "0.0100", side: "buy", time }));
       socket.ws.send(JSON.stringify({ id: n, symbol: "ETHUSDT", trades }));
     }
-    await until(() => runInDurableObject(stub, async (instance: PublishChannel) => (instance as unknown as Inside).pendingBatches === batches), {
+    await until(() => runInDurableObject(stub, async (instance: PublishChannel) => (instance as unknown as Inside).window.pendingBatches === batches), {
       what: "all 60 batches queued",
     });
     const revoked = await call(`/admin/publish-keys/${key.id}`, { method: "DELETE", headers: { Authorization: "Bearer test-admin-token" } });
@@ -224,7 +240,7 @@ describe("the publisher channel, GET /v1/publish (docs/publishing.md#the-publish
       open();
       await (instance as unknown as Inside).tail;
     });
-    await until(() => runInDurableObject(stub, async (instance: PublishChannel) => (instance as unknown as Inside).pendingBatches === 0), {
+    await until(() => runInDurableObject(stub, async (instance: PublishChannel) => (instance as unknown as Inside).window.pendingBatches === 0), {
       what: "every queued batch answered",
     });
     expect((await tradesNow()) - before, "trades applied after the DELETE was answered").toBeLessThanOrEqual(1000);
