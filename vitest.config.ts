@@ -42,6 +42,8 @@ const inWorkerd = (extra: Record<string, string> = {}) =>
         // A session closed once no call is under way (an eviction waits for an open one, and the
         // tests evict); test/integration/rpc-sessions.test.ts keeps them open as deployed.
         SESSION_IDLE_MS: "0",
+        // A replay's unread pause ends it in half a second here (60 s as deployed).
+        REPLAY_READ_WAIT_MS: "500",
         ...extra,
       },
     },

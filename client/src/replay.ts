@@ -59,7 +59,10 @@ export function replay(options: ReplayOptions): Promise<ReplayEnded> {
       if (failure) return;
       const { stream, data } = JSON.parse(String(event.data)) as { stream: string; data: unknown };
       if (stream === "replay") {
-        ended = data as ReplayEnded;
+        // A window was read: the next is asked with the pause's token (docs/history.md#replay).
+        const { type, token } = data as { type: string; token?: string };
+        if (type === "paused") socket.send(JSON.stringify({ op: "more", token }));
+        else ended = data as ReplayEnded;
         return;
       }
       const dot = stream.indexOf(".");

@@ -1,14 +1,16 @@
 import type { Context } from "hono";
 import { openEdgeConnection } from "../access/edge-connection";
 import { ByteWindow } from "../core/byte-window";
+import { randomHex } from "../core/encoding";
 import { marketObject } from "../core/object-ids";
 import { type ProblemResult, problem, unwrap } from "../core/problem";
+import { msSetting } from "../core/settings";
 import type { AppEnv } from "../env";
 import type { WireTrade } from "../market/wire-trade";
 import type { MarketAnswer } from "../reads/edge-copies";
 import type { MarketConfig } from "../registry/model";
 import { tradeWindows } from "../streams/conflation";
-import { MAX_CONNECTIONS_PER_PRINCIPAL, streamFrame } from "../streams/protocol";
+import { MAX_CONNECTIONS_PER_PRINCIPAL, POLICY_VIOLATION, streamFrame } from "../streams/protocol";
 import { type ReplayBookMessage, replayTime } from "./book-replay";
 import type { ReplayPage } from "./market-book-history";
 
@@ -88,6 +90,43 @@ async function next(sources: Source[]): Promise<Timed | undefined> {
  * at most this much more a second, and never more than the replay's span.
  */
 export const REPLAY_BYTES_PER_SECOND = 2 * 1024 * 1024;
+/**
+ * A replay sends this much, then a `paused` message with a token, and goes on once the client
+ * answers `{"op":"more","token":…}`: a window is earned by reading the last, so a client that
+ * does not read makes the isolate hold one window at most.
+ */
+export const REPLAY_WINDOW_BYTES = 1024 * 1024;
+/** A client that does not answer a pause within this long is not reading: its replay ends (1008). */
+export const REPLAY_READ_WAIT_MS = 60_000;
+
+/**
+ * The client's `more` for each pause: `paused(token)` waits for it, false once `ms` passed without.
+ * Any other message, or one over 256 bytes, is ignored.
+ */
+function pauses(server: WebSocket) {
+  let waiting: { token: string; resolve: (read: boolean) => void } | undefined;
+  server.addEventListener("message", (event) => {
+    if (!waiting || typeof event.data !== "string" || event.data.length > 256) return;
+    try {
+      const message = JSON.parse(event.data) as { op?: unknown; token?: unknown };
+      if (message.op === "more" && message.token === waiting.token) waiting.resolve(true);
+    } catch {
+      // not JSON: ignored
+    }
+  });
+  return (token: string, ms: number) =>
+    new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), ms);
+      waiting = {
+        token,
+        resolve: (read) => {
+          clearTimeout(timer);
+          waiting = undefined;
+          resolve(read);
+        },
+      };
+    });
+}
 
 /**
  * `GET /api/replay` (docs/history.md#replay): the messages a live subscriber got on the named
@@ -119,10 +158,13 @@ export async function replayUpgrade(c: Context<AppEnv>, request: ReplayRequest):
     throw error;
   }
   const { client, server } = connection;
+  const paused = pauses(server);
+  const readWaitMs = msSetting((c.env as unknown as { REPLAY_READ_WAIT_MS?: string }).REPLAY_READ_WAIT_MS, REPLAY_READ_WAIT_MS);
   const run = async () => {
     const started = Date.now();
     const paced = new ByteWindow(REPLAY_BYTES_PER_SECOND, 1_000);
     let sent = 0;
+    let windowBytes = 0;
     try {
       for (let message = await next(sources); message && !connection.ended; message = await next(sources)) {
         if (request.speed > 0) {
@@ -133,8 +175,18 @@ export async function replayUpgrade(c: Context<AppEnv>, request: ReplayRequest):
         const wait = paced.waitFor(message.text.length, Date.now());
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
         if (connection.ended) return;
+        if (windowBytes >= REPLAY_WINDOW_BYTES) {
+          const token = randomHex(8);
+          server.send(JSON.stringify({ stream: "replay", data: { type: "paused", token, messages: sent } }));
+          if (!(await paused(token, readWaitMs))) {
+            if (!connection.ended) server.close(POLICY_VIOLATION, "the replay was not read: answer each paused with more");
+            return;
+          }
+          windowBytes = 0;
+        }
         paced.force(message.text.length, Date.now());
         server.send(message.text);
+        windowBytes += message.text.length;
         sent += 1;
       }
       if (connection.ended) return;

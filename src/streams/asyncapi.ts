@@ -286,6 +286,26 @@ const REPLAY_MESSAGES: Json = {
     },
     "replay: the replay's last message, after which the connection closes with 1000",
   ),
+  replayPaused: streamMessage(
+    "replayPaused",
+    "^replay$",
+    {
+      type: "object",
+      required: ["type", "token", "messages"],
+      properties: {
+        type: { type: "string", const: "paused" },
+        token: { type: "string", pattern: "^[0-9a-f]{16}$", description: "Named by the more that asks the next window" },
+        messages: { type: "integer", description: "Messages the replay sent before this one" },
+      },
+    },
+    "replay: a window (1 MiB) is sent; the replay goes on once the client answers more with this token, and ends with 1008 if it does not within 60 s",
+  ),
+  more: clientRequest(
+    "more",
+    "Asks a replay for its next window, naming the token of the paused message that ended the last",
+    { token: { type: "string", maxLength: 64 } },
+    ["op", "token"],
+  ),
 };
 const replayQuery = {
   streams: { type: "string", description: "Up to 10 of book.{SYMBOL} and trades.{SYMBOL}, comma-separated" },
@@ -365,7 +385,15 @@ export function asyncApiDocument(): Json {
     action: "receive",
     channel: { $ref: "#/channels/replay" },
     title: "A replay's messages",
-    messages: Object.keys(REPLAY_MESSAGES).map((message) => ({ $ref: `#/channels/replay/messages/${message}` })),
+    messages: Object.keys(REPLAY_MESSAGES)
+      .filter((message) => message !== "more")
+      .map((message) => ({ $ref: `#/channels/replay/messages/${message}` })),
+  };
+  operations.replaySend = {
+    action: "send",
+    channel: { $ref: "#/channels/replay" },
+    title: "The next window of a replay",
+    messages: [{ $ref: "#/channels/replay/messages/more" }],
   };
   return {
     asyncapi: "3.0.0",
@@ -395,12 +423,12 @@ export function asyncApiDocument(): Json {
       replay: channel(
         "/api/replay",
         "Replay of the past",
-        `The messages live subscribers got on book.{SYMBOL} and trades.{SYMBOL} between from and to: each book as it stood at from (a snapshot), then its 100 ms deltas and the trades in time order, paced at speed, and replayEnded last (docs/history.md#replay). For anyone, per client address; one of its ${MAX_CONNECTIONS_PER_PRINCIPAL} connections. Nothing is sent to it.`,
+        `The messages live subscribers got on book.{SYMBOL} and trades.{SYMBOL} between from and to: each book as it stood at from (a snapshot), then its 100 ms deltas and the trades in time order, paced at speed, and replayEnded last (docs/history.md#replay). For anyone, per client address; one of its ${MAX_CONNECTIONS_PER_PRINCIPAL} connections. After each 1 MiB a paused message: the client answers {"op":"more","token":…} to go on (within 60 s, else 1008).`,
         replayQuery,
         REPLAY_MESSAGES,
       ),
     },
     operations,
-    components: { messages: { ...MESSAGES, ...PUBLISH_MESSAGES, replayEnded: REPLAY_MESSAGES.replayEnded } },
+    components: { messages: { ...MESSAGES, ...PUBLISH_MESSAGES, replayEnded: REPLAY_MESSAGES.replayEnded, replayPaused: REPLAY_MESSAGES.replayPaused } },
   };
 }
