@@ -22,7 +22,7 @@ import { adminToken, issuePublishKey } from "../scripts/publish-key.mjs";
 import { startService } from "../scripts/service.mjs";
 import { listVenue } from "../scripts/venue.mjs";
 import { option } from "./load.mjs";
-import { sign } from "./signed-load.mjs";
+import { ingestHeaders, sign } from "./signed-load.mjs";
 
 const KILLS = Number(option("kills", 3));
 /** Enough batches, at a window each half second, to publish through every kill and restart. */
@@ -130,17 +130,10 @@ function channel(url, key, ip) {
 /** POST /v1/ingest, signed with the publishing key: the answer's body, or `closed` when nothing answered. */
 async function ingestOver(url, key, body) {
   const text = JSON.stringify(body);
-  const timestamp = String(Date.now());
   try {
     const response = await fetch(`${url}/v1/ingest`, {
       method: "POST",
-      headers: {
-        "Content-Type": "application/json",
-        "X-API-KEY": key.id,
-        "X-TIMESTAMP": timestamp,
-        "X-SIGNATURE": sign(key.secret, timestamp, "POST", "/v1/ingest", text),
-        "CF-Connecting-IP": "10.90.1.1",
-      },
+      headers: ingestHeaders(key, text, "10.90.1.1"),
       body: text,
       signal: AbortSignal.timeout(10_000),
     });

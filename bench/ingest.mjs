@@ -16,7 +16,7 @@ import { listVenue } from "../scripts/venue.mjs";
 import { option, percentile } from "./load.mjs";
 import { openChannel } from "./publisher.mjs";
 import { bundleService, startService, work } from "./service.mjs";
-import { sign } from "./signed-load.mjs";
+import { ingestHeaders } from "./signed-load.mjs";
 
 const SECONDS = Number(option("seconds", 30));
 const RATE = Number(option("rate", 5000));
@@ -91,17 +91,10 @@ async function postRun(url, key, market, seconds) {
   let trades = 0;
   const send = async (body) => {
     const text = JSON.stringify(body);
-    const timestamp = String(Date.now());
     const started = performance.now();
     const response = await fetch(`${url}/v1/ingest`, {
       method: "POST",
-      headers: {
-        "Content-Type": "application/json",
-        "X-API-KEY": key.id,
-        "X-TIMESTAMP": timestamp,
-        "X-SIGNATURE": sign(key.secret, timestamp, "POST", "/v1/ingest", text),
-        "CF-Connecting-IP": "10.61.0.1",
-      },
+      headers: ingestHeaders(key, text, "10.61.0.1"),
       body: text,
     });
     const answer = await response.json();

@@ -12,6 +12,18 @@ export function sign(secret, timestamp, method, requestTarget, body = "") {
   return createHmac("sha256", secret).update(`${timestamp}\n${method}\n${requestTarget}\n${body}`).digest("hex");
 }
 
+/** The headers of a `POST /v1/ingest` of `text` signed now with a publishing key, from client address `ip`. */
+export function ingestHeaders(key, text, ip) {
+  const timestamp = String(Date.now());
+  return {
+    "Content-Type": "application/json",
+    "X-API-KEY": key.id,
+    "X-TIMESTAMP": timestamp,
+    "X-SIGNATURE": sign(key.secret, timestamp, "POST", "/v1/ingest", text),
+    "CF-Connecting-IP": ip,
+  };
+}
+
 async function expectStatus(response, status, what) {
   if (response.status !== status) throw new Error(`${what} answered ${response.status}: ${(await response.text()).slice(0, 200)}`);
   return response;

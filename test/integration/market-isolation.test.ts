@@ -41,6 +41,15 @@ async function groupOfXrp() {
   return { host, sequence, xrp: findMarket("XRPUSDT")!, sol: findMarket("SOLUSDT")! };
 }
 
+/** Each market trades in this minute (a snapshot first if it has none): each has its alarm at the minute's end. */
+async function tradeInThisMinute(symbols: string[]): Promise<void> {
+  for (const symbol of symbols) {
+    const next = ((await callJson<{ sequence?: number }>(`/api/orderbook/${symbol}?depth=1`)).body.sequence ?? 0) + 1;
+    if (next === 1) expect(await send(symbol, 1), `${symbol}'s snapshot`).toBe("applied");
+    expect(await send(symbol, Math.max(2, next)), `${symbol} trades`).toBe("applied");
+  }
+}
+
 describe("a market's failure is its own (docs/design.md#isolation)", () => {
   it("a market whose every commit throws is held alone: another market of its group, in the same ticks, keeps being acknowledged (fails before: every batch of the tick fails)", async () => {
     await ensureRegistry(env);
@@ -85,12 +94,7 @@ describe("a market's failure is its own (docs/design.md#isolation)", () => {
   it("a market whose alarm throws every time is retried on its own back-off; the others' minutes are still written and the object's alarm never throws (fails before: it threw, and each retry ran the failing market first)", async () => {
     await ensureRegistry(env);
     const host = await hostOf("ETHUSDT");
-    // Both markets traded in this minute: each has its alarm at the minute's end.
-    for (const symbol of ["XRPUSDT", "ETHUSDT"]) {
-      const next = ((await callJson<{ sequence?: number }>(`/api/orderbook/${symbol}?depth=1`)).body.sequence ?? 0) + 1;
-      if (next === 1) expect(await send(symbol, 1), `${symbol}'s snapshot`).toBe("applied");
-      expect(await send(symbol, Math.max(2, next)), `${symbol} trades`).toBe("applied");
-    }
+    await tradeInThisMinute(["XRPUSDT", "ETHUSDT"]);
     const prototype = MarketEngine.prototype as unknown as { alarm(this: { state?: { market: { symbol: string } } }): Promise<void> };
     const original = prototype.alarm;
     prototype.alarm = async function (this: { state?: { market: { symbol: string } } }) {
@@ -135,11 +139,7 @@ describe("a market's failure is its own (docs/design.md#isolation)", () => {
   it("a market whose alarm hangs holds back no other: every market's minute work runs first, the hung one is given up after the alarm's bound and due again (fails before: the object's alarm waited for it, the markets after it with it)", async () => {
     await ensureRegistry(env);
     const host = await hostOf("ETHUSDT");
-    for (const symbol of ["ETHUSDT", "XRPUSDT"]) {
-      const next = ((await callJson<{ sequence?: number }>(`/api/orderbook/${symbol}?depth=1`)).body.sequence ?? 0) + 1;
-      if (next === 1) expect(await send(symbol, 1), `${symbol}'s snapshot`).toBe("applied");
-      expect(await send(symbol, Math.max(2, next)), `${symbol} trades`).toBe("applied");
-    }
+    await tradeInThisMinute(["ETHUSDT", "XRPUSDT"]);
     const prototype = MarketEngine.prototype as unknown as { alarm(this: unknown): Promise<void> };
     const original = prototype.alarm;
     prototype.alarm = function (this: unknown) {

@@ -8,6 +8,7 @@ import { ingest } from "../../src/market/ingest";
 import { ensureRegistry, findMarket } from "../../src/registry/copy";
 import { CATCH_UP_WINDOW_BYTES } from "../../src/streams/catch-up";
 import { callJson } from "../support/http";
+import { ingestTrades } from "../support/market-batches";
 import { until } from "../support/poll";
 import { hostOf } from "../support/registry";
 import { openSocket, shardOfConnection, type TestSocket, upgrade } from "./streams-support";
@@ -179,16 +180,7 @@ describe("a subscription from any moment into live (docs/streams.md#from-any-mom
     const from = Date.now();
     await pause(2);
     // Three batches of 900 trades since `from`: 2,700, more than two pages of the catch-up's reads.
-    for (let b = 0; b < 3; b++) {
-      const trades = Array.from({ length: 900 }, (_, i) => ({
-        id: `new-${b}-${i}`,
-        price: "100.00",
-        quantity: "0.10",
-        side: "sell" as const,
-        time: Date.now(),
-      }));
-      await ingest(env, "*", { symbol, trades });
-    }
+    await ingestTrades(symbol, 3, 900, { prefix: "new", price: "100.00", quantity: "0.10", side: "sell" });
     // A live trade on the shard, so the catch-up has a live mark to meet.
     const watcher = await openSocket(`/api/ws?streams=trades.${symbol}`, ip);
     await ingest(env, "*", { symbol, trades: [{ id: "live-0", price: "100.00", quantity: "0.10", side: "buy", time: Date.now() }] });

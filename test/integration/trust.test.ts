@@ -15,6 +15,7 @@ import { newAccount, newKey, newPublishKey, signedCall, type TestKey } from "../
 import { withFailing } from "../support/failing";
 import { ADMIN } from "../support/gateways";
 import { call, callJson } from "../support/http";
+import { ingestTrades } from "../support/market-batches";
 import { until } from "../support/poll";
 import { hostOf, hostOfGroup } from "../support/registry";
 import { openSocket, publishPath, shardOfConnection, type TestSocket, upgrade } from "./streams-support";
@@ -433,16 +434,7 @@ describe("what the docs promise about publishing holds (docs/publishing.md)", ()
     const from = Date.now() - 1;
     await ingest(env, "*", { symbol, book: { type: "snapshot", sequence: 1, bids: [["1.00", "1.0"]], asks: [["1.01", "1.0"]] } });
     // 3,000 trades since `from`: more than a window, so the catch-up pauses.
-    for (let b = 0; b < 3; b++) {
-      const trades = Array.from({ length: 1_000 }, (_, i) => ({
-        id: `dlcu-${b}-${i}`,
-        price: "1.00",
-        quantity: "0.1",
-        side: "buy" as const,
-        time: Date.now(),
-      }));
-      await ingest(env, "*", { symbol, trades });
-    }
+    await ingestTrades(symbol, 3, 1_000, { prefix: "dlcu", price: "1.00", quantity: "0.1" });
     const socket = await openSocket(`/api/ws?streams=book.${symbol},trades.${symbol}&from=${from}`, "198.51.100.41");
     await until(() => socket.messages.find((m) => m.type === "paused"), { what: "the pause" });
     expect((await call(`/admin/markets/${symbol}/status`, json("PUT", { status: "DELISTED" }))).status).toBe(200);

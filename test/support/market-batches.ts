@@ -32,3 +32,16 @@ export async function send(symbol: string, sequence: number): Promise<string> {
     throw error;
   }
 }
+
+/** `batches` batches of `per` trades of `symbol` at `price` × `quantity`, each trade's id `{prefix}-{batch}-{i}` and its time the moment it is sent. */
+export async function ingestTrades(
+  symbol: string,
+  batches: number,
+  per: number,
+  { prefix, price, quantity, side = "buy" }: { prefix: string; price: string; quantity: string; side?: "buy" | "sell" },
+): Promise<void> {
+  for (let b = 0; b < batches; b++) {
+    const trades = Array.from({ length: per }, (_, i) => ({ id: `${prefix}-${b}-${i}`, price, quantity, side, time: Date.now() }));
+    await ingest(env, "*", { symbol, trades });
+  }
+}
