@@ -607,7 +607,7 @@ export interface paths {
         };
         /**
          * Raw streams: each frame is the event itself
-         * @description Upgrade: websocket. Binance's stream names in lower case (btcusdt@trade, @aggTrade, @kline_<interval>[@+08:00], @miniTicker, @ticker, @ticker_<1h|4h|1d>, @avgPrice, @bookTicker, @depth[@100ms], @depth<5|10|20>[@100ms], !miniTicker@arr, !ticker@arr, !ticker_<1h|4h|1d>@arr) and its SUBSCRIBE / UNSUBSCRIBE / LIST_SUBSCRIPTIONS / SET_PROPERTY / GET_PROPERTY messages; 5 connections per client address in all (with /api/ws and the WebSocket API), up to 1024 streams per connection within 15 KiB of names, 5 messages a second (docs/binance.md#streams). The path may name streams separated by /; a name that is no stream subscribes to nothing, as on Binance (GET /binance/ws works too).
+         * @description Upgrade: websocket. Binance's stream names in lower case (btcusdt@trade, @aggTrade, @kline_<interval>[@+08:00], @miniTicker, @ticker, @ticker_<1h|4h|1d>, @avgPrice, @bookTicker, @depth[@100ms], @depth<5|10|20>[@100ms], !miniTicker@arr, !ticker@arr, !ticker_<1h|4h|1d>@arr) and its SUBSCRIBE / UNSUBSCRIBE / LIST_SUBSCRIPTIONS / SET_PROPERTY / GET_PROPERTY messages; 5 connections per client address in all (with /api/ws and the WebSocket API), up to 1024 streams per connection, 5 messages a second (docs/binance.md#streams). The path may name streams separated by /; a name that is no stream subscribes to nothing, as on Binance (GET /binance/ws works too).
          */
         get: operations["binanceRawStream"];
         put?: never;
@@ -627,7 +627,7 @@ export interface paths {
         };
         /**
          * Combined streams: each frame is {stream, data}
-         * @description Upgrade: websocket. Binance's stream names in lower case (btcusdt@trade, @aggTrade, @kline_<interval>[@+08:00], @miniTicker, @ticker, @ticker_<1h|4h|1d>, @avgPrice, @bookTicker, @depth[@100ms], @depth<5|10|20>[@100ms], !miniTicker@arr, !ticker@arr, !ticker_<1h|4h|1d>@arr) and its SUBSCRIBE / UNSUBSCRIBE / LIST_SUBSCRIPTIONS / SET_PROPERTY / GET_PROPERTY messages; 5 connections per client address in all (with /api/ws and the WebSocket API), up to 1024 streams per connection within 15 KiB of names, 5 messages a second (docs/binance.md#streams).
+         * @description Upgrade: websocket. Binance's stream names in lower case (btcusdt@trade, @aggTrade, @kline_<interval>[@+08:00], @miniTicker, @ticker, @ticker_<1h|4h|1d>, @avgPrice, @bookTicker, @depth[@100ms], @depth<5|10|20>[@100ms], !miniTicker@arr, !ticker@arr, !ticker_<1h|4h|1d>@arr) and its SUBSCRIBE / UNSUBSCRIBE / LIST_SUBSCRIPTIONS / SET_PROPERTY / GET_PROPERTY messages; 5 connections per client address in all (with /api/ws and the WebSocket API), up to 1024 streams per connection, 5 messages a second (docs/binance.md#streams).
          */
         get: operations["binanceCombinedStream"];
         put?: never;
