@@ -68,7 +68,7 @@ type NamesRow = { row: string };
 /** An attachment as the socket keeps it: its streams packed (./attachment.ts), so a few markets' many streams fit, or in a row. */
 export type StoredAttachment = Omit<Attachment, "streams"> & { streams: string | string[] | NamesRow };
 
-/** The storage of the shard holding each socket whose names may need a row (set by `adoptSockets`). */
+/** The storage of the shard holding each socket whose names may need a row (`adoptSocket`, `restoreNames`). */
 const stores = new WeakMap<WebSocket, SqlStorage>();
 
 const isRow = (streams: StoredAttachment["streams"] | undefined): streams is NamesRow => typeof streams === "object" && streams !== null && "row" in streams;
@@ -86,7 +86,8 @@ export function restoreNames(sql: SqlStorage, sockets: readonly WebSocket[]): vo
   sql.exec("CREATE TABLE IF NOT EXISTS socket_names (id TEXT PRIMARY KEY, names TEXT NOT NULL) WITHOUT ROWID");
   for (const ws of sockets) adoptSocket(sql, ws);
   const open = new Set(sockets.flatMap((ws) => rowsOf(ws)));
-  for (const { id } of sql.exec<{ id: string }>("SELECT id FROM socket_names")) if (!open.has(id)) sql.exec("DELETE FROM socket_names WHERE id = ?", id);
+  const rows = sql.exec<{ id: string }>("SELECT id FROM socket_names").toArray();
+  for (const { id } of rows) if (!open.has(id)) sql.exec("DELETE FROM socket_names WHERE id = ?", id);
 }
 
 function rowsOf(ws: WebSocket): string[] {

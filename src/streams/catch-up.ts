@@ -1,14 +1,28 @@
+/**
+ * A live subscription that starts in the past (docs/streams.md#from-any-moment): the book as it
+ * stood at `from` and every change and trade since, read from the market's history a page at a
+ * time (./catch-up-pages.ts) and sent as the client takes them (./catch-up-window.ts), until the
+ * stream meets the shard's own live copy — then the connection becomes one of its live
+ * subscribers, with nothing missed or sent twice.
+ *
+ * Where they meet: the shard's copy of a book stands at the last live message's `sequence`, and
+ * it keeps its last live messages (`ResumeLog`). History is read up to that sequence; if the copy
+ * moved on meanwhile, its kept messages continue exactly from there (they start at that sequence
+ * + 1); if it moved further than they reach, history is read again. The check and the switch are
+ * one synchronous step, so no live message falls between. Trades meet the same way by trade id;
+ * a trade the market committed before history was read but whose live message is still on its
+ * way is held back from this connection by a floor (its id).
+ */
 import { problem } from "../core/problem";
 import type { WireTrade } from "../market/wire-trade";
 import { findMarket } from "../registry/copy";
 import { bookPage, type PageSource, type StreamCatchUp, streamAt, tradesPage } from "./catch-up-pages";
 import { CATCH_UP_WINDOW_BYTES, moreRefusal, pauseToken } from "./catch-up-window";
+import { type StreamName, streamFrame } from "./protocol";
+import type { WireBook } from "./wire-book";
 
 export { CATCH_UP_PAGE_BYTES } from "./catch-up-pages";
 export { CATCH_UP_WINDOW_BYTES } from "./catch-up-window";
-
-import { type StreamName, streamFrame } from "./protocol";
-import type { WireBook } from "./wire-book";
 
 /** How far back `from` may be: a catch-up's reads grow with the time it covers. */
 export const MAX_CATCH_UP_MS = 24 * 60 * 60 * 1000;
