@@ -28,6 +28,21 @@ describe("address gates (docs/limits.md#address-gates)", () => {
     expect(result.known, "an address already held: 9 more of its 10").toEqual([...Array(9).fill(true), false]);
   });
 
+  it("one IPv6 /64 is one window, however many of its addresses ask: a host there cannot fill a gate's windows by changing its address", async () => {
+    const held = async () => {
+      let windows = 0;
+      for (let n = 0; n < 32; n++)
+        windows += await runInDurableObject(env.ADDRESS_GATE.getByName(`gate:${n}`), (instance: AddressGate) => instance.windowsHeld());
+      return windows;
+    };
+    const before = await held();
+    for (let i = 0; i < 40; i++) {
+      const ip = `2001:db8:7:64:${((i * 7919) & 0xffff).toString(16)}:${i.toString(16)}:${(i * 31).toString(16)}:${(i + 1).toString(16)}`;
+      expect([200, 429], ip).toContain((await app.request("/api/time", { headers: { "CF-Connecting-IP": ip } }, env)).status);
+    }
+    expect((await held()) - before, "windows the 40 addresses of one /64 added over every gate").toBe(1);
+  });
+
   it("a public read's admission and its refresh are one call, its gate's, on the native and the Binance routes, with the gate's RateLimit headers", async () => {
     // An address each: one address's requests in quick succession take a lease, and a read admitted
     // from a lease (no call) asks its host itself (docs/limits.md#leased-admissions).
