@@ -9,7 +9,8 @@
 //                 half second; what had no answer
 //                 when the runtime died, or was refused, is sent again in order until answered;
 //   subscribers — two native connections to each market's book and trades, which reconnect with
-//                 `from=` a moment before the last trade they saw, so a catch-up closes the gap;
+//                 `from=` a moment before the last trade they saw, so a catch-up closes the gap,
+//                 and a Binance stream client of each (`@depth@100ms`, `@trade`) that reconnects;
 //   reader      — one address asking `/api/time` 25 times a second: never more than 10 answered
 //                 within a second (docs/limits.md).
 // Then a checker reads everything back and counts: acknowledged trades lost, trades doubled,
@@ -241,6 +242,44 @@ function subscriber(url, symbol, ip, counts) {
   };
 }
 
+/**
+ * A Binance stream client of a market (`/binance/ws/<symbol>@depth@100ms/<symbol>@trade`) that
+ * reconnects: on each connection every diff's `U` continues the last `u` + 1, and every trade id
+ * the last + 1 (a Binance client starts each connection from a fresh snapshot, as its docs say).
+ */
+function binanceSubscriber(url, symbol, ip, counts) {
+  let ws;
+  let stopped = false;
+  const lower = symbol.toLowerCase();
+  const connect = () => {
+    ws = new WebSocket(`${url.replace(/^http/, "ws")}/binance/ws/${lower}@depth@100ms/${lower}@trade`, { headers: { "CF-Connecting-IP": ip } });
+    let lastU;
+    let lastTrade;
+    ws.on("message", (data) => {
+      const event = JSON.parse(String(data));
+      counts.binanceEvents += 1;
+      if (event.e === "depthUpdate") {
+        if (lastU !== undefined && event.U !== lastU + 1) counts.untoldGaps.push(`binance ${ip} ${symbol}: diff ${event.U} after ${lastU}`);
+        lastU = event.u;
+      } else if (event.e === "trade") {
+        if (lastTrade !== undefined && event.t !== lastTrade + 1) counts.untoldGaps.push(`binance ${ip} ${symbol}: trade ${event.t} after ${lastTrade}`);
+        lastTrade = event.t;
+      }
+    });
+    ws.on("close", () => {
+      if (!stopped) setTimeout(connect, 300);
+    });
+    ws.on("error", () => {});
+  };
+  connect();
+  return {
+    stop: () => {
+      stopped = true;
+      ws.close();
+    },
+  };
+}
+
 /** One address 25 times a second: answers past 10 within any second (certain by send and arrival times). */
 function reader(url, counts) {
   let stopped = false;
@@ -273,7 +312,7 @@ async function readAll(url, path, ip) {
 }
 
 async function main() {
-  const counts = { resendErrors: [], untoldGaps: [], beyondLimit: 0, lost: 0, doubled: 0, bookMismatches: [] };
+  const counts = { resendErrors: [], untoldGaps: [], beyondLimit: 0, lost: 0, doubled: 0, bookMismatches: [], binanceEvents: 0 };
   let service = await startService();
   const { state, port, baseUrl: url } = service;
   const started = Date.now();
@@ -284,7 +323,10 @@ async function main() {
     const key = await issuePublishKey(url, token, { label: "chaos", markets: MARKETS });
     await sleep(1_500); // the listing reaches every isolate within a second
     const plans = Object.fromEntries(MARKETS.map((symbol) => [symbol, plan(symbol)]));
-    const subs = MARKETS.flatMap((symbol, m) => [0, 1].map((k) => subscriber(url, symbol, `10.92.${m}.${k + 1}`, counts)));
+    const subs = [
+      ...MARKETS.flatMap((symbol, m) => [0, 1].map((k) => subscriber(url, symbol, `10.92.${m}.${k + 1}`, counts))),
+      ...MARKETS.map((symbol, m) => binanceSubscriber(url, symbol, `10.95.${m}.1`, counts)),
+    ];
     const limitReader = reader(url, counts);
     const publishers = MARKETS.map((symbol, m) => publisher(url, key, symbol, plans[symbol].batches, counts, m === 0 ? "channel" : "ingest"));
     log(`${MARKETS.length} publishers of ${BATCHES} batches, ${subs.length} subscribers, a reader at its limit; ${KILLS} kills…`);
@@ -344,6 +386,7 @@ async function main() {
       bookMismatches: counts.bookMismatches.length,
       answersBeyondLimit: counts.beyondLimit,
       readerAdmitted: admitted,
+      binanceEventsReceived: counts.binanceEvents,
       details: {
         resendErrors: counts.resendErrors.slice(0, 10),
         untoldGaps: counts.untoldGaps.slice(0, 10),
@@ -352,6 +395,7 @@ async function main() {
     };
     const bad =
       !finished ||
+      counts.binanceEvents === 0 ||
       result.acknowledgedTradesLost +
         result.tradesDoubled +
         result.resendsOfAppliedAnsweredWithError +
@@ -364,7 +408,8 @@ async function main() {
       console.log(
         `\n${result.kills} kills in ${result.seconds} s; every batch answered: ${finished}\n` +
           `acknowledged trades lost ${result.acknowledgedTradesLost}, doubled ${result.tradesDoubled}, resends of applied batches answered with an error ${result.resendsOfAppliedAnsweredWithError}, ` +
-          `untold gaps ${result.untoldGaps}, book mismatches ${result.bookMismatches} (sampled), answers beyond the limit ${result.answersBeyondLimit} (of ${admitted} admitted)`,
+          `untold gaps ${result.untoldGaps}, book mismatches ${result.bookMismatches} (sampled), answers beyond the limit ${result.answersBeyondLimit} (of ${admitted} admitted); ` +
+          `the Binance clients received ${counts.binanceEvents} events`,
       );
       if (bad) console.log(JSON.stringify(result.details, null, 2));
     }
