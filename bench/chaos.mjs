@@ -200,13 +200,10 @@ function publisher(url, key, symbol, batches, counts, over) {
 
 /** A subscriber of a market that reconnects with `from=`; counts the gaps it was not told of. */
 function subscriber(url, symbol, ip, counts) {
-  let lastTrade; // { id, time }
-  let lastSequence;
-  let ws;
-  let stopped = false;
-  const connect = () => {
+  let lastTrade; // { id, time }, over every connection
+  return reconnecting(() => {
     const from = lastTrade ? `&from=${lastTrade.time - 2_000}` : "";
-    ws = new WebSocket(`${url.replace(/^http/, "ws")}/api/ws?streams=book.${symbol},trades.${symbol}${from}`, { headers: { "CF-Connecting-IP": ip } });
+    const ws = new WebSocket(`${url.replace(/^http/, "ws")}/api/ws?streams=book.${symbol},trades.${symbol}${from}`, { headers: { "CF-Connecting-IP": ip } });
     let sequence; // this connection's book
     ws.on("message", (data) => {
       const message = JSON.parse(String(data));
@@ -218,7 +215,6 @@ function subscriber(url, symbol, ip, counts) {
           if (d.firstSequence !== sequence + 1) counts.untoldGaps.push(`${ip} ${symbol}: book ${d.firstSequence} after ${sequence}`);
           sequence = d.sequence;
         }
-        lastSequence = sequence;
       }
       if (message.stream === `trades.${symbol}` && Array.isArray(message.data)) {
         for (const t of message.data) {
@@ -227,6 +223,16 @@ function subscriber(url, symbol, ip, counts) {
         }
       }
     });
+    return ws;
+  });
+}
+
+/** A client that opens its connection again 300 ms after each close, until `stop()`: `open()` makes one. */
+function reconnecting(open) {
+  let ws;
+  let stopped = false;
+  const connect = () => {
+    ws = open();
     ws.on("close", () => {
       if (!stopped) setTimeout(connect, 300);
     });
@@ -238,7 +244,6 @@ function subscriber(url, symbol, ip, counts) {
       stopped = true;
       ws.close();
     },
-    last: () => ({ trade: lastTrade?.id, sequence: lastSequence }),
   };
 }
 
@@ -248,11 +253,9 @@ function subscriber(url, symbol, ip, counts) {
  * the last + 1 (a Binance client starts each connection from a fresh snapshot, as its docs say).
  */
 function binanceSubscriber(url, symbol, ip, counts) {
-  let ws;
-  let stopped = false;
   const lower = symbol.toLowerCase();
-  const connect = () => {
-    ws = new WebSocket(`${url.replace(/^http/, "ws")}/binance/ws/${lower}@depth@100ms/${lower}@trade`, { headers: { "CF-Connecting-IP": ip } });
+  return reconnecting(() => {
+    const ws = new WebSocket(`${url.replace(/^http/, "ws")}/binance/ws/${lower}@depth@100ms/${lower}@trade`, { headers: { "CF-Connecting-IP": ip } });
     let lastU;
     let lastTrade;
     ws.on("message", (data) => {
@@ -266,18 +269,8 @@ function binanceSubscriber(url, symbol, ip, counts) {
         lastTrade = event.t;
       }
     });
-    ws.on("close", () => {
-      if (!stopped) setTimeout(connect, 300);
-    });
-    ws.on("error", () => {});
-  };
-  connect();
-  return {
-    stop: () => {
-      stopped = true;
-      ws.close();
-    },
-  };
+    return ws;
+  });
 }
 
 /** One address 25 times a second: answers past 10 within any second (certain by send and arrival times). */
