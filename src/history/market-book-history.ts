@@ -305,8 +305,11 @@ export class MarketBookHistory {
   async replayPage(state: MarketState, from: number, to: number, after?: number, limits: ReplayLimits = {}): Promise<ReplayPage> {
     const target: BookTarget = after === undefined ? { time: from } : { sequence: after };
     const live = state.book;
-    if (after !== undefined && after >= live.sequence) return { messages: [] };
-    if (after === undefined && from >= live.updatedAt && live.sequence > 0) {
+    // Pages hold what is committed: batches staged for the tick are the live stream's until their
+    // commit is durable (a catch-up takes them from its shard's recent messages, docs/design.md#the-write-path).
+    const committed = this.store.committedBookSequence();
+    if (after !== undefined && after >= committed) return { messages: [] };
+    if (after === undefined && from >= live.updatedAt && live.sequence > 0 && live.sequence === committed) {
       // Nothing after `from` yet: the book as it is, and the end.
       return { messages: [snapshotMessage(live)] };
     }
@@ -321,7 +324,7 @@ export class MarketBookHistory {
     const book = held ?? bookOf(found.segment, priceScale, quantityScale);
     const rest = held ? entriesAfter(found.segment, held.sequence) : replayTo(book, found.segment, target);
     const messages = after === undefined ? [snapshotMessage(book)] : [];
-    const toSequence = limits.toSequence ?? Number.MAX_SAFE_INTEGER;
+    const toSequence = Math.min(limits.toSequence ?? Number.MAX_SAFE_INTEGER, committed);
     messages.push(...conflatedMessages(book, rest, to, toSequence, limits.maxBytes));
     const left = updateAfter(found.segment, book.sequence);
     if (limits.maxBytes !== undefined && left && left.time <= to && left.sequence <= toSequence) {

@@ -37,5 +37,43 @@ describe("a book asked by a sequence not yet committed (docs/history.md#book-his
     expect(answer.sequence, "the book asked").toBe(3);
     expect(JSON.parse(answer.text).bids[0][1], "its bid as batch 3 left it").toBe((batch("XRPUSDT", 3).book as { bids: [string, string][] }).bids[0]![1]);
     expect(answer.final, "final once durable").toBe(true);
+    await runInDurableObject(host, (instance: MarketObject) => {
+      instance.tickMs = Number(env.INGEST_TICK_MS ?? "100");
+    });
+  });
+});
+
+describe("a replay or catch-up page while batches wait for their commit (docs/history.md#replay)", () => {
+  it("answers the committed book, never the staged one a failed commit may not write (fails before: the first page from now was the staged book at 5)", async () => {
+    await ensureRegistry(env);
+    const host = await hostOf("SOLUSDT");
+    expect(await send("SOLUSDT", 1), "the snapshot").toBe("applied");
+    await runInDurableObject(host, (instance: MarketObject) => {
+      instance.tickMs = 600_000;
+    });
+    const staged = [2, 3, 4, 5].map((s) => send("SOLUSDT", s));
+    await until(
+      async () => ((await (await SELF.fetch("http://localhost/api/orderbook/SOLUSDT?depth=1")).json()) as { sequence: number }).sequence === 5 || undefined,
+      { what: "the live book at 5" },
+    );
+    const sol = findMarket("SOLUSDT")!;
+    const pages = await runInDurableObject(host, async (instance: MarketObject) => {
+      const now = Date.now() + 1;
+      const fromNow = (await instance.bookReplay(sol, now, Number.MAX_SAFE_INTEGER)) as { messages: { sequence: number }[] };
+      const afterOne = (await instance.bookReplay(sol, 0, Number.MAX_SAFE_INTEGER, 1)) as { messages: { sequence: number }[] };
+      return { fromNow: fromNow.messages.map((m) => m.sequence), afterOne: afterOne.messages.map((m) => m.sequence) };
+    });
+    expect(pages.fromNow, "the first page from now: the committed book").toEqual([1]);
+    expect(pages.afterOne, "the page after the committed sequence: nothing yet").toEqual([]);
+    await runInDurableObject(host, (instance: MarketObject) => (instance as unknown as { tick: { commitNow(): void } }).tick.commitNow());
+    expect(await Promise.all(staged), "the deltas").toEqual(["applied", "applied", "applied", "applied"]);
+    const after = await runInDurableObject(host, async (instance: MarketObject) => {
+      const page = (await instance.bookReplay(sol, 0, Number.MAX_SAFE_INTEGER, 1)) as { messages: { sequence: number }[] };
+      return page.messages.map((m) => m.sequence);
+    });
+    expect(after.at(-1), "once committed, the page reaches 5").toBe(5);
+    await runInDurableObject(host, (instance: MarketObject) => {
+      instance.tickMs = Number(env.INGEST_TICK_MS ?? "100");
+    });
   });
 });
