@@ -1,4 +1,5 @@
 import { Slots } from "../core/slots";
+import { RESEND_WINDOW } from "../market/order-book";
 import { findMarket } from "../registry/copy";
 import { groupOf } from "../registry/model";
 import { errorOf, MAX_PENDING_BYTES_PER_KEY, MAX_UNACKED, MAX_UNACKED_PER_KEY } from "./protocol";
@@ -12,19 +13,28 @@ import { errorOf, MAX_PENDING_BYTES_PER_KEY, MAX_UNACKED, MAX_UNACKED_PER_KEY } 
 export const MAX_UNACKED_PER_GROUP = MAX_UNACKED / 2;
 
 /**
+ * Batches of one market all of a key's connections may have awaiting their answer: what its market
+ * recognises on resend (its last RESEND_WINDOW book updates), so every batch a publisher may have to
+ * resend after a crash is answered `duplicate`, never `STALE_SEQUENCE` (docs/publishing.md#resending).
+ * A market at a venue's busiest keeps about 750 in flight.
+ */
+export const MAX_UNACKED_PER_MARKET = RESEND_WINDOW;
+
+/**
  * A publishing key's window of batches awaiting their answer (docs/publishing.md#flow-control):
  * per connection (`MAX_UNACKED`), per connection and group of markets (`MAX_UNACKED_PER_GROUP`),
- * and over all the key's connections in batches and bytes. A batch past any of them is refused,
+ * per market (`MAX_UNACKED_PER_MARKET`), and over all the key's connections in batches and bytes. A batch past any of them is refused,
  * never dropped.
  *
  * @example
  * const window = new ChannelWindow();
  * const group = window.take(ws, body.symbol, size);   // undefined: refuse it with window.full()
- * window.release(ws, group, size);                    // once it is answered
+ * window.release(ws, body.symbol, group, size);       // once it is answered
  */
 export class ChannelWindow {
   private readonly unacked = new Slots<WebSocket>();
   private readonly groups = new Map<WebSocket, Slots<string>>();
+  private readonly markets = new Slots<string>();
   private batches = 0;
   private pendingBytes = 0;
 
@@ -35,8 +45,13 @@ export class ChannelWindow {
     let slots = this.groups.get(ws);
     if (!slots) this.groups.set(ws, (slots = new Slots<string>()));
     if (!slots.take(group, MAX_UNACKED_PER_GROUP)) return undefined;
+    if (!this.markets.take(symbol, MAX_UNACKED_PER_MARKET)) {
+      slots.release(group);
+      return undefined;
+    }
     if (!this.unacked.take(ws, MAX_UNACKED)) {
       slots.release(group);
+      this.markets.release(symbol);
       return undefined;
     }
     this.batches += 1;
@@ -50,8 +65,9 @@ export class ChannelWindow {
   }
 
   /** A batch answered: its place freed. */
-  release(ws: WebSocket, group: string, size: number): void {
+  release(ws: WebSocket, symbol: string, group: string, size: number): void {
     this.unacked.release(ws);
+    this.markets.release(symbol);
     this.groups.get(ws)?.release(group);
     this.batches -= 1;
     this.pendingBytes -= size;
@@ -67,10 +83,11 @@ export class ChannelWindow {
   full(): ReturnType<typeof errorOf> {
     return errorOf(
       "RATE_LIMITED",
-      `at most ${MAX_UNACKED} batches may await their answer on one connection, ${MAX_UNACKED_PER_GROUP} of them for one group of markets, and ${MAX_UNACKED_PER_KEY} batches or ${MAX_PENDING_BYTES_PER_KEY} bytes on all of a key's; this one was not applied — send it again after an answer`,
+      `at most ${MAX_UNACKED} batches may await their answer on one connection, ${MAX_UNACKED_PER_GROUP} of them for one group of markets, ${MAX_UNACKED_PER_MARKET} for one market, and ${MAX_UNACKED_PER_KEY} batches or ${MAX_PENDING_BYTES_PER_KEY} bytes on all of a key's; this one was not applied — send it again after an answer`,
       {
         maxUnacked: MAX_UNACKED,
         maxUnackedPerGroup: MAX_UNACKED_PER_GROUP,
+        maxUnackedPerMarket: MAX_UNACKED_PER_MARKET,
         maxUnackedPerKey: MAX_UNACKED_PER_KEY,
         maxPendingBytesPerKey: MAX_PENDING_BYTES_PER_KEY,
       },

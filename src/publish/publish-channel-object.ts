@@ -237,7 +237,7 @@ export class PublishChannel extends MeteredObject {
       this.answer(ws, { id: batch.id, error: errorOf("UNAVAILABLE", "the market did not apply the batch; send it again") });
     }
     this.count(result ? batchOutcome(result) : "refused", receivedAt);
-    this.window.release(ws, batch.group, batch.size);
+    this.window.release(ws, batch.body.symbol, batch.group, batch.size);
   }
 
   /**
