@@ -3,13 +3,11 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { principalOfKey } from "../../src/access/keys";
 import { accessGuard, publishChannel } from "../../src/core/object-ids";
-import { MAX_UNACKED_PER_GROUP } from "../../src/publish/channel-window";
-import { MAX_BATCHES_PER_MESSAGE, MAX_UNACKED } from "../../src/publish/protocol";
+import { MAX_BATCHES_PER_MESSAGE } from "../../src/publish/protocol";
 import type { PublishChannel } from "../../src/publish/publish-channel-object";
 import { newKey, newPublishKey, type TestKey } from "../support/accounts";
 import { call, callJson } from "../support/http";
 import { until } from "../support/poll";
-import { hostOf, listThroughAdmin, registry } from "../support/registry";
 import { openSocket, publishPath, type TestSocket, upgrade } from "./streams-support";
 
 async function channel(key: TestKey, ip = "203.0.130.1"): Promise<TestSocket> {
