@@ -87,6 +87,11 @@ export class IsolateLimiter {
     return admission;
   }
 
+  /** Remembers a refusal given elsewhere (a key's holder, an address's failed checks): refused here without a call until its reset. */
+  remember(principal: string, admission: Admission, now: number): void {
+    this.refusals.remember(principal, admission, now);
+  }
+
   /** An ask whose request ended unanswered: it no longer holds the principal's requests or its leases. */
   private abandon(principal: string, pending: LeaseAsk): void {
     pending.abandoned = true;

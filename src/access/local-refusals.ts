@@ -8,8 +8,9 @@ const MAX_REMEMBERED = 10_000;
  * principal's further requests itself until the guard's reset time, with the same 429. That is
  * exact: the guard's window was full, and no admission leaves it before the reset, so the guard
  * would refuse them too. A flood from one address then costs one guard call per window, not
- * one per request. Only for rate admissions (addresses, gateways): a signed request always asks
- * its key's guard, which checks the signature and revocation as well.
+ * one per request. Signed requests too (docs/limits.md#key-gates): a key its holder refused, and an
+ * address over its limit with failed checks, are refused here until the reset — a refusal, so the
+ * signature left unchecked and a revocation meanwhile change nothing that is served.
  */
 export class LocalRefusals {
   private readonly refusedUntil = new Map<string, { until: number; limit: number }>();

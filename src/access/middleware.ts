@@ -8,7 +8,7 @@ import type { GatedSignedRead } from "./address-gate";
 import { AdmissionTicket } from "./admission-ticket";
 import { clientIp, clientPrincipal } from "./client-address";
 import { isGatedKey, KEY_ID_PATTERN, KEY_ID_RULE, type MarketGrant, type Permission, principalOfKey } from "./keys";
-import { admit, admitReading, answerBrought, fromGuard, localRefusal, PUBLIC_LIMIT, rateLimited, signedWindow } from "./rate-limit";
+import { admit, admitReading, answerBrought, fromGuard, localRefusal, PUBLIC_LIMIT, rateLimited, rememberRefusal, signedWindow } from "./rate-limit";
 import { requestTargetOf, SIGNATURE_PATTERN, TIMESTAMP_PATTERN } from "./signature";
 import type { Authorized, SignedCheck } from "./signed-check";
 import { type Admission, rateLimitHeaders } from "./sliding-window";
@@ -21,9 +21,35 @@ const MAX_RECV_WINDOW = 60_000;
  * (docs/limits.md) and carries that limit's headers; over the limit it becomes the 429 instead.
  */
 export async function chargeClientIp(env: Env, request: Request, refusal: ProblemError): Promise<ProblemError> {
-  const admission = await admit(env, clientPrincipal(request), PUBLIC_LIMIT, `${PUBLIC_LIMIT} requests per second per IP, failed authentications included`);
+  let admission: Admission;
+  try {
+    admission = await admit(env, clientPrincipal(request), PUBLIC_LIMIT, FAILING_DETAIL);
+  } catch (error) {
+    // Over its limit with a failed check: its signed requests are refused here until the reset,
+    // not each checked by its key's gate (docs/limits.md#key-gates).
+    const retryAfterMs = error instanceof ProblemError && error.code === "RATE_LIMITED" ? Number(error.extras?.retryAfterMs) : 0;
+    if (retryAfterMs > 0) rememberRefusal(failingOf(request), { allowed: false, limit: PUBLIC_LIMIT, remaining: 0, resetMs: retryAfterMs });
+    throw error;
+  }
   Object.assign(refusal.headers, rateLimitHeaders(admission));
   return refusal;
+}
+
+const FAILING_DETAIL = `${PUBLIC_LIMIT} requests per second per IP, failed authentications included`;
+
+/** The principal this isolate refuses the signed requests of an address failing its checks by. */
+const failingOf = (request: Request) => `failing:${clientPrincipal(request)}`;
+
+/** The principal this isolate refuses a key's signed requests by, once its window refused them (publishing has its own). */
+const keyWindowOf = (keyId: string, permission: Permission) => `${principalOfKey(keyId)}|${signedWindow(permission).scope}`;
+
+/**
+ * A signed request this isolate refuses without a call (docs/limits.md#key-gates): its key's window
+ * refused it until the reset, or its address is over its limit with failed checks. A flood then
+ * costs the key's gate — shared with 1/32 of all addresses and keys — one call a window, not one a request.
+ */
+function signedRefusal(request: Request, keyId: string, permission: Permission): ProblemError | undefined {
+  return localRefusal(keyWindowOf(keyId, permission), signedWindow(permission).detail) ?? localRefusal(failingOf(request), FAILING_DETAIL);
 }
 
 /** Puts the RateLimit-* headers on whatever response the route produced, errors included. */
@@ -168,12 +194,21 @@ function askHolder(env: Env, keyId: string, check: SignedCheck): Promise<Authori
  * 429. A failure counts against the client IP's public limit (docs/limits.md), so a flood of bad
  * signatures is refused with 429 like any other.
  */
-async function settleSigned(env: Env, request: Request, options: SignedOptions, asked: () => Promise<Authorized | ProblemResult>): Promise<Authorized> {
+async function settleSigned(
+  env: Env,
+  request: Request,
+  options: SignedOptions,
+  keyId: string,
+  asked: () => Promise<Authorized | ProblemResult>,
+): Promise<Authorized> {
   try {
     const result = await asked();
     if (isProblemResult(result)) unwrap(result);
     const authorized = result as Authorized;
-    if (!authorized.allowed) throw rateLimited(authorized, signedWindow(options.permission).detail);
+    if (!authorized.allowed) {
+      rememberRefusal(keyWindowOf(keyId, options.permission), authorized);
+      throw rateLimited(authorized, signedWindow(options.permission).detail);
+    }
     return authorized;
   } catch (error) {
     // Refused credentials count against the address; a refusal of the rate or an unreachable holder does not.
@@ -203,7 +238,9 @@ export async function authenticateSigned(
   body = "",
 ): Promise<{ keyId: string; admission: Admission; markets?: MarketGrant }> {
   const { keyId, check } = await checkedCredentials(env, request, options, body);
-  const { markets, ...admission } = await settleSigned(env, request, options, () => askHolder(env, keyId, check));
+  const refused = signedRefusal(request, keyId, options.permission);
+  if (refused) throw refused;
+  const { markets, ...admission } = await settleSigned(env, request, options, keyId, () => askHolder(env, keyId, check));
   return { keyId, admission, ...(markets !== undefined && { markets }) };
 }
 
@@ -213,7 +250,7 @@ export async function authenticateSigned(
  */
 function signedReadTicket(env: Env, request: Request, options: SignedOptions, keyId: string, check: SignedCheck): AdmissionTicket {
   const settle = (asked: () => Promise<Authorized | ProblemResult>) =>
-    settleSigned(env, request, options, asked).then(({ markets: _, ...admission }) => admission);
+    settleSigned(env, request, options, keyId, asked).then(({ markets: _, ...admission }) => admission);
   return new AdmissionTicket({
     plain: () => settle(() => askHolder(env, keyId, check)),
     carried: (market, question) => {
@@ -236,12 +273,14 @@ export function signedAccess(permission: Permission) {
   return createMiddleware<AppEnv>(async (c, next) => {
     const body = c.req.method === "GET" || c.req.method === "HEAD" ? "" : await c.req.text();
     const { keyId, check } = await checkedCredentials(c.env, c.req.raw, options, body);
+    const refused = signedRefusal(c.req.raw, keyId, permission);
+    if (refused) throw refused;
     if (isPlainRead(c.req.raw) && isGatedKey(keyId, permission)) {
       const ticket = signedReadTicket(c.env, c.req.raw, options, keyId, check);
       c.set("readCarrier", ticket);
       return runAdmitted(c, () => next().finally(() => ticket.decide()), ticket.admission);
     }
-    const authenticated = settleSigned(c.env, c.req.raw, options, () => askHolder(c.env, keyId, check)).then(({ markets, ...admission }) => {
+    const authenticated = settleSigned(c.env, c.req.raw, options, keyId, () => askHolder(c.env, keyId, check)).then(({ markets, ...admission }) => {
       // A publishing key's markets, for the route to hold each batch to (docs/publishing.md#publish-keys).
       if (markets !== undefined) c.set("publishGrant", markets);
       return admission;

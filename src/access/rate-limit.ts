@@ -67,6 +67,14 @@ export function localRefusal(principal: string, detail: string): ProblemError | 
 }
 
 /**
+ * Remembers a refusal of `principal` that did not come through {@link admit} (a signed request's
+ * holder refused its key's window): this isolate refuses it without a call until the reset.
+ */
+export function rememberRefusal(principal: string, refused: Admission): void {
+  limiter.remember(principal, refused, Date.now());
+}
+
+/**
  * Admits one request of `principal` (`ip:<addr>`, `key:<id>`, `gateway:<id>`) against `limit`
  * per rolling second in that principal's AccessGuard, or throws 429 `RATE_LIMITED`.
  * The returned admission gives the RateLimit-* headers for the answer ({@link rateLimitHeaders}).
