@@ -11,17 +11,22 @@
 //   subscribers — two native connections to each market's book and trades, which reconnect with
 //                 `from=` a moment before the last trade they saw, so a catch-up closes the gap,
 //                 and a Binance stream client of each (`@depth@100ms`, `@trade`) that reconnects;
-//   reader      — one address asking `/api/time` 25 times a second: never more than 10 answered
-//                 within a second (docs/limits.md).
+//   readers     — one address asking `/api/time` 25 times a second: never more than 10 answered
+//                 within a second (docs/limits.md); one reading the book history at acknowledged
+//                 sequences while the run goes on; one account key read with five times a second
+//                 and revoked half-way through the kills: nothing answered after the revocation
+//                 (bench/chaos-readers.mjs).
 // Then a checker reads everything back and counts: acknowledged trades lost, trades doubled,
 // resends of applied batches answered with an error (STALE_SEQUENCE: the book had it), gaps a
 // subscriber was not told of, books at sampled sequences (every 20th and those around each
-// kill) that differ from the publisher's own, and answers beyond the limit. It prints those counts
+// kill, and those read during the run) that differ from the publisher's own, answers beyond the
+// limit and answers to the key after its revocation was answered. It prints those counts
 // and exits 1 on any. Loopback only; bounded in time; it stops everything it started.
 import WebSocket from "ws";
 import { adminToken, issuePublishKey } from "../scripts/publish-key.mjs";
 import { startService } from "../scripts/service.mjs";
 import { listVenue } from "../scripts/venue.mjs";
+import { bookDiffers, historyReader, limitReader, revokedKeyReader } from "./chaos-readers.mjs";
 import { option } from "./load.mjs";
 import { ingestHeaders, sign } from "./signed-load.mjs";
 
@@ -273,39 +278,13 @@ function binanceSubscriber(url, symbol, ip, counts) {
   });
 }
 
-/** One address 25 times a second: answers past 10 within any second (certain by send and arrival times). */
-function reader(url, counts) {
-  let stopped = false;
-  const admitted = [];
-  const run = (async () => {
-    while (!stopped) {
-      const sentAt = Date.now();
-      const response = await fetch(`${url}/api/time`, { headers: { "CF-Connecting-IP": "10.91.0.1" }, signal: AbortSignal.timeout(5_000) }).catch(
-        () => undefined,
-      );
-      if (response?.status === 200) admitted.push([sentAt, Date.now()]);
-      await response?.arrayBuffer().catch(() => undefined);
-      await sleep(Math.max(0, 40 - (Date.now() - sentAt)));
-    }
-    // Eleven admitted whose server moments surely fall within one second: the last's arrival less than 1 s after the first's sending.
-    for (let k = 10; k < admitted.length; k++) if (admitted[k][1] - admitted[k - 10][0] < 1_000) counts.beyondLimit += 1;
-  })();
-  return {
-    stop: async () => {
-      stopped = true;
-      await run;
-      return admitted.length;
-    },
-  };
-}
-
 async function readAll(url, path, ip) {
   const response = await fetch(`${url}${path}`, { headers: { "CF-Connecting-IP": ip } });
   return { status: response.status, body: await response.json() };
 }
 
 async function main() {
-  const counts = { resendErrors: [], untoldGaps: [], beyondLimit: 0, lost: 0, doubled: 0, bookMismatches: [], binanceEvents: 0 };
+  const counts = { resendErrors: [], untoldGaps: [], beyondLimit: 0, lost: 0, doubled: 0, bookMismatches: [], afterRevocation: [], binanceEvents: 0 };
   let service = await startService();
   const { state, port, baseUrl: url } = service;
   const started = Date.now();
@@ -320,10 +299,17 @@ async function main() {
       ...MARKETS.flatMap((symbol, m) => [0, 1].map((k) => subscriber(url, symbol, `10.92.${m}.${k + 1}`, counts))),
       ...MARKETS.map((symbol, m) => binanceSubscriber(url, symbol, `10.95.${m}.1`, counts)),
     ];
-    const limitReader = reader(url, counts);
+    const limited = limitReader(url, counts);
+    const keyReader = await revokedKeyReader(url, counts);
     const publishers = MARKETS.map((symbol, m) => publisher(url, key, symbol, plans[symbol].batches, counts, m === 0 ? "channel" : "ingest"));
-    log(`${MARKETS.length} publishers of ${BATCHES} batches, ${subs.length} subscribers, a reader at its limit; ${KILLS} kills…`);
+    const history = historyReader(url, MARKETS, plans, publishers, counts);
+    log(
+      `${MARKETS.length} publishers of ${BATCHES} batches, ${subs.length} subscribers, a reader at its limit, a history reader, a key to revoke; ${KILLS} kills…`,
+    );
+    let revoking;
     for (let k = 0; k < KILLS; k++) {
+      // Half-way, the key is revoked (not awaited: the runtime may be killed before it is answered).
+      if (k === Math.floor(KILLS / 2)) revoking = keyReader.revoke();
       await sleep(1_000 + Math.random() * 3_000);
       if (publishers.every((p) => p.isDone())) break;
       killedAt.push(publishers.map((p) => p.progress()));
@@ -334,7 +320,12 @@ async function main() {
     await Promise.race([Promise.all(publishers.map((p) => p.run)), sleep(600_000)]);
     const finished = publishers.every((p) => p.isDone());
     await sleep(2_000);
-    const admitted = await limitReader.stop();
+    revoking ??= keyReader.revoke();
+    await revoking;
+    await sleep(2_000);
+    const admitted = await limited.stop();
+    const historyReads = await history.stop();
+    const keyReads = await keyReader.stop();
     for (const s of subs) s.stop();
 
     // The checker: every market's trades, its book now and at sampled sequences.
@@ -363,7 +354,7 @@ async function main() {
         const at = await readAll(url, `/api/orderbook/${symbol}?sequence=${books[i].sequence}&depth=200`, `10.94.${n % 250}.${Math.floor(n / 250) + 1}`);
         n += 1;
         const want = books[i];
-        if (at.status !== 200 || JSON.stringify([at.body.sequence, at.body.bids, at.body.asks]) !== JSON.stringify([want.sequence, want.bids, want.asks]))
+        if (at.status !== 200 || bookDiffers(at.body, want))
           counts.bookMismatches.push(`${symbol} at ${want.sequence}: ${at.status} ${JSON.stringify(at.body).slice(0, 160)}`);
       }
     }
@@ -378,31 +369,39 @@ async function main() {
       untoldGaps: counts.untoldGaps.length,
       bookMismatches: counts.bookMismatches.length,
       answersBeyondLimit: counts.beyondLimit,
+      answersAfterRevocation: counts.afterRevocation.length,
       readerAdmitted: admitted,
+      historyReadsDuringRun: historyReads,
+      keyAnsweredBeforeRevocation: keyReads.answeredBefore,
       binanceEventsReceived: counts.binanceEvents,
       details: {
         resendErrors: counts.resendErrors.slice(0, 10),
         untoldGaps: counts.untoldGaps.slice(0, 10),
         bookMismatches: counts.bookMismatches.slice(0, 10),
+        afterRevocation: counts.afterRevocation.slice(0, 10),
       },
     };
     const bad =
       !finished ||
       counts.binanceEvents === 0 ||
+      historyReads === 0 ||
+      keyReads.answeredBefore === 0 ||
       result.acknowledgedTradesLost +
         result.tradesDoubled +
         result.resendsOfAppliedAnsweredWithError +
         result.untoldGaps +
         result.bookMismatches +
-        result.answersBeyondLimit >
+        result.answersBeyondLimit +
+        result.answersAfterRevocation >
         0;
     if (asJson) console.log(JSON.stringify(result, null, 2));
     else {
       console.log(
         `\n${result.kills} kills in ${result.seconds} s; every batch answered: ${finished}\n` +
           `acknowledged trades lost ${result.acknowledgedTradesLost}, doubled ${result.tradesDoubled}, resends of applied batches answered with an error ${result.resendsOfAppliedAnsweredWithError}, ` +
-          `untold gaps ${result.untoldGaps}, book mismatches ${result.bookMismatches} (sampled), answers beyond the limit ${result.answersBeyondLimit} (of ${admitted} admitted); ` +
-          `the Binance clients received ${counts.binanceEvents} events`,
+          `untold gaps ${result.untoldGaps}, book mismatches ${result.bookMismatches} (sampled), answers beyond the limit ${result.answersBeyondLimit} (of ${admitted} admitted), ` +
+          `answers after the revocation ${result.answersAfterRevocation} (${keyReads.answeredBefore} before it); ` +
+          `the Binance clients received ${counts.binanceEvents} events, the history reader checked ${historyReads} books during the run`,
       );
       if (bad) console.log(JSON.stringify(result.details, null, 2));
     }
