@@ -44,6 +44,8 @@ const inWorkerd = (extra: Record<string, string> = {}) =>
         SESSION_IDLE_MS: "0",
         // A replay's unread pause ends it in half a second here (60 s as deployed).
         REPLAY_READ_WAIT_MS: "500",
+        // An address's WebSocket API answers: 64 KiB a minute here (4 MiB as deployed), so a test can fill it.
+        WS_API_ANSWER_BYTES: "65536",
         ...extra,
       },
     },

@@ -7,6 +7,8 @@ declare global {
       TEST_MIGRATIONS: D1Migration[];
       /** scripts/default-venue.sql: the seven default markets. */
       TEST_DEFAULT_VENUE: string;
+      /** vitest.config.ts: an address's WebSocket API answer bytes a minute here. */
+      WS_API_ANSWER_BYTES: string;
     }
   }
 }

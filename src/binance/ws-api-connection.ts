@@ -1,8 +1,10 @@
 import type { Context } from "hono";
+import { clientPrincipal } from "../access/client-address";
 import { openEdgeConnection } from "../access/edge-connection";
 import { SlidingWindow } from "../access/sliding-window";
 import { ByteWindow } from "../core/byte-window";
 import { askInner, takeInner } from "../core/inner-answers";
+import { intSetting } from "../core/settings";
 import type { AppEnv } from "../env";
 import { MAX_CONNECTIONS_PER_PRINCIPAL } from "../streams/protocol";
 import { BinanceError } from "./errors";
@@ -15,13 +17,35 @@ export type DialectFetch = (request: Request) => Promise<Response>;
 /** Requests a connection may have waiting for their answer; one more is refused (-1003) rather than queued. */
 export const MAX_WAITING_REQUESTS = 50;
 /**
- * Answer bytes a connection may be sent in any minute: past it a request is answered 429 -1003
- * (a small frame) instead. The runtime does not say what a client has not read (`bufferedAmount`
- * is 0 on workerd), so this bounds what a client that stops reading makes the isolate hold: 4 MiB
- * a minute per connection, about 13 books of 5,000 levels a side (Binance's weights allow about 24
- * deep books a minute to an address).
+ * Answer bytes an address's connections may be sent in any minute, together: past it a request is
+ * answered 429 -1003 (a small frame) instead. The runtime does not say what a client has not read
+ * (`bufferedAmount` is 0 on workerd), so this bounds what a client that stops reading makes the
+ * isolate hold: 4 MiB a minute per address, however many of its five connections it opens here,
+ * about 13 books of 5,000 levels a side (Binance's weights allow about 24 deep books a minute to an
+ * address). `WS_API_ANSWER_BYTES` sets it (the tests' smaller).
  */
 export const MAX_ANSWER_BYTES_PER_MINUTE = 4 * 1024 * 1024;
+
+/** Each address's answer window in this isolate, shared by its open connections; dropped with the last. */
+const answerWindows = new Map<string, { window: ByteWindow; connections: number }>();
+
+/** The answer window of `address`, one more connection holding it; `release` once that connection closes. */
+function answerWindowOf(address: string, most: number): { window: ByteWindow; release: () => void } {
+  let held = answerWindows.get(address);
+  if (!held) answerWindows.set(address, (held = { window: new ByteWindow(most, 60_000), connections: 0 }));
+  held.connections += 1;
+  const entry = held;
+  let released = false;
+  return {
+    window: entry.window,
+    release: () => {
+      if (released) return;
+      released = true;
+      entry.connections -= 1;
+      if (entry.connections === 0 && answerWindows.get(address) === entry) answerWindows.delete(address);
+    },
+  };
+}
 /** Frames a connection may send in any second, valid or not; more are answered -1003 and never dispatched. */
 export const MAX_FRAMES_PER_SECOND = 10;
 
@@ -90,11 +114,17 @@ export async function wsApiUpgrade(c: Context<AppEnv>, dispatch: DialectFetch): 
     };
   };
   const frames = new SlidingWindow(MAX_FRAMES_PER_SECOND, 1_000);
-  const answered = new ByteWindow(MAX_ANSWER_BYTES_PER_MINUTE, 60_000);
-  /** Sends an answer within the connection's bytes a minute; past them, the request is refused. */
+  const most = intSetting(
+    (c.env as unknown as { WS_API_ANSWER_BYTES?: string }).WS_API_ANSWER_BYTES,
+    1,
+    MAX_ANSWER_BYTES_PER_MINUTE,
+    MAX_ANSWER_BYTES_PER_MINUTE,
+  );
+  const answered = answerWindowOf(clientPrincipal(c.req.raw), most);
+  /** Sends an answer within the address's bytes a minute; past them, the request is refused. */
   const send = (frame: string, id: RequestId = null): void => {
     if (connection.ended) return;
-    if (answered.take(frame.length, Date.now())) server.send(frame);
+    if (answered.window.take(frame.length, Date.now())) server.send(frame);
     else
       server.send(
         answerFrame(
@@ -102,7 +132,7 @@ export async function wsApiUpgrade(c: Context<AppEnv>, dispatch: DialectFetch): 
           429,
           {
             code: -1003,
-            msg: `More than ${MAX_ANSWER_BYTES_PER_MINUTE} bytes of answers in a minute on this connection: ask for less (a smaller limit) or wait.`,
+            msg: `More than ${most} bytes of answers in a minute to this address's connections: ask for less (a smaller limit) or wait.`,
           },
           limits(),
         ),
@@ -152,12 +182,16 @@ export async function wsApiUpgrade(c: Context<AppEnv>, dispatch: DialectFetch): 
   const stop = wsApiLifetime(c, server, (text) => send(text));
   server.addEventListener("close", () => {
     stop();
+    answered.release();
     try {
       server.close(1000);
     } catch {
       // already closed
     }
   });
-  server.addEventListener("error", stop);
+  server.addEventListener("error", () => {
+    stop();
+    answered.release();
+  });
   return new Response(null, { status: 101, webSocket: client });
 }

@@ -167,6 +167,38 @@ describe("Binance's WebSocket API (docs/binance.md#websocket-api)", () => {
     socket.ws.close();
   });
 
+  it("bounds an address's answer bytes a minute over all its connections, not each connection's (fails before: a second connection of the address had a window of its own)", async () => {
+    const most = Number(env.WS_API_ANSWER_BYTES);
+    // A deep book, so a few answers spend the window whatever else the file listed.
+    const levels = (base: number, step: number) => Array.from({ length: 500 }, (_, i): [string, string] => [(base + step * i).toFixed(2), "1.00000"]);
+    await ingest(env, "*", { symbol: "BTCUSDT", book: { type: "snapshot", sequence: 1, bids: levels(50_000, -1), asks: levels(60_000, 1) } });
+    const [first, second] = [await openSocket("/binance/ws-api/v3", "198.18.70.12"), await openSocket("/binance/ws-api/v3", "198.18.70.12")];
+    // The first connection asks until the address's bytes are spent (asking again after a refusal of the rate).
+    let spent: { status: number; error?: { code: number; msg: string } } | undefined;
+    for (let id = 0; id < 200 && !spent; id++) {
+      const answer = await ask(first, `fill-${id}`, "depth", { symbol: "BTCUSDT", limit: 1000 });
+      if (answer.status === 429 && /bytes/.test(answer.error.msg)) spent = answer;
+      else if (answer.status === 429)
+        await new Promise((resolve) => setTimeout(resolve, Math.max(1, answer.error.data.retryAfter - answer.error.data.serverTime)));
+      else expect(answer.status, "the deep book").toBe(200);
+    }
+    expect(spent?.error?.code, `the first connection's answers past ${most} bytes`).toBe(-1003);
+    // The second connection of the same address: the same window, spent.
+    const deep = () => ask(second, "other", "depth", { symbol: "BTCUSDT", limit: 1000 });
+    let other = await deep();
+    while (other.status === 429 && !/bytes/.test(other.error.msg)) {
+      await new Promise((resolve) => setTimeout(resolve, Math.max(1, other.error.data.retryAfter - other.error.data.serverTime)));
+      second.messages.length = 0;
+      other = await deep();
+    }
+    expect([other.status, other.error?.code, /bytes/.test(other.error?.msg ?? "")], "the second connection's first deep answer").toEqual([429, -1003, true]);
+    // Another address is not touched.
+    const elsewhere = await openSocket("/binance/ws-api/v3", "198.18.77.1");
+    const away = await ask(elsewhere, "elsewhere", "depth", { symbol: "BTCUSDT", limit: 1000 });
+    expect([away.status, away.error?.msg], "another address").toEqual([200, undefined]);
+    for (const socket of [first, second, elsewhere]) socket.ws.close();
+  });
+
   it("is one of the address's five connections with its streams; a closed one gives its place back", async () => {
     const ip = "198.18.70.5";
     const open = [await openSocket("/binance/ws-api/v3", ip)];
