@@ -38,6 +38,23 @@ export const GATE_MAX_KEYS = 20_000;
  * (a record edited in storage) would leave standing, at a read a key-day.
  */
 export const KEY_RECORD_MAX_AGE_MS = 24 * 3_600_000;
+/**
+ * A gate stores the moment of an admission at most this often (one row), so one started again — a
+ * deploy, a crash — knows whether its windows could still hold admissions it no longer remembers.
+ */
+export const ACTIVE_NOTE_EVERY_MS = 1_000;
+const ACTIVE_KEY = "activeAt";
+
+/**
+ * How long a gate started at `now` waits before it admits anything (docs/limits.md#address-gates):
+ * until no window of its last life can hold an admission — its last noted one was at `activeAt`,
+ * later ones within ACTIVE_NOTE_EVERY_MS of it, each held a second. Never longer than that.
+ */
+export function restartWait(activeAt: number | undefined, now: number): number {
+  if (activeAt === undefined) return 0;
+  return Math.min(ACTIVE_NOTE_EVERY_MS + 1_000, Math.max(0, activeAt + ACTIVE_NOTE_EVERY_MS + 1_000 - now));
+}
+
 /** A key's last use is told to its guard at most this often (the guard stores it past the ledger's 30 days). */
 const LAST_USE_TELL_EVERY_MS = 24 * 3_600_000;
 
@@ -73,16 +90,32 @@ export class AddressGate extends MeteredObject {
   private readonly keys: KeyBook;
   /** Account keys' usage, handed to their ledgers every few seconds. */
   private readonly usage: HeldUsage;
+  /** When this gate last stored the moment of an admission. */
+  private activeNotedAt = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, "gate");
     this.keys = new KeyBook(GATE_MAX_KEYS, KEY_RECORD_MAX_AGE_MS, (keyId) => accessGuard(env, principalOfKey(keyId)).recordForGate());
     this.usage = new HeldUsage((ledger, held) => keyUsageLedgerAt(env, ledger).add(held), usageLedgerOf);
+    // Started again while its last life's windows may still hold admissions: nothing is admitted
+    // until they would have emptied, so a restart never starts a window again (requests wait, ≤ 2 s).
+    const wait = restartWait(this.ctx.storage.kv.get<number>(ACTIVE_KEY), Date.now());
+    if (wait > 0) void ctx.blockConcurrencyWhile(() => new Promise((resolve) => setTimeout(resolve, wait)));
+  }
+
+  /** Every admission of this gate: its windows, with the moment stored at most once a second. */
+  private admitted(principal: string, limit: number, now: number, options: LeaseOptions = {}): LeasedAdmission | undefined {
+    const admission = this.windows.admit(principal, limit, now, options);
+    if (admission?.allowed && now - this.activeNotedAt >= ACTIVE_NOTE_EVERY_MS) {
+      this.activeNotedAt = now;
+      this.ctx.storage.kv.put(ACTIVE_KEY, now);
+    }
+    return admission;
   }
 
   /** Rate admission of `principal` only (a request that reads no market copy, or whose copy is fresh). */
   admit(principal: string, limit: number, now = Date.now(), options: LeaseOptions = {}): LeasedAdmission | undefined {
-    return this.windows.admit(principal, limit, now, options);
+    return this.admitted(principal, limit, now, options);
   }
 
   /**
@@ -91,7 +124,7 @@ export class AddressGate extends MeteredObject {
    * the reader serves a recent copy or 503, as for any failed refresh.
    */
   async read(principal: string, limit: number, options: LeaseOptions, market: MarketConfig, question: MarketQuestion): Promise<GatedRead> {
-    const admission = this.windows.admit(principal, limit, Date.now(), options);
+    const admission = this.admitted(principal, limit, Date.now(), options);
     if (!admission?.allowed) return { admission };
     return { admission, answer: await this.answer(market, question) };
   }
@@ -121,7 +154,7 @@ export class AddressGate extends MeteredObject {
       const entry = await this.keys.entryOf(keyId, Date.now());
       await verifySigned(entry?.record ?? null, () => this.secretOf(entry as KeyEntry), check, Date.now());
       const admittedAt = Date.now();
-      const admission = this.windows.admit(principalOfKey(keyId), check.limit, admittedAt);
+      const admission = this.admitted(principalOfKey(keyId), check.limit, admittedAt);
       if (!admission) throw windowsFull();
       this.usage.count(keyId, admittedAt, !admission.allowed);
       if (admission.allowed) this.noteUse(keyId, entry as KeyEntry, admittedAt);

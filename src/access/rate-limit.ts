@@ -1,10 +1,11 @@
-import { accessGuard, addressGate, objectCalls } from "../core/object-ids";
+import { accessGuard, addressGate, formerAddressGate, objectCalls } from "../core/object-ids";
 import { type ProblemError, problem } from "../core/problem";
 import type { MarketAnswer, MarketQuestion } from "../reads/edge-copies";
 import type { MarketConfig } from "../registry/model";
 import { MAX_CONNECTIONS_PER_PRINCIPAL } from "../streams/protocol";
 import type { GatedRead } from "./address-gate";
 import { type AskGuard, IsolateLimiter } from "./isolate-limiter";
+import type { LeaseOptions } from "./principal-windows";
 import { windowsFull } from "./principal-windows";
 import { type Admission, type LeasedAdmission, rateLimitHeaders } from "./sliding-window";
 
@@ -92,7 +93,29 @@ export async function admit(env: Env, principal: string, limit: number, detail =
 /** An address's limit is counted by its gate (docs/limits.md#address-gates), any other principal's by its own guard. */
 function askFor(env: Env, principal: string, limit: number): AskGuard {
   if (!isAddress(principal)) return (options) => fromGuard(accessGuard(env, principal).admit(limit, undefined, options));
-  return (options) => fromGuard(addressGate(env, principal).admit(principal, limit, undefined, options)).then(counted);
+  return async (options) => {
+    const former = await formerGate(env, principal, limit, options);
+    if ("refused" in former) return former.refused;
+    return counted(await fromGuard(addressGate(env, principal).admit(principal, limit, undefined, former.options)));
+  };
+}
+
+/**
+ * While a change of ADDRESS_GATES rolls out (docs/limits.md#address-gates), an address the old
+ * count put in another gate is admitted there first, without a lease — its window is the one
+ * isolates of the old count fill — and then by its gate now, also without one: refused by the
+ * first, it is refused. Otherwise nothing is asked and the options stand.
+ */
+async function formerGate(
+  env: Env,
+  principal: string,
+  limit: number,
+  options: LeaseOptions,
+): Promise<{ refused: LeasedAdmission } | { options: LeaseOptions }> {
+  const former = formerAddressGate(env, principal);
+  if (!former) return { options };
+  const first = counted(await fromGuard(former.admit(principal, limit, undefined, {})));
+  return first.allowed ? { options: { handBack: options.handBack } } : { refused: first };
 }
 
 function isAddress(principal: string): boolean {
@@ -131,9 +154,11 @@ export function admitReading(
   direct: () => Promise<MarketAnswer>,
 ): { admission: Promise<Admission>; answer: Promise<MarketAnswer> } {
   let read: Promise<GatedRead> | undefined;
-  const ask: AskGuard = (options) => {
+  const ask: AskGuard = async (options) => {
+    const former = await formerGate(env, principal, limit, options);
+    if ("refused" in former) return former.refused;
     objectCalls.gateReads += 1;
-    read = fromGuard(addressGate(env, principal).read(principal, limit, options, market, question));
+    read = fromGuard(addressGate(env, principal).read(principal, limit, former.options, market, question));
     return read.then((gated) => counted(gated.admission));
   };
   const admission = limiter.admit(principal, Date.now(), ask, Date.now).then((decided) => {

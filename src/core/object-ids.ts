@@ -74,10 +74,24 @@ export const ADDRESS_GATES = 32;
 export function addressGate(env: Env, principal: string) {
   return gateAt(env, fnv1a(principal));
 }
-/** Gate number `n` modulo the number deployed (ADDRESS_GATES). */
-function gateAt(env: Env, n: number) {
+/**
+ * The gate the previous count put `principal` in while a change of ADDRESS_GATES rolls out
+ * (`ADDRESS_GATES_FROM` names the old count), when that is not its gate now: isolates of the new
+ * count ask it first, so those of both counts count the address in one window, exactly
+ * (docs/limits.md#address-gates). Undefined otherwise.
+ */
+export function formerAddressGate(env: Env, principal: string) {
+  const from = intSetting((env as { ADDRESS_GATES_FROM?: string }).ADDRESS_GATES_FROM, 1, 1_024, 0);
+  const n = fnv1a(principal);
+  if (from === 0 || n % from === n % gateCount(env)) return undefined;
+  return gateAt(env, n, from);
+}
+function gateCount(env: Env): number {
+  return intSetting(env.ADDRESS_GATES, 1, 1_024, ADDRESS_GATES);
+}
+/** Gate number `n` modulo the number deployed (ADDRESS_GATES), or `gates`. */
+function gateAt(env: Env, n: number, gates = gateCount(env)) {
   objectCalls.gate += 1;
-  const gates = intSetting(env.ADDRESS_GATES, 1, 1_024, ADDRESS_GATES);
   return stubByName(env.ADDRESS_GATE, `gate:${n % gates}`);
 }
 /** How many ledgers share the keys' usage, by a hash of the key id. Fixed: a key's buckets live in its ledger. */

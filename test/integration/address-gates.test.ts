@@ -1,8 +1,9 @@
-import { runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { type AddressGate, GATE_MAX_WINDOWS } from "../../src/access/address-gate";
 import { createApp } from "../../src/app";
+import { fnv1a } from "../../src/core/fnv";
 import { objectCalls } from "../../src/core/object-ids";
 import { currentRegistry, ensureRegistry } from "../../src/registry/copy";
 
@@ -26,6 +27,36 @@ describe("address gates (docs/limits.md#address-gates)", () => {
     expect(result.stranger, "a new address past the bound").toBeUndefined();
     expect(result.read, "a new address's read past the bound: no admission, no answer").toEqual({ admission: undefined });
     expect(result.known, "an address already held: 9 more of its 10").toEqual([...Array(9).fill(true), false]);
+  });
+
+  it("a gate started again (a deploy, a crash) still holds the second before it: its first admission waits until that second has passed (fails before: the windows started again, 20 admitted in one second)", async () => {
+    const gate = env.ADDRESS_GATE.getByName("gate:restart-test");
+    const principal = "ip:198.51.100.90";
+    const first = Date.now();
+    const before = [];
+    for (let i = 0; i < 10; i++) before.push((await gate.admit(principal, 10))?.allowed);
+    expect(before, "the address's ten").toEqual(Array(10).fill(true));
+    await evictDurableObject(gate);
+    const after = await gate.admit(principal, 10);
+    const answeredAt = Date.now();
+    // Admitted only when the ten's second has passed, or refused: never eleven within one second.
+    expect(after?.allowed === false || answeredAt - first >= 1_000, `the eleventh, admitted ${answeredAt - first} ms after the first`).toBe(true);
+  });
+
+  it("a change of ADDRESS_GATES, made with ADDRESS_GATES_FROM, still counts an address's window where the old count put it: no second budget during the rollout (fails before: the new gate admitted what the old one had refused)", async () => {
+    // An address the two counts put in different gates.
+    const ip = Array.from({ length: 200 }, (_, i) => `198.51.101.${i + 1}`).find((a) => fnv1a(`ip:${a}`) % 32 !== fnv1a(`ip:${a}`) % 3)!;
+    const principal = `ip:${ip}`;
+    // The old version's isolates took the address's ten of this second at its gate under 32.
+    const old = env.ADDRESS_GATE.getByName(`gate:${fnv1a(principal) % 32}`);
+    for (let i = 0; i < 10; i++) expect((await old.admit(principal, 10))?.allowed, `admission ${i + 1} under 32 gates`).toBe(true);
+    // The new version, with 3 gates and the old count named: the eleventh is refused.
+    const response = await app.request("/api/time", { headers: { "CF-Connecting-IP": ip } }, { ...env, ADDRESS_GATES: "3", ADDRESS_GATES_FROM: "32" });
+    expect(response.status, "the eleventh in the second, asked under 3 gates").toBe(429);
+    // Another address is served, and counted under both counts.
+    const other = ip.replace(/\.\d+$/, ".250");
+    const fresh = await app.request("/api/time", { headers: { "CF-Connecting-IP": other } }, { ...env, ADDRESS_GATES: "3", ADDRESS_GATES_FROM: "32" });
+    expect(fresh.status, "a fresh address under the change").toBe(200);
   });
 
   it("one IPv6 /64 is one window, however many of its addresses ask: a host there cannot fill a gate's windows by changing its address", async () => {
