@@ -129,13 +129,23 @@ export class AddressGate extends MeteredObject {
     return { admission, answer: await this.answer(market, question) };
   }
 
-  /** The market's answer through its host's session, or undefined when the host fails or is slow. */
+  /**
+   * The market's answer through its host's session, or undefined when the host fails or is slow.
+   * A session into a host that has restarted since is broken, and its next call fails at once: that
+   * one is asked again on a new session, within the same wait, so a host's restart does not make
+   * every gate's next refresh fail (and its reader get an older copy).
+   */
   private async answer(market: MarketConfig, question: MarketQuestion): Promise<MarketAnswer | undefined> {
-    try {
-      return await withTimeout(this.hostOf(market).call("answer", market, question), GATE_HOST_WAIT_MS);
-    } catch (error) {
-      console.error("gate: market host did not answer", market.symbol, String(error));
-      return undefined;
+    const deadline = Date.now() + GATE_HOST_WAIT_MS;
+    const expiry = new Error(`no answer within ${GATE_HOST_WAIT_MS} ms`);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await withTimeout(this.hostOf(market).call("answer", market, question), Math.max(0, deadline - Date.now()), expiry);
+      } catch (error) {
+        if (attempt === 1 && error !== expiry && Date.now() < deadline) continue;
+        console.error("gate: market host did not answer", market.symbol, String(error));
+        return undefined;
+      }
     }
   }
 

@@ -6,6 +6,7 @@ import { createApp } from "../../src/app";
 import { fnv1a } from "../../src/core/fnv";
 import { objectCalls } from "../../src/core/object-ids";
 import { currentRegistry, ensureRegistry } from "../../src/registry/copy";
+import { hostOf } from "../support/registry";
 
 const app = createApp();
 
@@ -57,6 +58,21 @@ describe("address gates (docs/limits.md#address-gates)", () => {
     const other = ip.replace(/\.\d+$/, ".250");
     const fresh = await app.request("/api/time", { headers: { "CF-Connecting-IP": other } }, { ...env, ADDRESS_GATES: "3", ADDRESS_GATES_FROM: "32" });
     expect(fresh.status, "a fresh address under the change").toBe(200);
+  });
+
+  it("a host's restart does not fail the gate's next refresh: the broken session's call is asked again on a new one (fails before: no answer, and its reader got an older copy)", async () => {
+    await ensureRegistry(env);
+    const market = currentRegistry().bySymbol.get("XRPUSDT")!;
+    const gate = env.ADDRESS_GATE.getByName("gate:session-test");
+    const first = await runInDurableObject(gate, async (instance: AddressGate) => {
+      // Sessions kept as deployed (the tests' bindings close them at once).
+      (instance as unknown as { env: Env }).env = { ...env, SESSION_IDLE_MS: "600000" };
+      return instance.read("ip:198.51.100.120", 10, {}, market, { kind: "ticker" });
+    });
+    expect(first.answer, "the first read's answer").toBeDefined();
+    await runInDurableObject(await hostOf("XRPUSDT"), (_instance: unknown, state: DurableObjectState) => state.abort("restart (test)")).catch(() => undefined);
+    const second = await runInDurableObject(gate, (instance: AddressGate) => instance.read("ip:198.51.100.121", 10, {}, market, { kind: "ticker" }));
+    expect(second.answer, "the read after the host's restart").toBeDefined();
   });
 
   it("one IPv6 /64 is one window, however many of its addresses ask: a host there cannot fill a gate's windows by changing its address", async () => {

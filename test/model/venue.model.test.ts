@@ -166,6 +166,32 @@ const commands = [
       await release(symbol);
     }),
   ),
+  // The runtime dies while a batch is on its way (the host aborted mid-call, its unflushed writes
+  // gone): whatever the first answer, the resend says what happened — a batch answered applied is a
+  // duplicate, never lost and never applied twice.
+  fc.tuple(fc.constantFrom(...SYMBOLS), picks).map(([symbol, bids]) =>
+    command(`crashMidCommit(${symbol})`, async (world) => {
+      const batch = batchOf(world, symbol, "delta", world.markets[symbol].sequence + 1, bids, [], 2);
+      const first = sent(batch).catch((error: unknown) => ({ refused: `crashed: ${String(error).slice(0, 80)}` }) as Expected);
+      await runInDurableObject(await hostOf(symbol), (_instance: unknown, state: DurableObjectState) => state.abort("crash (test)")).catch(() => undefined);
+      const answered = await first;
+      await release(symbol);
+      const again = await sent(batch);
+      const market = world.markets[symbol];
+      if ("book" in answered && answered.book === "applied") {
+        expect(again, `the resend of ${symbol}'s batch answered applied before the crash`).toEqual({
+          book: "duplicate",
+          accepted: 0,
+          duplicates: batch.trades.length,
+        });
+        market.ingest(batch);
+      } else if ("book" in again && again.book === "duplicate") {
+        // Not acknowledged, yet written before the crash: there once, as the resend says.
+        expect(again, `the resend of ${symbol}'s batch written before the crash`).toEqual({ book: "duplicate", accepted: 0, duplicates: batch.trades.length });
+        market.ingest(batch);
+      } else expect(again, `the resend of ${symbol}'s batch the crash lost (first answered ${JSON.stringify(answered)})`).toEqual(market.ingest(batch));
+    }),
+  ),
   // The live book.
   fc.constantFrom(...SYMBOLS).map((symbol) =>
     command(`readBook(${symbol})`, async (world) => {
