@@ -26,6 +26,9 @@ export const MAX_WAITING_REQUESTS = 50;
  */
 export const MAX_ANSWER_BYTES_PER_MINUTE = 4 * 1024 * 1024;
 
+/** Frames a connection may send in any second, valid or not; more are answered -1003 and never dispatched. */
+export const MAX_FRAMES_PER_SECOND = 10;
+
 /** Each address's answer window in this isolate, shared by its open connections; dropped with the last. */
 const answerWindows = new Map<string, { window: ByteWindow; connections: number }>();
 
@@ -46,8 +49,6 @@ function answerWindowOf(address: string, most: number): { window: ByteWindow; re
     },
   };
 }
-/** Frames a connection may send in any second, valid or not; more are answered -1003 and never dispatched. */
-export const MAX_FRAMES_PER_SECOND = 10;
 
 /**
  * `GET /binance/ws-api/v3` (docs/binance.md#websocket-api): the connection is held by this
