@@ -2,9 +2,9 @@
 // The URL of each page asset, served by Workers Static Assets from public/assets.
 export const ASSETS = {
   "landing.js": "/assets/landing.bea46c6192ad.js",
-  "market.js": "/assets/market.2fc34843cee6.js",
+  "market.js": "/assets/market.718d35454f57.js",
   "docs.js": "/assets/docs.3dd803924b88.js",
-  "dashboard.js": "/assets/dashboard.9abbe9b11a82.js",
+  "dashboard.js": "/assets/dashboard.55c9b05d5ef2.js",
   "dashboard.css": "/assets/dashboard.17e0f3167659.css",
   "docs.css": "/assets/docs.fa10cbd3394c.css",
   "site.css": "/assets/site.6f88e1c39da4.css"
