@@ -129,10 +129,6 @@ export function compare(a: Decimal, b: Decimal): -1 | 0 | 1 {
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
-export function isZero(value: Decimal): boolean {
-  return value.units === 0n;
-}
-
 /** Integer division of bigints rounding half away from zero. */
 export function divideRounded(numerator: bigint, denominator: bigint): bigint {
   if (denominator === 0n) throw new DecimalError("division by zero");

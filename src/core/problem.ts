@@ -152,8 +152,3 @@ export function unwrap<T>(value: T | ProblemResult): T {
   }
   return value;
 }
-
-/** Applies `f` to a value, passing a problem through as it is. */
-export function mapResult<T, U>(value: T | ProblemResult, f: (value: T) => U): U | ProblemResult {
-  return isProblemResult(value) ? value : f(value);
-}

@@ -40,9 +40,6 @@ export function isKlineInterval(value: string): value is KlineInterval {
   return (KLINE_INTERVALS as readonly string[]).includes(value);
 }
 
-/** The longest an interval can be (a 31-day month): the widest span one candle covers. */
-export const LONGEST_INTERVAL_MS = 31 * DAY_MS;
-
 /** The shortest an interval of this kind is (a month: 28 days). */
 export function nominalMs(interval: KlineInterval): number {
   return interval === "1M" ? 28 * DAY_MS : FIXED_MS[interval];

@@ -32,28 +32,9 @@ export function chunkSize(setting: string | undefined): number {
   return intSetting(setting, 10, 1_000_000, DEFAULT_CHUNK_TRADES);
 }
 
-/** The chunk holding trade id `seq` (ids start at 1). */
-export function chunkOf(seq: number, size: number): number {
-  return Math.floor((seq - 1) / size);
-}
-
-/** The first and last trade id of `chunk`. */
-export function chunkBounds(chunk: number, size: number): [first: number, last: number] {
-  return [chunk * size + 1, (chunk + 1) * size];
-}
-
 /** `archive/trades/BTCUSDT/000000000042.json`: sorted by name, they are sorted by trade id. */
 export function chunkKey(symbol: string, chunk: number): string {
   return `archive/trades/${symbol}/${String(chunk).padStart(12, "0")}.json`;
-}
-
-/** Whether a chunk can hold any trade of the page (its ids and times against the page's bounds). */
-export function chunkMayHold(chunk: ArchivedChunk, page: Omit<TradePage, "limit">): boolean {
-  if (page.fromId !== undefined && chunk.lastSeq < page.fromId) return false;
-  if (page.before !== undefined && chunk.firstSeq >= page.before) return false;
-  if (page.startTime !== undefined && chunk.maxTime < page.startTime) return false;
-  if (page.endTime !== undefined && chunk.minTime > page.endTime) return false;
-  return true;
 }
 
 /** The trades of a chunk that the page's bounds admit, in trade id order. */
