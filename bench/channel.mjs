@@ -45,7 +45,7 @@ const log = (...line) => {
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** What runs under the channel's object: its entry, its gathered calls out, and what a session's call does in its caller's turn. */
-const CHANNEL_ENTRIES = ["src/publish/publish-channel-object.ts", "src/publish/host-calls.ts", "src/market/ingest.ts", "src/sessions/session-link.ts"];
+const CHANNEL_ENTRIES = ["src/publish/publish-channel-object.ts", "src/publish/host-calls.ts", "src/market/ingest.ts", "src/rpc-sessions/session-link.ts"];
 const SHARED = ["(garbage collector)", "(program)"];
 
 /**

@@ -45,7 +45,7 @@ export function sourceMapper(scriptPath) {
 }
 
 /** Every object's calls pass through these; the entry is the first file past them. */
-const WRAPPERS = new Set(["src/metrics/object-meter.ts", "src/sessions/object-session.ts"]);
+const WRAPPERS = new Set(["src/metrics/object-meter.ts", "src/rpc-sessions/object-session.ts"]);
 
 /**
  * A CPU profile's self time (µs) by source — node_modules grouped by package — and by function

@@ -8,7 +8,7 @@ import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import type { MarketAnswer, MarketQuestion } from "../reads/edge-copies";
 import type { MarketConfig } from "../registry/model";
-import { SessionLink, sessionIdleMs } from "../sessions/session-link";
+import { SessionLink, sessionIdleMs } from "../rpc-sessions/session-link";
 import { HeldUsage } from "./held-usage";
 import { KeyBook, type KeyEntry } from "./key-book";
 import { principalOfKey } from "./keys";

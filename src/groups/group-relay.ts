@@ -1,5 +1,5 @@
 import { priceIndex, streamHub } from "../core/object-ids";
-import { SessionLink, type SessionStub, sessionIdleMs } from "../sessions/session-link";
+import { SessionLink, type SessionStub, sessionIdleMs } from "../rpc-sessions/session-link";
 import type { StreamEvent } from "../streams/protocol";
 import type { MarketSummary, RelayOp } from "./messages";
 import { PacedOutbox } from "./paced-outbox";
@@ -93,7 +93,7 @@ export class GroupRelay {
     }
   }
 
-  /** A session into a shard or the price index: its calls, a tick each, are one billed request (`../sessions/`). */
+  /** A session into a shard or the price index: its calls, a tick each, are one billed request (`../rpc-sessions/`). */
   private link<T>(open: () => Promise<SessionStub>): SessionLink<T> {
     return new SessionLink<T>(open, this.sessionIdleMs);
   }

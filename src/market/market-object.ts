@@ -9,7 +9,7 @@ import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import type { MarketAnswer, MarketQuestion } from "../reads/edge-copies";
 import { groupOf, type MarketConfig } from "../registry/model";
-import { ObjectSession } from "../sessions/object-session";
+import { ObjectSession } from "../rpc-sessions/object-session";
 import { HostAlarms } from "../writes/host-alarms";
 import { HostStorage } from "../writes/host-storage";
 import { GroupJournal } from "../writes/journal";
@@ -270,7 +270,7 @@ export class MarketObject extends MeteredObject {
   }
 
   /**
-   * A session into the group (`../sessions/`), one billed request however many calls ride on it: a
+   * A session into the group (`../rpc-sessions/`), one billed request however many calls ride on it: a
    * publisher channel's gathered batches, an address gate's market reads (docs/limits.md#address-gates).
    */
   openSession(): ObjectSession<MarketObject> {

@@ -12,7 +12,7 @@ import { meterRequests } from "../metrics/object-meter";
 import type { MarketAnswer } from "../reads/edge-copies";
 import { ensureRegistry } from "../registry/copy";
 import { groupOf, type RegistryIndex } from "../registry/model";
-import { ObjectSession } from "../sessions/object-session";
+import { ObjectSession } from "../rpc-sessions/object-session";
 import { everyShard } from "../streams/every-shard";
 import { STATUS_STREAM, type StreamEvent, TICKERS_STREAM, type TickerWindow } from "../streams/protocol";
 import { type PriceSnapshot, pricesIn } from "./price-index";
@@ -80,7 +80,7 @@ export class PriceIndex extends MeteredObject {
     if (this.subscribers.get(stream)?.delete(shard)) this.persistShards();
   }
 
-  /** A group relay's session (`../sessions/`): its summaries every tick ride on it, one billed request. */
+  /** A group relay's session (`../rpc-sessions/`): its summaries every tick ride on it, one billed request. */
   openSession(): ObjectSession<PriceIndex> {
     return new ObjectSession<PriceIndex>(this, ["reportSummaries"]);
   }

@@ -123,7 +123,7 @@ export function meteredStorage(storage: DurableObjectStorage, counted: RowsCount
 
 /**
  * How a request reached an object: an RPC call or `fetch`, its alarm, a WebSocket message (billed
- * 20 to a request), or a call on an RPC session the object handed out (`../sessions/`: the
+ * 20 to a request), or a call on an RPC session the object handed out (`../rpc-sessions/`: the
  * session's opening was the billed call; the calls on it are not billed).
  */
 export type RequestKind = "call" | "alarm" | "message" | "session";

@@ -15,7 +15,7 @@ import { meterRequests } from "../metrics/object-meter";
 import { batchOutcome } from "../metrics/outcomes";
 import { ensureRegistry } from "../registry/copy";
 import { groupOf, type MarketConfig } from "../registry/model";
-import { SessionLink, sessionIdleMs } from "../sessions/session-link";
+import { SessionLink, sessionIdleMs } from "../rpc-sessions/session-link";
 import { POLICY_VIOLATION } from "../streams/protocol";
 import { ChannelWindow } from "./channel-window";
 import { HostCalls } from "./host-calls";

@@ -4,7 +4,7 @@ import { MetricsHolder, metricsOn } from "../metrics/holder";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { ensureRegistry } from "../registry/copy";
-import { ObjectSession } from "../sessions/object-session";
+import { ObjectSession } from "../rpc-sessions/object-session";
 import {
   type Attachment,
   adoptSocket,
@@ -427,7 +427,7 @@ export class StreamHub extends MeteredObject {
     return connections;
   }
 
-  /** A group relay's session (`../sessions/`): its ticks' events ride on it, one billed request. */
+  /** A group relay's session (`../rpc-sessions/`): its ticks' events ride on it, one billed request. */
   openSession(): ObjectSession<StreamHub> {
     return new ObjectSession<StreamHub>(this, ["publish"]);
   }

@@ -29,7 +29,7 @@ async function requestsOf(object: string, symbol = "SOLUSDT"): Promise<{ billed:
   });
 }
 
-describe("RPC sessions: a caller's calls into a busy object are one billed request (src/sessions/)", () => {
+describe("RPC sessions: a caller's calls into a busy object are one billed request (src/rpc-sessions/)", () => {
   it("a publisher channel's calls into a group ride one session: 8 gathered calls, one billed request (fails before: 8); a host restarted under it costs one refused batch, then a new session", async () => {
     await ensureRegistry(env);
     const key = await newPublishKey();

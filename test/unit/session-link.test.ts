@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { SESSION_IDLE_MS, SessionLink, type SessionStub } from "../../src/sessions/session-link";
+import { SESSION_IDLE_MS, SessionLink, type SessionStub } from "../../src/rpc-sessions/session-link";
 
 /** A callee with `echo` and `fail`: counts the sessions opened and disposed, and the calls each carried. */
 function callee() {
@@ -29,7 +29,7 @@ interface Callee {
   fail(value: number): Promise<number>;
 }
 
-describe("calls through an RPC session (src/sessions/session-link.ts)", () => {
+describe("calls through an RPC session (src/rpc-sessions/session-link.ts)", () => {
   beforeEach(() => vi.useFakeTimers());
   afterEach(() => vi.useRealTimers());
 
