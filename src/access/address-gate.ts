@@ -1,3 +1,4 @@
+import { sleep } from "../core/cross-request-wait";
 import { groupOf } from "../core/market-groups";
 import { accessGuard, keyUsageLedgerAt, marketObject, usageLedgerOf } from "../core/object-ids";
 import { ProblemError, type ProblemResult, toProblemResult } from "../core/problem";
@@ -100,7 +101,7 @@ export class AddressGate extends MeteredObject {
     // Started again while its last life's windows may still hold admissions: nothing is admitted
     // until they would have emptied, so a restart never starts a window again (requests wait, ≤ 2 s).
     const wait = restartWait(this.ctx.storage.kv.get<number>(ACTIVE_KEY), Date.now());
-    if (wait > 0) void ctx.blockConcurrencyWhile(() => new Promise((resolve) => setTimeout(resolve, wait)));
+    if (wait > 0) void ctx.blockConcurrencyWhile(() => sleep(wait));
   }
 
   /** Every admission of this gate: its windows, with the moment stored at most once a second. */

@@ -9,7 +9,7 @@
  * at a deadline, after which the work counts as lost.
  */
 
-/** Sleeps on the calling request's own timer. */
+/** Sleeps on the calling request's own timer: the code's one sleep. */
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The polling step: from 1 ms, doubling, to at most this (the work waited for takes a few ms). */

@@ -1,3 +1,4 @@
+import { sleep } from "../core/cross-request-wait";
 import { marketObject } from "../core/object-ids";
 import { unwrap } from "../core/problem";
 import { ensureRegistry } from "../registry/copy";
@@ -88,7 +89,7 @@ async function outcome(env: Env, id: string, until: number): Promise<DayFiles | 
     if (status.status === "complete") return status.output as DayFiles;
     if (status.status === "errored" || status.status === "terminated") return `${id}: ${status.error?.message ?? status.status}`;
     if (Date.now() >= until) return undefined;
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    await sleep(POLL_MS);
   }
 }
 

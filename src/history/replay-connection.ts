@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import { openEdgeConnection } from "../access/edge-connection";
 import { ByteWindow } from "../core/byte-window";
+import { sleep } from "../core/cross-request-wait";
 import { randomHex } from "../core/encoding";
 import { marketObject } from "../core/object-ids";
 import { type ProblemResult, problem, unwrap } from "../core/problem";
@@ -169,11 +170,11 @@ export async function replayUpgrade(c: Context<AppEnv>, request: ReplayRequest):
       for (let message = await next(sources); message && !connection.ended; message = await next(sources)) {
         if (request.speed > 0) {
           const due = started + (message.time - request.from) / request.speed - Date.now();
-          if (due > 0) await new Promise((resolve) => setTimeout(resolve, due));
+          if (due > 0) await sleep(due);
         }
         // At most REPLAY_BYTES_PER_SECOND, speed 0 too: what a client that stops reading makes the isolate hold grows no faster.
         const wait = paced.waitFor(message.text.length, Date.now());
-        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        if (wait > 0) await sleep(wait);
         if (connection.ended) return;
         if (windowBytes >= REPLAY_WINDOW_BYTES) {
           const token = randomHex(8);

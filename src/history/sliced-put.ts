@@ -8,6 +8,7 @@
  * multipart upload to abort or to pay for part by part. R2 takes up to 5 GB in one put; a zip
  * without ZIP64 is at most 4 GiB.
  */
+import { sleep } from "../core/cross-request-wait";
 import { toHex } from "../core/encoding";
 
 /**
@@ -27,7 +28,7 @@ const PUT_SLICE_REST_MS = 5;
  * rather than as long as the slice took.
  */
 export function yieldTurn(ms = 0): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+  return sleep(ms);
 }
 
 /**

@@ -1,5 +1,6 @@
 import { createMiddleware } from "hono/factory";
 import { routePath } from "hono/route";
+import { sleep } from "../core/cross-request-wait";
 import { ProblemError } from "../core/problem";
 import { intSetting, msSetting } from "../core/settings";
 import type { AppEnv } from "../env";
@@ -68,5 +69,5 @@ export const countRequests = createMiddleware<AppEnv>(async (c, next) => {
   );
   const dueAt = isolateMetrics.settle(c.env, waitUntil);
   // An isolate is billed for CPU, not for waiting: a timer hands the counts on when they are due.
-  if (dueAt !== undefined) waitUntil(new Promise((resolve) => setTimeout(resolve, Math.max(0, dueAt - Date.now()))).then(() => isolateMetrics.due(c.env)));
+  if (dueAt !== undefined) waitUntil(sleep(Math.max(0, dueAt - Date.now())).then(() => isolateMetrics.due(c.env)));
 });

@@ -1,3 +1,4 @@
+import { sleep } from "../core/cross-request-wait";
 /**
  * Workers Analytics Engine's data points for the isolate's requests (docs/operations.md#analytics-engine),
  * aggregated: one point per kind of request (route, method, status, problem code, who, and the key
@@ -97,7 +98,7 @@ export class RequestEvents {
       this.openedAt = now;
       const opened = now;
       timer?.waitUntil(
-        new Promise((resolve) => setTimeout(resolve, windowMs)).then(() => {
+        sleep(windowMs).then(() => {
           // Only the window it was left for: a later one has its own timer.
           if (this.openedAt !== opened || this.held.size === 0) return;
           this.flush(sink);

@@ -1,3 +1,4 @@
+import { sleep } from "../core/cross-request-wait";
 import { marketObject, objectCalls, priceIndex } from "../core/object-ids";
 import { ProblemError, problem } from "../core/problem";
 import { msSetting } from "../core/settings";
@@ -98,8 +99,6 @@ export function heldCopyBytes(): number {
   return copies.bytes;
 }
 
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /**
  * Brings a fresh copy of `key`: the location's shared copy if another isolate refreshed it
  * within half the max age, else the market's answer (then shared). Held only if it is newer.
@@ -171,7 +170,7 @@ export async function readThroughEdge(
   const bound = policy.maxAgeMs > 0 ? REFRESH_BOUND : Number.POSITIVE_INFINITY;
   let claim = copies.claimRefresh(key, bound, arrivedAt);
   while (claim === undefined) {
-    await pause(WAIT_STEP_MS);
+    await sleep(WAIT_STEP_MS);
     const now = Date.now();
     const latest = copies.latest(key);
     // A copy whose refresh began after this request arrived shows a moment after the request.
