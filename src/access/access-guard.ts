@@ -1,6 +1,7 @@
 import { keyGate, keyUsageLedger, streamHub } from "../core/object-ids";
 import { ProblemError, type ProblemResult, toProblemResult } from "../core/problem";
 import { unseal } from "../core/seal";
+import { logFailure } from "../logs/log";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { type ConnectionLease, confirmLease, decideLease, EDGE_HOLDER, returnLease } from "./connection-leases";
@@ -145,7 +146,7 @@ export class AccessGuard extends MeteredObject {
     try {
       return new Set(await streamHub(this.env, shard).leasesHeld(ids));
     } catch (error) {
-      console.error("lease check failed", shard, String(error));
+      logFailure("lease check failed", { shard, error });
       return undefined;
     }
   };
@@ -220,7 +221,7 @@ export class AccessGuard extends MeteredObject {
         streamHub(this.env, shard)
           .keyEnded(principal, "the API key was revoked")
           .catch((error: unknown) => {
-            console.error("key revocation not told", shard, String(error));
+            logFailure("key revocation not told", { shard, error });
             untold.push(shard);
           }),
       ),
@@ -247,7 +248,7 @@ export class AccessGuard extends MeteredObject {
       if (this.ctx.storage.kv.get(GATE_UNTOLD_KEY) !== undefined) this.ctx.storage.kv.delete(GATE_UNTOLD_KEY);
       return true;
     } catch (error) {
-      console.error("key change not told to its gate", keyId, String(error));
+      logFailure("key change not told to its gate", { keyId, error });
       const tries = (this.ctx.storage.kv.get<number>(GATE_UNTOLD_KEY) ?? 0) + 1;
       this.ctx.storage.kv.put(GATE_UNTOLD_KEY, tries);
       await this.ctx.storage.setAlarm(Date.now() + Math.min(GATE_RETELL_MAX_MS, 1_000 * 2 ** Math.min(tries, 6)));
@@ -327,7 +328,7 @@ export class AccessGuard extends MeteredObject {
   private tellLedger(keyId: string, at: number, refused: boolean): void {
     const told: Promise<void> = keyUsageLedger(this.env, keyId)
       .count(keyId, at, refused)
-      .catch((error: unknown) => console.error("key usage not counted", keyId, String(error)))
+      .catch((error: unknown) => logFailure("key usage not counted", { keyId, error }))
       .finally(() => this.telling.delete(told));
     this.telling.add(told);
   }

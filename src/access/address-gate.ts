@@ -4,6 +4,7 @@ import { accessGuard, keyUsageLedgerAt, marketObject, usageLedgerOf } from "../c
 import { ProblemError, type ProblemResult, toProblemResult } from "../core/problem";
 import { unseal } from "../core/seal";
 import { withTimeout } from "../core/time-limit";
+import { logFailure } from "../logs/log";
 import type { MarketObject } from "../market/market-object";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
@@ -144,7 +145,7 @@ export class AddressGate extends MeteredObject {
         return await withTimeout(this.hostOf(market).call("answer", market, question), Math.max(0, deadline - Date.now()), expiry);
       } catch (error) {
         if (attempt === 1 && error !== expiry && Date.now() < deadline) continue;
-        console.error("gate: market host did not answer", market.symbol, String(error));
+        logFailure("gate: market host did not answer", { symbol: market.symbol, error });
         return undefined;
       }
     }
@@ -211,7 +212,7 @@ export class AddressGate extends MeteredObject {
     entry.lastUseStored = at;
     accessGuard(this.env, principalOfKey(keyId))
       .noteUseAt(at)
-      .catch((error: unknown) => console.error("gate: last use not told", keyId, String(error)));
+      .catch((error: unknown) => logFailure("gate: last use not told", { keyId, error }));
   }
 
   private hostOf(market: MarketConfig): SessionLink<MarketObject> {

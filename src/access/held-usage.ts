@@ -1,3 +1,4 @@
+import { logFailure } from "../logs/log";
 import { type HeldCounts, PendingUsage, splitHeld } from "./usage-ledger";
 
 /** How long a gate holds its keys' counts before it hands them to their ledgers. */
@@ -35,7 +36,7 @@ export class HeldUsage {
   private arm(): void {
     this.timer ??= setTimeout(() => {
       this.timer = undefined;
-      this.handOver().catch((error: unknown) => console.error("gate: usage not handed over, held for the next", String(error)));
+      this.handOver().catch((error: unknown) => logFailure("gate: usage not handed over, held for the next", { error }));
     }, this.everyMs);
   }
 

@@ -1,4 +1,5 @@
 import { accessGuard, keyGate, keyUsageLedger, keyUsageLedgerAt, usageLedgerOf } from "../core/object-ids";
+import { logFailure } from "../logs/log";
 import type { UsageBucket, UsageInterval } from "./key-usage";
 import { isGatedKey, principalOfKey } from "./keys";
 import { sumBuckets } from "./usage-ledger";
@@ -58,5 +59,5 @@ async function handedOver(env: Env, keyId: string): Promise<void> {
   if (!isGatedKey(keyId)) return;
   await keyGate(env, keyId)
     .handOverUsage()
-    .catch((error: unknown) => console.error("key usage not handed over before a read", keyId, String(error)));
+    .catch((error: unknown) => logFailure("key usage not handed over before a read", { keyId, error }));
 }

@@ -1,5 +1,6 @@
 import { accessGuard, addressGate, formerAddressGate, objectCalls } from "../core/object-ids";
 import { type ProblemError, problem } from "../core/problem";
+import { logFailure } from "../logs/log";
 import type { MarketAnswer, MarketQuestion } from "../reads/edge-copies";
 import type { MarketConfig } from "../registry/model";
 import { MAX_CONNECTIONS_PER_PRINCIPAL } from "../streams/protocol";
@@ -53,7 +54,7 @@ export async function fromGuard<T>(call: Promise<T>): Promise<T> {
   try {
     return await call;
   } catch (error) {
-    console.error(JSON.stringify({ level: "error", message: "access guard unavailable", error: String(error) }));
+    logFailure("access guard unavailable", { error });
     throw problem("UNAVAILABLE", "the rate limiter did not answer; try again shortly", {}, { "Retry-After": "1" });
   }
 }

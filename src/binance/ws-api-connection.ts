@@ -6,6 +6,7 @@ import { ByteWindow } from "../core/byte-window";
 import { askInner, takeInner } from "../core/inner-answers";
 import { intSetting } from "../core/settings";
 import type { AppEnv } from "../env";
+import { logFailure } from "../logs/log";
 import { MAX_CONNECTIONS_PER_PRINCIPAL } from "../streams/protocol";
 import { BinanceError } from "./errors";
 import { answerFrame, MAX_REQUEST_BYTES, type RequestId, rateLimitsOf, readRequest, requestIdIn, resultFrame, wsApiRequests } from "./ws-api";
@@ -172,7 +173,7 @@ export async function wsApiUpgrade(c: Context<AppEnv>, dispatch: DialectFetch): 
         const { frame, id } = await answer(text);
         send(frame, id);
       } catch (error) {
-        console.error(JSON.stringify({ level: "error", message: "ws-api request failed", error: String(error) }));
+        logFailure("ws-api request failed", { error });
         const id = requestIdIn(text);
         send(answerFrame(id, 503, { code: -1001, msg: "Internal error; unable to process your request. Please try again." }, limits()), id);
       } finally {

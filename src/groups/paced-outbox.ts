@@ -1,4 +1,5 @@
 import { withTimeout } from "../core/time-limit";
+import { logFailure } from "../logs/log";
 
 /**
  * Items for one destination, sent in order with one call in flight and at most one call per
@@ -37,7 +38,7 @@ export class PacedOutbox<T> {
     if (this.queued.length > MAX_QUEUED) {
       const over = this.queued.length - MAX_QUEUED;
       this.queued.splice(0, over);
-      if (this.dropped === 0) console.error("paced outbox full: its oldest items dropped", MAX_QUEUED);
+      if (this.dropped === 0) logFailure("paced outbox full: its oldest items dropped", { most: MAX_QUEUED });
       this.dropped += over;
     }
     this.schedule();
@@ -64,7 +65,7 @@ export class PacedOutbox<T> {
     try {
       await withTimeout(this.deliver(items), CALL_DEADLINE_MS);
     } catch (error) {
-      console.error("paced send failed", String(error));
+      logFailure("paced send failed", { error });
     } finally {
       this.sending = false;
       this.schedule();

@@ -1,6 +1,7 @@
 import { sleep } from "../core/cross-request-wait";
 import { marketObject } from "../core/object-ids";
 import { unwrap } from "../core/problem";
+import { logFailure } from "../logs/log";
 import { ensureRegistry } from "../registry/copy";
 import type { MarketConfig } from "../registry/model";
 import { type DayFiles, dayName } from "./daily-files";
@@ -52,7 +53,7 @@ async function handMarketDay(env: Env, market: MarketConfig, day: number): Promi
       return { ...result, handed };
     } catch (error) {
       failure = error instanceof Error ? error.message : String(error);
-      console.error("daily files not handed on", market.symbol, dayName(day), `attempt ${attempt}`, failure);
+      logFailure("daily files not handed on", { symbol: market.symbol, day: dayName(day), attempt, error: failure });
     }
   }
   // Marked on its host, if it answers now: the next run hands it.

@@ -3,8 +3,10 @@
  * (docs/design.md#files-off-the-writer): a step's retries, the rounds an instance tries before it is
  * left failed, and how a file is counted built or failed (`mds_history_files_total`, /status).
  */
+
 import type { WorkflowStep, WorkflowStepConfig } from "cloudflare:workers";
 import { metricsObject } from "../core/object-ids";
+import { logFailure } from "../logs/log";
 import { seriesKey } from "../metrics/counts";
 
 /** A step's retries: 10 s doubling, six times (about ten minutes); each step at most 5 minutes. */
@@ -49,6 +51,6 @@ export async function reportBuilt(env: Env, id: string, kind: FileKind, result: 
 /** A round of an instance failed: logged, counted, and listed on /status until it is built. */
 export async function reportFailed(env: Env, id: string, kind: FileKind, round: number, error: unknown): Promise<void> {
   const message = error instanceof Error ? error.message : String(error);
-  console.error(JSON.stringify({ level: "error", message: `${kind} files failed`, id, round: round + 1, error: message }));
+  logFailure(`${kind} files failed`, { id, round: round + 1, error: message });
   await metricsObject(env).fileFailed(id, message.slice(0, 300), seriesKey("mds_history_files_total", { kind, result: "failed" }));
 }

@@ -4,7 +4,9 @@
  * the segments' way to R2 and the closed hours handed to the Workflow that builds their files.
  * The market object writes alone and hands this the state it holds.
  */
+
 import { problem } from "../core/problem";
+import { logFailure } from "../logs/log";
 import type { MarketState } from "../market/market-state";
 import type { OrderBook } from "../market/order-book";
 import { lastSequenceOf } from "../writes/book-entries";
@@ -82,7 +84,7 @@ export class MarketBookHistory {
   /** The kept segments go to R2 beside the ingest, never in its way; a fault is tried again by the alarm a minute on. */
   uploadBeside(symbol: string): void {
     void this.upload(symbol).catch((error) => {
-      console.error(JSON.stringify({ level: "error", message: "book history upload failed", error: String(error) }));
+      logFailure("book history upload failed", { error });
       this.alarmBy(Date.now() + MINUTE_MS);
     });
   }
@@ -96,7 +98,7 @@ export class MarketBookHistory {
     if (from === 0) return;
     if (from + HOUR_MS + BOOK_FILES_AFTER_MS <= now) {
       await this.closeHours(load(), now).catch((error) => {
-        console.error(JSON.stringify({ level: "error", message: "book hours not handed on", error: String(error) }));
+        logFailure("book hours not handed on", { error });
         this.alarmBy(now + MINUTE_MS);
       });
     }

@@ -7,6 +7,7 @@ import { marketObject } from "../core/object-ids";
 import { type ProblemResult, problem, unwrap } from "../core/problem";
 import { msSetting } from "../core/settings";
 import type { AppEnv } from "../env";
+import { logFailure } from "../logs/log";
 import type { WireTrade } from "../market/wire-trade";
 import type { MarketAnswer } from "../reads/edge-copies";
 import type { MarketConfig } from "../registry/model";
@@ -194,7 +195,7 @@ export async function replayUpgrade(c: Context<AppEnv>, request: ReplayRequest):
       server.send(JSON.stringify({ stream: "replay", data: { type: "replayEnded", from: request.from, to: request.to, messages: sent } }));
       server.close(1000, "replay ended");
     } catch (error) {
-      console.error(JSON.stringify({ level: "error", message: "replay failed", error: String(error) }));
+      logFailure("replay failed", { error });
       if (!connection.ended) server.close(1011, "replay failed: read again from the last message's time");
     } finally {
       connection.end();

@@ -50,3 +50,17 @@ export function logEvent(event: LogEvent, level: "info" | "error" = "info"): voi
   }
   (level === "error" ? console.error : console.log)(JSON.stringify(line));
 }
+
+/**
+ * What went wrong, for the operator: one JSON line `{"level":"error","message":…, …fields}` — the
+ * shape of every line the code writes besides {@link logEvent}'s (docs/operations.md#logs). An
+ * `error` field is written as its text.
+ *
+ * @example
+ * logFailure("gate: market host did not answer", { symbol, error });
+ */
+export function logFailure(message: string, fields: Record<string, unknown> = {}, level: "error" | "warn" = "error"): void {
+  const line: Record<string, unknown> = { level, message };
+  for (const [name, value] of Object.entries(fields)) line[name] = name === "error" && typeof value !== "string" ? String(value) : value;
+  console.error(JSON.stringify(line));
+}

@@ -1,5 +1,6 @@
 import { marketObject } from "../core/object-ids";
 import { ProblemError } from "../core/problem";
+import { logFailure } from "../logs/log";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { ensureRegistry, findMarket } from "../registry/copy";
@@ -75,7 +76,7 @@ export class DemoFeed extends MeteredObject {
     try {
       await this.step();
     } catch (error) {
-      console.error("demo feed tick failed", error);
+      logFailure("demo feed tick failed", { error });
     }
     await this.ctx.storage.setAlarm(Date.now() + DEMO_TICK_MS);
   }

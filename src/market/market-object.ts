@@ -5,6 +5,7 @@ import type { BookTarget } from "../history/book-replay";
 import type { DayOpened, DayPage } from "../history/daily-files";
 import { HistoryCache } from "../history/history-cache";
 import type { ReplayLimits, ReplayPage } from "../history/market-book-history";
+import { logFailure } from "../logs/log";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import type { MarketAnswer, MarketQuestion } from "../reads/edge-copies";
@@ -171,7 +172,7 @@ export class MarketObject extends MeteredObject {
       try {
         next();
       } catch (error) {
-        console.error(JSON.stringify({ level: "error", message: "after a commit", error: String(error) }));
+        logFailure("after a commit", { error });
       }
     }
     return answers;
@@ -360,7 +361,7 @@ export class MarketObject extends MeteredObject {
           continue;
         }
         const retryAt = this.alarms.failed(symbol, now);
-        console.error(JSON.stringify({ level: "error", message: "market alarm failed", symbol, retryAt, error: String(outcome.reason) }));
+        logFailure("market alarm failed", { symbol, retryAt, error: outcome.reason });
         // Its memory may be ahead of what its alarm's transaction rolled back (one still running rolled nothing back).
         if (outcome.reason !== timedOut) this.drop(symbol, "alarm");
       }
@@ -375,7 +376,7 @@ export class MarketObject extends MeteredObject {
     const ordinal = [...this.engines.values()].map((engine) => engine.ordinal).find((n) => n !== undefined);
     const group = ordinal === undefined ? "unknown" : String(groupOf({ ordinal }));
     this.meter.holder.counts.add("mds_host_storage_warnings_total", { group, level: level === "full" ? "98" : "80" });
-    console.error(JSON.stringify({ level: "warn", message: "market host storage", group, bytes: this.storage.size(now), of: this.storage.limitBytes }));
+    logFailure("market host storage", { group, bytes: this.storage.size(now), of: this.storage.limitBytes }, "warn");
   }
 }
 

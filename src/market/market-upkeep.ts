@@ -1,5 +1,6 @@
 import type { MarketBookHistory } from "../history/market-book-history";
 import type { MarketHistory } from "../history/market-history";
+import { logFailure } from "../logs/log";
 import type { MarketStore } from "../writes/market-store";
 import type { MinuteWrites } from "../writes/minute-writes";
 import { type MarketState, TRADE_RETENTION_MS } from "./market-state";
@@ -54,9 +55,7 @@ export class MarketUpkeep {
     this.lastPruneAt = now;
     this.parts.store.prune(now - TRADE_RETENTION_MS, now);
     // The archive's writes are R2's: they run beside the ingest, never in its way.
-    void this.archiveTrades(state, now).catch((error) =>
-      console.error(JSON.stringify({ level: "error", message: "trade archive failed", error: String(error) })),
-    );
+    void this.archiveTrades(state, now).catch((error) => logFailure("trade archive failed", { error }));
     const cutoff = now - TRADE_RETENTION_MS;
     const firstKept = state.recentBuckets.findIndex((b) => b.minute >= cutoff);
     state.recentBuckets.splice(0, firstKept === -1 ? state.recentBuckets.length : firstKept);

@@ -6,6 +6,7 @@ import { type ProblemResult, problem, toProblemResult } from "../core/problem";
 import { msSetting } from "../core/settings";
 import type { MarketSummary } from "../groups/messages";
 import { type VenueAnswerKind, VenueBoard } from "../groups/venue-board";
+import { logFailure } from "../logs/log";
 import { billed } from "../metrics/billed-bindings";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
@@ -165,7 +166,7 @@ export class PriceIndex extends MeteredObject {
       (await everyShard(this.env)).map((shard) =>
         streamHub(this.env, shard)
           .publish([event], "index")
-          .catch((error: unknown) => console.error("status to", shard, "failed", String(error))),
+          .catch((error: unknown) => logFailure("status to a shard failed", { shard, error })),
       ),
     );
   }
@@ -231,7 +232,7 @@ export class PriceIndex extends MeteredObject {
       [...perShard].map(([shard, events]) =>
         streamHub(this.env, shard)
           .publish(events, "index")
-          .catch((error: unknown) => console.error("publish to", shard, "failed", String(error))),
+          .catch((error: unknown) => logFailure("publish to a shard failed", { shard, error })),
       ),
     );
   }

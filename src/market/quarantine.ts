@@ -1,5 +1,6 @@
 import { doublingMs } from "../core/backoff";
 import { type ProblemError, problem } from "../core/problem";
+import { logFailure } from "../logs/log";
 
 /** A held market is tried again after 1 s, then twice as long after each failure, at most a minute. */
 const FIRST_HOLD_MS = 1_000;
@@ -56,7 +57,7 @@ export class Quarantine {
       reason: String(error instanceof Error ? error.message : error).slice(0, REASON_CHARS),
     };
     this.held.set(symbol, entry);
-    console.error(JSON.stringify({ level: "error", message: "market quarantined", symbol, failures, reason: entry.reason }));
+    logFailure("market quarantined", { symbol, failures, reason: entry.reason });
     return this.problemOf(entry);
   }
 

@@ -1,5 +1,6 @@
 import { metricsObject } from "../core/object-ids";
 import { msSetting } from "../core/settings";
+import { logFailure } from "../logs/log";
 import { MetricCounts } from "./counts";
 
 /** A holder hands its counts on at most this often (METRICS_FLUSH_MS): the metrics' delay. */
@@ -37,7 +38,7 @@ export class MetricsHolder {
       .catch((error: unknown) => {
         // Kept for the next hand-over: a failed one loses nothing.
         this.counts.merge(delta);
-        console.error(JSON.stringify({ level: "error", message: "metrics hand-over failed", error: String(error) }));
+        logFailure("metrics hand-over failed", { error });
       });
   }
 

@@ -1,4 +1,5 @@
 import { metricsObject, streamHub } from "../core/object-ids";
+import { logFailure } from "../logs/log";
 import { everyShard } from "../streams/every-shard";
 import type { RecentTimes } from "./metrics-object";
 
@@ -40,7 +41,7 @@ async function readFigures(env: Env): Promise<StatusFigures | null> {
     const recent = (await metricsObject(env).recentTimes()) as RecentTimes;
     return { ...recent, connections: Object.values(connections).reduce((a, b) => a + b, 0) };
   } catch (error) {
-    console.error(JSON.stringify({ level: "error", message: "status figures unavailable", error: String(error) }));
+    logFailure("status figures unavailable", { error });
     return null;
   }
 }

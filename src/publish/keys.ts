@@ -6,6 +6,7 @@ import { accessGuard, publishChannel } from "../core/object-ids";
 import { type FieldError, problem } from "../core/problem";
 import { seal } from "../core/seal";
 import { parseSymbol } from "../core/symbols";
+import { logFailure } from "../logs/log";
 import { listedMarket } from "../market/lookup";
 import { readRegistry } from "../registry/store";
 import type { PublishKeyView } from "./key-schemas";
@@ -135,7 +136,7 @@ async function tellChannels(env: Env, keyId: string): Promise<void> {
   try {
     await publishChannel(env, principalOfKey(keyId)).recheck();
   } catch (error) {
-    console.error("publisher channel recheck failed; its own check comes within 10 s", String(error));
+    logFailure("publisher channel recheck failed; its own check comes within 10 s", { error });
   }
 }
 

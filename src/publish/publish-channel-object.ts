@@ -4,7 +4,7 @@ import { keyStateAt, type MarketGrant } from "../access/keys";
 import { alarmBy } from "../core/alarms";
 import { accessGuard, marketObject } from "../core/object-ids";
 import { ProblemError, problem, toProblemResult } from "../core/problem";
-import { logEvent } from "../logs/log";
+import { logEvent, logFailure } from "../logs/log";
 import { type IngestAnswer, type IngestItem, type IngestResult, type IngestVia, ingestReady } from "../market/ingest";
 import { encodeIngestCall } from "../market/ingest-wire";
 import type { MarketObject } from "../market/market-object";
@@ -181,7 +181,7 @@ export class PublishChannel extends MeteredObject {
     if (taken.length === 0) return;
     const receivedAt = Date.now();
     // dispatch answers its own failures; the catch keeps a fault of its own from stopping every later turn.
-    this.tail = this.tail.then(() => this.dispatch(ws, taken, receivedAt)).catch((error) => console.error("a publish message's turn failed", String(error)));
+    this.tail = this.tail.then(() => this.dispatch(ws, taken, receivedAt)).catch((error) => logFailure("a publish message's turn failed", { error }));
     // Not awaited: the runtime hands over the next message when this handler returns.
     this.ctx.waitUntil(this.tail);
   }
@@ -233,7 +233,7 @@ export class PublishChannel extends MeteredObject {
     else {
       // A stub that threw is broken for every later call: the next batches get new ones.
       this.hosts.clear();
-      console.error("publish batch failed", String(error));
+      logFailure("publish batch failed", { error });
       this.answer(ws, { id: batch.id, error: errorOf("UNAVAILABLE", "the market did not apply the batch; send it again") });
     }
     this.count(result ? batchOutcome(result) : "refused", receivedAt);
@@ -347,7 +347,7 @@ export class PublishChannel extends MeteredObject {
       this.enforce(await this.currentGrant(Date.now()));
       await this.armCheck(Date.now() + KEY_CHECK_EVERY_MS);
     } catch (error) {
-      console.error("publishing key check failed; batches wait for the next", String(error));
+      logFailure("publishing key check failed; batches wait for the next", { error });
       await this.armCheck(Date.now() + KEY_RETRY_MS);
     }
   }

@@ -2,6 +2,7 @@ import { pollUntil, sleep } from "../core/cross-request-wait";
 import { registryObject } from "../core/object-ids";
 import { problem } from "../core/problem";
 import { msSetting } from "../core/settings";
+import { logFailure } from "../logs/log";
 import { type MarketConfig, RegistryIndex, type RegistrySnapshot } from "./model";
 import type { RegistryText } from "./registry-object";
 
@@ -56,7 +57,7 @@ export class RegistryCopy {
     const mine = this.refreshing === undefined;
     const refresh = this.refreshing ?? this.startRefresh(now, clock());
     if (held && intervalMs > 0 && now - this.checkedAt < SERVE_STALE_INTERVALS * intervalMs) {
-      if (mine) waitUntil?.(refresh.promise.catch((error: unknown) => console.error("registry refresh failed", String(error))));
+      if (mine) waitUntil?.(refresh.promise.catch((error: unknown) => logFailure("registry refresh failed", { error })));
       return held.index;
     }
     if (mine) {
@@ -95,7 +96,7 @@ export class RegistryCopy {
   /** The registry cannot be asked: the copy held answers (a listing may be late, nothing else is wrong); without one there is no market to answer for. */
   private unanswered(held: { index: RegistryIndex } | undefined, why: string): RegistryIndex {
     if (held) {
-      console.error("registry refresh failed; serving the copy held", why);
+      logFailure("registry refresh failed; serving the copy held", { error: why });
       return held.index;
     }
     throw problem("UNAVAILABLE", "the market registry did not answer; try again shortly", {}, { "Retry-After": "1" });

@@ -8,6 +8,7 @@ import { createRouter } from "../core/router";
 import { createdJson, jsonBody, okJson, problemResponses } from "../core/schemas";
 import { requireSymbol } from "../core/symbols";
 import type { AppEnv } from "../env";
+import { logFailure } from "../logs/log";
 import { AssetSchema, MarketSchema, PairParam } from "../market/schemas";
 import { adoptRegistry } from "./copy";
 import { ASSET_CODE, ASSET_CODE_RULE, MAX_LISTINGS_PER_REQUEST, type MarketConfig, marketView } from "./model";
@@ -66,7 +67,7 @@ async function publish(env: Env): Promise<void> {
   try {
     adoptRegistry(await registryObject(env).reload());
   } catch (error) {
-    console.error("registry publication failed", String(error));
+    logFailure("registry publication failed", { error });
   }
 }
 
@@ -82,9 +83,7 @@ async function enforce(env: Env, change: MarketChange, audit: AuditContext): Pro
   try {
     await marketObject(env, change.after).configure(change.after);
   } catch (error) {
-    console.error(
-      JSON.stringify({ level: "error", message: "market could not be told of a change; undoing it", symbol: change.after.symbol, error: String(error) }),
-    );
+    logFailure("market could not be told of a change; undoing it", { symbol: change.after.symbol, error: error });
     await revertMarket(env.DB, change, { ...audit, at: Date.now() });
     await publish(env);
     throw problem(

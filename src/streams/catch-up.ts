@@ -13,7 +13,9 @@
  * a trade the market committed before history was read but whose live message is still on its
  * way is held back from this connection by a floor (its id).
  */
+
 import { problem } from "../core/problem";
+import { logFailure } from "../logs/log";
 import type { WireTrade } from "../market/wire-trade";
 import { findMarket } from "../registry/copy";
 import { bookPage, type PageSource, type StreamCatchUp, streamAt, tradesPage } from "./catch-up-pages";
@@ -196,7 +198,7 @@ export class CatchUps {
       const time = Math.max(...[...run.streams.values()].map((s) => s.buffer[0]?.time ?? run.from));
       this.host.send(ws, JSON.stringify({ type: "paused", streams: [...run.streams.keys()], time, token: run.token }));
     } catch (error) {
-      console.error(JSON.stringify({ level: "error", message: "catch-up failed", error: String(error) }));
+      logFailure("catch-up failed", { error });
       if (this.runs.get(ws) === run) this.fail(ws, run, `history could not be read (${String(error).slice(0, 200)})`);
     } finally {
       run.pumping = false;

@@ -2,6 +2,7 @@ import { keyStateAt } from "../access/keys";
 import { maintenanceNotices } from "../announcements/model";
 import type { Announcement } from "../announcements/schemas";
 import { accessGuard, priceIndex } from "../core/object-ids";
+import { logFailure } from "../logs/log";
 import type { MarketAnswer } from "../reads/edge-copies";
 import type { PlannedClose } from "./planned-close";
 import {
@@ -126,7 +127,7 @@ export class ShardDuties {
             if (status.expiresAt !== null) next = Math.min(next, status.expiresAt);
           } else reason = `the API key ${state === "revoked" ? "was revoked" : "expired"}`;
         } catch (error) {
-          console.error("stream key check failed", principal, String(error));
+          logFailure("stream key check failed", { principal, error });
           // Failing since the check after the last good one: closed once it has failed for the bound.
           const failingSince = this.kv.get<number>(KEY_FAILING_PREFIX + principal);
           if (failingSince === undefined) this.kv.put(KEY_FAILING_PREFIX + principal, now);

@@ -4,8 +4,10 @@
  * upgrade, says which it still holds when the guard asks, and gives one back when its connection
  * closes — so the five a principal may hold are exact whichever shards hold them.
  */
+
 import { accessGuard } from "../core/object-ids";
 import { problem, toProblemResult } from "../core/problem";
+import { logFailure } from "../logs/log";
 import { type Attachment, type StoredAttachment, saveAttachment } from "./attachment";
 import { MAX_CONNECTIONS_PER_PRINCIPAL } from "./protocol";
 
@@ -31,7 +33,7 @@ export class ShardLeases {
       granted = await accessGuard(this.env, principal).takeConnection(lease, shard, MAX_CONNECTIONS_PER_PRINCIPAL);
     } catch (error) {
       this.pending.delete(lease);
-      console.error("connection lease failed", String(error));
+      logFailure("connection lease failed", { error });
       return Response.json(toProblemResult(problem("UNAVAILABLE", "the connection limit could not be checked; try again shortly")), { status: 503 });
     }
     if (granted) return lease;
@@ -70,7 +72,7 @@ export class ShardLeases {
     this.ctx.waitUntil(
       accessGuard(this.env, attachment.principal)
         .returnConnection(lease)
-        .catch((error: unknown) => console.error("returning a connection lease failed", String(error))),
+        .catch((error: unknown) => logFailure("returning a connection lease failed", { error })),
     );
   }
 }

@@ -1,4 +1,5 @@
 import { marketObject, priceIndex } from "../core/object-ids";
+import { logFailure } from "../logs/log";
 import { findMarket } from "../registry/copy";
 import { HEARTBEAT_STREAM, marketStreams, parseStreamName, STATUS_STREAM, type StreamName } from "./protocol";
 import { ResumeLog } from "./resume-log";
@@ -85,7 +86,7 @@ export class ShardSources {
         // never comes (the join was lost on its way), the alarm asks again.
         this.books.delete(stream.subject);
         this.awaitingBase.set(stream.subject, Date.now());
-        this.host.armAlarm(Date.now() + BASE_TIMEOUT_MS).catch((error: unknown) => console.error("arming the base re-ask failed", String(error)));
+        this.host.armAlarm(Date.now() + BASE_TIMEOUT_MS).catch((error: unknown) => logFailure("arming the base re-ask failed", { error }));
       }
       const released = this.releases.get(source) ?? Promise.resolve();
       registration = released.then(() => this.registerSource(stream));
@@ -139,7 +140,7 @@ export class ShardSources {
       const market = findMarket(stream.subject);
       if (market) await marketObject(this.host.env, market).unsubscribeShard(market, shard);
     })()
-      .catch((error: unknown) => console.error("release failed", String(error)))
+      .catch((error: unknown) => logFailure("release failed", { error }))
       .finally(() => this.releases.delete(source));
     this.releases.set(source, released);
   }
@@ -174,7 +175,7 @@ export class ShardSources {
     const since = this.awaitingBase.get(symbol);
     if (since === undefined || Date.now() - since > BASE_TIMEOUT_MS) {
       this.registrations.delete(sourceOf(stream));
-      this.register(stream).catch((error: unknown) => console.error("book resync failed", symbol, String(error)));
+      this.register(stream).catch((error: unknown) => logFailure("book resync failed", { symbol, error }));
     }
     return undefined;
   }
@@ -193,7 +194,7 @@ export class ShardSources {
         continue;
       }
       this.registrations.delete(sourceOf(stream));
-      this.register(stream).catch((error: unknown) => console.error("base re-ask failed", symbol, String(error)));
+      this.register(stream).catch((error: unknown) => logFailure("base re-ask failed", { symbol, error }));
       due.push(now + BASE_TIMEOUT_MS);
     }
     return due;

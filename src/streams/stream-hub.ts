@@ -1,5 +1,6 @@
 import { alarmBy } from "../core/alarms";
 import { problem, toProblemResult } from "../core/problem";
+import { logFailure } from "../logs/log";
 import { MetricsHolder, metricsOn } from "../metrics/holder";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
@@ -288,7 +289,7 @@ export class StreamHub extends MeteredObject {
       await Promise.all(waitForBase.map((symbol) => this.sources.baseOf(symbol)));
       return true;
     } catch (error) {
-      console.error("subscribe failed", String(error));
+      logFailure("subscribe failed", { error });
       const current = attachmentOf(ws);
       current.streams = current.streams.filter((name) => !adding.some((s) => s.name === name));
       saveAttachment(ws, current);
@@ -413,7 +414,7 @@ export class StreamHub extends MeteredObject {
     const dueAt = this.metrics.settle(this.env, (promise) => this.ctx.waitUntil(promise));
     if (dueAt === undefined) return;
     this.metricsDueAt = dueAt;
-    this.armAlarm(dueAt).catch((error: unknown) => console.error("arming the metrics hand-over failed", String(error)));
+    this.armAlarm(dueAt).catch((error: unknown) => logFailure("arming the metrics hand-over failed", { error }));
   }
 
   /** For a scrape: the open connections by dialect, once this shard's counts are handed on. */
