@@ -213,6 +213,11 @@ function subscriber(url, symbol, ip, counts) {
     ws.on("message", (data) => {
       const message = JSON.parse(String(data));
       if (message.type === "paused") ws.send(JSON.stringify({ op: "more", token: message.token }));
+      // A catch-up that could not go on says so: what follows is live, the gap told.
+      if (message.error?.code === "CATCH_UP_FAILED") {
+        counts.toldGaps += 1;
+        lastTrade = undefined;
+      }
       if (message.stream === `book.${symbol}` && message.data) {
         const d = message.data;
         if (d.type === "snapshot") sequence = d.sequence;
@@ -284,7 +289,17 @@ async function readAll(url, path, ip) {
 }
 
 async function main() {
-  const counts = { resendErrors: [], untoldGaps: [], beyondLimit: 0, lost: 0, doubled: 0, bookMismatches: [], afterRevocation: [], binanceEvents: 0 };
+  const counts = {
+    resendErrors: [],
+    untoldGaps: [],
+    beyondLimit: 0,
+    lost: 0,
+    doubled: 0,
+    bookMismatches: [],
+    afterRevocation: [],
+    binanceEvents: 0,
+    toldGaps: 0,
+  };
   let service = await startService();
   const { state, port, baseUrl: url } = service;
   const started = Date.now();
@@ -367,6 +382,7 @@ async function main() {
       tradesDoubled: counts.doubled,
       resendsOfAppliedAnsweredWithError: counts.resendErrors.length,
       untoldGaps: counts.untoldGaps.length,
+      toldGaps: counts.toldGaps,
       bookMismatches: counts.bookMismatches.length,
       answersBeyondLimit: counts.beyondLimit,
       answersAfterRevocation: counts.afterRevocation.length,
@@ -399,7 +415,7 @@ async function main() {
       console.log(
         `\n${result.kills} kills in ${result.seconds} s; every batch answered: ${finished}\n` +
           `acknowledged trades lost ${result.acknowledgedTradesLost}, doubled ${result.tradesDoubled}, resends of applied batches answered with an error ${result.resendsOfAppliedAnsweredWithError}, ` +
-          `untold gaps ${result.untoldGaps}, book mismatches ${result.bookMismatches} (sampled), answers beyond the limit ${result.answersBeyondLimit} (of ${admitted} admitted), ` +
+          `untold gaps ${result.untoldGaps} (told ${counts.toldGaps}), book mismatches ${result.bookMismatches} (sampled), answers beyond the limit ${result.answersBeyondLimit} (of ${admitted} admitted), ` +
           `answers after the revocation ${result.answersAfterRevocation} (${keyReads.answeredBefore} before it); ` +
           `the Binance clients received ${counts.binanceEvents} events, the history reader checked ${historyReads} books during the run`,
       );

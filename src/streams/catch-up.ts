@@ -14,6 +14,7 @@
  * way is held back from this connection by a floor (its id).
  */
 
+import { sleep } from "../core/cross-request-wait";
 import { problem } from "../core/problem";
 import { logFailure } from "../logs/log";
 import type { WireTrade } from "../market/wire-trade";
@@ -32,8 +33,15 @@ export const MAX_CATCH_UP_MS = 24 * 60 * 60 * 1000;
 export const MAX_CATCH_UPS_PER_SHARD = 16;
 /** Book and trades streams one catch-up may take. */
 export const MAX_CATCH_UP_STREAMS = 10;
-/** Reads in a row that bring nothing while the live copy is ahead: the history does not reach it, so the stream goes live as it is. */
-const MOST_EMPTY_READS = 3;
+/**
+ * Reads in a row that bring nothing while the live copy is ahead. What the shard streamed may still
+ * be staged for its market's tick (history holds what is committed), so each empty read waits
+ * longer before the next — 100 ms, then 200, 400, 800: about 1.5 s in all, past a tick and a
+ * commit. Then the history does not reach the copy: a book goes live from the copy's snapshot, a
+ * trades stream's catch-up fails, told (CATCH_UP_FAILED) — never live past trades it did not send.
+ */
+const MOST_EMPTY_READS = 5;
+const EMPTY_READ_WAIT_MS = 100;
 
 /** What a connection's attachment keeps of its catch-up through hibernation: the moment, and per stream the last sequence or trade id sent. */
 export interface CatchUpState {
@@ -272,11 +280,13 @@ export class CatchUps {
     }
     const last = this.host.recent.lastTradeId(subject);
     if (last === undefined) return s.exhausted && this.live(ws, run, s, [], { tradeId: s.cursor ?? null }, s.cursor);
-    if (s.cursor === undefined) return false;
-    if (s.cursor >= last) return this.live(ws, run, s, [], { tradeId: s.cursor }, s.cursor);
-    const kept = this.host.recent.tradesContinuation(subject, s.cursor);
-    if (!kept && s.emptyReads < MOST_EMPTY_READS) return false;
-    return this.live(ws, run, s, kept ?? [], { tradeId: s.cursor }, s.cursor);
+    if (s.cursor !== undefined && s.cursor >= last) return this.live(ws, run, s, [], { tradeId: s.cursor }, s.cursor);
+    const kept = s.cursor === undefined ? undefined : this.host.recent.tradesContinuation(subject, s.cursor);
+    if (kept) return this.live(ws, run, s, kept, { tradeId: s.cursor }, s.cursor);
+    if (s.emptyReads < MOST_EMPTY_READS) return false;
+    // Neither history nor the shard's recent messages reach the live trades: going live would skip some, untold.
+    this.fail(ws, run, `the trades of ${subject} after ${s.cursor ?? "from"} could not be read`);
+    return true;
   }
 
   /** The mark first (where history ends), then the live messages the shard kept since, then live. */
@@ -301,6 +311,7 @@ export class CatchUps {
     this.host.count("mds_stream_catch_up_reads_total", { kind: s.stream.kind }, 1);
     s.buffer = s.stream.kind === "book" ? await bookPage(this.host, run.from, s, market) : await tradesPage(this.host, run.from, s, market);
     s.emptyReads = s.buffer.length === 0 && s.cursor === before ? s.emptyReads + 1 : 0;
+    if (s.emptyReads > 0 && s.emptyReads < MOST_EMPTY_READS) await sleep(EMPTY_READ_WAIT_MS * 2 ** (s.emptyReads - 1));
   }
 
   /** The catch-up could not go on: its streams go live from now (a book with the copy's snapshot), and the client is told. */

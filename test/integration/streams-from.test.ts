@@ -1,10 +1,11 @@
-import { evictDurableObject } from "cloudflare:test";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { type BookMessage, LocalBook } from "../../client/src/index";
 import { unwrap } from "../../src/core/problem";
 import { ingest } from "../../src/market/ingest";
+import type { MarketObject } from "../../src/market/market-object";
 import { ensureRegistry, findMarket } from "../../src/registry/copy";
 import { CATCH_UP_WINDOW_BYTES } from "../../src/streams/catch-up";
 import { callJson } from "../support/http";
@@ -198,6 +199,48 @@ describe("a subscription from any moment into live (docs/streams.md#from-any-mom
     const expected = Array.from({ length: 2_701 }, (_, i) => lastId - 2_700 + i);
     expect(ids.length, "every trade since `from` through the live mark, none missing").toBe(expected.length);
     expect(ids, "once each, in order").toEqual(expected);
+    for (const s of [watcher, socket]) s.ws.close();
+  });
+
+  it("trades streamed while their commit waits are caught up once it lands, never skipped: the catch-up waits for history to reach the live mark (fails before: it went live past them, untold)", async () => {
+    const symbol = "ETHBTC";
+    const ip = "198.51.100.126";
+    const trade = (id: string) => ({ symbol, trades: [{ id, price: "0.03500", quantity: "1.0000", side: "buy" as const, time: Date.now() }] });
+    const host = await hostOf(symbol);
+    const from = Date.now();
+    await pause(2);
+    await ingest(env, "*", trade("wait-1"));
+    // The next two wait for a tick only the test ends: the first staged before anyone on the shard
+    // takes the market's trades, the second streamed to a watcher — the shard's recent trades do not
+    // reach back to the first.
+    await runInDurableObject(host, (instance: MarketObject) => {
+      instance.tickMs = 600_000;
+    });
+    const staged = [ingest(env, "*", trade("wait-2"))];
+    await until(() => runInDurableObject(host, (instance: MarketObject) => (instance as unknown as { stagedBytes: number }).stagedBytes > 0), {
+      what: "the second trade staged",
+    });
+    const watcher = await openSocket(`/api/ws?streams=trades.${symbol}`, ip);
+    await pause(20);
+    staged.push(ingest(env, "*", trade("wait-3")));
+    await until(() => tradeIdsOf(watcher, `trades.${symbol}`).length === 1, { what: "the third trade on the shard" });
+    const lastId = tradeIdsOf(watcher, `trades.${symbol}`)[0]!;
+
+    const socket = await openSocket(`/api/ws?streams=trades.${symbol}&from=${from}`, ip);
+    // The catch-up reads the first trade, then finds nothing more while the live mark is two ahead.
+    await until(() => tradeIdsOf(socket, `trades.${symbol}`).length === 1, { what: "the committed trade" });
+    await until(() => liveMark(socket, `trades.${symbol}`), { what: "a live mark before the commit", timeoutMs: 300 }).catch(() => undefined);
+    await runInDurableObject(host, (instance: MarketObject) => {
+      instance.tickMs = Number(env.INGEST_TICK_MS ?? "100");
+      (instance as unknown as { tick: { commitNow(): void } }).tick.commitNow();
+    });
+    await Promise.all(staged);
+    await until(() => liveMark(socket, `trades.${symbol}`) || socket.messages.find((m) => m.error), { what: "the live mark" });
+    expect(
+      socket.messages.find((m) => m.error),
+      "no failure",
+    ).toBeUndefined();
+    expect(tradeIdsOf(socket, `trades.${symbol}`), "every trade since from, the staged ones too").toEqual([lastId - 2, lastId - 1, lastId]);
     for (const s of [watcher, socket]) s.ws.close();
   });
 
