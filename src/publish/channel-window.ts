@@ -23,8 +23,8 @@ export const MAX_UNACKED_PER_MARKET = RESEND_WINDOW;
 /**
  * A publishing key's window of batches awaiting their answer (docs/publishing.md#flow-control):
  * per connection (`MAX_UNACKED`), per connection and group of markets (`MAX_UNACKED_PER_GROUP`),
- * per market (`MAX_UNACKED_PER_MARKET`), and over all the key's connections in batches and bytes. A batch past any of them is refused,
- * never dropped.
+ * per market (`MAX_UNACKED_PER_MARKET`), and over all the key's connections in batches and bytes.
+ * A batch past any of them is refused, never dropped.
  *
  * @example
  * const window = new ChannelWindow();
