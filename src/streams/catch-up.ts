@@ -311,7 +311,14 @@ export class CatchUps {
     this.host.count("mds_stream_catch_up_reads_total", { kind: s.stream.kind }, 1);
     s.buffer = s.stream.kind === "book" ? await bookPage(this.host, run.from, s, market) : await tradesPage(this.host, run.from, s, market);
     s.emptyReads = s.buffer.length === 0 && s.cursor === before ? s.emptyReads + 1 : 0;
-    if (s.emptyReads > 0 && s.emptyReads < MOST_EMPTY_READS) await sleep(EMPTY_READ_WAIT_MS * 2 ** (s.emptyReads - 1));
+    // Only while the live stream is ahead is there something a commit may still bring.
+    if (s.emptyReads > 0 && s.emptyReads < MOST_EMPTY_READS && this.liveAhead(s)) await sleep(EMPTY_READ_WAIT_MS * 2 ** (s.emptyReads - 1));
+  }
+
+  /** Whether the shard's live copy stands past the stream's cursor (its book's sequence, its last trade id). */
+  private liveAhead(s: StreamCatchUp): boolean {
+    const mark = s.stream.kind === "book" ? this.host.books.get(s.stream.subject)?.sequence : this.host.recent.lastTradeId(s.stream.subject);
+    return mark !== undefined && (s.cursor === undefined || s.cursor < mark);
   }
 
   /** The catch-up could not go on: its streams go live from now (a book with the copy's snapshot), and the client is told. */
