@@ -1,12 +1,13 @@
 import { keyGate, keyUsageLedger, streamHub } from "../core/object-ids";
 import { ProblemError, type ProblemResult, toProblemResult } from "../core/problem";
 import { unseal } from "../core/seal";
+import type { MarketGrant } from "../domain/market-config";
 import { logFailure } from "../logs/log";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { type ConnectionLease, confirmLease, decideLease, EDGE_HOLDER, returnLease } from "./connection-leases";
 import { type UsageBucket, type UsageInterval, type UsageRecord, usageSince } from "./key-usage";
-import { isGatedKey, type KeyRecord, type MarketGrant, principalOfKey } from "./keys";
+import { isGatedKey, type KeyRecord, principalOfKey } from "./keys";
 import { type LoginAttempts, type LoginReservation, type LoginScope, type LoginSettlement, reserveLogin, settleLogin } from "./login-throttle";
 import { signedWindow } from "./rate-limit";
 import { importSecret } from "./signature";

@@ -4,12 +4,12 @@ import { accessGuard, keyUsageLedgerAt, marketObject, usageLedgerOf } from "../c
 import { ProblemError, type ProblemResult, toProblemResult } from "../core/problem";
 import { unseal } from "../core/seal";
 import { withTimeout } from "../core/time-limit";
+import type { MarketAnswer, MarketQuestion } from "../domain/market-answer";
+import type { MarketConfig } from "../domain/market-config";
 import { logFailure } from "../logs/log";
 import type { MarketObject } from "../market/market-object";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
-import type { MarketAnswer, MarketQuestion } from "../reads/edge-copies";
-import type { MarketConfig } from "../registry/model";
 import { SessionLink, sessionIdleMs } from "../rpc-sessions/session-link";
 import { HeldUsage } from "./held-usage";
 import { KeyBook, type KeyEntry } from "./key-book";
@@ -30,21 +30,21 @@ export const GATE_MAX_WINDOWS = 20_000;
  * the reader's own 2 s (MARKET_TIMEOUT_MS), so a slow host delays the read's admission no more than
  * it delays its refresh, and the read still ends in a stale copy or 503, never a hang.
  */
-export const GATE_HOST_WAIT_MS = 1_500;
+const GATE_HOST_WAIT_MS = 1_500;
 
 /** Account keys' records one gate holds at most (docs/limits.md#key-gates): a few hundred bytes each. */
-export const GATE_MAX_KEYS = 20_000;
+const GATE_MAX_KEYS = 20_000;
 /**
  * A held key record is read again from its guard after this long. A change is told to the gate before
  * it is answered, and told again until it is heard; this only bounds what a change told by no one
  * (a record edited in storage) would leave standing, at a read a key-day.
  */
-export const KEY_RECORD_MAX_AGE_MS = 24 * 3_600_000;
+const KEY_RECORD_MAX_AGE_MS = 24 * 3_600_000;
 /**
  * A gate stores the moment of an admission at most this often (one row), so one started again — a
  * deploy, a crash — knows whether its windows could still hold admissions it no longer remembers.
  */
-export const ACTIVE_NOTE_EVERY_MS = 1_000;
+const ACTIVE_NOTE_EVERY_MS = 1_000;
 const ACTIVE_KEY = "activeAt";
 
 /**
@@ -52,7 +52,7 @@ const ACTIVE_KEY = "activeAt";
  * until no window of its last life can hold an admission — its last noted one was at `activeAt`,
  * later ones within ACTIVE_NOTE_EVERY_MS of it, each held a second. Never longer than that.
  */
-export function restartWait(activeAt: number | undefined, now: number): number {
+function restartWait(activeAt: number | undefined, now: number): number {
   if (activeAt === undefined) return 0;
   return Math.min(ACTIVE_NOTE_EVERY_MS + 1_000, Math.max(0, activeAt + ACTIVE_NOTE_EVERY_MS + 1_000 - now));
 }

@@ -1,6 +1,5 @@
-import type { MarketAnswer, MarketQuestion } from "../reads/edge-copies";
-import type { CarriedRefresh, ReadCarrier } from "../reads/edge-reads";
-import type { MarketConfig } from "../registry/model";
+import type { CarriedRefresh, MarketAnswer, MarketQuestion, ReadCarrier } from "../domain/market-answer";
+import type { MarketConfig } from "../domain/market-config";
 import type { Admission } from "./sliding-window";
 
 /** The two ways a ticket's admission is decided: a plain call, or one carrying a market question. */

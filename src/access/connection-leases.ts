@@ -38,7 +38,7 @@ export const MAX_LEASES = 5;
 export type LeaseAsk = { granted: true; leases: ConnectionLease[] } | { granted: false; leases: ConnectionLease[] };
 
 /** Grants `lease` if fewer than `limit` are held (a lease already held is granted again, unchanged). */
-export function takeLease(held: readonly ConnectionLease[], lease: ConnectionLease, limit: number): LeaseAsk {
+function takeLease(held: readonly ConnectionLease[], lease: ConnectionLease, limit: number): LeaseAsk {
   if (held.some((l) => l.id === lease.id)) return { granted: true, leases: [...held] };
   if (held.length >= Math.min(limit, MAX_LEASES)) return { granted: false, leases: [...held] };
   return { granted: true, leases: [...held, lease] };
@@ -49,7 +49,7 @@ export function returnLease(held: readonly ConnectionLease[], id: string): Conne
 }
 
 /** Per shard, the ids of the leases it holds: whom to ask before refusing. */
-export function leasesByShard(held: readonly ConnectionLease[]): Map<string, string[]> {
+function leasesByShard(held: readonly ConnectionLease[]): Map<string, string[]> {
   const byShard = new Map<string, string[]>();
   for (const lease of held) byShard.set(lease.shard, [...(byShard.get(lease.shard) ?? []), lease.id]);
   return byShard;

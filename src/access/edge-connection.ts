@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import { accessGuard } from "../core/object-ids";
-import type { AppEnv } from "../env";
+import type { AppEnv } from "../http/env";
 import { MAX_CONNECTIONS_PER_PRINCIPAL } from "../streams/protocol";
 import { clientPrincipal } from "./client-address";
 import { EDGE_CONFIRM_MS, EDGE_HOLDER } from "./connection-leases";

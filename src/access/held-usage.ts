@@ -2,7 +2,7 @@ import { logFailure } from "../logs/log";
 import { type HeldCounts, PendingUsage, splitHeld } from "./usage-ledger";
 
 /** How long a gate holds its keys' counts before it hands them to their ledgers. */
-export const USAGE_HAND_OVER_MS = 5_000;
+const USAGE_HAND_OVER_MS = 5_000;
 
 /**
  * The usage a gate counts for its account keys (docs/limits.md#key-gates), held in memory and handed

@@ -5,9 +5,9 @@ import { USAGE_INTERVALS, type UsageBucket, type UsageInterval } from "./key-usa
 import { addToParts, type BucketCounts, type HeldCounts, INTERVALS, type KeyCounts, oldestKept, PendingUsage, sumBuckets } from "./usage-ledger";
 
 /** Keys one `lastUses` call answers (an account holds 20 active keys; its revoked ones are listed too). */
-export const MAX_KEYS_ASKED = 1_000;
+const MAX_KEYS_ASKED = 1_000;
 /** Counts are stored this long after the first one not yet stored: well before an idle eviction. */
-export const USAGE_FLUSH_AFTER_MS = IDLE_EVICTION_MS / 2;
+const USAGE_FLUSH_AFTER_MS = IDLE_EVICTION_MS / 2;
 
 /**
  * Keys' usage (docs/limits.md#your-keys-usage), counted for a shard of the keys: an account key's

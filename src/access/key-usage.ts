@@ -3,7 +3,7 @@
  * 24 h and per hour for the last 30 days, only buckets that saw use. Its ledger counts it
  * (`usage-ledger.ts`); the record below is what a key's guard stored before, read until past keeping.
  */
-import { DAY_MS, HOUR_MS, MINUTE_MS } from "../history/intervals";
+import { DAY_MS, HOUR_MS, MINUTE_MS } from "../domain/intervals";
 
 export const USAGE_INTERVALS = {
   "1m": { ms: MINUTE_MS, keepMs: DAY_MS },
@@ -12,7 +12,7 @@ export const USAGE_INTERVALS = {
 export type UsageInterval = keyof typeof USAGE_INTERVALS;
 
 /** `[start, requests, rateLimited]`: compact, as stored (at most 1,440 minutes and 720 hours a key). */
-export type UsageRow = [start: number, requests: number, rateLimited: number];
+type UsageRow = [start: number, requests: number, rateLimited: number];
 
 export interface UsageBucket {
   start: number;

@@ -1,8 +1,9 @@
 import { randomBase64Url, randomHex } from "../core/encoding";
 import { problem } from "../core/problem";
+import type { MarketGrant } from "../domain/market-config";
 
 /** API keys: ids, permissions and the record an AccessGuard holds for its key. */
-export const PERMISSIONS = ["read", "stream", "publish"] as const;
+const PERMISSIONS = ["read", "stream", "publish"] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 /** What an account may give its own keys: publishing is granted by the operator only (docs/security.md). */
 export const ACCOUNT_PERMISSIONS = ["read", "stream"] as const;
@@ -12,13 +13,6 @@ export type AccountPermission = (typeof ACCOUNT_PERMISSIONS)[number];
 export const KEY_ID_PATTERN = /^(mk|pk)_[0-9a-f]{24}$/;
 export const KEY_ID_RULE = "mk_ or pk_ and 24 hex digits";
 
-/** The markets a publishing key may write: canonical symbols, or every market. */
-export type MarketGrant = "*" | string[];
-
-/** True when `grant` lets its key publish into `symbol` (canonical). */
-export function grantsMarket(grant: MarketGrant, symbol: string): boolean {
-  return grant === "*" || grant.includes(symbol);
-}
 export const MAX_ACTIVE_KEYS = 20;
 
 /** What the guard stores; the secret only sealed (AES-256-GCM, the key id as associated data). */

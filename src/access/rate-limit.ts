@@ -1,8 +1,8 @@
 import { accessGuard, addressGate, formerAddressGate, objectCalls } from "../core/object-ids";
 import { type ProblemError, problem } from "../core/problem";
+import type { MarketAnswer, MarketQuestion } from "../domain/market-answer";
+import type { MarketConfig } from "../domain/market-config";
 import { logFailure } from "../logs/log";
-import type { MarketAnswer, MarketQuestion } from "../reads/edge-copies";
-import type { MarketConfig } from "../registry/model";
 import { MAX_CONNECTIONS_PER_PRINCIPAL } from "../streams/protocol";
 import type { GatedRead } from "./address-gate";
 import { type AskGuard, IsolateLimiter } from "./isolate-limiter";

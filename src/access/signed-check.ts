@@ -1,6 +1,7 @@
 import { problem } from "../core/problem";
+import type { MarketGrant } from "../domain/market-config";
 import { allowListAdmits } from "./client-address";
-import { type KeyRecord, keyStateAt, type MarketGrant, type Permission } from "./keys";
+import { type KeyRecord, keyStateAt, type Permission } from "./keys";
 import { FUTURE_TOLERANCE_MS, isOnTime, signaturePayload, verifySignature } from "./signature";
 import type { Admission } from "./sliding-window";
 

@@ -39,7 +39,7 @@ export interface LeasedAdmission extends Admission {
 export const LEASE_MS = 100;
 export const LEASE_SIZE = 4;
 /** The part of a limit leases may hold at once: 20 %, so a principal within 80 % is never refused. */
-export const LEASE_SHARE = 0.2;
+const LEASE_SHARE = 0.2;
 
 interface Slot {
   until: number;

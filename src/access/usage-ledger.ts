@@ -112,7 +112,7 @@ export interface BucketPart {
  * How much of a bucket one row holds, as JSON: well under the 2 MB a value may be. A bucket with
  * more keys than that (about 20,000 at ~50 bytes a key) goes on in another part.
  */
-export const PART_MAX_BYTES = 1_000_000;
+const PART_MAX_BYTES = 1_000_000;
 /** A key's entry in a part, as JSON, at most: its quoted id, and three numbers. */
 const entryBytes = (keyId: string) => keyId.length + 3 + 3 * 16 + 4;
 

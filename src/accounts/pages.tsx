@@ -5,7 +5,7 @@ import { clientIp } from "../access/client-address";
 import { ACCOUNT_PERMISSIONS, type Permission } from "../access/keys";
 import { readForm } from "../core/forms";
 import { ProblemError } from "../core/problem";
-import type { AppEnv } from "../env";
+import type { AppEnv } from "../http/env";
 import { HeaderRow, HtmlDocument } from "../pages/document";
 import { ASSETS } from "../pages/generated/assets";
 import { NewKeySchema } from "./schemas";

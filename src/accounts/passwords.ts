@@ -2,8 +2,8 @@ import { fromBase64, toBase64 } from "../core/encoding";
 import { problem } from "../core/problem";
 
 /** PBKDF2-SHA256 via Web Crypto, 100,000 iterations (the Workers maximum), 16-byte salt. */
-export const PBKDF2_ITERATIONS = 100_000;
-export const MIN_PASSWORD_LENGTH = 10;
+const PBKDF2_ITERATIONS = 100_000;
+const MIN_PASSWORD_LENGTH = 10;
 export const MAX_PASSWORD_LENGTH = 128;
 
 const COMMON = new Set(["password12", "1234567890", "qwertyuiop", "password123", "iloveyou12", "passw0rd12", "0123456789", "abcdefghij"]);

@@ -41,7 +41,7 @@ export interface NewApiKey {
   expiresAt: number | null;
 }
 
-export function normalizeEmail(email: string): string {
+function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 

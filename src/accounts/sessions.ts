@@ -2,10 +2,10 @@ import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { randomBase64Url, sha256Hex } from "../core/encoding";
 import { problem } from "../core/problem";
-import type { AppEnv } from "../env";
+import type { AppEnv } from "../http/env";
 
-export const SESSION_COOKIE = "mds_session";
-export const SESSION_TTL_MS = 12 * 3_600_000;
+const SESSION_COOKIE = "mds_session";
+const SESSION_TTL_MS = 12 * 3_600_000;
 
 export interface Session {
   accountId: string;

@@ -5,9 +5,9 @@ import { chargeClientIp } from "../access/middleware";
 import type { AuditContext } from "../audit/audit-log";
 import { toHex } from "../core/encoding";
 import { problem } from "../core/problem";
-import { routesOf } from "../core/router";
 import { okJson, problemResponses } from "../core/schemas";
-import type { AppEnv } from "../env";
+import type { AppEnv } from "../http/env";
+import { routesOf } from "../http/router";
 
 async function digest(text: string): Promise<ArrayBuffer> {
   return crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
@@ -22,7 +22,7 @@ const OPERATOR_SECURITY = [{ AdminToken: [] }];
  * the secret every operator route answers 503 `NOT_CONFIGURED`. Compared as digests in
  * constant time.
  */
-export const requireAdmin = createMiddleware<AppEnv>(async (c, next) => {
+const requireAdmin = createMiddleware<AppEnv>(async (c, next) => {
   const token = c.env.ADMIN_TOKEN;
   if (!token) throw problem("NOT_CONFIGURED", "ADMIN_TOKEN is not set: set it with `wrangler secret put ADMIN_TOKEN`");
   const presented = /^Bearer +(\S+) *$/i.exec(c.req.header("Authorization") ?? "")?.[1];

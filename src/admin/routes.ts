@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { objectCalls } from "../core/object-ids";
-import { createRouter } from "../core/router";
 import { createdJson, jsonBody, okJson, problemResponses, queryIntOr } from "../core/schemas";
+import { createRouter } from "../http/router";
 import {
   approveGateway,
   GATEWAY_ID_PATTERN,

@@ -4,9 +4,9 @@ import { auditOf, operatorListing, operatorRemoval, operatorRoute } from "../adm
 import { auditStatement } from "../audit/audit-log";
 import { priceIndex } from "../core/object-ids";
 import { problem, unwrap } from "../core/problem";
-import { createRouter } from "../core/router";
 import { createdJson, jsonBody, okJson, problemResponses } from "../core/schemas";
-import type { AppEnv } from "../env";
+import type { AppEnv } from "../http/env";
+import { createRouter } from "../http/router";
 import { ensureRegistry } from "../registry/copy";
 import { MAINTENANCE_NOTICE_LEAD_MS } from "../streams/protocol";
 import {

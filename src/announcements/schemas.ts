@@ -1,8 +1,8 @@
 import { z } from "@hono/zod-openapi";
 import { TimestampMs } from "../core/schemas";
 
-export const ANNOUNCEMENT_KINDS = ["maintenance", "incident", "info"] as const;
-export const SYSTEM_STATUSES = ["online", "maintenance", "degraded"] as const;
+const ANNOUNCEMENT_KINDS = ["maintenance", "incident", "info"] as const;
+const SYSTEM_STATUSES = ["online", "maintenance", "degraded"] as const;
 /** Announcements kept at once: each reaches every client, so their number and size are bounded. */
 export const MAX_ANNOUNCEMENTS = 50;
 export const MAX_TITLE_LENGTH = 200;

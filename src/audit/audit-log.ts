@@ -2,11 +2,11 @@ import { fromBase64Url, toBase64Url } from "../core/encoding";
 import { problem } from "../core/problem";
 
 /**
- * The operator audit log (docs/operations.md#audit-log), in D1 (migrations/0006). A record is a
+ * The operator audit log (docs/operations.md#audit-log), in D1 (migrations/0001_schema.sql). A record is a
  * statement added to the batch that makes the change, so the change and its record commit
  * together or not at all.
  */
-export interface AuditEntry {
+interface AuditEntry {
   at: number;
   /** The operator credential's id (`admin:` and a digest prefix), never the token. */
   operator: string;

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { operatorRoute } from "../admin/auth";
-import { createRouter } from "../core/router";
 import { okJson, problemResponses, queryInt, queryIntOr } from "../core/schemas";
+import { createRouter } from "../http/router";
 import { readAudit } from "./audit-log";
 
 const AuditRecordSchema = z

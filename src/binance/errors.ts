@@ -1,7 +1,7 @@
 import type { ErrorHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { ProblemError } from "../core/problem";
-import type { AppEnv } from "../env";
+import type { AppEnv } from "../http/env";
 
 /**
  * Errors as Binance sends them: `{"code": -1121, "msg": "Invalid symbol."}` with Binance's HTTP
@@ -64,7 +64,7 @@ export function illegalParameter(name: string, legal: string): BinanceError {
 }
 
 /** The Binance error a service problem stands for. */
-export function fromProblem(error: ProblemError): BinanceError {
+function fromProblem(error: ProblemError): BinanceError {
   switch (error.code) {
     case "UNKNOWN_SYMBOL":
     case "INVALID_SYMBOL":
@@ -89,7 +89,7 @@ export function fromProblem(error: ProblemError): BinanceError {
   }
 }
 
-export function binanceErrorResponse(error: BinanceError, requestId: string | undefined): Response {
+function binanceErrorResponse(error: BinanceError, requestId: string | undefined): Response {
   const headers = new Headers(error.headers);
   headers.set("Content-Type", "application/json");
   if (requestId) headers.set("X-Request-Id", requestId);

@@ -1,9 +1,9 @@
 import type { Hook, z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
-import type { AppEnv } from "../env";
+import type { MarketConfig } from "../domain/market-config";
+import type { AppEnv } from "../http/env";
 import { MAX_LIST_SYMBOLS } from "../market/symbol-lists";
 import { currentRegistry, findMarket } from "../registry/copy";
-import type { MarketConfig } from "../registry/model";
 import { binanceError, illegalParameter, missingParameter } from "./errors";
 import { BINANCE_SYMBOL, SYMBOLS_RULE } from "./schemas";
 import { exchangeSymbol } from "./translate";
@@ -19,7 +19,7 @@ import { exchangeSymbol } from "./translate";
 /** `symbols` may name every listed market where the answer is read from the all-market one; its text is bounded instead. */
 const MAX_SYMBOLS_TEXT = 32 * 1024;
 /** The most rows one read answers here (as Binance: a larger limit gets this). */
-export const MAX_ROWS = 1000;
+const MAX_ROWS = 1000;
 
 /** A refused parameter in Binance's words: missing or empty is -1102, malformed -1100 (its legal form), an interval -1120. */
 export const binanceHook: Hook<unknown, AppEnv, string, unknown> = (result, c) => {

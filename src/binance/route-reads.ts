@@ -1,10 +1,10 @@
 import type { Context } from "hono";
 import { BoundedMap, textBytes } from "../core/bounded-map";
-import type { AppEnv } from "../env";
-import type { MarketQuestion } from "../reads/edge-copies";
+import type { MarketQuestion } from "../domain/market-answer";
+import type { MarketConfig } from "../domain/market-config";
+import type { AppEnv } from "../http/env";
 import { type EdgeRead, readMarket, readVenue } from "../reads/edge-reads";
 import { combineReads, readContext, sendRead } from "../reads/reads";
-import type { MarketConfig } from "../registry/model";
 import { missingParameter } from "./errors";
 import { marketOf, marketsAsked } from "./params";
 

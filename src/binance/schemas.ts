@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { KLINE_INTERVALS } from "../history/intervals";
+import { KLINE_INTERVALS } from "../domain/intervals";
 
 /**
  * The Binance dialect's parameters and answers (docs/binance.md). Parameters are read as Binance
@@ -85,11 +85,11 @@ const Filter = z
   .catchall(z.unknown())
   .openapi("BinanceFilter", { description: "PRICE_FILTER (minPrice, maxPrice 0 = none, tickSize), LOT_SIZE (minQty, maxQty, stepSize), MIN_NOTIONAL" });
 
-export const BinanceRateLimitSchema = z
+const BinanceRateLimitSchema = z
   .object({ rateLimitType: z.string(), interval: z.string(), intervalNum: z.number().int(), limit: z.number().int() })
   .openapi("BinanceRateLimit");
 
-export const ExchangeSymbolSchema = z
+const ExchangeSymbolSchema = z
   .object({
     symbol: z.string(),
     status: z.enum(["TRADING", "HALT", "BREAK"]),

@@ -2,9 +2,10 @@
  * Binance's stream payloads made from native events (docs/binance.md#streams), pure: what one
  * native event says on one Binance stream, and how a frame carries it.
  */
+
+import type { TickerRecord, WindowRecord } from "../domain/rolling-window";
+import type { WireTrade } from "../domain/wire-trade";
 import type { AveragePrice } from "../market/market-state";
-import type { TickerRecord, WindowRecord } from "../market/rolling-window";
-import type { WireTrade } from "../market/wire-trade";
 import { findMarket } from "../registry/copy";
 import type { BookMessage, WireBook } from "../streams/wire-book";
 import type { BinanceStream } from "./streams";

@@ -1,7 +1,7 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
-import type { AppEnv } from "../env";
+import type { AppEnv } from "../http/env";
 import { DIALECT_HEADER, DIALECT_OPTIONS_HEADER, DIALECT_STREAMS_HEADER, encodeNames } from "../streams/dialect";
 import { toShardByAddress } from "../streams/routes";
 import { BINANCE_DIALECT } from "./stream-dialect";

@@ -3,7 +3,7 @@
  * stream a Binance name reads, and what a client's SUBSCRIBE / UNSUBSCRIBE / LIST_SUBSCRIPTIONS
  * asks. The StreamHub applies it; `fanout.ts` renders the events.
  */
-import { isKlineInterval } from "../history/intervals";
+import { isKlineInterval } from "../domain/intervals";
 import { findMarket } from "../registry/copy";
 import { parseStreamName, type StreamName, TICKERS_STREAM } from "../streams/protocol";
 
@@ -17,7 +17,7 @@ const MAX_NAME_LENGTH = 64;
  */
 export const BINANCE_MAX_MESSAGE_BYTES = BINANCE_MAX_STREAMS * (MAX_NAME_LENGTH + 3) + 1024;
 
-export type ViewKind =
+type ViewKind =
   | "trade"
   | "aggTrade"
   | "kline"

@@ -5,10 +5,10 @@
  */
 import { PUBLIC_LIMIT } from "../access/rate-limit";
 import { add, type Decimal, divide, formatDecimal, formatUnits, multiply, parseDecimal } from "../core/decimal";
-import type { Kline } from "../history/candles";
+import type { Kline } from "../domain/candles";
+import type { MarketConfig, MarketStatus } from "../domain/market-config";
+import type { TickerRecord, WindowRecord } from "../domain/rolling-window";
 import type { WireTrade } from "../market/market-object";
-import type { TickerRecord, WindowRecord } from "../market/rolling-window";
-import type { MarketConfig, MarketStatus } from "../registry/model";
 import type { BookMessage } from "../streams/wire-book";
 
 type Level = readonly [string, string];

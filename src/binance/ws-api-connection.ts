@@ -5,7 +5,7 @@ import { SlidingWindow } from "../access/sliding-window";
 import { ByteWindow } from "../core/byte-window";
 import { askInner, takeInner } from "../core/inner-answers";
 import { intSetting } from "../core/settings";
-import type { AppEnv } from "../env";
+import type { AppEnv } from "../http/env";
 import { logFailure } from "../logs/log";
 import { MAX_CONNECTIONS_PER_PRINCIPAL } from "../streams/protocol";
 import { BinanceError } from "./errors";
@@ -16,7 +16,7 @@ import { wsApiLifetime } from "./ws-api-lifetime";
 export type DialectFetch = (request: Request) => Promise<Response>;
 
 /** Requests a connection may have waiting for their answer; one more is refused (-1003) rather than queued. */
-export const MAX_WAITING_REQUESTS = 50;
+const MAX_WAITING_REQUESTS = 50;
 /**
  * Answer bytes an address's connections may be sent in any minute, together: past it a request is
  * answered 429 -1003 (a small frame) instead. The runtime does not say what a client has not read
@@ -25,10 +25,10 @@ export const MAX_WAITING_REQUESTS = 50;
  * about 13 books of 5,000 levels a side (Binance's weights allow about 24 deep books a minute to an
  * address). `WS_API_ANSWER_BYTES` sets it (the tests' smaller).
  */
-export const MAX_ANSWER_BYTES_PER_MINUTE = 4 * 1024 * 1024;
+const MAX_ANSWER_BYTES_PER_MINUTE = 4 * 1024 * 1024;
 
 /** Frames a connection may send in any second, valid or not; more are answered -1003 and never dispatched. */
-export const MAX_FRAMES_PER_SECOND = 10;
+const MAX_FRAMES_PER_SECOND = 10;
 
 /** Each address's answer window in this isolate, shared by its open connections; dropped with the last. */
 const answerWindows = new Map<string, { window: ByteWindow; connections: number }>();

@@ -2,18 +2,18 @@ import type { Context } from "hono";
 import { maintenanceNotices } from "../announcements/model";
 import type { Announcement } from "../announcements/schemas";
 import { msSetting } from "../core/settings";
-import type { AppEnv } from "../env";
+import type { AppEnv } from "../http/env";
 import { readVenue } from "../reads/edge-reads";
 import { readContext } from "../reads/reads";
 import { MAINTENANCE_NOTICE_LEAD_MS } from "../streams/protocol";
 
 /** A WebSocket API connection lasts this long at most, as Binance's (24 h), then closes 1000. */
-export const WS_API_MAX_AGE_MS = 86_400_000;
+const WS_API_MAX_AGE_MS = 86_400_000;
 /** How often a connection reads the venue's status (its edge copy) for a maintenance to tell of. */
-export const WS_API_STATUS_EVERY_MS = 20_000;
+const WS_API_STATUS_EVERY_MS = 20_000;
 
 /** Binance's WebSocket API event: `{"event": {"e": "serverShutdown", "E": …}}`. */
-export function serverShutdownEvent(now: number): string {
+function serverShutdownEvent(now: number): string {
   return JSON.stringify({ event: { e: "serverShutdown", E: now } });
 }
 

@@ -1,7 +1,7 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
-import type { AppEnv } from "../env";
+import type { AppEnv } from "../http/env";
 import { WS_API_METHODS } from "./ws-api";
 import { wsApiUpgrade } from "./ws-api-connection";
 

@@ -13,13 +13,13 @@ export interface Decimal {
 export const DECIMAL_PATTERN = /^-?\d+(\.\d+)?$/;
 
 /** More fractional digits than any market or asset uses; bounds work done on hostile input. */
-export const MAX_SCALE = 36;
+const MAX_SCALE = 36;
 const MAX_DIGITS = 80;
 
 export class DecimalError extends Error {}
 
 const pow10Cache: bigint[] = [];
-export function pow10(n: number): bigint {
+function pow10(n: number): bigint {
   let cached = pow10Cache[n];
   if (cached === undefined) {
     cached = 10n ** BigInt(n);

@@ -69,7 +69,7 @@ export function accessGuard(env: Env, principal: string) {
  * address, unless ADDRESS_GATES says otherwise. Changing it moves addresses between gates: at most
  * a second of their counts is forgotten.
  */
-export const ADDRESS_GATES = 32;
+const ADDRESS_GATES = 32;
 /** The gate counting `principal`'s public limit (`ip:<addr>`) and carrying its market reads. */
 export function addressGate(env: Env, principal: string) {
   return gateAt(env, fnv1a(principal));
@@ -95,7 +95,7 @@ function gateAt(env: Env, n: number, gates = gateCount(env)) {
   return stubByName(env.ADDRESS_GATE, `gate:${n % gates}`);
 }
 /** How many ledgers share the keys' usage, by a hash of the key id. Fixed: a key's buckets live in its ledger. */
-export const USAGE_LEDGERS = 32;
+const USAGE_LEDGERS = 32;
 /** The number of the ledger counting `keyId`'s usage. */
 export function usageLedgerOf(keyId: string): number {
   return fnv1a(keyId) % USAGE_LEDGERS;

@@ -80,7 +80,7 @@ const WHERE: Partial<Record<ProblemCode, RegExp>> = {
 };
 
 /** The problem codes an operation at `path` can answer with `status`. */
-export function problemCodes(status: number, path: string): ProblemCode[] {
+function problemCodes(status: number, path: string): ProblemCode[] {
   return (Object.keys(PROBLEM_CODES) as ProblemCode[]).filter((code) => PROBLEM_CODES[code].status === status && (WHERE[code]?.test(path) ?? true));
 }
 

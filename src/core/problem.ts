@@ -97,7 +97,7 @@ export function problemBody(code: ProblemCode, detail: string, requestId: string
   return { type: problemType(code), title, status, code, detail, ...(requestId ? { requestId } : {}), ...extras };
 }
 
-export const PROBLEM_CONTENT_TYPE = "application/problem+json";
+const PROBLEM_CONTENT_TYPE = "application/problem+json";
 
 export function problemResponse(error: ProblemError, requestId: string | undefined): Response {
   const body = problemBody(error.code, error.message, requestId, error.extras);

@@ -4,7 +4,7 @@ import { setResponseHeaders } from "./response-headers";
 /** Incoming ids are echoed only when they are short and printable, so logs stay clean. */
 const VALID_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export function chooseRequestId(incoming: string | null | undefined): string {
+function chooseRequestId(incoming: string | null | undefined): string {
   return incoming && VALID_REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID();
 }
 

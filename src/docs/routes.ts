@@ -1,5 +1,5 @@
 import { Hono } from "hono";
-import type { AppEnv } from "../env";
+import type { AppEnv } from "../http/env";
 import { docsPage } from "./page";
 
 const page = docsPage();

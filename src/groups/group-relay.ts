@@ -5,9 +5,9 @@ import type { MarketSummary, RelayOp } from "./messages";
 import { PacedOutbox } from "./paced-outbox";
 
 /** A relay calls the price index at most this often (docs/design.md#group-relays). */
-export const RELAY_TICK_MS = 100;
+const RELAY_TICK_MS = 100;
 /** Shards are called at most this often: with the markets' own 100 ms conflation, a change waits at most about 150 ms in all. */
-export const SHARD_TICK_MS = 50;
+const SHARD_TICK_MS = 50;
 
 const SUBS_PREFIX = "subs:";
 

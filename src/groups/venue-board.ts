@@ -1,8 +1,8 @@
 import type { z } from "@hono/zod-openapi";
 import { RATE_LIMITS } from "../access/rate-limit";
-import { formatTicker, tickerStats } from "../market/rolling-window";
+import { type MarketConfig, marketView, type RegistryIndex } from "../domain/market-config";
+import { formatTicker, tickerStats } from "../domain/rolling-window";
 import type { FeedStatusSchema } from "../market/schemas";
-import { type MarketConfig, marketView, type RegistryIndex } from "../registry/model";
 import type { TickerWindow } from "../streams/protocol";
 import type { MarketSummary } from "./messages";
 

@@ -1,19 +1,19 @@
 import { sleep } from "../core/cross-request-wait";
 import { marketObject } from "../core/object-ids";
 import { unwrap } from "../core/problem";
+import { DAY_MS } from "../domain/intervals";
+import type { MarketConfig } from "../domain/market-config";
 import { logFailure } from "../logs/log";
 import { ensureRegistry } from "../registry/copy";
-import type { MarketConfig } from "../registry/model";
 import { type DayFiles, dayName } from "./daily-files";
 import { type DayParams, dayInstanceId } from "./daily-files-workflow";
-import { DAY_MS } from "./intervals";
 
 /** Markets asked at once: each is one small call to its host and an instance created a day. */
 const CONCURRENCY = 16;
 /** A market whose hand-off failed (a transient fault, an object reset) is tried this many times in the run. */
 const ATTEMPTS = 3;
 /** The daily cron hands yesterday's files on at 00:05 UTC: late trades of the day's last seconds are in. */
-export const DAILY_FILES_MINUTE = 5;
+const DAILY_FILES_MINUTE = 5;
 /** How often a waiting caller asks an instance how it is getting on. */
 const POLL_MS = 100;
 

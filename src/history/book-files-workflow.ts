@@ -55,7 +55,7 @@ export function bookHourId(symbol: string, hour: number): string {
 }
 
 /** `book-files-work/BTCUSDT/2026-11-27-03/0.deflate`: a step's pieces (the book's, then the bookTicker's), until the zips are put. */
-export function pieceKey(params: BookHourParams, first: number): string {
+function pieceKey(params: BookHourParams, first: number): string {
   return `book-files-work/${params.symbol}/${hourName(params.hour)}/${first}.deflate`;
 }
 

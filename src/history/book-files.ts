@@ -3,9 +3,9 @@
  * Pure; the market's book history gathers the hour's segments and writes them.
  */
 import { formatUnits } from "../core/decimal";
-import type { BookUpdate, OrderBook } from "../market/order-book";
+import { HOUR_MS } from "../domain/intervals";
+import type { BookUpdate, OrderBook } from "../domain/order-book";
 import type { BookSegment } from "../writes/book-log";
-import { HOUR_MS } from "./intervals";
 
 export const BOOK_FILE_KINDS = ["book", "bookTicker"] as const;
 export type BookFileKind = (typeof BOOK_FILE_KINDS)[number];

@@ -4,8 +4,8 @@
  * subscriber got. Pure: the market object and the replay connection do the I/O.
  */
 import { formatUnits } from "../core/decimal";
-import { bookChecksum, CHECKSUM_DEPTH } from "../market/book-checksum";
-import { OrderBook, type WireLevel } from "../market/order-book";
+import { bookChecksum, CHECKSUM_DEPTH } from "../domain/book-checksum";
+import { OrderBook, type WireLevel } from "../domain/order-book";
 import { CONFLATE_MS } from "../streams/conflation";
 import type { BookEntry, BookSegment } from "../writes/book-log";
 

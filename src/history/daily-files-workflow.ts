@@ -13,8 +13,9 @@ import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloud
 import { marketObject } from "../core/object-ids";
 import { unwrap } from "../core/problem";
 import { intSetting } from "../core/settings";
+import { DAY_MS } from "../domain/intervals";
+import type { MarketConfig } from "../domain/market-config";
 import { billed } from "../metrics/billed-bindings";
-import type { MarketConfig } from "../registry/model";
 import { blockPieces, type PackedTrade } from "../writes/trade-blocks";
 import { readChunk } from "./chunk-reads";
 import {
@@ -31,7 +32,6 @@ import {
 } from "./daily-files";
 import { putChecksum, ZIP_PUT } from "./file-storage";
 import { FILE_ROUNDS, FILE_STEP, inRounds, PIECE_CSV_BYTES, reportBuilt, reportFailed } from "./file-workflows";
-import { DAY_MS } from "./intervals";
 import { yieldTurn } from "./sliced-put";
 import { type ArchivedTrade, withinPage } from "./trade-archive";
 import { sha256Hex, type ZipEntry, zipOne } from "./zip";

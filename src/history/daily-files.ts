@@ -4,9 +4,9 @@
  * other. Pure; the `daily-files` Workflow builds the files from what the host hands it.
  */
 import { formatDigits, productText } from "../core/decimal";
+import type { Kline } from "../domain/candles";
+import { DAY_MS, MINUTE_MS } from "../domain/intervals";
 import type { PackedTrade } from "../writes/trade-blocks";
-import type { Kline } from "./candles";
-import { DAY_MS, MINUTE_MS } from "./intervals";
 import type { ArchivedTrade } from "./trade-archive";
 
 /** The kline intervals written as daily files. */

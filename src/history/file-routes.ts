@@ -1,9 +1,9 @@
 import { z } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import { problem } from "../core/problem";
-import { createRouter, routesOf } from "../core/router";
 import { okJson, problemResponses } from "../core/schemas";
-import type { AppEnv } from "../env";
+import type { AppEnv } from "../http/env";
+import { createRouter, routesOf } from "../http/router";
 import { billed } from "../metrics/billed-bindings";
 import { BOOK_FILE_KINDS, parseHour } from "./book-files";
 import { DAILY_KLINE_INTERVALS, fileIsFinal, parseDay } from "./daily-files";

@@ -1,13 +1,13 @@
 import { BoundedMap, textBytes } from "../core/bounded-map";
-import type { OrderBook } from "../market/order-book";
+import type { OrderBook } from "../domain/order-book";
 import type { BookEntry, BookSegment } from "../writes/book-log";
 
 /** A host's decoded open segments, at most this many bytes (estimated) for all its markets together. */
-export const SEGMENTS_MAX_BYTES = 24 * 1024 * 1024;
+const SEGMENTS_MAX_BYTES = 24 * 1024 * 1024;
 /** A host's final history answers (texts), at most this many bytes. */
-export const ANSWERS_MAX_BYTES = 8 * 1024 * 1024;
+const ANSWERS_MAX_BYTES = 8 * 1024 * 1024;
 /** Books where a replay's or catch-up's page ended inside a segment, for its next page: at most this many bytes. */
-export const REPLAY_BOOKS_MAX_BYTES = 8 * 1024 * 1024;
+const REPLAY_BOOKS_MAX_BYTES = 8 * 1024 * 1024;
 
 /** A market's open segment as decoded for its history reads, through the log's record `logN`. */
 export interface OpenSegment {

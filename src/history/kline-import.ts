@@ -5,9 +5,9 @@
  */
 import { DecimalError, exactAtScale, parseDecimal } from "../core/decimal";
 import { type FieldError, problem } from "../core/problem";
-import type { MinuteBucket } from "../market/rolling-window";
-import type { MarketConfig } from "../registry/model";
-import { MINUTE_MS } from "./intervals";
+import { MINUTE_MS } from "../domain/intervals";
+import type { MarketConfig } from "../domain/market-config";
+import type { MinuteBucket } from "../domain/rolling-window";
 
 /** Rows one request may carry: 50,000 minutes (about 35 days), some 8 MB of JSON. */
 export const MAX_IMPORT_ROWS = 50_000;

@@ -1,12 +1,13 @@
 import { gzipText } from "../core/encoding";
-import { type WireTrade, wireTrade } from "../market/wire-trade";
-import type { MarketConfig } from "../registry/model";
-import type { MarketStore, StoredTrade, TradePage } from "../writes/market-store";
-import { pageRunsForwards } from "../writes/trades";
+import { DAY_MS } from "../domain/intervals";
+import type { MarketConfig } from "../domain/market-config";
+import type { ArchivedChunk, StoredTrade, TradePage } from "../domain/trades";
+import { pageRunsForwards } from "../domain/trades";
+import { type WireTrade, wireTrade } from "../domain/wire-trade";
+import type { MarketStore } from "../writes/market-store";
 import { readChunk } from "./chunk-reads";
 import type { DayPage } from "./daily-files";
-import { DAY_MS } from "./intervals";
-import { type ArchivedChunk, type ArchivedTrade, chunkKey, chunkSize, MAX_CHUNK_READS } from "./trade-archive";
+import { type ArchivedTrade, chunkKey, chunkSize, MAX_CHUNK_READS } from "./trade-archive";
 
 /**
  * Hot trades beyond 25 hours' worth are archived anyway past this count: about 200 MB of rows

@@ -4,8 +4,9 @@ import { auditStatement } from "../audit/audit-log";
 import { isCsvRequest, isJsonRequest } from "../core/media-types";
 import { marketObject } from "../core/object-ids";
 import { problem, unwrap } from "../core/problem";
-import { createRouter } from "../core/router";
 import { jsonBody, okJson, problemResponses } from "../core/schemas";
+import { DAY_MS } from "../domain/intervals";
+import { createRouter } from "../http/router";
 import { resolveMarket } from "../market/lookup";
 import { PairParam } from "../market/schemas";
 import { MAX_LIST_SYMBOLS } from "../market/symbol-lists";
@@ -13,7 +14,6 @@ import { writeDailyFiles } from "./archive-days";
 import { parseHour } from "./book-files";
 import { bookHourId } from "./book-files-workflow";
 import { parseDay } from "./daily-files";
-import { DAY_MS } from "./intervals";
 import { csvRows, IMPORT_MAX_BYTES, importedMinutes, MAX_IMPORT_ROWS } from "./kline-import";
 
 const Cell = z.union([z.string().max(64), z.number()]);

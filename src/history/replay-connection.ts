@@ -6,15 +6,15 @@ import { randomHex } from "../core/encoding";
 import { marketObject } from "../core/object-ids";
 import { type ProblemResult, problem, unwrap } from "../core/problem";
 import { msSetting } from "../core/settings";
-import type { AppEnv } from "../env";
+import type { MarketAnswer } from "../domain/market-answer";
+import type { MarketConfig } from "../domain/market-config";
+import type { WireTrade } from "../domain/wire-trade";
+import type { AppEnv } from "../http/env";
 import { logFailure } from "../logs/log";
-import type { WireTrade } from "../market/wire-trade";
-import type { MarketAnswer } from "../reads/edge-copies";
-import type { MarketConfig } from "../registry/model";
+import type { ReplayPage } from "../market/market-book-history";
 import { tradeWindows } from "../streams/conflation";
 import { MAX_CONNECTIONS_PER_PRINCIPAL, POLICY_VIOLATION, streamFrame } from "../streams/protocol";
 import { type ReplayBookMessage, replayTime } from "./book-replay";
-import type { ReplayPage } from "./market-book-history";
 
 /** What a replay was asked for (validated by the route). */
 export interface ReplayRequest {
@@ -91,7 +91,7 @@ async function next(sources: Source[]): Promise<Timed | undefined> {
  * does not say what a client has not read, so a client that stops reading makes the isolate hold
  * at most this much more a second, and never more than the replay's span.
  */
-export const REPLAY_BYTES_PER_SECOND = 2 * 1024 * 1024;
+const REPLAY_BYTES_PER_SECOND = 2 * 1024 * 1024;
 /**
  * A replay sends this much, then a `paused` message with a token, and goes on once the client
  * answers `{"op":"more","token":…}`: a window is earned by reading the last, so a client that
@@ -99,7 +99,7 @@ export const REPLAY_BYTES_PER_SECOND = 2 * 1024 * 1024;
  */
 export const REPLAY_WINDOW_BYTES = 1024 * 1024;
 /** A client that does not answer a pause within this long is not reading: its replay ends (1008). */
-export const REPLAY_READ_WAIT_MS = 60_000;
+const REPLAY_READ_WAIT_MS = 60_000;
 
 /**
  * The client's `more` for each pause: `paused(token)` waits for it, false once `ms` passed without.

@@ -6,24 +6,13 @@
  */
 
 import { intSetting } from "../core/settings";
-import type { WireTrade } from "../market/wire-trade";
-import type { TradePage } from "../writes/trades";
+import type { TradePage } from "../domain/trades";
+import type { WireTrade } from "../domain/wire-trade";
 
 /** Trades a chunk holds; `TRADE_ARCHIVE_CHUNK` overrides it (the tests use small chunks). */
-export const DEFAULT_CHUNK_TRADES = 10_000;
+const DEFAULT_CHUNK_TRADES = 10_000;
 /** Chunks one page may read: a page is at most 1,000 trades, so more means its filter skipped most. */
 export const MAX_CHUNK_READS = 8;
-
-/** A chunk in the market's index: which trade ids and times it holds, and its size. */
-export interface ArchivedChunk {
-  chunk: number;
-  firstSeq: number;
-  lastSeq: number;
-  minTime: number;
-  maxTime: number;
-  trades: number;
-  bytes: number;
-}
 
 /** A trade as a chunk holds it: the wire form clients see. */
 export type ArchivedTrade = WireTrade;

@@ -8,7 +8,7 @@ import { crc32 } from "../../client/src/checksum";
 import { toHex } from "../core/encoding";
 
 /** The most a file or its compressed form may be without ZIP64. */
-export const ZIP_MAX_BYTES = 0xffff_ffff;
+const ZIP_MAX_BYTES = 0xffff_ffff;
 
 async function deflateRaw(data: Uint8Array): Promise<Uint8Array> {
   const stream = new Blob([data]).stream().pipeThrough(new CompressionStream("deflate-raw"));
@@ -88,7 +88,7 @@ export function zipFrame(name: string, entry: ZipEntry, day: Date): { header: Ui
 }
 
 /** The byte arrays one after another, in one. */
-export function concat(parts: Uint8Array[]): Uint8Array {
+function concat(parts: Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
   for (const part of parts) {

@@ -2,7 +2,7 @@ import { createMiddleware } from "hono/factory";
 import { routePath } from "hono/route";
 import { KEY_ID_PATTERN } from "../access/keys";
 import { type ProblemCode, ProblemError } from "../core/problem";
-import type { AppEnv } from "../env";
+import type { AppEnv } from "../http/env";
 import { logEvent } from "./log";
 
 /** The problem codes of a refused authentication (a key, a signature, a session, a token, a gateway). */

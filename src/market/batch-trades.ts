@@ -1,8 +1,9 @@
-import { DAY_MS } from "../history/intervals";
-import type { MarketStore, StoredTrade } from "../writes/market-store";
+import { DAY_MS } from "../domain/intervals";
+import type { MinuteBucket } from "../domain/rolling-window";
+import type { StoredTrade } from "../domain/trades";
+import type { MarketStore } from "../writes/market-store";
 import type { UnitTradeInput } from "./ingest-check";
 import { type MarketState, rememberBucket } from "./market-state";
-import type { MinuteBucket } from "./rolling-window";
 
 /** What a batch's trades did: those taken (numbered in order), the duplicates, the buckets they changed, the past days they reached. */
 export interface TakenTrades {

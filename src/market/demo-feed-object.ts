@@ -1,10 +1,10 @@
 import { marketObject } from "../core/object-ids";
 import { ProblemError } from "../core/problem";
+import type { MarketConfig } from "../domain/market-config";
 import { logFailure } from "../logs/log";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { ensureRegistry, findMarket } from "../registry/copy";
-import type { MarketConfig } from "../registry/model";
 import { createDemoState, DEMO_TICK_MS, type DemoState, demoGrant, demoMarkets, demoTick, resync } from "./demo-feed";
 import { ingest } from "./ingest";
 import { IngestBodySchema } from "./schemas";

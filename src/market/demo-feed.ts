@@ -1,6 +1,5 @@
-import type { MarketGrant } from "../access/keys";
 import { formatUnits } from "../core/decimal";
-import type { MarketConfig } from "../registry/model";
+import type { MarketConfig, MarketGrant } from "../domain/market-config";
 import type { IngestBody } from "./schemas";
 
 /**
@@ -18,7 +17,7 @@ export interface DemoState {
   markets: Record<string, DemoMarketState>;
 }
 
-export interface DemoMarketState {
+interface DemoMarketState {
   /** The last book sent: price units → quantity units (as decimal text, JSON-safe). */
   bids: Record<string, string>;
   asks: Record<string, string>;
@@ -29,7 +28,7 @@ export interface DemoMarketState {
 
 export const DEMO_LEVELS_PER_SIDE = 50;
 /** What the demo feed publishes unless `DEMO_MARKETS` names others (`*`: every listed market). */
-export const DEFAULT_DEMO_MARKETS = ["BTCUSDT", "ETHUSDT", "SOLUSDT", "XRPUSDT", "ETHBTC", "SOLBTC", "BTCUSDC"];
+const DEFAULT_DEMO_MARKETS = ["BTCUSDT", "ETHUSDT", "SOLUSDT", "XRPUSDT", "ETHBTC", "SOLBTC", "BTCUSDC"];
 export const DEMO_TICK_MS = 500;
 
 const START_USD: Record<string, number> = { BTC: 97_000, ETH: 3_400, SOL: 150, XRP: 0.6, USDT: 1, USDC: 1 };

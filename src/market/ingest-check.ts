@@ -1,7 +1,7 @@
 import { DecimalError, exactAtScale, parseDecimal } from "../core/decimal";
 import { type FieldError, ProblemError, problem } from "../core/problem";
-import type { MarketConfig } from "../registry/model";
-import type { BookUpdate, UnitLevel } from "./order-book";
+import type { MarketConfig } from "../domain/market-config";
+import type { BookUpdate, UnitLevel } from "../domain/order-book";
 import type { IngestBody } from "./schemas";
 
 /** A trade ready for its MarketObject: integer units at the market's scales. */
@@ -22,7 +22,7 @@ export interface IngestBatch {
 const MAX_ERRORS_NAMED = 100;
 
 /** Trades may be late (a publisher catching up) but not from the future or from long ago. */
-export const MAX_TRADE_FUTURE_MS = 5_000;
+const MAX_TRADE_FUTURE_MS = 5_000;
 export const MAX_TRADE_AGE_MS = 7 * 86_400_000;
 
 /** A market's trading rules in integer units: prices and quantities at its scales, notional at both. */

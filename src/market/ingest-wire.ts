@@ -1,7 +1,7 @@
-import type { MarketConfig } from "../registry/model";
+import type { MarketConfig } from "../domain/market-config";
+import type { BookUpdate, UnitLevel } from "../domain/order-book";
 import type { IngestCommit, IngestItem } from "./ingest";
 import type { IngestBatch, UnitTradeInput } from "./ingest-check";
-import type { BookUpdate, UnitLevel } from "./order-book";
 import type { IngestBody } from "./schemas";
 
 /** A batch as `encodeIngestBatch` writes it, parsed: trades flat, then the book's updates. */

@@ -1,11 +1,11 @@
-import { grantsMarket, type MarketGrant } from "../access/keys";
 import { marketObject, objectCalls } from "../core/object-ids";
 import { type ProblemResult, problem, unwrap } from "../core/problem";
+import type { MarketConfig } from "../domain/market-config";
+import { grantsMarket, type MarketGrant } from "../domain/market-config";
+import type { BookOutcome } from "../domain/order-book";
 import { ensureRegistry } from "../registry/copy";
-import type { MarketConfig } from "../registry/model";
 import { type IngestBatch, toIngestBatch } from "./ingest-check";
 import { resolveMarket } from "./lookup";
-import type { BookOutcome } from "./order-book";
 import type { IngestBody } from "./schemas";
 
 export interface IngestResult {
@@ -21,7 +21,7 @@ export interface IngestResult {
  * The market a batch names, if `grant` lets its publisher write it (docs/publishing.md#publish-keys):
  * 403 `FORBIDDEN_MARKET` otherwise, before anything of the batch is looked at.
  */
-export function grantedMarket(grant: MarketGrant, symbol: string): MarketConfig {
+function grantedMarket(grant: MarketGrant, symbol: string): MarketConfig {
   const market = resolveMarket(symbol);
   if (!grantsMarket(grant, market.symbol)) {
     throw problem("FORBIDDEN_MARKET", `this publishing key may not write ${market.symbol}; the operator grants markets per key`, { symbol: market.symbol });
@@ -92,7 +92,7 @@ export interface IngestVia {
 }
 
 /** What a market answers when the caller's config is older than the one it holds: validate again with this one. */
-export interface NewerConfig {
+interface NewerConfig {
   newerConfig: MarketConfig;
 }
 

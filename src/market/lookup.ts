@@ -1,7 +1,7 @@
 import { problem } from "../core/problem";
 import { type ParsedSymbol, requireSymbol } from "../core/symbols";
+import type { MarketConfig } from "../domain/market-config";
 import { findMarket } from "../registry/copy";
-import type { MarketConfig } from "../registry/model";
 
 /**
  * The listed market a parsed symbol names, if any; a separated form (`BTC-USDT`) must match its

@@ -1,18 +1,18 @@
 import { guarded, guardedAsync, isProblemResult, ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
+import type { MarketAnswer, MarketQuestion } from "../domain/market-answer";
+import type { MarketConfig } from "../domain/market-config";
+import type { MinuteBucket } from "../domain/rolling-window";
 import type { RelayOp } from "../groups/messages";
 import type { BookTarget } from "../history/book-replay";
-import { MarketBookHistory, type ReplayLimits, type ReplayPage } from "../history/market-book-history";
-import { DayCalls, importMinutes } from "../history/market-days";
 import { MarketHistory } from "../history/market-history";
 import { billed } from "../metrics/billed-bindings";
-import type { MarketAnswer, MarketQuestion } from "../reads/edge-copies";
-import type { MarketConfig } from "../registry/model";
 import { DERIVED_FIELDS, type MarketRecord, MarketStore } from "../writes/market-store";
 import { MinuteWrites } from "../writes/minute-writes";
-import { batchBytes, StagedBatches, stageBatch } from "../writes/staged-batches";
 import { pack } from "../writes/trade-blocks";
 import type { IngestAnswer, IngestCommit, IngestResult } from "./ingest";
 import type { CheckAtHost, IngestBatch } from "./ingest-check";
+import { MarketBookHistory, type ReplayLimits, type ReplayPage } from "./market-book-history";
+import { DayCalls, importMinutes } from "./market-days";
 import type { MarketHost, OrderBookSnapshot } from "./market-host";
 import { restoreState } from "./market-load";
 import { MarketReads } from "./market-reads";
@@ -20,11 +20,10 @@ import { MarketSecondly } from "./market-secondly";
 import type { MarketState } from "./market-state";
 import { MarketStreams } from "./market-streams";
 import { MarketUpkeep } from "./market-upkeep";
-import type { MinuteBucket } from "./rolling-window";
+import { batchBytes, StagedBatches, stageBatch } from "./staged-batches";
 
+export type { WireTrade } from "../domain/wire-trade";
 export type { MarketHost, OrderBookSnapshot } from "./market-host";
-export type { OrderBookText } from "./market-reads";
-export type { WireTrade } from "./wire-trade";
 
 /**
  * One market's single writer, hosted with the rest of its group in one object

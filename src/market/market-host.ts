@@ -1,9 +1,9 @@
 import type { ProblemError } from "../core/problem";
+import type { WireLevel } from "../domain/order-book";
 import type { RelayOp } from "../groups/messages";
 import type { HistoryCache } from "../history/history-cache";
 import type { MarketStorage } from "../writes/market-storage";
 import type { Tick } from "../writes/tick";
-import type { WireLevel } from "./order-book";
 
 /** The live book as `orderBook` answers it: levels to `depth`, with the sequence it shows. */
 export interface OrderBookSnapshot {

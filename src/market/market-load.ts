@@ -1,8 +1,8 @@
-import { MINUTE_MS } from "../history/intervals";
-import type { MarketConfig } from "../registry/model";
+import { MINUTE_MS } from "../domain/intervals";
+import type { MarketConfig } from "../domain/market-config";
+import { OrderBook, updateFingerprint } from "../domain/order-book";
 import type { MarketMeta, MarketStore } from "../writes/market-store";
 import { type MarketState, TRADE_RETENTION_MS } from "./market-state";
-import { OrderBook, updateFingerprint } from "./order-book";
 
 /**
  * A market's state in memory, rebuilt from its storage after a start (docs/design.md#the-write-path):

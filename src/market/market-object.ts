@@ -1,34 +1,32 @@
 import { ProblemError, type ProblemResult, problem, toProblemResult } from "../core/problem";
 import { withTimeout } from "../core/time-limit";
+import type { MarketAnswer, MarketQuestion } from "../domain/market-answer";
+import { groupOf, type MarketConfig } from "../domain/market-config";
+import type { MinuteBucket } from "../domain/rolling-window";
 import { GroupRelay } from "../groups/group-relay";
 import type { BookTarget } from "../history/book-replay";
 import type { DayOpened, DayPage } from "../history/daily-files";
 import { HistoryCache } from "../history/history-cache";
-import type { ReplayLimits, ReplayPage } from "../history/market-book-history";
 import { logFailure } from "../logs/log";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
-import type { MarketAnswer, MarketQuestion } from "../reads/edge-copies";
-import { groupOf, type MarketConfig } from "../registry/model";
 import { ObjectSession } from "../rpc-sessions/object-session";
+import { GroupWriter } from "../writes/group-writer";
 import { HostAlarms } from "../writes/host-alarms";
 import { HostStorage } from "../writes/host-storage";
-import { GroupJournal } from "../writes/journal";
 import { scopedSql, tablePrefixOf } from "../writes/market-storage";
 import { openSegments } from "../writes/open-segments";
-import { COMMIT_MAX_BYTES } from "../writes/staged-batches";
-import { Tick } from "../writes/tick";
 import type { CheckedIngestItem, IngestAnswer, IngestCommit } from "./ingest";
 import { type CheckAtHost, checkedAtHost, type IngestBatch } from "./ingest-check";
 import { decodeIngestBatch, decodeIngestCall } from "./ingest-wire";
+import type { ReplayLimits, ReplayPage } from "./market-book-history";
 import { MarketEngine, type OrderBookSnapshot } from "./market-engine";
 import { type HeldMarket, Quarantine } from "./quarantine";
-import type { MinuteBucket } from "./rolling-window";
 
-export type { OrderBookSnapshot, OrderBookText, WireTrade } from "./market-engine";
+export type { OrderBookSnapshot, WireTrade } from "./market-engine";
 
 /** A market's alarm is given up after this long: its R2 and Workflow calls wait no longer in the others' way. */
-export const MARKET_ALARM_MS = 15_000;
+const MARKET_ALARM_MS = 15_000;
 /**
  * The object of one group of markets (docs/design.md#market-hosts): it hosts each of the group's
  * markets' engines (`market-engine.ts`), their tables side by side in its storage under each
@@ -45,20 +43,12 @@ export class MarketObject extends MeteredObject {
   private readonly alarms: HostAlarms;
   /** What the group's markets publish goes through it to the shards and the price index (docs/design.md#group-relays). */
   readonly relay: GroupRelay;
-  /** The group's commits: one row a tick for all its markets' records (`../writes/journal.ts`). */
-  private readonly journal: GroupJournal;
+  /** What the group writes and in which order: its tick, its journal, its commit (`../writes/group-writer.ts`). */
+  readonly writer: GroupWriter;
   /** The tick's length (`INGEST_TICK_MS`, 100 ms; the workers tests commit each batch at once unless a test sets it). */
   tickMs: number;
   /** How long one market's alarm may run before the host stops waiting for it (docs/design.md#isolation). */
   alarmTimeoutMs = MARKET_ALARM_MS;
-  private readonly tick: Tick;
-  /** About the bytes the tick's row will hold (`batchBytes` of each batch staged). */
-  private stagedBytes = 0;
-  /**
-   * A fault switch for `npm run bench:isolation` (a Miniflare binding of that run, never in
-   * wrangler.toml): the market named fails its part of every commit, as a market with a fault would.
-   */
-  private readonly faultMarket = (this.env as unknown as { FAULT_MARKET?: string }).FAULT_MARKET;
   /** Its markets' open segments decoded and final history answers, bounded in bytes (docs/history.md#book-history). */
   private readonly historyCache = new HistoryCache();
   /** Its markets' open book segments as their R2 text, bounded in bytes: a segment's close joins, never reads back (`../writes/open-segments.ts`). */
@@ -72,12 +62,20 @@ export class MarketObject extends MeteredObject {
     super(ctx, env, "market");
     this.alarms = new HostAlarms(this.ctx.storage);
     this.relay = new GroupRelay(this.ctx.storage.kv, env);
-    this.journal = new GroupJournal(this.ctx.storage.sql);
     this.storage = new HostStorage(this.ctx.storage.sql);
     this.tickMs = Number(env.INGEST_TICK_MS ?? "100");
-    this.tick = new Tick(
+    this.writer = new GroupWriter(
+      this.ctx.storage,
       () => this.tickMs,
-      () => this.commit(),
+      {
+        markets: () => this.engines,
+        market: (symbol) => this.engine(symbol),
+        failed: (symbol, error) => this.retire(symbol, error, "commit"),
+        committed: (symbol) => this.quarantine.released(symbol),
+        abort: (reason) => this.ctx.abort(reason),
+      },
+      // The fault switch of `npm run bench:isolation` (a Miniflare binding of that run): the market named fails its part of every commit.
+      (env as unknown as { FAULT_MARKET?: string }).FAULT_MARKET,
     );
   }
 
@@ -92,11 +90,11 @@ export class MarketObject extends MeteredObject {
           sql: scopedSql(storage.sql, tablePrefixOf(symbol)),
           transactionSync: (work) => storage.transactionSync(work),
           ...this.alarms.of(symbol),
-          ring: this.journal.ringOf(symbol),
+          ring: this.writer.journal.ringOf(symbol),
           openSegments: this.openSegments,
         },
         send: (op) => this.relay.relay([op]),
-        tick: this.tick,
+        tick: this.writer.tick,
         roomFor: (bytes) => this.roomFor(symbol, bytes),
         failed: (error) => this.retire(symbol, error, "load"),
         held: () => this.quarantine.refusal(symbol),
@@ -108,79 +106,12 @@ export class MarketObject extends MeteredObject {
   }
 
   /**
-   * A tick's row stays within a value's size: what is staged is committed first when `bytes` more
-   * would take it past. A commit that drops `symbol` (its part failed) answers its batch too: the
-   * engine staging it is gone, and nothing it stages would be written.
+   * A tick's row stays within a value's size (`GroupWriter.room`). A commit made for room that
+   * drops `symbol` (its part failed) answers its batch too: nothing it stages would be written.
    */
   private roomFor(symbol: string, bytes: number): ProblemError | undefined {
-    if (this.stagedBytes > 0 && this.stagedBytes + bytes > COMMIT_MAX_BYTES) {
-      const engine = this.engines.get(symbol);
-      this.tick.commitNow();
-      if (this.engines.get(symbol) !== engine) return this.quarantine.refusal(symbol) ?? this.quarantine.failed(symbol, "dropped by the commit made for room");
-    }
-    this.stagedBytes += bytes;
-    return undefined;
-  }
-
-  /**
-   * The group's commit (docs/design.md#the-write-path): every market's staged batches in one
-   * transaction, their records one row of the journal — a market whose oldest record that row
-   * would overwrite writes a snapshot first. The batches are answered once it is durable.
-   *
-   * Each market's part is a savepoint of its own (docs/design.md#isolation): a market whose part
-   * throws is undone alone and held (`retire`), its batches answered 503 `MARKET_UNAVAILABLE`, and
-   * the rest commit; a market that cannot write its cover has its records kept aside. A fault of
-   * the transaction itself restarts the object from storage, and every batch of the tick gets the
-   * error (none was acknowledged). What follows a durable commit can fail no batch.
-   */
-  private commit(): ReadonlyMap<string, unknown> {
-    this.stagedBytes = 0;
-    const after: (() => void)[] = [];
-    const failed = new Map<string, unknown>();
-    const committed: string[] = [];
-    const { storage } = this.ctx;
-    const part = (symbol: string, work: () => () => void): boolean => {
-      try {
-        after.push(storage.transactionSync(work));
-        return true;
-      } catch (error) {
-        this.journal.drop(symbol);
-        failed.set(symbol, error);
-        return false;
-      }
-    };
-    try {
-      storage.transactionSync(() => {
-        for (const [symbol, engine] of this.engines) if (engine.staging && part(symbol, () => this.commitOf(symbol, engine))) committed.push(symbol);
-        if (this.journal.staged) {
-          for (const symbol of this.journal.dueForCover()) {
-            // A market whose part failed holds batches that are not durable: its memory is no snapshot.
-            if (failed.has(symbol) || !part(symbol, () => this.engine(symbol).coverJournal())) this.journal.keepAside(symbol);
-          }
-        }
-        this.journal.write();
-      });
-    } catch (error) {
-      this.journal.discard();
-      this.ctx.abort(`ingest failed to persist: ${String(error)}`);
-      throw error;
-    }
-    const answers = new Map<string, ProblemError>();
-    for (const [symbol, error] of failed) answers.set(symbol, this.retire(symbol, error, "commit"));
-    for (const symbol of committed) this.quarantine.released(symbol);
-    for (const next of after) {
-      try {
-        next();
-      } catch (error) {
-        logFailure("after a commit", { error });
-      }
-    }
-    return answers;
-  }
-
-  private commitOf(symbol: string, engine: MarketEngine): () => void {
-    if (symbol === this.faultMarket) throw new Error(`${symbol} fails every commit (FAULT_MARKET)`);
-    return engine.commitStaged();
+    if (!this.writer.room(symbol, bytes)) return undefined;
+    return this.quarantine.refusal(symbol) ?? this.quarantine.failed(symbol, "dropped by the commit made for room");
   }
 
   /**
@@ -191,7 +122,7 @@ export class MarketObject extends MeteredObject {
   private retire(symbol: string, error: unknown, stage: "load" | "commit"): ProblemError {
     this.drop(symbol, stage);
     const answer = this.quarantine.failed(symbol, error);
-    this.tick.fail(symbol, answer);
+    this.writer.tick.fail(symbol, answer);
     return answer;
   }
 

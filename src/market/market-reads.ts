@@ -1,11 +1,12 @@
-import { aggregateCandles, candleOf, type Kline, type KlineQuery } from "../history/candles";
-import { bucketSizeFor, DAY_MS, HOUR_MS, type KlineInterval, MINUTE_MS, nextOpenTime, nominalMs, openTimeOf, SECOND_MS } from "../history/intervals";
+import { aggregateCandles, candleOf, type Kline, type KlineQuery } from "../domain/candles";
+import { bucketSizeFor, DAY_MS, HOUR_MS, type KlineInterval, MINUTE_MS, nextOpenTime, nominalMs, openTimeOf, SECOND_MS } from "../domain/intervals";
+import type { MarketQuestion } from "../domain/market-answer";
+import { formatWindow, mergeBuckets, type WindowRecord, windowStats } from "../domain/rolling-window";
+import type { StoredTrade, TradePage } from "../domain/trades";
+import { type WireTrade, wireTrade } from "../domain/wire-trade";
 import { KEEP_TRADES, type MarketHistory } from "../history/market-history";
-import type { MarketQuestion } from "../reads/edge-copies";
-import type { MarketStore, StoredTrade, TradePage } from "../writes/market-store";
+import type { MarketStore } from "../writes/market-store";
 import { bookTickerOf, checksumOf, lastTradeOf, type MarketState, tickerAt } from "./market-state";
-import { formatWindow, mergeBuckets, type WindowRecord, windowStats } from "./rolling-window";
-import { type WireTrade, wireTrade } from "./wire-trade";
 
 /** An order book snapshot whose levels are already JSON text (see `orderBookText`). */
 export interface OrderBookText {

@@ -1,10 +1,10 @@
 import { formatUnits } from "../core/decimal";
+import { changePercent, minuteOf } from "../domain/rolling-window";
 import type { RelayOp } from "../groups/messages";
 import type { MarketStorage } from "../writes/market-storage";
 import { bookTickerOf, type MarketState, tickerAt, tickerOf, windowRecordsOf } from "./market-state";
 import type { MarketStreams } from "./market-streams";
 import type { PriceReport } from "./price-index";
-import { changePercent, minuteOf } from "./rolling-window";
 
 /** The price index and ticker subscribers hear from a market at most this often (KV takes one write a second). */
 const SECONDLY_MS = 1_000;

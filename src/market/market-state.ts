@@ -1,8 +1,7 @@
 import type { z } from "@hono/zod-openapi";
-import type { MarketConfig } from "../registry/model";
-import { TICKER_WINDOWS, type TickerWindow } from "../streams/protocol";
-import { bookChecksum, CHECKSUM_DEPTH } from "./book-checksum";
-import type { OrderBook } from "./order-book";
+import { bookChecksum, CHECKSUM_DEPTH } from "../domain/book-checksum";
+import type { MarketConfig } from "../domain/market-config";
+import type { OrderBook } from "../domain/order-book";
 import {
   DAY_MS,
   formatTicker,
@@ -16,9 +15,10 @@ import {
   tickerStats,
   type WindowRecord,
   windowStats,
-} from "./rolling-window";
+} from "../domain/rolling-window";
+import type { WireTrade } from "../domain/wire-trade";
+import { TICKER_WINDOWS, type TickerWindow } from "../streams/protocol";
 import type { AveragePriceSchema, BookTickerSchema } from "./schemas";
-import type { WireTrade } from "./wire-trade";
 
 /** Best bid and ask with quantities at one book sequence (the shape is the schema's). */
 export type BookTicker = z.infer<typeof BookTickerSchema>;

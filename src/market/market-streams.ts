@@ -1,14 +1,14 @@
 import { formatUnits } from "../core/decimal";
+import type { Kline } from "../domain/candles";
+import { type KlineInterval, openTimeOf } from "../domain/intervals";
+import type { BookUpdate } from "../domain/order-book";
+import type { TickerRecord, WindowRecord } from "../domain/rolling-window";
+import type { StoredTrade } from "../domain/trades";
+import { type WireTrade, wireTrade } from "../domain/wire-trade";
 import type { RelayOp } from "../groups/messages";
-import type { Kline } from "../history/candles";
-import { type KlineInterval, openTimeOf } from "../history/intervals";
 import { CONFLATE_MS, Conflation } from "../streams/conflation";
 import { klineStreams, MARKET_ENDED_STREAM, type StreamEvent, TICKER_WINDOWS } from "../streams/protocol";
-import type { StoredTrade } from "../writes/market-store";
 import { averagePriceOf, bookTickerOf, checksumOf, type MarketState, snapshotMessageOf } from "./market-state";
-import type { BookUpdate } from "./order-book";
-import type { TickerRecord, WindowRecord } from "./rolling-window";
-import { type WireTrade, wireTrade } from "./wire-trade";
 
 /** The candle of an interval (at an offset) opening at a time, from the market's stored buckets. */
 export type CandleAt = (state: MarketState, openTime: number, interval: KlineInterval, offsetMs: number) => Kline | undefined;

@@ -1,8 +1,8 @@
-import type { MarketBookHistory } from "../history/market-book-history";
 import type { MarketHistory } from "../history/market-history";
 import { logFailure } from "../logs/log";
 import type { MarketStore } from "../writes/market-store";
 import type { MinuteWrites } from "../writes/minute-writes";
+import type { MarketBookHistory } from "./market-book-history";
 import { type MarketState, TRADE_RETENTION_MS } from "./market-state";
 
 const PRUNE_EVERY_MS = 60_000;

@@ -4,15 +4,15 @@ import { alarmBy } from "../core/alarms";
 import { streamHub } from "../core/object-ids";
 import { type ProblemResult, problem, toProblemResult } from "../core/problem";
 import { msSetting } from "../core/settings";
+import type { MarketAnswer } from "../domain/market-answer";
+import { groupOf, type RegistryIndex } from "../domain/market-config";
 import type { MarketSummary } from "../groups/messages";
 import { type VenueAnswerKind, VenueBoard } from "../groups/venue-board";
 import { logFailure } from "../logs/log";
 import { billed } from "../metrics/billed-bindings";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
-import type { MarketAnswer } from "../reads/edge-copies";
 import { ensureRegistry } from "../registry/copy";
-import { groupOf, type RegistryIndex } from "../registry/model";
 import { ObjectSession } from "../rpc-sessions/object-session";
 import { everyShard } from "../streams/every-shard";
 import { STATUS_STREAM, type StreamEvent, TICKERS_STREAM, type TickerWindow } from "../streams/protocol";
@@ -20,7 +20,7 @@ import { type PriceSnapshot, pricesIn } from "./price-index";
 
 export const PRICE_SNAPSHOT_KEY = "prices/snapshot";
 /** A trading market with no update for this long is reported stale (`FEED_STALE_AFTER_MS`). */
-export const DEFAULT_FEED_STALE_AFTER_MS = 60_000;
+const DEFAULT_FEED_STALE_AFTER_MS = 60_000;
 /** Workers KV accepts one write per second per key; the `prices.*` and `tickers` streams go out with it. */
 const KV_WRITE_EVERY_MS = 1_000;
 /** Summaries are stored per group, each group at most once per this (rows written cost money). */

@@ -1,6 +1,6 @@
 import { type Decimal, formatDecimal, multiply, parseDecimal } from "../core/decimal";
-import type { MarketStatus, RegistryIndex } from "../registry/model";
-import { changePercent } from "./rolling-window";
+import type { MarketStatus, RegistryIndex } from "../domain/market-config";
+import { changePercent } from "../domain/rolling-window";
 
 /** What a market tells the price index after it trades (at most once a second). */
 export interface PriceReport {

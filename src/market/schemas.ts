@@ -1,9 +1,9 @@
 import { z } from "@hono/zod-openapi";
 import { SystemStatusFields } from "../announcements/schemas";
 import { DecimalString, queryInt, queryIntOr, TimestampMs } from "../core/schemas";
-import { KLINE_INTERVALS, parseTimeZone } from "../history/intervals";
-import { MAX_LEVELS_PER_SIDE } from "./order-book";
-import { parseWindowSize } from "./rolling-window";
+import { KLINE_INTERVALS, parseTimeZone } from "../domain/intervals";
+import { MAX_LEVELS_PER_SIDE } from "../domain/order-book";
+import { parseWindowSize } from "../domain/rolling-window";
 
 /** The `{pair}` path parameter: canonical or separated, any case (docs/api.md). */
 export const PairParam = z.object({
@@ -58,7 +58,7 @@ export const TickerSchema = z
   .openapi("Ticker");
 
 /** `timeZone`: shifts the interval boundaries, never startTime/endTime (docs/history.md#intervals). */
-export const TimeZoneParam = z
+const TimeZoneParam = z
   .string()
   .max(6)
   .refine((text) => parseTimeZone(text) !== undefined, { message: "a UTC offset from -12:00 to +14:00, as 8, -5, +05:45 or 0" })
@@ -169,7 +169,7 @@ export const MarketSchema = z
   .openapi("Market");
 
 /** A market in `GET /api/markets`: its listing, and when its feed last updated it. */
-export const ListedMarketSchema = MarketSchema.extend({
+const ListedMarketSchema = MarketSchema.extend({
   lastUpdateTime: TimestampMs.nullable().openapi({ description: "When the market last took an update from its feed (null: never); at most about 1 s behind" }),
 }).openapi("ListedMarket");
 
@@ -189,7 +189,7 @@ export const FeedStatusSchema = z
 /** `GET /api/status` and the `status` stream: the system status and announcements with the feeds' health. */
 export const StatusSchema = FeedStatusSchema.extend(SystemStatusFields).openapi("Status");
 
-export const RateLimitSchema = z
+const RateLimitSchema = z
   .object({
     scope: z.enum(["ip", "apiKey", "gateway"]).openapi({ description: "Who the limit counts: client address, API key or settlement gateway" }),
     kind: z.enum(["requests", "connections"]),
@@ -211,7 +211,7 @@ export const MarketsSchema = z
   })
   .openapi("Markets");
 
-export const PriceSchema = z
+const PriceSchema = z
   .object({
     asset: z.string().openapi({ example: "SOL" }),
     name: z.string().openapi({ example: "Solana" }),

@@ -1,6 +1,6 @@
 import { problem } from "../core/problem";
 import { requireSymbol } from "../core/symbols";
-import type { MarketConfig } from "../registry/model";
+import type { MarketConfig } from "../domain/market-config";
 import { listedMarket, symbolAsWritten } from "./lookup";
 
 /** Symbols one list call may name: every listed market, with room to grow. */

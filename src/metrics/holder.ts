@@ -4,7 +4,7 @@ import { logFailure } from "../logs/log";
 import { MetricCounts } from "./counts";
 
 /** A holder hands its counts on at most this often (METRICS_FLUSH_MS): the metrics' delay. */
-export const DEFAULT_METRICS_FLUSH_MS = 10_000;
+const DEFAULT_METRICS_FLUSH_MS = 10_000;
 
 /** `METRICS=off` (the benchmarks' switch) counts nothing. */
 export function metricsOn(env: Env): boolean {

@@ -31,7 +31,7 @@ export interface RecentTimes {
 }
 
 /** A history file's build that failed (docs/history.md#book-files): its Workflow instance, when, why. */
-export interface FailingFile {
+interface FailingFile {
   id: string;
   at: number;
   error: string;

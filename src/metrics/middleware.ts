@@ -3,7 +3,7 @@ import { routePath } from "hono/route";
 import { sleep } from "../core/cross-request-wait";
 import { ProblemError } from "../core/problem";
 import { intSetting, msSetting } from "../core/settings";
-import type { AppEnv } from "../env";
+import type { AppEnv } from "../http/env";
 import { keyIdOf, principalKind } from "../logs/request-log";
 import { billed } from "./billed-bindings";
 import { isolateMetrics, metricsOn } from "./holder";

@@ -90,7 +90,7 @@ function meteredKv(kv: SyncKvStorage, counted: RowsCounted): SyncKvStorage {
  * An object's storage with what it bills counted: SQL by the cursors' counters, the KV calls one
  * row a key, and each `setAlarm`/`deleteAlarm` one row written (the alarm is a row).
  */
-export function meteredStorage(storage: DurableObjectStorage, counted: RowsCounted): { storage: DurableObjectStorage; settle: () => void } {
+function meteredStorage(storage: DurableObjectStorage, counted: RowsCounted): { storage: DurableObjectStorage; settle: () => void } {
   const { sql, settle } = meteredSql(storage.sql, counted);
   const kv = meteredKv(storage.kv, counted);
   const wrapped: Record<string, unknown> = {

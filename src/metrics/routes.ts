@@ -1,11 +1,11 @@
 import { z } from "@hono/zod-openapi";
 import { operatorRoute } from "../admin/auth";
 import { marketObject, metricsObject, priceIndex } from "../core/object-ids";
-import { createRouter } from "../core/router";
 import { problemResponses } from "../core/schemas";
-import type { MarketAnswer } from "../reads/edge-copies";
+import type { MarketAnswer } from "../domain/market-answer";
+import { GROUP_SIZE } from "../domain/market-config";
+import { createRouter } from "../http/router";
 import { ensureRegistry } from "../registry/copy";
-import { GROUP_SIZE } from "../registry/model";
 import { exposition, type GaugeValue, PROMETHEUS_CONTENT_TYPE } from "./exposition";
 import { isolateMetrics } from "./holder";
 import { connectionsByDialect } from "./venue-figures";

@@ -1,13 +1,13 @@
 /** @jsxImportSource hono/jsx */
 import { Hono } from "hono";
 import { ProblemError } from "../core/problem";
-import type { AppEnv } from "../env";
+import type { MarketConfig } from "../domain/market-config";
+import type { TickerRecord } from "../domain/rolling-window";
+import type { AppEnv } from "../http/env";
 import { resolveMarket } from "../market/lookup";
-import type { TickerRecord } from "../market/rolling-window";
 import { statusFigures } from "../metrics/venue-figures";
 import { readVenue } from "../reads/edge-reads";
 import { readContext, readMany, readMarketViews, readPrices, readTickerRecord } from "../reads/reads";
-import type { MarketConfig } from "../registry/model";
 import { HeaderRow } from "./document";
 import { Page } from "./page";
 import type { VenueStatusBody } from "./status-page";

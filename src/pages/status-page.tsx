@@ -10,7 +10,7 @@ import { Page } from "./page";
 export type VenueStatusBody = z.infer<typeof StatusSchema>;
 
 /** The page reloads itself this often: readable and current without a script. */
-export const STATUS_REFRESH_SECONDS = 15;
+const STATUS_REFRESH_SECONDS = 15;
 
 /** Seconds as milliseconds for people; a dash when nothing was measured. */
 const ms = (seconds: number | null) => (seconds === null ? "–" : `${(seconds * 1000).toFixed(seconds < 0.01 ? 1 : 0)} ms`);

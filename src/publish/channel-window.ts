@@ -1,7 +1,7 @@
 import { Slots } from "../core/slots";
-import { RESEND_WINDOW } from "../market/order-book";
+import { groupOf } from "../domain/market-config";
+import { RESEND_WINDOW } from "../domain/order-book";
 import { findMarket } from "../registry/copy";
-import { groupOf } from "../registry/model";
 import { errorOf, MAX_PENDING_BYTES_PER_KEY, MAX_UNACKED, MAX_UNACKED_PER_KEY } from "./protocol";
 
 /**

@@ -1,8 +1,8 @@
 import { z } from "@hono/zod-openapi";
 import { KEY_ID_RULE } from "../access/keys";
 import { auditOf, operatorListing, operatorRemoval, operatorRoute } from "../admin/auth";
-import { createRouter } from "../core/router";
 import { createdJson, jsonBody, okJson, problemResponses } from "../core/schemas";
+import { createRouter } from "../http/router";
 import { AllowIps, ExpiresAt, Markets, PublishKeySchema } from "./key-schemas";
 import { amendPublishKey, issuePublishKey, listPublishKeys, revokePublishKey } from "./keys";
 

@@ -4,7 +4,7 @@ import { Cidr } from "../accounts/schemas";
 /** Publishing keys' shapes (docs/operations.md#publish-keys): the routes validate with them, the service answers in them. */
 
 /** Up to the registry's size: a key for a whole venue is `"*"`, not a list of every symbol. */
-export const MAX_GRANTED_MARKETS = 2_000;
+const MAX_GRANTED_MARKETS = 2_000;
 
 export const Markets = z
   .union([z.literal("*"), z.array(z.string().min(1).max(32)).min(1).max(MAX_GRANTED_MARKETS)])

@@ -1,11 +1,12 @@
 import type { KeyAmendment } from "../access/access-guard";
 import { keyLastUse, keysLastUse } from "../access/key-usage-reads";
-import { KEY_ID_PATTERN, type KeyRecord, keyStateAt, type MarketGrant, newKeyId, newKeySecret, principalOfKey, requireFutureExpiry } from "../access/keys";
+import { KEY_ID_PATTERN, type KeyRecord, keyStateAt, newKeyId, newKeySecret, principalOfKey, requireFutureExpiry } from "../access/keys";
 import { type AuditContext, auditStatement } from "../audit/audit-log";
 import { accessGuard, publishChannel } from "../core/object-ids";
 import { type FieldError, problem } from "../core/problem";
 import { seal } from "../core/seal";
 import { parseSymbol } from "../core/symbols";
+import type { MarketGrant } from "../domain/market-config";
 import { logFailure } from "../logs/log";
 import { listedMarket } from "../market/lookup";
 import { readRegistry } from "../registry/store";
@@ -57,7 +58,7 @@ function viewOf(row: Row, now: number, lastUsedAt: number | null): PublishKeyVie
  * The markets as canonical symbols of listed, not delisted markets; every other entry is named
  * (400). `"*"` stays `"*"`: every market, present and future.
  */
-export async function canonicalMarkets(db: D1Database, markets: MarketGrant, path: string): Promise<MarketGrant> {
+async function canonicalMarkets(db: D1Database, markets: MarketGrant, path: string): Promise<MarketGrant> {
   if (markets === "*") return markets;
   const listed = new Map((await readRegistry(db)).markets.map((m) => [m.symbol, m]));
   const errors: FieldError[] = [];

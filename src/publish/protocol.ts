@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { type ProblemCode, type ProblemExtras, problemBody } from "../core/problem";
-import { fieldErrors } from "../core/router";
+import { fieldErrors } from "../http/router";
 import { type IngestBody, IngestBodySchema, MAX_ID_CHARS } from "../market/schemas";
 import { quickBatch } from "./quick-batch";
 

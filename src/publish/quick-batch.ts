@@ -1,6 +1,6 @@
 import { DECIMAL_PATTERN } from "../core/decimal";
 import { MAX_DECIMAL_CHARS, MAX_TIMESTAMP_MS } from "../core/schemas";
-import { MAX_LEVELS_PER_SIDE } from "../market/order-book";
+import { MAX_LEVELS_PER_SIDE } from "../domain/order-book";
 import { MAX_BOOK_UPDATES_PER_BATCH, MAX_ID_CHARS, MAX_TRADES_PER_BATCH } from "../market/schemas";
 
 /**

@@ -5,8 +5,8 @@ import { authenticateSigned } from "../access/middleware";
 import { rateLimitHeaders } from "../access/sliding-window";
 import { publishChannel } from "../core/object-ids";
 import { type ProblemResult, problem } from "../core/problem";
-import { createRouter } from "../core/router";
 import { problemResponses } from "../core/schemas";
+import { createRouter } from "../http/router";
 import { MAX_CHANNELS_PER_KEY, MAX_PENDING_BYTES_PER_KEY, MAX_UNACKED, MAX_UNACKED_PER_KEY } from "./protocol";
 import { IP_HEADER, KEY_CHECK_EVERY_MS, KEY_HEADER } from "./publish-channel-object";
 

@@ -5,20 +5,8 @@
  */
 
 import { BoundedMap, textBytes } from "../core/bounded-map";
-import type { ProblemResult } from "../core/problem";
-import type { KlineQuery } from "../history/candles";
-import { openTimeOf } from "../history/intervals";
-import type { TradePage } from "../writes/market-store";
-
-/** What an edge copy holds the answer to: one market read with its parameters. */
-export type MarketQuestion =
-  | { kind: "ticker" }
-  | { kind: "bookTicker" }
-  | { kind: "book"; depth: number }
-  | { kind: "trades"; limit: number; page?: Omit<TradePage, "limit"> }
-  | { kind: "klines"; query: KlineQuery }
-  /** Statistics from `openTime` (minute-aligned) to `closeTime`, or to the moment of the answer (a rolling window). */
-  | { kind: "window"; openTime: number; closeTime?: number };
+import { openTimeOf } from "../domain/intervals";
+import type { MarketAnswer, MarketQuestion } from "../domain/market-answer";
 
 /** The key of a question's copy: one copy per market and question. */
 export function copyKey(symbol: string, question: MarketQuestion): string {
@@ -41,18 +29,6 @@ export function copyKey(symbol: string, question: MarketQuestion): string {
     default:
       return `${symbol}:${question.kind}`;
   }
-}
-
-/** One answer as the market gave it: its JSON text and the moment it shows. */
-export interface MarketAnswer {
-  /** The JSON text of the answer ("" when the market answered with a problem). */
-  text: string;
-  /** Set when the market answered with a problem (e.g. a delisted market): served as that problem. */
-  problem?: ProblemResult["problem"];
-  /** The market's clock when it answered: the moment the copy shows. */
-  at: number;
-  /** The market's change counter at `at`: orders two answers given in the same millisecond. */
-  version: number;
 }
 
 export interface Copy extends MarketAnswer {

@@ -3,9 +3,10 @@ import { marketObject, objectCalls, priceIndex } from "../core/object-ids";
 import { ProblemError, problem } from "../core/problem";
 import { msSetting } from "../core/settings";
 import { withTimeout } from "../core/time-limit";
+import type { CarriedRefresh, MarketAnswer, MarketQuestion, ReadCarrier } from "../domain/market-answer";
+import type { MarketConfig } from "../domain/market-config";
 import type { VenueAnswerKind } from "../groups/venue-board";
-import type { MarketConfig } from "../registry/model";
-import { type Copy, copyKey, EdgeCopies, type MarketAnswer, type MarketQuestion } from "./edge-copies";
+import { type Copy, copyKey, EdgeCopies } from "./edge-copies";
 import { shareCopy, sharedCopy } from "./location-copies";
 
 /**
@@ -16,12 +17,12 @@ import { shareCopy, sharedCopy } from "./location-copies";
  * refreshes take), so steady load never waits for the market.
  */
 
-export const DEFAULT_MAX_AGE_MS = 250;
-export const DEFAULT_STALE_IF_ERROR_MS = 5_000;
+const DEFAULT_MAX_AGE_MS = 250;
+const DEFAULT_STALE_IF_ERROR_MS = 5_000;
 /** The all-market answers change at most once a second (docs/api.md#all-markets). */
-export const DEFAULT_VENUE_MAX_AGE_MS = 1_000;
+const DEFAULT_VENUE_MAX_AGE_MS = 1_000;
 /** A market that has not answered by then counts as failed (the copy or 503 answers instead). */
-export const MARKET_TIMEOUT_MS = 2_000;
+const MARKET_TIMEOUT_MS = 2_000;
 /** Refreshes of one key in flight at once; a request that finds them all taken waits for one. */
 const REFRESH_BOUND = 1;
 /** How often a waiting request looks at the copies again (it may not await another request's promise). */
@@ -51,23 +52,6 @@ function policiesOf(env: Env): { market: EdgePolicy; venue: EdgePolicy } {
 /** The policy of one market's answers. */
 export function edgePolicy(env: Env): EdgePolicy {
   return policiesOf(env).market;
-}
-
-/**
- * A request's admission still to be decided, which the request's first market refresh may carry
- * (`access/admission-ticket.ts`, docs/limits.md#address-gates): the limit's one object call then
- * brings the market's answer too, and the refresh is not a call of its own.
- */
-export interface ReadCarrier {
-  /** A refresh about to ask its market takes the admission with it, if no other read of the request has. */
-  take(): CarriedRefresh | undefined;
-}
-
-export interface CarriedRefresh {
-  /** Asks the market through the admission's call; `direct` when the admission needed no call (a lease spent). */
-  carry(market: MarketConfig, question: MarketQuestion, direct: () => Promise<MarketAnswer>): Promise<MarketAnswer>;
-  /** The refresh did not ask the market (a location's copy served): the admission is decided by itself. */
-  release(): void;
 }
 
 /** What a read needs of its request: the bindings, a way to finish work after answering, and its admission to carry. */
@@ -139,7 +123,7 @@ function served(copy: Copy, now: number, stale: boolean): EdgeRead {
  * others wait for that refresh). If the market fails or is slow, a copy younger than the
  * stale-if-error bound answers, marked stale; past it, 503 `UNAVAILABLE` — never a hang.
  */
-export async function readThroughEdge(
+async function readThroughEdge(
   ctx: ReadContext,
   key: string,
   ask: () => Promise<MarketAnswer>,

@@ -1,18 +1,18 @@
 import type { Context, TypedResponse } from "hono";
 import { BoundedMap, textBytes } from "../core/bounded-map";
 import { jsonText } from "../core/json-text";
-import type { AppEnv } from "../env";
+import type { KlineQuery } from "../domain/candles";
+import { nextOpenTime, openTimeOf, parseTimeZone } from "../domain/intervals";
+import type { MarketQuestion } from "../domain/market-answer";
+import { type MarketView, marketView, type RegistryIndex } from "../domain/market-config";
+import { minuteOf, type TickerRecord } from "../domain/rolling-window";
+import type { TradePage } from "../domain/trades";
 import type { VenueRecordKind } from "../groups/venue-board";
-import type { KlineQuery } from "../history/candles";
-import { nextOpenTime, openTimeOf, parseTimeZone } from "../history/intervals";
+import type { AppEnv } from "../http/env";
 import { resolveMarket } from "../market/lookup";
 import { pricesIn } from "../market/price-index";
-import { minuteOf, type TickerRecord } from "../market/rolling-window";
 import { resolveSymbolList } from "../market/symbol-lists";
 import { currentRegistry } from "../registry/copy";
-import { type MarketView, marketView, type RegistryIndex } from "../registry/model";
-import type { TradePage } from "../writes/market-store";
-import type { MarketQuestion } from "./edge-copies";
 import { type EdgeRead, edgePolicy, type ReadContext, readMarket, readVenue } from "./edge-reads";
 import { readPriceSnapshot } from "./price-cache";
 

@@ -1,11 +1,12 @@
 import { z } from "@hono/zod-openapi";
 import type { MiddlewareHandler, TypedResponse } from "hono";
-import { createRouter, routesOf } from "../core/router";
 import { okJson, problemResponses } from "../core/schemas";
-import type { AppEnv } from "../env";
+import { parseTimeZone } from "../domain/intervals";
+import type { MarketQuestion } from "../domain/market-answer";
+import { parseWindowSize } from "../domain/rolling-window";
 import { readBookAt } from "../history/book-routes";
-import { parseTimeZone } from "../history/intervals";
-import { parseWindowSize } from "../market/rolling-window";
+import type { AppEnv } from "../http/env";
+import { createRouter, routesOf } from "../http/router";
 import {
   BookQuery,
   BookTickerSchema,
@@ -26,7 +27,6 @@ import {
   WindowQuery,
   WindowSchema,
 } from "../market/schemas";
-import type { MarketQuestion } from "./edge-copies";
 import { readVenue } from "./edge-reads";
 import {
   klinesQuestion,

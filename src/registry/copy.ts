@@ -2,12 +2,12 @@ import { pollUntil, sleep } from "../core/cross-request-wait";
 import { registryObject } from "../core/object-ids";
 import { problem } from "../core/problem";
 import { msSetting } from "../core/settings";
+import { type MarketConfig, RegistryIndex, type RegistrySnapshot } from "../domain/market-config";
 import { logFailure } from "../logs/log";
-import { type MarketConfig, RegistryIndex, type RegistrySnapshot } from "./model";
 import type { RegistryText } from "./registry-object";
 
 /** How often an isolate asks whether its registry copy is current (production; `npm start` sets 1 s). */
-export const DEFAULT_REGISTRY_REFRESH_MS = 10_000;
+const DEFAULT_REGISTRY_REFRESH_MS = 10_000;
 /** Past this many refresh intervals without an answer, a request waits for the registry instead of serving the copy. */
 const SERVE_STALE_INTERVALS = 6;
 

@@ -4,14 +4,14 @@ import { auditOf, operatorRoute } from "../admin/auth";
 import type { AuditContext } from "../audit/audit-log";
 import { marketObject, registryObject } from "../core/object-ids";
 import { problem } from "../core/problem";
-import { createRouter } from "../core/router";
 import { createdJson, jsonBody, okJson, problemResponses } from "../core/schemas";
 import { requireSymbol } from "../core/symbols";
-import type { AppEnv } from "../env";
+import { ASSET_CODE, ASSET_CODE_RULE, MAX_LISTINGS_PER_REQUEST, type MarketConfig, marketView } from "../domain/market-config";
+import type { AppEnv } from "../http/env";
+import { createRouter } from "../http/router";
 import { logFailure } from "../logs/log";
 import { AssetSchema, MarketSchema, PairParam } from "../market/schemas";
 import { adoptRegistry } from "./copy";
-import { ASSET_CODE, ASSET_CODE_RULE, MAX_LISTINGS_PER_REQUEST, type MarketConfig, marketView } from "./model";
 import { listAssets, listMarkets, type MarketChange, patchMarket, readRegistry, revertMarket, setAssetStatus, setMarketStatus } from "./store";
 
 const AssetCode = z.string().regex(ASSET_CODE, ASSET_CODE_RULE);

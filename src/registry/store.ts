@@ -11,10 +11,10 @@ import {
   type RegistrySnapshot,
   type RuleChange,
   STATUS_TRANSITIONS,
-} from "./model";
+} from "../domain/market-config";
 
 /**
- * The registry's system of record in D1 (migrations/0005_registry.sql). Only the operator API and
+ * The registry's system of record in D1 (migrations/0001_schema.sql). Only the operator API and
  * the Registry object come here: market-data requests read an isolate's copy.
  */
 

@@ -5,7 +5,7 @@ import { seal, unseal } from "../core/seal";
 import { newGatewaySecret } from "./webhook-signature";
 
 /** Approved gateways and their secrets (at most two active, for rotation), sealed in D1. */
-export const MAX_ACTIVE_SECRETS = 2;
+const MAX_ACTIVE_SECRETS = 2;
 
 /** An operator-chosen gateway id: what `X-GATEWAY-ID` and the callback body's `gatewayId` accept, at most 64 characters. */
 export const GATEWAY_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;

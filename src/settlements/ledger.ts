@@ -50,8 +50,8 @@ export interface LedgerOptions {
   maxHeld: number;
 }
 
-export const DEFAULT_GAP_HOLD_MS = 10 * 60_000;
-export const MAX_HELD_PER_SETTLEMENT = 100;
+const DEFAULT_GAP_HOLD_MS = 10 * 60_000;
+const MAX_HELD_PER_SETTLEMENT = 100;
 
 /** Reads `SETTLEMENT_GAP_HOLD_MS` (a whole number of ms), else the default of 10 minutes. */
 export function ledgerOptions(env: { SETTLEMENT_GAP_HOLD_MS?: string }): LedgerOptions {

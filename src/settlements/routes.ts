@@ -4,14 +4,14 @@ import { admit, GATEWAY_LIMIT, rateLimitHeaders } from "../access/rate-limit";
 import { sha256Hex } from "../core/encoding";
 import { isJsonRequest } from "../core/media-types";
 import { ProblemError, problem } from "../core/problem";
-import { createRouter, fieldErrors } from "../core/router";
 import { jsonBody, problemResponses } from "../core/schemas";
+import { createRouter, fieldErrors } from "../http/router";
 import { activeSecrets } from "./gateways";
 import { ledgerOptions, recordEvent } from "./ledger";
 import { CallbackAnswerSchema, CallbackBodySchema } from "./schemas";
 import { isTimestampFresh, verifyWebhook } from "./webhook-signature";
 
-export const CALLBACK_MAX_BYTES = 64 * 1024;
+const CALLBACK_MAX_BYTES = 64 * 1024;
 
 /** Reads at most `limit` bytes of the body; more is 413 without reading the rest. */
 async function readLimited(request: Request, limit: number): Promise<Uint8Array<ArrayBuffer>> {

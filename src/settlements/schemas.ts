@@ -11,7 +11,7 @@ const Text = z.string().max(128);
 /** Amounts: plain decimals, at most 18 decimals (the finest on-chain unit of common assets). */
 const Amount = DecimalString.refine((v) => !v.includes(".") || v.split(".")[1]!.length <= 18, "at most 18 decimals");
 
-export const SettlementStatusSchema = z.enum(SETTLEMENT_STATUSES);
+const SettlementStatusSchema = z.enum(SETTLEMENT_STATUSES);
 /** A settlement's current state: a table state, or `awaiting` while only held events are known. */
 export const CurrentStatusSchema = z
   .enum([...SETTLEMENT_STATUSES, AWAITING])

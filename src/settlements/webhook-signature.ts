@@ -5,15 +5,15 @@ import { fromBase64, toBase64 } from "../core/encoding";
  * id + "." + timestamp + "." + rawBody)>`, space-separated when several secrets are active.
  * A secret is `whsec_` + base64 of the key bytes.
  */
-export const TIMESTAMP_TOLERANCE_SECONDS = 300;
-export const SECRET_PREFIX = "whsec_";
+const TIMESTAMP_TOLERANCE_SECONDS = 300;
+const SECRET_PREFIX = "whsec_";
 
 export function newGatewaySecret(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(32));
   return SECRET_PREFIX + toBase64(bytes);
 }
 
-export function secretKeyBytes(secret: string): Uint8Array<ArrayBuffer> {
+function secretKeyBytes(secret: string): Uint8Array<ArrayBuffer> {
   if (!secret.startsWith(SECRET_PREFIX)) throw new Error("a gateway secret starts with whsec_");
   return fromBase64(secret.slice(SECRET_PREFIX.length));
 }

@@ -43,11 +43,9 @@ export function packNames(names: readonly string[]): string {
   return [...prefixes.keys()].join(ITEMS) + ENTRIES + entries.join(ITEMS);
 }
 
-/** The names `packNames` packed; an attachment from before packing holds them as an array. */
-export function unpackNames(packed: string | readonly string[] | undefined): string[] {
-  if (packed === undefined) return [];
-  if (Array.isArray(packed)) return [...packed];
-  const text = packed as string;
+/** The names `packNames` packed (none when the attachment holds none). */
+export function unpackNames(text: string | undefined): string[] {
+  if (text === undefined) return [];
   const split = text.indexOf(ENTRIES);
   const prefixes = text.slice(0, split).split(ITEMS);
   const body = text.slice(split + 1);
@@ -60,13 +58,13 @@ export function unpackNames(packed: string | readonly string[] | undefined): str
 }
 
 /** The packed names an attachment may hold itself; past it they go to the shard's `socket_names`. */
-export const ATTACHED_NAME_BYTES = 15 * 1024;
+const ATTACHED_NAME_BYTES = 15 * 1024;
 
 /** Names kept in a row of the shard's storage: the row's id. */
 type NamesRow = { row: string };
 
 /** An attachment as the socket keeps it: its streams packed (./attachment.ts), so a few markets' many streams fit, or in a row. */
-export type StoredAttachment = Omit<Attachment, "streams"> & { streams: string | string[] | NamesRow };
+export type StoredAttachment = Omit<Attachment, "streams"> & { streams: string | NamesRow };
 
 /** The storage of the shard holding each socket whose names may need a row (`adoptSocket`, `restoreNames`). */
 const stores = new WeakMap<WebSocket, SqlStorage>();

@@ -4,18 +4,18 @@
  */
 import { marketObject } from "../core/object-ids";
 import { problem, unwrap } from "../core/problem";
+import type { MarketAnswer } from "../domain/market-answer";
+import type { MarketConfig } from "../domain/market-config";
+import type { WireTrade } from "../domain/wire-trade";
 import { type ReplayBookMessage, replayTime } from "../history/book-replay";
-import type { ReplayPage } from "../history/market-book-history";
-import type { WireTrade } from "../market/wire-trade";
-import type { MarketAnswer } from "../reads/edge-copies";
-import type { MarketConfig } from "../registry/model";
+import type { ReplayPage } from "../market/market-book-history";
 import { tradeWindows } from "./conflation";
 import { type StreamName, streamFrame } from "./protocol";
 import type { ResumeLog } from "./resume-log";
 import type { WireBook } from "./wire-book";
 
 /** One read of a book's history returns about this much: a page is what a stream holds here until it is sent. */
-export const CATCH_UP_PAGE_BYTES = 64 * 1024;
+const CATCH_UP_PAGE_BYTES = 64 * 1024;
 const TRADES_PAGE = 1_000;
 
 export interface Pending {

@@ -16,23 +16,22 @@
 
 import { sleep } from "../core/cross-request-wait";
 import { problem } from "../core/problem";
+import type { WireTrade } from "../domain/wire-trade";
 import { logFailure } from "../logs/log";
-import type { WireTrade } from "../market/wire-trade";
 import { findMarket } from "../registry/copy";
 import { bookPage, type PageSource, type StreamCatchUp, streamAt, tradesPage } from "./catch-up-pages";
 import { CATCH_UP_WINDOW_BYTES, moreRefusal, pauseToken } from "./catch-up-window";
 import { type StreamName, streamFrame } from "./protocol";
 import type { WireBook } from "./wire-book";
 
-export { CATCH_UP_PAGE_BYTES } from "./catch-up-pages";
 export { CATCH_UP_WINDOW_BYTES } from "./catch-up-window";
 
 /** How far back `from` may be: a catch-up's reads grow with the time it covers. */
 export const MAX_CATCH_UP_MS = 24 * 60 * 60 * 1000;
 /** Connections catching up at once on one shard (each holds at most a window and a page a stream). */
-export const MAX_CATCH_UPS_PER_SHARD = 16;
+const MAX_CATCH_UPS_PER_SHARD = 16;
 /** Book and trades streams one catch-up may take. */
-export const MAX_CATCH_UP_STREAMS = 10;
+const MAX_CATCH_UP_STREAMS = 10;
 /**
  * Reads in a row that bring nothing while the live copy is ahead. What the shard streamed may still
  * be staged for its market's tick (history holds what is committed), so each empty read waits

@@ -1,4 +1,4 @@
-import type { BookUpdate, UnitLevel } from "../market/order-book";
+import type { BookUpdate, UnitLevel } from "../domain/order-book";
 
 /** A stream sends at most one book message and one trades message per market per this interval (docs/streams.md#conflation). */
 export const CONFLATE_MS = 100;

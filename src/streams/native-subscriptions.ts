@@ -1,5 +1,5 @@
 import { ProblemError } from "../core/problem";
-import type { WireTrade } from "../market/wire-trade";
+import type { WireTrade } from "../domain/wire-trade";
 import { ensureRegistry } from "../registry/copy";
 import { type Attachment, attachmentOf, headerOf, loadAttachment, saveAttachment } from "./attachment";
 import { type CatchUpHost, CatchUps } from "./catch-up";

@@ -3,8 +3,8 @@ import { auditOf, operatorRoute } from "../admin/auth";
 import { auditStatement } from "../audit/audit-log";
 import { streamHub } from "../core/object-ids";
 import { problem } from "../core/problem";
-import { createRouter } from "../core/router";
 import { jsonBody, okJson, problemResponses } from "../core/schemas";
+import { createRouter } from "../http/router";
 import { everyShard } from "./every-shard";
 import { CLOSE_KINDS, MAX_GRACE_SECONDS, plannedClose } from "./planned-close";
 

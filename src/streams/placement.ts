@@ -1,5 +1,5 @@
 import { fnv1a } from "../core/fnv";
-import { GROUP_SIZE, groupOf, type MarketConfig } from "../registry/model";
+import { GROUP_SIZE, groupOf, type MarketConfig } from "../domain/market-config";
 
 /**
  * Where a stream connection lives (docs/streams.md#placement), pure. A connection that names
@@ -22,7 +22,7 @@ export interface ShardLayout {
 }
 
 /** Shards per group at most: a group's shards are named and reached by number. */
-export const MAX_SHARDS_PER_GROUP = 256;
+const MAX_SHARDS_PER_GROUP = 256;
 
 function positiveInteger(text: string | undefined, most: number): number | undefined {
   const n = Number(text);

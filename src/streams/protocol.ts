@@ -1,5 +1,5 @@
 import { parseSymbol } from "../core/symbols";
-import { isKlineInterval, KLINE_INTERVALS, offsetMoves, STREAM_OFFSET_MS, STREAM_TIME_ZONE } from "../history/intervals";
+import { isKlineInterval, KLINE_INTERVALS, offsetMoves, STREAM_OFFSET_MS, STREAM_TIME_ZONE } from "../domain/intervals";
 import { listedMarket } from "../market/lookup";
 import { quoteAssets } from "../registry/copy";
 
@@ -53,7 +53,7 @@ export const KEY_CHECK_EVERY_MS = 10_000;
 export const KEY_RECHECK_EVERY_MS = 60_000;
 /** Not a stream: a market's object says down its streams' channel that it was delisted, and shards end its streams. */
 export const MARKET_ENDED_STREAM = "!ended";
-export type StreamKind = (typeof STREAM_KINDS)[number];
+type StreamKind = (typeof STREAM_KINDS)[number];
 
 function isStreamKind(kind: string): kind is StreamKind {
   return (STREAM_KINDS as readonly string[]).includes(kind);
@@ -141,7 +141,7 @@ export function marketStreams(symbol: string): string[] {
 
 export type MessageId = number | string | null;
 
-export type ClientMessage =
+type ClientMessage =
   | { op: "subscribe"; id: MessageId; streams: unknown[]; from?: number }
   | { op: "unsubscribe"; id: MessageId; streams: unknown[] }
   | { op: "list" | "ping"; id: MessageId }

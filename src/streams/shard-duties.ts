@@ -2,8 +2,8 @@ import { keyStateAt } from "../access/keys";
 import { maintenanceNotices } from "../announcements/model";
 import type { Announcement } from "../announcements/schemas";
 import { accessGuard, priceIndex } from "../core/object-ids";
+import type { MarketAnswer } from "../domain/market-answer";
 import { logFailure } from "../logs/log";
-import type { MarketAnswer } from "../reads/edge-copies";
 import type { PlannedClose } from "./planned-close";
 import {
   HEARTBEAT_EVERY_MS,

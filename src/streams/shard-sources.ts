@@ -10,10 +10,10 @@ export const SNAPSHOT_DEPTH = 100;
 /** A resume waits this long at most for a market's base book after the shard registers (a restart). */
 const RESUME_BASE_WAIT_MS = 2_000;
 /** A market's base book that has not come this long after registering is asked for again (a lost join heals). */
-export const BASE_TIMEOUT_MS = 5_000;
+const BASE_TIMEOUT_MS = 5_000;
 
 /** The streams the price index publishes (every other stream but the heartbeat is a market's). */
-export function fromPriceIndex(stream: StreamName): boolean {
+function fromPriceIndex(stream: StreamName): boolean {
   return stream.kind === "prices" || stream.kind === "tickers";
 }
 

@@ -58,7 +58,6 @@ import type { BookMessage } from "./wire-book";
 
 export const PRINCIPAL_HEADER = "X-Stream-Principal";
 export const SHARD_HEADER = "X-Stream-Shard";
-export { BASE_TIMEOUT_MS, SNAPSHOT_DEPTH } from "./shard-sources";
 
 /**
  * One shard of the WebSocket fan-out. Connections land on a shard of the group of the markets

@@ -1,6 +1,6 @@
 import { compare, parseDecimal } from "../core/decimal";
-import { bookChecksum } from "../market/book-checksum";
-import type { WireLevel } from "../market/order-book";
+import { bookChecksum } from "../domain/book-checksum";
+import type { WireLevel } from "../domain/order-book";
 
 export interface BookMessage {
   type: "snapshot" | "delta";

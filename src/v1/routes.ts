@@ -4,9 +4,10 @@ import { createMiddleware } from "hono/factory";
 import { chargeClientIp, signedAccess } from "../access/middleware";
 import { isJsonRequest } from "../core/media-types";
 import { problem } from "../core/problem";
-import { createRouter, routesOf } from "../core/router";
 import { jsonBody, okJson, problemResponses } from "../core/schemas";
-import type { AppEnv } from "../env";
+import type { MarketQuestion } from "../domain/market-answer";
+import type { AppEnv } from "../http/env";
+import { createRouter, routesOf } from "../http/router";
 import { ingest } from "../market/ingest";
 import {
   BookTickerSchema,
@@ -21,7 +22,6 @@ import {
   TradeSchema,
 } from "../market/schemas";
 import { batchOutcome } from "../metrics/outcomes";
-import type { MarketQuestion } from "../reads/edge-copies";
 import { klinesQuestion, readContext, readMarkets, readOneOrMany, readPair, readPrices, sendRead, tradesQuestion } from "../reads/reads";
 import { SymbolDepthQuery, SymbolKlinesQuery, SymbolOrSymbolsQuery, SymbolTradesQuery } from "./schemas";
 

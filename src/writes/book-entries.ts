@@ -3,7 +3,7 @@
  * a snapshot's base, and a closed segment as R2 keeps it — the encodings `book-log.ts` writes and
  * reads, and history reads back. Pure: no storage here.
  */
-import type { BookUpdate, UnitLevel } from "../market/order-book";
+import type { BookUpdate, UnitLevel } from "../domain/order-book";
 import { type ClosedSegment, segmentText } from "./open-segments";
 
 /** A batch's applied book updates as the publisher sent them, and when the market applied them. */
@@ -29,11 +29,11 @@ export interface BookSegment {
 }
 
 export type TextLevels = [string, string][];
-export const encode = (levels: readonly UnitLevel[]): TextLevels => levels.map(([price, quantity]) => [price.toString(), quantity.toString()]);
+const encode = (levels: readonly UnitLevel[]): TextLevels => levels.map(([price, quantity]) => [price.toString(), quantity.toString()]);
 export const decode = (levels: TextLevels) => levels.map(([price, quantity]): UnitLevel => [BigInt(price), BigInt(quantity)]);
 
 /** An entry as stored: `{"t":time,"u":[["s"|"d",sequence,bids,asks],…],"f":fingerprint}`, units as decimal text. */
-export function encodeEntry(entry: BookEntry): string {
+function encodeEntry(entry: BookEntry): string {
   return withFingerprint(segmentEntry(entry), entry.fingerprint);
 }
 
@@ -65,7 +65,7 @@ export function closedSegment(segment: BookSegment): ClosedSegment {
 /**
  * A ring row is one commit's record (docs/design.md#the-write-path): `{"e":[entry,…],"tr":[trade,…]}`,
  * the book entries of the commit's batches and, opaque here, their trades as the trade blocks
- * pack them with the commit's time (`a`). Before ticks a row was one batch's entry alone.
+ * pack them with the commit's time (`a`).
  */
 export function encodeCommit(entries: readonly BookEntry[], trades: readonly unknown[], at: number): string {
   return encodeCommitOf(entries.map(encodeEntry), trades, at);
@@ -94,20 +94,20 @@ export function decodeBase(value: { sequence: number; time: number; bids: TextLe
 /** An update as an entry stores it: its type's letter, its sequence, its levels as decimal text. */
 export type StoredUpdate = ["s" | "d", number, TextLevels, TextLevels];
 /** A stored ring entry: since the history, the batch's updates (`t`, `u`); before it, the batch's net change (`bids`, `asks`). */
-export type StoredChange = { t: number; u: StoredUpdate[]; f?: string } | { bids: TextLevels; asks: TextLevels };
-/** The snapshot row: the whole book; since the history its sequence and time; since the derived record the log position and the batch's fingerprint; the last updates' fingerprints (`r`). */
-export type StoredSnapshot = { bids: TextLevels; asks: TextLevels; sequence?: number; time?: number; n?: number; f?: string; r?: [number, string][] };
+export type StoredChange = { t: number; u: StoredUpdate[]; f?: string };
+/** The snapshot row: the whole book at its sequence and time, the log position (`n`), the last batch's fingerprint and the last updates' fingerprints (`r`). */
+export type StoredSnapshot = { bids: TextLevels; asks: TextLevels; sequence: number; time: number; n: number; f?: string; r?: [number, string][] };
 
-/** A ring row as stored: a commit's record, or (before ticks) one change. */
-type StoredRow = { e: StoredChange[]; tr?: unknown[]; a?: number } | StoredChange;
+/** A ring row as stored: a commit's record. */
+type StoredRow = { e: StoredChange[]; tr?: unknown[]; a?: number };
 export const rowOf = (text: string): { changes: StoredChange[]; trades: unknown[]; at: number } => {
   const value = JSON.parse(text) as StoredRow;
-  return "e" in value ? { changes: value.e, trades: value.tr ?? [], at: value.a ?? 0 } : { changes: [value], trades: [], at: 0 };
+  return { changes: value.e, trades: value.tr ?? [], at: value.a ?? 0 };
 };
 
-/** A commit's record read back: its entries (those from before the book history have none), its trades as packed, and its time. */
+/** A commit's record read back: its entries, its trades as packed, and its time. */
 export function decodeCommit(text: string): { entries: BookEntry[]; trades: unknown[]; at: number } {
   const { changes, trades, at } = rowOf(text);
-  return { entries: changes.flatMap((change) => ("u" in change ? [decodeEntry(change)] : [])), trades, at };
+  return { entries: changes.map(decodeEntry), trades, at };
 }
 export const changesOf = (text: string): StoredChange[] => rowOf(text).changes;

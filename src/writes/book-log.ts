@@ -1,4 +1,4 @@
-import type { UnitLevel } from "../market/order-book";
+import type { UnitLevel } from "../domain/order-book";
 import {
   type BookBase,
   type BookEntry,
@@ -32,10 +32,7 @@ export {
   decodeBase,
   decodeCommit,
   decodeEntry,
-  encodeBase,
   encodeCommit,
-  encodeEntry,
-  segmentEntry,
 } from "./book-entries";
 
 /**
@@ -74,8 +71,6 @@ export const SEGMENT_MAX_BYTES = 1_000_000;
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS book_log (slot INTEGER PRIMARY KEY, n INTEGER NOT NULL, change TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS book_snapshot (id INTEGER PRIMARY KEY CHECK (id = 1), levels TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS book_levels (
-  side TEXT NOT NULL, price TEXT NOT NULL, quantity TEXT NOT NULL, PRIMARY KEY (side, price));
 `;
 
 /**
@@ -89,9 +84,6 @@ CREATE TABLE IF NOT EXISTS book_levels (
  * When a snapshot is written, the snapshot before it and the entries between are a closed
  * segment of the book's history, handed to the caller to keep (`../history/book-history.ts`).
  *
- * Markets from before the log keep their `book_levels` rows as the base until their first
- * snapshot, which empties them; entries and snapshots from before the history carry no times, so
- * their history starts at their next snapshot.
  */
 export class BookLog {
   /**
@@ -153,7 +145,6 @@ export class BookLog {
         "INSERT INTO book_snapshot (id, levels) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET levels = excluded.levels",
         `${base.slice(0, -1)},"n":${n}${book.fingerprint ? `,"f":${JSON.stringify(book.fingerprint)}` : ""}${book.recent?.length ? `,"r":${JSON.stringify(book.recent)}` : ""}}`,
       );
-      if (position.snapshotN === 0 && this.sql.exec("SELECT 1 FROM book_levels LIMIT 1").toArray().length > 0) this.sql.exec("DELETE FROM book_levels");
       this.segmentBytes = 0;
       this.firstTime = null;
       this.ring.covered();
@@ -182,8 +173,8 @@ export class BookLog {
     const rows = this.ring.rows(position.snapshotN, position.logN);
     this.segmentBytes = rows.reduce((sum, row) => sum + row.change.length, 0);
     for (const row of rows) {
-      const first = changesOf(row.change).find((change) => "t" in change && change.u.length > 0);
-      if (first && "t" in first) {
+      const first = changesOf(row.change).find((change) => change.u.length > 0);
+      if (first) {
         this.firstTime = first.t;
         break;
       }
@@ -204,20 +195,17 @@ export class BookLog {
     for (const row of rows) {
       newestN ??= row.n;
       const change = changesOf(row.change).at(-1);
-      if (change && "u" in change && change.f) {
+      if (change?.f) {
         const last = change.u[change.u.length - 1]!;
         return { n: newestN, snapshotN: snapshot?.n, book: { sequence: last[1], time: change.t, fingerprint: change.f } };
       }
-      // An entry from before the fingerprints: the record says where the book is.
+      // An entry without a fingerprint: the record says where the book is.
       if (change) {
         unknown = true;
         break;
       }
     }
-    const snapshotBook =
-      snapshot?.n !== undefined && snapshot.sequence !== undefined && snapshot.time !== undefined && snapshot.f !== undefined
-        ? { sequence: snapshot.sequence, time: snapshot.time, fingerprint: snapshot.f }
-        : undefined;
+    const snapshotBook = snapshot?.f !== undefined ? { sequence: snapshot.sequence, time: snapshot.time, fingerprint: snapshot.f } : undefined;
     const n = newestN ?? snapshot?.n;
     if (n === undefined) return undefined;
     return { n, snapshotN: snapshot?.n, ...(snapshotBook && !unknown ? { book: snapshotBook } : {}) };
@@ -301,15 +289,11 @@ export class BookLog {
     return { base, entries: [...entries, ...last] };
   }
 
-  /** The book at the stored snapshot; an empty book at 0 for a market that never had one; undefined for a snapshot from before the history. */
+  /** The book at the stored snapshot; an empty book at 0 for a market that never had one. */
   base(position: BookLogPosition): BookBase | undefined {
-    if (position.snapshotN === 0) {
-      const legacy = this.sql.exec("SELECT 1 FROM book_levels LIMIT 1").toArray().length > 0;
-      return legacy ? undefined : { sequence: 0, time: 0, bids: [], asks: [] };
-    }
+    if (position.snapshotN === 0) return { sequence: 0, time: 0, bids: [], asks: [] };
     const stored = this.snapshot();
-    if (stored?.sequence === undefined || stored.time === undefined) return undefined;
-    return decodeBase(stored as Required<StoredSnapshot>);
+    return stored && decodeBase(stored);
   }
 
   /** The snapshot row, parsed; undefined before the first. */
@@ -320,12 +304,11 @@ export class BookLog {
 
   /**
    * The entries after the snapshot (or after record `after`, for a reader that holds those
-   * before), in order; undefined when one is from before the history (no time).
+   * before), in order.
    */
   entries(position: BookLogPosition, after = position.snapshotN, since = 0): BookEntry[] | undefined {
     const entries: BookEntry[] = [];
     for (const change of this.stored({ snapshotN: after, logN: position.logN }, since)) {
-      if (!("u" in change)) return undefined;
       entries.push(decodeEntry(change));
     }
     return entries;
@@ -350,22 +333,14 @@ export class BookLog {
   }
 
   /**
-   * The book as stored: the snapshot (or a pre-log market's levels), then each logged change after
+   * The book as stored: the snapshot, then each logged change after
    * it. A market's load reads it, and what its next append would read back again is kept from it
    * (`loaded`).
    */
   read(position: BookLogPosition): { bids: UnitLevel[]; asks: UnitLevel[]; resends: StoredResends } {
     const sides = { bids: new Map<bigint, bigint>(), asks: new Map<bigint, bigint>() };
     const levels = position.snapshotN > 0 ? this.snapshot() : undefined;
-    let legacy = false;
-    if (levels) {
-      for (const side of ["bids", "asks"] as const) for (const [price, quantity] of decode(levels[side])) sides[side].set(price, quantity);
-    } else {
-      for (const row of this.sql.exec<{ side: "bids" | "asks"; price: string; quantity: string }>("SELECT side, price, quantity FROM book_levels")) {
-        sides[row.side].set(BigInt(row.price), BigInt(row.quantity));
-        legacy = true;
-      }
-    }
+    if (levels) for (const side of ["bids", "asks"] as const) for (const [price, quantity] of decode(levels[side])) sides[side].set(price, quantity);
     const put = (side: "bids" | "asks", levels: TextLevels) => {
       for (const [price, quantity] of decode(levels)) {
         if (quantity === 0n) sides[side].delete(price);
@@ -375,9 +350,7 @@ export class BookLog {
     const rows = this.rows(position);
     const changes = rows.flatMap((row) => changesOf(row.change));
     for (const change of changes) {
-      // Before the history an entry was the batch's net change; since, the updates themselves.
-      const updates = "u" in change ? change.u : [["d", 0, change.bids, change.asks] as const];
-      for (const [type, , bids, asks] of updates) {
+      for (const [type, , bids, asks] of change.u) {
         if (type === "s") {
           sides.bids.clear();
           sides.asks.clear();
@@ -386,8 +359,8 @@ export class BookLog {
         put("asks", asks);
       }
     }
-    this.loaded(position, levels, legacy, rows, changes);
-    const updates = changes.flatMap((change) => ("u" in change ? change.u : []));
+    this.loaded(position, levels, rows, changes);
+    const updates = changes.flatMap((change) => change.u);
     return { bids: [...sides.bids], asks: [...sides.asks], resends: { kept: levels?.r ?? [], updates } };
   }
 
@@ -396,19 +369,18 @@ export class BookLog {
    * and its text, held as the commits would have held it (`opens`) — its changes are parsed for
    * the book anyway, and the market's first close after a start joins too.
    */
-  private loaded(position: BookLogPosition, snapshot: StoredSnapshot | undefined, legacy: boolean, rows: LogRow[], changes: StoredChange[]): void {
+  private loaded(position: BookLogPosition, snapshot: StoredSnapshot | undefined, rows: LogRow[], changes: StoredChange[]): void {
     this.segmentBytes = rows.reduce((sum, row) => sum + row.change.length, 0);
-    const first = changes.find((change) => "t" in change && change.u.length > 0);
-    this.firstTime = first && "t" in first ? first.t : null;
-    // The segment's base as `base()` reads it: none for a snapshot from before the history or a pre-log market's levels.
+    const first = changes.find((change) => change.u.length > 0);
+    this.firstTime = first ? first.t : null;
+    // The segment's base as `base()` reads it.
     const base = snapshot
-      ? snapshot.sequence !== undefined &&
-        snapshot.time !== undefined && { sequence: snapshot.sequence, time: snapshot.time, bids: snapshot.bids, asks: snapshot.asks }
-      : position.snapshotN === 0 && !legacy && { sequence: 0, time: 0, bids: [], asks: [] };
+      ? { sequence: snapshot.sequence, time: snapshot.time, bids: snapshot.bids, asks: snapshot.asks }
+      : position.snapshotN === 0 && { sequence: 0, time: 0, bids: [], asks: [] };
     if (!base) return;
     const open: OpenSegmentText = { ...position, baseSeq: base.sequence, baseTime: base.time, base: JSON.stringify(base), entries: [], chars: 0 };
     for (const change of changes) {
-      if (!("u" in change) || change.u.length === 0) return;
+      if (change.u.length === 0) return;
       // As `segmentEntry` writes it: the stored units are its decimal text already.
       addEntry(open, JSON.stringify({ t: change.t, u: change.u }), change.u[change.u.length - 1]![1], change.t);
     }

@@ -14,8 +14,8 @@
  * Likewise the minute being traded when the flush runs stays staged (its seconds, its minute):
  * its trades are staged again after a restart from the record's `heldFrom`.
  */
-import { BUCKET_SIZES, type BucketSize, DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS } from "../history/intervals";
-import { addToBucket, type MinuteBucket, mergeBuckets, type UnitTrade } from "../market/rolling-window";
+import { BUCKET_SIZES, type BucketSize, DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS } from "../domain/intervals";
+import { addToBucket, type MinuteBucket, mergeBuckets, type UnitTrade } from "../domain/rolling-window";
 import { packBucket, SecondRing } from "./second-ring";
 
 type Row = Record<string, SqlStorageValue>;
@@ -84,8 +84,6 @@ export class BucketStore {
   /** Stored hours and days read for a span, until a rollup is written (`storedBuckets`), and how many buckets they hold. */
   private readonly rollupReads = new Map<string, MinuteBucket[]>();
   private rollupsHeld = 0;
-  /** Whether rows of a second from before the packing may be left (undefined: not asked yet). */
-  private legacySeconds: boolean | undefined;
 
   /** The second buckets: a minute's as one row, in a ring of 25 hours (`second-ring.ts`). */
   private readonly seconds: SecondRing;
@@ -169,16 +167,9 @@ export class BucketStore {
     }
   }
 
-  /** Drops the second buckets older than `before` (their minutes' rows; and rows of seconds from before the packing). */
+  /** Drops the second buckets older than `before` (their minutes' rows). */
   pruneSeconds(before: number): void {
     this.seconds.prune(before);
-    if (this.legacySeconds === false) return;
-    this.sql.exec("DELETE FROM rollup_buckets WHERE size = ? AND start < ?", SECOND_MS, before);
-    this.legacySeconds = this.hasLegacySeconds();
-  }
-
-  private hasLegacySeconds(): boolean {
-    return this.sql.exec("SELECT 1 FROM rollup_buckets WHERE size = ? LIMIT 1", SECOND_MS).toArray().length > 0;
   }
 
   /**
@@ -278,16 +269,9 @@ export class BucketStore {
     }
   }
 
-  /** The stored second buckets within `from`…`to`: the minutes' rows, over any row of a second from before the packing. */
+  /** The stored second buckets within `from`…`to`: the minutes' rows. */
   private *storedSeconds(from: number, to: number, order: "ASC" | "DESC"): Generator<MinuteBucket> {
     const found = new Map<number, MinuteBucket>();
-    // Rows of a second from before the packing, until the prune has taken the last of them.
-    this.legacySeconds ??= this.hasLegacySeconds();
-    if (this.legacySeconds) {
-      const legacy = this.sql.exec("SELECT * FROM rollup_buckets WHERE size = ? AND start >= ? AND start <= ?", SECOND_MS, from, to);
-      for (const row of legacy) found.set(row.start as number, toBucket(row));
-      this.bucketRowsRead += legacy.rowsRead;
-    }
     this.bucketRowsRead += this.seconds.read(from, to, found);
     const sorted = [...found.values()].sort((a, b) => (order === "ASC" ? a.minute - b.minute : b.minute - a.minute));
     yield* sorted;

@@ -1,9 +1,9 @@
 /** What Cloudflare lets one Durable Object's SQLite hold: 10 GB. */
-export const HOST_STORAGE_LIMIT_BYTES = 10 * 1000 ** 3;
+const HOST_STORAGE_LIMIT_BYTES = 10 * 1000 ** 3;
 /** From this share of the limit the host warns (`/status`, `mds_host_storage_warnings_total`). */
-export const STORAGE_WARN_SHARE = 0.8;
+const STORAGE_WARN_SHARE = 0.8;
 /** From this share the host refuses batches (503 `STORAGE_FULL`): the rest is for what it must still write (covers, minutes, the archive's deletes). */
-export const STORAGE_REFUSE_SHARE = 0.98;
+const STORAGE_REFUSE_SHARE = 0.98;
 /** The size is read at most this often (reading it is cheap, but a batch need not ask). */
 const READ_EVERY_MS = 1_000;
 

@@ -19,7 +19,7 @@
 import { ringSlots } from "../core/ring-slots";
 
 /** The ring's rows: at 10 ticks a second about seven minutes of the group's ticks. */
-export const JOURNAL_SLOTS = 4_096;
+const JOURNAL_SLOTS = 4_096;
 
 const SCHEMA = "CREATE TABLE IF NOT EXISTS journal (slot INTEGER PRIMARY KEY, n INTEGER NOT NULL, body TEXT NOT NULL)";
 
@@ -79,19 +79,8 @@ export class GroupJournal {
     // Where each market's uncovered records begin, from the rows' marks (FIRST_KEY): a market's
     // newest mark (one covered since and quiet keeps its mark: counted as uncovered, it finds at
     // its cover that its snapshot already covers them, as every market did after a start before).
-    let firstMarked = Number.POSITIVE_INFINITY;
-    for (const row of sql.exec<{ n: number; first: string }>(
-      `SELECT n, json_extract(body, '$."${FIRST_KEY}"') AS first FROM journal WHERE json_extract(body, '$."${FIRST_KEY}"') IS NOT NULL ORDER BY n`,
-    )) {
-      firstMarked = Math.min(firstMarked, row.n);
+    for (const row of sql.exec<{ n: number; first: string }>(`SELECT n, json_extract(body, '$."${FIRST_KEY}"') AS first FROM journal ORDER BY n`)) {
       for (const symbol of JSON.parse(row.first) as string[]) this.uncovered.set(symbol, row.n);
-    }
-    // Rows from before the marks: a market in them that no mark names counts as uncovered from its oldest.
-    for (const row of this.sql.exec<{ symbol: string; first: number }>(
-      "SELECT j.key AS symbol, min(journal.n) AS first FROM journal, json_each(journal.body) AS j WHERE journal.n < ? GROUP BY j.key",
-      Number.isFinite(firstMarked) ? firstMarked : this.n + 1,
-    )) {
-      if (!this.uncovered.has(row.symbol)) this.uncovered.set(row.symbol, row.first);
     }
     if (sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'journal_kept'").toArray().length > 0) {
       for (const row of sql.exec<{ symbol: string }>("SELECT DISTINCT symbol FROM journal_kept")) this.keptAside.add(row.symbol);
@@ -168,7 +157,7 @@ export class GroupJournal {
     if (this.pending.size === 0) return;
     const n = this.n + 1;
     const first = [...this.pending.keys()].filter((symbol) => this.uncovered.get(symbol) === n);
-    // Marked even when empty: a row without the key is from before the marks.
+    // Marked even when empty: every row holds the key.
     const body = JSON.stringify({ ...Object.fromEntries(this.pending), [FIRST_KEY]: first });
     this.sql.exec(
       "INSERT INTO journal (slot, n, body) VALUES (?, ?, ?) ON CONFLICT (slot) DO UPDATE SET n = excluded.n, body = excluded.body",

@@ -22,7 +22,7 @@ export interface MarketStorage {
  * stands alone, never after a `.` (a column of a qualified table) or inside another word.
  */
 const MARKET_TABLES =
-  /(?<![.\w])(meta|minute_buckets|rollup_buckets|archive_chunks(?:_by_time)?|second_buckets|second_ring|trade_blocks(?:_by_time)?|book_log|book_snapshot|book_levels|book_segments(?:_by_time)?|book_segment_text|trade_ids_(?:\d+|hot)|recent_ids_(?:\d+|old))(?!\w)/g;
+  /(?<![.\w])(meta|minute_buckets|rollup_buckets|archive_chunks(?:_by_time)?|second_ring|trade_blocks|book_log|book_snapshot|book_segments(?:_by_time)?|book_segment_text|trade_ids_(?:\d+|hot))(?!\w)/g;
 
 /** Statements rewritten so far, by text: the stores use a few dozen fixed texts (and one per hour table). */
 const MAX_CACHED = 1_000;

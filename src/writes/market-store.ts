@@ -1,15 +1,11 @@
-import type { ArchivedChunk } from "../history/trade-archive";
-import type { MarketConfig } from "../registry/model";
+import type { MarketConfig } from "../domain/market-config";
+import type { ArchivedChunk } from "../domain/trades";
+import { pageRunsForwards, type StoredTrade, type TradePage } from "../domain/trades";
 import { BookLog } from "./book-log";
 import { BucketStore } from "./bucket-store";
 import { type MarketStorage, scopeOf } from "./market-storage";
-import { RecentTradeIds } from "./recent-trade-ids";
 import { type PackedTrade, TradeBlocks, unpack } from "./trade-blocks";
 import { TradeIdMinutes } from "./trade-id-minutes";
-import { upgradeTrades } from "./trade-upgrade";
-import { pageRunsForwards, type StoredTrade, type TradePage } from "./trades";
-
-export type { StoredTrade, TradePage } from "./trades";
 
 /** What changes with every batch, kept as one record (one row written a batch, not one per field). */
 export interface MarketRecord {
@@ -45,6 +41,20 @@ export interface MarketMeta extends MarketRecord {
 }
 
 const RECORD_KEY = "record";
+
+/** A market's record before its first batch. */
+const FRESH_RECORD: MarketRecord = {
+  bookSequence: 0,
+  bookUpdatedAt: 0,
+  bookFingerprint: "",
+  bookSnapshotN: 0,
+  bookLogN: 0,
+  tradeSeq: 0,
+  bucketsThroughSeq: 0,
+  lastUpdateAt: 0,
+  archivedThrough: 0,
+  dirtyDays: "[]",
+};
 
 /** The record's fields a batch changes that the book log and the trade blocks keep too (`bringUp`): no row of their own a batch. */
 export const DERIVED_FIELDS: readonly (keyof MarketRecord)[] = [
@@ -89,8 +99,6 @@ function whereOf(bounds: [condition: string, value: number | undefined][]): { fi
 export class MarketStore {
   /** The ids of trades taken in the last 25 hours and of hot ones, by minute of trade time: a resend of one is a duplicate. */
   private readonly tradeIds: TradeIdMinutes;
-  /** Ids kept a row each before the minutes (`recent-trade-ids.ts`): read until their hours expire, never written. */
-  private readonly recentIds: RecentTradeIds;
   /** The candle buckets: seconds, minutes, hours and days. */
   readonly candles: BucketStore;
   /** The book, as a snapshot and a log of batches' changes. */
@@ -102,28 +110,10 @@ export class MarketStore {
 
   constructor(private readonly storage: MarketStorage) {
     storage.sql.exec(SCHEMA);
-    this.recentIds = new RecentTradeIds(storage.sql);
     this.tradeIds = new TradeIdMinutes(storage.sql);
     this.candles = new BucketStore(storage.sql);
     this.book = new BookLog(storage.sql, storage.ring, storage.openSegments && { segments: storage.openSegments, key: scopeOf(storage.sql) });
     this.blocks = new TradeBlocks(storage.sql);
-    upgradeTrades(storage, this.blocks, this.tradeIds);
-    // Markets created before the taker-buy volumes were kept: their older minutes count none.
-    const columns = storage.sql.exec<{ name: string }>("PRAGMA table_info(minute_buckets)").toArray();
-    if (!columns.some((c) => c.name === "taker_buy_volume")) {
-      storage.sql.exec("ALTER TABLE minute_buckets ADD COLUMN taker_buy_volume TEXT NOT NULL DEFAULT '0'");
-      storage.sql.exec("ALTER TABLE minute_buckets ADD COLUMN taker_buy_quote_volume TEXT NOT NULL DEFAULT '0'");
-    }
-    // Markets from before imports: every minute they hold came from live trades.
-    if (!columns.some((c) => c.name === "imported")) storage.sql.exec("ALTER TABLE minute_buckets ADD COLUMN imported INTEGER NOT NULL DEFAULT 0");
-    // Markets from before the hour and day buckets: built once from their minutes.
-    const rollups = storage.sql.exec("SELECT 1 FROM meta WHERE key = 'rollups'").toArray();
-    if (rollups.length === 0) {
-      storage.transactionSync(() => {
-        this.candles.rebuildRollups(0, Number.MAX_SAFE_INTEGER);
-        storage.sql.exec("INSERT INTO meta (key, value) VALUES ('rollups', '1')");
-      });
-    }
   }
 
   private get sql(): SqlStorage {
@@ -141,22 +131,8 @@ export class MarketStore {
   readMeta(): MarketMeta {
     const values = new Map<string, string>();
     for (const row of this.sql.exec<{ key: string; value: string }>("SELECT key, value FROM meta")) values.set(row.key, row.value);
-    // Markets from before the one record kept a row per field.
-    const record: MarketRecord = values.has(RECORD_KEY)
-      ? (JSON.parse(values.get(RECORD_KEY)!) as MarketRecord)
-      : ({
-          bookSequence: Number(values.get("bookSequence") ?? 0),
-          bookUpdatedAt: Number(values.get("bookUpdatedAt") ?? 0),
-          bookFingerprint: values.get("bookFingerprint") ?? "",
-          bookSnapshotN: 0,
-          bookLogN: 0,
-          tradeSeq: Number(values.get("tradeSeq") ?? 0),
-          lastUpdateAt: Number(values.get("lastUpdateAt") ?? 0),
-          archivedThrough: Number(values.get("archivedThrough") ?? 0),
-          dirtyDays: values.get("dirtyDays") ?? "[]",
-        } as MarketRecord);
-    // Markets from before the staged buckets wrote every bucket with its trades.
-    record.bucketsThroughSeq ??= record.tradeSeq;
+    const held = values.get(RECORD_KEY);
+    const record: MarketRecord = held === undefined ? { ...FRESH_RECORD } : (JSON.parse(held) as MarketRecord);
     this.bringUp(record);
     this.record = record;
     return {
@@ -241,10 +217,7 @@ export class MarketStore {
 
   /** The ids of `trades` taken in the last 25 hours, or still hot (looked up for a whole batch at once). */
   knownAmong(trades: readonly { id: string; time: number }[]): Set<string> {
-    const found = this.tradeIds.among(trades);
-    const rest = trades.filter((t) => !found.has(t.id)).map((t) => t.id);
-    if (rest.length > 0) for (const id of this.recentIds.among(rest)) found.add(id);
-    return found;
+    return this.tradeIds.among(trades);
   }
 
   /** A commit's accepted trades, in the order applied: into the open block (the commit's log row holds them). */
@@ -320,7 +293,6 @@ export class MarketStore {
   prune(before: number, now: number): void {
     this.candles.pruneSeconds(before);
     this.tradeIds.forget(now, this.archivedThrough());
-    this.recentIds.forget(now, this.archivedThrough());
   }
 
   /** The first hour whose book files are due (docs/history.md#book-files); 0: none. */

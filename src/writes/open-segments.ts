@@ -15,7 +15,7 @@
 import { BoundedMap } from "../core/bounded-map";
 
 /** The host's bound on its markets' open segment texts, at two bytes a character. */
-export const OPEN_SEGMENTS_MAX_BYTES = 16 * 1024 * 1024;
+const OPEN_SEGMENTS_MAX_BYTES = 16 * 1024 * 1024;
 
 /** One market's open segment: where the log stood at its last append, the base's JSON and each entry's as R2 keeps it. */
 export interface OpenSegmentText {

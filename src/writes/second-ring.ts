@@ -4,13 +4,10 @@
  * (25 hours of minutes). A minute's write goes over the row of the minute 25 hours before it —
  * one row written, where a row a minute was written and another deleted 25 hours later. Rows a
  * quiet market left behind are deleted once they are older than that, a few slots at a time.
- *
- * Markets from before the ring kept a row a minute in `second_buckets`: read under the ring's
- * rows and pruned as before, until empty.
  */
 import { ringSlots } from "../core/ring-slots";
-import { MINUTE_MS } from "../history/intervals";
-import type { MinuteBucket } from "../market/rolling-window";
+import { MINUTE_MS } from "../domain/intervals";
+import type { MinuteBucket } from "../domain/rolling-window";
 
 /** The ring's slots: 25 hours of minutes (TRADE_RETENTION_MS). */
 export const SECOND_SLOTS = 1_500;
@@ -58,19 +55,11 @@ const slotOf = (minute: number) => Math.floor(minute / MINUTE_MS) % SECOND_SLOTS
 const slotsOfMinutes = (from: number, to: number) => ringSlots(Math.floor(from / MINUTE_MS), Math.floor(to / MINUTE_MS), SECOND_SLOTS);
 
 export class SecondRing {
-  /** Whether `second_buckets` (from before the ring) may still hold rows. */
-  private legacy: boolean;
   /** The prune's last bound: the minutes before it are gone (undefined: not pruned since the start). */
   private prunedBefore: number | undefined;
 
   constructor(private readonly sql: SqlStorage) {
     sql.exec("CREATE TABLE IF NOT EXISTS second_ring (slot INTEGER PRIMARY KEY, minute INTEGER NOT NULL, buckets TEXT NOT NULL)");
-    sql.exec("CREATE TABLE IF NOT EXISTS second_buckets (minute INTEGER PRIMARY KEY, buckets TEXT NOT NULL)");
-    this.legacy = this.legacyLeft();
-  }
-
-  private legacyLeft(): boolean {
-    return this.sql.exec("SELECT 1 FROM second_buckets LIMIT 1").toArray().length > 0;
   }
 
   /** Writes a minute's changed seconds over what its row holds (inside the caller's transaction); a minute past the 25 hours is not kept. */
@@ -78,10 +67,7 @@ export class SecondRing {
     if (minute + MINUTE_MS <= now - SECOND_SLOTS * MINUTE_MS) return;
     const slot = slotOf(minute);
     const row = this.sql.exec<{ minute: number; buckets: string }>("SELECT minute, buckets FROM second_ring WHERE slot = ?", slot).toArray()[0];
-    let held = row?.minute === minute ? row.buckets : undefined;
-    // A minute first written before the ring: its row there holds its other seconds.
-    if (held === undefined && this.legacy)
-      held = this.sql.exec<{ buckets: string }>("SELECT buckets FROM second_buckets WHERE minute = ?", minute).toArray()[0]?.buckets;
+    const held = row?.minute === minute ? row.buckets : undefined;
     const all = new Map<number, PackedSecond>(held ? (JSON.parse(held) as PackedSecond[]).map((b) => [b[0], b]) : []);
     for (const bucket of changed) all.set(bucket.minute, packBucket(bucket));
     const packed = [...all.values()].sort((a, b) => a[0] - b[0]);
@@ -93,31 +79,24 @@ export class SecondRing {
     );
   }
 
-  /** The stored seconds within `from`…`to`, by start, into `found`: the ring's over the rows from before it. Returns the rows read. */
+  /** The stored seconds within `from`…`to`, by start, into `found`. Returns the rows read. */
   read(from: number, to: number, found: Map<number, MinuteBucket>): number {
     const first = Math.floor(from / MINUTE_MS) * MINUTE_MS;
     const add = (text: string) => {
       for (const packed of JSON.parse(text) as PackedSecond[]) if (packed[0] >= from && packed[0] <= to) found.set(packed[0], unpack(packed));
     };
-    let read = 0;
-    if (this.legacy) {
-      const rows = this.sql.exec<{ buckets: string }>("SELECT buckets FROM second_buckets WHERE minute >= ? AND minute <= ?", first, to);
-      for (const row of rows) add(row.buckets);
-      read += rows.rowsRead;
-    }
     const rows = this.sql.exec<{ buckets: string }>(
       `SELECT buckets FROM second_ring WHERE ${slotsOfMinutes(first, to)} AND minute >= ? AND minute <= ?`,
       first,
       to,
     );
     for (const row of rows) add(row.buckets);
-    return read + rows.rowsRead;
+    return rows.rowsRead;
   }
 
   /**
    * Deletes the minutes older than `before` that no later minute wrote over (a quiet market's):
-   * the slots of the minutes since the last prune, the whole ring after a start; and the rows from
-   * before the ring.
+   * the slots of the minutes since the last prune, the whole ring after a start.
    */
   prune(before: number): void {
     const bound = before - PRUNE_GRACE_MS;
@@ -126,9 +105,5 @@ export class SecondRing {
       this.sql.exec(`DELETE FROM second_ring WHERE ${slotsOfMinutes(since - MINUTE_MS, bound)} AND minute + ? <= ?`, MINUTE_MS, bound);
     }
     this.prunedBefore = bound;
-    if (this.legacy) {
-      this.sql.exec("DELETE FROM second_buckets WHERE minute + ? <= ?", MINUTE_MS, before);
-      this.legacy = this.legacyLeft();
-    }
   }
 }

@@ -6,7 +6,7 @@
 import type { LogRing, LogRow } from "./journal";
 
 /** The ring's slots; a snapshot is written at least every SNAPSHOT_EVERY entries, so the entries after one always fit. */
-export const RING_SLOTS = 4_096;
+const RING_SLOTS = 4_096;
 
 /** A market's own ring table: its log where it is alone in its object (before groups, and the tests' stores). */
 export class TableRing implements LogRing {

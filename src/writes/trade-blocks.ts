@@ -1,4 +1,4 @@
-import type { StoredTrade, TradePage } from "./trades";
+import type { StoredTrade, TradePage } from "../domain/trades";
 
 // No index on the times: a block is a few minutes of trades (a snapshot of the log apart), so a
 // market holds a few hundred at most, and an index entry was a row written with each and another
@@ -6,8 +6,7 @@ import type { StoredTrade, TradePage } from "./trades";
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS trade_blocks (
   first_seq INTEGER PRIMARY KEY, last_seq INTEGER NOT NULL, min_time INTEGER NOT NULL, max_time INTEGER NOT NULL,
-  trades TEXT NOT NULL);
-DROP INDEX IF EXISTS trade_blocks_by_time;
+  trades TEXT NOT NULL, applied_at INTEGER NOT NULL);
 `;
 
 /** A trade as a block holds it: [id, seq, price, quantity, side (1 buy, 0 sell), time]. */
@@ -18,7 +17,7 @@ export type PackedTrade = [string, number, string, string, 0 | 1, number];
  * past (a row is at most 2 MB on Cloudflare; a commit's trades are at most COMMIT_MAX_BYTES): a
  * block's row is never more than this.
  */
-export const OPEN_BLOCK_MAX_BYTES = 1_200_000;
+const OPEN_BLOCK_MAX_BYTES = 1_200_000;
 
 /** Plain ids (printable ASCII, nothing JSON escapes) are counted by their length; others by their escaped UTF-8 bytes. */
 const PLAIN_ID = /^[\x20-\x21\x23-\x5b\x5d-\x7e]*$/;
@@ -111,9 +110,6 @@ export class TradeBlocks {
 
   constructor(private readonly sql: SqlStorage) {
     sql.exec(SCHEMA);
-    // Blocks from before the derived record do not say when they were applied (0).
-    const columns = sql.exec<{ name: string }>("PRAGMA table_info(trade_blocks)").toArray();
-    if (!columns.some((c) => c.name === "applied_at")) sql.exec("ALTER TABLE trade_blocks ADD COLUMN applied_at INTEGER NOT NULL DEFAULT 0");
   }
 
   /**
@@ -172,11 +168,6 @@ export class TradeBlocks {
       JSON.stringify(trades.map(pack)),
       appliedAt,
     );
-  }
-
-  /** Writes trades as a block of their own at once (a market's trades from before the blocks). */
-  writeBlock(trades: readonly StoredTrade[]): void {
-    if (trades.length > 0) this.write(trades, 0);
   }
 
   /** The newest trade id and when it was applied (the open block's, else the newest row's): the market's record is brought up to it on load. */

@@ -15,7 +15,7 @@
  * index beyond the key. Memory: the ids taken since the last write (≤ PENDING_MAX_BYTES), those of
  * the last write (known by id alone until the next), and the cached minutes (≤ CACHED_MINUTES).
  */
-import { HOUR_MS, MINUTE_MS } from "../history/intervals";
+import { HOUR_MS, MINUTE_MS } from "../domain/intervals";
 import { scopeOf } from "./market-storage";
 import { idTextBytes } from "./trade-blocks";
 
@@ -45,7 +45,7 @@ export function hourExpired(hour: number, now: number): boolean {
 type Packed = [id: string, seq: number][];
 
 /** The hours of a store's tables named `{prefix}{hour}`, ascending. */
-export function hourTables(sql: SqlStorage, prefix: string): number[] {
+function hourTables(sql: SqlStorage, prefix: string): number[] {
   // In a host's shared database the market's tables carry its prefix too (`market-storage.ts`).
   const named = scopeOf(sql) + prefix;
   const pattern = new RegExp(`^${named}(\\d+)$`);

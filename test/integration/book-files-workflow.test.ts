@@ -2,11 +2,11 @@ import { introspectWorkflowInstance, runInDurableObject } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { metricsObject } from "../../src/core/object-ids";
+import { HOUR_MS, MINUTE_MS } from "../../src/domain/intervals";
 import { hourlyKey } from "../../src/history/book-files";
 import { type BookHourOutput, bookHourId } from "../../src/history/book-files-workflow";
 import { segmentKey } from "../../src/history/book-history";
 import { FILE_ROUNDS } from "../../src/history/file-workflows";
-import { HOUR_MS, MINUTE_MS } from "../../src/history/intervals";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import type { RecentTimes } from "../../src/metrics/metrics-object";

@@ -146,7 +146,7 @@ describe("book history reads cost the host a bounded amount (docs/history.md#boo
     });
     await runInDurableObject(object, (instance: MarketObject) => {
       instance.tickMs = 0;
-      (instance as unknown as { tick: { commitNow(): void } }).tick.commitNow();
+      instance.writer.tick.commitNow();
     });
     expect((await sent).book, "the batch, committed").toBe("applied");
     const answer = (await read) as { final: boolean; sequence: number };

@@ -13,7 +13,7 @@ import { rowsCounted } from "../support/rows-counted";
 
 type Host = {
   tickMs: number;
-  journal: GroupJournal;
+  writer: { journal: GroupJournal };
   meter: { holder: { counts: { take(): { counters: Record<string, number> } }; flush(env: Env, now: number, force: boolean): Promise<void> | undefined } };
 };
 const ROWS = 'mds_storage_rows_written_total{object="market"}';
@@ -98,7 +98,7 @@ describe("a group's markets commit together: one journal row a tick (src/writes/
     const at = (units: number) => (units / 10 ** market.priceScale).toFixed(market.priceScale);
     await onHost((host) => {
       host.tickMs = 0;
-      host.journal.slots = 8;
+      host.writer.journal.slots = 8;
     });
     const q = await sequenceOf(quiet);
     const b = await sequenceOf(busy);
@@ -119,7 +119,7 @@ describe("a group's markets commit together: one journal row a tick (src/writes/
     await evictDurableObject(await hostOf("BTCUSDT"));
     await onHost((host) => {
       host.tickMs = 0;
-      host.journal.slots = 8;
+      host.writer.journal.slots = 8;
     });
     const book = (await callJson<{ sequence: number; bids: unknown[] }>(`/api/orderbook/${quiet}?depth=5`)).body;
     expect([book.sequence, book.bids], "the quiet market's book after the restart").toEqual([want.sequence, want.bids]);
@@ -184,32 +184,6 @@ describe("a group's markets commit together: one journal row a tick (src/writes/
         AAA: records.AAA.length,
         BBB: records.BBB.length,
       });
-    });
-  });
-
-  it("rows written before the marks: a market in them counts as uncovered from its oldest, and covers before the ring overwrites it", async () => {
-    const stub = env.DEMO_FEED_OBJECT.get(env.DEMO_FEED_OBJECT.idFromName("journal-unmarked"));
-    await runInDurableObject(stub, (_instance, state) => {
-      const { sql } = state.storage;
-      new JournalOf(sql); // its table
-      for (let n = 1; n <= 3; n++) sql.exec("INSERT INTO journal (slot, n, body) VALUES (?, ?, ?)", n, n, JSON.stringify({ OLD: [n, `old${n}`] }));
-      const journal = new JournalOf(sql);
-      journal.slots = 8;
-      expect(
-        journal
-          .ringOf("OLD")
-          .rows(0)
-          .map((row) => row.change),
-        "its records",
-      ).toEqual(["old1", "old2", "old3"]);
-      const due: string[][] = [];
-      for (let n = 1; n <= 6; n++) {
-        journal.ringOf("NEW").put(n, `new${n}`);
-        due.push(journal.dueForCover());
-        journal.write();
-      }
-      expect(due.at(-1), "OLD due when the next row would overwrite its oldest").toEqual(["OLD"]);
-      expect(due.slice(0, -1).flat(), "not before").toEqual([]);
     });
   });
 });

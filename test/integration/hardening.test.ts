@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { MAX_SNAPSHOT_STEP } from "../../src/market/order-book";
+import { MAX_SNAPSHOT_STEP } from "../../src/domain/order-book";
 import { newAccount, newKey, newPublishKey, signedCall } from "../support/accounts";
 import { ADMIN } from "../support/gateways";
 import { call, callJson } from "../support/http";

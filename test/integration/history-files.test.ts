@@ -2,9 +2,9 @@ import { introspectWorkflow, runDurableObjectAlarm, runInDurableObject } from "c
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { crc32 } from "../../client/src/checksum";
+import { DAY_MS } from "../../src/domain/intervals";
 import { writeDailyFiles } from "../../src/history/archive-days";
 import { putKlineFiles, putTradeZips } from "../../src/history/daily-files-workflow";
-import { DAY_MS } from "../../src/history/intervals";
 import { deflatePiece, EMPTY_ENTRY, putBothPieces } from "../../src/history/zip-pieces";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { formatUnits } from "../../src/core/decimal";
-import { DAY_MS, MINUTE_MS, openTimeOf } from "../../src/history/intervals";
+import { DAY_MS, MINUTE_MS, openTimeOf } from "../../src/domain/intervals";
 import { ingest } from "../../src/market/ingest";
 import { ADMIN } from "../support/gateways";
 import { callJson } from "../support/http";

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { formatUnits } from "../../src/core/decimal";
-import { DAY_MS, HOUR_MS, MINUTE_MS, nextOpenTime, openTimeOf } from "../../src/history/intervals";
+import { DAY_MS, HOUR_MS, MINUTE_MS, nextOpenTime, openTimeOf } from "../../src/domain/intervals";
 import { ingest } from "../../src/market/ingest";
 import { callJson } from "../support/http";
 import { defaultMarkets } from "../support/registry";

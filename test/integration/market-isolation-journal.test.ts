@@ -16,7 +16,7 @@ describe("a market's failure is its own: its journal records (docs/design.md#iso
       const rows = state.storage.sql.exec<{ n: number | null }>("SELECT max(n) AS n FROM journal").one().n;
       expect(rows, "the group's journal is empty: this test is the first of its file").toBeNull();
       // A ring of 16 rows: the group's commits wrap it within the test.
-      (instance as unknown as { journal: { slots: number } }).journal.slots = 16;
+      (instance.writer.journal as unknown as { slots: number }).slots = 16;
     });
     for (let s = 1; s <= 4; s++) expect(await send("SOLUSDT", s), `SOLUSDT ${s}`).toBe("applied");
     expect(await send("XRPUSDT", 1), "XRPUSDT's snapshot").toBe("applied");

@@ -7,7 +7,7 @@ import { MarketEngine } from "../../src/market/market-engine";
 import type { MarketObject } from "../../src/market/market-object";
 import type { IngestBody } from "../../src/market/schemas";
 import { ensureRegistry } from "../../src/registry/copy";
-import { COMMIT_MAX_BYTES } from "../../src/writes/staged-batches";
+import { COMMIT_MAX_BYTES } from "../../src/writes/group-writer";
 import { until } from "../support/poll";
 import { hostOf } from "../support/registry";
 
@@ -77,7 +77,7 @@ describe("a commit made to make room for a batch (docs/design.md#isolation)", ()
     );
     // The batch that passes the row's bound commits those before it, which fail with the market.
     await until(() => (settled.length >= count - 2 ? true : undefined), { what: "the answers of the commit made for room" });
-    await runInDurableObject(host, (instance: MarketObject) => (instance as unknown as { tick: { commitNow(): void } }).tick.commitNow());
+    await runInDurableObject(host, (instance: MarketObject) => instance.writer.tick.commitNow());
     const all = await Promise.all(answers);
     expect(all.filter((a) => a === "MARKET_UNAVAILABLE").length, "batches refused with the failed commit").toBeGreaterThanOrEqual(count - 2);
     for (const undo of restore.splice(0)) undo();

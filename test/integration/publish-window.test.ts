@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { RESEND_WINDOW } from "../../src/market/order-book";
+import { RESEND_WINDOW } from "../../src/domain/order-book";
 import { MAX_UNACKED_PER_GROUP, MAX_UNACKED_PER_MARKET } from "../../src/publish/channel-window";
 import { MAX_BATCHES_PER_MESSAGE, MAX_UNACKED } from "../../src/publish/protocol";
 import { newPublishKey } from "../support/accounts";

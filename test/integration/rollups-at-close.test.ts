@@ -1,10 +1,10 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { DAY_MS, HOUR_MS, MINUTE_MS } from "../../src/history/intervals";
+import { DAY_MS, HOUR_MS, MINUTE_MS } from "../../src/domain/intervals";
+import { addToBucket, type MinuteBucket } from "../../src/domain/rolling-window";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
-import { addToBucket, type MinuteBucket } from "../../src/market/rolling-window";
 import { BucketStore, heldFromAt } from "../../src/writes/bucket-store";
 import { tablePrefixOf } from "../../src/writes/market-storage";
 import type { MarketStore } from "../../src/writes/market-store";

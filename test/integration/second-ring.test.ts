@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { MINUTE_MS, SECOND_MS } from "../../src/history/intervals";
+import { MINUTE_MS, SECOND_MS } from "../../src/domain/intervals";
 import type { MarketObject } from "../../src/market/market-object";
 import { tablePrefixOf } from "../../src/writes/market-storage";
 import type { MarketStore } from "../../src/writes/market-store";
@@ -57,35 +57,10 @@ describe("the second buckets are a ring of 25 hours of minutes (src/writes/secon
       candles.stageTrade(trade(M0 + 5_000, 9));
       candles.flush(later + 3 * MINUTE_MS);
       expect(seconds(later), "the slot's newest minute, untouched").toEqual([[later + 3_000, 1]]);
-      // A minute's seconds are its ring row alone: no table from before the packing asked (fails before: 2 rows a read).
+      // A minute's seconds are its ring row alone.
       const read = candles.bucketRowsRead;
       seconds(later);
       expect(candles.bucketRowsRead - read, "rows read for a minute's seconds").toBe(1);
-    });
-  });
-
-  it("a market from before the ring keeps reading its rows, and a late trade into such a minute adds to them", async () => {
-    const symbol = "ETHUSDT";
-    await runInDurableObject(await hostOf(symbol), (instance: MarketObject, state) => {
-      const candles = (instance.engine(symbol) as unknown as { store: MarketStore }).store.candles;
-      const legacy = `${tablePrefixOf(symbol)}second_buckets`;
-      const packed = (time: number, count: number) => [time, "1000", "1000", "1000", "1000", time, time, "1", "1000", count, "1", "1000"];
-      state.storage.sql.exec(`INSERT INTO ${legacy} (minute, buckets) VALUES (?, ?)`, M0, JSON.stringify([packed(M0 + 1_000, 1), packed(M0 + 2_000, 1)]));
-      // The store reads whether the legacy table holds rows when it starts: a fresh one over the same tables.
-      const fresh = new (candles.constructor as new (sql: SqlStorage) => typeof candles)((candles as unknown as { sql: SqlStorage }).sql);
-      const seconds = () => [...fresh.buckets(SECOND_MS, M0, M0 + MINUTE_MS - 1, "ASC")].map((b) => [b.minute, b.count]);
-      expect(seconds(), "the legacy row's seconds").toEqual([
-        [M0 + 1_000, 1],
-        [M0 + 2_000, 1],
-      ]);
-      fresh.stageTrade(trade(M0 + 3_500, 1));
-      fresh.stageTrade(trade(M0 + 1_000, 2));
-      fresh.flush(M0 + 2 * MINUTE_MS);
-      expect(seconds(), "the legacy seconds with the late trades").toEqual([
-        [M0 + 1_000, 2],
-        [M0 + 2_000, 1],
-        [M0 + 3_000, 1],
-      ]);
     });
   });
 });

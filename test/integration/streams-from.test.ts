@@ -217,7 +217,7 @@ describe("a subscription from any moment into live (docs/streams.md#from-any-mom
       instance.tickMs = 600_000;
     });
     const staged = [ingest(env, "*", trade("wait-2"))];
-    await until(() => runInDurableObject(host, (instance: MarketObject) => (instance as unknown as { stagedBytes: number }).stagedBytes > 0), {
+    await until(() => runInDurableObject(host, (instance: MarketObject) => instance.writer.staged), {
       what: "the second trade staged",
     });
     const watcher = await openSocket(`/api/ws?streams=trades.${symbol}`, ip);
@@ -232,7 +232,7 @@ describe("a subscription from any moment into live (docs/streams.md#from-any-mom
     await until(() => liveMark(socket, `trades.${symbol}`), { what: "a live mark before the commit", timeoutMs: 300 }).catch(() => undefined);
     await runInDurableObject(host, (instance: MarketObject) => {
       instance.tickMs = Number(env.INGEST_TICK_MS ?? "100");
-      (instance as unknown as { tick: { commitNow(): void } }).tick.commitNow();
+      instance.writer.tick.commitNow();
     });
     await Promise.all(staged);
     await until(() => liveMark(socket, `trades.${symbol}`) || socket.messages.find((m) => m.error), { what: "the live mark" });

@@ -1,7 +1,7 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { nextOpenTime, openTimeOf } from "../../src/history/intervals";
+import { nextOpenTime, openTimeOf } from "../../src/domain/intervals";
 import { ingest } from "../../src/market/ingest";
 import { callJson } from "../support/http";
 import { until } from "../support/poll";

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { openTimeOf } from "../../src/history/intervals";
+import { openTimeOf } from "../../src/domain/intervals";
 import { ingest } from "../../src/market/ingest";
 import { callJson } from "../support/http";
 import { until } from "../support/poll";

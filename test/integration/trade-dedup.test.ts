@@ -1,7 +1,7 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { HOUR_MS } from "../../src/history/intervals";
+import { HOUR_MS } from "../../src/domain/intervals";
 import type { MarketHistory } from "../../src/history/market-history";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";

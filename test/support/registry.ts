@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { marketObject } from "../../src/core/object-ids";
+import { GROUP_SIZE, type MarketConfig, type RegistryIndex } from "../../src/domain/market-config";
 import { ensureRegistry } from "../../src/registry/copy";
-import { GROUP_SIZE, type MarketConfig, type RegistryIndex } from "../../src/registry/model";
 import { ADMIN } from "./gateways";
 import { callJson } from "./http";
 

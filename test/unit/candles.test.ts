@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { aggregateCandles } from "../../src/history/candles";
-import { addToBucket, type MinuteBucket, minuteOf } from "../../src/market/rolling-window";
+import { aggregateCandles } from "../../src/domain/candles";
+import { addToBucket, type MinuteBucket, minuteOf } from "../../src/domain/rolling-window";
 
 const scales = { priceScale: 1, quantityScale: 0 };
 const day = Date.UTC(2026, 10, 22);

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { type BookEntry, decodeCommit, encodeCommit, encodeEntry } from "../../src/writes/book-log";
+import { type BookEntry, decodeCommit, encodeCommit } from "../../src/writes/book-log";
 import { type PackedTrade, pack, unpack } from "../../src/writes/trade-blocks";
 
 const units = fc.bigInt({ min: 0n, max: 10n ** 30n });
@@ -35,10 +35,5 @@ describe("a commit's record: one row for a tick's book entries and trades (src/w
         if (trades.length > 0) expect(back.at, "the commit's time, with its trades").toBe(at);
       }),
     );
-  });
-
-  it("a row from before the commits (one batch's entry alone) reads as a commit of that entry and no trades", () => {
-    const before: BookEntry = { time: 5, updates: [{ type: "delta", sequence: 7, bids: [[100n, 2n]], asks: [] }], fingerprint: "ab" };
-    expect(decodeCommit(encodeEntry(before)), "a batch's entry alone").toEqual({ entries: [before], trades: [], at: 0 });
   });
 });

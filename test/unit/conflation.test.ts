@@ -2,8 +2,8 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { LocalBook } from "../../client/src/index";
 import { formatUnits } from "../../src/core/decimal";
-import { bookChecksum } from "../../src/market/book-checksum";
-import { type BookUpdate, OrderBook, type UnitLevel } from "../../src/market/order-book";
+import { bookChecksum } from "../../src/domain/book-checksum";
+import { type BookUpdate, OrderBook, type UnitLevel } from "../../src/domain/order-book";
 import { Conflation } from "../../src/streams/conflation";
 
 const SCALE = 2;

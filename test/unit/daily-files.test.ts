@@ -1,10 +1,10 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { DAY_MS, MINUTE_MS } from "../../src/domain/intervals";
+import type { MarketConfig } from "../../src/domain/market-config";
+import { wireTrade } from "../../src/domain/wire-trade";
 import { fileIsFinal, packedWireTrade } from "../../src/history/daily-files";
-import { DAY_MS, MINUTE_MS } from "../../src/history/intervals";
 import { MAX_TRADE_AGE_MS } from "../../src/market/ingest-check";
-import { wireTrade } from "../../src/market/wire-trade";
-import type { MarketConfig } from "../../src/registry/model";
 import { blockPieces, pack, unpack } from "../../src/writes/trade-blocks";
 
 describe("when a daily file is final (docs/history.md#daily-files)", () => {

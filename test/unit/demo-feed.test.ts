@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { OrderBook } from "../../src/domain/order-book";
 import { createDemoState, DEMO_LEVELS_PER_SIDE, demoTick } from "../../src/market/demo-feed";
 import { toIngestBatch } from "../../src/market/ingest-check";
-import { OrderBook } from "../../src/market/order-book";
 import { IngestBodySchema } from "../../src/market/schemas";
 import { findMarket } from "../../src/registry/copy";
 import { defaultMarkets } from "../support/registry";

@@ -1,10 +1,10 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { formatUnits } from "../../src/core/decimal";
+import type { MarketConfig } from "../../src/domain/market-config";
 import type { IngestBatch } from "../../src/market/ingest-check";
 import { decodeIngestBatch, decodeIngestCall, encodeIngestBatch, encodeIngestCall } from "../../src/market/ingest-wire";
 import type { IngestBody } from "../../src/market/schemas";
-import type { MarketConfig } from "../../src/registry/model";
 
 const units = fc.bigInt({ min: 0n, max: 10n ** 40n });
 const batch: fc.Arbitrary<IngestBatch> = fc.record(

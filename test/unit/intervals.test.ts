@@ -11,7 +11,7 @@ import {
   nextOpenTime,
   openTimeOf,
   parseTimeZone,
-} from "../../src/history/intervals";
+} from "../../src/domain/intervals";
 
 /**
  * The reference: the calendar fields of the local time (UTC shifted by the offset), read with

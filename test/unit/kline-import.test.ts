@@ -2,8 +2,8 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { formatUnits } from "../../src/core/decimal";
 import { ProblemError } from "../../src/core/problem";
+import type { MarketConfig } from "../../src/domain/market-config";
 import { csvRows, importedMinutes } from "../../src/history/kline-import";
-import type { MarketConfig } from "../../src/registry/model";
 
 const market = { symbol: "BTCUSDT", priceScale: 2, quantityScale: 5 } as MarketConfig;
 const NOW = Date.UTC(2026, 10, 24);

@@ -6,7 +6,10 @@ describe("a hosted market's SQL names its own tables (src/writes/market-storage.
     const cases: [string, string][] = [
       ["SELECT value FROM meta WHERE key = 'rollups'", "SELECT value FROM m_X_meta WHERE key = 'rollups'"],
       ["INSERT INTO trade_blocks (first_seq, trades) VALUES (?, ?)", "INSERT INTO m_X_trade_blocks (first_seq, trades) VALUES (?, ?)"],
-      ["DROP INDEX IF EXISTS trade_blocks_by_time", "DROP INDEX IF EXISTS m_X_trade_blocks_by_time"],
+      [
+        "CREATE INDEX IF NOT EXISTS archive_chunks_by_time ON archive_chunks (max_time)",
+        "CREATE INDEX IF NOT EXISTS m_X_archive_chunks_by_time ON m_X_archive_chunks (max_time)",
+      ],
       // A qualified column keeps its name; its table is renamed.
       [
         "SELECT t.value FROM trade_blocks, json_each(trade_blocks.trades) AS t",

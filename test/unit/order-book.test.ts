@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { type BookUpdate, MAX_SNAPSHOT_STEP, OrderBook, RESEND_WINDOW, type UnitLevel } from "../../src/market/order-book";
+import { type BookUpdate, MAX_SNAPSHOT_STEP, OrderBook, RESEND_WINDOW, type UnitLevel } from "../../src/domain/order-book";
 
 /** The naive model: a map per side, sorted only when read. */
 class NaiveBook {

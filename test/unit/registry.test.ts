@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { deriveMarket, GROUP_SIZE, groupOf, type RegistrySnapshot } from "../../src/domain/market-config";
 import { MAX_REFRESH_WAIT_MS, RegistryCopy } from "../../src/registry/copy";
-import { deriveMarket, GROUP_SIZE, groupOf, type RegistrySnapshot } from "../../src/registry/model";
 import type { RegistryText } from "../../src/registry/registry-object";
 
 const publication = (version: number, symbols: string[], epoch = "e1"): RegistryText => {

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { addToBucket, DAY_MS, formatTicker, type MinuteBucket, minuteOf, tickerStats, type UnitTrade, windowOpenTime } from "../../src/market/rolling-window";
+import { addToBucket, DAY_MS, formatTicker, type MinuteBucket, minuteOf, tickerStats, type UnitTrade, windowOpenTime } from "../../src/domain/rolling-window";
 
 const scales = { priceScale: 2, quantityScale: 3 };
 

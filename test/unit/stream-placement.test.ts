@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { GROUP_SIZE } from "../../src/registry/model";
+import { GROUP_SIZE } from "../../src/domain/market-config";
 import { allShards, groupOfMarkets, groupOfShard, groupShard, placeConnection, shardLayout, shardOf, shardsOfGroup } from "../../src/streams/placement";
 
 const market = (ordinal: number) => ({ ordinal });

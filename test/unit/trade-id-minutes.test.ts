@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { HOUR_MS } from "../../src/history/intervals";
+import { HOUR_MS } from "../../src/domain/intervals";
 import { MAX_ID_CHARS, MAX_TRADES_PER_BATCH } from "../../src/market/schemas";
 import { hourExpired, idBytes, idHour, PENDING_MAX_BYTES, RECENT_ID_MS } from "../../src/writes/trade-id-minutes";
 

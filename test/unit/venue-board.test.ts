@@ -1,8 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { RegistryIndex, type RegistrySnapshot } from "../../src/domain/market-config";
 import type { MarketSummary } from "../../src/groups/messages";
 import { VenueBoard } from "../../src/groups/venue-board";
-import { RegistryIndex, type RegistrySnapshot } from "../../src/registry/model";
 
 const registry = (statuses: ("TRADING" | "HALTED" | "DELISTED")[]) =>
   new RegistryIndex({

@@ -3,11 +3,9 @@
  * asset are, how a listing's scales follow from its tick and step, and the checks a listing or a
  * rules change must pass. Pure: the operator routes, the D1 store and every isolate's copy use it.
  */
-import type { z } from "@hono/zod-openapi";
 import { compare, type Decimal, DecimalError, exactAtScale, parseDecimal } from "../core/decimal";
 import type { FieldError } from "../core/problem";
 import { MAX_SYMBOL_LENGTH } from "../core/symbols";
-import type { MarketSchema } from "../market/schemas";
 
 export type MarketStatus = "TRADING" | "HALTED" | "DELISTED";
 export type AssetStatus = "ACTIVE" | "INACTIVE";
@@ -87,14 +85,14 @@ function positive(text: string): Decimal | null {
 }
 
 /** The most decimals a market's prices or quantities may have. */
-export const MAX_MARKET_SCALE = 18;
+const MAX_MARKET_SCALE = 18;
 
 /**
  * Checks a market's rules at its scales and against each other; each failure names its field
  * under `path`. Quantities must be whole steps, minQty ≥ stepSize, maxQty ≥ minQty, and the
  * minimum notional must be exact at priceScale + quantityScale.
  */
-export function checkRules(rules: TradingRules, priceScale: number, quantityScale: number, path: string): FieldError[] {
+function checkRules(rules: TradingRules, priceScale: number, quantityScale: number, path: string): FieldError[] {
   const errors: FieldError[] = [];
   const values = {} as Record<(typeof RULE_FIELDS)[number], Decimal>;
   for (const field of RULE_FIELDS) {
@@ -174,10 +172,10 @@ export const STATUS_TRANSITIONS: Record<MarketStatus, readonly MarketStatus[]> =
   DELISTED: ["DELISTED"],
 };
 
-/** A market as `/api/markets` and the operator API show it; its shape is the schema's. */
-export type MarketView = z.infer<typeof MarketSchema>;
+/** A market as `/api/markets` and the operator API show it (the routes check it against `MarketSchema`). */
+export type MarketView = ReturnType<typeof marketView>;
 
-export function marketView(market: MarketConfig): MarketView {
+export function marketView(market: MarketConfig) {
   const { symbol, base, quote, status, priceScale, quantityScale, rules } = market;
   return { symbol, base, quote, status, priceScale, quantityScale, ...rules };
 }
@@ -204,4 +202,12 @@ export class RegistryIndex {
       else this.byBase.set(market.base, [market]);
     }
   }
+}
+
+/** The markets a publishing key may write: canonical symbols, or every market. */
+export type MarketGrant = "*" | string[];
+
+/** True when `grant` lets its key publish into `symbol` (canonical). */
+export function grantsMarket(grant: MarketGrant, symbol: string): boolean {
+  return grant === "*" || grant.includes(symbol);
 }

@@ -3,7 +3,7 @@ import { KEY_ID_PATTERN } from "../access/keys";
 import { SIGNATURE_PATTERN, TIMESTAMP_PATTERN } from "../access/signature";
 import { SERVERS } from "../core/openapi";
 import { ProblemSchema, TimestampMs } from "../core/schemas";
-import { KLINE_INTERVALS } from "../history/intervals";
+import { KLINE_INTERVALS } from "../domain/intervals";
 import {
   AveragePriceSchema,
   BookTickerSchema,
@@ -17,8 +17,8 @@ import {
   WindowSchema,
 } from "../market/schemas";
 import { MAX_BATCHES_PER_MESSAGE, MAX_UNACKED, PublishMessageSchema } from "../publish/protocol";
-import { CATCH_UP_WINDOW_BYTES, MAX_CATCH_UP_MS } from "./catch-up";
-import { GOING_AWAY, SERVICE_RESTART } from "./planned-close";
+import { CATCH_UP_WINDOW_BYTES, MAX_CATCH_UP_MS } from "../streams/catch-up";
+import { GOING_AWAY, SERVICE_RESTART } from "../streams/planned-close";
 import {
   ERROR_CODES,
   KEEPALIVE_REQUEST,
@@ -28,7 +28,7 @@ import {
   MAX_MESSAGES_PER_SECOND,
   MAX_STREAMS_PER_CONNECTION,
   TICKER_WINDOWS,
-} from "./protocol";
+} from "../streams/protocol";
 
 type Json = Record<string, unknown>;
 

@@ -1,6 +1,6 @@
 import { formatUnits } from "../core/decimal";
-import { type MinuteBucket, mergeBuckets, type Scales } from "../market/rolling-window";
 import { type KlineInterval, nextOpenTime, openTimeOf } from "./intervals";
+import { type MinuteBucket, mergeBuckets, type Scales } from "./rolling-window";
 
 export interface Kline {
   openTime: number;

@@ -6,15 +6,11 @@
  */
 
 import { problem } from "../core/problem";
-import { logFailure } from "../logs/log";
-import type { MarketState } from "../market/market-state";
-import type { OrderBook } from "../market/order-book";
-import { lastSequenceOf } from "../writes/book-entries";
-import { type BookEntry, type BookSegment, decodeBase, decodeEntry } from "../writes/book-log";
-import type { MarketRecord, MarketStore } from "../writes/market-store";
-import { hourOf } from "./book-files";
-import { type BookHourParams, bookHourId } from "./book-files-workflow";
-import { BookHistory, type SegmentRow } from "./book-history";
+import { HOUR_MS, MINUTE_MS } from "../domain/intervals";
+import type { OrderBook } from "../domain/order-book";
+import { hourOf } from "../history/book-files";
+import { type BookHourParams, bookHourId } from "../history/book-files-workflow";
+import { BookHistory, type SegmentRow } from "../history/book-history";
 import {
   type BookTarget,
   bookOf,
@@ -29,13 +25,17 @@ import {
   sequenceAt,
   snapshotMessage,
   updateAfter,
-} from "./book-replay";
-import { entriesBytes, type HistoryCache, segmentBytes } from "./history-cache";
-import { HOUR_MS, MINUTE_MS } from "./intervals";
-import { yieldTurn } from "./sliced-put";
+} from "../history/book-replay";
+import { entriesBytes, type HistoryCache, segmentBytes } from "../history/history-cache";
+import { yieldTurn } from "../history/sliced-put";
+import { logFailure } from "../logs/log";
+import { lastSequenceOf } from "../writes/book-entries";
+import { type BookEntry, type BookSegment, decodeBase, decodeEntry } from "../writes/book-log";
+import type { MarketRecord, MarketStore } from "../writes/market-store";
+import type { MarketState } from "./market-state";
 
 /** An hour is handed to its files' Workflow this long after it ends (the alarm; docs/history.md#book-files). */
-export const BOOK_FILES_AFTER_MS = MINUTE_MS;
+const BOOK_FILES_AFTER_MS = MINUTE_MS;
 
 /** Entries a history read replays past its checkpoint before the checkpoint moves up (`bookAtSequence`). */
 const CHECKPOINT_ENTRIES = 64;

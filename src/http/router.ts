@@ -1,7 +1,7 @@
 import type { Hook, RouteConfig } from "@hono/zod-openapi";
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
-import type { AppEnv } from "../env";
-import { type FieldError, problem } from "./problem";
+import { type FieldError, problem } from "../core/problem";
+import type { AppEnv } from "./env";
 
 /** Turns zod issues into the documented `errors: [{path, message}]`. */
 export function fieldErrors(issues: readonly { path: readonly PropertyKey[]; message: string }[], prefix?: string): FieldError[] {

@@ -1,11 +1,12 @@
-import { rememberTrades, takeTrades } from "../market/batch-trades";
-import type { IngestResult } from "../market/ingest";
-import type { IngestBatch } from "../market/ingest-check";
-import type { MarketState } from "../market/market-state";
-import type { BookOutcome, BookUpdate, UnitLevel } from "../market/order-book";
-import type { BookEntry } from "./book-log";
-import type { MarketRecord, MarketStore, StoredTrade } from "./market-store";
-import { tradeBytes } from "./trade-blocks";
+import type { BookOutcome, BookUpdate, UnitLevel } from "../domain/order-book";
+import type { StoredTrade } from "../domain/trades";
+import type { BookEntry } from "../writes/book-log";
+import type { MarketRecord, MarketStore } from "../writes/market-store";
+import { tradeBytes } from "../writes/trade-blocks";
+import { rememberTrades, takeTrades } from "./batch-trades";
+import type { IngestResult } from "./ingest";
+import type { IngestBatch } from "./ingest-check";
+import type { MarketState } from "./market-state";
 
 /**
  * What a market applied since its last commit and has not written yet (docs/design.md#the-write-path):
@@ -21,9 +22,6 @@ export class StagedBatches {
   /** The batches staged (each waits for the commit). */
   batches = 0;
 }
-
-/** A commit's row holds about this much at most: a batch that would take it past is written in the next (a row is at most 2 MB on Cloudflare). */
-export const COMMIT_MAX_BYTES = 1_000_000;
 
 /** A level's bytes in a journal row: its two numbers, their quotes escaped, brackets and commas. */
 const levelBytes = (sum: number, [price, quantity]: UnitLevel) => sum + price.toString().length + quantity.toString().length + 12;

@@ -1,7 +1,7 @@
 import type { Context, ErrorHandler, NotFoundHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
-import type { AppEnv } from "../env";
-import { ProblemError, problem, problemResponse } from "./problem";
+import { ProblemError, problem, problemResponse } from "../core/problem";
+import type { AppEnv } from "./env";
 
 /** The single error path: every thrown value leaves as problem+json (docs/api.md#errors). */
 export const handleError: ErrorHandler<AppEnv> = (error, c) => {

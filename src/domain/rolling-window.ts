@@ -1,5 +1,5 @@
 import { divideRounded, formatUnits } from "../core/decimal";
-import { DAY_MS, HOUR_MS, MINUTE_MS } from "../history/intervals";
+import { DAY_MS, HOUR_MS, MINUTE_MS } from "./intervals";
 import type { TopOfBook } from "./order-book";
 
 /** A trade in integer units at its market's scales. */

@@ -1,12 +1,12 @@
-import type { MarketGrant } from "./access/keys";
-import type { ReadCarrier } from "./reads/edge-reads";
+import type { ReadCarrier } from "../domain/market-answer";
+import type { MarketGrant } from "../domain/market-config";
 
 /**
  * The Worker's bindings are the global `Env`, generated from wrangler.toml by `npm run types`
  * into worker-configuration.d.ts, so they cannot drift from the configuration. What is here is
  * the app's own context on top of them.
  */
-export interface AppVariables {
+interface AppVariables {
   requestId: string;
   /** The RateLimit-* headers of the admission in force, for answers made outside Hono (a 101). */
   rateLimitHeaders?: Record<string, string>;

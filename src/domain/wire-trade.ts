@@ -1,6 +1,6 @@
 import { formatUnits } from "../core/decimal";
-import type { MarketConfig } from "../registry/model";
-import type { StoredTrade } from "../writes/trades";
+import type { MarketConfig } from "./market-config";
+import type { StoredTrade } from "./trades";
 
 export interface WireTrade {
   /** Per market, rising by 1 in the order the market applied its trades. */

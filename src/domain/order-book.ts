@@ -12,7 +12,7 @@ export interface TopOfBook {
 /** A price level as sent on the wire: `["97000.10", "0.50000"]`. */
 export type WireLevel = [price: string, quantity: string];
 
-export type BookSide = "bids" | "asks";
+type BookSide = "bids" | "asks";
 
 export interface BookUpdate {
   type: "snapshot" | "delta";
@@ -41,7 +41,7 @@ export const RESEND_WINDOW = 1_024;
  * A short fingerprint of an update (53-bit cyrb53 over its text): recognises an identical replay
  * of the last applied update without keeping the update itself.
  */
-export function bookFingerprint(update: BookUpdate): string {
+function bookFingerprint(update: BookUpdate): string {
   return updateFingerprint(update.type, update.sequence, update.bids, update.asks);
 }
 
@@ -56,7 +56,7 @@ export function updateFingerprint(
 }
 
 /** The fingerprint of a batch of updates: an exact resend of the whole batch is recognised as one. */
-export function batchFingerprint(updates: readonly BookUpdate[]): string {
+function batchFingerprint(updates: readonly BookUpdate[]): string {
   return updates.length === 1 ? bookFingerprint(updates[0]!) : cyrb53(updates.map(bookFingerprint).join(";"));
 }
 

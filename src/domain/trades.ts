@@ -27,3 +27,14 @@ export interface TradePage {
 export function pageRunsForwards(page: Omit<TradePage, "limit">): boolean {
   return page.fromId !== undefined || (page.before === undefined && page.startTime !== undefined);
 }
+
+/** A chunk in the market's index: which trade ids and times it holds, and its size. */
+export interface ArchivedChunk {
+  chunk: number;
+  firstSeq: number;
+  lastSeq: number;
+  minTime: number;
+  maxTime: number;
+  trades: number;
+  bytes: number;
+}

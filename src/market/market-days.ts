@@ -4,15 +4,15 @@
  * market object calls these, writing alone; the daily files themselves are built off it.
  */
 import { guarded, guardedAsync, type ProblemResult, problem } from "../core/problem";
-import { type MarketState, TRADE_RETENTION_MS } from "../market/market-state";
-import type { MinuteBucket } from "../market/rolling-window";
-import type { MarketConfig } from "../registry/model";
+import type { Kline, KlineQuery } from "../domain/candles";
+import { DAY_MS, HOUR_MS, MINUTE_MS } from "../domain/intervals";
+import type { MarketConfig } from "../domain/market-config";
+import type { MinuteBucket } from "../domain/rolling-window";
+import type { DayOpened, DayPage } from "../history/daily-files";
+import type { MarketHistory } from "../history/market-history";
+import { yieldTurn } from "../history/sliced-put";
 import type { MarketStore } from "../writes/market-store";
-import type { Kline, KlineQuery } from "./candles";
-import type { DayOpened, DayPage } from "./daily-files";
-import { DAY_MS, HOUR_MS, MINUTE_MS } from "./intervals";
-import type { MarketHistory } from "./market-history";
-import { yieldTurn } from "./sliced-put";
+import { type MarketState, TRADE_RETENTION_MS } from "./market-state";
 
 /** A day's minutes read into its 1m klines a turn (`DayCalls.openDay`). */
 const OPEN_DAY_SLICE_MS = 6 * HOUR_MS;
