@@ -33,15 +33,28 @@ function pick(routes, r) {
 }
 
 /** Accounts and keys through the account API (20 a account): `{ id, secret, cookie }` each, with `permissions`. */
-export async function makeKeys(url, count, permissions, ipBase) {
+export async function makeKeys(url, count, permissions, ipBase, keep = () => true) {
   const keys = [];
   let n = 0;
   const ip = () => `${ipBase}.${(n++ % 250) + 1}`;
   for (let a = 0; keys.length < count; a++) {
     const cookie = await signUp(url, `bench-all-${Date.now().toString(36)}-${a}@example.com`, ip());
-    for (let k = 0; k < 20 && keys.length < count; k++) keys.push({ ...(await createKey(url, cookie, `bench all ${a}.${k}`, permissions, ip())), cookie });
+    for (let k = 0; k < 20 && keys.length < count; k++) {
+      const key = { ...(await createKey(url, cookie, `bench all ${a}.${k}`, permissions, ip())), cookie };
+      if (keep(key)) keys.push(key);
+    }
   }
   return keys;
+}
+
+/**
+ * The number of `keyId`'s usage ledger, which names its key gate (`gate:{n}`): FNV-1a of the id
+ * modulo 32, as src/core/object-ids.ts `usageLedgerOf` computes it.
+ */
+export function keyLedger(keyId) {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < keyId.length; i++) hash = Math.imul(hash ^ keyId.charCodeAt(i), 0x01000193);
+  return (hash >>> 0) % 32;
 }
 
 /** An isolate's Analytics Engine window (POINT_WINDOW_MS, src/metrics/request-events.ts). */

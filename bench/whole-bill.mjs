@@ -16,7 +16,7 @@
 import { TOKEN } from "./bill-counts.mjs";
 import { filesPhase, restartPhase } from "./bill-files.mjs";
 import { countsComplete, VENUE_LOAD } from "./bill-price.mjs";
-import { answeredOk, makeKeys, readPhase, subscriberPhase } from "./bill-reads.mjs";
+import { answeredOk, keyLedger, makeKeys, readPhase, subscriberPhase } from "./bill-reads.mjs";
 import { openedChannel } from "./publisher.mjs";
 import { startService } from "./service.mjs";
 
@@ -50,7 +50,13 @@ export async function wholeBill(service, { channels, markets, busy, key, persist
   const symbols = markets.map((m) => m.symbol);
   // Signed reads over 200 keys at the venue's 0.05 a key-second (1,000 a second over 20,000 keys), 20 more for keyed subscribers.
   log("the whole bill: keys for signed reads and keyed subscribers…");
-  const keys = await makeKeys(url, 220, ["read", "stream"], "10.85.0");
+  // A key's gate is named by its ledger (src/core/object-ids.ts keyGate): the signed reads' keys are
+  // those whose gate is one of the run's gates, as at the venue every key gate is one of its address
+  // gates, its sessions into the hosts as busy as the public reads'. Keys on all 32 gates would leave
+  // 27 sessions idle in a run of 5 and count a host call for most of their refreshes (docs/capacity.md#the-whole-bill).
+  const runGates = Number(vars.ADDRESS_GATES ?? VENUE_LOAD.gates);
+  const readKeys = await makeKeys(url, 200, ["read", "stream"], "10.85.0", (key) => keyLedger(key.id) < runGates);
+  const keys = [...readKeys, ...(await makeKeys(url, 20, ["read", "stream"], "10.85.1"))];
   const listed = await (await fetch(`${url}/api/markets`, { headers: { "CF-Connecting-IP": "10.70.0.4" } })).json();
   const marketList = listed.markets ?? listed;
   const config = (symbol) => {
