@@ -4,7 +4,7 @@ import { createMiddleware } from "hono/factory";
 import { clientIp } from "../access/client-address";
 import { jsonBody, problemResponses } from "../core/schemas";
 import type { AppEnv } from "../http/env";
-import { createRouter } from "../http/router";
+import { type AppRouter, createRouter } from "../http/router";
 import { AccountSchema, ApiKeySchema, CreatedKeySchema, Credentials, KeyIdParam, NewKeySchema, UsageQuery, UsageSchema } from "./schemas";
 import { createApiKey, keyUsage, listApiKeys, revokeApiKey, signIn, signUp } from "./service";
 import { endSession, requireSameOrigin, requireSession, startSession } from "./sessions";
@@ -24,14 +24,9 @@ async function withSession<T extends { id: string }>(c: Context<AppEnv>, account
   return account;
 }
 
-/**
- * The account JSON API, mounted at `/account`; `limit` stands in front of every route.
- *
- * @example
- * app.route("/account", accountRoutes(publicLimit));
- */
-export const accountRoutes = (limit: MiddlewareHandler<AppEnv>) =>
-  createRouter()
+/** Signing up, in and out: the session cookie and its CSRF token. */
+function sessionRoutes(router: AppRouter, limit: MiddlewareHandler<AppEnv>): void {
+  router
     .openapi(
       createRoute({
         method: "post",
@@ -85,7 +80,12 @@ export const accountRoutes = (limit: MiddlewareHandler<AppEnv>) =>
         await endSession(c);
         return c.body(null, 204);
       },
-    )
+    );
+}
+
+/** The account's API keys: listing, creating, their usage and revoking. */
+function keyRoutes(router: AppRouter, limit: MiddlewareHandler<AppEnv>): void {
+  router
     .openapi(
       createRoute({
         method: "get",
@@ -161,3 +161,17 @@ export const accountRoutes = (limit: MiddlewareHandler<AppEnv>) =>
         return c.body(null, 204);
       },
     );
+}
+
+/**
+ * The account JSON API, mounted at `/account`; `limit` stands in front of every route.
+ *
+ * @example
+ * app.route("/account", accountRoutes(publicLimit));
+ */
+export function accountRoutes(limit: MiddlewareHandler<AppEnv>) {
+  const router = createRouter();
+  sessionRoutes(router, limit);
+  keyRoutes(router, limit);
+  return router;
+}

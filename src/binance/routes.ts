@@ -6,6 +6,7 @@ import type { MarketQuestion } from "../domain/market-answer";
 import type { MarketConfig } from "../domain/market-config";
 import { minuteOf, parseWindowSize, type TickerRecord, type WindowRecord } from "../domain/rolling-window";
 import type { AppEnv } from "../http/env";
+import type { AppRouter } from "../http/router";
 import type { WireTrade } from "../market/market-object";
 import { readVenue } from "../reads/edge-reads";
 import { klinesQuestion, readContext, tradingDayQuestion, windowQuestion } from "../reads/reads";
@@ -62,18 +63,9 @@ const ok = <T extends z.ZodType>(schema: T, description: string) => ({ 200: { de
 /** An empty futures `exchangeInfo`: CCXT asks for futures markets by default, and this venue has none. */
 const noFutures = (c: Context<AppEnv>) =>
   c.json({ timezone: "UTC", serverTime: Date.now(), rateLimits: binance.BINANCE_RATE_LIMITS, exchangeFilters: [], assets: [], symbols: [] });
-
-/**
- * The Binance Spot market-data dialect, mounted at `/binance` (docs/binance.md): Binance's paths,
- * parameters, shapes and errors over the same reads, edge copies and limits as `/api`.
- *
- * @example
- * app.route("/binance", binanceRoutes(publicLimit, () => app));
- */
-export function binanceRoutes(limit: MiddlewareHandler<AppEnv>, app: () => App) {
-  const router = new OpenAPIHono<AppEnv>({ defaultHook: binanceHook });
-  router.onError(handleBinanceError);
-  const get = <P extends string, R extends Omit<RouteConfig, "method" | "path" | "tags" | "middleware">>(path: P, config: R) =>
+/** A Binance `GET /api/v3/{path}` behind the public limit and the parameter check (unknown parameters are Binance's -1101). */
+function v3Get(limit: MiddlewareHandler<AppEnv>) {
+  return <P extends string, R extends Omit<RouteConfig, "method" | "path" | "tags" | "middleware">>(path: P, config: R) =>
     createRoute({
       ...config,
       method: "get",
@@ -81,7 +73,12 @@ export function binanceRoutes(limit: MiddlewareHandler<AppEnv>, app: () => App) 
       tags,
       middleware: [limit, onlyParams(config.request?.query as z.ZodObject | undefined)] as const,
     });
+}
 
+type V3Get = ReturnType<typeof v3Get>;
+
+/** Connectivity, time and the markets: answered from this isolate, no object call. */
+function generalRoutes(router: AppRouter, get: V3Get): void {
   router.openapi(
     get("ping", { operationId: "binancePing", summary: "Test connectivity", responses: { ...ok(z.object({}), "An empty object"), ...errors } }),
     (c) => c.json({}, 200),
@@ -105,6 +102,10 @@ export function binanceRoutes(limit: MiddlewareHandler<AppEnv>, app: () => App) 
       return c.json(binance.exchangeInfo(markets, Date.now()) as z.infer<typeof ExchangeInfoSchema>, 200);
     },
   );
+}
+
+/** The book and the trades, recent and historical. */
+function bookAndTradeRoutes(router: AppRouter, get: V3Get): void {
   router.openapi(
     get("depth", {
       operationId: "binanceDepth",
@@ -167,6 +168,10 @@ export function binanceRoutes(limit: MiddlewareHandler<AppEnv>, app: () => App) 
       return sendAs<z.infer<typeof BinanceAggTradeSchema>[]>(c, read, (trades: WireTrade[]) => ascending(trades).map(binance.aggTrade));
     },
   );
+}
+
+/** Candles and the five-minute average price. */
+function candleRoutes(router: AppRouter, get: V3Get): void {
   for (const [path, operationId] of [
     ["klines", "binanceKlines"],
     ["uiKlines", "binanceUiKlines"],
@@ -219,7 +224,10 @@ export function binanceRoutes(limit: MiddlewareHandler<AppEnv>, app: () => App) 
       return sendAs<z.infer<typeof BinanceAvgPriceSchema>>(c, read, () => binance.averagePrice(candles, fallback, market, now), true);
     },
   );
-  // Windows of one shape: from a moment to now, for one or some markets.
+}
+
+/** Windows of one shape: from a moment to now, for one or some markets. */
+function windowRoutes(router: AppRouter, get: V3Get): void {
   for (const { path, operationId, summary, description, query: parameters, ok: answer, ask } of [
     {
       path: "ticker",
@@ -270,7 +278,10 @@ export function binanceRoutes(limit: MiddlewareHandler<AppEnv>, app: () => App) 
       },
     );
   }
-  // Reads of one shape: every market's latest record of a kind, each translated alone.
+}
+
+/** Every market's latest record of a kind, each translated alone. */
+function recordRoutes(router: AppRouter, get: V3Get): void {
   for (const { path, operationId, summary, description, query: parameters, schema, ok: answer, kind, each } of [
     {
       path: "ticker/24hr",
@@ -323,6 +334,24 @@ export function binanceRoutes(limit: MiddlewareHandler<AppEnv>, app: () => App) 
       },
     );
   }
+}
+
+/**
+ * The Binance Spot market-data dialect, mounted at `/binance` (docs/binance.md): Binance's paths,
+ * parameters, shapes and errors over the same reads, edge copies and limits as `/api`.
+ *
+ * @example
+ * app.route("/binance", binanceRoutes(publicLimit, () => app));
+ */
+export function binanceRoutes(limit: MiddlewareHandler<AppEnv>, app: () => App) {
+  const router = new OpenAPIHono<AppEnv>({ defaultHook: binanceHook });
+  router.onError(handleBinanceError);
+  const get = v3Get(limit);
+  generalRoutes(router, get);
+  bookAndTradeRoutes(router, get);
+  candleRoutes(router, get);
+  windowRoutes(router, get);
+  recordRoutes(router, get);
   router.openapi(
     createRoute({
       method: "get",

@@ -21,8 +21,11 @@ const validationHook: Hook<unknown, AppEnv, string, unknown> = (result) => {
   }
 };
 
+/** A router of the app: its context, and the validation hook that answers 400 with the fields. */
+export type AppRouter = OpenAPIHono<AppEnv>;
+
 /** A router for one capability; its routes and schemas join the OpenAPI document when mounted. */
-export function createRouter(): OpenAPIHono<AppEnv> {
+export function createRouter(): AppRouter {
   return new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 }
 

@@ -6,7 +6,7 @@ import type { MarketQuestion } from "../domain/market-answer";
 import { parseWindowSize } from "../domain/rolling-window";
 import { readBookAt } from "../history/book-routes";
 import type { AppEnv } from "../http/env";
-import { createRouter, routesOf } from "../http/router";
+import { type AppRouter, createRouter, routesOf } from "../http/router";
 import {
   BookQuery,
   BookTickerSchema,
@@ -60,6 +60,130 @@ function byPair<Q extends z.ZodType<object>, S extends z.ZodType>(read: {
   return { ...read, question: read.question as (query: object) => MarketQuestion };
 }
 
+type Route = ReturnType<typeof routesOf>;
+
+/** Many markets' latest records of one kind: those `symbols` names, in its order, or every market. */
+const MANY_READS = [
+  {
+    path: "/ticker",
+    operationId: "listTickers",
+    summary: "24-hour tickers of many markets in one call",
+    description:
+      "The markets `symbols` names, in its order, or every market that is not delisted. One request against the rate limit, whatever the number of markets. Unknown symbols: 404 UNKNOWN_SYMBOL naming them all (`symbols` in the problem).",
+    kind: "ticker",
+    schema: z.array(TickerSchema),
+    ok: "Ticker records, in the order asked",
+  },
+  {
+    path: "/book-ticker",
+    operationId: "listBookTickers",
+    summary: "Best bid and ask of many markets in one call",
+    description: "As `GET /api/ticker` with `symbols`: in the order asked, or every market; one request against the rate limit.",
+    kind: "bookTicker",
+    schema: z.array(BookTickerSchema),
+    ok: "Tops of the books, in the order asked",
+  },
+] as const;
+
+/** One market's reads of one shape: the market the path names, the question its query makes. */
+const PAIR_READS = [
+  byPair({
+    path: "/ticker/{pair}",
+    operationId: "getTicker",
+    summary: "24-hour rolling ticker",
+    description: "The window runs from the start of the current minute − 24 h to the response time. Same record as the signed `GET /v1/ticker/24hr?symbol=`.",
+    query: NoQuery,
+    question: () => ({ kind: "ticker" }),
+    schema: TickerSchema,
+    ok: "Ticker record",
+  }),
+  byPair({
+    path: "/book-ticker/{pair}",
+    operationId: "getBookTicker",
+    summary: "Best bid and ask with their quantities",
+    description: "The live book's best level a side at `sequence`; an empty side is `null`.",
+    query: NoQuery,
+    question: () => ({ kind: "bookTicker" }),
+    schema: BookTickerSchema,
+    ok: "Top of the book",
+  }),
+  byPair({
+    path: "/trades/{pair}",
+    operationId: "listTrades",
+    summary: "Latest trades, newest first; or a page of the trade history",
+    description:
+      "Without a bound: the newest `limit`, newest first. With `fromId`: from that tradeId forwards; with `before`: the `limit` trades just before it; with `startTime`/`endTime`: within those times (the first `limit` from `startTime`, else the last up to `endTime`) — pages in ascending tradeId. Pages reach every trade the market ever stored: older ones come from its archive in R2 (docs/history.md#trades).",
+    query: TradesQuery,
+    question: tradesQuestion,
+    schema: z.array(TradeSchema),
+    ok: "Trades",
+  }),
+  byPair({
+    path: "/klines/{pair}",
+    operationId: "listKlines",
+    summary: "Candles in every interval, over the market's whole history",
+    description:
+      "Ascending by open time; intervals without trades have no candle. Without `startTime`, the newest `limit` candles (up to `endTime`); with it, the first `limit` from there. Candles of a minute and longer are kept for the life of the market, `1s` candles for 25 hours (docs/history.md).",
+    query: KlinesQuery,
+    question: klinesQuestion,
+    schema: z.array(KlineSchema),
+    ok: "Candles",
+  }),
+  byPair({
+    path: "/window/{pair}",
+    operationId: "getWindowStats",
+    summary: "Statistics of a rolling window: 1m–59m, 1h–23h, 1d–7d",
+    description:
+      "From the start of the current minute back `windowSize`, to now: the window is up to 59,999 ms wider than asked, and every request of a minute shares one copy (docs/history.md#rolling-windows).",
+    query: WindowQuery,
+    question: ({ windowSize }) => windowQuestion(parseWindowSize(windowSize)!, Date.now()),
+    schema: WindowSchema,
+    ok: "Window statistics",
+  }),
+  byPair({
+    path: "/trading-day/{pair}",
+    operationId: "getTradingDay",
+    summary: "Statistics of the current trading day, at a UTC offset",
+    description: "From the day's midnight at `timeZone` (default UTC) to now; `closeTime` is the day's last millisecond (docs/history.md#rolling-windows).",
+    query: TradingDayQuery,
+    question: ({ timeZone }) => tradingDayQuestion(parseTimeZone(timeZone ?? "0")!, Date.now()),
+    schema: WindowSchema,
+    ok: "Trading-day statistics",
+  }),
+];
+
+/** `GET /api/ticker` and `/api/book-ticker`: MANY_READS. */
+function manyReadRoutes(router: AppRouter, route: Route): void {
+  for (const { path, operationId, summary, description, kind, schema, ok } of MANY_READS) {
+    router.openapi(
+      route("get", path, {
+        operationId,
+        summary,
+        description,
+        request: { query: SymbolsQuery },
+        responses: { ...okJson(schema, ok), ...problemResponses(400, 404, 429) },
+      }),
+      async (c) => sendRead<z.infer<typeof schema>>(c, await readMany(readContext(c), c.req.valid("query").symbols, { kind })),
+    );
+  }
+}
+
+/** `GET /api/{kind}/{pair}`: PAIR_READS. */
+function pairReadRoutes(router: AppRouter, route: Route): void {
+  for (const { path, operationId, summary, description, query, question, schema, ok } of PAIR_READS) {
+    router.openapi(
+      route("get", path, {
+        operationId,
+        summary,
+        description,
+        request: { params: PairParam, query },
+        responses: { ...okJson(schema, ok), ...problemResponses(400, 404, 429) },
+      }),
+      async (c) => sendRead<z.infer<typeof schema>>(c, await readPair(readContext(c), c.req.valid("param").pair, question(c.req.valid("query")))),
+    );
+  }
+}
+
 /**
  * Public market data, mounted at `/api`; `limit` stands in front of every route.
  *
@@ -68,7 +192,8 @@ function byPair<Q extends z.ZodType<object>, S extends z.ZodType>(read: {
  */
 export function marketRoutes(limit: MiddlewareHandler<AppEnv>) {
   const route = routesOf({ tags, middleware: [limit] });
-  const router = createRouter()
+  const router = createRouter();
+  router
     .openapi(
       route("get", "/prices", {
         operationId: "getPrices",
@@ -97,116 +222,8 @@ export function marketRoutes(limit: MiddlewareHandler<AppEnv>) {
         return sendRead<z.infer<typeof OrderBookSchema>>(c, await readPair(readContext(c), pair, { kind: "book", depth }));
       },
     );
-  // Many markets' latest records of one kind: those `symbols` names, in its order, or every market.
-  for (const { path, operationId, summary, description, kind, schema, ok } of [
-    {
-      path: "/ticker",
-      operationId: "listTickers",
-      summary: "24-hour tickers of many markets in one call",
-      description:
-        "The markets `symbols` names, in its order, or every market that is not delisted. One request against the rate limit, whatever the number of markets. Unknown symbols: 404 UNKNOWN_SYMBOL naming them all (`symbols` in the problem).",
-      kind: "ticker",
-      schema: z.array(TickerSchema),
-      ok: "Ticker records, in the order asked",
-    },
-    {
-      path: "/book-ticker",
-      operationId: "listBookTickers",
-      summary: "Best bid and ask of many markets in one call",
-      description: "As `GET /api/ticker` with `symbols`: in the order asked, or every market; one request against the rate limit.",
-      kind: "bookTicker",
-      schema: z.array(BookTickerSchema),
-      ok: "Tops of the books, in the order asked",
-    },
-  ] as const) {
-    router.openapi(
-      route("get", path, {
-        operationId,
-        summary,
-        description,
-        request: { query: SymbolsQuery },
-        responses: { ...okJson(schema, ok), ...problemResponses(400, 404, 429) },
-      }),
-      async (c) => sendRead<z.infer<typeof schema>>(c, await readMany(readContext(c), c.req.valid("query").symbols, { kind })),
-    );
-  }
-  // One market's reads of one shape: the market the path names, the question its query makes.
-  for (const { path, operationId, summary, description, query, question, schema, ok } of [
-    byPair({
-      path: "/ticker/{pair}",
-      operationId: "getTicker",
-      summary: "24-hour rolling ticker",
-      description: "The window runs from the start of the current minute − 24 h to the response time. Same record as the signed `GET /v1/ticker/24hr?symbol=`.",
-      query: NoQuery,
-      question: () => ({ kind: "ticker" }),
-      schema: TickerSchema,
-      ok: "Ticker record",
-    }),
-    byPair({
-      path: "/book-ticker/{pair}",
-      operationId: "getBookTicker",
-      summary: "Best bid and ask with their quantities",
-      description: "The live book's best level a side at `sequence`; an empty side is `null`.",
-      query: NoQuery,
-      question: () => ({ kind: "bookTicker" }),
-      schema: BookTickerSchema,
-      ok: "Top of the book",
-    }),
-    byPair({
-      path: "/trades/{pair}",
-      operationId: "listTrades",
-      summary: "Latest trades, newest first; or a page of the trade history",
-      description:
-        "Without a bound: the newest `limit`, newest first. With `fromId`: from that tradeId forwards; with `before`: the `limit` trades just before it; with `startTime`/`endTime`: within those times (the first `limit` from `startTime`, else the last up to `endTime`) — pages in ascending tradeId. Pages reach every trade the market ever stored: older ones come from its archive in R2 (docs/history.md#trades).",
-      query: TradesQuery,
-      question: tradesQuestion,
-      schema: z.array(TradeSchema),
-      ok: "Trades",
-    }),
-    byPair({
-      path: "/klines/{pair}",
-      operationId: "listKlines",
-      summary: "Candles in every interval, over the market's whole history",
-      description:
-        "Ascending by open time; intervals without trades have no candle. Without `startTime`, the newest `limit` candles (up to `endTime`); with it, the first `limit` from there. Candles of a minute and longer are kept for the life of the market, `1s` candles for 25 hours (docs/history.md).",
-      query: KlinesQuery,
-      question: klinesQuestion,
-      schema: z.array(KlineSchema),
-      ok: "Candles",
-    }),
-    byPair({
-      path: "/window/{pair}",
-      operationId: "getWindowStats",
-      summary: "Statistics of a rolling window: 1m–59m, 1h–23h, 1d–7d",
-      description:
-        "From the start of the current minute back `windowSize`, to now: the window is up to 59,999 ms wider than asked, and every request of a minute shares one copy (docs/history.md#rolling-windows).",
-      query: WindowQuery,
-      question: ({ windowSize }) => windowQuestion(parseWindowSize(windowSize)!, Date.now()),
-      schema: WindowSchema,
-      ok: "Window statistics",
-    }),
-    byPair({
-      path: "/trading-day/{pair}",
-      operationId: "getTradingDay",
-      summary: "Statistics of the current trading day, at a UTC offset",
-      description: "From the day's midnight at `timeZone` (default UTC) to now; `closeTime` is the day's last millisecond (docs/history.md#rolling-windows).",
-      query: TradingDayQuery,
-      question: ({ timeZone }) => tradingDayQuestion(parseTimeZone(timeZone ?? "0")!, Date.now()),
-      schema: WindowSchema,
-      ok: "Trading-day statistics",
-    }),
-  ]) {
-    router.openapi(
-      route("get", path, {
-        operationId,
-        summary,
-        description,
-        request: { params: PairParam, query },
-        responses: { ...okJson(schema, ok), ...problemResponses(400, 404, 429) },
-      }),
-      async (c) => sendRead<z.infer<typeof schema>>(c, await readPair(readContext(c), c.req.valid("param").pair, question(c.req.valid("query")))),
-    );
-  }
+  manyReadRoutes(router, route);
+  pairReadRoutes(router, route);
   router
     .openapi(
       route("get", "/markets", {
