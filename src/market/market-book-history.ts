@@ -71,6 +71,8 @@ export class MarketBookHistory {
     private readonly cache: HistoryCache,
     /** The Workflow that builds an hour's files (env.BOOK_FILES). */
     private readonly files: Workflow<BookHourParams>,
+    /** Counts each read by the segment it fell in (the host's metrics). */
+    private readonly counted: (segment: "open" | "closed") => void = () => {},
   ) {
     this.kept = new BookHistory(sql, bucket);
   }
@@ -156,9 +158,13 @@ export class MarketBookHistory {
   /** The segment holding the target: the log's open one, or a kept one; undefined before the history begins. */
   private async segmentFor(state: MarketState, target: BookTarget): Promise<{ segment: BookSegment; row?: SegmentRow } | undefined> {
     const open = await this.openSegment(state.market.symbol);
-    if (open && segmentHolds(open, target)) return { segment: open };
+    if (open && segmentHolds(open, target)) {
+      this.counted("open");
+      return { segment: open };
+    }
     const row = this.kept.find(target);
     if (!row) return undefined;
+    this.counted("closed");
     const segment = await this.kept.read(state.market.symbol, row);
     return segmentHolds(segment, target) ? { segment, row } : undefined;
   }

@@ -89,6 +89,7 @@ export class MarketEngine {
       (time) => this.secondly.alarmBy(time),
       host.historyCache,
       env.BOOK_FILES,
+      (segment) => host.historyRead(segment),
     );
     this.reads = new MarketReads(this.store, this.history);
     this.minutes = new MinuteWrites(this.store, host.tick);

@@ -30,6 +30,8 @@ export interface MarketHost {
   roomFor(bytes: number): ProblemError | undefined;
   /** The host's history cache, shared by its markets (`../history/history-cache.ts`). */
   readonly historyCache: HistoryCache;
+  /** Counts a read of the book history by the segment it fell in: the log's open one, or a closed one (R2, or SQLite until uploaded; `mds_history_reads_total`). */
+  historyRead(segment: "open" | "closed"): void;
   /** The market failed to load or stage (its memory may be ahead of storage): the host drops and holds it; the answer for its batches. */
   failed(error: unknown): ProblemError;
   /** While the market is held after a failure, the answer for its reads (no load is tried until its back-off ends). */

@@ -99,6 +99,7 @@ export class MarketObject extends MeteredObject {
         failed: (error) => this.retire(symbol, error, "load"),
         held: () => this.quarantine.refusal(symbol),
         historyCache: this.historyCache,
+        historyRead: (segment) => this.meter.holder.counts.add("mds_history_reads_total", { segment }),
       });
       this.engines.set(symbol, engine);
     }

@@ -19,6 +19,9 @@ export const FAMILIES = {
     "Stream subscriptions that started in the past (from=), by result: started, live (met the live stream), failed (went live from now)",
   ),
   mds_stream_catch_up_reads_total: counter("A catch-up's reads of a market's history, by kind: book (a page of changes), trades (a page of trades)"),
+  mds_history_reads_total: counter(
+    "Reads of a market's book history at its host (a book at a moment or sequence, a replay or catch-up page), by segment: open (the log's) or closed (a kept one: R2, or the host's SQLite until its upload)",
+  ),
   mds_stream_catch_up_bytes_total: counter("Bytes of history a catch-up sent its connections before they met the live streams"),
   mds_relay_shard_calls_total: counter("Calls from the group relays into the stream shards (each carries a tick's events of the markets the shard wants)"),
   mds_stream_delivery_seconds: histogram("From a market applying a book update to a shard sending it"),
