@@ -79,7 +79,9 @@ export class GroupJournal {
     // Where each market's uncovered records begin, from the rows' marks (FIRST_KEY): a market's
     // newest mark (one covered since and quiet keeps its mark: counted as uncovered, it finds at
     // its cover that its snapshot already covers them, as every market did after a start before).
-    for (const row of sql.exec<{ n: number; first: string }>(`SELECT n, json_extract(body, '$."${FIRST_KEY}"') AS first FROM journal ORDER BY n`)) {
+    for (const row of sql.exec<{ n: number; first: string }>(
+      `SELECT n, json_extract(body, '$."${FIRST_KEY}"') AS first FROM journal WHERE first IS NOT NULL ORDER BY n`,
+    )) {
       for (const symbol of JSON.parse(row.first) as string[]) this.uncovered.set(symbol, row.n);
     }
     if (sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'journal_kept'").toArray().length > 0) {
