@@ -10,7 +10,7 @@ import { ingest } from "../../src/market/ingest";
 import { MarketObject } from "../../src/market/market-object";
 import { ensureRegistry, findMarket } from "../../src/registry/copy";
 import { tablePrefixOf } from "../../src/writes/market-storage";
-import { atScale } from "../support/book-levels";
+import { atScale, wideUpdate } from "../support/book-levels";
 import { evictWhenIdle } from "../support/evict";
 import { call, callJson } from "../support/http";
 import { hostOf } from "../support/registry";
@@ -189,12 +189,7 @@ describe("book history (docs/history.md#book-history)", () => {
     const symbol = "XRPUSDT";
     const market = findMarket(symbol)!;
     // Every level of both sides at one quantity per update: the book at any sequence is known.
-    const update = (sequence: number, type: "snapshot" | "delta") => ({
-      type,
-      sequence,
-      bids: Array.from({ length: 5_000 }, (_, i): Level => [atScale(40_001 + i, market.priceScale), atScale(1_000 + sequence, market.quantityScale)]),
-      asks: Array.from({ length: 5_000 }, (_, i): Level => [atScale(50_001 + i, market.priceScale), atScale(2_000 + sequence, market.quantityScale)]),
-    });
+    const update = (sequence: number, type: "snapshot" | "delta") => wideUpdate(market, sequence, type);
     let sequence = 0;
     // Five batches of one update of 10,000 levels (about 850 KB logged), then one of seven: it closes a segment of about 2.2 MB.
     for (let b = 0; b < 5; b++) expect((await ingest(env, "*", { symbol, book: [update(++sequence, b === 0 ? "snapshot" : "delta")] })).book).toBe("applied");

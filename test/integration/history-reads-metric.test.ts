@@ -5,12 +5,11 @@ import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import { seriesKey } from "../../src/metrics/counts";
 import { ensureRegistry, findMarket } from "../../src/registry/copy";
-import { atScale } from "../support/book-levels";
+import { wideUpdate } from "../support/book-levels";
 import { callJson } from "../support/http";
 import { hostOf } from "../support/registry";
 
 type Counted = { meter: { holder: { counts: { take(): { counters: Record<string, number> } } } } };
-type Level = [string, string];
 
 describe("a market's history reads are counted by the segment they fall in (docs/operations.md#metrics)", () => {
   it("a book in a closed segment counts closed, one in the log's open segment counts open (fails before: no such count)", async () => {
@@ -18,12 +17,7 @@ describe("a market's history reads are counted by the segment they fall in (docs
     const symbol = "ETHUSDT";
     const market = findMarket(symbol)!;
     // 10,000 levels an update (about 170 KB logged): a batch of seven passes the segment's 1 MB and closes it (sequences 1–8).
-    const update = (sequence: number, type: "snapshot" | "delta") => ({
-      type,
-      sequence,
-      bids: Array.from({ length: 5_000 }, (_, i): Level => [atScale(40_001 + i, market.priceScale), atScale(1_000 + sequence, market.quantityScale)]),
-      asks: Array.from({ length: 5_000 }, (_, i): Level => [atScale(50_001 + i, market.priceScale), atScale(2_000 + sequence, market.quantityScale)]),
-    });
+    const update = (sequence: number, type: "snapshot" | "delta") => wideUpdate(market, sequence, type);
     expect((await ingest(env, "*", { symbol, book: [update(1, "snapshot")] })).book, "the snapshot").toBe("applied");
     expect((await ingest(env, "*", { symbol, book: Array.from({ length: 7 }, (_, i) => update(2 + i, "delta")) })).book, "the batch that closes").toBe(
       "applied",

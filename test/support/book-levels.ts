@@ -19,3 +19,16 @@ export const levelsAt = (scale: number) =>
     ),
     { maxLength: 6 },
   );
+
+/**
+ * A wide update: every level of both sides, 5,000 each, at one quantity per sequence (bids 1,000 +
+ * sequence, asks 2,000 + sequence units), so the book at any sequence is known; about 170 KB logged.
+ */
+export function wideUpdate(market: { priceScale: number; quantityScale: number }, sequence: number, type: "snapshot" | "delta") {
+  return {
+    type,
+    sequence,
+    bids: Array.from({ length: 5_000 }, (_, i): [string, string] => [atScale(40_001 + i, market.priceScale), atScale(1_000 + sequence, market.quantityScale)]),
+    asks: Array.from({ length: 5_000 }, (_, i): [string, string] => [atScale(50_001 + i, market.priceScale), atScale(2_000 + sequence, market.quantityScale)]),
+  };
+}
