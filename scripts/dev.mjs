@@ -11,11 +11,19 @@ const extra = process.argv.slice(2);
 const persistAt = extra.indexOf("--persist-to");
 const persist = persistAt >= 0 ? ["--persist-to", extra[persistAt + 1]] : [];
 const migrate = spawnSync("wrangler", ["d1", "migrations", "apply", "DB", "--local", ...persist], {
-  stdio: ["ignore", "ignore", "inherit"],
+  stdio: ["ignore", "ignore", "pipe"],
+  encoding: "utf8",
   env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" },
 });
 if (migrate.status !== 0) {
+  process.stderr.write(migrate.stderr ?? "");
   console.error("Could not apply the D1 migrations locally (wrangler d1 migrations apply DB --local).");
+  // A local state made before the schema became one file (2026-12-06) has its tables under the old
+  // migrations' names: the one schema cannot be applied over them.
+  if (/already exists/.test(migrate.stderr ?? ""))
+    console.error(
+      "This local state was made by an earlier layout: delete .wrangler/state (local data only; .dev.vars keeps your secrets) and run npm start again.",
+    );
   process.exit(migrate.status ?? 1);
 }
 // The seven default markets (INSERT OR IGNORE: idempotent). A production deploy starts empty.
