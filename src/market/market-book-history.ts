@@ -72,7 +72,7 @@ export class MarketBookHistory {
     /** The Workflow that builds an hour's files (env.BOOK_FILES). */
     private readonly files: Workflow<BookHourParams>,
     /** Counts each read by the segment it fell in (the host's metrics). */
-    private readonly counted: (segment: "open" | "closed") => void = () => {},
+    private readonly counted: (segment: "open" | "closed") => void,
   ) {
     this.kept = new BookHistory(sql, bucket);
   }
