@@ -186,3 +186,19 @@ CREATE TABLE audit_log (
   change TEXT NOT NULL
 );
 CREATE INDEX audit_log_by_time ON audit_log (at, id);
+
+-- The closed segments of each market's book history, as their host put them in R2
+-- (docs/history.md#book-history): what each covers and where its checkpointed blocks lie
+-- (`[offset, base sequence, base time]` a block), so an isolate or a stream shard reads closed
+-- history straight from R2 without asking the market's host. A row a segment, written once.
+CREATE TABLE book_segments (
+  symbol TEXT NOT NULL,
+  base_seq INTEGER NOT NULL,
+  last_seq INTEGER NOT NULL,
+  first_time INTEGER NOT NULL,
+  last_time INTEGER NOT NULL,
+  bytes INTEGER NOT NULL,
+  blocks TEXT NOT NULL,
+  PRIMARY KEY (symbol, base_seq)
+) WITHOUT ROWID;
+CREATE INDEX book_segments_by_time ON book_segments (symbol, first_time);

@@ -9,6 +9,8 @@ import { gunzipText, gzipText } from "../core/encoding";
 import { type BookSegment, closedSegment, decodeBase, decodeEntry } from "../writes/book-log";
 import type { ClosedSegment } from "../writes/open-segments";
 import type { BookTarget } from "./book-replay";
+import { type BlockIndex, decodeIndex, encodeIndex, segmentBlocks } from "./segment-blocks";
+import { yieldTurn } from "./sliced-put";
 
 /** What one kept segment covers. */
 export interface SegmentRow {
@@ -49,11 +51,46 @@ export function decodeSegment(text: string): BookSegment {
   return { base: decodeBase(value.base), entries: value.entries.map(decodeEntry) };
 }
 
-/** A segment read back from R2 (the host's reads, and the Workflow that builds an hour's files). */
+/** A block's bytes gunzipped and decoded: a segment of its own (its checkpoint and its batches). */
+export async function decodeBlock(bytes: ArrayBuffer | Uint8Array): Promise<BookSegment> {
+  return decodeSegment(await gunzipText(new Blob([bytes]).stream()));
+}
+
+/** A segment read back whole from R2 (the host's reads, and the Workflow that builds an hour's files): its blocks joined. */
 export async function readSegment(bucket: R2Bucket, symbol: string, baseSeq: number): Promise<BookSegment> {
   const object = await bucket.get(segmentKey(symbol, baseSeq));
   if (!object) throw new Error(`the book segment at ${baseSeq} of ${symbol} is not in R2`);
-  return decodeSegment(await gunzipText(object.body));
+  const bytes = new Uint8Array(await object.arrayBuffer());
+  const blocks = object.customMetadata?.blocks;
+  if (!blocks) throw new Error(`the book segment at ${baseSeq} of ${symbol} has no index of its blocks`);
+  const index = decodeIndex(blocks, bytes.length);
+  let segment: BookSegment | undefined;
+  for (const block of index) {
+    const part = await decodeBlock(bytes.subarray(block.offset, block.offset + block.bytes));
+    if (segment) segment.entries.push(...part.entries);
+    else segment = part;
+  }
+  return segment!;
+}
+
+/** A segment's blocks gzipped apart and laid end to end, with where each lies. */
+async function packBlocks(text: string): Promise<{ bytes: Uint8Array; index: BlockIndex[] }> {
+  const blocks = segmentBlocks(text);
+  const gzipped: Uint8Array[] = [];
+  for (const block of blocks) {
+    // A turn a block: the host's commits go between.
+    await yieldTurn();
+    gzipped.push(new Uint8Array(await gzipText(block.text)));
+  }
+  const bytes = new Uint8Array(gzipped.reduce((sum, part) => sum + part.length, 0));
+  const index: BlockIndex[] = [];
+  let offset = 0;
+  for (const [i, part] of gzipped.entries()) {
+    bytes.set(part, offset);
+    index.push({ offset, bytes: part.length, baseSeq: blocks[i]!.baseSeq, baseTime: blocks[i]!.baseTime });
+    offset += part.length;
+  }
+  return { bytes, index };
 }
 
 type Row = { base_seq: number; last_seq: number; first_time: number; last_time: number; bytes: number };
@@ -64,6 +101,8 @@ export class BookHistory {
   constructor(
     private readonly sql: SqlStorage,
     private readonly bucket: R2Bucket,
+    /** Where closed segments are published for the edge's reads (`closed-book-reads.ts`). */
+    private readonly db: D1Database,
   ) {
     sql.exec(SCHEMA);
   }
@@ -103,17 +142,29 @@ export class BookHistory {
     return parts.length > 0 ? parts.map((p) => p.text).join("") : undefined;
   }
 
-  /** Puts the segments that wait into R2, oldest first, and lets their text go from here; returns how many. */
+  /**
+   * Puts the segments that wait into R2, oldest first, as checkpointed blocks (`segment-blocks.ts`),
+   * publishes each one's index row in D1 for the edge's reads, and lets its text go from here;
+   * returns how many. A fault leaves the text, and the next upload puts it again (the same bytes).
+   */
   async upload(symbol: string): Promise<number> {
     let uploaded = 0;
     // Until none waits: a segment closed while one was being put goes in the same run.
     for (;;) {
-      const next = this.sql.exec<{ base_seq: number }>("SELECT base_seq FROM book_segment_text ORDER BY base_seq LIMIT 1").toArray()[0];
+      const next = this.sql.exec<Row>(`SELECT ${COLUMNS} FROM book_segments WHERE base_seq = (SELECT MIN(base_seq) FROM book_segment_text)`).toArray()[0];
       if (!next) return uploaded;
       const text = this.waiting(next.base_seq)!;
       // Gzipped: about 5 bytes a level change where the JSON holds 21 (docs/history.md#book-history).
-      const gzipped = await gzipText(text);
-      await this.bucket.put(segmentKey(symbol, next.base_seq), gzipped, { httpMetadata: { contentType: "application/json", contentEncoding: "gzip" } });
+      const { bytes, index } = await packBlocks(text);
+      const blocks = encodeIndex(index);
+      await this.bucket.put(segmentKey(symbol, next.base_seq), bytes, {
+        httpMetadata: { contentType: "application/octet-stream" },
+        customMetadata: { blocks },
+      });
+      await this.db
+        .prepare("INSERT OR REPLACE INTO book_segments (symbol, base_seq, last_seq, first_time, last_time, bytes, blocks) VALUES (?, ?, ?, ?, ?, ?, ?)")
+        .bind(symbol, next.base_seq, next.last_seq, next.first_time, next.last_time, bytes.length, blocks)
+        .run();
       this.sql.exec("DELETE FROM book_segment_text WHERE base_seq = ?", next.base_seq);
       uploaded += 1;
     }

@@ -83,6 +83,18 @@ export interface ReplayBookMessage {
   asks: WireLevel[];
 }
 
+/** A page of a replay's book messages; `next` is the sequence the next page continues after, absent at the end. */
+export interface ReplayPage {
+  messages: ReplayBookMessage[];
+  next?: number;
+}
+
+/** A catch-up's bounds on a replay page (docs/streams.md#from-any-moment): no update past `toSequence`, about `maxBytes` of messages. */
+export interface ReplayLimits {
+  toSequence?: number;
+  maxBytes?: number;
+}
+
 /** When a replay page's message goes, merged by time with trades: the opening snapshot (the book at `from`) first, whatever its own time. */
 export function replayTime(message: ReplayBookMessage, index: number, from: number, opening: boolean): number {
   return opening && index === 0 ? from : message.time;

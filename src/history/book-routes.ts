@@ -9,6 +9,7 @@ import { createRouter } from "../http/router";
 import { resolveMarket } from "../market/lookup";
 import { readContext } from "../reads/reads";
 import type { BookTarget } from "./book-replay";
+import { closedBookAt, closedHistoryOf } from "./closed-book-reads";
 import { MAX_REPLAY_SPAN_MS, type ReplayRequest, replayUpgrade } from "./replay-connection";
 
 /** Streams one replay may name. */
@@ -30,11 +31,13 @@ export async function readBookAt(c: Context<AppEnv>, pair: string, target: BookT
     const hit = await cache?.match(cacheKey(market.symbol, target.sequence, depth));
     if (hit) return jsonText(c, await hit.text(), { "Cache-Control": "public, max-age=31536000, immutable", "X-Book-Cache": "hit" });
   }
-  const answer = unwrap(await marketObject(c.env, market).bookAt(market, target, depth));
+  const { waitUntil } = readContext(c);
+  // Closed history is read here, from R2 and this location's cache; the market's host only for what is open.
+  const closed = await closedBookAt(closedHistoryOf(c.env, undefined, waitUntil), market, target, depth);
+  const answer = closed ? { ...closed, final: true } : unwrap(await marketObject(c.env, market).bookAt(market, target, depth));
   const cacheControl = answer.final ? "public, max-age=31536000, immutable" : "public, max-age=0";
   if (answer.final && cache) {
     const put = cache.put(cacheKey(market.symbol, answer.sequence, depth), new Response(answer.text, { headers: { "Cache-Control": cacheControl } }));
-    const { waitUntil } = readContext(c);
     if (waitUntil) waitUntil(put);
     else await put;
   }

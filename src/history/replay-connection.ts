@@ -11,10 +11,10 @@ import type { MarketConfig } from "../domain/market-config";
 import type { WireTrade } from "../domain/wire-trade";
 import type { AppEnv } from "../http/env";
 import { logFailure } from "../logs/log";
-import type { ReplayPage } from "../market/market-book-history";
 import { tradeWindows } from "../streams/conflation";
 import { MAX_CONNECTIONS_PER_PRINCIPAL, POLICY_VIOLATION, streamFrame } from "../streams/protocol";
-import { type ReplayBookMessage, replayTime } from "./book-replay";
+import { type ReplayBookMessage, type ReplayPage, replayTime } from "./book-replay";
+import { closedHistoryOf, closedReplayPage } from "./closed-book-reads";
 
 /** What a replay was asked for (validated by the route). */
 export interface ReplayRequest {
@@ -47,7 +47,10 @@ function bookSource(env: Env, market: MarketConfig, from: number, to: number): S
   let first = true;
   const source: Source = { buffer: [], more: undefined };
   const page = async (): Promise<Timed[]> => {
-    const result = unwrap((await marketObject(env, market).bookReplay(market, from, to, after)) as unknown as ReplayPage | ProblemResult);
+    // A page in closed history is read here; the market's host answers only what is open.
+    const result =
+      (await closedReplayPage(closedHistoryOf(env), market, from, to, after)) ??
+      unwrap((await marketObject(env, market).bookReplay(market, from, to, after)) as unknown as ReplayPage | ProblemResult);
     const messages = result.messages.map((data: ReplayBookMessage, i) => ({ time: replayTime(data, i, from, first), text: streamFrame(stream, data) }));
     first = false;
     after = result.next;

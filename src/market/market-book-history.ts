@@ -5,6 +5,7 @@
  * The market object writes alone and hands this the state it holds.
  */
 
+import { fnv1a } from "../core/fnv";
 import { problem } from "../core/problem";
 import { HOUR_MS, MINUTE_MS } from "../domain/intervals";
 import type { OrderBook } from "../domain/order-book";
@@ -19,7 +20,8 @@ import {
   entriesAfter,
   entryAfter,
   historicalBook,
-  type ReplayBookMessage,
+  type ReplayLimits,
+  type ReplayPage,
   replayTo,
   segmentHolds,
   sequenceAt,
@@ -34,26 +36,22 @@ import { type BookEntry, type BookSegment, decodeBase, decodeEntry } from "../wr
 import type { MarketRecord, MarketStore } from "../writes/market-store";
 import type { MarketState } from "./market-state";
 
-/** An hour is handed to its files' Workflow this long after it ends (the alarm; docs/history.md#book-files). */
-const BOOK_FILES_AFTER_MS = MINUTE_MS;
+/**
+ * A market closes the segment holding an hour's end this long after the hour (its own share of
+ * CLOSE_SPREAD_MS, by a hash of its symbol): a group's 64 markets close theirs over five minutes,
+ * not all in the hour's first commit (docs/history.md#staggered-closes).
+ */
+const CLOSE_SPREAD_MS = 5 * MINUTE_MS;
+export const closeDelay = (symbol: string): number => fnv1a(symbol) % CLOSE_SPREAD_MS;
+
+/** An hour is handed to its files' Workflow this long after it ends (the alarm; docs/history.md#book-files): once every market closed it. */
+export const BOOK_FILES_AFTER_MS = CLOSE_SPREAD_MS + MINUTE_MS;
 
 /** Entries a history read replays past its checkpoint before the checkpoint moves up (`bookAtSequence`). */
 const CHECKPOINT_ENTRIES = 64;
 
 /** Entries of an open segment decoded a turn (about 10 ms of a busy market's: JSON and bigints). */
 const DECODE_SLICE = 128;
-
-/** A page of a replay's book messages; `next` is the sequence the next page continues after, absent at the end. */
-export interface ReplayPage {
-  messages: ReplayBookMessage[];
-  next?: number;
-}
-
-/** A catch-up's bounds on a replay page (docs/streams.md#from-any-moment): no update past `toSequence`, about `maxBytes` of messages. */
-export interface ReplayLimits {
-  toSequence?: number;
-  maxBytes?: number;
-}
 
 export class MarketBookHistory {
   readonly kept: BookHistory;
@@ -65,6 +63,8 @@ export class MarketBookHistory {
     private readonly store: MarketStore,
     sql: SqlStorage,
     bucket: R2Bucket,
+    /** Where closed segments' index rows are published for the edge (env.DB). */
+    db: D1Database,
     /** Makes sure the market's alarm fires no later than a time. */
     private readonly alarmBy: (time: number) => void,
     /** The host's, shared by its markets: open segments decoded and final answers, bounded in bytes. */
@@ -74,7 +74,7 @@ export class MarketBookHistory {
     /** Counts each read by the segment it fell in (the host's metrics). */
     private readonly counted: (segment: "open" | "closed") => void,
   ) {
-    this.kept = new BookHistory(sql, bucket);
+    this.kept = new BookHistory(sql, bucket, db);
   }
 
   /** After a batch changed the book: its hour's files are due after the hour; a closed segment goes to R2 now. */
@@ -123,9 +123,9 @@ export class MarketBookHistory {
     force = false,
   ): { fields: Partial<MarketRecord>; closed: boolean; snapshot: boolean } {
     const at = this.store.bookPosition();
-    // The first commit of a later hour closes the segment: an hour's files read closed segments only.
+    // The first commit past the market's close delay after the hour closes the segment: an hour's files read closed segments only.
     const opened = entries.length > 0 ? this.store.book.openedAt(at) : undefined;
-    const hourClosed = opened !== undefined && hourOf(entries[0]!.time) > hourOf(opened);
+    const hourClosed = opened !== undefined && entries[0]!.time >= hourOf(opened) + HOUR_MS + closeDelay(state.market.symbol);
     const { position, closed, snapshot } = this.store.book.append(
       at,
       entries,
@@ -371,10 +371,10 @@ export class MarketBookHistory {
     return handed;
   }
 
-  /** Whether the open segment holds batches of an hour that has ended: a snapshot must close it before the hour's files. */
-  holdsClosedHour(now: number): boolean {
+  /** Whether the open segment holds batches of an hour that ended more than the market's close delay ago: a snapshot must close it before the hour's files. */
+  holdsClosedHour(symbol: string, now: number): boolean {
     const open = this.store.book.openedAt(this.store.bookPosition());
-    return open !== undefined && hourOf(open) < hourOf(now);
+    return open !== undefined && now >= hourOf(open) + HOUR_MS + closeDelay(symbol);
   }
 
   /** The hour's instance, once: an instance of its id made before (a retried alarm) is the same hour's. */

@@ -3,7 +3,7 @@ import type { MarketAnswer, MarketQuestion } from "../domain/market-answer";
 import type { MarketConfig } from "../domain/market-config";
 import type { MinuteBucket } from "../domain/rolling-window";
 import type { RelayOp } from "../groups/messages";
-import type { BookTarget } from "../history/book-replay";
+import type { BookTarget, ReplayLimits, ReplayPage } from "../history/book-replay";
 import { MarketHistory } from "../history/market-history";
 import { billed } from "../metrics/billed-bindings";
 import { DERIVED_FIELDS, type MarketRecord, MarketStore } from "../writes/market-store";
@@ -11,7 +11,7 @@ import { MinuteWrites } from "../writes/minute-writes";
 import { pack } from "../writes/trade-blocks";
 import type { IngestAnswer, IngestCommit, IngestResult } from "./ingest";
 import type { CheckAtHost, IngestBatch } from "./ingest-check";
-import { MarketBookHistory, type ReplayLimits, type ReplayPage } from "./market-book-history";
+import { MarketBookHistory } from "./market-book-history";
 import { DayCalls, importMinutes } from "./market-days";
 import type { MarketHost, OrderBookSnapshot } from "./market-host";
 import { restoreState } from "./market-load";
@@ -86,6 +86,7 @@ export class MarketEngine {
       this.store,
       storage.sql,
       billed(env, "HISTORY"),
+      env.DB,
       (time) => this.secondly.alarmBy(time),
       host.historyCache,
       env.BOOK_FILES,
@@ -98,6 +99,7 @@ export class MarketEngine {
       history: this.history,
       bookHistory: this.bookHistory,
       minutes: this.minutes,
+      symbol: host.symbol,
       load: () => this.load(),
       staging: () => this.staging,
     });

@@ -17,6 +17,8 @@ export interface OrderBookSnapshot {
 /** What a market's engine is given by the object that hosts it (`market-object.ts`). */
 export interface MarketHost {
   readonly env: Env;
+  /** The market this engine is. */
+  readonly symbol: string;
   /** The market's view of the host's storage: its own tables, its own alarm. */
   readonly storage: MarketStorage;
   /** To the group's relay, in order (docs/design.md#group-relays). */

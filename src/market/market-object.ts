@@ -4,7 +4,7 @@ import type { MarketAnswer, MarketQuestion } from "../domain/market-answer";
 import { groupOf, type MarketConfig } from "../domain/market-config";
 import type { MinuteBucket } from "../domain/rolling-window";
 import { GroupRelay } from "../groups/group-relay";
-import type { BookTarget } from "../history/book-replay";
+import type { BookTarget, ReplayLimits, ReplayPage } from "../history/book-replay";
 import type { DayOpened, DayPage } from "../history/daily-files";
 import { HistoryCache } from "../history/history-cache";
 import { logFailure } from "../logs/log";
@@ -19,7 +19,6 @@ import { openSegments } from "../writes/open-segments";
 import type { CheckedIngestItem, IngestAnswer, IngestCommit } from "./ingest";
 import { type CheckAtHost, checkedAtHost, type IngestBatch } from "./ingest-check";
 import { decodeIngestBatch, decodeIngestCall } from "./ingest-wire";
-import type { ReplayLimits, ReplayPage } from "./market-book-history";
 import { MarketEngine, type OrderBookSnapshot } from "./market-engine";
 import { type HeldMarket, Quarantine } from "./quarantine";
 
@@ -86,6 +85,7 @@ export class MarketObject extends MeteredObject {
       const { storage } = this.ctx;
       engine = new MarketEngine({
         env: this.env,
+        symbol,
         storage: {
           sql: scopedSql(storage.sql, tablePrefixOf(symbol)),
           transactionSync: (work) => storage.transactionSync(work),

@@ -13,6 +13,8 @@ export interface UpkeepParts {
   history: MarketHistory;
   bookHistory: MarketBookHistory;
   minutes: MinuteWrites;
+  /** The market's symbol (known before it is loaded). */
+  symbol: string;
   /** The market, loaded. */
   load(): MarketState;
   /** Whether batches wait for the tick. */
@@ -41,7 +43,7 @@ export class MarketUpkeep {
    */
   closeHour(now: number): void {
     const { store, bookHistory } = this.parts;
-    if (this.parts.staging() || !bookHistory.holdsClosedHour(now)) return;
+    if (this.parts.staging() || !bookHistory.holdsClosedHour(this.parts.symbol, now)) return;
     const state = this.parts.load();
     store.transaction(() => {
       const logged = bookHistory.record(state, [], [], state.lastUpdateAt, true);

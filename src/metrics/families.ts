@@ -22,6 +22,9 @@ export const FAMILIES = {
   mds_history_reads_total: counter(
     "Reads of a market's book history at its host (a book at a moment or sequence, a replay or catch-up page), by segment: open (the log's) or closed (a kept one: R2, or the host's SQLite until its upload)",
   ),
+  mds_history_closed_reads_total: counter(
+    "Reads of closed book history where they were asked (an isolate or a stream shard, never the market's host), by where the block came from: memory (decoded in that isolate), cache (the location's), r2 (a range read)",
+  ),
   mds_stream_catch_up_bytes_total: counter("Bytes of history a catch-up sent its connections before they met the live streams"),
   mds_relay_shard_calls_total: counter("Calls from the group relays into the stream shards (each carries a tick's events of the markets the shard wants)"),
   mds_stream_delivery_seconds: histogram("From a market applying a book update to a shard sending it"),

@@ -7,8 +7,9 @@ import { problem, unwrap } from "../core/problem";
 import type { MarketAnswer } from "../domain/market-answer";
 import type { MarketConfig } from "../domain/market-config";
 import type { WireTrade } from "../domain/wire-trade";
+import type { ReplayPage } from "../history/book-replay";
 import { type ReplayBookMessage, replayTime } from "../history/book-replay";
-import type { ReplayPage } from "../market/market-book-history";
+import { type ClosedHistory, closedReplayPage } from "../history/closed-book-reads";
 import { tradeWindows } from "./conflation";
 import { type StreamName, streamFrame } from "./protocol";
 import type { ResumeLog } from "./resume-log";
@@ -45,6 +46,8 @@ export interface PageSource {
   /** The shard's copies of books, and its last live messages. */
   readonly books: ReadonlyMap<string, WireBook>;
   readonly recent: ResumeLog;
+  /** Closed history, read by the shard itself (`../history/closed-book-reads.ts`). */
+  readonly closed: ClosedHistory;
   /** Resolves once the shard has a copy of the market's book (or gave up waiting). */
   baseOf(symbol: string): Promise<void>;
 }
@@ -57,12 +60,11 @@ export async function bookPage(host: PageSource, from: number, s: StreamCatchUp,
   if (!copy) throw problem("UNAVAILABLE", `the live book of ${symbol} is not here yet; try again shortly`);
   const cap = copy.sequence;
   if (s.cursor !== undefined && s.cursor >= cap) return [];
-  const page = unwrap(
-    (await marketObject(host.env, market).bookReplay(market, from, Number.MAX_SAFE_INTEGER, s.cursor, {
-      toSequence: cap,
-      maxBytes: CATCH_UP_PAGE_BYTES,
-    })) as unknown as ReplayPage,
-  );
+  const limits = { toSequence: cap, maxBytes: CATCH_UP_PAGE_BYTES };
+  // A page in closed history is read by this shard; the market's host answers only what is open.
+  const page =
+    (await closedReplayPage(host.closed, market, from, Number.MAX_SAFE_INTEGER, s.cursor, limits)) ??
+    unwrap((await marketObject(host.env, market).bookReplay(market, from, Number.MAX_SAFE_INTEGER, s.cursor, limits)) as unknown as ReplayPage);
   const first = s.cursor === undefined;
   return page.messages.map((data: ReplayBookMessage, i) => ({
     time: replayTime(data, i, from, first),

@@ -73,7 +73,7 @@ export interface CatchUpHost extends PageSource {
   parse(name: string): StreamName | null;
   /** Counts for the operator's metrics (docs/operations.md#metrics). */
   count(
-    family: "mds_stream_catch_ups_total" | "mds_stream_catch_up_reads_total" | "mds_stream_catch_up_bytes_total",
+    family: "mds_stream_catch_ups_total" | "mds_stream_catch_up_reads_total" | "mds_stream_catch_up_bytes_total" | "mds_history_closed_reads_total",
     labels: Record<string, string>,
     n: number,
   ): void;

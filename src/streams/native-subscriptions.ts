@@ -1,5 +1,6 @@
 import { ProblemError } from "../core/problem";
 import type { WireTrade } from "../domain/wire-trade";
+import { closedHistoryOf } from "../history/closed-book-reads";
 import { ensureRegistry } from "../registry/copy";
 import { type Attachment, attachmentOf, headerOf, loadAttachment, saveAttachment } from "./attachment";
 import { type CatchUpHost, CatchUps } from "./catch-up";
@@ -48,6 +49,7 @@ export class NativeSubscriptions {
   constructor(private readonly host: NativeHost) {
     this.catchUps = new CatchUps({
       env: host.env,
+      closed: closedHistoryOf(host.env, (source) => host.count("mds_history_closed_reads_total", { source }, 1)),
       send: (ws, text) => host.send(ws, text),
       books: host.sources.books,
       recent: host.sources.recent,

@@ -8,6 +8,7 @@ import { type BookHourOutput, bookHourId } from "../../src/history/book-files-wo
 import { segmentKey } from "../../src/history/book-history";
 import { FILE_ROUNDS } from "../../src/history/file-workflows";
 import { ingest } from "../../src/market/ingest";
+import { BOOK_FILES_AFTER_MS } from "../../src/market/market-book-history";
 import type { MarketObject } from "../../src/market/market-object";
 import type { RecentTimes } from "../../src/metrics/metrics-object";
 import { ensureRegistry } from "../../src/registry/copy";
@@ -19,8 +20,14 @@ import { unzip } from "../support/zip";
 
 type Uploads = { bookHistory: { upload(symbol: string): Promise<number> } };
 const SYMBOL = "SOLBTC";
-/** Four hours in the past, each with batches: A, B, C and D (10:00–13:00 UTC). */
-const A = Date.UTC(2026, 10, 20, 10);
+/**
+ * Four hours, each with batches: A, B, C and D — two days ahead of the real clock, so the market's
+ * alarm (which the runtime fires by that clock) never comes due during the test: only the test's
+ * own `closeBookHours` hands the hours on, after it lost A's segment (an alarm due at once raced it).
+ */
+const A = Math.floor(Date.now() / HOUR_MS) * HOUR_MS + 48 * HOUR_MS;
+/** `YYYY-MM-DD-HH`, as the operator names an hour. */
+const hourName = (hour: number) => new Date(hour).toISOString().slice(0, 13).replace("T", "-");
 
 /** Batch `sequence` (SOLBTC: prices at 7 decimals, quantities at 2), applied at the clock's moment. */
 async function publish(sequence: number): Promise<void> {
@@ -68,9 +75,10 @@ describe("an hour's book files are built by a Workflow, off the market's host (d
     expect(segments, "a segment closed at each hour's first commit").toEqual([segmentKey(SYMBOL, 0), segmentKey(SYMBOL, 4), segmentKey(SYMBOL, 7)]);
 
     // The segment A and B begin from is lost: both hours fail; C reads only the later two.
-    const lost = await (await env.HISTORY.get(segments[0]!))!.arrayBuffer();
+    const lostObject = (await env.HISTORY.get(segments[0]!))!;
+    const lost = { bytes: await lostObject.arrayBuffer(), customMetadata: lostObject.customMetadata! };
     await env.HISTORY.delete(segments[0]!);
-    await runInDurableObject(host, (object: MarketObject) => object.closeBookHours(SYMBOL, A + 4 * HOUR_MS + 2 * MINUTE_MS));
+    await runInDurableObject(host, (object: MarketObject) => object.closeBookHours(SYMBOL, A + 4 * HOUR_MS + BOOK_FILES_AFTER_MS + MINUTE_MS));
     const record = await runInDurableObject(host, (object: MarketObject) =>
       (object.engine(SYMBOL) as unknown as { store: { bookHoursFrom(): number } }).store.bookHoursFrom(),
     );
@@ -113,12 +121,12 @@ describe("an hour's book files are built by a Workflow, off the market's host (d
     expect(counters['mds_history_files_total{kind="book",result="written"}'], "C and D counted written").toBe(2);
 
     // The segment back, the operator builds A again (POST /admin/markets/{pair}/history/book-files/{hour}): built and unlisted.
-    await env.HISTORY.put(segments[0]!, lost, { httpMetadata: { contentType: "application/json", contentEncoding: "gzip" } });
+    await env.HISTORY.put(segments[0]!, lost.bytes, { customMetadata: lost.customMetadata });
     const rebuild = (hour: string) =>
       callJson<{ id: string; code: string }>(`/admin/markets/${SYMBOL}/history/book-files/${hour}`, { method: "POST", headers: ADMIN });
-    expect((await rebuild("2026-11-20-09")).status, "an hour without an instance").toBe(404);
-    expect((await rebuild("2026-11-20-24")).status, "not an hour").toBe(400);
-    const rebuilt = await rebuild("2026-11-20-10");
+    expect((await rebuild(hourName(A - HOUR_MS))).status, "an hour without an instance").toBe(404);
+    expect((await rebuild(`${hourName(A).slice(0, 10)}-24`)).status, "not an hour").toBe(400);
+    const rebuilt = await rebuild(hourName(A));
     expect([rebuilt.status, rebuilt.body.id], "A restarted").toEqual([200, bookHourId(SYMBOL, A)]);
     const restarted = await env.BOOK_FILES.get(bookHourId(SYMBOL, A));
     await until(async () => (await restarted.status()).status === "complete", { what: "A complete after its restart", timeoutMs: 30_000 });

@@ -7,6 +7,7 @@ import { HOUR_MS } from "../../src/domain/intervals";
 import { hourlyKey, hourOf } from "../../src/history/book-files";
 import { type BookHourOutput, bookHourId } from "../../src/history/book-files-workflow";
 import { ingest } from "../../src/market/ingest";
+import { BOOK_FILES_AFTER_MS } from "../../src/market/market-book-history";
 import { MarketObject } from "../../src/market/market-object";
 import { ensureRegistry, findMarket } from "../../src/registry/copy";
 import { tablePrefixOf } from "../../src/writes/market-storage";
@@ -149,7 +150,7 @@ describe("book history (docs/history.md#book-history)", () => {
     // The host hands the hour to the Workflow that builds its files; the files are the instance's.
     const hour = hourOf(to);
     const instance = await introspectWorkflowInstance(env.BOOK_FILES, bookHourId(symbol, hour));
-    const handed = await runInDurableObject(object, (host: MarketObject) => host.closeBookHours(symbol, hour + HOUR_MS + 61_000));
+    const handed = await runInDurableObject(object, (host: MarketObject) => host.closeBookHours(symbol, hour + HOUR_MS + BOOK_FILES_AFTER_MS + 1_000));
     expect(handed, "the hour was handed to its Workflow").toContain(hour);
     await instance.waitForStatus("complete");
     const output = (await instance.getOutput()) as BookHourOutput;
@@ -178,7 +179,7 @@ describe("book history (docs/history.md#book-history)", () => {
     const lastSeq = Number(rows[rows.length - 1]![0]);
     const rest = await callJson<Book>(`/api/orderbook/${symbol}?sequence=${lastSeq}&depth=1000`);
     expect(file.levels(), "the file, replayed, ends at REST's book at the hour's last sequence").toEqual({ bids: rest.body.bids, asks: rest.body.asks });
-    const again = await runInDurableObject(object, (host: MarketObject) => host.closeBookHours(symbol, hour + 2 * HOUR_MS + 61_000));
+    const again = await runInDurableObject(object, (host: MarketObject) => host.closeBookHours(symbol, hour + 2 * HOUR_MS + BOOK_FILES_AFTER_MS + 1_000));
     expect(again, "an hour is handed on once").not.toContain(hour);
     const pieces = await env.HISTORY.list({ prefix: `book-files-work/${symbol}/` });
     expect(pieces.objects.length, "the pieces are gone once the zips are put").toBe(0);
