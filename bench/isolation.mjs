@@ -16,6 +16,14 @@
 //   day-files — (b) SOLUSDT, of the same group, has yesterday's 200,000 trades; its day's files are
 //               built again and again by the `daily-files` Workflow (`POST /admin/archive`, one
 //               after another) — the host answers its pages of hot trades, the Workflow does the rest.
+//   backtests — (e) six addresses read BTCUSDT's book at random moments of its closed history at
+//               their public limit (10 a second each, depth 100): the isolate reads them from R2
+//               (docs/history.md#closed-history). Closed history here is the bench's first minute of
+//               BTCUSDT, closed by its segments' 1 MB long before (e): the same reads as of an hour
+//               back, which a local run cannot wait for (`X-Book-Read` says where each was read);
+//   catch-ups — (f) five addresses each subscribe to book.BTCUSDT and trades.BTCUSDT from a random
+//               moment of that closed minute, answer every `paused` with `more` until both streams
+//               are live, and start again, for the phase.
 // Each phase's p99 against the alone phase's, in the same run; every batch must be acknowledged.
 // (b) as the issue first put it, an hour's book files built for the busy market, is not run: an
 // hour's files are built after it closes, and the bench cannot move the runtime's clock; they are
@@ -25,7 +33,7 @@
 // on the one workerd thread, stalls of up to ~240 ms measured (docs/benchmarks.md#isolation) that
 // are this machine's disk, not what a host's thread does on Cloudflare.
 // `--profile [phase]` records V8's sampling profile over one phase (day-files unless named: alone,
-// history, day-files, ws-read, ws-api, failing) and prints its CPU by entry, file and function.
+// history, day-files, ws-read, ws-api, failing, backtests, catch-ups) and prints its CPU by entry, file and function.
 // Loopback only; bounded in time; it stops everything it started.
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import WebSocket from "ws";
@@ -166,6 +174,79 @@ function historyReaders(url, symbol, lastSequence) {
   };
 }
 
+/** (e) Six addresses reading the book at random moments of [from, to) at 10 a second each, until `stop()`. */
+function backtestReaders(url, symbol, from, to) {
+  let running = true;
+  const statuses = {};
+  const readAt = {};
+  const readers = Array.from({ length: 6 }, async (_, r) => {
+    for (let i = 0; running; i++) {
+      const started = Date.now();
+      const at = Math.floor(from + Math.random() * (to - from));
+      const response = await fetch(`${url}/api/orderbook/${symbol}?at=${at}&depth=100`, { headers: { "CF-Connecting-IP": `10.66.0.${r + 1}` } }).catch(
+        () => undefined,
+      );
+      const status = response?.status ?? 0;
+      statuses[status] = (statuses[status] ?? 0) + 1;
+      const where = response?.headers.get("X-Book-Read") ?? "none";
+      readAt[where] = (readAt[where] ?? 0) + 1;
+      await response?.arrayBuffer().catch(() => undefined);
+      await sleep(Math.max(0, 100 - (Date.now() - started)));
+    }
+  });
+  return {
+    statuses,
+    readAt,
+    stop: async () => {
+      running = false;
+      await Promise.all(readers);
+    },
+  };
+}
+
+/** (f) Five addresses catching up on `symbol`'s book and trades from random moments of [from, to) into live, again and again, until `stop()`. */
+function catchUps(url, symbol, from, to) {
+  let running = true;
+  const counts = { started: 0, live: 0, messages: 0, bytes: 0, failed: 0 };
+  const one = (c) =>
+    new Promise((resolve) => {
+      const at = Math.floor(from + Math.random() * (to - from));
+      const ws = new WebSocket(`${url.replace(/^http/, "ws")}/api/ws?streams=book.${symbol},trades.${symbol}&from=${at}`, {
+        headers: { "CF-Connecting-IP": `10.67.0.${c + 1}` },
+      });
+      counts.started += 1;
+      const live = new Set();
+      ws.on("message", (data) => {
+        const text = String(data);
+        counts.messages += 1;
+        counts.bytes += text.length;
+        const message = JSON.parse(text);
+        if (message.type === "paused") ws.send(JSON.stringify({ op: "more", token: message.token }));
+        if (message.type === "live") live.add(message.stream);
+        if (message.error || message.type === "catchUpFailed") counts.failed += 1;
+        if (live.size === 2 || !running) {
+          if (live.size === 2) counts.live += 1;
+          ws.close();
+        }
+      });
+      ws.on("close", resolve);
+      ws.on("error", () => {
+        counts.failed += 1;
+        resolve();
+      });
+    });
+  const loops = Array.from({ length: 5 }, async (_, c) => {
+    while (running) await one(c);
+  });
+  return {
+    counts,
+    stop: async () => {
+      running = false;
+      await Promise.all(loops);
+    },
+  };
+}
+
 /** (c) Five WebSocket API connections asking for the deep book 10 times a second, never reading. */
 async function hungConsumers(url, symbol, { read = false, ipBase = 64 } = {}) {
   const sockets = await Promise.all(
@@ -236,6 +317,9 @@ async function main() {
     await channel.opened;
     const busy = venueFeed("BTCUSDT", 2, 5, 97000, 1000);
     await channel.send(busy.snapshot());
+    // (e) and (f) read this minute of BTCUSDT's history, closed by its segments' bytes before they run.
+    const historyFrom = Date.now() + 1_000;
+    const historyTo = historyFrom + 60_000;
     log(`warming up: BTCUSDT, a book of 2,000 levels, 20 batches a second of 20 level changes and 2 trades…`);
     await publish(channel, busy, 20, 5);
 
@@ -297,8 +381,32 @@ async function main() {
     );
     rows.push(row("failing", busyRun, aloneP99, [rss, service.rssMiB()]));
     extra.failingMarket = { batches: failingRun.batches, acknowledged: failingRun.latencies.length, failures: failingRun.failures };
-    channel.close();
     failingChannel.close();
+
+    // Closed: a read of the minute is answered from R2 (else the segment holding it is still open, and more is published).
+    for (let waited = 0; waited < 120; waited += 5) {
+      const probe = await fetch(`${url}/api/orderbook/${busy.symbol}?at=${historyTo}&depth=5`, { headers: { "CF-Connecting-IP": "10.66.1.1" } });
+      await probe.arrayBuffer();
+      if (probe.headers.get("X-Book-Read") === "closed") break;
+      log("(e) waiting for the first minute's segment to close…");
+      await publish(channel, busy, 20, 5);
+    }
+    log(`(e) backtests: six addresses read random moments of BTCUSDT's closed history at 10 a second each, ${SECONDS} s…`);
+    rss = service.rssMiB();
+    const backtests = backtestReaders(url, busy.symbol, historyFrom, historyTo);
+    const backtestRun = await phase("backtests", extra, script, () => publish(channel, busy, 20, SECONDS));
+    await backtests.stop();
+    rows.push(row("backtests", backtestRun, aloneP99, [rss, service.rssMiB()]));
+    extra.backtests = { statuses: backtests.statuses, readAt: backtests.readAt };
+
+    log(`(f) catch-ups: five addresses catch up on BTCUSDT from moments of its closed history into live, again and again, ${SECONDS} s…`);
+    rss = service.rssMiB();
+    const catching = catchUps(url, busy.symbol, historyFrom, historyTo);
+    const catchUpRun = await phase("catch-ups", extra, script, () => publish(channel, busy, 20, SECONDS));
+    await catching.stop();
+    rows.push(row("catch-ups", catchUpRun, aloneP99, [rss, service.rssMiB()]));
+    extra.catchUps = catching.counts;
+    channel.close();
   } finally {
     await service.mf.dispose();
     if (STATE) rmSync(STATE, { recursive: true, force: true });
@@ -317,6 +425,8 @@ async function main() {
         `${r.name.padEnd(9)} ${String(r.batches).padStart(7)}  ${String(r.acknowledged).padStart(5)}  ${String(r.ackP50Ms).padStart(7)}  ${String(r.ackP99Ms).padStart(7)}  ${String(r.p99VsAlone).padStart(7)}  ${String(r.rssGrowthMiB).padStart(8)}  ${within(r) ? "yes" : "NO"}${Object.keys(r.failures).length ? `  failures ${JSON.stringify(r.failures)}` : ""}`,
       );
     console.log(`history reads by status: ${JSON.stringify(extra.historyStatuses)}`);
+    console.log(`backtests: by status ${JSON.stringify(extra.backtests?.statuses)}, read at ${JSON.stringify(extra.backtests?.readAt)}`);
+    console.log(`catch-ups: ${JSON.stringify(extra.catchUps)}`);
     const builds = extra.dayBuilds;
     const built = builds.filter((b) => b.status === 200 && b.files === 5 && !b.pending);
     console.log(

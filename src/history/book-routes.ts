@@ -41,7 +41,8 @@ export async function readBookAt(c: Context<AppEnv>, pair: string, target: BookT
     if (waitUntil) waitUntil(put);
     else await put;
   }
-  return jsonText(c, answer.text, { "Cache-Control": cacheControl });
+  // Where it was read: closed history here (R2, the location's cache), or the market's host.
+  return jsonText(c, answer.text, { "Cache-Control": cacheControl, "X-Book-Read": closed ? "closed" : "host" });
 }
 
 const ReplayQuery = z

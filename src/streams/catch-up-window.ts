@@ -10,6 +10,19 @@ import { randomHex } from "../core/encoding";
 /** What a client is sent of its catch-up before it says `{"op":"more"}`: what the runtime may hold for it. */
 export const CATCH_UP_WINDOW_BYTES = 256 * 1024;
 
+/**
+ * A catch-up's pace, per connection: a window starts no sooner than CATCH_UP_WINDOW_BYTES at this
+ * rate after the one before it began (half a second), however fast the client answers — so five
+ * catch-ups, an address's most, read at most 2.5 MiB a second of history between them, and the
+ * shard's thread serves live subscribers between windows (docs/streams.md#from-any-moment).
+ */
+export const CATCH_UP_BYTES_PER_SECOND = 512 * 1024;
+
+/** How long a `more` waits before its window, the last having begun at `windowAt`. */
+export function paceWait(windowAt: number, now: number): number {
+  return Math.max(0, windowAt + (CATCH_UP_WINDOW_BYTES * 1000) / CATCH_UP_BYTES_PER_SECOND - now);
+}
+
 /** The token of a new pause: 16 hex digits, not to be guessed. */
 export function pauseToken(): string {
   return randomHex(8);

@@ -20,7 +20,7 @@ import type { WireTrade } from "../domain/wire-trade";
 import { logFailure } from "../logs/log";
 import { findMarket } from "../registry/copy";
 import { bookPage, type PageSource, type StreamCatchUp, streamAt, tradesPage } from "./catch-up-pages";
-import { CATCH_UP_WINDOW_BYTES, moreRefusal, pauseToken } from "./catch-up-window";
+import { CATCH_UP_WINDOW_BYTES, moreRefusal, paceWait, pauseToken } from "./catch-up-window";
 import { type StreamName, streamFrame } from "./protocol";
 import type { WireBook } from "./wire-book";
 
@@ -53,6 +53,8 @@ export interface CatchUpState {
 interface Run {
   from: number;
   credit: number;
+  /** When the current window began: the next waits for the pace (`paceWait`). */
+  windowAt: number;
   /** The token of the pause last sent; undefined while a window is being sent. */
   token?: string;
   pumping: boolean;
@@ -127,7 +129,7 @@ export class CatchUps {
    * so history that is not kept is the subscribe's error. Then `pump` sends.
    */
   async open(ws: WebSocket, from: number, streams: StreamName[]): Promise<void> {
-    const run: Run = { from, credit: CATCH_UP_WINDOW_BYTES, pumping: false, streams: new Map() };
+    const run: Run = { from, credit: CATCH_UP_WINDOW_BYTES, windowAt: Date.now(), pumping: false, streams: new Map() };
     for (const stream of streams) run.streams.set(stream.name, streamAt(stream, undefined));
     this.runs.set(ws, run);
     this.save(ws, run);
@@ -155,6 +157,11 @@ export class CatchUps {
     const going = run ?? (await this.resume(ws, stored!));
     if (!going) return undefined;
     going.token = undefined;
+    // The pace: a window no sooner than half a second after the last began (a second `more` is refused meanwhile: no token).
+    const wait = paceWait(going.windowAt, Date.now());
+    if (wait > 0) await sleep(wait);
+    if (this.runs.get(ws) !== going) return undefined;
+    going.windowAt = Date.now();
     going.credit = CATCH_UP_WINDOW_BYTES;
     await this.pump(ws);
     return undefined;
@@ -165,7 +172,7 @@ export class CatchUps {
     const streams = Object.keys(stored.cursors)
       .map((name) => this.host.parse(name))
       .filter((s): s is StreamName => s !== null);
-    const run: Run = { from: stored.from, credit: 0, pumping: false, streams: new Map() };
+    const run: Run = { from: stored.from, credit: 0, windowAt: 0, pumping: false, streams: new Map() };
     for (const stream of streams) run.streams.set(stream.name, streamAt(stream, stored.cursors[stream.name] ?? undefined));
     this.runs.set(ws, run);
     if (await this.host.ensure(ws, streams)) return run;

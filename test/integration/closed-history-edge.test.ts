@@ -5,6 +5,7 @@ import { LocalBook } from "../../client/src/index";
 import { createApp } from "../../src/app";
 import { marketObject, metricsObject, objectCalls } from "../../src/core/object-ids";
 import { unwrap } from "../../src/core/problem";
+import { HOUR_MS, MINUTE_MS } from "../../src/domain/intervals";
 import { decodeBlock, segmentKey } from "../../src/history/book-history";
 import { closedBookAt, closedHistoryOf } from "../../src/history/closed-book-reads";
 import { BLOCK_ENTRIES, decodeIndex } from "../../src/history/segment-blocks";
@@ -24,8 +25,8 @@ import { openSocket } from "./streams-support";
 type Flushed = { meter: { holder: { flush(env: Env, now: number, force: boolean): Promise<void> | undefined } } };
 type Uploads = { bookHistory: { upload(symbol: string): Promise<number> } };
 
-/** The batches' clock: a second a batch, from two hours back. */
-const T0 = Math.floor(Date.now() / 1000) * 1000 - 2 * 60 * 60 * 1000;
+/** The batches' clock: a second a batch, from a minute into the hour two hours back (all in one hour: no hour closes the segment). */
+const T0 = Math.floor(Date.now() / HOUR_MS) * HOUR_MS - 2 * HOUR_MS + MINUTE_MS;
 /** Small batches before the wide ones that close the segment: more than a block's BLOCK_ENTRIES. */
 const SMALL = 300;
 
