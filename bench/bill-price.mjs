@@ -35,6 +35,15 @@ export const VENUE_LOAD = {
   gates: 32,
   /** A market's book segments an hour at 10 batches a second: one per 4,096 commits. */
   segmentsPerMarketHour: (10 * 3_600) / 4_096,
+  /**
+   * Backtests (docs/capacity.md#the-whole-bill): a venue's quants step through past hours a book at
+   * a time — 1 % of the public reads (100 a second) are books at moments of closed history; they
+   * replay 1,000 market-minutes a day of book and trades (a strategy's test over a busy hour a
+   * day, sixteen of them); and every subscriber catches up once a deploy, a minute back.
+   */
+  historyReadsPerSecond: 100,
+  replayMinutesPerSecond: 1_000 / 86_400,
+  catchUpMinutesPerSecond: 100_000 / 86_400,
 };
 
 /**
@@ -44,8 +53,8 @@ export const VENUE_LOAD = {
  * `writePath`: the venue model's line items (cost.mjs `priced`), `venuePhase`: that phase's
  * billed counts and seconds and market-seconds.
  */
-export function priceVenueAll({ writePath, venuePhase, reads, subscribers, files, restart, benchHosts }) {
-  const L = VENUE_LOAD;
+export function priceVenueAll({ writePath, venuePhase, reads, history, subscribers, files, restart, benchHosts }, load = {}) {
+  const L = { ...VENUE_LOAD, ...load };
   const items = [];
   // Priced without what a month includes; each allowance is credited once, below (creditAllowances).
   const add = (name, perSecond, price, measured, from) => items.push({ name, perSecond, price, measured, from });
@@ -80,10 +89,15 @@ export function priceVenueAll({ writePath, venuePhase, reads, subscribers, files
     "model: the runtime counts no wall-clock presence",
   );
   // Storage is a month's amount, not a rate: carried in dollars as the write path priced it.
-  const carriedMonthly = (name, label, measured, from) => fixed(label, byName.get(name).dollars, measured, from);
-  carriedMonthly("R2 storage, Standard (chunks, segments; month 12)", "R2 storage, Standard (month 12)", true, "formats of the service");
-  carriedMonthly("R2 storage, Infrequent Access (zips; month 12)", "R2 storage, Infrequent Access (month 12)", true, "formats of the service");
-  carriedMonthly("SQLite storage (hot trades, ids, candles; month 12)", "SQLite storage (month 12)", true, "the run's files");
+  const storage = (prefix) => writePath.lineItems.find((item) => item.name.startsWith(prefix));
+  for (const [prefix, from] of [
+    ["R2 storage, Standard", "formats of the service"],
+    ["R2 storage, Infrequent Access", "formats of the service"],
+    ["SQLite storage", "the run's files"],
+  ]) {
+    const item = storage(prefix);
+    fixed(`${prefix} (${/month \d+/.exec(item.name)[0]})`, item.dollars, true, from);
+  }
   fixed("Workers Paid base", PRICES.base.dollarsPerMonth, true, "plan");
   const venueSeconds = venuePhase.seconds;
   const perMarketSecond = (n) => (n / venuePhase.marketSeconds) * L.markets;
@@ -151,6 +165,33 @@ export function priceVenueAll({ writePath, venuePhase, reads, subscribers, files
   const otherRows = reads.billed.rowsWritten - (by["usage-ledger"] ?? 0) - (by.guard ?? 0) - (by.market ?? 0) - (by.shard ?? 0);
   add("other objects' rows while the reads ran (metrics, price index, channel), a second", otherRows / reads.seconds, PRICES.rowsWritten, true, "reads");
 
+  // Backtests: the history phase's windows, per book, per replay-minute, per catch-up-minute. A book at
+  // a moment is one of the public reads (its request, CPU and guard call in the floor): what it costs
+  // beyond one is its R2 range reads, its host calls and its CPU past the reads' mean.
+  const books = history.books;
+  const perBook = (n) => L.historyReadsPerSecond * (n / Math.max(1, books.reads));
+  add("backtests: books at moments, R2 class B (range reads)", perBook(books.r2.bStandard), PRICES.r2ClassB, true, "history");
+  add("backtests: books at moments, host calls", perBook(books.calls.market ?? 0), PRICES.requests, true, "history");
+  add(
+    "backtests: books at moments, Workers CPU beyond a read's, ms",
+    Math.max(0, perBook(books.cpuSeconds * 1000) - L.historyReadsPerSecond * cpuMsPerRequest),
+    PRICES.workersCpuMs,
+    true,
+    "history",
+  );
+  const replay = history.replay;
+  const perReplayMinute = (n) => L.replayMinutesPerSecond * (n / Math.max(1e-9, replay.minutes));
+  add("backtests: replays, Workers requests (a replay a market-minute)", L.replayMinutesPerSecond, PRICES.workersRequests, false, "model: a replay per market-minute asked");
+  add("backtests: replays, R2 class B", perReplayMinute(replay.r2.bStandard), PRICES.r2ClassB, true, "history");
+  add("backtests: replays, host calls (trades pages, open pages)", perReplayMinute(replay.calls.market ?? 0), PRICES.requests, true, "history");
+  add("backtests: replays, Workers CPU, ms", perReplayMinute(replay.cpuSeconds * 1000), PRICES.workersCpuMs, true, "history");
+  const caught = history.catchUps;
+  const perCatchUpMinute = (n) => L.catchUpMinutesPerSecond * (n / Math.max(1e-9, caught.minutes));
+  add("catch-ups: R2 class B", perCatchUpMinute(caught.r2.bStandard), PRICES.r2ClassB, true, "history");
+  add("catch-ups: host calls (trades pages, open pages)", perCatchUpMinute(caught.calls.market ?? 0), PRICES.requests, true, "history");
+  // A segment's row and its time index in D1, for the edge's reads (two rows written a segment).
+  add("closed segments' index in D1 (rows written)", (2 * L.markets * L.segmentsPerMarketHour) / 3_600, PRICES.d1RowsWritten, false, "model: two rows a segment");
+
   // Subscribers: held (key checks, the shards' alarms and rows), and each connection's open and close once a deploy.
   const held = subscribers.held;
   add(
@@ -160,8 +201,11 @@ export function priceVenueAll({ writePath, venuePhase, reads, subscribers, files
     true,
     "subscribers",
   );
-  add("stream shards' alarms (a shard)", (held.alarms / held.seconds) * L.shards, PRICES.requests, true, "subscribers");
-  add("stream shards' rows written (a shard)", (held.rowsWritten / held.seconds) * L.shards, PRICES.rowsWritten, true, "subscribers");
+  // A shard's, from the shards' own counts over the shards the run placed them on (every object's
+  // counts times the venue's shards was the line before: the hosts' alarms priced 132 times).
+  const perShard = (n) => (n / held.seconds / subscribers.shards) * L.shards;
+  add("stream shards' alarms (a shard)", perShard(held.alarmsBy.shard ?? 0), PRICES.requests, true, "subscribers");
+  add("stream shards' rows written (a shard)", perShard(held.rowsWrittenBy.shard ?? 0), PRICES.rowsWritten, true, "subscribers");
   const perConnection = (phase) => Object.values(phase.calls).reduce((s, n) => s + n, 0) / subscribers.connections;
   add(
     "stream connects and closes (guard, shard calls), once a deploy",

@@ -32,12 +32,14 @@
 // (`counted`: rows a batch, trade, level change, market-second) are a least-squares fit over the
 // five phases besides busy, for reading only. Calls on an RPC session are not billed (the
 // session's opening is); the publishers send each 20 ms slice's batches as one message (an
-// array), and the model's messages are its batches over its `batchesPerMessage`, 20 to a request.
+// array), and the venue's messages are its batches over the batches a message the run's publisher
+// sent (measured, about 5: the model's 64 was what a publisher could pack, not what it did), 20 to
+// a request.
 // The busy phase *is* the busy-market model: its own counts are priced. R2's bytes a trade (its
 // archive chunk, its daily zips) and a level change (its segment, its hourly zips) are measured on
 // the formats the service writes, over walking prices; the zips are priced in Infrequent Access.
-// SQLite's storage after a year is projected from the bytes the venue's hosts hold after the run
-// (their files, read once the runtime has stopped). Storage is priced in the twelfth month.
+// SQLite's storage is projected from the bytes the venue's hosts hold after the run (their files,
+// read once the runtime has stopped). Storage is priced in month STORAGE_MONTH (24), month 12 beside.
 // Prices are Cloudflare's published rates (PRICES, with the date read).
 // Loopback only; it stops everything it started.
 import { mkdirSync, readdirSync, rmSync } from "node:fs";
@@ -120,6 +122,13 @@ const DAILY_ZIPS_PER_MARKET = 5;
  */
 const BOOK_SEGMENT_BYTES = 1_000_000;
 const BOOK_JSON_BYTES_PER_LEVEL = 21;
+/** The ends of the range of isolates and locations the bill is given at (the stated 1,000 in 100 between). */
+const ISOLATES_AND_LOCATIONS = { low: { isolates: 100, locations: 30 }, high: { isolates: 10_000, locations: 300 } };
+/** The month the bill prices storage at (history is kept for ever: a month's bill grows with the venue's age). */
+const STORAGE_MONTH = 24;
+/** A segment's blocks in R2 (src/history/segment-blocks.ts): a checkpoint every 256 batches or 128 KB of them. */
+const BLOCK_ENTRIES = 256;
+const BLOCK_CHARS = 128 * 1024;
 
 /** The keys of the book segments in R2 under `prefix`. */
 async function segmentKeys(mf, prefix) {
@@ -141,9 +150,12 @@ async function segmentBytesPerLevel(mf, keys) {
   let levels = 0;
   for (const key of keys) {
     const gzipped = Buffer.from(await (await bucket.get(key)).arrayBuffer());
-    const segment = JSON.parse(gunzipSync(gzipped).toString());
     bytes += gzipped.length;
-    for (const entry of segment.entries) for (const [, , bids, asks] of entry.u) levels += bids.length + asks.length;
+    // Its blocks, gzipped apart: gunzipped whole, a JSON line each (checkpoints are bytes, not level changes).
+    for (const line of gunzipSync(gzipped).toString().split("\n")) {
+      if (line.length === 0) continue;
+      for (const entry of JSON.parse(line).entries) for (const [, , bids, asks] of entry.u) levels += bids.length + asks.length;
+    }
   }
   return levels > 0 ? Math.round((bytes / levels) * 100) / 100 : undefined;
 }
@@ -253,11 +265,20 @@ function bookBytesPerLevel(levelsPerBatch, batchesPerSecond) {
       if (top !== lastTop) tops.push(`${sequence},${time},${top}\n`);
       lastTop = top;
     }
-    // Each segment opens with the whole book (its base): shared by the batches of a segment.
+    // A segment in R2 is blocks (src/history/segment-blocks.ts): each the whole book (its checkpoint)
+    // and at most BLOCK_ENTRIES batches or BLOCK_CHARS of them, gzipped apart — the checkpoints'
+    // bytes are the price of reading any moment from one block.
     const base = JSON.stringify({ bids: [...bids].map(([u, n]) => [String(u), String(n)]), asks: [...asks].map(([u, n]) => [String(u), String(n)]) });
-    const segmentBatches = Math.min(SNAPSHOT_EVERY, BOOK_SEGMENT_BYTES / (levelsPerBatch * BOOK_JSON_BYTES_PER_LEVEL));
-    const baseShare = gzipSync(base).length / (segmentBatches * levelsPerBatch);
-    per.segment += (gzipSync(`{"entries":[${entries.join(",")}]}`).length / changes + baseShare) / shapes.length;
+    let blocked = 0;
+    for (let at = 0; at < entries.length; ) {
+      const block = [];
+      for (let chars = 0; at < entries.length && block.length < BLOCK_ENTRIES && chars < BLOCK_CHARS; at++) {
+        block.push(entries[at]);
+        chars += entries[at].length;
+      }
+      blocked += gzipSync(`{"base":${base},"entries":[${block.join(",")}]}\n`).length;
+    }
+    per.segment += blocked / changes / shapes.length;
     per.hourlyFiles += (deflateRawSync(rows.join("")).length + deflateRawSync(tops.join("")).length) / changes / shapes.length;
   }
   return { segment: Math.round(per.segment * 100) / 100, hourlyFiles: Math.round(per.hourlyFiles * 100) / 100 };
@@ -306,13 +327,13 @@ function sqliteHeld(persist, isVenue) {
 }
 
 /**
- * SQLite's GB for a model after a year, from the bytes held after the run: hot trades a day (at
+ * SQLite's GB for a model after `months`, from the bytes held after the run: hot trades a day (at
  * most a million a market) and their ids 25 hours, a minute's candle rows (and its hours' and
  * days') for ever, a full ring of seconds, each host's full journal, a segment's row for ever,
  * the rest (records, the book's snapshot, kv) a market as measured. `idTrades`: the ids' trades
  * (all the run's, every id is held 25 hours).
  */
-function sqliteGbAfterAYear(model, held, idTrades) {
+function sqliteGbAt(model, held, idTrades, months) {
   // The fill of the pages of the families past 4 MB (the journal, the blocks, the ids, the ring).
   const big = Object.keys(held.pages).filter((f) => held.pages[f] > 4 * 1024 * 1024);
   const used = big.reduce((sum, f) => sum + held.bytes[f], 0);
@@ -333,13 +354,14 @@ function sqliteGbAfterAYear(model, held, idTrades) {
     .filter((f) => !named.has(f) && !f.startsWith("trade_ids"))
     .reduce((sum, f) => sum + b(f), 0);
   const hosts = Math.ceil(model.markets / model.groupSize);
-  const segmentsPerMarketYear = ((model.batchesPerMarketSecond * 365 * 86_400) / SNAPSHOT_EVERY) * (model.levelsPerBatch > 0 ? 1 : 0);
+  const days = (months * 365) / 12;
+  const segmentsPerMarket = ((model.batchesPerMarketSecond * days * 86_400) / SNAPSHOT_EVERY) * (model.levelsPerBatch > 0 ? 1 : 0);
   const perMarket =
     perTrade * Math.min(tradesPerMarketSecond * HOT_SECONDS, HOT_MOST_TRADES) +
     perId * tradesPerMarketSecond * ID_SECONDS +
-    perMinute * 365 * 1_440 +
+    perMinute * days * 1_440 +
     perRing * SECOND_RING_SLOTS +
-    perSegment * segmentsPerMarketYear +
+    perSegment * segmentsPerMarket +
     rest / Math.max(1, held.markets);
   return (perMarket * model.markets + perJournalRow * JOURNAL_SLOTS * hosts) / 1e9;
 }
@@ -539,9 +561,16 @@ function priced(model, measured, book, sqliteGb) {
   const r2Puts = trades / TRADES_PER_CHUNK + booked * (segmentsPerMarket + 2 / 3_600) + (model.markets * DAILY_ZIPS_PER_MARKET) / 86_400;
   // An hour's two zips are a put each whatever their size (their checksums are Standard puts, above).
   const r2PutsInfrequent = (booked * 2) / 3_600 + (model.markets * DAILY_ZIPS_PER_MARKET) / 86_400;
-  const year = 365 * 86_400;
-  const r2Gb = ((trades * TRADE_R2_BYTES.chunk + levels * book.segment) * year) / 1e9;
-  const r2GbInfrequent = ((trades * TRADE_R2_BYTES.dailyFiles + levels * book.hourlyFiles) * year) / 1e9;
+  // What is kept after `months` (R2 grows by what a month adds, for ever).
+  const kept = (months) => {
+    const seconds = (months * 365 * 86_400) / 12;
+    return {
+      r2: ((trades * TRADE_R2_BYTES.chunk + levels * book.segment) * seconds) / 1e9,
+      r2Infrequent: ((trades * TRADE_R2_BYTES.dailyFiles + levels * book.hourlyFiles) * seconds) / 1e9,
+      sqlite: sqliteGb[months],
+    };
+  };
+  const stored = kept(STORAGE_MONTH);
   const lineItems = [
     { name: "rows written", perSecond: rowsWritten, dollars: dollars(rowsWritten, PRICES.rowsWritten) },
     { name: "rows read", perSecond: rowsRead, dollars: dollars(rowsRead, PRICES.rowsRead) },
@@ -551,22 +580,27 @@ function priced(model, measured, book, sqliteGb) {
     { name: "R2 class A, Standard (chunks, segments, checksums)", perSecond: r2Puts, dollars: dollars(r2Puts, PRICES.r2ClassA) },
     { name: "R2 class A, Infrequent Access (zips)", perSecond: r2PutsInfrequent, dollars: dollars(r2PutsInfrequent, PRICES.r2ClassAInfrequent) },
     {
-      name: "R2 storage, Standard (chunks, segments; month 12)",
+      name: `R2 storage, Standard (chunks, segments; month ${STORAGE_MONTH})`,
       perSecond: 0,
-      dollars: Math.max(0, r2Gb - PRICES.r2Storage.includedGb) * PRICES.r2Storage.perGbMonth,
+      dollars: Math.max(0, stored.r2 - PRICES.r2Storage.includedGb) * PRICES.r2Storage.perGbMonth,
     },
-    { name: "R2 storage, Infrequent Access (zips; month 12)", perSecond: 0, dollars: r2GbInfrequent * PRICES.r2StorageInfrequent.perGbMonth },
+    { name: `R2 storage, Infrequent Access (zips; month ${STORAGE_MONTH})`, perSecond: 0, dollars: stored.r2Infrequent * PRICES.r2StorageInfrequent.perGbMonth },
     {
-      name: "SQLite storage (hot trades, ids, candles; month 12)",
+      name: `SQLite storage (hot trades, ids, candles; month ${STORAGE_MONTH})`,
       perSecond: 0,
-      dollars: Math.max(0, sqliteGb - PRICES.sqliteStorage.includedGb) * PRICES.sqliteStorage.perGbMonth,
+      dollars: Math.max(0, stored.sqlite - PRICES.sqliteStorage.includedGb) * PRICES.sqliteStorage.perGbMonth,
     },
     { name: "Workers Paid base", perSecond: 0, dollars: PRICES.base.dollarsPerMonth },
   ].map((item) => ({ ...item, perSecond: Math.round(item.perSecond * 10) / 10, dollars: Math.round(item.dollars) }));
   return {
     rowsWrittenPerSecond: Math.round(rowsWritten),
     requestsPerSecond: Math.round(requests),
-    storageGbAfterAYear: { r2: Math.round(r2Gb), r2Infrequent: Math.round(r2GbInfrequent), sqlite: Math.round(sqliteGb) },
+    storageGb: Object.fromEntries(
+      [12, STORAGE_MONTH].map((months) => {
+        const k = kept(months);
+        return [`month${months}`, { r2: Math.round(k.r2), r2Infrequent: Math.round(k.r2Infrequent), sqlite: Math.round(k.sqlite) }];
+      }),
+    ),
     dollarsPerMonth: lineItems.reduce((s, i) => s + i.dollars, 0),
     lineItems,
   };
@@ -579,7 +613,9 @@ async function main() {
   const persist = path.join(work, "cost-state");
   rmSync(persist, { recursive: true, force: true });
   const scriptPath = bundleService(asJson);
-  const vars = { DEMO_FEED: "off", METRICS: "on", METRICS_FLUSH_MS: FLUSH_MS, ADDRESS_GATES: String(gatesForRun(MARKETS)) };
+  // A group's shards as the venue deploys them (STREAM_GROUP_SHARDS "4", VENUE_LOAD.shards): the
+  // subscribers' shard lines are a shard's as measured over that many, times the venue's shards.
+  const vars = { DEMO_FEED: "off", METRICS: "on", METRICS_FLUSH_MS: FLUSH_MS, ADDRESS_GATES: String(gatesForRun(MARKETS)), STREAM_GROUP_SHARDS: "4" };
   let service = await startService(scriptPath, vars, { persist, inspectorPort: INSPECTOR_PORT && Number(INSPECTOR_PORT) });
   const sockets = [];
   let stopped = false;
@@ -637,6 +673,7 @@ async function main() {
       ["trades", markets, { batchesPerSecond: 4, levels: 0, trades: 20 }, SECONDS],
       ["slow", markets, { batchesPerSecond: 1, levels: 5, trades: 1 }, SECONDS],
     ];
+    let busySpan;
     for (const [name, which, shape, seconds] of plan) {
       if (name === "group" && !QUICK) {
         // The markets' logs staggered, so their snapshots spread over a cycle (they began together):
@@ -650,7 +687,10 @@ async function main() {
         `${name}: ${which.length} market(s) × ${shape.batchesPerSecond} batches/s of ${shape.levels} level changes and ${shape.trades} trades, ${seconds} s…`,
       );
       const before = name === "venue" ? await segmentKeys(service.mf, "book-history/V") : [];
+      const began = Date.now();
       phases[name] = await phase(service, channels, which, shape, seconds);
+      // The busy market's history, closed long before the whole bill's history phase reads it.
+      if (name === "busy") busySpan = { from: began + 2_000, to: Date.now() - 2_000 };
       // The segments the venue's phase closed hold its batches (the stagger and the group phase have its shape too).
       if (name === "venue") {
         const old = new Set(before);
@@ -662,7 +702,7 @@ async function main() {
       }
       await sleep(2000);
     }
-    const whole = WRITE_PATH_ONLY ? undefined : await wholeBill(service, { channels, markets, busy, key, persist, scriptPath, vars, log });
+    const whole = WRITE_PATH_ONLY ? undefined : await wholeBill(service, { channels, markets, busy, busySpan, key, persist, scriptPath, vars, log });
     if (whole) {
       service = whole.service;
       url = service.url;
@@ -728,7 +768,8 @@ async function main() {
         1,
       ),
       requestsPerSecond: round(
-        venueBatches / MODELS.venue.batchesPerMessage / PRICES.messagesPerRequest +
+        // The publisher's messages as the run sent them (its batches a message, measured), not as modelled.
+        venueBatches / Math.max(1, v.batches / Math.max(1, v.messages)) / PRICES.messagesPerRequest +
           (split(v, "billed").scaled / v.hostSeconds) * venueHosts +
           perSecondOf("billed"),
         1,
@@ -786,9 +827,13 @@ async function main() {
     const idTrades = Object.entries(phases)
       .filter(([name]) => name !== "busy")
       .reduce((sum, [, p]) => sum + p.trades, 0);
+    // Storage grows for ever: the bill prices it at STORAGE_MONTH, and says month 12's beside.
     const sqlite = {
-      venue: sqliteGbAfterAYear(MODELS.venue, held, idTrades),
-      busyMarket: sqliteGbAfterAYear(MODELS.busyMarket, held, idTrades),
+      venue: { 12: sqliteGbAt(MODELS.venue, held, idTrades, 12), [STORAGE_MONTH]: sqliteGbAt(MODELS.venue, held, idTrades, STORAGE_MONTH) },
+      busyMarket: {
+        12: sqliteGbAt(MODELS.busyMarket, held, idTrades, 12),
+        [STORAGE_MONTH]: sqliteGbAt(MODELS.busyMarket, held, idTrades, STORAGE_MONTH),
+      },
     };
     const venue = { ...priced(MODELS.venue, venueMeasured, bookBytes.venue, sqlite.venue), measured: venueMeasured, parts: venueParts };
     // The busy phase ran the busy-market model at full scale (50 batches a second of 100 level changes and 20 trades).
@@ -816,6 +861,16 @@ async function main() {
       busyMarket,
       lineItems: venue.lineItems,
       venueAll: whole && priceVenueAll({ writePath: venue, venuePhase: phases.venue, ...whole.phases }),
+      // What no run shows, as a range: the isolates and locations serving the venue (the per-isolate
+      // and per-location lines), the bill beyond the floor at each end.
+      venueAllRange:
+        whole &&
+        Object.fromEntries(
+          Object.entries(ISOLATES_AND_LOCATIONS).map(([end, load]) => [
+            end,
+            { ...load, beyondFloorDollarsPerMonth: priceVenueAll({ writePath: venue, venuePhase: phases.venue, ...whole.phases }, load).beyondFloorDollarsPerMonth },
+          ]),
+        ),
       cpu,
       phases: Object.fromEntries(
         Object.entries(phases).map(([name, p]) => [
@@ -869,6 +924,8 @@ async function main() {
     );
     const all = result.venueAll;
     if (!all) return;
+    for (const [end, r] of Object.entries(result.venueAllRange))
+      console.log(`the whole bill at ${r.isolates} isolates in ${r.locations} locations (${end}): beyond the floor $${r.beyondFloorDollarsPerMonth.toLocaleString("en-US")}`);
     console.log(
       `\nthe whole bill (docs/capacity.md#the-whole-bill): $${all.dollarsPerMonth.toLocaleString("en-US")} a month; the platform's per-request floor $${all.platformFloorDollarsPerMonth.toLocaleString("en-US")}, everything beyond it $${all.beyondFloorDollarsPerMonth.toLocaleString("en-US")}`,
     );

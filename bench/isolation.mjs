@@ -45,6 +45,9 @@ import { bundleService, startService, work } from "./service.mjs";
 import { venueFeed } from "./venue-feed.mjs";
 
 const SECONDS = Number(option("seconds", 20));
+/** `--only history,catch-ups`: the alone phase and these (a look at one phase; the bench's verdict wants them all). */
+const ONLY = option("only", undefined)?.split(",");
+const runs = (name) => !ONLY || ONLY.includes(name);
 const asJson = process.argv.includes("--json");
 const PROFILE = (() => {
   const at = process.argv.indexOf("--profile");
@@ -180,7 +183,7 @@ function backtestReaders(url, symbol, from, to) {
   const statuses = {};
   const readAt = {};
   const readers = Array.from({ length: 6 }, async (_, r) => {
-    for (let i = 0; running; i++) {
+    while (running) {
       const started = Date.now();
       const at = Math.floor(from + Math.random() * (to - from));
       const response = await fetch(`${url}/api/orderbook/${symbol}?at=${at}&depth=100`, { headers: { "CF-Connecting-IP": `10.66.0.${r + 1}` } }).catch(
@@ -329,59 +332,69 @@ async function main() {
     const aloneP99 = percentile(alone.latencies, 99);
     rows.push(row("alone", alone, aloneP99, [rss, service.rssMiB()]));
 
-    log(`(a) history: six addresses read BTCUSDT's book history at 10 a second each, ${SECONDS} s…`);
-    rss = service.rssMiB();
-    const readers = historyReaders(url, busy.symbol, () => busy.sequence);
-    const history = await phase("history", extra, script, () => publish(channel, busy, 20, SECONDS));
-    await readers.stop();
-    rows.push(row("history", history, aloneP99, [rss, service.rssMiB()]));
-    extra.historyStatuses = readers.statuses;
+    if (runs("history")) {
+      log(`(a) history: six addresses read BTCUSDT's book history at 10 a second each, ${SECONDS} s…`);
+      rss = service.rssMiB();
+      const readers = historyReaders(url, busy.symbol, () => busy.sequence);
+      const history = await phase("history", extra, script, () => publish(channel, busy, 20, SECONDS));
+      await readers.stop();
+      rows.push(row("history", history, aloneP99, [rss, service.rssMiB()]));
+      extra.historyStatuses = readers.statuses;
+    }
 
-    log("(b) day-files: SOLUSDT, of the same group, takes yesterday's 200,000 trades (not timed)…");
-    const date = await yesterdaysTrades(url, key, "SOLUSDT", 200_000);
-    log(`(b) day-files: SOLUSDT's ${date} built by the daily-files Workflow, one build after another, ${SECONDS} s…`);
-    rss = service.rssMiB();
-    const days = dayBuilds(url, "SOLUSDT", date);
-    const dayFiles = await phase("day-files", extra, script, () => publish(channel, busy, 20, SECONDS));
-    await days.stop();
-    rows.push(row("day-files", dayFiles, aloneP99, [rss, service.rssMiB()]));
-    extra.dayBuilds = days.builds;
+    if (runs("day-files")) {
+      log("(b) day-files: SOLUSDT, of the same group, takes yesterday's 200,000 trades (not timed)…");
+      const date = await yesterdaysTrades(url, key, "SOLUSDT", 200_000);
+      log(`(b) day-files: SOLUSDT's ${date} built by the daily-files Workflow, one build after another, ${SECONDS} s…`);
+      rss = service.rssMiB();
+      const days = dayBuilds(url, "SOLUSDT", date);
+      const dayFiles = await phase("day-files", extra, script, () => publish(channel, busy, 20, SECONDS));
+      await days.stop();
+      rows.push(row("day-files", dayFiles, aloneP99, [rss, service.rssMiB()]));
+      extra.dayBuilds = days.builds;
+    }
 
-    log(`(c) baseline, ws-read: the same five connections' requests, read, ${SECONDS} s…`);
-    rss = service.rssMiB();
-    const reading = await hungConsumers(url, busy.symbol, { read: true, ipBase: 65 });
-    const wsRead = await phase("ws-read", extra, script, () => publish(channel, busy, 20, SECONDS));
-    await reading.stop();
-    rows.push(row("ws-read", wsRead, aloneP99, [rss, service.rssMiB()]));
+    if (runs("ws-read")) {
+      log(`(c) baseline, ws-read: the same five connections' requests, read, ${SECONDS} s…`);
+      rss = service.rssMiB();
+      const reading = await hungConsumers(url, busy.symbol, { read: true, ipBase: 65 });
+      const wsRead = await phase("ws-read", extra, script, () => publish(channel, busy, 20, SECONDS));
+      await reading.stop();
+      rows.push(row("ws-read", wsRead, aloneP99, [rss, service.rssMiB()]));
+    }
 
-    log(`(c) ws-api: five connections ask for the 5,000-level book 10 times a second and never read, ${SECONDS} s…`);
-    const rssBefore = service.rssMiB();
-    const hung = await hungConsumers(url, busy.symbol);
-    const wsApi = await phase("ws-api", extra, script, () => publish(channel, busy, 20, SECONDS));
-    const rssDuring = service.rssMiB();
-    const growth = Math.round((rssDuring - rssBefore) * 10) / 10;
-    // What not reading adds: the same requests from clients that read grew the RSS by ws-read's row.
-    const overRead = growth - (rows.find((r) => r.name === "ws-read")?.rssGrowthMiB ?? 0);
-    extra.wsApi = { ...(await hung.stop()), rssBeforeMiB: rssBefore, rssAfterMiB: rssDuring, rssGrowthMiB: growth, rssOverWsReadMiB: overRead };
-    rows.push(row("ws-api", wsApi, aloneP99, [rssBefore, rssDuring]));
+    if (runs("ws-api")) {
+      log(`(c) ws-api: five connections ask for the 5,000-level book 10 times a second and never read, ${SECONDS} s…`);
+      const rssBefore = service.rssMiB();
+      const hung = await hungConsumers(url, busy.symbol);
+      const wsApi = await phase("ws-api", extra, script, () => publish(channel, busy, 20, SECONDS));
+      const rssDuring = service.rssMiB();
+      const growth = Math.round((rssDuring - rssBefore) * 10) / 10;
+      // What not reading adds: the same requests from clients that read grew the RSS by ws-read's row.
+      const overRead = growth - (rows.find((r) => r.name === "ws-read")?.rssGrowthMiB ?? 0);
+      extra.wsApi = { ...(await hung.stop()), rssBeforeMiB: rssBefore, rssAfterMiB: rssDuring, rssGrowthMiB: growth, rssOverWsReadMiB: overRead };
+      rows.push(row("ws-api", wsApi, aloneP99, [rssBefore, rssDuring]));
+    }
 
-    log(`(d) failing: ETHUSDT, of the same group, fails on every batch while it is sent 20 a second, ${SECONDS} s…`);
-    rss = service.rssMiB();
-    const failingChannel = openChannel(url, key, "10.62.0.2");
-    await failingChannel.opened;
-    const failing = venueFeed("ETHUSDT", 2, 4, 3400, 20);
-    const [busyRun, failingRun] = await phase("failing", extra, script, () =>
-      Promise.all([
-        publish(channel, busy, 20, SECONDS),
-        (async () => {
-          await failingChannel.send(failing.snapshot()).catch(() => undefined);
-          return publish(failingChannel, failing, 20, SECONDS);
-        })(),
-      ]),
-    );
-    rows.push(row("failing", busyRun, aloneP99, [rss, service.rssMiB()]));
-    extra.failingMarket = { batches: failingRun.batches, acknowledged: failingRun.latencies.length, failures: failingRun.failures };
-    failingChannel.close();
+    if (runs("failing")) {
+      log(`(d) failing: ETHUSDT, of the same group, fails on every batch while it is sent 20 a second, ${SECONDS} s…`);
+      rss = service.rssMiB();
+      const failingChannel = openChannel(url, key, "10.62.0.2");
+      await failingChannel.opened;
+      const failing = venueFeed("ETHUSDT", 2, 4, 3400, 20);
+      const [busyRun, failingRun] = await phase("failing", extra, script, () =>
+        Promise.all([
+          publish(channel, busy, 20, SECONDS),
+          (async () => {
+            await failingChannel.send(failing.snapshot()).catch(() => undefined);
+            return publish(failingChannel, failing, 20, SECONDS);
+          })(),
+        ]),
+      );
+      rows.push(row("failing", busyRun, aloneP99, [rss, service.rssMiB()]));
+      extra.failingMarket = { batches: failingRun.batches, acknowledged: failingRun.latencies.length, failures: failingRun.failures };
+      failingChannel.close();
+    }
 
     // Closed: a read of the minute is answered from R2 (else the segment holding it is still open, and more is published).
     for (let waited = 0; waited < 120; waited += 5) {
@@ -391,21 +404,25 @@ async function main() {
       log("(e) waiting for the first minute's segment to close…");
       await publish(channel, busy, 20, 5);
     }
-    log(`(e) backtests: six addresses read random moments of BTCUSDT's closed history at 10 a second each, ${SECONDS} s…`);
-    rss = service.rssMiB();
-    const backtests = backtestReaders(url, busy.symbol, historyFrom, historyTo);
-    const backtestRun = await phase("backtests", extra, script, () => publish(channel, busy, 20, SECONDS));
-    await backtests.stop();
-    rows.push(row("backtests", backtestRun, aloneP99, [rss, service.rssMiB()]));
-    extra.backtests = { statuses: backtests.statuses, readAt: backtests.readAt };
+    if (runs("backtests")) {
+      log(`(e) backtests: six addresses read random moments of BTCUSDT's closed history at 10 a second each, ${SECONDS} s…`);
+      rss = service.rssMiB();
+      const backtests = backtestReaders(url, busy.symbol, historyFrom, historyTo);
+      const backtestRun = await phase("backtests", extra, script, () => publish(channel, busy, 20, SECONDS));
+      await backtests.stop();
+      rows.push(row("backtests", backtestRun, aloneP99, [rss, service.rssMiB()]));
+      extra.backtests = { statuses: backtests.statuses, readAt: backtests.readAt };
+    }
 
-    log(`(f) catch-ups: five addresses catch up on BTCUSDT from moments of its closed history into live, again and again, ${SECONDS} s…`);
-    rss = service.rssMiB();
-    const catching = catchUps(url, busy.symbol, historyFrom, historyTo);
-    const catchUpRun = await phase("catch-ups", extra, script, () => publish(channel, busy, 20, SECONDS));
-    await catching.stop();
-    rows.push(row("catch-ups", catchUpRun, aloneP99, [rss, service.rssMiB()]));
-    extra.catchUps = catching.counts;
+    if (runs("catch-ups")) {
+      log(`(f) catch-ups: five addresses catch up on BTCUSDT from moments of its closed history into live, again and again, ${SECONDS} s…`);
+      rss = service.rssMiB();
+      const catching = catchUps(url, busy.symbol, historyFrom, historyTo);
+      const catchUpRun = await phase("catch-ups", extra, script, () => publish(channel, busy, 20, SECONDS));
+      await catching.stop();
+      rows.push(row("catch-ups", catchUpRun, aloneP99, [rss, service.rssMiB()]));
+      extra.catchUps = catching.counts;
+    }
     channel.close();
   } finally {
     await service.mf.dispose();
@@ -427,7 +444,7 @@ async function main() {
     console.log(`history reads by status: ${JSON.stringify(extra.historyStatuses)}`);
     console.log(`backtests: by status ${JSON.stringify(extra.backtests?.statuses)}, read at ${JSON.stringify(extra.backtests?.readAt)}`);
     console.log(`catch-ups: ${JSON.stringify(extra.catchUps)}`);
-    const builds = extra.dayBuilds;
+    const builds = extra.dayBuilds ?? [];
     const built = builds.filter((b) => b.status === 200 && b.files === 5 && !b.pending);
     console.log(
       `day builds: ${builds.length} (${built.length} of 5 files), median ${percentile(

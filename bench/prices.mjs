@@ -25,6 +25,8 @@ export const PRICES = {
   workersCpuMs: { perMillion: 0.02, includedPerMonth: 30e6 },
   kvReads: { perMillion: 0.5, includedPerMonth: 10e6 },
   r2ClassB: { perMillion: 0.36, includedPerMonth: 10e6 },
+  /** D1 (the closed segments' index): rows written and read, with what a month includes. */
+  d1RowsWritten: { perMillion: 1.0, includedPerMonth: 50e6 },
   r2ClassBInfrequent: { perMillion: 0.9 },
   /** Infrequent Access: each GB retrieved. */
   r2RetrievalInfrequent: { perGb: 0.01 },

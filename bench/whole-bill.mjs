@@ -6,6 +6,8 @@
 //   reads       — public REST (the service's and Binance's routes) from many addresses, signed REST
 //                 with real keys, Binance's WebSocket API: every Workers request, guard call,
 //                 market refresh, KV and R2 read, Analytics Engine point and CPU second counted;
+//   history     — backtests: books at moments of the busy market's closed history, a replay, catch-ups
+//                 into live (bench/bill-history.mjs), each counted, priced per unit at the venue's share;
 //   subscribers — anonymous and keyed stream connections opened, held across key checks, closed;
 //   files       — a day's files of markets with two sizes of day (the daily-files Workflow, as
 //                 POST /admin/archive starts it), an hour's book files of markets with few and many
@@ -15,6 +17,7 @@
 // Prices are PRICES (bench/prices.mjs). Loopback only.
 import { TOKEN } from "./bill-counts.mjs";
 import { filesPhase, restartPhase } from "./bill-files.mjs";
+import { historyPhase } from "./bill-history.mjs";
 import { countsComplete, VENUE_LOAD } from "./bill-price.mjs";
 import { answeredOk, keyLedger, makeKeys, readPhase, subscriberPhase } from "./bill-reads.mjs";
 import { openedChannel } from "./publisher.mjs";
@@ -29,6 +32,8 @@ import { startService } from "./service.mjs";
 // (a fiftieth queued signed requests past their 5 s window, and their refusals were counted as reads).
 const READ_SCALE = 1 / 100;
 const MARKETS_A_HOST = 64;
+/** The history phase's books a second: at the venue's read scale, a hundredth of its 100 a second (VENUE_LOAD.historyReadsPerSecond) is too few to count. */
+const HISTORY_READS_A_SECOND = 20;
 
 /**
  * The run's gates (`ADDRESS_GATES`): as many as keep each gate's session into a host as busy as at
@@ -45,7 +50,7 @@ export function gatesForRun(markets) {
   return Math.max(1, Math.round((gated * READ_SCALE) / (hosts * perSession)));
 }
 
-export async function wholeBill(service, { channels, markets, busy, key, persist, scriptPath, vars, log }) {
+export async function wholeBill(service, { channels, markets, busy, busySpan, key, persist, scriptPath, vars, log }) {
   const url = service.url;
   const symbols = markets.map((m) => m.symbol);
   // Signed reads over 200 keys at the venue's 0.05 a key-second (1,000 a second over 20,000 keys), 20 more for keyed subscribers.
@@ -94,9 +99,25 @@ export async function wholeBill(service, { channels, markets, busy, key, persist
   // A counted window whose answers are not 2xx counts refusals, not reads: the bench fails.
   if (failed > answers / 100)
     throw new Error(`reads: ${failed} of ${answers} answers in the counted window were not 2xx: ${JSON.stringify(reads.windowStatuses)}`);
+  log(`history: ${HISTORY_READS_A_SECOND} books a second at moments of ${busy.symbol}'s closed history, a replay of a minute, five catch-ups into live…`);
+  const history = await historyPhase(service, TOKEN, {
+    symbol: busy.symbol,
+    ...busySpan,
+    rate: HISTORY_READS_A_SECOND,
+    seconds: 30,
+    flushMs: Number(vars.METRICS_FLUSH_MS ?? 10_000),
+  });
+  log(
+    `  books: ${JSON.stringify(history.books.statuses)}, read at ${JSON.stringify(history.books.readAt)}, closed reads by source ${JSON.stringify(history.books.closedReads)}, R2 class B ${history.books.r2.bStandard}, host calls ${history.books.calls.market ?? 0}`,
+  );
+  log(`  replay: ${history.replay.messages} messages, ${history.replay.bytes} bytes; catch-ups: ${JSON.stringify({ ...history.catchUps, grown: undefined })}`);
   log("subscribers: 200 anonymous and 20 keyed connections, held a minute…");
   // The keyed ones on one group's markets, so on one shard: its duties are a shard's.
-  const subscribers = await subscriberPhase(service, TOKEN, { markets: symbols.slice(0, 60), keys: keys.slice(200, 220), anonymous: 200, seconds: 60 });
+  const subscribers = {
+    ...(await subscriberPhase(service, TOKEN, { markets: symbols.slice(0, 60), keys: keys.slice(200, 220), anonymous: 200, seconds: 60 })),
+    // The shards they were placed on: the group's (its 220 addresses and keys reach every one).
+    shards: Number(vars.STREAM_GROUP_SHARDS ?? 1),
+  };
   log("files: two sizes of day, the archive, an hour's book files…");
   const files = await filesPhase(service, TOKEN, channels[0], {
     dayGroups: [
@@ -121,5 +142,5 @@ export async function wholeBill(service, { channels, markets, busy, key, persist
       };
     },
   });
-  return { service: restart.service, channels: restart.channels, phases: { reads, subscribers, files, restart, benchHosts } };
+  return { service: restart.service, channels: restart.channels, phases: { reads, history, subscribers, files, restart, benchHosts } };
 }

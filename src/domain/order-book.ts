@@ -73,6 +73,9 @@ function cyrb53(text: string): string {
   return (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(36);
 }
 
+/** Prices a book keeps formatted at most (`priceText`): twice the most a book holds. */
+const PRICE_TEXTS = 20_000;
+
 /**
  * One side of an L2 book: quantities by price, and the prices kept sorted best first, so a
  * snapshot of depth N is a slice and the best price is element 0.
@@ -161,7 +164,9 @@ export class OrderBook {
    * publisher resending any of them after a lost answer is told `duplicate`, nothing changes.
    */
   private readonly recent = new Map<number, string>();
-  private wireCache: { sequence: number; bids: WireLevel[]; asks: WireLevel[] } | undefined;
+  private readonly priceTexts = new Map<bigint, string>();
+  /** The levels formatted at a sequence, to `depth` a side: a checksum's 25 format 25, not the whole book. */
+  private wireCache: { sequence: number; depth: number; bids: WireLevel[]; asks: WireLevel[] } | undefined;
 
   constructor(
     readonly priceScale: number,
@@ -282,15 +287,28 @@ export class OrderBook {
 
   /** Up to `depth` levels a side, best first, formatted at the market's scales. */
   levels(depth: number): { bids: WireLevel[]; asks: WireLevel[] } {
-    if (this.wireCache?.sequence !== this.sequence) {
-      this.wireCache = { sequence: this.sequence, bids: this.formatSide(this.bids), asks: this.formatSide(this.asks) };
+    const cached = this.wireCache;
+    if (cached?.sequence !== this.sequence || cached.depth < depth) {
+      this.wireCache = { sequence: this.sequence, depth, bids: this.formatSide(this.bids, depth), asks: this.formatSide(this.asks, depth) };
     }
-    const { bids, asks } = this.wireCache;
+    const { bids, asks } = this.wireCache!;
     return { bids: depth >= bids.length ? bids : bids.slice(0, depth), asks: depth >= asks.length ? asks : asks.slice(0, depth) };
   }
 
-  private formatSide(side: SideLevels): WireLevel[] {
-    return side.prices.map((price) => [formatUnits(price, this.priceScale), formatUnits(side.quantities.get(price)!, this.quantityScale)]);
+  private formatSide(side: SideLevels, depth: number): WireLevel[] {
+    const prices = depth >= side.prices.length ? side.prices : side.prices.slice(0, depth);
+    return prices.map((price) => [this.priceText(price), formatUnits(side.quantities.get(price)!, this.quantityScale)]);
+  }
+
+  /** A price as the wire writes it, formatted once while the book holds it (a replay formats its top levels every message). */
+  private priceText(price: bigint): string {
+    let text = this.priceTexts.get(price);
+    if (text === undefined) {
+      if (this.priceTexts.size >= PRICE_TEXTS) this.priceTexts.clear();
+      text = formatUnits(price, this.priceScale);
+      this.priceTexts.set(price, text);
+    }
+    return text;
   }
 
   /**

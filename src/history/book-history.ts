@@ -32,9 +32,13 @@ CREATE TABLE IF NOT EXISTS book_segment_text (base_seq INTEGER NOT NULL, part IN
 /** Characters of a segment's text in one row while it waits for R2 (ASCII JSON: a character is a byte; a SQLite value holds 2 MB). */
 const PART_CHARS = 1_000_000;
 
-/** `book-history/BTCUSDT/0000000000001234.json.gz`: a segment, named by the sequence of its base. */
+/**
+ * `book-history/BTCUSDT/0000000000001234.jsonl.gz`: a segment, named by the sequence of its base —
+ * its blocks, a JSON line each, gzipped apart: one gzip file of several members, which `gunzip`
+ * reads whole as JSON Lines and a reader reads a block of by its range (`segment-blocks.ts`).
+ */
 export function segmentKey(symbol: string, baseSeq: number): string {
-  return `book-history/${symbol}/${String(baseSeq).padStart(16, "0")}.json.gz`;
+  return `book-history/${symbol}/${String(baseSeq).padStart(16, "0")}.jsonl.gz`;
 }
 
 /**
@@ -158,7 +162,7 @@ export class BookHistory {
       const { bytes, index } = await packBlocks(text);
       const blocks = encodeIndex(index);
       await this.bucket.put(segmentKey(symbol, next.base_seq), bytes, {
-        httpMetadata: { contentType: "application/octet-stream" },
+        httpMetadata: { contentType: "application/gzip" },
         customMetadata: { blocks },
       });
       await this.db

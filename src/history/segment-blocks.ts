@@ -24,7 +24,7 @@ export interface BlockIndex {
 
 type StoredBase = { sequence: number; time: number; bids: TextLevels; asks: TextLevels };
 
-/** A block's text: `{"base":…,"entries":[…]}`, a segment's own shape, so a block decodes as a segment does. */
+/** A block's text: `{"base":…,"entries":[…]}` and a newline, a segment's own shape, so a block decodes as a segment does. */
 export interface BlockText {
   baseSeq: number;
   baseTime: number;
@@ -84,7 +84,8 @@ export function segmentBlocks(text: string): BlockText[] {
   return blocks;
 }
 
-const blockText = (base: string, entries: readonly string[]) => `{"base":${base},"entries":[${entries.join(",")}]}`;
+/** A block as a JSON line: the object's blocks, gunzipped whole, are JSON Lines. */
+const blockText = (base: string, entries: readonly string[]) => `{"base":${base},"entries":[${entries.join(",")}]}\n`;
 
 /** The block holding a target: the last one starting at or before it (a block's base is the book after the previous block's last batch). */
 export function blockFor(blocks: readonly BlockIndex[], target: { sequence: number } | { time: number }): BlockIndex {

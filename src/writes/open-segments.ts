@@ -14,8 +14,13 @@
  */
 import { BoundedMap } from "../core/bounded-map";
 
-/** The host's bound on its markets' open segment texts, at two bytes a character. */
-const OPEN_SEGMENTS_MAX_BYTES = 16 * 1024 * 1024;
+/**
+ * The host's bound on its markets' open segment texts, at a byte a character (JSON of ASCII, which
+ * V8 keeps as one-byte strings): the venue's 64 markets' open texts, about 300 KB each on average
+ * and 600 KB at most, where the bound was 8 MB of characters and evicted — each evicted market's
+ * close read its records back on the host's thread (docs/capacity.md#history-caches).
+ */
+const OPEN_SEGMENTS_MAX_BYTES = 32 * 1024 * 1024;
 
 /** One market's open segment: where the log stood at its last append, the base's JSON and each entry's as R2 keeps it. */
 export interface OpenSegmentText {
@@ -45,7 +50,7 @@ export function addEntry(open: OpenSegmentText, text: string, lastSeq: number, l
 
 /** The host's map of open segment texts (a market alone gets one of its own). */
 export function openSegments(maxBytes = OPEN_SEGMENTS_MAX_BYTES): OpenSegments {
-  return new BoundedMap<OpenSegmentText>(maxBytes, 1_024, (key, open) => 2 * (key.length + open.base.length + open.chars));
+  return new BoundedMap<OpenSegmentText>(maxBytes, 1_024, (key, open) => key.length + open.base.length + open.chars);
 }
 
 /** A closed segment as a host keeps it until R2 has it: its text and its index row. */
