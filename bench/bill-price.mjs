@@ -181,7 +181,13 @@ export function priceVenueAll({ writePath, venuePhase, reads, history, subscribe
   );
   const replay = history.replay;
   const perReplayMinute = (n) => L.replayMinutesPerSecond * (n / Math.max(1e-9, replay.minutes));
-  add("backtests: replays, Workers requests (a replay a market-minute)", L.replayMinutesPerSecond, PRICES.workersRequests, false, "model: a replay per market-minute asked");
+  add(
+    "backtests: replays, Workers requests (a replay a market-minute)",
+    L.replayMinutesPerSecond,
+    PRICES.workersRequests,
+    false,
+    "model: a replay per market-minute asked",
+  );
   add("backtests: replays, R2 class B", perReplayMinute(replay.r2.bStandard), PRICES.r2ClassB, true, "history");
   add("backtests: replays, host calls (trades pages, open pages)", perReplayMinute(replay.calls.market ?? 0), PRICES.requests, true, "history");
   add("backtests: replays, Workers CPU, ms", perReplayMinute(replay.cpuSeconds * 1000), PRICES.workersCpuMs, true, "history");
@@ -190,7 +196,13 @@ export function priceVenueAll({ writePath, venuePhase, reads, history, subscribe
   add("catch-ups: R2 class B", perCatchUpMinute(caught.r2.bStandard), PRICES.r2ClassB, true, "history");
   add("catch-ups: host calls (trades pages, open pages)", perCatchUpMinute(caught.calls.market ?? 0), PRICES.requests, true, "history");
   // A segment's row and its time index in D1, for the edge's reads (two rows written a segment).
-  add("closed segments' index in D1 (rows written)", (2 * L.markets * L.segmentsPerMarketHour) / 3_600, PRICES.d1RowsWritten, false, "model: two rows a segment");
+  add(
+    "closed segments' index in D1 (rows written)",
+    (2 * L.markets * L.segmentsPerMarketHour) / 3_600,
+    PRICES.d1RowsWritten,
+    false,
+    "model: two rows a segment",
+  );
 
   // Subscribers: held (key checks, the shards' alarms and rows), and each connection's open and close once a deploy.
   const held = subscribers.held;

@@ -584,7 +584,11 @@ function priced(model, measured, book, sqliteGb) {
       perSecond: 0,
       dollars: Math.max(0, stored.r2 - PRICES.r2Storage.includedGb) * PRICES.r2Storage.perGbMonth,
     },
-    { name: `R2 storage, Infrequent Access (zips; month ${STORAGE_MONTH})`, perSecond: 0, dollars: stored.r2Infrequent * PRICES.r2StorageInfrequent.perGbMonth },
+    {
+      name: `R2 storage, Infrequent Access (zips; month ${STORAGE_MONTH})`,
+      perSecond: 0,
+      dollars: stored.r2Infrequent * PRICES.r2StorageInfrequent.perGbMonth,
+    },
     {
       name: `SQLite storage (hot trades, ids, candles; month ${STORAGE_MONTH})`,
       perSecond: 0,
@@ -868,7 +872,10 @@ async function main() {
         Object.fromEntries(
           Object.entries(ISOLATES_AND_LOCATIONS).map(([end, load]) => [
             end,
-            { ...load, beyondFloorDollarsPerMonth: priceVenueAll({ writePath: venue, venuePhase: phases.venue, ...whole.phases }, load).beyondFloorDollarsPerMonth },
+            {
+              ...load,
+              beyondFloorDollarsPerMonth: priceVenueAll({ writePath: venue, venuePhase: phases.venue, ...whole.phases }, load).beyondFloorDollarsPerMonth,
+            },
           ]),
         ),
       cpu,
@@ -925,7 +932,9 @@ async function main() {
     const all = result.venueAll;
     if (!all) return;
     for (const [end, r] of Object.entries(result.venueAllRange))
-      console.log(`the whole bill at ${r.isolates} isolates in ${r.locations} locations (${end}): beyond the floor $${r.beyondFloorDollarsPerMonth.toLocaleString("en-US")}`);
+      console.log(
+        `the whole bill at ${r.isolates} isolates in ${r.locations} locations (${end}): beyond the floor $${r.beyondFloorDollarsPerMonth.toLocaleString("en-US")}`,
+      );
     console.log(
       `\nthe whole bill (docs/capacity.md#the-whole-bill): $${all.dollarsPerMonth.toLocaleString("en-US")} a month; the platform's per-request floor $${all.platformFloorDollarsPerMonth.toLocaleString("en-US")}, everything beyond it $${all.beyondFloorDollarsPerMonth.toLocaleString("en-US")}`,
     );
