@@ -24,6 +24,17 @@ const encoder = new TextEncoder();
 /** CRC-32 of a text's UTF-8 bytes (or of bytes), an unsigned 32-bit integer; `previous` continues the CRC of what came before. */
 export function crc32(input: string | Uint8Array, previous = 0): number {
   let crc = (previous ^ 0xffffffff) >>> 0;
+  if (typeof input === "string") {
+    // ASCII (a book's levels always are): each character is its one UTF-8 byte, and no bytes are made.
+    let ascii = crc;
+    let i = 0;
+    for (; i < input.length; i++) {
+      const code = input.charCodeAt(i);
+      if (code > 0x7f) break;
+      ascii = TABLE[(ascii ^ code) & 0xff]! ^ (ascii >>> 8);
+    }
+    if (i === input.length) return (ascii ^ 0xffffffff) >>> 0;
+  }
   for (const byte of typeof input === "string" ? encoder.encode(input) : input) crc = TABLE[(crc ^ byte) & 0xff]! ^ (crc >>> 8);
   return (crc ^ 0xffffffff) >>> 0;
 }

@@ -18,6 +18,7 @@ import {
 } from "../market/schemas";
 import { MAX_BATCHES_PER_MESSAGE, MAX_UNACKED, PublishMessageSchema } from "../publish/protocol";
 import { CATCH_UP_WINDOW_BYTES, MAX_CATCH_UP_MS } from "../streams/catch-up";
+import { CATCH_UP_BYTES_PER_SECOND } from "../streams/catch-up-window";
 import { GOING_AWAY, SERVICE_RESTART } from "../streams/planned-close";
 import {
   ERROR_CODES,
@@ -92,7 +93,7 @@ const MESSAGES: Record<string, Json> = {
   ping: clientRequest("ping", "Asks for the server's time (answered by the shard)"),
   more: clientRequest(
     "more",
-    `Asks a catch-up for its next window (${CATCH_UP_WINDOW_BYTES / 1024} KiB), naming the token of the paused message that ended the last; any other more is an INVALID_MESSAGE error and earns nothing`,
+    `Asks a catch-up for its next window (${CATCH_UP_WINDOW_BYTES / 1024} KiB), naming the token of the paused message that ended the last; any other more is an INVALID_MESSAGE error and earns nothing. A window starts no sooner than its size at ${CATCH_UP_BYTES_PER_SECOND / 1024} KiB a second after the last began`,
     { token: { type: "string", maxLength: 64, description: "The last paused message's token" } },
     ["op", "token"],
   ),

@@ -6,11 +6,13 @@
  * checkpoint. The market's host is not called: it is asked only for what is still open, or not
  * yet published — the caller's fallback when this answers undefined.
  *
- * Bounded per isolate: the segment rows it has looked up (ROWS_MAX a market) and the blocks it
- * has decoded (BLOCKS_MAX_BYTES, least recently used out first).
+ * Bounded per isolate: the segment rows it has looked up (ROWS_MAX a market), the blocks it has
+ * decoded (BLOCKS_MAX_BYTES) and the books its pages ended at (PAGE_BOOKS_MAX_BYTES), least
+ * recently used out first.
  */
 import { BoundedMap } from "../core/bounded-map";
 import type { MarketConfig } from "../domain/market-config";
+import type { OrderBook } from "../domain/order-book";
 import { logFailure } from "../logs/log";
 import { billed } from "../metrics/billed-bindings";
 import { isolateMetrics } from "../metrics/holder";
@@ -21,6 +23,7 @@ import {
   type BookTarget,
   bookOf,
   conflatedMessages,
+  entriesAfter,
   historicalBook,
   type ReplayLimits,
   type ReplayPage,
@@ -28,7 +31,7 @@ import {
   snapshotMessage,
   updateAfter,
 } from "./book-replay";
-import { segmentBytes } from "./history-cache";
+import { bookBytes, segmentBytes } from "./history-cache";
 import { type BlockIndex, blockFor, decodeIndex } from "./segment-blocks";
 
 /** Where a closed read found its block: decoded in this isolate, in the location's cache, or read from R2 by range. */
@@ -72,9 +75,12 @@ interface SegmentRow {
 const ROWS_MAX = 256;
 /** Decoded blocks this isolate keeps, in bytes (estimated as the host's history cache does). */
 const BLOCKS_MAX_BYTES = 16 * 1024 * 1024;
+const PAGE_BOOKS_MAX_BYTES = 8 * 1024 * 1024;
 
 const rows = new BoundedMap<SegmentRow[]>(4 * 1024 * 1024, 4_096, (key, list) => 2 * key.length + 160 * list.length);
 const blocks = new BoundedMap<BookSegment>(BLOCKS_MAX_BYTES, 1_024, (_key, segment) => segmentBytes(segment));
+/** Books where a page ended inside a block, for the page after (a catch-up's or replay's), in bytes as the host's history cache counts them. */
+const pageBooks = new BoundedMap<OrderBook>(PAGE_BOOKS_MAX_BYTES, 256, (_key, book) => bookBytes(book));
 
 /** What a closed read may answer: a book (at or before its segment's end), or a page (something after the cursor in the segment). */
 type Use = "book" | "page";
@@ -188,14 +194,21 @@ export async function closedReplayPage(
   const target: BookTarget = after === undefined ? { time: from } : { sequence: after };
   const block = await closedBlock(history, market.symbol, target, "page");
   if (!block) return undefined;
-  const book = bookOf(block, market.priceScale, market.quantityScale);
-  const rest = replayTo(book, block, target);
+  // A page that ended inside this block left its book: the next goes on from it, not from the checkpoint.
+  const heldKey = (sequence: number) => `${market.symbol}|${block.base.sequence}|${sequence}`;
+  const held = after === undefined ? undefined : pageBooks.get(heldKey(after));
+  if (held) pageBooks.delete(heldKey(after!));
+  const book = held ?? bookOf(block, market.priceScale, market.quantityScale);
+  const rest = held ? entriesAfter(block, held.sequence) : replayTo(book, block, target);
   const messages = after === undefined ? [snapshotMessage(book)] : [];
   const toSequence = limits.toSequence ?? Number.MAX_SAFE_INTEGER;
   messages.push(...conflatedMessages(book, rest, to, toSequence, limits.maxBytes));
   const left = updateAfter(block, book.sequence);
-  // Stopped by its bytes, with more of the block in bounds: the next page goes on from here.
-  if (left && left.time <= to && left.sequence <= toSequence) return { messages, next: book.sequence };
+  // Stopped by its bytes, with more of the block in bounds: the next page goes on from here, from this book.
+  if (left && left.time <= to && left.sequence <= toSequence) {
+    pageBooks.set(heldKey(book.sequence), book);
+    return { messages, next: book.sequence };
+  }
   const passed = rest.some((entry) => entry.time > to || lastSequenceOf(entry) > toSequence);
   return passed ? { messages } : { messages, next: book.sequence };
 }

@@ -33,6 +33,11 @@ export function entriesBytes(entries: readonly BookEntry[]): number {
   return bytes;
 }
 
+/** About the bytes a book holds in memory. */
+export function bookBytes(book: OrderBook): number {
+  return LEVEL_BYTES * (book.bids.quantities.size + book.asks.quantities.size);
+}
+
 /** About the bytes a segment holds in memory, decoded. */
 export function segmentBytes(segment: BookSegment): number {
   return LEVEL_BYTES * (segment.base.bids.length + segment.base.asks.length) + entriesBytes(segment.entries);
@@ -55,11 +60,7 @@ export class HistoryCache {
   readonly segments = new BoundedMap<OpenSegment>(SEGMENTS_MAX_BYTES, 64, (_key, held) => held.bytes);
   readonly answers = new BoundedMap<string>(ANSWERS_MAX_BYTES, 4_096, textBytes);
   /** By market, segment and sequence: the book a page ended at, taken by the page that goes on from there. */
-  readonly replayBooks = new BoundedMap<OrderBook>(
-    REPLAY_BOOKS_MAX_BYTES,
-    256,
-    (_key, book) => LEVEL_BYTES * (book.bids.quantities.size + book.asks.quantities.size),
-  );
+  readonly replayBooks = new BoundedMap<OrderBook>(REPLAY_BOOKS_MAX_BYTES, 256, (_key, book) => bookBytes(book));
 
   /** A market dropped after a failure: what is held of it is read again. */
   forget(symbol: string): void {
