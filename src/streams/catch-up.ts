@@ -157,7 +157,7 @@ export class CatchUps {
     const going = run ?? (await this.resume(ws, stored!));
     if (!going) return undefined;
     going.token = undefined;
-    // The pace: a window no sooner than half a second after the last began (a second `more` is refused meanwhile: no token).
+    // The pace: a window no sooner than a second after the last began (a second `more` is refused meanwhile: no token).
     const wait = paceWait(going.windowAt, Date.now());
     if (wait > 0) await sleep(wait);
     if (this.runs.get(ws) !== going) return undefined;
