@@ -105,9 +105,11 @@ export function priceVenueAll({ writePath, venuePhase, reads, history, subscribe
   // The segments the phase put (one class A operation each), not all its class A operations: an
   // hour's book files built within the phase are the files phase's line, per market-hour.
   add("R2 class A, Standard: book segments", perMarketSecond(venuePhase.segmentsPut), PRICES.r2ClassA, true, "venue");
+  // The chunks the archive put (a class A operation each), not every class A operation of its window:
+  // other markets' segments put then (an hour's staggered closes) are the write path's line.
   add(
     "R2 class A, Standard: trade archive chunks",
-    (files.archive.r2.aStandard / files.archive.trades) * L.tradesPerSecond,
+    (files.archive.chunks / files.archive.trades) * L.tradesPerSecond,
     PRICES.r2ClassA,
     true,
     "files (archive)",

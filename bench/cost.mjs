@@ -126,8 +126,8 @@ const BOOK_JSON_BYTES_PER_LEVEL = 21;
 const ISOLATES_AND_LOCATIONS = { low: { isolates: 100, locations: 30 }, high: { isolates: 10_000, locations: 300 } };
 /** The month the bill prices storage at (history is kept for ever: a month's bill grows with the venue's age). */
 const STORAGE_MONTH = 24;
-/** A segment's blocks in R2 (src/history/segment-blocks.ts): a checkpoint every 256 batches or 128 KB of them. */
-const BLOCK_ENTRIES = 256;
+/** A segment's blocks in R2 (src/history/segment-blocks.ts): a checkpoint every 1,024 batches or 128 KB of them. */
+const BLOCK_ENTRIES = 1_024;
 const BLOCK_CHARS = 128 * 1024;
 
 /** The keys of the book segments in R2 under `prefix`. */

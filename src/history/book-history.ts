@@ -9,7 +9,7 @@ import { gunzipText, gzipText } from "../core/encoding";
 import { type BookSegment, closedSegment, decodeBase, decodeEntry } from "../writes/book-log";
 import type { ClosedSegment } from "../writes/open-segments";
 import type { BookTarget } from "./book-replay";
-import { type BlockIndex, decodeIndex, encodeIndex, segmentBlocks } from "./segment-blocks";
+import { type BlockIndex, encodeIndex, segmentBlocks } from "./segment-blocks";
 import { yieldTurn } from "./sliced-put";
 
 /** What one kept segment covers. */
@@ -65,12 +65,12 @@ export async function readSegment(bucket: R2Bucket, symbol: string, baseSeq: num
   const object = await bucket.get(segmentKey(symbol, baseSeq));
   if (!object) throw new Error(`the book segment at ${baseSeq} of ${symbol} is not in R2`);
   const bytes = new Uint8Array(await object.arrayBuffer());
-  const blocks = object.customMetadata?.blocks;
-  if (!blocks) throw new Error(`the book segment at ${baseSeq} of ${symbol} has no index of its blocks`);
-  const index = decodeIndex(blocks, bytes.length);
+  const offsets = object.customMetadata?.offsets;
+  if (!offsets) throw new Error(`the book segment at ${baseSeq} of ${symbol} says not where its blocks start`);
+  const starts = offsets.split(",").map(Number);
   let segment: BookSegment | undefined;
-  for (const block of index) {
-    const part = await decodeBlock(bytes.subarray(block.offset, block.offset + block.bytes));
+  for (const [i, start] of starts.entries()) {
+    const part = await decodeBlock(bytes.subarray(start, starts[i + 1] ?? bytes.length));
     if (segment) segment.entries.push(...part.entries);
     else segment = part;
   }
@@ -161,9 +161,10 @@ export class BookHistory {
       // Gzipped: about 5 bytes a level change where the JSON holds 21 (docs/history.md#book-history).
       const { bytes, index } = await packBlocks(text);
       const blocks = encodeIndex(index);
+      // The object says where its blocks start (a reader of it whole: the Workflow); its row, what each holds too.
       await this.bucket.put(segmentKey(symbol, next.base_seq), bytes, {
         httpMetadata: { contentType: "application/gzip" },
-        customMetadata: { blocks },
+        customMetadata: { offsets: index.map((block) => block.offset).join(",") },
       });
       await this.db
         .prepare("INSERT OR REPLACE INTO book_segments (symbol, base_seq, last_seq, first_time, last_time, bytes, blocks) VALUES (?, ?, ?, ?, ?, ?, ?)")

@@ -48,8 +48,8 @@ export interface ClosedHistory {
 }
 
 /**
- * The closed history of `env`, counted in the isolate's metrics (a stream shard's count go with
- * its own: `counted`).
+ * The closed history of `env`, counted in the isolate's metrics (a stream shard counts in its
+ * own: `counted`).
  *
  * @example
  * const page = await closedReplayPage(closedHistoryOf(env), market, from, to, after);

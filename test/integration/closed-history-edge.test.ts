@@ -27,11 +27,11 @@ type Uploads = { bookHistory: { upload(symbol: string): Promise<number> } };
 
 /** The batches' clock: a second a batch, from a minute into the hour two hours back (all in one hour: no hour closes the segment). */
 const T0 = Math.floor(Date.now() / HOUR_MS) * HOUR_MS - 2 * HOUR_MS + MINUTE_MS;
-/** Small batches before the wide ones that close the segment: more than a block's BLOCK_ENTRIES. */
+/** Small batches before the wide ones that close the segment: more than a block's 128 KB of them. */
 const SMALL = 300;
 
 /**
- * One closed segment of sequences 1…SMALL + 8: a small snapshot, SMALL - 1 batches of one level a
+ * One closed segment of sequences 1…SMALL + 8: a small snapshot, SMALL - 1 batches of twenty levels a
  * side (apart by a second), then one batch of seven wide updates that passes the segment's 1 MB
  * and closes it; two more batches, now, in the open segment. Uploaded, so its blocks are in R2 and its
  * row in D1.
@@ -46,7 +46,9 @@ async function closedSegment(SYMBOL: string) {
     expect((await ingest(env, "*", { symbol: SYMBOL, book: [snapshot] })).book, "the snapshot").toBe("applied");
     for (let sequence = 2; sequence <= SMALL; sequence++) {
       vi.setSystemTime(T0 + sequence * 1000);
-      const update = { type: "delta" as const, sequence, bids: [level(40_001 + (sequence % 40), sequence)], asks: [level(50_001 + (sequence % 40), sequence)] };
+      // Twenty levels a side (about 600 bytes a batch): the small batches pass a block's 128 KB, so the segment is cut by bytes.
+      const sides = (from: number) => Array.from({ length: 20 }, (_, i) => level(from + ((sequence + i * 3) % 60), sequence + i));
+      const update = { type: "delta" as const, sequence, bids: sides(40_001), asks: sides(50_001) };
       expect((await ingest(env, "*", { symbol: SYMBOL, book: [update] })).book, `batch ${sequence}`).toBe("applied");
     }
     vi.setSystemTime(T0 + (SMALL + 1) * 1000);
@@ -106,14 +108,16 @@ describe("closed book history is read where it lies (docs/history.md#closed-hist
       expect(decoded.base.sequence, `block ${i}'s checkpoint`).toBe(block.baseSeq);
     }
 
-    const sequences = [1, 2, 3, 100, BLOCK_ENTRIES, BLOCK_ENTRIES + 1, BLOCK_ENTRIES + 2, SMALL - 1, SMALL, SMALL + 3, SMALL + 7];
+    // Around the second block's checkpoint, and across the first.
+    const second = blocks[1]!.baseSeq;
+    const sequences = [1, 2, 3, 100, second - 1, second, second + 1, SMALL - 1, SMALL, SMALL + 3, SMALL + 7];
     // The location's cache outlives a run's storage: the answers this test asks for are not in it.
     for (const sequence of [...sequences, SMALL + 8]) {
       for (const depth of [5, 50]) await caches.default.delete(`https://book-history.internal/${SYMBOL}/${sequence}/${depth}`);
     }
     const start = await hostCounts();
     const calls = objectCalls.market;
-    const moments = [T0 + 1500, T0 + 200_000, T0 + (BLOCK_ENTRIES + 1) * 1000, T0 + (SMALL - 1) * 1000 + 500];
+    const moments = [T0 + 1500, T0 + 200_000, T0 + (second + 1) * 1000, T0 + (SMALL - 1) * 1000 + 500];
     const edge: Record<string, unknown> = {};
     for (const sequence of sequences) {
       const answer = await read(`/api/orderbook/${SYMBOL}?sequence=${sequence}&depth=50`);

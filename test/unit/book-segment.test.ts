@@ -105,4 +105,17 @@ describe("a book segment as R2 keeps it (src/history/book-history.ts)", () => {
       { numRuns: 50 },
     );
   });
+
+  it("a segment of many small batches (a busy market's 4,096 commits of five) is at most 128 blocks, whose offsets fit R2's 2 KB of metadata (fails before: 64 blocks of [offset, sequence, time] passed it)", () => {
+    const entries = Array.from({ length: 20_480 }, (_, i) => ({ t: 1_000 + i, u: [["d", i + 1, [[String(100 + (i % 50)), String(i)]], []]] }));
+    const text = `{"base":{"sequence":0,"time":1000,"bids":[],"asks":[]},"entries":[${entries.map((e) => JSON.stringify(e)).join(",")}]}`;
+    const blocks = segmentBlocks(text);
+    expect(blocks.length, "blocks").toBeLessThanOrEqual(128);
+    const offsets = blocks.map((_, i) => String(i * 8_000)).join(",");
+    expect(offsets.length, "the offsets' metadata, at offsets of up to seven digits").toBeLessThan(2_048);
+    expect(
+      blocks.slice(0, -1).every((b) => decodeSegment(b.text).entries.length === BLOCK_ENTRIES),
+      "every block but the last holds BLOCK_ENTRIES",
+    ).toBe(true);
+  });
 });
