@@ -158,7 +158,7 @@ export class BookHistory {
       const next = this.sql.exec<Row>(`SELECT ${COLUMNS} FROM book_segments WHERE base_seq = (SELECT MIN(base_seq) FROM book_segment_text)`).toArray()[0];
       if (!next) return uploaded;
       const text = this.waiting(next.base_seq)!;
-      // Gzipped: about 5 bytes a level change where the JSON holds 21 (docs/history.md#book-history).
+      // Gzipped a block at a time: about 5 to 6 bytes a level change, checkpoints included, where the JSON holds 21 (docs/history.md#book-history).
       const { bytes, index } = await packBlocks(text);
       const blocks = encodeIndex(index);
       // The object says where its blocks start (a reader of it whole: the Workflow); its row, what each holds too.
