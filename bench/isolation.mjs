@@ -151,42 +151,19 @@ function dayBuilds(url, symbol, date) {
   };
 }
 
-/** (a) Six addresses reading the market's book history at 10 a second each, until `stop()`. */
-function historyReaders(url, symbol, lastSequence) {
-  let running = true;
-  const statuses = {};
-  const readers = Array.from({ length: 6 }, async (_, r) => {
-    for (let i = 0; running; i++) {
-      const started = Date.now();
-      const target = i % 2 === 0 ? `at=${Date.now() - 500}` : `sequence=${Math.max(2, lastSequence() - 3)}`;
-      const response = await fetch(`${url}/api/orderbook/${symbol}?${target}&depth=100`, { headers: { "CF-Connecting-IP": `10.63.0.${r + 1}` } }).catch(
-        () => undefined,
-      );
-      const status = response?.status ?? 0;
-      statuses[status] = (statuses[status] ?? 0) + 1;
-      await response?.arrayBuffer().catch(() => undefined);
-      await sleep(Math.max(0, 100 - (Date.now() - started)));
-    }
-  });
-  return {
-    statuses,
-    stop: async () => {
-      running = false;
-      await Promise.all(readers);
-    },
-  };
-}
-
-/** (e) Six addresses reading the book at random moments of [from, to) at 10 a second each, until `stop()`. */
-function backtestReaders(url, symbol, from, to) {
+/**
+ * Six addresses reading the market's book at 10 a second each, until `stop()`: `target(i)` is each
+ * read's `at=` or `sequence=` — (a) the last moments, (e) random moments of closed history.
+ * Counts the answers by status and by where each was read (`X-Book-Read`).
+ */
+function bookReaders(url, symbol, ipBase, target) {
   let running = true;
   const statuses = {};
   const readAt = {};
   const readers = Array.from({ length: 6 }, async (_, r) => {
-    while (running) {
+    for (let i = 0; running; i++) {
       const started = Date.now();
-      const at = Math.floor(from + Math.random() * (to - from));
-      const response = await fetch(`${url}/api/orderbook/${symbol}?at=${at}&depth=100`, { headers: { "CF-Connecting-IP": `10.66.0.${r + 1}` } }).catch(
+      const response = await fetch(`${url}/api/orderbook/${symbol}?${target(i)}&depth=100`, { headers: { "CF-Connecting-IP": `${ipBase}.${r + 1}` } }).catch(
         () => undefined,
       );
       const status = response?.status ?? 0;
@@ -335,7 +312,7 @@ async function main() {
     if (runs("history")) {
       log(`(a) history: six addresses read BTCUSDT's book history at 10 a second each, ${SECONDS} s…`);
       rss = service.rssMiB();
-      const readers = historyReaders(url, busy.symbol, () => busy.sequence);
+      const readers = bookReaders(url, busy.symbol, "10.63.0", (i) => (i % 2 === 0 ? `at=${Date.now() - 500}` : `sequence=${Math.max(2, busy.sequence - 3)}`));
       const history = await phase("history", extra, script, () => publish(channel, busy, 20, SECONDS));
       await readers.stop();
       rows.push(row("history", history, aloneP99, [rss, service.rssMiB()]));
@@ -407,7 +384,7 @@ async function main() {
     if (runs("backtests")) {
       log(`(e) backtests: six addresses read random moments of BTCUSDT's closed history at 10 a second each, ${SECONDS} s…`);
       rss = service.rssMiB();
-      const backtests = backtestReaders(url, busy.symbol, historyFrom, historyTo);
+      const backtests = bookReaders(url, busy.symbol, "10.66.0", () => `at=${Math.floor(historyFrom + Math.random() * (historyTo - historyFrom))}`);
       const backtestRun = await phase("backtests", extra, script, () => publish(channel, busy, 20, SECONDS));
       await backtests.stop();
       rows.push(row("backtests", backtestRun, aloneP99, [rss, service.rssMiB()]));

@@ -3,10 +3,12 @@
  * batches in order, into an order book — to a sequence, to a moment, or as the messages a live
  * subscriber got. Pure: the market object and the replay connection do the I/O.
  */
+import type { BoundedMap } from "../core/bounded-map";
 import { formatUnits } from "../core/decimal";
 import { bookChecksum, CHECKSUM_DEPTH } from "../domain/book-checksum";
 import { OrderBook, type WireLevel } from "../domain/order-book";
 import { CONFLATE_MS } from "../streams/conflation";
+import { lastSequenceOf } from "../writes/book-entries";
 import type { BookEntry, BookSegment } from "../writes/book-log";
 
 /** A moment of the book: the last update at or before a sequence, or the last batch applied at or before a time. */
@@ -113,7 +115,7 @@ export function snapshotMessage(book: OrderBook): ReplayBookMessage {
  * once `maxBytes` of JSON text are made (so `book` ends at the last message's sequence). `book` is
  * at the state before the first entry.
  */
-export function conflatedMessages(
+function conflatedMessages(
   book: OrderBook,
   all: readonly BookEntry[],
   toTime: number,
@@ -186,7 +188,7 @@ export function entriesAfter(segment: BookSegment, sequence: number): BookEntry[
 }
 
 /** The segment's first update after `sequence`, with its batch's time, without copying the rest. */
-export function updateAfter(segment: BookSegment, sequence: number): { time: number; sequence: number } | undefined {
+function updateAfter(segment: BookSegment, sequence: number): { time: number; sequence: number } | undefined {
   const entry = segment.entries[entryAfter(segment.entries, sequence)];
   const update = entry?.updates.find((u) => u.sequence > sequence);
   return entry && update ? { time: entry.time, sequence: update.sequence } : undefined;
@@ -203,4 +205,41 @@ function upToSequence(entries: readonly BookEntry[], toSequence: number): readon
     if (updates.length < entry.updates.length) break;
   }
   return kept;
+}
+
+/** Where a page stopped: at its bytes (the next goes on from its book, held), at the segment's end within its bounds, or past them (the replay's end). */
+type PageEnd = "bytes" | "segment" | "passed";
+
+/**
+ * One page of a segment's book messages (the host's open and kept segments, the edge's closed
+ * blocks): the first (no `after`) opens with the whole book at `from`; a later one goes on after
+ * the cursor — from the book an earlier page ended at when `held` has it (a catch-up's pages cost
+ * what they send, not a replay from the segment's base each), and a page stopped by its bytes
+ * leaves its book there for the next.
+ */
+export function segmentPage(
+  segment: BookSegment,
+  scales: { priceScale: number; quantityScale: number },
+  from: number,
+  after: number | undefined,
+  limits: { to: number; toSequence: number; maxBytes?: number },
+  held: BoundedMap<OrderBook>,
+  /** The market's symbol: held books are keyed by it, the segment's base and the sequence. */
+  symbol: string,
+): { messages: ReplayBookMessage[]; sequence: number; end: PageEnd } {
+  const key = (sequence: number) => `${symbol}|${segment.base.sequence}|${sequence}`;
+  const kept = after === undefined ? undefined : held.get(key(after));
+  if (kept) held.delete(key(kept.sequence));
+  const book = kept ?? bookOf(segment, scales.priceScale, scales.quantityScale);
+  const rest = kept ? entriesAfter(segment, kept.sequence) : replayTo(book, segment, after === undefined ? { time: from } : { sequence: after });
+  const messages = after === undefined ? [snapshotMessage(book)] : [];
+  const { to, toSequence, maxBytes } = limits;
+  messages.push(...conflatedMessages(book, rest, to, toSequence, maxBytes));
+  const left = updateAfter(segment, book.sequence);
+  if (maxBytes !== undefined && left && left.time <= to && left.sequence <= toSequence) {
+    held.set(key(book.sequence), book);
+    return { messages, sequence: book.sequence, end: "bytes" };
+  }
+  const passed = rest.some((entry) => entry.time > to || lastSequenceOf(entry) > toSequence);
+  return { messages, sequence: book.sequence, end: passed ? "passed" : "segment" };
 }

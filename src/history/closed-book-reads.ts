@@ -16,21 +16,9 @@ import type { OrderBook } from "../domain/order-book";
 import { logFailure } from "../logs/log";
 import { billed } from "../metrics/billed-bindings";
 import { isolateMetrics } from "../metrics/holder";
-import { lastSequenceOf } from "../writes/book-entries";
 import type { BookSegment } from "../writes/book-log";
 import { decodeBlock, segmentKey } from "./book-history";
-import {
-  type BookTarget,
-  bookOf,
-  conflatedMessages,
-  entriesAfter,
-  historicalBook,
-  type ReplayLimits,
-  type ReplayPage,
-  replayTo,
-  snapshotMessage,
-  updateAfter,
-} from "./book-replay";
+import { type BookTarget, bookOf, historicalBook, type ReplayLimits, type ReplayPage, replayTo, segmentPage } from "./book-replay";
 import { bookBytes, segmentBytes } from "./history-cache";
 import { type BlockIndex, blockFor, decodeIndex } from "./segment-blocks";
 
@@ -77,7 +65,9 @@ const ROWS_MAX = 256;
 const BLOCKS_MAX_BYTES = 16 * 1024 * 1024;
 const PAGE_BOOKS_MAX_BYTES = 8 * 1024 * 1024;
 
-const rows = new BoundedMap<SegmentRow[]>(4 * 1024 * 1024, 4_096, (key, list) => 2 * key.length + 160 * list.length);
+/** About what a row holds in memory: its numbers and its blocks' (up to MAX_BLOCKS of them). */
+const rowBytes = (row: SegmentRow) => 80 + 56 * row.blocks.length;
+const rows = new BoundedMap<SegmentRow[]>(4 * 1024 * 1024, 4_096, (key, list) => 2 * key.length + list.reduce((sum, row) => sum + rowBytes(row), 0));
 const blocks = new BoundedMap<BookSegment>(BLOCKS_MAX_BYTES, 1_024, (_key, segment) => segmentBytes(segment));
 /** Books where a page ended inside a block, for the page after (a catch-up's or replay's), in bytes as the host's history cache counts them. */
 const pageBooks = new BoundedMap<OrderBook>(PAGE_BOOKS_MAX_BYTES, 256, (_key, book) => bookBytes(book));
@@ -90,6 +80,7 @@ function holds(row: SegmentRow, target: BookTarget, use: Use): boolean {
   return row.baseSeq <= target.sequence && (use === "book" ? target.sequence <= row.lastSeq : target.sequence < row.lastSeq);
 }
 
+const SEGMENT_QUERY = "SELECT base_seq, last_seq, first_time, last_time, bytes, blocks FROM book_segments WHERE symbol = ? AND";
 type Row = { base_seq: number; last_seq: number; first_time: number; last_time: number; bytes: number; blocks: string };
 
 /** The published segment that holds the target, from this isolate's rows or one D1 query (an index seek: a row or two read). */
@@ -97,18 +88,11 @@ async function segmentFor(history: ClosedHistory, symbol: string, target: BookTa
   const known = rows.get(symbol) ?? [];
   const held = known.find((row) => holds(row, target, use));
   if (held) return held;
+  // The last segment starting at or before the target: by its base sequence, or by its first time.
   const query =
     "sequence" in target
-      ? history.db
-          .prepare(
-            "SELECT base_seq, last_seq, first_time, last_time, bytes, blocks FROM book_segments WHERE symbol = ? AND base_seq <= ? ORDER BY base_seq DESC LIMIT 1",
-          )
-          .bind(symbol, target.sequence)
-      : history.db
-          .prepare(
-            "SELECT base_seq, last_seq, first_time, last_time, bytes, blocks FROM book_segments WHERE symbol = ? AND first_time <= ? ORDER BY first_time DESC, base_seq DESC LIMIT 1",
-          )
-          .bind(symbol, target.time);
+      ? history.db.prepare(`${SEGMENT_QUERY} base_seq <= ? ORDER BY base_seq DESC LIMIT 1`).bind(symbol, target.sequence)
+      : history.db.prepare(`${SEGMENT_QUERY} first_time <= ? ORDER BY first_time DESC, base_seq DESC LIMIT 1`).bind(symbol, target.time);
   const found = await query.first<Row>();
   if (!found) return undefined;
   const row: SegmentRow = {
@@ -194,21 +178,8 @@ export async function closedReplayPage(
   const target: BookTarget = after === undefined ? { time: from } : { sequence: after };
   const block = await closedBlock(history, market.symbol, target, "page");
   if (!block) return undefined;
-  // A page that ended inside this block left its book: the next goes on from it, not from the checkpoint.
-  const heldKey = (sequence: number) => `${market.symbol}|${block.base.sequence}|${sequence}`;
-  const held = after === undefined ? undefined : pageBooks.get(heldKey(after));
-  if (held) pageBooks.delete(heldKey(after!));
-  const book = held ?? bookOf(block, market.priceScale, market.quantityScale);
-  const rest = held ? entriesAfter(block, held.sequence) : replayTo(book, block, target);
-  const messages = after === undefined ? [snapshotMessage(book)] : [];
   const toSequence = limits.toSequence ?? Number.MAX_SAFE_INTEGER;
-  messages.push(...conflatedMessages(book, rest, to, toSequence, limits.maxBytes));
-  const left = updateAfter(block, book.sequence);
-  // Stopped by its bytes, with more of the block in bounds: the next page goes on from here, from this book.
-  if (left && left.time <= to && left.sequence <= toSequence) {
-    pageBooks.set(heldKey(book.sequence), book);
-    return { messages, next: book.sequence };
-  }
-  const passed = rest.some((entry) => entry.time > to || lastSequenceOf(entry) > toSequence);
-  return passed ? { messages } : { messages, next: book.sequence };
+  const page = segmentPage(block, market, from, after, { to, toSequence, maxBytes: limits.maxBytes }, pageBooks, market.symbol);
+  // The block read to its end within bounds: the next page is the next block's (or the host's, past the last published).
+  return page.end === "passed" ? { messages: page.messages } : { messages: page.messages, next: page.sequence };
 }

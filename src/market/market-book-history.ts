@@ -15,7 +15,6 @@ import { BookHistory, type SegmentRow } from "../history/book-history";
 import {
   type BookTarget,
   bookOf,
-  conflatedMessages,
   copyOf,
   entriesAfter,
   entryAfter,
@@ -24,9 +23,9 @@ import {
   type ReplayPage,
   replayTo,
   segmentHolds,
+  segmentPage,
   sequenceAt,
   snapshotMessage,
-  updateAfter,
 } from "../history/book-replay";
 import { entriesBytes, type HistoryCache, segmentBytes } from "../history/history-cache";
 import { yieldTurn } from "../history/sliced-put";
@@ -311,7 +310,6 @@ export class MarketBookHistory {
    * book at `from`; each page is at most one segment (SNAPSHOT_EVERY batches, about 1 MB).
    */
   async replayPage(state: MarketState, from: number, to: number, after?: number, limits: ReplayLimits = {}): Promise<ReplayPage> {
-    const target: BookTarget = after === undefined ? { time: from } : { sequence: after };
     const live = state.book;
     // Pages hold what is committed: batches staged for the tick are the live stream's until their
     // commit is durable (a catch-up takes them from its shard's recent messages, docs/design.md#the-write-path).
@@ -321,26 +319,21 @@ export class MarketBookHistory {
       // Nothing after `from` yet: the book as it is, and the end.
       return { messages: [snapshotMessage(live)] };
     }
-    const found = await this.segmentFor(state, target);
+    const found = await this.segmentFor(state, after === undefined ? { time: from } : { sequence: after });
     if (!found) this.notKept(state, after === undefined ? new Date(from).toISOString() : `sequence ${after}`);
-    const { symbol, priceScale, quantityScale } = state.market;
-    // A page that ended inside a segment left its book here: the next page goes on from it instead of
-    // replaying the segment from its base again (a catch-up's pages cost what they send, not the segment each).
-    const heldKey = (sequence: number) => `${symbol}|${found.segment.base.sequence}|${sequence}`;
-    const held = after === undefined ? undefined : this.cache.replayBooks.get(heldKey(after));
-    if (held) this.cache.replayBooks.delete(heldKey(held.sequence));
-    const book = held ?? bookOf(found.segment, priceScale, quantityScale);
-    const rest = held ? entriesAfter(found.segment, held.sequence) : replayTo(book, found.segment, target);
-    const messages = after === undefined ? [snapshotMessage(book)] : [];
     const toSequence = Math.min(limits.toSequence ?? Number.MAX_SAFE_INTEGER, committed);
-    messages.push(...conflatedMessages(book, rest, to, toSequence, limits.maxBytes));
-    const left = updateAfter(found.segment, book.sequence);
-    if (limits.maxBytes !== undefined && left && left.time <= to && left.sequence <= toSequence) {
-      this.cache.replayBooks.set(heldKey(book.sequence), book);
-      return { messages, next: book.sequence };
-    }
-    const passedTo = rest.some((entry) => entry.time > to || entry.updates.some((update) => update.sequence > toSequence));
-    return found.row && !passedTo ? { messages, next: found.row.lastSeq } : { messages };
+    const page = segmentPage(
+      found.segment,
+      state.market,
+      from,
+      after,
+      { to, toSequence, maxBytes: limits.maxBytes },
+      this.cache.replayBooks,
+      state.market.symbol,
+    );
+    if (page.end === "bytes") return { messages: page.messages, next: page.sequence };
+    // A kept segment read to its end within bounds: the next page is the next segment's.
+    return found.row && page.end === "segment" ? { messages: page.messages, next: found.row.lastSeq } : { messages: page.messages };
   }
 
   /**
