@@ -9,7 +9,7 @@ import { gunzipText, gzipText } from "../core/encoding";
 import { type BookSegment, closedSegment, decodeBase, decodeEntry } from "../writes/book-log";
 import type { ClosedSegment } from "../writes/open-segments";
 import type { BookTarget } from "./book-replay";
-import { type BlockIndex, encodeIndex, segmentBlocks } from "./segment-blocks";
+import { type BlockIndex, type BlockText, encodeIndex, segmentBlocks } from "./segment-blocks";
 import { yieldTurn } from "./sliced-put";
 
 /** What one kept segment covers. */
@@ -79,12 +79,13 @@ export async function readSegment(bucket: R2Bucket, symbol: string, baseSeq: num
 
 /** A segment's blocks gzipped apart and laid end to end, with where each lies. */
 async function packBlocks(text: string): Promise<{ bytes: Uint8Array; index: BlockIndex[] }> {
-  const blocks = segmentBlocks(text);
+  const blocks: BlockText[] = [];
   const gzipped: Uint8Array[] = [];
-  for (const block of blocks) {
-    // A turn a block: the host's commits go between.
-    await yieldTurn();
+  for (const block of segmentBlocks(text)) {
+    blocks.push(block);
+    // A turn a block, cut and gzipped: the host's commits go between.
     gzipped.push(new Uint8Array(await gzipText(block.text)));
+    await yieldTurn();
   }
   const bytes = new Uint8Array(gzipped.reduce((sum, part) => sum + part.length, 0));
   const index: BlockIndex[] = [];

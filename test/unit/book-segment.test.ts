@@ -63,7 +63,7 @@ describe("a book segment as R2 keeps it (src/history/book-history.ts)", () => {
     }));
     fc.assert(
       fc.property(many, (s) => {
-        const blocks = segmentBlocks(encodeSegment(s as unknown as BookSegment));
+        const blocks = [...segmentBlocks(encodeSegment(s as unknown as BookSegment))];
         const decoded = blocks.map((b) => decodeSegment(b.text));
         expect(decoded.flatMap((b) => b.entries).length, "every batch, once").toBe(s.entries.length);
         // The book replayed from the segment's base, checked at each block's start.
@@ -109,7 +109,7 @@ describe("a book segment as R2 keeps it (src/history/book-history.ts)", () => {
   it("a segment of many small batches (a busy market's 4,096 commits of five) is at most 128 blocks, whose offsets fit R2's 2 KB of metadata (fails before: 64 blocks of [offset, sequence, time] passed it)", () => {
     const entries = Array.from({ length: 20_480 }, (_, i) => ({ t: 1_000 + i, u: [["d", i + 1, [[String(100 + (i % 50)), String(i)]], []]] }));
     const text = `{"base":{"sequence":0,"time":1000,"bids":[],"asks":[]},"entries":[${entries.map((e) => JSON.stringify(e)).join(",")}]}`;
-    const blocks = segmentBlocks(text);
+    const blocks = [...segmentBlocks(text)];
     expect(blocks.length, "blocks").toBeLessThanOrEqual(128);
     const offsets = blocks.map((_, i) => String(i * 8_000)).join(",");
     expect(offsets.length, "the offsets' metadata, at offsets of up to seven digits").toBeLessThan(2_048);
