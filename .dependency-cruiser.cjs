@@ -17,7 +17,7 @@
  * dialect.
  */
 const ENTRY = "(routes|connection|middleware)\\.tsx?$";
-const DIALECTS = "^src/(binance|v1|pages|publish|accounts|settlements|admin|docs)/|^src/(app|index)\\.tsx?$";
+const DIALECTS = "^src/(binance|tardis|v1|pages|publish|accounts|settlements|admin|docs)/|^src/(app|index)\\.tsx?$";
 const SERVICES = "^src/(access|registry|groups|streams|announcements|audit|logs|metrics|rpc-sessions)/";
 const only = (name, from, allowed) => ({
   name,

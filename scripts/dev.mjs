@@ -2,8 +2,10 @@
 // feed on. npm runs this on the Node of the `node` devDependency, which wrangler needs (>= 22.12).
 import { spawn, spawnSync } from "node:child_process";
 import { ensureDevSecrets } from "./dev-secrets.mjs";
+import { ensureDevCertificate, startTlsDoor } from "./dev-tls.mjs";
 
 const port = Number(process.env.PORT ?? 8787);
+const httpsPort = Number(process.env.HTTPS_PORT ?? port + 1);
 if (ensureDevSecrets()) console.log("Generated local secrets in .dev.vars (git-ignored).");
 
 // The local D1 database gets every migration before the Worker starts (idempotent).
@@ -56,6 +58,9 @@ const wrangler = spawn("wrangler", args, { stdio: "inherit", env: { ...process.e
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => wrangler.kill(signal));
 wrangler.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
 
+// HTTPS for local clients that speak nothing else (tardis-dev): a door in front of the service.
+startTlsDoor(httpsPort, port, await ensureDevCertificate());
+
 // The demo feed starts with the first request; make it so nobody has to.
 const base = `http://127.0.0.1:${port}`;
 for (let attempt = 0; attempt < 240; attempt++) {
@@ -64,6 +69,7 @@ for (let attempt = 0; attempt < 240; attempt++) {
     const response = await fetch(`${base}/api/time`);
     if (response.ok) {
       console.log(`Market Data Service: ${base}  (demo feed on; try ${base}/api/ticker/BTCUSDT or ${base}/docs)`);
+      console.log(`HTTPS for tardis-dev: https://127.0.0.1:${httpsPort}/tardis/v1 (trust .dev-tls/cert.pem: NODE_EXTRA_CA_CERTS)`);
       break;
     }
   } catch {

@@ -23,14 +23,15 @@ function freePort() {
  * `state` and `port` start it again on a state directory a killed one left (a crash test);
  * `kill()` is `kill -9` of its whole process group, leaving the state for that restart.
  * @param {{ env?: Record<string, string>, timeoutMs?: number, state?: string, port?: number }} [options] extra environment (e.g. `--var` is not needed: `npm start` turns the demo feed on)
- * @returns {Promise<{ baseUrl: string, stop: () => Promise<void>, kill: () => Promise<void>, output: () => string, state: string, port: number }>}
+ * @returns {Promise<{ baseUrl: string, httpsUrl: string, stop: () => Promise<void>, kill: () => Promise<void>, output: () => string, state: string, port: number }>}
  */
 export async function startService({ env = {}, timeoutMs = 150_000, state: given, port: givenPort } = {}) {
   const port = givenPort ?? (await freePort());
+  const httpsPort = await freePort();
   const state = given ?? mkdtempSync(path.join(tmpdir(), "mds-service-"));
   const child = spawn("npm", ["start", "--", "--persist-to", state], {
     cwd: path.resolve(import.meta.dirname, ".."),
-    env: { ...process.env, PORT: String(port), WRANGLER_LOG: process.env.SERVICE_LOG ? "info" : "warn", ...env },
+    env: { ...process.env, PORT: String(port), HTTPS_PORT: String(httpsPort), WRANGLER_LOG: process.env.SERVICE_LOG ? "info" : "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
   });
@@ -79,5 +80,5 @@ export async function startService({ env = {}, timeoutMs = 150_000, state: given
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
   // Everything the service printed so far (the no-secrets test reads it).
-  return { baseUrl, stop, kill, output: () => output, state, port };
+  return { baseUrl, httpsUrl: `https://127.0.0.1:${httpsPort}`, stop, kill, output: () => output, state, port };
 }

@@ -2,6 +2,7 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import { bodyLimit } from "hono/body-limit";
 import { createMiddleware } from "hono/factory";
 import { publicLimit, publicReadLimit } from "./access/middleware";
+import { pacedPublicLimit } from "./access/paced-middleware";
 import { dashboardRoutes } from "./accounts/pages";
 import { accountRoutes } from "./accounts/routes";
 import { adminRoutes } from "./admin/routes";
@@ -36,9 +37,16 @@ import { registryRoutes } from "./registry/routes";
 import { callbackRoutes } from "./settlements/routes";
 import { streamOperatorRoutes } from "./streams/operator-routes";
 import { publicStreamRoutes, signedStreamRoutes } from "./streams/routes";
+import { tardisRoutes } from "./tardis/routes";
 import { signedRoutes } from "./v1/routes";
 
 let demoFeedStarted = false;
+
+/**
+ * How long a Tardis request over the public limit waits for its window: `tardis-dev` asks for 60
+ * minutes at once and, refused, waits a minute before asking again (docs/tardis.md#limits).
+ */
+const TARDIS_WAIT_MS = 15_000;
 
 /** In local development the first request of an isolate makes sure the demo feed runs. */
 const startDemoFeed = createMiddleware<AppEnv>(async (c, next) => {
@@ -133,6 +141,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
     ["/admin", metricsRoutes], //                             the operator metrics: as above
     ["/admin", historyOperatorRoutes], //                     importing a market's past, writing daily files: as above
     ["/", historyFileRoutes(publicLimit)], //                  daily files in Binance's public-data layout, from R2: publicLimit
+    ["/tardis/v1", tardisRoutes(pacedPublicLimit(TARDIS_WAIT_MS))], // Tardis-compatible feed and datasets: publicLimit, waited for up to 15 s
     ["/docs", docsRoutes], //                                 the API reference page: none
     ["/", pageRoutes], //                                     pages and their scripts: none
   ] as const) {

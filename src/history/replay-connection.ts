@@ -3,18 +3,15 @@ import { openEdgeConnection } from "../access/edge-connection";
 import { ByteWindow } from "../core/byte-window";
 import { sleep } from "../core/cross-request-wait";
 import { randomHex } from "../core/encoding";
-import { marketObject } from "../core/object-ids";
-import { type ProblemResult, problem, unwrap } from "../core/problem";
+import { problem } from "../core/problem";
 import { msSetting } from "../core/settings";
-import type { MarketAnswer } from "../domain/market-answer";
 import type { MarketConfig } from "../domain/market-config";
-import type { WireTrade } from "../domain/wire-trade";
 import type { AppEnv } from "../http/env";
 import { logFailure } from "../logs/log";
 import { tradeWindows } from "../streams/conflation";
 import { MAX_CONNECTIONS_PER_PRINCIPAL, POLICY_VIOLATION, streamFrame } from "../streams/protocol";
-import { type ReplayBookMessage, type ReplayPage, replayTime } from "./book-replay";
-import { closedHistoryOf, closedReplayPage } from "./closed-book-reads";
+import { type ReplayBookMessage, replayTime } from "./book-replay";
+import { bookPage, TRADES_PAGE, tradePage } from "./history-pages";
 
 /** What a replay was asked for (validated by the route). */
 export interface ReplayRequest {
@@ -27,9 +24,6 @@ export interface ReplayRequest {
 
 /** A replay's longest span: its reads grow with what happened in it (docs/history.md#replay). */
 export const MAX_REPLAY_SPAN_MS = 24 * 60 * 60 * 1000;
-/** Trades read per call of the market. */
-const TRADES_PAGE = 1_000;
-
 interface Timed {
   time: number;
   text: string;
@@ -47,10 +41,7 @@ function bookSource(env: Env, market: MarketConfig, from: number, to: number): S
   let first = true;
   const source: Source = { buffer: [], more: undefined };
   const page = async (): Promise<Timed[]> => {
-    // A page in closed history is read here; the market's host answers only what is open.
-    const result =
-      (await closedReplayPage(closedHistoryOf(env), market, from, to, after)) ??
-      unwrap((await marketObject(env, market).bookReplay(market, from, to, after)) as unknown as ReplayPage | ProblemResult);
+    const { page: result } = await bookPage(env, market, from, to, after);
     const messages = result.messages.map((data: ReplayBookMessage, i) => ({ time: replayTime(data, i, from, first), text: streamFrame(stream, data) }));
     first = false;
     after = result.next;
@@ -66,13 +57,7 @@ function tradesSource(env: Env, market: MarketConfig, from: number, to: number):
   let fromId: number | undefined;
   const source: Source = { buffer: [], more: undefined };
   const page = async (): Promise<Timed[]> => {
-    const answer: MarketAnswer = await marketObject(env, market).answer(market, {
-      kind: "trades",
-      limit: TRADES_PAGE,
-      page: { startTime: from, endTime: to, ...(fromId !== undefined ? { fromId } : {}) },
-    });
-    if (answer.problem) throw problem(answer.problem.code, answer.problem.detail, answer.problem.extras);
-    const trades = JSON.parse(answer.text) as WireTrade[];
+    const trades = await tradePage(env, market, from, to, fromId);
     fromId = trades.length > 0 ? trades[trades.length - 1]!.tradeId + 1 : undefined;
     source.more = trades.length === TRADES_PAGE ? page : undefined;
     return tradeWindows(trades).map((window) => ({ time: window[0]!.time, text: streamFrame(stream, window) }));

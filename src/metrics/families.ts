@@ -25,6 +25,9 @@ export const FAMILIES = {
   mds_history_closed_reads_total: counter(
     "Reads of closed book history where they were asked (an isolate or a stream shard, never the market's host), by where the block came from: memory (decoded in that isolate), cache (the location's), r2 (a range read)",
   ),
+  mds_tardis_reads_total: counter(
+    "Reads of the Tardis-compatible API, by kind (details, minute: a data-feed minute, dataset: a day's file) and source: edge (closed history and R2 only, no market's host called), host (a market's host answered part: open history, trades), cache (the location's)",
+  ),
   mds_stream_catch_up_bytes_total: counter("Bytes of history a catch-up sent its connections before they met the live streams"),
   mds_relay_shard_calls_total: counter("Calls from the group relays into the stream shards (each carries a tick's events of the markets the shard wants)"),
   mds_stream_delivery_seconds: histogram("From a market applying a book update to a shard sending it"),

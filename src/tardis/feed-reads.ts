@@ -1,0 +1,92 @@
+/**
+ * A minute of the Tardis-compatible feed read from the venue's history (docs/tardis.md#data-feeds):
+ * each market's book from the book's pages — closed segments read here, the market's host only
+ * for what is still open — and its trades; made into the minute's lines by feed-lines.ts.
+ */
+import { ProblemError } from "../core/problem";
+import type { MarketConfig } from "../domain/market-config";
+import type { WireTrade } from "../domain/wire-trade";
+import type { ReplayBookMessage } from "../history/book-replay";
+import type { ClosedHistory } from "../history/closed-book-reads";
+import { bookPage, TRADES_PAGE, tradePage } from "../history/history-pages";
+import { type FeedChannel, type MarketMinute, minuteText } from "./feed-lines";
+
+export const MINUTE_MS = 60_000;
+
+/** A market asked for, and on which channels. */
+export interface FeedAsk {
+  market: MarketConfig;
+  channels: ReadonlySet<FeedChannel>;
+}
+
+/** What reading a minute took: the market hosts' calls (0: all of it closed history, read here). */
+export interface MinuteRead {
+  text: string;
+  hostCalls: number;
+}
+
+/**
+ * The book of `market` in the minute from `start`: the whole book just before it, and its
+ * messages in it. A market whose book history begins later than the minute's start has none
+ * before it (the host says its history begins later: 404), and no opening.
+ */
+async function bookOfMinute(env: Env, closed: ClosedHistory, market: MarketConfig, start: number, count: () => void) {
+  const from = start - 1;
+  const to = start + MINUTE_MS - 1;
+  const messages: ReplayBookMessage[] = [];
+  let after: number | undefined;
+  for (;;) {
+    let read: Awaited<ReturnType<typeof bookPage>>;
+    try {
+      read = await bookPage(env, market, from, to, after, closed);
+    } catch (error) {
+      if (after === undefined && error instanceof ProblemError && error.code === "NOT_FOUND") return { opening: undefined, book: [] };
+      throw error;
+    }
+    if (read.host) count();
+    messages.push(...read.page.messages);
+    if (read.page.next === undefined) break;
+    after = read.page.next;
+  }
+  const [opening, ...book] = messages;
+  return { opening, book };
+}
+
+async function tradesOfMinute(env: Env, market: MarketConfig, start: number, count: () => void): Promise<WireTrade[]> {
+  const out: WireTrade[] = [];
+  let fromId: number | undefined;
+  for (;;) {
+    count();
+    const page = await tradePage(env, market, start, start + MINUTE_MS - 1, fromId);
+    out.push(...page);
+    if (page.length < TRADES_PAGE) return out;
+    fromId = page[page.length - 1]!.tradeId + 1;
+  }
+}
+
+const BOOK_CHANNELS: readonly FeedChannel[] = ["depth", "depthSnapshot", "bookTicker"];
+
+/**
+ * The minute from `start` of each market asked, as one body of lines; `snapshot`: it opens with
+ * each book's generated `depthSnapshot` (a replay's first minute, and each hour's).
+ *
+ * @example
+ * const { text, hostCalls } = await readMinute(env, closedHistoryOf(env), asks, start, true);
+ */
+export async function readMinute(env: Env, closed: ClosedHistory, asks: readonly FeedAsk[], start: number, snapshot: boolean): Promise<MinuteRead> {
+  let hostCalls = 0;
+  const count = () => {
+    hostCalls += 1;
+  };
+  const minutes = await Promise.all(
+    asks.map(async ({ market, channels }): Promise<MarketMinute> => {
+      const wantsBook = BOOK_CHANNELS.some((c) => channels.has(c));
+      const [book, trades] = await Promise.all([
+        wantsBook ? bookOfMinute(env, closed, market, start, count) : { opening: undefined, book: [] },
+        channels.has("trade") ? tradesOfMinute(env, market, start, count) : [],
+      ]);
+      return { symbol: market.symbol, scales: market, channels, ...(book.opening ? { opening: book.opening } : {}), book: book.book, trades, snapshot, start };
+    }),
+  );
+  return { text: minuteText(minutes), hostCalls };
+}
