@@ -9,6 +9,7 @@ export { AddressGate } from "./access/address-gate";
 export { KeyUsageLedger } from "./access/key-usage-ledger";
 export { BookFilesWorkflow } from "./history/book-files-workflow";
 export { DailyFilesWorkflow } from "./history/daily-files-workflow";
+export { DatasetsWorkflow } from "./history/datasets-workflow";
 export { DemoFeed } from "./market/demo-feed-object";
 export { MarketObject } from "./market/market-object";
 export { PriceIndex } from "./market/price-index-object";

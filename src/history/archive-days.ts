@@ -7,6 +7,7 @@ import { logFailure } from "../logs/log";
 import { ensureRegistry } from "../registry/copy";
 import { type DayFiles, dayName } from "./daily-files";
 import { type DayParams, dayInstanceId } from "./daily-files-workflow";
+import { handDatasets } from "./datasets-workflow";
 
 /** Markets asked at once: each is one small call to its host and an instance created a day. */
 const CONCURRENCY = 16;
@@ -47,6 +48,8 @@ async function handMarketDay(env: Env, market: MarketConfig, day: number): Promi
       result.trades = trades;
       const handed: string[] = [];
       for (const d of trades > 0 ? [day, ...again] : again) handed.push(await hand(env, market, d));
+      // A day without trades has its book's datasets still (a day that traded has them handed by its daily files' instance).
+      if (trades === 0) await handDatasets(env, market, day, false);
       if (trades > 0) [result.instance] = handed;
       if (again.length > 0) result.rewritten = again.map(dayName);
       if (handed.length > 0) result.pending = true;

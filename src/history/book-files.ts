@@ -3,7 +3,7 @@
  * Pure; the market's book history gathers the hour's segments and writes them.
  */
 import { formatUnits } from "../core/decimal";
-import { HOUR_MS } from "../domain/intervals";
+import { HOUR_MS, MINUTE_MS } from "../domain/intervals";
 import type { BookUpdate, OrderBook } from "../domain/order-book";
 import type { BookSegment } from "../writes/book-log";
 
@@ -23,6 +23,14 @@ export function parseHour(text: string): number | undefined {
 }
 
 export const hourOf = (time: number) => Math.floor(time / HOUR_MS) * HOUR_MS;
+
+/** Markets close the segment holding an hour's end within this long after it (docs/history.md#staggered-closes). */
+export const CLOSE_SPREAD_MS = 5 * MINUTE_MS;
+/**
+ * An hour is handed to its files' Workflow this long after it ends (the alarm; docs/history.md#book-files):
+ * once every market closed it, so every segment holding it is in R2 and published.
+ */
+export const BOOK_FILES_AFTER_MS = CLOSE_SPREAD_MS + MINUTE_MS;
 
 /** `data/spot/hourly/book/BTCUSDT/BTCUSDT-book-2026-11-25-14.zip`, and its bookTicker sibling. */
 export function hourlyKey(kind: BookFileKind, symbol: string, hour: number): string {

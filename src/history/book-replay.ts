@@ -207,6 +207,23 @@ function upToSequence(entries: readonly BookEntry[], toSequence: number): readon
   return kept;
 }
 
+/**
+ * The segment's book at a cursor — after sequence `after`, or at moment `from` when none — as a
+ * whole-book message, and the messages after it through `to` (a day's datasets read a segment
+ * whole, cursor to cursor).
+ */
+export function segmentMessages(
+  segment: BookSegment,
+  scales: { priceScale: number; quantityScale: number },
+  from: number,
+  after: number | undefined,
+  to: number,
+): { opening: ReplayBookMessage; messages: ReplayBookMessage[] } {
+  const book = bookOf(segment, scales.priceScale, scales.quantityScale);
+  const rest = replayTo(book, segment, after === undefined ? { time: from } : { sequence: after });
+  return { opening: snapshotMessage(book), messages: conflatedMessages(book, rest, to) };
+}
+
 /** Where a page stopped: at its bytes (the next goes on from its book, held), at the segment's end within its bounds, or past them (the replay's end). */
 type PageEnd = "bytes" | "segment" | "passed";
 

@@ -30,6 +30,7 @@ import {
   packedWireTrade,
   tradesCsv,
 } from "./daily-files";
+import { handDatasets } from "./datasets-workflow";
 import { putChecksum, ZIP_PUT } from "./file-storage";
 import { FILE_ROUNDS, FILE_STEP, inRounds, PIECE_CSV_BYTES, reportBuilt, reportFailed } from "./file-workflows";
 import { yieldTurn } from "./sliced-put";
@@ -120,6 +121,9 @@ export class DailyFilesWorkflow extends WorkflowEntrypoint<Env, DayParams> {
         // What the day cost its host: the open and each page (their bytes copied, never parsed there).
         day.host = { calls: 1 + progress.hostCalls, bytes: progress.hostBytes };
         await step.do(named("done"), FILE_STEP, () => this.done(params, id, day, progress));
+        // Tardis's datasets of the day read its trades from the zip just written (docs/tardis.md#datasets).
+        const zipped = day.files.some((file) => file.key === dailyKey("trades", params.market.symbol, params.day));
+        await step.do(named("hand the datasets"), FILE_STEP, () => handDatasets(this.env, params.market, params.day, zipped));
         return day;
       },
       async (round, error) => {

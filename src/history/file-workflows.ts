@@ -16,7 +16,7 @@ export const FILE_ROUNDS = 3;
 /** A step's CSV is cut about here: a piece of each file per step, one R2 object, well within a step's memory. */
 export const PIECE_CSV_BYTES = 16 * 1024 * 1024;
 
-export type FileKind = "book" | "day";
+export type FileKind = "book" | "day" | "datasets";
 
 /**
  * Runs `attempt` in rounds: a round's steps are named apart (`named`), so a round after a failure

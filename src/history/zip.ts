@@ -110,3 +110,13 @@ export async function zipOne(name: string, data: Uint8Array, day: Date): Promise
 export async function sha256Hex(bytes: Uint8Array): Promise<string> {
   return toHex(await crypto.subtle.digest("SHA-256", bytes));
 }
+
+/** The text of a zip's first entry, as this file writes one (a local header with its sizes, no data descriptor): inflated from the bytes. */
+export async function firstEntryText(zip: Uint8Array): Promise<string> {
+  const view = new DataView(zip.buffer, zip.byteOffset, zip.byteLength);
+  if (zip.length < 30 || view.getUint32(0, true) !== 0x04034b50) throw new Error("not a zip: no local file header");
+  const compressed = view.getUint32(18, true);
+  const start = 30 + view.getUint16(26, true) + view.getUint16(28, true);
+  const data = zip.subarray(start, start + compressed);
+  return new Response(new Blob([data]).stream().pipeThrough(new DecompressionStream("deflate-raw"))).text();
+}

@@ -9,7 +9,7 @@ import { fnv1a } from "../core/fnv";
 import { problem } from "../core/problem";
 import { HOUR_MS, MINUTE_MS } from "../domain/intervals";
 import type { OrderBook } from "../domain/order-book";
-import { hourOf } from "../history/book-files";
+import { BOOK_FILES_AFTER_MS, CLOSE_SPREAD_MS, hourOf } from "../history/book-files";
 import { type BookHourParams, bookHourId } from "../history/book-files-workflow";
 import { BookHistory, type SegmentRow } from "../history/book-history";
 import {
@@ -40,11 +40,7 @@ import type { MarketState } from "./market-state";
  * CLOSE_SPREAD_MS, by a hash of its symbol): a group's 64 markets close theirs over five minutes,
  * not all in the hour's first commit (docs/history.md#staggered-closes).
  */
-const CLOSE_SPREAD_MS = 5 * MINUTE_MS;
 export const closeDelay = (symbol: string): number => fnv1a(symbol) % CLOSE_SPREAD_MS;
-
-/** An hour is handed to its files' Workflow this long after it ends (the alarm; docs/history.md#book-files): once every market closed it. */
-export const BOOK_FILES_AFTER_MS = CLOSE_SPREAD_MS + MINUTE_MS;
 
 /** Entries a history read replays past its checkpoint before the checkpoint moves up (`bookAtSequence`). */
 const CHECKPOINT_ENTRIES = 64;

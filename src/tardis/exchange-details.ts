@@ -3,8 +3,9 @@
  * markets with the day each was listed, the feed's channels, and the datasets' days. The listing
  * days are one D1 read of the markets (a row a market), kept by the isolate for a minute.
  */
+
+import { DATASET_TYPES } from "../history/datasets";
 import { currentRegistry } from "../registry/copy";
-import { DATASET_TYPES } from "./datasets";
 
 const KEEP_MS = 60_000;
 let listed: { at: number; days: Map<string, number> } | undefined;

@@ -5,20 +5,20 @@ import { problem } from "../core/problem";
 import { okJson, problemResponses } from "../core/schemas";
 import { closedHistoryOf } from "../history/closed-book-reads";
 import { dayName, parseDay } from "../history/daily-files";
+import { DATASET_EXCHANGE, DATASET_TYPES, type DatasetType, datasetKey } from "../history/datasets";
 import type { AppEnv } from "../http/env";
 import { createRouter } from "../http/router";
 import { resolveMarket } from "../market/lookup";
 import { billed } from "../metrics/billed-bindings";
 import { isolateMetrics } from "../metrics/holder";
 import { readContext } from "../reads/reads";
-import { DATASET_TYPES, type DatasetType, datasetKey } from "./datasets";
 import { exchangeDetails } from "./exchange-details";
 import { FEED_CHANNELS, type FeedChannel } from "./feed-lines";
 import { type FeedAsk, MINUTE_MS, readMinute } from "./feed-reads";
 
 const tags = ["Tardis-compatible history"];
 /** The one exchange name served: the venue speaks Binance's dialect (docs/binance.md). */
-const EXCHANGE = "binance";
+const EXCHANGE = DATASET_EXCHANGE;
 /** Markets one minute may name: its reads grow with them. */
 const MAX_FEED_SYMBOLS = 10;
 const HOUR_MS = 3_600_000;
@@ -162,7 +162,7 @@ export function tardisRoutes(limit: MiddlewareHandler<AppEnv>) {
     if (!DATASET_TYPES.includes(type as DatasetType) || start === undefined || !symbol) {
       throw problem("NOT_FOUND", `${c.req.path.slice(0, 160)}: datasets are /datasets/${EXCHANGE}/{${DATASET_TYPES.join("|")}}/YYYY/MM/DD/{SYMBOL}.csv.gz`);
     }
-    const object = await billed(c.env, "HISTORY").get(datasetKey(EXCHANGE, type as DatasetType, start, symbol));
+    const object = await billed(c.env, "HISTORY").get(datasetKey(type as DatasetType, start, symbol));
     isolateMetrics.counts.add("mds_tardis_reads_total", { kind: "dataset", source: "edge" });
     if (!object) {
       throw problem(

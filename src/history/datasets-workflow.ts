@@ -1,0 +1,206 @@
+/**
+ * A market's day as Tardis's four CSV datasets (docs/tardis.md#datasets), built off the market host
+ * by a Cloudflare Workflow (docs/design.md#files-off-the-writer), an instance a market-day: the
+ * nightly run hands each listed market's yesterday (a market that traded, once its daily files are
+ * written: its trades are read from the day's trades zip). The book's three come from the day's
+ * closed book segments in R2 — found in D1, a few segments a step, each type's rows gzipped into a
+ * piece — and one step puts each file from its pieces. No market's host is called: the day is
+ * built from what R2 and D1 hold once every segment holding it is closed (BOOK_FILES_AFTER_MS).
+ */
+import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";
+import { gzipSync } from "node:zlib";
+import { DAY_MS } from "../domain/intervals";
+import type { MarketConfig } from "../domain/market-config";
+import { billed } from "../metrics/billed-bindings";
+import { BOOK_FILES_AFTER_MS } from "./book-files";
+import { readSegment } from "./book-history";
+import { segmentMessages } from "./book-replay";
+import { dailyKey, dayName } from "./daily-files";
+import {
+  BOOK_DATASET_TYPES,
+  type BookCarry,
+  type BookDatasetType,
+  BookDayRows,
+  DATASET_HEADERS,
+  type DatasetType,
+  datasetKey,
+  EMPTY_CARRY,
+  tradesRows,
+} from "./datasets";
+import { FILE_STEP, inRounds, PIECE_CSV_BYTES, reportBuilt, reportFailed } from "./file-workflows";
+import { MessageBook } from "./message-book";
+import { putInSlices, yieldTurn } from "./sliced-put";
+import { firstEntryText } from "./zip";
+import { deletePieces, pieceReader } from "./zip-pieces";
+
+/** What the run hands an instance: the market as listed then, the day's start (UTC ms), and whether its trades zip was written. */
+export interface DatasetParams {
+  market: MarketConfig;
+  day: number;
+  trades: boolean;
+}
+
+/** What an instance returns: the four files it put. */
+export interface DatasetFiles {
+  symbol: string;
+  date: string;
+  files: { key: string; bytes: number }[];
+}
+
+/** Where the book's steps have got to: the next segment, the last sequence made into rows, the rows' carry, the pieces. */
+interface Progress {
+  next: number;
+  cursor?: number;
+  carry: BookCarry;
+  /** Per piece (one R2 object, named by its first segment): each type's bytes, in BOOK_DATASET_TYPES' order. */
+  pieces: { first: number; bytes: number[] }[];
+}
+
+/** Segments a step reads at most (each up to 1 MB of JSON), fewer once their rows pass PIECE_CSV_BYTES. */
+const CHUNK_SEGMENTS = 8;
+/** Lines of the day's trades file made into rows between two turns of the thread. */
+const SLICE_LINES = 5_000;
+const DATASET_PUT: R2PutOptions = { httpMetadata: { contentType: "application/gzip" }, storageClass: "InfrequentAccess" };
+
+/** The instance of a market's day, handed at `at` (a day handed again, after a late trade, is a new instance). */
+export function datasetsInstanceId(symbol: string, day: number, at: number): string {
+  return `tardis-${symbol}-${dayName(day)}-${at.toString(36)}`;
+}
+
+/**
+ * Hands a market's day to its datasets' instance (docs/tardis.md#datasets); `trades`: its trades
+ * zip is written, and the trades are read from it.
+ */
+export async function handDatasets(env: Env, market: MarketConfig, day: number, trades: boolean): Promise<string> {
+  const id = datasetsInstanceId(market.symbol, day, Date.now());
+  await env.DATASETS.create({ id, params: { market, day, trades } satisfies DatasetParams });
+  return id;
+}
+
+/** `datasets-work/BTCUSDT/2026-12-06/<instance>/<base>.gz`: a step's pieces, until the files are put. */
+const pieceKey = (params: DatasetParams, instance: string, first: number) =>
+  `datasets-work/${params.market.symbol}/${dayName(params.day)}/${instance}/${first}.gz`;
+
+/**
+ * The day's segments in order, from D1: the one holding the day's start (its book opens the day)
+ * and those starting in it. A gap in their chain (a segment not yet published) fails the step.
+ */
+export async function daySegments(db: D1Database, symbol: string, day: number): Promise<number[]> {
+  const columns = "SELECT base_seq, last_seq FROM book_segments WHERE symbol = ?";
+  const opening = await db.prepare(`${columns} AND first_time < ? ORDER BY first_time DESC, base_seq DESC LIMIT 1`).bind(symbol, day).first<Row>();
+  const within = await db
+    .prepare(`${columns} AND first_time >= ? AND first_time < ? ORDER BY base_seq`)
+    .bind(symbol, day, day + DAY_MS)
+    .all<Row>();
+  const rows = [...(opening ? [opening] : []), ...within.results];
+  for (let i = 1; i < rows.length; i++) {
+    if (rows[i]!.base_seq !== rows[i - 1]!.last_seq) throw new Error(`${symbol}'s book segment after ${rows[i - 1]!.last_seq} is not published yet`);
+  }
+  return rows.map((row) => row.base_seq);
+}
+type Row = { base_seq: number; last_seq: number };
+
+export class DatasetsWorkflow extends WorkflowEntrypoint<Env, DatasetParams> {
+  override async run(event: Readonly<WorkflowEvent<DatasetParams>>, step: WorkflowStep): Promise<DatasetFiles> {
+    const params = event.payload;
+    const id = event.instanceId;
+    return inRounds(
+      step,
+      async (named) => {
+        // Every segment holding the day is closed and published this long after it.
+        const ready = params.day + DAY_MS + BOOK_FILES_AFTER_MS;
+        if (Date.now() < ready) await step.sleep(named("wait for the day's last book segments"), ready - Date.now());
+        const trades = await step.do(named("trades"), FILE_STEP, () => this.trades(params));
+        const segments = await step.do(named("the day's book segments"), FILE_STEP, () => daySegments(this.env.DB, params.market.symbol, params.day));
+        let progress: Progress = { next: 0, carry: EMPTY_CARRY, pieces: [] };
+        while (progress.next < segments.length) {
+          const before = progress;
+          progress = await step.do(named(`book from segment ${segments[before.next]}`), FILE_STEP, () => this.bookPiece(params, id, segments, before));
+        }
+        const done = progress;
+        const book = await step.do(named("put the book's datasets"), FILE_STEP, () => this.putBook(params, id, done));
+        await step.do(named("done"), FILE_STEP, async () => {
+          await deletePieces(
+            billed(this.env, "HISTORY"),
+            done.pieces.map((piece) => pieceKey(params, id, piece.first)),
+          );
+          await reportBuilt(this.env, id, "datasets", "written");
+        });
+        return { symbol: params.market.symbol, date: dayName(params.day), files: [trades, ...book] };
+      },
+      (round, error) => reportFailed(this.env, id, "datasets", round, error),
+    );
+  }
+
+  /** The `trades` dataset, from the day's trades zip (docs/history.md#daily-files); a day without one has the header only. */
+  private async trades(params: DatasetParams): Promise<DatasetFiles["files"][number]> {
+    const { market, day } = params;
+    const bucket = billed(this.env, "HISTORY");
+    let text = DATASET_HEADERS.trades;
+    if (params.trades) {
+      const key = dailyKey("trades", market.symbol, day);
+      const zip = await bucket.get(key);
+      if (!zip) throw new Error(`${key} is not written: the day's trades are read from it`);
+      const lines = (await firstEntryText(new Uint8Array(await zip.arrayBuffer()))).split("\n");
+      for (let i = 0; i < lines.length; i += SLICE_LINES) {
+        text += tradesRows(market.symbol, lines.slice(i, i + SLICE_LINES).join("\n"));
+        await yieldTurn(1);
+      }
+    }
+    const key = datasetKey("trades", day, market.symbol);
+    const bytes = gzipSync(text);
+    await bucket.put(key, bytes, DATASET_PUT);
+    return { key, bytes: bytes.length };
+  }
+
+  /** Up to CHUNK_SEGMENTS segments' rows of the day, each type gzipped on its own, the three one R2 object. */
+  private async bookPiece(params: DatasetParams, id: string, segments: number[], before: Progress): Promise<Progress> {
+    const { market, day } = params;
+    const bucket = billed(this.env, "HISTORY");
+    const rows = new BookDayRows(market.symbol, before.carry);
+    let cursor = before.cursor;
+    let next = before.next;
+    for (let taken = 0; next < segments.length && taken < CHUNK_SEGMENTS; taken++, next++) {
+      const segment = await readSegment(bucket, market.symbol, segments[next]!);
+      const { opening, messages } = segmentMessages(segment, market, day - 1, cursor, day + DAY_MS - 1);
+      const book = new MessageBook(market);
+      book.apply(opening);
+      if (cursor === undefined) rows.opening(book, day);
+      for (const message of messages) rows.change(book, message.time, book.apply(message));
+      cursor = messages.at(-1)?.sequence ?? opening.sequence;
+      await yieldTurn(1);
+      if (Object.values(rows.rows).reduce((n, text) => n + text.length, 0) >= PIECE_CSV_BYTES) {
+        next += 1;
+        break;
+      }
+    }
+    const parts = BOOK_DATASET_TYPES.map((type) => gzipSync(rows.rows[type]));
+    const bytes = parts.map((part) => part.length);
+    const total = bytes.reduce((n, b) => n + b, 0);
+    await putInSlices(bucket, pieceKey(params, id, segments[before.next]!), total, {}, async (send) => {
+      for (const part of parts) await send(part);
+    });
+    return { next, ...(cursor !== undefined ? { cursor } : {}), carry: rows.carry, pieces: [...before.pieces, { first: segments[before.next]!, bytes }] };
+  }
+
+  /** Each book type's file: its header, then its part of every piece (gzip members laid end to end are one gzip file). */
+  private async putBook(params: DatasetParams, id: string, progress: Progress): Promise<DatasetFiles["files"]> {
+    const bucket = billed(this.env, "HISTORY");
+    const files: DatasetFiles["files"] = [];
+    for (const [t, type] of BOOK_DATASET_TYPES.entries()) {
+      const header = gzipSync(DATASET_HEADERS[type as BookDatasetType]);
+      const parts = progress.pieces.map((piece) => {
+        const offset = piece.bytes.slice(0, t).reduce((n, b) => n + b, 0);
+        return { read: pieceReader(bucket, pieceKey(params, id, piece.first), offset, piece.bytes[t]!), bytes: piece.bytes[t]! };
+      });
+      const bytes = header.length + parts.reduce((n, p) => n + p.bytes, 0);
+      const key = datasetKey(type as DatasetType, params.day, params.market.symbol);
+      await putInSlices(bucket, key, bytes, DATASET_PUT, async (send) => {
+        await send(header);
+        for (const part of parts) await send(await part.read());
+      });
+      files.push({ key, bytes });
+    }
+    return files;
+  }
+}
