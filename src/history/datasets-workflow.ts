@@ -25,7 +25,8 @@ import {
   type DatasetType,
   datasetKey,
   EMPTY_CARRY,
-  tradesRows,
+  TRADE_HOURS_METADATA,
+  tradeHourRows,
 } from "./datasets";
 import { FILE_STEP, inRounds, PIECE_CSV_BYTES, reportBuilt, reportFailed } from "./file-workflows";
 import { MessageBook } from "./message-book";
@@ -132,25 +133,35 @@ export class DatasetsWorkflow extends WorkflowEntrypoint<Env, DatasetParams> {
     );
   }
 
-  /** The `trades` dataset, from the day's trades zip (docs/history.md#daily-files); a day without one has the header only. */
+  /**
+   * The `trades` dataset, from the day's trades zip (docs/history.md#daily-files): the header, then
+   * each hour's rows gzipped apart, where each starts in the object's metadata. A day without a
+   * trades zip has the header and 24 empty hours.
+   */
   private async trades(params: DatasetParams): Promise<DatasetFiles["files"][number]> {
     const { market, day } = params;
     const bucket = billed(this.env, "HISTORY");
-    let text = DATASET_HEADERS.trades;
+    const hours = Array.from({ length: 24 }, () => "");
     if (params.trades) {
       const key = dailyKey("trades", market.symbol, day);
       const zip = await bucket.get(key);
       if (!zip) throw new Error(`${key} is not written: the day's trades are read from it`);
       const lines = (await firstEntryText(new Uint8Array(await zip.arrayBuffer()))).split("\n");
       for (let i = 0; i < lines.length; i += SLICE_LINES) {
-        text += tradesRows(market.symbol, lines.slice(i, i + SLICE_LINES).join("\n"));
+        tradeHourRows(market.symbol, day, lines.slice(i, i + SLICE_LINES).join("\n"), hours);
         await yieldTurn(1);
       }
     }
+    const members = [gzipSync(DATASET_HEADERS.trades), ...hours.map((text) => gzipSync(text))];
+    // Where each member ends: the header's, then each hour's.
+    const ends: number[] = [];
+    for (const member of members) ends.push((ends.at(-1) ?? 0) + member.length);
     const key = datasetKey("trades", day, market.symbol);
-    const bytes = gzipSync(text);
-    await bucket.put(key, bytes, DATASET_PUT);
-    return { key, bytes: bytes.length };
+    const bytes = ends.at(-1)!;
+    await putInSlices(bucket, key, bytes, { ...DATASET_PUT, customMetadata: { [TRADE_HOURS_METADATA]: JSON.stringify(ends) } }, async (send) => {
+      for (const member of members) await send(member);
+    });
+    return { key, bytes };
   }
 
   /** Up to CHUNK_SEGMENTS segments' rows of the day, each type gzipped on its own, the three one R2 object. */

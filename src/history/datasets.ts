@@ -4,6 +4,7 @@
  * them; a row's `timestamp` and `local_timestamp` are both the moment the venue applied it.
  */
 import type { WireLevel } from "../domain/order-book";
+import type { WireTrade } from "../domain/wire-trade";
 
 /** The day's datasets, as `downloadDatasets` names them. */
 export const DATASET_TYPES = ["trades", "incremental_book_L2", "book_snapshot_25", "quotes"] as const;
@@ -38,18 +39,37 @@ const micros = (ms: number) => `${ms}000`;
 
 /**
  * A day's trades file of Binance's layout (`id,price,qty,quoteQty,time,isBuyerMaker,isBestMatch`,
- * docs/history.md#daily-files) as `trades` rows: the taker sold when the buyer was the maker.
+ * docs/history.md#daily-files) as `trades` rows, an hour's rows apart (by the trade's time; each
+ * hour in trade id order): the taker sold when the buyer was the maker.
  */
-export function tradesRows(symbol: string, binanceCsv: string): string {
-  let out = "";
+export function tradeHourRows(symbol: string, day: number, binanceCsv: string, into: string[] = Array.from({ length: 24 }, () => "")): string[] {
   for (const line of binanceCsv.split("\n")) {
     if (line.length === 0) continue;
     const [id, price, qty, , time, buyerIsMaker] = line.split(",");
     const at = micros(Number(time));
-    out += `${DATASET_EXCHANGE},${symbol},${at},${at},${id},${buyerIsMaker === "True" ? "sell" : "buy"},${price},${qty}\n`;
+    const hour = Math.min(23, Math.max(0, Math.floor((Number(time) - day) / 3_600_000)));
+    into[hour] += `${DATASET_EXCHANGE},${symbol},${at},${at},${id},${buyerIsMaker === "True" ? "sell" : "buy"},${price},${qty}\n`;
+  }
+  return into;
+}
+
+/** The trades of `trades` rows, as the feed sends them (the publisher's own trade id is not in the dataset: `id` is the venue's). */
+export function tradesOfRows(text: string): WireTrade[] {
+  const out: WireTrade[] = [];
+  for (const line of text.split("\n")) {
+    if (line.length === 0 || line.startsWith("exchange,")) continue;
+    const [, , timestamp, , id, side, price, amount] = line.split(",");
+    out.push({ tradeId: Number(id), id: id!, price: price!, quantity: amount!, side: side as WireTrade["side"], time: Number(timestamp!.slice(0, -3)) });
   }
   return out;
 }
+
+/**
+ * The `trades` file's R2 metadata: where its header's gzip member ends, then where each of its 24
+ * hours' members ends (hour h lies between the h-th and the next) — so a minute of the feed reads
+ * one hour by one range read.
+ */
+export const TRADE_HOURS_METADATA = "hours";
 
 /** The book as a day's rows need it: its best levels. */
 export interface BookView {

@@ -1,14 +1,17 @@
 /**
  * A minute of the Tardis-compatible feed read from the venue's history (docs/tardis.md#data-feeds):
  * each market's book from the book's pages — closed segments read here, the market's host only
- * for what is still open — and its trades; made into the minute's lines by feed-lines.ts.
+ * for what is still open — and its trades from its day's dataset once built (else the host); made
+ * into the minute's lines by feed-lines.ts.
  */
 import { ProblemError } from "../core/problem";
 import type { MarketConfig } from "../domain/market-config";
 import type { WireTrade } from "../domain/wire-trade";
 import type { ReplayBookMessage } from "../history/book-replay";
 import type { ClosedHistory } from "../history/closed-book-reads";
+import { datasetTrades } from "../history/dataset-trades";
 import { bookPage, TRADES_PAGE, tradePage } from "../history/history-pages";
+import { billed } from "../metrics/billed-bindings";
 import { type FeedChannel, type MarketMinute, minuteText } from "./feed-lines";
 
 export const MINUTE_MS = 60_000;
@@ -19,10 +22,11 @@ export interface FeedAsk {
   channels: ReadonlySet<FeedChannel>;
 }
 
-/** What reading a minute took: the market hosts' calls (0: all of it closed history, read here). */
+/** What reading a minute took: the market hosts' calls (0: all of it closed history and built days, read here), and whether it can change no more. */
 export interface MinuteRead {
   text: string;
   hostCalls: number;
+  final: boolean;
 }
 
 /**
@@ -52,14 +56,21 @@ async function bookOfMinute(env: Env, closed: ClosedHistory, market: MarketConfi
   return { opening, book };
 }
 
-async function tradesOfMinute(env: Env, market: MarketConfig, start: number, count: () => void): Promise<WireTrade[]> {
+/**
+ * The minute's trades: from its day's `trades` dataset once the day is built (R2, no host), else
+ * the market's host a page at a time. `final`: they can change no more (a day past late trades).
+ */
+async function tradesOfMinute(env: Env, market: MarketConfig, start: number, count: () => void): Promise<{ trades: WireTrade[]; final: boolean }> {
+  const end = start + MINUTE_MS - 1;
+  const built = await datasetTrades(billed(env, "HISTORY"), market.symbol, start, end);
+  if (built) return built;
   const out: WireTrade[] = [];
   let fromId: number | undefined;
   for (;;) {
     count();
-    const page = await tradePage(env, market, start, start + MINUTE_MS - 1, fromId);
+    const page = await tradePage(env, market, start, end, fromId);
     out.push(...page);
-    if (page.length < TRADES_PAGE) return out;
+    if (page.length < TRADES_PAGE) return { trades: out, final: false };
     fromId = page[page.length - 1]!.tradeId + 1;
   }
 }
@@ -75,6 +86,7 @@ const BOOK_CHANNELS: readonly FeedChannel[] = ["depth", "depthSnapshot", "bookTi
  */
 export async function readMinute(env: Env, closed: ClosedHistory, asks: readonly FeedAsk[], start: number, snapshot: boolean): Promise<MinuteRead> {
   let hostCalls = 0;
+  let final = true;
   const count = () => {
     hostCalls += 1;
   };
@@ -83,10 +95,20 @@ export async function readMinute(env: Env, closed: ClosedHistory, asks: readonly
       const wantsBook = BOOK_CHANNELS.some((c) => channels.has(c));
       const [book, trades] = await Promise.all([
         wantsBook ? bookOfMinute(env, closed, market, start, count) : { opening: undefined, book: [] },
-        channels.has("trade") ? tradesOfMinute(env, market, start, count) : [],
+        channels.has("trade") ? tradesOfMinute(env, market, start, count) : { trades: [], final: true },
       ]);
-      return { symbol: market.symbol, scales: market, channels, ...(book.opening ? { opening: book.opening } : {}), book: book.book, trades, snapshot, start };
+      final &&= trades.final;
+      return {
+        symbol: market.symbol,
+        scales: market,
+        channels,
+        ...(book.opening ? { opening: book.opening } : {}),
+        book: book.book,
+        trades: trades.trades,
+        snapshot,
+        start,
+      };
     }),
   );
-  return { text: minuteText(minutes), hostCalls };
+  return { text: minuteText(minutes), hostCalls, final: final && hostCalls === 0 };
 }

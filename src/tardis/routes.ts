@@ -197,8 +197,8 @@ async function minuteAnswer(c: Context<AppEnv>): Promise<Response> {
   const source = read.hostCalls === 0 ? "edge" : "host";
   isolateMetrics.counts.add("mds_tardis_reads_total", { kind: "minute", source });
   const body = await gzipText(read.text);
-  // Read wholly from closed history: it never changes. Anything the host answered may still (what is open, late trades).
-  const final = read.hostCalls === 0;
+  // Read wholly from closed history and days past late trades: it never changes. What the host answered may still (what is open, late trades).
+  const { final } = read;
   const cacheControl = final ? "public, max-age=31536000, immutable" : "public, max-age=0";
   if (final && cache) {
     const put = cache.put(key, new Response(body.slice(0), { headers: { "Cache-Control": cacheControl } })).catch(() => {});

@@ -4,8 +4,11 @@ import { gunzipSync } from "node:zlib";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { objectCalls } from "../../src/core/object-ids";
 import { DAY_MS, HOUR_MS, MINUTE_MS } from "../../src/domain/intervals";
+import { csvName, dailyKey, tradesCsv } from "../../src/history/daily-files";
 import { DATASET_HEADERS, datasetKey } from "../../src/history/datasets";
 import { type DatasetFiles, datasetsInstanceId } from "../../src/history/datasets-workflow";
+import type { ArchivedTrade } from "../../src/history/trade-archive";
+import { zipOne } from "../../src/history/zip";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import { ensureRegistry, findMarket } from "../../src/registry/copy";
@@ -44,6 +47,14 @@ function modelBook() {
   return { apply, bids: () => sorted(bids, true), asks: () => sorted(asks, false) };
 }
 
+/** Trades of the day, in trade id order: three in the hour at D + 1 h (two in its first minute), one at 23:59. */
+const trades: ArchivedTrade[] = [
+  { tradeId: 1, id: "a", price: level(2_000), quantity: "1.00", side: "buy", time: D + HOUR_MS + 200 },
+  { tradeId: 2, id: "b", price: level(2_001), quantity: "0.50", side: "sell", time: D + HOUR_MS + 30_000 },
+  { tradeId: 3, id: "c", price: level(2_002), quantity: "2.00", side: "buy", time: D + HOUR_MS + 90_000 },
+  { tradeId: 4, id: "d", price: level(2_003), quantity: "3.00", side: "sell", time: D + 23 * HOUR_MS + 59 * MINUTE_MS },
+];
+
 const gunzipLines = (bytes: ArrayBuffer) => gunzipSync(new Uint8Array(bytes)).toString("utf8").trimEnd().split("\n");
 
 describe("a market's day as Tardis's datasets, built by a Workflow from R2 and D1 (docs/tardis.md#datasets)", () => {
@@ -51,7 +62,7 @@ describe("a market's day as Tardis's datasets, built by a Workflow from R2 and D
     vi.useRealTimers();
   });
 
-  it("incremental_book_L2, book_snapshot_25 and quotes hold the day's book as a plain model rebuilds it; a closed minute of the feed is read at the edge", async () => {
+  it("trades, incremental_book_L2, book_snapshot_25 and quotes hold the day as a plain model rebuilds it; a closed minute of the feed, trades included, is read at the edge (fails before: no datasets, and every trade of the feed was the host's)", async () => {
     await ensureRegistry(env);
     const market = findMarket(SYMBOL)!;
     for (const [i, batch] of batches.entries()) {
@@ -63,6 +74,10 @@ describe("a market's day as Tardis's datasets, built by a Workflow from R2 and D
     const host = await hostOf(SYMBOL);
     await runInDurableObject(host, (object: MarketObject) => (object.engine(SYMBOL) as unknown as Uploads).bookHistory.upload(SYMBOL));
 
+    // The day's trades zip, as the daily files' instance writes it (tested in history-files.test.ts): the datasets read the trades from it.
+    const key = dailyKey("trades", SYMBOL, D);
+    await env.HISTORY.put(key, await zipOne(csvName(key), new TextEncoder().encode(tradesCsv(trades)), new Date(D)));
+
     const id = datasetsInstanceId(SYMBOL, D, 1);
     const instance = await introspectWorkflowInstance(env.DATASETS, id);
     await instance.modify(async (m) => {
@@ -70,7 +85,7 @@ describe("a market's day as Tardis's datasets, built by a Workflow from R2 and D
       await m.disableRetryDelays();
     });
     const hostCalls = objectCalls.market;
-    await env.DATASETS.create({ id, params: { market, day: D, trades: false } });
+    await env.DATASETS.create({ id, params: { market, day: D, trades: true } });
     await instance.waitForStatus("complete");
     expect(objectCalls.market, "no market's host called to build the day").toBe(hostCalls);
     const output = (await instance.getOutput()) as DatasetFiles;
@@ -83,7 +98,10 @@ describe("a market's day as Tardis's datasets, built by a Workflow from R2 and D
       expect(response.status, `GET the ${type} dataset`).toBe(200);
       return gunzipLines(await response.arrayBuffer());
     };
-    expect(await file("trades"), "a day without its trades zip: the header only").toEqual([DATASET_HEADERS.trades.trimEnd()]);
+    expect(await file("trades"), "the day's trades, in Tardis's columns").toEqual([
+      DATASET_HEADERS.trades.trimEnd(),
+      ...trades.map((t) => `binance,${SYMBOL},${t.time}000,${t.time}000,${t.tradeId},${t.side},${t.price},${t.quantity}`),
+    ]);
 
     // The model: the book at the day's start as snapshot rows, then each batch's levels.
     const model = modelBook();
@@ -120,20 +138,21 @@ describe("a market's day as Tardis's datasets, built by a Workflow from R2 and D
     expect(missing.status).toBe(404);
     expect(((await missing.json()) as { detail: string }).detail).toMatch(/has not been built/);
 
-    // A closed minute of the feed (the book's channels), read where it lies: no market's host called.
+    // A closed minute of the feed, read where it lies — the book from closed segments, the trades from the built day: no market's host called.
     vi.useFakeTimers({ toFake: ["Date"], now: D + 3 * DAY_MS });
     const from = new Date(D + HOUR_MS).toISOString();
     const filters = encodeURIComponent(
       JSON.stringify([
         { channel: "depth", symbols: ["solbtc"] },
         { channel: "depthSnapshot", symbols: ["solbtc"] },
+        { channel: "trade", symbols: ["solbtc"] },
       ]),
     );
     const before = objectCalls.market;
     const minute = await call(`/tardis/v1/data-feeds/binance?from=${from}&offset=0&filters=${filters}`);
     expect(minute.status).toBe(200);
-    expect(minute.headers.get("X-Tardis-Read"), "closed history only").toBe("edge");
-    expect(minute.headers.get("Cache-Control")).toBe("public, max-age=31536000, immutable");
+    expect(minute.headers.get("X-Tardis-Read"), "closed history and the built day only").toBe("edge");
+    expect(minute.headers.get("Cache-Control"), "late trades may still reach the day").toBe("public, max-age=0");
     expect(objectCalls.market, "no market's host called for a closed minute").toBe(before);
     // `Content-Encoding: gzip`: the runtime's fetch hands the body decoded.
     expect(minute.headers.get("Content-Encoding")).toBe("gzip");
@@ -141,7 +160,18 @@ describe("a market's day as Tardis's datasets, built by a Workflow from R2 and D
       .trimEnd()
       .split("\n")
       .map((l) => ({ at: l.slice(0, 28), message: JSON.parse(l.slice(29)) }));
-    expect(lines.map((l) => l.message.stream)).toEqual(["solbtc@depthSnapshot", "solbtc@depth@100ms", "solbtc@depth@100ms"]);
+    expect(lines.map((l) => l.message.stream)).toEqual(["solbtc@depthSnapshot", "solbtc@depth@100ms", "solbtc@trade", "solbtc@depth@100ms", "solbtc@trade"]);
+    expect(lines[2]!.message.data, "a trade from the day's dataset, as the Binance dialect streams it").toEqual({
+      e: "trade",
+      E: D + HOUR_MS + 200,
+      s: SYMBOL,
+      t: 1,
+      p: level(2_000),
+      q: "1.00",
+      T: D + HOUR_MS + 200,
+      m: false,
+      M: true,
+    });
     expect(lines[0]!.at, "the snapshot at the minute's start").toBe(`${from.slice(0, 23)}0000Z`);
     expect(lines[0]!.message.data, "the book before the minute").toEqual({
       lastUpdateId: 2,
@@ -154,6 +184,6 @@ describe("a market's day as Tardis's datasets, built by a Workflow from R2 and D
         [level(3_010), "2.00"],
       ],
     });
-    expect(lines[2]!.message.data).toMatchObject({ e: "depthUpdate", s: SYMBOL, U: 4, u: 4, b: [[level(1_998), "1.00"]], a: [[level(3_001), "0.50"]] });
+    expect(lines[3]!.message.data).toMatchObject({ e: "depthUpdate", s: SYMBOL, U: 4, u: 4, b: [[level(1_998), "1.00"]], a: [[level(3_001), "0.50"]] });
   });
 });

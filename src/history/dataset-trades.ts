@@ -1,0 +1,75 @@
+/**
+ * A minute's trades read from a built day's `trades` dataset (docs/tardis.md#data-feeds): the one
+ * hour holding it, by a range read of its gzip member, decoded once an isolate (least recently used
+ * out, 16 MB). A day not built yet answers undefined — its trades are the market host's to answer —
+ * and is remembered a minute, so the day's minutes ask R2 once, not each.
+ */
+import { BoundedMap } from "../core/bounded-map";
+import { gunzipText } from "../core/encoding";
+import { DAY_MS } from "../domain/intervals";
+import type { WireTrade } from "../domain/wire-trade";
+import { fileIsFinal } from "./daily-files";
+import { datasetKey, TRADE_HOURS_METADATA, tradesOfRows } from "./datasets";
+
+const HOUR_MS = 3_600_000;
+/** A day not built is asked again after this long. */
+const UNBUILT_MS = 60_000;
+
+/** A built day's file: where its hours lie, and whether it can change no more (no late trade can reach its day). */
+type Day = { ends: number[]; final: boolean } | { unbuiltAt: number };
+const days = new BoundedMap<Day>(1024 * 1024, 4_096, (key) => 2 * key.length + 260);
+const hours = new BoundedMap<WireTrade[]>(16 * 1024 * 1024, 1_024, (key, trades) => 2 * key.length + 160 * trades.length);
+
+async function dayOf(bucket: R2Bucket, key: string, dayStart: number, now: number): Promise<Day> {
+  const known = days.get(key);
+  if (known && !("unbuiltAt" in known && now - known.unbuiltAt >= UNBUILT_MS)) return known;
+  const head = await bucket.head(key);
+  const metadata = head?.customMetadata?.[TRADE_HOURS_METADATA];
+  const day: Day = head && metadata ? { ends: JSON.parse(metadata) as number[], final: false } : { unbuiltAt: now };
+  if ("ends" in day) day.final = fileIsFinal(dayStart, head!.uploaded.getTime());
+  days.set(key, day);
+  return day;
+}
+
+/** One hour's trades of a built day, or undefined when the day is not built. */
+async function hourTrades(bucket: R2Bucket, symbol: string, hourStart: number, now: number): Promise<{ trades: WireTrade[]; final: boolean } | undefined> {
+  const dayStart = Math.floor(hourStart / DAY_MS) * DAY_MS;
+  const key = datasetKey("trades", dayStart, symbol);
+  const day = await dayOf(bucket, key, dayStart, now);
+  if ("unbuiltAt" in day) return undefined;
+  const hour = Math.floor((hourStart - dayStart) / HOUR_MS);
+  const name = `${key}|${hour}`;
+  let trades = hours.get(name);
+  if (!trades) {
+    const offset = day.ends[hour]!;
+    const length = day.ends[hour + 1]! - offset;
+    const object = await bucket.get(key, { range: { offset, length } });
+    if (!object) return undefined;
+    trades = tradesOfRows(await gunzipText(object.body));
+    hours.set(name, trades);
+  }
+  return { trades, final: day.final };
+}
+
+/**
+ * The trades of `symbol` from `start` through `end` (both in) from their days' datasets, in time
+ * order (trade id order within it), and whether they can change no more; undefined when a day they
+ * fall in is not built.
+ */
+export async function datasetTrades(
+  bucket: R2Bucket,
+  symbol: string,
+  start: number,
+  end: number,
+  now = Date.now(),
+): Promise<{ trades: WireTrade[]; final: boolean } | undefined> {
+  const out: WireTrade[] = [];
+  let final = true;
+  for (let hour = Math.floor(start / HOUR_MS) * HOUR_MS; hour <= end; hour += HOUR_MS) {
+    const read = await hourTrades(bucket, symbol, hour, now);
+    if (!read) return undefined;
+    out.push(...read.trades.filter((t) => t.time >= start && t.time <= end));
+    final &&= read.final;
+  }
+  return { trades: out, final };
+}
