@@ -4,10 +4,12 @@
 // Prints one JSON line: what `replay` and `replayNormalized` (with the book tardis-dev builds)
 // read, and the files `downloadDatasets` wrote.
 import { readdirSync } from "node:fs";
-import { compute, computeBookSnapshots, downloadDatasets, init, normalizeBookChanges, normalizeTrades, replay, replayNormalized } from "tardis-dev";
 
 const ask = JSON.parse(process.argv[2]);
+// init before tardis-dev loads: its downloadDatasets reads the options once, when it is loaded (13.x; docs/tardis.md#tardis-dev).
+const { init } = await import("tardis-dev/dist/options.js");
 init({ endpoint: `${ask.httpsUrl}/tardis/v1`, datasetsEndpoint: `${ask.httpsUrl}/tardis/v1/datasets`, cacheDir: ask.cacheDir });
+const { compute, computeBookSnapshots, downloadDatasets, normalizeBookChanges, normalizeTrades, replay, replayNormalized } = await import("tardis-dev");
 
 const raw = { lines: 0, streams: {} };
 for await (const { message } of replay({

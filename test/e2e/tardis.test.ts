@@ -1,9 +1,13 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { gunzipSync } from "node:zlib";
 import { describe, expect, inject, it } from "vitest";
 import { CERT_PATH } from "../../scripts/dev-tls.mjs";
+import { adminToken, issuePublishKey } from "../../scripts/publish-key.mjs";
+import { listVenue } from "../../scripts/venue.mjs";
+import { publisherChannel } from "./publisher";
 
 /**
  * Tardis's own client, `tardis-dev`, unchanged against the service started as `npm start` does
@@ -27,14 +31,20 @@ interface Run {
 function runTardis(ask: Record<string, unknown>): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [path.join(import.meta.dirname, "tardis-client.mjs"), JSON.stringify({ httpsUrl, ...ask })], {
-      env: { ...process.env, NODE_EXTRA_CA_CERTS: CERT_PATH },
+      env: { ...process.env, NODE_EXTRA_CA_CERTS: CERT_PATH, DEBUG: "tardis-dev" },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let out = "";
     let err = "";
     child.stdout.on("data", (chunk) => (out += chunk));
     child.stderr.on("data", (chunk) => (err += chunk));
-    child.on("exit", (code) => (code === 0 ? resolve(JSON.parse(out) as Run) : reject(new Error(`tardis-dev exited with ${code}: ${err.slice(-2000)}`))));
+    // Bounded: tardis-dev retries a failed download for minutes; its log (DEBUG=tardis-dev) says why.
+    const timer = setTimeout(() => child.kill("SIGKILL"), 150_000);
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      if (code === 0) resolve(JSON.parse(out) as Run);
+      else reject(new Error(`tardis-dev exited with ${code}: ${err.slice(-3000)}`));
+    });
   });
 }
 
@@ -91,6 +101,111 @@ describe("tardis-dev against the running service (docs/tardis.md)", () => {
       }
     } finally {
       rmSync(cacheDir, { recursive: true, force: true });
+    }
+  }, 300_000);
+
+  it("downloadDatasets of a day: the four CSVs in Tardis's columns, its trades each once; a minute of the built day is read with no market's host (metric)", async () => {
+    // A market of its own, with trades published late into yesterday (a publisher may send trades up to 7 days late).
+    const symbol = "V5USDT";
+    await listVenue({ url: baseUrl, token: adminToken(), count: 6 });
+    const key = await issuePublishKey(baseUrl, adminToken(), { label: "tardis datasets test", markets: [symbol] });
+    const channel = await publisherChannel(baseUrl, key);
+    const yesterday = Math.floor(Date.now() / (24 * 60 * MINUTE)) * 24 * 60 * MINUTE - 24 * 60 * MINUTE;
+    const date = new Date(yesterday).toISOString().slice(0, 10);
+    const trades = Array.from({ length: 30 }, (_, i) => ({
+      id: `late-${i}`,
+      price: (20 + i / 100).toFixed(4),
+      quantity: `${1 + (i % 4)}.0`,
+      side: i % 3 === 0 ? "sell" : "buy",
+      time: yesterday + 3 * 60 * MINUTE + i * 7_000,
+    }));
+    for (let attempt = 0; ; attempt++) {
+      const answer = await channel.send({ symbol, trades });
+      if (answer.result) break;
+      if (attempt > 40) throw new Error(`the new market takes no batch: ${JSON.stringify(answer.error)}`);
+      await new Promise((resolve) => setTimeout(resolve, 250)); // the listing reaches every isolate within a second
+    }
+    channel.close();
+    const archived = await fetch(`${baseUrl}/admin/archive`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${adminToken()}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ date, symbols: [symbol] }),
+    });
+    expect(archived.status, await archived.clone().text()).toBe(200);
+    // The daily files' instance hands the day's datasets on when its trades zip is written: wait for them.
+    const [y, m, d] = date.split("-");
+    const datasetUrl = (type: string) => `${baseUrl}/tardis/v1/datasets/binance/${type}/${y}/${m}/${d}/${symbol}.csv.gz`;
+    for (let attempt = 0; ; attempt++) {
+      const response = await fetch(datasetUrl("quotes"), { headers: { "CF-Connecting-IP": "198.18.70.1" } });
+      if (response.status === 200) break;
+      expect(response.status, "a day not built yet is 404").toBe(404);
+      if (attempt > 120) throw new Error(`${date}'s datasets of ${symbol} were not built in 60 s`);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+
+    const downloadDir = mkdtempSync(path.join(tmpdir(), "tardis-datasets-"));
+    const cacheDir = mkdtempSync(path.join(tmpdir(), "tardis-cache-"));
+    try {
+      const dataTypes = ["trades", "incremental_book_L2", "book_snapshot_25", "quotes"];
+      // A minute of the built day, as tardis-dev replays it: its trades from the day's dataset.
+      const from = new Date(yesterday + 3 * 60 * MINUTE).toISOString();
+      const to = new Date(yesterday + 3 * 60 * MINUTE + 2 * MINUTE).toISOString();
+      const run = await runTardis({ symbol, from, to, cacheDir, datasetsDay: date, dataTypes, downloadDir });
+      expect(run.datasets.sort(), "the four files downloadDatasets wrote").toEqual(dataTypes.map((type) => `binance_${type}_${date}_${symbol}.csv.gz`).sort());
+      const csv = (type: string) =>
+        gunzipSync(readFileSync(path.join(downloadDir, `binance_${type}_${date}_${symbol}.csv.gz`)))
+          .toString("utf8")
+          .trimEnd()
+          .split("\n");
+      const rows = csv("trades");
+      expect(rows[0], "Tardis's trades columns").toBe("exchange,symbol,timestamp,local_timestamp,id,side,price,amount");
+      expect(
+        rows.slice(1).map((row) => row.split(",")),
+        "every trade of the day once, in trade id order, times in microseconds",
+      ).toEqual(trades.map((t, i) => ["binance", symbol, `${t.time}000`, `${t.time}000`, String(i + 1), t.side, t.price, t.quantity]));
+      expect(csv("incremental_book_L2")[0]).toBe("exchange,symbol,timestamp,local_timestamp,is_snapshot,side,price,amount");
+      expect(csv("quotes")[0]).toBe("exchange,symbol,timestamp,local_timestamp,ask_amount,ask_price,bid_price,bid_amount");
+      expect(csv("book_snapshot_25")[0]!.split(",").slice(0, 8)).toEqual([
+        "exchange",
+        "symbol",
+        "timestamp",
+        "local_timestamp",
+        "asks[0].price",
+        "asks[0].amount",
+        "bids[0].price",
+        "bids[0].amount",
+      ]);
+      expect(
+        run.trades.map((t) => [t.id, t.time]),
+        "the replayed minutes' trades, from the built day",
+      ).toEqual(trades.filter((t) => t.time < Date.parse(to)).map((t, i) => [String(i + 1), t.time]));
+    } finally {
+      rmSync(downloadDir, { recursive: true, force: true });
+      rmSync(cacheDir, { recursive: true, force: true });
+    }
+    // A minute of the built day's trades is read with no market's host, and counted so.
+    const edgeReads = async () => {
+      const metrics = await (await fetch(`${baseUrl}/admin/metrics`, { headers: { Authorization: `Bearer ${adminToken()}` } })).text();
+      return Number(/mds_tardis_reads_total\{kind="minute",source="edge"\} (\d+)/.exec(metrics)?.[1] ?? 0);
+    };
+    const before = await edgeReads();
+    const filters = encodeURIComponent(JSON.stringify([{ channel: "trade", symbols: [symbol.toLowerCase()] }]));
+    for (const offset of [0, 1]) {
+      const minute = await fetch(
+        `${baseUrl}/tardis/v1/data-feeds/binance?from=${new Date(yesterday + 3 * 60 * MINUTE).toISOString()}&offset=${offset}&filters=${filters}`,
+        {
+          headers: { "CF-Connecting-IP": `198.18.70.${10 + offset}` },
+        },
+      );
+      expect(minute.status).toBe(200);
+      expect(minute.headers.get("X-Tardis-Read"), "the built day's trades, read from its dataset").toBe("edge");
+      // The first minute's trades: 7 s apart from 03:00:00, nine of them.
+      if (offset === 0) expect((await minute.text()).trimEnd().split("\n")).toHaveLength(9);
+    }
+    // Counters reach /admin/metrics within METRICS_FLUSH_MS (10 s).
+    for (let attempt = 0; (await edgeReads()) < before + 2; attempt++) {
+      if (attempt > 60) throw new Error(`mds_tardis_reads_total{kind="minute",source="edge"} did not count the two minutes`);
+      await new Promise((resolve) => setTimeout(resolve, 500));
     }
   }, 300_000);
 });
