@@ -29,7 +29,7 @@ async function publishDay(channel, markets, counts, day) {
 }
 
 /**
- * The files' phase: a day's files (the daily-files Workflow, started by POST /admin/archive) of
+ * The files' phase: a day's files and datasets (the daily-files Workflow, started by POST /admin/archive, and the datasets one it hands on) of
  * markets with a short and a long day; an hour's book files (the book-files Workflow, started here
  * through its binding as a host starts it at an hour's close) of markets with few and many segments;
  * the trade archive moving a day-old market's trades to R2. Each as counted, with its per-unit fit.
@@ -55,6 +55,19 @@ export async function filesPhase(service, token, channel, { dayGroups, archiveMa
       });
       const answer = await response.json();
       if (response.status !== 200) throw new Error(`/admin/archive ${response.status} ${JSON.stringify(answer)}`);
+      // The day's Tardis datasets (docs/tardis.md#datasets), handed on by each day's instance once its zips are written: in the window too.
+      const [y, m, d] = date.split("-");
+      for (const { symbol } of markets) {
+        for (let attempt = 0; ; attempt++) {
+          const dataset = await fetch(`${url}/tardis/v1/datasets/binance/quotes/${y}/${m}/${d}/${symbol}.csv.gz`, {
+            headers: { "CF-Connecting-IP": "10.70.0.4" },
+          });
+          await dataset.arrayBuffer();
+          if (dataset.status === 200) break;
+          if (attempt > 240) throw new Error(`${symbol}'s datasets of ${date} were not built in 2 minutes`);
+          await sleep(500);
+        }
+      }
       return answer;
     });
     for (const market of window.result.markets) {

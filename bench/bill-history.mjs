@@ -1,6 +1,7 @@
 // The whole bill's history phase (bench/whole-bill.mjs): what a venue's backtests cost — books at
 // random moments of a busy market's closed history, a replay of a minute of it, catch-ups from it
-// into live — each in a window of its own, counted from the service's metrics (docs/capacity.md#the-whole-bill).
+// into live, minutes of Tardis's feed — each in a window of its own, counted from the service's
+// metrics (docs/capacity.md#the-whole-bill).
 import WebSocket from "ws";
 import { billedIn, counted, total } from "./bill-counts.mjs";
 
@@ -115,7 +116,33 @@ export async function historyPhase(service, token, { symbol, from, to, rate, sec
     }),
   );
 
+  // Tardis's feed (docs/tardis.md#data-feeds): the span's minutes as tardis-dev asks them, every
+  // channel, each from an address of its own (its trades are the host's: the day is not built).
+  const feed = { minutes: 0, statuses: {}, readAt: {}, bytes: 0 };
+  const feedMinutes = Math.max(1, Math.min(10, Math.floor((to - from) / 60_000)));
+  const filters = encodeURIComponent(
+    JSON.stringify(["trade", "depth", "depthSnapshot", "bookTicker"].map((channel) => ({ channel, symbols: [symbol.toLowerCase()] }))),
+  );
+  const tardis = countsOf(
+    await counted(service, token, async () => {
+      await Promise.all(
+        Array.from({ length: feedMinutes }, async (_, offset) => {
+          const response = await fetch(`${url}/tardis/v1/data-feeds/binance?from=${new Date(from).toISOString()}&offset=${offset}&filters=${filters}`, {
+            headers: { "CF-Connecting-IP": `10.88.3.${offset + 1}`, "Accept-Encoding": "gzip" },
+          });
+          feed.bytes += (await response.arrayBuffer()).byteLength;
+          feed.minutes += 1;
+          feed.statuses[response.status] = (feed.statuses[response.status] ?? 0) + 1;
+          const where = response.headers.get("X-Tardis-Read") ?? "none";
+          feed.readAt[where] = (feed.readAt[where] ?? 0) + 1;
+        }),
+      );
+      await settle();
+    }),
+  );
+
   return {
+    feed: { ...tardis, ...feed },
     books: { ...books, reads, statuses, readAt },
     replay: { ...replay, minutes: replayMinutes, ...replayed },
     catchUps: { ...catchUps, ...caught },

@@ -43,6 +43,8 @@ export const VENUE_LOAD = {
    */
   historyReadsPerSecond: 100,
   replayMinutesPerSecond: 1_000 / 86_400,
+  /** Tardis's feed (docs/tardis.md): 10,000 market-minutes a day through tardis-dev — a week of one busy market a day, every channel. */
+  tardisMinutesPerSecond: 10_000 / 86_400,
   catchUpMinutesPerSecond: 100_000 / 86_400,
 };
 
@@ -197,6 +199,20 @@ export function priceVenueAll({ writePath, venuePhase, reads, history, subscribe
   const perCatchUpMinute = (n) => L.catchUpMinutesPerSecond * (n / Math.max(1e-9, caught.minutes));
   add("catch-ups: R2 class B", perCatchUpMinute(caught.r2.bStandard), PRICES.r2ClassB, true, "history");
   add("catch-ups: host calls (trades pages, open pages)", perCatchUpMinute(caught.calls.market ?? 0), PRICES.requests, true, "history");
+  // Tardis's feed: a request a market-minute (beyond the public reads: the floor does not count it), its R2 reads, host calls and CPU.
+  const feed = history.feed;
+  const perFeedMinute = (n) => L.tardisMinutesPerSecond * (n / Math.max(1, feed.minutes));
+  add(
+    "tardis feed: Workers requests (a request a market-minute)",
+    L.tardisMinutesPerSecond,
+    PRICES.workersRequests,
+    false,
+    "model: 10,000 market-minutes a day",
+  );
+  add("tardis feed: guard calls (the public limit)", L.tardisMinutesPerSecond, PRICES.requests, false, "model: one a request");
+  add("tardis feed: R2 class B (blocks; the cache's misses)", perFeedMinute(feed.r2.bStandard), PRICES.r2ClassB, true, "history");
+  add("tardis feed: host calls (open pages, trades of days not built)", perFeedMinute(feed.calls.market ?? 0), PRICES.requests, true, "history");
+  add("tardis feed: Workers CPU, ms", perFeedMinute(feed.cpuSeconds * 1000), PRICES.workersCpuMs, true, "history");
   // A segment's row and its time index in D1, for the edge's reads (two rows written a segment).
   add(
     "closed segments' index in D1 (rows written)",
@@ -242,16 +258,29 @@ export function priceVenueAll({ writePath, venuePhase, reads, history, subscribe
   const marketHours = L.markets / 3_600;
   const day = (fit) => (fit.fixed + fit.perUnit * tradesPerMarketDay) * marketDays;
   const hour = (fit) => (fit.fixed + fit.perUnit * L.segmentsPerMarketHour) * marketHours;
-  add("daily files: R2 class A, Standard (pieces, checksums)", day(files.dayFit.aStandard), PRICES.r2ClassA, true, "files");
-  add("daily files: R2 class A, Infrequent Access (zips)", day(files.dayFit.aInfrequent), PRICES.r2ClassAInfrequent, true, "files");
-  add("daily files: R2 class B (chunks, pieces read back)", day(files.dayFit.bStandard), PRICES.r2ClassB, true, "files");
-  add("daily files: Workflow CPU, ms", day(files.dayFit.cpuSeconds) * 1000, PRICES.workersCpuMs, true, "files");
-  add("daily files: host calls and Workflow instances", day(files.dayFit.calls) + marketDays, PRICES.requests, true, "files");
+  add("daily files and datasets: R2 class A, Standard (pieces, checksums)", day(files.dayFit.aStandard), PRICES.r2ClassA, true, "files");
+  add("daily files and datasets: R2 class A, Infrequent Access (zips)", day(files.dayFit.aInfrequent), PRICES.r2ClassAInfrequent, true, "files");
+  add("daily files and datasets: R2 class B (chunks, pieces read back)", day(files.dayFit.bStandard), PRICES.r2ClassB, true, "files");
+  add("daily files and datasets: Workflow CPU, ms", day(files.dayFit.cpuSeconds) * 1000, PRICES.workersCpuMs, true, "files");
+  add("daily files and datasets: host calls and Workflow instances", day(files.dayFit.calls) + marketDays, PRICES.requests, true, "files");
   add("hourly files: R2 class A, Standard (pieces, checksums)", hour(files.hourFit.aStandard), PRICES.r2ClassA, true, "files");
   add("hourly files: R2 class A, Infrequent Access (zips)", hour(files.hourFit.aInfrequent), PRICES.r2ClassAInfrequent, true, "files");
   add("hourly files: R2 class B (segments, pieces read back)", hour(files.hourFit.bStandard), PRICES.r2ClassB, true, "files");
   add("hourly files: Workflow CPU, ms", hour(files.hourFit.cpuSeconds) * 1000, PRICES.workersCpuMs, true, "files");
   add("hourly files: Workflow instances", marketHours, PRICES.workersRequests, true, "files");
+  // Tardis's datasets (docs/tardis.md#datasets): the trades' part is in the daily files' lines (the
+  // files phase waits for them); the book's reads each segment again and makes pieces of eight, as
+  // the hourly files do: their counted reads and CPU a segment, once more, and an instance a day.
+  const perSegment = (fit) => fit.perUnit * L.segmentsPerMarketHour * marketHours + fit.fixed * marketDays;
+  add(
+    "datasets, the book's: R2 class B (segments, pieces read back)",
+    perSegment(files.hourFit.bStandard),
+    PRICES.r2ClassB,
+    false,
+    "model: the hourly files' a segment",
+  );
+  add("datasets, the book's: Workflow CPU, ms", perSegment(files.hourFit.cpuSeconds) * 1000, PRICES.workersCpuMs, false, "model: the hourly files' a segment");
+  add("datasets: Workflow instances", marketDays, PRICES.workersRequests, false, "model: one a market-day");
 
   // A deploy a day: every host's restart, as the run's hosts' counted.
   const perRestart = (n) => ((n / benchHosts) * L.hosts * L.restartsPerDay) / 86_400;

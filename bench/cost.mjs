@@ -115,6 +115,8 @@ const ID_SECONDS = 90_000;
 const TRADES_PER_CHUNK = 10_000;
 /** Daily zips per market and day (trades, aggTrades, klines 1m, 1h, 1d: Infrequent Access), each with a Standard `.CHECKSUM`. */
 const DAILY_ZIPS_PER_MARKET = 5;
+/** Tardis's datasets a market-day (docs/tardis.md#datasets): trades and the book's three. */
+const DATASETS_PER_MARKET = 4;
 /**
  * Book history (docs/history.md#book-history): a segment to R2 every SNAPSHOT_EVERY commits or
  * 1 MB of updates (about 21 bytes a level change as JSON); two hourly zips a market-hour (one put
@@ -175,7 +177,7 @@ function seededRandom(seed) {
  */
 function historyBytesPerTrade() {
   const random = seededRandom(42);
-  const per = { chunk: 0, dailyFiles: 0 };
+  const per = { chunk: 0, dailyFiles: 0, datasets: 0 };
   const shapes = [
     ["BTCUSDT", 9_700_000, 2, 5],
     ["ETHBTC", 10_700, 2, 3],
@@ -204,8 +206,11 @@ function historyBytesPerTrade() {
     const aggCsv = trades.map((t) => `${t.tradeId},${t.price},${t.quantity},${t.tradeId},${t.tradeId},${t.time},${maker(t)},True\n`).join("");
     per.chunk += gzipSync(JSON.stringify(trades)).length / n / shapes.length;
     per.dailyFiles += (deflateRawSync(tradesCsv).length + deflateRawSync(aggCsv).length) / n / shapes.length;
+    // Tardis's trades dataset (docs/tardis.md#datasets): microsecond times, the taker's side.
+    const datasetCsv = trades.map((t) => `binance,${symbol},${t.time}000,${t.time}000,${t.tradeId},${t.side},${t.price},${t.quantity}\n`).join("");
+    per.datasets += gzipSync(datasetCsv).length / n / shapes.length;
   }
-  return { chunk: Math.round(per.chunk * 10) / 10, dailyFiles: Math.round(per.dailyFiles * 10) / 10 };
+  return { chunk: Math.round(per.chunk * 10) / 10, dailyFiles: Math.round(per.dailyFiles * 10) / 10, datasets: Math.round(per.datasets * 10) / 10 };
 }
 const TRADE_R2_BYTES = historyBytesPerTrade();
 
@@ -224,7 +229,7 @@ function bookBytesPerLevel(levelsPerBatch, batchesPerSecond) {
     [10_700, 2, 3],
     [1_080_000, 4, 1],
   ];
-  const per = { segment: 0, hourlyFiles: 0 };
+  const per = { segment: 0, hourlyFiles: 0, datasets: 0 };
   for (const [start, priceScale, quantityScale] of shapes) {
     const changes = 60_000;
     let mid = start;
@@ -243,6 +248,11 @@ function bookBytesPerLevel(levelsPerBatch, batchesPerSecond) {
     const rows = [];
     const tops = [];
     let lastTop = "";
+    // Tardis's three book datasets (docs/tardis.md#datasets): a row a level, the best 25 a side and the best bid and ask when they change.
+    const l2 = [];
+    const top25 = [];
+    const quotes = [];
+    let last25 = "";
     for (let n = 0; n < changes; ) {
       sequence += 1;
       time += Math.max(1, Math.round((1000 / batchesPerSecond) * (0.5 + random())));
@@ -257,13 +267,20 @@ function bookBytesPerLevel(levelsPerBatch, batchesPerSecond) {
         else side.set(price, units);
         update[bid ? 0 : 1].push([String(price), String(units)]);
         rows.push(`${sequence},${time},${bid ? "bid" : "ask"},${p(price)},${q(units)},delta\n`);
+        l2.push(`binance,BTCUSDT,${time}000,${time}000,false,${bid ? "bid" : "ask"},${p(price)},${q(units)}\n`);
       }
       entries.push(JSON.stringify({ t: time, u: [["d", sequence, ...update]] }));
       const bestBid = Math.max(...bids.keys());
       const bestAsk = Math.min(...asks.keys());
       const top = `${p(bestBid)},${q(bids.get(bestBid))},${p(bestAsk)},${q(asks.get(bestAsk))}`;
       if (top !== lastTop) tops.push(`${sequence},${time},${top}\n`);
+      if (top !== lastTop) quotes.push(`binance,BTCUSDT,${time}000,${time}000,${q(asks.get(bestAsk))},${p(bestAsk)},${p(bestBid)},${q(bids.get(bestBid))}\n`);
       lastTop = top;
+      const bestBids = [...bids.keys()].sort((a, b) => b - a).slice(0, 25);
+      const bestAsks = [...asks.keys()].sort((a, b) => a - b).slice(0, 25);
+      const levels25 = bestAsks.map((a, i) => `${p(a)},${q(asks.get(a))},${p(bestBids[i])},${q(bids.get(bestBids[i]))}`).join(",");
+      if (levels25 !== last25) top25.push(`binance,BTCUSDT,${time}000,${time}000,${levels25}\n`);
+      last25 = levels25;
     }
     // A segment in R2 is blocks (src/history/segment-blocks.ts): each the whole book (its checkpoint)
     // and at most BLOCK_ENTRIES batches or BLOCK_CHARS of them, gzipped apart — the checkpoints'
@@ -280,8 +297,9 @@ function bookBytesPerLevel(levelsPerBatch, batchesPerSecond) {
     }
     per.segment += blocked / changes / shapes.length;
     per.hourlyFiles += (deflateRawSync(rows.join("")).length + deflateRawSync(tops.join("")).length) / changes / shapes.length;
+    per.datasets += (gzipSync(l2.join("")).length + gzipSync(top25.join("")).length + gzipSync(quotes.join("")).length) / changes / shapes.length;
   }
-  return { segment: Math.round(per.segment * 100) / 100, hourlyFiles: Math.round(per.hourlyFiles * 100) / 100 };
+  return { segment: Math.round(per.segment * 100) / 100, hourlyFiles: Math.round(per.hourlyFiles * 100) / 100, datasets: Math.round(per.datasets * 100) / 100 };
 }
 
 /**
@@ -558,15 +576,17 @@ function priced(model, measured, book, sqliteGb) {
     (perMarketBatches * model.levelsPerBatch * BOOK_JSON_BYTES_PER_LEVEL) / BOOK_SEGMENT_BYTES,
   );
   const booked = model.levelsPerBatch > 0 ? model.markets : 0;
-  const r2Puts = trades / TRADES_PER_CHUNK + booked * (segmentsPerMarket + 2 / 3_600) + (model.markets * DAILY_ZIPS_PER_MARKET) / 86_400;
-  // An hour's two zips are a put each whatever their size (their checksums are Standard puts, above).
-  const r2PutsInfrequent = (booked * 2) / 3_600 + (model.markets * DAILY_ZIPS_PER_MARKET) / 86_400;
+  // The datasets' pieces: one put a step of up to 8 segments (src/history/datasets-workflow.ts CHUNK_SEGMENTS).
+  const r2Puts =
+    trades / TRADES_PER_CHUNK + booked * (segmentsPerMarket + 2 / 3_600 + segmentsPerMarket / 8) + (model.markets * DAILY_ZIPS_PER_MARKET) / 86_400;
+  // An hour's two zips are a put each whatever their size (their checksums are Standard puts, above); a day's four datasets too.
+  const r2PutsInfrequent = (booked * 2) / 3_600 + (model.markets * (DAILY_ZIPS_PER_MARKET + DATASETS_PER_MARKET)) / 86_400;
   // What is kept after `months` (R2 grows by what a month adds, for ever).
   const kept = (months) => {
     const seconds = (months * 365 * 86_400) / 12;
     return {
       r2: ((trades * TRADE_R2_BYTES.chunk + levels * book.segment) * seconds) / 1e9,
-      r2Infrequent: ((trades * TRADE_R2_BYTES.dailyFiles + levels * book.hourlyFiles) * seconds) / 1e9,
+      r2Infrequent: ((trades * (TRADE_R2_BYTES.dailyFiles + TRADE_R2_BYTES.datasets) + levels * (book.hourlyFiles + book.datasets)) * seconds) / 1e9,
       sqlite: sqliteGb[months],
     };
   };
@@ -578,14 +598,14 @@ function priced(model, measured, book, sqliteGb) {
     { name: "object duration (GB-s)", perSecond: gbSeconds, dollars: dollars(gbSeconds, PRICES.durationGbSeconds) },
     { name: "KV writes (prices, 1/s)", perSecond: 1, dollars: dollars(1, PRICES.kvWrites) },
     { name: "R2 class A, Standard (chunks, segments, checksums)", perSecond: r2Puts, dollars: dollars(r2Puts, PRICES.r2ClassA) },
-    { name: "R2 class A, Infrequent Access (zips)", perSecond: r2PutsInfrequent, dollars: dollars(r2PutsInfrequent, PRICES.r2ClassAInfrequent) },
+    { name: "R2 class A, Infrequent Access (zips, datasets)", perSecond: r2PutsInfrequent, dollars: dollars(r2PutsInfrequent, PRICES.r2ClassAInfrequent) },
     {
       name: `R2 storage, Standard (chunks, segments; month ${STORAGE_MONTH})`,
       perSecond: 0,
       dollars: Math.max(0, stored.r2 - PRICES.r2Storage.includedGb) * PRICES.r2Storage.perGbMonth,
     },
     {
-      name: `R2 storage, Infrequent Access (zips; month ${STORAGE_MONTH})`,
+      name: `R2 storage, Infrequent Access (zips, datasets; month ${STORAGE_MONTH})`,
       perSecond: 0,
       dollars: stored.r2Infrequent * PRICES.r2StorageInfrequent.perGbMonth,
     },

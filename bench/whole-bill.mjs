@@ -7,7 +7,7 @@
 //                 with real keys, Binance's WebSocket API: every Workers request, guard call,
 //                 market refresh, KV and R2 read, Analytics Engine point and CPU second counted;
 //   history     — backtests: books at moments of the busy market's closed history, a replay, catch-ups
-//                 into live (bench/bill-history.mjs), each counted, priced per unit at the venue's share;
+//                 into live, Tardis's feed (bench/bill-history.mjs), each counted, priced per unit at the venue's share;
 //   subscribers — anonymous and keyed stream connections opened, held across key checks, closed;
 //   files       — a day's files of markets with two sizes of day (the daily-files Workflow, as
 //                 POST /admin/archive starts it), an hour's book files of markets with few and many
@@ -111,6 +111,9 @@ export async function wholeBill(service, { channels, markets, busy, busySpan, ke
     `  books: ${JSON.stringify(history.books.statuses)}, read at ${JSON.stringify(history.books.readAt)}, closed reads by source ${JSON.stringify(history.books.closedReads)}, R2 class B ${history.books.r2.bStandard}, host calls ${history.books.calls.market ?? 0}`,
   );
   log(`  replay: ${history.replay.messages} messages, ${history.replay.bytes} bytes; catch-ups: ${JSON.stringify({ ...history.catchUps, grown: undefined })}`);
+  log(
+    `  tardis feed: ${history.feed.minutes} minutes, ${JSON.stringify(history.feed.statuses)}, read at ${JSON.stringify(history.feed.readAt)}, ${history.feed.bytes} bytes gzipped, R2 class B ${history.feed.r2.bStandard}, host calls ${history.feed.calls.market ?? 0}`,
+  );
   log("subscribers: 200 anonymous and 20 keyed connections, held a minute…");
   // The keyed ones on one group's markets, so on one shard: its duties are a shard's.
   const subscribers = {

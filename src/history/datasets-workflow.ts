@@ -86,7 +86,7 @@ const pieceKey = (params: DatasetParams, instance: string, first: number) =>
  * The day's segments in order, from D1: the one holding the day's start (its book opens the day)
  * and those starting in it. A gap in their chain (a segment not yet published) fails the step.
  */
-export async function daySegments(db: D1Database, symbol: string, day: number): Promise<number[]> {
+async function daySegments(db: D1Database, symbol: string, day: number): Promise<number[]> {
   const columns = "SELECT base_seq, last_seq FROM book_segments WHERE symbol = ?";
   const opening = await db.prepare(`${columns} AND first_time < ? ORDER BY first_time DESC, base_seq DESC LIMIT 1`).bind(symbol, day).first<Row>();
   const within = await db

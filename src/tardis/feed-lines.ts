@@ -32,7 +32,7 @@ export interface MarketMinute {
 }
 
 /** `2026-12-07T10:00:00.1230000Z`: the 28 characters (tenths of a microsecond, as Tardis writes them) `tardis-dev` cuts each line at. */
-export function localTimestamp(ms: number): string {
+function localTimestamp(ms: number): string {
   return `${new Date(ms).toISOString().slice(0, 23)}0000Z`;
 }
 
