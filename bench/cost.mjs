@@ -115,8 +115,9 @@ const ID_SECONDS = 90_000;
 const TRADES_PER_CHUNK = 10_000;
 /** Daily zips per market and day (trades, aggTrades, klines 1m, 1h, 1d: Infrequent Access), each with a Standard `.CHECKSUM`. */
 const DAILY_ZIPS_PER_MARKET = 5;
-/** Tardis's datasets a market-day (docs/tardis.md#datasets): trades and the book's three. */
+/** Tardis's datasets a market-day (docs/tardis.md#datasets): trades and the book's three, kept 30 days (src/history/datasets.ts). */
 const DATASETS_PER_MARKET = 4;
+const DATASETS_KEPT_DAYS = 30;
 /**
  * Book history (docs/history.md#book-history): a segment to R2 every SNAPSHOT_EVERY commits or
  * 1 MB of updates (about 21 bytes a level change as JSON); two hourly zips a market-hour (one put
@@ -586,7 +587,11 @@ function priced(model, measured, book, sqliteGb) {
     const seconds = (months * 365 * 86_400) / 12;
     return {
       r2: ((trades * TRADE_R2_BYTES.chunk + levels * book.segment) * seconds) / 1e9,
-      r2Infrequent: ((trades * (TRADE_R2_BYTES.dailyFiles + TRADE_R2_BYTES.datasets) + levels * (book.hourlyFiles + book.datasets)) * seconds) / 1e9,
+      // Tardis's datasets are kept DATASETS_KEPT_DAYS (an older day is built again when asked).
+      r2Infrequent:
+        ((trades * TRADE_R2_BYTES.dailyFiles + levels * book.hourlyFiles) * seconds +
+          (trades * TRADE_R2_BYTES.datasets + levels * book.datasets) * Math.min(seconds, DATASETS_KEPT_DAYS * 86_400)) /
+        1e9,
       sqlite: sqliteGb[months],
     };
   };

@@ -112,7 +112,7 @@ export async function wholeBill(service, { channels, markets, busy, busySpan, ke
   );
   log(`  replay: ${history.replay.messages} messages, ${history.replay.bytes} bytes; catch-ups: ${JSON.stringify({ ...history.catchUps, grown: undefined })}`);
   log(
-    `  tardis feed: ${history.feed.minutes} minutes, ${JSON.stringify(history.feed.statuses)}, read at ${JSON.stringify(history.feed.readAt)}, ${history.feed.bytes} bytes gzipped, R2 class B ${history.feed.r2.bStandard}, host calls ${history.feed.calls.market ?? 0}`,
+    `  tardis feed: ${history.feed.minutes} minutes, ${JSON.stringify(history.feed.statuses)}, read at ${JSON.stringify(history.feed.readAt)}, ${history.feed.bytes} bytes (decoded), R2 class B ${history.feed.r2.bStandard}, host calls ${history.feed.calls.market ?? 0}`,
   );
   log("subscribers: 200 anonymous and 20 keyed connections, held a minute…");
   // The keyed ones on one group's markets, so on one shard: its duties are a shard's.

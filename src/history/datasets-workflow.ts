@@ -78,6 +78,27 @@ export async function handDatasets(env: Env, market: MarketConfig, day: number, 
   return id;
 }
 
+/** A day's datasets are built again at most once a week when asked after they expired (DATASETS_KEPT_DAYS). */
+const AGAIN_EVERY_MS = 7 * DAY_MS;
+
+/**
+ * Hands a market's day to an instance again, once its datasets expired and someone asks for them:
+ * one instance a market-day a week at most (its id says the week; a second ask that week finds it
+ * and creates nothing). The trades are read from the day's zip when it was written. Returns whether
+ * this call created it.
+ */
+export async function handDatasetsAgain(env: Env, market: MarketConfig, day: number, now: number): Promise<boolean> {
+  const id = `tardis-${market.symbol}-${dayName(day)}-again-${Math.floor(now / AGAIN_EVERY_MS)}`;
+  const trades = (await billed(env, "HISTORY").head(dailyKey("trades", market.symbol, day))) !== null;
+  try {
+    await env.DATASETS.create({ id, params: { market, day, trades } satisfies DatasetParams });
+    return true;
+  } catch {
+    // Already handed this week (or the Workflow refused it): the asker is told to come back.
+    return false;
+  }
+}
+
 /** `datasets-work/BTCUSDT/2026-12-06/<instance>/<base>.gz`: a step's pieces, until the files are put. */
 const pieceKey = (params: DatasetParams, instance: string, first: number) =>
   `datasets-work/${params.market.symbol}/${dayName(params.day)}/${instance}/${first}.gz`;

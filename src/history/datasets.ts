@@ -21,6 +21,12 @@ export function datasetKey(type: DatasetType, day: number, symbol: string): stri
   return `tardis/datasets/${DATASET_EXCHANGE}/${type}/${y}/${m}/${d}/${symbol}.csv.gz`;
 }
 
+/**
+ * Days a day's datasets are kept in R2 (an R2 lifecycle rule on `tardis/datasets/`, docs/tardis.md#datasets):
+ * they are made from the segments and the trades zip, kept for ever, so an older day is built again when asked.
+ */
+export const DATASETS_KEPT_DAYS = 30;
+
 /** Levels in a `book_snapshot_25` row. */
 const SNAPSHOT_DEPTH = 25;
 
@@ -85,7 +91,8 @@ export interface BookCarry {
   top: string;
 }
 
-export const EMPTY_CARRY: BookCarry = { quote: "", top: "" };
+/** An empty book's: nothing is written until the book has a level. */
+export const EMPTY_CARRY: BookCarry = { quote: ",,,", top: Array.from({ length: SNAPSHOT_DEPTH }, () => ",,,").join(",") };
 
 /**
  * The book's rows of a day, message by message: `incremental_book_L2` a row per changed level

@@ -11,7 +11,7 @@ const KEEP_MS = 60_000;
 let listed: { at: number; days: Map<string, number> } | undefined;
 
 /** Each market's listing moment, from D1 at most once a minute an isolate. */
-async function listingTimes(db: D1Database): Promise<Map<string, number>> {
+export async function listingTimes(db: D1Database): Promise<Map<string, number>> {
   if (listed && Date.now() - listed.at < KEEP_MS) return listed.days;
   const { results } = await db.prepare("SELECT symbol, listed_at FROM markets").all<{ symbol: string; listed_at: number }>();
   listed = { at: Date.now(), days: new Map(results.map((row) => [row.symbol, row.listed_at])) };

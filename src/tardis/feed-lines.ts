@@ -97,14 +97,23 @@ function marketLines(minute: MarketMinute): Line[] {
   return out.sort((x, y) => x.time - y.time);
 }
 
+/** A market's lines of the minute, as `minuteText` merges them. */
+export type MarketLines = Line[];
+
+/** One market's lines of the minute, and their characters (a minute is bounded by them). */
+export function minuteLines(minute: MarketMinute): { lines: MarketLines; chars: number } {
+  const lines = marketLines(minute);
+  return { lines, chars: lines.reduce((n, l) => n + l.text.length + 1, 0) };
+}
+
 /**
  * The minute's body before gzip: every market's lines merged by time, a newline after each
  * (empty when nothing happened: `tardis-dev` reads no line).
  *
  * @example
- * const text = minuteText([{ symbol: "BTCUSDT", channels: new Set(["trade"]), book: [], trades, snapshot: false, start }]);
+ * const text = minuteText([minuteLines({ symbol: "BTCUSDT", scales, channels: new Set(["trade"]), book: [], trades, snapshot: false, start }).lines]);
  */
-export function minuteText(markets: readonly MarketMinute[]): string {
-  const all = markets.flatMap(marketLines).sort((x, y) => x.time - y.time);
+export function minuteText(markets: readonly MarketLines[]): string {
+  const all = markets.flat().sort((x, y) => x.time - y.time);
   return all.map((l) => `${l.text}\n`).join("");
 }

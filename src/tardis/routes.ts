@@ -4,14 +4,14 @@ import { gzipText } from "../core/encoding";
 import { problem } from "../core/problem";
 import { okJson, problemResponses } from "../core/schemas";
 import { closedHistoryOf } from "../history/closed-book-reads";
-import { dayName, parseDay } from "../history/daily-files";
-import { DATASET_EXCHANGE, DATASET_TYPES, type DatasetType, datasetKey } from "../history/datasets";
+import { parseDay } from "../history/daily-files";
+import { DATASET_EXCHANGE, DATASET_TYPES, type DatasetType } from "../history/datasets";
 import type { AppEnv } from "../http/env";
 import { createRouter } from "../http/router";
 import { resolveMarket } from "../market/lookup";
-import { billed } from "../metrics/billed-bindings";
 import { isolateMetrics } from "../metrics/holder";
 import { readContext } from "../reads/reads";
+import { datasetResponse } from "./dataset-reads";
 import { exchangeDetails } from "./exchange-details";
 import { FEED_CHANNELS, type FeedChannel } from "./feed-lines";
 import { type FeedAsk, MINUTE_MS, readMinute } from "./feed-reads";
@@ -162,17 +162,7 @@ export function tardisRoutes(limit: MiddlewareHandler<AppEnv>) {
     if (!DATASET_TYPES.includes(type as DatasetType) || start === undefined || !symbol) {
       throw problem("NOT_FOUND", `${c.req.path.slice(0, 160)}: datasets are /datasets/${EXCHANGE}/{${DATASET_TYPES.join("|")}}/YYYY/MM/DD/{SYMBOL}.csv.gz`);
     }
-    const object = await billed(c.env, "HISTORY").get(datasetKey(type as DatasetType, start, symbol));
-    isolateMetrics.counts.add("mds_tardis_reads_total", { kind: "dataset", source: "edge" });
-    if (!object) {
-      throw problem(
-        "NOT_FOUND",
-        `${type} of ${symbol} on ${dayName(start)} has not been built: a day's datasets are built after it ends (at 00:05 UTC and the minutes after), for listed markets`,
-      );
-    }
-    return new Response(object.body, {
-      headers: { "Content-Type": "application/gzip", "Content-Length": String(object.size), "Cache-Control": "public, max-age=3600" },
-    });
+    return datasetResponse(c.env, resolveMarket(symbol), type as DatasetType, start, Date.now());
   });
   return router;
 }

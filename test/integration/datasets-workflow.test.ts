@@ -98,6 +98,11 @@ describe("a market's day as Tardis's datasets, built by a Workflow from R2 and D
       expect(response.status, `GET the ${type} dataset`).toBe(200);
       return gunzipLines(await response.arrayBuffer());
     };
+    const file2026 = async (type: "quotes") => {
+      const response = await call(`/tardis/v1/datasets/binance/${type}/2026/01/05/${SYMBOL}.csv.gz`);
+      expect(response.status, `GET the ${type} dataset of 2026-01-05`).toBe(200);
+      return gunzipLines(await response.arrayBuffer());
+    };
     expect(await file("trades"), "the day's trades, in Tardis's columns").toEqual([
       DATASET_HEADERS.trades.trimEnd(),
       ...trades.map((t) => `binance,${SYMBOL},${t.time}000,${t.time}000,${t.tradeId},${t.side},${t.price},${t.quantity}`),
@@ -133,10 +138,22 @@ describe("a market's day as Tardis's datasets, built by a Workflow from R2 and D
       [0, 1, 2, 3].flatMap((i) => [asks[i]?.[0] ?? "", asks[i]?.[1] ?? "", bids[i]?.[0] ?? "", bids[i]?.[1] ?? ""]),
     );
 
-    // A day not built: 404, said plainly.
-    const missing = await call(`/tardis/v1/datasets/binance/quotes/2020/01/01/${SYMBOL}.csv.gz`);
-    expect(missing.status).toBe(404);
-    expect(((await missing.json()) as { detail: string }).detail).toMatch(/has not been built/);
+    // A day not ended: 404, said plainly.
+    const future = new Date(D + 5 * DAY_MS).toISOString().slice(0, 10).split("-").join("/");
+    const notEnded = await call(`/tardis/v1/datasets/binance/quotes/${future}/${SYMBOL}.csv.gz`);
+    expect(notEnded.status).toBe(404);
+    expect(((await notEnded.json()) as { detail: string }).detail).toMatch(/has not been built: a day's datasets are built after it ends/);
+    // A past day not kept (expired after 30 days, or never built): handed to the Workflow, 404 with when to ask again, then served.
+    const again = await introspectWorkflowInstance(env.DATASETS, `tardis-${SYMBOL}-2026-01-05-again-${Math.floor(Date.now() / (7 * DAY_MS))}`);
+    await again.modify(async (m) => {
+      await m.disableSleeps();
+    });
+    const expired = await call(`/tardis/v1/datasets/binance/quotes/2026/01/05/${SYMBOL}.csv.gz`);
+    expect(expired.status).toBe(404);
+    expect(expired.headers.get("Retry-After")).toBe("60");
+    expect(((await expired.json()) as { detail: string }).detail).toMatch(/is being built .*ask again in a minute/);
+    await again.waitForStatus("complete");
+    expect(await file2026("quotes"), "built again: the day's quotes (none: no book then)").toEqual([DATASET_HEADERS.quotes.trimEnd()]);
 
     // A closed minute of the feed, read where it lies — the book from closed segments, the trades from the built day: no market's host called.
     vi.useFakeTimers({ toFake: ["Date"], now: D + 3 * DAY_MS });

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { WireTrade } from "../../src/domain/wire-trade";
 import type { ReplayBookMessage } from "../../src/history/book-replay";
 import { DATASET_HEADERS, tradeHourRows, tradesOfRows } from "../../src/history/datasets";
-import { FEED_CHANNELS, type FeedChannel, minuteText } from "../../src/tardis/feed-lines";
+import { FEED_CHANNELS, type FeedChannel, minuteLines, minuteText } from "../../src/tardis/feed-lines";
 
 /** Prices at 2 decimals, quantities at 3: the market's scales. */
 const scales = { priceScale: 2, quantityScale: 3 };
@@ -94,7 +94,9 @@ describe("a minute of the Tardis-compatible feed (docs/tardis.md#data-feeds)", (
         ({ start, open, messages, books, trades: minuteTrades }) => {
           const channels = new Set<FeedChannel>(FEED_CHANNELS);
           const lines = parse(
-            minuteText([{ symbol: "BTCUSDT", scales, channels, opening: open, book: messages, trades: minuteTrades, snapshot: true, start }]),
+            minuteText([
+              minuteLines({ symbol: "BTCUSDT", scales, channels, opening: open, book: messages, trades: minuteTrades, snapshot: true, start }).lines,
+            ]),
           );
           expect(
             lines.map((l) => l.time),

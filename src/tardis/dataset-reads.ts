@@ -1,0 +1,51 @@
+/**
+ * A day's dataset as `downloadDatasets` asks for it (docs/tardis.md#datasets): from R2, no market's
+ * host called. The files are kept DATASETS_KEPT_DAYS; one asked after that (or a day the nightly
+ * run has not built yet, once every segment holding it is closed) is handed to the `datasets`
+ * Workflow — once a market-day a week at most — and answered 404 with when to ask again.
+ */
+import { problem } from "../core/problem";
+import { DAY_MS } from "../domain/intervals";
+import type { MarketConfig } from "../domain/market-config";
+import { BOOK_FILES_AFTER_MS } from "../history/book-files";
+import { dayName } from "../history/daily-files";
+import { DATASETS_KEPT_DAYS, type DatasetType, datasetKey } from "../history/datasets";
+import { handDatasetsAgain } from "../history/datasets-workflow";
+import { billed } from "../metrics/billed-bindings";
+import { isolateMetrics } from "../metrics/holder";
+import { listingTimes } from "./exchange-details";
+
+/** How long a building day's asker is told to wait (`Retry-After`): an instance builds a day in well under a minute. */
+const BUILD_WAIT_S = 60;
+
+/**
+ * The dataset's response, or 404: not built (a day not ended, or before the market was listed),
+ * or being built now.
+ *
+ * @example
+ * return datasetResponse(c.env, market, "trades", day, Date.now());
+ */
+export async function datasetResponse(env: Env, market: MarketConfig, type: DatasetType, day: number, now: number): Promise<Response> {
+  const object = await billed(env, "HISTORY").get(datasetKey(type, day, market.symbol));
+  isolateMetrics.counts.add("mds_tardis_reads_total", { kind: "dataset", source: "edge" });
+  if (object) {
+    return new Response(object.body, {
+      headers: { "Content-Type": "application/gzip", "Content-Length": String(object.size), "Cache-Control": "public, max-age=3600" },
+    });
+  }
+  const name = `${type} of ${market.symbol} on ${dayName(day)}`;
+  if (day + DAY_MS + BOOK_FILES_AFTER_MS > now) {
+    throw problem("NOT_FOUND", `${name} has not been built: a day's datasets are built after it ends (from 00:06 UTC the day after)`);
+  }
+  const listed = (await listingTimes(env.DB)).get(market.symbol) ?? 0;
+  if (day + DAY_MS <= listed) throw problem("NOT_FOUND", `${name}: the market was listed on ${dayName(listed)}`);
+  await handDatasetsAgain(env, market, day, now);
+  throw problem(
+    "NOT_FOUND",
+    `${name} is being built (a day's datasets are kept ${DATASETS_KEPT_DAYS} days, then built again when asked): ask again in a minute`,
+    {},
+    {
+      "Retry-After": String(BUILD_WAIT_S),
+    },
+  );
+}
