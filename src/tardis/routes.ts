@@ -47,6 +47,27 @@ const FeedQuery = z.object({
       description: `JSON: [{channel, symbols}], channels ${FEED_CHANNELS.join(", ")}; at most ${MAX_FEED_SYMBOLS} markets`,
     }),
 });
+const Since = z.string().openapi({ format: "date-time" });
+const TardisExchange = z
+  .object({
+    id: z.literal(DATASET_EXCHANGE),
+    name: z.string(),
+    enabled: z.boolean(),
+    filterable: z.boolean(),
+    availableSince: Since,
+    availableChannels: z.array(z.enum(FEED_CHANNELS)),
+    availableSymbols: z.array(z.object({ id: z.string().openapi({ example: "btcusdt" }), type: z.literal("spot"), availableSince: Since, name: z.string() })),
+    incidentReports: z.array(z.object({ from: Since, to: Since, status: z.string(), details: z.string() })),
+    supportsDatasets: z.literal(true),
+    datasets: z.object({
+      formats: z.array(z.literal("csv")),
+      dataTypes: z.array(z.enum(DATASET_TYPES)),
+      exportedFrom: Since,
+      exportedUntil: Since.openapi({ description: "Today's start: a day is built after it ends" }),
+      symbols: z.array(z.object({ id: z.string().openapi({ example: "BTCUSDT" }), type: z.literal("spot"), availableSince: Since, availableTo: Since })),
+    }),
+  })
+  .openapi("TardisExchange");
 const ExchangeParam = z.object({ exchange: z.string().openapi({ param: { name: "exchange", in: "path" }, example: EXCHANGE }) });
 
 /** The markets and channels `filters` names; 400 when it names none, too many, or a channel not served. */
@@ -109,12 +130,14 @@ export function tardisRoutes(limit: MiddlewareHandler<AppEnv>) {
     summary: "The exchange's details as Tardis describes one",
     description: `Exchange \`${EXCHANGE}\` only: its markets (\`availableSymbols\`), the feed's channels and the datasets' days (docs/tardis.md#exchange-details).`,
     request: { params: ExchangeParam },
-    responses: { ...okJson(z.object({}).passthrough().openapi("TardisExchange"), "The details"), ...problemResponses(404, 429) },
+    responses: { ...okJson(TardisExchange, "The details"), ...problemResponses(404, 429) },
   });
   router.get("/exchanges/:exchange", limit, async (c) => {
     requireExchange(c.req.param("exchange"));
     isolateMetrics.counts.add("mds_tardis_reads_total", { kind: "details", source: "edge" });
-    return c.json(await exchangeDetails(c.env, EXCHANGE, FEED_CHANNELS), 200, { "Cache-Control": "public, max-age=60" });
+    // Parsed by its schema: what is served is what /openapi.json says.
+    const details = TardisExchange.parse(await exchangeDetails(c.env, EXCHANGE, FEED_CHANNELS));
+    return c.json(details, 200, { "Cache-Control": "public, max-age=60" });
   });
 
   router.openAPIRegistry.registerPath({
@@ -123,11 +146,11 @@ export function tardisRoutes(limit: MiddlewareHandler<AppEnv>) {
     operationId: "tardisDataFeed",
     tags,
     summary: "One minute of the feed, as Binance sent it",
-    description: `Gzipped lines: the moment (ISO 8601, microseconds), a space, Binance's combined-stream message — \`{symbol}@trade\`, \`{symbol}@depth@100ms\`, \`{symbol}@bookTicker\`, and a generated \`{symbol}@depthSnapshot\` at the replay's first minute and each hour's. From the book's history (closed hours read at the edge) and the trades. A minute not begun is 400; one with nothing is an empty file. At most ${MAX_FEED_SYMBOLS} markets (docs/tardis.md#data-feeds).`,
+    description: `Gzipped lines: the moment (ISO 8601 to a tenth of a microsecond, 28 characters), a space, Binance's combined-stream message — \`{symbol}@trade\`, \`{symbol}@depth@100ms\`, \`{symbol}@bookTicker\`, and a generated \`{symbol}@depthSnapshot\` at the replay's first minute and each hour's. From the book's history (closed hours read at the edge) and the trades. A minute not begun is 400; one with nothing is an empty file. At most ${MAX_FEED_SYMBOLS} markets and 16 MiB of lines (more: 400); over the public limit a request waits up to 15 s for its window (docs/tardis.md#data-feeds).`,
     request: { params: ExchangeParam, query: FeedQuery },
     responses: {
       200: { description: "The minute's lines, gzipped", content: { "application/x-ndjson": { schema: z.string().openapi({ format: "binary" }) } } },
-      ...problemResponses(400, 404, 429),
+      ...problemResponses(400, 404, 429, 503),
     },
   });
   router.get("/data-feeds/:exchange", limit, async (c) => minuteAnswer(c));
@@ -138,7 +161,7 @@ export function tardisRoutes(limit: MiddlewareHandler<AppEnv>) {
     operationId: "tardisDataset",
     tags,
     summary: "A market's day as one of Tardis's CSV datasets",
-    description: `\`{SYMBOL}.csv.gz\` of type ${DATASET_TYPES.map((t) => `\`${t}\``).join(", ")}, built once a day after it ends, from R2 (no market's host is called). A day not built yet is 404 (docs/tardis.md#datasets).`,
+    description: `\`{SYMBOL}.csv.gz\` of type ${DATASET_TYPES.map((t) => `\`${t}\``).join(", ")}, built once a day after it ends, from R2 (no market's host is called), kept 30 days. A day not ended is 404; an older one not kept is built again and answered 404 with \`Retry-After: 60\` meanwhile (docs/tardis.md#datasets).`,
     request: {
       params: z.object({
         exchange: z.string().openapi({ param: { name: "exchange", in: "path" }, example: EXCHANGE }),
