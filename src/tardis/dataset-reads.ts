@@ -1,8 +1,8 @@
 /**
  * A day's dataset as `downloadDatasets` asks for it (docs/tardis.md#datasets): from R2, no market's
- * host called. The files are kept DATASETS_KEPT_DAYS; one asked after that (or a day the nightly
- * run has not built yet, once every segment holding it is closed) is handed to the `datasets`
- * Workflow — once a market-day a week at most — and answered 404 with when to ask again.
+ * host called. The files are kept DATASETS_KEPT_DAYS; one asked after that is handed to the
+ * `datasets` Workflow — once a market-day a week at most — and answered 404 with when to ask
+ * again. A younger day not built yet is the nightly run's: asking does not build it twice.
  */
 import { problem } from "../core/problem";
 import { DAY_MS } from "../domain/intervals";
@@ -36,6 +36,17 @@ export async function datasetResponse(env: Env, market: MarketConfig, type: Data
   const name = `${type} of ${market.symbol} on ${dayName(day)}`;
   if (day + DAY_MS + BOOK_FILES_AFTER_MS > now) {
     throw problem("NOT_FOUND", `${name} has not been built: a day's datasets are built after it ends (from 00:06 UTC the day after)`);
+  }
+  // Within the days kept, a day is the nightly run's (an operator hands a missed one: POST /admin/archive); asking does not build it twice.
+  if (now - (day + DAY_MS) < (DATASETS_KEPT_DAYS - 1) * DAY_MS) {
+    throw problem(
+      "NOT_FOUND",
+      `${name} has not been built yet: a day's datasets are built in the minutes after 00:05 UTC the day after`,
+      {},
+      {
+        "Retry-After": String(BUILD_WAIT_S),
+      },
+    );
   }
   const listed = (await listingTimes(env.DB)).get(market.symbol) ?? 0;
   if (day + DAY_MS <= listed) throw problem("NOT_FOUND", `${name}: the market was listed on ${dayName(listed)}`);
