@@ -12,39 +12,49 @@ import { fileIsFinal } from "./daily-files";
 import { datasetKey, TRADE_HOURS_METADATA, tradesOfRows } from "./datasets";
 
 const HOUR_MS = 3_600_000;
-/** A day not built is asked again after this long. */
+/** A day not built is asked again after this long; a built one that may still change (late trades rebuild it), after this. */
 const UNBUILT_MS = 60_000;
+const CHANGING_MS = 5 * 60_000;
 
-/** A built day's file: where its hours lie, and whether it can change no more (no late trade can reach its day). */
-type Day = { ends: number[]; final: boolean } | { unbuiltAt: number };
-const days = new BoundedMap<Day>(1024 * 1024, 4_096, (key) => 2 * key.length + 260);
+/**
+ * A built day's file: where its hours lie, its version (`etag`: an hour is read only from the
+ * version its offsets are of), whether it can change no more (no late trade can reach its day),
+ * and when it was looked at.
+ */
+type Day = { ends: number[]; etag: string; final: boolean; at: number } | { unbuiltAt: number };
+const days = new BoundedMap<Day>(1024 * 1024, 4_096, (key) => 2 * key.length + 300);
 const hours = new BoundedMap<WireTrade[]>(16 * 1024 * 1024, 1_024, (key, trades) => 2 * key.length + 160 * trades.length);
 
 async function dayOf(bucket: R2Bucket, key: string, dayStart: number, now: number): Promise<Day> {
   const known = days.get(key);
-  if (known && !("unbuiltAt" in known && now - known.unbuiltAt >= UNBUILT_MS)) return known;
+  if (known && ("unbuiltAt" in known ? now - known.unbuiltAt < UNBUILT_MS : known.final || now - known.at < CHANGING_MS)) return known;
   const head = await bucket.head(key);
   const metadata = head?.customMetadata?.[TRADE_HOURS_METADATA];
-  const day: Day = head && metadata ? { ends: JSON.parse(metadata) as number[], final: false } : { unbuiltAt: now };
-  if ("ends" in day) day.final = fileIsFinal(dayStart, head!.uploaded.getTime());
+  const day: Day =
+    head && metadata
+      ? { ends: JSON.parse(metadata) as number[], etag: head.etag, final: fileIsFinal(dayStart, head.uploaded.getTime()), at: now }
+      : { unbuiltAt: now };
   days.set(key, day);
   return day;
 }
 
-/** One hour's trades of a built day, or undefined when the day is not built. */
+/** One hour's trades of a built day, or undefined when the day is not built (or was built again meanwhile: asked again next time). */
 async function hourTrades(bucket: R2Bucket, symbol: string, hourStart: number, now: number): Promise<{ trades: WireTrade[]; final: boolean } | undefined> {
   const dayStart = Math.floor(hourStart / DAY_MS) * DAY_MS;
   const key = datasetKey("trades", dayStart, symbol);
   const day = await dayOf(bucket, key, dayStart, now);
   if ("unbuiltAt" in day) return undefined;
   const hour = Math.floor((hourStart - dayStart) / HOUR_MS);
-  const name = `${key}|${hour}`;
+  const name = `${key}|${day.etag}|${hour}`;
   let trades = hours.get(name);
   if (!trades) {
     const offset = day.ends[hour]!;
     const length = day.ends[hour + 1]! - offset;
-    const object = await bucket.get(key, { range: { offset, length } });
-    if (!object) return undefined;
+    const object = await bucket.get(key, { range: { offset, length }, onlyIf: { etagMatches: day.etag } });
+    if (!object || !("body" in object)) {
+      days.delete(key);
+      return undefined;
+    }
     trades = tradesOfRows(await gunzipText(object.body));
     hours.set(name, trades);
   }
