@@ -1337,7 +1337,7 @@ export interface paths {
         };
         /**
          * Operator metrics in the Prometheus text format
-         * @description Families mds_http_requests_total{route,status}, mds_rate_limited_total{scope}, mds_stream_connections{dialect}, mds_stream_messages_sent_total, mds_stream_catch_ups_total{result}, mds_stream_catch_up_reads_total{kind}, mds_history_reads_total{segment}, mds_history_closed_reads_total{source}, mds_stream_catch_up_bytes_total, mds_relay_shard_calls_total, mds_stream_delivery_seconds, mds_publish_batches_total{result}, mds_publish_ack_seconds, mds_markets{status}, mds_settlement_callbacks_total{result}, mds_market_failures_total{symbol,stage}, mds_host_storage_warnings_total{group,level}, mds_host_storage_bytes{group}, mds_history_files_total{kind,result}, mds_kv_operations_total{op}, mds_bucket_operations_total{class,storage}, mds_bucket_bytes_read_total{storage}, mds_analytics_points_total, and the objects' own mds_storage_rows_written_total{object}, mds_storage_table_rows_written_total{object,table}, mds_storage_rows_read_total{object}, mds_object_requests_total{object,kind} (docs/operations.md#metrics). Counters are the venue's totals, gathered from every isolate, shard and publisher channel at most METRICS_FLUSH_MS (10 s) behind.
+         * @description Families mds_http_requests_total{route,status}, mds_rate_limited_total{scope}, mds_stream_connections{dialect}, mds_stream_messages_sent_total, mds_stream_catch_ups_total{result}, mds_stream_catch_up_reads_total{kind}, mds_history_reads_total{segment}, mds_history_closed_reads_total{source}, mds_tardis_reads_total{kind,source}, mds_stream_catch_up_bytes_total, mds_relay_shard_calls_total, mds_stream_delivery_seconds, mds_publish_batches_total{result}, mds_publish_ack_seconds, mds_markets{status}, mds_settlement_callbacks_total{result}, mds_market_failures_total{symbol,stage}, mds_host_storage_warnings_total{group,level}, mds_host_storage_bytes{group}, mds_history_files_total{kind,result}, mds_kv_operations_total{op}, mds_bucket_operations_total{class,storage}, mds_bucket_bytes_read_total{storage}, mds_analytics_points_total, and the objects' own mds_storage_rows_written_total{object}, mds_storage_table_rows_written_total{object,table}, mds_storage_rows_read_total{object}, mds_object_requests_total{object,kind} (docs/operations.md#metrics). Counters are the venue's totals, gathered from every isolate, shard and publisher channel at most METRICS_FLUSH_MS (10 s) behind.
          */
         get: operations["scrapeMetrics"];
         put?: never;
@@ -1511,6 +1511,66 @@ export interface paths {
         };
         /** The hours of a market's book or bookTicker files */
         get: operations["listHourlyBookFiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tardis/v1/exchanges/{exchange}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The exchange's details as Tardis describes one
+         * @description Exchange `binance` only: its markets (`availableSymbols`), the feed's channels and the datasets' days (docs/tardis.md#exchange-details).
+         */
+        get: operations["tardisExchange"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tardis/v1/data-feeds/{exchange}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One minute of the feed, as Binance sent it
+         * @description Gzipped lines: the moment (ISO 8601 to a tenth of a microsecond, 28 characters), a space, Binance's combined-stream message — `{symbol}@trade`, `{symbol}@depth@100ms`, `{symbol}@bookTicker`, and a generated `{symbol}@depthSnapshot` at the replay's first minute and each hour's. From the book's history (closed hours read at the edge) and the trades. A minute not begun is 400; one with nothing is an empty file. At most 10 markets and 16 MiB of lines (more: 400); over the public limit a request waits up to 15 s for its window (docs/tardis.md#data-feeds).
+         */
+        get: operations["tardisDataFeed"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tardis/v1/datasets/{exchange}/{type}/{year}/{month}/{day}/{file}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A market's day as one of Tardis's CSV datasets
+         * @description `{SYMBOL}.csv.gz` of type `trades`, `incremental_book_L2`, `book_snapshot_25`, `quotes`, built once a day after it ends, from R2 (no market's host is called), kept 30 days. A day not ended is 404; an older one not kept is built again and answered 404 with `Retry-After: 60` meanwhile (docs/tardis.md#datasets).
+         */
+        get: operations["tardisDataset"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2726,6 +2786,56 @@ export interface components {
             }[];
             /** @description More files: ask again with ?cursor= */
             cursor?: string;
+        };
+        TardisExchange: {
+            /** @enum {string} */
+            id: "binance";
+            name: string;
+            enabled: boolean;
+            filterable: boolean;
+            /** Format: date-time */
+            availableSince: string;
+            availableChannels: ("trade" | "depth" | "depthSnapshot" | "bookTicker")[];
+            availableSymbols: {
+                /** @example btcusdt */
+                id: string;
+                /** @enum {string} */
+                type: "spot";
+                /** Format: date-time */
+                availableSince: string;
+                name: string;
+            }[];
+            incidentReports: {
+                /** Format: date-time */
+                from: string;
+                /** Format: date-time */
+                to: string;
+                status: string;
+                details: string;
+            }[];
+            /** @enum {boolean} */
+            supportsDatasets: true;
+            datasets: {
+                formats: "csv"[];
+                dataTypes: ("trades" | "incremental_book_L2" | "book_snapshot_25" | "quotes")[];
+                /** Format: date-time */
+                exportedFrom: string;
+                /**
+                 * Format: date-time
+                 * @description Today's start: a day is built after it ends
+                 */
+                exportedUntil: string;
+                symbols: {
+                    /** @example BTCUSDT */
+                    id: string;
+                    /** @enum {string} */
+                    type: "spot";
+                    /** Format: date-time */
+                    availableSince: string;
+                    /** Format: date-time */
+                    availableTo: string;
+                }[];
+            };
         };
     };
     responses: never;
@@ -10861,6 +10971,219 @@ export interface operations {
             };
             /** @description Problem: NOT_FOUND */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    tardisExchange: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                exchange: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The details */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TardisExchange"];
+                };
+            };
+            /** @description Problem: VALIDATION_FAILED */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    tardisDataFeed: {
+        parameters: {
+            query: {
+                /** @description The replay's start (ISO 8601): its first minute opens with each book's depthSnapshot */
+                from: string;
+                /** @description The minute asked: `from` plus this many minutes */
+                offset: number;
+                /** @description JSON: [{channel, symbols}], channels trade, depth, depthSnapshot, bookTicker; at most 10 markets */
+                filters?: string;
+            };
+            header?: never;
+            path: {
+                exchange: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The minute's lines, gzipped */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
+                };
+            };
+            /** @description Problem: VALIDATION_FAILED */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: RATE_LIMITED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    tardisDataset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                exchange: string;
+                type: "trades" | "incremental_book_L2" | "book_snapshot_25" | "quotes";
+                year: string;
+                month: string;
+                day: string;
+                file: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The day's CSV, gzipped */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/gzip": string;
+                };
+            };
+            /** @description Problem: VALIDATION_FAILED */
+            400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
