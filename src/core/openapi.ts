@@ -39,7 +39,8 @@ export const SERVERS = {
 const SMALL_BODY_PATHS = /^\/(account|admin|dashboard)\//;
 
 /** Paths that name one market (a pair in the path, or `symbol`/`symbols`/`assets` in the query). */
-const MARKET_PATH = /\{pair\}|^\/v1\/(ticker|book-ticker|orderbook|trades|klines|prices|ingest)\b|^\/api\/(ticker|book-ticker|prices)\b|^\/admin\/archive$/;
+const MARKET_PATH =
+  /\{pair\}|^\/v1\/(ticker|book-ticker|orderbook|trades|klines|prices|ingest)\b|^\/api\/(ticker|book-ticker|prices)\b|^\/admin\/archive$|^\/tardis\/v1\/(data-feeds|datasets)\//;
 const SIGNED = /^\/v1\//;
 const DIALECT = /^\/binance\//;
 const CALLBACK = /^\/api\/gateway\//;
@@ -51,7 +52,7 @@ const CALLBACK = /^\/api\/gateway\//;
 const WHERE: Partial<Record<ProblemCode, RegExp>> = {
   INVALID_SYMBOL: MARKET_PATH,
   UNKNOWN_SYMBOL: MARKET_PATH,
-  NOT_FOUND: /^\/(account\/api-keys|admin\/gateways|admin\/assets|admin\/publish-keys|admin\/announcements)\/\{|^\/data\//,
+  NOT_FOUND: /^\/(account\/api-keys|admin\/gateways|admin\/assets|admin\/publish-keys|admin\/announcements)\/\{|^\/data\/|^\/tardis\//,
   MISSING_CREDENTIALS: SIGNED,
   MALFORMED_CREDENTIALS: SIGNED,
   INVALID_API_KEY: SIGNED,

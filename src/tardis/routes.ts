@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import { gzipText } from "../core/encoding";
 import { problem } from "../core/problem";
-import { okJson, problemResponses } from "../core/schemas";
+import { okJson, problemResponses, queryInt } from "../core/schemas";
 import { closedHistoryOf } from "../history/closed-book-reads";
 import { parseDay } from "../history/daily-files";
 import { DATASET_EXCHANGE, DATASET_TYPES, type DatasetType } from "../history/datasets";
@@ -33,11 +33,7 @@ const FeedQuery = z.object({
     .max(40)
     .refine((text) => !Number.isNaN(Date.parse(text)), "an ISO 8601 date, e.g. 2026-12-07T10:00:00.000Z")
     .openapi({ example: "2026-12-07T10:00:00.000Z", description: "The replay's start (ISO 8601): its first minute opens with each book's depthSnapshot" }),
-  offset: z
-    .string()
-    .regex(/^\d{1,7}$/, "whole minutes from `from`")
-    .transform(Number)
-    .openapi({ type: "integer", example: "0", description: "The minute asked: `from` plus this many minutes" }),
+  offset: queryInt(0, 10_000_000).openapi({ description: "The minute asked: `from` plus this many minutes (required)" }),
   filters: z
     .string()
     .max(4_096)
@@ -195,6 +191,7 @@ async function minuteAnswer(c: Context<AppEnv>): Promise<Response> {
   const parsed = FeedQuery.safeParse(c.req.query());
   if (!parsed.success) throw problem("VALIDATION_FAILED", parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
   const { from, offset, filters } = parsed.data;
+  if (offset === undefined) throw problem("VALIDATION_FAILED", "offset: required, whole minutes from `from`");
   const start = Date.parse(from) + offset * MINUTE_MS;
   if (start > Date.now()) throw problem("VALIDATION_FAILED", `the minute from ${new Date(start).toISOString()} has not begun`);
   const asks = parseFilters(filters);

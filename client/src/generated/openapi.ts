@@ -11049,6 +11049,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Problem: NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Problem: RATE_LIMITED */
             429: {
                 headers: {
@@ -11084,8 +11097,8 @@ export interface operations {
             query: {
                 /** @description The replay's start (ISO 8601): its first minute opens with each book's depthSnapshot */
                 from: string;
-                /** @description The minute asked: `from` plus this many minutes */
-                offset: number;
+                /** @description The minute asked: `from` plus this many minutes (required) */
+                offset?: number;
                 /** @description JSON: [{channel, symbols}], channels trade, depth, depthSnapshot, bookTicker; at most 10 markets */
                 filters?: string;
             };
@@ -11110,8 +11123,21 @@ export interface operations {
                     "application/x-ndjson": string;
                 };
             };
-            /** @description Problem: VALIDATION_FAILED */
+            /** @description Problem: VALIDATION_FAILED, INVALID_SYMBOL */
             400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNKNOWN_SYMBOL, NOT_FOUND */
+            404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -11182,8 +11208,21 @@ export interface operations {
                     "application/gzip": string;
                 };
             };
-            /** @description Problem: VALIDATION_FAILED */
+            /** @description Problem: VALIDATION_FAILED, INVALID_SYMBOL */
             400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem: UNKNOWN_SYMBOL, NOT_FOUND */
+            404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
