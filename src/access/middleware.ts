@@ -9,7 +9,18 @@ import type { GatedSignedRead } from "./address-gate";
 import { AdmissionTicket } from "./admission-ticket";
 import { clientIp, clientPrincipal } from "./client-address";
 import { isGatedKey, KEY_ID_PATTERN, KEY_ID_RULE, type Permission, principalOfKey } from "./keys";
-import { admit, admitReading, answerBrought, fromGuard, localRefusal, PUBLIC_LIMIT, rateLimited, rememberRefusal, signedWindow } from "./rate-limit";
+import {
+  admit,
+  admitReading,
+  answerBrought,
+  fromGuard,
+  localRefusal,
+  PUBLIC_DETAIL,
+  PUBLIC_LIMIT,
+  rateLimited,
+  rememberRefusal,
+  signedWindow,
+} from "./rate-limit";
 import { requestTargetOf, SIGNATURE_PATTERN, TIMESTAMP_PATTERN } from "./signature";
 import type { Authorized, SignedCheck } from "./signed-check";
 import { type Admission, rateLimitHeaders } from "./sliding-window";
@@ -84,8 +95,6 @@ async function runAdmitted(c: Context<AppEnv>, next: () => Promise<void>, admiss
   }
   withLimitHeaders(c, decided.value);
 }
-
-const PUBLIC_DETAIL = `${PUBLIC_LIMIT} requests per second per IP`;
 
 /**
  * 10 requests per second per client IP on the public surface (docs/limits.md). An address this

@@ -4,10 +4,8 @@ import { ProblemError } from "../core/problem";
 import { setResponseHeaders } from "../core/response-headers";
 import type { AppEnv } from "../http/env";
 import { clientPrincipal } from "./client-address";
-import { admit, localRefusal, PUBLIC_LIMIT } from "./rate-limit";
+import { admit, localRefusal, PUBLIC_DETAIL, PUBLIC_LIMIT } from "./rate-limit";
 import { rateLimitHeaders } from "./sliding-window";
-
-const DETAIL = `${PUBLIC_LIMIT} requests per second per IP`;
 
 /** How long a refused request would wait for its window, or undefined when it is not a refusal. */
 function retryAfter(error: unknown): number | undefined {
@@ -32,9 +30,9 @@ export function pacedPublicLimit(maxWaitMs: number) {
     for (;;) {
       let headers: Record<string, string>;
       try {
-        const refused = localRefusal(principal, DETAIL);
+        const refused = localRefusal(principal, PUBLIC_DETAIL);
         if (refused) throw refused;
-        headers = rateLimitHeaders(await admit(c.env, principal, PUBLIC_LIMIT, DETAIL));
+        headers = rateLimitHeaders(await admit(c.env, principal, PUBLIC_LIMIT, PUBLIC_DETAIL));
       } catch (error) {
         const wait = retryAfter(error);
         if (wait === undefined || Date.now() + wait > deadline) throw error;

@@ -15,6 +15,8 @@ const limiter = new IsolateLimiter();
 
 /** docs/limits.md */
 export const PUBLIC_LIMIT = 10;
+/** What a refusal of the public limit says. */
+export const PUBLIC_DETAIL = `${PUBLIC_LIMIT} requests per second per IP`;
 export const SIGNED_LIMIT = 30;
 /** Publishing has its own window per key, apart from its reads (docs/limits.md#publishing). */
 export const PUBLISH_LIMIT = 200;

@@ -6,15 +6,14 @@
  */
 import { BoundedMap } from "../core/bounded-map";
 import { gunzipText } from "../core/encoding";
-import { DAY_MS } from "../domain/intervals";
+import { DAY_MS, HOUR_MS, MINUTE_MS } from "../domain/intervals";
 import type { WireTrade } from "../domain/wire-trade";
 import { fileIsFinal } from "./daily-files";
 import { datasetKey, TRADE_HOURS_METADATA, tradesOfRows } from "./datasets";
 
-const HOUR_MS = 3_600_000;
 /** A day not built is asked again after this long; a built one that may still change (late trades rebuild it), after this. */
-const UNBUILT_MS = 60_000;
-const CHANGING_MS = 5 * 60_000;
+const UNBUILT_MS = MINUTE_MS;
+const CHANGING_MS = 5 * MINUTE_MS;
 
 /**
  * A built day's file: where its hours lie, its version (`etag`: an hour is read only from the

@@ -3,6 +3,7 @@
  * keys, their columns and rows. Timestamps are microseconds since the epoch, as Tardis writes
  * them; a row's `timestamp` and `local_timestamp` are both the moment the venue applied it.
  */
+import { HOUR_MS } from "../domain/intervals";
 import type { WireLevel } from "../domain/order-book";
 import type { WireTrade } from "../domain/wire-trade";
 
@@ -53,7 +54,7 @@ export function tradeHourRows(symbol: string, day: number, binanceCsv: string, i
     if (line.length === 0) continue;
     const [id, price, qty, , time, buyerIsMaker] = line.split(",");
     const at = micros(Number(time));
-    const hour = Math.min(23, Math.max(0, Math.floor((Number(time) - day) / 3_600_000)));
+    const hour = Math.min(23, Math.max(0, Math.floor((Number(time) - day) / HOUR_MS)));
     into[hour] += `${DATASET_EXCHANGE},${symbol},${at},${at},${id},${buyerIsMaker === "True" ? "sell" : "buy"},${price},${qty}\n`;
   }
   return into;

@@ -4,10 +4,11 @@
  * days are one D1 read of the markets (a row a market), kept by the isolate for a minute.
  */
 
+import { DAY_MS, MINUTE_MS } from "../domain/intervals";
 import { DATASET_TYPES } from "../history/datasets";
 import { currentRegistry } from "../registry/copy";
 
-const KEEP_MS = 60_000;
+const KEEP_MS = MINUTE_MS;
 let listed: { at: number; days: Map<string, number> } | undefined;
 
 /** Each market's listing moment, from D1 at most once a minute an isolate. */
@@ -18,7 +19,6 @@ export async function listingTimes(db: D1Database): Promise<Map<string, number>>
   return listed.days;
 }
 
-const DAY_MS = 86_400_000;
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /** What `GET /tardis/v1/exchanges/binance` answers. */

@@ -6,6 +6,7 @@
  */
 import { pollUntil } from "../core/cross-request-wait";
 import { ProblemError, problem } from "../core/problem";
+import { MINUTE_MS } from "../domain/intervals";
 import type { MarketConfig } from "../domain/market-config";
 import type { WireTrade } from "../domain/wire-trade";
 import type { ReplayBookMessage } from "../history/book-replay";
@@ -16,7 +17,6 @@ import { logFailure } from "../logs/log";
 import { billed } from "../metrics/billed-bindings";
 import { type FeedChannel, type MarketLines, minuteLines, minuteText } from "./feed-lines";
 
-export const MINUTE_MS = 60_000;
 /**
  * A minute's lines an answer holds at most: about 2.5 times this in the isolate's memory at once
  * (the lines, their text and the gzip), within its 128 MB. A busy market's minute (1,000 trades and

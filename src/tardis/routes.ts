@@ -3,6 +3,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { gzipText } from "../core/encoding";
 import { problem } from "../core/problem";
 import { okJson, problemResponses, queryInt } from "../core/schemas";
+import { HOUR_MS, MINUTE_MS } from "../domain/intervals";
 import { closedHistoryOf } from "../history/closed-book-reads";
 import { parseDay } from "../history/daily-files";
 import { DATASET_EXCHANGE, DATASET_TYPES, type DatasetType } from "../history/datasets";
@@ -14,14 +15,13 @@ import { readContext } from "../reads/reads";
 import { datasetResponse } from "./dataset-reads";
 import { exchangeDetails } from "./exchange-details";
 import { FEED_CHANNELS, type FeedChannel } from "./feed-lines";
-import { type FeedAsk, MINUTE_MS, readMinute } from "./feed-reads";
+import { type FeedAsk, readMinute } from "./feed-reads";
 
 const tags = ["Tardis-compatible history"];
 /** The one exchange name served: the venue speaks Binance's dialect (docs/binance.md). */
 const EXCHANGE = DATASET_EXCHANGE;
 /** Markets one minute may name: its reads grow with them. */
 const MAX_FEED_SYMBOLS = 10;
-const HOUR_MS = 3_600_000;
 
 const Filter = z.object({
   channel: z.enum(FEED_CHANNELS),
@@ -196,14 +196,17 @@ async function minuteAnswer(c: Context<AppEnv>): Promise<Response> {
   if (start > Date.now()) throw problem("VALIDATION_FAILED", `the minute from ${new Date(start).toISOString()} has not begun`);
   const asks = parseFilters(filters);
   const cache = typeof caches === "undefined" ? undefined : caches.default;
-  const key = `https://tardis.internal/data-feeds/${EXCHANGE}/${start}/${offset === 0 ? "first" : "next"}/${encodeURIComponent(filters ?? "")}`;
+  const snapshot = offset === 0 || start % HOUR_MS === 0;
+  // Keyed by what changes the answer: the minute, whether it opens with snapshots, each market's channels (not how filters spelled them).
+  const asked = asks.map(({ market, channels }) => `${market.symbol}:${[...channels].sort().join("+")}`).sort();
+  const key = `https://tardis.internal/data-feeds/${EXCHANGE}/${start}/${snapshot ? "snapshot" : "on"}/${asked.join(",")}`;
   const hit = await cache?.match(key);
   if (hit) {
     isolateMetrics.counts.add("mds_tardis_reads_total", { kind: "minute", source: "cache" });
     return gzipped(await hit.arrayBuffer(), { "Cache-Control": "public, max-age=31536000, immutable", "X-Tardis-Read": "cache" });
   }
   const { waitUntil } = readContext(c);
-  const read = await readMinute(c.env, closedHistoryOf(c.env, undefined, waitUntil), asks, start, offset === 0 || start % HOUR_MS === 0);
+  const read = await readMinute(c.env, closedHistoryOf(c.env, undefined, waitUntil), asks, start, snapshot);
   const source = read.hostCalls === 0 ? "edge" : "host";
   isolateMetrics.counts.add("mds_tardis_reads_total", { kind: "minute", source });
   const body = await gzipText(read.text);

@@ -15,6 +15,18 @@ describe("the Tardis-compatible API's requests (docs/tardis.md)", () => {
     expect((await call("/tardis/v1/exchanges/bitmex")).status).toBe(404);
   });
 
+  it("a burst over the public limit from one address waits for its window rather than being refused: 15 at once, all answered, each counted by the limit (fails when the paced limit refuses at once)", async () => {
+    await ensureRegistry(env);
+    const answers = await Promise.all(Array.from({ length: 15 }, () => call("/tardis/v1/exchanges/binance", { ip: "198.18.99.7" })));
+    expect(
+      answers.map((a) => a.status),
+      "every request of the burst answered",
+    ).toEqual(Array.from({ length: 15 }, () => 200));
+    // Each was admitted by the limit: its window's headers, none past 10 a second.
+    expect(answers.every((a) => a.headers.get("RateLimit-Limit") === "10")).toBe(true);
+    expect(answers.filter((a) => a.headers.get("RateLimit-Remaining") === "0").length, "each full window's last admission").toBeGreaterThanOrEqual(1);
+  });
+
   it("any query of the feed and any dataset path is answered 200 or a 4xx that says why (property)", async () => {
     await ensureRegistry(env);
     const channel = fc.constantFrom("trade", "depth", "depthSnapshot", "bookTicker", "aggTrade", "", "trade\u0000");
