@@ -40,7 +40,7 @@ const SMALL_BODY_PATHS = /^\/(account|admin|dashboard)\//;
 
 /** Paths that name one market (a pair in the path, or `symbol`/`symbols`/`assets` in the query). */
 const MARKET_PATH =
-  /\{pair\}|^\/v1\/(ticker|book-ticker|orderbook|trades|klines|prices|ingest)\b|^\/api\/(ticker|book-ticker|prices)\b|^\/admin\/archive$|^\/tardis\/v1\/(data-feeds|datasets)\//;
+  /\{pair\}|^\/v1\/(ticker|book-ticker|orderbook|trades|klines|prices|ingest)\b|^\/api\/(ticker|book-ticker|prices)\b|^\/admin\/archive$|^\/tardis\/v1\/(data-feeds|datasets)\/|^\/data\/spot\/hourly\/.*\{file\}$/;
 const SIGNED = /^\/v1\//;
 const DIALECT = /^\/binance\//;
 const CALLBACK = /^\/api\/gateway\//;

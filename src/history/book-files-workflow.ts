@@ -10,12 +10,14 @@
  * failing hour never holds back the next.
  */
 import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";
+import { HOUR_MS } from "../domain/intervals";
 import { billed } from "../metrics/billed-bindings";
 import { BOOK_FILE_KINDS, type BookFileKind, type HourCarry, HourRows, hourlyKey, hourName } from "./book-files";
 import { readSegment } from "./book-history";
 import { bookOf } from "./book-replay";
 import { putChecksum } from "./file-storage";
-import { FILE_STEP, inRounds, PIECE_CSV_BYTES, reportBuilt, reportFailed } from "./file-workflows";
+import { againId, createOnce, FILE_STEP, inRounds, PIECE_CSV_BYTES, reportBuilt, reportFailed } from "./file-workflows";
+import { spanSegments } from "./published-segments";
 import type { ZipEntry } from "./zip";
 import { deflatePiece, deletePieces, EMPTY_ENTRY, pieceReader, putBothPieces, putZipOfPieces } from "./zip-pieces";
 
@@ -52,6 +54,25 @@ const CHUNK_SEGMENTS = 8;
 /** The instance of a market's hour. Workflow ids take letters, digits, `-` and `_`. */
 export function bookHourId(symbol: string, hour: number): string {
   return `book-${symbol}-${hourName(hour)}`;
+}
+
+/**
+ * Hands an hour whose files expired (BOOK_FILES_KEPT_DAYS) to an instance again, when someone asks
+ * for them: its segments found in D1 (no market's host called), one instance a market-hour a week at
+ * most (`againId`). "none": the book did not change in the hour (no segment holds it, or the week's
+ * instance found no batch in it), so it has no files.
+ *
+ * @example
+ * if ((await handBookHourAgain(env, { symbol, hour, priceScale, quantityScale }, Date.now())) === "none") throw problem("NOT_FOUND", "…");
+ */
+export async function handBookHourAgain(env: Env, hourOf: Omit<BookHourParams, "segments">, now: number): Promise<"building" | "none"> {
+  const segments = await spanSegments(env.DB, hourOf.symbol, hourOf.hour, hourOf.hour + HOUR_MS, "changed");
+  if (segments.length === 0) return "none";
+  const id = againId(bookHourId(hourOf.symbol, hourOf.hour), now);
+  if (await createOnce(env.BOOK_FILES, id, { ...hourOf, segments })) return "building";
+  // Handed already this week: a segment spanning the hour (a quiet book) may hold no batch of it, which only its build finds.
+  const { status, output } = await (await env.BOOK_FILES.get(id)).status();
+  return status === "complete" && (output as BookHourOutput | undefined)?.written === false ? "none" : "building";
 }
 
 /** `book-files-work/BTCUSDT/2026-11-27-03/0.deflate`: a step's pieces (the book's, then the bookTicker's), until the zips are put. */

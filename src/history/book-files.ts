@@ -32,6 +32,12 @@ export const CLOSE_SPREAD_MS = 5 * MINUTE_MS;
  */
 export const BOOK_FILES_AFTER_MS = CLOSE_SPREAD_MS + MINUTE_MS;
 
+/**
+ * An hour's files are kept this long (the R2 lifecycle rule on `data/spot/hourly/`, docs/operations.md):
+ * its segments are kept for ever, so an older hour asked for is built again from them.
+ */
+export const BOOK_FILES_KEPT_DAYS = 30;
+
 /** `data/spot/hourly/book/BTCUSDT/BTCUSDT-book-2026-11-25-14.zip`, and its bookTicker sibling. */
 export function hourlyKey(kind: BookFileKind, symbol: string, hour: number): string {
   return `data/spot/hourly/${kind}/${symbol}/${symbol}-${kind}-${hourName(hour)}.zip`;

@@ -28,8 +28,9 @@ import {
   TRADE_HOURS_METADATA,
   tradeHourRows,
 } from "./datasets";
-import { FILE_STEP, inRounds, PIECE_CSV_BYTES, reportBuilt, reportFailed } from "./file-workflows";
+import { againId, createOnce, FILE_STEP, inRounds, PIECE_CSV_BYTES, reportBuilt, reportFailed } from "./file-workflows";
 import { MessageBook } from "./message-book";
+import { spanSegments } from "./published-segments";
 import { putInSlices, yieldTurn } from "./sliced-put";
 import { firstEntryText } from "./zip";
 import { deletePieces, pieceReader } from "./zip-pieces";
@@ -78,49 +79,19 @@ export async function handDatasets(env: Env, market: MarketConfig, day: number, 
   return id;
 }
 
-/** A day's datasets are built again at most once a week when asked after they expired (DATASETS_KEPT_DAYS). */
-const AGAIN_EVERY_MS = 7 * DAY_MS;
-
 /**
  * Hands a market's day to an instance again, once its datasets expired and someone asks for them:
- * one instance a market-day a week at most (its id says the week; a second ask that week finds it
- * and creates nothing). The trades are read from the day's zip when it was written. Returns whether
- * this call created it.
+ * one instance a market-day a week at most (`againId`). The trades are read from the day's zip when
+ * it was written. Returns whether this call created it.
  */
 export async function handDatasetsAgain(env: Env, market: MarketConfig, day: number, now: number): Promise<boolean> {
-  const id = `tardis-${market.symbol}-${dayName(day)}-again-${Math.floor(now / AGAIN_EVERY_MS)}`;
   const trades = (await billed(env, "HISTORY").head(dailyKey("trades", market.symbol, day))) !== null;
-  try {
-    await env.DATASETS.create({ id, params: { market, day, trades } satisfies DatasetParams });
-    return true;
-  } catch {
-    // Already handed this week (or the Workflow refused it): the asker is told to come back.
-    return false;
-  }
+  return createOnce(env.DATASETS, againId(`tardis-${market.symbol}-${dayName(day)}`, now), { market, day, trades } satisfies DatasetParams);
 }
 
 /** `datasets-work/BTCUSDT/2026-12-06/<instance>/<base>.gz`: a step's pieces, until the files are put. */
 const pieceKey = (params: DatasetParams, instance: string, first: number) =>
   `datasets-work/${params.market.symbol}/${dayName(params.day)}/${instance}/${first}.gz`;
-
-/**
- * The day's segments in order, from D1: the one holding the day's start (its book opens the day)
- * and those starting in it. A gap in their chain (a segment not yet published) fails the step.
- */
-async function daySegments(db: D1Database, symbol: string, day: number): Promise<number[]> {
-  const columns = "SELECT base_seq, last_seq FROM book_segments WHERE symbol = ?";
-  const opening = await db.prepare(`${columns} AND first_time < ? ORDER BY first_time DESC, base_seq DESC LIMIT 1`).bind(symbol, day).first<Row>();
-  const within = await db
-    .prepare(`${columns} AND first_time >= ? AND first_time < ? ORDER BY base_seq`)
-    .bind(symbol, day, day + DAY_MS)
-    .all<Row>();
-  const rows = [...(opening ? [opening] : []), ...within.results];
-  for (let i = 1; i < rows.length; i++) {
-    if (rows[i]!.base_seq !== rows[i - 1]!.last_seq) throw new Error(`${symbol}'s book segment after ${rows[i - 1]!.last_seq} is not published yet`);
-  }
-  return rows.map((row) => row.base_seq);
-}
-type Row = { base_seq: number; last_seq: number };
 
 export class DatasetsWorkflow extends WorkflowEntrypoint<Env, DatasetParams> {
   override async run(event: Readonly<WorkflowEvent<DatasetParams>>, step: WorkflowStep): Promise<DatasetFiles> {
@@ -133,7 +104,9 @@ export class DatasetsWorkflow extends WorkflowEntrypoint<Env, DatasetParams> {
         const ready = params.day + DAY_MS + BOOK_FILES_AFTER_MS;
         if (Date.now() < ready) await step.sleep(named("wait for the day's last book segments"), ready - Date.now());
         const trades = await step.do(named("trades"), FILE_STEP, () => this.trades(params));
-        const segments = await step.do(named("the day's book segments"), FILE_STEP, () => daySegments(this.env.DB, params.market.symbol, params.day));
+        const segments = await step.do(named("the day's book segments"), FILE_STEP, () =>
+          spanSegments(this.env.DB, params.market.symbol, params.day, params.day + DAY_MS),
+        );
         let progress: Progress = { next: 0, carry: EMPTY_CARRY, pieces: [] };
         while (progress.next < segments.length) {
           const before = progress;

@@ -2,10 +2,13 @@ import { z } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import { problem } from "../core/problem";
 import { okJson, problemResponses } from "../core/schemas";
+import { DAY_MS, HOUR_MS } from "../domain/intervals";
 import type { AppEnv } from "../http/env";
 import { createRouter, routesOf } from "../http/router";
+import { resolveMarket } from "../market/lookup";
 import { billed } from "../metrics/billed-bindings";
-import { BOOK_FILE_KINDS, parseHour } from "./book-files";
+import { BOOK_FILE_KINDS, BOOK_FILES_AFTER_MS, BOOK_FILES_KEPT_DAYS, parseHour } from "./book-files";
+import { handBookHourAgain } from "./book-files-workflow";
 import { DAILY_KLINE_INTERVALS, fileIsFinal, parseDay } from "./daily-files";
 
 const tags = ["Historical data files"];
@@ -39,18 +42,14 @@ const fileResponses = {
  * app.route("/", historyFileRoutes(publicLimit));
  */
 export function historyFileRoutes(limit: MiddlewareHandler<AppEnv>) {
-  const serve = async (c: Context<AppEnv>, key: string, name: string, expected: RegExp, hourly = false) => {
+  const serve = async (c: Context<AppEnv>, key: string, symbol: string, name: string, expected: RegExp, hourly = false) => {
     const match = expected.exec(name);
     const start = match ? (hourly ? parseHour : parseDay)(match[1]!) : undefined;
     if (start === undefined) throw problem("NOT_FOUND", `${key} is not ${hourly ? "an hourly" : "a daily"} file's name`);
     const object = await billed(c.env, "HISTORY").get(key);
     if (!object) {
-      throw problem(
-        "NOT_FOUND",
-        hourly
-          ? `${key} has not been written: an hour's book files are written in the minutes after it ends, for hours in which the book changed`
-          : `${key} has not been written: the files of a day are written at 00:05 UTC the day after`,
-      );
+      if (hourly) return missingHour(c.env, key, symbol, start, Date.now());
+      throw problem("NOT_FOUND", `${key} has not been written: the files of a day are written at 00:05 UTC the day after`);
     }
     // An hour's book files are written once, after the hour (docs/history.md#book-files).
     const final = hourly || fileIsFinal(start, object.uploaded.getTime());
@@ -90,10 +89,14 @@ export function historyFileRoutes(limit: MiddlewareHandler<AppEnv>) {
     const folderOf = (params: Record<string, string>) => family.folder.replace("{symbol}", symbolOf(params.symbol!)).replace(`{${param}}`, params[param]!);
     const own = z.object({ [param]: z.enum(values).openapi({ param: { name: param, in: "path" } }) });
     router.openapi(
-      route("get", `/${family.folder}/{file}`, { ...family.file, request: { params: own.merge(FileParams) }, responses: fileResponses }),
+      route("get", `/${family.folder}/{file}`, {
+        ...family.file,
+        request: { params: own.merge(FileParams) },
+        responses: hourly ? { ...fileResponses, ...problemResponses(503) } : fileResponses,
+      }),
       async (c) => {
         const params = c.req.valid("param") as Record<string, string>;
-        return serve(c, `${folderOf(params)}/${params.file}`, params.file!, name(params.symbol!, params[param]!, hourly), hourly);
+        return serve(c, `${folderOf(params)}/${params.file}`, params.symbol!, params.file!, name(params.symbol!, params[param]!, hourly), hourly);
       },
     );
     router.openapi(
@@ -111,6 +114,40 @@ export function historyFileRoutes(limit: MiddlewareHandler<AppEnv>) {
     });
   }
   return router;
+}
+
+/** How long an asker of an hour being built again is told to wait (`Retry-After`): an instance builds an hour in well under a minute. */
+const BUILD_WAIT_S = 60;
+
+/**
+ * An hour's file not in R2: not written yet, or an hour without a book change — or expired
+ * (BOOK_FILES_KEPT_DAYS), then handed to its Workflow again (from the segments, kept for ever) and
+ * answered 404 with when to ask again.
+ */
+async function missingHour(env: Env, key: string, symbol: string, hour: number, now: number): Promise<never> {
+  const expired = now - (hour + HOUR_MS + BOOK_FILES_AFTER_MS) >= (BOOK_FILES_KEPT_DAYS - 1) * DAY_MS;
+  if (!expired) {
+    throw problem(
+      "NOT_FOUND",
+      `${key} has not been written: an hour's book files are written in the minutes after it ends, for hours in which the book changed`,
+    );
+  }
+  const { priceScale, quantityScale } = resolveMarket(symbol);
+  const handed = await handBookHourAgain(env, { symbol, hour, priceScale, quantityScale }, now).catch((error: unknown) => {
+    throw problem(
+      "UNAVAILABLE",
+      `${key} cannot be built again now (${error instanceof Error ? error.message : String(error)}): ask again in a minute`,
+      {},
+      { "Retry-After": String(BUILD_WAIT_S) },
+    );
+  });
+  if (handed === "none") throw problem("NOT_FOUND", `${key} has no file: the book did not change in that hour`);
+  throw problem(
+    "NOT_FOUND",
+    `${key} is being built (an hour's book files are kept ${BOOK_FILES_KEPT_DAYS} days, then built again from the book's history when asked): ask again in a minute`,
+    {},
+    { "Retry-After": String(BUILD_WAIT_S) },
+  );
 }
 
 /** Files of one kind: where a market's lie, the path parameter that tells them apart, their routes' words. */
@@ -162,9 +199,12 @@ const FAMILIES: readonly FileFamily[] = [
       operationId: "getHourlyBookFile",
       summary: "An hour's book or bookTicker file (zip), or its .CHECKSUM",
       description:
-        "`{SYMBOL}-book-{YYYY-MM-DD-HH}.zip`: `sequence,time,side,price,quantity,update_type`, opening with the whole book as the hour began (`snapshot`), then every level each update set (`delta`; quantity 0 removes it). `{SYMBOL}-bookTicker-{YYYY-MM-DD-HH}.zip`: `sequence,time,bid_price,bid_qty,ask_price,ask_qty` at every change of the best levels (docs/history.md#book-files).",
+        "`{SYMBOL}-book-{YYYY-MM-DD-HH}.zip`: `sequence,time,side,price,quantity,update_type`, opening with the whole book as the hour began (`snapshot`), then every level each update set (`delta`; quantity 0 removes it). `{SYMBOL}-bookTicker-{YYYY-MM-DD-HH}.zip`: `sequence,time,bid_price,bid_qty,ask_price,ask_qty` at every change of the best levels (docs/history.md#book-files). Kept 30 days: an older hour is built again from the book's history when asked — 404 with `Retry-After` meanwhile.",
     },
-    listing: { operationId: "listHourlyBookFiles", summary: "The hours of a market's book or bookTicker files" },
+    listing: {
+      operationId: "listHourlyBookFiles",
+      summary: "The hours of a market's book or bookTicker files (the last 30 days', and older hours built again when asked)",
+    },
     unknown: `the hourly files are ${BOOK_FILE_KINDS.join(" and ")}`,
   },
 ];

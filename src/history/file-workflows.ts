@@ -6,6 +6,7 @@
 
 import type { WorkflowStep, WorkflowStepConfig } from "cloudflare:workers";
 import { metricsObject } from "../core/object-ids";
+import { DAY_MS } from "../domain/intervals";
 import { logFailure } from "../logs/log";
 import { seriesKey } from "../metrics/counts";
 
@@ -17,6 +18,29 @@ export const FILE_ROUNDS = 3;
 export const PIECE_CSV_BYTES = 16 * 1024 * 1024;
 
 export type FileKind = "book" | "day" | "datasets";
+
+/**
+ * Files kept a while (an R2 lifecycle rule: the hourly book files, Tardis's datasets) and asked for
+ * after are built again, at most once a week: the instance's id says the week.
+ */
+export const againId = (id: string, now: number) => `${id}-again-${Math.floor(now / (7 * DAY_MS))}`;
+
+/**
+ * Creates an instance to build files again unless one of its id exists (handed already this week):
+ * whether this call created it.
+ *
+ * @example
+ * await createOnce(env.BOOK_FILES, againId(bookHourId(symbol, hour), Date.now()), params);
+ */
+export async function createOnce<P>(workflow: Workflow<P>, id: string, params: P): Promise<boolean> {
+  try {
+    await workflow.create({ id, params });
+    return true;
+  } catch {
+    // Already handed (or the Workflow refused it): the asker is told to come back.
+    return false;
+  }
+}
 
 /**
  * Runs `attempt` in rounds: a round's steps are named apart (`named`), so a round after a failure

@@ -6,13 +6,13 @@ import { HOUR_MS, MINUTE_MS } from "../../src/domain/intervals";
 import { BOOK_FILES_AFTER_MS, hourlyKey } from "../../src/history/book-files";
 import { type BookHourOutput, bookHourId } from "../../src/history/book-files-workflow";
 import { segmentKey } from "../../src/history/book-history";
-import { FILE_ROUNDS } from "../../src/history/file-workflows";
+import { againId, FILE_ROUNDS } from "../../src/history/file-workflows";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import type { RecentTimes } from "../../src/metrics/metrics-object";
 import { ensureRegistry } from "../../src/registry/copy";
 import { ADMIN } from "../support/gateways";
-import { callJson } from "../support/http";
+import { call, callJson } from "../support/http";
 import { until } from "../support/poll";
 import { hostOf } from "../support/registry";
 import { unzip } from "../support/zip";
@@ -136,5 +136,76 @@ describe("an hour's book files are built by a Workflow, off the market's host (d
       "only B still failing",
     ).toEqual([bookHourId(SYMBOL, A + HOUR_MS)]);
     for (const instance of instances) await instance.dispose();
+  }, 120_000);
+
+  it("an hour's files are kept 30 days: an older hour asked for is built again from its segments (404 with Retry-After meanwhile), an hour without a change is not", async () => {
+    await ensureRegistry(env);
+    const symbol = "ETHBTC"; // prices at 5 decimals, quantities at 4
+    const now = Date.now();
+    const P = Math.floor(now / HOUR_MS) * HOUR_MS - 40 * 24 * HOUR_MS;
+    const first = await introspectWorkflowInstance(env.BOOK_FILES, bookHourId(symbol, P));
+    const again = await introspectWorkflowInstance(env.BOOK_FILES, againId(bookHourId(symbol, P), now));
+    for (const instance of [first, again]) {
+      await instance.modify(async (m) => {
+        await m.disableSleeps();
+        await m.disableRetryDelays();
+      });
+    }
+    // Three batches in hour P, forty days ago; a fourth an hour on closes the segment holding P.
+    for (const [sequence, at] of [
+      [1, P + 5 * MINUTE_MS],
+      [2, P + 6 * MINUTE_MS],
+      [3, P + 7 * MINUTE_MS],
+      [4, P + HOUR_MS + 10 * MINUTE_MS],
+    ] as const) {
+      vi.useFakeTimers({ toFake: ["Date"], now: at });
+      const book = { type: sequence === 1 ? "snapshot" : "delta", sequence, bids: [[(0.02 - sequence / 1e5).toFixed(5), "1.0000"]], asks: [] };
+      expect((await ingest(env, "*", { symbol, book: book as never })).book, `batch ${sequence}`).toBe("applied");
+    }
+    vi.useRealTimers();
+    const host = await hostOf(symbol);
+    await runInDurableObject(host, (object: MarketObject) => (object.engine(symbol) as unknown as Uploads).bookHistory.upload(symbol));
+    await runInDurableObject(host, (object: MarketObject) => object.closeBookHours(symbol, Date.now()));
+    await first.waitForStatus("complete");
+    const path = `/data/spot/hourly/book/${symbol}/${symbol}-book-${hourName(P)}.zip`;
+    const written = await call(path);
+    expect(written.status, "P's book file, written when the hour closed").toBe(200);
+    const bytes = new Uint8Array(await written.arrayBuffer());
+
+    // Thirty days on, the lifecycle rule deletes the hour's files (here, by hand).
+    for (const kind of ["book", "bookTicker"] as const) {
+      await env.HISTORY.delete([hourlyKey(kind, symbol, P), `${hourlyKey(kind, symbol, P)}.CHECKSUM`]);
+    }
+    const expired = await call(path);
+    expect(expired.status, "an expired hour: not there yet").toBe(404);
+    expect(expired.headers.get("Retry-After"), "told when to ask again").toBe("60");
+    expect(((await expired.json()) as { detail: string }).detail).toMatch(/is being built .*kept 30 days/);
+    await again.waitForStatus("complete");
+    const rebuilt = await call(path);
+    expect(rebuilt.status, "built again from the hour's segments").toBe(200);
+    expect(new Uint8Array(await rebuilt.arrayBuffer()), "the same bytes as the first time").toEqual(bytes);
+    expect((await call(`${path.replace(/\.zip$/, "")}.zip.CHECKSUM`)).status, "its checksum too").toBe(200);
+
+    // An old hour the book did not change in: 404 at once when no segment holds it, nothing built;
+    // when the segment of a quiet book spans it, after the week's instance found no batch in it.
+    // A younger hour not written is the host's to hand on: 404, nothing built.
+    const ask = async (hour: number, why: RegExp, wait: string | null) => {
+      const answer = await call(`/data/spot/hourly/book/${symbol}/${symbol}-book-${hourName(hour)}.zip`);
+      const { detail } = (await answer.json()) as { detail: string };
+      expect([answer.status, answer.headers.get("Retry-After")], `${hourName(hour)} (${detail})`).toEqual([404, wait]);
+      expect(detail, hourName(hour)).toMatch(why);
+    };
+    const spanned = P - 2 * HOUR_MS;
+    const quiet = await introspectWorkflowInstance(env.BOOK_FILES, againId(bookHourId(symbol, spanned), now));
+    await ask(spanned, /is being built/, "60");
+    await quiet.waitForStatus("complete");
+    await ask(spanned, /the book did not change in that hour/, null);
+    for (const hour of [P + 3 * HOUR_MS, Math.floor(now / HOUR_MS) * HOUR_MS - 48 * HOUR_MS]) {
+      await ask(hour, hour > P + 3 * HOUR_MS ? /has not been written/ : /the book did not change in that hour/, null);
+      await expect(env.BOOK_FILES.get(againId(bookHourId(symbol, hour), now)), `no instance for ${hourName(hour)}`).rejects.toThrow();
+    }
+    await quiet.dispose();
+    await first.dispose();
+    await again.dispose();
   }, 120_000);
 });

@@ -1491,7 +1491,7 @@ export interface paths {
         };
         /**
          * An hour's book or bookTicker file (zip), or its .CHECKSUM
-         * @description `{SYMBOL}-book-{YYYY-MM-DD-HH}.zip`: `sequence,time,side,price,quantity,update_type`, opening with the whole book as the hour began (`snapshot`), then every level each update set (`delta`; quantity 0 removes it). `{SYMBOL}-bookTicker-{YYYY-MM-DD-HH}.zip`: `sequence,time,bid_price,bid_qty,ask_price,ask_qty` at every change of the best levels (docs/history.md#book-files).
+         * @description `{SYMBOL}-book-{YYYY-MM-DD-HH}.zip`: `sequence,time,side,price,quantity,update_type`, opening with the whole book as the hour began (`snapshot`), then every level each update set (`delta`; quantity 0 removes it). `{SYMBOL}-bookTicker-{YYYY-MM-DD-HH}.zip`: `sequence,time,bid_price,bid_qty,ask_price,ask_qty` at every change of the best levels (docs/history.md#book-files). Kept 30 days: an older hour is built again from the book's history when asked — 404 with `Retry-After` meanwhile.
          */
         get: operations["getHourlyBookFile"];
         put?: never;
@@ -1509,7 +1509,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The hours of a market's book or bookTicker files */
+        /** The hours of a market's book or bookTicker files (the last 30 days', and older hours built again when asked) */
         get: operations["listHourlyBookFiles"];
         put?: never;
         post?: never;
@@ -10873,7 +10873,7 @@ export interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description Problem: VALIDATION_FAILED */
+            /** @description Problem: VALIDATION_FAILED, INVALID_SYMBOL */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -10886,7 +10886,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Problem: NOT_FOUND */
+            /** @description Problem: UNKNOWN_SYMBOL, NOT_FOUND */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
