@@ -46,6 +46,14 @@ export const VENUE_LOAD = {
   /** Tardis's feed (docs/tardis.md): 10,000 market-minutes a day through tardis-dev — a week of one busy market a day, every channel. */
   tardisMinutesPerSecond: 10_000 / 86_400,
   catchUpMinutesPerSecond: 100_000 / 86_400,
+  /**
+   * Hourly book files asked for after their 30 days (docs/history.md#kept-30-days), each built again
+   * from its segments: 2,400 market-hours a day — a hundred market-days of downloads, a quant's
+   * month of three markets a day (most backtests read the book where it lies, not its files).
+   */
+  bookHoursAgainPerSecond: 2_400 / 86_400,
+  /** The share of closed-history reads that fall on history older than 30 days (Infrequent Access). */
+  olderClosedReadsShare: 0.5,
 };
 
 /**
@@ -115,6 +123,14 @@ export function priceVenueAll({ writePath, venuePhase, reads, history, subscribe
     PRICES.r2ClassA,
     true,
     "files (archive)",
+  );
+  // Thirty days on, each segment and chunk moves to Infrequent Access (a lifecycle transition, a class A operation: priced as its puts).
+  add(
+    "R2 class A, Infrequent Access: segments and chunks moved after 30 days",
+    perMarketSecond(venuePhase.segmentsPut) + (files.archive.chunks / files.archive.trades) * L.tradesPerSecond,
+    PRICES.r2ClassAInfrequent,
+    false,
+    "model: a transition an object",
   );
   add("ids' expiry (an hour's table dropped a market-hour: 0 rows)", 0, PRICES.rowsWritten, false, "model: 25 h do not pass in a run");
 
@@ -213,6 +229,21 @@ export function priceVenueAll({ writePath, venuePhase, reads, history, subscribe
   add("tardis feed: R2 class B (blocks; the cache's misses)", perFeedMinute(feed.r2.bStandard), PRICES.r2ClassB, true, "history");
   add("tardis feed: host calls (open pages, trades of days not built)", perFeedMinute(feed.calls.market ?? 0), PRICES.requests, true, "history");
   add("tardis feed: Workers CPU, ms", perFeedMinute(feed.cpuSeconds * 1000), PRICES.workersCpuMs, true, "history");
+  // History older than 30 days lies in Infrequent Access: its reads pay that class's class B and a
+  // block's retrieval (128 KB at most) beyond Standard's. The run reads the last hours; say half of a
+  // venue's closed reads are older.
+  const closedReads =
+    perBook(books.r2.bStandard) + perReplayMinute(replay.r2.bStandard) + perCatchUpMinute(caught.r2.bStandard) + perFeedMinute(feed.r2.bStandard);
+  const olderRead = {
+    perMillion: PRICES.r2ClassBInfrequent.perMillion - PRICES.r2ClassB.perMillion + (128 * 1024 * PRICES.r2RetrievalInfrequent.perGb * 1e6) / 1e9,
+  };
+  add(
+    "closed history older than 30 days: Infrequent Access's reads beyond Standard's",
+    closedReads * L.olderClosedReadsShare,
+    olderRead,
+    false,
+    "model: half the closed reads",
+  );
   // A segment's row and its time index in D1, for the edge's reads (two rows written a segment).
   add(
     "closed segments' index in D1 (rows written)",
@@ -268,6 +299,14 @@ export function priceVenueAll({ writePath, venuePhase, reads, history, subscribe
   add("hourly files: R2 class B (segments, pieces read back)", hour(files.hourFit.bStandard), PRICES.r2ClassB, true, "files");
   add("hourly files: Workflow CPU, ms", hour(files.hourFit.cpuSeconds) * 1000, PRICES.workersCpuMs, true, "files");
   add("hourly files: Workflow instances", marketHours, PRICES.workersRequests, true, "files");
+  // An expired hour asked for is built again as the first time was (the same counted work a market-hour).
+  const again = (fit) => hour(fit) * (L.bookHoursAgainPerSecond / marketHours);
+  const asCounted = "model: 2,400 market-hours a day, as the hourly files count";
+  add("hourly files built again when asked: R2 class A, Standard", again(files.hourFit.aStandard), PRICES.r2ClassA, false, asCounted);
+  add("hourly files built again when asked: R2 class A, Infrequent Access", again(files.hourFit.aInfrequent), PRICES.r2ClassAInfrequent, false, asCounted);
+  add("hourly files built again when asked: R2 class B", again(files.hourFit.bStandard), PRICES.r2ClassB, false, asCounted);
+  add("hourly files built again when asked: Workflow CPU, ms", again(files.hourFit.cpuSeconds) * 1000, PRICES.workersCpuMs, false, asCounted);
+  add("hourly files built again when asked: instances", L.bookHoursAgainPerSecond, PRICES.workersRequests, false, "model: one an hour asked for");
   // Tardis's datasets (docs/tardis.md#datasets): the trades' part is in the daily files' lines (the
   // files phase waits for them); the book's reads each segment again and makes pieces of eight, as
   // the hourly files do: their counted reads and CPU a segment, once more, and an instance a day.

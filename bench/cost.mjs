@@ -118,6 +118,15 @@ const DAILY_ZIPS_PER_MARKET = 5;
 /** Tardis's datasets a market-day (docs/tardis.md#datasets): trades and the book's three, kept 30 days (src/history/datasets.ts). */
 const DATASETS_PER_MARKET = 4;
 const DATASETS_KEPT_DAYS = 30;
+/** An hour's book files are kept 30 days (src/history/book-files.ts BOOK_FILES_KEPT_DAYS), then built again when asked. */
+const BOOK_FILES_KEPT_DAYS = 30;
+/**
+ * The book's segments and the trade archive's chunks move to Infrequent Access 30 days after they are
+ * put (an R2 lifecycle rule, docs/operations.md): old history is read now and then, and cached.
+ */
+const STANDARD_DAYS = 30;
+/** Expired market-hours asked for a day, each kept 30 days more (bench/bill-price.mjs VENUE_LOAD.bookHoursAgainPerSecond). */
+const BOOK_HOURS_AGAIN_PER_DAY = 2_400;
 /**
  * Book history (docs/history.md#book-history): a segment to R2 every SNAPSHOT_EVERY commits or
  * 1 MB of updates (about 21 bytes a level change as JSON); two hourly zips a market-hour (one put
@@ -585,12 +594,19 @@ function priced(model, measured, book, sqliteGb) {
   // What is kept after `months` (R2 grows by what a month adds, for ever).
   const kept = (months) => {
     const seconds = (months * 365 * 86_400) / 12;
+    const days = (n) => Math.min(seconds, n * 86_400);
+    // The history itself (chunks, segments), kept for ever: Standard its first 30 days, then Infrequent Access.
+    const history = trades * TRADE_R2_BYTES.chunk + levels * book.segment;
+    // The hourly book files and Tardis's datasets are kept 30 days; an older hour asked for is built
+    // again and kept 30 days more (a market-hour's bytes at the venue's average).
+    const hoursAgain = (BOOK_HOURS_AGAIN_PER_DAY * levels * book.hourlyFiles * 3_600) / model.markets / 86_400;
     return {
-      r2: ((trades * TRADE_R2_BYTES.chunk + levels * book.segment) * seconds) / 1e9,
-      // Tardis's datasets are kept DATASETS_KEPT_DAYS (an older day is built again when asked).
+      r2: (history * days(STANDARD_DAYS)) / 1e9,
       r2Infrequent:
-        ((trades * TRADE_R2_BYTES.dailyFiles + levels * book.hourlyFiles) * seconds +
-          (trades * TRADE_R2_BYTES.datasets + levels * book.datasets) * Math.min(seconds, DATASETS_KEPT_DAYS * 86_400)) /
+        (history * (seconds - days(STANDARD_DAYS)) +
+          trades * TRADE_R2_BYTES.dailyFiles * seconds +
+          (levels * book.hourlyFiles + hoursAgain) * days(BOOK_FILES_KEPT_DAYS) +
+          (trades * TRADE_R2_BYTES.datasets + levels * book.datasets) * days(DATASETS_KEPT_DAYS)) /
         1e9,
       sqlite: sqliteGb[months],
     };
@@ -605,12 +621,12 @@ function priced(model, measured, book, sqliteGb) {
     { name: "R2 class A, Standard (chunks, segments, checksums)", perSecond: r2Puts, dollars: dollars(r2Puts, PRICES.r2ClassA) },
     { name: "R2 class A, Infrequent Access (zips, datasets)", perSecond: r2PutsInfrequent, dollars: dollars(r2PutsInfrequent, PRICES.r2ClassAInfrequent) },
     {
-      name: `R2 storage, Standard (chunks, segments; month ${STORAGE_MONTH})`,
+      name: `R2 storage, Standard (chunks, segments their first 30 days; month ${STORAGE_MONTH})`,
       perSecond: 0,
       dollars: Math.max(0, stored.r2 - PRICES.r2Storage.includedGb) * PRICES.r2Storage.perGbMonth,
     },
     {
-      name: `R2 storage, Infrequent Access (zips, datasets; month ${STORAGE_MONTH})`,
+      name: `R2 storage, Infrequent Access (zips, datasets, older chunks and segments; month ${STORAGE_MONTH})`,
       perSecond: 0,
       dollars: stored.r2Infrequent * PRICES.r2StorageInfrequent.perGbMonth,
     },
