@@ -115,7 +115,7 @@ export function snapshotMessage(book: OrderBook): ReplayBookMessage {
  * once `maxBytes` of JSON text are made (so `book` ends at the last message's sequence). `book` is
  * at the state before the first entry.
  */
-function conflatedMessages(
+export function conflatedMessages(
   book: OrderBook,
   all: readonly BookEntry[],
   toTime: number,

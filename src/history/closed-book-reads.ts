@@ -7,8 +7,8 @@
  * yet published — the caller's fallback when this answers undefined.
  *
  * Bounded per isolate: the segment rows it has looked up (ROWS_MAX a market), the blocks it has
- * decoded (BLOCKS_MAX_BYTES) and the books its pages ended at (PAGE_BOOKS_MAX_BYTES), least
- * recently used out first.
+ * decoded (BLOCKS_MAX_BYTES), their messages made for pages (BLOCK_PAGES_MAX_BYTES) and the books
+ * its pages ended at (PAGE_BOOKS_MAX_BYTES), least recently used out first.
  */
 import { BoundedMap } from "../core/bounded-map";
 import type { MarketConfig } from "../domain/market-config";
@@ -17,6 +17,7 @@ import { logFailure } from "../logs/log";
 import { billed } from "../metrics/billed-bindings";
 import { isolateMetrics } from "../metrics/holder";
 import type { BookSegment } from "../writes/book-log";
+import { type BlockMessages, blockMessages, pageOf } from "./block-messages";
 import { decodeBlock, segmentKey } from "./book-history";
 import { type BookTarget, bookOf, historicalBook, type ReplayLimits, type ReplayPage, replayTo, segmentPage } from "./book-replay";
 import { bookBytes, segmentBytes } from "./history-cache";
@@ -64,11 +65,14 @@ const ROWS_MAX = 256;
 /** Decoded blocks this isolate keeps, in bytes (estimated as the host's history cache does). */
 const BLOCKS_MAX_BYTES = 16 * 1024 * 1024;
 const PAGE_BOOKS_MAX_BYTES = 8 * 1024 * 1024;
+const BLOCK_PAGES_MAX_BYTES = 12 * 1024 * 1024;
 
 /** About what a row holds in memory: its numbers and its blocks' (up to MAX_BLOCKS of them). */
 const rowBytes = (row: SegmentRow) => 80 + 56 * row.blocks.length;
 const rows = new BoundedMap<SegmentRow[]>(4 * 1024 * 1024, 4_096, (key, list) => 2 * key.length + list.reduce((sum, row) => sum + rowBytes(row), 0));
 const blocks = new BoundedMap<BookSegment>(BLOCKS_MAX_BYTES, 1_024, (_key, segment) => segmentBytes(segment));
+/** Blocks' messages made once (`block-messages.ts`), for the pages after a cursor: about 4 bytes held a byte of their text. */
+const blockPages = new BoundedMap<BlockMessages>(BLOCK_PAGES_MAX_BYTES, 1_024, (_key, made) => made.held);
 /** Books where a page ended inside a block, for the page after (a catch-up's or replay's), in bytes as the host's history cache counts them. */
 const pageBooks = new BoundedMap<OrderBook>(PAGE_BOOKS_MAX_BYTES, 256, (_key, book) => bookBytes(book));
 
@@ -138,10 +142,12 @@ async function blockOf(history: ClosedHistory, symbol: string, row: SegmentRow, 
 }
 
 /** The block holding the target in a published segment, or undefined (not closed, not yet published, or D1 or R2 failing: the host answers). */
-async function closedBlock(history: ClosedHistory, symbol: string, target: BookTarget, use: Use): Promise<BookSegment | undefined> {
+async function closedBlock(history: ClosedHistory, symbol: string, target: BookTarget, use: Use): Promise<{ block: BookSegment; name: string } | undefined> {
   try {
     const row = await segmentFor(history, symbol, target, use);
-    return row && (await blockOf(history, symbol, row, blockFor(row.blocks, target)));
+    if (!row) return undefined;
+    const index = blockFor(row.blocks, target);
+    return { block: await blockOf(history, symbol, row, index), name: `${segmentKey(symbol, row.baseSeq)}|${index.offset}` };
   } catch (error) {
     logFailure("closed history read failed; the host answers", { error, symbol });
     return undefined;
@@ -155,7 +161,7 @@ export async function closedBookAt(
   target: BookTarget,
   depth: number,
 ): Promise<{ text: string; sequence: number } | undefined> {
-  const block = await closedBlock(history, market.symbol, target, "book");
+  const block = (await closedBlock(history, market.symbol, target, "book"))?.block;
   if (!block) return undefined;
   const book = bookOf(block, market.priceScale, market.quantityScale);
   replayTo(book, block, target);
@@ -176,10 +182,21 @@ export async function closedReplayPage(
   limits: ReplayLimits = {},
 ): Promise<ReplayPage | undefined> {
   const target: BookTarget = after === undefined ? { time: from } : { sequence: after };
-  const block = await closedBlock(history, market.symbol, target, "page");
-  if (!block) return undefined;
-  const toSequence = limits.toSequence ?? Number.MAX_SAFE_INTEGER;
-  const page = segmentPage(block, market, from, after, { to, toSequence, maxBytes: limits.maxBytes }, pageBooks, market.symbol);
+  const found = await closedBlock(history, market.symbol, target, "page");
+  if (!found) return undefined;
+  const { block, name } = found;
+  const bounds = { to, toSequence: limits.toSequence ?? Number.MAX_SAFE_INTEGER, maxBytes: limits.maxBytes };
+  // After a cursor at a window's end (every page's but a replay's first), a slice of the block's messages made once.
+  if (after !== undefined) {
+    let made = blockPages.get(name);
+    if (!made) {
+      made = blockMessages(block, market);
+      blockPages.set(name, made);
+    }
+    const sliced = pageOf(made, after, bounds);
+    if (sliced) return { messages: sliced.messages, next: sliced.messages.at(-1)!.sequence };
+  }
+  const page = segmentPage(block, market, from, after, bounds, pageBooks, market.symbol);
   // The block read to its end within bounds: the next page is the next block's (or the host's, past the last published).
   return page.end === "passed" ? { messages: page.messages } : { messages: page.messages, next: page.sequence };
 }

@@ -52,6 +52,17 @@ export interface PageSource {
   baseOf(symbol: string): Promise<void>;
 }
 
+/** Frames of closed blocks' messages, made once (those messages are shared by every page that slices them: `../history/block-messages.ts`). */
+const frames = new WeakMap<ReplayBookMessage, { stream: string; text: string }>();
+
+function frameOf(stream: string, data: ReplayBookMessage): string {
+  const known = frames.get(data);
+  if (known?.stream === stream) return known.text;
+  const text = streamFrame(stream, data);
+  frames.set(data, { stream, text });
+  return text;
+}
+
 /** The book stream's next page of history from its cursor, up to where the shard's live copy stands. */
 export async function bookPage(host: PageSource, from: number, s: StreamCatchUp, market: MarketConfig): Promise<Pending[]> {
   const symbol = market.symbol;
@@ -68,7 +79,7 @@ export async function bookPage(host: PageSource, from: number, s: StreamCatchUp,
   const first = s.cursor === undefined;
   return page.messages.map((data: ReplayBookMessage, i) => ({
     time: replayTime(data, i, from, first),
-    text: streamFrame(s.stream.name, data),
+    text: frameOf(s.stream.name, data),
     cursor: data.sequence,
   }));
 }
