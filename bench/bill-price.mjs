@@ -255,12 +255,16 @@ export function priceVenueAll({ writePath, venuePhase, reads, history, subscribe
 
   // Subscribers: held (key checks, the shards' alarms and rows), and each connection's open and close once a deploy.
   const held = subscribers.held;
+  // A shard re-checks each key with connections there once a minute (src/streams/shard-duties.ts,
+  // KEY_RECHECK_EVERY_MS), one guard call a key: counted over the run's minute it is 0 or 1 a
+  // connection by where the minute falls, so it is priced as the protocol makes it — each keyed
+  // subscriber its own key (at most as many checks as the venue's keys on every shard).
   add(
-    "stream key re-checks (guard calls)",
-    ((held.calls.guard ?? 0) / held.seconds / subscribers.keyed) * L.keyedSubscribers,
+    "stream key re-checks (guard calls, one a key and shard a minute)",
+    Math.min(L.keyedSubscribers, L.keys * L.shards) / 60,
     PRICES.requests,
-    true,
-    "subscribers",
+    false,
+    "model: KEY_RECHECK_EVERY_MS",
   );
   // A shard's, from the shards' own counts over the shards the run placed them on (every object's
   // counts times the venue's shards was the line before: the hosts' alarms priced 132 times).
