@@ -10,6 +10,7 @@ import { billed } from "../metrics/billed-bindings";
 import { BOOK_FILE_KINDS, BOOK_FILES_AFTER_MS, BOOK_FILES_KEPT_DAYS, parseHour } from "./book-files";
 import { handBookHourAgain } from "./book-files-workflow";
 import { DAILY_KLINE_INTERVALS, fileIsFinal, parseDay } from "./daily-files";
+import { BUILD_WAIT_S } from "./file-workflows";
 
 const tags = ["Historical data files"];
 const SYMBOL = /^[A-Z0-9]{2,20}$/;
@@ -115,9 +116,6 @@ export function historyFileRoutes(limit: MiddlewareHandler<AppEnv>) {
   }
   return router;
 }
-
-/** How long an asker of an hour being built again is told to wait (`Retry-After`): an instance builds an hour in well under a minute. */
-const BUILD_WAIT_S = 60;
 
 /**
  * An hour's file not in R2: not written yet, or an hour without a book change — or expired

@@ -23,6 +23,9 @@ export type FileKind = "book" | "day" | "datasets";
  * Files kept a while (an R2 lifecycle rule: the hourly book files, Tardis's datasets) and asked for
  * after are built again, at most once a week: the instance's id says the week.
  */
+/** How long the asker of a file being built again is told to wait (`Retry-After`): an instance builds an hour or a day in well under a minute. */
+export const BUILD_WAIT_S = 60;
+
 export const againId = (id: string, now: number) => `${id}-again-${Math.floor(now / (7 * DAY_MS))}`;
 
 /**

@@ -11,12 +11,10 @@ import { BOOK_FILES_AFTER_MS } from "../history/book-files";
 import { dayName } from "../history/daily-files";
 import { DATASETS_KEPT_DAYS, type DatasetType, datasetKey } from "../history/datasets";
 import { handDatasetsAgain } from "../history/datasets-workflow";
+import { BUILD_WAIT_S } from "../history/file-workflows";
 import { billed } from "../metrics/billed-bindings";
 import { isolateMetrics } from "../metrics/holder";
 import { listingTimes } from "./exchange-details";
-
-/** How long a building day's asker is told to wait (`Retry-After`): an instance builds a day in well under a minute. */
-const BUILD_WAIT_S = 60;
 
 /**
  * The dataset's response, or 404: not built (a day not ended, or before the market was listed),
