@@ -31,7 +31,7 @@ import {
 import { againId, createOnce, FILE_STEP, inRounds, PIECE_CSV_BYTES, reportBuilt, reportFailed } from "./file-workflows";
 import { MessageBook } from "./message-book";
 import { spanSegments } from "./published-segments";
-import { putInSlices, yieldTurn } from "./sliced-put";
+import { gzipInSlices, putInSlices, yieldTurn } from "./sliced-put";
 import { firstEntryText } from "./zip";
 import { deletePieces, pieceReader } from "./zip-pieces";
 
@@ -60,8 +60,8 @@ interface Progress {
 
 /** Segments a step reads at most (each up to 1 MB of JSON), fewer once their rows pass PIECE_CSV_BYTES. */
 const CHUNK_SEGMENTS = 8;
-/** Lines of the day's trades file made into rows between two turns of the thread. */
-const SLICE_LINES = 5_000;
+/** Characters of the day's trades file (whole lines) made into rows between two turns of the thread: about 1,000 trades. */
+const SLICE_CHARS = 64 * 1024;
 const DATASET_PUT: R2PutOptions = { httpMetadata: { contentType: "application/gzip" }, storageClass: "InfrequentAccess" };
 
 /** The instance of a market's day, handed at `at` (a day handed again, after a late trade, is a new instance). */
@@ -140,13 +140,18 @@ export class DatasetsWorkflow extends WorkflowEntrypoint<Env, DatasetParams> {
       const key = dailyKey("trades", market.symbol, day);
       const zip = await bucket.get(key);
       if (!zip) throw new Error(`${key} is not written: the day's trades are read from it`);
-      const lines = (await firstEntryText(new Uint8Array(await zip.arrayBuffer()))).split("\n");
-      for (let i = 0; i < lines.length; i += SLICE_LINES) {
-        tradeHourRows(market.symbol, day, lines.slice(i, i + SLICE_LINES).join("\n"), hours);
+      const text = await firstEntryText(new Uint8Array(await zip.arrayBuffer()));
+      // A slice of whole lines at a time, a rest between: no long turn for a day of trades.
+      for (let at = 0; at < text.length; ) {
+        const cut = text.indexOf("\n", Math.min(text.length, at + SLICE_CHARS));
+        const end = cut === -1 ? text.length : cut;
+        tradeHourRows(market.symbol, day, text.slice(at, end), hours);
+        at = end + 1;
         await yieldTurn(1);
       }
     }
-    const members = [gzipSync(DATASET_HEADERS.trades), ...hours.map((text) => gzipSync(text))];
+    const members: Uint8Array[] = [gzipSync(DATASET_HEADERS.trades)];
+    for (const text of hours) members.push(await gzipInSlices(text));
     // Where each member ends: the header's, then each hour's.
     const ends: number[] = [];
     for (const member of members) ends.push((ends.at(-1) ?? 0) + member.length);
@@ -179,7 +184,8 @@ export class DatasetsWorkflow extends WorkflowEntrypoint<Env, DatasetParams> {
         break;
       }
     }
-    const parts = BOOK_DATASET_TYPES.map((type) => gzipSync(rows.rows[type]));
+    const parts: Uint8Array[] = [];
+    for (const type of BOOK_DATASET_TYPES) parts.push(await gzipInSlices(rows.rows[type]));
     const bytes = parts.map((part) => part.length);
     const total = bytes.reduce((n, b) => n + b, 0);
     await putInSlices(bucket, pieceKey(params, id, segments[before.next]!), total, {}, async (send) => {
