@@ -32,7 +32,7 @@ import { againId, createOnce, FILE_STEP, inRounds, PIECE_CSV_BYTES, reportBuilt,
 import { MessageBook } from "./message-book";
 import { spanSegments } from "./published-segments";
 import { gzipInSlices, putInSlices, yieldTurn } from "./sliced-put";
-import { firstEntryText } from "./zip";
+import { firstEntryLines } from "./zip";
 import { deletePieces, pieceReader } from "./zip-pieces";
 
 /** What the run hands an instance: the market as listed then, the day's start (UTC ms), and whether its trades zip was written. */
@@ -60,8 +60,6 @@ interface Progress {
 
 /** Segments a step reads at most (each up to 1 MB of JSON), fewer once their rows pass PIECE_CSV_BYTES. */
 const CHUNK_SEGMENTS = 8;
-/** Characters of the day's trades file (whole lines) made into rows between two turns of the thread: about 1,000 trades. */
-const SLICE_CHARS = 64 * 1024;
 const DATASET_PUT: R2PutOptions = { httpMetadata: { contentType: "application/gzip" }, storageClass: "InfrequentAccess" };
 
 /** The instance of a market's day, handed at `at` (a day handed again, after a late trade, is a new instance). */
@@ -140,13 +138,9 @@ export class DatasetsWorkflow extends WorkflowEntrypoint<Env, DatasetParams> {
       const key = dailyKey("trades", market.symbol, day);
       const zip = await bucket.get(key);
       if (!zip) throw new Error(`${key} is not written: the day's trades are read from it`);
-      const text = await firstEntryText(new Uint8Array(await zip.arrayBuffer()));
-      // A slice of whole lines at a time, a rest between: no long turn for a day of trades.
-      for (let at = 0; at < text.length; ) {
-        const cut = text.indexOf("\n", Math.min(text.length, at + SLICE_CHARS));
-        const end = cut === -1 ? text.length : cut;
-        tradeHourRows(market.symbol, day, text.slice(at, end), hours);
-        at = end + 1;
+      // Inflated a slice at a time, whole lines made into rows, a rest between: no long turn for a day of trades.
+      for await (const lines of firstEntryLines(new Uint8Array(await zip.arrayBuffer()))) {
+        tradeHourRows(market.symbol, day, lines, hours);
         await yieldTurn(1);
       }
     }

@@ -111,12 +111,39 @@ export async function sha256Hex(bytes: Uint8Array): Promise<string> {
   return toHex(await crypto.subtle.digest("SHA-256", bytes));
 }
 
-/** The text of a zip's first entry, as this file writes one (a local header with its sizes, no data descriptor): inflated from the bytes. */
-export async function firstEntryText(zip: Uint8Array): Promise<string> {
+/** Compressed bytes handed to the inflater at a time by `firstEntryLines`: a few hundred KB of text out. */
+const INFLATE_SLICE_BYTES = 16 * 1024;
+
+/**
+ * The text of a zip's first entry, as this file writes one (a local header with its sizes, no data
+ * descriptor), inflated a slice at a time and handed on in whole lines — so a day's file is never
+ * one long turn of inflating and decoding.
+ *
+ * @example
+ * for await (const lines of firstEntryLines(zip)) rowsOf(lines);
+ */
+export async function* firstEntryLines(zip: Uint8Array): AsyncGenerator<string> {
   const view = new DataView(zip.buffer, zip.byteOffset, zip.byteLength);
   if (zip.length < 30 || view.getUint32(0, true) !== 0x04034b50) throw new Error("not a zip: no local file header");
   const compressed = view.getUint32(18, true);
   const start = 30 + view.getUint16(26, true) + view.getUint16(28, true);
   const data = zip.subarray(start, start + compressed);
-  return new Response(new Blob([data]).stream().pipeThrough(new DecompressionStream("deflate-raw"))).text();
+  let at = 0;
+  const slices = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (at >= data.length) controller.close();
+      else controller.enqueue(data.slice(at, (at += INFLATE_SLICE_BYTES)));
+    },
+  });
+  const reader = slices.pipeThrough(new DecompressionStream("deflate-raw")).pipeThrough(new TextDecoderStream()).getReader();
+  let carried = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    const text = carried + value;
+    const cut = text.lastIndexOf("\n");
+    carried = cut === -1 ? text : text.slice(cut + 1);
+    if (cut !== -1) yield text.slice(0, cut);
+  }
+  if (carried.length > 0) yield carried;
 }
