@@ -50,7 +50,7 @@ import WebSocket from "ws";
 import { issuePublishKey } from "../scripts/publish-key.mjs";
 import { listVenue } from "../scripts/venue.mjs";
 import { billedIn, grew, TOKEN } from "./bill-counts.mjs";
-import { priceVenueAll } from "./bill-price.mjs";
+import { priceVenueAll, VENUE_LOAD } from "./bill-price.mjs";
 import { fitNonNegative } from "./fit.mjs";
 import { option } from "./load.mjs";
 import { scrape } from "./metrics.mjs";
@@ -125,8 +125,6 @@ const BOOK_FILES_KEPT_DAYS = 30;
  * put (an R2 lifecycle rule, docs/operations.md): old history is read now and then, and cached.
  */
 const STANDARD_DAYS = 30;
-/** Expired market-hours asked for a day, each kept 30 days more (bench/bill-price.mjs VENUE_LOAD.bookHoursAgainPerSecond). */
-const BOOK_HOURS_AGAIN_PER_DAY = 2_400;
 /**
  * Book history (docs/history.md#book-history): a segment to R2 every SNAPSHOT_EVERY commits or
  * 1 MB of updates (about 21 bytes a level change as JSON); two hourly zips a market-hour (one put
@@ -599,7 +597,7 @@ function priced(model, measured, book, sqliteGb) {
     const history = trades * TRADE_R2_BYTES.chunk + levels * book.segment;
     // The hourly book files and Tardis's datasets are kept 30 days; an older hour asked for is built
     // again and kept 30 days more (a market-hour's bytes at the venue's average).
-    const hoursAgain = (BOOK_HOURS_AGAIN_PER_DAY * levels * book.hourlyFiles * 3_600) / model.markets / 86_400;
+    const hoursAgain = (VENUE_LOAD.bookHoursAgainPerSecond * levels * book.hourlyFiles * 3_600) / model.markets;
     return {
       r2: (history * days(STANDARD_DAYS)) / 1e9,
       r2Infrequent:
