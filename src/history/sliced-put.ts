@@ -8,6 +8,8 @@
  * multipart upload to abort or to pay for part by part. R2 takes up to 5 GB in one put; a zip
  * without ZIP64 is at most 4 GiB.
  */
+
+import { gzipSync } from "node:zlib";
 import { sleep } from "../core/cross-request-wait";
 import { toHex } from "../core/encoding";
 
@@ -39,16 +41,29 @@ export function yieldTurn(ms = 0): Promise<void> {
  * const member = await gzipInSlices(csv);
  */
 export async function gzipInSlices(text: string): Promise<Uint8Array> {
+  // A slice or less is one short turn as it is.
+  if (text.length <= PUT_SLICE_BYTES) return new Uint8Array(gzipSync(text));
   const stream = new CompressionStream("gzip");
   const writer = stream.writable.getWriter();
-  const gzipped = new Response(stream.readable).arrayBuffer();
+  const chunks: Uint8Array[] = [];
+  const reading = (async () => {
+    const reader = stream.readable.getReader();
+    for (let read = await reader.read(); !read.done; read = await reader.read()) chunks.push(read.value);
+  })();
   const encoder = new TextEncoder();
   for (let at = 0; at < text.length; at += PUT_SLICE_BYTES) {
     await writer.write(encoder.encode(text.slice(at, at + PUT_SLICE_BYTES)));
     await yieldTurn(PUT_SLICE_REST_MS);
   }
   await writer.close();
-  return new Uint8Array(await gzipped);
+  await reading;
+  const gzipped = new Uint8Array(chunks.reduce((n, chunk) => n + chunk.length, 0));
+  let offset = 0;
+  for (const chunk of chunks) {
+    gzipped.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return gzipped;
 }
 
 /**
