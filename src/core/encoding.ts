@@ -73,3 +73,14 @@ export function gzipText(text: string): Promise<ArrayBuffer> {
 export function gunzipText(body: ReadableStream<Uint8Array>): Promise<string> {
   return new Response(body.pipeThrough(new DecompressionStream("gzip"))).text();
 }
+
+/** The byte arrays one after another, in one. */
+export function concatBytes(parts: readonly Uint8Array[]): Uint8Array<ArrayBuffer> {
+  const out = new Uint8Array(parts.reduce((n, part) => n + part.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
+}

@@ -11,7 +11,7 @@
 
 import { gzipSync } from "node:zlib";
 import { sleep } from "../core/cross-request-wait";
-import { toHex } from "../core/encoding";
+import { concatBytes, toHex } from "../core/encoding";
 
 /**
  * A slice of a put's body: a few ms of copying and hashing, here and in R2's store (locally on the
@@ -57,13 +57,7 @@ export async function gzipInSlices(text: string): Promise<Uint8Array> {
   }
   await writer.close();
   await reading;
-  const gzipped = new Uint8Array(chunks.reduce((n, chunk) => n + chunk.length, 0));
-  let offset = 0;
-  for (const chunk of chunks) {
-    gzipped.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return gzipped;
+  return concatBytes(chunks);
 }
 
 /**

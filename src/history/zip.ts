@@ -5,7 +5,7 @@
  */
 
 import { crc32 } from "../../client/src/checksum";
-import { toHex } from "../core/encoding";
+import { concatBytes, toHex } from "../core/encoding";
 
 /** The most a file or its compressed form may be without ZIP64. */
 const ZIP_MAX_BYTES = 0xffff_ffff;
@@ -82,20 +82,9 @@ export function zipFrame(name: string, entry: ZipEntry, day: Date): { header: Ui
     [2, 0],
   ]);
   return {
-    header: concat([local, nameBytes]),
-    trailer: concat([central, nameBytes, end]),
+    header: concatBytes([local, nameBytes]),
+    trailer: concatBytes([central, nameBytes, end]),
   };
-}
-
-/** The byte arrays one after another, in one. */
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
 }
 
 /** `name` holding `data`, deflated, dated `day` (00:00). */
@@ -103,7 +92,7 @@ export async function zipOne(name: string, data: Uint8Array, day: Date): Promise
   if (data.length > ZIP_MAX_BYTES) throw new Error(`${name} is ${data.length} bytes: more than a zip without ZIP64 holds`);
   const compressed = await deflateRaw(data);
   const { header, trailer } = zipFrame(name, { crc: crc32(data), compressed: compressed.length, size: data.length }, day);
-  return concat([header, compressed, trailer]);
+  return concatBytes([header, compressed, trailer]);
 }
 
 /** A file's SHA-256 as hex, as its `.CHECKSUM` line gives it. */

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { chargeClientIp } from "../access/middleware";
 import { admit, GATEWAY_LIMIT, rateLimitHeaders } from "../access/rate-limit";
-import { sha256Hex } from "../core/encoding";
+import { concatBytes, sha256Hex } from "../core/encoding";
 import { isJsonRequest } from "../core/media-types";
 import { ProblemError, problem } from "../core/problem";
 import { jsonBody, problemResponses } from "../core/schemas";
@@ -32,13 +32,7 @@ async function readLimited(request: Request, limit: number): Promise<Uint8Array<
       chunks.push(value);
     }
   }
-  const body = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    body.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return body;
+  return concatBytes(chunks);
 }
 
 function header(request: Request, name: string): string {
