@@ -111,14 +111,13 @@ async function segmentFor(history: ClosedHistory, symbol: string, target: BookTa
 }
 
 /** A block decoded: this isolate's, else its bytes from the location's cache, else one R2 range read (and into the cache). */
-async function blockOf(history: ClosedHistory, symbol: string, row: SegmentRow, block: BlockIndex): Promise<BookSegment> {
-  const key = segmentKey(symbol, row.baseSeq);
-  const name = `${key}|${block.offset}`;
+async function blockOf(history: ClosedHistory, symbol: string, row: SegmentRow, block: BlockIndex, name: string): Promise<BookSegment> {
   const decoded = blocks.get(name);
   if (decoded) {
     history.counted("memory");
     return decoded;
   }
+  const key = segmentKey(symbol, row.baseSeq);
   // Immutable: the object's name, its last batch's time and the block's place in it say what it holds.
   const url = `https://book-history.internal/${key}/${row.lastTime}/${block.offset}-${block.bytes}`;
   const cache = typeof caches === "undefined" ? undefined : caches.default;
@@ -141,16 +140,31 @@ async function blockOf(history: ClosedHistory, symbol: string, row: SegmentRow, 
   return segment;
 }
 
-/** The block holding the target in a published segment, or undefined (not closed, not yet published, or D1 or R2 failing: the host answers). */
-async function closedBlock(history: ClosedHistory, symbol: string, target: BookTarget, use: Use): Promise<{ block: BookSegment; name: string } | undefined> {
+/** Where a closed read failed: logged, and the host answers. */
+function failed(error: unknown, symbol: string): undefined {
+  logFailure("closed history read failed; the host answers", { error, symbol });
+  return undefined;
+}
+
+/**
+ * The block holding the target in a published segment — its name, and how to read it (undefined
+ * when it cannot be: R2 failing) — or undefined (not closed, not yet published, or D1 failing: the
+ * host answers). Named before it is read, so a page of messages already made reads nothing.
+ */
+async function closedBlock(
+  history: ClosedHistory,
+  symbol: string,
+  target: BookTarget,
+  use: Use,
+): Promise<{ name: string; read: () => Promise<BookSegment | undefined> } | undefined> {
   try {
     const row = await segmentFor(history, symbol, target, use);
     if (!row) return undefined;
     const index = blockFor(row.blocks, target);
-    return { block: await blockOf(history, symbol, row, index), name: `${segmentKey(symbol, row.baseSeq)}|${index.offset}` };
+    const name = `${segmentKey(symbol, row.baseSeq)}|${index.offset}`;
+    return { name, read: () => blockOf(history, symbol, row, index, name).catch((error: unknown) => failed(error, symbol)) };
   } catch (error) {
-    logFailure("closed history read failed; the host answers", { error, symbol });
-    return undefined;
+    return failed(error, symbol);
   }
 }
 
@@ -161,7 +175,7 @@ export async function closedBookAt(
   target: BookTarget,
   depth: number,
 ): Promise<{ text: string; sequence: number } | undefined> {
-  const block = (await closedBlock(history, market.symbol, target, "book"))?.block;
+  const block = await (await closedBlock(history, market.symbol, target, "book"))?.read();
   if (!block) return undefined;
   const book = bookOf(block, market.priceScale, market.quantityScale);
   replayTo(book, block, target);
@@ -184,18 +198,24 @@ export async function closedReplayPage(
   const target: BookTarget = after === undefined ? { time: from } : { sequence: after };
   const found = await closedBlock(history, market.symbol, target, "page");
   if (!found) return undefined;
-  const { block, name } = found;
   const bounds = { to, toSequence: limits.toSequence ?? Number.MAX_SAFE_INTEGER, maxBytes: limits.maxBytes };
-  // After a cursor at a window's end (every page's but a replay's first), a slice of the block's messages made once.
+  let block: BookSegment | undefined;
+  // After a cursor at a window's end (every page's but a replay's first), a slice of the block's
+  // messages made once: when they are held, the block is not read again.
   if (after !== undefined) {
-    let made = blockPages.get(name);
-    if (!made) {
+    let made = blockPages.get(found.name);
+    if (made) history.counted("memory");
+    else {
+      block = await found.read();
+      if (!block) return undefined;
       made = blockMessages(block, market);
-      blockPages.set(name, made);
+      blockPages.set(found.name, made);
     }
     const sliced = pageOf(made, after, bounds);
     if (sliced) return { messages: sliced.messages, next: sliced.messages.at(-1)!.sequence };
   }
+  block ??= await found.read();
+  if (!block) return undefined;
   const page = segmentPage(block, market, from, after, bounds, pageBooks, market.symbol);
   // The block read to its end within bounds: the next page is the next block's (or the host's, past the last published).
   return page.end === "passed" ? { messages: page.messages } : { messages: page.messages, next: page.sequence };
