@@ -25,7 +25,22 @@ function freePort() {
  * @param {{ env?: Record<string, string>, timeoutMs?: number, state?: string, port?: number }} [options] extra environment (e.g. `--var` is not needed: `npm start` turns the demo feed on)
  * @returns {Promise<{ baseUrl: string, httpsUrl: string, stop: () => Promise<void>, kill: () => Promise<void>, output: () => string, state: string, port: number }>}
  */
-export async function startService({ env = {}, timeoutMs = 150_000, state: given, port: givenPort } = {}) {
+export async function startService(options = {}) {
+  // A port found free is not held: until the service binds it, another process (another test's
+  // service, its HTTPS door, wrangler's inspector) may take it. A fresh start that finds its port
+  // taken picks others; a restart on a given port and state has none to pick.
+  const fresh = options.port === undefined && options.state === undefined;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(options);
+    } catch (error) {
+      if (!fresh || attempt >= 3 || !String(error instanceof Error ? error.message : error).includes("Address already in use")) throw error;
+    }
+  }
+}
+
+/** @param {{ env?: Record<string, string>, timeoutMs?: number, state?: string, port?: number }} [options] */
+async function startOnce({ env = {}, timeoutMs = 150_000, state: given, port: givenPort } = {}) {
   const port = givenPort ?? (await freePort());
   const httpsPort = await freePort();
   const state = given ?? mkdtempSync(path.join(tmpdir(), "mds-service-"));
