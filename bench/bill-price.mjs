@@ -52,6 +52,11 @@ export const VENUE_LOAD = {
    * month of three markets a day (most backtests read the book where it lies, not its files).
    */
   bookHoursAgainPerSecond: 2_400 / 86_400,
+  /**
+   * Daily trades files asked for after their 30 days (docs/history.md#trades-files-kept-30-days),
+   * each day built again from the trade archive: 100 market-days a day, the same hundred.
+   */
+  tradeDaysAgainPerSecond: 100 / 86_400,
   /** The share of closed-history reads that fall on history older than 30 days (Infrequent Access). */
   olderClosedReadsShare: 0.5,
 };
@@ -311,6 +316,21 @@ export function priceVenueAll({ writePath, venuePhase, reads, history, subscribe
   add("hourly files built again when asked: R2 class B", again(files.hourFit.bStandard), PRICES.r2ClassB, false, asCounted);
   add("hourly files built again when asked: Workflow CPU, ms", again(files.hourFit.cpuSeconds) * 1000, PRICES.workersCpuMs, false, asCounted);
   add("hourly files built again when asked: instances", L.bookHoursAgainPerSecond, PRICES.workersRequests, false, "model: one an hour asked for");
+  // An expired day asked for is built again as the first time was, less its klines and datasets: the
+  // day's counted work (theirs included, so an upper bound).
+  const dayAgain = (fit) => day(fit) * (L.tradeDaysAgainPerSecond / marketDays);
+  const dayCounted = "model: 100 market-days a day, as the daily files count";
+  add("daily files built again when asked: R2 class A, Standard", dayAgain(files.dayFit.aStandard), PRICES.r2ClassA, false, dayCounted);
+  add("daily files built again when asked: R2 class A, Infrequent Access", dayAgain(files.dayFit.aInfrequent), PRICES.r2ClassAInfrequent, false, dayCounted);
+  add("daily files built again when asked: R2 class B", dayAgain(files.dayFit.bStandard), PRICES.r2ClassB, false, dayCounted);
+  add("daily files built again when asked: Workflow CPU, ms", dayAgain(files.dayFit.cpuSeconds) * 1000, PRICES.workersCpuMs, false, dayCounted);
+  add(
+    "daily files built again when asked: host calls and instances",
+    dayAgain(files.dayFit.calls) + L.tradeDaysAgainPerSecond,
+    PRICES.requests,
+    false,
+    dayCounted,
+  );
   // Tardis's datasets (docs/tardis.md#datasets): the trades' part is in the daily files' lines (the
   // files phase waits for them); the book's reads each segment again and makes pieces of eight, as
   // the hourly files do: their counted reads and CPU a segment, once more, and an instance a day.

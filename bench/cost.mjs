@@ -120,6 +120,8 @@ const DATASETS_PER_MARKET = 4;
 const DATASETS_KEPT_DAYS = 30;
 /** An hour's book files are kept 30 days (src/history/book-files.ts BOOK_FILES_KEPT_DAYS), then built again when asked. */
 const BOOK_FILES_KEPT_DAYS = 30;
+/** A day's trades and aggTrades files are kept 30 days (src/history/daily-files.ts DAILY_TRADE_FILES_KEPT_DAYS), then built again when asked. */
+const DAILY_TRADE_FILES_KEPT_DAYS = 30;
 /**
  * The book's segments and the trade archive's chunks move to Infrequent Access 30 days after they are
  * put (an R2 lifecycle rule, docs/operations.md): old history is read now and then, and cached.
@@ -595,14 +597,16 @@ function priced(model, measured, book, sqliteGb) {
     const days = (n) => Math.min(seconds, n * 86_400);
     // The history itself (chunks, segments), kept for ever: Standard its first 30 days, then Infrequent Access.
     const history = trades * TRADE_R2_BYTES.chunk + levels * book.segment;
-    // The hourly book files and Tardis's datasets are kept 30 days; an older hour asked for is built
-    // again and kept 30 days more (a market-hour's bytes at the venue's average).
+    // The hourly book files, the daily trades files and Tardis's datasets are kept 30 days; an older
+    // hour (or day) asked for is built again and kept 30 days more (at the venue's average).
     const hoursAgain = (VENUE_LOAD.bookHoursAgainPerSecond * levels * book.hourlyFiles * 3_600) / model.markets;
+    // The daily trades and aggTrades files the same, a market-day at a time (the klines files are kept for ever, and small).
+    const daysAgain = (VENUE_LOAD.tradeDaysAgainPerSecond * trades * TRADE_R2_BYTES.dailyFiles * 86_400) / model.markets;
     return {
       r2: (history * days(STANDARD_DAYS)) / 1e9,
       r2Infrequent:
         (history * (seconds - days(STANDARD_DAYS)) +
-          trades * TRADE_R2_BYTES.dailyFiles * seconds +
+          (trades * TRADE_R2_BYTES.dailyFiles + daysAgain) * days(DAILY_TRADE_FILES_KEPT_DAYS) +
           (levels * book.hourlyFiles + hoursAgain) * days(BOOK_FILES_KEPT_DAYS) +
           (trades * TRADE_R2_BYTES.datasets + levels * book.datasets) * days(DATASETS_KEPT_DAYS)) /
         1e9,

@@ -32,7 +32,7 @@ import {
 } from "./daily-files";
 import { handDatasets } from "./datasets-workflow";
 import { putChecksum, ZIP_PUT } from "./file-storage";
-import { FILE_ROUNDS, FILE_STEP, inRounds, PIECE_CSV_BYTES, reportBuilt, reportFailed } from "./file-workflows";
+import { againId, createOnce, FILE_ROUNDS, FILE_STEP, inRounds, PIECE_CSV_BYTES, reportBuilt, reportFailed } from "./file-workflows";
 import { yieldTurn } from "./sliced-put";
 import { type ArchivedTrade, withinPage } from "./trade-archive";
 import { sha256Hex, type ZipEntry, zipOne } from "./zip";
@@ -42,6 +42,8 @@ import { deletePieces, EMPTY_ENTRY, PieceWriter, pieceReader, putBothPieces, put
 export interface DayParams {
   market: MarketConfig;
   day: number;
+  /** Built again after its trades files expired (`handDayAgain`): its klines files, kept, are not written, nor its datasets handed. */
+  again?: boolean;
 }
 
 /** The day as opened, less its klines (written by that step): what the later steps need. */
@@ -70,6 +72,24 @@ const SLICE_REST_MS = 5;
 
 /** Pages (a host's hot page, or up to eight archived chunks) a step takes at most, whatever their CSV's size: `DAILY_STEP_PAGES`, 1–64. */
 const stepPages = (setting: string | undefined) => intSetting(setting, 1, 64, 16);
+
+/**
+ * Hands a day whose trades files expired (DAILY_TRADE_FILES_KEPT_DAYS) to an instance again when
+ * someone asks for them: its trades read again from the archive's chunks, one instance a market-day
+ * a week at most (`againId`). "none": the market did not trade that day (no klines file, kept for
+ * ever, was written for it); "skipped": the week's instance read a different count of trades than
+ * the day's candles hold, so wrote no trades files (`DayFiles.skipped`).
+ *
+ * @example
+ * if ((await handDayAgain(env, market, day, Date.now())) === "none") throw problem("NOT_FOUND", "…");
+ */
+export async function handDayAgain(env: Env, market: MarketConfig, day: number, now: number): Promise<"building" | "none" | "skipped"> {
+  if ((await billed(env, "HISTORY").head(dailyKey("klines/1d", market.symbol, day))) === null) return "none";
+  const id = againId(`day-${market.symbol}-${dayName(day)}`, now);
+  if (await createOnce(env.DAILY_FILES, id, { market, day, again: true } satisfies DayParams)) return "building";
+  const { status, output } = await (await env.DAILY_FILES.get(id)).status();
+  return status === "complete" && (output as DayFiles | undefined)?.skipped !== undefined ? "skipped" : "building";
+}
 
 /** The instance of a market's day, handed at `at` (a day handed again, after a late trade, is a new instance). */
 export function dayInstanceId(symbol: string, day: number, at: number): string {
@@ -121,7 +141,9 @@ export class DailyFilesWorkflow extends WorkflowEntrypoint<Env, DayParams> {
         // What the day cost its host: the open and each page (their bytes copied, never parsed there).
         day.host = { calls: 1 + progress.hostCalls, bytes: progress.hostBytes };
         await step.do(named("done"), FILE_STEP, () => this.done(params, id, day, progress));
-        // Tardis's datasets of the day read its trades from the zip just written (docs/tardis.md#datasets).
+        // Tardis's datasets of the day read its trades from the zip just written (docs/tardis.md#datasets);
+        // a day built again is asked for its files, not its datasets (built again when asked, from this zip).
+        if (params.again) return day;
         const zipped = day.files.some((file) => file.key === dailyKey("trades", params.market.symbol, params.day));
         await step.do(named("hand the datasets"), FILE_STEP, () => handDatasets(this.env, params.market, params.day, zipped));
         return day;
@@ -138,7 +160,7 @@ export class DailyFilesWorkflow extends WorkflowEntrypoint<Env, DayParams> {
   /** The day as its host holds it now, and its three klines files written. */
   private async open(params: DayParams): Promise<Opened> {
     const day = unwrap(await marketObject(this.env, params.market).openDay(params.market, params.day));
-    const files = day.trades > 0 ? await putKlineFiles(billed(this.env, "HISTORY"), params.market.symbol, params.day, day.klines) : [];
+    const files = day.trades > 0 && !params.again ? await putKlineFiles(billed(this.env, "HISTORY"), params.market.symbol, params.day, day.klines) : [];
     return { throughSeq: day.throughSeq, trades: day.trades, live: day.live, files };
   }
 

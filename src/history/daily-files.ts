@@ -12,6 +12,13 @@ import type { ArchivedTrade } from "./trade-archive";
 /** The kline intervals written as daily files. */
 export const DAILY_KLINE_INTERVALS = ["1m", "1h", "1d"] as const;
 
+/**
+ * A day's trades and aggTrades zips (and their checksums) are kept this long in R2 (a lifecycle rule,
+ * docs/operations.md), then built again from the trade archive's chunks, kept for ever, when asked
+ * (docs/history.md#daily-files): they were two thirds of the history's bytes. Its klines files stay.
+ */
+export const DAILY_TRADE_FILES_KEPT_DAYS = 30;
+
 /** Trades are accepted up to 7 days late (MAX_TRADE_AGE_MS in market/ingest-check.ts, docs/publishing.md). */
 const LATE_TRADES_MS = 7 * DAY_MS;
 /** The daily run's minute after midnight UTC (DAILY_FILES_MINUTE, archive-days.ts). */

@@ -79,11 +79,10 @@ export async function handDatasets(env: Env, market: MarketConfig, day: number, 
 
 /**
  * Hands a market's day to an instance again, once its datasets expired and someone asks for them:
- * one instance a market-day a week at most (`againId`). The trades are read from the day's zip when
- * it was written. Returns whether this call created it.
+ * one instance a market-day a week at most (`againId`). `trades`: the day's trades zip is in R2,
+ * and the trades are read from it. Returns whether this call created it.
  */
-export async function handDatasetsAgain(env: Env, market: MarketConfig, day: number, now: number): Promise<boolean> {
-  const trades = (await billed(env, "HISTORY").head(dailyKey("trades", market.symbol, day))) !== null;
+export function handDatasetsAgain(env: Env, market: MarketConfig, day: number, now: number, trades: boolean): Promise<boolean> {
   return createOnce(env.DATASETS, againId(`tardis-${market.symbol}-${dayName(day)}`, now), { market, day, trades } satisfies DatasetParams);
 }
 

@@ -9,7 +9,8 @@ import { resolveMarket } from "../market/lookup";
 import { billed } from "../metrics/billed-bindings";
 import { BOOK_FILE_KINDS, BOOK_FILES_AFTER_MS, BOOK_FILES_KEPT_DAYS, parseHour } from "./book-files";
 import { handBookHourAgain } from "./book-files-workflow";
-import { DAILY_KLINE_INTERVALS, fileIsFinal, parseDay } from "./daily-files";
+import { DAILY_KLINE_INTERVALS, DAILY_TRADE_FILES_KEPT_DAYS, fileIsFinal, parseDay } from "./daily-files";
+import { handDayAgain } from "./daily-files-workflow";
 import { BUILD_WAIT_S } from "./file-workflows";
 
 const tags = ["Historical data files"];
@@ -43,13 +44,15 @@ const fileResponses = {
  * app.route("/", historyFileRoutes(publicLimit));
  */
 export function historyFileRoutes(limit: MiddlewareHandler<AppEnv>) {
-  const serve = async (c: Context<AppEnv>, key: string, symbol: string, name: string, expected: RegExp, hourly = false) => {
+  const serve = async (c: Context<AppEnv>, key: string, symbol: string, name: string, expected: RegExp, family: FileFamily) => {
+    const { hourly } = family;
     const match = expected.exec(name);
     const start = match ? (hourly ? parseHour : parseDay)(match[1]!) : undefined;
     if (start === undefined) throw problem("NOT_FOUND", `${key} is not ${hourly ? "an hourly" : "a daily"} file's name`);
     const object = await billed(c.env, "HISTORY").get(key);
     if (!object) {
       if (hourly) return missingHour(c.env, key, symbol, start, Date.now());
+      if (family.param === "kind") return missingDay(c.env, key, symbol, start, Date.now());
       throw problem("NOT_FOUND", `${key} has not been written: the files of a day are written at 00:05 UTC the day after`);
     }
     // An hour's book files are written once, after the hour (docs/history.md#book-files).
@@ -97,7 +100,7 @@ export function historyFileRoutes(limit: MiddlewareHandler<AppEnv>) {
       }),
       async (c) => {
         const params = c.req.valid("param") as Record<string, string>;
-        return serve(c, `${folderOf(params)}/${params.file}`, params.symbol!, params.file!, name(params.symbol!, params[param]!, hourly), hourly);
+        return serve(c, `${folderOf(params)}/${params.file}`, params.symbol!, params.file!, name(params.symbol!, params[param]!, hourly), family);
       },
     );
     router.openapi(
@@ -148,6 +151,35 @@ async function missingHour(env: Env, key: string, symbol: string, hour: number, 
   );
 }
 
+/**
+ * A day's trades or aggTrades file not in R2: not written yet — or expired
+ * (DAILY_TRADE_FILES_KEPT_DAYS), then handed to its Workflow again (from the trade archive's chunks,
+ * kept for ever) and answered 404 with when to ask again; a day the market did not trade has none.
+ */
+async function missingDay(env: Env, key: string, symbol: string, day: number, now: number): Promise<never> {
+  if (now - (day + DAY_MS) < (DAILY_TRADE_FILES_KEPT_DAYS - 1) * DAY_MS) {
+    throw problem("NOT_FOUND", `${key} has not been written: the files of a day are written at 00:05 UTC the day after`);
+  }
+  const handed = await handDayAgain(env, resolveMarket(symbol), day, now).catch((error: unknown) => {
+    throw problem(
+      "UNAVAILABLE",
+      `${key} cannot be built again now (${error instanceof Error ? error.message : String(error)}): ask again in a minute`,
+      {},
+      { "Retry-After": String(BUILD_WAIT_S) },
+    );
+  });
+  if (handed === "none") throw problem("NOT_FOUND", `${key} has no file: the market did not trade that day`);
+  if (handed === "skipped") {
+    throw problem("NOT_FOUND", `${key} was not built again: the trades read from the archive are not the count the day's candles hold`);
+  }
+  throw problem(
+    "NOT_FOUND",
+    `${key} is being built (a day's trades files are kept ${DAILY_TRADE_FILES_KEPT_DAYS} days, then built again from the trade archive when asked): ask again in a minute`,
+    {},
+    { "Retry-After": String(BUILD_WAIT_S) },
+  );
+}
+
 /** Files of one kind: where a market's lie, the path parameter that tells them apart, their routes' words. */
 interface FileFamily {
   /** A market's folder in R2 and in the path, `{symbol}` and `{param}` standing for theirs. */
@@ -183,9 +215,13 @@ const FAMILIES: readonly FileFamily[] = [
     file: {
       operationId: "getDailyTradesFile",
       summary: "A day's trades or aggTrades file (zip), or its .CHECKSUM",
-      description: "`{SYMBOL}-trades-{YYYY-MM-DD}.zip`: `id,price,qty,quoteQty,time,isBuyerMaker,isBestMatch`, times in Unix ms. aggTrades: `a,p,q,f,l,T,m,M`.",
+      description:
+        "`{SYMBOL}-trades-{YYYY-MM-DD}.zip`: `id,price,qty,quoteQty,time,isBuyerMaker,isBestMatch`, times in Unix ms. aggTrades: `a,p,q,f,l,T,m,M`. Kept 30 days: an older day is built again from the trade archive when asked — 404 with `Retry-After` meanwhile.",
     },
-    listing: { operationId: "listDailyTradesFiles", summary: "The days of a market's trades or aggTrades files" },
+    listing: {
+      operationId: "listDailyTradesFiles",
+      summary: "The days of a market's trades or aggTrades files (the last 30 days', and older days built again when asked)",
+    },
     unknown: "the daily files are trades, aggTrades and klines/{interval}",
   },
   {

@@ -8,7 +8,8 @@ import { problem } from "../core/problem";
 import { DAY_MS } from "../domain/intervals";
 import type { MarketConfig } from "../domain/market-config";
 import { BOOK_FILES_AFTER_MS } from "../history/book-files";
-import { dayName } from "../history/daily-files";
+import { dailyKey, dayName } from "../history/daily-files";
+import { handDayAgain } from "../history/daily-files-workflow";
 import { DATASETS_KEPT_DAYS, type DatasetType, datasetKey } from "../history/datasets";
 import { handDatasetsAgain } from "../history/datasets-workflow";
 import { BUILD_WAIT_S } from "../history/file-workflows";
@@ -48,7 +49,9 @@ export async function datasetResponse(env: Env, market: MarketConfig, type: Data
   }
   const listed = (await listingTimes(env.DB)).get(market.symbol) ?? 0;
   if (day + DAY_MS <= listed) throw problem("NOT_FOUND", `${name}: the market was listed on ${dayName(listed)}`);
-  await handDatasetsAgain(env, market, day, now);
+  // The trades dataset is read from the day's trades zip: one expired too is built again first.
+  const zipped = (await billed(env, "HISTORY").head(dailyKey("trades", market.symbol, day))) !== null;
+  if (zipped || (await handDayAgain(env, market, day, now)) !== "building") await handDatasetsAgain(env, market, day, now, zipped);
   throw problem(
     "NOT_FOUND",
     `${name} is being built (a day's datasets are kept ${DATASETS_KEPT_DAYS} days, then built again when asked): ask again in a minute`,

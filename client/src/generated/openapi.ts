@@ -1454,7 +1454,7 @@ export interface paths {
         };
         /**
          * A day's trades or aggTrades file (zip), or its .CHECKSUM
-         * @description `{SYMBOL}-trades-{YYYY-MM-DD}.zip`: `id,price,qty,quoteQty,time,isBuyerMaker,isBestMatch`, times in Unix ms. aggTrades: `a,p,q,f,l,T,m,M`.
+         * @description `{SYMBOL}-trades-{YYYY-MM-DD}.zip`: `id,price,qty,quoteQty,time,isBuyerMaker,isBestMatch`, times in Unix ms. aggTrades: `a,p,q,f,l,T,m,M`. Kept 30 days: an older day is built again from the trade archive when asked — 404 with `Retry-After` meanwhile.
          */
         get: operations["getDailyTradesFile"];
         put?: never;
@@ -1472,7 +1472,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The days of a market's trades or aggTrades files */
+        /** The days of a market's trades or aggTrades files (the last 30 days', and older days built again when asked) */
         get: operations["listDailyTradesFiles"];
         put?: never;
         post?: never;
