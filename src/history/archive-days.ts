@@ -49,7 +49,7 @@ async function handMarketDay(env: Env, market: MarketConfig, day: number): Promi
       const handed: string[] = [];
       for (const d of trades > 0 ? [day, ...again] : again) handed.push(await hand(env, market, d));
       // A day without trades has its book's datasets still (a day that traded has them handed by its daily files' instance).
-      if (trades === 0) await handDatasets(env, market, day, false);
+      if (trades === 0) await handDatasets(env, market, day);
       if (trades > 0) [result.instance] = handed;
       if (again.length > 0) result.rewritten = again.map(dayName);
       if (handed.length > 0) result.pending = true;

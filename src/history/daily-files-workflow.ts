@@ -144,8 +144,8 @@ export class DailyFilesWorkflow extends WorkflowEntrypoint<Env, DayParams> {
         // Tardis's datasets of the day read its trades from the zip just written (docs/tardis.md#datasets);
         // a day built again is asked for its files, not its datasets (built again when asked, from this zip).
         if (params.again) return day;
-        const zipped = day.files.some((file) => file.key === dailyKey("trades", params.market.symbol, params.day));
-        await step.do(named("hand the datasets"), FILE_STEP, () => handDatasets(this.env, params.market, params.day, zipped));
+        const zipped = day.files.find((file) => file.key === dailyKey("trades", params.market.symbol, params.day));
+        await step.do(named("hand the datasets"), FILE_STEP, () => handDatasets(this.env, params.market, params.day, zipped?.sha256));
         return day;
       },
       async (round, error) => {

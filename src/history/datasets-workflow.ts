@@ -22,6 +22,7 @@ import {
   type BookDatasetType,
   BookDayRows,
   DATASET_HEADERS,
+  DATASET_TYPES,
   type DatasetType,
   datasetKey,
   EMPTY_CARRY,
@@ -40,7 +41,12 @@ export interface DatasetParams {
   market: MarketConfig;
   day: number;
   trades: boolean;
+  /** The trades zip's SHA-256, when its daily files' instance handed the day: kept on the trades dataset (`handDatasets`). */
+  tradesSha256?: string;
 }
+
+/** The trades dataset's metadata: the SHA-256 of the trades zip it was read from. */
+const FROM_ZIP_METADATA = "trades-zip-sha256";
 
 /** What an instance returns: the four files it put. */
 export interface DatasetFiles {
@@ -68,12 +74,21 @@ export function datasetsInstanceId(symbol: string, day: number, at: number): str
 }
 
 /**
- * Hands a market's day to its datasets' instance (docs/tardis.md#datasets); `trades`: its trades
- * zip is written, and the trades are read from it.
+ * Hands a market's day to its datasets' instance (docs/tardis.md#datasets); `tradesSha256`: its
+ * trades zip is written, and the trades are read from it. A day whose four datasets are in R2, read
+ * from a zip of the same SHA-256, is not built again — a day's files written again with no late
+ * trade (an operator's run) give the same zip, and its book was closed before the first build — so
+ * the instance's id, or null when there was nothing to build.
  */
-export async function handDatasets(env: Env, market: MarketConfig, day: number, trades: boolean): Promise<string> {
+export async function handDatasets(env: Env, market: MarketConfig, day: number, tradesSha256?: string): Promise<string | null> {
+  if (tradesSha256 !== undefined) {
+    const bucket = billed(env, "HISTORY");
+    const held = await Promise.all(DATASET_TYPES.map((type) => bucket.head(datasetKey(type, day, market.symbol))));
+    if (held.every((object) => object !== null) && held[0]!.customMetadata?.[FROM_ZIP_METADATA] === tradesSha256) return null;
+  }
   const id = datasetsInstanceId(market.symbol, day, Date.now());
-  await env.DATASETS.create({ id, params: { market, day, trades } satisfies DatasetParams });
+  const trades = tradesSha256 !== undefined;
+  await env.DATASETS.create({ id, params: { market, day, trades, ...(trades ? { tradesSha256 } : {}) } satisfies DatasetParams });
   return id;
 }
 
@@ -150,7 +165,8 @@ export class DatasetsWorkflow extends WorkflowEntrypoint<Env, DatasetParams> {
     for (const member of members) ends.push((ends.at(-1) ?? 0) + member.length);
     const key = datasetKey("trades", day, market.symbol);
     const bytes = ends.at(-1)!;
-    await putInSlices(bucket, key, bytes, { ...DATASET_PUT, customMetadata: { [TRADE_HOURS_METADATA]: JSON.stringify(ends) } }, async (send) => {
+    const customMetadata = { [TRADE_HOURS_METADATA]: JSON.stringify(ends), ...(params.tradesSha256 ? { [FROM_ZIP_METADATA]: params.tradesSha256 } : {}) };
+    await putInSlices(bucket, key, bytes, { ...DATASET_PUT, customMetadata }, async (send) => {
       for (const member of members) await send(member);
     });
     return { key, bytes };

@@ -1,4 +1,4 @@
-import { introspectWorkflowInstance, runInDurableObject } from "cloudflare:test";
+import { introspectWorkflow, introspectWorkflowInstance, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { gunzipSync } from "node:zlib";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -105,5 +105,37 @@ describe("a day's trades files kept 30 days, then built again from the trade arc
     }
     await again.dispose();
     await datasets.dispose();
+  }, 120_000);
+
+  it("a day's files written again from the same trades hand its datasets no second build; a late trade's rewrite does (fails before: a datasets' build each time)", async () => {
+    await ensureRegistry(env);
+    const market = findMarket("BTCUSDT")!;
+    const D = Math.floor(Date.now() / DAY_MS) * DAY_MS - 3 * DAY_MS;
+    await using builds = await introspectWorkflow(env.DATASETS);
+    await builds.modifyAll(async (m) => {
+      await m.disableSleeps();
+      await m.disableRetryDelays();
+    });
+    const trade = (i: number) => ({ id: `same-${i}`, price: "97000.00", quantity: "0.00100", side: "buy" as const, time: D + i * 60_000 });
+    expect((await ingest(env, "*", { symbol: "BTCUSDT", trades: Array.from({ length: 100 }, (_, i) => trade(i)) })).acceptedTrades).toBe(100);
+    const datasetRows = async () => {
+      const object = await env.HISTORY.get(datasetKey("trades", D, "BTCUSDT"));
+      return gunzipSync(new Uint8Array(await object!.arrayBuffer()))
+        .toString("utf8")
+        .trimEnd()
+        .split("\n").length;
+    };
+    const run = async (handed: number, rows: number, why: string) => {
+      const [written] = await writeDailyFiles(env, D, [market], 60_000);
+      expect(written?.pending, JSON.stringify(written)).toBeUndefined();
+      const instances = await builds.get();
+      expect(instances.length, why).toBe(handed);
+      await instances.at(-1)!.waitForStatus("complete");
+      expect(await datasetRows(), `${why}: the trades dataset's header and rows`).toBe(rows + 1);
+    };
+    await run(1, 100, "the day's first files hand its datasets on");
+    await run(1, 100, "the same zip again: no second build");
+    expect((await ingest(env, "*", { symbol: "BTCUSDT", trades: [trade(100)] })).acceptedTrades, "a late trade").toBe(1);
+    await run(2, 101, "a late trade's rewrite: built again");
   }, 120_000);
 });
