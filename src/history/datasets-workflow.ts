@@ -32,7 +32,7 @@ import {
 import { againId, createOnce, FILE_STEP, inRounds, PIECE_CSV_BYTES, reportBuilt, reportFailed } from "./file-workflows";
 import { MessageBook } from "./message-book";
 import { spanSegments } from "./published-segments";
-import { gzipInSlices, putInSlices, yieldTurn } from "./sliced-put";
+import { GzipMember, gzipInSlices, putInSlices, yieldTurn } from "./sliced-put";
 import { firstEntryLines } from "./zip";
 import { deletePieces, pieceReader } from "./zip-pieces";
 
@@ -147,19 +147,20 @@ export class DatasetsWorkflow extends WorkflowEntrypoint<Env, DatasetParams> {
   private async trades(params: DatasetParams): Promise<DatasetFiles["files"][number]> {
     const { market, day } = params;
     const bucket = billed(this.env, "HISTORY");
-    const hours = Array.from({ length: 24 }, () => "");
+    const hours = Array.from({ length: 24 }, () => new GzipMember());
     if (params.trades) {
       const key = dailyKey("trades", market.symbol, day);
       const zip = await bucket.get(key);
       if (!zip) throw new Error(`${key} is not written: the day's trades are read from it`);
-      // Inflated a slice at a time, whole lines made into rows, a rest between: no long turn for a day of trades.
+      // Inflated a slice at a time, whole lines made into rows and each hour's deflated as they
+      // gather, a rest between: no long turn, and only deflated bytes held, for a day of trades.
       for await (const lines of firstEntryLines(new Uint8Array(await zip.arrayBuffer()))) {
-        tradeHourRows(market.symbol, day, lines, hours);
+        for (const [hour, rows] of tradeHourRows(market.symbol, day, lines).entries()) if (rows.length > 0) await hours[hour]!.add(rows);
         await yieldTurn(1);
       }
     }
     const members: Uint8Array[] = [gzipSync(DATASET_HEADERS.trades)];
-    for (const text of hours) members.push(await gzipInSlices(text));
+    for (const hour of hours) members.push(await hour.end());
     // Where each member ends: the header's, then each hour's.
     const ends: number[] = [];
     for (const member of members) ends.push((ends.at(-1) ?? 0) + member.length);

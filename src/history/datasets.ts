@@ -49,7 +49,8 @@ const micros = (ms: number) => `${ms}000`;
  * docs/history.md#daily-files) as `trades` rows, an hour's rows apart (by the trade's time; each
  * hour in trade id order): the taker sold when the buyer was the maker.
  */
-export function tradeHourRows(symbol: string, day: number, binanceCsv: string, into: string[] = Array.from({ length: 24 }, () => "")): string[] {
+export function tradeHourRows(symbol: string, day: number, binanceCsv: string): string[] {
+  const into = Array.from({ length: 24 }, () => "");
   for (const line of binanceCsv.split("\n")) {
     if (line.length === 0) continue;
     const [id, price, qty, , time, buyerIsMaker] = line.split(",");

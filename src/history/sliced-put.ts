@@ -34,30 +34,68 @@ export function yieldTurn(ms = 0): Promise<void> {
 }
 
 /**
- * Text gzipped a slice at a time (PUT_SLICE_BYTES of it), a rest after each: an hour of a day's
- * trades as CSV is about a megabyte, which `gzipSync` deflates in one long turn of the thread.
+ * A gzip member written as its text comes: what is added gathers until a slice (PUT_SLICE_BYTES),
+ * which is deflated in one short turn, a rest after it; `end` gives the member's bytes. Only the
+ * deflated bytes are held — a day's trades dataset built from text held whole, 24 hours of it,
+ * kept tens of MB alive, and the isolate's major collections paused every object on the thread
+ * for 200 ms at a time (bench:isolation's day-files phase). A member never deflated (a slice or
+ * less) is gzipped at once; a stream is opened only when written.
+ *
+ * @example
+ * const member = new GzipMember();
+ * for (const rows of pages) await member.add(rows);
+ * const bytes = await member.end();
+ */
+export class GzipMember {
+  private pending = "";
+  private stream?: { writer: WritableStreamDefaultWriter<Uint8Array>; chunks: Uint8Array[]; reading: Promise<void> };
+  private readonly encoder = new TextEncoder();
+
+  async add(text: string): Promise<void> {
+    this.pending += text;
+    while (this.pending.length >= PUT_SLICE_BYTES) {
+      const slice = this.pending.slice(0, PUT_SLICE_BYTES);
+      this.pending = this.pending.slice(PUT_SLICE_BYTES);
+      await this.deflate(slice);
+    }
+  }
+
+  async end(): Promise<Uint8Array> {
+    if (!this.stream) return new Uint8Array(gzipSync(this.pending));
+    if (this.pending.length > 0) await this.deflate(this.pending);
+    this.pending = "";
+    await this.stream.writer.close();
+    await this.stream.reading;
+    return concatBytes(this.stream.chunks);
+  }
+
+  private async deflate(slice: string): Promise<void> {
+    if (!this.stream) {
+      // Read by its own reader as it is written (closing one read through a Response once hung under load).
+      const stream = new CompressionStream("gzip");
+      const chunks: Uint8Array[] = [];
+      const reader = stream.readable.getReader();
+      const reading = (async () => {
+        for (let read = await reader.read(); !read.done; read = await reader.read()) chunks.push(read.value);
+      })();
+      this.stream = { writer: stream.writable.getWriter(), chunks, reading };
+    }
+    await this.stream.writer.write(this.encoder.encode(slice));
+    await yieldTurn(PUT_SLICE_REST_MS);
+  }
+}
+
+/**
+ * Text gzipped a slice at a time (`GzipMember`): an hour of a day's trades as CSV is about a
+ * megabyte, which `gzipSync` deflates in one long turn of the thread.
  *
  * @example
  * const member = await gzipInSlices(csv);
  */
 export async function gzipInSlices(text: string): Promise<Uint8Array> {
-  // A slice or less is one short turn as it is.
-  if (text.length <= PUT_SLICE_BYTES) return new Uint8Array(gzipSync(text));
-  const stream = new CompressionStream("gzip");
-  const writer = stream.writable.getWriter();
-  const chunks: Uint8Array[] = [];
-  const reading = (async () => {
-    const reader = stream.readable.getReader();
-    for (let read = await reader.read(); !read.done; read = await reader.read()) chunks.push(read.value);
-  })();
-  const encoder = new TextEncoder();
-  for (let at = 0; at < text.length; at += PUT_SLICE_BYTES) {
-    await writer.write(encoder.encode(text.slice(at, at + PUT_SLICE_BYTES)));
-    await yieldTurn(PUT_SLICE_REST_MS);
-  }
-  await writer.close();
-  await reading;
-  return concatBytes(chunks);
+  const member = new GzipMember();
+  await member.add(text);
+  return member.end();
 }
 
 /**

@@ -1,7 +1,7 @@
 import { gunzipSync } from "node:zlib";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { gzipInSlices } from "../../src/history/sliced-put";
+import { GzipMember, gzipInSlices } from "../../src/history/sliced-put";
 import { firstEntryLines, zipOne } from "../../src/history/zip";
 
 describe("a day's file read and written a slice at a time (src/history/zip.ts, sliced-put.ts)", () => {
@@ -29,5 +29,17 @@ describe("a day's file read and written a slice at a time (src/history/zip.ts, s
     const text = Array.from({ length: 20_000 }, (_, i) => `binance,BTCUSDT,${i}000,${i}000,${i},buy,97000.1,0.5`).join("\n");
     expect(gunzipSync(await gzipInSlices(text)).toString(), "gunzipped").toBe(text);
     expect(gunzipSync(await gzipInSlices("")).toString(), "an empty member").toBe("");
+  });
+
+  it("a member written as its text comes is the text, whatever the pieces' sizes across its slices (property)", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.nat({ max: 100_000 }), { maxLength: 12 }), async (sizes) => {
+        const pieces = sizes.map((size, i) => String.fromCharCode(97 + (i % 26)).repeat(size));
+        const member = new GzipMember();
+        for (const piece of pieces) await member.add(piece);
+        expect(gunzipSync(await member.end()).toString(), `pieces of ${sizes.join(", ")}`).toBe(pieces.join(""));
+      }),
+      { numRuns: 40 },
+    );
   });
 });
