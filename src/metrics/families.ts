@@ -23,7 +23,7 @@ export const FAMILIES = {
     "Reads of a market's book history at its host (a book at a moment or sequence, a replay or catch-up page), by segment: open (the log's) or closed (a kept one: R2, or the host's SQLite until its upload)",
   ),
   mds_history_closed_reads_total: counter(
-    "Reads of closed book history where they were asked (an isolate or a stream shard, never the market's host), by where the block came from: memory (decoded in that isolate), cache (the location's), r2 (a range read)",
+    "Reads of closed book history and of archived trade chunks where they were asked (an isolate or a stream shard, never the market's host), by where the block or chunk came from: memory (decoded in that isolate), cache (the location's), r2 (a range read, or a whole chunk)",
   ),
   mds_tardis_reads_total: counter(
     "Reads of the Tardis-compatible API, by kind (details, minute: a data-feed minute, dataset: a day's file) and source: edge (closed history and R2 only, no market's host called), host (a market's host answered part: open history, trades), cache (the location's)",

@@ -10,6 +10,8 @@ import type { WireTrade } from "../domain/wire-trade";
 import type { ReplayPage } from "../history/book-replay";
 import { type ReplayBookMessage, replayTime } from "../history/book-replay";
 import { type ClosedHistory, closedReplayPage } from "../history/closed-book-reads";
+import { closedTradesFrom } from "../history/closed-trade-reads";
+import { chunkSize } from "../history/trade-archive";
 import { tradeWindows } from "./conflation";
 import { type StreamName, streamFrame } from "./protocol";
 import type { ResumeLog } from "./resume-log";
@@ -84,6 +86,13 @@ export async function bookPage(host: PageSource, from: number, s: StreamCatchUp,
   }));
 }
 
+/** A page of trades from the market's host. */
+async function hostTrades(host: PageSource, market: MarketConfig, page: { startTime: number } | { fromId: number }): Promise<WireTrade[]> {
+  const answer: MarketAnswer = await marketObject(host.env, market).answer(market, { kind: "trades", limit: TRADES_PAGE, page });
+  if (answer.problem) throw problem(answer.problem.code, answer.problem.detail, answer.problem.extras);
+  return JSON.parse(answer.text) as WireTrade[];
+}
+
 /** The trades stream's next page from its cursor, up to the shard's last live trade. */
 export async function tradesPage(host: PageSource, from: number, s: StreamCatchUp, market: MarketConfig): Promise<Pending[]> {
   const cap = host.recent.lastTradeId(market.symbol);
@@ -91,13 +100,12 @@ export async function tradesPage(host: PageSource, from: number, s: StreamCatchU
   // Both pages run forwards (a bound below, none above: a page with an upper bound is the last
   // `limit` before it, which skipped the middle); what lies past the live mark is left for live.
   // The first page by time, the next by id, so a late trade (an older time, a newer id) is not left out.
-  const answer: MarketAnswer = await marketObject(host.env, market).answer(market, {
-    kind: "trades",
-    limit: TRADES_PAGE,
-    page: s.cursor === undefined ? { startTime: from } : { fromId: s.cursor + 1 },
-  });
-  if (answer.problem) throw problem(answer.problem.code, answer.problem.detail, answer.problem.extras);
-  const read = JSON.parse(answer.text) as WireTrade[];
+  // Archived trades are read here from R2; the market's host is asked for the first page (by time) and what is hot.
+  const archived =
+    s.cursor === undefined
+      ? undefined
+      : await closedTradesFrom(host.closed, market.symbol, chunkSize(host.env.TRADE_ARCHIVE_CHUNK), s.cursor + 1, TRADES_PAGE, cap);
+  const read = archived ?? (await hostTrades(host, market, s.cursor === undefined ? { startTime: from } : { fromId: s.cursor + 1 }));
   const trades = cap === undefined ? read : read.filter((t) => t.tradeId <= cap);
   s.exhausted = trades.length === 0;
   // Nothing from `from` up to the live stream's last trade: everything up to it is before `from`.
