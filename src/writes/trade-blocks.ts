@@ -93,6 +93,9 @@ interface BlockRow {
 
 const tradesOf = (row: Record<string, SqlStorageValue>) => (JSON.parse((row as unknown as BlockRow).trades) as PackedTrade[]).map(unpack);
 
+/** Blocks a market keeps parsed for the pages after (a page of 1,000 from the middle of a block of up to 1.2 MB, and the next from the same block). */
+const PARSED_BLOCKS = 2;
+
 /**
  * A market's hot trades, in blocks (docs/design.md#the-write-path): the trades of about a minute
  * are one row and one index entry, where a row per trade and three index entries were written
@@ -105,6 +108,8 @@ const tradesOf = (row: Record<string, SqlStorageValue>) => (JSON.parse((row as u
 export class TradeBlocks {
   /** The trades not yet in a row (ascending `seq`, all above every stored block's), and when the last came. */
   private open: StoredTrade[] = [];
+  /** The last stored blocks pages parsed, oldest first (`parsed`). */
+  private readonly parsedBlocks = new Map<string, PackedTrade[]>();
   private openAt = 0;
   private openBytes = 0;
 
@@ -243,13 +248,10 @@ export class TradeBlocks {
   page(page: TradePage, after: number, forwards: boolean): StoredTrade[] {
     const lowest = Math.max(after + 1, page.fromId ?? 0);
     const highest = page.before === undefined ? Number.MAX_SAFE_INTEGER : page.before - 1;
-    const admits = (t: StoredTrade) =>
-      t.seq >= lowest &&
-      t.seq <= highest &&
-      (page.startTime === undefined || t.time >= page.startTime) &&
-      (page.endTime === undefined || t.time <= page.endTime);
+    const admitted = (seq: number, time: number) =>
+      seq >= lowest && seq <= highest && (page.startTime === undefined || time >= page.startTime) && (page.endTime === undefined || time <= page.endTime);
     const cursor = this.sql.exec(
-      `SELECT trades FROM trade_blocks WHERE last_seq >= ? AND first_seq <= ? AND max_time >= ? AND min_time <= ? ORDER BY first_seq ${forwards ? "ASC" : "DESC"}`,
+      `SELECT first_seq, last_seq, trades FROM trade_blocks WHERE last_seq >= ? AND first_seq <= ? AND max_time >= ? AND min_time <= ? ORDER BY first_seq ${forwards ? "ASC" : "DESC"}`,
       lowest,
       highest,
       page.startTime ?? 0,
@@ -257,22 +259,36 @@ export class TradeBlocks {
     );
     const out: StoredTrade[] = [];
     // The open block is the newest: first when paging backwards, last forwards.
-    const open = this.open.filter(admits);
-    const blocks = (function* (): Generator<StoredTrade[]> {
+    const open = this.open.filter((t) => admitted(t.seq, t.time));
+    // A stored block's trades are checked packed and unpacked only as the page takes them.
+    const admitsPacked = (t: PackedTrade) => admitted(t[1], t[5]);
+    const parsed = (row: Record<string, SqlStorageValue>) => this.parsed(row as unknown as BlockRow);
+    const blocks = (function* (): Generator<readonly (StoredTrade | PackedTrade)[]> {
       if (!forwards) yield open.reverse();
       for (const row of cursor) {
-        const trades = tradesOf(row).filter(admits);
+        const trades = parsed(row).filter(admitsPacked);
         yield forwards ? trades : trades.reverse();
       }
       if (forwards) yield open;
     })();
     for (const trades of blocks) {
       for (const trade of trades) {
-        out.push(trade);
+        out.push(Array.isArray(trade) ? unpack(trade) : trade);
         if (out.length >= page.limit) return forwards ? out : out.reverse();
       }
     }
     return forwards ? out : out.reverse();
+  }
+
+  /** A stored block's packed trades, parsed once for the pages that read it one after another (PARSED_BLOCKS kept). */
+  private parsed(row: BlockRow): PackedTrade[] {
+    const key = `${row.first_seq}:${row.last_seq}:${row.trades.length}`;
+    const held = this.parsedBlocks.get(key);
+    if (held) return held;
+    const trades = JSON.parse(row.trades) as PackedTrade[];
+    this.parsedBlocks.set(key, trades);
+    if (this.parsedBlocks.size > PARSED_BLOCKS) this.parsedBlocks.delete(this.parsedBlocks.keys().next().value!);
+    return trades;
   }
 
   /** The newest `limit` trades by time (ties: later arrival first). */
