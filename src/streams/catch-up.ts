@@ -189,6 +189,8 @@ export class CatchUps {
     const run = this.runs.get(ws);
     if (!run || run.pumping) return;
     run.pumping = true;
+    // Counted once a pump, not once a message.
+    let sent = 0;
     try {
       while (run.streams.size > 0 && run.credit > 0) {
         for (const s of [...run.streams.values()]) {
@@ -203,7 +205,7 @@ export class CatchUps {
         this.host.send(ws, message.text);
         next.cursor = message.cursor;
         run.credit -= message.text.length;
-        this.host.count("mds_stream_catch_up_bytes_total", {}, message.text.length);
+        sent += message.text.length;
       }
       if (this.runs.get(ws) !== run) return;
       if (run.streams.size > 0) run.token = pauseToken();
@@ -216,6 +218,7 @@ export class CatchUps {
       if (this.runs.get(ws) === run) this.fail(ws, run, `history could not be read (${String(error).slice(0, 200)})`);
     } finally {
       run.pumping = false;
+      if (sent > 0) this.host.count("mds_stream_catch_up_bytes_total", {}, sent);
     }
   }
 
