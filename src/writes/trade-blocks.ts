@@ -102,8 +102,9 @@ const PARSED_BLOCKS = 2;
  * before. Until its minute is written, the open block is held here in memory — its trades are
  * durable in the book log's commit rows, from which `restoreOpen` brings them back after a
  * restart — and every read sees it as the newest block. Blocks are keyed by their first trade id
- * (`seq`) and indexed by their latest trade time; every read decodes the blocks its bounds reach
- * and filters their trades, so answers are the same as a row per trade gave.
+ * (`seq`) and indexed by their latest trade time; every read parses the blocks its bounds reach
+ * and filters their trades, so answers are the same as a row per trade gave (a page keeps the
+ * last two blocks it parsed, and makes only the trades it answers).
  */
 export class TradeBlocks {
   /** The trades not yet in a row (ascending `seq`, all above every stored block's), and when the last came. */
