@@ -3,4 +3,4 @@
  * the service and every client compute it with the same function; test/support/checksum.ts
  * checks both independently.
  */
-export { bookChecksum, CHECKSUM_DEPTH } from "../../client/src/checksum";
+export { bookChecksum, CHECKSUM_DEPTH, crc32 } from "../../client/src/checksum";

@@ -1,5 +1,6 @@
 import { formatUnits } from "../core/decimal";
 import { ProblemError, problem } from "../core/problem";
+import { CHECKSUM_DEPTH, crc32 } from "./book-checksum";
 
 /** A price level in integer units at the market's scales: `[price, quantity]`. */
 export type UnitLevel = readonly [price: bigint, quantity: bigint];
@@ -165,6 +166,8 @@ export class OrderBook {
    */
   private readonly recent = new Map<number, string>();
   private readonly priceTexts = new Map<bigint, string>();
+  /** Per price, the quantity its checksum text (`price:quantity`) was made at, and the text: most of a checksum's levels stand as they stood. */
+  private readonly levelTexts = new Map<bigint, { quantity: bigint; text: string }>();
   /** The levels formatted at a sequence, to `depth` a side: a checksum's 25 format 25, not the whole book. */
   private wireCache: { sequence: number; depth: number; bids: WireLevel[]; asks: WireLevel[] } | undefined;
 
@@ -298,6 +301,34 @@ export class OrderBook {
   private formatSide(side: SideLevels, depth: number): WireLevel[] {
     const prices = depth >= side.prices.length ? side.prices : side.prices.slice(0, depth);
     return prices.map((price) => [this.priceText(price), formatUnits(side.quantities.get(price)!, this.quantityScale)]);
+  }
+
+  /**
+   * The book's checksum (docs/streams.md#checksums): `bookChecksum` of its best CHECKSUM_DEPTH levels a
+   * side, the CRC carried level by level over texts made once while a level stands — a replay and
+   * the live stream take one a message, where formatting 50 levels and joining them was most of
+   * a message's cost.
+   */
+  checksum(): number {
+    return this.sideChecksum(this.asks, crc32("|", this.sideChecksum(this.bids, 0)));
+  }
+
+  private sideChecksum(side: SideLevels, previous: number): number {
+    let crc = previous;
+    const depth = Math.min(CHECKSUM_DEPTH, side.prices.length);
+    for (let i = 0; i < depth; i++) {
+      const price = side.prices[i]!;
+      const quantity = side.quantities.get(price)!;
+      let level = this.levelTexts.get(price);
+      if (level?.quantity !== quantity) {
+        if (this.levelTexts.size >= PRICE_TEXTS) this.levelTexts.clear();
+        level = { quantity, text: `${this.priceText(price)}:${formatUnits(quantity, this.quantityScale)}` };
+        this.levelTexts.set(price, level);
+      }
+      if (i > 0) crc = crc32(",", crc);
+      crc = crc32(level.text, crc);
+    }
+    return crc;
   }
 
   /** A price as the wire writes it, formatted once while the book holds it (a replay formats its top levels every message). */

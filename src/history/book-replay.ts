@@ -5,7 +5,6 @@
  */
 import type { BoundedMap } from "../core/bounded-map";
 import { formatUnits } from "../core/decimal";
-import { bookChecksum, CHECKSUM_DEPTH } from "../domain/book-checksum";
 import { OrderBook, type WireLevel } from "../domain/order-book";
 import { CONFLATE_MS } from "../streams/conflation";
 import { lastSequenceOf } from "../writes/book-entries";
@@ -66,12 +65,7 @@ export function segmentHolds(segment: BookSegment, target: BookTarget): boolean 
 /** The book as `GET /api/orderbook?sequence=|at=` answers it: the live answer's shape, at the moment it stood. */
 export function historicalBook(symbol: string, book: OrderBook, depth: number) {
   const { bids, asks } = book.levels(depth);
-  return { symbol, sequence: book.sequence, time: book.updatedAt, timestamp: book.updatedAt, checksum: checksumAt(book), bids, asks };
-}
-
-function checksumAt(book: OrderBook): number {
-  const { bids, asks } = book.levels(CHECKSUM_DEPTH);
-  return bookChecksum(bids, asks);
+  return { symbol, sequence: book.sequence, time: book.updatedAt, timestamp: book.updatedAt, checksum: book.checksum(), bids, asks };
 }
 
 /** A `book.{SYMBOL}` message as the replay sends it: what a live subscriber got, with the moment it shows. */
@@ -104,7 +98,7 @@ export function replayTime(message: ReplayBookMessage, index: number, from: numb
 
 /** The whole book as the first message of a replay. */
 export function snapshotMessage(book: OrderBook): ReplayBookMessage {
-  return { type: "snapshot", sequence: book.sequence, time: book.updatedAt, checksum: checksumAt(book), ...book.levels(Number.MAX_SAFE_INTEGER) };
+  return { type: "snapshot", sequence: book.sequence, time: book.updatedAt, checksum: book.checksum(), ...book.levels(Number.MAX_SAFE_INTEGER) };
 }
 
 /**
@@ -156,7 +150,7 @@ export function conflatedMessages(
       firstSequence,
       sequence: book.sequence,
       time: book.updatedAt,
-      checksum: checksumAt(book),
+      checksum: book.checksum(),
       bids: sorted("bids"),
       asks: sorted("asks"),
     });

@@ -1,5 +1,4 @@
 import type { z } from "@hono/zod-openapi";
-import { bookChecksum, CHECKSUM_DEPTH } from "../domain/book-checksum";
 import type { MarketConfig } from "../domain/market-config";
 import type { OrderBook } from "../domain/order-book";
 import {
@@ -118,8 +117,7 @@ export function averagePriceOf(state: MarketState, now: number): AveragePrice | 
 export function checksumOf(state: MarketState): number {
   const { sequence } = state.book;
   if (state.checksumAt?.sequence !== sequence) {
-    const { bids, asks } = state.book.levels(CHECKSUM_DEPTH);
-    state.checksumAt = { sequence, value: bookChecksum(bids, asks) };
+    state.checksumAt = { sequence, value: state.book.checksum() };
   }
   return state.checksumAt.value;
 }

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { type BookUpdate, MAX_SNAPSHOT_STEP, OrderBook, RESEND_WINDOW, type UnitLevel } from "../../src/domain/order-book";
+import { documentedChecksum } from "../support/checksum";
 
 /** The naive model: a map per side, sorted only when read. */
 class NaiveBook {
@@ -134,6 +135,40 @@ describe("order book: random snapshot and deltas behave like a naive model", () 
       ],
       asks: [["97001.00", "1.23456"]],
     });
+  });
+});
+
+describe("a book's checksum (docs/streams.md#checksums)", () => {
+  it("after every update, applied or replayed, is the documented checksum of its best 25 levels a side, at its scales (property: a level's text is made once while it stands, so a quantity that changes back, a level removed and set again, a side emptied)", () => {
+    const small = fc.bigInt({ min: 1n, max: 4n });
+    const sideLevels = (q: fc.Arbitrary<bigint>, lowest: bigint) =>
+      fc.uniqueArray(fc.tuple(fc.bigInt({ min: lowest, max: lowest + 60n }), q), { selector: ([p]) => p, maxLength: 40 });
+    fc.assert(
+      fc.property(
+        sideLevels(small, 1n),
+        sideLevels(small, 100n),
+        fc.array(fc.tuple(sideLevels(fc.oneof(small, fc.constant(0n)), 1n), sideLevels(fc.oneof(small, fc.constant(0n)), 100n), fc.boolean()), {
+          maxLength: 30,
+        }),
+        (bids, asks, deltas) => {
+          const book = new OrderBook(2, 3);
+          book.apply({ type: "snapshot", sequence: 1, bids, asks }, 1);
+          const check = (what: string) => {
+            const { bids: b, asks: a } = book.levels(25);
+            expect(book.checksum(), `${what}: the checksum at sequence ${book.sequence}`).toBe(documentedChecksum(b, a));
+          };
+          check("the snapshot");
+          for (const [deltaBids, deltaAsks, replayed] of deltas) {
+            const update = { type: "delta" as const, sequence: book.sequence + 1, bids: deltaBids, asks: deltaAsks };
+            // Bids stay below 62 and asks from 100: never crossed, so every delta applies.
+            if (replayed) book.replay(update, 2);
+            else book.apply(update, 2);
+            check(replayed ? "a replayed delta" : "an applied delta");
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });
 
