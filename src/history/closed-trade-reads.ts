@@ -16,7 +16,7 @@ import type { ClosedHistory } from "./closed-book-reads";
 import { type ArchivedTrade, chunkKey, MAX_CHUNK_READS } from "./trade-archive";
 
 /** Decoded chunks an isolate keeps, in bytes: a trade held as an object is about TRADE_BYTES. */
-const CHUNKS_MAX_BYTES = 16 * 1024 * 1024;
+const CHUNKS_MAX_BYTES = 8 * 1024 * 1024;
 const TRADE_BYTES = 200;
 /** How long a chunk found missing (not archived yet) is taken as missing before R2 is asked again. */
 const MISSING_MS = 60_000;

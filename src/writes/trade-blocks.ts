@@ -1,3 +1,4 @@
+import { BoundedMap } from "../core/bounded-map";
 import type { StoredTrade, TradePage } from "../domain/trades";
 
 // No index on the times: a block is a few minutes of trades (a snapshot of the log apart), so a
@@ -93,8 +94,14 @@ interface BlockRow {
 
 const tradesOf = (row: Record<string, SqlStorageValue>) => (JSON.parse((row as unknown as BlockRow).trades) as PackedTrade[]).map(unpack);
 
-/** Blocks a market keeps parsed for the pages after (a page of 1,000 from the middle of a block of up to 1.2 MB, and the next from the same block). */
-const PARSED_BLOCKS = 2;
+/**
+ * Blocks kept parsed for the pages after (a page of 1,000 from the middle of a block of up to 1.2
+ * MB, and the next from the same block), for every market of the isolate together: 8 MiB, a parsed
+ * trade held at about three times its text.
+ */
+const parsedBlocks = new BoundedMap<PackedTrade[]>(8 * 1024 * 1024, 64, (key, trades) => 2 * key.length + 150 * trades.length);
+/** Tells the markets' blocks apart in `parsedBlocks`. */
+let stores = 0;
 
 /**
  * A market's hot trades, in blocks (docs/design.md#the-write-path): the trades of about a minute
@@ -103,14 +110,14 @@ const PARSED_BLOCKS = 2;
  * durable in the book log's commit rows, from which `restoreOpen` brings them back after a
  * restart — and every read sees it as the newest block. Blocks are keyed by their first trade id
  * (`seq`) and indexed by their latest trade time; every read parses the blocks its bounds reach
- * and filters their trades, so answers are the same as a row per trade gave (a page keeps the
- * last two blocks it parsed, and makes only the trades it answers).
+ * and filters their trades, so answers are the same as a row per trade gave (pages keep the
+ * blocks they parsed, 8 MiB an isolate, and make only the trades they answer).
  */
 export class TradeBlocks {
   /** The trades not yet in a row (ascending `seq`, all above every stored block's), and when the last came. */
   private open: StoredTrade[] = [];
-  /** The last stored blocks pages parsed, oldest first (`parsed`). */
-  private readonly parsedBlocks = new Map<string, PackedTrade[]>();
+  /** This market's blocks in `parsedBlocks`. */
+  private readonly store = ++stores;
   private openAt = 0;
   private openBytes = 0;
 
@@ -281,14 +288,13 @@ export class TradeBlocks {
     return forwards ? out : out.reverse();
   }
 
-  /** A stored block's packed trades, parsed once for the pages that read it one after another (PARSED_BLOCKS kept). */
+  /** A stored block's packed trades, parsed once for the pages that read it one after another (`parsedBlocks`). */
   private parsed(row: BlockRow): PackedTrade[] {
-    const key = `${row.first_seq}:${row.last_seq}:${row.trades.length}`;
-    const held = this.parsedBlocks.get(key);
+    const key = `${this.store}:${row.first_seq}:${row.last_seq}:${row.trades.length}`;
+    const held = parsedBlocks.get(key);
     if (held) return held;
     const trades = JSON.parse(row.trades) as PackedTrade[];
-    this.parsedBlocks.set(key, trades);
-    if (this.parsedBlocks.size > PARSED_BLOCKS) this.parsedBlocks.delete(this.parsedBlocks.keys().next().value!);
+    parsedBlocks.set(key, trades);
     return trades;
   }
 
