@@ -1,6 +1,7 @@
+import { updateFingerprint } from "../domain/book-fingerprint";
 import { MINUTE_MS } from "../domain/intervals";
 import type { MarketConfig } from "../domain/market-config";
-import { OrderBook, updateFingerprint } from "../domain/order-book";
+import { OrderBook } from "../domain/order-book";
 import type { MarketMeta, MarketStore } from "../writes/market-store";
 import { type MarketState, TRADE_RETENTION_MS } from "./market-state";
 
