@@ -10,8 +10,8 @@
  * hot trades probes R2 once in that time, not once a page).
  */
 import { BoundedMap } from "../core/bounded-map";
-import { gunzipText } from "../core/encoding";
 import type { WireTrade } from "../domain/wire-trade";
+import { chunkTrades } from "./chunk-reads";
 import type { ClosedHistory } from "./closed-book-reads";
 import { type ArchivedTrade, chunkKey, MAX_CHUNK_READS } from "./trade-archive";
 
@@ -34,13 +34,12 @@ async function chunkOf(history: ClosedHistory, symbol: string, size: number, chu
   }
   const gone = missing.get(symbol);
   if (gone && chunk >= gone.chunk && now < gone.until) return undefined;
-  const object = await history.bucket.get(key);
-  if (!object) {
+  const trades = await chunkTrades(history.bucket, symbol, chunk);
+  if (!trades) {
     missing.set(symbol, { chunk, until: now + MISSING_MS });
     return undefined;
   }
   history.counted("r2");
-  const trades = JSON.parse(await gunzipText(object.body)) as ArchivedTrade[];
   // A chunk is its ids, every one: anything else (another chunk size) is left to the host, which knows its index.
   if (trades.length !== size || trades[0]?.tradeId !== chunk * size + 1 || trades.at(-1)?.tradeId !== (chunk + 1) * size) return undefined;
   chunks.set(key, trades);
