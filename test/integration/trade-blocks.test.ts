@@ -1,9 +1,11 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ingest } from "../../src/market/ingest";
 import type { MarketObject } from "../../src/market/market-object";
 import { tablePrefixOf } from "../../src/writes/market-storage";
+import type { MarketStore } from "../../src/writes/market-store";
 import { callJson } from "../support/http";
 import { hostOf } from "../support/registry";
 import { rowsCounted } from "../support/rows-counted";
@@ -170,5 +172,52 @@ describe("a batch's trades are one block (src/writes/trade-blocks.ts)", () => {
     expect(largest.journal, "the largest journal row's bytes").toBeLessThanOrEqual(2_000_000);
     const count = await callJson<unknown[]>(`/api/trades/${symbol}?limit=1000`);
     expect(count.body.length, "the newest trades read back").toBe(1_000);
+  });
+
+  it("a page from any id, forwards or back, through stored blocks and the open one, is the trades a row per trade would give: every id in its bounds once, in order (property; a page that starts or ends inside a stored block takes its trades packed, parsed once for the pages after)", async () => {
+    const symbols = ["SOLBTC", "ETHBTC"];
+    const now = Date.now();
+    // Per market, five stored blocks of 40 trades each, then 30 in the open block: trade ids 1…230,
+    // the two markets' blocks alike but for their trades (parsed blocks are kept for every market together).
+    for (const symbol of symbols)
+      for (let b = 0; b < 6; b++) {
+        const trades = Array.from({ length: b < 5 ? 40 : 30 }, (_, i) => ({
+          id: `${symbol}-${b}-${i}`,
+          price: "0.0020000",
+          quantity: "1.00",
+          side: "buy" as const,
+          time: now - 60_000 + b * 1000 + i,
+        }));
+        expect((await ingest(env, "*", { symbol, trades })).acceptedTrades, `batch ${b}`).toBe(trades.length);
+        if (b < 5)
+          await runInDurableObject(await hostOf(symbol), async (instance: MarketObject) =>
+            (instance.engine(symbol) as unknown as { store: MarketStore }).store.sealTrades(),
+          );
+      }
+    const all = 230;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...symbols),
+        fc.integer({ min: 1, max: all + 5 }),
+        fc.integer({ min: 1, max: 120 }),
+        fc.boolean(),
+        async (symbol, id, limit, forwards) => {
+          const query = forwards ? `fromId=${id}` : `before=${id}`;
+          const { body } = await callJson<{ tradeId: number; id: string }[]>(`/api/trades/${symbol}?${query}&limit=${limit}`);
+          const expected = forwards
+            ? Array.from({ length: Math.max(0, Math.min(limit, all - id + 1)) }, (_, i) => id + i)
+            : Array.from({ length: Math.min(limit, Math.min(id - 1, all)) }, (_, i) => Math.min(id - 1, all) - Math.min(limit, Math.min(id - 1, all)) + 1 + i);
+          expect(
+            body.map((t) => t.tradeId),
+            `${query}&limit=${limit}`,
+          ).toEqual(expected);
+          expect(
+            body.filter((t) => !t.id.startsWith(`${symbol}-`)).map((t) => t.id),
+            `${symbol} ${query}&limit=${limit}: trades of another market`,
+          ).toEqual([]);
+        },
+      ),
+      { numRuns: 80 },
+    );
   });
 });
