@@ -1,7 +1,8 @@
 /**
  * Copies of market answers held in an isolate (docs/edge-reads.md). Pure bookkeeping, with the
- * clock passed in: which copy may be served, which copy wins when two refreshes cross, and how
- * many refreshes of one key may be in flight. The I/O around it is in `edge-reads.ts`.
+ * clock passed in; a read asks it twice: `next` (serve, refresh or wait) and, after a refresh,
+ * `settle`. Which copy wins when two refreshes cross and how many refreshes of one key may be in
+ * flight are decided here; the I/O around it is in `edge-reads.ts`.
  */
 
 import { BoundedMap, textBytes } from "../core/bounded-map";
@@ -64,26 +65,65 @@ const REFRESH_DECAY = 0.9;
  */
 export const CLAIM_LEASE_MS = 3_000;
 
+/** How long a copy of a kind of answer serves, and how many refreshes of one key may be in flight. */
+export interface CopyPolicy {
+  maxAgeMs: number;
+  staleIfErrorMs: number;
+}
+
+/** A read's next step: serve a copy (and refresh it ahead with the claim, if any), refresh with the claim, or wait for another's refresh. */
+export type EdgeStep = { serve: Copy; ahead?: number | undefined } | { refresh: number } | { wait: true };
+
+/** What a refresh brought: a copy (the market's or the location's), and how long asking the market took (failed asks too). */
+export interface RefreshOutcome {
+  copy?: Copy;
+  tookMs?: number;
+}
+
+/** Refreshes of one key in flight at once; a read that finds them all taken waits for one. */
+const REFRESH_BOUND = 1;
+
 export class EdgeCopies {
   private readonly copies = new BoundedMap<Copy>(COPIES_MAX_BYTES, MAX_COPIES, (key, copy) => textBytes(key, copy.text));
   /** Per key, when each refresh in flight claimed its place. */
   private readonly claims = new Map<string, number[]>();
   private readonly refreshMs = new Map<string, number>();
 
-  /** The copy of `key`, whatever its age. */
-  latest(key: string): Copy | undefined {
-    return this.copies.get(key);
-  }
-
   /** What the copies hold now, in bytes (at most {@link COPIES_MAX_BYTES}). */
   get bytes(): number {
     return this.copies.bytes;
   }
 
-  /** The copy of `key` if it is younger than `maxAgeMs` at `now`. */
-  fresh(key: string, now: number, maxAgeMs: number): Copy | undefined {
+  /**
+   * What a read of `key` does at `now`: serve a copy younger than the max age (claiming a
+   * refresh ahead once it is old enough, when `ahead` allows one), else refresh it (at most
+   * {@link REFRESH_BOUND} at once; with no max age every read asks), else wait. A read waiting
+   * since `waitingSince` also takes a copy whose refresh began after it arrived, and one that has
+   * waited too long (`mayRefresh` false) claims nothing.
+   */
+  next(key: string, now: number, policy: CopyPolicy, options: { ahead?: boolean; waitingSince?: number; mayRefresh?: boolean } = {}): EdgeStep {
+    const { ahead = false, waitingSince, mayRefresh = true } = options;
     const copy = this.copies.get(key);
-    return copy && now - copy.fetchedAt < maxAgeMs ? copy : undefined;
+    const bound = policy.maxAgeMs > 0 ? REFRESH_BOUND : Number.POSITIVE_INFINITY;
+    if (copy && (now - copy.fetchedAt < policy.maxAgeMs || (waitingSince !== undefined && copy.fetchedAt >= waitingSince))) {
+      const due = ahead && now - copy.fetchedAt >= this.refreshAheadAge(key, policy.maxAgeMs);
+      return { serve: copy, ahead: due ? this.claimRefresh(key, bound, now) : undefined };
+    }
+    const claim = mayRefresh ? this.claimRefresh(key, bound, now) : undefined;
+    return claim === undefined ? { wait: true } : { refresh: claim };
+  }
+
+  /** Ends the refresh claimed at `claim` with what it brought; the copy now held, if any. */
+  settle(key: string, claim: number, outcome: RefreshOutcome): Copy | undefined {
+    if (outcome.tookMs !== undefined) this.noteRefresh(key, outcome.tookMs);
+    this.releaseRefresh(key, claim);
+    return outcome.copy ? this.offer(key, outcome.copy) : this.copies.get(key);
+  }
+
+  /** The copy a failed or slow read answers with, marked stale: one younger than the stale-if-error bound. */
+  fallback(key: string, now: number, policy: CopyPolicy): Copy | undefined {
+    const copy = this.copies.get(key);
+    return copy && now - copy.fetchedAt < policy.staleIfErrorMs ? copy : undefined;
   }
 
   /**

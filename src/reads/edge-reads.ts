@@ -6,7 +6,7 @@ import { withTimeout } from "../core/time-limit";
 import type { CarriedRefresh, MarketAnswer, MarketQuestion, ReadCarrier } from "../domain/market-answer";
 import type { MarketConfig } from "../domain/market-config";
 import type { VenueAnswerKind } from "../groups/venue-board";
-import { type Copy, copyKey, EdgeCopies } from "./edge-copies";
+import { type Copy, type CopyPolicy, copyKey, EdgeCopies, type RefreshOutcome } from "./edge-copies";
 import { shareCopy, sharedCopy } from "./location-copies";
 
 /**
@@ -23,20 +23,13 @@ const DEFAULT_STALE_IF_ERROR_MS = 5_000;
 const DEFAULT_VENUE_MAX_AGE_MS = 1_000;
 /** A market that has not answered by then counts as failed (the copy or 503 answers instead). */
 const MARKET_TIMEOUT_MS = 2_000;
-/** Refreshes of one key in flight at once; a request that finds them all taken waits for one. */
-const REFRESH_BOUND = 1;
 /** How often a waiting request looks at the copies again (it may not await another request's promise). */
 const WAIT_STEP_MS = 1;
 
-export interface EdgePolicy {
-  maxAgeMs: number;
-  staleIfErrorMs: number;
-}
-
 /** Read once per env object: every read asks, and the variables do not change while it lives. */
-const policies = new WeakMap<Env, { market: EdgePolicy; venue: EdgePolicy }>();
+const policies = new WeakMap<Env, { market: CopyPolicy; venue: CopyPolicy }>();
 
-function policiesOf(env: Env): { market: EdgePolicy; venue: EdgePolicy } {
+function policiesOf(env: Env): { market: CopyPolicy; venue: CopyPolicy } {
   let held = policies.get(env);
   if (!held) {
     const staleIfErrorMs = msSetting(env.MARKET_READ_STALE_IF_ERROR_MS, DEFAULT_STALE_IF_ERROR_MS);
@@ -50,7 +43,7 @@ function policiesOf(env: Env): { market: EdgePolicy; venue: EdgePolicy } {
 }
 
 /** The policy of one market's answers. */
-export function edgePolicy(env: Env): EdgePolicy {
+export function edgePolicy(env: Env): CopyPolicy {
   return policiesOf(env).market;
 }
 
@@ -84,30 +77,33 @@ export function heldCopyBytes(): number {
 }
 
 /**
- * Brings a fresh copy of `key`: the location's shared copy if another isolate refreshed it
- * within half the max age, else the market's answer (then shared). Held only if it is newer.
+ * Brings what the refresh claimed at `claim` asks for: the location's shared copy if another
+ * isolate refreshed it within half the max age, else the market's answer (then shared), and
+ * settles the claim with it. The copy held after, which may be a newer one than it brought.
  */
-async function refresh(ctx: ReadContext, policy: EdgePolicy, key: string, ask: () => Promise<MarketAnswer>): Promise<Copy> {
-  const fetchedAt = Date.now();
-  if (policy.maxAgeMs > 0) {
-    const shared = await sharedCopy(key);
-    if (shared && fetchedAt - shared.fetchedAt < policy.maxAgeMs / 2) return copies.offer(key, shared);
-  }
-  let answer: MarketAnswer;
+async function refresh(ctx: ReadContext, policy: CopyPolicy, key: string, claim: number, asking: ReturnType<typeof carriedAsk>): Promise<Copy> {
+  const outcome: RefreshOutcome = {};
+  let held: Copy | undefined;
   try {
-    answer = await withTimeout(ask(), MARKET_TIMEOUT_MS);
+    const fetchedAt = Date.now();
+    const shared = policy.maxAgeMs > 0 ? await sharedCopy(key) : undefined;
+    if (shared && fetchedAt - shared.fetchedAt < policy.maxAgeMs / 2) outcome.copy = shared;
+    else {
+      try {
+        outcome.copy = { ...(await withTimeout(asking.ask(), MARKET_TIMEOUT_MS)), fetchedAt };
+      } finally {
+        // Only refreshes that asked the market: how far it is sets how early to refresh ahead (a
+        // quick hit in the location's cache says nothing of the next refresh that must ask it).
+        outcome.tookMs = Date.now() - fetchedAt;
+      }
+      // Kept as long as it can serve as a stale-if-error answer; freshness is judged by fetchedAt.
+      if (policy.maxAgeMs > 0) ctx.waitUntil?.(shareCopy(key, outcome.copy, policy.staleIfErrorMs));
+    }
   } finally {
-    // Only refreshes that asked the market: how far it is sets how early to refresh ahead (a
-    // quick hit in the location's cache says nothing of the next refresh that must ask it).
-    copies.noteRefresh(key, Date.now() - fetchedAt);
+    asking.release();
+    held = copies.settle(key, claim, outcome);
   }
-  const held = copies.offer(key, { ...answer, fetchedAt });
-  if (policy.maxAgeMs > 0) {
-    // Kept as long as it can serve as a stale-if-error answer; freshness is judged by fetchedAt.
-    const sharing = shareCopy(key, held, policy.staleIfErrorMs);
-    if (ctx.waitUntil) ctx.waitUntil(sharing);
-  }
-  return held;
+  return held!;
 }
 
 function served(copy: Copy, now: number, stale: boolean): EdgeRead {
@@ -119,9 +115,10 @@ function served(copy: Copy, now: number, stale: boolean): EdgeRead {
 }
 
 /**
- * Answers `key` from its copy if it is fresh, else refreshes it (at most REFRESH_BOUND at once;
- * others wait for that refresh). If the market fails or is slow, a copy younger than the
- * stale-if-error bound answers, marked stale; past it, 503 `UNAVAILABLE` — never a hang.
+ * Answers `key` one way: its copy if fresh (refreshing it ahead, in the background, once it is
+ * old enough), else a refresh, else a wait for another read's refresh. If the market fails or is
+ * slow, a copy younger than the stale-if-error bound answers, marked stale; past it, 503
+ * `UNAVAILABLE` — never a hang.
  */
 async function readThroughEdge(
   ctx: ReadContext,
@@ -131,52 +128,29 @@ async function readThroughEdge(
   carry?: (refresh: CarriedRefresh) => Promise<MarketAnswer>,
 ): Promise<EdgeRead> {
   const arrivedAt = Date.now();
-  const fresh = copies.fresh(key, arrivedAt, policy.maxAgeMs);
-  if (fresh) {
-    const ahead =
-      arrivedAt - fresh.fetchedAt >= copies.refreshAheadAge(key, policy.maxAgeMs) && ctx.waitUntil
-        ? copies.claimRefresh(key, REFRESH_BOUND, arrivedAt)
-        : undefined;
-    if (ahead !== undefined) {
-      const asking = carriedAsk(ctx, ask, carry);
-      ctx.waitUntil!(
-        refresh(ctx, policy, key, asking.ask)
-          .catch(() => undefined)
-          .finally(() => {
-            copies.releaseRefresh(key, ahead);
-            asking.release();
-          }),
-      );
-    }
-    return served(fresh, arrivedAt, false);
-  }
-  // With no max age every read asks the market itself: nothing to wait for.
-  const bound = policy.maxAgeMs > 0 ? REFRESH_BOUND : Number.POSITIVE_INFINITY;
-  let claim = copies.claimRefresh(key, bound, arrivedAt);
-  while (claim === undefined) {
+  let now = arrivedAt;
+  let step = copies.next(key, now, policy, { ahead: ctx.waitUntil !== undefined });
+  while ("wait" in step) {
     await sleep(WAIT_STEP_MS);
-    const now = Date.now();
-    const latest = copies.latest(key);
-    // A copy whose refresh began after this request arrived shows a moment after the request.
-    if (latest && (latest.fetchedAt >= arrivedAt || now - latest.fetchedAt < policy.maxAgeMs)) return served(latest, now, false);
-    if (now - arrivedAt >= MARKET_TIMEOUT_MS) return staleOrUnavailable(policy, key, now);
-    claim = copies.claimRefresh(key, bound, now);
+    now = Date.now();
+    step = copies.next(key, now, policy, { waitingSince: arrivedAt, mayRefresh: now - arrivedAt < MARKET_TIMEOUT_MS });
+    if ("wait" in step && now - arrivedAt >= MARKET_TIMEOUT_MS) return staleOrUnavailable(policy, key, now);
   }
-  const asking = carriedAsk(ctx, ask, carry);
+  if ("serve" in step) {
+    if (step.ahead !== undefined) ctx.waitUntil!(refresh(ctx, policy, key, step.ahead, carriedAsk(ctx, ask, carry)).catch(() => undefined));
+    return served(step.serve, now, false);
+  }
   try {
-    return served(await refresh(ctx, policy, key, asking.ask), Date.now(), false);
+    return served(await refresh(ctx, policy, key, step.refresh, carriedAsk(ctx, ask, carry)), Date.now(), false);
   } catch (error) {
     if (error instanceof ProblemError) throw error;
     return staleOrUnavailable(policy, key, Date.now());
-  } finally {
-    copies.releaseRefresh(key, claim);
-    asking.release();
   }
 }
 
-function staleOrUnavailable(policy: EdgePolicy, key: string, now: number): EdgeRead {
-  const latest = copies.latest(key);
-  if (latest && now - latest.fetchedAt < policy.staleIfErrorMs) return served(latest, now, true);
+function staleOrUnavailable(policy: CopyPolicy, key: string, now: number): EdgeRead {
+  const fallback = copies.fallback(key, now, policy);
+  if (fallback) return served(fallback, now, true);
   throw problem("UNAVAILABLE", "the market did not answer in time and no recent copy is held; try again shortly", {}, { "Retry-After": "1" });
 }
 

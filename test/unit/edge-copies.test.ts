@@ -10,7 +10,7 @@ describe("edge copies (docs/edge-reads.md)", () => {
     fc.assert(
       fc.property(fc.array(answer, { minLength: 1, maxLength: 30 }), (answers) => {
         const copies = new EdgeCopies();
-        let shown = copies.latest("k");
+        let shown: Copy | undefined;
         for (const a of answers) {
           const held = copies.offer("k", copyOf(a));
           if (shown) expect(isNewer(shown, held), `went back from ${shown.text} to ${held.text}`).toBe(false);
@@ -27,7 +27,9 @@ describe("edge copies (docs/edge-reads.md)", () => {
       fc.property(fc.integer({ min: 0, max: 10_000 }), fc.integer({ min: 0, max: 1_000 }), fc.integer({ min: 0, max: 2_000 }), (fetchedAt, maxAge, elapsed) => {
         const copies = new EdgeCopies();
         copies.offer("k", copyOf({ at: fetchedAt, version: 0, fetchedAt }));
-        expect(copies.fresh("k", fetchedAt + elapsed, maxAge) !== undefined, `age ${elapsed} under max ${maxAge}`).toBe(elapsed < maxAge);
+        expect("serve" in copies.next("k", fetchedAt + elapsed, { maxAgeMs: maxAge, staleIfErrorMs: 0 }), `age ${elapsed} under max ${maxAge}`).toBe(
+          elapsed < maxAge,
+        );
       }),
     );
   });
@@ -37,6 +39,31 @@ describe("edge copies (docs/edge-reads.md)", () => {
     copies.offer("k", copyOf({ at: 10, version: 1, fetchedAt: 100 }));
     expect(copies.offer("k", copyOf({ at: 10, version: 1, fetchedAt: 300 })).fetchedAt).toBe(300);
     expect(copies.offer("k", copyOf({ at: 9, version: 1, fetchedAt: 400 })).fetchedAt).toBe(300);
+  });
+
+  it("a read runs one way: a stale copy is refreshed by one read while the others wait, and the waiting take what it brought", () => {
+    const copies = new EdgeCopies();
+    const policy = { maxAgeMs: 250, staleIfErrorMs: 5_000 };
+    copies.offer("k", copyOf({ at: 1, version: 0, fetchedAt: 0 }));
+    const first = copies.next("k", 300, policy);
+    const second = copies.next("k", 300, policy);
+    expect([first, second], "the first refreshes, the second waits").toEqual([{ refresh: 300 }, { wait: true }]);
+    expect(copies.next("k", 2_400, policy, { waitingSince: 300, mayRefresh: false }), "waited too long: claims nothing").toEqual({ wait: true });
+    copies.settle("k", 300, { copy: copyOf({ at: 2, version: 0, fetchedAt: 300 }), tookMs: 40 });
+    const waited = copies.next("k", 2_500, policy, { waitingSince: 300 });
+    expect(waited, "a copy refreshed after the wait began is served, whatever its age").toEqual({ serve: expect.objectContaining({ at: 2 }) });
+    expect(copies.fallback("k", 5_299, policy)?.at, "stale-if-error within its bound").toBe(2);
+    expect(copies.fallback("k", 5_300, policy), "past it").toBeUndefined();
+  });
+
+  it("a served copy old enough claims one refresh ahead, and only when the read may refresh in the background", () => {
+    const copies = new EdgeCopies();
+    const policy = { maxAgeMs: 250, staleIfErrorMs: 5_000 };
+    copies.offer("k", copyOf({ at: 1, version: 0, fetchedAt: 0 }));
+    expect(copies.next("k", 124, policy, { ahead: true }), "younger than half the max age").toEqual({ serve: expect.anything(), ahead: undefined });
+    expect(copies.next("k", 200, policy), "no background refresh allowed").toEqual({ serve: expect.anything(), ahead: undefined });
+    expect(copies.next("k", 200, policy, { ahead: true }), "old enough").toEqual({ serve: expect.anything(), ahead: 200 });
+    expect(copies.next("k", 201, policy, { ahead: true }), "one refresh at a time").toEqual({ serve: expect.anything(), ahead: undefined });
   });
 
   it("refreshes of one key are bounded; releasing frees a place", () => {
