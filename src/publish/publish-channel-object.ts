@@ -11,7 +11,7 @@ import { type IngestAnswer, type IngestItem, type IngestResult, type IngestVia, 
 import { encodeIngestCall } from "../market/ingest-wire";
 import type { MarketObject } from "../market/market-object";
 import type { IngestBody } from "../market/schemas";
-import { MetricsHolder, metricsOn } from "../metrics/holder";
+import { AlarmedMetrics } from "../metrics/alarmed-metrics";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { batchOutcome } from "../metrics/outcomes";
@@ -103,7 +103,7 @@ export class PublishChannel extends MeteredObject {
   /** How a batch reaches its market: into its group's gathered call. */
   private readonly via: IngestVia = { call: (market, body, commit) => this.hostOf(market).call({ market, body: JSON.stringify(body), commit }) };
   /** Batches and ack times, handed to the Metrics object (docs/operations.md#metrics). */
-  private readonly metrics = new MetricsHolder();
+  private readonly metrics = new AlarmedMetrics(this.env, this.ctx, (at) => this.armCheck(at));
   private grant: Grant | undefined;
   private checking: Promise<Grant> | undefined;
   /**
@@ -326,22 +326,20 @@ export class PublishChannel extends MeteredObject {
 
   /** A batch's result and the time to its answer (docs/operations.md#metrics), handed on when due. */
   private count(outcome: "applied" | "duplicate" | "refused", receivedAt: number): void {
-    if (!metricsOn(this.env)) return;
-    this.metrics.counts.add("mds_publish_batches_total", { result: outcome });
-    this.metrics.counts.observe("mds_publish_ack_seconds", (Date.now() - receivedAt) / 1000);
-    this.afterRequest();
+    this.metrics.observe("mds_publish_ack_seconds", (Date.now() - receivedAt) / 1000);
+    this.metrics.add("mds_publish_batches_total", { result: outcome });
+    super.afterRequest();
   }
 
   /** Hands the counts on when due; what is not yet due goes on from the alarm, so a channel that falls silent still hands it on. */
   override afterRequest(): void {
     super.afterRequest();
-    const dueAt = this.metrics.settle(this.env, (promise) => this.ctx.waitUntil(promise));
-    if (dueAt !== undefined) this.ctx.waitUntil(this.armCheck(dueAt));
+    this.metrics.settle();
   }
 
   /** While connections are open, the key is checked every `KEY_CHECK_EVERY_MS` (sooner after a failed check). */
   override async alarm(): Promise<void> {
-    await this.metrics.due(this.env);
+    await this.metrics.onAlarm(Date.now(), []);
     if (this.ctx.getWebSockets().length === 0) return;
     try {
       this.grant = undefined;

@@ -1,11 +1,13 @@
+import { ensureRegistry } from "../registry/copy";
 import { type Attachment, attachmentOf, headerOf, packNames, saveAttachment } from "./attachment";
-import type { DialectConnection, DialectStream, StreamDialect, SubscribeOutcome } from "./dialect";
+import { type DialectConnection, type DialectStream, decodeNames, type StreamDialect, type SubscribeOutcome } from "./dialect";
 import { DialectFanout } from "./dialect-fanout";
 import { MAX_STREAM_NAME_BYTES, MAX_STREAMS_PER_CONNECTION, MAX_WARNINGS, type StreamName } from "./protocol";
 import type { WireBook } from "./wire-book";
 
 /** What a shard's dialect connections need of it. */
 export interface DialectHost {
+  readonly env: Env;
   send(ws: WebSocket, message: unknown): void;
   closeForPolicy(ws: WebSocket, reason: string): void;
   /** Makes the streams' sources publish here; false (the streams taken back out) when that failed. */
@@ -67,6 +69,14 @@ export class DialectConnections {
   remove(id: string, ws: WebSocket, names: Iterable<string>): void {
     const fanout = this.fanouts.get(id);
     if (fanout) for (const name of names) fanout.remove(ws, name);
+  }
+
+  /** A connection opened with streams named (the dialect's own header): subscribed as it opens. */
+  async connect(ws: WebSocket, dialect: StreamDialect, header: string | null): Promise<void> {
+    const names = decodeNames(header, dialect.maxStreams ?? MAX_STREAMS_PER_CONNECTION);
+    if (names.length === 0) return;
+    await ensureRegistry(this.host.env);
+    await dialect.connect(this.connectionOf(ws, dialect), names);
   }
 
   /** What a dialect may do with one of its connections (src/streams/dialect.ts). */

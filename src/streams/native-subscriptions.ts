@@ -6,9 +6,11 @@ import { type Attachment, attachmentOf, headerOf, loadAttachment, saveAttachment
 import { type CatchUpHost, CatchUps } from "./catch-up";
 import {
   type ErrorCode,
+  MAX_STREAMS_PER_CONNECTION,
   MAX_WARNINGS,
   type MessageId,
   parseClientMessage,
+  parseFrom,
   parseStreamName,
   planSubscribe,
   planUnsubscribe,
@@ -16,6 +18,7 @@ import {
   type StreamName,
   streamFrame,
 } from "./protocol";
+import { parseResume } from "./resume-log";
 import { type ShardSources, SNAPSHOT_DEPTH } from "./shard-sources";
 import type { BookMessage } from "./wire-book";
 
@@ -128,6 +131,15 @@ export class NativeSubscriptions {
     this.host.send(ws, { id, error: { code, message } });
   }
 
+  /** A connection opened with `?streams=` (and `resume=`, `from=`): subscribed as it opens, the ack's id null. */
+  async connect(ws: WebSocket, query: URLSearchParams): Promise<void> {
+    const initial = query.get("streams");
+    if (!initial) return;
+    await ensureRegistry(this.host.env);
+    const names = initial.split(",", MAX_STREAMS_PER_CONNECTION + 1).filter((name) => name !== "");
+    await this.subscribe(ws, null, names, parseResume(query.get("resume")), parseFrom(query.get("from")) ?? undefined);
+  }
+
   /**
    * Adds streams to a connection: the ack comes once every source publishes to this shard,
    * and a book stream's snapshot right after it (or, while the base book is still on its
@@ -218,10 +230,11 @@ export class NativeSubscriptions {
     for (const name of names) this.subscribers.get(name)?.delete(ws);
   }
 
-  /** Streams that ended (a delisted market's): neither live nor caught up any more. */
-  ended(ws: WebSocket, names: readonly string[]): void {
+  /** Streams that ended (a delisted market's): neither live nor caught up any more, and the socket told why (`STREAM_ENDED`). */
+  ended(ws: WebSocket, names: readonly string[], why: string): void {
     this.drop(ws, names);
     this.catchUps.drop(ws, names);
+    this.host.send(ws, { id: null, error: { code: "STREAM_ENDED", message: why } });
   }
 
   /** A closed socket: out of every stream it held, its catch-up and floors gone. */

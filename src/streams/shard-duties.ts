@@ -43,6 +43,10 @@ export interface DutyHost {
   subscribersOf(stream: string): ReadonlySet<WebSocket> | undefined;
   send(ws: WebSocket, message: unknown): void;
   closeForPolicy(ws: WebSocket, reason: string): void;
+  /** Closes with a code and reason (a planned close's). */
+  closeWith(ws: WebSocket, code: number, reason: string): void;
+  /** A planned close's notice in the words of a connection's protocol. */
+  closingNoticeOf(ws: WebSocket, close: PlannedClose, now: number): string;
   /** Nobody listens to the heartbeat: its registration goes, so a new subscriber arms it again. */
   heartbeatUnwanted(): void;
   /** A maintenance notice in the words of a connection's protocol, if it has one. */
@@ -140,15 +144,41 @@ export class ShardDuties {
     return next;
   }
 
-  /** The planned close under way, if any. */
-  closing(): PlannedClose | undefined {
-    return this.kv.get<PlannedClose>(CLOSING_KEY);
+  /**
+   * A planned close (docs/streams.md#closes-and-ended-streams), the operator's: every connection
+   * here is told now and closed with the kind's code and reason at `closeAt` (the alarm; at once
+   * when that has passed). A later announcement replaces an earlier one. Returns how many
+   * connections were told, and when the alarm is due (none: closed now).
+   */
+  announceClose(close: PlannedClose, now: number): { told: number; dueAt?: number } {
+    const sockets = this.host.sockets();
+    for (const { ws } of sockets) this.host.send(ws, this.host.closingNoticeOf(ws, close, now));
+    if (close.closeAt <= now) {
+      this.closeAll(close);
+      return { told: sockets.length };
+    }
+    this.kv.put(CLOSING_KEY, close);
+    return { told: sockets.length, dueAt: close.closeAt };
   }
 
-  /** A planned close is announced (it replaces an earlier one), or ends (undefined). */
-  setClosing(close: PlannedClose | undefined): void {
-    if (close) this.kv.put(CLOSING_KEY, close);
-    else this.kv.delete(CLOSING_KEY);
+  /** A connection opening while a planned close is under way is told at once, as the others were. */
+  tellOpening(ws: WebSocket, now: number): void {
+    const close = this.kv.get<PlannedClose>(CLOSING_KEY);
+    if (close) this.host.send(ws, this.host.closingNoticeOf(ws, close, now));
+  }
+
+  /** The alarm's part of a planned close: every connection closes once it is due; else when it will be. */
+  closeIfDue(now: number): number | undefined {
+    const close = this.kv.get<PlannedClose>(CLOSING_KEY);
+    if (!close || now < close.closeAt) return close?.closeAt;
+    this.closeAll(close);
+    return undefined;
+  }
+
+  /** Ends a planned close: every connection closes with its code and reason, and the shard takes new ones as before. */
+  private closeAll(close: PlannedClose): void {
+    this.forget(CLOSING_KEY);
+    for (const { ws } of this.host.sockets()) this.host.closeWith(ws, close.code, close.reason);
   }
 
   /** The status the price index pushed last, or asked of it when this shard has none yet. */

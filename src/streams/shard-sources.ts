@@ -48,7 +48,7 @@ export class ShardSources {
   readonly registrations = new Map<string, Promise<void>>();
   private readonly releases = new Map<string, Promise<void>>();
   /** Subscribes waiting for their source's registration, per source: they keep it wanted. */
-  readonly joining = new Map<string, number>();
+  private readonly joining = new Map<string, number>();
   /** Per market, its last book messages as sent, for resumes (docs/streams.md#resuming). */
   readonly recent = new ResumeLog();
   /** Resumes waiting for a market's base book, per market. */
@@ -74,6 +74,25 @@ export class ShardSources {
       const timer = setTimeout(done, RESUME_BASE_WAIT_MS);
       waiters.add(done);
     });
+  }
+
+  /**
+   * Makes the sources of the streams being subscribed publish to this shard, keeping them wanted
+   * meanwhile, and waits for the base books of `waitForBase` (a resume needs the shard's copy;
+   * after a restart its base is on its way). Rejects when a source could not be registered.
+   */
+  async join(streams: StreamName[], waitForBase: readonly string[] = []): Promise<void> {
+    const sources = [...new Map(streams.map((s) => [sourceOf(s), s])).values()];
+    const count = (by: number) => {
+      for (const s of sources) this.joining.set(sourceOf(s), (this.joining.get(sourceOf(s)) ?? 0) + by);
+    };
+    count(1);
+    try {
+      await Promise.all(sources.map((s) => this.register(s)));
+      await Promise.all(waitForBase.map((symbol) => this.baseOf(symbol)));
+    } finally {
+      count(-1);
+    }
   }
 
   /** Makes sure the source publishes to this shard (after any release of it has finished). */

@@ -1,7 +1,7 @@
 import { alarmBy } from "../core/alarms";
 import { problem, toProblemResult } from "../core/problem";
 import { logFailure } from "../logs/log";
-import { MetricsHolder, metricsOn } from "../metrics/holder";
+import { AlarmedMetrics } from "../metrics/alarmed-metrics";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { ensureRegistry } from "../registry/copy";
@@ -17,19 +17,10 @@ import {
   type StoredAttachment,
   saveAttachment,
 } from "./attachment";
-import {
-  DIALECT_HEADER,
-  DIALECT_OPTIONS_HEADER,
-  DIALECT_STREAMS_HEADER,
-  type DialectStream,
-  decodeNames,
-  decodeOptions,
-  dialectOf,
-  type StreamDialect,
-} from "./dialect";
+import { DIALECT_HEADER, DIALECT_OPTIONS_HEADER, DIALECT_STREAMS_HEADER, type DialectStream, decodeOptions, dialectOf, type StreamDialect } from "./dialect";
 import { DialectConnections } from "./dialect-connections";
 import { NativeSubscriptions } from "./native-subscriptions";
-import { type CloseKind, closingNotice, type PlannedClose, plannedClose } from "./planned-close";
+import { type CloseKind, closingNotice, plannedClose } from "./planned-close";
 import {
   admitMessage,
   frameBytes,
@@ -41,44 +32,32 @@ import {
   MARKET_ENDED_STREAM,
   MAX_MESSAGE_BYTES,
   MAX_MESSAGES_PER_SECOND,
-  MAX_STREAMS_PER_CONNECTION,
   marketStreams,
   POLICY_VIOLATION,
-  parseFrom,
   parseStreamName,
   STATUS_STREAM,
   type StreamEvent,
   type StreamName,
 } from "./protocol";
-import { parseResume } from "./resume-log";
 import { ShardDuties, type VenueStatusMessage } from "./shard-duties";
 import { ShardLeases } from "./shard-leases";
-import { ShardSources, sourceOf } from "./shard-sources";
+import { ShardSources } from "./shard-sources";
 import type { BookMessage } from "./wire-book";
 
 export const PRINCIPAL_HEADER = "X-Stream-Principal";
 export const SHARD_HEADER = "X-Stream-Shard";
 
 /**
- * One shard of the WebSocket fan-out. Connections land on a shard of the group of the markets
- * they name (docs/streams.md#placement); the five connections per principal are counted by its
- * AccessGuard as leases, taken here before the upgrade and returned on close, so the count is
- * exact whichever shards hold them.
+ * One shard of the WebSocket fan-out (docs/streams.md#placement): connections land on a shard of
+ * their markets' group; sockets hibernate, their subscriptions kept in their attachments. Every
+ * snapshot a client gets comes from the shard's copy of the book, kept by every delta in the
+ * market's order, so the deltas after it continue it exactly (docs/streams.md#checksums).
  *
- * Sockets hibernate; a socket's subscriptions live in its attachment, and the subscriber index
- * here is rebuilt from those after a wake-up. Per market the shard keeps a copy of the book
- * (`WireBook`), built from the base book the market sends when the shard registers and kept by
- * every delta after it, in the order the market produced them (one ordered channel per shard,
- * the group relay's outbox to it). Every snapshot a client gets comes from that copy, so the deltas that
- * follow it continue it exactly. Without a copy (after a wake-up or a gap) the shard forwards
- * no book messages until a fresh base arrives, and then sends every book subscriber a snapshot.
- *
- * Its jobs apart: what a socket keeps (`attachment.ts`), the connections' leases
- * (`shard-leases.ts`), what publishes here and the book copies (`shard-sources.ts`), the alarm's
- * stored duties (`shard-duties.ts`), the native protocol's messages, subscriptions, catch-ups and
- * fan-out (`native-subscriptions.ts`) and the dialects' connections (`dialect-connections.ts`).
- * Here: connections and their limits, what is published handed to both protocols, planned
- * closes, and the alarm.
+ * Its jobs apart: `attachment.ts` (what a socket keeps), `shard-leases.ts` (the five connections
+ * per principal), `shard-sources.ts` (what publishes here, the book copies), `shard-duties.ts` (the
+ * alarm's stored duties), `native-subscriptions.ts` and `dialect-connections.ts` (the protocols).
+ * Here: connections and their limits, what is published handed to both protocols, planned closes,
+ * and the alarm.
  */
 export class StreamHub extends MeteredObject {
   /** What publishes here, the book copies and the resume log (./shard-sources.ts). */
@@ -91,14 +70,9 @@ export class StreamHub extends MeteredObject {
   /** The native protocol's subscriptions, catch-ups and fan-out (./native-subscriptions.ts). */
   private readonly natives: NativeSubscriptions;
   /** Frames sent and book delivery times, handed to the Metrics object (docs/operations.md#metrics). */
-  private readonly metrics = new MetricsHolder();
-  private readonly counting: boolean;
-  /** When the counts held are due to be handed on (the alarm's duty), if a hand-over waits. */
-  private metricsDueAt: number | undefined;
+  private readonly metrics: AlarmedMetrics;
   /** The connections' leases from their principals' guards (./shard-leases.ts). */
   private readonly leases: ShardLeases;
-  /** Frames sent since they were last counted (the current burst). */
-  private framesSent = 0;
 
   /** The alarm's duties that keep their state in storage: heartbeat, key checks, maintenance notices, a planned close. */
   private readonly duties: ShardDuties;
@@ -106,6 +80,7 @@ export class StreamHub extends MeteredObject {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env, "shard");
     this.leases = new ShardLeases(env, ctx);
+    this.metrics = new AlarmedMetrics(env, this.ctx, (at) => this.armAlarm(at));
     this.sources = new ShardSources({
       env,
       shard: () => this.shard(),
@@ -120,13 +95,10 @@ export class StreamHub extends MeteredObject {
       closeForPolicy: (ws, reason) => this.closeForPolicy(ws, reason),
       ensureSources: (ws, adding, waitForBase) => this.ensureSources(ws, adding, waitForBase),
       currentStatus: () => this.duties.currentStatus(),
-      count: (family, labels, n) => {
-        if (!this.counting) return;
-        this.metrics.counts.add(family, labels, n);
-        this.settleMetrics();
-      },
+      count: (family, labels, n) => this.metrics.add(family, labels, n),
     });
     this.dialects = new DialectConnections({
+      env,
       send: (ws, message) => this.send(ws, message),
       closeForPolicy: (ws, reason) => this.closeForPolicy(ws, reason),
       ensureSources: (ws, adding) => this.ensureSources(ws, adding),
@@ -139,10 +111,11 @@ export class StreamHub extends MeteredObject {
       subscribersOf: (stream) => this.natives.holders(stream),
       send: (ws, message) => this.send(ws, message),
       closeForPolicy: (ws, reason) => this.closeForPolicy(ws, reason),
+      closeWith: (ws, code, reason) => this.closeWith(ws, code, reason),
+      closingNoticeOf: (ws, close, now) => this.dialectOfSocket(ws)?.closingNotice(close, now, headerOf(ws).dialect?.options ?? {}) ?? closingNotice(close),
       heartbeatUnwanted: () => this.sources.registrations.delete(HEARTBEAT_STREAM),
       maintenanceNoticeOf: (ws, now) => this.dialectOfSocket(ws)?.maintenanceNotice(now, headerOf(ws).dialect?.options ?? {}) ?? undefined,
     });
-    this.counting = metricsOn(env);
     // The keepalive is answered by the runtime, so idle connections never wake the shard.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(KEEPALIVE_REQUEST, KEEPALIVE_RESPONSE));
     const dialectSockets: [WebSocket, Attachment][] = [];
@@ -206,37 +179,16 @@ export class StreamHub extends MeteredObject {
       lease,
       ...(dialect && { dialect: { id: dialect.id, options: decodeOptions(request.headers.get(DIALECT_OPTIONS_HEADER)) } }),
     } satisfies Attachment);
-    // A connection that opens while a planned close is under way is told at once, as the others were.
-    const closing = this.duties.closing();
-    if (closing) this.send(server, this.notice(server, closing, Date.now()));
-    if (dialect) {
-      const names = decodeNames(request.headers.get(DIALECT_STREAMS_HEADER), dialect.maxStreams ?? MAX_STREAMS_PER_CONNECTION);
-      if (names.length > 0) {
-        await ensureRegistry(this.env);
-        await dialect.connect(this.dialects.connectionOf(server, dialect), names);
-      }
-      return new Response(null, { status: 101, webSocket: client });
-    }
-    const query = new URL(request.url).searchParams;
-    const initial = query.get("streams");
-    if (initial) {
-      await ensureRegistry(this.env);
-      await this.natives.subscribe(
-        server,
-        null,
-        initial.split(",", MAX_STREAMS_PER_CONNECTION + 1).filter((name) => name !== ""),
-        parseResume(query.get("resume")),
-        parseFrom(query.get("from")) ?? undefined,
-      );
-    }
+    this.duties.tellOpening(server, Date.now());
+    if (dialect) await this.dialects.connect(server, dialect, request.headers.get(DIALECT_STREAMS_HEADER));
+    else await this.natives.connect(server, new URL(request.url).searchParams);
     return new Response(null, { status: 101, webSocket: client });
   }
 
   private send(ws: WebSocket, message: unknown): void {
     try {
       ws.send(typeof message === "string" ? message : JSON.stringify(message));
-      // Counted once per burst (a publish to 1,000 sockets is one count of 1,000), not per frame.
-      if (this.counting && this.framesSent++ === 0) queueMicrotask(() => this.countFrames());
+      this.metrics.addSoon("mds_stream_messages_sent_total");
     } catch {
       // The socket closed meanwhile; its close handler cleans up.
     }
@@ -275,17 +227,14 @@ export class StreamHub extends MeteredObject {
 
   /**
    * Makes the source of every stream being added publish to this shard (a dialect's stream's is its
-   * native stream's); on failure takes the streams back out of the socket's attachment and says
-   * false. Subscribes waiting here keep their sources wanted.
+   * native stream's); on failure takes the streams back out of the socket's attachment and says false.
    */
   private async ensureSources(ws: WebSocket, adding: (StreamName | DialectStream)[], waitForBase: readonly string[] = []): Promise<boolean> {
-    const natives = adding.map((s) => ("native" in s ? s.native : s));
-    const sources = [...new Map(natives.map((s) => [sourceOf(s), s])).values()];
-    for (const s of sources) this.sources.joining.set(sourceOf(s), (this.sources.joining.get(sourceOf(s)) ?? 0) + 1);
     try {
-      await Promise.all(sources.map((s) => this.sources.register(s)));
-      // A resume needs the shard's copy of the book; after a restart its base is on its way (the source stays wanted meanwhile).
-      await Promise.all(waitForBase.map((symbol) => this.sources.baseOf(symbol)));
+      await this.sources.join(
+        adding.map((s) => ("native" in s ? s.native : s)),
+        waitForBase,
+      );
       return true;
     } catch (error) {
       logFailure("subscribe failed", { error });
@@ -293,14 +242,7 @@ export class StreamHub extends MeteredObject {
       current.streams = current.streams.filter((name) => !adding.some((s) => s.name === name));
       saveAttachment(ws, current);
       return false;
-    } finally {
-      for (const s of sources) this.sources.joining.set(sourceOf(s), (this.sources.joining.get(sourceOf(s)) ?? 1) - 1);
     }
-  }
-
-  /** A planned close's notice in the words of the socket's protocol. */
-  private notice(ws: WebSocket, close: PlannedClose, now: number): string {
-    return this.dialectOfSocket(ws)?.closingNotice(close, now, headerOf(ws).dialect?.options ?? {}) ?? closingNotice(close);
   }
 
   /**
@@ -326,9 +268,8 @@ export class StreamHub extends MeteredObject {
   override async alarm(): Promise<void> {
     const now = Date.now();
     const due: number[] = [];
-    const closing = this.duties.closing();
-    if (closing && now >= closing.closeAt) this.closeAll(closing);
-    else if (closing) due.push(closing.closeAt);
+    const closeDue = this.duties.closeIfDue(now);
+    if (closeDue !== undefined) due.push(closeDue);
     const heartbeatDue = this.duties.heartbeat(now);
     if (heartbeatDue !== undefined) due.push(heartbeatDue);
     const keysDue = await this.duties.checkKeys(now);
@@ -336,11 +277,7 @@ export class StreamHub extends MeteredObject {
     const noticeDue = this.duties.maintenanceNotices(now);
     if (noticeDue !== undefined) due.push(noticeDue);
     due.push(...this.sources.reaskBases(now));
-    // The counts go now when due, or when nothing else would wake the shard again: it is going quiet.
-    if (this.metricsDueAt !== undefined && (now >= this.metricsDueAt || due.length === 0)) {
-      this.metricsDueAt = undefined;
-      await this.metrics.due(this.env, now);
-    } else if (this.metricsDueAt !== undefined) due.push(this.metricsDueAt);
+    await this.metrics.onAlarm(now, due);
     if (due.length > 0) await this.ctx.storage.setAlarm(Math.min(...due));
   }
 
@@ -354,71 +291,34 @@ export class StreamHub extends MeteredObject {
     const dialectNames = this.dialects.namesOf(symbol);
     for (const ws of this.ctx.getWebSockets()) {
       const attachment = loadAttachment(ws);
-      if (!attachment) continue;
-      const id = attachment.dialect?.id;
-      const ending = id === undefined ? native : (dialectNames.get(id) ?? new Set<string>());
-      const ended = attachment.streams.filter((name) => ending.has(name));
+      const id = attachment?.dialect?.id;
+      const ending = id === undefined ? native : dialectNames.get(id);
+      const ended = attachment?.streams.filter((name) => ending?.has(name)) ?? [];
       if (ended.length === 0) continue;
-      attachment.streams = attachment.streams.filter((name) => !ended.includes(name));
-      saveAttachment(ws, attachment);
-      for (const name of ended) {
-        if (id !== undefined) this.dialects.remove(id, ws, [name]);
-        else this.natives.ended(ws, [name]);
-      }
-      if (id === undefined)
-        this.send(ws, { id: null, error: { code: "STREAM_ENDED", message: `${symbol} was delisted; these streams ended: ${ended.join(", ")}` } });
+      attachment!.streams = attachment!.streams.filter((name) => !ended.includes(name));
+      saveAttachment(ws, attachment!);
+      if (id !== undefined) this.dialects.remove(id, ws, ended);
+      else this.natives.ended(ws, ended, `${symbol} was delisted; these streams ended: ${ended.join(", ")}`);
     }
     this.sources.forgetMarket(symbol);
   }
 
-  /**
-   * A planned close (docs/streams.md#closes-and-ended-streams), the operator's: every connection
-   * here is told now (`closingNotice`) and closed with the kind's code and reason at `closeAt`
-   * (the alarm; at once when that has passed). A connection that opens meanwhile is told as
-   * it opens. A later announcement replaces an earlier one. Returns how many connections were told.
-   */
+  /** A planned close, the operator's (`ShardDuties.announceClose`): how many connections were told. */
   async announceClose(kind: CloseKind, closeAt: number): Promise<number> {
-    const now = Date.now();
-    const close = plannedClose(kind, closeAt);
-    const sockets = this.ctx.getWebSockets();
-    for (const ws of sockets) this.send(ws, this.notice(ws, close, now));
-    if (close.closeAt <= now) {
-      this.closeAll(close);
-      return sockets.length;
-    }
-    this.duties.setClosing(close);
-    await this.armAlarm(close.closeAt);
-    return sockets.length;
-  }
-
-  /** Ends a planned close: every connection closes with its code and reason, and the shard takes new ones as before. */
-  private closeAll(close: PlannedClose): void {
-    this.duties.setClosing(undefined);
-    for (const ws of this.ctx.getWebSockets()) this.closeWith(ws, close.code, close.reason);
-  }
-
-  private countFrames(): void {
-    this.metrics.counts.add("mds_stream_messages_sent_total", {}, this.framesSent);
-    this.framesSent = 0;
-    this.settleMetrics();
+    const { told, dueAt } = this.duties.announceClose(plannedClose(kind, closeAt), Date.now());
+    if (dueAt !== undefined) await this.armAlarm(dueAt);
+    return told;
   }
 
   /** Hands the counts on when due; else the alarm does, which lets the shard hibernate meanwhile (a timer would not). */
   override afterRequest(): void {
     super.afterRequest();
-    this.settleMetrics();
-  }
-
-  private settleMetrics(): void {
-    const dueAt = this.metrics.settle(this.env, (promise) => this.ctx.waitUntil(promise));
-    if (dueAt === undefined) return;
-    this.metricsDueAt = dueAt;
-    this.armAlarm(dueAt).catch((error: unknown) => logFailure("arming the metrics hand-over failed", { error }));
+    this.metrics.settle();
   }
 
   /** For a scrape: the open connections by dialect, once this shard's counts are handed on. */
   async scrape(): Promise<Record<string, number>> {
-    await this.metrics.flush(this.env, Date.now(), true);
+    await this.metrics.flush();
     const connections: Record<string, number> = { native: 0 };
     for (const ws of this.ctx.getWebSockets()) {
       const dialect = (ws.deserializeAttachment() as StoredAttachment | null)?.dialect?.id ?? "native";
@@ -434,10 +334,7 @@ export class StreamHub extends MeteredObject {
 
   /** Called by a group relay (once per tick at most) or the price index (`from`): each event goes to this shard's subscribers. */
   async publish(events: StreamEvent[], from: "relay" | "index" = "relay"): Promise<void> {
-    if (this.counting && from === "relay") {
-      this.metrics.counts.add("mds_relay_shard_calls_total", {}, 1);
-      this.settleMetrics();
-    }
+    if (from === "relay") this.metrics.add("mds_relay_shard_calls_total");
     await ensureRegistry(this.env);
     for (const event of events) {
       if (event.stream === MARKET_ENDED_STREAM) {
@@ -459,7 +356,7 @@ export class StreamHub extends MeteredObject {
       if (data === undefined) continue;
       // From the market applying the update to this shard sending it (the book's `time`, in the market's clock).
       const appliedAt = stream.kind === "book" ? (data as BookMessage).time : undefined;
-      if (this.counting && appliedAt !== undefined) this.metrics.counts.observe("mds_stream_delivery_seconds", Math.max(0, Date.now() - appliedAt) / 1000);
+      if (appliedAt !== undefined) this.metrics.observe("mds_stream_delivery_seconds", Math.max(0, Date.now() - appliedAt) / 1000);
       // Every protocol is rendered from the same message the native subscribers get.
       this.dialects.deliver(stream, data, this.sources.books.get(stream.subject));
       this.natives.deliver(stream, data);
