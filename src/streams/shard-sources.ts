@@ -18,7 +18,7 @@ function fromPriceIndex(stream: StreamName): boolean {
 }
 
 /** Markets and the price index publish to shards; this names what a shard registered for. */
-export function sourceOf(stream: StreamName): string {
+function sourceOf(stream: StreamName): string {
   if (stream.kind === "heartbeat") return HEARTBEAT_STREAM;
   if (stream.kind === "status") return STATUS_STREAM;
   return fromPriceIndex(stream) ? `index:${stream.name}` : `market:${stream.subject}`;
