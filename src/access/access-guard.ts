@@ -6,7 +6,6 @@ import { logFailure } from "../logs/log";
 import { MeteredObject } from "../metrics/metered-object";
 import { meterRequests } from "../metrics/object-meter";
 import { type ConnectionLease, confirmLease, decideLease, EDGE_HOLDER, returnLease } from "./connection-leases";
-import { type UsageBucket, type UsageInterval, type UsageRecord, usageSince } from "./key-usage";
 import { isGatedKey, type KeyRecord, principalOfKey } from "./keys";
 import { type LoginAttempts, type LoginReservation, type LoginScope, type LoginSettlement, reserveLogin, settleLogin } from "./login-throttle";
 import { signedWindow } from "./rate-limit";
@@ -34,11 +33,6 @@ export interface KeyAmendment {
 
 /** Storage key of the sign-in throttle's record, apart from the API key's. */
 const LOGIN_KEY = "login";
-/**
- * Storage key of the usage counts and last use a key's guard stored before its ledger counted
- * them (docs/limits.md#your-keys-usage): read, never written now, until it is past keeping.
- */
-const USAGE_KEY = "usage";
 /**
  * Storage key of the key's last use, stored by its guard at most once a day (a row a key-day):
  * its ledger knows the exact moment for the 30 days it keeps, this outlasts them.
@@ -71,8 +65,6 @@ export class AccessGuard extends MeteredObject {
   /** The key's last admitted use: held in memory, and as stored (at most once a day). */
   private lastUsedAt: number | null = null;
   private storedLastUse: number | null = null;
-  /** The usage counts the guard stored before its ledger counted them (loaded on first read). */
-  private keptUsage: UsageRecord | undefined;
   /** Uses told to the ledger and not yet answered: a usage read waits for them. */
   private readonly telling = new Set<Promise<void>>();
 
@@ -173,9 +165,7 @@ export class AccessGuard extends MeteredObject {
   private async keyRecord(): Promise<KeyRecord | null> {
     if (this.record === undefined) {
       this.record = (await this.ctx.storage.get<KeyRecord>("key")) ?? null;
-      // In a row of its own, or as stored before the ledgers counted (in the guard's old usage row).
-      const stored = [this.storedUsage()?.lastUsedAt, this.ctx.storage.kv.get<number>(LAST_USE_KEY)].filter((at) => at !== undefined);
-      this.storedLastUse = stored.length > 0 ? Math.max(...stored) : null;
+      this.storedLastUse = this.ctx.storage.kv.get<number>(LAST_USE_KEY) ?? null;
       this.lastUsedAt ??= this.storedLastUse;
     }
     return this.record;
@@ -342,24 +332,14 @@ export class AccessGuard extends MeteredObject {
     this.storedLastUse = now;
   }
 
-  private storedUsage(): UsageRecord | undefined {
-    this.keptUsage ??= this.ctx.storage.kv.get<UsageRecord>(USAGE_KEY);
-    return this.keptUsage;
-  }
-
-  /**
-   * What the guard counted before its ledger did (`GET /account/api-keys/{id}/usage` adds it to the
-   * ledger's), once the uses already told to the ledger have reached it.
-   */
-  async keyUsage(interval: UsageInterval, since?: number): Promise<UsageBucket[]> {
+  /** Resolves once the uses already told to the key's ledger have reached it: a usage read after a request sees it. */
+  async usageTold(): Promise<void> {
     await Promise.all(this.telling);
-    const kept = this.storedUsage();
-    return kept ? usageSince(kept, interval, since) : [];
   }
 
   /**
-   * A key change its gate was not told of is told again (the alarm is set again while it fails).
-   * Alarms the guard set before its ledger counted usage find nothing left to store.
+   * A key change its gate was not told of, or a revocation the shards were not, is told again (the
+   * alarm is set again while it fails).
    */
   override async alarm(): Promise<void> {
     const record = await this.keyRecord();
@@ -383,7 +363,7 @@ meterRequests(AccessGuard, [
   "amendKey",
   "keyStatus",
   "authorize",
-  "keyUsage",
+  "usageTold",
   "recordForGate",
   "noteUseAt",
   "alarm",

@@ -2,11 +2,10 @@ import { accessGuard, keyGate, keyUsageLedger, keyUsageLedgerAt, usageLedgerOf }
 import { logFailure } from "../logs/log";
 import type { UsageBucket, UsageInterval } from "./key-usage";
 import { isGatedKey, principalOfKey } from "./keys";
-import { sumBuckets } from "./usage-ledger";
 
 /**
  * A key's usage as the dashboard and the operator read it (docs/limits.md#your-keys-usage): its
- * ledger's buckets, with what its guard stored before the ledger counted. An account key's gate
+ * ledger's buckets. An account key's gate
  * hands what it holds to the ledger first, and a publishing key's guard answers once the uses it
  * told the ledger have landed, so a read after a request sees that request.
  *
@@ -15,8 +14,8 @@ import { sumBuckets } from "./usage-ledger";
  */
 export async function keyUsageOf(env: Env, keyId: string, interval: UsageInterval, since?: number): Promise<UsageBucket[]> {
   await handedOver(env, keyId);
-  const kept = await accessGuard(env, principalOfKey(keyId)).keyUsage(interval, since);
-  return sumBuckets(kept, await keyUsageLedger(env, keyId).usage(keyId, interval, since));
+  await accessGuard(env, principalOfKey(keyId)).usageTold();
+  return keyUsageLedger(env, keyId).usage(keyId, interval, since);
 }
 
 /**
