@@ -7,17 +7,13 @@
  */
 import { gunzipText, gzipText } from "../core/encoding";
 import { type BookSegment, closedSegment, decodeBase, decodeEntry } from "../writes/book-log";
-import type { ClosedSegment } from "../writes/open-segments";
+import type { ClosedSegment, SegmentSpan } from "../writes/open-segments";
 import type { BookTarget } from "./book-replay";
 import { type BlockIndex, type BlockText, encodeIndex, segmentBlocks } from "./segment-blocks";
 import { yieldTurn } from "./sliced-put";
 
 /** What one kept segment covers. */
-export interface SegmentRow {
-  baseSeq: number;
-  lastSeq: number;
-  firstTime: number;
-  lastTime: number;
+export interface SegmentRow extends SegmentSpan {
   bytes: number;
 }
 

@@ -17,6 +17,7 @@ import { logFailure } from "../logs/log";
 import { billed } from "../metrics/billed-bindings";
 import { isolateMetrics } from "../metrics/holder";
 import type { BookSegment } from "../writes/book-log";
+import type { SegmentSpan } from "../writes/open-segments";
 import { type BlockMessages, blockMessages, pageOf } from "./block-messages";
 import { decodeBlock, segmentKey } from "./book-history";
 import { type BookTarget, bookOf, historicalBook, type ReplayLimits, type ReplayPage, replayTo, segmentPage } from "./book-replay";
@@ -52,11 +53,7 @@ export function closedHistoryOf(
 }
 
 /** A published segment: what it covers and where its blocks lie. */
-interface SegmentRow {
-  baseSeq: number;
-  lastSeq: number;
-  firstTime: number;
-  lastTime: number;
+interface SegmentRow extends SegmentSpan {
   blocks: BlockIndex[];
 }
 

@@ -1,6 +1,7 @@
 import { DECIMAL_PATTERN } from "../core/decimal";
 import { MAX_DECIMAL_CHARS, MAX_TIMESTAMP_MS } from "../core/schemas";
 import { MAX_LEVELS_PER_SIDE } from "../domain/order-book";
+import type { WireTrade } from "../domain/wire-trade";
 import { MAX_BOOK_UPDATES_PER_BATCH, MAX_ID_CHARS, MAX_TRADES_PER_BATCH } from "../market/schemas";
 
 /**
@@ -43,13 +44,7 @@ export interface QuickBatch {
   book?: QuickUpdate | QuickUpdate[];
 }
 
-interface QuickTrade {
-  id: string;
-  price: string;
-  quantity: string;
-  side: "buy" | "sell";
-  time: number;
-}
+type QuickTrade = Omit<WireTrade, "tradeId">;
 
 interface QuickUpdate {
   type: "snapshot" | "delta";

@@ -53,12 +53,16 @@ export function openSegments(maxBytes = OPEN_SEGMENTS_MAX_BYTES): OpenSegments {
   return new BoundedMap<OpenSegmentText>(maxBytes, 1_024, (key, open) => key.length + open.base.length + open.chars);
 }
 
-/** A closed segment as a host keeps it until R2 has it: its text and its index row. */
-export interface ClosedSegment {
+/** What a segment covers: its sequences and times, first to last. */
+export interface SegmentSpan {
   baseSeq: number;
   lastSeq: number;
   firstTime: number;
   lastTime: number;
+}
+
+/** A closed segment as a host keeps it until R2 has it: its text and its index row. */
+export interface ClosedSegment extends SegmentSpan {
   text: string;
 }
 
