@@ -3,10 +3,16 @@ import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { ProblemError } from "../../src/core/problem";
+import { DAY_MS } from "../../src/domain/intervals";
+import { closedHistoryOf } from "../../src/history/closed-book-reads";
 import { ingest } from "../../src/market/ingest";
 import { MarketEngine } from "../../src/market/market-engine";
 import type { MarketObject } from "../../src/market/market-object";
-import { ensureRegistry } from "../../src/registry/copy";
+import { ensureRegistry, findMarket } from "../../src/registry/copy";
+import { type PageSource, streamAt, tradesPage } from "../../src/streams/catch-up-pages";
+import { parseStreamName } from "../../src/streams/protocol";
+import type { ResumeLog } from "../../src/streams/resume-log";
+import type { MarketStore } from "../../src/writes/market-store";
 import { evictWhenIdle } from "../support/evict";
 import { hostOf } from "../support/registry";
 import { type Expected, type Level, MarketModel, type ModelBatch } from "./venue-model";
@@ -14,9 +20,10 @@ import { type Expected, type Level, MarketModel, type ModelBatch } from "./venue
 /**
  * Model-based tests of the write path (docs/publishing.md, docs/history.md#book-history): random
  * sequences of commands — batches in order, resends of any of the last applied, stale and gapped
- * updates, snapshots, restarts of the markets' host, commits that fail — drive the real service
- * in workerd, and after each one its answers are checked against the plain model
- * (./venue-model.ts): the live book, the book at any applied sequence, every trade once.
+ * updates, snapshots, restarts of the markets' host, commits that fail, trades archived to R2 —
+ * drive the real service in workerd, and after each one its answers are checked against the plain
+ * model (./venue-model.ts): the live book, the book at any applied sequence, every trade once, and
+ * a catch-up's trade pages complete from any trade up to the newest.
  *
  * MODEL_RUNS runs (CI: a bounded few; `npm run test:model -- --seeds N` runs N); a failure prints
  * its seed and its shrunk commands, to be kept as a regression below.
@@ -45,6 +52,8 @@ afterEach(() => {
 
 let runs = 0;
 const T0 = Date.now();
+/** Catch-ups that began inside the archive, over every run. */
+let archivedStarts = 0;
 
 /** Levels of a side: price offsets from the mid (bids below, asks above), quantity units (0 removes). */
 function levels(symbol: Symbol, side: "bid" | "ask", picks: [number, number][], snapshot: boolean): Level[] {
@@ -192,6 +201,51 @@ const commands = [
       } else expect(again, `the resend of ${symbol}'s batch the crash lost (first answered ${JSON.stringify(answered)})`).toEqual(market.ingest(batch));
     }),
   ),
+  // A burst of trades; then, maybe, the complete chunks archived to R2 (as if two days had passed);
+  // then a catch-up's trade pages as a shard reads them (docs/streams.md#from-any-moment), from the
+  // first trade at the run's time or from any trade: every trade from there once, in order, up to
+  // the newest, and this run's as the model holds them.
+  fc.tuple(fc.constantFrom(...SYMBOLS), fc.integer({ min: 0, max: 250 }), fc.nat(3), fc.nat()).map(([symbol, burst, archiveOdds, pick]) =>
+    command(`catchUp(${symbol}, +${burst}, ${archiveOdds > 0 ? "archived" : "hot"}, ${pick})`, async (world) => {
+      const archive = archiveOdds > 0;
+      const market = world.markets[symbol];
+      if (burst > 0) await publish(world, batchOf(world, symbol, "delta", market.sequence + 1, [], [], burst));
+      const archived = await runInDurableObject(await hostOf(symbol), async (instance: MarketObject) => {
+        if (archive) await instance.archiveTrades(symbol, T0 + 2 * DAY_MS, 100);
+        return (instance.engine(symbol) as unknown as { store: MarketStore }).store.archivedThrough();
+      });
+      const [newest] = (await read(`/api/trades/${symbol}?limit=1`, world)) as { tradeId: number }[];
+      if (!newest) return;
+      // After an archive run, from an archived trade (the shard reads its chunks); else from any trade, or (0) by time.
+      const start = archive && archived > 0 ? 1 + (pick % archived) : pick % (newest.tradeId + 1);
+      if (start > 0 && start <= archived) archivedStarts += 1;
+      const stream = streamAt(parseStreamName(`trades.${symbol}`)!, start === 0 ? undefined : start - 1);
+      const source: PageSource = {
+        env,
+        closed: closedHistoryOf(env, () => {}),
+        books: new Map(),
+        recent: { lastTradeId: () => newest.tradeId } as unknown as ResumeLog,
+        baseOf: async () => {},
+      };
+      const got: { tradeId: number; id: string }[] = [];
+      for (let pages = 0; pages < 200; pages++) {
+        const page = await tradesPage(source, T0, stream, findMarket(symbol)!);
+        if (page.length === 0) break;
+        for (const pending of page) got.push(...(JSON.parse(pending.text).data as { tradeId: number; id: string }[]));
+        stream.cursor = page.at(-1)!.cursor;
+      }
+      const first = start === 0 ? 1 : start;
+      expect(
+        got.map((t) => t.tradeId),
+        `${symbol}'s catch-up from ${start === 0 ? "the run's time" : `trade ${start}`}: every trade once, in order, up to ${newest.tradeId}`,
+      ).toEqual(Array.from({ length: newest.tradeId - first + 1 }, (_, i) => first + i));
+      const ours = got.map((t) => t.id).filter((id) => id.startsWith(`m${world.run}-`));
+      const held = [...market.trades.keys()];
+      expect(ours, `${symbol}'s trades of this run in the catch-up: the model's, from where it began`).toEqual(
+        start === 0 ? held : held.slice(held.length - ours.length),
+      );
+    }),
+  ),
   // The live book.
   fc.constantFrom(...SYMBOLS).map((symbol) =>
     command(`readBook(${symbol})`, async (world) => {
@@ -224,7 +278,8 @@ const commands = [
         const page = (await read(`/api/trades/${symbol}?fromId=${fromId}&limit=1000`, world)) as { id: string; tradeId: number }[];
         expect(Array.isArray(page), `a page of ${symbol}'s trades: ${JSON.stringify(page).slice(0, 200)}`).toBe(true);
         ids.push(...page.map((t) => t.id).filter((id) => id.startsWith(`m${world.run}-`)));
-        if (page.length < 1000) break;
+        // A short page is not the end (a page reads at most 8 archived chunks); an empty one is (docs/history.md#trades).
+        if (page.length === 0) break;
         fromId = page.at(-1)!.tradeId + 1;
       }
       expect([...ids].sort(), `the trades of ${symbol}: each taken once, none refused`).toEqual([...world.markets[symbol].trades.keys()].sort());
@@ -283,5 +338,7 @@ describe("the write path against its model (test/model/venue-model.ts)", () => {
       }),
       { numRuns: RUNS, verbose: 1 },
     );
+    // The catch-ups went through the archive too, not only through hot trades.
+    if (RUNS >= 20) expect(archivedStarts, "catch-ups that began inside the archive, over every run").toBeGreaterThan(0);
   });
 });
