@@ -74,48 +74,6 @@ export async function wsApiUpgrade(c: Context<AppEnv>, dispatch: DialectFetch): 
     );
   }
   const url = new URL(c.req.url);
-  const rateLimitsByDefault = url.searchParams.get("returnRateLimits") !== "false";
-  const address = c.req.header("CF-Connecting-IP");
-  const { client, server } = connection;
-  // The address's count as last answered (the upgrade's, then each request's): what an answer
-  // that asked nothing of the limiter (a frame refused on arrival, one not read) reports.
-  let lastLimits = rateLimitsOf(new Headers(c.get("rateLimitHeaders") ?? {}));
-  const limits = (asked?: boolean) => ((asked ?? rateLimitsByDefault) ? lastLimits : undefined);
-
-  let waiting = 0;
-  let turn: Promise<void> = Promise.resolve();
-  const answer = async (text: string): Promise<{ frame: string; id: RequestId }> => {
-    const request = readRequest(text);
-    if ("error" in request)
-      return { frame: answerFrame(request.id, request.error.status, { code: request.error.code, msg: request.error.msg }, limits()), id: request.id };
-    const query = request.query.toString();
-    const rest = new Request(`${url.origin}/binance/api/v3/${request.path}${query ? `?${query}` : ""}`, {
-      headers: address ? { "CF-Connecting-IP": address } : {},
-    });
-    wsApiRequests.add(rest);
-    askInner(rest);
-    const response = await dispatch(rest);
-    const handed = takeInner(rest);
-    const counted = rateLimitsOf(response.headers);
-    if (counted.length > 0) lastLimits = counted;
-    // A 200 is the route's JSON text as written (handed over in memory, or its body): embedded as
-    // it is, not parsed and written again.
-    if (response.status === 200 && response.headers.get("Content-Type")?.startsWith("application/json"))
-      return { frame: resultFrame(request.id, handed ?? (await response.text()), limits(request.returnRateLimits)), id: request.id };
-    const body = await response.json().catch(() => null);
-    const retryAfter = Number(response.headers.get("Retry-After"));
-    return {
-      frame: answerFrame(
-        request.id,
-        response.status,
-        body,
-        limits(request.returnRateLimits),
-        Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined,
-      ),
-      id: request.id,
-    };
-  };
-  const frames = new SlidingWindow(MAX_FRAMES_PER_SECOND, 1_000);
   const most = intSetting(
     (c.env as unknown as { WS_API_ANSWER_BYTES?: string }).WS_API_ANSWER_BYTES,
     1,
@@ -123,65 +81,15 @@ export async function wsApiUpgrade(c: Context<AppEnv>, dispatch: DialectFetch): 
     MAX_ANSWER_BYTES_PER_MINUTE,
   );
   const answered = answerWindowOf(clientPrincipal(c.req.raw), most);
-  /** Sends an answer within the address's bytes a minute; past them, the request is refused. */
-  const send = (frame: string, id: RequestId = null): void => {
-    if (connection.ended) return;
-    if (answered.window.take(frame.length, Date.now())) server.send(frame);
-    else
-      server.send(
-        answerFrame(
-          id,
-          429,
-          {
-            code: -1003,
-            msg: `More than ${most} bytes of answers in a minute to this address's connections: ask for less (a smaller limit) or wait.`,
-          },
-          limits(),
-        ),
-      );
-  };
-  server.addEventListener("message", (event) => {
-    // Every frame counts, valid or not; refused on arrival, before anything of it is kept: past the
-    // connection's frames a second, binary, oversized, or behind too many waiting requests.
-    const id = () => (typeof event.data === "string" && event.data.length <= MAX_REQUEST_BYTES ? requestIdIn(event.data) : null);
-    const refusal = !frames.admit(Date.now()).allowed
-      ? answerFrame(id(), 429, { code: -1003, msg: `More than ${MAX_FRAMES_PER_SECOND} frames a second on this connection.` }, limits(), 1_000)
-      : typeof event.data !== "string"
-        ? answerFrame(null, 400, { code: -1100, msg: "Malformed request: a request is a JSON text frame." }, limits())
-        : event.data.length > MAX_REQUEST_BYTES
-          ? answerFrame(null, 400, { code: -1100, msg: `A request is at most ${MAX_REQUEST_BYTES} bytes.` }, limits())
-          : waiting >= MAX_WAITING_REQUESTS
-            ? answerFrame(id(), 429, { code: -1003, msg: `More than ${MAX_WAITING_REQUESTS} requests wait for their answers on this connection.` }, limits())
-            : undefined;
-    if (refusal !== undefined) {
-      // In its place among the answers while few wait; at once when the queue is full (it holds no more).
-      if (waiting >= MAX_WAITING_REQUESTS) send(refusal);
-      else {
-        waiting += 1;
-        turn = turn.then(() => {
-          send(refusal);
-          waiting -= 1;
-        });
-      }
-      return;
-    }
-    const text = event.data as string;
-    waiting += 1;
-    // One after another: answers keep the requests' order.
-    turn = turn.then(async () => {
-      try {
-        const { frame, id } = await answer(text);
-        send(frame, id);
-      } catch (error) {
-        logFailure("ws-api request failed", { error });
-        const id = requestIdIn(text);
-        send(answerFrame(id, 503, { code: -1001, msg: "Internal error; unable to process your request. Please try again." }, limits()), id);
-      } finally {
-        waiting -= 1;
-      }
-    });
+  const { client, server } = connection;
+  const api = new WsApiConnection(server, connection, dispatch, answered.window, most, {
+    origin: url.origin,
+    address: c.req.header("CF-Connecting-IP"),
+    rateLimitsByDefault: url.searchParams.get("returnRateLimits") !== "false",
+    limits: rateLimitsOf(new Headers(c.get("rateLimitHeaders") ?? {})),
   });
-  const stop = wsApiLifetime(c, server, (text) => send(text));
+  server.addEventListener("message", (event) => api.take(event.data));
+  const stop = wsApiLifetime(c, server, (text) => api.send(text));
   server.addEventListener("close", () => {
     stop();
     answered.release();
@@ -196,4 +104,115 @@ export async function wsApiUpgrade(c: Context<AppEnv>, dispatch: DialectFetch): 
     answered.release();
   });
   return new Response(null, { status: 101, webSocket: client });
+}
+
+type RateLimits = ReturnType<typeof rateLimitsOf>;
+
+/** One connection's requests, answered one after another (answers keep the requests' order) within its frames a second and its address's bytes a minute. */
+class WsApiConnection {
+  private waiting = 0;
+  private turn: Promise<void> = Promise.resolve();
+  private readonly frames = new SlidingWindow(MAX_FRAMES_PER_SECOND, 1_000);
+  /**
+   * The address's count as last answered (the upgrade's, then each request's): what an answer
+   * that asked nothing of the limiter (a frame refused on arrival, one not read) reports.
+   */
+  private lastLimits: RateLimits;
+
+  constructor(
+    private readonly server: WebSocket,
+    private readonly connection: { readonly ended: boolean },
+    private readonly dispatch: DialectFetch,
+    private readonly answered: ByteWindow,
+    private readonly most: number,
+    private readonly asked: { origin: string; address: string | undefined; rateLimitsByDefault: boolean; limits: RateLimits },
+  ) {
+    this.lastLimits = asked.limits;
+  }
+
+  private limits(asked?: boolean): RateLimits | undefined {
+    return (asked ?? this.asked.rateLimitsByDefault) ? this.lastLimits : undefined;
+  }
+
+  /** Sends an answer within the address's bytes a minute; past them, the request is refused. */
+  send(frame: string, id: RequestId = null): void {
+    if (this.connection.ended) return;
+    if (this.answered.take(frame.length, Date.now())) this.server.send(frame);
+    else {
+      const msg = `More than ${this.most} bytes of answers in a minute to this address's connections: ask for less (a smaller limit) or wait.`;
+      this.server.send(answerFrame(id, 429, { code: -1003, msg }, this.limits()));
+    }
+  }
+
+  /**
+   * A frame refused on arrival, before anything of it is kept: past the connection's frames a
+   * second, binary, oversized, or behind too many waiting requests. Every frame counts, valid or not.
+   */
+  private refusalOf(data: unknown): string | undefined {
+    const id = () => (typeof data === "string" && data.length <= MAX_REQUEST_BYTES ? requestIdIn(data) : null);
+    if (!this.frames.admit(Date.now()).allowed)
+      return answerFrame(id(), 429, { code: -1003, msg: `More than ${MAX_FRAMES_PER_SECOND} frames a second on this connection.` }, this.limits(), 1_000);
+    if (typeof data !== "string") return answerFrame(null, 400, { code: -1100, msg: "Malformed request: a request is a JSON text frame." }, this.limits());
+    if (data.length > MAX_REQUEST_BYTES) return answerFrame(null, 400, { code: -1100, msg: `A request is at most ${MAX_REQUEST_BYTES} bytes.` }, this.limits());
+    if (this.waiting >= MAX_WAITING_REQUESTS)
+      return answerFrame(
+        id(),
+        429,
+        { code: -1003, msg: `More than ${MAX_WAITING_REQUESTS} requests wait for their answers on this connection.` },
+        this.limits(),
+      );
+    return undefined;
+  }
+
+  /** A frame from the client: refused, or queued behind the answers before it. */
+  take(data: unknown): void {
+    const refusal = this.refusalOf(data);
+    // A refusal goes in its place among the answers while few wait; at once when the queue is full (it holds no more).
+    if (refusal !== undefined && this.waiting >= MAX_WAITING_REQUESTS) {
+      this.send(refusal);
+      return;
+    }
+    this.waiting += 1;
+    this.turn = this.turn.then(async () => {
+      try {
+        if (refusal !== undefined) this.send(refusal);
+        else {
+          const { frame, id } = await this.answer(data as string);
+          this.send(frame, id);
+        }
+      } catch (error) {
+        logFailure("ws-api request failed", { error });
+        const id = requestIdIn(data as string);
+        this.send(answerFrame(id, 503, { code: -1001, msg: "Internal error; unable to process your request. Please try again." }, this.limits()), id);
+      } finally {
+        this.waiting -= 1;
+      }
+    });
+  }
+
+  /** A request asked of the REST dialect's route, from the same address; its answer as a frame. */
+  private async answer(text: string): Promise<{ frame: string; id: RequestId }> {
+    const request = readRequest(text);
+    if ("error" in request)
+      return { frame: answerFrame(request.id, request.error.status, { code: request.error.code, msg: request.error.msg }, this.limits()), id: request.id };
+    const query = request.query.toString();
+    const rest = new Request(`${this.asked.origin}/binance/api/v3/${request.path}${query ? `?${query}` : ""}`, {
+      headers: this.asked.address ? { "CF-Connecting-IP": this.asked.address } : {},
+    });
+    wsApiRequests.add(rest);
+    askInner(rest);
+    const response = await this.dispatch(rest);
+    const handed = takeInner(rest);
+    const counted = rateLimitsOf(response.headers);
+    if (counted.length > 0) this.lastLimits = counted;
+    const limits = this.limits(request.returnRateLimits);
+    // A 200 is the route's JSON text as written (handed over in memory, or its body): embedded as
+    // it is, not parsed and written again.
+    if (response.status === 200 && response.headers.get("Content-Type")?.startsWith("application/json"))
+      return { frame: resultFrame(request.id, handed ?? (await response.text()), limits), id: request.id };
+    const body = await response.json().catch(() => null);
+    const retryAfter = Number(response.headers.get("Retry-After"));
+    const retryMs = Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : undefined;
+    return { frame: answerFrame(request.id, response.status, body, limits, retryMs), id: request.id };
+  }
 }
