@@ -76,72 +76,16 @@ export function StatusPage({
   lastUpdates: ReadonlyMap<string, number | null>;
   figures: StatusFigures | null;
 }) {
-  const now = status.serverTime;
-  // Markets that went silent are the news, the most recently silent first; markets that never
-  // had a feed are counted and listed apart.
-  const wentSilent = status.staleMarkets
-    .filter((m) => (lastUpdates.get(m) ?? null) !== null)
-    .sort((a, b) => lastUpdates.get(b)! - lastUpdates.get(a)! || bySymbol(a, b));
-  const neverUpdated = status.staleMarkets.filter((m) => (lastUpdates.get(m) ?? null) === null).sort(bySymbol);
-  const normal = status.trading - status.stale;
   return (
     <Page title="Status" refreshSeconds={STATUS_REFRESH_SECONDS}>
       <h2 id="system-status" data-status={status.status}>
         {headline(status)}
       </h2>
       <p class="muted">
-        As of {utc(now)}; this page reloads every {STATUS_REFRESH_SECONDS} s. Programs read the same from <code>GET /api/status</code> and the{" "}
+        As of {utc(status.serverTime)}; this page reloads every {STATUS_REFRESH_SECONDS} s. Programs read the same from <code>GET /api/status</code> and the{" "}
         <code>status</code> stream.
       </p>
-      <section id="market-exceptions">
-        <h2>Markets</h2>
-        {wentSilent.length > 0 && (
-          <>
-            <h3>
-              Feeds gone silent: {count(wentSilent.length)} (no update for more than {status.staleAfterMs / 1000} s)
-            </h3>
-            <table id="silent-markets">
-              {wentSilent.slice(0, MOST_NAMED).map((symbol) => (
-                <tr data-silent={symbol}>
-                  <td>
-                    <a href={`/markets/${symbol}`}>{symbol}</a>
-                  </td>
-                  <td>
-                    silent since {utc(lastUpdates.get(symbol)!)} ({ago(now - lastUpdates.get(symbol)!)})
-                  </td>
-                </tr>
-              ))}
-            </table>
-            {wentSilent.length > MOST_NAMED && (
-              <p id="silent-more">
-                … and {count(wentSilent.length - MOST_NAMED)} more; <code>GET /api/markets</code> has each one's last update.
-              </p>
-            )}
-          </>
-        )}
-        {neverUpdated.length > 0 && (
-          <>
-            <h3>No update since they were listed: {count(neverUpdated.length)}</h3>
-            <p id="never-updated">
-              {neverUpdated.slice(0, MOST_NAMED).join(", ")}
-              {neverUpdated.length > MOST_NAMED ? ` … and ${count(neverUpdated.length - MOST_NAMED)} more (GET /api/status names them all)` : ""}
-            </p>
-          </>
-        )}
-        {status.halted > 0 && (
-          <>
-            <h3>Halted by the operator: {count(status.halted)}</h3>
-            <p id="halted-markets">
-              {[...status.haltedMarkets].sort(bySymbol).slice(0, MOST_NAMED).join(", ")}
-              {status.halted > MOST_NAMED ? ` … and ${count(status.halted - MOST_NAMED)} more` : ""}
-            </p>
-          </>
-        )}
-        <p id="markets-normal">
-          {status.stale === 0 && status.halted === 0 ? "All " : "The other "}
-          <span data-figure="trading-normally">{count(normal)}</span> markets are trading normally.
-        </p>
-      </section>
+      <MarketExceptions status={status} lastUpdates={lastUpdates} />
       <section>
         <h2>Announcements</h2>
         {status.announcements.length === 0 ? (
@@ -150,65 +94,118 @@ export function StatusPage({
           <table id="announcements">
             <HeaderRow names={["kind", "title", "starts", "ends", "markets"]} />
             {status.announcements.map((announcement) => (
-              <AnnouncementRow announcement={announcement} now={now} />
+              <AnnouncementRow announcement={announcement} now={status.serverTime} />
             ))}
           </table>
         )}
       </section>
       <section>
         <h2>Streams and publishing</h2>
-        {figures ? (
-          <table id="stream-figures">
-            <tr>
-              <td>open stream connections</td>
-              <td data-figure="connections">{figures.connections}</td>
-            </tr>
-            <tr>
-              <td>stream delivery, last 5 minutes (market → subscriber's shard)</td>
-              <td data-figure="delivery">
-                p50 {ms(figures.deliveryP50)} · p99 {ms(figures.deliveryP99)}
-              </td>
-            </tr>
-            <tr>
-              <td>publish acknowledgement, last 5 minutes</td>
-              <td data-figure="ack">p99 {ms(figures.ackP99)}</td>
-            </tr>
-            <tr>
-              <td>markets failing in their host, last 5 minutes (each held alone; its batches answered 503)</td>
-              <td data-figure="market-failures">
-                {Object.keys(figures.marketFailures).length === 0
-                  ? "none"
-                  : Object.entries(figures.marketFailures)
-                      .map(([symbol, n]) => `${symbol} (${n})`)
-                      .join(", ")}
-              </td>
-            </tr>
-            <tr>
-              <td>market hosts past 80 % of their 10 GB, last 5 minutes (past 98 % a host takes no batches)</td>
-              <td data-figure="storage-warnings">
-                {Object.keys(figures.storageWarnings).length === 0
-                  ? "none"
-                  : Object.entries(figures.storageWarnings)
-                      .map(([group, level]) => `group ${group} (${level === "98" ? "full: taking no batches" : "past 80 %"})`)
-                      .join(", ")}
-              </td>
-            </tr>
-            <tr>
-              <td>history files failing (each hour built apart and retried; the newest first)</td>
-              <td data-figure="failing-files">
-                {figures.failingFiles.length === 0
-                  ? "none"
-                  : figures.failingFiles
-                      .slice(0, 10)
-                      .map((f) => `${f.id} since ${new Date(f.at).toISOString().slice(0, 16)}Z: ${f.error}`)
-                      .join("; ")}
-              </td>
-            </tr>
-          </table>
-        ) : (
-          <p id="stream-figures">These figures cannot be read just now.</p>
-        )}
+        {figures ? <StreamFigures figures={figures} /> : <p id="stream-figures">These figures cannot be read just now.</p>}
       </section>
     </Page>
+  );
+}
+
+/** Up to MOST_NAMED of `names`, then how many more (with `rest`, where the others are found). */
+function named(names: readonly string[], rest = ""): string {
+  const more = names.length > MOST_NAMED ? ` … and ${count(names.length - MOST_NAMED)} more${rest}` : "";
+  return names.slice(0, MOST_NAMED).join(", ") + more;
+}
+
+/** The markets' exceptions: silent feeds (the most recently silent first), never-updated and halted markets; the rest counted. */
+function MarketExceptions({ status, lastUpdates }: { status: VenueStatusBody; lastUpdates: ReadonlyMap<string, number | null> }) {
+  const now = status.serverTime;
+  const wentSilent = status.staleMarkets
+    .filter((m) => (lastUpdates.get(m) ?? null) !== null)
+    .sort((a, b) => lastUpdates.get(b)! - lastUpdates.get(a)! || bySymbol(a, b));
+  const neverUpdated = status.staleMarkets.filter((m) => (lastUpdates.get(m) ?? null) === null).sort(bySymbol);
+  return (
+    <section id="market-exceptions">
+      <h2>Markets</h2>
+      {wentSilent.length > 0 && (
+        <>
+          <h3>
+            Feeds gone silent: {count(wentSilent.length)} (no update for more than {status.staleAfterMs / 1000} s)
+          </h3>
+          <table id="silent-markets">
+            {wentSilent.slice(0, MOST_NAMED).map((symbol) => (
+              <tr data-silent={symbol}>
+                <td>
+                  <a href={`/markets/${symbol}`}>{symbol}</a>
+                </td>
+                <td>
+                  silent since {utc(lastUpdates.get(symbol)!)} ({ago(now - lastUpdates.get(symbol)!)})
+                </td>
+              </tr>
+            ))}
+          </table>
+          {wentSilent.length > MOST_NAMED && (
+            <p id="silent-more">
+              … and {count(wentSilent.length - MOST_NAMED)} more; <code>GET /api/markets</code> has each one's last update.
+            </p>
+          )}
+        </>
+      )}
+      {neverUpdated.length > 0 && (
+        <>
+          <h3>No update since they were listed: {count(neverUpdated.length)}</h3>
+          <p id="never-updated">{named(neverUpdated, " (GET /api/status names them all)")}</p>
+        </>
+      )}
+      {status.halted > 0 && (
+        <>
+          <h3>Halted by the operator: {count(status.halted)}</h3>
+          <p id="halted-markets">{named([...status.haltedMarkets].sort(bySymbol))}</p>
+        </>
+      )}
+      <p id="markets-normal">
+        {status.stale === 0 && status.halted === 0 ? "All " : "The other "}
+        <span data-figure="trading-normally">{count(status.trading - status.stale)}</span> markets are trading normally.
+      </p>
+    </section>
+  );
+}
+
+/** A figure's row: what it is, and its value (`none` for an empty list). */
+function FigureRow({ what, figure, children }: { what: string; figure: string; children: unknown }) {
+  return (
+    <tr>
+      <td>{what}</td>
+      <td data-figure={figure}>{children === "" ? "none" : children}</td>
+    </tr>
+  );
+}
+
+/** The streams' and publishing's figures of the last 5 minutes (docs/operations.md#status-page). */
+function StreamFigures({ figures }: { figures: StatusFigures }) {
+  return (
+    <table id="stream-figures">
+      <FigureRow what="open stream connections" figure="connections">
+        {figures.connections}
+      </FigureRow>
+      <FigureRow what="stream delivery, last 5 minutes (market → subscriber's shard)" figure="delivery">
+        p50 {ms(figures.deliveryP50)} · p99 {ms(figures.deliveryP99)}
+      </FigureRow>
+      <FigureRow what="publish acknowledgement, last 5 minutes" figure="ack">
+        p99 {ms(figures.ackP99)}
+      </FigureRow>
+      <FigureRow what="markets failing in their host, last 5 minutes (each held alone; its batches answered 503)" figure="market-failures">
+        {Object.entries(figures.marketFailures)
+          .map(([symbol, n]) => `${symbol} (${n})`)
+          .join(", ")}
+      </FigureRow>
+      <FigureRow what="market hosts past 80 % of their 10 GB, last 5 minutes (past 98 % a host takes no batches)" figure="storage-warnings">
+        {Object.entries(figures.storageWarnings)
+          .map(([group, level]) => `group ${group} (${level === "98" ? "full: taking no batches" : "past 80 %"})`)
+          .join(", ")}
+      </FigureRow>
+      <FigureRow what="history files failing (each hour built apart and retried; the newest first)" figure="failing-files">
+        {figures.failingFiles
+          .slice(0, 10)
+          .map((f) => `${f.id} since ${new Date(f.at).toISOString().slice(0, 16)}Z: ${f.error}`)
+          .join("; ")}
+      </FigureRow>
+    </table>
   );
 }
