@@ -14,7 +14,7 @@ import { MetricsHolder, metricsOn } from "./holder";
  */
 export class AlarmedMetrics {
   private readonly holder = new MetricsHolder();
-  readonly on: boolean;
+  private readonly on: boolean;
   /** When the counts held are due to be handed on (the alarm's duty), if a hand-over waits. */
   private dueAt: number | undefined;
   /** Counts of `addSoon` not yet added (the current burst), by family. */
