@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { StatusFigures } from "../../src/metrics/venue-figures";
 import { headline, MOST_NAMED, StatusPage, type VenueStatusBody } from "../../src/pages/status-page";
 
 const now = Date.UTC(2026, 10, 25, 12, 0);
@@ -35,5 +36,19 @@ describe("the status page at a venue's size (docs/operations.md#status-page)", (
     expect(html, "halted, named").toMatch(/Halted by the operator: 2[\s\S]*FTTUSDT, LUNAUSDT/);
     expect(html).toContain('<span data-figure="trading-normally">7</span> markets are trading normally');
     expect(html.indexOf("Feeds gone silent"), "the exceptions before the announcements").toBeLessThan(html.indexOf("Announcements"));
+  });
+
+  it("the streams' figures: each value in its cell, an empty list as none", async () => {
+    const figure = (html: string, name: string) => new RegExp(`data-figure="${name}">([^<]*)<`).exec(html)?.[1];
+    const quiet = { connections: 0, deliveryP50: 0.012, deliveryP99: 0.05, ackP99: 0.08, marketFailures: {}, storageWarnings: {}, failingFiles: [] };
+    const calm = String(await StatusPage({ status: base, lastUpdates: new Map(), figures: quiet as unknown as StatusFigures }));
+    expect(["connections", "market-failures", "storage-warnings", "failing-files"].map((name) => figure(calm, name))).toEqual(["0", "none", "none", "none"]);
+    const busy = { ...quiet, connections: 12, marketFailures: { BTCUSDT: 3 }, storageWarnings: { 4: "98" } };
+    const html = String(await StatusPage({ status: base, lastUpdates: new Map(), figures: busy as unknown as StatusFigures }));
+    expect([figure(html, "connections"), figure(html, "market-failures"), figure(html, "storage-warnings")]).toEqual([
+      "12",
+      "BTCUSDT (3)",
+      "group 4 (full: taking no batches)",
+    ]);
   });
 });
