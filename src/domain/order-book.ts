@@ -41,6 +41,11 @@ export const RESEND_WINDOW = 1_024;
 
 /** Prices a book keeps formatted at most (`priceText`): twice the most a book holds. */
 const PRICE_TEXTS = 20_000;
+/**
+ * Checksum level texts a book keeps at most: the levels near the top a checksum formats, a few
+ * times over (a level that left the top is forgotten at the next clear), about 150 bytes each.
+ */
+const LEVEL_TEXTS = 8 * CHECKSUM_DEPTH;
 
 /**
  * One side of an L2 book: quantities by price, and the prices kept sorted best first, so a
@@ -286,7 +291,7 @@ export class OrderBook {
       const quantity = side.quantities.get(price)!;
       let level = this.levelTexts.get(price);
       if (level?.quantity !== quantity) {
-        if (this.levelTexts.size >= PRICE_TEXTS) this.levelTexts.clear();
+        if (this.levelTexts.size >= LEVEL_TEXTS) this.levelTexts.clear();
         level = { quantity, text: `${this.priceText(price)}:${formatUnits(quantity, this.quantityScale)}` };
         this.levelTexts.set(price, level);
       }

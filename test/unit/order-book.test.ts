@@ -172,6 +172,30 @@ describe("a book's checksum (docs/streams.md#checksums)", () => {
   });
 });
 
+describe("a book's checksum texts are bounded (docs/security.md#bounded-memory)", () => {
+  it("a book whose best levels walk through 1,000 prices holds at most 8 × 25 level texts, and its checksum stays the documented one through every clear", () => {
+    const book = new OrderBook(2, 3);
+    book.apply({ type: "snapshot", sequence: 1, bids: Array.from({ length: 30 }, (_, i) => [BigInt(1_000 + i), 1n] as const), asks: [[100_000n, 1n]] }, 1);
+    let mostHeld = 0;
+    for (let step = 0; step < 1_000; step++) {
+      // A new best bid above the last, and the lowest of the top gone: the top 25 move one price a step.
+      const update = {
+        type: "delta" as const,
+        sequence: book.sequence + 1,
+        bids: [[BigInt(1_030 + step), 2n] as const, [BigInt(1_000 + step), 0n] as const],
+        asks: [],
+      };
+      book.apply(update, 2);
+      const { bids, asks } = book.levels(25);
+      expect(book.checksum(), `the checksum at step ${step}`).toBe(documentedChecksum(bids, asks));
+      const held = (book as unknown as { levelTexts: Map<bigint, unknown> }).levelTexts.size;
+      expect(held, `level texts held at step ${step}`).toBeLessThanOrEqual(200);
+      mostHeld = Math.max(mostHeld, held);
+    }
+    expect(mostHeld, "the bound was reached: texts were cleared on the way").toBe(200);
+  });
+});
+
 describe("a book's sequence never goes back (publisher rules)", () => {
   const snapshot = (sequence: number, bid = 100n): BookUpdate => ({ type: "snapshot", sequence, bids: [[bid, 1n]], asks: [[200n, 1n]] });
   const codeOf = (work: () => unknown) => {
