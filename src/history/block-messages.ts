@@ -6,7 +6,7 @@
  * same hours (five catch-ups from the last hour read the same blocks). Pure.
  */
 import type { MarketConfig } from "../domain/market-config";
-import type { BookSegment } from "../writes/book-log";
+import type { BookSegment } from "../writes/book-entries";
 import { bookOf, conflatedMessages, type ReplayBookMessage } from "./book-replay";
 
 /** A block's messages, with each one's JSON length (a page's bytes) and where each starts. */

@@ -5,7 +5,7 @@
 import { formatUnits } from "../core/decimal";
 import { HOUR_MS, MINUTE_MS } from "../domain/intervals";
 import type { BookUpdate, OrderBook } from "../domain/order-book";
-import type { BookSegment } from "../writes/book-log";
+import type { BookSegment } from "../writes/book-entries";
 
 export const BOOK_FILE_KINDS = ["book", "bookTicker"] as const;
 export type BookFileKind = (typeof BOOK_FILE_KINDS)[number];

@@ -6,7 +6,7 @@
  * segment is about 1 MB and more when its last batch is big.
  */
 import { gunzipText, gzipText } from "../core/encoding";
-import { type BookSegment, closedSegment, decodeBase, decodeEntry } from "../writes/book-log";
+import { type BookSegment, closedSegment, decodeBase, decodeEntry } from "../writes/book-entries";
 import type { ClosedSegment, SegmentSpan } from "../writes/open-segments";
 import type { BookTarget } from "./book-replay";
 import { type BlockIndex, type BlockText, encodeIndex, segmentBlocks } from "./segment-blocks";

@@ -7,8 +7,8 @@ import type { BoundedMap } from "../core/bounded-map";
 import { formatUnits } from "../core/decimal";
 import { OrderBook, type WireLevel } from "../domain/order-book";
 import { CONFLATE_MS } from "../streams/conflation";
+import type { BookEntry, BookSegment } from "../writes/book-entries";
 import { lastSequenceOf } from "../writes/book-entries";
-import type { BookEntry, BookSegment } from "../writes/book-log";
 
 /** A moment of the book: the last update at or before a sequence, or the last batch applied at or before a time. */
 export type BookTarget = { sequence: number } | { time: number };

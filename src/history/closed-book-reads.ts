@@ -16,7 +16,7 @@ import type { OrderBook } from "../domain/order-book";
 import { logFailure } from "../logs/log";
 import { billed } from "../metrics/billed-bindings";
 import { isolateMetrics } from "../metrics/holder";
-import type { BookSegment } from "../writes/book-log";
+import type { BookSegment } from "../writes/book-entries";
 import type { SegmentSpan } from "../writes/open-segments";
 import { type BlockMessages, blockMessages, pageOf } from "./block-messages";
 import { decodeBlock, segmentKey } from "./book-history";

@@ -1,6 +1,6 @@
 import { BoundedMap, textBytes } from "../core/bounded-map";
 import type { OrderBook } from "../domain/order-book";
-import type { BookEntry, BookSegment } from "../writes/book-log";
+import type { BookEntry, BookSegment } from "../writes/book-entries";
 
 /** A host's decoded open segments, at most this many bytes (estimated) for all its markets together. */
 const SEGMENTS_MAX_BYTES = 24 * 1024 * 1024;

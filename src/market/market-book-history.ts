@@ -30,8 +30,7 @@ import {
 import { entriesBytes, type HistoryCache, segmentBytes } from "../history/history-cache";
 import { yieldTurn } from "../history/sliced-put";
 import { logFailure } from "../logs/log";
-import { lastSequenceOf } from "../writes/book-entries";
-import { type BookEntry, type BookSegment, decodeBase, decodeEntry } from "../writes/book-log";
+import { type BookEntry, type BookSegment, decodeBase, decodeEntry, lastSequenceOf } from "../writes/book-entries";
 import type { MarketRecord, MarketStore } from "../writes/market-store";
 import type { MarketState } from "./market-state";
 

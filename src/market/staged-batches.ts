@@ -1,6 +1,6 @@
 import type { BookOutcome, BookUpdate, UnitLevel } from "../domain/order-book";
 import type { StoredTrade } from "../domain/trades";
-import type { BookEntry } from "../writes/book-log";
+import type { BookEntry } from "../writes/book-entries";
 import type { MarketRecord, MarketStore } from "../writes/market-store";
 import { tradeBytes } from "../writes/trade-blocks";
 import { rememberTrades, takeTrades } from "./batch-trades";

@@ -23,18 +23,6 @@ import type { LogRing, LogRow } from "./journal";
 import { addEntry, type ClosedSegment, type OpenSegments, type OpenSegmentText, openSegments, segmentText } from "./open-segments";
 import { TableRing } from "./table-ring";
 
-// The encodings are `book-entries.ts`'s; their users import them from here as before.
-export {
-  type BookBase,
-  type BookEntry,
-  type BookSegment,
-  closedSegment,
-  decodeBase,
-  decodeCommit,
-  decodeEntry,
-  encodeCommit,
-} from "./book-entries";
-
 /**
  * What a restart needs to recognise resends of the last applied updates: the fingerprints the
  * snapshot kept (oldest first) and the updates logged after it, as stored.

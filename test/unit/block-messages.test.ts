@@ -4,7 +4,7 @@ import { BoundedMap } from "../../src/core/bounded-map";
 import type { OrderBook } from "../../src/domain/order-book";
 import { blockMessages, pageOf } from "../../src/history/block-messages";
 import { type ReplayBookMessage, segmentPage } from "../../src/history/book-replay";
-import type { BookSegment } from "../../src/writes/book-log";
+import type { BookSegment } from "../../src/writes/book-entries";
 
 const scales = { priceScale: 2, quantityScale: 3 };
 const level = fc.tuple(fc.integer({ min: 1, max: 60 }), fc.integer({ min: 0, max: 5 })).map(([p, q]) => [BigInt(1_000 + p), BigInt(q)] as const);

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decodeSegment, encodeSegment } from "../../src/history/book-history";
 import { BLOCK_ENTRIES, blockFor, decodeIndex, encodeIndex, segmentBlocks } from "../../src/history/segment-blocks";
-import type { BookSegment } from "../../src/writes/book-log";
+import type { BookSegment } from "../../src/writes/book-entries";
 
 const level = fc.tuple(fc.bigInt({ min: 1n, max: 10n ** 12n }), fc.bigInt({ min: 0n, max: 10n ** 12n })).map(([p, q]) => [p, q] as const);
 const segment = fc.record({

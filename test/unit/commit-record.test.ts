@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { type BookEntry, decodeCommit, encodeCommit } from "../../src/writes/book-log";
+import { type BookEntry, decodeCommit, encodeCommit } from "../../src/writes/book-entries";
 import { type PackedTrade, pack, unpack } from "../../src/writes/trade-blocks";
 
 const units = fc.bigInt({ min: 0n, max: 10n ** 30n });
