@@ -11,7 +11,7 @@ import { type LoginAttempts, type LoginReservation, type LoginScope, type LoginS
 import { signedWindow } from "./rate-limit";
 import { importSecret } from "./signature";
 import { type Authorized, type SignedCheck, verifySigned } from "./signed-check";
-import { type LeasedAdmission, SlidingWindow } from "./sliding-window";
+import { type Admission, SlidingWindow } from "./sliding-window";
 
 /** A key's standing, as open connections re-check it (docs/security.md#rights-on-open-connections). */
 export interface KeyStatus {
@@ -78,15 +78,9 @@ export class AccessGuard extends MeteredObject {
     return window;
   }
 
-  /**
-   * Rate admission only (client IPs, gateways). `now` is the guard's clock, passed in only by
-   * tests. A busy isolate may ask for a lease of admissions and hands back what it did not spend
-   * of its last one (docs/limits.md#leased-admissions).
-   */
-  admit(limit: number, now = Date.now(), options: { lease?: number; handBack?: { id: string; unused: number } } = {}): LeasedAdmission {
-    const window = this.windowFor(limit);
-    if (options.handBack) window.handBack(options.handBack.id, options.handBack.unused, now);
-    return window.admit(now, options.lease ?? 0);
+  /** Rate admission only (gateways). `now` is the guard's clock, passed in only by tests. */
+  admit(limit: number, now = Date.now()): Admission {
+    return this.windowFor(limit).admit(now);
   }
 
   /**

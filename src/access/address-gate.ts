@@ -14,10 +14,10 @@ import { SessionLink, sessionIdleMs } from "../rpc-sessions/session-link";
 import { HeldUsage } from "./held-usage";
 import { KeyBook, type KeyEntry } from "./key-book";
 import { principalOfKey } from "./keys";
-import { type LeaseOptions, PrincipalWindows, windowsFull } from "./principal-windows";
+import { PrincipalWindows, windowsFull } from "./principal-windows";
 import { importSecret } from "./signature";
 import { type Authorized, type SignedCheck, verifySigned } from "./signed-check";
-import type { LeasedAdmission } from "./sliding-window";
+import type { Admission } from "./sliding-window";
 
 /**
  * Windows one gate holds at most (under 1 KB each, 10 slots at most): a window lives about a second
@@ -68,7 +68,7 @@ export interface GatedSignedRead {
 
 /** A gate's word on one request; `undefined` admission: no window could be held (503, fail closed). */
 export interface GatedRead {
-  admission: LeasedAdmission | undefined;
+  admission: Admission | undefined;
   /** The market's answer, when the request was admitted and its host answered. */
   answer?: MarketAnswer;
 }
@@ -106,8 +106,8 @@ export class AddressGate extends MeteredObject {
   }
 
   /** Every admission of this gate: its windows, with the moment stored at most once a second. */
-  private admitted(principal: string, limit: number, now: number, options: LeaseOptions = {}): LeasedAdmission | undefined {
-    const admission = this.windows.admit(principal, limit, now, options);
+  private admitted(principal: string, limit: number, now: number): Admission | undefined {
+    const admission = this.windows.admit(principal, limit, now);
     if (admission?.allowed && now - this.activeNotedAt >= ACTIVE_NOTE_EVERY_MS) {
       this.activeNotedAt = now;
       this.ctx.storage.kv.put(ACTIVE_KEY, now);
@@ -116,8 +116,8 @@ export class AddressGate extends MeteredObject {
   }
 
   /** Rate admission of `principal` only (a request that reads no market copy, or whose copy is fresh). */
-  admit(principal: string, limit: number, now = Date.now(), options: LeaseOptions = {}): LeasedAdmission | undefined {
-    return this.admitted(principal, limit, now, options);
+  admit(principal: string, limit: number, now = Date.now()): Admission | undefined {
+    return this.admitted(principal, limit, now);
   }
 
   /**
@@ -125,8 +125,8 @@ export class AddressGate extends MeteredObject {
    * market's host. A host that fails or is slow leaves the admission standing and the answer out:
    * the reader serves a recent copy or 503, as for any failed refresh.
    */
-  async read(principal: string, limit: number, options: LeaseOptions, market: MarketConfig, question: MarketQuestion): Promise<GatedRead> {
-    const admission = this.admitted(principal, limit, Date.now(), options);
+  async read(principal: string, limit: number, market: MarketConfig, question: MarketQuestion): Promise<GatedRead> {
+    const admission = this.admitted(principal, limit, Date.now());
     if (!admission?.allowed) return { admission };
     return { admission, answer: await this.answer(market, question) };
   }

@@ -5,12 +5,8 @@ import type { Admission } from "./sliding-window";
 /** The two ways a ticket's admission is decided: a plain call, or one carrying a market question. */
 export interface TicketCalls {
   plain(): Promise<Admission>;
-  /** The admission and the market's answer, in one call (`direct` asks the market itself when no call was made). */
-  carried(
-    market: MarketConfig,
-    question: MarketQuestion,
-    direct: () => Promise<MarketAnswer>,
-  ): { admission: Promise<Admission>; answer: Promise<MarketAnswer> };
+  /** The admission and the market's answer, in one call. */
+  carried(market: MarketConfig, question: MarketQuestion): { admission: Promise<Admission>; answer: Promise<MarketAnswer> };
 }
 
 /**
@@ -23,7 +19,7 @@ export interface TicketCalls {
  * @example
  * const ticket = new AdmissionTicket({
  *   plain: () => admit(c.env, principal, 10, detail),
- *   carried: (market, question, direct) => admitReading(c.env, principal, 10, detail, market, question, direct),
+ *   carried: (market, question) => admitReading(c.env, principal, 10, detail, market, question),
  * });
  * c.set("readCarrier", ticket);
  * await next().finally(() => ticket.decide());
@@ -66,7 +62,7 @@ export class AdmissionTicket implements ReadCarrier {
   private carry(market: MarketConfig, question: MarketQuestion, direct: () => Promise<MarketAnswer>): Promise<MarketAnswer> {
     if (this.state !== "taken") return direct();
     this.state = "decided";
-    const { admission, answer } = this.calls.carried(market, question, direct);
+    const { admission, answer } = this.calls.carried(market, question);
     this.settle(admission);
     return answer;
   }

@@ -11,6 +11,9 @@ const MAX_REMEMBERED = 10_000;
  * one per request. Signed requests too (docs/limits.md#key-gates): a key its holder refused, and an
  * address over its limit with failed checks, are refused here until the reset — a refusal, so the
  * signature left unchecked and a revocation meanwhile change nothing that is served.
+ *
+ * @example
+ * const admission = await refusals.admit("ip:203.0.113.9", Date.now(), () => gate.admit("ip:203.0.113.9", 10), Date.now);
  */
 export class LocalRefusals {
   private readonly refusedUntil = new Map<string, { until: number; limit: number }>();
@@ -24,6 +27,19 @@ export class LocalRefusals {
       return undefined;
     }
     return { allowed: false, limit: refused.limit, remaining: 0, resetMs: refused.until - now };
+  }
+
+  /**
+   * Refused here while a refusal of `principal` is remembered; else `ask`'s answer, a refusal
+   * remembered until its reset. The guard's answer is as of its own clock; `clock`, read after it,
+   * may be a little behind, which only makes the local refusal end sooner: never too long.
+   */
+  async admit(principal: string, now: number, ask: () => Promise<Admission>, clock: () => number): Promise<Admission> {
+    const refused = this.refusal(principal, now);
+    if (refused) return refused;
+    const admission = await ask();
+    this.remember(principal, admission, clock());
+    return admission;
   }
 
   /** Remembers a guard's refusal until its reset. */

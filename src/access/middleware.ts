@@ -119,7 +119,7 @@ export const publicReadLimit = createMiddleware<AppEnv>((c, next) => {
   if (!isPlainRead(c.req.raw)) return runAdmitted(c, next, admit(c.env, principal, PUBLIC_LIMIT, PUBLIC_DETAIL));
   const ticket = new AdmissionTicket({
     plain: () => admit(c.env, principal, PUBLIC_LIMIT, PUBLIC_DETAIL),
-    carried: (market, question, direct) => admitReading(c.env, principal, PUBLIC_LIMIT, PUBLIC_DETAIL, market, question, direct),
+    carried: (market, question) => admitReading(c.env, principal, PUBLIC_LIMIT, PUBLIC_DETAIL, market, question),
   });
   c.set("readCarrier", ticket);
   return runAdmitted(c, () => next().finally(() => ticket.decide()), ticket.admission);

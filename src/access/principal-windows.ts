@@ -1,16 +1,10 @@
 import { type ProblemError, problem } from "../core/problem";
-import { type LeasedAdmission, SlidingWindow } from "./sliding-window";
-
-/** Lease options as an isolate sends them (docs/limits.md#leased-admissions). */
-export interface LeaseOptions {
-  lease?: number;
-  handBack?: { id: string; unused: number };
-}
+import { type Admission, SlidingWindow } from "./sliding-window";
 
 /**
  * The rate windows of many principals in one object (an address gate's addresses), each exact as
  * its own guard's would be. A window that holds nothing admits as a new one does, so it is dropped
- * when the map is swept; what stays is bounded by the admissions of the last window and lease —
+ * when the map is swept; what stays is bounded by the admissions of the last window —
  * `maxWindows` — and past that, after a sweep, a new principal is refused (`undefined`: the caller
  * answers 503, the limits fail closed) rather than an old window forgotten.
  *
@@ -31,11 +25,8 @@ export class PrincipalWindows {
   }
 
   /** Admits one request of `principal` against `limit` at `now`, or undefined when no window can be held for it. */
-  admit(principal: string, limit: number, now: number, options: LeaseOptions = {}): LeasedAdmission | undefined {
-    const window = this.windowOf(principal, limit, now);
-    if (!window) return undefined;
-    if (options.handBack) window.handBack(options.handBack.id, options.handBack.unused, now);
-    return window.admit(now, options.lease ?? 0);
+  admit(principal: string, limit: number, now: number): Admission | undefined {
+    return this.windowOf(principal, limit, now)?.admit(now);
   }
 
   private windowOf(principal: string, limit: number, now: number): SlidingWindow | undefined {

@@ -5,13 +5,12 @@ import type { MarketConfig } from "../domain/market-config";
 import { logFailure } from "../logs/log";
 import { MAX_CONNECTIONS_PER_PRINCIPAL } from "../streams/protocol";
 import type { GatedRead } from "./address-gate";
-import { type AskGuard, IsolateLimiter } from "./isolate-limiter";
-import type { LeaseOptions } from "./principal-windows";
+import { LocalRefusals } from "./local-refusals";
 import { windowsFull } from "./principal-windows";
-import { type Admission, type LeasedAdmission, rateLimitHeaders } from "./sliding-window";
+import { type Admission, rateLimitHeaders } from "./sliding-window";
 
-/** This isolate's refusals and leases, per principal (docs/limits.md). */
-const limiter = new IsolateLimiter();
+/** This isolate's refusals, per principal (docs/limits.md). */
+const refusals = new LocalRefusals();
 
 /** docs/limits.md */
 export const PUBLIC_LIMIT = 10;
@@ -66,7 +65,7 @@ export async function fromGuard<T>(call: Promise<T>): Promise<T> {
  * (thrown by `admit` too; a caller checks first to skip work the refusal would throw away).
  */
 export function localRefusal(principal: string, detail: string): ProblemError | undefined {
-  const refused = limiter.refusal(principal, Date.now());
+  const refused = refusals.refusal(principal, Date.now());
   return refused ? rateLimited(refused, detail) : undefined;
 }
 
@@ -75,7 +74,7 @@ export function localRefusal(principal: string, detail: string): ProblemError | 
  * holder refused its key's window): this isolate refuses it without a call until the reset.
  */
 export function rememberRefusal(principal: string, refused: Admission): void {
-  limiter.remember(principal, refused, Date.now());
+  refusals.remember(principal, refused, Date.now());
 }
 
 /**
@@ -88,37 +87,27 @@ export function rememberRefusal(principal: string, refused: Admission): void {
  * setResponseHeaders(c, rateLimitHeaders(admission));
  */
 export async function admit(env: Env, principal: string, limit: number, detail = `${limit} requests per second`): Promise<Admission> {
-  const admission = await limiter.admit(principal, Date.now(), askFor(env, principal, limit), Date.now);
+  const admission = await refusals.admit(principal, Date.now(), askFor(env, principal, limit), Date.now);
   if (!admission.allowed) throw rateLimited(admission, detail);
   return admission;
 }
 
 /** An address's limit is counted by its gate (docs/limits.md#address-gates), any other principal's by its own guard. */
-function askFor(env: Env, principal: string, limit: number): AskGuard {
-  if (!isAddress(principal)) return (options) => fromGuard(accessGuard(env, principal).admit(limit, undefined, options));
-  return async (options) => {
-    const former = await formerGate(env, principal, limit, options);
-    if ("refused" in former) return former.refused;
-    return counted(await fromGuard(addressGate(env, principal).admit(principal, limit, undefined, former.options)));
-  };
+function askFor(env: Env, principal: string, limit: number): () => Promise<Admission> {
+  if (!isAddress(principal)) return () => fromGuard(accessGuard(env, principal).admit(limit));
+  return async () => (await formerGate(env, principal, limit)) ?? counted(await fromGuard(addressGate(env, principal).admit(principal, limit)));
 }
 
 /**
  * While a change of ADDRESS_GATES rolls out (docs/limits.md#address-gates), an address the old
- * count put in another gate is admitted there first, without a lease — its window is the one
- * isolates of the old count fill — and then by its gate now, also without one: refused by the
- * first, it is refused. Otherwise nothing is asked and the options stand.
+ * count put in another gate is admitted there first — its window is the one isolates of the old
+ * count fill — and then by its gate now: refused by the first, it is refused (returned here).
  */
-async function formerGate(
-  env: Env,
-  principal: string,
-  limit: number,
-  options: LeaseOptions,
-): Promise<{ refused: LeasedAdmission } | { options: LeaseOptions }> {
+async function formerGate(env: Env, principal: string, limit: number): Promise<Admission | undefined> {
   const former = formerAddressGate(env, principal);
-  if (!former) return { options };
-  const first = counted(await fromGuard(former.admit(principal, limit, undefined, {})));
-  return first.allowed ? { options: { handBack: options.handBack } } : { refused: first };
+  if (!former) return undefined;
+  const first = counted(await fromGuard(former.admit(principal, limit)));
+  return first.allowed ? undefined : first;
 }
 
 function isAddress(principal: string): boolean {
@@ -126,7 +115,7 @@ function isAddress(principal: string): boolean {
 }
 
 /** A gate that could hold no window for the address (docs/limits.md#address-gates): the limits fail closed. */
-function counted(admission: LeasedAdmission | undefined): LeasedAdmission {
+function counted(admission: Admission | undefined): Admission {
   if (admission) return admission;
   throw windowsFull();
 }
@@ -141,11 +130,10 @@ export async function answerBrought(read: Promise<{ answer?: MarketAnswer }>, ma
 /**
  * Admits one request of an address (`ip:…`, as {@link admit}) and, in the same call to its gate, asks the
  * market `question` (docs/limits.md#address-gates): one object call for the limit and the refresh.
- * When the isolate admits from a lease (no call made), `direct` asks the market itself. The answer
- * fails with the admission's 429, or when the market did not answer through the gate.
+ * The answer fails with the admission's 429, or when the market did not answer through the gate.
  *
  * @example
- * const { admission, answer } = admitReading(env, "ip:203.0.113.9", 10, detail, market, { kind: "ticker" }, direct);
+ * const { admission, answer } = admitReading(env, "ip:203.0.113.9", 10, detail, market, { kind: "ticker" });
  */
 export function admitReading(
   env: Env,
@@ -154,21 +142,21 @@ export function admitReading(
   detail: string,
   market: MarketConfig,
   question: MarketQuestion,
-  direct: () => Promise<MarketAnswer>,
 ): { admission: Promise<Admission>; answer: Promise<MarketAnswer> } {
   let read: Promise<GatedRead> | undefined;
-  const ask: AskGuard = async (options) => {
-    const former = await formerGate(env, principal, limit, options);
-    if ("refused" in former) return former.refused;
+  const ask = async () => {
+    const refused = await formerGate(env, principal, limit);
+    if (refused) return refused;
     objectCalls.gateReads += 1;
-    read = fromGuard(addressGate(env, principal).read(principal, limit, former.options, market, question));
+    read = fromGuard(addressGate(env, principal).read(principal, limit, market, question));
     return read.then((gated) => counted(gated.admission));
   };
-  const admission = limiter.admit(principal, Date.now(), ask, Date.now).then((decided) => {
+  const admission = refusals.admit(principal, Date.now(), ask, Date.now).then((decided) => {
     if (!decided.allowed) throw rateLimited(decided, detail);
     return decided;
   });
-  const answer = admission.then(() => (read ? answerBrought(read, market) : direct()));
+  // Admitted only by the gate's call: the read is under way.
+  const answer = admission.then(() => answerBrought(read!, market));
   return { admission, answer };
 }
 

@@ -42,7 +42,7 @@ export interface ReadCarrier {
 }
 
 export interface CarriedRefresh {
-  /** Asks the market through the admission's call; `direct` when the admission needed no call (a lease spent). */
+  /** Asks the market through the admission's call; `direct` when the request's admission was decided already. */
   carry(market: MarketConfig, question: MarketQuestion, direct: () => Promise<MarketAnswer>): Promise<MarketAnswer>;
   /** The refresh did not ask the market (a location's copy served): the admission is decided by itself. */
   release(): void;

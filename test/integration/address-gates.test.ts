@@ -21,7 +21,7 @@ describe("address gates (docs/limits.md#address-gates)", () => {
       const held = instance.windowsHeld();
       const stranger = instance.admit("ip:203.0.113.200", 10, now + 10);
       const known = Array.from({ length: 10 }, () => instance.admit("ip:10.0.0.1", 10, now + 20)?.allowed);
-      const read = await instance.read("ip:203.0.113.201", 10, {}, market, { kind: "ticker" });
+      const read = await instance.read("ip:203.0.113.201", 10, market, { kind: "ticker" });
       return { held, stranger, known, read };
     });
     expect(result.held, "windows held").toBe(GATE_MAX_WINDOWS);
@@ -67,11 +67,11 @@ describe("address gates (docs/limits.md#address-gates)", () => {
     const first = await runInDurableObject(gate, async (instance: AddressGate) => {
       // Sessions kept as deployed (the tests' bindings close them at once).
       (instance as unknown as { env: Env }).env = { ...env, SESSION_IDLE_MS: "600000" };
-      return instance.read("ip:198.51.100.120", 10, {}, market, { kind: "ticker" });
+      return instance.read("ip:198.51.100.120", 10, market, { kind: "ticker" });
     });
     expect(first.answer, "the first read's answer").toBeDefined();
     await runInDurableObject(await hostOf("XRPUSDT"), (_instance: unknown, state: DurableObjectState) => state.abort("restart (test)")).catch(() => undefined);
-    const second = await runInDurableObject(gate, (instance: AddressGate) => instance.read("ip:198.51.100.121", 10, {}, market, { kind: "ticker" }));
+    const second = await runInDurableObject(gate, (instance: AddressGate) => instance.read("ip:198.51.100.121", 10, market, { kind: "ticker" }));
     expect(second.answer, "the read after the host's restart").toBeDefined();
   });
 
@@ -91,8 +91,6 @@ describe("address gates (docs/limits.md#address-gates)", () => {
   });
 
   it("a public read's admission and its refresh are one call, its gate's, on the native and the Binance routes, with the gate's RateLimit headers", async () => {
-    // An address each: one address's requests in quick succession take a lease, and a read admitted
-    // from a lease (no call) asks its host itself (docs/limits.md#leased-admissions).
     for (const [i, path] of ["/api/ticker/BTCUSDT", "/api/orderbook/ETHUSDT?depth=20", "/binance/api/v3/klines?symbol=SOLUSDT&interval=1m&limit=5"].entries()) {
       const before = { ...objectCalls };
       const response = await app.request(path, { headers: { "CF-Connecting-IP": `198.51.100.${90 + i}` } }, env);

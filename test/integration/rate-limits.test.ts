@@ -56,7 +56,7 @@ describe("rate limits (docs/limits.md): exact, per IP and per key", () => {
     const callsAfter: number[] = [];
     for (let i = 0; i < 25; i++) {
       answers.push(await call("/api/time", { ip }));
-      callsAfter.push(objectCalls.guard);
+      callsAfter.push(objectCalls.guard + objectCalls.gate);
     }
     const statuses = answers.map((r) => r.status);
     expect(
@@ -67,10 +67,9 @@ describe("rate limits (docs/limits.md): exact, per IP and per key", () => {
       statuses.slice(10).filter((s) => s !== 429),
       "refused after the tenth",
     ).toEqual([]);
-    // The first refusal asked the guard; the fourteen after it did not (leases may have saved
-    // some of the ten admissions' calls too: at most 11 in all).
-    expect(callsAfter[24]! - callsAfter[10]!, "guard calls after the first refusal").toBe(0);
-    expect(callsAfter[10]! - callsAfter[0]!, "guard calls up to the first refusal").toBeLessThanOrEqual(10);
+    // Each admission and the first refusal asked the address's gate; the fourteen after it did not.
+    expect(callsAfter[24]! - callsAfter[10]!, "gate calls after the first refusal").toBe(0);
+    expect(callsAfter[10]! - callsAfter[0]!, "gate calls from the second request to the first refusal").toBe(10);
     // The local refusal is the guard's, word for word: same body and headers.
     const [first, local] = [answers[10]!, answers[24]!];
     const names = (r: Response) => [...r.headers.keys()].sort();

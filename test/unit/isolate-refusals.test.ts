@@ -1,18 +1,16 @@
 import fc from "fast-check";
-import { describe, expect, it, vi } from "vitest";
-import { IsolateLimiter, MAX_LEASE_WAIT_MS } from "../../src/access/isolate-limiter";
-import { IsolateLeases } from "../../src/access/leases";
+import { describe, expect, it } from "vitest";
 import { LocalRefusals } from "../../src/access/local-refusals";
-import { LEASE_MS, SlidingWindow } from "../../src/access/sliding-window";
+import { SlidingWindow } from "../../src/access/sliding-window";
 
 /**
- * One principal's requests spread over simulated isolates, each with its own `IsolateLimiter` (the
+ * One principal's requests spread over simulated isolates, each with its own `LocalRefusals` (the
  * production path of `admit()`), all asking one guard's window, with the clock and the isolate
  * chosen by the test. Requests at one isolate are in sequence (each answered before the next).
  */
 async function simulate(limit: number, arrivals: { at: number; isolate: number }[], isolates: number) {
   const guard = new SlidingWindow(limit);
-  const sides = Array.from({ length: isolates }, () => new IsolateLimiter());
+  const sides = Array.from({ length: isolates }, () => new LocalRefusals());
   const admitted: number[] = [];
   const refused: { at: number; locally: boolean }[] = [];
   let guardCalls = 0;
@@ -21,11 +19,10 @@ async function simulate(limit: number, arrivals: { at: number; isolate: number }
     const admission = await sides[isolate]!.admit(
       "p",
       at,
-      async ({ lease, handBack }) => {
+      async () => {
         asked = true;
         guardCalls += 1;
-        if (handBack) guard.handBack(handBack.id, handBack.unused, at);
-        return guard.admit(at, lease);
+        return guard.admit(at);
       },
       () => at,
     );
@@ -42,7 +39,7 @@ async function simulate(limit: number, arrivals: { at: number; isolate: number }
  */
 async function burst(limit: number, arrivals: number[], latencies: number[]) {
   const guard = new SlidingWindow(limit);
-  const limiter = new IsolateLimiter();
+  const limiter = new LocalRefusals();
   let now = 0;
   const settle = async () => {
     for (let i = 0; i < 20; i++) await Promise.resolve();
@@ -54,15 +51,12 @@ async function burst(limit: number, arrivals: number[], latencies: number[]) {
     events.push({
       at,
       run: () => {
-        const ask = async ({ lease, handBack }: { lease: number; handBack?: { id: string; unused: number } }) => {
-          if (handBack) guard.handBack(handBack.id, handBack.unused, now);
-          const answer = guard.admit(now, lease);
+        const ask = async () => {
+          const answer = guard.admit(now);
           await new Promise<void>((resolve) => events.push({ at: now + latencies[i % latencies.length]!, run: resolve }));
           return answer;
         };
-        // A request waiting for another's lease polls on its own timer: an event of the simulation.
-        const wait = (ms: number) => new Promise<void>((resolve) => events.push({ at: now + ms, run: resolve }));
-        runs.push(limiter.admit("p", now, ask, () => now, wait).then((a) => void (a.allowed && (admitted += 1))));
+        runs.push(limiter.admit("p", now, ask, () => now).then((a) => void (a.allowed && (admitted += 1))));
       },
     });
   });
@@ -107,7 +101,7 @@ const scenario = fc
   .record({ limit: fc.constantFrom(10, 30, 50), isolates: fc.integer({ min: 1, max: 8 }) })
   .chain(({ limit, isolates }) => fc.record({ limit: fc.constant(limit), isolates: fc.constant(isolates), arrivals: arrivalsOf(isolates) }));
 
-describe("leased admissions (docs/limits.md#leased-admissions), 1–8 simulated isolates", () => {
+describe("an exact limit over isolates that refuse locally (docs/limits.md), 1–8 simulated isolates", () => {
   it("never more than N admitted in any rolling 1,000 ms, whatever the arrivals and isolates", async () => {
     await fc.assert(
       fc.asyncProperty(scenario, async ({ limit, isolates, arrivals }) => {
@@ -118,10 +112,10 @@ describe("leased admissions (docs/limits.md#leased-admissions), 1–8 simulated 
     );
   });
 
-  it("a principal within 80 % of its limit in every window is never refused, however it spreads over isolates", async () => {
+  it("a principal within its limit in every window is never refused, however it spreads over isolates", async () => {
     await fc.assert(
       fc.asyncProperty(scenario, async ({ limit, isolates, arrivals }) => {
-        const kept = compliant(arrivals, Math.floor(0.8 * limit));
+        const kept = compliant(arrivals, limit);
         const { refused } = await simulate(limit, kept, isolates);
         expect(refused, `refusals of a compliant principal, limit ${limit}, ${isolates} isolates`).toEqual([]);
       }),
@@ -146,17 +140,8 @@ describe("leased admissions (docs/limits.md#leased-admissions), 1–8 simulated 
           expect(admitted, `admitted of a burst of ${arrivals.length} in ${at} ms, limit ${limit}`).toBe(limit);
         },
       ),
-      // The lease asked by the burst's second request came back after the burst: 9 of 10 before requests waited for it.
       { numRuns: 300, examples: [[{ limit: 10, gaps: [0, 1], latencies: [0, 19] }]] },
     );
-  });
-
-  it("a busy principal in one isolate costs fewer guard calls than requests (leases hold at most 20 % of the limit, so the saving is bounded)", async () => {
-    // 30 a second per key, 24 a second in sequence from one isolate: every 41 ms.
-    const arrivals = Array.from({ length: 240 }, (_, i) => ({ at: 1_000_000 + Math.round(i * (1000 / 24)), isolate: 0 }));
-    const { admitted, refused, guardCalls } = await simulate(30, arrivals, 1);
-    expect([admitted.length, refused.length]).toEqual([240, 0]);
-    expect(guardCalls, "guard calls for 240 requests").toBeLessThanOrEqual(216);
   });
 
   it("a refused principal is refused locally until exactly the guard's reset, then the guard decides again", () => {
@@ -169,54 +154,5 @@ describe("leased admissions (docs/limits.md#leased-admissions), 1–8 simulated 
     expect(side.refusal("p", 5_999)?.resetMs).toBe(1);
     expect(side.refusal("p", 6_000)).toBeUndefined();
     expect(guard.admit(6_000).allowed, "the first admission has left the window").toBe(true);
-  });
-
-  it("a lease is spent only within LEASE_MS of asking, and its unspent admissions go back to the guard", () => {
-    const guard = new SlidingWindow(50);
-    const leases = new IsolateLeases();
-    leases.asked("p", 0);
-    leases.done("p");
-    const lease = leases.asked("p", 10);
-    const granted = guard.admit(10, lease);
-    leases.done("p");
-    expect(granted.lease?.count, "lease size").toBeGreaterThanOrEqual(2);
-    leases.keep("p", granted, 10);
-    expect(leases.spend("p", 10 + LEASE_MS - 1)?.allowed).toBe(true);
-    expect(leases.spend("p", 10 + LEASE_MS), "expired").toBeUndefined();
-    const handBack = leases.takeHandBack("p");
-    expect(handBack, "the unspent admissions").toEqual({ id: granted.lease!.id, unused: granted.lease!.count - 2 });
-    const before = guard.admit(20).remaining;
-    guard.handBack(handBack!.id, handBack!.unused, 20);
-    expect(guard.admit(20).remaining, "slots freed by the hand-back").toBe(before - 1 + handBack!.unused);
-  });
-
-  it("a lease ask whose request ended unanswered does not hold the principal's later requests (before: every later request hung, and the runtime answered 500)", async () => {
-    vi.useFakeTimers();
-    try {
-      const guard = new SlidingWindow(10);
-      const limiter = new IsolateLimiter();
-      let now = 0;
-      const clock = () => now;
-      const answer = async ({ lease }: { lease: number }) => guard.admit(now, lease);
-      expect((await limiter.admit("ip:203.0.113.70", now, answer, clock)).allowed).toBe(true);
-      now = 10;
-      // Asks a lease (the principal is busy here); the runtime drops its answer: it never settles.
-      void limiter.admit("ip:203.0.113.70", now, () => new Promise(() => {}), clock);
-      now = 20;
-      let answered = false;
-      const later = limiter.admit("ip:203.0.113.70", now, answer, clock).then((a) => {
-        answered = true;
-        return a;
-      });
-      now = 20 + MAX_LEASE_WAIT_MS;
-      await vi.advanceTimersByTimeAsync(MAX_LEASE_WAIT_MS);
-      expect(answered, "a later request is answered within MAX_LEASE_WAIT_MS").toBe(true);
-      expect((await later).allowed).toBe(true);
-      // And the one after it does not wait at all, and may lease again.
-      now += 10;
-      expect((await limiter.admit("ip:203.0.113.70", now, answer, clock)).allowed).toBe(true);
-    } finally {
-      vi.useRealTimers();
-    }
   });
 });
