@@ -234,7 +234,7 @@ export class NativeSubscriptions {
   ended(ws: WebSocket, names: readonly string[], why: string): void {
     this.drop(ws, names);
     this.catchUps.drop(ws, names);
-    this.host.send(ws, { id: null, error: { code: "STREAM_ENDED", message: why } });
+    this.error(ws, null, "STREAM_ENDED", why);
   }
 
   /** A closed socket: out of every stream it held, its catch-up and floors gone. */

@@ -84,7 +84,11 @@ export class ShardSources {
   async join(streams: StreamName[], waitForBase: readonly string[] = []): Promise<void> {
     const sources = [...new Map(streams.map((s) => [sourceOf(s), s])).values()];
     const count = (by: number) => {
-      for (const s of sources) this.joining.set(sourceOf(s), (this.joining.get(sourceOf(s)) ?? 0) + by);
+      for (const s of sources) {
+        const n = (this.joining.get(sourceOf(s)) ?? 0) + by;
+        if (n > 0) this.joining.set(sourceOf(s), n);
+        else this.joining.delete(sourceOf(s));
+      }
     };
     count(1);
     try {

@@ -291,12 +291,13 @@ export class StreamHub extends MeteredObject {
     const dialectNames = this.dialects.namesOf(symbol);
     for (const ws of this.ctx.getWebSockets()) {
       const attachment = loadAttachment(ws);
-      const id = attachment?.dialect?.id;
+      if (!attachment) continue;
+      const id = attachment.dialect?.id;
       const ending = id === undefined ? native : dialectNames.get(id);
-      const ended = attachment?.streams.filter((name) => ending?.has(name)) ?? [];
+      const ended = attachment.streams.filter((name) => ending?.has(name));
       if (ended.length === 0) continue;
-      attachment!.streams = attachment!.streams.filter((name) => !ended.includes(name));
-      saveAttachment(ws, attachment!);
+      attachment.streams = attachment.streams.filter((name) => !ended.includes(name));
+      saveAttachment(ws, attachment);
       if (id !== undefined) this.dialects.remove(id, ws, ended);
       else this.natives.ended(ws, ended, `${symbol} was delisted; these streams ended: ${ended.join(", ")}`);
     }
