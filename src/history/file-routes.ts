@@ -120,6 +120,14 @@ export function historyFileRoutes(limit: MiddlewareHandler<AppEnv>) {
   return router;
 }
 
+/** A Workflow that could not be asked to build `key` again: 503, ask again in a minute. */
+function notNow(key: string): (error: unknown) => never {
+  return (error) => {
+    const why = error instanceof Error ? error.message : String(error);
+    throw problem("UNAVAILABLE", `${key} cannot be built again now (${why}): ask again in a minute`, {}, { "Retry-After": String(BUILD_WAIT_S) });
+  };
+}
+
 /**
  * An hour's file not in R2: not written yet, or an hour without a book change — or expired
  * (BOOK_FILES_KEPT_DAYS), then handed to its Workflow again (from the segments, kept for ever) and
@@ -134,14 +142,7 @@ async function missingHour(env: Env, key: string, symbol: string, hour: number, 
     );
   }
   const { priceScale, quantityScale } = resolveMarket(symbol);
-  const handed = await handBookHourAgain(env, { symbol, hour, priceScale, quantityScale }, now).catch((error: unknown) => {
-    throw problem(
-      "UNAVAILABLE",
-      `${key} cannot be built again now (${error instanceof Error ? error.message : String(error)}): ask again in a minute`,
-      {},
-      { "Retry-After": String(BUILD_WAIT_S) },
-    );
-  });
+  const handed = await handBookHourAgain(env, { symbol, hour, priceScale, quantityScale }, now).catch(notNow(key));
   if (handed === "none") throw problem("NOT_FOUND", `${key} has no file: the book did not change in that hour`);
   throw problem(
     "NOT_FOUND",
@@ -160,14 +161,7 @@ async function missingDay(env: Env, key: string, symbol: string, day: number, no
   if (now - (day + DAY_MS) < (DAILY_TRADE_FILES_KEPT_DAYS - 1) * DAY_MS) {
     throw problem("NOT_FOUND", `${key} has not been written: the files of a day are written at 00:05 UTC the day after`);
   }
-  const handed = await handDayAgain(env, resolveMarket(symbol), day, now).catch((error: unknown) => {
-    throw problem(
-      "UNAVAILABLE",
-      `${key} cannot be built again now (${error instanceof Error ? error.message : String(error)}): ask again in a minute`,
-      {},
-      { "Retry-After": String(BUILD_WAIT_S) },
-    );
-  });
+  const handed = await handDayAgain(env, resolveMarket(symbol), day, now).catch(notNow(key));
   if (handed === "none") throw problem("NOT_FOUND", `${key} has no file: the market did not trade that day`);
   if (handed === "skipped") {
     throw problem("NOT_FOUND", `${key} was not built again: the trades read from the archive are not the count the day's candles hold`);
