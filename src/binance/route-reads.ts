@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import { BoundedMap, textBytes } from "../core/bounded-map";
+import { BoundedMap, isolateCaches, textBytes } from "../core/bounded-map";
 import type { MarketQuestion } from "../domain/market-answer";
 import type { MarketConfig } from "../domain/market-config";
 import type { AppEnv } from "../http/env";
@@ -22,7 +22,12 @@ export const TRANSLATIONS_MAX_BYTES = 8 * 1024 * 1024;
  * all-market answers for up to a second, 2,000 markets of them) every request for it is handed the
  * same text instead of parsing and rebuilding it. Bounded in bytes (docs/security.md#bounded-memory).
  */
-export const translations = new BoundedMap<{ source: string; text: string }>(TRANSLATIONS_MAX_BYTES, 1_024, (key, made) => textBytes(key, made.text));
+export const translations = new BoundedMap<{ source: string; text: string }>(
+  TRANSLATIONS_MAX_BYTES,
+  1_024,
+  (key, made) => textBytes(key, made.text),
+  isolateCaches,
+);
 
 /** The key of a translation: the route and its parameters as validated, never the raw URL. */
 function translationKey(c: Context<AppEnv>): string {

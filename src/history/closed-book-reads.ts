@@ -10,7 +10,7 @@
  * decoded (BLOCKS_MAX_BYTES), their messages made for pages (BLOCK_PAGES_MAX_BYTES) and the books
  * its pages ended at (PAGE_BOOKS_MAX_BYTES), least recently used out first.
  */
-import { BoundedMap } from "../core/bounded-map";
+import { BoundedMap, isolateCaches } from "../core/bounded-map";
 import type { MarketConfig } from "../domain/market-config";
 import type { OrderBook } from "../domain/order-book";
 import { logFailure } from "../logs/log";
@@ -66,12 +66,17 @@ const BLOCK_PAGES_MAX_BYTES = 12 * 1024 * 1024;
 
 /** About what a row holds in memory: its numbers and its blocks' (up to MAX_BLOCKS of them). */
 const rowBytes = (row: SegmentRow) => 80 + 56 * row.blocks.length;
-const rows = new BoundedMap<SegmentRow[]>(4 * 1024 * 1024, 4_096, (key, list) => 2 * key.length + list.reduce((sum, row) => sum + rowBytes(row), 0));
-const blocks = new BoundedMap<BookSegment>(BLOCKS_MAX_BYTES, 1_024, (_key, segment) => segmentBytes(segment));
+const rows = new BoundedMap<SegmentRow[]>(
+  4 * 1024 * 1024,
+  4_096,
+  (key, list) => 2 * key.length + list.reduce((sum, row) => sum + rowBytes(row), 0),
+  isolateCaches,
+);
+const blocks = new BoundedMap<BookSegment>(BLOCKS_MAX_BYTES, 1_024, (_key, segment) => segmentBytes(segment), isolateCaches);
 /** Blocks' messages made once (`block-messages.ts`), for the pages after a cursor: about 4 bytes held a byte of their text. */
-const blockPages = new BoundedMap<BlockMessages>(BLOCK_PAGES_MAX_BYTES, 1_024, (_key, made) => made.held);
+const blockPages = new BoundedMap<BlockMessages>(BLOCK_PAGES_MAX_BYTES, 1_024, (_key, made) => made.held, isolateCaches);
 /** Books where a page ended inside a block, for the page after (a catch-up's or replay's), in bytes as the host's history cache counts them. */
-const pageBooks = new BoundedMap<OrderBook>(PAGE_BOOKS_MAX_BYTES, 256, (_key, book) => bookBytes(book));
+const pageBooks = new BoundedMap<OrderBook>(PAGE_BOOKS_MAX_BYTES, 256, (_key, book) => bookBytes(book), isolateCaches);
 
 /** What a closed read may answer: a book (at or before its segment's end), or a page (something after the cursor in the segment). */
 type Use = "book" | "page";

@@ -9,7 +9,7 @@
  * first, and per market the first chunk found missing, remembered MISSING_MS (a catch-up through
  * hot trades probes R2 once in that time, not once a page).
  */
-import { BoundedMap } from "../core/bounded-map";
+import { BoundedMap, isolateCaches } from "../core/bounded-map";
 import type { WireTrade } from "../domain/wire-trade";
 import { chunkTrades } from "./chunk-reads";
 import type { ClosedHistory } from "./closed-book-reads";
@@ -21,8 +21,8 @@ const TRADE_BYTES = 200;
 /** How long a chunk found missing (not archived yet) is taken as missing before R2 is asked again. */
 const MISSING_MS = 60_000;
 
-const chunks = new BoundedMap<ArchivedTrade[]>(CHUNKS_MAX_BYTES, 256, (key, trades) => 2 * key.length + TRADE_BYTES * trades.length);
-const missing = new BoundedMap<{ chunk: number; until: number }>(256 * 1024, 2_048, (key) => 2 * key.length + 32);
+const chunks = new BoundedMap<ArchivedTrade[]>(CHUNKS_MAX_BYTES, 256, (key, trades) => 2 * key.length + TRADE_BYTES * trades.length, isolateCaches);
+const missing = new BoundedMap<{ chunk: number; until: number }>(256 * 1024, 2_048, (key) => 2 * key.length + 32, isolateCaches);
 
 /** Chunk `chunk` of the symbol's archive, whole (`size` trades from id chunk × size + 1), or undefined when it is not in R2. */
 async function chunkOf(history: ClosedHistory, symbol: string, size: number, chunk: number, now: number): Promise<ArchivedTrade[] | undefined> {

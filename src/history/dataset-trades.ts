@@ -4,7 +4,7 @@
  * out, 16 MB). A day not built yet answers undefined — its trades are the market host's to answer —
  * and is remembered a minute, so the day's minutes ask R2 once, not each.
  */
-import { BoundedMap } from "../core/bounded-map";
+import { BoundedMap, isolateCaches } from "../core/bounded-map";
 import { gunzipText } from "../core/encoding";
 import { DAY_MS, HOUR_MS, MINUTE_MS } from "../domain/intervals";
 import type { WireTrade } from "../domain/wire-trade";
@@ -21,8 +21,8 @@ const CHANGING_MS = 5 * MINUTE_MS;
  * and when it was looked at.
  */
 type Day = { ends: number[]; etag: string; final: boolean; at: number } | { unbuiltAt: number };
-const days = new BoundedMap<Day>(1024 * 1024, 4_096, (key) => 2 * key.length + 300);
-const hours = new BoundedMap<WireTrade[]>(16 * 1024 * 1024, 1_024, (key, trades) => 2 * key.length + 160 * trades.length);
+const days = new BoundedMap<Day>(1024 * 1024, 4_096, (key) => 2 * key.length + 300, isolateCaches);
+const hours = new BoundedMap<WireTrade[]>(16 * 1024 * 1024, 1_024, (key, trades) => 2 * key.length + 160 * trades.length, isolateCaches);
 
 async function dayOf(bucket: R2Bucket, key: string, dayStart: number, now: number): Promise<Day> {
   const known = days.get(key);

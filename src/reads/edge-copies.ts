@@ -5,7 +5,7 @@
  * flight are decided here; the I/O around it is in `edge-reads.ts`.
  */
 
-import { BoundedMap, textBytes } from "../core/bounded-map";
+import { BoundedMap, type CacheBudget, textBytes } from "../core/bounded-map";
 import { openTimeOf } from "../domain/intervals";
 import type { MarketAnswer, MarketQuestion } from "../domain/market-answer";
 
@@ -84,10 +84,15 @@ export interface RefreshOutcome {
 const REFRESH_BOUND = 1;
 
 export class EdgeCopies {
-  private readonly copies = new BoundedMap<Copy>(COPIES_MAX_BYTES, MAX_COPIES, (key, copy) => textBytes(key, copy.text));
+  private readonly copies: BoundedMap<Copy>;
   /** Per key, when each refresh in flight claimed its place. */
   private readonly claims = new Map<string, number[]>();
   private readonly refreshMs = new Map<string, number>();
+
+  /** `budget`: the isolate's, for the copies the isolate's reads share (a test's copies count against none). */
+  constructor(budget?: CacheBudget) {
+    this.copies = new BoundedMap<Copy>(COPIES_MAX_BYTES, MAX_COPIES, (key, copy) => textBytes(key, copy.text), budget);
+  }
 
   /** What the copies hold now, in bytes (at most {@link COPIES_MAX_BYTES}). */
   get bytes(): number {

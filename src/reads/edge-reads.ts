@@ -1,3 +1,4 @@
+import { isolateCaches } from "../core/bounded-map";
 import { sleep } from "../core/cross-request-wait";
 import { marketObject, objectCalls, priceIndex } from "../core/object-ids";
 import { ProblemError, problem } from "../core/problem";
@@ -69,7 +70,7 @@ export interface EdgeRead {
   stale: boolean;
 }
 
-const copies = new EdgeCopies();
+const copies = new EdgeCopies(isolateCaches);
 
 /** What this isolate's market copies hold, in bytes (docs/security.md#bounded-memory). */
 export function heldCopyBytes(): number {

@@ -1,5 +1,5 @@
 import type { Context, TypedResponse } from "hono";
-import { BoundedMap, textBytes } from "../core/bounded-map";
+import { BoundedMap, isolateCaches, textBytes } from "../core/bounded-map";
 import { jsonText } from "../core/json-text";
 import type { KlineQuery } from "../domain/candles";
 import { nextOpenTime, openTimeOf, parseTimeZone } from "../domain/intervals";
@@ -155,23 +155,26 @@ export function readMarketViews(): MarketView[] {
   return currentRegistry().listed.map(marketView);
 }
 
-/** Prices answered per question from the snapshot this isolate holds; reset with each new snapshot. */
-let computed: { snapshot: object; registry: RegistryIndex; answers: BoundedMap<string> } | undefined;
 /** Bounded: the assets list is the client's (docs/security.md#bounded-memory). */
 const PRICE_ANSWERS_MAX_BYTES = 4 * 1024 * 1024;
+/** Prices answered per question from the snapshot this isolate holds; emptied with each new snapshot. */
+const priceAnswers = new BoundedMap<string>(PRICE_ANSWERS_MAX_BYTES, 256, textBytes, isolateCaches);
+let answered: { snapshot: object; registry: RegistryIndex } | undefined;
 
 export async function readPrices(ctx: ReadContext, { quote, assets }: { quote: string; assets?: string[] }): Promise<EdgeRead> {
   const snapshot = await readPriceSnapshot(ctx.env);
   const now = Date.now();
   if (!snapshot) return { text: JSON.stringify({ quote, asOf: null, data: [] }), asOf: now, ageMs: 0, stale: false };
   const registry = currentRegistry();
-  if (computed?.snapshot !== snapshot || computed.registry !== registry)
-    computed = { snapshot, registry, answers: new BoundedMap(PRICE_ANSWERS_MAX_BYTES, 256, textBytes) };
+  if (answered?.snapshot !== snapshot || answered.registry !== registry) {
+    priceAnswers.clear();
+    answered = { snapshot, registry };
+  }
   const question = `${quote}:${assets?.join(",") ?? "*"}`;
-  let text = computed.answers.get(question);
+  let text = priceAnswers.get(question);
   if (text === undefined) {
     text = JSON.stringify({ quote, asOf: snapshot.asOf, data: pricesIn(registry, snapshot, quote, assets) });
-    computed.answers.set(question, text);
+    priceAnswers.set(question, text);
   }
   return { text, asOf: snapshot.asOf, ageMs: Math.max(0, now - snapshot.asOf), stale: false };
 }

@@ -1,4 +1,4 @@
-import { BoundedMap } from "../core/bounded-map";
+import { BoundedMap, isolateCaches } from "../core/bounded-map";
 import type { StoredTrade, TradePage } from "../domain/trades";
 
 // No index on the times: a block is a few minutes of trades (a snapshot of the log apart), so a
@@ -99,7 +99,7 @@ const tradesOf = (row: Record<string, SqlStorageValue>) => (JSON.parse((row as u
  * MB, and the next from the same block), for every market of the isolate together: 8 MiB, a parsed
  * trade held at about three times its text.
  */
-const parsedBlocks = new BoundedMap<PackedTrade[]>(8 * 1024 * 1024, 64, (key, trades) => 2 * key.length + 150 * trades.length);
+const parsedBlocks = new BoundedMap<PackedTrade[]>(8 * 1024 * 1024, 64, (key, trades) => 2 * key.length + 150 * trades.length, isolateCaches);
 /** Tells the markets' blocks apart in `parsedBlocks`. */
 let stores = 0;
 
