@@ -26,6 +26,18 @@ export class CacheBudget {
 /** The caches of this isolate that live as long as it does: 64 MiB of its 128 MB together (each within its own bound too). */
 export const isolateCaches = new CacheBudget(64 * 1024 * 1024);
 
+/**
+ * A map bounded in bytes and in entries, for caches a request can grow (docs/security.md#bounded-memory):
+ * when an entry would take it past either bound, the least recently used entries go first. A
+ * value larger than the whole byte bound is not kept at all. `bytesOf` says what an entry
+ * weighs (key included); strings count two bytes a character, as an isolate holds them at worst.
+ * A cache that lives as long as its isolate also counts against the isolate's `budget`, which
+ * holds it for good: a map that is made and dropped (a host's, a test's) is given none.
+ *
+ * @example
+ * const answers = new BoundedMap<string>(4 * 1024 * 1024, 1_024, (key, text) => 2 * (key.length + text.length), isolateCaches);
+ * answers.set(key, text);
+ */
 export class BoundedMap<V> {
   private readonly entries = new Map<string, { value: V; bytes: number; used: number }>();
   private total = 0;
