@@ -5,12 +5,17 @@
  */
 export class CacheBudget {
   readonly maps = new Set<BoundedMap<unknown>>();
-  /** Bytes held by the maps together. */
-  bytes = 0;
   /** Rises with every use, so entries of different maps compare by when they were last used. */
   clock = 0;
 
   constructor(readonly maxBytes: number) {}
+
+  /** Bytes held by the maps together. */
+  get bytes(): number {
+    let sum = 0;
+    for (const map of this.maps) sum += map.bytes;
+    return sum;
+  }
 
   /** Makes room for `bytes` more by taking out the least recently used entries of all the maps. */
   makeRoom(bytes: number): void {
@@ -77,12 +82,11 @@ export class BoundedMap<V> {
   set(key: string, value: V): void {
     this.delete(key);
     const bytes = this.bytesOf(key, value);
-    if (bytes > this.maxBytes || bytes > (this.budget?.maxBytes ?? bytes)) return;
+    if (bytes > this.maxBytes || (this.budget !== undefined && bytes > this.budget.maxBytes)) return;
     while (this.entries.size > 0 && (this.total + bytes > this.maxBytes || this.entries.size >= this.maxEntries)) this.dropOldest();
     this.budget?.makeRoom(bytes);
     this.entries.set(key, { value, bytes, used: this.use() });
     this.total += bytes;
-    if (this.budget) this.budget.bytes += bytes;
   }
 
   delete(key: string): void {
@@ -90,11 +94,9 @@ export class BoundedMap<V> {
     if (!entry) return;
     this.entries.delete(key);
     this.total -= entry.bytes;
-    if (this.budget) this.budget.bytes -= entry.bytes;
   }
 
   clear(): void {
-    if (this.budget) this.budget.bytes -= this.total;
     this.entries.clear();
     this.total = 0;
   }

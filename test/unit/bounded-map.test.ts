@@ -88,4 +88,14 @@ describe("bounded maps that share an isolate's budget (docs/security.md#bounded-
     shared.set("c", 11);
     expect(shared.peek("c"), "larger than the whole budget: not kept").toBeUndefined();
   });
+  it("a read renews an entry against every map of the budget: the entry read stays, the other map's older one goes", () => {
+    const budget = new CacheBudget(100);
+    const first = new BoundedMap<number>(100, 10, (_key, bytes) => bytes, budget);
+    const second = new BoundedMap<number>(100, 10, (_key, bytes) => bytes, budget);
+    first.set("read", 40);
+    second.set("unread", 40);
+    first.get("read");
+    second.set("new", 40);
+    expect([first.peek("read"), second.peek("unread"), second.peek("new")]).toEqual([40, undefined, 40]);
+  });
 });
