@@ -16,7 +16,7 @@ import { wsApiLifetime } from "./ws-api-lifetime";
 export type DialectFetch = (request: Request) => Promise<Response>;
 
 /** Requests a connection may have waiting for their answer; one more is refused (-1003) rather than queued. */
-const MAX_WAITING_REQUESTS = 50;
+export const MAX_WAITING_REQUESTS = 50;
 /**
  * Answer bytes an address's connections may be sent in any minute, together: past it a request is
  * answered 429 -1003 (a small frame) instead. The runtime does not say what a client has not read
@@ -28,7 +28,7 @@ const MAX_WAITING_REQUESTS = 50;
 const MAX_ANSWER_BYTES_PER_MINUTE = 4 * 1024 * 1024;
 
 /** Frames a connection may send in any second, valid or not; more are answered -1003 and never dispatched. */
-const MAX_FRAMES_PER_SECOND = 10;
+export const MAX_FRAMES_PER_SECOND = 10;
 
 /** Each address's answer window in this isolate, shared by its open connections; dropped with the last. */
 const answerWindows = new Map<string, { window: ByteWindow; connections: number }>();
@@ -109,7 +109,7 @@ export async function wsApiUpgrade(c: Context<AppEnv>, dispatch: DialectFetch): 
 type RateLimits = ReturnType<typeof rateLimitsOf>;
 
 /** One connection's requests, answered one after another (answers keep the requests' order) within its frames a second and its address's bytes a minute. */
-class WsApiConnection {
+export class WsApiConnection {
   private waiting = 0;
   private turn: Promise<void> = Promise.resolve();
   private readonly frames = new SlidingWindow(MAX_FRAMES_PER_SECOND, 1_000);
