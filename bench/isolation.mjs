@@ -1,4 +1,4 @@
-// `npm run bench:isolation [-- --seconds 20] [-- --json] [-- --profile [phase]]`
+// `npm run bench:isolation [-- --seconds 20] [-- --rounds 3] [-- --json] [-- --profile [phase]]`
 //
 // What the rest of a group's host can do to a busy market's acknowledgements (docs/design.md#isolation).
 // One publisher keeps BTCUSDT busy over `/v1/publish` — a book of 2,000 levels, then 20 batches a
@@ -25,6 +25,9 @@
 //               moment of that closed minute, answer every `paused` with `more` until both streams
 //               are live, and start again, for the phase.
 // Each phase's p99 against the alone phase's, in the same run; every batch must be acknowledged.
+// Each phase (alone too) is measured `--rounds` times back to back, its load running throughout, and
+// its p99 is the median of its rounds' p99s: one round's p99 (the 4th-slowest of 400 acks) has
+// moved ×1.13–1.86 over the same code, wider than the ×1.5 it is judged by.
 // (b) as the issue first put it, an hour's book files built for the busy market, is not run: an
 // hour's files are built after it closes, and the bench cannot move the runtime's clock; they are
 // built by the same kind of Workflow, off the host (docs/benchmarks.md#isolation).
@@ -45,6 +48,7 @@ import { bundleService, startService, work } from "./service.mjs";
 import { venueFeed } from "./venue-feed.mjs";
 
 const SECONDS = Number(option("seconds", 20));
+const ROUNDS = Math.max(1, Number(option("rounds", 3)));
 /** `--only history,catch-ups`: the alone phase and these (a look at one phase; the bench's verdict wants them all). */
 const ONLY = option("only", undefined)?.split(",");
 const runs = (name) => !ONLY || ONLY.includes(name);
@@ -72,8 +76,24 @@ async function phase(name, extra, script, work) {
   return result;
 }
 
-/** Sends `market`'s batches at `perSecond` for `seconds`; resolves with the acknowledgements' times and the failures' codes. */
-async function publish(channel, market, perSecond, seconds) {
+/**
+ * Sends `market`'s batches at `perSecond` for `seconds`, `rounds` times back to back; resolves with
+ * the acknowledgements' times (all, and each round's p99) and the failures' codes.
+ */
+async function publish(channel, market, perSecond, seconds, rounds = ROUNDS) {
+  const runs = [];
+  for (let round = 0; round < rounds; round++) runs.push(await publishRound(channel, market, perSecond, seconds));
+  const failures = {};
+  for (const run of runs) for (const [code, n] of Object.entries(run.failures)) failures[code] = (failures[code] ?? 0) + n;
+  return {
+    batches: runs.reduce((sum, run) => sum + run.batches, 0),
+    latencies: runs.flatMap((run) => run.latencies),
+    roundP99s: runs.map((run) => percentile(run.latencies, 99)),
+    failures,
+  };
+}
+
+async function publishRound(channel, market, perSecond, seconds) {
   const latencies = [];
   const failures = {};
   const sent = [];
@@ -264,8 +284,14 @@ async function hungConsumers(url, symbol, { read = false, ipBase = 64 } = {}) {
   };
 }
 
+/** The middle value (the lower of the two middle ones of an even count); null for none. */
+function median(values) {
+  const known = values.filter((v) => v !== null).sort((a, b) => a - b);
+  return known.length === 0 ? null : known[Math.floor((known.length - 1) / 2)];
+}
+
 function row(name, run, alone, rss) {
-  const p99 = percentile(run.latencies, 99);
+  const p99 = median(run.roundP99s);
   return {
     name,
     rssGrowthMiB: rss ? Math.round((rss[1] - rss[0]) * 10) / 10 : null,
@@ -274,6 +300,7 @@ function row(name, run, alone, rss) {
     failures: run.failures,
     ackP50Ms: percentile(run.latencies, 50),
     ackP99Ms: p99,
+    roundP99sMs: run.roundP99s,
     p99VsAlone: alone && p99 !== null ? Math.round((p99 / alone) * 100) / 100 : 1,
   };
 }
@@ -301,16 +328,16 @@ async function main() {
     const historyFrom = Date.now() + 1_000;
     const historyTo = historyFrom + 60_000;
     log(`warming up: BTCUSDT, a book of 2,000 levels, 20 batches a second of 20 level changes and 2 trades…`);
-    await publish(channel, busy, 20, 5);
+    await publish(channel, busy, 20, 5, 1);
 
-    log(`alone: ${SECONDS} s…`);
+    log(`alone: ${ROUNDS} × ${SECONDS} s…`);
     let rss = service.rssMiB();
     const alone = await phase("alone", extra, script, () => publish(channel, busy, 20, SECONDS));
-    const aloneP99 = percentile(alone.latencies, 99);
+    const aloneP99 = median(alone.roundP99s);
     rows.push(row("alone", alone, aloneP99, [rss, service.rssMiB()]));
 
     if (runs("history")) {
-      log(`(a) history: six addresses read BTCUSDT's book history at 10 a second each, ${SECONDS} s…`);
+      log(`(a) history: six addresses read BTCUSDT's book history at 10 a second each, ${ROUNDS} × ${SECONDS} s…`);
       rss = service.rssMiB();
       const readers = bookReaders(url, busy.symbol, "10.63.0", (i) => (i % 2 === 0 ? `at=${Date.now() - 500}` : `sequence=${Math.max(2, busy.sequence - 3)}`));
       const history = await phase("history", extra, script, () => publish(channel, busy, 20, SECONDS));
@@ -322,7 +349,7 @@ async function main() {
     if (runs("day-files")) {
       log("(b) day-files: SOLUSDT, of the same group, takes yesterday's 200,000 trades (not timed)…");
       const date = await yesterdaysTrades(url, key, "SOLUSDT", 200_000);
-      log(`(b) day-files: SOLUSDT's ${date} built by the daily-files Workflow, one build after another, ${SECONDS} s…`);
+      log(`(b) day-files: SOLUSDT's ${date} built by the daily-files Workflow, one build after another, ${ROUNDS} × ${SECONDS} s…`);
       rss = service.rssMiB();
       const days = dayBuilds(url, "SOLUSDT", date);
       const dayFiles = await phase("day-files", extra, script, () => publish(channel, busy, 20, SECONDS));
@@ -332,7 +359,7 @@ async function main() {
     }
 
     if (runs("ws-read")) {
-      log(`(c) baseline, ws-read: the same five connections' requests, read, ${SECONDS} s…`);
+      log(`(c) baseline, ws-read: the same five connections' requests, read, ${ROUNDS} × ${SECONDS} s…`);
       rss = service.rssMiB();
       const reading = await hungConsumers(url, busy.symbol, { read: true, ipBase: 65 });
       const wsRead = await phase("ws-read", extra, script, () => publish(channel, busy, 20, SECONDS));
@@ -341,7 +368,7 @@ async function main() {
     }
 
     if (runs("ws-api")) {
-      log(`(c) ws-api: five connections ask for the 5,000-level book 10 times a second and never read, ${SECONDS} s…`);
+      log(`(c) ws-api: five connections ask for the 5,000-level book 10 times a second and never read, ${ROUNDS} × ${SECONDS} s…`);
       const rssBefore = service.rssMiB();
       const hung = await hungConsumers(url, busy.symbol);
       const wsApi = await phase("ws-api", extra, script, () => publish(channel, busy, 20, SECONDS));
@@ -354,7 +381,7 @@ async function main() {
     }
 
     if (runs("failing")) {
-      log(`(d) failing: ETHUSDT, of the same group, fails on every batch while it is sent 20 a second, ${SECONDS} s…`);
+      log(`(d) failing: ETHUSDT, of the same group, fails on every batch while it is sent 20 a second, ${ROUNDS} × ${SECONDS} s…`);
       rss = service.rssMiB();
       const failingChannel = openChannel(url, key, "10.62.0.2");
       await failingChannel.opened;
@@ -379,10 +406,10 @@ async function main() {
       await probe.arrayBuffer();
       if (probe.headers.get("X-Book-Read") === "closed") break;
       log("(e) waiting for the first minute's segment to close…");
-      await publish(channel, busy, 20, 5);
+      await publish(channel, busy, 20, 5, 1);
     }
     if (runs("backtests")) {
-      log(`(e) backtests: six addresses read random moments of BTCUSDT's closed history at 10 a second each, ${SECONDS} s…`);
+      log(`(e) backtests: six addresses read random moments of BTCUSDT's closed history at 10 a second each, ${ROUNDS} × ${SECONDS} s…`);
       rss = service.rssMiB();
       const backtests = bookReaders(url, busy.symbol, "10.66.0", () => `at=${Math.floor(historyFrom + Math.random() * (historyTo - historyFrom))}`);
       const backtestRun = await phase("backtests", extra, script, () => publish(channel, busy, 20, SECONDS));
@@ -392,7 +419,7 @@ async function main() {
     }
 
     if (runs("catch-ups")) {
-      log(`(f) catch-ups: five addresses catch up on BTCUSDT from moments of its closed history into live, again and again, ${SECONDS} s…`);
+      log(`(f) catch-ups: five addresses catch up on BTCUSDT from moments of its closed history into live, again and again, ${ROUNDS} × ${SECONDS} s…`);
       rss = service.rssMiB();
       const catching = catchUps(url, busy.symbol, historyFrom, historyTo);
       const catchUpRun = await phase("catch-ups", extra, script, () => publish(channel, busy, 20, SECONDS));
@@ -408,15 +435,15 @@ async function main() {
   // (c)'s memory bound is 50 MB (decimal) of workerd's RSS over the phase.
   const withinMemory = (r) => r.name !== "ws-api" || r.rssGrowthMiB === null || r.rssGrowthMiB * 1.048576 < 50;
   const within = (r) => r.ackP99Ms !== null && r.ackP99Ms < 150 && r.p99VsAlone <= 1.5 && r.acknowledged === r.batches && withinMemory(r);
-  if (asJson) console.log(JSON.stringify({ seconds: SECONDS, state: STATE ? "memory" : "disk", rows, ...extra }));
+  if (asJson) console.log(JSON.stringify({ seconds: SECONDS, rounds: ROUNDS, state: STATE ? "memory" : "disk", rows, ...extra }));
   else {
     console.log(
-      `\n${SECONDS} s a phase; ack = from sending a batch to its answer (ms); target: p99 < 150 ms and ≤ 1.5 × alone, every batch acknowledged, ws-api's RSS growth < 50 MB`,
+      `\n${ROUNDS} × ${SECONDS} s a phase; ack = from sending a batch to its answer (ms); ack p99 = the median of the rounds' p99s; target: p99 < 150 ms and ≤ 1.5 × alone, every batch acknowledged, ws-api's RSS growth < 50 MB`,
     );
-    console.log("phase     batches  acked  ack p50  ack p99  × alone  RSS +MiB  within");
+    console.log("phase     batches  acked  ack p50  ack p99  × alone  RSS +MiB  within  rounds' p99s");
     for (const r of rows)
       console.log(
-        `${r.name.padEnd(9)} ${String(r.batches).padStart(7)}  ${String(r.acknowledged).padStart(5)}  ${String(r.ackP50Ms).padStart(7)}  ${String(r.ackP99Ms).padStart(7)}  ${String(r.p99VsAlone).padStart(7)}  ${String(r.rssGrowthMiB).padStart(8)}  ${within(r) ? "yes" : "NO"}${Object.keys(r.failures).length ? `  failures ${JSON.stringify(r.failures)}` : ""}`,
+        `${r.name.padEnd(9)} ${String(r.batches).padStart(7)}  ${String(r.acknowledged).padStart(5)}  ${String(r.ackP50Ms).padStart(7)}  ${String(r.ackP99Ms).padStart(7)}  ${String(r.p99VsAlone).padStart(7)}  ${String(r.rssGrowthMiB).padStart(8)}  ${(within(r) ? "yes" : "NO").padEnd(6)}  ${r.roundP99sMs.join(" / ")}${Object.keys(r.failures).length ? `  failures ${JSON.stringify(r.failures)}` : ""}`,
       );
     console.log(`history reads by status: ${JSON.stringify(extra.historyStatuses)}`);
     console.log(`backtests: by status ${JSON.stringify(extra.backtests?.statuses)}, read at ${JSON.stringify(extra.backtests?.readAt)}`);
