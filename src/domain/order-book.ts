@@ -39,8 +39,12 @@ export type BookOutcome = "applied" | "duplicate";
 /** How many applied updates a market recognises when they are sent again (docs/publishing.md#resending). */
 export const RESEND_WINDOW = 1_024;
 
-/** Prices a book keeps formatted at most (`priceText`): twice the most a book holds. */
-const PRICE_TEXTS = 20_000;
+/**
+ * Prices a book keeps formatted (`priceText`): twice the levels it holds, and at least this many.
+ * Tied to the book's size, not to the most a book may hold: a market whose price drifts formats new
+ * prices for ever, and at a fixed 20,000 each market's map grew toward ~2 MB whatever its depth.
+ */
+const PRICE_TEXTS_FLOOR = 256;
 /**
  * Checksum level texts a book keeps at most: the levels near the top a checksum formats, a few
  * times over (a level that left the top is forgotten at the next clear), about 150 bytes each.
@@ -305,7 +309,7 @@ export class OrderBook {
   private priceText(price: bigint): string {
     let text = this.priceTexts.get(price);
     if (text === undefined) {
-      if (this.priceTexts.size >= PRICE_TEXTS) this.priceTexts.clear();
+      if (this.priceTexts.size >= Math.max(PRICE_TEXTS_FLOOR, 2 * (this.bids.prices.length + this.asks.prices.length))) this.priceTexts.clear();
       text = formatUnits(price, this.priceScale);
       this.priceTexts.set(price, text);
     }

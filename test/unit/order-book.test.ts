@@ -172,7 +172,7 @@ describe("a book's checksum (docs/streams.md#checksums)", () => {
   });
 });
 
-describe("a book's checksum texts are bounded (docs/security.md#bounded-memory)", () => {
+describe("a book's formatted texts are bounded (docs/security.md#bounded-memory)", () => {
   it("a book whose best levels walk through 1,000 prices holds at most 8 × 25 level texts, and its checksum stays the documented one through every clear", () => {
     const book = new OrderBook(2, 3);
     book.apply({ type: "snapshot", sequence: 1, bids: Array.from({ length: 30 }, (_, i) => [BigInt(1_000 + i), 1n] as const), asks: [[100_000n, 1n]] }, 1);
@@ -193,6 +193,22 @@ describe("a book's checksum texts are bounded (docs/security.md#bounded-memory)"
       mostHeld = Math.max(mostHeld, held);
     }
     expect(mostHeld, "the bound was reached: texts were cleared on the way").toBe(200);
+  });
+
+  it("a book of 31 levels whose price walks through 5,000 prices holds at most 256 formatted prices — twice its levels, at least 256 — not 20,000 whatever its depth (fails before: ~2 MB a drifting market)", () => {
+    const book = new OrderBook(2, 3);
+    book.apply({ type: "snapshot", sequence: 1, bids: Array.from({ length: 30 }, (_, i) => [BigInt(1_000 + i), 1n] as const), asks: [[100_000n, 1n]] }, 1);
+    const held = () => (book as unknown as { priceTexts: Map<bigint, string> }).priceTexts.size;
+    let mostHeld = 0;
+    for (let step = 0; step < 5_000; step++) {
+      book.apply({ type: "delta", sequence: book.sequence + 1, bids: [[BigInt(1_030 + step), 2n] as const, [BigInt(1_000 + step), 0n] as const], asks: [] }, 2);
+      const { bids, asks } = book.levels(30);
+      expect(bids[0], `the best bid at step ${step}`).toEqual([((1_030 + step) / 100).toFixed(2), "0.002"]);
+      expect(book.checksum(), `the checksum at step ${step}`).toBe(documentedChecksum(book.levels(25).bids, asks));
+      expect(held(), `formatted prices held at step ${step}`).toBeLessThanOrEqual(256);
+      mostHeld = Math.max(mostHeld, held());
+    }
+    expect(mostHeld, "the bound was reached: prices were cleared on the way").toBe(256);
   });
 });
 
