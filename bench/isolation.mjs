@@ -81,14 +81,14 @@ async function phase(name, extra, script, work) {
  * the acknowledgements' times (all, and each round's p99) and the failures' codes.
  */
 async function publish(channel, market, perSecond, seconds, rounds = ROUNDS) {
-  const runs = [];
-  for (let round = 0; round < rounds; round++) runs.push(await publishRound(channel, market, perSecond, seconds));
+  const measured = [];
+  for (let round = 0; round < rounds; round++) measured.push(await publishRound(channel, market, perSecond, seconds));
   const failures = {};
-  for (const run of runs) for (const [code, n] of Object.entries(run.failures)) failures[code] = (failures[code] ?? 0) + n;
+  for (const round of measured) for (const [code, n] of Object.entries(round.failures)) failures[code] = (failures[code] ?? 0) + n;
   return {
-    batches: runs.reduce((sum, run) => sum + run.batches, 0),
-    latencies: runs.flatMap((run) => run.latencies),
-    roundP99s: runs.map((run) => percentile(run.latencies, 99)),
+    batches: measured.reduce((sum, round) => sum + round.batches, 0),
+    latencies: measured.flatMap((round) => round.latencies),
+    roundP99s: measured.map((round) => percentile(round.latencies, 99)),
     failures,
   };
 }
