@@ -4,6 +4,8 @@ import type { BookEntry, BookSegment } from "../writes/book-entries";
 
 /** A host's decoded open segments, at most this many bytes (estimated) for all its markets together. */
 const SEGMENTS_MAX_BYTES = 24 * 1024 * 1024;
+/** A host's decoded closed segments (read here only until R2 and the index have them), at most this many bytes. */
+const CLOSED_MAX_BYTES = 16 * 1024 * 1024;
 /** A host's final history answers (texts), at most this many bytes. */
 const ANSWERS_MAX_BYTES = 8 * 1024 * 1024;
 /** Books where a replay's or catch-up's page ended inside a segment, for its next page: at most this many bytes. */
@@ -58,6 +60,8 @@ export function segmentBytes(segment: BookSegment): number {
  */
 export class HistoryCache {
   readonly segments = new BoundedMap<OpenSegment>(SEGMENTS_MAX_BYTES, 64, (_key, held) => held.bytes);
+  /** By market and base sequence: a closed segment never changes, so it is decoded once while the host still reads it. */
+  readonly closed = new BoundedMap<BookSegment>(CLOSED_MAX_BYTES, 16, (_key, segment) => segmentBytes(segment));
   readonly answers = new BoundedMap<string>(ANSWERS_MAX_BYTES, 4_096, textBytes);
   /** By market, segment and sequence: the book a page ended at, taken by the page that goes on from there. */
   readonly replayBooks = new BoundedMap<OrderBook>(REPLAY_BOOKS_MAX_BYTES, 256, (_key, book) => bookBytes(book));

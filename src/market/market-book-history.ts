@@ -11,7 +11,7 @@ import { HOUR_MS, MINUTE_MS } from "../domain/intervals";
 import type { OrderBook } from "../domain/order-book";
 import { BOOK_FILES_AFTER_MS, CLOSE_SPREAD_MS, hourOf } from "../history/book-files";
 import { type BookHourParams, bookHourId } from "../history/book-files-workflow";
-import { BookHistory, type SegmentRow } from "../history/book-history";
+import { BookHistory, DECODE_SLICE, type SegmentRow } from "../history/book-history";
 import {
   type BookTarget,
   bookOf,
@@ -44,14 +44,13 @@ export const closeDelay = (symbol: string): number => fnv1a(symbol) % CLOSE_SPRE
 /** Entries a history read replays past its checkpoint before the checkpoint moves up (`bookAtSequence`). */
 const CHECKPOINT_ENTRIES = 64;
 
-/** Entries of an open segment decoded a turn (about 10 ms of a busy market's: JSON and bigints). */
-const DECODE_SLICE = 128;
-
 export class MarketBookHistory {
   readonly kept: BookHistory;
   private uploading: Promise<number> | undefined;
   /** The open segment's decode under way (`decodeOpen`): one a market, whatever the readers. */
   private decoding: Promise<void> | undefined;
+  /** The kept segments' reads under way (`keptSegment`): one a segment, whatever the readers. */
+  private readonly keptReads = new Map<string, Promise<BookSegment>>();
 
   constructor(
     private readonly store: MarketStore,
@@ -159,8 +158,32 @@ export class MarketBookHistory {
     const row = this.kept.find(target);
     if (!row) return undefined;
     this.counted("closed");
-    const segment = await this.kept.read(state.market.symbol, row);
+    const segment = await this.keptSegment(state.market.symbol, row);
     return segmentHolds(segment, target) ? { segment, row } : undefined;
+  }
+
+  /**
+   * A kept segment, decoded once while the host reads it (the seconds before R2 and the index have
+   * it, or when they fail): readers that come meanwhile wait for the same read. Each read decoded
+   * it whole before, and the reads of a busy market's last moments right after its segment closed
+   * held the host's thread ~75 ms each.
+   */
+  private keptSegment(symbol: string, row: SegmentRow): Promise<BookSegment> {
+    const key = `${symbol}|${row.baseSeq}`;
+    const held = this.cache.closed.get(key);
+    if (held) return Promise.resolve(held);
+    let reading = this.keptReads.get(key);
+    if (!reading) {
+      reading = this.kept
+        .read(symbol, row)
+        .then((segment) => {
+          this.cache.closed.set(key, segment);
+          return segment;
+        })
+        .finally(() => this.keptReads.delete(key));
+      this.keptReads.set(key, reading);
+    }
+    return reading;
   }
 
   /**

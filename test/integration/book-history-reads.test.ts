@@ -7,6 +7,8 @@ import type { MarketObject } from "../../src/market/market-object";
 import type { IngestBody } from "../../src/market/schemas";
 import { seriesKey } from "../../src/metrics/counts";
 import { ensureRegistry, findMarket } from "../../src/registry/copy";
+import { tablePrefixOf } from "../../src/writes/market-storage";
+import { atScale, wideUpdate } from "../support/book-levels";
 import { callJson } from "../support/http";
 import { until } from "../support/poll";
 import { hostOf } from "../support/registry";
@@ -72,6 +74,49 @@ describe("book history reads cost the host a bounded amount (docs/history.md#boo
     expect(next.body.bids.length + next.body.asks.length, "levels at sequence 151").toBe(levels.size);
     expect(next.body.bids.length, "bids at sequence 151").toBe(bids);
   });
+
+  it("a closed segment the host still reads (before R2 and the index have it) is read and decoded once, whatever the reads — six books of it, three at once, read its text's rows once (fails before: each read read the text back and decoded the whole segment, ~75 ms of the host's thread a read of a busy market's)", async () => {
+    await ensureRegistry(env);
+    const symbol = "XRPUSDT";
+    const market = findMarket(symbol)!;
+    const object = await hostOf(symbol);
+    const kept = () =>
+      runInDurableObject(
+        object,
+        (_: MarketObject, state) => state.storage.sql.exec<{ n: number }>(`SELECT count(*) AS n FROM ${tablePrefixOf(symbol)}book_segment_text`).one().n,
+      );
+    // Updates of 10,000 levels (about 170 KB logged each) until one closes the segment: it waits for R2 (the tests upload by hand).
+    let sequence = 0;
+    do {
+      sequence += 1;
+      expect((await ingest(env, "*", { symbol, book: [wideUpdate(market, sequence, sequence === 1 ? "snapshot" : "delta")] })).book, `batch ${sequence}`).toBe(
+        "applied",
+      );
+      expect(sequence, "a segment closed within 20 batches").toBeLessThan(20);
+    } while ((await kept()) === 0);
+    const closedAt = sequence - 1;
+    await rowsRead(symbol, true);
+    const asked = [1, 2, closedAt, 2, 1, closedAt - 1];
+    const first = await Promise.all(asked.slice(0, 3).map((n) => callJson<Book>(`/api/orderbook/${symbol}?sequence=${n}&depth=2`)));
+    const rest = [];
+    for (const n of asked.slice(3)) rest.push(await callJson<Book>(`/api/orderbook/${symbol}?sequence=${n}&depth=3`));
+    for (const [i, { status, body }] of [...first, ...rest].entries()) {
+      const n = asked[i]!;
+      expect([status, body.sequence, body.bids[0]![1], body.asks[0]![1]], `?sequence=${n}`).toEqual([
+        200,
+        n,
+        atScale(1_000 + n, market.quantityScale),
+        atScale(2_000 + n, market.quantityScale),
+      ]);
+    }
+    const parts = await runInDurableObject(
+      object,
+      (_: MarketObject, state) => state.storage.sql.exec<{ n: number }>(`SELECT count(*) AS n FROM ${tablePrefixOf(symbol)}book_segment_text`).one().n,
+    );
+    expect(await rowsRead(symbol), `rows the six reads read: the text's ${parts} parts once, and a segment's row a read`).toBeLessThanOrEqual(
+      parts + asked.length,
+    );
+  }, 60_000);
 
   it("a book at any sequence is the book built there, in whatever order the sequences are asked: from the segment's base or from the read's checkpoint (property)", async () => {
     await ensureRegistry(env);
