@@ -46,8 +46,11 @@ export function encodeSegment(segment: BookSegment): string {
   return closedSegment(segment).text;
 }
 
+/** A segment's JSON, parsed but not decoded. */
+const parseSegment = (text: string) => JSON.parse(text) as { base: Parameters<typeof decodeBase>[0]; entries: Parameters<typeof decodeEntry>[0][] };
+
 export function decodeSegment(text: string): BookSegment {
-  const value = JSON.parse(text) as { base: Parameters<typeof decodeBase>[0]; entries: Parameters<typeof decodeEntry>[0][] };
+  const value = parseSegment(text);
   return { base: decodeBase(value.base), entries: value.entries.map(decodeEntry) };
 }
 
@@ -56,7 +59,7 @@ export const DECODE_SLICE = 128;
 
 /** `decodeSegment` a slice of entries a turn, the host's other work running between. */
 async function decodeSegmentInSlices(text: string): Promise<BookSegment> {
-  const value = JSON.parse(text) as { base: Parameters<typeof decodeBase>[0]; entries: Parameters<typeof decodeEntry>[0][] };
+  const value = parseSegment(text);
   const entries: BookSegment["entries"] = [];
   for (let at = 0; at < value.entries.length; at += DECODE_SLICE) {
     await yieldTurn();
