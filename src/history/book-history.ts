@@ -6,7 +6,7 @@
  * segment is about 1 MB and more when its last batch is big.
  */
 import { gunzipText, gzipText } from "../core/encoding";
-import { type BookSegment, closedSegment, decodeBase, decodeEntry } from "../writes/book-entries";
+import { type BookEntry, type BookSegment, closedSegment, decodeBase, decodeEntry } from "../writes/book-entries";
 import type { ClosedSegment, SegmentSpan } from "../writes/open-segments";
 import type { BookTarget } from "./book-replay";
 import { type BlockIndex, type BlockText, encodeIndex, segmentBlocks } from "./segment-blocks";
@@ -55,17 +55,22 @@ export function decodeSegment(text: string): BookSegment {
 }
 
 /** Entries of a segment decoded a turn (about 10 ms of a busy market's: JSON and bigints); a 1 MB segment in one turn held the host's thread ~75 ms. */
-export const DECODE_SLICE = 128;
+const DECODE_SLICE = 128;
 
-/** `decodeSegment` a slice of entries a turn, the host's other work running between. */
+/** A segment's entries decoded DECODE_SLICE a turn, the host's other work running between: its open segment's log lines, or a kept segment's parsed entries. */
+export async function decodeEntriesInSlices<T>(items: readonly T[], decode: (item: T) => BookEntry): Promise<BookEntry[]> {
+  const entries: BookEntry[] = [];
+  for (let at = 0; at < items.length; at += DECODE_SLICE) {
+    await yieldTurn();
+    for (const item of items.slice(at, at + DECODE_SLICE)) entries.push(decode(item));
+  }
+  return entries;
+}
+
+/** `decodeSegment` a slice of entries a turn. */
 async function decodeSegmentInSlices(text: string): Promise<BookSegment> {
   const value = parseSegment(text);
-  const entries: BookSegment["entries"] = [];
-  for (let at = 0; at < value.entries.length; at += DECODE_SLICE) {
-    await yieldTurn();
-    for (const entry of value.entries.slice(at, at + DECODE_SLICE)) entries.push(decodeEntry(entry));
-  }
-  return { base: decodeBase(value.base), entries };
+  return { base: decodeBase(value.base), entries: await decodeEntriesInSlices(value.entries, decodeEntry) };
 }
 
 /** A block's bytes gunzipped and decoded: a segment of its own (its checkpoint and its batches). */

@@ -11,7 +11,7 @@ import { HOUR_MS, MINUTE_MS } from "../domain/intervals";
 import type { OrderBook } from "../domain/order-book";
 import { BOOK_FILES_AFTER_MS, CLOSE_SPREAD_MS, hourOf } from "../history/book-files";
 import { type BookHourParams, bookHourId } from "../history/book-files-workflow";
-import { BookHistory, DECODE_SLICE, type SegmentRow } from "../history/book-history";
+import { BookHistory, decodeEntriesInSlices, type SegmentRow } from "../history/book-history";
 import {
   type BookTarget,
   bookOf,
@@ -28,7 +28,6 @@ import {
   snapshotMessage,
 } from "../history/book-replay";
 import { entriesBytes, type HistoryCache, segmentBytes } from "../history/history-cache";
-import { yieldTurn } from "../history/sliced-put";
 import { logFailure } from "../logs/log";
 import { type BookEntry, type BookSegment, decodeBase, decodeEntry, lastSequenceOf } from "../writes/book-entries";
 import type { MarketRecord, MarketStore } from "../writes/market-store";
@@ -222,7 +221,7 @@ export class MarketBookHistory {
   }
 
   /**
-   * The open segment decoded from the text the log holds (no row read), DECODE_SLICE entries a
+   * The open segment decoded from the text the log holds (no row read), a slice of entries a
    * turn, and cached as of the records it holds; nothing when the text is not held (evicted by
    * the host's bound) or a snapshot closed the segment meanwhile (the read then takes `readOpen`).
    */
@@ -231,11 +230,10 @@ export class MarketBookHistory {
     const mark = this.store.book.mark();
     const text = this.store.book.openText(position);
     if (!text) return;
-    const segment: BookSegment = { base: decodeBase(JSON.parse(text.base)), entries: [] };
-    for (let at = 0; at < text.entries.length; at += DECODE_SLICE) {
-      await yieldTurn();
-      for (const entry of text.entries.slice(at, at + DECODE_SLICE)) segment.entries.push(decodeEntry(JSON.parse(entry)));
-    }
+    const segment: BookSegment = {
+      base: decodeBase(JSON.parse(text.base)),
+      entries: await decodeEntriesInSlices(text.entries, (line) => decodeEntry(JSON.parse(line))),
+    };
     if (this.store.bookPosition().snapshotN !== position.snapshotN) return;
     this.cache.segments.set(symbol, { snapshotN: position.snapshotN, logN: position.logN, mark, segment, bytes: segmentBytes(segment) });
   }
