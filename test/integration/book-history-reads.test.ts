@@ -114,6 +114,26 @@ describe("book history reads cost the host a bounded amount (docs/history.md#boo
     expect(await rowsRead(symbol), `rows the six reads read: the text's ${parts} parts once, and a segment's row a read`).toBeLessThanOrEqual(
       parts + asked.length,
     );
+    // A second segment closed while the first still waits: each book is read from its own (one held per segment, not per market).
+    const waiting = () =>
+      runInDurableObject(
+        object,
+        (_: MarketObject, state) =>
+          state.storage.sql.exec<{ n: number }>(`SELECT count(DISTINCT base_seq) AS n FROM ${tablePrefixOf(symbol)}book_segment_text`).one().n,
+      );
+    do {
+      sequence += 1;
+      expect((await ingest(env, "*", { symbol, book: [wideUpdate(market, sequence, "delta")] })).book, `batch ${sequence}`).toBe("applied");
+      expect(sequence, "a second segment closed within 40 batches").toBeLessThan(40);
+    } while ((await waiting()) < 2);
+    for (const n of [closedAt + 1, 2, sequence - 2, 1]) {
+      const { status, body } = await callJson<Book>(`/api/orderbook/${symbol}?sequence=${n}&depth=2`);
+      expect([status, body.sequence, body.bids[0]?.[1]], `?sequence=${n} with two segments waiting for R2`).toEqual([
+        200,
+        n,
+        atScale(1_000 + n, market.quantityScale),
+      ]);
+    }
   }, 60_000);
 
   it("a book at any sequence is the book built there, in whatever order the sequences are asked: from the segment's base or from the read's checkpoint (property)", async () => {
